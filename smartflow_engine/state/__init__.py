@@ -1,0 +1,62 @@
+"""Schedule state: the validated model, the occupancy grid and the pure write operations.
+
+This sub-package imports nothing else of ``smartflow_engine``.
+"""
+
+from .grid import Grid, run_lengths_per_day, runs
+from .model import (
+    STATUSES,
+    DayMapping,
+    ScheduleState,
+    SlotRange,
+    StateError,
+    Task,
+    TaskClass,
+    Window,
+)
+from .ops import (
+    MAX_BATCH,
+    REFUSAL_KINDS,
+    Blocker,
+    Change,
+    OpResult,
+    Refusal,
+    Request,
+    SelfCheckError,
+    batch_move,
+    move,
+    place,
+    relocate,
+    self_check,
+    swap,
+    unplace,
+)
+
+__all__ = [
+    "MAX_BATCH",
+    "REFUSAL_KINDS",
+    "STATUSES",
+    "Blocker",
+    "Change",
+    "DayMapping",
+    "Grid",
+    "OpResult",
+    "Refusal",
+    "Request",
+    "ScheduleState",
+    "SelfCheckError",
+    "SlotRange",
+    "StateError",
+    "Task",
+    "TaskClass",
+    "Window",
+    "batch_move",
+    "move",
+    "place",
+    "relocate",
+    "run_lengths_per_day",
+    "runs",
+    "self_check",
+    "swap",
+    "unplace",
+]

@@ -1,0 +1,364 @@
+"""The schedule state: the spec's §3 JSON as validated pydantic models.
+
+The state is the single source of truth; the occupancy grid (:mod:`.grid`) is derived from it and
+kept in step by the operations in :mod:`.ops`. Invariants are checked where the state is built, with
+a one-line message naming the task, the day and the periods.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+if TYPE_CHECKING:
+    from .grid import Grid
+
+Status = Literal["existing", "suggested", "pending"]
+STATUSES: tuple[str, ...] = ("existing", "suggested", "pending")
+
+MAX_DAYS = 1000
+MAX_SLOTS_PER_DAY = 24
+MAX_TASK_ID = 2**31 - 1
+
+
+class StateError(ValueError):
+    """A state that breaks an invariant (overlap, range out of the window, ...)."""
+
+
+class SlotRange(BaseModel):
+    """One contiguous block of periods on one day, both ends inclusive."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    day: int
+    slot_start: int
+    slot_end: int
+
+    @property
+    def length(self) -> int:
+        return self.slot_end - self.slot_start + 1
+
+
+class DayMapping(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    day_index: int
+    week: int
+    day_of_week: int = Field(ge=1, le=7)
+
+
+class Window(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    total_days: int = Field(ge=1, le=MAX_DAYS)
+    slots_per_day: int = Field(default=12, ge=1, le=MAX_SLOTS_PER_DAY)
+    day_mapping: list[DayMapping] = Field(default_factory=list)
+
+    @property
+    def total_slots(self) -> int:
+        return self.total_days * self.slots_per_day
+
+
+class TaskClass(BaseModel):
+    """TaskClass metadata the analyzers and the solver need (DESIGN.md extension).
+
+    ``start_day``/``end_day`` bound the days its pending tasks may use; ``excluded_slots`` are the
+    banned periods (1-based) on every day.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    name: str
+    total_slots: int | None = Field(default=None, ge=0)
+    start_day: int | None = None
+    end_day: int | None = None
+    excluded_slots: list[int] = Field(default_factory=list)
+    strategy: str | None = None
+
+
+class Task(BaseModel):
+    """One task of the window: a course, a placed study task or a pending one."""
+
+    model_config = ConfigDict(extra="allow")
+
+    state_id: int = Field(ge=1, le=MAX_TASK_ID)
+    source: str = "task_item"
+    source_id: int = 0
+    name: str
+    category: str = ""
+    status: Status
+    locked: bool = False
+    can_embed: bool = False
+    slots: list[SlotRange] = Field(default_factory=list)
+    duration: int | None = None
+    category_id: int | None = None
+    embedded_by: int | list[int] | None = None
+    embed_host: int | None = None
+
+    @property
+    def is_placed(self) -> bool:
+        return self.status != "pending"
+
+    @property
+    def label(self) -> str:
+        return f"[{self.state_id}]{self.name}"
+
+    def need(self) -> int:
+        """Periods the task needs when placed: its duration, or its first block's length."""
+        if self.duration is not None:
+            return self.duration
+        return self.slots[0].length if self.slots else 0
+
+
+class ScheduleState(BaseModel):
+    """A planning window and its tasks (the spec's §3.1 JSON, plus DESIGN.md's extensions)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    window: Window
+    tasks: list[Task] = Field(default_factory=list)
+    task_classes: list[TaskClass] = Field(default_factory=list)
+
+    _index: dict[int, Task] = PrivateAttr(default_factory=dict)
+    _grid: Grid | None = PrivateAttr(default=None)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_json(cls, source: str | Path | dict[str, Any]) -> ScheduleState:
+        """Load a state from JSON text, a path to a JSON file, or an already-parsed dict.
+
+        Raises
+        ------
+        StateError
+            One line naming what is wrong (invalid JSON, overlap, range out of the window, ...).
+        """
+        if isinstance(source, dict):
+            data = source
+        else:
+            text = source
+            if isinstance(source, Path) or (
+                isinstance(source, str) and not source.lstrip().startswith("{")
+            ):
+                try:
+                    text = Path(source).read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise StateError(f"cannot read state file {source}: {exc}") from None
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise StateError(f"invalid JSON: {exc}") from None
+        try:
+            return cls.model_validate(data)
+        except StateError:
+            raise
+        except ValueError as exc:
+            raise StateError(_first_error_line(exc)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The state as the spec's JSON object; ``embedded_by`` is derived from the guests."""
+        guests = self.guests_by_host()
+        data = self.model_dump(mode="json", exclude_none=True)
+        if not self.task_classes:
+            data.pop("task_classes", None)
+        for task_data in data["tasks"]:
+            sid = task_data["state_id"]
+            task_data.pop("embedded_by", None)
+            if not task_data.get("slots") and task_data["status"] == "pending":
+                task_data.pop("slots", None)
+            if not task_data.get("can_embed"):
+                task_data.pop("can_embed", None)
+            hosted = guests.get(sid)
+            if hosted:
+                task_data["embedded_by"] = hosted[0] if len(hosted) == 1 else hosted
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    def copy_state(self) -> ScheduleState:
+        """An independent deep copy (grid rebuilt lazily)."""
+        return ScheduleState.model_validate(self.to_dict())
+
+    # ------------------------------------------------------------------ lookups
+    @property
+    def num_days(self) -> int:
+        return self.window.total_days
+
+    @property
+    def slots_per_day(self) -> int:
+        return self.window.slots_per_day
+
+    def task(self, task_id: int) -> Task | None:
+        return self._index.get(task_id)
+
+    def task_class(self, class_id: int | None) -> TaskClass | None:
+        if class_id is None:
+            return None
+        for tc in self.task_classes:
+            if tc.id == class_id:
+                return tc
+        return None
+
+    def pending_tasks(self) -> list[Task]:
+        return [t for t in self.tasks if t.status == "pending"]
+
+    def placed_tasks(self) -> list[Task]:
+        return [t for t in self.tasks if t.status != "pending"]
+
+    def guests_by_host(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for t in self.tasks:
+            if t.embed_host is not None:
+                out.setdefault(t.embed_host, []).append(t.state_id)
+        return out
+
+    def is_locked(self, task: Task) -> bool:
+        """A task is locked by its own flag or, for a guest, by its host's (lock inheritance)."""
+        if task.locked:
+            return True
+        if task.embed_host is not None:
+            host = self._index.get(task.embed_host)
+            return bool(host is not None and host.locked)
+        return False
+
+    @property
+    def grid(self) -> Grid:
+        from .grid import Grid  # local: grid imports this module
+
+        if self._grid is None:
+            self._grid = Grid.build(self)
+        return self._grid
+
+    def next_state_id(self) -> int:
+        return max((t.state_id for t in self.tasks), default=0) + 1
+
+    # ------------------------------------------------------------------ validation
+    @model_validator(mode="after")
+    def _check_invariants(self) -> ScheduleState:
+        _validate(self)
+        for task in self.tasks:  # derived from the guests' embed_host from here on
+            task.embedded_by = None
+        self._index = {t.state_id: t for t in self.tasks}
+        self._grid = None
+        return self
+
+
+def _first_error_line(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+        except Exception:  # pragma: no cover - defensive
+            return str(exc).splitlines()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        msg = str(first.get("msg", ""))
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        return f"{loc}: {msg}" if loc else msg
+    return str(exc).splitlines()[0]
+
+
+def _fmt(block: SlotRange) -> str:
+    return f"day {block.day} periods {block.slot_start}-{block.slot_end}"
+
+
+def _validate(state: ScheduleState) -> None:  # noqa: C901 - one linear list of invariants
+    window = state.window
+    num_days, spd = window.total_days, window.slots_per_day
+    if window.day_mapping:
+        if len(window.day_mapping) != num_days:
+            raise StateError(
+                f"window.day_mapping has {len(window.day_mapping)} entries, "
+                f"total_days is {num_days}"
+            )
+        for i, dm in enumerate(window.day_mapping, start=1):
+            if dm.day_index != i:
+                raise StateError(f"window.day_mapping[{i - 1}] has day_index {dm.day_index}, "
+                                 f"expected {i}")
+    seen: dict[int, Task] = {}
+    for task in state.tasks:
+        if task.state_id in seen:
+            raise StateError(f"duplicate state_id {task.state_id} "
+                             f"({seen[task.state_id].name} and {task.name})")
+        seen[task.state_id] = task
+        who = f"task [{task.state_id}] {task.name}"
+        if task.duration is not None and not 1 <= task.duration <= spd:
+            raise StateError(f"{who}: duration {task.duration} outside 1-{spd}")
+        if task.status == "pending":
+            if task.slots:
+                raise StateError(f"{who}: pending task has slots ({_fmt(task.slots[0])})")
+            if task.duration is None:
+                raise StateError(f"{who}: pending task has no duration")
+            if task.embed_host is not None:
+                raise StateError(f"{who}: pending task has embed_host {task.embed_host}")
+        elif not task.slots:
+            raise StateError(f"{who}: {task.status} task has no slots")
+        for block in task.slots:
+            if not 1 <= block.day <= num_days:
+                raise StateError(f"{who}: {_fmt(block)} is outside the window (days 1-{num_days})")
+            if not 1 <= block.slot_start <= block.slot_end <= spd:
+                raise StateError(f"{who}: {_fmt(block)} is not a period range within 1-{spd}")
+    for tc in state.task_classes:
+        bad = [s for s in tc.excluded_slots if not 1 <= s <= spd]
+        if bad:
+            raise StateError(f"task class [{tc.id}] {tc.name}: excluded_slots {bad} outside 1-{spd}")
+        for name, value in (("start_day", tc.start_day), ("end_day", tc.end_day)):
+            if value is not None and not 1 <= value <= num_days:
+                raise StateError(f"task class [{tc.id}] {tc.name}: {name} {value} is outside "
+                                 f"the window (days 1-{num_days})")
+
+    # Occupancy: non-guest tasks may not share a period; a guest lies inside one host block.
+    owner: dict[tuple[int, int], Task] = {}
+    for task in state.tasks:
+        if task.embed_host is not None:
+            continue
+        for block in task.slots:
+            for slot in range(block.slot_start, block.slot_end + 1):
+                other = owner.get((block.day, slot))
+                if other is not None:
+                    what = "itself" if other is task else f"task [{other.state_id}] {other.name}"
+                    raise StateError(f"task [{task.state_id}] {task.name} overlaps {what} on "
+                                     f"day {block.day} period {slot}")
+                owner[(block.day, slot)] = task
+    used_host_blocks: dict[tuple[int, int, int], Task] = {}
+    for task in state.tasks:
+        who = f"task [{task.state_id}] {task.name}"
+        if task.embed_host is None:
+            continue
+        host = seen.get(task.embed_host)
+        if host is None:
+            raise StateError(f"{who}: embed_host {task.embed_host} does not exist")
+        if not host.can_embed:
+            raise StateError(f"{who}: host [{host.state_id}] {host.name} is not can_embed")
+        if host.embed_host is not None:
+            raise StateError(f"{who}: host [{host.state_id}] {host.name} is itself a guest")
+        if len(task.slots) != 1:
+            raise StateError(f"{who}: a guest must hold exactly one block")
+        block = task.slots[0]
+        inside = [
+            hb for hb in host.slots
+            if hb.day == block.day and hb.slot_start <= block.slot_start
+            and block.slot_end <= hb.slot_end
+        ]
+        if not inside:
+            raise StateError(f"{who}: guest {_fmt(block)} is not inside a block of host "
+                             f"[{host.state_id}] {host.name}")
+        key = (inside[0].day, inside[0].slot_start, host.state_id)
+        if key in used_host_blocks:
+            prev = used_host_blocks[key]
+            raise StateError(f"{who}: host [{host.state_id}] {host.name} block {_fmt(inside[0])} "
+                             f"already holds guest [{prev.state_id}] {prev.name}")
+        used_host_blocks[key] = task
+    for task in state.tasks:
+        if task.embedded_by is None:
+            continue
+        claimed = task.embedded_by if isinstance(task.embedded_by, list) else [task.embedded_by]
+        for gid in claimed:
+            guest = seen.get(gid)
+            if guest is None or guest.embed_host != task.state_id:
+                raise StateError(f"task [{task.state_id}] {task.name}: embedded_by {gid} but that "
+                                 f"task's embed_host is not {task.state_id}")

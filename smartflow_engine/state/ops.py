@@ -1,0 +1,395 @@
+"""Pure state operations: place, move, swap, batch_move, unplace and the general ``relocate``.
+
+Every operation is all-or-nothing: it checks everything against the state first and either applies
+all changes (state and grid together) or none, returning an :class:`OpResult` whose ``refusal``
+says, as data, why it refused. Nothing here renders text.
+
+Relocation is simultaneous (DESIGN.md): each request is checked against the state in which every
+task being relocated has already left its old place, so two tasks can trade places in one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .grid import Grid
+from .model import ScheduleState, SlotRange, Task
+
+MAX_BATCH = 50  # moves in one batch_move / placements in one apply
+
+
+@dataclass(frozen=True)
+class Request:
+    """Put ``task_id`` (or its block on ``from_day``) at ``day``, starting at ``slot_start``."""
+
+    task_id: int
+    day: int
+    slot_start: int
+    from_day: int | None = None
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A task holding part of a requested range: its id and the overlapping periods."""
+
+    task_id: int
+    slot_start: int
+    slot_end: int
+    moving: bool = False  # the blocker is another task of the same call, at its new place
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why an operation refused, as data. ``kind`` is one of :data:`REFUSAL_KINDS`."""
+
+    kind: str
+    task_id: int | None = None
+    other_id: int | None = None
+    day: int | None = None
+    slot_start: int | None = None
+    slot_end: int | None = None
+    blockers: tuple[Blocker, ...] = ()
+    blocks: tuple[SlotRange, ...] = ()
+    limit: int | None = None
+
+
+REFUSAL_KINDS = (
+    "not_found",  # task_id does not exist
+    "not_pending",  # place on a task that is not pending
+    "pending",  # move / swap / unplace on a pending task
+    "locked",  # the task (or, for a guest, its host) is locked
+    "multi_block",  # the task has several blocks and no (or no matching) from_day
+    "has_guest",  # a host block to move / unplace holds a guest
+    "out_of_window",  # day or periods outside the window
+    "conflict",  # the target periods are held by other tasks
+    "embed_taken",  # the target lies inside a host block that already has a guest
+    "duration_mismatch",  # swap of blocks of different lengths
+    "same_task",  # swap of a task with itself
+    "duplicate_task",  # the same task twice in one batch
+    "empty_batch",
+    "batch_too_large",
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One task's change, for the change log a confirm step writes to the database."""
+
+    op: str
+    task_id: int
+    status_before: str
+    status_after: str
+    block_before: SlotRange | None
+    block_after: SlotRange | None
+    embed_host_before: int | None
+    embed_host_after: int | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "op": self.op,
+            "task_id": self.task_id,
+            "status_before": self.status_before,
+            "status_after": self.status_after,
+            "block_before": self.block_before.model_dump() if self.block_before else None,
+            "block_after": self.block_after.model_dump() if self.block_after else None,
+            "embed_host_before": self.embed_host_before,
+            "embed_host_after": self.embed_host_after,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Change:
+        def block(value: object) -> SlotRange | None:
+            return SlotRange.model_validate(value) if value is not None else None
+
+        return cls(
+            op=str(data["op"]),
+            task_id=int(data["task_id"]),  # type: ignore[call-overload]
+            status_before=str(data["status_before"]),
+            status_after=str(data["status_after"]),
+            block_before=block(data.get("block_before")),
+            block_after=block(data.get("block_after")),
+            embed_host_before=data.get("embed_host_before"),  # type: ignore[arg-type]
+            embed_host_after=data.get("embed_host_after"),  # type: ignore[arg-type]
+        )
+
+
+@dataclass
+class OpResult:
+    ok: bool
+    changes: list[Change] = field(default_factory=list)
+    refusal: Refusal | None = None
+
+    @classmethod
+    def refuse(cls, kind: str, **kw: object) -> OpResult:
+        return cls(False, [], Refusal(kind, **kw))  # type: ignore[arg-type]
+
+
+class SelfCheckError(AssertionError):
+    """The incrementally kept grid or the state's invariants disagree with a full recompute."""
+
+
+# ---------------------------------------------------------------------------------- public ops
+def place(state: ScheduleState, task_id: int, day: int, slot_start: int) -> OpResult:
+    """Place a pending task (→ ``suggested``), embedding it when the range lies in a free host block."""
+    task = state.task(task_id)
+    if task is None:
+        return OpResult.refuse("not_found", task_id=task_id)
+    if task.status != "pending":
+        return OpResult.refuse("not_pending", task_id=task_id)
+    return relocate(state, [Request(task_id, day, slot_start)], op="place")
+
+
+def move(
+    state: ScheduleState, task_id: int, new_day: int, new_slot_start: int,
+    from_day: int | None = None,
+) -> OpResult:
+    """Move one block of a placed task; status is kept."""
+    return relocate(state, [Request(task_id, new_day, new_slot_start, from_day)], op="move",
+                    placed_only=True)
+
+
+def batch_move(state: ScheduleState, moves: Sequence[Request]) -> OpResult:
+    """Move several placed tasks at once (simultaneous; any failure rolls all back)."""
+    if not moves:
+        return OpResult.refuse("empty_batch")
+    if len(moves) > MAX_BATCH:
+        return OpResult.refuse("batch_too_large", limit=MAX_BATCH)
+    return relocate(state, moves, op="batch_move", placed_only=True)
+
+
+def swap(state: ScheduleState, task_a: int, task_b: int) -> OpResult:
+    """Trade the places of two placed single-block tasks of equal length."""
+    if task_a == task_b:
+        return OpResult.refuse("same_task", task_id=task_a)
+    tasks: list[Task] = []
+    for tid in (task_a, task_b):
+        task = state.task(tid)
+        if task is None:
+            return OpResult.refuse("not_found", task_id=tid)
+        tasks.append(task)
+    for task in tasks:
+        if refusal := _check_movable(state, task, None, set()):
+            return OpResult(False, [], refusal)
+    a, b = tasks
+    if len(a.slots) > 1 or len(b.slots) > 1:
+        multi = a if len(a.slots) > 1 else b
+        return OpResult.refuse("multi_block", task_id=multi.state_id, blocks=tuple(multi.slots))
+    ba, bb = a.slots[0], b.slots[0]
+    if ba.length != bb.length:
+        return OpResult.refuse("duration_mismatch", task_id=a.state_id, other_id=b.state_id)
+    return relocate(
+        state,
+        [Request(a.state_id, bb.day, bb.slot_start), Request(b.state_id, ba.day, ba.slot_start)],
+        op="swap", placed_only=True,
+    )
+
+
+def unplace(state: ScheduleState, task_id: int) -> OpResult:
+    """Take a placed single-block task out of the grid: → ``pending`` with ``duration`` = length."""
+    task = state.task(task_id)
+    if task is None:
+        return OpResult.refuse("not_found", task_id=task_id)
+    if refusal := _check_movable(state, task, None, set()):
+        return OpResult(False, [], refusal)
+    if len(task.slots) > 1:
+        return OpResult.refuse("multi_block", task_id=task_id, blocks=tuple(task.slots))
+    block = task.slots[0]
+    as_guest = task.embed_host is not None
+    change = Change("unplace", task_id, task.status, "pending", block, None, task.embed_host, None)
+    state.grid.clear(block, as_guest=as_guest)
+    task.slots = []
+    task.duration = block.length
+    task.status = "pending"
+    task.embed_host = None
+    return OpResult(True, [change])
+
+
+def relocate(
+    state: ScheduleState,
+    requests: Sequence[Request],
+    *,
+    op: str,
+    placed_only: bool = False,
+    status_after: str | None = None,
+) -> OpResult:
+    """Apply several placements / moves simultaneously, all or nothing.
+
+    A pending task is placed (status → ``status_after`` or ``suggested``); a placed one has one
+    block moved (status kept unless ``status_after``). With ``placed_only`` a pending task is
+    refused (``pending``), as ``move`` and ``batch_move`` require.
+    """
+    grid = state.grid
+    num_days, spd = state.num_days, state.slots_per_day
+    moving_ids = {r.task_id for r in requests}
+    plans: list[tuple[Task, SlotRange | None, SlotRange]] = []  # task, old block, new block
+    seen: set[int] = set()
+    for req in requests:
+        task = state.task(req.task_id)
+        if task is None:
+            return OpResult.refuse("not_found", task_id=req.task_id)
+        if req.task_id in seen:
+            return OpResult.refuse("duplicate_task", task_id=req.task_id)
+        seen.add(req.task_id)
+        old: SlotRange | None = None
+        if task.status == "pending":
+            if placed_only:
+                return OpResult.refuse("pending", task_id=task.state_id)
+            length = task.need()
+        else:
+            if refusal := _check_movable(state, task, req.from_day, moving_ids):
+                return OpResult(False, [], refusal)
+            old = _pick_block(task, req.from_day)
+            length = old.length
+        end = req.slot_start + length - 1
+        if not (1 <= req.day <= num_days and 1 <= req.slot_start and end <= spd):
+            return OpResult.refuse("out_of_window", task_id=task.state_id, day=req.day,
+                                   slot_start=req.slot_start, slot_end=end)
+        plans.append((task, old, SlotRange(day=req.day, slot_start=req.slot_start, slot_end=end)))
+
+    # The simultaneous picture: every relocated task has left its old place.
+    owner = grid.owner.copy()
+    guest = grid.guest.copy()
+    for task, old, _ in plans:
+        if old is not None:
+            (guest if task.embed_host is not None else owner)[
+                old.day - 1, old.slot_start - 1 : old.slot_end] = 0
+    new_blocks: dict[int, SlotRange] = {}
+    hosts: dict[int, int | None] = {}
+    for task, old, new in plans:
+        d, s0, s1 = new.day - 1, new.slot_start - 1, new.slot_end
+        cells = owner[d, s0:s1]
+        if not cells.any():
+            owner[d, s0:s1] = task.state_id
+            hosts[task.state_id] = None
+        else:
+            host_id = _embed_host_for(state, grid, task, new, cells, new_blocks, old)
+            if host_id is None:
+                return OpResult(False, [], _conflict(task, new, owner, moving_ids, new_blocks))
+            taken = guest[d, s0:s1]
+            if taken.any():
+                gid = int(taken[taken != 0][0])
+                return OpResult.refuse("embed_taken", task_id=task.state_id, other_id=gid,
+                                       day=new.day, slot_start=new.slot_start,
+                                       slot_end=new.slot_end, blockers=(Blocker(
+                                           host_id, new.slot_start, new.slot_end),))
+            guest[d, s0:s1] = task.state_id
+            hosts[task.state_id] = host_id
+        new_blocks[task.state_id] = new
+
+    # Commit: the checks above cannot fail from here on.
+    changes: list[Change] = []
+    for task, old, _ in plans:
+        if old is not None:
+            grid.clear(old, as_guest=task.embed_host is not None)
+    for task, old, new in plans:
+        before_status, before_host = task.status, task.embed_host
+        if old is None:
+            task.slots = [new]
+        else:
+            task.slots = sorted(
+                [b for b in task.slots if b is not old] + [new],
+                key=lambda b: (b.day, b.slot_start),
+            )
+        task.embed_host = hosts[task.state_id]
+        if status_after is not None:
+            task.status = status_after  # type: ignore[assignment]
+        elif task.status == "pending":
+            task.status = "suggested"
+        grid.put(task.state_id, new, as_guest=task.embed_host is not None)
+        changes.append(Change(op, task.state_id, before_status, task.status, old, new,
+                              before_host, task.embed_host))
+    return OpResult(True, changes)
+
+
+# ---------------------------------------------------------------------------------- checks
+def self_check(state: ScheduleState) -> None:
+    """Recompute the grid and re-validate the state from scratch; raise on any difference."""
+    fresh = Grid.build(state)
+    if not fresh.equals(state.grid):
+        diff = np.argwhere((fresh.owner != state.grid.owner) | (fresh.guest != state.grid.guest))
+        where = ", ".join(f"day {d + 1} period {s + 1}" for d, s in diff[:5].tolist())
+        raise SelfCheckError(f"grid out of step with the tasks at {where or 'embed hosts'}")
+    try:
+        ScheduleState.model_validate(state.to_dict())
+    except ValueError as exc:
+        raise SelfCheckError(f"state invariant broken: {exc}") from exc
+
+
+def _check_movable(
+    state: ScheduleState, task: Task, from_day: int | None, moving_ids: set[int]
+) -> Refusal | None:
+    if task.status == "pending":
+        return Refusal("pending", task_id=task.state_id)
+    if state.is_locked(task):
+        return Refusal("locked", task_id=task.state_id, other_id=task.embed_host)
+    if len(task.slots) > 1:
+        on_day = [b for b in task.slots if b.day == from_day]
+        if from_day is None or len(on_day) != 1:
+            return Refusal("multi_block", task_id=task.state_id, blocks=tuple(task.slots))
+    block = _pick_block(task, from_day)
+    for gid in state.guests_by_host().get(task.state_id, []):
+        g = state.task(gid)
+        if g is None or gid in moving_ids:
+            continue
+        gb = g.slots[0]
+        if gb.day == block.day and block.slot_start <= gb.slot_start <= block.slot_end:
+            return Refusal("has_guest", task_id=task.state_id, other_id=gid)
+    return None
+
+
+def _pick_block(task: Task, from_day: int | None) -> SlotRange:
+    if len(task.slots) == 1:
+        return task.slots[0]
+    return next(b for b in task.slots if b.day == from_day)
+
+
+def _embed_host_for(
+    state: ScheduleState,
+    grid: Grid,
+    task: Task,
+    new: SlotRange,
+    cells: np.ndarray,
+    new_blocks: dict[int, SlotRange],
+    old: SlotRange | None,
+) -> int | None:
+    """The host whose single block wholly contains ``new``, if ``task`` may embed there."""
+    ids = np.unique(cells)
+    if len(ids) != 1 or ids[0] == 0:
+        return None
+    host_id = int(ids[0])
+    host = state.task(host_id)
+    if host is None or host_id not in grid.embed_hosts or host.embed_host is not None:
+        return None
+    if task.can_embed or task.state_id in state.guests_by_host():
+        return None  # no nesting: a host never becomes a guest
+    blocks = list(host.slots)
+    if host_id in new_blocks:  # the host itself moved in this call: only its new block counts
+        blocks = [new_blocks[host_id]]
+    for b in blocks:
+        if b.day == new.day and b.slot_start <= new.slot_start and new.slot_end <= b.slot_end:
+            return host_id
+    return None
+
+
+def _conflict(
+    task: Task,
+    new: SlotRange,
+    owner: np.ndarray,
+    moving_ids: set[int],
+    new_blocks: dict[int, SlotRange],
+) -> Refusal:
+    row = owner[new.day - 1, new.slot_start - 1 : new.slot_end]
+    blockers: list[Blocker] = []
+    start = None
+    for i, tid in enumerate(row.tolist() + [0]):
+        prev = row[i - 1] if i > 0 else 0
+        if tid != prev:
+            if start is not None and prev != 0:
+                blockers.append(Blocker(int(prev), new.slot_start + start,
+                                        new.slot_start + i - 1, int(prev) in new_blocks))
+            start = i
+    return Refusal("conflict", task_id=task.state_id, day=new.day, slot_start=new.slot_start,
+                   slot_end=new.slot_end, blockers=tuple(blockers))

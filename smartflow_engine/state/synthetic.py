@@ -1,0 +1,182 @@
+"""Seeded synthetic planning windows for tests and benchmarks.
+
+A window looks like a student's term: a weekly timetable of courses (some locked, some "water
+courses" a study task may be embedded into), a few study tasks already placed, and pending study
+tasks of 1-4 periods. Variants:
+
+- ``plain``: pending work fits comfortably;
+- ``tight``: pending work is 85-105 % of the free periods, so some windows do not fit;
+- ``fragmented``: single-period activities break the free time into short runs.
+
+The same ``(seed, arguments)`` always gives the same window.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from .model import ScheduleState
+
+Variant = Literal["plain", "tight", "fragmented"]
+VARIANTS: tuple[Variant, ...] = ("plain", "tight", "fragmented")
+
+_COURSES = ["高等数学", "线性代数", "大学物理", "程序设计", "大学英语", "概率论", "数据结构",
+            "电路原理", "离散数学", "体育", "思政", "形势与政策", "军事理论", "心理健康"]
+_CATEGORIES = [(10, "复习"), (11, "作业"), (12, "实验"), (13, "阅读"), (14, "项目")]
+_DURATIONS = np.array([1, 2, 3, 4])
+_DURATION_P = np.array([0.1, 0.5, 0.25, 0.15])
+
+
+def synthetic_window(
+    seed: int,
+    num_days: int = 30,
+    *,
+    variant: Variant = "plain",
+    pending: int | None = None,
+    occupancy: float = 0.35,
+    embeddable: float = 0.2,
+    with_task_classes: bool = False,
+    slots_per_day: int = 12,
+) -> ScheduleState:
+    """Build a seeded synthetic window.
+
+    Parameters
+    ----------
+    seed
+        Random seed; the window is a pure function of all the arguments.
+    num_days
+        Window length (7 to 120 in the benchmarks; any value 1..1000 works).
+    variant
+        ``plain``, ``tight`` or ``fragmented`` (see the module docstring).
+    pending
+        Number of pending tasks; default about two per day (``tight`` ignores it and fills the
+        free periods instead).
+    occupancy
+        Probability that a weekday standard pair (1-2, 3-4, ...) holds a course.
+    embeddable
+        Share of courses that are unlocked, embeddable water courses.
+    with_task_classes
+        Add a task class per study category, with a day window and banned periods.
+    """
+    rng = np.random.default_rng(seed)
+    spd = slots_per_day
+    tasks: list[dict[str, Any]] = []
+    owner = np.zeros((num_days, spd), dtype=np.int32)
+    next_id = 1
+
+    # Weekly timetable: each weekday's standard pairs hold a course with probability `occupancy`.
+    weekly: dict[tuple[int, int], tuple[int, int]] = {}  # (dow, start) -> (course idx, length)
+    for dow in range(1, 6):
+        start = 1
+        while start + 1 <= spd:
+            if rng.random() < occupancy:
+                length = 2 if rng.random() < 0.85 or start + 3 > spd else int(rng.integers(3, 5))
+                weekly[(dow, start)] = (int(rng.integers(len(_COURSES))), length)
+                start += length + (length % 2)
+            else:
+                start += 2
+    course_blocks: dict[int, list[dict[str, int]]] = {}
+    for day in range(1, num_days + 1):
+        dow = (day - 1) % 7 + 1
+        for (wd, start), (course, length) in weekly.items():
+            if wd == dow:
+                course_blocks.setdefault(course, []).append(
+                    {"day": day, "slot_start": start, "slot_end": start + length - 1})
+    for course, blocks in sorted(course_blocks.items()):
+        water = rng.random() < embeddable
+        task: dict[str, Any] = {
+            "state_id": next_id, "source": "event", "source_id": 100 + course,
+            "name": _COURSES[course] + ("（水课）" if water else ""), "category": "课程",
+            "status": "existing", "locked": not water, "slots": blocks,
+        }
+        if water:
+            task["can_embed"] = True
+        for b in blocks:
+            owner[b["day"] - 1, b["slot_start"] - 1 : b["slot_end"]] = next_id
+        tasks.append(task)
+        next_id += 1
+
+    def free_runs() -> list[tuple[int, int, int]]:
+        padded = np.zeros((num_days, spd + 2), dtype=np.int8)
+        padded[:, 1:-1] = owner == 0
+        diff = np.diff(padded, axis=1)
+        r, s = np.nonzero(diff == 1)
+        _, e = np.nonzero(diff == -1)
+        return [(int(a) + 1, int(b) + 1, int(c - b)) for a, b, c in zip(r, s, e, strict=True)]
+
+    def occupy(name: str, category: str, cid: int | None, status: str, length: int,
+               locked: bool = False) -> None:
+        nonlocal next_id
+        runs = [run for run in free_runs() if run[2] >= length]
+        if not runs:
+            return
+        day, start, n = runs[int(rng.integers(len(runs)))]
+        s0 = start + int(rng.integers(n - length + 1))
+        owner[day - 1, s0 - 1 : s0 - 1 + length] = next_id
+        task: dict[str, Any] = {
+            "state_id": next_id, "source": "event" if cid is None else "task_item",
+            "source_id": 500 + next_id, "name": name, "category": category,
+            "status": status, "locked": locked,
+            "slots": [{"day": day, "slot_start": s0, "slot_end": s0 + length - 1}],
+        }
+        if cid is not None:
+            task["category_id"] = cid
+        tasks.append(task)
+        next_id += 1
+
+    if variant == "fragmented":
+        for i in range(int(num_days * 1.5)):
+            occupy(f"社团活动{i + 1}", "活动", None, "existing", 1)
+    for i in range(max(1, num_days // 10)):
+        cid, cname = _CATEGORIES[int(rng.integers(len(_CATEGORIES)))]
+        occupy(f"{cname}任务{i + 1}", cname, cid, "suggested", int(rng.choice(_DURATIONS[1:3])))
+
+    # Pending study tasks.
+    free_total = int(np.count_nonzero(owner == 0))
+    count = pending if pending is not None else 2 * num_days
+    durations: list[int] = []
+    if variant == "tight":
+        target = free_total * rng.uniform(0.85, 1.05)
+        while sum(durations) < target:
+            durations.append(int(rng.choice(_DURATIONS, p=_DURATION_P)))
+    else:
+        durations = [int(d) for d in rng.choice(_DURATIONS, size=count, p=_DURATION_P)]
+    durations = [min(d, spd) for d in durations]
+    used_classes: dict[int, list[int]] = {}
+    for i, d in enumerate(durations):
+        cid, cname = _CATEGORIES[int(rng.integers(len(_CATEGORIES)))]
+        used_classes.setdefault(cid, []).append(d)
+        tasks.append({
+            "state_id": next_id, "source": "task_item", "source_id": 1000 + i,
+            "name": f"{cname}{i + 1}", "category": cname, "status": "pending",
+            "duration": d, "category_id": cid,
+        })
+        next_id += 1
+
+    task_classes: list[dict[str, Any]] = []
+    if with_task_classes:
+        for cid, cname in _CATEGORIES:
+            if cid not in used_classes:
+                continue
+            start_day = 1 + int(rng.integers(max(1, num_days // 4)))
+            end_day = num_days - int(rng.integers(max(1, num_days // 4)))
+            banned = [spd - 1, spd] if rng.random() < 0.5 else []
+            task_classes.append({
+                "id": cid, "name": cname, "strategy": "steady",
+                "total_slots": int(sum(used_classes[cid]) * rng.uniform(1.0, 1.3)),
+                "start_day": start_day, "end_day": max(start_day, end_day),
+                "excluded_slots": banned,
+            })
+
+    mapping = [
+        {"day_index": d, "week": 1 + (d - 1) // 7, "day_of_week": (d - 1) % 7 + 1}
+        for d in range(1, num_days + 1)
+    ]
+    data = {
+        "window": {"total_days": num_days, "slots_per_day": spd, "day_mapping": mapping},
+        "tasks": tasks,
+        "task_classes": task_classes,
+    }
+    return ScheduleState.model_validate(data)

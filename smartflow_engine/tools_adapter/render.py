@@ -1,0 +1,81 @@
+"""Chinese text pieces shared by every text tool, in the layouts of tool-layer-design.md.
+
+Everything the LLM reads about a day, a range or a task is phrased here once, so the read tools,
+the write tools and the solver tools say the same thing the same way.
+"""
+
+from __future__ import annotations
+
+from ..state import ScheduleState, SlotRange, Task
+
+STATUS_WORDS = {"existing": "已安排", "suggested": "已预排", "pending": "待安排"}
+SOURCE_WORDS = {"event": "课程表", "task_item": "任务类"}
+
+
+def periods(start: int, end: int) -> str:
+    """``1-2`` or ``3`` (a single period)."""
+    return f"{start}-{end}" if end != start else f"{start}"
+
+
+def block_text(block: SlotRange) -> str:
+    """``第5天第1-3节``."""
+    return f"第{block.day}天第{periods(block.slot_start, block.slot_end)}节"
+
+
+def fixed_word(task: Task) -> str:
+    """``固定课程`` for a locked course, ``固定任务`` for any other locked task."""
+    return "固定课程" if task.category == "课程" or task.source == "event" else "固定任务"
+
+
+def day_items(state: ScheduleState, day: int) -> list[str]:
+    """The day's tasks in period order: ``[4]体育(1-4节)``, guests as ``[7]写实验报告(嵌入1-2节)``."""
+    items: list[tuple[int, int, str]] = []
+    for task in state.tasks:
+        for b in task.slots:
+            if b.day != day:
+                continue
+            span = periods(b.slot_start, b.slot_end)
+            if task.embed_host is not None:
+                items.append((b.slot_start, 1, f"{task.label}(嵌入{span}节)"))
+            else:
+                items.append((b.slot_start, 0, f"{task.label}({span}节)"))
+    items.sort()
+    return [text for _, _, text in items]
+
+
+def day_load(state: ScheduleState, day: int) -> int:
+    return int(state.grid.day_load()[day - 1])
+
+
+def occupancy_line(state: ScheduleState, day: int) -> str:
+    """``第5天当前占用：[3]复习线代(1-3节)，占用3/12。`` (``第5天当前占用：0/12。`` when empty)."""
+    items = day_items(state, day)
+    load = f"{day_load(state, day)}/{state.slots_per_day}"
+    if not items:
+        return f"第{day}天当前占用：{load}。"
+    return f"第{day}天当前占用：{' '.join(items)}，占用{load}。"
+
+
+def free_periods_text(state: ScheduleState, day: int) -> str:
+    """``空闲时段：第5-12节。`` listing every free run of the day (``无`` when full)."""
+    runs = state.grid.free_runs(day=day)
+    if not runs:
+        return "空闲时段：无。"
+    return "空闲时段：" + "、".join(f"第{periods(s, e)}节" for _, s, e in runs) + "。"
+
+
+def pending_left_line(state: ScheduleState) -> str:
+    return f"待安排任务剩余：{len(state.pending_tasks())}个。"
+
+
+def task_tags(state: ScheduleState, task: Task) -> list[str]:
+    """The parenthesised tags of a list line: ``固定``, ``可嵌入``, ``嵌入[10]思政``."""
+    tags: list[str] = []
+    if state.is_locked(task):
+        tags.append("固定")
+    if task.can_embed:
+        tags.append("可嵌入")
+    if task.embed_host is not None:
+        host = state.task(task.embed_host)
+        tags.append(f"嵌入{host.label if host else task.embed_host}")
+    return tags

@@ -1,0 +1,73 @@
+"""The shape of one tool: its metadata, argument model and handler (the registry's row type)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ..state import Change, ScheduleState
+
+
+class Mode(StrEnum):
+    """Execution modes of P1-D; the mode selects which tools are offered."""
+
+    FIRST_FULL = "first_full"
+    LOCAL_ADJUST = "local_adjust"
+    GLOBAL_REOPT = "global_reopt"
+
+
+ALL_MODES: frozenset[Mode] = frozenset(Mode)
+
+
+@dataclass
+class ToolContext:
+    """What a handler may touch: the session's state and change log, and server-set caps."""
+
+    state: ScheduleState | None
+    changes: list[Change] = field(default_factory=list)
+    max_time_limit_s: float = 10.0  # cap on any solver time limit a caller asks for
+    num_workers: int = 1
+
+
+Handler = Callable[[ToolContext, Any], str]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One row of the tool registry."""
+
+    name: str
+    kind: Literal["read", "write"]
+    args_model: type[BaseModel]
+    handler: Handler
+    description: str  # Chinese, for the LLM
+    output: Literal["text", "json"] = "text"
+    needs_state: bool = True
+    needs_confirm: bool = False
+    modes: frozenset[Mode] = ALL_MODES  # modes in which the tool is offered to the model
+
+    @property
+    def is_write(self) -> bool:
+        return self.kind == "write"
+
+
+def json_error(tool: str, error_code: str, error: str) -> str:
+    """The analysis envelope (p1 §4.1/4.2) for a failure, as JSON text."""
+    return json.dumps(
+        {
+            "tool": tool,
+            "success": False,
+            "metric_schema": {},
+            "metrics": {},
+            "issues": [],
+            "next_actions": [],
+            "error": error,
+            "error_code": error_code,
+        },
+        ensure_ascii=False,
+    )
