@@ -266,7 +266,7 @@ def _fmt(block: SlotRange) -> str:
     return f"day {block.day} periods {block.slot_start}-{block.slot_end}"
 
 
-def _validate(state: ScheduleState) -> None:  # noqa: C901 - one linear list of invariants
+def _validate(state: ScheduleState) -> None:
     window = state.window
     num_days, spd = window.total_days, window.slots_per_day
     if window.day_mapping:

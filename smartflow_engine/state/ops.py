@@ -10,6 +10,7 @@ task being relocated has already left its old place, so two tasks can trade plac
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -244,7 +245,7 @@ def relocate(
             old = _pick_block(task, req.from_day)
             length = old.length
         end = req.slot_start + length - 1
-        if not (1 <= req.day <= num_days and 1 <= req.slot_start and end <= spd):
+        if not (1 <= req.day <= num_days and req.slot_start >= 1 and end <= spd):
             return OpResult.refuse("out_of_window", task_id=task.state_id, day=req.day,
                                    slot_start=req.slot_start, slot_end=end)
         plans.append((task, old, SlotRange(day=req.day, slot_start=req.slot_start, slot_end=end)))
@@ -382,14 +383,11 @@ def _conflict(
     new_blocks: dict[int, SlotRange],
 ) -> Refusal:
     row = owner[new.day - 1, new.slot_start - 1 : new.slot_end]
-    blockers: list[Blocker] = []
-    start = None
-    for i, tid in enumerate(row.tolist() + [0]):
-        prev = row[i - 1] if i > 0 else 0
-        if tid != prev:
-            if start is not None and prev != 0:
-                blockers.append(Blocker(int(prev), new.slot_start + start,
-                                        new.slot_start + i - 1, int(prev) in new_blocks))
-            start = i
+    cuts = [0, *(np.flatnonzero(np.diff(row)) + 1).tolist(), len(row)]
+    blockers = [
+        Blocker(int(row[a]), new.slot_start + a, new.slot_start + b - 1, int(row[a]) in new_blocks)
+        for a, b in itertools.pairwise(cuts)
+        if row[a] != 0
+    ]
     return Refusal("conflict", task_id=task.state_id, day=new.day, slot_start=new.slot_start,
                    slot_end=new.slot_end, blockers=tuple(blockers))
