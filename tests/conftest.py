@@ -1,0 +1,52 @@
+"""Shared fixtures: fixed windows from tests/data, hypothesis profiles, self-check on."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from smartflow_engine import ScheduleState, Toolbox
+
+DATA = Path(__file__).parent / "data"
+
+os.environ.setdefault("SMARTFLOW_SELF_CHECK", "1")
+
+settings.register_profile(
+    "ci", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", deadline=None, max_examples=1000, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def load_window(name: str) -> ScheduleState:
+    """Load ``tests/data/<name>.json``."""
+    return ScheduleState.from_json(DATA / f"{name}.json")
+
+
+@pytest.fixture
+def spec_example_window() -> ScheduleState:
+    """The spec's §3.1 example, verbatim."""
+    return load_window("spec_example")
+
+
+@pytest.fixture
+def spec_tools_window() -> ScheduleState:
+    """The window behind the spec's §4/§5 reply examples (tasks [1]-[10])."""
+    return load_window("spec_tools_window")
+
+
+@pytest.fixture
+def sample_window() -> ScheduleState:
+    """The bundled two-week student timetable used by `smartflow demo`."""
+    return load_window("sample_window")
+
+
+@pytest.fixture
+def tools(spec_tools_window: ScheduleState) -> Toolbox:
+    """A self-checking Toolbox over the spec's tool-example window."""
+    return Toolbox(spec_tools_window, self_check=True)

@@ -1,0 +1,195 @@
+"""Tests of the pure state operations: conflicts, locks, status rules, embedding, atomicity."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartflow_engine.state import (
+    Request,
+    ScheduleState,
+    batch_move,
+    move,
+    place,
+    relocate,
+    self_check,
+    swap,
+    unplace,
+)
+
+
+def _snapshot(state: ScheduleState):
+    return state.to_json(), state.grid.owner.copy(), state.grid.guest.copy()
+
+
+def _unchanged(state: ScheduleState, snap) -> bool:
+    text, owner, guest = snap
+    return (state.to_json() == text and (state.grid.owner == owner).all()
+            and (state.grid.guest == guest).all())
+
+
+def test_place_sets_suggested_and_grid(spec_tools_window):
+    """Tests that place turns a pending task into a suggested one and fills the grid."""
+    s = spec_tools_window
+    res = place(s, 3, 5, 1)
+    assert res.ok and s.task(3).status == "suggested"
+    assert (s.grid.owner[4, 0:3] == 3).all() and s.grid.owner[4, 3] == 0
+    assert res.changes[0].block_after.slot_end == 3
+    self_check(s)
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "kind"),
+    [
+        (place, (1, 5, 1), "not_pending"),  # a placed task cannot be placed
+        (place, (99, 5, 1), "not_found"),
+        (place, (3, 1, 1), "conflict"),  # day 1 periods 1-3 held by [1] and [2]
+        (place, (3, 14, 1), "out_of_window"),  # day 14 of 13
+        (place, (3, 5, 11), "out_of_window"),  # 11-13 runs past period 12
+        (move, (3, 5, 1), "pending"),  # a pending task cannot move
+        (move, (1, 5, 1, 1), "locked"),
+        (move, (2, 5, 1), "multi_block"),  # [2] meets twice and no from_day
+        (move, (2, 5, 1, 3), "multi_block"),  # from_day names no block of [2]
+        (move, (6, 1, 1), "conflict"),
+        (swap, (2, 2), "same_task"),
+        (swap, (1, 4), "locked"),
+        (swap, (3, 4), "pending"),
+        (swap, (5, 4), "multi_block"),
+        (unplace, (1,), "locked"),
+        (unplace, (3,), "pending"),
+        (unplace, (2,), "multi_block"),
+    ],
+)
+def test_refusals_leave_state_unchanged(spec_tools_window, op, args, kind):
+    """Tests that every refused operation names its reason and changes nothing."""
+    s = spec_tools_window
+    snap = _snapshot(s)
+    res = op(s, *args)
+    assert not res.ok and res.refusal.kind == kind and res.changes == []
+    assert _unchanged(s, snap)
+
+
+def test_swap_refuses_different_lengths(spec_tools_window):
+    """Tests that swap refuses blocks of different lengths."""
+    s = spec_tools_window
+    place(s, 3, 5, 1)  # [3] is 3 periods, [6] is 2
+    res = swap(s, 3, 6)
+    assert res.refusal.kind == "duration_mismatch"
+
+
+def test_move_overlapping_its_own_place(spec_tools_window):
+    """Tests that a task may move onto periods it holds itself (shift by one)."""
+    s = spec_tools_window
+    assert move(s, 6, 4, 4).ok
+    assert s.task(6).slots[0].slot_start == 4 and s.grid.owner[3, 2] == 0
+    self_check(s)
+
+
+def test_move_one_block_of_a_multi_block_task(spec_tools_window):
+    """Tests that from_day selects which block of a multi-block task moves."""
+    s = spec_tools_window
+    assert move(s, 2, 9, 5, from_day=6).ok
+    assert [(b.day, b.slot_start) for b in s.task(2).slots] == [(1, 3), (9, 5)]
+    self_check(s)
+
+
+def test_embed_into_host_and_lock_inheritance(spec_tools_window):
+    """Tests embedding: a guest wholly inside a free host block, occupancy unchanged, one per block."""
+    s = spec_tools_window
+    load = s.grid.day_load().copy()
+    res = place(s, 7, 7, 1)
+    assert res.ok and s.task(7).embed_host == 10
+    assert (s.grid.day_load() == load).all()  # a guest adds nothing to occupancy
+    assert (s.grid.guest[6, 0:2] == 7).all()
+    # the block now holds a guest: a second guest is refused
+    res = place(s, 9, 7, 1)
+    assert res.refusal.kind == "embed_taken" and res.refusal.other_id == 7
+    # a host with a guest cannot move or be unplaced; the refusal names the guest
+    for r in (move(s, 10, 9, 1), unplace(s, 10)):
+        assert r.refusal.kind == "has_guest" and r.refusal.other_id == 7
+    # the guest itself may move out; the host is free again
+    assert move(s, 7, 9, 1).ok and s.task(7).embed_host is None
+    self_check(s)
+
+
+def test_partial_overlap_with_host_is_a_conflict(spec_tools_window):
+    """Tests that a range only partly inside a host block is a conflict, not an embedding."""
+    s = spec_tools_window
+    res = place(s, 3, 7, 1)  # 3 periods, host block is 1-2
+    assert res.refusal.kind == "conflict" and res.refusal.blockers[0].task_id == 10
+
+
+def test_guest_of_locked_host_cannot_move():
+    """Tests that a guest loaded inside a locked host is itself immovable."""
+    s = ScheduleState.from_json({
+        "window": {"total_days": 3},
+        "tasks": [
+            {"state_id": 1, "name": "水课", "category": "课程", "status": "existing",
+             "locked": True, "can_embed": True, "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
+            {"state_id": 2, "name": "背单词", "status": "suggested", "embed_host": 1,
+             "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]},
+        ],
+    })
+    res = move(s, 2, 2, 1)
+    assert res.refusal.kind == "locked" and res.refusal.other_id == 1
+    # and nothing new may embed into a locked host
+    assert relocate(s, [Request(2, 2, 1)], op="x").refusal.kind == "locked"
+
+
+def test_batch_move_is_simultaneous(spec_tools_window):
+    """Tests that two tasks can trade places in one batch (checked after both have left)."""
+    s = spec_tools_window
+    place(s, 9, 5, 1)  # [9] 2 periods on day 5
+    res = batch_move(s, [Request(6, 5, 1), Request(9, 4, 3)])
+    assert res.ok
+    assert s.task(6).slots[0].day == 5 and s.task(9).slots[0].day == 4
+    self_check(s)
+
+
+def test_batch_move_rolls_back_on_any_failure(spec_tools_window):
+    """Tests that one bad move in a batch leaves every task where it was."""
+    s = spec_tools_window
+    snap = _snapshot(s)
+    res = batch_move(s, [Request(6, 9, 1), Request(4, 1, 1)])  # second hits locked [1]
+    assert res.refusal.kind == "conflict"
+    assert _unchanged(s, snap)
+
+
+def test_batch_targets_overlapping_each_other(spec_tools_window):
+    """Tests that two moves to overlapping targets are refused, naming the other moving task."""
+    s = spec_tools_window
+    res = batch_move(s, [Request(6, 9, 1), Request(4, 9, 2)])
+    assert res.refusal.kind == "conflict"
+    assert res.refusal.blockers[0].task_id == 6 and res.refusal.blockers[0].moving
+
+
+@pytest.mark.parametrize(
+    ("moves", "kind"),
+    [
+        ([], "empty_batch"),
+        ([Request(6, 9, 1)] * 51, "batch_too_large"),
+        ([Request(6, 9, 1), Request(6, 10, 1)], "duplicate_task"),
+    ],
+)
+def test_batch_shape_refusals(spec_tools_window, moves, kind):
+    """Tests the refusals of an empty, oversized or repeating batch."""
+    assert batch_move(spec_tools_window, moves).refusal.kind == kind
+
+
+def test_unplace_restores_pending_with_duration(spec_tools_window):
+    """Tests that unplace makes the task pending with duration = its block length."""
+    s = spec_tools_window
+    res = unplace(s, 6)
+    assert res.ok and s.task(6).status == "pending" and s.task(6).duration == 2
+    assert s.task(6).slots == [] and not (s.grid.owner == 6).any()
+    self_check(s)
+
+
+def test_swap_guest_with_normal_task(spec_tools_window):
+    """Tests that swapping a guest with a free-standing task moves the embedding to the other."""
+    s = spec_tools_window
+    place(s, 7, 7, 1)  # [7] guest of [10]
+    res = swap(s, 7, 6)  # [6] 线代 day 4 3-4, same length
+    assert res.ok
+    assert s.task(6).embed_host == 10 and s.task(7).embed_host is None
+    assert s.task(7).slots[0].day == 4
+    self_check(s)

@@ -1,0 +1,185 @@
+"""Tests of the read tools' replies, line by line against the spec's §4 layouts."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartflow_engine import Toolbox
+
+# Lines the spec's §4 examples print for the same tasks, verbatim.
+SPEC_OVERVIEW_LINES = [
+    "规划窗口共13天，每天12个时段，总计156个时段。",
+    "每日概况：",
+    "第1天：占6/12 — [1]高等数学(1-2节) [2]英语(3-4节) [4]体育(5-6节)",
+    "第3天：占0/12",
+    "第6天：占2/12 — [2]英语(1-2节)",
+    "第7天：占2/12 — [10]思政(1-2节,可嵌入)",
+    "第8天：占4/12 — [1]高等数学(1-2节) [5]物理(3-4节)",
+    "可嵌入时段：第7天 [10]思政(1-2节)",
+    "待安排：[3]复习线代(需3时段) [7]写实验报告(需2时段) [9]小组讨论(需2时段)",
+]
+
+
+def test_get_overview_layout(tools: Toolbox):
+    """Tests get_overview: the spec's lines, counts from the grid, one line per day."""
+    reply = tools.call("get_overview", {})
+    lines = reply.splitlines()
+    for line in SPEC_OVERVIEW_LINES:
+        assert line in lines
+    assert lines[1] == "当前已占用22个，空闲134个。待安排任务3个。"
+    assert sum(1 for ln in lines if ln.startswith("第") and "：占" in ln) == 13
+
+
+def test_get_overview_shows_guest(tools: Toolbox):
+    """Tests that a guest appears as (嵌入a-b节) and the host block as taken."""
+    tools.call("place", {"task_id": 7, "day": 7, "slot_start": 1})
+    reply = tools.call("get_overview", {})
+    assert "第7天：占2/12 — [10]思政(1-2节,可嵌入) [7]写实验报告(嵌入1-2节)" in reply
+    assert "可嵌入时段：第7天 [10]思政(1-2节,已嵌入[7]写实验报告)" in reply
+
+
+def test_query_range_whole_day_matches_spec(tools: Toolbox):
+    """Tests the whole-day layout of query_range against the spec's day-4 example."""
+    assert tools.call("query_range", {"day": 4}) == "\n".join([
+        "第4天 全天：",
+        "",
+        "第1-2节：[1]高等数学（固定）",
+        "第3-4节：[6]线代",
+        "第5-6节：空",
+        "第7-8节：空",
+        "第9-10节：[8]程序设计",
+        "第11-12节：空",
+        "",
+        "连续空闲区：第5-8节(4时段)、第11-12节(2时段)",
+        "可嵌入：无",
+    ])
+
+
+def test_query_range_span_matches_spec(tools: Toolbox):
+    """Tests the period-range layout of query_range against the spec's example."""
+    assert tools.call("query_range", {"day": 4, "slot_start": 5, "slot_end": 8}) == "\n".join([
+        "第4天 第5-8节：", "", "第5节：空", "第6节：空", "第7节：空", "第8节：空", "",
+        "该范围4个时段全部空闲。",
+    ])
+
+
+def test_query_range_mixed_and_embeddable(tools: Toolbox):
+    """Tests the mixed-range summary and the embeddable note of a day with a water course."""
+    reply = tools.call("query_range", {"day": 7, "slot_start": 2, "slot_end": 3})
+    assert "第2节：[10]思政（可嵌入）" in reply and "第3节：空" in reply
+    assert reply.endswith("该范围2个时段中空闲1个，已占用1个。")
+    day = tools.call("query_range", {"day": 7})
+    assert "可嵌入：第1-2节 [10]思政（当前无嵌入任务）" in day
+    assert "连续空闲区：第3-12节(10时段)" in day
+
+
+def test_query_range_only_start_runs_to_end_of_day(tools: Toolbox):
+    """Tests that slot_start alone covers the rest of the day."""
+    reply = tools.call("query_range", {"day": 4, "slot_start": 9})
+    assert reply.startswith("第4天 第9-12节：")
+    assert "第10节：[8]程序设计" in reply
+
+
+@pytest.mark.parametrize(
+    ("args", "reply"),
+    [
+        ({"day": 14}, "查询失败：第14天超出规划窗口（第1-13天）。"),  # beyond the window
+        ({"day": 2, "slot_start": 6, "slot_end": 3}, "查询失败：slot_start=6 大于 slot_end=3。"),
+    ],
+)
+def test_query_range_refusals(tools: Toolbox, args, reply):
+    """Tests query_range's replies to ranges outside the window."""
+    assert tools.call("query_range", args) == reply
+
+
+def test_find_free_lists_runs_and_hosts(tools: Toolbox):
+    """Tests find_free: maximal runs at least `duration` long, and free host blocks."""
+    reply = tools.call("find_free", {"duration": 2, "day": 7})
+    assert reply.splitlines() == [
+        "第7天满足2个连续空闲时段的位置：", "",
+        "第7天 第3-12节（10时段连续空闲）", "",
+        "可嵌入位置（水课时段，可叠加任务）：",
+        "第7天 第1-2节（[10]思政，当前无嵌入任务）",
+    ]
+    whole = tools.call("find_free", {"duration": 5})
+    assert "第4天" not in whole  # day 4's longest run is 4
+    assert "第2天 第5-12节（8时段连续空闲）" in whole
+
+
+def test_find_free_nothing_long_enough(tools: Toolbox):
+    """Tests the reply when no run is long enough."""
+    tools.call("place", {"task_id": 3, "day": 7, "slot_start": 3})
+    reply = tools.call("find_free", {"duration": 12, "day": 7})
+    assert reply.startswith("第7天没有满足12个连续空闲时段的位置。")
+
+
+def test_list_tasks_all_matches_spec(tools: Toolbox):
+    """Tests list_tasks' full listing against the spec's lines."""
+    lines = tools.call("list_tasks", {}).splitlines()
+    assert lines[0] == "共10个任务，已安排7个，待安排3个。"
+    for line in [
+        "  [1]高等数学(课程,固定) — 第1天(1-2节) 第4天(1-2节) 第8天(1-2节)",
+        "  [2]英语(课程) — 第1天(3-4节) 第6天(1-2节)",
+        "  [6]线代(学习) — 第4天(3-4节)",
+        "  [10]思政(课程,可嵌入) — 第7天(1-2节)",
+        "  [3]复习线代(学习) — 需3时段",
+    ]:
+        assert line in lines
+
+
+def test_list_tasks_pending_matches_spec(tools: Toolbox):
+    """Tests list_tasks(status=pending) against the spec's example verbatim."""
+    assert tools.call("list_tasks", {"status": "pending"}) == "\n".join([
+        "待安排任务共3个：", "",
+        "[3]复习线代 — 需3个连续时段，类别：学习",
+        "[7]写实验报告 — 需2个连续时段，类别：作业",
+        "[9]小组讨论 — 需2个连续时段，类别：学习",
+    ])
+
+
+def test_list_tasks_filters_and_suggested_group(tools: Toolbox):
+    """Tests category filtering and the separate 已预排 group after a place."""
+    tools.call("place", {"task_id": 3, "day": 5, "slot_start": 1})
+    reply = tools.call("list_tasks", {"category": "学习"})
+    assert reply.splitlines()[0] == "类别「学习」共3个任务，已安排1个，已预排1个，待安排1个。"
+    assert "已预排：\n  [3]复习线代(学习) — 第5天(1-3节)" in reply
+    assert tools.call("list_tasks", {"category": "不存在"}) == "类别「不存在」没有任务。"
+    assert tools.call("list_tasks", {"status": "suggested", "category": "作业"}) == \
+        "类别「作业」没有已预排任务。"
+
+
+def test_get_task_info_matches_spec(tools: Toolbox):
+    """Tests get_task_info for a locked course and a water course against the spec verbatim."""
+    assert tools.call("get_task_info", {"task_id": 1}) == "\n".join([
+        "[1]高等数学", "类别：课程 | 状态：已安排（固定）", "来源：课程表", "占用时段：",
+        "  第1天 第1-2节", "  第4天 第1-2节", "  第8天 第1-2节",
+    ])
+    assert tools.call("get_task_info", {"task_id": 10}) == "\n".join([
+        "[10]思政", "类别：课程 | 状态：已安排", "来源：课程表",
+        "可嵌入：是（允许在此时段嵌入其他任务）", "占用时段：", "  第7天 第1-2节", "当前嵌入任务：无",
+    ])
+
+
+def test_get_task_info_pending_guest_and_missing(tools: Toolbox):
+    """Tests get_task_info for a pending task, a guest and its host, and an unknown id."""
+    assert tools.call("get_task_info", {"task_id": 7}).splitlines()[-1] == "需要时段：2个连续时段"
+    tools.call("place", {"task_id": 7, "day": 7, "slot_start": 1})
+    assert "嵌入宿主：[10]思政" in tools.call("get_task_info", {"task_id": 7})
+    assert "当前嵌入任务：[7]写实验报告（第7天第1-2节）" in tools.call("get_task_info", {"task_id": 10})
+    assert tools.call("get_task_info", {"task_id": 77}) == "查询失败：任务 [77] 不存在。"
+
+
+def test_get_task_info_shows_task_class(sample_window):
+    """Tests that a task's class window and banned periods are shown."""
+    reply = Toolbox(sample_window).call("get_task_info", {"task_id": 13})
+    assert "所属任务类：[12]项目（第3-14天，禁排第11、12节）" in reply
+
+
+def test_read_tools_change_nothing(tools: Toolbox):
+    """Tests that read tools leave the state and change log untouched."""
+    before = tools.state.to_json()
+    for name, args in [("get_overview", {}), ("query_range", {"day": 1}),
+                       ("find_free", {"duration": 1}), ("list_tasks", {}),
+                       ("get_task_info", {"task_id": 2})]:
+        tools.call(name, args)
+    assert tools.state.to_json() == before and tools.changes == []
