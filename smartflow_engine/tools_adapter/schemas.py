@@ -1,0 +1,298 @@
+"""Tool schemas for LLM APIs, generated from the registry's pydantic argument models.
+
+Three formats:
+
+- ``openai``: ``{"type": "function", "function": {name, description, parameters, strict: true}}``,
+  strict-mode compatible: every object has ``additionalProperties: false`` and lists all its
+  properties as required; optional fields are nullable (``null`` means "not given"); no ``$ref``,
+  ``title`` or ``default`` keywords (the default is stated in the description instead).
+- ``anthropic``: ``{name, description, input_schema}``.
+- ``mcp``: ``{name, description, inputSchema, annotations}`` (+ ``outputSchema`` for JSON tools).
+
+Because a strict-mode model sends ``null`` for an optional field it leaves out,
+:func:`drop_null_optionals` turns such ``null`` values back into omitted keys before validation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+
+from .spec import Mode, ToolSpec
+
+Format = Literal["openai", "anthropic", "mcp"]
+FORMATS: tuple[str, ...] = ("openai", "anthropic", "mcp")
+
+CONFIRM_NOTE = "（需用户确认：调用后只返回预览和确认令牌，用户确认后才执行。）"
+
+# The analysis envelope of p1 §4.1/§4.2, as published to MCP clients for JSON tools.
+ENVELOPE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tool": {"type": "string"},
+        "success": {"type": "boolean"},
+        "metric_schema": {"type": "object"},
+        "metrics": {"type": "object"},
+        "issues": {"type": "array"},
+        "next_actions": {"type": "array"},
+        "error": {"type": "string"},
+        "error_code": {"type": "string"},
+    },
+    "required": ["tool", "success"],
+}
+
+
+# ---------------------------------------------------------------------------------- public API
+def visible_specs(
+    specs: Sequence[ToolSpec], mode: Mode | str | None = None, include: Iterable[str] = ()
+) -> list[ToolSpec]:
+    """The rows offered in ``mode`` (all rows when ``mode`` is ``None``), plus ``include`` names."""
+    if mode is None:
+        return list(specs)
+    m, extra = Mode(mode), set(include)
+    return [s for s in specs if m in s.modes or s.name in extra]
+
+
+def tool_schemas(
+    fmt: Format | str = "openai",
+    mode: Mode | str | None = None,
+    *,
+    specs: Sequence[ToolSpec] | None = None,
+    include: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """Tool definitions in ``fmt`` for the tools offered in ``mode`` (every tool when ``None``).
+
+    Parameters
+    ----------
+    fmt
+        ``openai``, ``anthropic`` or ``mcp``.
+    mode
+        An execution mode; ``None`` lists every registered tool.
+    specs
+        The registry table (default: :data:`registry.TOOLS`).
+    include
+        Names offered in addition to the mode's tools (a hidden tool a session enabled).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown schema format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if specs is None:
+        from .registry import TOOLS
+
+        specs = TOOLS
+    return [_tool_schema(spec, fmt) for spec in visible_specs(specs, mode, include)]
+
+
+def tool_description(spec: ToolSpec) -> str:
+    """The LLM-facing description: the registry's text, plus the confirm note when needed."""
+    return spec.description + (CONFIRM_NOTE if spec.needs_confirm else "")
+
+
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema, self-contained: ``$ref`` inlined, ``title`` dropped, objects closed."""
+    return copy.deepcopy(_plain(model))
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema in OpenAI strict-mode form (see the module docstring)."""
+    return copy.deepcopy(_strict_cached(model))
+
+
+def drop_null_optionals(model: type[BaseModel], args: Any) -> Any:
+    """``args`` without the ``null`` values of optional fields (at every nesting level).
+
+    A strict-mode caller must send every property and uses ``null`` for "not given"; the argument
+    models, however, treat an omitted optional field as its default. Required fields keep their
+    ``null`` so the validator can reject it.
+    """
+    if not isinstance(args, dict):
+        return args
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            out[key] = value
+            continue
+        if value is None and not field.is_required():
+            continue
+        sub = _nested_model(field.annotation)
+        if sub is not None:
+            if isinstance(value, dict):
+                value = drop_null_optionals(sub, value)
+            elif isinstance(value, list):
+                value = [drop_null_optionals(sub, v) for v in value]
+        out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------- formats
+def _tool_schema(spec: ToolSpec, fmt: str) -> dict[str, Any]:
+    description = tool_description(spec)
+    if fmt == "openai":
+        return {
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": description,
+                "parameters": strict_schema(spec.args_model),
+                "strict": True,
+            },
+        }
+    if fmt == "anthropic":
+        return {"name": spec.name, "description": description,
+                "input_schema": input_schema(spec.args_model)}
+    out: dict[str, Any] = {
+        "name": spec.name,
+        "description": description,
+        "inputSchema": input_schema(spec.args_model),
+        "annotations": mcp_annotations(spec),
+    }
+    if spec.output == "json":
+        out["outputSchema"] = copy.deepcopy(ENVELOPE_SCHEMA)
+    return out
+
+
+def mcp_annotations(spec: ToolSpec) -> dict[str, bool]:
+    """MCP behaviour hints: reads are read-only and idempotent; nothing reaches outside the window."""
+    read = not spec.is_write
+    return {
+        "readOnlyHint": read,
+        "destructiveHint": False,  # every write can be undone by another write
+        "idempotentHint": read,
+        "openWorldHint": False,
+    }
+
+
+# ---------------------------------------------------------------------------------- transforms
+@cache
+def _plain(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema()
+    defs = raw.pop("$defs", {})
+    return _close(_clean(_inline(raw, defs, ())))
+
+
+@cache
+def _strict_cached(model: type[BaseModel]) -> dict[str, Any]:
+    return _strictify(copy.deepcopy(_plain(model)))
+
+
+def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_inline(v, defs, seen) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in seen:
+            raise ValueError(f"recursive argument model {name} cannot be inlined")
+        target = _inline(defs[name], defs, (*seen, name))
+        siblings = {k: _inline(v, defs, seen) for k, v in node.items() if k != "$ref"}
+        return {**target, **siblings}
+    return {k: _inline(v, defs, seen) for k, v in node.items()}
+
+
+_SCHEMA_MAPS = ("properties", "$defs", "patternProperties")
+
+
+def _clean(node: Any) -> Any:
+    """Drop ``title`` keywords (not property names called ``title``)."""
+    if isinstance(node, list):
+        return [_clean(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _clean(sub) for name, sub in value.items()}
+        else:
+            out[key] = _clean(value)
+    return out
+
+
+def _close(node: Any) -> Any:
+    """Every object schema gets ``additionalProperties: false`` (the models forbid extras)."""
+    if isinstance(node, list):
+        return [_close(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (_close_map(v) if k in _SCHEMA_MAPS else _close(v)) for k, v in node.items()}
+    if out.get("type") == "object" or "properties" in out:
+        out.setdefault("type", "object")
+        out.setdefault("properties", {})
+        out["additionalProperties"] = False
+    return out
+
+
+def _close_map(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    return {name: _close(sub) for name, sub in value.items()}
+
+
+def _strictify(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strictify(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _strictify(sub) for name, sub in value.items()}
+        elif key == "default":
+            continue
+        else:
+            out[key] = _strictify(value)
+    if "default" in node and node["default"] is not None:
+        note = f"默认 {json.dumps(node['default'], ensure_ascii=False)}"
+        out["description"] = f"{out['description']}（{note}）" if out.get("description") else note
+    if out.get("type") == "object":
+        props: dict[str, Any] = out.get("properties", {})
+        required = set(out.get("required", []))
+        out["properties"] = {
+            name: (sub if name in required else _nullable(sub)) for name, sub in props.items()
+        }
+        out["required"] = list(props)
+        out["additionalProperties"] = False
+    return out
+
+
+def _allows_null(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(s, dict) and _allows_null(s) for s in node.get("anyOf", []))
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    if _allows_null(node):
+        return node
+    kind = node.get("type")
+    if isinstance(kind, str) and "anyOf" not in node:
+        out = dict(node, type=[kind, "null"])
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+        return out
+    inner = {k: v for k, v in node.items() if k != "description"}
+    out = {"anyOf": [inner, {"type": "null"}]}
+    if "description" in node:
+        out["description"] = node["description"]
+    return out
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``M``, ``list[M]`` or ``M | None``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) is not None:  # list[M], M | None, Annotated[M, ...], ...
+        for arg in get_args(annotation):
+            found = _nested_model(arg)
+            if found is not None:
+                return found
+    return None
