@@ -1,0 +1,130 @@
+"""Hypothesis strategies for windows and tool calls, reusable by users' own property tests.
+
+Requires the ``dev`` extra (hypothesis). Windows come from the seeded synthetic generator, so a
+failing example shrinks to a seed and a size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .model import ScheduleState
+from .synthetic import VARIANTS, synthetic_window
+
+
+@st.composite
+def windows(
+    draw: st.DrawFn,
+    min_days: int = 7,
+    max_days: int = 30,
+    variants: tuple[str, ...] = VARIANTS,
+    pending_per_day: float = 1.0,
+    task_classes: bool | None = None,
+) -> ScheduleState:
+    """A synthetic window of ``min_days..max_days`` days, any variant."""
+    days = draw(st.integers(min_days, max_days))
+    variant = draw(st.sampled_from(variants))
+    classes = draw(st.booleans()) if task_classes is None else task_classes
+    seed = draw(st.integers(0, 2**32 - 1))
+    return synthetic_window(
+        seed, days, variant=variant,  # type: ignore[arg-type]
+        pending=max(1, int(days * pending_per_day)), with_task_classes=classes,
+    )
+
+
+def _ids(state: ScheduleState) -> st.SearchStrategy[Any]:
+    known = [t.state_id for t in state.tasks] or [1]
+    return st.one_of(st.sampled_from(known), st.sampled_from(known), st.integers(-2, 10_000))
+
+
+def _day(state: ScheduleState) -> st.SearchStrategy[int]:
+    return st.one_of(st.integers(1, state.num_days), st.integers(-1, state.num_days + 3))
+
+
+def _slot(state: ScheduleState) -> st.SearchStrategy[int]:
+    return st.one_of(st.integers(1, state.slots_per_day), st.integers(-1, state.slots_per_day + 3))
+
+
+_GARBAGE = st.one_of(st.none(), st.text(max_size=3), st.floats(allow_nan=True), st.booleans(),
+                     st.lists(st.integers(), max_size=2))
+
+
+def _targets(state: ScheduleState, length: int) -> st.SearchStrategy[tuple[int, int]]:
+    """Starts ``(day, slot)`` where ``length`` periods fit: free runs and free host blocks."""
+    starts = [
+        (d, s0 + k) for d, s0, e in state.grid.free_runs(min_len=length)
+        for k in range(e - s0 + 2 - length)
+    ]
+    embeddable = state.grid.embeddable()
+    for host in state.tasks:
+        if host.can_embed and not host.locked:
+            for b in host.slots:
+                if b.length >= length and embeddable[b.day - 1, b.slot_start - 1]:
+                    starts.append((b.day, b.slot_start))
+    anywhere = st.tuples(_day(state), _slot(state))
+    return st.one_of(st.sampled_from(starts), anywhere) if starts else anywhere
+
+
+def _movable(state: ScheduleState) -> list[int]:
+    hosts = state.guests_by_host()
+    return [t.state_id for t in state.tasks if t.is_placed and not state.is_locked(t)
+            and len(t.slots) == 1 and t.state_id not in hosts]
+
+
+@st.composite
+def _sensible_call(draw: st.DrawFn, state: ScheduleState) -> tuple[str, dict[str, Any]]:
+    """A call that has a fair chance to succeed: real ids and free targets."""
+    pending = [t.state_id for t in state.pending_tasks()]
+    movable = _movable(state)
+    kinds = (["place"] if pending else []) + (["move", "unplace", "swap", "batch_move"]
+                                              if movable else [])
+    if not kinds:
+        return "get_overview", {}
+    kind = draw(st.sampled_from(kinds))
+    if kind == "place":
+        tid = draw(st.sampled_from(pending))
+        day, slot = draw(_targets(state, state.task(tid).need()))  # type: ignore[union-attr]
+        return kind, {"task_id": tid, "day": day, "slot_start": slot}
+    if kind == "unplace":
+        return kind, {"task_id": draw(st.sampled_from(movable))}
+    if kind == "swap":
+        a = draw(st.sampled_from(movable))
+        length = state.task(a).slots[0].length  # type: ignore[union-attr]
+        same = [t for t in movable if state.task(t).slots[0].length == length]  # type: ignore[union-attr]
+        return kind, {"task_a": a, "task_b": draw(st.sampled_from(same))}
+    ids = draw(st.lists(st.sampled_from(movable), min_size=1, max_size=4, unique=True))
+    moves = []
+    for tid in ids:
+        day, slot = draw(_targets(state, state.task(tid).slots[0].length))  # type: ignore[union-attr]
+        moves.append({"task_id": tid, "new_day": day, "new_slot_start": slot})
+    if kind == "move":
+        return kind, moves[0]
+    return kind, {"moves": moves}
+
+
+def write_calls(state: ScheduleState) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """``(tool name, args)`` for the write tools: mostly well-formed, sometimes ill-typed."""
+    tid, day, slot = _ids(state), _day(state), _slot(state)
+    place = st.fixed_dictionaries({"task_id": tid, "day": day, "slot_start": slot})
+    move = st.fixed_dictionaries(
+        {"task_id": tid, "new_day": day, "new_slot_start": slot},
+        optional={"from_day": day},
+    )
+    swap = st.fixed_dictionaries({"task_a": tid, "task_b": tid})
+    unplace = st.fixed_dictionaries({"task_id": tid})
+    batch = st.fixed_dictionaries({"moves": st.lists(move, min_size=0, max_size=6)})
+    wellformed = st.one_of(
+        st.tuples(st.just("place"), place),
+        st.tuples(st.just("move"), move),
+        st.tuples(st.just("swap"), swap),
+        st.tuples(st.just("batch_move"), batch),
+        st.tuples(st.just("unplace"), unplace),
+    )
+    broken = st.tuples(
+        st.sampled_from(["place", "move", "swap", "batch_move", "unplace", "no_such_tool"]),
+        st.dictionaries(st.sampled_from(["task_id", "day", "slot_start", "moves", "task_a", "zzz"]),
+                        _GARBAGE, max_size=3),
+    )
+    return st.one_of(_sensible_call(state), _sensible_call(state), wellformed, broken)
