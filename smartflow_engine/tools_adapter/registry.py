@@ -9,9 +9,12 @@ from .analysis_tools import ANALYSIS_TOOLS
 from .read_tools import READ_TOOLS
 from .solver_tools import SOLVER_TOOLS
 from .spec import Mode, ToolSpec
+from .store_tools import STORE_TOOLS
 from .write_tools import WRITE_TOOLS
 
-TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, *ANALYSIS_TOOLS, *WRITE_TOOLS, *SOLVER_TOOLS)
+TOOLS: tuple[ToolSpec, ...] = (
+    *READ_TOOLS, *ANALYSIS_TOOLS, *WRITE_TOOLS, *SOLVER_TOOLS, *STORE_TOOLS
+)
 REGISTRY: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 assert len(REGISTRY) == len(TOOLS), "duplicate tool name in the registry"
 

@@ -32,6 +32,8 @@ class ToolContext:
     changes: list[Change] = field(default_factory=list)
     max_time_limit_s: float = 10.0  # cap on any solver time limit a caller asks for
     num_workers: int = 1
+    store: Any = None  # a smartflow_engine.store backend, for tools that write the database
+    user_id: int | None = None  # whose data the store tools act on
 
 
 Handler = Callable[[ToolContext, Any], str]

@@ -32,6 +32,8 @@ class Toolbox:
         difference (default: the ``SMARTFLOW_SELF_CHECK`` environment variable; tests turn it on).
     max_time_limit_s, num_workers
         Caps for solver-backed tools.
+    store, user_id
+        The database backend and the user for tools that write it (``upsert_task_class``).
     """
 
     def __init__(
@@ -41,8 +43,10 @@ class Toolbox:
         self_check: bool | None = None,
         max_time_limit_s: float = 10.0,
         num_workers: int = 1,
+        store: Any = None,
+        user_id: int | None = None,
     ) -> None:
-        self.ctx = ToolContext(state, [], max_time_limit_s, num_workers)
+        self.ctx = ToolContext(state, [], max_time_limit_s, num_workers, store, user_id)
         self.self_check = _env_self_check() if self_check is None else self_check
 
     @property

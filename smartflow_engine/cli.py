@@ -1,0 +1,221 @@
+"""The ``smartflow`` command: demo, call, feasibility, propose, serve, mcp, bench."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.rule import Rule
+
+from .state import ScheduleState, StateError
+from .tools_adapter import Toolbox
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="smartflow-engine: the scheduling engine behind an LLM study-planning agent.",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+StateFile = Annotated[Path, typer.Argument(help="State JSON (the spec's §3.1 format).")]
+
+
+def sample_window_path() -> Path:
+    """The bundled two-week sample window."""
+    return Path(str(resources.files("smartflow_engine") / "data" / "sample_window.json"))
+
+
+def _load(path: Path) -> ScheduleState:
+    try:
+        return ScheduleState.from_json(path)
+    except StateError as exc:
+        err_console.print(f"[red]smartflow: {exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _show(title: str, reply: str) -> None:
+    console.print(Panel(reply, title=title, title_align="left", expand=False))
+
+
+@app.command()
+def call(
+    tool: Annotated[str, typer.Argument(help="Tool name, e.g. get_overview, place.")],
+    state: Annotated[Path, typer.Option("--state", help="State JSON file.")],
+    args: Annotated[str, typer.Option("--args", help="Tool arguments as a JSON object.")] = "{}",
+    out: Annotated[Path | None, typer.Option("--out", help="Write the resulting state here.")] = None,
+) -> None:
+    """Call one tool on a state file and print its reply."""
+    loaded = _load(state)
+    try:
+        parsed: Any = json.loads(args)
+    except json.JSONDecodeError as exc:
+        err_console.print(f"[red]smartflow: --args is not JSON: {exc}[/red]")
+        raise typer.Exit(2) from None
+    tb = Toolbox(loaded)
+    reply = tb.call(tool, parsed)
+    print(reply)
+    if out is not None:
+        _write(out, loaded.to_json())
+
+
+@app.command()
+def feasibility(
+    state: StateFile,
+    time_limit: Annotated[float, typer.Option(help="Solver time limit, seconds.")] = 5.0,
+    include_suggested: Annotated[bool, typer.Option(help="Also re-plan suggested tasks.")] = False,
+) -> None:
+    """Exact feasibility and capacity gap of a window (CP-SAT, proven or said to be unproven)."""
+    tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
+    print(tb.call("check_feasibility", {"time_limit_s": time_limit,
+                                        "include_suggested": include_suggested}))
+
+
+@app.command()
+def propose(
+    state: StateFile,
+    time_limit: Annotated[float, typer.Option(help="Solver time limit, seconds.")] = 2.0,
+    seed: Annotated[int, typer.Option(help="Solver seed (same seed, same proposal).")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", help="Apply the proposal and write the "
+                                             "resulting state here.")] = None,
+) -> None:
+    """A rough placement of the pending tasks; with --out, applied and saved."""
+    tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
+    args = {"time_limit_s": time_limit, "seed": seed}
+    if out is None:
+        print(tb.call("propose_placement", args))
+        return
+    print(tb.call("apply_proposal", args))
+    assert tb.state is not None
+    _write(out, tb.state.to_json())
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+) -> None:
+    """Run the HTTP API (FastAPI + uvicorn)."""
+    from .tools_adapter.http_api import serve as serve_http
+
+    serve_http(host=host, port=port)
+
+
+@app.command()
+def mcp(
+    state: Annotated[Path | None, typer.Option("--state", help="State JSON file.")] = None,
+    mode: Annotated[str, typer.Option(help="first_full | local_adjust | global_reopt")] = "first_full",
+    save: Annotated[Path | None, typer.Option(help="Write the state here after each change.")] = None,
+) -> None:
+    """Run the MCP server over stdio."""
+    from .tools_adapter.mcp_server import run_stdio
+
+    try:
+        run_stdio(state, mode=mode, save_path=save)
+    except ValueError as exc:
+        err_console.print(f"[red]smartflow mcp: {exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def bench(
+    quick: Annotated[bool, typer.Option(help="Small sizes and few repeats (a smoke run).")] = False,
+    out: Annotated[Path | None, typer.Option(help="Results file (default benchmarks/RESULTS.md; "
+                                             "not written with --quick).")] = None,
+) -> None:
+    """Run every benchmark in benchmarks/ side by side and write the result tables."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "benchmarks" / "run.py").exists():
+        err_console.print("[red]smartflow bench: run from a source checkout "
+                          "(benchmarks/ is not installed with the package)[/red]")
+        raise typer.Exit(2)
+    sys.path.insert(0, str(root))
+    from benchmarks.run import run_all
+
+    text = run_all(quick=quick, console=console)
+    target = out or (None if quick else root / "benchmarks" / "RESULTS.md")
+    if target is not None:
+        _write(target, text)
+        console.print(f"results written to {target}")
+    else:
+        console.print(text)
+
+
+@app.command()
+def demo(
+    state: Annotated[Path | None, typer.Option(help="Window to use (default: the bundled "
+                                               "two-week sample).")] = None,
+    workdir: Annotated[Path, typer.Option(help="Where the demo writes its files.")] = Path(
+        "smartflow-demo"),
+) -> None:
+    """Walk through the engine on the bundled sample window, as an agent would."""
+    path = state or sample_window_path()
+    tb = Toolbox(_load(path))
+    assert tb.state is not None
+    console.print(Rule(f"smartflow demo — {path.name}"))
+    steps: list[tuple[str, dict[str, Any], str]] = [
+        ("get_overview", {}, "总览"),
+        ("list_tasks", {"status": "pending"}, "待安排任务"),
+        ("find_free", {"duration": 3, "day": 6}, "找 3 个连续空闲时段"),
+        ("place", {"task_id": 11, "day": 6, "slot_start": 1}, "放置（成功）"),
+        ("place", {"task_id": 12, "day": 1, "slot_start": 1}, "放置（冲突，状态不变）"),
+        ("place", {"task_id": 15, "day": 3, "slot_start": 3}, "放置到水课（嵌入）"),
+        ("move", {"task_id": 1, "new_day": 6, "new_slot_start": 5}, "移动固定课程（拒绝）"),
+        ("batch_move", {"moves": [{"task_id": 11, "new_day": 7, "new_slot_start": 1},
+                                  {"task_id": 9, "new_day": 6, "new_slot_start": 1}]},
+         "批量移动（同时生效）"),
+        ("check_feasibility", {}, "可行性（CP-SAT，精确）"),
+        ("analyze_health", {}, "整体体检"),
+        ("apply_proposal", {}, "粗排：应用 CP-SAT 方案"),
+        ("analyze_health", {}, "粗排后体检"),
+        ("list_tasks", {"status": "suggested"}, "已预排任务"),
+    ]
+    for name, args, title in steps:
+        reply = tb.call(name, args)
+        if name.startswith("analyze_"):
+            reply = _health_digest(reply)
+        _show(f"{title} · {name} {json.dumps(args, ensure_ascii=False) if args else ''}", reply)
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / "state_after_demo.json"
+    out.write_text(tb.state.to_json(), encoding="utf-8")
+    console.print(f"{len(tb.changes)} changes in the session log; state written to {out}")
+
+
+def _health_digest(reply: str) -> str:
+    """The health envelope's headline figures (the full JSON is what an LLM receives)."""
+    try:
+        env = json.loads(reply)
+    except json.JSONDecodeError:
+        return reply
+    if not env.get("success"):
+        return f"error_code={env.get('error_code')}: {env.get('error')}"
+    lines = []
+    feas = env.get("feasibility")
+    if feas:
+        lines.append(f"feasibility: {json.dumps(feas, ensure_ascii=False)}")
+    for issue in env.get("issues", [])[:6]:
+        trig = issue.get("trigger", {})
+        lines.append(f"[{issue.get('severity')}] {issue.get('issue_id')}: {trig.get('metric')} "
+                     f"{trig.get('actual')} {trig.get('operator')} {trig.get('threshold')}")
+    for action in env.get("next_actions", []):
+        lines.append(f"next: {action.get('intent_code')} {action.get('candidate_scope', {})}")
+    return "\n".join(lines) or "no issues"
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
