@@ -130,6 +130,9 @@ class Session:
         The registry table (default :data:`registry.TOOLS`); tests inject extra rows here.
     self_check, max_time_limit_s, num_workers
         Passed to the :class:`Toolbox`; the last two are server-side caps for solver tools.
+    store, db_user_id
+        The database backend and the database user for tools that write it
+        (``upsert_task_class``); passed to the :class:`Toolbox`.
     """
 
     def __init__(
@@ -144,6 +147,8 @@ class Session:
         self_check: bool | None = None,
         max_time_limit_s: float = 10.0,
         num_workers: int = 1,
+        store: Any = None,
+        db_user_id: int | None = None,
     ) -> None:
         self._specs: dict[str, ToolSpec] = {s.name: s for s in (specs or registry.TOOLS)}
         self._mode = _parse_mode(mode)
@@ -155,7 +160,7 @@ class Session:
         self.user_id = user_id
         self.session_id = session_id or secrets.token_urlsafe(12)
         self.toolbox = Toolbox(state, self_check=self_check, max_time_limit_s=max_time_limit_s,
-                               num_workers=num_workers)
+                               num_workers=num_workers, store=store, user_id=db_user_id)
         self.lock = threading.RLock()
         self._pending: dict[str, PendingCall] = {}
         self.created_at = self.last_used = time.time()
@@ -299,6 +304,8 @@ class Session:
         self_check: bool | None = None,
         max_time_limit_s: float = 10.0,
         num_workers: int = 1,
+        store: Any = None,
+        db_user_id: int | None = None,
     ) -> Session:
         """Rebuild a session from :meth:`snapshot` (a dict or its JSON text).
 
@@ -330,6 +337,8 @@ class Session:
             self_check=self_check,
             max_time_limit_s=max_time_limit_s,
             num_workers=num_workers,
+            store=store,
+            db_user_id=db_user_id,
         )
         changes = data.get("changes", [])
         pending = data.get("pending", [])
@@ -417,6 +426,10 @@ def _load_snapshot(snapshot: dict[str, Any] | str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- store
+def _db_user(user_id: str) -> int | None:
+    return int(user_id) if user_id.isascii() and user_id.isdigit() else None
+
+
 @dataclass
 class SessionStore:
     """Sessions keyed by ``(user_id, session_id)``; a user never reaches another user's session.
@@ -430,7 +443,7 @@ class SessionStore:
         Sessions unused for this long are dropped (``None``: never).
     session_kwargs
         Passed to every :class:`Session` (``max_time_limit_s``, ``num_workers``, ``self_check``,
-        ``specs``).
+        ``specs``, ``store``). A numeric user id is also passed as ``db_user_id``.
     """
 
     max_sessions_per_user: int = 32
@@ -449,14 +462,14 @@ class SessionStore:
         enabled_tools: Iterable[str] = (),
     ) -> Session:
         session = Session(state, mode=mode, user_id=user_id, enabled_tools=enabled_tools,
-                          **self.session_kwargs)
+                          db_user_id=_db_user(user_id), **self.session_kwargs)
         self.add(session)
         return session
 
     def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session:
         """Restore a snapshot as a new session of ``user_id`` (a fresh id)."""
-        session = Session.restore(snapshot, user_id=user_id,
-                                  session_id=secrets.token_urlsafe(12), **self.session_kwargs)
+        session = Session.restore(snapshot, user_id=user_id, session_id=secrets.token_urlsafe(12),
+                                  db_user_id=_db_user(user_id), **self.session_kwargs)
         self.add(session)
         return session
 
