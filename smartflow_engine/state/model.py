@@ -139,14 +139,13 @@ class ScheduleState(BaseModel):
         if isinstance(source, dict):
             data = source
         else:
-            text = source
-            if isinstance(source, Path) or (
-                isinstance(source, str) and not source.lstrip().startswith("{")
-            ):
+            if isinstance(source, Path) or not source.lstrip().startswith("{"):
                 try:
                     text = Path(source).read_text(encoding="utf-8")
                 except OSError as exc:
                     raise StateError(f"cannot read state file {source}: {exc}") from None
+            else:
+                text = source
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:

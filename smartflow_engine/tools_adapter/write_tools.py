@@ -124,9 +124,9 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> str:
             reason = (f"{label} 需{length}个时段，从第{refusal.slot_start}节开始到第"
                       f"{refusal.slot_end}节，超出每天{spd}节。")
     elif kind == "embed_taken":
-        host = _label(state, refusal.blockers[0].task_id if refusal.blockers else None)
+        host_label = _label(state, refusal.blockers[0].task_id if refusal.blockers else None)
         target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
-        reason = f"{target}位于 {host} 的可嵌入时段，但已嵌入 {_label(state, refusal.other_id)}。"
+        reason = f"{target}位于 {host_label} 的可嵌入时段，但已嵌入 {_label(state, refusal.other_id)}。"
         if op != "batch_move" and refusal.day is not None:
             day_context = _day_context(state, refusal.day)
     elif kind == "duration_mismatch":

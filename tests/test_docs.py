@@ -1,0 +1,32 @@
+"""Tests that the README's Python examples and the quickstart notebook run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_readme_python_blocks_run():
+    """Tests that every ```python block of the README executes without error."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+
+
+def test_quickstart_notebook_executes():
+    """Tests that notebooks/quickstart.ipynb runs top to bottom in a fresh kernel."""
+    nb = nbformat.read(ROOT / "notebooks" / "quickstart.ipynb", as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={
+        "metadata": {"path": str(ROOT)}}).execute()
+    outputs = "".join(
+        out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
+    assert "规划窗口共14天" in outputs
