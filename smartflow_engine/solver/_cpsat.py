@@ -1,0 +1,76 @@
+"""The one place that talks to OR-Tools: lazy import, solver parameters, status names.
+
+ortools takes ~0.25 s to import, so it is imported inside :func:`cp_model` and nowhere at module
+level: ``import smartflow_engine`` and the read tools stay fast.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from types import ModuleType
+from typing import Any
+
+
+class SolveStatus(StrEnum):
+    """CP-SAT outcomes, named once."""
+
+    OPTIMAL = "optimal"  # proven optimal (or proven feasible for a pure feasibility model)
+    FEASIBLE = "feasible"  # a solution, optimality not proven
+    INFEASIBLE = "infeasible"  # proven: no solution
+    UNKNOWN = "unknown"  # time limit hit before any proof
+
+    @property
+    def proven(self) -> bool:
+        return self in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE)
+
+
+def cp_model() -> ModuleType:
+    from ortools.sat.python import cp_model as module
+
+    return module
+
+
+def status_of(code: Any) -> SolveStatus:
+    m = cp_model()
+    return {
+        m.OPTIMAL: SolveStatus.OPTIMAL,
+        m.FEASIBLE: SolveStatus.FEASIBLE,
+        m.INFEASIBLE: SolveStatus.INFEASIBLE,
+    }.get(code, SolveStatus.UNKNOWN)
+
+
+MIN_TIME_LIMIT_S = 1e-3
+
+
+def make_solver(
+    time_limit_s: float,
+    num_workers: int,
+    *,
+    seed: int = 0,
+    exact: bool = True,
+    deterministic: bool = False,
+) -> Any:
+    """A ``CpSolver`` with ``max_time_in_seconds`` and ``num_workers`` always set explicitly.
+
+    ``exact`` selects the setting measured best for the counting models (``linearization_level=2``
+    proved every tight 120-day window where the defaults left a third unproven). ``deterministic``
+    also bounds the deterministic time, so one worker gives the same answer on every run even
+    when the machine is busy (the wall-clock limit then only acts as a safety net).
+    """
+    solver = cp_model().CpSolver()
+    params = solver.parameters
+    limit = max(float(time_limit_s), MIN_TIME_LIMIT_S) if math.isfinite(time_limit_s) else 60.0
+    params.max_time_in_seconds = limit
+    params.num_workers = max(1, int(num_workers))
+    params.random_seed = int(seed)
+    if exact:
+        params.linearization_level = 2
+    if deterministic:
+        params.max_deterministic_time = limit * DETERMINISTIC_SHARE
+    return solver
+
+
+# Deterministic-time budget as a share of the wall-clock limit: measured on the placement models,
+# one deterministic unit took 0.4-0.9 s of wall time on the 2-core CI machine.
+DETERMINISTIC_SHARE = 0.5

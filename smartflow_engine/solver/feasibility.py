@@ -1,0 +1,336 @@
+"""Exact feasibility, capacity gap, bottleneck explanation and negotiation figures (DESIGN.md
+"Feasibility", p1-analysis-plan.md §4.7.1 and P1-F).
+
+Contract (the analyzers call these; keep it stable):
+
+``check_feasibility(state, time_limit_s=5.0, num_workers=1, include_suggested=False, explain=True)``
+    -> :class:`FeasibilityReport`. Never raises for a valid state; never says infeasible without a
+    proof: when the time limit is hit first, ``is_feasible`` is ``None``, ``proven`` is ``False``,
+    ``reason_code`` is ``"unknown"`` and ``feasible_slots`` / ``capacity_gap`` are ``None``.
+
+``negotiation_figures(state, report=None, time_limit_s=5.0, num_workers=1,
+include_suggested=False)`` -> :class:`NegotiationFigures`: the numbers behind the four options of
+P1-F (extra days needed, whether lifting banned periods suffices, slots to cut).
+
+Both only read the state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..state import ScheduleState
+from .counting import all_fit, max_placeable, min_extra_days
+from .problem import Placement, Problem, build_problem
+
+REASON_CODES = ("ok", "insufficient_capacity", "fragmented", "class_window", "unknown")
+
+
+@dataclass(frozen=True)
+class DurationShortfall:
+    """The tasks of at least ``min_duration`` periods cannot all be placed, even on their own.
+
+    ``min_duration`` is the largest such threshold, so it names the tightest duration bottleneck;
+    ``bins`` / ``days`` are the free runs and host blocks long enough for it.
+    """
+
+    min_duration: int
+    task_count: int
+    required_slots: int
+    placeable_slots: int
+    bins: int
+    days: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ClassShortfall:
+    """The pending tasks of one task class cannot all be placed inside its window, on their own."""
+
+    class_id: int
+    name: str
+    start_day: int
+    end_day: int
+    banned: tuple[int, ...]
+    task_count: int
+    required_slots: int
+    placeable_slots: int
+    window_free_slots: int  # free periods on its days outside its banned periods
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """Why it does not fit, in plain data an adapter can phrase for an LLM."""
+
+    durations: tuple[DurationShortfall, ...] = ()
+    classes: tuple[ClassShortfall, ...] = ()
+    conflict_set: tuple[int, ...] = ()  # pending tasks that cannot all be placed together
+    conflict_set_minimal: bool = False  # removing any one of them makes the rest fit (proven)
+
+
+@dataclass(frozen=True)
+class FeasibilityReport:
+    """The answer to "does it all fit?" (DESIGN.md "Feasibility")."""
+
+    is_feasible: bool | None
+    proven: bool
+    required_task_slots: int
+    feasible_slots: int | None  # exact maximum placeable; None when unproven
+    capacity_gap: int | None  # required - feasible; None when unproven
+    free_capacity_slots: int  # free periods + periods of embeddable host blocks
+    slack_slots: int  # free_capacity_slots - required_task_slots (may be negative)
+    reason_code: str
+    runtime_s: float
+    witness: list[Placement] = field(default_factory=list)  # one placement of the maximum
+    feasible_slots_bounds: tuple[int, int] = (0, 0)  # (lower, upper), always known
+    task_count: int = 0
+    bottleneck: Bottleneck | None = None
+
+    def snapshot(self) -> dict[str, object]:
+        """The ``feasibility`` object of analyze_health (p1 §4.7)."""
+        return {
+            "is_feasible": self.is_feasible,
+            "capacity_gap": self.capacity_gap,
+            "reason_code": self.reason_code,
+        }
+
+
+@dataclass(frozen=True)
+class NegotiationFigures:
+    """Numbers for the four options of P1-F.
+
+    ``extra_days_needed``: smallest number of empty days appended after the window (honouring
+    banned periods and class deadlines before the window's end) that makes everything fit;
+    ``None`` with ``extra_days_possible=False`` when no number suffices, ``None`` with
+    ``extra_days_possible=None`` when unproven. ``slots_to_cut`` equals the capacity gap.
+    """
+
+    is_feasible: bool | None
+    slots_to_cut: int | None
+    extra_days_needed: int | None
+    extra_days_possible: bool | None
+    lifting_banned_suffices: bool | None
+    lifting_class_constraints_suffices: bool | None
+    proven: bool
+    runtime_s: float
+
+
+# ---------------------------------------------------------------------------------- feasibility
+def check_feasibility(
+    state: ScheduleState,
+    time_limit_s: float = 5.0,
+    num_workers: int = 1,
+    include_suggested: bool = False,
+    explain: bool = True,
+) -> FeasibilityReport:
+    """Decide exactly whether every pending task fits, and how much does.
+
+    Parameters
+    ----------
+    state
+        The window (only read).
+    time_limit_s
+        Budget for all CP-SAT calls of this check together.
+    num_workers
+        CP-SAT workers (one is measured best for these models).
+    include_suggested
+        Also re-plan the movable suggested tasks (their current places count as free).
+    explain
+        When infeasible, compute the :class:`Bottleneck` (extra solves, within the budget).
+
+    Returns
+    -------
+    FeasibilityReport
+        ``feasible_slots`` = max Σ duration of scope tasks placeable at once, honouring
+        contiguity, occupancy, embeddable host blocks (one guest, wholly inside), task-class day
+        windows and banned periods; ``capacity_gap = required_task_slots - feasible_slots``.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit_s
+    problem = build_problem(state, include_suggested=include_suggested)
+    required = problem.required_slots
+    capacity = problem.free_slots + problem.embed_slots
+    res = max_placeable(problem, time_limit_s=time_limit_s, num_workers=num_workers)
+
+    if res.best == required:
+        feasible: bool | None = True
+        reason = "ok"
+    elif res.proven:
+        feasible = False
+        reason = _reason(state, problem, required, capacity, deadline, num_workers,
+                         include_suggested)
+    else:
+        feasible, reason = None, "unknown"
+    proven = feasible is not None
+    bottleneck = None
+    if feasible is False and explain:
+        bottleneck = explain_bottleneck(state, problem, res.best, deadline, num_workers)
+    return FeasibilityReport(
+        is_feasible=feasible,
+        proven=proven,
+        required_task_slots=required,
+        feasible_slots=res.best if proven else None,
+        capacity_gap=required - res.best if proven else None,
+        free_capacity_slots=capacity,
+        slack_slots=capacity - required,
+        reason_code=reason,
+        runtime_s=time.perf_counter() - t0,
+        witness=res.witness,
+        feasible_slots_bounds=(res.best, res.bound),
+        task_count=problem.task_count,
+        bottleneck=bottleneck,
+    )
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.perf_counter(), 0.05)
+
+
+def _reason(
+    state: ScheduleState,
+    problem: Problem,
+    required: int,
+    capacity: int,
+    deadline: float,
+    num_workers: int,
+    include_suggested: bool,
+) -> str:
+    """Classify a proven infeasibility: count, classes, or fragmentation."""
+    if required > capacity:
+        return "insufficient_capacity"
+    if not any(g.rule.class_id is not None for g in problem.groups):
+        return "fragmented"
+    relaxed = build_problem(state, include_suggested=include_suggested, lift_banned=True,
+                            lift_windows=True)
+    res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,
+                        witness=False)
+    return "class_window" if res.best == required else "fragmented"
+
+
+def explain_bottleneck(
+    state: ScheduleState,
+    problem: Problem,
+    feasible_slots: int,
+    deadline: float,
+    num_workers: int,
+) -> Bottleneck:
+    """Which durations and which classes cannot fit on their own, and a small conflict set.
+
+    The conflict set is found by a deletion filter over group counts (binary search per group,
+    starting from the smallest infeasible candidate); it is irreducible when every check was
+    proven within the budget.
+    """
+    groups = problem.groups
+    full = [g.count for g in groups]
+    candidates: list[list[int]] = []
+
+    durations: list[DurationShortfall] = []
+    for d in sorted({g.duration for g in groups}, reverse=True):
+        counts = [g.count if g.duration >= d else 0 for g in groups]
+        res = max_placeable(problem, counts=counts, time_limit_s=_left(deadline),
+                            num_workers=num_workers, witness=False)
+        req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
+        if res.proven and res.best < req:
+            bins = [b for b in (*problem.runs, *problem.hosts) if b.length >= d]
+            durations.append(DurationShortfall(d, sum(counts), req, res.best, len(bins),
+                                               tuple(sorted({b.day for b in bins}))))
+            candidates.append(counts)
+            break  # smaller thresholds only add tasks: the largest one is the tightest
+
+    classes: list[ClassShortfall] = []
+    for tc in state.task_classes:
+        counts = [g.count if g.rule.class_id == tc.id else 0 for g in groups]
+        if not any(counts):
+            continue
+        res = max_placeable(problem, counts=counts, time_limit_s=_left(deadline),
+                            num_workers=num_workers, witness=False)
+        req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
+        if res.proven and res.best < req:
+            rule = next(g.rule for g, c in zip(groups, counts, strict=True) if c)
+            classes.append(ClassShortfall(
+                tc.id, tc.name, rule.start_day, rule.end_day, rule.banned, sum(counts), req,
+                res.best, _window_free(problem, rule.start_day, rule.end_day, rule.banned)))
+            candidates.append(counts)
+
+    candidates.append(full)
+    core = min(candidates, key=sum)
+    core, minimal = _shrink(problem, core, deadline, num_workers)
+    ids: list[int] = []
+    for g, c in zip(groups, core, strict=True):
+        ids.extend(g.task_ids[:c])
+    return Bottleneck(tuple(durations), tuple(classes), tuple(sorted(ids)), minimal)
+
+
+def _window_free(problem: Problem, start: int, end: int, banned: tuple[int, ...]) -> int:
+    free = problem.owner[start - 1 : end] == 0
+    if banned:
+        free[:, [p - 1 for p in banned]] = False
+    hosts = sum(b.length for b in problem.hosts if start <= b.day <= end)
+    return int(free.sum()) + hosts
+
+
+def _shrink(
+    problem: Problem, counts: list[int], deadline: float, num_workers: int
+) -> tuple[list[int], bool]:
+    """Deletion filter: the smallest count per group that keeps the set infeasible."""
+    counts = list(counts)
+    minimal = True
+    order = sorted(range(len(counts)), key=lambda i: -problem.groups[i].duration)
+    for gi in order:
+        lo, hi = 0, counts[gi]
+        while lo < hi:
+            if time.perf_counter() > deadline:
+                return counts, False
+            mid = (lo + hi) // 2
+            trial = list(counts)
+            trial[gi] = mid
+            fits = all_fit(problem, trial, time_limit_s=_left(deadline), num_workers=num_workers)
+            if fits is False:
+                hi = mid
+            else:
+                if fits is None:
+                    minimal = False
+                lo = mid + 1
+        counts[gi] = hi
+    return counts, minimal
+
+
+# ---------------------------------------------------------------------------------- negotiation
+def negotiation_figures(
+    state: ScheduleState,
+    report: FeasibilityReport | None = None,
+    time_limit_s: float = 5.0,
+    num_workers: int = 1,
+    include_suggested: bool = False,
+) -> NegotiationFigures:
+    """The numbers behind P1-F's options (expand window / relax constraints / cut scope / accept).
+
+    Pass the ``report`` of a previous :func:`check_feasibility` on the same state to skip that
+    solve. Each figure is computed by the exact counting model; one that the time limit cut
+    short is ``None`` and ``proven`` is ``False``.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit_s
+    if report is None:
+        report = check_feasibility(state, time_limit_s=time_limit_s, num_workers=num_workers,
+                                   include_suggested=include_suggested, explain=False)
+    if report.is_feasible is True:
+        return NegotiationFigures(True, 0, 0, True, True, True, True, time.perf_counter() - t0)
+    if report.is_feasible is None:
+        return NegotiationFigures(None, None, None, None, None, None, False,
+                                  time.perf_counter() - t0)
+    problem = build_problem(state, include_suggested=include_suggested)
+    days, days_proven = min_extra_days(problem, time_limit_s=_left(deadline),
+                                       num_workers=num_workers)
+    possible: bool | None = (days is not None) if days_proven else None
+    lifts: list[bool | None] = []
+    for lift_windows in (False, True):
+        relaxed = build_problem(state, include_suggested=include_suggested, lift_banned=True,
+                                lift_windows=lift_windows)
+        res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,
+                            witness=False)
+        required = relaxed.required_slots
+        lifts.append(True if res.best == required else (False if res.proven else None))
+    proven = days_proven and all(v is not None for v in lifts)
+    return NegotiationFigures(False, report.capacity_gap, days, possible, lifts[0], lifts[1],
+                              proven, time.perf_counter() - t0)
