@@ -1,0 +1,210 @@
+"""Tests of the MCP server: the SDK's in-memory client, and a real stdio subprocess."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest_adapters import DATA, EXAMPLE_WINDOW, load_window, note_tool, specs_with
+from mcp import Client, StdioServerParameters
+
+from smartflow_engine import Toolbox
+from smartflow_engine.tools_adapter import registry
+from smartflow_engine.tools_adapter.mcp_server import build_server
+from smartflow_engine.tools_adapter.prompts import prompt_rules
+from smartflow_engine.tools_adapter.schemas import tool_schemas
+from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.spec import Mode
+
+MOVE = {"task_id": 6, "new_day": 5, "new_slot_start": 3}
+
+
+def _text(result: Any) -> str:
+    text: str = result.content[0].text
+    return text
+
+
+def _run(session: Session, steps, **server_kwargs) -> Any:
+    """Run ``steps(client)`` against an in-memory client of the session's server."""
+
+    async def go() -> Any:
+        async with Client(build_server(session, **server_kwargs)) as client:
+            return await steps(client)
+
+    return anyio.run(go)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_lists_the_modes_tools_with_registry_schemas(mode):
+    """Tests that the server lists exactly the session's tools, with the registry's schemas and
+    the mode's rules as instructions."""
+    session = Session(load_window(), mode=mode)
+
+    async def steps(client: Client) -> Any:
+        return client.instructions, (await client.list_tools()).tools
+
+    instructions, tools = _run(session, steps)
+    assert instructions == prompt_rules(mode)
+    expected = {e["name"]: e for e in tool_schemas("mcp", mode)}
+    assert [t.name for t in tools] == registry.tool_names(mode)
+    for tool in tools:
+        assert tool.input_schema == expected[tool.name]["inputSchema"]
+        assert tool.annotations.read_only_hint is (not registry.is_write_tool(tool.name))
+
+
+def test_calls_reach_the_session_and_match_the_toolbox():
+    """Tests that read and write calls over MCP reply as the Toolbox does and change the
+    session's state."""
+    session = Session(load_window(), self_check=True)
+    direct = Toolbox(load_window())
+
+    async def steps(client: Client) -> Any:
+        moved = await client.call_tool("move", MOVE)
+        looked = await client.call_tool("query_range", {"day": 5})
+        state = await client.read_resource("smartflow://state")
+        changes = await client.read_resource("smartflow://changes")
+        return moved, looked, state.contents[0].text, changes.contents[0].text
+
+    moved, looked, state_text, changes_text = _run(session, steps)
+    assert not moved.is_error and _text(moved) == direct.call("move", MOVE)
+    assert _text(looked) == direct.call("query_range", {"day": 5})
+    assert state_text == session.state.to_json() == direct.state.to_json()
+    assert json.loads(changes_text) == [c.to_dict() for c in session.changes]
+
+
+BAD_ARGS = [
+    ("move", {"task_id": "six", "new_day": 5, "new_slot_start": 3}),  # ill-typed id
+    ("move", {"task_id": 6}),  # missing arguments
+    ("query_range", {"day": 5, "verbose": True}),  # unknown argument
+    ("batch_move", {"moves": []}),  # empty batch
+    ("get_task_info", {"task_id": 0}),  # id out of range
+]
+
+
+@pytest.mark.parametrize(("name", "args"), BAD_ARGS)
+def test_bad_arguments_are_tool_errors_with_the_toolbox_reply(name, args):
+    """Tests that bad arguments come back as isError results the model can read and correct
+    (the Toolbox's own reply), never as protocol errors, and change nothing."""
+    session = Session(load_window())
+    before = session.state.to_json()
+
+    async def steps(client: Client) -> Any:
+        return await client.call_tool(name, args)
+
+    result = _run(session, steps)
+    assert result.is_error
+    assert _text(result) == Toolbox(load_window()).call(name, args)
+    assert session.state.to_json() == before
+
+
+def test_json_tools_return_structured_content():
+    """Tests that a JSON tool's reply is also returned as structured content, validated by the
+    client against the published output schema."""
+    session = Session(None, specs=[note_tool([], confirm=False, output="json")])
+
+    async def steps(client: Client) -> Any:
+        tools = (await client.list_tools()).tools
+        return tools, await client.call_tool("record_note", {"text": "结构化"})
+
+    tools, result = _run(session, steps)
+    assert tools[0].output_schema is not None
+    assert not result.is_error
+    assert result.structured_content == json.loads(_text(result))
+    assert result.structured_content["recorded"] == "结构化"
+
+
+def test_confirm_and_reject_over_mcp():
+    """Tests that a confirm-required tool adds confirm/reject tools, holds the call until
+    confirm, and that reject writes nothing."""
+    journal: list[str] = []
+    session = Session(None, specs=specs_with(note_tool(journal)))
+
+    async def steps(client: Client) -> Any:
+        names = [t.name for t in (await client.list_tools()).tools]
+        held = await client.call_tool("record_note", {"text": "确认我"})
+        token = session.pending()[0].token
+        written_before_confirm = list(journal)
+        done = await client.call_tool("confirm", {"token": token})
+        second = await client.call_tool("record_note", {"text": "拒绝我"})
+        dropped = await client.call_tool("reject", {"token": session.pending()[0].token})
+        missing = await client.call_tool("confirm", {"token": token})
+        bad = await client.call_tool("confirm", {})
+        return names, held, written_before_confirm, done, second, dropped, missing, bad
+
+    names, held, before, done, second, dropped, missing, bad = _run(session, steps)
+    assert {"confirm", "reject"} <= set(names)
+    assert "确认令牌" in _text(held) and before == []
+    assert _text(done) == "已记录：确认我" and journal == ["确认我"]
+    assert "没有任何修改" in _text(dropped) and not dropped.is_error
+    assert missing.is_error and bad.is_error
+    assert journal == ["确认我"]
+
+
+def test_no_confirm_tools_without_a_confirm_required_tool():
+    """Tests that confirm/reject are only offered when some offered tool needs confirmation."""
+    session = Session(load_window())
+
+    async def steps(client: Client) -> Any:
+        return [t.name for t in (await client.list_tools()).tools]
+
+    names = _run(session, steps)
+    assert "confirm" not in names and "reject" not in names
+
+
+def test_save_path_gets_the_state_after_each_change(tmp_path: Path):
+    """Tests that with save_path the state file is rewritten after a write, not after a read."""
+    out = tmp_path / "state.json"
+    session = Session(load_window())
+
+    async def steps(client: Client) -> Any:
+        await client.call_tool("get_overview", {})
+        existed_after_read = out.exists()
+        await client.call_tool("move", MOVE)
+        return existed_after_read
+
+    assert _run(session, steps, save_path=out) is False
+    assert out.read_text(encoding="utf-8") == session.state.to_json()
+
+
+def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
+    """Tests a real `python -m smartflow_engine.tools_adapter.mcp_server --state FILE` process
+    driven by the SDK's stdio client: tools listed for the mode, calls answered, state saved."""
+    out = tmp_path / "saved.json"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "smartflow_engine.tools_adapter.mcp_server",
+              "--state", str(DATA / f"{EXAMPLE_WINDOW}.json"), "--mode", "local_adjust",
+              "--save", str(out)],
+    )
+
+    async def go() -> Any:
+        async with Client(params, read_timeout_seconds=60) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            moved = await client.call_tool("move", MOVE)
+            bad = await client.call_tool("move", {"task_id": 6})
+            return client.instructions, names, moved, bad
+
+    instructions, names, moved, bad = anyio.run(go)
+    direct = Toolbox(load_window())
+    assert instructions == prompt_rules(Mode.LOCAL_ADJUST)
+    assert names == registry.tool_names(Mode.LOCAL_ADJUST)
+    assert _text(moved) == direct.call("move", MOVE)
+    assert bad.is_error and _text(bad) == "参数错误：缺少必填参数 new_day。"
+    assert out.read_text(encoding="utf-8") == direct.state.to_json()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--state", "/no/such/file.json"], "cannot read state file"),  # a missing file
+    (["--state", str(DATA / "spec_example.json"), "--enable", "teleport"], "unknown tool"),
+])
+def test_stdio_entry_point_reports_bad_input_in_one_line(argv, message, capsys):
+    """Tests that the module's main() exits with code 2 and one line on stderr for bad input."""
+    from smartflow_engine.tools_adapter.mcp_server import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
