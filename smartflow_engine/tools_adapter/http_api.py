@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
@@ -291,6 +292,15 @@ class _TooLarge(Exception):
     pass
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
 # ---------------------------------------------------------------------------------- app
 def create_app(
     tokens: Mapping[str, str] | None = None,
@@ -356,9 +366,13 @@ def create_app(
         return _error(422, "invalid_request", "; ".join(parts) or "invalid request")
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail))
+        response = _error(exc.status_code, code, str(exc.detail))
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:  # Starlette lists one route's methods; list every route's
+            response.headers["Allow"] = ", ".join(_allowed_methods(request))
+        return response
 
     @app.exception_handler(Exception)
     async def _bug(_request: Request, exc: Exception) -> JSONResponse:  # pragma: no cover
@@ -466,7 +480,7 @@ def create_app(
             raise ApiError(422, "invalid_request", str(exc)) from None
         return _session_out(session)
 
-    @app.post("/v1/sessions/restore", response_model=SessionOut, status_code=201,
+    @app.post("/v1/restore", response_model=SessionOut, status_code=201,
               responses={**_ERRORS, **_LIMIT}, tags=["sessions"])
     def restore_session(user: User, body: SessionRestore) -> SessionOut:
         try:

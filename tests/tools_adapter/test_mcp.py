@@ -137,7 +137,7 @@ def test_confirm_and_reject_over_mcp():
 
     names, held, before, done, second, dropped, missing, bad = _run(session, steps)
     assert {"confirm", "reject"} <= set(names)
-    assert "确认令牌" in _text(held) and before == []
+    assert "确认令牌" in _text(held) and "确认令牌" in _text(second) and before == []
     assert _text(done) == "已记录：确认我" and journal == ["确认我"]
     assert "没有任何修改" in _text(dropped) and not dropped.is_error
     assert missing.is_error and bad.is_error
