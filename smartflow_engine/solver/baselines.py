@@ -1,0 +1,197 @@
+"""Greedy placements: benchmark baselines and warm-start hints for the CP-SAT models.
+
+- :func:`first_fit`: each pending task, in id order, at the first free place (day by day, period
+  by period) where ``place`` would accept it. What an agent calling ``place`` in a loop does.
+- :func:`best_fit_decreasing`: longest and most constrained tasks first, each into the tightest
+  free segment (or embeddable host block) that takes it. The feasibility fast path: when it
+  places everything, the placement itself proves feasibility.
+- :func:`balanced_greedy`: the load/category-aware greedy for proposals: each task goes where a
+  score (day load, same category that day, isolated free periods, switches) is lowest.
+
+All work on a :class:`~.problem.Problem` (the scope and its bins) and return placements; none
+changes the state.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..state import ScheduleState
+from .problem import Bin, Group, Placement, Problem, allowed_starts, build_problem
+
+
+def _banned_mask(group: Group, spd: int) -> np.ndarray:
+    mask = np.zeros(spd + 2, dtype=bool)  # 1-based with padding
+    for p in group.rule.banned:
+        mask[p] = True
+    return mask
+
+
+def _first_start(banned: np.ndarray, duration: int, start: int, end: int) -> int | None:
+    """First start in ``start..end-duration+1`` whose periods avoid ``banned`` (1-based)."""
+    s = start
+    while s + duration - 1 <= end:
+        window = banned[s : s + duration]
+        if not window.any():
+            return s
+        s += int(np.flatnonzero(window)[-1]) + 1
+    return None
+
+
+def first_fit(state: ScheduleState, *, include_suggested: bool = False) -> list[Placement]:
+    """Pending tasks in id order, each at the first place it fits (day, then period order).
+
+    A task may go into free periods or wholly inside a free embeddable host block; class day
+    windows and banned periods are honoured.
+    """
+    problem = build_problem(state, include_suggested=include_suggested)
+    spd = problem.slots_per_day
+    free = problem.owner == 0
+    host_at: dict[tuple[int, int], Bin] = {(b.day, b.slot_start): b for b in problem.hosts}
+    used_hosts: set[tuple[int, int]] = set()
+    tasks = sorted((tid, g) for g in problem.groups for tid in g.task_ids)
+    out: list[Placement] = []
+    for tid, g in tasks:
+        d = g.duration
+        banned = _banned_mask(g, spd)
+        done = False
+        for day in range(1, problem.num_days + 1):
+            if not g.rule.allows_day(day, problem.num_days):
+                continue
+            row = free[day - 1]
+            for s in range(1, spd - d + 2):
+                if banned[s : s + d].any():
+                    continue
+                if row[s - 1 : s - 1 + d].all():
+                    row[s - 1 : s - 1 + d] = False
+                    out.append(Placement(tid, day, s, s + d - 1))
+                    done = True
+                    break
+                host = _host_containing(host_at, day, s, s + d - 1)
+                if host is not None and g.can_guest and (day, host.slot_start) not in used_hosts:
+                    used_hosts.add((day, host.slot_start))
+                    out.append(Placement(tid, day, s, s + d - 1, host.host))
+                    done = True
+                    break
+            if done:
+                break
+    return out
+
+
+def _host_containing(host_at: dict[tuple[int, int], Bin], day: int, s: int, e: int) -> Bin | None:
+    for (hd, _), b in host_at.items():
+        if hd == day and b.slot_start <= s and e <= b.slot_end:
+            return b
+    return None
+
+
+@dataclass(order=True)
+class _Segment:
+    length: int
+    day: int
+    start: int
+
+
+def longest_first(g: Group) -> tuple[float, ...]:
+    return (-g.duration, g.rule.end_day - g.rule.start_day, -len(g.rule.banned))
+
+
+def narrowest_first(g: Group) -> tuple[float, ...]:
+    return (g.rule.end_day - g.rule.start_day, -len(g.rule.banned), -g.duration)
+
+
+def ending_first(g: Group) -> tuple[float, ...]:
+    return (g.rule.end_day, -g.duration)
+
+
+def by_density(g: Group) -> tuple[float, ...]:
+    width = (g.rule.end_day - g.rule.start_day + 1) * max(1, 12 - len(g.rule.banned))
+    return (-g.duration / max(width, 1),)
+
+
+PACK_ORDERS = (longest_first, narrowest_first, ending_first, by_density)
+
+
+def best_pack(problem: Problem, counts: Sequence[int] | None = None) -> list[Placement]:
+    """The best of :func:`best_fit_decreasing` under each of :data:`PACK_ORDERS` (stops early
+    when one places everything)."""
+    counts = [g.count for g in problem.groups] if counts is None else counts
+    required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
+    best: list[Placement] = []
+    best_slots = -1
+    for order in PACK_ORDERS:
+        placed = best_fit_decreasing(problem, counts, order)
+        slots = sum(p.length for p in placed)
+        if slots > best_slots:
+            best, best_slots = placed, slots
+        if slots == required:
+            break
+    return best
+
+
+def best_fit_decreasing(
+    problem: Problem,
+    counts: Sequence[int] | None = None,
+    order: Callable[[Group], tuple[float, ...]] = longest_first,
+) -> list[Placement]:
+    """Groups in ``order``; each task into the tightest segment (or host block) that takes it.
+
+    Returns the placements made (possibly fewer than the tasks); the problem is not changed.
+    """
+    spd, num_days = problem.slots_per_day, problem.num_days
+    counts = [g.count for g in problem.groups] if counts is None else counts
+    segments: list[_Segment] = [_Segment(b.length, b.day, b.slot_start) for b in problem.runs]
+    hosts = list(problem.hosts)
+    out: list[Placement] = []
+    for gi in sorted((gi for gi, c in enumerate(counts) if c > 0),
+                     key=lambda gi: order(problem.groups[gi])):
+        g = problem.groups[gi]
+        d = g.duration
+        ids = g.task_ids[: counts[gi]]
+        k = 0
+        # Host blocks first, tightest first: a guest costs no free period.
+        if g.can_guest:
+            cands = sorted(
+                (b for b in hosts if b.length >= d and g.rule.allows_day(b.day, num_days)),
+                key=lambda b: (b.length, b.day, b.slot_start),
+            )
+            for b in cands:
+                if k == len(ids):
+                    break
+                starts = allowed_starts(g.rule.banned, d, b.slot_start, b.slot_end, spd)
+                if starts:
+                    out.append(Placement(ids[k], b.day, starts[0], starts[0] + d - 1, b.host))
+                    hosts.remove(b)
+                    k += 1
+        if k == len(ids):
+            continue
+        banned = _banned_mask(g, spd)
+        heap = [seg for seg in segments
+                if seg.length >= d and g.rule.allows_day(seg.day, num_days)]
+        rest = [seg for seg in segments
+                if not (seg.length >= d and g.rule.allows_day(seg.day, num_days))]
+        heapq.heapify(heap)
+        while heap and k < len(ids):
+            seg = heapq.heappop(heap)
+            end = seg.start + seg.length - 1
+            s = _first_start(banned, d, seg.start, end)
+            if s is None:
+                rest.append(seg)
+                continue
+            out.append(Placement(ids[k], seg.day, s, s + d - 1))
+            k += 1
+            for piece in (_Segment(s - seg.start, seg.day, seg.start),
+                          _Segment(end - (s + d - 1), seg.day, s + d)):
+                if piece.length <= 0:
+                    continue
+                if piece.length >= d:
+                    heapq.heappush(heap, piece)
+                else:
+                    rest.append(piece)
+        segments = rest + heap
+    out.sort(key=lambda p: (p.day, p.slot_start, p.task_id))
+    return out

@@ -1,0 +1,202 @@
+"""Tiny windows for the solver tests: a hypothesis strategy, a brute-force feasibility oracle
+and a helper applying placements through the real write path.
+
+The oracle shares no code with the solver: it finds free periods and embeddable host blocks from
+the task list itself and tries every combination of places. Its best placement is also applied
+through ``relocate`` by the tests, so the oracle is checked against the real write path too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from smartflow_engine import ScheduleState
+from smartflow_engine.solver import Placement
+from smartflow_engine.state import Request, relocate, self_check, unplace
+
+CLASS_IDS = (10, 11)
+CATEGORY_IDS = (10, 11, 12)  # 12 has no task class
+
+
+def make_state(
+    days: int, spd: int, tasks: list[dict[str, Any]], classes: list[dict[str, Any]] | None = None
+) -> ScheduleState:
+    """A state from a compact task list (ids, names and sources filled in)."""
+    full = []
+    for i, t in enumerate(tasks, start=1):
+        row = {"state_id": i, "name": f"t{i}", "source": "task_item", "category": "学习",
+               "status": "pending"}
+        row.update(t)
+        full.append(row)
+    data = {"window": {"total_days": days, "slots_per_day": spd}, "tasks": full,
+            "task_classes": classes or []}
+    return ScheduleState.model_validate(data)
+
+
+@st.composite
+def tiny_windows(draw: st.DrawFn, *, max_pending: int = 5) -> ScheduleState:
+    """1-3 days of 3-6 periods: courses, embeddable hosts (some with guests, some locked),
+    movable suggested tasks, task classes with day windows and banned periods, pending tasks."""
+    days = draw(st.integers(1, 3))
+    spd = draw(st.integers(3, 6))
+    while days * spd > 14:
+        spd -= 1
+    tasks: list[dict[str, Any]] = []
+    host_ids: list[int] = []
+    for day in range(1, days + 1):
+        slot = 1
+        while slot <= spd:
+            kind = draw(st.sampled_from(["free", "free", "course", "host", "locked_host",
+                                         "suggested"]))
+            length = draw(st.integers(1, min(3, spd - slot + 1)))
+            block = {"day": day, "slot_start": slot, "slot_end": slot + length - 1}
+            if kind == "free":
+                slot += draw(st.integers(1, 2))
+                continue
+            if kind == "course":
+                tasks.append({"source": "event", "category": "课程", "status": "existing",
+                              "locked": True, "slots": [block]})
+            elif kind in ("host", "locked_host"):
+                tasks.append({"source": "event", "category": "课程", "status": "existing",
+                              "locked": kind == "locked_host", "can_embed": True,
+                              "slots": [block]})
+                host_ids.append(len(tasks))
+                if kind == "host" and draw(st.booleans()) and draw(st.booleans()):
+                    glen = draw(st.integers(1, length))
+                    tasks.append({"status": "existing", "category_id": 12, "embed_host":
+                                  len(tasks), "slots": [{"day": day, "slot_start": slot,
+                                                         "slot_end": slot + glen - 1}]})
+            else:
+                tasks.append({"status": "suggested", "category_id": draw(st.sampled_from(
+                    CATEGORY_IDS)), "slots": [block]})
+            slot += length
+    classes = []
+    for cid in draw(st.lists(st.sampled_from(CLASS_IDS), unique=True, max_size=2)):
+        start = draw(st.integers(1, days))
+        end = draw(st.integers(start, days))
+        banned = draw(st.lists(st.integers(1, spd), unique=True, max_size=2))
+        classes.append({"id": cid, "name": f"c{cid}", "start_day": start, "end_day": end,
+                        "excluded_slots": banned})
+    for _ in range(draw(st.integers(0, max_pending))):
+        tasks.append({"status": "pending", "duration": draw(st.integers(1, min(3, spd))),
+                      "category_id": draw(st.sampled_from(CATEGORY_IDS)),
+                      "can_embed": draw(st.sampled_from([False, False, False, True]))})
+    return make_state(days, spd, tasks, classes)
+
+
+@dataclass
+class OracleAnswer:
+    best: int
+    required: int
+    placement: list[tuple[int, int, int]]  # (task_id, day, slot_start)
+    replanned: list[int]  # suggested tasks in scope (re-planned; unplaced if not placed)
+
+
+def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswer:
+    """Maximum placeable periods by trying every combination (tiny windows only)."""
+    num_days, spd = state.window.total_days, state.window.slots_per_day
+    guests_of: dict[int, list[int]] = {}
+    for t in state.tasks:
+        if t.embed_host is not None:
+            guests_of.setdefault(t.embed_host, []).append(t.state_id)
+
+    def movable(t: Any) -> bool:
+        host = state.task(t.embed_host) if t.embed_host is not None else None
+        return (t.status == "suggested" and not t.locked and not (host and host.locked)
+                and len(t.slots) == 1 and not t.can_embed and t.state_id not in guests_of
+                and t.source != "event")
+
+    scope = [t for t in state.tasks if t.status == "pending"
+             or (include_suggested and movable(t))]
+    scope_ids = {t.state_id for t in scope}
+    busy: set[tuple[int, int]] = set()
+    guest_cells: set[tuple[int, int]] = set()
+    for t in state.tasks:
+        if t.state_id in scope_ids:
+            continue
+        for b in t.slots:
+            cells = {(b.day, s) for s in range(b.slot_start, b.slot_end + 1)}
+            (guest_cells if t.embed_host is not None else busy).update(cells)
+    host_blocks = []  # (day, start, end)
+    for t in state.tasks:
+        if t.can_embed and not t.locked and t.state_id not in scope_ids:
+            for b in t.slots:
+                if not any((b.day, s) in guest_cells for s in range(b.slot_start, b.slot_end + 1)):
+                    host_blocks.append((b.day, b.slot_start, b.slot_end))
+    classes = {c.id: c for c in state.task_classes}
+
+    options: list[list[tuple[int, int, int | None]]] = []  # per task: (day, start, host idx)
+    for t in scope:
+        d = t.duration if t.status == "pending" else t.slots[0].length
+        c = classes.get(t.category_id) if t.category_id is not None else None
+        opts: list[tuple[int, int, int | None]] = []
+        for day in range(1, num_days + 1):
+            if c is not None and not ((c.start_day or 1) <= day <= (c.end_day or num_days)):
+                continue
+            for s in range(1, spd - d + 2):
+                cells = [(day, p) for p in range(s, s + d)]
+                if c is not None and any(p in c.excluded_slots for _, p in cells):
+                    continue
+                if not any(cell in busy for cell in cells):
+                    opts.append((day, s, None))
+                if not t.can_embed:
+                    for hi, (hd, hs, he) in enumerate(host_blocks):
+                        if hd == day and hs <= s and s + d - 1 <= he:
+                            opts.append((day, s, hi))
+        options.append(opts)
+    durations = [t.duration if t.status == "pending" else t.slots[0].length for t in scope]
+    required = sum(durations)
+    best = [-1, []]
+
+    def dfs(i: int, used: set[tuple[int, int]], hosts: set[int], total: int,
+            chosen: list[tuple[int, int, int]]) -> None:
+        if total + sum(durations[i:]) <= best[0]:
+            return
+        if i == len(scope):
+            best[0], best[1] = total, list(chosen)
+            return
+        d = durations[i]
+        for day, s, hi in options[i]:
+            if hi is None:
+                cells = {(day, p) for p in range(s, s + d)}
+                if cells & used:
+                    continue
+                chosen.append((scope[i].state_id, day, s))
+                dfs(i + 1, used | cells, hosts, total + d, chosen)
+                chosen.pop()
+            elif hi not in hosts:
+                chosen.append((scope[i].state_id, day, s))
+                dfs(i + 1, used, hosts | {hi}, total + d, chosen)
+                chosen.pop()
+        dfs(i + 1, used, hosts, total, chosen)
+
+    dfs(0, set(busy), set(), 0, [])
+    replanned = [t.state_id for t in scope if t.status != "pending"]
+    return OracleAnswer(int(best[0]), required, list(best[1]), replanned)  # type: ignore[arg-type]
+
+
+def apply_placements(
+    state: ScheduleState, placements: list[Placement], replanned: list[int] | None = None
+) -> ScheduleState:
+    """Apply placements to a copy through the real write path (all at once), self-checked.
+
+    Re-planned suggested tasks that the placements leave out are unplaced first.
+    """
+    copy = state.copy_state()
+    placed = {p.task_id for p in placements}
+    for tid in replanned or []:
+        if tid not in placed:
+            assert unplace(copy, tid).ok
+    if placements:
+        result = relocate(copy, [Request(p.task_id, p.day, p.slot_start) for p in placements],
+                          op="place")
+        assert result.ok, result.refusal
+        for p, change in zip(placements, result.changes, strict=True):
+            assert change.embed_host_after == p.embed_host
+            assert change.block_after is not None
+            assert change.block_after.slot_end == p.slot_end
+    self_check(copy)
+    return copy
