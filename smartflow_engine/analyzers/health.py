@@ -1,0 +1,270 @@
+"""``analyze_health`` (p1 §4.7, P1-E, P1-F): feasibility first, then every dimension, merged.
+
+It calls the dimensions' functions on one shared :class:`Frame`, never the tool registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..state import ScheduleState
+from .common import (
+    action,
+    candidate_scope,
+    guarded,
+    number_actions,
+    order_actions,
+    r4,
+    sort_issues,
+)
+from .context import run_context
+from .frame import Frame, check_bool, check_choice, check_level, is_course, subject_of
+from .load import run_load
+from .result import (
+    DIMENSIONS,
+    SEVERITY_RANK,
+    AnalysisResult,
+    Issue,
+    NextAction,
+    ParamError,
+    Trigger,
+)
+from .schema import metric_schema
+from .subjects import run_subjects
+from .tolerance import run_tolerance
+
+if TYPE_CHECKING:
+    from ..solver import FeasibilityReport, NegotiationFigures
+
+TOOL = "analyze_health"
+DETAILS = ("summary", "full")
+MAX_ACTIONS = 3
+CLOSE_RULE = "critical=0 && warning<=1"
+NEGOTIATION_INTENTS = ("ask_expand_window", "ask_relax_constraints", "ask_reduce_scope_or_budget",
+                       "accept_risk_and_close")
+
+
+def check_dimensions(value: Any) -> tuple[list[str], list[str]]:
+    """``(valid, ignored)``; all invalid (or an empty list) is an error (p1 §4.7)."""
+    if value is None:
+        return list(DIMENSIONS), []
+    if not isinstance(value, list | tuple):
+        raise ParamError("invalid_args", f"参数 dimensions 应为数组，收到 {value!r}。")
+    valid = [d for d in DIMENSIONS if d in value]
+    ignored = [str(d) for d in value if d not in DIMENSIONS]
+    if not valid:
+        raise ParamError("invalid_args", "参数 dimensions 没有合法维度（可选："
+                         f"{'/'.join(DIMENSIONS)}），收到 {value!r}。")
+    return valid, ignored
+
+
+def merge_issues(issues: Sequence[Issue]) -> list[Issue]:
+    """Sort, then merge issues of one dimension about one day or one subject into the worst one."""
+    kept: dict[tuple[str, int | None, str | None], Issue] = {}
+    out: list[Issue] = []
+    for issue in sort_issues(issues):
+        if issue.day is None and issue.category is None:
+            out.append(issue)
+            continue
+        key = (issue.dimension, issue.day, issue.category)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = issue
+            out.append(issue)
+        else:
+            first.merged_issue_ids.append(issue.issue_id)
+    return out
+
+
+def feasibility_issue(report: FeasibilityReport) -> Issue:
+    gap = int(report.capacity_gap or 0)
+    trigger = Trigger("capacity_gap", ">", 0, gap)
+    return Issue(issue_id="issue_feasibility_capacity_gap", dimension="feasibility",
+                 severity="critical", rule="capacity_gap", trigger=trigger, conditions=(trigger,),
+                 impact_score=r4(gap / max(report.required_task_slots, 1)))
+
+
+def negotiation_actions(state: ScheduleState, report: FeasibilityReport,
+                        figures: NegotiationFigures | None) -> list[NextAction]:
+    """The four options of P1-F, carrying the solver's figures; the user decides, so no writes
+    other than a task-class update are named."""
+    pending = state.pending_tasks()
+    cats = {subject_of(t) for t in pending if not is_course(t)}
+    window = range(1, state.num_days + 1)
+    gap = report.capacity_gap
+    common: dict[str, Any] = {
+        "candidate_scope": candidate_scope(window, categories=cats, task_pool="pending"),
+        "target_filter": {"source": "task_item", "status": ["pending"]},
+        "slot_filter": {},
+        "required_reads": [{"tool": "get_overview", "args": {}},
+                           {"tool": "list_tasks", "args": {"status": "pending"}}],
+        "issue_ids": ["issue_feasibility_capacity_gap"],
+    }
+    fixed = {"recheck_tool": TOOL, "conditions": [
+        {"metric": "feasibility.capacity_gap", "operator": "<=", "value": 0}]}
+    bottleneck = report.bottleneck
+    short = [{"class_id": c.class_id, "name": c.name, "required_slots": c.required_slots,
+              "placeable_slots": c.placeable_slots}
+             for c in (bottleneck.classes if bottleneck is not None else ())]
+    f = figures
+    return number_actions([
+        action("ask_expand_window", "feasibility", **common, success_criteria=fixed,
+               candidate_write_tools=[],
+               figures={"capacity_gap": gap,
+                        "extra_days_needed": f.extra_days_needed if f else None,
+                        "extra_days_possible": f.extra_days_possible if f else None}),
+        action("ask_relax_constraints", "feasibility", **common, success_criteria=fixed,
+               candidate_write_tools=["upsert_task_class"],
+               figures={"reason_code": report.reason_code,
+                        "lifting_banned_suffices": f.lifting_banned_suffices if f else None,
+                        "lifting_class_constraints_suffices":
+                            f.lifting_class_constraints_suffices if f else None,
+                        "short_classes": short}),
+        action("ask_reduce_scope_or_budget", "feasibility", **common, success_criteria=fixed,
+               candidate_write_tools=["upsert_task_class"],
+               figures={"slots_to_cut": f.slots_to_cut if f else gap,
+                        "required_task_slots": report.required_task_slots,
+                        "feasible_slots": report.feasible_slots}),
+        action("accept_risk_and_close", "feasibility", **common,
+               success_criteria={"user_confirmed": True}, candidate_write_tools=[],
+               figures={"unplaceable_slots": gap}),
+    ])
+
+
+def snapshot(report: FeasibilityReport) -> dict[str, Any]:
+    return {**report.snapshot(), "proven": report.proven,
+            "required_task_slots": report.required_task_slots,
+            "feasible_slots": report.feasible_slots,
+            "free_capacity_slots": report.free_capacity_slots,
+            "slack_slots": report.slack_slots, "runtime_s": r4(report.runtime_s)}
+
+
+def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
+    rows = metrics.get("subjects", [])
+    gaps = [r["max_gap"] for r in rows if r["max_gap"] is not None]
+    concs = [r["concentration"] for r in rows if r["concentration"] is not None]
+    return {
+        "subject_count": len(rows),
+        "max_gap": max(gaps) if gaps else None,
+        "max_concentration": max(concs) if concs else None,
+        "lagging_budget": sorted({i.category for i in issues
+                                  if i.rule == "budget_lag" and i.category is not None}),
+    }
+
+
+def run_health(
+    state: ScheduleState,
+    dimensions: list[str],
+    ignored: list[str],
+    detail: str,
+    level: str,
+    report: FeasibilityReport | None,
+    figures: NegotiationFigures | None,
+) -> AnalysisResult:
+    frame = Frame.build(state)
+    everything = np.arange(state.num_days)
+    parts: dict[str, AnalysisResult] = {}
+    if "load" in dimensions:
+        parts["load"] = run_load(frame, everything, "day", detail, level)
+    if "subjects" in dimensions:
+        parts["subjects"] = run_subjects(frame, None, True, detail, level)
+    if "context" in dimensions:
+        parts["context"] = run_context(frame, everything, (),
+                                       "day_detail" if detail == "full" else "summary", level)
+    if "tolerance" in dimensions:
+        parts["tolerance"] = run_tolerance(frame, everything, 2, 2, detail, level)
+
+    raw = [i for part in parts.values() for i in part.issues]
+    infeasible = report is not None and report.is_feasible is False
+    if report is not None and infeasible:
+        raw.append(feasibility_issue(report))
+    issues = merge_issues(raw)
+    if report is not None and infeasible:
+        actions = negotiation_actions(state, report, figures)
+    else:
+        alias = {m: i.issue_id for i in issues for m in i.merged_issue_ids}
+        pool = [a for part in parts.values() for a in part.next_actions]
+        for act in pool:
+            act.issue_ids = list(dict.fromkeys(alias.get(i, i) for i in act.issue_ids))
+        actions = number_actions(order_actions(pool, issues), MAX_ACTIONS)
+
+    counts = {s: 0 for s in SEVERITY_RANK}
+    for issue in issues:
+        counts[issue.severity] += 1
+    metrics: dict[str, Any] = {"dimensions": dimensions}
+    if "load" in parts:
+        metrics["load"] = parts["load"].metrics["summary"]
+    if "subjects" in parts:
+        metrics["subjects"] = _subjects_core(parts["subjects"].metrics, parts["subjects"].issues)
+    if "context" in parts:
+        metrics["context"] = parts["context"].metrics.get("overall", {})
+    if "tolerance" in parts:
+        metrics["tolerance"] = parts["tolerance"].metrics["overall"]
+    metrics["issue_counts"] = counts
+    metrics["close_signal"] = {
+        "acceptable_to_close": counts["critical"] == 0 and counts["warning"] <= 1,
+        "critical": counts["critical"], "warning": counts["warning"], "rule": CLOSE_RULE}
+    if ignored:
+        metrics["ignored_dimensions"] = ignored
+    if detail == "full":
+        metrics["details"] = {name: part.metrics for name, part in parts.items()}
+    return AnalysisResult(
+        tool=TOOL, success=True, metric_schema=metric_schema(TOOL), metrics=metrics,
+        issues=issues, next_actions=actions,
+        feasibility=snapshot(report) if report is not None else None, has_feasibility=True)
+
+
+@guarded(TOOL)
+def analyze_health(
+    state: ScheduleState,
+    *,
+    dimensions: Sequence[str] | None = None,
+    threshold: str = "normal",
+    detail: str = "summary",
+    check_feasibility: bool = True,
+    time_limit_s: float = 2.0,
+    num_workers: int = 1,
+) -> AnalysisResult:
+    """The whole-window check-up (p1 §4.7): feasibility, then the chosen dimensions, merged.
+
+    Parameters
+    ----------
+    dimensions
+        Any of ``load``, ``subjects``, ``context``, ``tolerance`` (default all); unknown names are
+        ignored and listed in ``metrics.ignored_dimensions``; none valid is an error.
+    threshold
+        ``strict``, ``normal`` or ``relaxed``, for every dimension.
+    detail
+        ``summary`` or ``full`` (adds every dimension's full metrics under ``metrics.details``).
+    check_feasibility
+        Run the exact feasibility check first (CP-SAT; ``False`` skips it, ``feasibility`` is null).
+    time_limit_s, num_workers
+        Budget of each CP-SAT step (feasibility; negotiation figures when infeasible).
+
+    Notes
+    -----
+    Infeasible (proven): a ``critical`` ``feasibility`` issue and exactly the four negotiation
+    actions of P1-F. Unproven (``is_feasible`` null) is never reported as infeasible. Otherwise
+    at most three actions, ranked by the issues they address.
+    """
+    valid, ignored = check_dimensions(dimensions)
+    level = check_level(threshold)
+    detail = check_choice("detail", detail, DETAILS)
+    report: FeasibilityReport | None = None
+    figures: NegotiationFigures | None = None
+    if check_bool("check_feasibility", check_feasibility):
+        if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) or not (
+                0 < time_limit_s <= 60):
+            raise ParamError("invalid_args", f"参数 time_limit_s 应在 (0, 60] 内，收到 "
+                             f"{time_limit_s!r}。")
+        from ..solver import check_feasibility as solve
+        from ..solver import negotiation_figures
+
+        report = solve(state, time_limit_s=float(time_limit_s), num_workers=num_workers)
+        if report.is_feasible is False:
+            figures = negotiation_figures(state, report, time_limit_s=float(time_limit_s),
+                                          num_workers=num_workers)
+    return run_health(state, valid, ignored, detail, level, report, figures)

@@ -1,0 +1,310 @@
+"""``analyze_subjects`` (p1 §4.4): rhythm, concentration and budget progress of each subject."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..state import ScheduleState, TaskClass
+from .common import (
+    MAX_LISTED_DAYS,
+    STUDY_POOL,
+    action,
+    candidate_scope,
+    evaluate,
+    find_free_read,
+    guarded,
+    number_actions,
+    order_actions,
+    r4,
+    sort_issues,
+)
+from .frame import (
+    Frame,
+    check_bool,
+    check_choice,
+    check_level,
+    is_course,
+    movable_study_tasks,
+    subject_of,
+)
+from .result import AnalysisResult, Issue, NextAction, ParamError
+from .schema import metric_schema
+from .thresholds import rules_for, threshold
+
+TOOL = "analyze_subjects"
+DETAILS = ("summary", "full")
+MAX_ACTIONS = 5
+
+
+@dataclass
+class SubjectTasks:
+    """Task-level facts of one subject (from the task list, not the grid)."""
+
+    task_count: int = 0
+    placed: int = 0
+    pending: int = 0
+    pending_slots: int = 0
+    blocks: int = 0
+    class_ids: list[int] = field(default_factory=list)
+
+
+def subject_tasks(state: ScheduleState) -> dict[str, SubjectTasks]:
+    out: dict[str, SubjectTasks] = {}
+    for task in state.tasks:
+        if is_course(task):
+            continue
+        info = out.setdefault(subject_of(task), SubjectTasks())
+        info.task_count += 1
+        if task.status == "pending":
+            info.pending += 1
+            info.pending_slots += task.need()
+        else:
+            info.placed += 1
+            info.blocks += len(task.slots)
+        if task.category_id is not None:
+            info.class_ids.append(task.category_id)
+    return out
+
+
+def task_class_for(state: ScheduleState, name: str, info: SubjectTasks) -> TaskClass | None:
+    """The subject's task class: by its tasks' ``category_id``, else by name."""
+    for cid in info.class_ids:
+        tc = state.task_class(cid)
+        if tc is not None:
+            return tc
+    return next((tc for tc in state.task_classes if tc.name == name), None)
+
+
+def gap_stats(present: list[int]) -> dict[str, Any]:
+    """``gaps`` and their avg/max/min/sample-std (``None`` without gaps; std 0 with one)."""
+    gaps = [b - a - 1 for a, b in itertools.pairwise(present)]
+    if not gaps:
+        return {"gaps": [], "avg_gap": None, "max_gap": None, "min_gap": None, "std_gap": None}
+    arr = np.asarray(gaps, dtype=float)
+    return {"gaps": gaps, "avg_gap": r4(arr.mean()), "max_gap": int(arr.max()),
+            "min_gap": int(arr.min()), "std_gap": r4(arr.std(ddof=1)) if arr.size > 1 else 0.0}
+
+
+def concentration(daily: np.ndarray, blocks: int, num_days: int) -> float | None:
+    """Normalised HHI of the per-day shares, against ``N = min(blocks, num_days)`` days."""
+    used = daily.sum()
+    if used == 0:
+        return None
+    n = min(blocks, num_days)
+    if n <= 1:
+        return 0.0
+    share = daily[daily > 0] / used
+    hhi = float((share * share).sum())
+    return r4(min(1.0, max(0.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n))))
+
+
+def budget_fields(state: ScheduleState, name: str, info: SubjectTasks, used: int,
+                  include_pending: bool) -> dict[str, Any]:
+    tc = task_class_for(state, name, info)
+    total = tc.total_slots if tc is not None else None
+    end_day = tc.end_day if tc is not None else None
+    out: dict[str, Any] = {
+        "task_class_id": tc.id if tc is not None else None,
+        "total_slots": total,
+        "budget_progress": r4(used / total) if total else None,
+    }
+    if include_pending:
+        out["planned_progress"] = r4((used + info.pending_slots) / total) if total else None
+    out["end_day"] = end_day
+    out["days_to_end"] = end_day - 1 if end_day is not None else None
+    return out
+
+
+def subjects_metrics(frame: Frame, *, category: str | None = None, include_pending: bool = True,
+                     detail: str = "summary") -> dict[str, Any]:
+    """Per-subject metrics; ``{}`` when no subject matches (p1 §4.4: not a failure)."""
+    state = frame.state
+    num_days = frame.num_days
+    codes = len(frame.subjects) + 1
+    keys = (np.arange(num_days)[:, None] * codes + frame.study).ravel()
+    counts = np.bincount(keys, minlength=num_days * codes).reshape(num_days, codes)
+    infos = subject_tasks(state)
+    rows: list[dict[str, Any]] = []
+    names = list(frame.subjects) + [n for n in infos if n not in frame.subjects]
+    for name in names:
+        if category is not None and name != category:
+            continue
+        info = infos[name]
+        if not include_pending and info.placed == 0:
+            continue
+        code = frame.subjects.index(name) + 1 if name in frame.subjects else None
+        daily = counts[:, code] if code is not None else np.zeros(num_days, dtype=np.int64)
+        present = (np.flatnonzero(daily) + 1).tolist()
+        used = int(daily.sum())
+        row: dict[str, Any] = {
+            "category": name,
+            "task_count": info.task_count if include_pending else info.placed,
+            "placed": info.placed,
+        }
+        if include_pending:
+            row["pending"] = info.pending
+        row["used_slots"] = used
+        if include_pending:
+            row["pending_slots"] = info.pending_slots
+        row["present_days"] = present
+        row.update(gap_stats(present))
+        row["concentration"] = concentration(daily, info.blocks, num_days)
+        row.update(budget_fields(state, name, info, used, include_pending))
+        if detail == "full":
+            row["daily_slots"] = [{"day": d, "slots": int(daily[d - 1])} for d in present]
+        rows.append(row)
+    if not rows:
+        return {}
+    summary: dict[str, Any] = {
+        "subject_count": len(rows),
+        "task_count": sum(r["task_count"] for r in rows),
+        "placed": sum(r["placed"] for r in rows),
+        "used_slots": sum(r["used_slots"] for r in rows),
+    }
+    if include_pending:
+        summary["pending"] = sum(r["pending"] for r in rows)
+    return {"summary": summary, "subjects": rows}
+
+
+def subjects_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
+    issues: list[Issue] = []
+    rules = rules_for("subjects", level)
+    for row in metrics.get("subjects", []):
+        for rule in rules:
+            found = evaluate(rule, row, category=row["category"])
+            if found:
+                issues.append(found)
+    return sort_issues(issues)
+
+
+def _largest_gap(present: list[int]) -> tuple[int, int] | None:
+    best: tuple[int, int] | None = None
+    for a, b in itertools.pairwise(present):
+        if best is None or b - a > best[1] - best[0]:
+            best = (a, b)
+    return best
+
+
+def subjects_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
+                     level: str) -> list[NextAction]:
+    rows = {r["category"]: r for r in metrics.get("subjects", [])}
+    infos = subject_tasks(state)
+    movable: dict[str, dict[int, int]] = {}  # subject -> day -> movable periods there
+    needs_placed: dict[str, list[int]] = {}
+    for task in movable_study_tasks(state):
+        per_day = movable.setdefault(subject_of(task), {})
+        needs_placed.setdefault(subject_of(task), []).append(task.need())
+        for b in task.slots:
+            per_day[b.day] = per_day.get(b.day, 0) + b.length
+    needs: dict[str, list[int]] = {}  # subject -> periods its pending tasks need
+    for task in state.pending_tasks():
+        needs.setdefault(subject_of(task), []).append(task.need())
+    window = range(1, state.num_days + 1)
+    actions: list[NextAction] = []
+    for issue in issues:
+        if issue.severity == "info" or issue.category is None:
+            continue
+        cat, row = issue.category, rows[issue.category]
+        pending = infos[cat].pending > 0
+        per_day = movable.get(cat, {})
+        moved_days = sorted(per_day)
+        if issue.rule == "subject_concentration" and moved_days:
+            dense = sorted(moved_days, key=lambda d: (-per_day[d], d))[:MAX_LISTED_DAYS]
+            absent = [d for d in window if d not in row["present_days"]]
+            actions.append(action(
+                "spread_subject", cat,
+                candidate_scope=candidate_scope(window, categories=[cat], task_pool="placed"),
+                target_filter={**STUDY_POOL, "categories": [cat], "days": dense,
+                               "status": ["suggested", "existing"]},
+                slot_filter={"avoid_days": dense, "prefer_days": absent[:MAX_LISTED_DAYS]},
+                required_reads=[{"tool": "list_tasks", "args": {"category": cat}}],
+                success_criteria={"recheck_tool": TOOL, "conditions": [{
+                    "metric": "subjects[].concentration", "category": cat, "operator": "<",
+                    "value": threshold("subjects", "subject_concentration", "warning",
+                                       "concentration", level)}]},
+                candidate_write_tools=["spread_even", "move", "batch_move"],
+                issue_ids=[issue.issue_id],
+            ))
+        elif issue.rule == "subject_gap" and (pending or moved_days):
+            gap = _largest_gap(row["present_days"])
+            if gap is None:
+                continue
+            lo, hi = gap[0] + 1, gap[1] - 1
+            actions.append(action(
+                "fill_subject_gap", cat,
+                candidate_scope=candidate_scope(range(lo, hi + 1), categories=[cat],
+                                                task_pool="pending" if pending else "placed"),
+                target_filter={**STUDY_POOL, "categories": [cat],
+                               "status": ["pending"] if pending else ["suggested", "existing"]},
+                slot_filter={"day_range": [lo, hi], "prefer_days": [(lo + hi) // 2]},
+                required_reads=[{"tool": "list_tasks", "args": {"category": cat}},
+                                *find_free_read(needs.get(cat) or needs_placed.get(cat, []))],
+                success_criteria={"recheck_tool": TOOL, "conditions": [{
+                    "metric": "subjects[].max_gap", "category": cat, "operator": "<",
+                    "value": int(threshold("subjects", "subject_gap", "warning", "max_gap",
+                                           level))}]},
+                candidate_write_tools=["place"] if pending else ["move"],
+                issue_ids=[issue.issue_id],
+            ))
+        elif issue.rule == "budget_lag" and pending:
+            end = row["end_day"] or state.num_days
+            actions.append(action(
+                "boost_subject_budget", cat,
+                candidate_scope=candidate_scope(range(1, end + 1), categories=[cat],
+                                                task_pool="pending"),
+                target_filter={**STUDY_POOL, "categories": [cat], "status": ["pending"]},
+                slot_filter={"day_range": [1, end]},
+                required_reads=[{"tool": "list_tasks", "args": {"category": cat,
+                                                                "status": "pending"}},
+                                *find_free_read(needs.get(cat, []))],
+                success_criteria={"recheck_tool": TOOL, "conditions": [{
+                    "metric": "subjects[].budget_progress", "category": cat, "operator": ">=",
+                    "value": threshold("subjects", "budget_lag", "critical", "budget_progress",
+                                       level)}]},
+                candidate_write_tools=["place"],
+                issue_ids=[issue.issue_id],
+            ))
+    return number_actions(order_actions(actions, issues), MAX_ACTIONS)
+
+
+def run_subjects(frame: Frame, category: str | None, include_pending: bool, detail: str,
+                 level: str) -> AnalysisResult:
+    metrics = subjects_metrics(frame, category=category, include_pending=include_pending,
+                               detail=detail)
+    issues = subjects_issues(metrics, level)
+    return AnalysisResult(
+        tool=TOOL, success=True, metric_schema=metric_schema(TOOL), metrics=metrics,
+        issues=issues, next_actions=subjects_actions(frame.state, metrics, issues, level))
+
+
+@guarded(TOOL)
+def analyze_subjects(
+    state: ScheduleState,
+    *,
+    category: str | None = None,
+    include_pending: bool = True,
+    detail: str = "summary",
+    threshold: str = "normal",
+) -> AnalysisResult:
+    """Rhythm, concentration and budget of each subject (p1 §4.4).
+
+    Parameters
+    ----------
+    category
+        One subject (a study task category); ``None`` for all. An unknown one gives an empty result.
+    include_pending
+        Count pending tasks (``pending``, ``pending_slots``, ``planned_progress``) and list subjects
+        that have only pending tasks.
+    detail
+        ``summary`` or ``full`` (adds ``daily_slots``).
+    threshold
+        ``strict``, ``normal`` or ``relaxed``.
+    """
+    if category is not None and (not isinstance(category, str) or not category.strip()):
+        raise ParamError("invalid_args", f"参数 category 应为非空字符串，收到 {category!r}。")
+    return run_subjects(Frame.build(state), category, check_bool("include_pending", include_pending),
+                        check_choice("detail", detail, DETAILS), check_level(threshold))
