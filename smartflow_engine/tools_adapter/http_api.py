@@ -382,7 +382,8 @@ def create_app(
     # ------------------------------------------------------------ auth
     bearer = HTTPBearer(auto_error=False)
 
-    def current_user(
+    # Dependencies are async (they never block): a sync one costs a threadpool hop per request.
+    async def current_user(
         creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> str:
         if creds is None or creds.scheme.lower() != "bearer":
@@ -398,7 +399,7 @@ def create_app(
 
     User = Annotated[str, Depends(current_user)]
 
-    def get_session(user: User, session_id: SessionId) -> Session:
+    async def get_session(user: User, session_id: SessionId) -> Session:
         session = sessions.get(user, session_id)
         if session is None:
             raise ApiError(404, "session_not_found", f"no session {session_id}")
