@@ -1,7 +1,187 @@
-"""Database-backed tools (upsert_task_class): registered with the storage work."""
+"""Database-backed tools: ``upsert_task_class`` (p1 §4.9, §6.2).
+
+Creates (``id=0``) or updates (``id>0``) a task class and its items in one transaction through the
+session's store (``ctx.store``, for ``ctx.user_id``), validates what was written and keeps it only
+when the validation passes. It needs no loaded schedule and always needs the user's confirm (the
+session's gate holds the call; this handler writes when it is run). Reply (JSON)::
+
+    {tool, success, task_class_id, created, validation: {ok, issues[]}, error, error_code}
+
+``error_code``: ``no_store``, ``no_user``, ``not_found`` (also for another user's id),
+``validation_failed`` (nothing kept; ``validation.issues`` say what to repair), ``db_error``.
+"""
 
 from __future__ import annotations
 
-from .spec import ToolSpec
+import json
+from typing import Annotated, Any, Literal
 
-STORE_TOOLS: tuple[ToolSpec, ...] = ()
+from pydantic import Field
+
+from ..state.model import MAX_TASK_ID
+from .args import Args
+from .spec import ToolContext, ToolSpec
+
+TOOL = "upsert_task_class"
+
+Text = Annotated[str, Field(max_length=100)]
+
+
+class WeekDayArg(Args):
+    week: int = Field(strict=True, ge=1, le=52, description="教学周，从 1 开始")
+    day_of_week: int = Field(strict=True, ge=1, le=7, description="星期几，1=周一 … 7=周日")
+
+
+class TaskClassArgs(Args):
+    name: str | None = Field(default=None, max_length=64, description="任务类名称（即类别名）")
+    start: WeekDayArg | None = Field(default=None, description="时间窗开始（含当天）")
+    end: WeekDayArg | None = Field(default=None, description="时间窗结束（含当天）")
+    total_slots: int | None = Field(default=None, strict=True, ge=0, le=2000,
+                                    description="总预算：全部任务项合计可用的节数")
+    strategy: Literal["steady", "rapid"] | None = Field(
+        default=None, description="排布策略：steady=均匀推进，rapid=尽快完成")
+    tolerance_preference: Literal["strict", "normal", "relaxed"] | None = Field(
+        default=None, description="容错偏好：strict=留足余量，normal=适中，relaxed=可以排满")
+    excluded_slots: list[Annotated[int, Field(strict=True, ge=0, le=24)]] | None = Field(
+        default=None, max_length=24, description="禁排节次（每天都不安排的节次，1-12）；[] 表示清空")
+    time_of_day: Literal["morning", "afternoon", "evening", "any"] | None = Field(
+        default=None, description="偏好时段（普通字段）")
+    time_of_day_weight: float | None = Field(default=None, ge=0, le=1,
+                                             description="偏好时段权重 0-1（普通字段）")
+    aggregate_same_category: bool | None = Field(
+        default=None, description="是否倾向把同类任务排在一起（普通字段）")
+    milestones: list[Annotated[str, Field(max_length=50)]] | None = Field(
+        default=None, max_length=10, description="里程碑拆分建议（普通字段）")
+    knowledge_tags: list[Annotated[str, Field(max_length=30)]] | None = Field(
+        default=None, max_length=20, description="知识标签与学习路径备注（普通字段）")
+    notes: str | None = Field(default=None, max_length=500, description="其他备注（普通字段）")
+
+
+class TaskItemArgs(Args):
+    id: int | None = Field(default=None, strict=True, ge=1, le=MAX_TASK_ID,
+                           description="已有任务项的 ID（更新时可选；不填则按名称匹配，匹配不到则新建）")
+    content: Text | None = Field(default=None, description="任务项名称")
+    duration: int | None = Field(default=None, strict=True, ge=1, le=24,
+                                 description="需要的连续节数（1-12）")
+    priority: int | None = Field(default=None, strict=True, ge=1, le=5,
+                                 description="优先级 1-5，1 最高")
+    depends_on: list[Text] | None = Field(default=None, max_length=10,
+                                          description="需先完成的任务项名称（同一任务类内）")
+
+
+class UpsertTaskClassArgs(Args):
+    id: int = Field(default=0, strict=True, ge=0, le=MAX_TASK_ID,
+                    description="0=新建任务类；>0=更新该 ID 的任务类")
+    task_class: TaskClassArgs = Field(description="任务类主体字段；更新时未给出的字段保持原值")
+    items: list[TaskItemArgs] = Field(default_factory=list, max_length=50,
+                                      description="任务项（按 ID 或名称更新，其余新建；未列出的保留）")
+    source: Literal["chat", "memory", "web"] | None = Field(
+        default=None, description="字段来源，用于审计：chat=用户对话，memory=记忆，web=常识")
+
+
+_ORDINARY = ("time_of_day", "time_of_day_weight", "aggregate_same_category", "milestones",
+             "knowledge_tags", "notes")
+
+# Chinese text of each validation issue code (smartflow_engine.store.ISSUE_CODES).
+_ISSUE_TEXT = {
+    "missing_field": "缺少必填字段 {field}。",
+    "duplicate_class_name": "任务类名称「{actual}」已存在，请换一个名称或更新已有任务类。",
+    "time_window_reversed": "时间窗结束早于开始。",
+    "time_window_too_long": "时间窗共 {actual} 天，超过上限 {expected} 天。",
+    "invalid_value": "{field} 的取值 {actual} 无效，应为 {expected}。",
+    "slot_out_of_range": "禁排节次 {actual} 超出范围 {expected}。",
+    "duplicate_value": "禁排节次 {actual} 重复。",
+    "no_allowed_slot": "全部节次都被禁排，没有可安排的时段。",
+    "total_slots_too_small": "总预算 {actual} 节小于任务项时长之和 {expected} 节。",
+    "total_slots_exceeds_window": "总预算 {actual} 节超过时间窗内可用的 {expected} 节。",
+    "duplicate_item_name": "任务项名称「{actual}」重复。",
+    "duration_exceeds_allowed_run": "任务项时长 {actual} 节超过禁排后最长连续可用的 {expected} 节。",
+    "unknown_dependency": "依赖的任务项「{actual}」不在该任务类中。",
+    "self_dependency": "任务项不能依赖自身。",
+    "dependency_cycle": "任务项依赖成环：{actual}。",
+    "too_many_items": "任务项共 {actual} 个，超过上限 {expected} 个。",
+}
+
+
+def _issue(issue: Any) -> dict[str, Any]:
+    actual = issue.actual
+    if issue.code == "dependency_cycle" and isinstance(actual, list):
+        actual = " → ".join(str(a) for a in actual)
+    if isinstance(actual, dict):
+        actual = f"第{actual.get('week')}周周{actual.get('day_of_week')}"
+    expected = issue.expected
+    if isinstance(expected, list):
+        expected = "、".join(str(e) for e in expected)
+    template = _ISSUE_TEXT.get(issue.code, "{field} 有误（{code}）。")
+    out = {"code": issue.code, "field": issue.field,
+           "message": template.format(field=issue.field, actual=actual, expected=expected,
+                                      code=issue.code)}
+    if issue.actual is not None:
+        out["actual"] = issue.actual
+    if issue.expected is not None:
+        out["expected"] = issue.expected
+    return out
+
+
+def _reply(
+    *, success: bool, task_class_id: int | None = None, created: bool = False,
+    issues: list[dict[str, Any]] | None = None, validated: bool = False, error: str = "",
+    error_code: str = "",
+) -> str:
+    return json.dumps({
+        "tool": TOOL,
+        "success": success,
+        "task_class_id": task_class_id,
+        "created": created,
+        "validation": {"ok": validated and not issues, "issues": issues or []},
+        "error": error,
+        "error_code": error_code,
+    }, ensure_ascii=False)
+
+
+def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
+    if ctx.store is None:
+        return _reply(success=False, error="未配置数据库，无法保存任务类。", error_code="no_store")
+    if ctx.user_id is None:
+        return _reply(success=False, error="未指定用户，无法保存任务类。", error_code="no_user")
+    from ..store import TaskClassInput, TaskItemInput  # the store pulls in SQLAlchemy
+
+    tc = args.task_class
+    preferences = {k: getattr(tc, k) for k in _ORDINARY if getattr(tc, k) is not None}
+    fields = TaskClassInput(
+        name=tc.name, total_slots=tc.total_slots, strategy=tc.strategy,
+        tolerance_preference=tc.tolerance_preference, excluded_slots=tc.excluded_slots,
+        start=tc.start.model_dump() if tc.start else None,
+        end=tc.end.model_dump() if tc.end else None,
+        preferences=preferences or None,
+    )
+    items = [TaskItemInput.model_validate(it.model_dump()) for it in args.items]
+    result = ctx.store.upsert_task_class(ctx.user_id, args.id, fields, items, source=args.source)
+    if result.success:
+        return _reply(success=True, task_class_id=result.task_class_id, created=result.created,
+                      validated=True)
+    code = result.error_code
+    if code == "not_found":
+        if "item_id" in result.detail:
+            error = f"任务项 [{result.detail['item_id']}] 不在该任务类中，未做任何修改。"
+        else:
+            error = f"任务类 [{args.id}] 不存在，未做任何修改。"
+        return _reply(success=False, task_class_id=None, error=error, error_code=code)
+    if code == "validation_failed":
+        issues = [_issue(i) for i in result.issues]
+        return _reply(success=False, task_class_id=result.task_class_id, issues=issues,
+                      validated=True, error=f"写后校验未通过（{len(issues)} 项），已回滚，未保存任何"
+                      "修改。请按 validation.issues 修正后重试。", error_code=code)
+    return _reply(success=False, error="数据库写入失败，已回滚，未保存任何修改。",
+                  error_code=code or "db_error")
+
+
+STORE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        TOOL, "write", UpsertTaskClassArgs, upsert_task_class_tool,
+        "创建或更新任务类并写库（id=0 新建，id>0 更新）：先写任务类主体（名称、时间窗、策略、总预算、"
+        "容错偏好、禁排节次等），再写任务项；写后校验字段合法性与完整性，不通过则整体回滚并返回可修复的 "
+        "validation.issues。关键字段须先经用户确认。不依赖已加载的日程。",
+        output="json", needs_state=False, needs_confirm=True,
+    ),
+)

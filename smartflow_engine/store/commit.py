@@ -1,0 +1,355 @@
+"""``commit``: write a session's change log back to the tables in one transaction (§6 数据库交互).
+
+The log is first reduced to its net effect per task: the blocks the task held when the session
+loaded the window and no longer holds (``removed``), and the blocks it holds now that it did not
+hold then (``added``); a block left and later taken again cancels out. Then, in one transaction:
+
+1. optimistic checks: every task still is what the session loaded (its item/event exists with the
+   status the log starts from) and every removed block's rows are still there, as owner rows of
+   the task's event or, for a guest, as its host's rows carrying the guest;
+2. removed blocks: a guest's mark is cleared from its host's rows, owner rows are deleted;
+3. statuses: a placed task item gets its ``schedule_events`` row, an unplaced one loses it; an
+   event's status follows the task (an unplaced event that still holds periods outside the block,
+   e.g. other weeks of a course, is split off as a new pending event);
+4. added blocks: owner rows inserted (after a check that nobody else holds those periods), then
+   guests marked on their host's rows.
+
+Any failure rolls everything back and is reported as a :class:`CommitResult` with ``ok=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from ..state import Change, ScheduleState, SlotRange, Task
+from . import models as m
+from .days import DayIndex, StoreError, expand
+
+COMMIT_ERRORS = (
+    "invalid_changes",  # the log does not fit the state (unknown task, block the task lacks, ...)
+    "stale",  # a row the session started from changed or vanished meanwhile
+    "conflict",  # a target period is held by another event in the database
+    "db_error",  # the database refused (connection, lock, constraint)
+)
+
+
+@dataclass
+class CommitResult:
+    """What a commit did, or why it wrote nothing.
+
+    ``source_ids`` maps a task's ``state_id`` to a new ``source_id`` given by this commit (an
+    event split off as pending); the session's state has already been updated accordingly.
+    """
+
+    ok: bool
+    error_code: str = ""
+    error: str = ""
+    task_id: int | None = None
+    tasks_written: int = 0
+    rows_inserted: int = 0
+    rows_deleted: int = 0
+    events_created: int = 0
+    events_deleted: int = 0
+    source_ids: dict[int, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class CommitFailure(Exception):
+    """Raised inside the transaction; the caller rolls back and reports it."""
+
+    def __init__(self, code: str, message: str, task_id: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.task_id = task_id
+
+
+@dataclass
+class NetChange:
+    """One task's net effect over a change log."""
+
+    task: Task  # as it is now (the session's state)
+    status_before: str
+    removed: list[tuple[SlotRange, int | None]] = field(default_factory=list)  # block, host
+    added: list[SlotRange] = field(default_factory=list)
+
+
+def net_changes(state: ScheduleState, changes: Sequence[Change]) -> list[NetChange]:
+    """Reduce a change log to one :class:`NetChange` per task, in order of first change.
+
+    Raises
+    ------
+    CommitFailure
+        ``invalid_changes``: a change names a task the state lacks, or the net result disagrees
+        with the state (an added block the task does not hold, a pending task that gained one).
+    """
+    nets: dict[int, NetChange] = {}
+    for ch in changes:
+        task = state.task(ch.task_id)
+        if task is None:
+            raise CommitFailure("invalid_changes", f"the change log names task [{ch.task_id}], "
+                                "which the state does not hold", ch.task_id)
+        net = nets.setdefault(ch.task_id, NetChange(task, ch.status_before))
+        if ch.block_before is not None:
+            if ch.block_before in net.added:
+                net.added.remove(ch.block_before)
+            else:
+                net.removed.append((ch.block_before, ch.embed_host_before))
+        if ch.block_after is not None:
+            net.added.append(ch.block_after)
+    for net in nets.values():
+        task = net.task
+        for block, host in list(net.removed):
+            if block in net.added and host == task.embed_host:  # back where it started
+                net.removed.remove((block, host))
+                net.added.remove(block)
+        for block in net.added:
+            if block not in task.slots:
+                raise CommitFailure("invalid_changes", f"task [{task.state_id}] {task.name}: the "
+                                    f"log puts it on day {block.day} periods {block.slot_start}-"
+                                    f"{block.slot_end}, the state does not", task.state_id)
+        if task.status == "pending" and task.slots:
+            raise CommitFailure("invalid_changes", f"task [{task.state_id}] {task.name} is "
+                                "pending but holds periods", task.state_id)
+    return list(nets.values())
+
+
+class _Rows:
+    """Looks up and caches the rows behind the state's tasks, for one user."""
+
+    def __init__(self, session: Session, user_id: int, days: DayIndex) -> None:
+        self.s, self.user_id, self.days = session, user_id, days
+        self._events: dict[int, m.ScheduleEvent | None] = {}
+        self._items: dict[int, m.TaskClassItem | None] = {}
+
+    def item(self, task: Task) -> m.TaskClassItem | None:
+        if task.state_id not in self._items:
+            row = self.s.get(m.TaskClassItem, task.source_id)
+            self._items[task.state_id] = row if row and row.user_id == self.user_id else None
+        return self._items[task.state_id]
+
+    def event(self, task: Task) -> m.ScheduleEvent | None:
+        if task.state_id not in self._events:
+            if task.source == "event":
+                row = self.s.get(m.ScheduleEvent, task.source_id)
+                row = row if row and row.user_id == self.user_id else None
+            else:
+                row = self.s.scalars(select(m.ScheduleEvent).where(
+                    m.ScheduleEvent.user_id == self.user_id,
+                    m.ScheduleEvent.task_item_id == task.source_id)).first()
+            self._events[task.state_id] = row
+        return self._events[task.state_id]
+
+    def set_event(self, task: Task, row: m.ScheduleEvent | None) -> None:
+        self._events[task.state_id] = row
+
+    def cells(self, block: SlotRange) -> Any:
+        """The WHERE clause of a block's rows (the user's rows on that day, those sections)."""
+        week, dow = self.days.weekday(block.day)
+        return (
+            (m.Schedule.user_id == self.user_id) & (m.Schedule.week == week)
+            & (m.Schedule.day_of_week == dow) & m.Schedule.section.in_(list(expand(block)))
+        )
+
+
+def commit_changes(
+    session: Session, user_id: int, state: ScheduleState, changes: Sequence[Change]
+) -> CommitResult:
+    """Apply ``changes`` inside the caller's transaction; raise :class:`CommitFailure` on any
+    problem (the caller rolls back)."""
+    try:
+        days = DayIndex.build(state.window.day_mapping)
+    except StoreError as exc:
+        raise CommitFailure("invalid_changes", f"the state's window: {exc}") from None
+    nets = net_changes(state, changes)
+    rows = _Rows(session, user_id, days)
+    result = CommitResult(ok=True)
+
+    for net in nets:
+        _check(state, rows, net)
+    for net in nets:  # guests leave their hosts first, then owners leave their periods
+        ev = rows.event(net.task)
+        assert ev is not None or not net.removed
+        for block, host in net.removed:
+            if host is not None and ev is not None:
+                host_ev = rows.event(_host(state, host))
+                assert host_ev is not None
+                session.execute(update(m.Schedule).where(
+                    rows.cells(block), m.Schedule.event_id == host_ev.id,
+                    m.Schedule.embedded_event_id == ev.id).values(embedded_event_id=None))
+    for net in nets:
+        ev = rows.event(net.task)
+        for block, host in net.removed:
+            if host is None and ev is not None:
+                out = session.execute(delete(m.Schedule).where(
+                    rows.cells(block), m.Schedule.event_id == ev.id))
+                result.rows_deleted += int(out.rowcount)  # type: ignore[attr-defined]
+    session.flush()
+    new_ids: dict[int, int] = {}
+    for net in nets:
+        _update_status(session, rows, net, result, new_ids)
+    session.flush()
+
+    owner_blocks = [(net, b) for net in nets if net.task.embed_host is None for b in net.added]
+    for net, block in owner_blocks:
+        held = session.execute(
+            select(m.ScheduleEvent.name, m.Schedule.section)
+            .join(m.ScheduleEvent, m.ScheduleEvent.id == m.Schedule.event_id)
+            .where(rows.cells(block))
+        ).first()
+        if held is not None:
+            t = net.task
+            raise CommitFailure("conflict", f"task [{t.state_id}] {t.name}: day {block.day} "
+                                f"period {held[1]} is held by {held[0]!r} in the database",
+                                t.state_id)
+    inserts: list[dict[str, Any]] = []
+    for net, block in owner_blocks:
+        ev = rows.event(net.task)
+        assert ev is not None
+        week, dow = days.weekday(block.day)
+        inserts += [{"user_id": user_id, "event_id": ev.id, "week": week, "day_of_week": dow,
+                     "section": s} for s in expand(block)]
+    if inserts:
+        session.execute(insert(m.Schedule), inserts)
+        result.rows_inserted = len(inserts)
+    for net in nets:
+        if net.task.embed_host is None:
+            continue
+        ev = rows.event(net.task)
+        host_ev = rows.event(_host(state, net.task.embed_host))
+        for block in net.added:
+            assert ev is not None
+            if host_ev is None:
+                raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: its "
+                                    "host holds no periods in the database", net.task.state_id)
+            out = session.execute(update(m.Schedule).where(
+                rows.cells(block), m.Schedule.event_id == host_ev.id,
+                m.Schedule.embedded_event_id.is_(None)).values(embedded_event_id=ev.id))
+            if int(out.rowcount) != block.length:  # type: ignore[attr-defined]
+                raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: the "
+                                    f"host's periods on day {block.day} are not free to embed "
+                                    "into in the database", net.task.state_id)
+    session.flush()
+    result.tasks_written = len(nets)
+    result.source_ids = new_ids
+    return result
+
+
+def _host(state: ScheduleState, host_id: int) -> Task:
+    host = state.task(host_id)
+    if host is None:
+        raise CommitFailure("invalid_changes", f"embed host [{host_id}] is not in the state",
+                            host_id)
+    return host
+
+
+def _check(state: ScheduleState, rows: _Rows, net: NetChange) -> None:
+    """The optimistic check: the task's rows are as the session found them."""
+    t = net.task
+    who = f"task [{t.state_id}] {t.name}"
+    was_pending = net.status_before == "pending"
+    if t.source == "task_item":
+        item = rows.item(t)
+        if item is None:
+            raise CommitFailure("stale", f"{who}: task item {t.source_id} no longer exists",
+                                t.state_id)
+        if was_pending and (item.status != "pending" or rows.event(t) is not None):
+            raise CommitFailure("stale", f"{who}: task item {t.source_id} was scheduled "
+                                "meanwhile", t.state_id)
+        if not was_pending and rows.event(t) is None:
+            raise CommitFailure("stale", f"{who}: task item {t.source_id} is no longer "
+                                "scheduled", t.state_id)
+    elif t.source == "event":
+        ev = rows.event(t)
+        if ev is None:
+            raise CommitFailure("stale", f"{who}: event {t.source_id} no longer exists",
+                                t.state_id)
+        if was_pending != (ev.status == "pending"):
+            raise CommitFailure("stale", f"{who}: event {t.source_id} is now {ev.status}",
+                                t.state_id)
+    else:
+        raise CommitFailure("invalid_changes", f"{who}: unknown source {t.source!r}", t.state_id)
+    ev = rows.event(t)
+    for block, host in net.removed:
+        assert ev is not None
+        where = rows.cells(block)
+        if host is None:
+            where &= m.Schedule.event_id == ev.id
+        else:
+            host_ev = rows.event(_host(state, host))
+            if host_ev is None:
+                raise CommitFailure("stale", f"{who}: its host [{host}] holds no periods any "
+                                    "more", t.state_id)
+            where &= (m.Schedule.event_id == host_ev.id) & (m.Schedule.embedded_event_id == ev.id)
+        found = rows.s.scalars(select(m.Schedule.id).where(where).with_for_update()).all()
+        if len(found) != block.length:
+            raise CommitFailure("stale", f"{who}: its periods {block.slot_start}-{block.slot_end} "
+                                f"on day {block.day} changed in the database meanwhile",
+                                t.state_id)
+
+
+def _update_status(
+    session: Session, rows: _Rows, net: NetChange, result: CommitResult,
+    new_ids: dict[int, int],
+) -> None:
+    t = net.task
+    ev = rows.event(t)
+    if t.source == "task_item":
+        item = rows.item(t)
+        assert item is not None
+        if t.status == "pending":
+            item.status, item.duration = "pending", t.duration
+            if ev is not None:
+                session.execute(update(m.Schedule).where(m.Schedule.embedded_event_id == ev.id)
+                                .values(embedded_event_id=None))
+                gone = session.execute(delete(m.Schedule).where(m.Schedule.event_id == ev.id))
+                result.rows_deleted += int(gone.rowcount)  # type: ignore[attr-defined]
+                session.delete(ev)
+                result.events_deleted += 1
+                rows.set_event(t, None)
+            return
+        if ev is None:
+            ev = m.ScheduleEvent(
+                user_id=rows.user_id, name=item.content, type="task",
+                can_be_embedded=t.can_embed, task_class_id=item.category_id,
+                task_item_id=item.id, status=t.status, duration=t.duration,
+                locked=True if t.locked else None,
+            )
+            session.add(ev)
+            session.flush()
+            rows.set_event(t, ev)
+            result.events_created += 1
+        item.status = "scheduled"
+        if t.duration is not None:
+            item.duration = t.duration
+        ev.status = t.status
+        return
+    assert ev is not None
+    if t.status != "pending":
+        ev.status = t.status
+        if t.duration is not None:
+            ev.duration = t.duration
+        return
+    if net.status_before == "pending":
+        return
+    left = session.scalar(select(func.count()).select_from(m.Schedule)
+                          .where(m.Schedule.event_id == ev.id))
+    if left:  # other weeks still hold it: the taken-off occurrence becomes its own event
+        split = m.ScheduleEvent(
+            user_id=ev.user_id, name=ev.name, type=ev.type, can_be_embedded=ev.can_be_embedded,
+            task_class_id=ev.task_class_id, status="pending", duration=t.duration,
+            locked=ev.locked, category=ev.category,
+        )
+        session.add(split)
+        session.flush()
+        rows.set_event(t, split)
+        new_ids[t.state_id] = split.id
+        result.events_created += 1
+        return
+    ev.status, ev.duration = "pending", t.duration
