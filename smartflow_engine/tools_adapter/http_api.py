@@ -16,7 +16,7 @@ import logging
 import os
 import secrets
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request
@@ -35,7 +35,7 @@ from .analysis_tools import ANALYSIS_TOOLS
 from .prompts import prompt_rules
 from .schemas import FORMATS, tool_schemas
 from .session import CallResult, Session, SessionError, SessionLimitError, SessionStore
-from .spec import Mode
+from .spec import Mode, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -313,6 +313,7 @@ def create_app(
     max_sessions: int = 1024,
     idle_ttl_s: float | None = 6 * 3600.0,
     db: Any = None,
+    specs: Sequence[ToolSpec] | None = None,
 ) -> FastAPI:
     """The FastAPI application.
 
@@ -332,15 +333,20 @@ def create_app(
     db
         A ``smartflow_engine.store`` backend for tools that write the database (sessions of a
         user whose id is numeric act as that database user).
+    specs
+        The registry table (default :data:`registry.TOOLS`), for the stateless routes and the
+        default store's sessions.
     """
     if tokens is None:
         tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
     token_items = [(t.encode(), u) for t, u in tokens.items() if t]
+    table = {spec.name: spec for spec in (specs or registry.TOOLS)}
     if store is None:
         store = SessionStore(max_sessions_per_user=max_sessions_per_user,
                              max_sessions=max_sessions, idle_ttl_s=idle_ttl_s,
                              session_kwargs={"max_time_limit_s": max_time_limit_s,
-                                             "num_workers": num_workers, "store": db})
+                                             "num_workers": num_workers, "store": db,
+                                             "specs": list(table.values())})
     sessions = store
 
     app = FastAPI(
@@ -408,7 +414,7 @@ def create_app(
     SessionDep = Annotated[Session, Depends(get_session)]
 
     def stateless(name: str, body: StateCall) -> StatelessCallOut:
-        spec = registry.get_spec(name)
+        spec = table.get(name)
         if spec is None:
             raise ApiError(404, "unknown_tool", f"unknown tool {name}")
         if spec.needs_confirm:
@@ -424,7 +430,7 @@ def create_app(
     # ------------------------------------------------------------ metadata
     @app.get("/health", response_model=HealthOut, tags=["meta"])
     def health() -> HealthOut:
-        return HealthOut(status="ok", version=__version__, tools=len(registry.TOOLS))
+        return HealthOut(status="ok", version=__version__, tools=len(table))
 
     @app.get("/v1/tools", response_model=ToolsOut, responses=_ERRORS, tags=["meta"])
     def list_tools(
@@ -433,7 +439,8 @@ def create_app(
         mode: Annotated[Mode | None, Query()] = None,
     ) -> ToolsOut:
         assert fmt in FORMATS
-        return ToolsOut(mode=mode, format=fmt, tools=tool_schemas(fmt, mode))
+        return ToolsOut(mode=mode, format=fmt,
+                        tools=tool_schemas(fmt, mode, specs=list(table.values())))
 
     @app.get("/v1/prompts/{mode}", response_model=RulesOut, responses=_ERRORS, tags=["meta"])
     def get_rules(_user: User, mode: Mode) -> RulesOut:
@@ -452,7 +459,7 @@ def create_app(
         """A rough placement proposal for the posted window (the ``propose_placement`` tool)."""
         return stateless(PROPOSAL_TOOL, body)
 
-    analyzers = {spec.name for spec in ANALYSIS_TOOLS}
+    analyzers = {spec.name for spec in ANALYSIS_TOOLS if spec.name in table}
 
     @app.post("/v1/analyze/{name}", response_model=StatelessCallOut,
               responses={**_ERRORS, **_NOT_FOUND}, tags=["stateless"])

@@ -232,17 +232,9 @@ def test_stateless_calls_return_the_state_after_a_write(client):
 
 def test_confirm_tools_are_refused_statelessly(journal):
     """Tests that a confirm-required tool cannot be called without a session."""
-    import smartflow_engine.tools_adapter.http_api as http_api
-
-    app = create_app(TOKENS)
-    spec = note_tool(journal)
-    original = http_api.registry.get_spec
-    try:
-        http_api.registry.get_spec = lambda name: spec if name == spec.name else original(name)
-        out = TestClient(app).post("/v1/tools/record_note/call", headers=ALICE,
-                                   json={"state": window_dict(), "args": {"text": "x"}})
-    finally:
-        http_api.registry.get_spec = original
+    app = create_app(TOKENS, specs=specs_with(note_tool(journal)))
+    out = TestClient(app).post("/v1/tools/record_note/call", headers=ALICE,
+                               json={"state": window_dict(), "args": {"text": "x"}})
     assert out.status_code == 422 and out.json()["error_code"] == "needs_session"
     assert journal == []
 

@@ -50,8 +50,11 @@ def test_lists_the_modes_tools_with_registry_schemas(mode):
     instructions, tools = _run(session, steps)
     assert instructions == prompt_rules(mode)
     expected = {e["name"]: e for e in tool_schemas("mcp", mode)}
-    assert [t.name for t in tools] == registry.tool_names(mode)
+    gate = ["confirm", "reject"] if any(s.needs_confirm for s in session.visible_specs()) else []
+    assert [t.name for t in tools] == [*registry.tool_names(mode), *gate]
     for tool in tools:
+        if tool.name in gate:
+            continue
         assert tool.input_schema == expected[tool.name]["inputSchema"]
         assert tool.annotations.read_only_hint is (not registry.is_write_tool(tool.name))
 
@@ -146,7 +149,7 @@ def test_confirm_and_reject_over_mcp():
 
 def test_no_confirm_tools_without_a_confirm_required_tool():
     """Tests that confirm/reject are only offered when some offered tool needs confirmation."""
-    session = Session(load_window())
+    session = Session(load_window(), specs=[s for s in registry.TOOLS if not s.needs_confirm])
 
     async def steps(client: Client) -> Any:
         return [t.name for t in (await client.list_tools()).tools]
@@ -191,7 +194,8 @@ def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
     instructions, names, moved, bad = anyio.run(go)
     direct = Toolbox(load_window())
     assert instructions == prompt_rules(Mode.LOCAL_ADJUST)
-    assert names == registry.tool_names(Mode.LOCAL_ADJUST)
+    offered = registry.tool_names(Mode.LOCAL_ADJUST)
+    assert names[: len(offered)] == offered and set(names[len(offered):]) <= {"confirm", "reject"}
     assert _text(moved) == direct.call("move", MOVE)
     assert bad.is_error and _text(bad) == "参数错误：缺少必填参数 new_day。"
     assert out.read_text(encoding="utf-8") == direct.state.to_json()
