@@ -123,7 +123,7 @@ class AnalysisResult:
     error: str = ""
     error_code: str = ""
     feasibility: dict[str, Any] | None = None
-    has_feasibility: bool = False  # health always carries the key, even when it is null
+    has_feasibility: bool = False  # a successful health result carries the key, even when null
 
     def to_dict(self) -> dict[str, Any]:
         """The envelope as a JSON-ready dict, keys in the spec's order."""
@@ -143,8 +143,8 @@ class AnalysisResult:
 
     @classmethod
     def failure(cls, tool: str, code: str, message: str) -> AnalysisResult:
-        return cls(tool=tool, success=False, error=message, error_code=code,
-                   has_feasibility=tool == "analyze_health")
+        """The failure envelope; like the Toolbox's ``json_error``, without ``feasibility``."""
+        return cls(tool=tool, success=False, error=message, error_code=code)
 
     def issue_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(SEVERITIES, 0)

@@ -32,6 +32,8 @@ _LOAD: tuple[_Row, ...] = (
     ("summary.valley", "占用最少的一天（同值取最早）及其占用", "day,slot", "neutral"),
     ("summary.load_std_dev", "每日 total_used 的样本标准差（单日为 0）", "slot", "lower_better"),
     ("summary.load_range", "最大日占用 − 最小日占用", "slot", "lower_better"),
+    ("days[].day", "天索引", "day", "neutral"),
+    ("days[].week", "该天所在周次", "week", "neutral"),
     ("days[].total_used", "当天总占用时段数", "slot", "neutral"),
     ("days[].course_used", "当天课程/事件占用", "slot", "neutral"),
     ("days[].task_used", "当天学习任务占用", "slot", "neutral"),
@@ -45,12 +47,24 @@ _LOAD: tuple[_Row, ...] = (
      "light < 0.25，其余 normal", "level", "neutral"),
     ("weeks[].total_used", "该周总占用（仅分析范围内的天）", "slot", "neutral"),
     ("weeks[].utilization", "该周利用率", "ratio", "neutral"),
+    ("weeks[].week", "周次", "week", "neutral"),
+    ("weeks[].days", "该周在分析范围内的天数", "day", "neutral"),
+    ("weeks[].capacity", "该周总时段数", "slot", "neutral"),
+    ("weeks[].course_used", "该周课程/事件占用", "slot", "neutral"),
+    ("weeks[].task_used", "该周学习任务占用", "slot", "neutral"),
+    ("time_of_day.<part>.course_used", "该时段段的课程/事件占用", "slot", "neutral"),
+    ("time_of_day.<part>.task_used", "该时段段的学习任务占用", "slot", "neutral"),
+    ("time_of_day.<part>.capacity", "该时段段的总时段数", "slot", "neutral"),
     ("time_of_day.<part>.used", "该时段段（morning/afternoon/evening）的总占用", "slot", "neutral"),
     ("time_of_day.<part>.utilization", "该时段段的利用率", "ratio", "neutral"),
 )
 
 _SUBJECTS: tuple[_Row, ...] = (
     ("summary.subject_count", "科目（学习任务类别）数", "subject", "neutral"),
+    ("summary.task_count", "各科目 task_count 之和", "task", "neutral"),
+    ("summary.placed", "已落位学习任务数", "task", "neutral"),
+    ("summary.pending", "待安排学习任务数（仅 include_pending=true）", "task", "lower_better"),
+    ("summary.used_slots", "学习任务已落位时段数", "slot", "neutral"),
     ("subjects[].category", "科目名（任务 category）", "name", "neutral"),
     ("subjects[].task_class_id", "匹配的任务类 ID（category_id），无则 null", "id", "neutral"),
     ("subjects[].task_count", "该科目任务数（include_pending=false 时只计已落位）", "task",
@@ -92,6 +106,7 @@ _CONTEXT: tuple[_Row, ...] = (
     ("overall.longest_block", "最长同科目连续块", "slot", "neutral"),
     ("overall.heavy_adjacent", "相邻两块都属于 hard_categories 的次数", "count", "lower_better"),
     ("days[].occupied_slots", "当天学习任务时段数", "slot", "neutral"),
+    ("days[].day", "天索引（只列有学习任务的天）", "day", "neutral"),
     ("days[].switch_count", "相邻两个学习时段都非空且科目不同的次数（课程与空闲时段断开序列）",
      "count", "lower_better"),
     ("days[].fragmentation", "switch_count / max(occupied_slots − 1, 1)", "ratio",
@@ -118,7 +133,10 @@ _TOLERANCE: tuple[_Row, ...] = (
      "lower_better"),
     ("overall.days_with_buffer", "满足缓冲的天数", "day", "higher_better"),
     ("overall.largest_free_block", "最长连续空窗", "slot", "higher_better"),
+    ("overall.min_usable_size", "本次使用的可用空窗最小长度", "slot", "neutral"),
+    ("overall.min_daily_buffer", "本次使用的每日缓冲阈值", "slot", "neutral"),
     ("days[].free_slots", "当天空闲时段", "slot", "higher_better"),
+    ("days[].day", "天索引", "day", "neutral"),
     ("days[].usable_slots", "当天可用空窗时段", "slot", "higher_better"),
     ("days[].fragmented_slots", "当天碎片空窗时段", "slot", "lower_better"),
     ("days[].buffer_sufficient", "usable_slots ≥ min_daily_buffer", "bool", "higher_better"),
@@ -128,6 +146,7 @@ _TOLERANCE: tuple[_Row, ...] = (
 )
 
 _HEALTH: tuple[_Row, ...] = (
+    ("dimensions", "本次体检的维度", "name[]", "neutral"),
     ("load", "负载核心指标（analyze_load 的 summary）", "object", "neutral"),
     ("subjects", "科目核心指标：科目数、最大间隔、最高集中度、预算滞后科目", "object", "neutral"),
     ("context", "切换核心指标（analyze_context 的 overall）", "object", "neutral"),
@@ -135,7 +154,12 @@ _HEALTH: tuple[_Row, ...] = (
     ("issue_counts", "合并去重后各严重度的问题数", "count", "lower_better"),
     ("close_signal.acceptable_to_close", "可接受收口：critical=0 且 warning≤1", "bool",
      "higher_better"),
+    ("close_signal.critical", "critical 问题数", "count", "lower_better"),
+    ("close_signal.warning", "warning 问题数", "count", "lower_better"),
+    ("close_signal.rule", "收口规则", "text", "neutral"),
     ("ignored_dimensions", "被忽略的非法维度名", "name[]", "neutral"),
+    ("details", "各维度完整指标（detail=full），含义同各分析工具的 metric_schema", "object",
+     "neutral"),
 )
 
 METRIC_SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
