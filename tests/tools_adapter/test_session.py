@@ -11,7 +11,7 @@ from conftest_adapters import load_window, note_tool, only_in, specs_with
 
 from smartflow_engine import Toolbox
 from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.prompts import prompt_rules
+from smartflow_engine.tools_adapter.prompts import all_prompt_rules, prompt_part, prompt_rules
 from smartflow_engine.tools_adapter.session import (
     MAX_PENDING,
     Session,
@@ -344,3 +344,39 @@ def test_refusals_leave_the_session_unchanged():
         assert result.changes == ()
     assert session.state.to_json() == before and session.changes == []
 
+
+
+# ---------------------------------------------------------------------------------- prompt rules
+def test_prompt_rules_ship_with_the_package_per_mode():
+    """Tests that every mode's rules are the shared rules followed by the mode's own file, loaded
+    from the package data, and that no two modes get the same text."""
+    common = prompt_part("common")
+    texts = all_prompt_rules()
+    assert set(texts) == {m.value for m in Mode}
+    for mode, text in texts.items():
+        assert text.startswith(common) and text.rstrip().endswith(prompt_part(mode))
+        assert f"当前模式：{mode}" in text
+    assert len(set(texts.values())) == len(texts)
+
+
+def test_prompt_rules_cover_p1c():
+    """Tests the P1-C rules: global modes start from analyze_health, local_adjust stays on the
+    local read tools, and every mode carries scope-first, own-target and negotiation rules."""
+    texts = all_prompt_rules()
+    for mode in ("first_full", "global_reopt"):
+        assert "从 `analyze_health` 开始" in prompt_part(mode)
+    local = prompt_part("local_adjust")
+    assert "不要调用 `analyze_health`" in local
+    assert all(f"`{name}`" in local for name in ("get_task_info", "query_range", "find_free"))
+    for text in texts.values():
+        assert "先定范围再写入" in text and "自主选目标" in text and "不可行时先协商" in text
+        for action in ("ask_expand_window", "ask_relax_constraints",
+                       "ask_reduce_scope_or_budget", "accept_risk_and_close"):
+            assert action in text
+
+
+@pytest.mark.parametrize("name", ["", "fast", "../common"])
+def test_unknown_prompt_part_is_refused(name):
+    """Tests that only "common" and the mode names can be loaded (no path tricks)."""
+    with pytest.raises(ValueError):
+        prompt_part(name)
