@@ -26,6 +26,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 from mcp import Client, StdioServerParameters
 from mcp.server.mcpserver import MCPServer
+from rich.console import Console
 from rich.progress import Progress
 
 from smartflow_engine import ScheduleState, Toolbox
@@ -255,7 +256,7 @@ def run(quick: bool = False) -> str:
     asgi = TestClient(create_app({TOKEN: "bench"}, max_sessions_per_user=1000))
     asgi.__enter__()  # one event-loop portal for all requests, as a long-lived client has
     try:
-        with Progress(transient=True) as progress:
+        with Progress(transient=True, console=Console(stderr=True)) as progress:
             job = progress.add_task("adapter overhead", total=len(sizes) * len(seeds))
             for days in sizes:
                 for seed in seeds:
