@@ -1,0 +1,140 @@
+"""analyze_health: feasibility first, negotiation on a proven infeasible window, merge, close."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from analyzer_windows import build, random_window
+
+from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.analyzers import analyze_health, analyze_subjects
+from smartflow_engine.analyzers.health import NEGOTIATION_INTENTS
+from smartflow_engine.analyzers.result import SEVERITY_RANK
+from smartflow_engine.solver import FeasibilityReport, check_feasibility, negotiation_figures
+
+
+@pytest.fixture
+def overbooked_window() -> ScheduleState:
+    """Two days with courses in periods 1-10: 4 free periods, 6 pending periods (3 × 2)."""
+    items: list[Any] = [("course", "课程", d, 1, 10) for d in (1, 2)]
+    items += [("pending", "复习", 0, 1, 2)] * 3
+    return build(2, items)
+
+
+def test_infeasible_window_gets_the_feasibility_issue_and_four_options(
+        overbooked_window: ScheduleState) -> None:
+    """Tests that a window proven infeasible reports a critical feasibility issue first and the
+    four negotiation actions, carrying the solver's figures (gap 2, one extra day)."""
+    result = analyze_health(overbooked_window, time_limit_s=5.0)
+    assert result.success
+    assert result.feasibility is not None
+    assert result.feasibility["is_feasible"] is False and result.feasibility["proven"] is True
+    assert result.feasibility["capacity_gap"] == 2
+    first = result.issues[0]
+    assert (first.dimension, first.severity, first.rule) == ("feasibility", "critical",
+                                                              "capacity_gap")
+    assert (first.trigger.operator, first.trigger.threshold, first.trigger.actual) == (">", 0, 2)
+    assert [a.intent_code for a in result.next_actions] == list(NEGOTIATION_INTENTS)
+    assert [a.priority for a in result.next_actions] == [1, 2, 3, 4]
+    figures = {a.intent_code: a.figures for a in result.next_actions}
+    solver = negotiation_figures(overbooked_window, time_limit_s=5.0)
+    assert figures["ask_expand_window"]["extra_days_needed"] == solver.extra_days_needed == 1
+    assert figures["ask_reduce_scope_or_budget"]["slots_to_cut"] == solver.slots_to_cut == 2
+    assert figures["ask_relax_constraints"]["lifting_banned_suffices"] is False
+    assert figures["accept_risk_and_close"]["unplaceable_slots"] == 2
+    assert all(a.issue_ids == [first.issue_id] for a in result.next_actions)
+    assert result.metrics["close_signal"]["acceptable_to_close"] is False
+
+
+def test_balanced_window_gives_the_close_signal(balanced_window: ScheduleState) -> None:
+    """Tests that a balanced, feasible window has no critical issue, at most one warning, and
+    says it is acceptable to close."""
+    result = analyze_health(balanced_window)
+    assert result.feasibility is not None and result.feasibility["is_feasible"] is True
+    counts = result.metrics["issue_counts"]
+    assert counts["critical"] == 0 and counts["warning"] <= 1
+    assert result.metrics["close_signal"] == {
+        "acceptable_to_close": True, "critical": 0, "warning": counts["warning"],
+        "rule": "critical=0 && warning<=1"}
+
+
+def test_close_signal_follows_the_counts() -> None:
+    """Tests that acceptable_to_close is exactly critical=0 && warning<=1 on many windows."""
+    for seed in range(12):
+        result = analyze_health(random_window(seed, 14, 12, 0.5), check_feasibility=False)
+        counts = result.issue_counts()
+        assert result.metrics["issue_counts"] == counts
+        assert result.metrics["close_signal"]["acceptable_to_close"] is (
+            counts["critical"] == 0 and counts["warning"] <= 1)
+
+
+def test_unproven_feasibility_is_never_reported_infeasible(
+        overbooked_window: ScheduleState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that when the solver has no proof (is_feasible None) health claims nothing: no
+    feasibility issue and no negotiation actions, and the snapshot says unproven."""
+    import smartflow_engine.solver as solver
+
+    def unproven(state: ScheduleState, **_: Any) -> FeasibilityReport:
+        return FeasibilityReport(is_feasible=None, proven=False, required_task_slots=6,
+                                 feasible_slots=None, capacity_gap=None, free_capacity_slots=4,
+                                 slack_slots=-2, reason_code="unknown", runtime_s=0.01)
+
+    monkeypatch.setattr(solver, "check_feasibility", unproven)
+    result = analyze_health(overbooked_window)
+    assert result.feasibility is not None
+    assert result.feasibility["is_feasible"] is None and result.feasibility["proven"] is False
+    assert all(i.dimension != "feasibility" for i in result.issues)
+    assert not {a.intent_code for a in result.next_actions} & set(NEGOTIATION_INTENTS)
+
+
+def test_issues_of_one_subject_are_merged() -> None:
+    """Tests that two issues of the same subject (a long gap and a concentration) merge into
+    the more severe one, naming the other, and that the single analyzer keeps both."""
+    items: list[Any] = [("task", "复习", 1, s, s + 1) for s in range(1, 12, 2)]
+    items.append(("task", "复习", 8, 1, 2))
+    state = build(8, items)
+    single = analyze_subjects(state)
+    assert {i.rule for i in single.issues} == {"subject_gap", "subject_concentration"}
+    health = analyze_health(state, check_feasibility=False)
+    mine = [i for i in health.issues if i.category == "复习"]
+    assert len(mine) == 1
+    assert mine[0].rule == "subject_gap" and mine[0].severity == "critical"
+    assert mine[0].merged_issue_ids == ["issue_subjects_subject_concentration_复习"]
+
+
+def test_issues_are_sorted_and_actions_capped() -> None:
+    """Tests the order severity → impact → day, at most three actions, and that every action
+    names issues present in the reply."""
+    for seed in range(12):
+        result = analyze_health(random_window(seed, 20, 12, 0.8), check_feasibility=False)
+        keys = [(SEVERITY_RANK[i.severity], -i.impact_score, i.day or 0) for i in result.issues]
+        assert keys == sorted(keys)
+        assert len(result.next_actions) <= 3
+        ids = {i.issue_id for i in result.issues}
+        for act in result.next_actions:
+            assert set(act.issue_ids) <= ids
+
+
+def test_dimensions_select_and_ignore() -> None:
+    """Tests that only the chosen dimensions are measured and invalid names are listed."""
+    state = random_window(3, 10, 12, 0.5)
+    result = analyze_health(state, dimensions=["load", "mood"], check_feasibility=False)
+    assert result.success
+    assert result.metrics["dimensions"] == ["load"]
+    assert result.metrics["ignored_dimensions"] == ["mood"]
+    assert "tolerance" not in result.metrics and "load" in result.metrics
+    assert {i.dimension for i in result.issues} <= {"load"}
+    assert result.feasibility is None and "feasibility" in result.to_dict()
+
+
+def test_health_tool_uses_the_solver_with_the_context_caps(
+        overbooked_window: ScheduleState) -> None:
+    """Tests the registered tool end to end: the JSON reply carries the feasibility snapshot
+    and the same figures as the solver's direct answer."""
+    data = json.loads(Toolbox(overbooked_window).call("analyze_health", {}))
+    direct = check_feasibility(overbooked_window, time_limit_s=2.0, num_workers=1)
+    assert data["feasibility"]["capacity_gap"] == direct.capacity_gap == 2
+    assert data["feasibility"]["reason_code"] == direct.reason_code
+    assert [a["intent_code"] for a in data["next_actions"]] == list(NEGOTIATION_INTENTS)
