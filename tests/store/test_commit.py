@@ -1,0 +1,293 @@
+"""Tests of Store.commit: change logs produced by the real Toolbox are written in one
+transaction, load_window then shows exactly the new state, and a failing commit writes nothing."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import OTHER_USER, USER, cell_view, file_digest, load_window, reload, table_rows
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import delete, select, update
+
+from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.state import Change, SlotRange
+from smartflow_engine.state.strategies import windows, write_calls
+from smartflow_engine.store import Store
+from smartflow_engine.store import models as m
+
+Call = tuple[str, dict[str, Any]]
+
+# Sample window (weeks 7-8): [9] suggested 1-9..10, [10] existing item 2-11, [6] 思政（水课）
+# days 3 and 10 periods 3-4, pending [11] (3 periods), [12] (2), [15] (1).
+PLACE: list[Call] = [("place", {"task_id": 11, "day": 6, "slot_start": 1})]
+EMBED: list[Call] = [("place", {"task_id": 15, "day": 3, "slot_start": 3})]
+MOVE: list[Call] = [("move", {"task_id": 9, "new_day": 7, "new_slot_start": 1})]
+SWAP: list[Call] = [("place", {"task_id": 12, "day": 6, "slot_start": 5}),
+                    ("swap", {"task_a": 9, "task_b": 12})]
+UNPLACE: list[Call] = [("unplace", {"task_id": 10})]
+BATCH: list[Call] = [*PLACE, ("batch_move", {"moves": [
+    {"task_id": 11, "new_day": 7, "new_slot_start": 1},
+    {"task_id": 9, "new_day": 6, "new_slot_start": 1}]})]
+COURSE_BLOCK: list[Call] = [("move", {"task_id": 6, "new_day": 6, "new_slot_start": 7,
+                                      "from_day": 3})]
+ROUND_TRIP: list[Call] = [*MOVE, ("move", {"task_id": 9, "new_day": 1, "new_slot_start": 9})]
+PLACE_THEN_UNPLACE: list[Call] = [*EMBED, ("unplace", {"task_id": 15}), *PLACE,
+                                  ("move", {"task_id": 11, "new_day": 7, "new_slot_start": 5})]
+MIXED: list[Call] = [*COURSE_BLOCK, ("place", {"task_id": 15, "day": 6, "slot_start": 8}),
+                     *SWAP, *UNPLACE, *PLACE, ("place", {"task_id": 10, "day": 2, "slot_start": 11})]
+
+
+def _session(store: Store, calls: list[Call]) -> Toolbox:
+    """A Toolbox on the user's window as loaded from the store, after ``calls`` (all succeed)."""
+    tb = Toolbox(reload(store, load_window("sample_window")), self_check=True)
+    for name, args in calls:
+        before = len(tb.changes)
+        reply = tb.call(name, args)
+        assert len(tb.changes) > before, reply
+    return tb
+
+
+@pytest.mark.parametrize("calls", [PLACE, EMBED, MOVE, SWAP, UNPLACE, BATCH, COURSE_BLOCK,
+                                   ROUND_TRIP, PLACE_THEN_UNPLACE, MIXED],
+                         ids=["place", "embed", "move", "swap", "unplace", "batch_move",
+                              "course_block", "move_and_back", "place_then_unplace", "mixed"])
+def test_committed_session_reloads_as_the_session_state(sample_store: Store,
+                                                        calls: list[Call]):
+    """Tests that after commit, load_window gives exactly the session's state (same state ids,
+    statuses, blocks, embedding, durations) and a fresh store on the file agrees."""
+    tb = _session(sample_store, calls)
+    result = sample_store.commit(USER, tb.state, tb.changes)
+    assert result.ok, result
+    assert result.tasks_written == len({c.task_id for c in tb.changes})
+    assert tb.state is not None
+    assert reload(sample_store, tb.state).to_dict() == tb.state.to_dict()
+
+
+def test_place_creates_the_items_event_and_rows(sample_store: Store):
+    """Tests that placing a pending item writes its ScheduleEvent(type=task) and one row per
+    period at the mapped (week, day_of_week), and marks the item scheduled."""
+    tb = _session(sample_store, PLACE)  # [11] = item 301 → day 6 (week 7, Saturday) 1-3
+    assert sample_store.commit(USER, tb.state, tb.changes).ok
+    with sample_store.session() as s:
+        item = s.get(m.TaskClassItem, 301)
+        event = s.scalars(select(m.ScheduleEvent).where(m.ScheduleEvent.task_item_id == 301)).one()
+        rows = s.execute(select(m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section)
+                         .where(m.Schedule.event_id == event.id)).all()
+    assert item is not None and item.status == "scheduled"
+    assert (event.type, event.status, event.user_id) == ("task", "suggested", USER)
+    assert sorted(rows) == [(7, 6, 1), (7, 6, 2), (7, 6, 3)]
+
+
+def test_unplace_removes_the_items_event(sample_store: Store):
+    """Tests that unplacing a scheduled item deletes its event and rows and makes the item
+    pending again with its block's length as duration."""
+    tb = _session(sample_store, UNPLACE)  # [10] = item 202, day 2 period 11
+    before = sample_store.row_counts(USER)
+    assert sample_store.commit(USER, tb.state, tb.changes).ok
+    after = sample_store.row_counts(USER)
+    assert after["schedule_events"] == before["schedule_events"] - 1
+    assert after["schedules"] == before["schedules"] - 1
+    with sample_store.session() as s:
+        item = s.get(m.TaskClassItem, 202)
+        assert item is not None and (item.status, item.duration) == ("pending", 1)
+        assert s.scalars(select(m.ScheduleEvent).where(
+            m.ScheduleEvent.task_item_id == 202)).first() is None
+
+
+def test_embedding_is_written_on_the_hosts_rows(sample_store: Store):
+    """Tests that a guest placed into a water course is stored on the host's row for that period,
+    and that unplacing it later clears the mark."""
+    tb = _session(sample_store, EMBED)  # [15] = item 305 into 思政 (event 106) day 3 period 3
+    assert sample_store.commit(USER, tb.state, tb.changes).ok
+    with sample_store.session() as s:
+        guest = s.scalars(select(m.ScheduleEvent.id).where(
+            m.ScheduleEvent.task_item_id == 305)).one()
+        marked = s.execute(select(m.Schedule.event_id, m.Schedule.week, m.Schedule.day_of_week,
+                                  m.Schedule.section)
+                           .where(m.Schedule.embedded_event_id == guest)).all()
+    assert marked == [(106, 7, 3, 3)]
+    tb.changes.clear()
+    assert "移除" in tb.call("unplace", {"task_id": 15})
+    assert sample_store.commit(USER, tb.state, tb.changes).ok
+    with sample_store.session() as s:
+        assert s.scalar(select(m.Schedule.id).where(
+            m.Schedule.embedded_event_id.is_not(None))) is None
+
+
+def test_unplacing_one_week_of_a_course_splits_it_off(sample_store: Store):
+    """Tests that taking one occurrence of a weekly water course off a one-week window keeps the
+    other week's periods and records the occurrence as a new pending event, whose id the session's
+    state takes over."""
+    week7 = load_window("sample_window").window.day_mapping[:7]
+    state = sample_store.load_window(USER, week7)
+    tb = Toolbox(state, self_check=True)
+    assert "恢复为待安排" in tb.call("unplace", {"task_id": 6})  # 思政, event 106, day 3
+    result = sample_store.commit(USER, state, tb.changes)
+    assert result.ok and result.events_created == 1
+    new_id = result.source_ids[6]
+    assert state.task(6) is not None and state.task(6).source_id == new_id  # type: ignore[union-attr]
+    with sample_store.session() as s:
+        rows = s.execute(select(m.Schedule.week, m.Schedule.day_of_week)
+                         .where(m.Schedule.event_id == 106)).all()
+        split = s.get(m.ScheduleEvent, new_id)
+    assert sorted(set(rows)) == [(8, 3)]  # week 8 still meets
+    assert split is not None and (split.status, split.duration, split.name) == (
+        "pending", 2, "思政（水课）")
+    back = sample_store.load_window(USER, week7)
+
+    def by_source(st: ScheduleState) -> list[tuple[Any, ...]]:
+        views = cell_view(st)[0]
+        return sorted((t.source, t.source_id, t.status, t.duration, views[t.state_id]["cells"])
+                      for t in st.tasks)
+
+    assert by_source(back) == by_source(state)
+
+
+# ---------------------------------------------------------------------------------- failures
+FAILING: list[Call] = [*MOVE, ("place", {"task_id": 12, "day": 6, "slot_start": 5}), *EMBED,
+                       *PLACE]
+
+
+def _row_vanished(s: Any) -> None:  # [9]'s old periods (day 1 = week 7 Monday, 9-10)
+    s.execute(delete(m.Schedule).where(m.Schedule.week == 7, m.Schedule.day_of_week == 1,
+                                       m.Schedule.section == 10))
+
+
+def _period_taken(s: Any) -> None:  # someone else took [11]'s target day 6 period 2
+    s.add(m.ScheduleEvent(id=900, user_id=USER, name="临时会议", type="task"))
+    s.flush()
+    s.add(m.Schedule(user_id=USER, event_id=900, week=7, day_of_week=6, section=2))
+
+
+def _item_scheduled_meanwhile(s: Any) -> None:  # [12] = item 302 placed by another session
+    s.execute(update(m.TaskClassItem).where(m.TaskClassItem.id == 302).values(status="scheduled"))
+
+
+def _item_deleted(s: Any) -> None:  # [11] = item 301
+    s.execute(delete(m.TaskClassItem).where(m.TaskClassItem.id == 301))
+
+
+def _host_gone(s: Any) -> None:  # 思政's day 3 periods, where [15] embeds
+    s.execute(delete(m.Schedule).where(m.Schedule.event_id == 106, m.Schedule.week == 7))
+
+
+def _guest_place_taken(s: Any) -> None:  # another guest already sits in 思政 day 3
+    s.execute(update(m.Schedule).where(m.Schedule.event_id == 106, m.Schedule.week == 7)
+              .values(embedded_event_id=101))
+
+
+def _event_moved(s: Any) -> None:  # [9]'s item event changed status to pending elsewhere
+    s.execute(update(m.ScheduleEvent).where(m.ScheduleEvent.task_item_id == 201)
+              .values(status="pending"))
+    s.execute(delete(m.Schedule).where(m.Schedule.event_id.in_(
+        select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 201))))
+
+
+@pytest.mark.parametrize("sabotage,code", [
+    (_row_vanished, "stale"),  # a moved task's old row is gone
+    (_period_taken, "conflict"),  # a target period is held in the database
+    (_item_scheduled_meanwhile, "stale"),  # a placed item is no longer pending
+    (_item_deleted, "stale"),  # a placed item vanished
+    (_host_gone, "conflict"),  # the host's periods for a guest are gone
+    (_guest_place_taken, "conflict"),  # the host's periods already carry a guest
+    (_event_moved, "stale"),  # a moved task's placement was taken off meanwhile
+])
+def test_failed_commit_leaves_the_database_unchanged(sample_store: Store, db_path: Path,
+                                                     sabotage: Any, code: str):
+    """Tests that when any one change of a multi-change session cannot be written, the commit
+    reports it and the database is the same row for row and byte for byte."""
+    tb = _session(sample_store, FAILING)
+    with sample_store.session(write=True) as s:
+        sabotage(s)
+    rows, digest = table_rows(sample_store), file_digest(db_path)
+    result = sample_store.commit(USER, tb.state, tb.changes)
+    assert (result.ok, result.error_code) == (False, code), result
+    assert result.error and result.rows_inserted == 0
+    assert table_rows(sample_store) == rows
+    assert file_digest(db_path) == digest
+
+
+def _unknown_task(changes: list[Change]) -> list[Change]:
+    return [*changes, Change("move", 999, "existing", "existing", None, None, None, None)]
+
+
+def _block_the_state_lacks(changes: list[Change]) -> list[Change]:
+    last = changes[-1]
+    wrong = SlotRange(day=last.block_after.day, slot_start=10, slot_end=12)  # type: ignore[union-attr]
+    return [*changes[:-1], Change(last.op, last.task_id, last.status_before, last.status_after,
+                                  last.block_before, wrong, None, None)]
+
+
+@pytest.mark.parametrize("tamper,code", [
+    (_unknown_task, "invalid_changes"),  # the log names a task the state does not hold
+    (_block_the_state_lacks, "invalid_changes"),  # the log and the state disagree
+])
+def test_change_logs_that_do_not_fit_the_state_are_refused(sample_store: Store, tamper: Any,
+                                                           code: str):
+    """Tests that a change log inconsistent with the state is refused before anything is
+    written."""
+    tb = _session(sample_store, FAILING)
+    rows = table_rows(sample_store)
+    result = sample_store.commit(USER, tb.state, tamper(list(tb.changes)))
+    assert (result.ok, result.error_code) == (False, code)
+    assert table_rows(sample_store) == rows
+
+
+def test_committing_twice_is_refused_as_stale(sample_store: Store):
+    """Tests that replaying a committed log fails the optimistic check and writes nothing."""
+    tb = _session(sample_store, MIXED)
+    assert sample_store.commit(USER, tb.state, tb.changes).ok
+    rows = table_rows(sample_store)
+    again = sample_store.commit(USER, tb.state, tb.changes)
+    assert (again.ok, again.error_code) == (False, "stale")
+    assert table_rows(sample_store) == rows
+
+
+def test_another_users_commit_finds_nothing_to_change(sample_store: Store):
+    """Tests that a session's log committed under another user id touches none of the owner's
+    rows (its rows are not found: stale)."""
+    tb = _session(sample_store, MOVE)
+    rows = table_rows(sample_store)
+    result = sample_store.commit(OTHER_USER, tb.state, tb.changes)
+    assert (result.ok, result.error_code) == (False, "stale")
+    assert table_rows(sample_store) == rows
+
+
+def test_an_empty_log_commits_nothing(sample_store: Store):
+    """Tests that committing no changes succeeds without touching the tables."""
+    rows = table_rows(sample_store)
+    state = reload(sample_store, load_window("sample_window"))
+    assert sample_store.commit(USER, state, []).ok
+    assert table_rows(sample_store) == rows
+
+
+# ---------------------------------------------------------------------------------- property
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_random_sessions_commit_and_reload(data: st.DataObject):
+    """Tests that for random Toolbox write sequences (valid and invalid calls) on synthetic
+    windows, two rounds of commit + load_window give back the in-memory state each time."""
+    state: ScheduleState = data.draw(windows(min_days=7, max_days=20))
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store.from_url(f"sqlite:///{tmp}/prop.db")
+        try:
+            store.seed_from_state(USER, state)
+            tb = Toolbox(reload(store, state), self_check=True)
+            for _ in range(2):
+                for _ in range(data.draw(st.integers(3, 16), label="calls")):
+                    assert tb.state is not None
+                    name, args = data.draw(write_calls(tb.state), label="call")
+                    tb.call(name, args)
+                assert tb.state is not None
+                event(f"changes in the round: {min(len(tb.changes), 3)}+")
+                result = store.commit(USER, tb.state, tb.changes)
+                assert result.ok, result
+                tb.changes.clear()
+                assert cell_view(reload(store, tb.state)) == cell_view(tb.state)
+        finally:
+            store.dispose()
