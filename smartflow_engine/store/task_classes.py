@@ -292,7 +292,7 @@ def upsert_task_class(
     by_id = {it.id: it for it in stored}
     by_content = {it.content: it for it in reversed(stored)}
     claimed: set[int] = set()
-    paths: dict[int, str] = {}  # id(row) -> path in the call
+    touched: list[tuple[m.TaskClassItem, str]] = []  # each item of the call, with its path
     next_pos = max((it.position for it in stored), default=-1) + 1
     for i, inp in enumerate(items):
         target: m.TaskClassItem | None = None
@@ -320,8 +320,9 @@ def upsert_task_class(
             target.priority = inp.priority
         if inp.depends_on is not None:
             target.depends_on = [d.strip() for d in inp.depends_on]
-        paths[id(target)] = f"items[{i}]"
+        touched.append((target, f"items[{i}]"))
     session.flush()
+    paths = {it.id: path for it, path in touched}
 
     # Post-write validation on what the tables now hold.
     session.refresh(row)
@@ -337,7 +338,7 @@ def upsert_task_class(
         total_slots=row.total_slots, strategy=row.strategy,
         tolerance_preference=row.tolerance_preference,
         excluded_slots=list(row.excluded_slots or []),
-        items=[ItemSnapshot(paths.get(id(it), f"items(id={it.id})"), it.content, it.duration,
+        items=[ItemSnapshot(paths.get(it.id, f"items(id={it.id})"), it.content, it.duration,
                             list(it.depends_on or [])) for it in written],
         other_class_names={n.strip() for n in others},
     )
