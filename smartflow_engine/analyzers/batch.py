@@ -1,9 +1,10 @@
 """Core load and tolerance metrics for a stack of windows ``(n, days, slots)`` in one pass.
 
-For backends that audit many users at once, and for the benchmarks. Each day's free periods are
-packed into one integer (``np.packbits``), and per-day facts (free count, usable count for a
-given ``min_usable_size``) come from a lookup table over every possible day, so the work per
-window is a handful of array operations on ``days`` integers.
+For backends that audit many users at once, and for the benchmarks. Each day becomes one integer
+(its periods' kinds as base-3 digits, up to 12 periods; free/course bit masks up to 16), and the
+per-day facts (free, course and usable counts for a given ``min_usable_size``) come from lookup
+tables over every possible day, built once. The work per window is then a handful of array
+operations on ``days`` integers.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from ..state import ScheduleState, runs
-from .frame import COURSE, FREE, Frame
+from .frame import COURSE, FREE, TASK, Frame
 
-_LUT_MAX_SLOTS = 16  # 2**16 lookup entries; wider days use the run-based path
+_BASE3_MAX_SLOTS = 12  # 3**12 = 531,441 day codes: one table for free, course and usable counts
+_BASE3_MIN_DAYS = 50_000  # below this many day rows the 0.4 s table build does not pay off
+_BINARY_MAX_SLOTS = 16  # 2**16 codes per mask; wider days use the run-based path
 
 
 @dataclass
@@ -58,39 +61,49 @@ def stack_kinds(states: Sequence[ScheduleState]) -> np.ndarray:
     return np.stack([Frame.build(s).kind.astype(np.int8) for s in states])
 
 
-def _bit_table(slots: int) -> np.ndarray:
-    codes = np.arange(1 << slots, dtype=np.int64)
-    return ((codes[:, None] >> np.arange(slots)) & 1).astype(bool)
+def _digits(slots: int, base: int) -> np.ndarray:
+    """Row ``c``: the base-``base`` digits of ``c`` (least significant first), one per period."""
+    codes = np.arange(base**slots, dtype=np.int32)
+    return ((codes[:, None] // base ** np.arange(slots, dtype=np.int32)) % base).astype(np.int8)
 
 
-@cache
-def popcount_table(slots: int) -> np.ndarray:
-    return _bit_table(slots).sum(axis=1).astype(np.int16)
-
-
-@cache
-def usable_table(slots: int, min_usable_size: int) -> np.ndarray:
-    """Entry ``c``: periods of day-code ``c`` in runs of set bits at least ``min_usable_size`` long."""
-    bits = _bit_table(slots)
-    row, _, length = runs(bits)
+def _usable_of(free: np.ndarray, min_usable_size: int) -> np.ndarray:
+    row, _, length = runs(free)
     return np.bincount(row, weights=np.where(length >= min_usable_size, length, 0),
-                       minlength=bits.shape[0]).astype(np.int16)
+                       minlength=free.shape[0]).astype(np.int16)
 
 
-def _pack(mask: np.ndarray) -> np.ndarray:
-    packed = np.packbits(mask, axis=-1, bitorder="little")
-    code = packed[..., 0].astype(np.int32)
-    if packed.shape[-1] > 1:
-        code |= packed[..., 1].astype(np.int32) << 8
-    return code
+@cache
+def base3_tables(slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per base-3 day code (digit = kind of a period): free count, course count."""
+    digits = _digits(slots, 3)
+    return ((digits == FREE).sum(axis=1).astype(np.int16),
+            (digits == COURSE).sum(axis=1).astype(np.int16))
+
+
+@cache
+def base3_usable(slots: int, min_usable_size: int) -> np.ndarray:
+    """Per base-3 day code: free periods in runs at least ``min_usable_size`` long."""
+    return _usable_of(_digits(slots, 3) == FREE, min_usable_size)
+
+
+@cache
+def binary_tables(slots: int, min_usable_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per binary day code (bit = period set): set-bit count, periods in long-enough runs."""
+    bits = _digits(slots, 2).astype(bool)
+    return bits.sum(axis=1).astype(np.int16), _usable_of(bits, min_usable_size)
+
+
+def _code(mask: np.ndarray, base: int) -> np.ndarray:
+    """One integer per day: ``Σ mask[..., s] · base**s`` (a small matrix-vector product)."""
+    slots = mask.shape[-1]
+    weights = (base ** np.arange(slots)).astype(np.int32)
+    return mask.reshape(-1, slots).astype(np.int32) @ weights
 
 
 def _usable_by_runs(free: np.ndarray, min_usable_size: int) -> np.ndarray:
     n, d, s = free.shape
-    row, _, length = runs(free.reshape(n * d, s))
-    usable = np.bincount(row, weights=np.where(length >= min_usable_size, length, 0),
-                         minlength=n * d)
-    return usable.reshape(n, d).astype(np.int64)
+    return _usable_of(free.reshape(n * d, s), min_usable_size).reshape(n, d).astype(np.int64)
 
 
 def batch_core_metrics(kinds: np.ndarray, *, min_usable_size: int = 2,
@@ -109,18 +122,25 @@ def batch_core_metrics(kinds: np.ndarray, *, min_usable_size: int = 2,
         raise ValueError(f"kinds must be a non-empty (n, days, slots) array, got {kinds.shape}")
     if min_usable_size < 1:
         raise ValueError("min_usable_size must be >= 1")
+    if kinds.min() < FREE or kinds.max() > TASK:
+        raise ValueError("kinds holds values other than 0 (free), 1 (course), 2 (task)")
     n, num_days, slots = kinds.shape
-    free = kinds == FREE
-    course = kinds == COURSE
-    if slots <= _LUT_MAX_SLOTS:
-        pop = popcount_table(slots)
-        free_code = _pack(free)
-        day_free = pop[free_code].astype(np.int64)
-        day_course = pop[_pack(course)].astype(np.int64)
-        day_usable = usable_table(slots, min_usable_size)[free_code].astype(np.int64)
+    if slots <= _BASE3_MAX_SLOTS and n * num_days >= _BASE3_MIN_DAYS:  # one code, every kind
+        code = _code(kinds, 3)
+        free_of, course_of = base3_tables(slots)
+        day_free = free_of[code].reshape(n, num_days).astype(np.int64)
+        day_course = course_of[code].reshape(n, num_days).astype(np.int64)
+        day_usable = base3_usable(slots, min_usable_size)[code].reshape(n, num_days)
+    elif slots <= _BINARY_MAX_SLOTS:
+        count, usable_of = binary_tables(slots, min_usable_size)
+        free_code = _code(kinds == FREE, 2)
+        day_free = count[free_code].reshape(n, num_days).astype(np.int64)
+        day_course = count[_code(kinds == COURSE, 2)].reshape(n, num_days).astype(np.int64)
+        day_usable = usable_of[free_code].reshape(n, num_days)
     else:
+        free = kinds == FREE
         day_free = np.count_nonzero(free, axis=2)
-        day_course = np.count_nonzero(course, axis=2)
+        day_course = np.count_nonzero(kinds == COURSE, axis=2)
         day_usable = _usable_by_runs(free, min_usable_size)
     day_used = slots - day_free
     total_used = day_used.sum(axis=1)

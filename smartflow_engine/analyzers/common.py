@@ -35,7 +35,10 @@ def evaluate(
 ) -> Issue | None:
     """The issue of the first band of ``rule`` whose conditions all hold on ``values``, if any."""
     for band in rule.bands:
-        if all(c.holds(values.get(c.metric)) for c in band.conds):
+        for c in band.conds:
+            if not c.holds(values.get(c.metric)):
+                break
+        else:
             triggers = tuple(
                 Trigger(c.metric, c.op, _number(c.value, c.integer), values[c.metric])
                 for c in band.conds)

@@ -123,6 +123,8 @@ def context_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
 def context_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
                     level: str) -> list[NextAction]:
     """Group same-subject study blocks with move/swap; never ``min_context_switch`` (p1 §4.5)."""
+    if not any(i.severity != "info" for i in issues):
+        return []
     movable = movable_days(state)
     worst = [i for i in issues if i.rule == "context_switch" and i.severity != "info"
              and i.day in movable]

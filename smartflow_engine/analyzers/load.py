@@ -135,6 +135,8 @@ def load_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
 def load_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
                  level: str) -> list[NextAction]:
     """Move study tasks off heavy days onto light ones; never a course (p1 §4.3)."""
+    if not any(i.severity != "info" for i in issues):
+        return []
     movable = movable_days(state)
     days = metrics["days"]
     by_load = sorted(days, key=lambda r: (r["total_used"], r["day"]))

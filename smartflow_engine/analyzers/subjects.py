@@ -23,11 +23,11 @@ from .common import (
     sort_issues,
 )
 from .frame import (
+    UNCATEGORISED,
     Frame,
     check_bool,
     check_choice,
     check_level,
-    is_course,
     movable_study_tasks,
     subject_of,
 )
@@ -55,9 +55,12 @@ class SubjectTasks:
 def subject_tasks(state: ScheduleState) -> dict[str, SubjectTasks]:
     out: dict[str, SubjectTasks] = {}
     for task in state.tasks:
-        if is_course(task):
+        if task.source == "event":  # is_course, inlined: this loop is on the hot path
             continue
-        info = out.setdefault(subject_of(task), SubjectTasks())
+        name = task.category or UNCATEGORISED
+        info = out.get(name)
+        if info is None:
+            info = out[name] = SubjectTasks()
         info.task_count += 1
         if task.status == "pending":
             info.pending += 1
@@ -65,7 +68,7 @@ def subject_tasks(state: ScheduleState) -> dict[str, SubjectTasks]:
         else:
             info.placed += 1
             info.blocks += len(task.slots)
-        if task.category_id is not None:
+        if task.category_id is not None and task.category_id not in info.class_ids:
             info.class_ids.append(task.category_id)
     return out
 
@@ -120,14 +123,15 @@ def budget_fields(state: ScheduleState, name: str, info: SubjectTasks, used: int
 
 
 def subjects_metrics(frame: Frame, *, category: str | None = None, include_pending: bool = True,
-                     detail: str = "summary") -> dict[str, Any]:
+                     detail: str = "summary", infos: dict[str, SubjectTasks] | None = None
+                     ) -> dict[str, Any]:
     """Per-subject metrics; ``{}`` when no subject matches (p1 §4.4: not a failure)."""
     state = frame.state
     num_days = frame.num_days
     codes = len(frame.subjects) + 1
     keys = (np.arange(num_days)[:, None] * codes + frame.study).ravel()
     counts = np.bincount(keys, minlength=num_days * codes).reshape(num_days, codes)
-    infos = subject_tasks(state)
+    infos = subject_tasks(state) if infos is None else infos
     rows: list[dict[str, Any]] = []
     names = list(frame.subjects) + [n for n in infos if n not in frame.subjects]
     for name in names:
@@ -190,9 +194,12 @@ def _largest_gap(present: list[int]) -> tuple[int, int] | None:
 
 
 def subjects_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
-                     level: str) -> list[NextAction]:
+                     level: str, infos: dict[str, SubjectTasks] | None = None
+                     ) -> list[NextAction]:
+    if not any(i.severity != "info" for i in issues):
+        return []
     rows = {r["category"]: r for r in metrics.get("subjects", [])}
-    infos = subject_tasks(state)
+    infos = subject_tasks(state) if infos is None else infos
     movable: dict[str, dict[int, int]] = {}  # subject -> day -> movable periods there
     needs_placed: dict[str, list[int]] = {}
     for task in movable_study_tasks(state):
@@ -273,12 +280,13 @@ def subjects_actions(state: ScheduleState, metrics: dict[str, Any], issues: list
 
 def run_subjects(frame: Frame, category: str | None, include_pending: bool, detail: str,
                  level: str) -> AnalysisResult:
+    infos = subject_tasks(frame.state)
     metrics = subjects_metrics(frame, category=category, include_pending=include_pending,
-                               detail=detail)
+                               detail=detail, infos=infos)
     issues = subjects_issues(metrics, level)
     return AnalysisResult(
         tool=TOOL, success=True, metric_schema=metric_schema(TOOL), metrics=metrics,
-        issues=issues, next_actions=subjects_actions(frame.state, metrics, issues, level))
+        issues=issues, next_actions=subjects_actions(frame.state, metrics, issues, level, infos))
 
 
 @guarded(TOOL)

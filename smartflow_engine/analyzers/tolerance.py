@@ -102,6 +102,8 @@ def tolerance_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
 def tolerance_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
                       level: str) -> list[NextAction]:
     """Move study tasks off days without buffer; merge one-period islands (p1 §4.6)."""
+    if not any(i.severity != "info" for i in issues):
+        return []
     movable = movable_days(state)
     rows = metrics["days"]
     overall = metrics["overall"]

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 from analyzer_windows import CATEGORIES, random_window, windows
 from hypothesis import given
 from hypothesis import strategies as st
@@ -149,9 +150,31 @@ def test_batch_agrees_with_single_window_analyzers() -> None:
 
 def test_stack_kinds_refuses_mixed_shapes() -> None:
     """Tests that windows of different sizes cannot be stacked (a clear ValueError)."""
-    import pytest
-
     with pytest.raises(ValueError, match="shape"):
         stack_kinds([random_window(1, 5, 12, 0.5), random_window(1, 6, 12, 0.5)])
     with pytest.raises(ValueError, match="non-empty"):
         batch_core_metrics(np.zeros((0, 3, 4), dtype=np.int8))
+
+
+def test_batch_paths_agree_on_a_large_stack() -> None:
+    """Tests that the base-3 lookup path (large stacks, ≤12 periods) equals the binary-mask
+    path (small stacks), which the property test checks against the reference."""
+    rng = np.random.default_rng(5)
+    kinds = rng.choice(np.array([0, 1, 2], dtype=np.int8), size=(5_000, 12, 12),
+                       p=[0.5, 0.3, 0.2])
+    for size, buffer in ((2, 2), (3, 5)):
+        whole = batch_core_metrics(kinds, min_usable_size=size, min_daily_buffer=buffer)
+        for start in (0, 2_500, 4_900):
+            part = batch_core_metrics(kinds[start:start + 100], min_usable_size=size,
+                                      min_daily_buffer=buffer)
+            for i in range(100):
+                assert whole.row(start + i) == pytest.approx(part.row(i))
+
+
+@pytest.mark.parametrize("value", [-1, 3, 7])  # kinds are 0 free, 1 course, 2 task only
+def test_batch_refuses_unknown_kinds(value: int) -> None:
+    """Tests that a kind stack with a value other than 0/1/2 is refused, not mis-counted."""
+    kinds = np.zeros((2, 3, 4), dtype=np.int8)
+    kinds[1, 2, 3] = value
+    with pytest.raises(ValueError, match="kinds"):
+        batch_core_metrics(kinds)
