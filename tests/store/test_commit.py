@@ -203,12 +203,14 @@ def test_failed_commit_leaves_the_database_unchanged(sample_store: Store, db_pat
     tb = _session(sample_store, FAILING)
     with sample_store.session(write=True) as s:
         sabotage(s)
-    rows, digest = table_rows(sample_store), file_digest(db_path)
+    rows = table_rows(sample_store)
+    digest = file_digest(db_path) if db_path.exists() else ""
     result = sample_store.commit(USER, tb.state, tb.changes)
     assert (result.ok, result.error_code) == (False, code), result
     assert result.error and result.rows_inserted == 0
     assert table_rows(sample_store) == rows
-    assert file_digest(db_path) == digest
+    if sample_store.engine.dialect.name == "sqlite":  # the embedded file is untouched too
+        assert file_digest(db_path) == digest
 
 
 def _unknown_task(changes: list[Change]) -> list[Change]:
