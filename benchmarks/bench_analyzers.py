@@ -35,17 +35,26 @@ from smartflow_engine.analyzers import (
     batch_core_metrics,
     stack_kinds,
 )
-from smartflow_engine.analyzers.context import context_actions, context_issues
+from smartflow_engine.analyzers.context import context_actions, context_issues, context_metrics
+from smartflow_engine.analyzers.frame import Frame
 from smartflow_engine.analyzers.health import merge_issues
-from smartflow_engine.analyzers.load import load_actions, load_issues
+from smartflow_engine.analyzers.load import load_actions, load_issues, load_metrics
 from smartflow_engine.analyzers.reference import (
     reference_context,
     reference_load,
     reference_subjects,
     reference_tolerance,
 )
-from smartflow_engine.analyzers.subjects import subjects_actions, subjects_issues
-from smartflow_engine.analyzers.tolerance import tolerance_actions, tolerance_issues
+from smartflow_engine.analyzers.subjects import (
+    subjects_actions,
+    subjects_issues,
+    subjects_metrics,
+)
+from smartflow_engine.analyzers.tolerance import (
+    tolerance_actions,
+    tolerance_issues,
+    tolerance_metrics,
+)
 from smartflow_engine.state import place
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter import Toolbox
@@ -110,6 +119,22 @@ PAIRS: list[tuple[str, Callable[[ScheduleState], Any], Callable[[ScheduleState],
     ("analyze_tolerance", analyze_tolerance, _ref_tolerance),
     ("analyze_health (no feasibility)",
      lambda s: analyze_health(s, check_feasibility=False), _ref_health),
+]
+
+
+def _all_days(state: ScheduleState) -> np.ndarray:
+    return np.arange(state.num_days)
+
+
+# Metrics only: ours builds the Frame (grid lookups) and the numpy metrics; the reference loops.
+METRIC_PAIRS: list[tuple[str, Callable[[ScheduleState], Any], Callable[[ScheduleState], Any]]] = [
+    ("load", lambda s: load_metrics(Frame.build(s), _all_days(s)),
+     lambda s: reference_load(s, range(1, s.num_days + 1))),
+    ("subjects", lambda s: subjects_metrics(Frame.build(s)), reference_subjects),
+    ("context", lambda s: context_metrics(Frame.build(s), _all_days(s)),
+     lambda s: reference_context(s, range(1, s.num_days + 1))),
+    ("tolerance", lambda s: tolerance_metrics(Frame.build(s), _all_days(s)),
+     lambda s: reference_tolerance(s, range(1, s.num_days + 1))),
 ]
 
 
@@ -203,6 +228,7 @@ def run(quick: bool = False) -> str:
     repeats = 20 if quick else 200
     rows: dict[tuple[str, int], tuple[list[float], list[float]]] = {}
     feas: dict[int, list[float]] = {}
+    metric_rows: dict[tuple[str, int], tuple[list[float], list[float]]] = {}
     with Progress(transient=True) as progress:
         job = progress.add_task("analyzers", total=len(sizes) * len(seeds))
         for days in sizes:
@@ -214,8 +240,12 @@ def run(quick: bool = False) -> str:
                     mine, theirs = rows.setdefault((label, days), ([], []))
                     mine.append(_time(lambda f=ours, s=state: f(s), repeats))
                     theirs.append(_time(lambda f=peer, s=state: f(s), max(5, repeats // 10)))
+                for label, ours, peer in METRIC_PAIRS:
+                    mine, theirs = metric_rows.setdefault((label, days), ([], []))
+                    mine.append(_time(lambda f=ours, s=state: f(s), repeats))
+                    theirs.append(_time(lambda f=peer, s=state: f(s), max(5, repeats // 10)))
                 tb = Toolbox(state)
-                mine, _ = rows.setdefault(("analyze_health via Toolbox.call (JSON text)", days),
+                mine, _ = rows.setdefault(("analyze_health via Toolbox.call (CP-SAT + JSON text)", days),
                                           ([], []))
                 mine.append(_time(lambda t=tb: t.call("analyze_health", {}), max(5, repeats // 4)))
                 feas.setdefault(days, []).append(_time(
@@ -258,6 +288,25 @@ def run(quick: bool = False) -> str:
         f"{statistics.median(feas[d]):.3f}" for d in sizes) + " |" + " – |" * (2 * len(sizes)))
     lines += ["", "30-day goals: " + ("met by every analyzer." if not missed else
                                       "missed by " + ", ".join(missed) + " (✗).")]
+    lines += [
+        "",
+        "### Metrics only",
+        "",
+        "The metric step alone (ours: Frame from the grid + numpy; reference: pure-Python loops "
+        "over the task list), without issues, actions or the envelope.",
+        "",
+        "| metrics | " + " | ".join(f"ours {d}d (ms)" for d in sizes) + " | " +
+        " | ".join(f"reference {d}d (ms)" for d in sizes) + " | " +
+        " | ".join(f"speed-up {d}d" for d in sizes) + " |",
+        "|---|" + "---:|" * (3 * len(sizes)),
+    ]
+    for label in dict.fromkeys(label for label, _ in metric_rows):
+        ours_ms = [statistics.median(metric_rows[(label, d)][0]) for d in sizes]
+        ref_ms = [statistics.median(metric_rows[(label, d)][1]) for d in sizes]
+        lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in ours_ms) + " | " +
+                     " | ".join(f"{p:.3f}" for p in ref_ms) + " | " +
+                     " | ".join(f"{p / m:.1f}x" for m, p in zip(ours_ms, ref_ms, strict=True))
+                     + " |")
     lines += _batch_section(quick)
     return "\n".join(lines) + "\n"
 

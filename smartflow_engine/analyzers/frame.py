@@ -70,29 +70,28 @@ class Frame:
     @classmethod
     def build(cls, state: ScheduleState) -> Frame:
         grid = state.grid
-        n = len(state.tasks)
-        ids = np.empty(n, dtype=np.int64)
-        kinds = np.empty(n, dtype=np.int8)
-        codes = np.zeros(n, dtype=np.int32)
+        ids: list[int] = []
+        values: list[int] = []  # (subject code << 2) | kind, so one lookup gives both
         subjects: list[str] = []
         code_of: dict[str, int] = {}
-        for i, task in enumerate(state.tasks):
-            ids[i] = task.state_id
-            if is_course(task):
-                kinds[i] = COURSE
+        for task in state.tasks:
+            ids.append(task.state_id)
+            if task.source == "event":  # is_course, inlined: this loop is on the hot path
+                values.append(COURSE)
                 continue
-            kinds[i] = TASK
-            name = subject_of(task)
+            name = task.category or UNCATEGORISED
             code = code_of.get(name)
             if code is None:
                 subjects.append(name)
                 code = code_of[name] = len(subjects)
-            codes[i] = code
-        kind = _lookup(grid.owner, ids, kinds)
-        study = _lookup(grid.owner, ids, codes)
+            values.append(code << 2 | TASK)
+        id_arr = np.array(ids, dtype=np.int64)
+        value_arr = np.array(values, dtype=np.int32)
+        packed = _lookup(grid.owner, id_arr, value_arr)
+        kind = (packed & 3).astype(np.int8)
+        study = packed >> 2
         if grid.guest.any():
-            guest_codes = _lookup(grid.guest, ids, codes)
-            study = np.where(grid.guest != 0, guest_codes, study)
+            study = np.where(grid.guest != 0, _lookup(grid.guest, id_arr, value_arr) >> 2, study)
         return cls(state, kind, study, subjects, week_numbers(state))
 
     @property

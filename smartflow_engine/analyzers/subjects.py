@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,25 +84,31 @@ def task_class_for(state: ScheduleState, name: str, info: SubjectTasks) -> TaskC
 
 
 def gap_stats(present: list[int]) -> dict[str, Any]:
-    """``gaps`` and their avg/max/min/sample-std (``None`` without gaps; std 0 with one)."""
+    """``gaps`` and their avg/max/min/sample-std (``None`` without gaps; std 0 with one).
+
+    Plain Python: a subject's gap list is a handful of numbers, where numpy's per-call cost
+    would dominate.
+    """
     gaps = [b - a - 1 for a, b in itertools.pairwise(present)]
     if not gaps:
         return {"gaps": [], "avg_gap": None, "max_gap": None, "min_gap": None, "std_gap": None}
-    arr = np.asarray(gaps, dtype=float)
-    return {"gaps": gaps, "avg_gap": r4(arr.mean()), "max_gap": int(arr.max()),
-            "min_gap": int(arr.min()), "std_gap": r4(arr.std(ddof=1)) if arr.size > 1 else 0.0}
+    n = len(gaps)
+    mean = sum(gaps) / n
+    std = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (n - 1)) if n > 1 else 0.0
+    return {"gaps": gaps, "avg_gap": r4(mean), "max_gap": max(gaps), "min_gap": min(gaps),
+            "std_gap": r4(std)}
 
 
-def concentration(daily: np.ndarray, blocks: int, num_days: int) -> float | None:
-    """Normalised HHI of the per-day shares, against ``N = min(blocks, num_days)`` days."""
-    used = daily.sum()
+def concentration(slots_per_day: list[int], blocks: int, num_days: int) -> float | None:
+    """Normalised HHI of the per-day shares (present days' slot counts), against
+    ``N = min(blocks, num_days)`` days."""
+    used = sum(slots_per_day)
     if used == 0:
         return None
     n = min(blocks, num_days)
     if n <= 1:
         return 0.0
-    share = daily[daily > 0] / used
-    hhi = float((share * share).sum())
+    hhi = sum((v / used) ** 2 for v in slots_per_day)
     return r4(min(1.0, max(0.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n))))
 
 
@@ -131,6 +138,8 @@ def subjects_metrics(frame: Frame, *, category: str | None = None, include_pendi
     codes = len(frame.subjects) + 1
     keys = (np.arange(num_days)[:, None] * codes + frame.study).ravel()
     counts = np.bincount(keys, minlength=num_days * codes).reshape(num_days, codes)
+    present_of = [(np.flatnonzero(col) + 1).tolist() for col in counts.T]  # per code, 1-based
+    by_code = counts.T.tolist()
     infos = subject_tasks(state) if infos is None else infos
     rows: list[dict[str, Any]] = []
     names = list(frame.subjects) + [n for n in infos if n not in frame.subjects]
@@ -141,9 +150,10 @@ def subjects_metrics(frame: Frame, *, category: str | None = None, include_pendi
         if not include_pending and info.placed == 0:
             continue
         code = frame.subjects.index(name) + 1 if name in frame.subjects else None
-        daily = counts[:, code] if code is not None else np.zeros(num_days, dtype=np.int64)
-        present = (np.flatnonzero(daily) + 1).tolist()
-        used = int(daily.sum())
+        present = present_of[code] if code is not None else []
+        daily = by_code[code] if code is not None else [0] * num_days
+        on_days = [daily[d - 1] for d in present]
+        used = sum(on_days)
         row: dict[str, Any] = {
             "category": name,
             "task_count": info.task_count if include_pending else info.placed,
@@ -156,10 +166,11 @@ def subjects_metrics(frame: Frame, *, category: str | None = None, include_pendi
             row["pending_slots"] = info.pending_slots
         row["present_days"] = present
         row.update(gap_stats(present))
-        row["concentration"] = concentration(daily, info.blocks, num_days)
+        row["concentration"] = concentration(on_days, info.blocks, num_days)
         row.update(budget_fields(state, name, info, used, include_pending))
         if detail == "full":
-            row["daily_slots"] = [{"day": d, "slots": int(daily[d - 1])} for d in present]
+            row["daily_slots"] = [{"day": d, "slots": v} for d, v in zip(present, on_days,
+                                                                          strict=True)]
         rows.append(row)
     if not rows:
         return {}
