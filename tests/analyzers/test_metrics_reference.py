@@ -178,3 +178,23 @@ def test_batch_refuses_unknown_kinds(value: int) -> None:
     kinds[1, 2, 3] = value
     with pytest.raises(ValueError, match="kinds"):
         batch_core_metrics(kinds)
+
+
+def test_large_state_ids_take_the_sorted_lookup() -> None:
+    """Tests that windows whose state_ids are near 2**31 (too large for a direct lookup table)
+    give the same metrics as the reference."""
+    for seed in range(5):
+        data = random_window(seed, 10, 12, 0.7).to_dict()
+        for task in data["tasks"]:
+            task["state_id"] += 2_000_000_000
+            if "embed_host" in task:
+                task["embed_host"] += 2_000_000_000
+            task.pop("embedded_by", None)
+        state = ScheduleState.model_validate(data)
+        days = list(range(1, 11))
+        assert_close(analyze_load(state, detail="full").metrics,
+                     reference_load(state, days, detail="full"))
+        assert_close(analyze_context(state, detail="day_detail").metrics,
+                     reference_context(state, days, detail="day_detail"))
+        assert_close(analyze_subjects(state).metrics, reference_subjects(state))
+        assert_close(analyze_tolerance(state).metrics, reference_tolerance(state, days))
