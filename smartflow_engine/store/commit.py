@@ -120,36 +120,67 @@ def net_changes(state: ScheduleState, changes: Sequence[Change]) -> list[NetChan
     return list(nets.values())
 
 
-class _Rows:
-    """Looks up and caches the rows behind the state's tasks, for one user."""
+Cell = tuple[int, int, int]  # (week, day_of_week, section)
 
-    def __init__(self, session: Session, user_id: int, days: DayIndex) -> None:
+
+@dataclass
+class _Row:
+    id: int
+    event_id: int
+    guest_id: int | None
+
+
+class _Rows:
+    """The rows behind the session's tasks, for one user, fetched in a few batched queries:
+    items and events of every task involved, and every ``schedules`` row of the window's weeks
+    (locked ``FOR UPDATE`` where the database supports it)."""
+
+    def __init__(self, session: Session, user_id: int, days: DayIndex,
+                 tasks: Sequence[Task]) -> None:
         self.s, self.user_id, self.days = session, user_id, days
-        self._events: dict[int, m.ScheduleEvent | None] = {}
+        item_ids = {t.source_id for t in tasks if t.source == "task_item"}
+        event_ids = {t.source_id for t in tasks if t.source == "event"}
+        items = session.scalars(select(m.TaskClassItem).where(
+            m.TaskClassItem.user_id == user_id, m.TaskClassItem.id.in_(item_ids))).all()
+        events = session.scalars(select(m.ScheduleEvent).where(
+            m.ScheduleEvent.user_id == user_id,
+            m.ScheduleEvent.id.in_(event_ids) | m.ScheduleEvent.task_item_id.in_(item_ids))).all()
+        by_item = {e.task_item_id: e for e in events if e.task_item_id is not None}
+        by_id = {e.id: e for e in events}
+        item_by_id = {it.id: it for it in items}
         self._items: dict[int, m.TaskClassItem | None] = {}
+        self._events: dict[int, m.ScheduleEvent | None] = {}
+        for t in tasks:
+            if t.source == "task_item":
+                self._items[t.state_id] = item_by_id.get(t.source_id)
+                self._events[t.state_id] = by_item.get(t.source_id)
+            else:
+                self._events[t.state_id] = by_id.get(t.source_id)
+        first, last = days.week_range
+        self.cells: dict[Cell, _Row] = {
+            (w, d, sec): _Row(rid, eid, gid)
+            for rid, eid, w, d, sec, gid in session.execute(
+                select(m.Schedule.id, m.Schedule.event_id, m.Schedule.week,
+                       m.Schedule.day_of_week, m.Schedule.section, m.Schedule.embedded_event_id)
+                .where(m.Schedule.user_id == user_id, m.Schedule.week >= first,
+                       m.Schedule.week <= last)
+                .with_for_update())
+        }
 
     def item(self, task: Task) -> m.TaskClassItem | None:
-        if task.state_id not in self._items:
-            row = self.s.get(m.TaskClassItem, task.source_id)
-            self._items[task.state_id] = row if row and row.user_id == self.user_id else None
-        return self._items[task.state_id]
+        return self._items.get(task.state_id)
 
     def event(self, task: Task) -> m.ScheduleEvent | None:
-        if task.state_id not in self._events:
-            if task.source == "event":
-                row = self.s.get(m.ScheduleEvent, task.source_id)
-                row = row if row and row.user_id == self.user_id else None
-            else:
-                row = self.s.scalars(select(m.ScheduleEvent).where(
-                    m.ScheduleEvent.user_id == self.user_id,
-                    m.ScheduleEvent.task_item_id == task.source_id)).first()
-            self._events[task.state_id] = row
-        return self._events[task.state_id]
+        return self._events.get(task.state_id)
 
     def set_event(self, task: Task, row: m.ScheduleEvent | None) -> None:
         self._events[task.state_id] = row
 
-    def cells(self, block: SlotRange) -> Any:
+    def block_cells(self, block: SlotRange) -> list[Cell]:
+        week, dow = self.days.weekday(block.day)
+        return [(week, dow, s) for s in expand(block)]
+
+    def where(self, block: SlotRange) -> Any:
         """The WHERE clause of a block's rows (the user's rows on that day, those sections)."""
         week, dow = self.days.weekday(block.day)
         return (
@@ -168,68 +199,63 @@ def commit_changes(
     except StoreError as exc:
         raise CommitFailure("invalid_changes", f"the state's window: {exc}") from None
     nets = net_changes(state, changes)
-    rows = _Rows(session, user_id, days)
+    involved = {n.task.state_id: n.task for n in nets}
+    for net in nets:  # the hosts a guest leaves or joins
+        for host_id in [h for _, h in net.removed if h is not None] + [net.task.embed_host]:
+            if host_id is not None:
+                involved.setdefault(host_id, _host(state, host_id))
+    rows = _Rows(session, user_id, days, list(involved.values()))
     result = CommitResult(ok=True)
 
+    # 1. Optimistic checks; collect the rows the removed blocks leave.
+    to_delete: set[int] = set()
+    to_clear: set[int] = set()
     for net in nets:
-        _check(state, rows, net)
-    for net in nets:  # guests leave their hosts first, then owners leave their periods
-        ev = rows.event(net.task)
-        assert ev is not None or not net.removed
-        for block, host in net.removed:
-            if host is not None and ev is not None:
-                host_ev = rows.event(_host(state, host))
-                assert host_ev is not None
-                session.execute(update(m.Schedule).where(
-                    rows.cells(block), m.Schedule.event_id == host_ev.id,
-                    m.Schedule.embedded_event_id == ev.id).values(embedded_event_id=None))
-    for net in nets:
-        ev = rows.event(net.task)
-        for block, host in net.removed:
-            if host is None and ev is not None:
-                out = session.execute(delete(m.Schedule).where(
-                    rows.cells(block), m.Schedule.event_id == ev.id))
-                result.rows_deleted += int(out.rowcount)  # type: ignore[attr-defined]
-    session.flush()
+        _check(state, rows, net, to_delete, to_clear)
+    # 2. Removed blocks.
+    if to_clear:
+        session.execute(update(m.Schedule).where(m.Schedule.id.in_(to_clear))
+                        .values(embedded_event_id=None))
+    if to_delete:
+        session.execute(delete(m.Schedule).where(m.Schedule.id.in_(to_delete)))
+        result.rows_deleted += len(to_delete)
+    # 3. Statuses: events created, deleted or split off.
     new_ids: dict[int, int] = {}
-    for net in nets:
-        _update_status(session, rows, net, result, new_ids)
-    session.flush()
-
-    owner_blocks = [(net, b) for net in nets if net.task.embed_host is None for b in net.added]
-    for net, block in owner_blocks:
-        held = session.execute(
-            select(m.ScheduleEvent.name, m.Schedule.section)
-            .join(m.ScheduleEvent, m.ScheduleEvent.id == m.Schedule.event_id)
-            .where(rows.cells(block))
-        ).first()
-        if held is not None:
-            t = net.task
-            raise CommitFailure("conflict", f"task [{t.state_id}] {t.name}: day {block.day} "
-                                f"period {held[1]} is held by {held[0]!r} in the database",
-                                t.state_id)
+    _update_statuses(session, rows, nets, result, new_ids)
+    # 4. Added blocks: owners first (the periods must be free once the removed rows are gone),
+    #    then guests onto their hosts' rows.
     inserts: list[dict[str, Any]] = []
-    for net, block in owner_blocks:
+    for net in nets:
+        if net.task.embed_host is not None or not net.added:
+            continue
         ev = rows.event(net.task)
         assert ev is not None
-        week, dow = days.weekday(block.day)
-        inserts += [{"user_id": user_id, "event_id": ev.id, "week": week, "day_of_week": dow,
-                     "section": s} for s in expand(block)]
+        for block in net.added:
+            for week, dow, section in rows.block_cells(block):
+                held = rows.cells.get((week, dow, section))
+                if held is not None and held.id not in to_delete:
+                    t = net.task
+                    name = session.scalar(select(m.ScheduleEvent.name)
+                                          .where(m.ScheduleEvent.id == held.event_id))
+                    raise CommitFailure("conflict", f"task [{t.state_id}] {t.name}: day "
+                                        f"{block.day} period {section} is held by {name!r} in "
+                                        "the database", t.state_id)
+                inserts.append({"user_id": user_id, "event_id": ev.id, "week": week,
+                                "day_of_week": dow, "section": section})
     if inserts:
         session.execute(insert(m.Schedule), inserts)
         result.rows_inserted = len(inserts)
     for net in nets:
         if net.task.embed_host is None:
             continue
-        ev = rows.event(net.task)
-        host_ev = rows.event(_host(state, net.task.embed_host))
+        ev, host_ev = rows.event(net.task), rows.event(_host(state, net.task.embed_host))
+        assert ev is not None
         for block in net.added:
-            assert ev is not None
             if host_ev is None:
                 raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: its "
                                     "host holds no periods in the database", net.task.state_id)
             out = session.execute(update(m.Schedule).where(
-                rows.cells(block), m.Schedule.event_id == host_ev.id,
+                rows.where(block), m.Schedule.event_id == host_ev.id,
                 m.Schedule.embedded_event_id.is_(None)).values(embedded_event_id=ev.id))
             if int(out.rowcount) != block.length:  # type: ignore[attr-defined]
                 raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: the "
@@ -249,24 +275,25 @@ def _host(state: ScheduleState, host_id: int) -> Task:
     return host
 
 
-def _check(state: ScheduleState, rows: _Rows, net: NetChange) -> None:
+def _check(state: ScheduleState, rows: _Rows, net: NetChange, to_delete: set[int],
+           to_clear: set[int]) -> None:
     """The optimistic check: the task's rows are as the session found them."""
     t = net.task
     who = f"task [{t.state_id}] {t.name}"
     was_pending = net.status_before == "pending"
+    ev = rows.event(t)
     if t.source == "task_item":
         item = rows.item(t)
         if item is None:
             raise CommitFailure("stale", f"{who}: task item {t.source_id} no longer exists",
                                 t.state_id)
-        if was_pending and (item.status != "pending" or rows.event(t) is not None):
+        if was_pending and (item.status != "pending" or ev is not None):
             raise CommitFailure("stale", f"{who}: task item {t.source_id} was scheduled "
                                 "meanwhile", t.state_id)
-        if not was_pending and rows.event(t) is None:
+        if not was_pending and ev is None:
             raise CommitFailure("stale", f"{who}: task item {t.source_id} is no longer "
                                 "scheduled", t.state_id)
     elif t.source == "event":
-        ev = rows.event(t)
         if ev is None:
             raise CommitFailure("stale", f"{who}: event {t.source_id} no longer exists",
                                 t.state_id)
@@ -275,81 +302,94 @@ def _check(state: ScheduleState, rows: _Rows, net: NetChange) -> None:
                                 t.state_id)
     else:
         raise CommitFailure("invalid_changes", f"{who}: unknown source {t.source!r}", t.state_id)
-    ev = rows.event(t)
     for block, host in net.removed:
         assert ev is not None
-        where = rows.cells(block)
-        if host is None:
-            where &= m.Schedule.event_id == ev.id
-        else:
-            host_ev = rows.event(_host(state, host))
-            if host_ev is None:
-                raise CommitFailure("stale", f"{who}: its host [{host}] holds no periods any "
-                                    "more", t.state_id)
-            where &= (m.Schedule.event_id == host_ev.id) & (m.Schedule.embedded_event_id == ev.id)
-        found = rows.s.scalars(select(m.Schedule.id).where(where).with_for_update()).all()
-        if len(found) != block.length:
-            raise CommitFailure("stale", f"{who}: its periods {block.slot_start}-{block.slot_end} "
-                                f"on day {block.day} changed in the database meanwhile",
+        host_ev = rows.event(_host(state, host)) if host is not None else None
+        if host is not None and host_ev is None:
+            raise CommitFailure("stale", f"{who}: its host [{host}] holds no periods any more",
                                 t.state_id)
+        for cell in rows.block_cells(block):
+            row = rows.cells.get(cell)
+            if host_ev is None:
+                ok = row is not None and row.event_id == ev.id
+            else:
+                ok = row is not None and row.event_id == host_ev.id and row.guest_id == ev.id
+            if not ok:
+                raise CommitFailure("stale", f"{who}: its periods {block.slot_start}-"
+                                    f"{block.slot_end} on day {block.day} changed in the "
+                                    "database meanwhile", t.state_id)
+            assert row is not None
+            (to_clear if host_ev is not None else to_delete).add(row.id)
 
 
-def _update_status(
-    session: Session, rows: _Rows, net: NetChange, result: CommitResult,
+def _update_statuses(
+    session: Session, rows: _Rows, nets: Sequence[NetChange], result: CommitResult,
     new_ids: dict[int, int],
 ) -> None:
-    t = net.task
-    ev = rows.event(t)
-    if t.source == "task_item":
-        item = rows.item(t)
-        assert item is not None
-        if t.status == "pending":
-            item.status, item.duration = "pending", t.duration
-            if ev is not None:
-                session.execute(update(m.Schedule).where(m.Schedule.embedded_event_id == ev.id)
-                                .values(embedded_event_id=None))
-                gone = session.execute(delete(m.Schedule).where(m.Schedule.event_id == ev.id))
-                result.rows_deleted += int(gone.rowcount)  # type: ignore[attr-defined]
-                session.delete(ev)
-                result.events_deleted += 1
-                rows.set_event(t, None)
-            return
-        if ev is None:
-            ev = m.ScheduleEvent(
-                user_id=rows.user_id, name=item.content, type="task",
-                can_be_embedded=t.can_embed, task_class_id=item.category_id,
-                task_item_id=item.id, status=t.status, duration=t.duration,
-                locked=True if t.locked else None,
+    """Item and event rows follow their tasks' final statuses (see the module docstring)."""
+    dropped: list[m.ScheduleEvent] = []  # placements of items that went back to pending
+    created: list[tuple[Task, m.ScheduleEvent]] = []
+    taken_off: list[tuple[Task, m.ScheduleEvent]] = []  # events that went back to pending
+    for net in nets:
+        t, ev = net.task, rows.event(net.task)
+        if t.source == "task_item":
+            item = rows.item(t)
+            assert item is not None
+            if t.status == "pending":
+                item.status, item.duration = "pending", t.duration
+                if ev is not None:
+                    dropped.append(ev)
+                    rows.set_event(t, None)
+                continue
+            item.status = "scheduled"
+            if t.duration is not None:
+                item.duration = t.duration
+            if ev is None:
+                ev = m.ScheduleEvent(
+                    user_id=rows.user_id, name=item.content, type="task",
+                    can_be_embedded=t.can_embed, task_class_id=item.category_id,
+                    task_item_id=item.id, status=t.status, duration=t.duration,
+                    locked=True if t.locked else None,
+                )
+                created.append((t, ev))
+            ev.status = t.status
+            continue
+        assert ev is not None
+        if t.status != "pending":
+            ev.status = t.status
+            if t.duration is not None:
+                ev.duration = t.duration
+        elif net.status_before != "pending":
+            taken_off.append((t, ev))
+    if dropped:
+        ids = [ev.id for ev in dropped]
+        session.execute(update(m.Schedule).where(m.Schedule.embedded_event_id.in_(ids))
+                        .values(embedded_event_id=None))
+        gone = session.execute(delete(m.Schedule).where(m.Schedule.event_id.in_(ids)))
+        result.rows_deleted += int(gone.rowcount)  # type: ignore[attr-defined]
+        for ev in dropped:
+            session.delete(ev)
+        result.events_deleted += len(dropped)
+    left: dict[int, int] = {}
+    if taken_off:
+        left = dict(session.execute(
+            select(m.Schedule.event_id, func.count()).where(
+                m.Schedule.event_id.in_([ev.id for _, ev in taken_off]))
+            .group_by(m.Schedule.event_id)).all())
+    for t, ev in taken_off:
+        if left.get(ev.id):  # other weeks still hold it: the occurrence becomes its own event
+            split = m.ScheduleEvent(
+                user_id=ev.user_id, name=ev.name, type=ev.type,
+                can_be_embedded=ev.can_be_embedded, task_class_id=ev.task_class_id,
+                status="pending", duration=t.duration, locked=ev.locked, category=ev.category,
             )
-            session.add(ev)
-            session.flush()
-            rows.set_event(t, ev)
-            result.events_created += 1
-        item.status = "scheduled"
-        if t.duration is not None:
-            item.duration = t.duration
-        ev.status = t.status
-        return
-    assert ev is not None
-    if t.status != "pending":
-        ev.status = t.status
-        if t.duration is not None:
-            ev.duration = t.duration
-        return
-    if net.status_before == "pending":
-        return
-    left = session.scalar(select(func.count()).select_from(m.Schedule)
-                          .where(m.Schedule.event_id == ev.id))
-    if left:  # other weeks still hold it: the taken-off occurrence becomes its own event
-        split = m.ScheduleEvent(
-            user_id=ev.user_id, name=ev.name, type=ev.type, can_be_embedded=ev.can_be_embedded,
-            task_class_id=ev.task_class_id, status="pending", duration=t.duration,
-            locked=ev.locked, category=ev.category,
-        )
-        session.add(split)
-        session.flush()
-        rows.set_event(t, split)
-        new_ids[t.state_id] = split.id
-        result.events_created += 1
-        return
-    ev.status, ev.duration = "pending", t.duration
+            created.append((t, split))
+        else:
+            ev.status, ev.duration = "pending", t.duration
+    session.add_all(ev for _, ev in created)
+    session.flush()
+    for t, ev in created:
+        rows.set_event(t, ev)
+        if t.source == "event":
+            new_ids[t.state_id] = ev.id
+    result.events_created += len(created)
