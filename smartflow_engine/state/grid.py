@@ -66,13 +66,6 @@ class Grid:
         """Occupied periods per day, ``(days,)`` int."""
         return np.count_nonzero(self.owner, axis=1)
 
-    def embeddable(self) -> np.ndarray:
-        """Boolean ``(days, slots)``: held by an unlocked can_embed host with no guest there."""
-        if not self.embed_hosts:
-            return np.zeros(self.owner.shape, dtype=bool)
-        hosts = np.fromiter(self.embed_hosts, dtype=np.int32)
-        return np.isin(self.owner, hosts) & (self.guest == 0)
-
     def free_runs(self, min_len: int = 1, day: int | None = None) -> list[tuple[int, int, int]]:
         """Maximal runs of free periods, ``(day, slot_start, slot_end)`` 1-based, by day then slot."""
         mask = self.owner == 0

@@ -259,17 +259,19 @@ def relocate(
                 old.day - 1, old.slot_start - 1 : old.slot_end] = 0
     new_blocks: dict[int, SlotRange] = {}
     hosts: dict[int, int | None] = {}
-    for task, old, new in plans:
+    for task, _, new in plans:
         d, s0, s1 = new.day - 1, new.slot_start - 1, new.slot_end
         cells = owner[d, s0:s1]
         if not cells.any():
             owner[d, s0:s1] = task.state_id
             hosts[task.state_id] = None
         else:
-            host_id = _embed_host_for(state, grid, task, new, cells, new_blocks, old)
-            if host_id is None:
+            found = _embed_host_for(state, grid, task, new, cells, new_blocks)
+            if found is None:
                 return OpResult(False, [], _conflict(task, new, owner, moving_ids, new_blocks))
-            taken = guest[d, s0:s1]
+            host_id, host_block = found
+            # One guest per host block: the whole block must be free of guests, not just the range.
+            taken = guest[d, host_block.slot_start - 1 : host_block.slot_end]
             if taken.any():
                 gid = int(taken[taken != 0][0])
                 return OpResult.refuse("embed_taken", task_id=task.state_id, other_id=gid,
@@ -303,6 +305,28 @@ def relocate(
         changes.append(Change(op, task.state_id, before_status, task.status, old, new,
                               before_host, task.embed_host))
     return OpResult(True, changes)
+
+
+def host_blocks(
+    state: ScheduleState, day: int | None = None
+) -> list[tuple[Task, SlotRange, Task | None]]:
+    """Blocks of unlocked can_embed hosts, by day and period: ``(host, block, guest or None)``."""
+    guests: dict[tuple[int, int], list[Task]] = {}
+    for g in state.tasks:
+        if g.embed_host is not None and g.slots:
+            guests.setdefault((g.embed_host, g.slots[0].day), []).append(g)
+    out = []
+    for host in state.tasks:
+        if not host.can_embed or host.locked:
+            continue
+        for b in host.slots:
+            if day is not None and b.day != day:
+                continue
+            inside = [g for g in guests.get((host.state_id, b.day), [])
+                      if b.slot_start <= g.slots[0].slot_start <= b.slot_end]
+            out.append((host, b, inside[0] if inside else None))
+    out.sort(key=lambda h: (h[1].day, h[1].slot_start))
+    return out
 
 
 # ---------------------------------------------------------------------------------- checks
@@ -354,9 +378,8 @@ def _embed_host_for(
     new: SlotRange,
     cells: np.ndarray,
     new_blocks: dict[int, SlotRange],
-    old: SlotRange | None,
-) -> int | None:
-    """The host whose single block wholly contains ``new``, if ``task`` may embed there."""
+) -> tuple[int, SlotRange] | None:
+    """The host (and its block) wholly containing ``new``, if ``task`` may embed there."""
     ids = np.unique(cells)
     if len(ids) != 1 or ids[0] == 0:
         return None
@@ -371,7 +394,7 @@ def _embed_host_for(
         blocks = [new_blocks[host_id]]
     for b in blocks:
         if b.day == new.day and b.slot_start <= new.slot_start and new.slot_end <= b.slot_end:
-            return host_id
+            return host_id, b
     return None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from .model import ScheduleState
+from .ops import host_blocks
 from .synthetic import VARIANTS, synthetic_window
 
 
@@ -57,12 +58,9 @@ def _targets(state: ScheduleState, length: int) -> st.SearchStrategy[tuple[int, 
         (d, s0 + k) for d, s0, e in state.grid.free_runs(min_len=length)
         for k in range(e - s0 + 2 - length)
     ]
-    embeddable = state.grid.embeddable()
-    for host in state.tasks:
-        if host.can_embed and not host.locked:
-            for b in host.slots:
-                if b.length >= length and embeddable[b.day - 1, b.slot_start - 1]:
-                    starts.append((b.day, b.slot_start))
+    for _, b, guest in host_blocks(state):
+        if guest is None and b.length >= length:
+            starts.append((b.day, b.slot_start))
     anywhere = st.tuples(_day(state), _slot(state))
     return st.one_of(st.sampled_from(starts), anywhere) if starts else anywhere
 

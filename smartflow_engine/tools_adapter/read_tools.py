@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from ..state import ScheduleState, Task
+from ..state import ScheduleState, Task, host_blocks
 from .args import Args, Day, Duration, NoArgs, Slot, TaskId
 from .render import (
     SOURCE_WORDS,
@@ -30,30 +30,6 @@ def day_out_of_window(state: ScheduleState, day: int) -> str | None:
     if 1 <= day <= state.num_days:
         return None
     return f"第{day}天超出规划窗口（第1-{state.num_days}天）。"
-
-
-def _host_blocks(state: ScheduleState, day: int | None = None) -> list[tuple[Task, int, int, int,
-                                                                             Task | None]]:
-    """Unlocked can_embed host blocks: ``(host, day, start, end, guest or None)``."""
-    guests = {
-        (g.slots[0].day, g.embed_host): g
-        for g in state.tasks if g.embed_host is not None and g.slots
-    }
-    out = []
-    for task in state.tasks:
-        if not task.can_embed or task.locked:
-            continue
-        for b in task.slots:
-            if day is not None and b.day != day:
-                continue
-            guest = guests.get((b.day, task.state_id))
-            if guest is not None and not (
-                b.slot_start <= guest.slots[0].slot_start <= b.slot_end
-            ):
-                guest = None
-            out.append((task, b.day, b.slot_start, b.slot_end, guest))
-    out.sort(key=lambda h: (h[1], h[2]))
-    return out
 
 
 # ---------------------------------------------------------------------------------- get_overview
@@ -87,7 +63,8 @@ def get_overview(ctx: ToolContext, _args: NoArgs) -> str:
         items = sorted(per_day.get(day, []))
         lines.append(head + (" — " + " ".join(t for _, _, t in items) if items else ""))
     hosts = []
-    for host, day, s, e, guest in _host_blocks(state):
+    for host, b, guest in host_blocks(state):
+        day, s, e = b.day, b.slot_start, b.slot_end
         taken = f",已嵌入{guest.label}" if guest is not None else ""
         hosts.append(f"第{day}天 {host.label}({periods(s, e)}节{taken})")
     lines += ["", "可嵌入时段：" + ("、".join(hosts) if hosts else "无")]
@@ -168,7 +145,8 @@ def _query_day(state: ScheduleState, day: int, owner: np.ndarray, guest: np.ndar
     free = "、".join(f"第{periods(s, e)}节({e - s + 1}时段)" for _, s, e in runs)
     lines += ["", "连续空闲区：" + (free or "无")]
     hosts = []
-    for host, _, s, e, g_task in _host_blocks(state, day):
+    for host, b, g_task in host_blocks(state, day):
+        s, e = b.slot_start, b.slot_end
         state_word = f"已嵌入 {g_task.label}" if g_task is not None else "当前无嵌入任务"
         hosts.append(f"第{periods(s, e)}节 {host.label}（{state_word}）")
     lines.append("可嵌入：" + ("、".join(hosts) if hosts else "无"))
@@ -196,9 +174,9 @@ def find_free(ctx: ToolContext, args: FindFreeArgs) -> str:
     else:
         lines = [f"{where}没有满足{args.duration}个连续空闲时段的位置。"]
     hosts = [
-        f"第{day}天 第{periods(s, e)}节（{host.label}，当前无嵌入任务）"
-        for host, day, s, e, guest in _host_blocks(state, args.day)
-        if guest is None and e - s + 1 >= args.duration
+        f"第{b.day}天 第{periods(b.slot_start, b.slot_end)}节（{host.label}，当前无嵌入任务）"
+        for host, b, guest in host_blocks(state, args.day)
+        if guest is None and b.length >= args.duration
     ]
     lines += ["", "可嵌入位置（水课时段，可叠加任务）：" + ("" if hosts else "无")]
     lines += hosts

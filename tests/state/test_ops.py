@@ -193,3 +193,28 @@ def test_swap_guest_with_normal_task(spec_tools_window):
     assert s.task(6).embed_host == 10 and s.task(7).embed_host is None
     assert s.task(7).slots[0].day == 4
     self_check(s)
+
+
+def test_one_guest_per_host_block_even_without_overlap():
+    """Tests that a second guest is refused anywhere in a host block that already has one.
+
+    Found by the state machine: a batch moved a host and embedded two one-period guests side by
+    side in its new block.
+    """
+    s = ScheduleState.from_json({
+        "window": {"total_days": 2},
+        "tasks": [
+            {"state_id": 1, "name": "水课", "category": "课程", "status": "existing",
+             "can_embed": True, "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
+            {"state_id": 2, "name": "a", "status": "existing",
+             "slots": [{"day": 2, "slot_start": 1, "slot_end": 1}]},
+            {"state_id": 3, "name": "b", "status": "existing",
+             "slots": [{"day": 2, "slot_start": 3, "slot_end": 3}]},
+            {"state_id": 4, "name": "c", "status": "pending", "duration": 1},
+        ],
+    })
+    res = batch_move(s, [Request(1, 2, 11), Request(2, 2, 11), Request(3, 2, 12)])
+    assert res.refusal.kind == "embed_taken" and res.refusal.other_id == 2
+    assert move(s, 2, 1, 1).ok
+    assert place(s, 4, 1, 2).refusal.kind == "embed_taken"
+    self_check(s)
