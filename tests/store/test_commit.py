@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OTHER_USER, USER, cell_view, file_digest, load_window, reload, table_rows
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, select, update
+from store_helpers import OTHER_USER, USER, cell_view, file_digest, load_window, reload, table_rows
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.state import Change, SlotRange

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import OTHER_USER, USER, load_window
 from sqlalchemy.exc import IntegrityError
+from store_helpers import OTHER_USER, USER, load_window
 
 from smartflow_engine.store import Store, StoreError
 from smartflow_engine.store import models as m

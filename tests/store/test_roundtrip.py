@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OTHER_USER, USER, cell_view, load_window, reload, table_rows
 from sqlalchemy import select
+from store_helpers import OTHER_USER, USER, cell_view, load_window, reload, table_rows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window

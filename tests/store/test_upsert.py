@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import OTHER_USER, USER, table_rows
 from sqlalchemy import select
+from store_helpers import OTHER_USER, USER, table_rows
 
 from smartflow_engine import Toolbox
 from smartflow_engine.store import ISSUE_CODES, Store
