@@ -293,3 +293,16 @@ def test_random_sessions_commit_and_reload(data: st.DataObject):
                 assert cell_view(reload(store, tb.state)) == cell_view(tb.state)
         finally:
             store.dispose()
+
+
+def test_a_state_without_day_mapping_cannot_be_committed(sample_store: Store):
+    """Tests that a session whose window lost its day mapping is refused (days cannot be turned
+    back into weeks) before anything is written."""
+    tb = _session(sample_store, MOVE)
+    assert tb.state is not None
+    tb.state.window.day_mapping = []
+    rows = table_rows(sample_store)
+    result = sample_store.commit(USER, tb.state, tb.changes)
+    assert (result.ok, result.error_code) == (False, "invalid_changes")
+    assert "day_mapping" in result.error
+    assert table_rows(sample_store) == rows

@@ -197,3 +197,10 @@ def test_store_on_a_file_persists_across_instances(db_path: Path):
     assert reload(second, state).to_dict() == state.to_dict()
     assert second.row_counts(USER)["schedules"] == 61
     second.dispose()
+
+
+def test_store_satisfies_the_protocol_the_tools_use(store: Store):
+    """Tests that the SQLAlchemy Store is a ScheduleStore (what ToolContext.store expects)."""
+    from smartflow_engine.store import ScheduleStore
+
+    assert isinstance(store, ScheduleStore)
