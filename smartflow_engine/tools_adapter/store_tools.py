@@ -139,6 +139,12 @@ def _reply(
     }, ensure_ascii=False)
 
 
+def error_reply(error_code: str, error: str) -> str:
+    """This tool's reply shape for a failure decided outside the handler (argument errors,
+    ``no_state``-style refusals), so that every reply of the tool has the same keys."""
+    return _reply(success=False, error=error, error_code=error_code)
+
+
 def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
     if ctx.store is None:
         return _reply(success=False, error="未配置数据库，无法保存任务类。", error_code="no_store")

@@ -298,3 +298,14 @@ def test_works_beside_a_loaded_window(store: Store):
     out = json.loads(tb.call("upsert_task_class", VALID))
     assert out["success"] and tb.changes == [] and state.to_dict() == before
     assert len(store.load_window(USER, WEEK5_6).tasks) == 3
+
+
+def test_error_reply_has_the_tools_shape():
+    """Tests that the tool's error reply (for refusals decided before the handler runs) has the
+    same keys as its other replies."""
+    from smartflow_engine.tools_adapter.store_tools import error_reply
+
+    out = json.loads(error_reply("invalid_args", "参数错误"))
+    assert set(out) == REPLY_KEYS
+    assert (out["success"], out["error_code"], out["validation"]) == (
+        False, "invalid_args", {"ok": False, "issues": []})
