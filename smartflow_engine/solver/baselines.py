@@ -15,7 +15,7 @@ changes the state.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,4 +194,127 @@ def best_fit_decreasing(
                     rest.append(piece)
         segments = rest + heap
     out.sort(key=lambda p: (p.day, p.slot_start, p.task_id))
+    return out
+
+
+def balanced_greedy(problem: Problem, weights: Mapping[str, float] | None = None) -> list[Placement]:
+    """Load/category-aware greedy: longest tasks first, each where a local score is lowest.
+
+    For each task the days are ranked by load, same-subject presence (or absence, for a class
+    that prefers clustering) and lateness; on the best few days every free segment's two
+    edge-aligned starts (and any free host block) are scored by the isolated free periods and
+    subject switches they would create and by time-of-day preference. Uses the weights of the
+    proposal objective so that the greedy and the model aim at the same thing.
+    """
+    from .objective import clustered_subjects, lateness, off_preference, preferred_slots
+    from .objective import resolve_weights as _resolve
+
+    w = _resolve(weights)
+    spd, num_days = problem.slots_per_day, problem.num_days
+    free = problem.owner == 0
+    subj = problem.subjects.copy()
+    load = np.count_nonzero(problem.owner, axis=1).astype(float)
+    cluster = clustered_subjects(problem)
+    subjects = sorted({g.subject for g in problem.groups})
+    count = {k: np.zeros(num_days) for k in subjects}
+    for (k, d), n in problem.fixed_counts.items():
+        if k in count:
+            count[k][d - 1] += n
+    hosts_free = {hi: True for hi in range(len(problem.hosts))}
+    hosts_by_day: dict[int, list[int]] = {}
+    for hi, b in enumerate(problem.hosts):
+        hosts_by_day.setdefault(b.day, []).append(hi)
+    day_index = np.arange(1, num_days + 1)
+    out: list[Placement] = []
+    order = sorted(range(len(problem.groups)), key=lambda gi: longest_first(problem.groups[gi]))
+    for gi in order:
+        g = problem.groups[gi]
+        d, k = g.duration, g.subject
+        banned = _banned_mask(g, spd)
+        pref = preferred_slots(problem, g.rule)
+        allowed = (day_index >= g.rule.start_day) & (day_index <= g.rule.end_day)
+        late = np.array([lateness(g.rule, int(x)) for x in day_index], dtype=float)
+        for tid in g.task_ids:
+            present = count[k] > 0
+            same = (~present if k in cluster else present).astype(float)
+            score = (w["load_imbalance"] * load + w["same_category"] * spd * same
+                     + w["late"] * late)
+            score = np.where(allowed, score, np.inf)
+            best: tuple[float, int, int, int | None] | None = None  # score, day, start, host
+            tried = 0
+            for di in np.argsort(score, kind="stable").tolist():
+                if not np.isfinite(score[di]) or tried >= 3:
+                    break
+                day = di + 1
+                cand = _day_candidates(free[di], subj[di], banned, d, k, pref, w)
+                if g.can_guest:
+                    for hi in hosts_by_day.get(day, []):
+                        b = problem.hosts[hi]
+                        if hosts_free[hi] and b.length >= d:
+                            hs = _first_start(banned, d, b.slot_start, b.slot_end)
+                            if hs is not None:
+                                hc = w["time_of_day"] * off_preference(pref, hs, hs + d - 1)
+                                # A guest adds no load: credit the day's load term back.
+                                hc -= w["load_imbalance"] * d
+                                cand.append((hc, hs, hi))
+                if not cand:
+                    continue
+                tried += 1
+                pick = min(cand)
+                total = float(score[di]) + pick[0]
+                if best is None or total < best[0]:
+                    best = (total, day, pick[1], pick[2])
+            if best is None:
+                continue
+            _, day, s, host_idx = best
+            if host_idx is not None:
+                hosts_free[host_idx] = False
+                out.append(Placement(tid, day, s, s + d - 1, problem.hosts[host_idx].host))
+            else:
+                free[day - 1, s - 1 : s - 1 + d] = False
+                subj[day - 1, s - 1 : s - 1 + d] = k
+                load[day - 1] += d
+                out.append(Placement(tid, day, s, s + d - 1))
+            count[k][day - 1] += 1
+    out.sort(key=lambda p: (p.day, p.slot_start, p.task_id))
+    return out
+
+
+def _day_candidates(
+    row_free: np.ndarray,
+    row_subj: np.ndarray,
+    banned: np.ndarray,
+    d: int,
+    subject: str,
+    pref: frozenset[int] | None,
+    w: Mapping[str, float],
+) -> list[tuple[float, int, int | None]]:
+    """Scored edge-aligned starts in the day's free segments: (score, start, None)."""
+    from .objective import off_preference
+
+    spd = len(row_free)
+    out: list[tuple[float, int, int | None]] = []
+    padded = np.concatenate(([False], row_free, [False]))
+    edges = np.flatnonzero(np.diff(padded.astype(np.int8)))
+    for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+        seg_start, seg_end = a + 1, b  # 1-based inclusive
+        if seg_end - seg_start + 1 < d:
+            continue
+        starts = {seg_start, seg_end - d + 1}
+        first = _first_start(banned, d, seg_start, seg_end)
+        if first is not None:
+            starts.add(first)
+        for s in sorted(starts):
+            e = s + d - 1
+            if s < seg_start or e > seg_end or banned[s : e + 1].any():
+                continue
+            left, right = s - seg_start, seg_end - e  # free periods left on each side
+            iso = (left == 1) + (right == 1)
+            switch = 0
+            for nb in (s - 1, e + 1):
+                if 1 <= nb <= spd and not row_free[nb - 1] and row_subj[nb - 1] != subject:
+                    switch += 1
+            c = (w["isolated_free"] * iso + w["context_switch"] * switch
+                 + w["time_of_day"] * off_preference(pref, s, e))
+            out.append((c, s, None))
     return out

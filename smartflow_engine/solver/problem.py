@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..state import ScheduleState, Task, runs
+from ..state import ScheduleState, Task, TaskClass, runs
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class Rule:
     end_day: int
     banned: tuple[int, ...] = ()
     extends: bool = True
+    due_day: int | None = None  # with late placement allowed: the class's real end day
 
     def allows_day(self, day: int, num_days: int) -> bool:
         if day > num_days:  # an appended extra day
@@ -105,6 +106,9 @@ class Problem:
     owner: np.ndarray
     subjects: np.ndarray
     current: dict[int, Placement]  # scope tasks that are placed now: where they are
+    fixed_counts: dict[tuple[str, int], int] = field(default_factory=dict)  # (subject, day)
+    task_subjects: dict[int, str] = field(default_factory=dict)  # scope task -> subject
+    classes: dict[int, TaskClass] = field(default_factory=dict)
 
     @property
     def required_slots(self) -> int:
@@ -170,9 +174,18 @@ def movable(state: ScheduleState, task: Task) -> bool:
 
 
 def rule_for(
-    state: ScheduleState, task: Task, *, lift_banned: bool = False, lift_windows: bool = False
+    state: ScheduleState,
+    task: Task,
+    *,
+    lift_banned: bool = False,
+    lift_windows: bool = False,
+    allow_late: bool = False,
 ) -> Rule:
-    """The class constraints of ``task`` (its category's TaskClass, if any)."""
+    """The class constraints of ``task`` (its category's TaskClass, if any).
+
+    ``allow_late`` keeps the start day and banned periods but lets the task run to the window's
+    end, remembering the class's end day as ``due_day``.
+    """
     num_days = state.num_days
     tc = state.task_class(task.category_id)
     if tc is None:
@@ -181,6 +194,8 @@ def rule_for(
     end = num_days if lift_windows or tc.end_day is None else tc.end_day
     banned = () if lift_banned else tuple(sorted(set(tc.excluded_slots)))
     extends = lift_windows or tc.end_day is None or tc.end_day >= num_days
+    if allow_late and end < num_days:
+        return Rule(tc.id, start, num_days, banned, True, due_day=end)
     return Rule(tc.id, start, end, banned, extends)
 
 
@@ -191,6 +206,7 @@ def build_problem(
     by_subject: bool = False,
     lift_banned: bool = False,
     lift_windows: bool = False,
+    allow_late: bool = False,
     task_ids: Iterable[int] | None = None,
 ) -> Problem:
     """Extract the scope, its groups and the bins from ``state`` (the state is not changed).
@@ -203,6 +219,8 @@ def build_problem(
         Split groups by subject too (the placement model needs it; feasibility does not).
     lift_banned, lift_windows
         Drop the task classes' banned periods / day windows (negotiation figures).
+    allow_late
+        Let class tasks run past their class's end day (a soft ``late`` term in proposals).
     task_ids
         Explicit scope instead of the default one (each must be pending or movable).
     """
@@ -227,7 +245,8 @@ def build_problem(
 
     groups: dict[tuple[object, ...], Group] = {}
     for t in sorted(scope, key=lambda t: t.state_id):
-        rule = rule_for(state, t, lift_banned=lift_banned, lift_windows=lift_windows)
+        rule = rule_for(state, t, lift_banned=lift_banned, lift_windows=lift_windows,
+                        allow_late=allow_late)
         duration = t.need()
         can_guest = not t.can_embed
         subject = subject_of(t) if by_subject else ""
@@ -253,5 +272,14 @@ def build_problem(
     subjects = np.full(owner.shape, "", dtype=object)
     occupied = np.nonzero(owner)
     subjects[occupied] = [subj_of_id[int(i)] for i in owner[occupied].tolist()]
+    fixed_counts: dict[tuple[str, int], int] = {}
+    for t in state.tasks:
+        if t.state_id in scope_ids:
+            continue
+        for b in t.slots:
+            where = (subj_of_id[t.state_id], b.day)
+            fixed_counts[where] = fixed_counts.get(where, 0) + 1
+    classes = {tc.id: tc for tc in state.task_classes}
     return Problem(state.num_days, state.slots_per_day, list(groups.values()), free_bins, hosts,
-                   owner, subjects, current)
+                   owner, subjects, current, fixed_counts,
+                   {t.state_id: subj_of_id[t.state_id] for t in scope}, classes)
