@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from hypothesis import settings
@@ -97,5 +98,9 @@ class ToolMachine(RuleBasedStateMachine):
                 assert t.duration and t.embed_host is None
 
 
-ToolMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+# SMARTFLOW_SM_EXAMPLES=2000 for a long local run; CI keeps it short.
+ToolMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("SMARTFLOW_SM_EXAMPLES", "40")), stateful_step_count=30,
+    deadline=None,
+)
 TestToolMachine = ToolMachine.TestCase
