@@ -52,10 +52,20 @@ class ToolSpec:
     needs_state: bool = True
     needs_confirm: bool = False
     modes: frozenset[Mode] = ALL_MODES  # modes in which the tool is offered to the model
+    # A JSON tool whose replies are not the analysis envelope renders its own failures.
+    error_reply: Callable[[str, str], str] | None = None
 
     @property
     def is_write(self) -> bool:
         return self.kind == "write"
+
+    def error(self, error_code: str, error: str) -> str:
+        """A failure decided outside the handler, in this tool's reply shape."""
+        if self.output == "text":
+            return error
+        if self.error_reply is not None:
+            return self.error_reply(error_code, error)
+        return json_error(self.name, error_code, error)
 
 
 def json_error(tool: str, error_code: str, error: str) -> str:

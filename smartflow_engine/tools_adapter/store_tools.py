@@ -188,6 +188,6 @@ STORE_TOOLS: tuple[ToolSpec, ...] = (
         "创建或更新任务类并写库（id=0 新建，id>0 更新）：先写任务类主体（名称、时间窗、策略、总预算、"
         "容错偏好、禁排节次等），再写任务项；写后校验字段合法性与完整性，不通过则整体回滚并返回可修复的 "
         "validation.issues。关键字段须先经用户确认。不依赖已加载的日程。",
-        output="json", needs_state=False, needs_confirm=True,
+        output="json", needs_state=False, needs_confirm=True, error_reply=error_reply,
     ),
 )

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from ..state import ScheduleState, SelfCheckError, self_check
 from . import registry
 from .args import describe_validation_error
-from .spec import Mode, ToolContext, ToolSpec, json_error
+from .spec import Mode, ToolContext, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,7 @@ class Toolbox:
         if not isinstance(args, dict):
             return spec, None, self._arg_error(spec, "参数应为 JSON 对象。")
         if spec.needs_state and self.ctx.state is None:
-            msg = f"当前没有加载日程，无法调用 {name}。"
-            return spec, None, json_error(name, "no_state", msg) if spec.output == "json" else msg
+            return spec, None, spec.error("no_state", f"当前没有加载日程，无法调用 {name}。")
         try:
             parsed = spec.args_model.model_validate(args)
         except ValidationError as exc:
@@ -108,13 +107,10 @@ class Toolbox:
             raise
         except Exception as exc:  # a bug must not reach the model as a traceback
             log.exception("tool %s failed", spec.name)
-            msg = f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。"
-            return json_error(spec.name, "internal_error", msg) if spec.output == "json" else msg
+            return spec.error("internal_error", f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。")
         if spec.is_write and self.self_check and self.ctx.state is not None:
             self_check(self.ctx.state)
         return reply
 
     def _arg_error(self, spec: ToolSpec, msg: str) -> str:
-        if spec.output == "json":
-            return json_error(spec.name, "invalid_args", msg)
-        return f"参数错误：{msg}"
+        return spec.error("invalid_args", msg if spec.output == "json" else f"参数错误：{msg}")

@@ -87,3 +87,12 @@ def test_internal_error_is_a_reply(monkeypatch, tools: Toolbox):
 
     monkeypatch.setattr(read_tools, "_query_day", boom)
     assert tools.call("query_range", {"day": 1}) == "内部错误：query_range 执行失败（RuntimeError）。"
+
+
+def test_json_tool_errors_keep_the_tool_shape():
+    """Tests that an argument error of upsert_task_class comes in that tool's own reply shape."""
+    import json
+
+    reply = json.loads(Toolbox().call("upsert_task_class", {"id": "x"}))
+    assert reply["success"] is False and reply["error_code"] == "invalid_args"
+    assert "task_class_id" in reply and "metric_schema" not in reply
