@@ -1,6 +1,7 @@
 # Two entry points, each doing all set-up on a fresh machine:
 #   make demo   - install into .venv and run `smartflow demo` on the bundled sample window
-#   make test   - install into .venv, then ruff, mypy and the whole pytest suite
+#   make test   - install into .venv, then ruff, mypy and the whole pytest suite (store tests
+#                 also on a throwaway PostgreSQL, installed from Debian's packages when root)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -21,7 +22,7 @@ lint: $(STAMP)
 	$(PY) -m mypy
 
 test: lint
-	SMARTFLOW_SELF_CHECK=1 $(PY) -m pytest
+	SMARTFLOW_PG_URL="$$(scripts/postgres-for-tests.sh)" SMARTFLOW_SELF_CHECK=1 $(PY) -m pytest
 
 bench: $(STAMP)
 	$(VENV)/bin/smartflow bench

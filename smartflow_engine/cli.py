@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.rule import Rule
+from rich.text import Text
 
 from .state import ScheduleState, StateError
 from .tools_adapter import Toolbox
@@ -46,7 +47,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _show(title: str, reply: str) -> None:
-    console.print(Panel(reply, title=title, title_align="left", expand=False))
+    # Text, not markup: replies contain "[1]高等数学" and the analyzers' "[warning]".
+    console.print(Panel(Text(reply), title=Text(title), title_align="left", expand=False))
 
 
 @app.command()
@@ -154,42 +156,62 @@ def bench(
 
 @app.command()
 def demo(
-    state: Annotated[Path | None, typer.Option(help="Window to use (default: the bundled "
-                                               "two-week sample).")] = None,
-    workdir: Annotated[Path, typer.Option(help="Where the demo writes its files.")] = Path(
+    workdir: Annotated[Path, typer.Option(help="Where the demo writes its SQLite file and state.")] = Path(
         "smartflow-demo"),
 ) -> None:
-    """Walk through the engine on the bundled sample window, as an agent would."""
-    path = state or sample_window_path()
-    tb = Toolbox(_load(path))
-    assert tb.state is not None
-    console.print(Rule(f"smartflow demo — {path.name}"))
-    steps: list[tuple[str, dict[str, Any], str]] = [
-        ("get_overview", {}, "总览"),
-        ("list_tasks", {"status": "pending"}, "待安排任务"),
-        ("find_free", {"duration": 3, "day": 6}, "找 3 个连续空闲时段"),
-        ("place", {"task_id": 11, "day": 6, "slot_start": 1}, "放置（成功）"),
-        ("place", {"task_id": 12, "day": 1, "slot_start": 1}, "放置（冲突，状态不变）"),
-        ("place", {"task_id": 15, "day": 3, "slot_start": 3}, "放置到水课（嵌入）"),
-        ("move", {"task_id": 1, "new_day": 6, "new_slot_start": 5}, "移动固定课程（拒绝）"),
-        ("batch_move", {"moves": [{"task_id": 11, "new_day": 7, "new_slot_start": 1},
-                                  {"task_id": 9, "new_day": 6, "new_slot_start": 1}]},
-         "批量移动（同时生效）"),
-        ("check_feasibility", {}, "可行性（CP-SAT，精确）"),
-        ("analyze_health", {}, "整体体检"),
-        ("apply_proposal", {}, "粗排：应用 CP-SAT 方案"),
-        ("analyze_health", {}, "粗排后体检"),
-        ("list_tasks", {"status": "suggested"}, "已预排任务"),
-    ]
-    for name, args, title in steps:
+    """Walk through the engine on the bundled sample window, as an agent would.
+
+    The window is seeded into an embedded SQLite file, loaded back from its tables, worked on
+    through the tools, and the session's change log is committed in one transaction.
+    """
+    from .store import Store
+
+    sample = _load(sample_window_path())
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / "smartflow.db"
+    db.unlink(missing_ok=True)
+    store = Store.from_url(f"sqlite:///{db}")
+    store.seed_from_state(DEMO_USER, sample)
+    state = store.load_window(DEMO_USER, sample.window.day_mapping)
+    console.print(Rule(f"smartflow demo — sample window loaded from {db}"))
+    console.print(f"rows: {store.row_counts(DEMO_USER)}")
+    tb = Toolbox(state, store=store, user_id=DEMO_USER)
+    for name, args, title in DEMO_STEPS:
         reply = tb.call(name, args)
         if name.startswith("analyze_"):
             reply = _health_digest(reply)
         _show(f"{title} · {name} {json.dumps(args, ensure_ascii=False) if args else ''}", reply)
-    workdir.mkdir(parents=True, exist_ok=True)
+    result = store.commit(DEMO_USER, state, tb.changes)
+    if not result.ok:
+        err_console.print(f"[red]commit refused: {result.error_code}: {result.error}[/red]")
+        raise typer.Exit(1)
+    again = store.load_window(DEMO_USER, sample.window.day_mapping)
+    same = again.to_dict() == state.to_dict()
+    console.print(f"committed {len(tb.changes)} changes in one transaction; rows now "
+                  f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}")
     out = workdir / "state_after_demo.json"
-    out.write_text(tb.state.to_json(), encoding="utf-8")
-    console.print(f"{len(tb.changes)} changes in the session log; state written to {out}")
+    out.write_text(state.to_json(), encoding="utf-8")
+    console.print(f"state written to {out}")
+
+
+DEMO_USER = 1
+DEMO_STEPS: list[tuple[str, dict[str, Any], str]] = [
+    ("get_overview", {}, "总览"),
+    ("list_tasks", {"status": "pending"}, "待安排任务"),
+    ("find_free", {"duration": 3, "day": 6}, "找 3 个连续空闲时段"),
+    ("place", {"task_id": 11, "day": 6, "slot_start": 1}, "放置（成功）"),
+    ("place", {"task_id": 12, "day": 1, "slot_start": 1}, "放置（冲突，状态不变）"),
+    ("place", {"task_id": 15, "day": 3, "slot_start": 3}, "放置到水课（嵌入）"),
+    ("move", {"task_id": 1, "new_day": 6, "new_slot_start": 5}, "移动固定课程（拒绝）"),
+    ("batch_move", {"moves": [{"task_id": 11, "new_day": 7, "new_slot_start": 1},
+                              {"task_id": 9, "new_day": 6, "new_slot_start": 1}]},
+     "批量移动（同时生效）"),
+    ("check_feasibility", {}, "可行性（CP-SAT，精确）"),
+    ("analyze_health", {}, "整体体检"),
+    ("apply_proposal", {}, "粗排：应用 CP-SAT 方案"),
+    ("analyze_health", {}, "粗排后体检"),
+    ("list_tasks", {"status": "suggested"}, "已预排任务"),
+]
 
 
 def _health_digest(reply: str) -> str:
