@@ -174,7 +174,7 @@ def demo(
     store.seed_from_state(DEMO_USER, sample)
     state = store.load_window(DEMO_USER, sample.window.day_mapping)
     console.print(Rule(f"smartflow demo — sample window loaded from {db}"))
-    console.print(f"rows: {store.row_counts(DEMO_USER)}")
+    console.print(f"rows: {store.row_counts(DEMO_USER)}", soft_wrap=True)
     tb = Toolbox(state, store=store, user_id=DEMO_USER)
     for name, args, title in DEMO_STEPS:
         reply = tb.call(name, args)
@@ -188,7 +188,8 @@ def demo(
     again = store.load_window(DEMO_USER, sample.window.day_mapping)
     same = again.to_dict() == state.to_dict()
     console.print(f"committed {len(tb.changes)} changes in one transaction; rows now "
-                  f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}")
+                  f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}",
+                  soft_wrap=True)
     out = workdir / "state_after_demo.json"
     out.write_text(state.to_json(), encoding="utf-8")
     console.print(f"state written to {out}")

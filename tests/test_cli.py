@@ -54,12 +54,19 @@ def test_bad_state_file_and_args(tmp_path):
 
 
 def test_demo_runs_on_sample_window(tmp_path):
-    """Tests that `smartflow demo` walks through the sample window and saves the final state."""
+    """Tests that `smartflow demo` walks the sample window through SQLite and commits the result."""
     res = runner.invoke(app, ["demo", "--workdir", str(tmp_path)])
     assert res.exit_code == 0, res.stdout
     for text in ("规划窗口共14天", "已将 [11]复习线代 放到第6天第1-3节。", "放置失败：第1天第1-2节已被 [1]高等数学 占用。",
                  "嵌入到第3天第3节", "移动失败：[1]高等数学 是固定课程，不可移动。"):
         assert text in res.stdout
     assert "未知工具" not in res.stdout and "内部错误" not in res.stdout
+    assert "reloaded window equals the session's: True" in res.stdout
     final = ScheduleState.from_json(tmp_path / "state_after_demo.json")
     assert final.task(11).slots[0].day == 7
+    # the committed database holds the session's result
+    from smartflow_engine.store import Store
+
+    store = Store.from_url(f"sqlite:///{tmp_path / 'smartflow.db'}")
+    loaded = store.load_window(1, final.window.day_mapping)
+    assert loaded.to_dict() == final.to_dict()
