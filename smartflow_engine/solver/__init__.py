@@ -15,17 +15,29 @@ from .feasibility import (
     check_feasibility,
     negotiation_figures,
 )
+from .objective import DEFAULT_WEIGHTS, TERM_NAMES, TERMS, evaluate
+from .placement import Proposal, propose_placement
 from .problem import Placement
+from .reoptimize import Reoptimization, min_context_switch, spread_even
 
 __all__ = [
+    "DEFAULT_WEIGHTS",
     "REASON_CODES",
+    "TERMS",
+    "TERM_NAMES",
     "Bottleneck",
     "ClassShortfall",
     "DurationShortfall",
     "FeasibilityReport",
     "NegotiationFigures",
     "Placement",
+    "Proposal",
+    "Reoptimization",
     "SolveStatus",
     "check_feasibility",
+    "evaluate",
+    "min_context_switch",
     "negotiation_figures",
+    "propose_placement",
+    "spread_even",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -143,7 +143,7 @@ class _SubModel:
     """The placement model restricted to ``days``: one builder method per constraint family."""
 
     def __init__(self, win: _Window, days: Sequence[int], counts: Sequence[int],
-                 slots: int) -> None:
+                 slots: int, extra: Callable[[_SubModel], None] | None = None) -> None:
         self.win = win
         self.p = win.problem
         self.days = sorted(days)
@@ -167,6 +167,8 @@ class _SubModel:
         self._add_isolated_free()
         self._add_context_switch()
         self._add_late_and_time_of_day()
+        if extra is not None:
+            extra(self)
         lin = cp_model().LinearExpr
         self.model.minimize(lin.weighted_sum([v for v, _ in self.cost],
                                              [c for _, c in self.cost]) + self.const)

@@ -1,8 +1,422 @@
-"""Solver-backed tools (check_feasibility, propose_placement, apply_proposal, spread_even,
-min_context_switch): registered as the solver lands."""
+"""Solver-backed tools: check_feasibility and propose_placement (read), apply_proposal,
+spread_even and min_context_switch (write; min_context_switch is hidden by default, P1-B).
+
+The solver returns data; this module phrases it in the spec's style (read tools: facts only, no
+advice; write tools: what changed, then each touched day's occupancy). Every solver time limit is
+capped by ``ctx.max_time_limit_s`` and runs with ``ctx.num_workers``. Writes compute first and
+then apply through :func:`~smartflow_engine.state.relocate` (simultaneous, all or nothing).
+"""
 
 from __future__ import annotations
 
-from .spec import ToolSpec
+from collections.abc import Iterable
+from typing import Annotated, Literal
 
-SOLVER_TOOLS: tuple[ToolSpec, ...] = ()
+from pydantic import Field, StrictBool, model_validator
+
+from ..solver import (
+    FeasibilityReport,
+    NegotiationFigures,
+    Placement,
+    check_feasibility,
+    negotiation_figures,
+    propose_placement,
+)
+from ..solver.objective import TERM_NAMES
+from ..solver.reoptimize import Reoptimization, min_context_switch, spread_even
+from ..state import MAX_BATCH, Request, ScheduleState, relocate
+from .args import Args, Day, Slot, TaskId
+from .render import block_text, occupancy_line, pending_left_line, periods
+from .spec import ToolContext, ToolSpec
+from .write_tools import refusal_text
+
+TimeLimit = Annotated[float, Field(gt=0, le=600, allow_inf_nan=False,
+                                   description="求解时间上限（秒），受服务端上限约束")]
+Seed = Annotated[int, Field(strict=True, ge=0, le=2**31 - 1, description="随机种子；同种子同结果")]
+WeightName = Literal[
+    "load_imbalance", "same_category", "isolated_free", "context_switch", "late", "time_of_day"]
+Weight = Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)]
+assert set(WeightName.__args__) == set(TERM_NAMES)  # type: ignore[attr-defined]
+
+_REASONS = {
+    "ok": "",
+    "insufficient_capacity": "空闲时段总量不足（insufficient_capacity）",
+    "fragmented": "空闲时段总量够，但连续空闲段不够长（fragmented）",
+    "class_window": "任务类的时间窗或禁排时段过紧（class_window）",
+    "unknown": "时限内未得出证明（unknown）",
+}
+_TERM_WORDS = {
+    "load_imbalance": "负载不均",
+    "same_category": "同类同日",
+    "isolated_free": "孤立空闲时段",
+    "context_switch": "科目切换",
+    "late": "超期天数",
+    "time_of_day": "偏好外时段",
+}
+_MAX_DAYS_LISTED = 12
+
+
+def _limit(ctx: ToolContext, asked: float) -> float:
+    return min(float(asked), float(ctx.max_time_limit_s))
+
+
+def _label(state: ScheduleState, task_id: int | None) -> str:
+    task = state.task(task_id) if task_id is not None else None
+    return task.label if task is not None else f"[{task_id}]"
+
+
+def _days_text(days: Iterable[int]) -> str:
+    days = list(days)
+    if not days:
+        return "无"
+    shown = "、".join(f"第{d}天" for d in days[:_MAX_DAYS_LISTED])
+    return shown + (f"等{len(days)}天" if len(days) > _MAX_DAYS_LISTED else "")
+
+
+def _num(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+
+
+# ---------------------------------------------------------------------------------- check
+class FeasibilityArgs(Args):
+    time_limit_s: TimeLimit = 5.0
+    include_suggested: StrictBool = Field(default=False,
+                                          description="是否把已预排任务也当作可重排的范围")
+
+
+def feasibility_text(state: ScheduleState, report: FeasibilityReport,
+                     figures: NegotiationFigures | None = None) -> str:
+    """The check_feasibility reply: verdict, figures, bottleneck, negotiation figures."""
+    if report.is_feasible is True:
+        head = "可行性：可行（已证明）。"
+    elif report.is_feasible is False:
+        head = f"可行性：不可行（已证明），原因：{_REASONS[report.reason_code]}。"
+    else:
+        head = f"可行性：未知（{_num(round(report.runtime_s, 2))}秒内未得出证明）。"
+    lines = [head]
+    need = f"范围内任务{report.task_count}个，共需{report.required_task_slots}个时段"
+    if report.feasible_slots is not None:
+        lines.append(f"{need}；最多可同时放下{report.feasible_slots}个时段，"
+                     f"缺口{report.capacity_gap}个。")
+    else:
+        low, high = report.feasible_slots_bounds
+        lines.append(f"{need}；已找到可同时放下{low}个时段的安排，上界{high}个。")
+    lines.append(f"空闲容量{report.free_capacity_slots}个时段（含可嵌入水课时段），"
+                 f"余量{report.slack_slots}个。")
+    b = report.bottleneck
+    if b is not None and (b.durations or b.classes):
+        lines.append("瓶颈：")
+        for d in b.durations:
+            lines.append(
+                f"  需≥{d.min_duration}个连续时段的任务{d.task_count}个（共需{d.required_slots}个时段），"
+                f"最多只能放下{d.placeable_slots}个时段；长度≥{d.min_duration}的空闲段或可嵌入时段"
+                f"共{d.bins}个，分布在：{_days_text(d.days)}。")
+        for c in b.classes:
+            banned = (f"，禁排第{'、'.join(str(p) for p in c.banned)}节" if c.banned else "")
+            lines.append(
+                f"  任务类[{c.class_id}]{c.name}（第{c.start_day}-{c.end_day}天{banned}）："
+                f"任务{c.task_count}个共需{c.required_slots}个时段，窗口内可用{c.window_free_slots}"
+                f"个时段，最多放下{c.placeable_slots}个时段。")
+    if b is not None and b.conflict_set:
+        ids = "、".join(_label(state, t) for t in b.conflict_set)
+        tail = "（去掉其中任意一个，其余都能放下）" if b.conflict_set_minimal else ""
+        lines.append(f"无法同时放下的任务组：{ids}{tail}。")
+    if figures is not None and report.is_feasible is False:
+        parts = []
+        if figures.extra_days_needed is not None:
+            parts.append(f"窗口末尾追加{figures.extra_days_needed}个空白天后可全部放下")
+        elif figures.extra_days_possible is False:
+            parts.append("追加空白天无法全部放下（有任务类的截止日早于窗口结束）")
+        for value, what in ((figures.lifting_banned_suffices, "取消禁排时段"),
+                            (figures.lifting_class_constraints_suffices,
+                             "取消任务类时间窗与禁排时段")):
+            if value is True:
+                parts.append(f"{what}后可全部放下")
+            elif value is False:
+                parts.append(f"{what}后仍放不下")
+        parts.append(f"删减任务需减少{figures.slots_to_cut}个时段")
+        lines.append("协商数据：" + "；".join(parts) + "。")
+    lines.append(f"求解用时{report.runtime_s:.2f}秒。")
+    return "\n".join(lines)
+
+
+def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
+    state = ctx.state
+    assert state is not None
+    limit = _limit(ctx, args.time_limit_s)
+    report = check_feasibility(state, time_limit_s=limit, num_workers=ctx.num_workers,
+                               include_suggested=args.include_suggested)
+    figures = None
+    if report.is_feasible is False:
+        figures = negotiation_figures(state, report, time_limit_s=limit,
+                                      num_workers=ctx.num_workers,
+                                      include_suggested=args.include_suggested)
+    return feasibility_text(state, report, figures)
+
+
+# ---------------------------------------------------------------------------------- propose
+class ProposeArgs(Args):
+    time_limit_s: TimeLimit = 2.0
+    seed: Seed = 0
+    include_suggested: StrictBool = Field(default=False, description="是否同时重排已预排任务")
+    allow_late: StrictBool = Field(default=False,
+                                   description="是否允许任务排在其任务类截止日之后（按超期天数计罚）")
+    weights: dict[WeightName, Weight] | None = Field(
+        default=None, description="软目标权重（缺省用默认值）：load_imbalance 负载不均、"
+        "same_category 同类同日、isolated_free 孤立空闲时段、context_switch 科目切换、"
+        "late 超期天数、time_of_day 偏好外时段")
+
+
+def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
+    rows: dict[int, list[str]] = {}
+    for p in sorted(placements, key=lambda p: (p.day, p.slot_start, p.task_id)):
+        span = periods(p.slot_start, p.slot_end)
+        item = (f"{_label(state, p.task_id)}(嵌入{_label(state, p.embed_host)} {span}节)"
+                if p.embed_host is not None else f"{_label(state, p.task_id)}({span}节)")
+        rows.setdefault(p.day, []).append(item)
+    return [f"  第{d}天：{' '.join(items)}" for d, items in sorted(rows.items())]
+
+
+def _objective_line(objective: dict[str, float], start: dict[str, float] | None) -> str:
+    terms = "，".join(f"{_TERM_WORDS[k]}{_num(round(objective[k], 1))}" for k in TERM_NAMES)
+    tail = ""
+    if start is not None:
+        tail = f"（起始方案{_num(round(start['weighted_total'], 1))}）"
+    return f"目标分项：{terms}；加权合计{_num(round(objective['weighted_total'], 1))}{tail}。"
+
+
+_STATUS_WORDS = {
+    "optimal": "放下的时段数已证明最多，软目标已证明最优",
+    "feasible": "放下的时段数已证明最多，软目标未证明最优",
+    "unknown": "时限内未证明放下的时段数最多",
+}
+
+
+def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
+    state = ctx.state
+    assert state is not None
+    proposal = propose_placement(
+        state, time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
+        weights=_weights(args.weights), include_suggested=args.include_suggested,
+        num_workers=ctx.num_workers, allow_late=args.allow_late)
+    placed = proposal.placements
+    if not placed and not proposal.unplaced:
+        return "没有待安排任务，无需粗排。"
+    slots = sum(p.length for p in placed)
+    lines = [f"粗排方案（{_STATUS_WORDS[proposal.status]}）：放置{len(placed)}个任务，共{slots}个"
+             f"时段；未放置{len(proposal.unplaced)}个。"]
+    lines += _by_day(state, placed)
+    if proposal.unplaced:
+        items = " ".join(f"{_label(state, t)}(需{_need(state, t)}时段)" for t in proposal.unplaced)
+        lines.append(f"未放置：{items}")
+    lines.append(_objective_line(proposal.objective, proposal.start_objective))
+    lines.append(f"方案未写入日程（seed={proposal.seed}，用时{proposal.runtime_s:.2f}秒）。")
+    return "\n".join(lines)
+
+
+def _weights(weights: dict[WeightName, float] | None) -> dict[str, float] | None:
+    return {str(k): float(v) for k, v in weights.items()} if weights else None
+
+
+def _need(state: ScheduleState, task_id: int) -> int:
+    task = state.task(task_id)
+    return task.need() if task is not None else 0
+
+
+# ---------------------------------------------------------------------------------- apply
+class PlacementItem(Args):
+    task_id: TaskId
+    day: Day
+    slot_start: Slot
+
+
+class ApplyArgs(Args):
+    """Either explicit ``placements`` (e.g. copied from a propose_placement reply), applied as
+    given, or none: the proposal is computed with the other arguments and applied whole."""
+
+    placements: list[PlacementItem] | None = Field(
+        default=None, min_length=1, max_length=MAX_BATCH,
+        description=f"要应用的放置（1-{MAX_BATCH}项）；不传则按其余参数计算粗排方案并整体应用")
+    time_limit_s: TimeLimit = 2.0
+    seed: Seed = 0
+    include_suggested: StrictBool = False
+    allow_late: StrictBool = False
+    weights: dict[WeightName, Weight] | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ApplyArgs:
+        if self.placements is not None and self.model_fields_set & {
+                "time_limit_s", "seed", "include_suggested", "allow_late", "weights"}:
+            raise ValueError("placements 与 time_limit_s/seed/include_suggested/allow_late/"
+                             "weights 不能同时给出")
+        return self
+
+
+def _apply_refusal(reason: str) -> str:
+    return f"应用方案失败，全部回滚，无任何变更。\n原因：{reason}"
+
+
+def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
+    state = ctx.state
+    assert state is not None
+    if args.placements is not None:
+        requests = [Request(p.task_id, p.day, p.slot_start) for p in args.placements]
+        for r in requests:
+            task = state.task(r.task_id)
+            if task is None:
+                return _apply_refusal(f"任务 [{r.task_id}] 不存在。")
+            if task.status == "existing":
+                return _apply_refusal(f"{task.label} 是已安排任务，粗排只放置待安排或"
+                                             f"已预排任务。")
+    else:
+        proposal = propose_placement(
+            state, time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
+            weights=_weights(args.weights), include_suggested=args.include_suggested,
+            num_workers=ctx.num_workers, allow_late=args.allow_late)
+        requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
+        if args.include_suggested:
+            requests = [r for r in requests if _moves(state, r)]
+        if not requests:
+            return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state)
+    result = relocate(state, requests, op="apply_proposal", status_after="suggested")
+    if not result.ok:
+        assert result.refusal is not None
+        text = refusal_text(state, "batch_move", result.refusal)
+        return text.replace("批量移动失败", "应用方案失败", 1)
+    ctx.changes.extend(result.changes)
+    lines = [f"已应用粗排方案，{len(result.changes)}个任务变为已预排："]
+    days: list[int] = []
+    for ch in result.changes:
+        assert ch.block_after is not None
+        embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
+        lines.append(f"  {_label(state, ch.task_id)} → {block_text(ch.block_after)}{embed}")
+        days.append(ch.block_after.day)
+        if ch.block_before is not None:
+            days.append(ch.block_before.day)
+    lines += [occupancy_line(state, d) for d in sorted(set(days))]
+    lines.append(pending_left_line(state))
+    return "\n".join(lines)
+
+
+def _moves(state: ScheduleState, r: Request) -> bool:
+    task = state.task(r.task_id)
+    if task is None or task.status == "pending":
+        return True
+    block = task.slots[0]
+    return (block.day, block.slot_start) != (r.day, r.slot_start)
+
+
+# ---------------------------------------------------------------------------------- re-optimise
+def _apply_moves(ctx: ToolContext, op: str, result: Reoptimization) -> tuple[bool, list[str]]:
+    state = ctx.state
+    assert state is not None
+    requests = [Request(after.task_id, after.day, after.slot_start) for _, after in result.moves]
+    op_result = relocate(state, requests, op=op, placed_only=True)
+    if not op_result.ok:  # the solver only proposes valid moves; kept as a guard
+        return False, []
+    ctx.changes.extend(op_result.changes)
+    lines: list[str] = []
+    days: list[int] = []
+    for ch in op_result.changes:
+        assert ch.block_before is not None and ch.block_after is not None
+        embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
+        lines.append(f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
+                     f"{block_text(ch.block_after)}{embed}")
+        days += [ch.block_before.day, ch.block_after.day]
+    lines += [occupancy_line(state, d) for d in sorted(set(days))]
+    return True, lines
+
+
+class SpreadArgs(Args):
+    category: str = Field(min_length=1, max_length=64,
+                          description="要均匀分散的任务类别（如“复习”）")
+    time_limit_s: TimeLimit = 2.0
+    seed: Seed = 0
+
+
+def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
+    state = ctx.state
+    assert state is not None
+    if not any(t.category == args.category for t in state.tasks):
+        return f"spread_even 未执行：没有类别为「{args.category}」的任务，日程未变更。"
+    result = spread_even(state, args.category, time_limit_s=_limit(ctx, args.time_limit_s),
+                         seed=args.seed, num_workers=ctx.num_workers)
+    if result.status == "empty":
+        return (f"spread_even 未执行：类别「{args.category}」没有可移动的已落位任务"
+                f"（固定、嵌有任务或多时段块的任务不参与），日程未变更。")
+    b, a = result.before, result.after
+    figures = (f"分布偏差{_num(round(b['spread_deviation'], 1))}→{_num(round(a['spread_deviation'], 1))}，"
+               f"出现天数{int(b['days_used'])}→{int(a['days_used'])}，"
+               f"最长间隔{int(b['max_gap'])}→{int(a['max_gap'])}天")
+    if not result.moves:
+        return (f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务未移动"
+                f"（当前分布已是找到的最均匀分布，{figures}）。")
+    ok, lines = _apply_moves(ctx, "spread_even", result)
+    if not ok:
+        return "spread_even 失败，全部回滚，无任何变更。"
+    head = (f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务中移动了"
+            f"{len(result.moves)}个，{figures}：")
+    return "\n".join([head, *lines])
+
+
+class SwitchArgs(Args):
+    day_from: Day | None = Field(default=None, description="起始天，缺省为第1天")
+    day_to: Day | None = Field(default=None, description="结束天，缺省为最后一天")
+    allow_cross_day: StrictBool = Field(default=False,
+                                        description="是否允许任务换到范围内的其他天（默认只在当天内调整顺序）")
+    time_limit_s: TimeLimit = 2.0
+    seed: Seed = 0
+
+
+def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
+    state = ctx.state
+    assert state is not None
+    first = args.day_from or 1
+    last = args.day_to or state.num_days
+    if not 1 <= first <= last <= state.num_days:
+        return (f"参数错误：天范围第{first}-{last}天无效（规划窗口为第1-{state.num_days}天，"
+                f"且 day_from ≤ day_to）。")
+    result = min_context_switch(state, first, last, allow_cross_day=args.allow_cross_day,
+                                time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
+                                num_workers=ctx.num_workers)
+    if result.status == "empty":
+        return f"min_context_switch 未执行：第{first}-{last}天没有可移动的已落位任务，日程未变更。"
+    figures = (f"科目切换{int(result.before['context_switch'])}→"
+               f"{int(result.after['context_switch'])}次")
+    if not result.moves:
+        return (f"min_context_switch 完成：第{first}-{last}天的{len(result.task_ids)}个任务未移动"
+                f"（{figures}，已是找到的最少切换）。")
+    ok, lines = _apply_moves(ctx, "min_context_switch", result)
+    if not ok:
+        return "min_context_switch 失败，全部回滚，无任何变更。"
+    head = (f"min_context_switch 完成：第{first}-{last}天移动了{len(result.moves)}个任务，"
+            f"{figures}：")
+    return "\n".join([head, *lines])
+
+
+SOLVER_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "check_feasibility", "read", FeasibilityArgs, check_feasibility_tool,
+        "精确判定所有待安排任务能否同时放下（CP-SAT，考虑连续时段、占用、水课嵌入、任务类时间窗与禁排时段）。"
+        "返回是否可行（已证明/未知）、需要与最多可放下的时段数、缺口、原因、瓶颈和协商数据。只读。",
+    ),
+    ToolSpec(
+        "propose_placement", "read", ProposeArgs, propose_tool,
+        "计算一份粗排方案：先放下尽可能多的时段，再按权重优化负载均衡、同类分散、孤立空闲、科目切换等。"
+        "只返回方案，不修改日程；用 apply_proposal 应用。",
+    ),
+    ToolSpec(
+        "apply_proposal", "write", ApplyArgs, apply_proposal_tool,
+        "应用粗排方案（原子操作）：传 placements 时按给出的放置应用；不传时按同样参数计算 propose_placement 的方案"
+        "并整体应用。被放置的任务变为已预排。",
+    ),
+    ToolSpec(
+        "spread_even", "write", SpreadArgs, spread_even_tool,
+        "把某类别的已落位（非固定）任务在其可用天数内尽量均匀分散（CP-SAT 重排，原子操作）。",
+    ),
+    ToolSpec(
+        "min_context_switch", "write", SwitchArgs, min_context_switch_tool,
+        "在指定天范围内重排已落位（非固定）任务以减少科目切换（默认每个任务留在原来那天）。",
+        modes=frozenset(),
+    ),
+)

@@ -1,0 +1,261 @@
+"""Re-optimising write tools' solver side: ``spread_even`` and ``min_context_switch``.
+
+Each re-places a subset of placed tasks with the placement model of :mod:`.placement` (all of
+them stay placed, everything else stays put) under an extra primary objective, warm-started from
+the current places, and returns the moves as data. The adapter applies them atomically.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..state import ScheduleState
+from ._cpsat import SolveStatus, make_solver, status_of
+from .objective import evaluate, resolve_weights
+from .placement import SCALE, _Lin, _SubModel, _Window
+from .problem import Placement, Problem, build_problem, movable
+
+SPREAD_WEIGHT = 20.0  # per task of deviation from an even spread (primary for spread_even)
+SWITCH_WEIGHT = 10.0  # per switch (primary for min_context_switch)
+MOVE_WEIGHT = 0.05  # per task moved: prefer the current place on ties
+
+
+@dataclass(frozen=True)
+class Reoptimization:
+    """The outcome of a re-optimisation: ``moves`` as ``(before, after)`` pairs.
+
+    ``status``: ``improved`` (moves make the primary measure or the soft terms better),
+    ``unchanged`` (the current places are already the best found) or ``empty`` (nothing in
+    scope). ``before`` / ``after`` hold the primary measure and the soft terms.
+    """
+
+    status: str
+    moves: list[tuple[Placement, Placement]]
+    before: dict[str, float]
+    after: dict[str, float]
+    task_ids: list[int] = field(default_factory=list)
+    proven: bool = False
+    runtime_s: float = 0.0
+
+
+def _buckets(first: int, last: int, n: int) -> list[tuple[int, int]]:
+    """Split days ``first..last`` into ``min(n, width)`` consecutive, near-equal buckets."""
+    width = last - first + 1
+    count = max(1, min(n, width))
+    edges = [first + (i * width) // count for i in range(count + 1)]
+    return [(edges[i], edges[i + 1] - 1) for i in range(count)]
+
+
+def spread_measure(days: list[int], first: int, last: int) -> float:
+    """Σ over buckets of |tasks in bucket − its even share| (0 = perfectly even)."""
+    n = len(days)
+    if n == 0:
+        return 0.0
+    width = last - first + 1
+    total = 0.0
+    for a, b in _buckets(first, last, n):
+        count = sum(1 for d in days if a <= d <= b)
+        total += abs(count - n * (b - a + 1) / width)
+    return total
+
+
+def spread_even(
+    state: ScheduleState,
+    category: str,
+    time_limit_s: float = 2.0,
+    seed: int = 0,
+    num_workers: int = 1,
+    weights: Mapping[str, float] | None = None,
+) -> Reoptimization:
+    """Spread one category's movable placed tasks evenly over their allowed days.
+
+    The days (the class window, or the whole window) are cut into as many near-equal buckets as
+    there are tasks (or days, if fewer); the primary objective is Σ |tasks in bucket − even
+    share|, then the proposal's soft terms, then the number of tasks moved.
+    """
+    ids = [t.state_id for t in state.tasks
+           if t.category == category and t.status != "pending" and movable(state, t)]
+    return _reoptimize(state, ids, "spread", time_limit_s, seed, num_workers, weights)
+
+
+def min_context_switch(
+    state: ScheduleState,
+    day_from: int | None = None,
+    day_to: int | None = None,
+    allow_cross_day: bool = False,
+    time_limit_s: float = 2.0,
+    seed: int = 0,
+    num_workers: int = 1,
+    weights: Mapping[str, float] | None = None,
+) -> Reoptimization:
+    """Regroup the movable placed tasks of days ``day_from..day_to`` to cut subject switches.
+
+    By default each task stays on its day (only the order within the day changes), which keeps
+    the spacing between study days that P1 warns about; ``allow_cross_day`` lets tasks move
+    between the days of the range.
+    """
+    first = 1 if day_from is None else day_from
+    last = state.num_days if day_to is None else day_to
+    ids = [t.state_id for t in state.tasks
+           if t.status != "pending" and movable(state, t) and first <= t.slots[0].day <= last]
+    mode = "switch_cross" if allow_cross_day else "switch"
+    return _reoptimize(state, ids, mode, time_limit_s, seed, num_workers, weights,
+                       days=(first, last))
+
+
+def _reoptimize(
+    state: ScheduleState,
+    ids: list[int],
+    mode: str,
+    time_limit_s: float,
+    seed: int,
+    num_workers: int,
+    weights: Mapping[str, float] | None,
+    days: tuple[int, int] | None = None,
+) -> Reoptimization:
+    t0 = time.perf_counter()
+    w = resolve_weights(weights)
+    if not ids:
+        return Reoptimization("empty", [], {}, {}, [], True, time.perf_counter() - t0)
+    problem = build_problem(state, by_subject=True, task_ids=ids)
+    current = list(problem.current.values())
+    required = problem.required_slots
+    if days is None:
+        first = min(g.rule.start_day for g in problem.groups)
+        last = max(g.rule.end_day for g in problem.groups)
+    else:
+        first, last = days
+    day_range = list(range(first, last + 1))
+    before = _measures(problem, current, w, mode, first, last)
+
+    group_of = problem.group_of()
+    origin: dict[tuple[int, int], int] = defaultdict(int)  # (group, day) -> tasks there now
+    for pl in current:
+        origin[(group_of[pl.task_id], pl.day)] += 1
+
+    def extra(sub: _SubModel) -> None:
+        d_scale = problem.num_days
+        # Moving costs a little: reward each variable at a current place.
+        here = {(pl.day, pl.slot_start, group_of[pl.task_id]) for pl in current
+                if pl.embed_host is None}
+        for (ri, gi, s), var in sub.x.items():
+            if (problem.runs[ri].day, s, gi) in here:
+                sub.cost.append((var, -round(SCALE * MOVE_WEIGHT * d_scale)))
+        if mode == "spread":
+            _add_spread(sub, first, last, len(ids))
+        elif mode == "switch":
+            _keep_days(sub, origin)
+
+    model_w = dict(w)
+    if mode != "spread":
+        model_w["context_switch"] = SWITCH_WEIGHT
+    win = _Window.build(problem, model_w, required)
+    sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra)
+    hinted = sub.hint(current)
+    solver = make_solver(time_limit_s, num_workers, seed=seed, exact=False, deterministic=True)
+    status = status_of(solver.solve(sub.model))
+    after_places = current
+    if (status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) and hinted is not None
+            and solver.objective_value < hinted - 1e-9):
+        pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
+        before_map = {pl.task_id: pl for pl in current}
+        fresh = sub.placements(solver, pool, before_map)
+        after_places = _same_day(fresh, before_map, group_of) if mode == "switch" else fresh
+    moves = _moves(current, after_places)
+    after = _measures(problem, after_places, w, mode, first, last) if moves else dict(before)
+    return Reoptimization(
+        status="improved" if moves else "unchanged",
+        moves=moves,
+        before=before,
+        after=after,
+        task_ids=sorted(ids),
+        proven=status == SolveStatus.OPTIMAL,
+        runtime_s=time.perf_counter() - t0,
+    )
+
+
+def _add_spread(sub: _SubModel, first: int, last: int, n: int) -> None:
+    """Primary term: Σ_b |width·count_b − n·len_b| (= width · Σ |count − even share|)."""
+    p = sub.p
+    width = last - first + 1
+    coef = max(1, round(SCALE * SPREAD_WEIGHT * p.num_days / width))
+    by_day: dict[int, list[Any]] = defaultdict(list)
+    for (ri, _, _), var in sub.x.items():
+        by_day[p.runs[ri].day].append(var)
+    for (hi, _), var in sub.y.items():
+        by_day[p.hosts[hi].day].append(var)
+    for a, b in _buckets(first, last, n):
+        vars_ = [v for d in range(a, b + 1) for v in by_day.get(d, [])]
+        share = n * (b - a + 1)
+        dev = sub.model.new_int_var(0, width * n + share, "")
+        up = _Lin([(v, width) for v in vars_], -share)
+        down = _Lin([(v, -width) for v in vars_], share)
+        sub._ge(dev, [up, down], coef)
+
+
+def _keep_days(sub: _SubModel, origin: Mapping[tuple[int, int], int]) -> None:
+    """Each group keeps as many tasks on each day as it has now."""
+    p = sub.p
+    per: dict[tuple[int, int], list[Any]] = defaultdict(list)
+    for (ri, gi, _), var in sub.x.items():
+        per[(gi, p.runs[ri].day)].append(var)
+    for (hi, gi), var in sub.y.items():
+        per[(gi, p.hosts[hi].day)].append(var)
+    for key, vars_ in per.items():
+        sub.model.add(sum(vars_) == origin.get(key, 0))
+
+
+def _same_day(
+    fresh: list[Placement], before: Mapping[int, Placement], group_of: Mapping[int, int]
+) -> list[Placement]:
+    """Re-assign task ids so that each task keeps its day (the model kept the counts)."""
+    by_key: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for tid, pl in sorted(before.items()):
+        by_key[(group_of[tid], pl.day)].append(tid)
+    stays = {tid for tid, pl in before.items()
+             if any(f.task_id == tid and f.day == pl.day for f in fresh)}
+    out: list[Placement] = []
+    for f in fresh:
+        key = (group_of[f.task_id], f.day)
+        if f.task_id in stays:
+            by_key[key].remove(f.task_id)
+            out.append(f)
+    for f in fresh:
+        if f.task_id in stays:
+            continue
+        key = (group_of[f.task_id], f.day)
+        tid = by_key[key].pop(0)
+        out.append(Placement(tid, f.day, f.slot_start, f.slot_end, f.embed_host))
+    return out
+
+
+def _moves(
+    before: list[Placement], after: list[Placement]
+) -> list[tuple[Placement, Placement]]:
+    old = {pl.task_id: pl for pl in before}
+    out = []
+    for pl in sorted(after, key=lambda p: p.task_id):
+        prev = old[pl.task_id]
+        if (prev.day, prev.slot_start, prev.embed_host) != (pl.day, pl.slot_start, pl.embed_host):
+            out.append((prev, pl))
+    return out
+
+
+def _measures(
+    problem: Problem, places: list[Placement], w: Mapping[str, float], mode: str, first: int,
+    last: int,
+) -> dict[str, float]:
+    out = evaluate(problem, places, w)
+    if mode == "spread":
+        days = sorted(pl.day for pl in places)
+        out["spread_deviation"] = spread_measure(days, first, last)
+        out["days_used"] = float(len(set(days)))
+        gaps = np.diff(sorted(set(days))) - 1 if len(set(days)) > 1 else np.zeros(1)
+        out["max_gap"] = float(gaps.max())
+    return out
