@@ -85,14 +85,19 @@ class FeasibilityArgs(Args):
 
 
 def feasibility_text(state: ScheduleState, report: FeasibilityReport,
-                     figures: NegotiationFigures | None = None) -> str:
-    """The check_feasibility reply: verdict, figures, bottleneck, negotiation figures."""
+                     figures: NegotiationFigures | None = None,
+                     time_limit_s: float | None = None) -> str:
+    """The check_feasibility reply: verdict, figures, bottleneck, negotiation figures.
+
+    No wall-clock figure appears, so the same question gets the same reply everywhere.
+    """
     if report.is_feasible is True:
         head = "可行性：可行（已证明）。"
     elif report.is_feasible is False:
         head = f"可行性：不可行（已证明），原因：{_REASONS[report.reason_code]}。"
     else:
-        head = f"可行性：未知（{_num(round(report.runtime_s, 2))}秒内未得出证明）。"
+        within = f"{_num(round(time_limit_s, 2))}秒" if time_limit_s is not None else "时限"
+        head = f"可行性：未知（{within}内未得出证明）。"
     lines = [head]
     need = f"范围内任务{report.task_count}个，共需{report.required_task_slots}个时段"
     if report.feasible_slots is not None:
@@ -136,7 +141,6 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
                 parts.append(f"{what}后仍放不下")
         parts.append(f"删减任务需减少{figures.slots_to_cut}个时段")
         lines.append("协商数据：" + "；".join(parts) + "。")
-    lines.append(f"求解用时{report.runtime_s:.2f}秒。")
     return "\n".join(lines)
 
 
@@ -151,7 +155,7 @@ def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
         figures = negotiation_figures(state, report, time_limit_s=limit,
                                       num_workers=ctx.num_workers,
                                       include_suggested=args.include_suggested)
-    return feasibility_text(state, report, figures)
+    return feasibility_text(state, report, figures, limit)
 
 
 # ---------------------------------------------------------------------------------- propose
@@ -210,7 +214,7 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
         items = " ".join(f"{_label(state, t)}(需{_need(state, t)}时段)" for t in proposal.unplaced)
         lines.append(f"未放置：{items}")
     lines.append(_objective_line(proposal.objective, proposal.start_objective))
-    lines.append(f"方案未写入日程（seed={proposal.seed}，用时{proposal.runtime_s:.2f}秒）。")
+    lines.append(f"方案未写入日程（seed={proposal.seed}）。")
     return "\n".join(lines)
 
 
