@@ -98,7 +98,7 @@ class _Window:
 
     problem: Problem
     weights: dict[str, int]  # scaled integer weights
-    total_load: int  # Σ day loads once the level-1 total is placed
+    total_load: int  # Σ day loads of the start solution (kept by every neighbourhood)
     fixed_load: np.ndarray
     runs_by_day: dict[int, list[int]]
     hosts_by_day: dict[int, list[int]]
@@ -108,7 +108,8 @@ class _Window:
     host_start: dict[tuple[int, int], int]  # (host idx, group) -> start a guest takes
 
     @classmethod
-    def build(cls, problem: Problem, weights: dict[str, float], placed_slots: int) -> _Window:
+    def build(cls, problem: Problem, weights: dict[str, float], free_slots: int) -> _Window:
+        """``free_slots``: periods the start solution places outside host blocks."""
         runs_by_day: dict[int, list[int]] = defaultdict(list)
         for ri, b in enumerate(problem.runs):
             runs_by_day[b.day].append(ri)
@@ -128,7 +129,7 @@ class _Window:
         return cls(
             problem=problem,
             weights={k: round(SCALE * v) for k, v in weights.items()},
-            total_load=int(fixed_load.sum()) + placed_slots,
+            total_load=int(fixed_load.sum()) + free_slots,
             fixed_load=fixed_load,
             runs_by_day=runs_by_day,
             hosts_by_day=hosts_by_day,
@@ -143,12 +144,23 @@ class _SubModel:
     """The placement model restricted to ``days``: one builder method per constraint family."""
 
     def __init__(self, win: _Window, days: Sequence[int], counts: Sequence[int],
-                 slots: int, extra: Callable[[_SubModel], None] | None = None) -> None:
+                 slots: int, extra: Callable[[_SubModel], None] | None = None,
+                 free_slots: int | None = None) -> None:
+        """A model of ``days`` placing up to ``counts`` tasks per group, ``slots`` periods in all.
+
+        ``free_slots`` (periods outside host blocks) is held fixed when given, which keeps the
+        window's total load, hence the mean day load, constant: a neighbourhood's change of the
+        load term is then exactly its change of the global term. Without it the model must span
+        the whole window (the mean is then a variable).
+        """
         self.win = win
         self.p = win.problem
         self.days = sorted(days)
         self.counts = list(counts)
         self.slots = slots
+        self.free_slots = free_slots
+        if free_slots is None and len(self.days) != self.p.num_days:
+            raise ValueError("a model of part of the window needs free_slots")
         self.model = cp_model().CpModel()
         self.x: dict[tuple[int, int, int], Any] = {}  # (run, group, start) -> bool
         self.y: dict[tuple[int, int], Any] = {}  # (host, group) -> bool
@@ -230,6 +242,9 @@ class _SubModel:
         groups = self.p.groups
         total = [(v, groups[gi].duration) for gi, vs in self._group_vars().items() for v in vs]
         self.model.add(sum(c * v for v, c in total) == self.slots)
+        if self.free_slots is not None:
+            free = [(var, groups[gi].duration) for (_, gi, _), var in self.x.items()]
+            self.model.add(sum(c * v for v, c in free) == self.free_slots)
 
     # -------------------------------------------------------------- soft terms
     def _day_vars(self) -> dict[int, list[tuple[Any, int, str]]]:
@@ -243,15 +258,32 @@ class _SubModel:
         return out
 
     def _add_load_imbalance(self) -> None:
+        """dev_d >= |D·load_d − Σ_e load_e|, so Σ_d dev_d = D · Σ_d |load_d − mean|."""
         w = self.win.weights["load_imbalance"]
-        num_days, total = self.p.num_days, self.win.total_load
+        num_days = self.p.num_days
         day_vars = self._day_vars()
+        if self.free_slots is not None:
+            total_terms: list[tuple[Any, int]] = []
+            total = self.win.total_load
+        else:  # the whole window: the total load is Σ of the placed periods, a variable
+            total_terms = [(v, n) for d in self.days for v, n, _ in day_vars.get(d, []) if n]
+            total = int(self.win.fixed_load.sum())
         for day in self.days:
             base = int(self.win.fixed_load[day - 1])
-            terms = [(v, num_days * n) for v, n, _ in day_vars.get(day, []) if n]
+            coef: dict[int, int] = defaultdict(int)
+            var_of: dict[int, Any] = {}
+            for v, n, _ in day_vars.get(day, []):
+                if n:
+                    coef[v.index] += num_days * n
+                    var_of[v.index] = v
+            for v, n in total_terms:
+                coef[v.index] -= n
+                var_of[v.index] = v
+            terms = [(var_of[i], c) for i, c in coef.items() if c]
             up = _Lin(terms, num_days * base - total)
             down = _Lin([(v, -c) for v, c in terms], total - num_days * base)
-            dev = self.model.new_int_var(0, num_days * self.p.slots_per_day + total, "")
+            bound = num_days * self.p.slots_per_day * (num_days + 1)
+            dev = self.model.new_int_var(0, bound, "")
             self._ge(dev, [up, down], w)
 
     def _add_same_category(self) -> None:
@@ -471,7 +503,7 @@ def propose_placement(
     start_name, start = min(candidates, key=lambda c: evaluate(problem, c[1], w)["weighted_total"])
     start_obj = evaluate(problem, start, w)
 
-    win = _Window.build(problem, w, target)
+    win = _Window.build(problem, w, sum(pl.length for pl in start if pl.embed_host is None))
     deadline = t0 + time_limit_s
     current = {pl.task_id: pl for pl in start}
     bound: float | None = None
@@ -602,7 +634,8 @@ def _neighbourhood_search(
         for gi, g in enumerate(problem.groups):
             pool[gi].extend(tid for tid in g.task_ids if tid not in current)
         counts = [len(pool.get(gi, [])) for gi in range(len(problem.groups))]
-        sub = _SubModel(win, days, counts, sum(pl.length for pl in inside))
+        sub = _SubModel(win, days, counts, sum(pl.length for pl in inside),
+                        free_slots=sum(pl.length for pl in inside if pl.embed_host is None))
         hinted = sub.hint(inside)
         solver = make_solver(
             min(LNS_STEP / DETERMINISTIC_SHARE, max(deadline - time.perf_counter(), 0.01)),

@@ -155,8 +155,10 @@ def _reoptimize(
     model_w = dict(w)
     if mode != "spread":
         model_w["context_switch"] = SWITCH_WEIGHT
-    win = _Window.build(problem, model_w, required)
-    sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra)
+    free_now = sum(pl.length for pl in current if pl.embed_host is None)
+    win = _Window.build(problem, model_w, free_now)
+    sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
+                    free_slots=free_now)
     hinted = sub.hint(current)
     solver = make_solver(time_limit_s, num_workers, seed=seed, exact=False, deterministic=True)
     status = status_of(solver.solve(sub.model))

@@ -73,8 +73,10 @@ def _days_text(days: Iterable[int]) -> str:
     return shown + (f"等{len(days)}天" if len(days) > _MAX_DAYS_LISTED else "")
 
 
-def _num(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+def _num(value: float, digits: int = 1) -> str:
+    """``3``, ``2.5``, ``0.001``: no trailing zeros."""
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 # ---------------------------------------------------------------------------------- check
@@ -96,7 +98,7 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
     elif report.is_feasible is False:
         head = f"可行性：不可行（已证明），原因：{_REASONS[report.reason_code]}。"
     else:
-        within = f"{_num(round(time_limit_s, 2))}秒" if time_limit_s is not None else "时限"
+        within = f"{_num(time_limit_s, 3)}秒" if time_limit_s is not None else "时限"
         head = f"可行性：未知（{within}内未得出证明）。"
     lines = [head]
     need = f"范围内任务{report.task_count}个，共需{report.required_task_slots}个时段"
