@@ -1,0 +1,207 @@
+"""Tests of the solver tools through Toolbox.call: replies, atomic writes, refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from solver_windows import make_state
+
+from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.solver import propose_placement
+from smartflow_engine.solver.reoptimize import spread_measure
+from smartflow_engine.state.synthetic import synthetic_window
+from smartflow_engine.tools_adapter import Mode
+
+
+def toolbox(state: ScheduleState, **kw: Any) -> Toolbox:
+    return Toolbox(state, self_check=True, **kw)
+
+
+def test_check_feasibility_feasible_reply(roomy_window: ScheduleState) -> None:
+    """Tests the feasible reply: proven verdict and the exact figures."""
+    reply = toolbox(roomy_window).call("check_feasibility", {})
+    assert reply.startswith("可行性：可行（已证明）。")
+    assert "范围内任务2个，共需4个时段；最多可同时放下4个时段，缺口0个。" in reply
+    assert "余量2个" in reply
+
+
+def test_check_feasibility_infeasible_reply(class_window_window: ScheduleState) -> None:
+    """Tests the infeasible reply: reason, class bottleneck, conflict set, negotiation data."""
+    reply = toolbox(class_window_window).call("check_feasibility", {"time_limit_s": 5})
+    assert "不可行（已证明）" in reply and "class_window" in reply
+    assert "缺口2个" in reply
+    assert "任务类[10]复习（第1-1天，禁排第4节）" in reply
+    assert "无法同时放下的任务组：[1]t1、[2]t2（去掉其中任意一个，其余都能放下）。" in reply
+    assert "取消禁排时段后可全部放下" in reply
+    assert "删减任务需减少2个时段" in reply
+
+
+def test_check_feasibility_capped_time_limit_is_unknown() -> None:
+    """Tests that the server cap on time limits applies and a time-out reads as unknown."""
+    state = synthetic_window(1, 120, variant="tight", pending=300, with_task_classes=True)
+    reply = toolbox(state, max_time_limit_s=0.001).call("check_feasibility",
+                                                         {"time_limit_s": 30})
+    assert reply.startswith("可行性：未知（0.001秒内未得出证明）。")
+    assert "不可行" not in reply
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("check_feasibility", {"time_limit_s": 0}),  # not > 0
+        ("check_feasibility", {"time_limit_s": "fast"}),  # not a number
+        ("check_feasibility", {"include_suggested": "yes"}),  # not a bool
+        ("check_feasibility", {"bogus": 1}),  # unknown argument
+        ("propose_placement", {"seed": -1}),  # negative seed
+        ("propose_placement", {"weights": {"mood": 1}}),  # unknown weight
+        ("propose_placement", {"weights": {"late": -1}}),  # negative weight
+        ("apply_proposal", {"placements": []}),  # empty list
+        ("apply_proposal", {"placements": [{"task_id": 1, "day": 1}]}),  # missing slot_start
+        ("apply_proposal", {"placements": [{"task_id": 1, "day": 1, "slot_start": 1}],
+                            "seed": 2}),  # both ways at once
+        ("spread_even", {}),  # category missing
+        ("spread_even", {"category": ""}),  # empty category
+        ("min_context_switch", {"day_from": 0}),  # day < 1
+    ],
+)
+def test_bad_arguments_are_a_reply(tool: str, args: dict[str, Any],
+                                   roomy_window: ScheduleState) -> None:
+    """Tests that bad arguments give a 参数错误 reply and leave the state unchanged."""
+    tb = toolbox(roomy_window)
+    before = roomy_window.to_json()
+    reply = tb.call(tool, args)
+    assert reply.startswith("参数错误")
+    assert roomy_window.to_json() == before and not tb.changes
+
+
+def test_propose_does_not_write(roomy_window: ScheduleState) -> None:
+    """Tests that propose_placement lists the placements and changes nothing."""
+    before = roomy_window.to_json()
+    reply = toolbox(roomy_window).call("propose_placement", {"time_limit_s": 1})
+    assert reply.startswith("粗排方案（")
+    assert "放置2个任务，共4个时段；未放置0个。" in reply
+    assert "方案未写入日程" in reply
+    assert roomy_window.to_json() == before
+
+
+def test_apply_proposal_compute_mode_matches_propose() -> None:
+    """Tests that apply_proposal without placements applies exactly what propose_placement
+    proposes for the same arguments, atomically, as suggested tasks, logging each change."""
+    state = synthetic_window(6, 13, pending=15)
+    proposal = propose_placement(state, time_limit_s=1.0, seed=2)
+    tb = toolbox(state)
+    reply = tb.call("apply_proposal", {"time_limit_s": 1.0, "seed": 2})
+    assert reply.startswith(f"已应用粗排方案，{len(proposal.placements)}个任务变为已预排：")
+    assert len(tb.changes) == len(proposal.placements)
+    for p in proposal.placements:
+        task = state.task(p.task_id)
+        assert task is not None and task.status == "suggested"
+        assert (task.slots[0].day, task.slots[0].slot_start) == (p.day, p.slot_start)
+        assert task.embed_host == p.embed_host
+    assert f"待安排任务剩余：{len(proposal.unplaced)}个。" in reply
+
+
+def test_apply_explicit_placements(roomy_window: ScheduleState) -> None:
+    """Tests that explicit placements are applied as given, with the day's occupancy."""
+    tb = toolbox(roomy_window)
+    reply = tb.call("apply_proposal", {"placements": [
+        {"task_id": 1, "day": 1, "slot_start": 1}, {"task_id": 2, "day": 1, "slot_start": 3}]})
+    assert reply.splitlines()[0] == "已应用粗排方案，2个任务变为已预排："
+    assert "第1天当前占用：[1]t1(1-2节) [2]t2(3-4节)，占用4/6。" in reply
+    assert "待安排任务剩余：0个。" in reply
+
+
+@pytest.mark.parametrize(
+    ("placements", "expected"),
+    [
+        ([{"task_id": 1, "day": 1, "slot_start": 1},
+          {"task_id": 2, "day": 1, "slot_start": 2}], "冲突"),  # overlap within the batch
+        ([{"task_id": 9, "day": 1, "slot_start": 1}], "不存在"),  # unknown task
+        ([{"task_id": 1, "day": 2, "slot_start": 1}], "超出规划窗口"),  # day 2 of 1
+        ([{"task_id": 1, "day": 1, "slot_start": 6}], "超出每天6节"),  # runs past period 6
+    ],
+)
+def test_apply_refusal_changes_nothing(placements: list[dict[str, int]], expected: str,
+                                       roomy_window: ScheduleState) -> None:
+    """Tests that a refused application rolls everything back and says why."""
+    tb = toolbox(roomy_window)
+    before = roomy_window.to_json()
+    reply = tb.call("apply_proposal", {"placements": placements})
+    assert reply.startswith("应用方案失败，全部回滚，无任何变更。")
+    assert expected in reply
+    assert roomy_window.to_json() == before and not tb.changes
+
+
+def test_apply_refuses_existing_tasks() -> None:
+    """Tests that an existing (confirmed) task is not re-placed by apply_proposal."""
+    state = make_state(1, 4, [{"status": "existing", "slots": [
+        {"day": 1, "slot_start": 1, "slot_end": 1}]}])
+    reply = toolbox(state).call("apply_proposal", {"placements": [
+        {"task_id": 1, "day": 1, "slot_start": 3}]})
+    assert "已安排任务" in reply and reply.startswith("应用方案失败")
+
+
+def _suggested_cluster() -> ScheduleState:
+    """Six suggested 复习 tasks crammed into days 1-2 of a 12-day window."""
+    tasks: list[dict[str, Any]] = []
+    for i in range(6):
+        day, start = 1 + i // 3, 1 + 2 * (i % 3)
+        tasks.append({"status": "suggested", "category": "复习", "category_id": 10,
+                      "slots": [{"day": day, "slot_start": start, "slot_end": start + 1}]})
+    return make_state(12, 6, tasks)
+
+
+def test_spread_even_spreads_and_is_atomic() -> None:
+    """Tests that spread_even moves the crammed tasks so that the even-spread deviation drops
+    to zero, keeps every task placed and logs one change per moved task."""
+    state = _suggested_cluster()
+    days_before = [t.slots[0].day for t in state.tasks]
+    tb = toolbox(state)
+    reply = tb.call("spread_even", {"category": "复习", "time_limit_s": 5})
+    assert reply.startswith("spread_even 完成：类别「复习」的6个任务中移动了")
+    days_after = sorted(t.slots[0].day for t in state.tasks)
+    assert spread_measure(days_after, 1, 12) == 0 < spread_measure(days_before, 1, 12)
+    assert all(t.status == "suggested" for t in state.tasks)
+    assert len(tb.changes) == sum(1 for line in reply.splitlines() if line.startswith("  ["))
+
+
+@pytest.mark.parametrize(
+    ("category", "expected"),
+    [
+        ("物理", "没有类别为「物理」的任务"),  # no such category
+        ("课程", "没有可移动的已落位任务"),  # only locked courses
+    ],
+)
+def test_spread_even_nothing_to_do(category: str, expected: str) -> None:
+    """Tests the replies when spread_even has nothing to move; the state is unchanged."""
+    state = make_state(2, 4, [{"source": "event", "category": "课程", "status": "existing",
+                               "locked": True,
+                               "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]}])
+    before = state.to_json()
+    assert expected in toolbox(state).call("spread_even", {"category": category})
+    assert state.to_json() == before
+
+
+def test_min_context_switch_regroups_within_days() -> None:
+    """Tests that min_context_switch, hidden from every mode, cuts the switches of an
+    alternating day by reordering it, with every task staying on its day."""
+    subjects = [10, 11, 10, 11]
+    tasks: list[dict[str, Any]] = [
+        {"status": "suggested", "category_id": c,
+         "slots": [{"day": 1, "slot_start": i + 1, "slot_end": i + 1}]}
+        for i, c in enumerate(subjects)]
+    state = make_state(2, 4, tasks)
+    tb = toolbox(state)
+    for mode in Mode:
+        assert "min_context_switch" not in tb.tool_names(mode)
+    reply = tb.call("min_context_switch", {"time_limit_s": 5})
+    assert "科目切换3→1次" in reply
+    assert all(t.slots[0].day == 1 for t in state.tasks)
+
+
+def test_tool_replies_are_deterministic(roomy_window: ScheduleState) -> None:
+    """Tests that the same read call gives the same text twice (no wall-clock figures)."""
+    tb = toolbox(roomy_window)
+    for tool in ("check_feasibility", "propose_placement"):
+        assert tb.call(tool, {}) == tb.call(tool, {})
