@@ -5,7 +5,9 @@ Three formats:
 - ``openai``: ``{"type": "function", "function": {name, description, parameters, strict: true}}``,
   strict-mode compatible: every object has ``additionalProperties: false`` and lists all its
   properties as required; optional fields are nullable (``null`` means "not given"); no ``$ref``,
-  ``title`` or ``default`` keywords (the default is stated in the description instead).
+  ``title`` or ``default`` keywords (the default is stated in the description instead). A map with
+  enumerated keys becomes an object with one nullable property per key; a map with free keys
+  cannot be strict, and such a tool is published with ``strict: false``.
 - ``anthropic``: ``{name, description, input_schema}``.
 - ``mcp``: ``{name, description, inputSchema, annotations}`` (+ ``outputSchema`` for JSON tools).
 
@@ -125,6 +127,9 @@ def drop_null_optionals(model: type[BaseModel], args: Any) -> Any:
                 value = drop_null_optionals(sub, value)
             elif isinstance(value, list):
                 value = [drop_null_optionals(sub, v) for v in value]
+        elif isinstance(value, dict) and _is_map(field.annotation):
+            # a map with enumerated keys is an object of optional properties in strict mode
+            value = {k: v for k, v in value.items() if v is not None}
         out[key] = value
     return out
 
@@ -133,13 +138,14 @@ def drop_null_optionals(model: type[BaseModel], args: Any) -> Any:
 def _tool_schema(spec: ToolSpec, fmt: str) -> dict[str, Any]:
     description = tool_description(spec)
     if fmt == "openai":
+        params = strict_schema(spec.args_model)
         return {
             "type": "function",
             "function": {
                 "name": spec.name,
                 "description": description,
-                "parameters": strict_schema(spec.args_model),
-                "strict": True,
+                "parameters": params,
+                "strict": _is_closed(params),
             },
         }
     if fmt == "anthropic":
@@ -217,12 +223,23 @@ def _clean(node: Any) -> Any:
 
 
 def _close(node: Any) -> Any:
-    """Every object schema gets ``additionalProperties: false`` (the models forbid extras)."""
+    """Every object schema gets ``additionalProperties: false`` (the models forbid extras).
+
+    A map with enumerated keys (``dict[Literal[...], V]``) becomes an object with one optional
+    property per key, which says the same and fits strict mode; a map with free keys stays open.
+    """
     if isinstance(node, list):
         return [_close(v) for v in node]
     if not isinstance(node, dict):
         return node
     out = {k: (_close_map(v) if k in _SCHEMA_MAPS else _close(v)) for k, v in node.items()}
+    values = out.get("additionalProperties")
+    if isinstance(values, dict):
+        keys = out.get("propertyNames", {}).get("enum")
+        if keys is None:
+            return out  # a free-keyed map: nothing to close
+        out.pop("propertyNames")
+        out["properties"] = {**{str(k): values for k in keys}, **out.get("properties", {})}
     if out.get("type") == "object" or "properties" in out:
         out.setdefault("type", "object")
         out.setdefault("properties", {})
@@ -252,7 +269,7 @@ def _strictify(node: Any) -> Any:
     if "default" in node and node["default"] is not None:
         note = f"默认 {json.dumps(node['default'], ensure_ascii=False)}"
         out["description"] = f"{out['description']}（{note}）" if out.get("description") else note
-    if out.get("type") == "object":
+    if out.get("type") == "object" and not isinstance(out.get("additionalProperties"), dict):
         props: dict[str, Any] = out.get("properties", {})
         required = set(out.get("required", []))
         out["properties"] = {
@@ -261,6 +278,20 @@ def _strictify(node: Any) -> Any:
         out["required"] = list(props)
         out["additionalProperties"] = False
     return out
+
+
+def _is_closed(node: Any) -> bool:
+    """No open map anywhere (``additionalProperties`` other than ``false``): strict mode is only
+    claimed when it holds, since OpenAI rejects a strict schema with an open object."""
+    if isinstance(node, list):
+        return all(_is_closed(v) for v in node)
+    if not isinstance(node, dict):
+        return True
+    kind = node.get("type")
+    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+    if is_object and node.get("additionalProperties", False) is not False:
+        return False
+    return all(_is_closed(v) for k, v in node.items() if k != "additionalProperties")
 
 
 def _allows_null(node: dict[str, Any]) -> bool:
@@ -274,7 +305,7 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     if _allows_null(node):
         return node
     kind = node.get("type")
-    if isinstance(kind, str) and "anyOf" not in node:
+    if isinstance(kind, str) and kind != "object" and "anyOf" not in node:
         out = dict(node, type=[kind, "null"])
         if "enum" in out:
             out["enum"] = [*out["enum"], None]
@@ -284,6 +315,14 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     if "description" in node:
         out["description"] = node["description"]
     return out
+
+
+def _is_map(annotation: Any) -> bool:
+    """``dict[...]`` or ``dict[...] | None``."""
+    origin = get_origin(annotation)
+    if origin is dict:
+        return True
+    return origin is not None and any(_is_map(a) for a in get_args(annotation))
 
 
 def _nested_model(annotation: Any) -> type[BaseModel] | None:

@@ -28,7 +28,7 @@ from . import registry
 from .args import describe_validation_error
 from .prompts import prompt_rules
 from .schemas import drop_null_optionals, tool_schemas, visible_specs
-from .spec import Mode, ToolSpec, json_error
+from .spec import Mode, ToolSpec
 from .toolbox import Toolbox
 
 log = logging.getLogger(__name__)
@@ -374,9 +374,9 @@ class Session:
         return parsed, None
 
     def _error(self, spec: ToolSpec, code: str, msg: str, *, arg: bool = False) -> CallResult:
-        if spec.output == "json":
-            return CallResult(spec.name, json_error(spec.name, code, msg), "json", "error", code)
-        return CallResult(spec.name, f"参数错误：{msg}" if arg else msg, "text", "error", code)
+        """A refusal decided before the handler, in the tool's own reply shape (as the Toolbox)."""
+        text = f"参数错误：{msg}" if arg and spec.output == "text" else msg
+        return CallResult(spec.name, spec.error(code, text), spec.output, "error", code)
 
     def _run(self, spec: ToolSpec, parsed: Any) -> CallResult:
         before = len(self.toolbox.changes)

@@ -4,14 +4,16 @@ agreement between the schemas and the argument models."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
 from conftest_adapters import example_args, load_window, note_tool, specs_with
 from jsonschema import Draft202012Validator
+from pydantic import Field
 
 from smartflow_engine import Toolbox
 from smartflow_engine.tools_adapter import registry
+from smartflow_engine.tools_adapter.args import Args
 from smartflow_engine.tools_adapter.schemas import (
     CONFIRM_NOTE,
     FORMATS,
@@ -21,7 +23,7 @@ from smartflow_engine.tools_adapter.schemas import (
     tool_schemas,
 )
 from smartflow_engine.tools_adapter.session import Session
-from smartflow_engine.tools_adapter.spec import Mode
+from smartflow_engine.tools_adapter.spec import Mode, ToolSpec
 
 MODES: list[Mode | None] = [None, *Mode]
 TOOL_IDS = registry.tool_names()
@@ -225,3 +227,56 @@ def test_unknown_format_is_refused(fmt):
 def test_toolbox_schemas_delegate_here():
     """Tests that Toolbox.schemas (the public contract) returns these schemas."""
     assert Toolbox().schemas(fmt="anthropic") == tool_schemas("anthropic")
+
+
+class _MapArgs(Args):
+    """A test-only model with the two kinds of map an argument model may hold."""
+
+    weights: dict[Literal["load", "late"], Annotated[float, Field(strict=True, ge=0, le=10)]] | None = None
+
+
+class _OpenMapArgs(Args):
+    tags: dict[str, Annotated[int, Field(ge=0, le=9)]] = Field(default_factory=dict)
+
+
+def _map_tool(model: type[Args]) -> ToolSpec:
+    return ToolSpec("map_tool", "read", model, lambda _ctx, _args: "ok", "映射参数（测试用）。",
+                    needs_state=False)
+
+
+@pytest.mark.parametrize(("weights", "valid"), [
+    ({"load": 2.0}, True),  # one known key
+    ({"load": 2.0, "late": 0.5}, True),  # every key
+    ({}, True),  # no key
+    ({"speed": 1.0}, False),  # an unknown key
+    ({"load": 11.0}, False),  # a value above its bound
+    ({"load": "2"}, False),  # a value of the wrong type
+])
+def test_enumerated_key_maps_agree_with_the_model(weights, valid):
+    """Tests that a dict with Literal keys is published as an object of those keys (strict: one
+    nullable property each) and that schema and model accept and reject the same maps."""
+    assert Draft202012Validator(input_schema(_MapArgs)).is_valid({"weights": weights}) is valid
+    strict = strict_schema(_MapArgs)
+    sent = {"weights": {k: weights.get(k) for k in ("load", "late")}} if valid else None
+    if sent is not None:
+        Draft202012Validator(strict).validate(sent)
+        parsed = _MapArgs.model_validate(drop_null_optionals(_MapArgs, sent))
+        assert parsed.weights == weights
+    try:
+        _MapArgs.model_validate({"weights": weights})
+        accepted = True
+    except ValueError:
+        accepted = False
+    assert accepted is valid
+
+
+def test_strict_is_claimed_only_when_it_holds():
+    """Tests that a tool whose arguments hold a free-keyed map is published with strict: false,
+    and one with an enumerated-key map with strict: true."""
+    closed = tool_schemas("openai", specs=[_map_tool(_MapArgs)])[0]["function"]
+    open_ = tool_schemas("openai", specs=[_map_tool(_OpenMapArgs)])[0]["function"]
+    assert closed["strict"] is True and open_["strict"] is False
+    tags = open_["parameters"]["properties"]["tags"]
+    assert _allows_null(tags)  # optional, so nullable like every other optional field
+    assert tags["anyOf"][0]["additionalProperties"] == {"maximum": 9, "minimum": 0,
+                                                        "type": "integer"}
