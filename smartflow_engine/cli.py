@@ -107,11 +107,13 @@ def propose(
 def serve(
     host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    max_time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit a client "
+                                                  "asks for, seconds.")] = 10.0,
 ) -> None:
-    """Run the HTTP API (FastAPI + uvicorn)."""
+    """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
     from .tools_adapter.http_api import serve as serve_http
 
-    serve_http(host=host, port=port)
+    serve_http(host=host, port=port, max_time_limit_s=max_time_limit)
 
 
 @app.command()
@@ -119,12 +121,16 @@ def mcp(
     state: Annotated[Path | None, typer.Option("--state", help="State JSON file.")] = None,
     mode: Annotated[str, typer.Option(help="first_full | local_adjust | global_reopt")] = "first_full",
     save: Annotated[Path | None, typer.Option(help="Write the state here after each change.")] = None,
+    enable: Annotated[list[str] | None, typer.Option(help="Offer a tool hidden in this mode "
+                                                     "(repeatable), e.g. min_context_switch.")] = None,
+    time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit, seconds.")] = 10.0,
 ) -> None:
     """Run the MCP server over stdio."""
     from .tools_adapter.mcp_server import run_stdio
 
     try:
-        run_stdio(state, mode=mode, save_path=save)
+        run_stdio(state, mode=mode, save_path=save, enabled_tools=tuple(enable or ()),
+                  max_time_limit_s=time_limit)
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")
         raise typer.Exit(2) from None

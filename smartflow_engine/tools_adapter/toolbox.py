@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from ..state import ScheduleState, SelfCheckError, self_check
 from . import registry
 from .args import describe_validation_error
+from .schemas import drop_null_optionals
 from .spec import Mode, ToolContext, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,8 @@ class Toolbox:
         if spec.needs_state and self.ctx.state is None:
             return spec, None, spec.error("no_state", f"当前没有加载日程，无法调用 {name}。")
         try:
-            parsed = spec.args_model.model_validate(args)
+            # A strict-mode model sends null for an optional argument it leaves out.
+            parsed = spec.args_model.model_validate(drop_null_optionals(spec.args_model, args))
         except ValidationError as exc:
             return spec, None, self._arg_error(spec, describe_validation_error(exc))
         return spec, parsed, None

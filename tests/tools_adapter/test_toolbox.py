@@ -96,3 +96,10 @@ def test_json_tool_errors_keep_the_tool_shape():
     reply = json.loads(Toolbox().call("upsert_task_class", {"id": "x"}))
     assert reply["success"] is False and reply["error_code"] == "invalid_args"
     assert "task_class_id" in reply and "metric_schema" not in reply
+
+
+def test_strict_mode_nulls_mean_not_given(tools: Toolbox):
+    """Tests that null for an optional argument (what OpenAI strict mode sends) means its default."""
+    assert tools.call("list_tasks", {"category": None, "status": None}) == tools.call("list_tasks", {})
+    assert tools.call("place", {"task_id": 3, "day": None, "slot_start": 1}).startswith(
+        "参数错误：参数 day 应为整数")
