@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..state import ScheduleState, runs
-from ._cpsat import DETERMINISTIC_SHARE, SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
 from .counting import max_placeable
+from .local_search import EVAL_COST_S, improve
 from .objective import (
     TERM_NAMES,
     clustered_subjects,
@@ -42,7 +43,23 @@ SCALE = 100  # weights are scaled to integers with this factor
 FULL_MODEL_MAX_DAYS = 14  # longer windows are improved by the day-window neighbourhood search
 LNS_DAYS = 2  # days re-solved per neighbourhood (two random blocks of LNS_DAYS // 2 days)
 LNS_STEP = 0.03  # deterministic time per neighbourhood: small ones solve to optimality fast
-LNS_BUILD_COST = 1.5e-4  # deterministic-time stand-in per variable built (Python model building)
+# Estimated seconds per neighbourhood (calibrated on the 2-core CI machine, 120-day windows):
+# LNS_SOLVE_COST per solve call (set-up and presolve, which deterministic time barely counts),
+# WALL_PER_DET per unit of CP-SAT deterministic time, LNS_BUILD_COST per variable built in Python.
+LNS_SOLVE_COST = 0.010
+WALL_PER_DET = 1.5
+LNS_BUILD_COST = 4e-5
+
+# Work budget. Every stage is bounded by a deterministic work measure, converted to estimated
+# seconds of the 2-core CI machine; the wall clock (time_limit_s) is only a safety net. The total
+# estimate is WORK_SHARE of the limit, so the wall clock decides only on a machine more than
+# 1 / WORK_SHARE times slower than the calibration.
+WORK_SHARE = 0.5
+LOCAL_SHARE = 0.2  # share of the limit for the local moves (they usually stall earlier)
+LOCAL_STALL = 20_000  # evaluations without a new best after which the local moves stop
+# The full-window model gets a fixed deterministic budget: measured wall / deterministic time
+# of 0.7-1.9 on 13-day windows, so the wall clock stays out of it by a factor of 2 or more.
+FULL_MODEL_DET_SHARE = 0.25
 
 
 def _trace(iteration: int, spent: float, now: float) -> None:
@@ -71,6 +88,7 @@ class Proposal:
     runtime_s: float = 0.0
     seed: int = 0
     iterations: int = 0
+    local_moves: int = 0  # improving moves of the local search before CP-SAT
 
 
 # ---------------------------------------------------------------------------------- the model
@@ -503,18 +521,23 @@ def propose_placement(
     start_name, start = min(candidates, key=lambda c: evaluate(problem, c[1], w)["weighted_total"])
     start_obj = evaluate(problem, start, w)
 
-    win = _Window.build(problem, w, sum(pl.length for pl in start if pl.embed_host is None))
     deadline = t0 + time_limit_s
-    current = {pl.task_id: pl for pl in start}
+    # Fast local moves first (see .local_search): they keep the level-1 total and the load.
+    local = improve(problem, w, start, seed=seed, deadline=deadline - 0.02, stall=LOCAL_STALL,
+                    max_evaluations=int(LOCAL_SHARE * time_limit_s / EVAL_COST_S))
+    work = local.evaluations * EVAL_COST_S  # estimated seconds spent so far (deterministic)
+    win = _Window.build(problem, w, sum(pl.length for pl in start if pl.embed_host is None))
+    current = {pl.task_id: pl for pl in local.placements}
     bound: float | None = None
     status = SolveStatus.FEASIBLE
     iterations = 0
     if problem.num_days <= FULL_MODEL_MAX_DAYS:
         sub = _SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
                         target)
-        hinted = sub.hint(start)
+        hinted = sub.hint(local.placements)
         solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers, seed=seed,
-                             exact=False, deterministic=True)
+                             exact=False,
+                             deterministic_time=FULL_MODEL_DET_SHARE * time_limit_s)
         status = status_of(solver.solve(sub.model))
         iterations = 1
         if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
@@ -523,7 +546,8 @@ def propose_placement(
                 pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
                 current = {pl.task_id: pl for pl in sub.placements(solver, pool, current)}
     else:
-        current, iterations = _neighbourhood_search(win, current, deadline, time_limit_s, seed,
+        budget = max(0.0, WORK_SHARE * time_limit_s - work)
+        current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
                                                     num_workers)
 
     placements = sorted(current.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
@@ -551,6 +575,7 @@ def propose_placement(
         runtime_s=time.perf_counter() - t0,
         seed=seed,
         iterations=iterations,
+        local_moves=local.moves,
     )
 
 
@@ -584,7 +609,7 @@ def _neighbourhood_search(
     win: _Window,
     current: dict[int, Placement],
     deadline: float,
-    time_limit_s: float,
+    budget: float,
     seed: int,
     num_workers: int,
 ) -> tuple[dict[int, Placement], int]:
@@ -597,7 +622,7 @@ def _neighbourhood_search(
     problem = win.problem
     rng = np.random.default_rng(seed)
     group_of = problem.group_of()
-    budget = time_limit_s * DETERMINISTIC_SHARE  # deterministic time units
+    # ``budget``: estimated seconds, from deterministic measures only (see LNS_SOLVE_COST)
     spent = 0.0
     iterations = 0
     half = max(1, LNS_DAYS // 2)
@@ -637,13 +662,12 @@ def _neighbourhood_search(
         sub = _SubModel(win, days, counts, sum(pl.length for pl in inside),
                         free_slots=sum(pl.length for pl in inside if pl.embed_host is None))
         hinted = sub.hint(inside)
-        solver = make_solver(
-            min(LNS_STEP / DETERMINISTIC_SHARE, max(deadline - time.perf_counter(), 0.01)),
-            num_workers, seed=seed + iterations, exact=False, deterministic=True)
+        solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
+                             seed=seed + iterations, exact=False, deterministic_time=LNS_STEP)
         status = status_of(solver.solve(sub.model))
-        # Deterministic stand-in for the time spent: the solver's deterministic time plus the
-        # model building, counted per variable (calibrated on the CI machine).
-        spent += solver.deterministic_time + LNS_BUILD_COST * (len(sub.x) + len(sub.aux))
+        # Deterministic stand-in for the time spent (calibrated on the CI machine).
+        spent += (LNS_SOLVE_COST + WALL_PER_DET * solver.deterministic_time
+                  + LNS_BUILD_COST * (len(sub.x) + len(sub.aux)))
         _trace(iterations, spent, time.perf_counter())
         if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) or hinted is None:
             continue
