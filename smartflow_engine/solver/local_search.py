@@ -29,7 +29,10 @@ import numpy as np
 from .objective import clustered_subjects, lateness, off_preference, preferred_slots
 from .problem import Placement, Problem
 
-EVAL_COST_S = 1.5e-5  # calibrated wall time per candidate evaluation (CI machine, 7-20 us)
+# Work measure: estimated seconds = STEP_COST_S per move attempt + SCAN_COST_S per row scan
+# (least squares on 18 windows of 13-120 days on the 2-core CI machine, within ±18%, rounded up).
+STEP_COST_S = 1.8e-5
+SCAN_COST_S = 3e-6
 HISTORY = 5  # late-acceptance history length (steps); longer ones wander off (measured)
 DAYS_PER_RELOCATE = 3  # target days tried per relocate move (one of them load-directed)
 
@@ -38,8 +41,11 @@ DAYS_PER_RELOCATE = 3  # target days tried per relocate move (one of them load-d
 class LocalSearchResult:
     placements: list[Placement]
     delta: float  # change of the weighted objective (<= 0)
-    moves: int  # accepted moves
-    evaluations: int
+    moves: int  # moves that gave a new best
+    evaluations: int  # candidate places and swaps looked at
+    steps: int = 0  # move attempts
+    scans: int = 0  # row scans
+    work_s: float = 0.0  # estimated seconds (the deterministic work measure)
 
 
 class _Days:
@@ -56,6 +62,7 @@ class _Days:
         self.w_tod = w["time_of_day"]
         spd, num_days = problem.slots_per_day, problem.num_days
         self.spd = spd
+        self.scans = 0  # row scans: the work measure
         codes: dict[str, int] = {}
 
         def code(k: str) -> int:
@@ -86,13 +93,13 @@ class _Days:
         prefs = {gi: preferred_slots(problem, g.rule) for gi, g in enumerate(problem.groups)}
         self.prefs = [prefs[gi] for gi in range(len(problem.groups))]
         for pl in placements:
-            k = self.subject_code[pl.task_id]
-            self.counts[k][pl.day] += 1
+            kc = self.subject_code[pl.task_id]
+            self.counts[kc][pl.day] += 1
             if pl.embed_host is not None:
                 self.guests.append(pl)
                 continue
             self.where[pl.task_id] = pl
-            self._fill(pl.day, pl.slot_start, pl.slot_end, pl.task_id, k)
+            self._fill(pl.day, pl.slot_start, pl.slot_end, pl.task_id, kc)
             self.load[pl.day] += pl.length
         self.mean = sum(self.load) / num_days
         self.row_cost = [0.0] + [self._row(d) for d in range(1, num_days + 1)]
@@ -119,6 +126,7 @@ class _Days:
 
     def _row(self, day: int) -> float:
         """Weighted isolated-free periods and switches of one day's row."""
+        self.scans += 1
         own, sub = self.own[day - 1], self.sub[day - 1]
         spd = self.spd
         iso = sw = 0
@@ -221,6 +229,89 @@ class _Days:
         self.where[tid] = Placement(tid, b, s, e)
         return delta, evals
 
+    def _best_start(self, tid: int, day: int) -> tuple[int, int] | None:
+        """Best start of ``tid`` on ``day`` by that row's terms and the place cost; evaluations."""
+        gi, dur = self.group_of[tid], self.where[tid].length
+        k = self.subject_code[tid]
+        best: tuple[float, int] | None = None
+        n = 0
+        for s in self.starts_on(day, dur, self.banned[gi]):
+            n += 1
+            self._fill(day, s, s + dur - 1, tid, k)
+            c = self._row(day) + self.place_cost(gi, day, s, s + dur - 1)
+            self._clear(day, s, s + dur - 1)
+            if best is None or c < best[0] - 1e-9:
+                best = (c, s)
+        return None if best is None else (best[1], n)
+
+    def _days_cost(self, days: set[int], keys: set[tuple[int, int]]) -> float:
+        m = self.mean
+        return (sum(self.w_load * abs(self.load[d] - m) + self.row_cost[d] for d in days)
+                + sum(self.same(k, self.counts[k][d]) for k, d in keys))
+
+    def try_exchange(self, t1: int, t2: int, limit: float = 0.0) -> tuple[float, int]:
+        """``t1`` goes to ``t2``'s day and ``t2`` to ``t1``'s, each at its best start there once
+        both have left (on one day: a re-arrangement of the two). Accepted if the objective
+        worsens by at most ``limit``. Returns ``(delta, evaluations)``."""
+        p1, p2 = self.where[t1], self.where[t2]
+        g1, g2 = self.group_of[t1], self.group_of[t2]
+        k1, k2 = self.subject_code[t1], self.subject_code[t2]
+        a, b = p1.day, p2.day
+        nd = self.p.num_days
+        groups = self.p.groups
+        if not (groups[g1].rule.allows_day(b, nd) and groups[g2].rule.allows_day(a, nd)):
+            return 0.0, 1
+        days = {a, b}
+        keys = {(k1, a), (k1, b), (k2, a), (k2, b)}
+        before = (self._days_cost(days, keys)
+                  + self.place_cost(g1, a, p1.slot_start, p1.slot_end)
+                  + self.place_cost(g2, b, p2.slot_start, p2.slot_end))
+        self._clear(a, p1.slot_start, p1.slot_end)
+        self._clear(b, p2.slot_start, p2.slot_end)
+
+        def shift(sign: int) -> None:
+            self.load[a] += sign * (p2.length - p1.length)
+            self.load[b] += sign * (p1.length - p2.length)
+            self.counts[k1][a] -= sign
+            self.counts[k1][b] += sign
+            self.counts[k2][b] -= sign
+            self.counts[k2][a] += sign
+
+        shift(1)
+        first = self._best_start(t1, b)
+        second: tuple[int, int] | None = None
+        if first is not None:
+            s1 = first[0]
+            self._fill(b, s1, s1 + p1.length - 1, t1, k1)
+            second = self._best_start(t2, a)
+        evals = (first[1] if first else 0) + (second[1] if second else 0)
+        if first is not None and second is not None:
+            s2 = second[0]
+            self._fill(a, s2, s2 + p2.length - 1, t2, k2)
+            rows = {d: self._row(d) for d in days}
+            old_rows = {d: self.row_cost[d] for d in days}
+            for d, v in rows.items():
+                self.row_cost[d] = v
+            after = (self._days_cost(days, keys)
+                     + self.place_cost(g1, b, s1, s1 + p1.length - 1)
+                     + self.place_cost(g2, a, s2, s2 + p2.length - 1))
+            delta = after - before
+            if (delta <= limit + 1e-9 and (s1, s2) != (p2.slot_start, p1.slot_start)) or (
+                    delta < -1e-9):
+                self.where[t1] = Placement(t1, b, s1, s1 + p1.length - 1)
+                self.where[t2] = Placement(t2, a, s2, s2 + p2.length - 1)
+                return delta, evals
+            for d, v in old_rows.items():
+                self.row_cost[d] = v
+            self._clear(a, s2, s2 + p2.length - 1)
+            self._clear(b, s1, s1 + p1.length - 1)
+        elif first is not None:
+            self._clear(b, first[0], first[0] + p1.length - 1)
+        shift(-1)
+        self._fill(a, p1.slot_start, p1.slot_end, t1, k1)
+        self._fill(b, p2.slot_start, p2.slot_end, t2, k2)
+        return 0.0, max(evals, 1)
+
     def try_swap(self, t1: int, t2: int, limit: float = 0.0) -> tuple[float, bool]:
         """Let two tasks of the same duration trade places if that worsens the objective by at
         most ``limit``."""
@@ -275,10 +366,10 @@ def improve(
     weights: Mapping[str, float],
     placements: Sequence[Placement],
     *,
-    max_evaluations: int,
+    budget_s: float,
     seed: int = 0,
     deadline: float | None = None,
-    stall: int | None = None,
+    stall_s: float | None = None,
 ) -> LocalSearchResult:
     """Improve a complete placement by relocate and swap moves; never makes it worse.
 
@@ -286,17 +377,18 @@ def improve(
     ----------
     weights
         Resolved weights (:func:`.objective.resolve_weights`).
-    max_evaluations
-        Work bound: candidate evaluations (a relocate evaluates each start it tries, a swap
-        counts as one). The search stops there, so the result depends only on the seed.
+    budget_s
+        Work bound in estimated seconds (:data:`STEP_COST_S` per move attempt plus
+        :data:`SCAN_COST_S` per row scan): the search stops there, so the result depends only
+        on the seed, never on the machine's speed.
     deadline
         ``time.perf_counter()`` value after which the search stops anyway (safety net).
-    stall
-        Stop early after this many evaluations without a new best (a local optimum).
+    stall_s
+        Stop early after this much work without a new best (a local optimum).
     """
     days = _Days(problem, weights, placements)
     movable = sorted(days.where)
-    if not movable or max_evaluations <= 0:
+    if not movable or budget_s <= 0:
         return LocalSearchResult(list(placements), 0.0, 0, 0)
     rng = np.random.default_rng(seed)
     num_days = problem.num_days
@@ -308,9 +400,10 @@ def improve(
     best = dict(days.where)
     history = [0.0] * HISTORY  # late acceptance: the objective HISTORY steps ago
     step = 0
-    last_best = 0
-    while evals < max_evaluations and (stall is None or evals - last_best < stall):
+    work = last_best = 0.0
+    while work < budget_s and (stall_s is None or work - last_best < stall_s):
         step += 1
+        work = STEP_COST_S * step + SCAN_COST_S * days.scans
         if deadline is not None and step % 64 == 0 and time.perf_counter() > deadline:
             break
         limit = max(0.0, history[step % HISTORY] - current)
@@ -321,18 +414,26 @@ def improve(
             targets.append(days.where[tid].day)
             delta, n = days.try_relocate(tid, list(dict.fromkeys(targets)), limit)
             evals += max(n, 1)
-        else:
+        elif rng.random() < 0.5:
             peers = by_length[days.where[tid].length]
             other = peers[int(rng.integers(len(peers)))]
             evals += 1
             delta = days.try_swap(tid, other, limit)[0] if other != tid else 0.0
+        else:
+            other = movable[int(rng.integers(len(movable)))]
+            if other == tid:
+                evals += 1
+                continue
+            delta, n = days.try_exchange(tid, other, limit)
+            evals += n
         current += delta
         history[step % HISTORY] = current
         if current < best_value - 1e-9:
             best_value = current
             best = dict(days.where)
             moves += 1
-            last_best = evals
+            last_best = work
     out = [*best.values(), *days.guests]
     out.sort(key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
-    return LocalSearchResult(out, best_value, moves, evals)
+    work = STEP_COST_S * step + SCAN_COST_S * days.scans
+    return LocalSearchResult(out, best_value, moves, evals, step, days.scans, work)
