@@ -8,9 +8,11 @@ few days at a time (the days' tasks and the unplaced ones may be re-placed on th
 every improvement, which changes the global objective by exactly the local change.
 
 Warm start: the load/category-aware greedy (:func:`.baselines.balanced_greedy`) when it reaches
-the level-1 total, else the counting model's witness; the result is never worse than that start.
-Deterministic for a given seed and worker count: every solve is bounded by deterministic time,
-the wall-clock limit is only a safety net.
+the level-1 total, else the counting model's witness, then polished by fast local moves
+(:mod:`.local_search`); the result is never worse than that start. Deterministic for a given
+seed and worker count: every stage is bounded by a deterministic work measure (local-move
+attempts and row scans, CP-SAT deterministic time, variables built), converted to estimated
+seconds and capped at WORK_SHARE of the limit; the wall-clock limit is only a safety net.
 """
 
 from __future__ import annotations
