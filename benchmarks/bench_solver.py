@@ -8,11 +8,12 @@ classes). Run ``python -m benchmarks.bench_solver [--quick]``.
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,10 +22,11 @@ from rich.progress import Progress
 from smartflow_engine.solver import TERM_NAMES, check_feasibility, evaluate, propose_placement
 from smartflow_engine.solver._cpsat import cp_model, make_solver, status_of
 from smartflow_engine.solver.baselines import balanced_greedy, first_fit
+from smartflow_engine.solver.bounds import DayBound, day_decomposition_bound
 from smartflow_engine.solver.counting import build as build_counting
 from smartflow_engine.solver.objective import resolve_weights
 from smartflow_engine.solver.placement import SCALE, _SubModel, _Window
-from smartflow_engine.solver.problem import Problem, build_problem
+from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -32,6 +34,11 @@ SIZES = {"small": (13, 10), "medium": (30, 60), "large": (120, 300)}
 VARIANTS = ("plain", "tight", "fragmented")
 GOALS_MS = {("medium", False): 10, ("large", False): 50, ("medium", True): 50,
             ("large", True): 250}
+# Reference runs for the medium quality figures: (time limit in s, seeds) per mode. The search is
+# bounded by deterministic work (~40% of the limit), so a 20 s run takes ~10 s of wall time.
+LONG_RUNS = {False: (20.0, (0, 1, 2)), True: (3.0, (0,))}
+DAY_MODEL_LIMIT = {False: 5.0, True: 1.0}  # per one-day model of the decomposition bound
+QUALITY_GOAL = 0.05  # issue 4: within 5% on medium at 1 s
 
 
 def _ms(seconds: float) -> str:
@@ -240,11 +247,11 @@ def feasibility_section(rows: list[FeasRow], quick: bool) -> list[str]:
     for size in SIZES:
         for classes in (False, True):
             sel = [r for r in rows if r.size == size and r.classes == classes]
-            ours = [v for r in sel for v in r.ours]
+            ours_all = [v for r in sel for v in r.ours]
             ratios = [n / o for r in sel for n, o in zip(r.naive, r.ours, strict=False)]
             goal = GOALS_MS.get((size, classes))
             out.append(
-                f"| {size} | {'yes' if classes else 'no'} | {_ms(_median(ours))} | "
+                f"| {size} | {'yes' if classes else 'no'} | {_ms(_median(ours_all))} | "
                 f"{f'≤ {goal}' if goal else ''} | "
                 f"{_ms(_median([v for r in sel for v in r.model_alone]))} | "
                 f"{_ms(_median([v for r in sel for v in r.highs]))} | "
@@ -281,6 +288,9 @@ class PropRow:
     runs: dict[float, dict[str, float]]
     bound: float | None
     runtime: dict[float, float]
+    long: dict[int, float] = field(default_factory=dict)  # seed -> weighted_total, long run
+    day_bound: DayBound | None = None
+    day_bound_s: float = 0.0
 
 
 def bench_proposals(quick: bool, progress: Progress) -> list[PropRow]:
@@ -296,25 +306,42 @@ def bench_proposals(quick: bool, progress: Progress) -> list[PropRow]:
             problem = build_problem(state, by_subject=True)
             greedy = evaluate(problem, balanced_greedy(problem))
             runs, runtime = {}, {}
+            first: list[Placement] = []
             for limit in limits[size]:
                 proposal = propose_placement(state, time_limit_s=limit, seed=0)
                 runs[limit], runtime[limit] = proposal.objective, proposal.runtime_s
-            bound = _bound(problem, runs[limits[size][0]], 1.0) if size == "medium" else None
-            rows.append(PropRow(size, variant, classes, greedy, runs, bound, runtime))
+                first = first or proposal.placements
+            row = PropRow(size, variant, classes, greedy, runs, None, runtime)
+            if size == "medium":
+                row.bound = _bound(problem, first, 1.0)
+                if not (quick and classes):  # quick: the windows without classes only
+                    _reference(row, state, problem, quick)
+            rows.append(row)
             progress.advance(task)
     return rows
 
 
-def _bound(problem: Problem, objective: dict[str, float], limit: float) -> float | None:
-    """CP-SAT's lower bound on the weighted objective: the full-window model, 1 s."""
+def _reference(row: PropRow, state: ScheduleState, problem: Problem, quick: bool) -> None:
+    """Best known solution (long runs, several seeds) and the day-decomposition lower bound."""
+    limit, seeds = LONG_RUNS[quick]
+    target = row.runs[1.0]["placed_slots"]
+    for seed in seeds:
+        objective = propose_placement(state, time_limit_s=limit, seed=seed).objective
+        if objective["placed_slots"] == target:  # always: both place the proven maximum
+            row.long[seed] = objective["weighted_total"]
+    t0 = time.perf_counter()
+    row.day_bound = day_decomposition_bound(problem, int(target),
+                                            time_limit_s=DAY_MODEL_LIMIT[quick], num_workers=1)
+    row.day_bound_s = time.perf_counter() - t0
+
+
+def _bound(problem: Problem, start: list[Placement], limit: float) -> float:
+    """CP-SAT's lower bound on the weighted objective: the full-window model, hinted with the
+    1 s proposal ``start``, one worker, ``limit`` seconds."""
     w = resolve_weights(None)
-    start = balanced_greedy(problem, w)
-    target = int(objective["placed_slots"])
-    if sum(p.length for p in start) != target:
-        return None
     win = _Window.build(problem, w, sum(p.length for p in start if p.embed_host is None))
     sub = _SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
-                    target)
+                    sum(p.length for p in start))
     sub.hint(start)
     solver = make_solver(limit, 1, exact=False)
     solver.solve(sub.model)
@@ -329,12 +356,12 @@ def proposal_section(rows: list[PropRow]) -> list[str]:
         "`baselines.balanced_greedy`; *ours @ t*: `propose_placement(time_limit_s=t, seed=0)`, "
         "one worker. When the greedy places fewer periods than the proven maximum, ours is "
         "lexicographically better whatever the soft terms say: such rows are marked and left "
-        "out of the improvement medians. *bound*: the full-window CP-SAT model's lower bound "
-        "after 1 s (medium only).",
+        "out of the improvement medians. Medium windows are measured against the best known "
+        "solution and a proven lower bound in the next section.",
         "",
         "| size | variant | classes | greedy placed / max | greedy | ours @1 s | ours @5 s | "
-        "better than greedy | gap to bound |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "better than greedy |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     improvements: dict[tuple[str, float], list[float]] = defaultdict(list)
     shares: dict[tuple[str, float], list[float]] = defaultdict(list)
@@ -360,13 +387,9 @@ def proposal_section(rows: list[PropRow]) -> list[str]:
                 cells.append("")
         last = r.runs[best_limit]["weighted_total"]
         better = f"{100 * (g - last) / g:.1f}%" if same and g else "places more"
-        gap = ""
-        if r.bound is not None and r.runs[1.0]["weighted_total"]:
-            rel = (r.runs[1.0]["weighted_total"] - r.bound) / r.runs[1.0]["weighted_total"]
-            gap = f"{100 * rel:.1f}% (bound {r.bound:.1f})"
         out.append(f"| {r.size} | {r.variant} | {'yes' if r.classes else 'no'} | "
                    f"{placed:.0f} / {target:.0f} | {g:.1f} | {cells[0]} | {cells[1]} | {better} "
-                   f"| {gap} |")
+                   "|")
     out += ["", "Median improvement over the greedy (same periods placed), and the wall time used "
             "as a share of the limit (every stage is bounded by deterministic work; the wall "
             "clock is only a safety net, so the share shows the margin against a slower or "
@@ -378,16 +401,7 @@ def proposal_section(rows: list[PropRow]) -> list[str]:
         out.append(f"| {size} | {limit:.0f} s | {100 * _median(vals):.1f}% | "
                    f"{100 * min(vals):.1f}% | {100 * max(vals):.1f}% | {len(vals)} | "
                    f"{100 * _median(sh):.0f}%, {100 * max(sh):.0f}% |")
-    gaps = [(r.runs[1.0]["weighted_total"] - r.bound) / r.runs[1.0]["weighted_total"]
-            for r in rows if r.bound is not None and r.runs[1.0]["weighted_total"]]
-    bounds = [r.bound for r in rows if r.bound is not None]
-    out += ["", f"- Proposals scoring worse than the greedy (same periods placed): {worse}.",
-            f"- Medium, 1 s: median gap to the CP-SAT bound {100 * _median(gaps):.1f}% "
-            f"(max {100 * max(gaps):.1f}%); median bound {_median(bounds):.1f}. The full-window "
-            "model's relaxation of the absolute-value, isolated-period and switch terms is weak "
-            "(each indicator is driven to 0 by fractional placements), so after 1 s its bound "
-            "is close to 0 and cannot certify the 5% goal either way."
-            if gaps else "- No bound computed."]
+    out += ["", f"- Proposals scoring worse than the greedy (same periods placed): {worse}."]
     out += ["", "Soft terms, mean over the windows where the greedy places the maximum:", "",
             "| size | term | greedy | ours @1 s | ours @5 s |", "|---|---|---|---|---|"]
     for size in ("medium", "large"):
@@ -397,11 +411,104 @@ def proposal_section(rows: list[PropRow]) -> list[str]:
             continue
         for term in (*TERM_NAMES, "weighted_total"):
             g = statistics.fmean(r.greedy[term] for r in sel)
-            vals = []
+            means = []
             for limit in (1.0, 5.0):
                 have = [r.runs[limit][term] for r in sel if limit in r.runs]
-                vals.append(f"{statistics.fmean(have):.1f}" if have else "")
-            out.append(f"| {size} | {term} | {g:.1f} | {vals[0]} | {vals[1]} |")
+                means.append(f"{statistics.fmean(have):.1f}" if have else "")
+            out.append(f"| {size} | {term} | {g:.1f} | {means[0]} | {means[1]} |")
+    return out
+
+
+def _gap(value: float, reference: float) -> float:
+    """Relative excess of ``value`` over ``reference`` (inf when the reference is 0)."""
+    if reference <= 0:
+        return 0.0 if value <= 0 else math.inf
+    return (value - reference) / reference
+
+
+def _pct(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def quality_section(rows: list[PropRow], quick: bool) -> list[str]:
+    """Medium windows: ours @1 s against the best known solution and the proven lower bound."""
+    limit, seeds = LONG_RUNS[quick]
+    sel = [r for r in rows if r.size == "medium" and r.day_bound is not None]
+    out = [
+        "### Proposal quality on medium windows (30 days, 60 pending): ours @1 s vs best known "
+        "and vs a proven lower bound",
+        "",
+        f"Issue 4 asks for proposals within {100 * QUALITY_GOAL:.0f}% of the solver's bound on "
+        "medium windows at 1 s. The full-window model's own CP-SAT bound is useless there: "
+        "the relaxation of the absolute-value, isolated-period and switch terms drives every "
+        "indicator to 0 with fractional placements, so after 1 s the bound is ~0 (column "
+        "*full-model bound*). Two honest references replace it:",
+        "",
+        f"- *best known*: the lowest weighted objective found by `propose_placement` with "
+        f"`time_limit_s={limit:.0f}`, one worker, seeds {', '.join(map(str, seeds))} (and ours "
+        "@1 s itself). **This is the best solution we know, not a proven optimum**: the gap "
+        "to it is an optimistic estimate of the true gap.",
+        "- *lower bound*: `solver.bounds.day_decomposition_bound`, a proven lower bound on the "
+        "weighted objective of any placement of the same number of periods. Every term but the "
+        "load term is a sum of per-day pieces, and the load term is too once the total is "
+        "fixed; relaxing the only coupling between days (each group's task count) and leaving "
+        "out guests (which only add cost), the exact per-day minimum for each number of "
+        "periods placed on that day comes from a one-day CP-SAT model (days that look the "
+        f"same share one; {DAY_MODEL_LIMIT[quick]:.0f} s limit each, one worker), and a "
+        "dynamic programme over days adds the load term exactly and picks the best split. "
+        "*per-day minima exact* = every one-day model returned OPTIMAL or INFEASIBLE "
+        "(otherwise CP-SAT's proven bound of that model is used, which keeps the total a valid "
+        "bound). The true gap of ours @1 s lies between the two gaps.",
+        "",
+        "Gaps are (ours − reference) / reference."
+        + (" Quick run: windows without task classes only, short limits." if quick else ""),
+        "",
+        "| variant | classes | ours @1 s | best known | gap to best known | full-model bound "
+        "@1 s | lower bound | per-day minima exact | gap to lower bound | best known vs lower "
+        "bound "
+        "| bound time (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    to_best, to_lb, best_to_lb = [], [], []
+    for r in sel:
+        assert r.day_bound is not None
+        ours = r.runs[1.0]["weighted_total"]
+        best = min([ours, *r.long.values()])
+        lb = r.day_bound.value
+        g_best, g_lb, g_best_lb = _gap(ours, best), _gap(ours, lb), _gap(best, lb)
+        to_best.append(g_best)
+        to_lb.append(g_lb)
+        best_to_lb.append(g_best_lb)
+        old = f"{r.bound:.1f}" if r.bound is not None else "n/a"
+        out.append(f"| {r.variant} | {'yes' if r.classes else 'no'} | {ours:.1f} | {best:.1f} | "
+                   f"{_pct(g_best)} | {old} | {lb:.1f} | "
+                   f"{'yes' if r.day_bound.proven else 'no'} | {_pct(g_lb)} | "
+                   f"{_pct(g_best_lb)} | {r.day_bound_s:.1f} |")
+    if not sel:
+        return [*out, "", "- No medium windows measured."]
+    proven = sum(r.day_bound is not None and r.day_bound.proven for r in sel)
+    within_best = sum(g <= QUALITY_GOAL for g in to_best)
+    within_lb = sum(g <= QUALITY_GOAL for g in to_lb)
+    out += [
+        "",
+        "| reference | median gap | max gap | windows within 5% |",
+        "|---|---|---|---|",
+        f"| best known (not proven optimal) | {_pct(_median(to_best))} | {_pct(max(to_best))} | "
+        f"{within_best}/{len(sel)} |",
+        f"| lower bound | {_pct(_median(to_lb))} | {_pct(max(to_lb))} | "
+        f"{within_lb}/{len(sel)} |",
+        f"| (best known vs lower bound) | {_pct(_median(best_to_lb))} | "
+        f"{_pct(max(best_to_lb))} | {sum(g <= QUALITY_GOAL for g in best_to_lb)}/{len(sel)} |",
+        "",
+        f"- Per-day minima exact (every one-day model returned OPTIMAL or INFEASIBLE within its "
+        f"limit) on {proven}/{len(sel)} windows; on the others the bound is still valid (CP-SAT's "
+        "proven bound of the unfinished one-day models) but possibly weaker.",
+        "- Reading: the gap to the best known solution is what ours @1 s leaves on the table "
+        "against much longer searches; the gap to the lower bound is a certified ceiling on "
+        "the true gap. Where the best known solution itself stays far above the bound, the "
+        "remaining distance is the bound's relaxation (task counts shared across days, no "
+        "guests), room that no search found, or both: these figures cannot tell which.",
+    ]
     return out
 
 
@@ -416,6 +523,8 @@ def run(quick: bool = False) -> str:
     lines += feasibility_section(feas, quick)
     lines += [""]
     lines += proposal_section(props)
+    lines += [""]
+    lines += quality_section(props, quick)
     lines += ["", f"_Solver benchmark wall time: {time.perf_counter() - started:.0f} s "
                   f"({'quick' if quick else 'full'} run)._"]
     return "\n".join(lines)
