@@ -37,6 +37,7 @@ TERMS: tuple[Term, ...] = (
     Term("late", 4.0, "days", "days past a class's end day (only when late placement is allowed)"),
     Term("time_of_day", 0.5, "periods", "periods outside a class's preferred part of the day"),
 )
+SCALE = 100  # CP-SAT models scale the weights to integers with this factor
 TERM_NAMES: tuple[str, ...] = tuple(t.name for t in TERMS)
 DEFAULT_WEIGHTS: dict[str, float] = {t.name: t.weight for t in TERMS}
 

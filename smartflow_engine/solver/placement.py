@@ -17,6 +17,7 @@ seconds and capped at WORK_SHARE of the limit; the wall-clock limit is only a sa
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -28,9 +29,11 @@ import numpy as np
 from ..state import ScheduleState, runs
 from ._cpsat import SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
+from .columns import search
 from .counting import max_placeable
 from .local_search import improve
 from .objective import (
+    SCALE,
     TERM_NAMES,
     clustered_subjects,
     evaluate,
@@ -41,7 +44,6 @@ from .objective import (
 )
 from .problem import Bin, Placement, Problem, build_problem
 
-SCALE = 100  # weights are scaled to integers with this factor
 FULL_MODEL_MAX_DAYS = 14  # longer windows are improved by the day-window neighbourhood search
 LNS_DAYS = 2  # days re-solved per neighbourhood (two random blocks of LNS_DAYS // 2 days)
 LNS_STEP = 0.03  # deterministic time per neighbourhood: small ones solve to optimality fast
@@ -56,7 +58,9 @@ LNS_BUILD_COST = 4e-5
 # seconds of the 2-core CI machine; the wall clock (time_limit_s) is only a safety net. The total
 # estimate is WORK_SHARE of the limit, so the wall clock decides only on a machine more than
 # 1 / WORK_SHARE times slower than the calibration.
-WORK_SHARE = 0.4
+WORK_SHARE = 0.45
+PRE_LOCAL_SHARE = 0.05  # of the limit for the first burst of local moves
+COLUMN_SHARE = 0.4  # of the limit for the column generation (see .columns)
 LOCAL_SHARE = 0.35  # share of the limit for the local moves (measured: more effective per
 # second than the neighbourhood search, which gets what they leave)
 LOCAL_STALL = 0.4  # the local moves stop after this share of their budget without a new best
@@ -73,9 +77,10 @@ def _trace(iteration: int, spent: float, now: float) -> None:
 class Proposal:
     """A rough schedule for the scope tasks (the tools render it; apply_proposal applies it).
 
-    ``status``: ``optimal`` (both levels proven), ``feasible`` (the most periods are proven
-    placed; the soft terms are not proven optimal) or ``unknown`` (the maximum itself is not
-    proven). ``objective`` holds each soft term, ``weighted_total``, ``placed_slots`` and
+    ``status``: ``optimal`` (both levels proven: the most periods, and ``weighted_total``
+    meets the proven ``bound``), ``feasible`` (the most periods are proven placed; the soft
+    terms are within ``bound`` of optimal, not proven optimal) or ``unknown`` (the maximum
+    itself is not proven). ``objective`` holds each soft term, ``weighted_total``, ``placed_slots`` and
     ``unplaced_slots``; ``start_objective`` the same for the warm start.
     """
 
@@ -86,12 +91,13 @@ class Proposal:
     start_objective: dict[str, float]
     start: str  # "greedy", "greedy+repair" or "witness"
     max_slots: int | None  # the proven maximum of placeable periods
-    bound: float | None  # lower bound on weighted_total (full-window model only)
+    bound: float | None  # proven lower bound on weighted_total (placements of max_slots)
     weights: dict[str, float] = field(default_factory=dict)
     runtime_s: float = 0.0
     seed: int = 0
     iterations: int = 0
-    local_moves: int = 0  # improving moves of the local search before CP-SAT
+    local_moves: int = 0  # improving moves of the local search
+    columns_explored: int = 0  # free totals whose pattern master ran (see .columns)
 
 
 # ---------------------------------------------------------------------------------- the model
@@ -504,6 +510,12 @@ def propose_placement(
     Proposal
         Never places fewer periods than the proven maximum; never scores worse than its start.
     """
+    from ._kernels import warm_up
+
+    # One-time costs are not the search's time: compiling (or loading) the pricing kernels and
+    # importing CP-SAT (both happen once per process).
+    warm_up()
+    cp_model()
     t0 = time.perf_counter()
     w = resolve_weights(weights)
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
@@ -525,37 +537,57 @@ def propose_placement(
     start_obj = evaluate(problem, start, w)
 
     deadline = t0 + time_limit_s
-    # Fast local moves first (see .local_search): they keep the level-1 total and the load.
-    local_budget = LOCAL_SHARE * time_limit_s
-    local = improve(problem, w, start, seed=seed, deadline=deadline - 0.02,
-                    budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
-    work = local.work_s  # estimated seconds spent so far (deterministic)
-    win = _Window.build(problem, w, sum(pl.length for pl in start if pl.embed_host is None))
-    current = {pl.task_id: pl for pl in local.placements}
-    bound: float | None = None
+    total_budget = WORK_SHARE * time_limit_s  # estimated seconds of deterministic work
+    # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
+    #    better first master for the column generation.
+    pre_budget = PRE_LOCAL_SHARE * time_limit_s
+    pre = improve(problem, w, start, seed=seed, deadline=deadline - 0.02, budget_s=pre_budget,
+                  stall_s=LOCAL_STALL * pre_budget)
+    local_moves = pre.moves
+    best = pre.placements
+    # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
+    #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
+    columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * time_limit_s,
+                     deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
+    bound: float | None = columns.bound if math.isfinite(columns.bound) else None
+    if columns.objective < columns.start_objective:
+        best = columns.placements
+    work = pre.work_s + columns.work_s
+    current = {pl.task_id: pl for pl in best}
     status = SolveStatus.FEASIBLE
     iterations = 0
-    if problem.num_days <= FULL_MODEL_MAX_DAYS:
-        sub = _SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
-                        target)
-        hinted = sub.hint(local.placements)
-        solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers, seed=seed,
-                             exact=False,
-                             deterministic_time=FULL_MODEL_DET_SHARE * time_limit_s)
-        # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1 limit,
-        # measured); the hinted search without it keeps to the limit and proved the spec window.
-        solver.parameters.cp_model_presolve = False
-        status = status_of(solver.solve(sub.model))
-        iterations = 1
-        if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-            bound = solver.best_objective_bound / (SCALE * problem.num_days)
-            if hinted is None or solver.objective_value <= hinted:
-                pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
-                current = {pl.task_id: pl for pl in sub.placements(solver, pool, current)}
-    else:
-        budget = max(0.0, WORK_SHARE * time_limit_s - work)
-        current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
-                                                    num_workers)
+    if not columns.optimal:
+        # 3. What the budget leaves: local moves again, then the full model (short windows)
+        #    or the day-pair neighbourhood search.
+        local_budget = min(LOCAL_SHARE * time_limit_s, max(0.0, total_budget - work) / 2)
+        local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
+                        budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
+        local_moves += local.moves
+        work += local.work_s
+        win = _Window.build(problem, w, sum(pl.length for pl in best if pl.embed_host is None))
+        current = {pl.task_id: pl for pl in local.placements}
+        if problem.num_days <= FULL_MODEL_MAX_DAYS:
+            sub = _SubModel(win, range(1, problem.num_days + 1),
+                            [g.count for g in problem.groups], target)
+            hinted = sub.hint(local.placements)
+            solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
+                                 seed=seed, exact=False,
+                                 deterministic_time=FULL_MODEL_DET_SHARE * time_limit_s)
+            # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1
+            # limit, measured); the hinted search without it keeps to the limit.
+            solver.parameters.cp_model_presolve = False
+            status = status_of(solver.solve(sub.model))
+            iterations = 1
+            if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+                model_bound = solver.best_objective_bound / (SCALE * problem.num_days)
+                bound = model_bound if bound is None else max(bound, model_bound)
+                if hinted is None or solver.objective_value <= hinted:
+                    pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
+                    current = {pl.task_id: pl for pl in sub.placements(solver, pool, current)}
+        else:
+            budget = max(0.0, total_budget - work)
+            current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
+                                                        num_workers)
 
     placements = sorted(current.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     objective = evaluate(problem, placements, w)
@@ -565,7 +597,7 @@ def propose_placement(
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
     if not level1.proven:
         name = "unknown"
-    elif status == SolveStatus.OPTIMAL and problem.num_days <= FULL_MODEL_MAX_DAYS:
+    elif bound is not None and objective["weighted_total"] <= bound + 1e-6:
         name = "optimal"
     else:
         name = "feasible"
@@ -582,7 +614,8 @@ def propose_placement(
         runtime_s=time.perf_counter() - t0,
         seed=seed,
         iterations=iterations,
-        local_moves=local.moves,
+        local_moves=local_moves,
+        columns_explored=len(columns.explored),
     )
 
 
