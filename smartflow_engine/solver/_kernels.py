@@ -144,14 +144,9 @@ def day_kernel(
                 c = opt_cost[o]
                 j = i + length
                 ts = OCC + k
-                bit = first_bit[k]
                 ops += num_masks
                 for m in range(num_masks):
-                    m_to = m
-                    change = 0.0
-                    if bit >= 0 and (m >> bit) & 1 == 0:
-                        m_to = m | (1 << bit)
-                        change = first_change[k]
+                    m_to, change = _after_task(m, first_bit[k], first_change[k])
                     for n in range(width - length):
                         v = best[k, m, n]
                         if v == inf:
@@ -189,15 +184,10 @@ def day_kernel(
                 host_mask[h, m, n] = m
         for o in range(hopt_lo[h], hopt_hi[h]):
             k = hopt_k[o]
-            bit = first_bit[k]
             c = hopt_cost[o]
             ops += num_masks
             for m in range(num_masks):
-                m_to = m
-                change = 0.0
-                if bit >= 0 and (m >> bit) & 1 == 0:
-                    m_to = m | (1 << bit)
-                    change = first_change[k]
+                m_to, change = _after_task(m, first_bit[k], first_change[k])
                 for n in range(width):
                     v = host_value[h, m, n]
                     if v == inf:
@@ -209,6 +199,15 @@ def day_kernel(
                         host_mask[h, m_to, n] = m
     return (value, p_state, p_mask, p_how, run_end_state, host_value, host_choice, host_mask,
             ops)
+
+
+@njit(cache=True)
+def _after_task(mask: int, bit: int, change: float) -> tuple[int, float]:
+    """The subject mask after one more task of a subject, and the cost change it brings: its
+    first-use change when its bit was not set yet (``bit`` -1: a subject without one)."""
+    if bit >= 0 and (mask >> bit) & 1 == 0:
+        return mask | (1 << bit), change
+    return mask, 0.0
 
 
 @njit(cache=True)

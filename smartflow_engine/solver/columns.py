@@ -135,12 +135,7 @@ class _Pricer:
         self.scope = scope
         self.cluster = cluster
         self.prefs = {gi: preferred_slots(problem, g.rule) for gi, g in enumerate(problem.groups)}
-        runs_by_day: dict[int, list[int]] = defaultdict(list)
-        for ri, b in enumerate(problem.runs):
-            runs_by_day[b.day].append(ri)
-        hosts_by_day: dict[int, list[int]] = defaultdict(list)
-        for hi, b in enumerate(problem.hosts):
-            hosts_by_day[b.day].append(hi)
+        runs_by_day, hosts_by_day = problem.bins_by_day()
         self.days: list[_DayData] = []
         self.type_of: list[int] = []  # day - 1 -> index of its representative in self.reps
         self.reps: list[int] = []  # representative day (1-based) per type

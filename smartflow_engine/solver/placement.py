@@ -58,9 +58,9 @@ LNS_BUILD_COST = 4e-5
 # seconds of the 2-core CI machine; the wall clock (time_limit_s) is only a safety net. The total
 # estimate is WORK_SHARE of the limit, so the wall clock decides only on a machine more than
 # 1 / WORK_SHARE times slower than the calibration.
-WORK_SHARE = 0.45
+WORK_SHARE = 0.4
 PRE_LOCAL_SHARE = 0.05  # of the limit for the first burst of local moves
-COLUMN_SHARE = 0.4  # of the limit for the column generation (see .columns)
+COLUMN_SHARE = 0.35  # of the limit for the column generation (see .columns)
 LOCAL_SHARE = 0.35  # share of the limit for the local moves (measured: more effective per
 # second than the neighbourhood search, which gets what they leave)
 LOCAL_STALL = 0.4  # the local moves stop after this share of their budget without a new best
@@ -137,12 +137,7 @@ class _Window:
     @classmethod
     def build(cls, problem: Problem, weights: dict[str, float], free_slots: int) -> _Window:
         """``free_slots``: periods the start solution places outside host blocks."""
-        runs_by_day: dict[int, list[int]] = defaultdict(list)
-        for ri, b in enumerate(problem.runs):
-            runs_by_day[b.day].append(ri)
-        hosts_by_day: dict[int, list[int]] = defaultdict(list)
-        for hi, b in enumerate(problem.hosts):
-            hosts_by_day[b.day].append(hi)
+        runs_by_day, hosts_by_day = problem.bins_by_day()
         prefs = {gi: preferred_slots(problem, g.rule) for gi, g in enumerate(problem.groups)}
         host_start: dict[tuple[int, int], int] = {}
         for hi, b in enumerate(problem.hosts):

@@ -12,6 +12,7 @@ Two facts make the models small (issue 4, "Modelling note"):
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -125,6 +126,16 @@ class Problem:
     @property
     def embed_slots(self) -> int:
         return sum(b.length for b in self.hosts)
+
+    def bins_by_day(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        """Per day: indices of its free runs and of its host blocks."""
+        runs_by_day: dict[int, list[int]] = defaultdict(list)
+        for ri, b in enumerate(self.runs):
+            runs_by_day[b.day].append(ri)
+        hosts_by_day: dict[int, list[int]] = defaultdict(list)
+        for hi, b in enumerate(self.hosts):
+            hosts_by_day[b.day].append(hi)
+        return runs_by_day, hosts_by_day
 
     def group_of(self) -> dict[int, int]:
         """Task id -> index of its group."""

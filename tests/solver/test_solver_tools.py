@@ -85,6 +85,28 @@ def test_propose_does_not_write(roomy_window: ScheduleState) -> None:
     assert roomy_window.to_json() == before
 
 
+@pytest.mark.parametrize(("variant", "status"), [("plain", "feasible"), ("tight", "optimal")])
+def test_propose_reports_its_proven_bound(variant: str, status: str) -> None:
+    """Tests on 30-day windows that a proposal short of proven optimality states its proven
+    lower bound and the most it can be above the optimum, and that an optimal one says it is
+    optimal without a gap."""
+    state = synthetic_window(0, 30, variant=variant, pending=60)
+    proposal = propose_placement(state, time_limit_s=1.0, seed=0)
+    assert proposal.status == status and proposal.bound is not None
+    reply = toolbox(state).call("propose_placement", {"time_limit_s": 1.0, "seed": 0})
+    total, bound = proposal.objective["weighted_total"], proposal.bound
+    if status == "feasible":
+        gap = round((total - bound) / bound * 100, 1)
+        assert f"；证明下界{_fmt(round(bound, 1))}，距最优至多{_fmt(gap)}%。" in reply
+        assert "软目标未证明最优" in reply
+    else:
+        assert "证明下界" not in reply and "软目标已证明最优" in reply
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
 def test_apply_proposal_compute_mode_matches_propose() -> None:
     """Tests that apply_proposal without placements applies exactly what propose_placement
     proposes for the same arguments, atomically, as suggested tasks, logging each change."""
