@@ -710,7 +710,8 @@ class ColumnSearch:
     columns: int = 0
     work_s: float = 0.0
     runtime_s: float = 0.0
-    history: list[tuple[float, float, float]] = field(default_factory=list)  # (s, best, bound)
+    # (seconds, best objective, bound) after every round and every integer master
+    history: list[tuple[float, float, float]] = field(default_factory=list)
     abandoned: bool = False  # the budget could not pay for the rounds a master needs
 
 
@@ -789,6 +790,9 @@ def search(
             open_totals = [t for t in totals if t != total and totals[t] < best - tol]
             for t, value in lagrange_totals(pricer, master, open_totals).items():
                 totals[t] = max(totals[t], value)
+            if master.bound > -INF:
+                totals[total] = max(totals[total], master.bound)
+            history.append((time.perf_counter() - t0, best, min(totals.values())))
             if done:
                 break
         rounds += master.rounds

@@ -515,7 +515,8 @@ def propose_placement(
     w = resolve_weights(weights)
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
                             allow_late=allow_late)
-    level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers)
+    level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers,
+                           deterministic=True)
     target = level1.best
     greedy = balanced_greedy(problem, w)
     candidates = [("witness", level1.witness)]
@@ -525,7 +526,7 @@ def propose_placement(
     elif greedy_slots < target:
         # Repair: place the greedy's leftovers exactly in the space it left.
         rest = max_placeable(_residual(problem, greedy), time_limit_s=time_limit_s * 0.1,
-                             num_workers=num_workers)
+                             num_workers=num_workers, deterministic=True)
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
     start_name, start = min(candidates, key=lambda c: evaluate(problem, c[1], w)["weighted_total"])
