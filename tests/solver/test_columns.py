@@ -110,30 +110,35 @@ def test_pricing_matches_enumeration(state: ScheduleState, data: st.DataObject) 
         assert patterns[0].day == day and days[0] == day
 
 
-@settings(max_examples=30, deadline=None)
-@given(state=tiny_windows(max_pending=4))
-def test_bound_below_the_optimum_and_search_valid(state: ScheduleState) -> None:
-    """Tests on tiny windows (hosts, guests, classes, several days) that the day-decomposition
-    bound ≤ the column bound ≤ the proven optimum of the full model, that the search's schedule
-    is valid (applied through relocate), scores what the numpy evaluation says, is never worse
-    than its start, and equals the optimum whenever it claims to be optimal."""
+@settings(max_examples=40, deadline=None)
+@given(state=tiny_windows(max_pending=4), include_suggested=st.booleans(),
+       allow_late=st.booleans())
+def test_bound_below_the_optimum_and_search_valid(state: ScheduleState, include_suggested: bool,
+                                                  allow_late: bool) -> None:
+    """Tests on tiny windows (hosts, guests, classes, several days; re-planned suggested tasks
+    and late placement too) that the day-decomposition bound ≤ the column bound ≤ the proven
+    optimum of the full model, that the search's schedule is valid (applied through relocate),
+    scores what the numpy evaluation says, is never worse than its start, and equals the
+    optimum whenever it claims to be optimal."""
     note(state.to_json(indent=None))
-    problem = build_problem(state, by_subject=True)
+    weights = dict(WEIGHTS, late=1.0, time_of_day=0.5)
+    problem = build_problem(state, by_subject=True, include_suggested=include_suggested,
+                            allow_late=allow_late)
     level1 = max_placeable(problem, time_limit_s=5.0, num_workers=1)
-    start = balanced_greedy(problem, WEIGHTS)
+    start = balanced_greedy(problem, weights)
     if sum(p.length for p in start) != level1.best:
         return
-    best = optimum(problem, level1.best, WEIGHTS, start)
-    dd = day_decomposition_bound(problem, level1.best, WEIGHTS)
-    res = search(problem, level1.best, start, WEIGHTS, budget_s=5.0)
+    best = optimum(problem, level1.best, weights, start)
+    dd = day_decomposition_bound(problem, level1.best, weights)
+    res = search(problem, level1.best, start, weights, budget_s=5.0)
     assert dd.value <= res.bound + 1e-9
     assert res.bound <= best + 1e-6
     assert res.objective <= res.start_objective + 1e-9
-    assert evaluate(problem, res.placements, WEIGHTS)["weighted_total"] == pytest.approx(
+    assert evaluate(problem, res.placements, weights)["weighted_total"] == pytest.approx(
         res.objective)
     if res.optimal:
         assert res.objective == pytest.approx(best)
-    apply_placements(state, res.placements)
+    apply_placements(state, res.placements, replanned=sorted(problem.current))
 
 
 def test_many_subjects_on_one_day_relax_the_programme_soundly() -> None:
