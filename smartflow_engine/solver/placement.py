@@ -555,7 +555,7 @@ def propose_placement(
     if not columns.optimal:
         # 3. What the budget leaves: local moves again, then the full model (short windows)
         #    or the day-pair neighbourhood search.
-        local_budget = min(LOCAL_SHARE * time_limit_s, max(0.0, total_budget - work) / 2)
+        local_budget = min(LOCAL_SHARE * time_limit_s, max(0.0, total_budget - work))
         local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
                         budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
         local_moves += local.moves

@@ -90,9 +90,9 @@ def test_deterministic_for_a_seed_small_window() -> None:
 
 def test_deterministic_for_a_seed_neighbourhood_search() -> None:
     """Tests that a 120-day proposal at 1 s (column search abandoned for lack of budget, then
-    local moves and day-pair neighbourhoods) is identical on repeated calls with the same
-    seed."""
-    state = synthetic_window(0, 120, variant="fragmented", pending=300)
+    local moves until they stall and day-pair neighbourhoods) is identical on repeated calls
+    with the same seed."""
+    state = synthetic_window(0, 120, variant="plain", pending=300)
     a = propose_placement(state, time_limit_s=1.0, seed=3)
     b = propose_placement(state, time_limit_s=1.0, seed=3)
     assert a.iterations > 1
@@ -238,14 +238,14 @@ def test_deterministic_on_a_busy_machine(window: str, spec_tools_window: Schedul
     """Tests that the same seed gives the same proposal whether or not a busy thread competes
     for the CPU and the interpreter (which slows this process ~1.7x): every stage is bounded by
     deterministic work, not by the wall clock (the spec window at 1 s, as the cross-adapter
-    test uses it; a 40-day window the column search solves; a 120-day window where local moves
-    and day-pair neighbourhoods do the work)."""
+    test uses it; a 40-day window the column search solves; a 120-day window where the column
+    search gives up for lack of budget and local moves do the work)."""
     if window == "spec_tools":
         state = spec_tools_window
     elif window == "columns_40_days":
         state = synthetic_window(5, 40, pending=80, with_task_classes=True)
     else:
-        state = synthetic_window(0, 120, variant="fragmented", pending=300)
+        state = synthetic_window(0, 120, variant="plain", pending=300)
     loaded = propose_placement(state, time_limit_s=1.0, seed=2)
     stop = threading.Event()
 
