@@ -38,6 +38,7 @@ from ._cpsat import SolveStatus, cp_model, make_solver, status_of
 from .objective import (
     SCALE,
     clustered_subjects,
+    guest_start,
     lateness,
     off_preference,
     preferred_slots,
@@ -115,6 +116,7 @@ class _KernelData:
     hopt_hi: np.ndarray
     hopt_k: np.ndarray
     hopt_group: np.ndarray
+    hopt_len: np.ndarray
     hopt_start: np.ndarray
     hopt_base: np.ndarray
     relaxed: bool  # more first-use subjects than MAX_MASK_BITS: the programme is a relaxation
@@ -203,9 +205,7 @@ class _Pricer:
             for gi, g in enumerate(p.groups):
                 starts = p.starts(g, b)
                 if starts:
-                    pref = self.prefs[gi]
-                    s = min(starts, key=lambda s, g=g, pref=pref: (  # type: ignore[misc]
-                        off_preference(pref, s, s + g.duration - 1), s))
+                    s = guest_start(self.prefs[gi], starts, g.duration)
                     guests.append((gi, s, base(gi, s)))
             host_options.append(guests)
         return _DayData(day, run_ids, host_ids, left, right, const, run_options, host_options)
@@ -311,8 +311,7 @@ class _Pricer:
 
         kd = self._kernel_data(data)
         opt_cost = kd.opt_base - group_dual[kd.opt_group] - period_dual * kd.opt_len
-        hopt_len = np.array([self.p.groups[g].duration for g in kd.hopt_group], dtype=float)
-        hopt_cost = kd.hopt_base - group_dual[kd.hopt_group] - period_dual * hopt_len
+        hopt_cost = kd.hopt_base - group_dual[kd.hopt_group] - period_dual * kd.hopt_len
         out = day_kernel(
             kd.num_subjects, kd.num_masks, self.p.slots_per_day + 1,
             float(self.w["isolated_free"]), float(self.w["context_switch"]),
@@ -327,7 +326,7 @@ class _Pricer:
         """The day's runs, options and subject numbering as flat arrays (built once)."""
         if data.kernel is not None:
             return data.kernel
-        p, w = self.p, self.w
+        p = self.p
         used = {self.subject_index[p.groups[gi].subject]
                 for opts in data.run_options for _, gi, _, _ in opts}
         used |= {self.subject_index[p.groups[gi].subject]
@@ -396,9 +395,10 @@ class _Pricer:
             opt_run=ints([o[5] for o in opts]),
             opt_base=np.array([o[6] for o in opts], dtype=float),
             hopt_lo=ints(hopt_lo), hopt_hi=ints(hopt_hi), hopt_k=ints([h[1] for h in hopts]),
-            hopt_group=ints([h[2] for h in hopts]), hopt_start=ints([h[3] for h in hopts]),
+            hopt_group=ints([h[2] for h in hopts]),
+            hopt_len=ints([p.groups[h[2]].duration for h in hopts]),
+            hopt_start=ints([h[3] for h in hopts]),
             hopt_base=np.array([h[4] for h in hopts], dtype=float), relaxed=relaxed)
-        del w
         return data.kernel
 
     def _pattern(self, data: _DayData, out: tuple[Any, ...], n: int) -> Pattern:
@@ -478,8 +478,8 @@ class _Pricer:
 
 # ---------------------------------------------------------------------------------- master
 # Estimated seconds per unit of deterministic work (calibrated on the 2-core CI machine): per
-# numpy operation of the pricing programme, per column of the master at each LP solve, and per
-# unit of CP-SAT deterministic time of the integer master.
+# counted operation of the pricing (see KERNEL_OPS_PER_OP), per column of the master at each LP
+# solve, and per unit of CP-SAT deterministic time of the integer master.
 OP_COST = 5.5e-6
 DAY_SETUP_OPS = 70  # building one day's data (its options, its signature)
 KERNEL_OPS_PER_OP = 200  # kernel row updates (masks x free periods) per counted operation
@@ -487,10 +487,9 @@ LP_COLUMN_COST = 1.2e-5
 BUILD_COST = 2e-5  # per column added to the LP or to the integer model
 WALL_PER_DET = 1.5
 EXTRA_COLUMNS = 2  # per day type and round, besides the best: other free-period counts
-INTEGER_SHARE = 0.3
-MIN_ROUNDS = 12
+INTEGER_SHARE = 0.3  # of a master's budget kept for its integer solve
+MIN_ROUNDS = 12  # a first master that cannot afford this many rounds is abandoned
 INTEGER_PER_DAY = 8  # columns per day in the integer master (least reduced cost first)
-DEBUG = False  # a first master that cannot afford this many rounds is abandoned  # of a master's budget kept for its integer solve
 
 
 class _Master:
@@ -595,10 +594,10 @@ class _Master:
             lagrange += value * len(days)
             for d in days:
                 for pat in patterns:
-                    rc = self.cost(pricer.move(pat, d)) - float(
-                        sum(pi[gi] * c for gi, c in pat.counts)) - mu * pat.periods \
-                        - nu * pat.free - sigma[d - 1]
-                    if rc < -1e-6 and self.add(pricer.move(pat, d)):
+                    moved = pricer.move(pat, d)
+                    rc = self.cost(moved) - float(sum(pi[gi] * c for gi, c in pat.counts)) \
+                        - mu * pat.periods - nu * pat.free - sigma[d - 1]
+                    if rc < -1e-6 and self.add(moved):
                         new += 1
         self.bound = max(self.bound, lagrange)
         self.duals = (pi, mu)
@@ -666,9 +665,6 @@ class _Master:
                              deterministic_time=deterministic_time)
         status = status_of(solver.solve(m))
         work += WALL_PER_DET * solver.deterministic_time + BUILD_COST * len(kept)
-        if DEBUG:
-            print("   kept", len(kept), "of", len(self.columns), status, solver.deterministic_time,
-                  solver.wall_time)
         if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
             return None, INF, work
         chosen = sorted((pat for pat, v in zip(kept, variables, strict=True)
@@ -750,7 +746,7 @@ def search(
     best_patterns = list(start_patterns)
     best = start_value = _value(pricer, best_patterns)
     totals = day_decomposition_totals(pricer, slots)
-    totals[start_total] = min(totals.get(start_total, INF), start_value)
+    totals.setdefault(start_total, start_value)  # the start itself bounds its own total
     explored: list[int] = []
     solver_work = 0.0  # estimated seconds of LP solves and integer masters
 

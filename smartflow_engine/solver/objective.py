@@ -102,6 +102,12 @@ def off_preference(pref: frozenset[int] | None, start: int, end: int) -> int:
     return sum(1 for p in range(start, end + 1) if p not in pref)
 
 
+def guest_start(pref: frozenset[int] | None, starts: list[int], duration: int) -> int:
+    """The start a guest takes inside a host block: fewest periods off the preference, then
+    the earliest (every model places guests there, so a guest is one choice per block)."""
+    return min(starts, key=lambda s: (off_preference(pref, s, s + duration - 1), s))
+
+
 def lateness(rule: Rule, day: int) -> int:
     return max(0, day - rule.due_day) if rule.due_day is not None else 0
 

@@ -37,6 +37,7 @@ from .objective import (
     TERM_NAMES,
     clustered_subjects,
     evaluate,
+    guest_start,
     lateness,
     off_preference,
     preferred_slots,
@@ -144,9 +145,7 @@ class _Window:
             for gi, g in enumerate(problem.groups):
                 starts = problem.starts(g, b)
                 if starts:
-                    pref = prefs[gi]
-                    host_start[(hi, gi)] = min(
-                        starts, key=lambda s: (off_preference(pref, s, s + g.duration - 1), s))
+                    host_start[(hi, gi)] = guest_start(prefs[gi], starts, g.duration)
         fixed_load = np.count_nonzero(problem.owner, axis=1)
         return cls(
             problem=problem,
