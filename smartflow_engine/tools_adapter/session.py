@@ -239,14 +239,21 @@ class Session:
                 return self._hold(spec, parsed)
             return self._run(spec, parsed)
 
+    def _take(self, token: str, action: str, word: str) -> PendingCall | CallResult:
+        """The held call of ``token``, removed from the pending ones, or the error reply."""
+        self.last_used = time.time()
+        held = self._pending.pop(token, None)
+        if held is None:
+            return CallResult(action, f"{word}失败：令牌 {token} 无效或已处理。",
+                              status="error", error_code="unknown_token")
+        return held
+
     def confirm(self, token: str) -> CallResult:
         """Run the held call of ``token`` (arguments are validated again against today's state)."""
         with self.lock:
-            self.last_used = time.time()
-            held = self._pending.pop(token, None)
-            if held is None:
-                return CallResult("confirm", f"确认失败：令牌 {token} 无效或已处理。",
-                                  status="error", error_code="unknown_token")
+            held = self._take(token, "confirm", "确认")
+            if isinstance(held, CallResult):
+                return held
             spec = self._specs.get(held.tool)
             if spec is None:
                 return CallResult(held.tool, f"确认失败：工具 {held.tool} 已不存在。",
@@ -260,11 +267,9 @@ class Session:
     def reject(self, token: str) -> CallResult:
         """Drop the held call of ``token``; nothing is written."""
         with self.lock:
-            self.last_used = time.time()
-            held = self._pending.pop(token, None)
-            if held is None:
-                return CallResult("reject", f"取消失败：令牌 {token} 无效或已处理。",
-                                  status="error", error_code="unknown_token")
+            held = self._take(token, "reject", "取消")
+            if isinstance(held, CallResult):
+                return held
             spec = self._specs.get(held.tool)
             msg = f"已取消：{held.tool} 未执行，没有任何修改。"
             if spec is not None and spec.output == "json":

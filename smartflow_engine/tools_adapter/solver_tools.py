@@ -348,6 +348,18 @@ class SpreadArgs(Args):
     seed: Seed = 0
 
 
+def _moves_reply(ctx: ToolContext, tool: str, result: Reoptimization, *, unchanged: str,
+                 head: str) -> str:
+    """Apply a re-optimisation's moves atomically and reply: ``unchanged`` when nothing moves,
+    ``head`` and one line per move when applied, a rollback line when refused."""
+    if not result.moves:
+        return unchanged
+    ok, lines = _apply_moves(ctx, tool, result)
+    if not ok:
+        return f"{tool} 失败，全部回滚，无任何变更。"
+    return "\n".join([head, *lines])
+
+
 def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
     state = ctx.state
     assert state is not None
@@ -362,15 +374,12 @@ def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
     figures = (f"分布偏差{_num(round(b['spread_deviation'], 1))}→{_num(round(a['spread_deviation'], 1))}，"
                f"出现天数{int(b['days_used'])}→{int(a['days_used'])}，"
                f"最长间隔{int(b['max_gap'])}→{int(a['max_gap'])}天")
-    if not result.moves:
-        return (f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务未移动"
-                f"（当前分布已是找到的最均匀分布，{figures}）。")
-    ok, lines = _apply_moves(ctx, "spread_even", result)
-    if not ok:
-        return "spread_even 失败，全部回滚，无任何变更。"
-    head = (f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务中移动了"
-            f"{len(result.moves)}个，{figures}：")
-    return "\n".join([head, *lines])
+    return _moves_reply(
+        ctx, "spread_even", result,
+        unchanged=(f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务未移动"
+                   f"（当前分布已是找到的最均匀分布，{figures}）。"),
+        head=(f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务中移动了"
+              f"{len(result.moves)}个，{figures}："))
 
 
 class SwitchArgs(Args):
@@ -397,15 +406,12 @@ def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
         return f"min_context_switch 未执行：第{first}-{last}天没有可移动的已落位任务，日程未变更。"
     figures = (f"科目切换{int(result.before['context_switch'])}→"
                f"{int(result.after['context_switch'])}次")
-    if not result.moves:
-        return (f"min_context_switch 完成：第{first}-{last}天的{len(result.task_ids)}个任务未移动"
-                f"（{figures}，已是找到的最少切换）。")
-    ok, lines = _apply_moves(ctx, "min_context_switch", result)
-    if not ok:
-        return "min_context_switch 失败，全部回滚，无任何变更。"
-    head = (f"min_context_switch 完成：第{first}-{last}天移动了{len(result.moves)}个任务，"
-            f"{figures}：")
-    return "\n".join([head, *lines])
+    return _moves_reply(
+        ctx, "min_context_switch", result,
+        unchanged=(f"min_context_switch 完成：第{first}-{last}天的{len(result.task_ids)}个任务未移动"
+                   f"（{figures}，已是找到的最少切换）。"),
+        head=(f"min_context_switch 完成：第{first}-{last}天移动了{len(result.moves)}个任务，"
+              f"{figures}："))
 
 
 SOLVER_TOOLS: tuple[ToolSpec, ...] = (
