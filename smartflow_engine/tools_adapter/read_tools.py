@@ -18,7 +18,7 @@ from .render import (
     periods,
     task_tags,
 )
-from .spec import ToolContext, ToolSpec
+from .spec import ToolContext, ToolSpec, refused
 
 
 def _state(ctx: ToolContext) -> ScheduleState:
@@ -101,7 +101,7 @@ def query_range(ctx: ToolContext, args: QueryRangeArgs) -> str:
     state = _state(ctx)
     spd = state.slots_per_day
     if msg := day_out_of_window(state, args.day):
-        return f"查询失败：{msg}"
+        return refused(f"查询失败：{msg}")
     owner = state.grid.owner[args.day - 1]
     guest = state.grid.guest[args.day - 1]
     if args.slot_start is None and args.slot_end is None:
@@ -109,9 +109,9 @@ def query_range(ctx: ToolContext, args: QueryRangeArgs) -> str:
     start = args.slot_start if args.slot_start is not None else 1
     end = args.slot_end if args.slot_end is not None else spd
     if end > spd or start > spd:
-        return f"查询失败：第{max(start, end)}节超出每天{spd}节的范围。"
+        return refused(f"查询失败：第{max(start, end)}节超出每天{spd}节的范围。")
     if start > end:
-        return f"查询失败：slot_start={start} 大于 slot_end={end}。"
+        return refused(f"查询失败：slot_start={start} 大于 slot_end={end}。")
     lines = [f"第{args.day}天 第{periods(start, end)}节：", ""]
     for slot in range(start, end + 1):
         lines.append(f"第{slot}节：{_cell_text(state, int(owner[slot - 1]), int(guest[slot - 1]))}")
@@ -163,9 +163,9 @@ def find_free(ctx: ToolContext, args: FindFreeArgs) -> str:
     state = _state(ctx)
     spd = state.slots_per_day
     if args.day is not None and (msg := day_out_of_window(state, args.day)):
-        return f"查询失败：{msg}"
+        return refused(f"查询失败：{msg}")
     if args.duration > spd:
-        return f"查询失败：每天只有{spd}个时段，无法满足{args.duration}个连续时段。"
+        return refused(f"查询失败：每天只有{spd}个时段，无法满足{args.duration}个连续时段。")
     runs = state.grid.free_runs(min_len=args.duration, day=args.day)
     where = f"第{args.day}天" if args.day is not None else ""
     if runs:
@@ -240,7 +240,7 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
     state = _state(ctx)
     task = state.task(args.task_id)
     if task is None:
-        return f"查询失败：任务 [{args.task_id}] 不存在。"
+        return refused(f"查询失败：任务 [{args.task_id}] 不存在。")
     status = STATUS_WORDS[task.status] + ("（固定）" if state.is_locked(task) else "")
     lines = [
         task.label,
