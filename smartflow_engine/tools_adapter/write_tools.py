@@ -113,6 +113,12 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
             "unplace": "无法整体移除。",
         }.get(op, "请用 from_day 指定要移动的块。")
         reason = f"{label} 有{len(refusal.blocks)}个时段块（{blocks}），{tail}"
+    elif kind == "no_block_on_day":
+        blocks = "、".join(block_text(b) for b in refusal.blocks)
+        reason = f"{label} 在第{refusal.day}天没有时段块（它的时段块：{blocks}），from_day 有误。"
+    elif kind == "no_change":
+        target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
+        reason = f"{label} 已在{target}，无需移动。"
     elif kind == "has_guest":
         reason = f"{label} 当前嵌入了 {_label(state, refusal.other_id)}，请先移走嵌入任务。"
     elif kind == "out_of_window":
