@@ -156,9 +156,10 @@ class Toolbox:
         if spec.output != "json":
             shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
             return refused(f"待确认：{msg}\n参数：{shown}")
-        return json.dumps({"tool": spec.name, "success": False, "status": "confirm_required",
-                           "preview": {"tool": spec.name, "args": args}, "error": msg,
-                           "error_code": "confirm_required"}, ensure_ascii=False)
+        # The tool's own failure shape, plus what would be run.
+        data = json.loads(spec.error("confirm_required", msg))
+        data["preview"] = {"tool": spec.name, "args": args}
+        return json.dumps(data, ensure_ascii=False)
 
     def _arg_error(self, spec: ToolSpec, msg: str) -> str:
         return spec.error("invalid_args", msg if spec.output == "json" else f"参数错误：{msg}")
