@@ -37,13 +37,20 @@ def _load(path: Path) -> ScheduleState:
     try:
         return ScheduleState.from_json(path)
     except StateError as exc:
-        err_console.print(f"[red]smartflow: {exc}[/red]")
+        err_console.print(Text(f"smartflow: {exc}", style="red"), soft_wrap=True)
         raise typer.Exit(2) from None
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    """Write ``text`` to ``path``; a path that cannot be written is one line and exit code 2."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        err_console.print(Text(f"smartflow: cannot write {path}: {reason}", style="red"),
+                          soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 def _show(title: str, reply: str) -> None:
@@ -57,17 +64,29 @@ def call(
     state: Annotated[Path, typer.Option("--state", help="State JSON file.")],
     args: Annotated[str, typer.Option("--args", help="Tool arguments as a JSON object.")] = "{}",
     out: Annotated[Path | None, typer.Option("--out", help="Write the resulting state here.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="The user confirmed: run a tool that needs "
+                                      "confirmation (e.g. upsert_task_class).")] = False,
 ) -> None:
-    """Call one tool on a state file and print its reply."""
+    """Call one tool on a state file and print its reply.
+
+    Exit code 0 when the tool did what was asked; 1 when it refused or did not run (unknown tool,
+    bad arguments, a refusal in the spec's words, a confirm-required tool without --yes); 2 for
+    an unreadable state file, --args that is not JSON or an --out that cannot be written.
+    """
     loaded = _load(state)
     try:
         parsed: Any = json.loads(args)
     except json.JSONDecodeError as exc:
         err_console.print(f"[red]smartflow: --args is not JSON: {exc}[/red]")
         raise typer.Exit(2) from None
+    except RecursionError:
+        err_console.print("[red]smartflow: --args is not JSON: nested too deeply[/red]")
+        raise typer.Exit(2) from None
     tb = Toolbox(loaded)
-    reply = tb.call(tool, parsed)
-    print(reply)
+    result = tb.invoke(tool, parsed, confirm=yes)
+    print(result.text)
+    if result.is_error:
+        raise typer.Exit(1)
     if out is not None:
         _write(out, loaded.to_json())
 

@@ -18,6 +18,7 @@ from .render import (
     SOURCE_WORDS,
     STATUS_WORDS,
     capped,
+    day_span,
     embeddable,
     left_out,
     periods,
@@ -294,7 +295,7 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
     if tc is not None:
         extra = []
         if tc.start_day is not None or tc.end_day is not None:
-            extra.append(f"第{tc.start_day or 1}-{tc.end_day or state.num_days}天")
+            extra.append(day_span(tc.start_day or 1, tc.end_day or state.num_days))
         if tc.excluded_slots:
             extra.append("禁排第" + "、".join(str(s) for s in sorted(tc.excluded_slots)) + "节")
         lines.append(f"所属任务类：[{tc.id}]{tc.name}" + (f"（{'，'.join(extra)}）" if extra else ""))

@@ -17,6 +17,11 @@ def periods(start: int, end: int) -> str:
     return f"{start}-{end}" if end != start else f"{start}"
 
 
+def day_span(first: int, last: int) -> str:
+    """``第3-5天``, or ``第3天`` for one day (never ``第3-3天``)."""
+    return f"第{periods(first, last)}天"
+
+
 def block_text(block: SlotRange) -> str:
     """``第5天第1-3节``."""
     return f"第{block.day}天第{periods(block.slot_start, block.slot_end)}节"

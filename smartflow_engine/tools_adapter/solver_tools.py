@@ -26,7 +26,7 @@ from ..solver.objective import TERM_NAMES
 from ..solver.reoptimize import Reoptimization, min_context_switch, spread_even
 from ..state import MAX_BATCH, Request, ScheduleState, relocate
 from .args import Args, Day, Slot, TaskId
-from .render import block_text, occupancy_line, pending_left_line, periods
+from .render import block_text, day_span, occupancy_line, pending_left_line, periods
 from .spec import ToolContext, ToolSpec, refused
 from .write_tools import refusal_text
 
@@ -121,7 +121,7 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
         for c in b.classes:
             banned = (f"，禁排第{'、'.join(str(p) for p in c.banned)}节" if c.banned else "")
             lines.append(
-                f"  任务类[{c.class_id}]{c.name}（第{c.start_day}-{c.end_day}天{banned}）："
+                f"  任务类[{c.class_id}]{c.name}（{day_span(c.start_day, c.end_day)}{banned}）："
                 f"任务{c.task_count}个共需{c.required_slots}个时段，窗口内可用{c.window_free_slots}"
                 f"个时段，最多放下{c.placeable_slots}个时段。")
     if b is not None and b.conflict_set:
@@ -403,15 +403,15 @@ def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
                                 time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
                                 num_workers=ctx.num_workers)
     if result.status == "empty":
-        return refused(f"min_context_switch 未执行：第{first}-{last}天没有可移动的已落位任务，"
+        return refused(f"min_context_switch 未执行：{day_span(first, last)}没有可移动的已落位任务，"
                        "日程未变更。")
     figures = (f"科目切换{int(result.before['context_switch'])}→"
                f"{int(result.after['context_switch'])}次")
     return _moves_reply(
         ctx, "min_context_switch", result,
-        unchanged=(f"min_context_switch 完成：第{first}-{last}天的{len(result.task_ids)}个任务未移动"
+        unchanged=(f"min_context_switch 完成：{day_span(first, last)}的{len(result.task_ids)}个任务未移动"
                    f"（{figures}，已是找到的最少切换）。"),
-        head=(f"min_context_switch 完成：第{first}-{last}天移动了{len(result.moves)}个任务，"
+        head=(f"min_context_switch 完成：{day_span(first, last)}移动了{len(result.moves)}个任务，"
               f"{figures}："))
 
 
