@@ -34,7 +34,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from .. import __version__
 from ..state import ScheduleState
 from .args import Args
-from .schemas import ENVELOPE_SCHEMA, input_schema, mcp_annotations, tool_description
+from .schemas import ENVELOPE_SCHEMA, mcp_annotations, mcp_input_schema, tool_description
 from .session import CallResult, Session
 from .spec import Mode, ToolSpec
 
@@ -104,7 +104,7 @@ def _spec_tool(session: Session, spec: ToolSpec, after_call: Callable[[CallResul
         return result
 
     return _tool(
-        spec.name, tool_description(spec), input_schema(spec.args_model), mcp_annotations(spec),
+        spec.name, tool_description(spec), mcp_input_schema(spec.args_model), mcp_annotations(spec),
         run, dict(ENVELOPE_SCHEMA) if spec.output == "json" else None,
     )
 
@@ -129,7 +129,7 @@ def build_server(session: Session, *, save_path: str | Path | None = None) -> MC
     if any(spec.needs_confirm for spec in specs):
         gate = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
                 "openWorldHint": False}
-        token_schema = input_schema(TokenArgs)
+        token_schema = mcp_input_schema(TokenArgs)
 
         def confirm(arguments: dict[str, Any]) -> CallResult:
             result = _with_token(arguments, session.confirm, "confirm")
