@@ -6,7 +6,12 @@ the write tools and the solver tools say the same thing the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from ..state import ScheduleState, SlotRange, Task
+
+T = TypeVar("T")
 
 STATUS_WORDS = {"existing": "已安排", "suggested": "已预排", "pending": "待安排"}
 SOURCE_WORDS = {"event": "课程表", "task_item": "任务类"}
@@ -97,9 +102,9 @@ MAX_INLINE = 50  # entries of a one-line list (get_overview's 待安排 / 可嵌
 MAX_LINES = 100  # lines of a multi-line list (list_tasks groups, find_free runs, blocks)
 
 
-def capped(items: list[str], limit: int) -> tuple[list[str], int]:
+def capped(items: Sequence[T], limit: int) -> tuple[list[T], int]:
     """The first ``limit`` items and how many were left out."""
-    return items[:limit], max(0, len(items) - limit)
+    return list(items[:limit]), max(0, len(items) - limit)
 
 
 def left_out(count: int, unit: str = "个", hint: str = "") -> str:

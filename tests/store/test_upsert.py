@@ -346,7 +346,7 @@ def test_bare_toolbox_needs_confirm(store: Store):
     held = tb.invoke("upsert_task_class", VALID)
     out = json.loads(held.text)
     assert held.is_error and held.needs_confirm
-    assert REPLY_KEYS <= set(out) and out["preview"]["args"]["task_class"]["name"] == "考研英语"
+    assert set(out) >= REPLY_KEYS and out["preview"]["args"]["task_class"]["name"] == "考研英语"
     assert (out["success"], out["error_code"]) == (False, "confirm_required")
     assert "确认" in out["error"] and table_rows(store) == before
     done = tb.invoke("upsert_task_class", VALID, confirm=True)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest_adapters import window_dict
 
 from smartflow_engine import ScheduleState, Toolbox
-from conftest_adapters import window_dict
 
 # Lines the spec's §4 examples print for the same tasks, verbatim.
 SPEC_OVERVIEW_LINES = [
