@@ -16,6 +16,7 @@ from rich.text import Text
 
 from .state import ScheduleState, StateError
 from .tools_adapter import Toolbox
+from .tools_adapter.toolbox import ToolReply
 
 app = typer.Typer(
     add_completion=False,
@@ -53,6 +54,13 @@ def _write(path: Path, text: str) -> None:
         raise typer.Exit(2) from None
 
 
+def _print_reply(result: ToolReply) -> None:
+    """Print a tool's reply; a refusal (or an argument error) ends with exit code 1."""
+    print(result.text)
+    if result.is_error:
+        raise typer.Exit(1)
+
+
 def _show(title: str, reply: str) -> None:
     # Text, not markup: replies contain "[1]高等数学" and the analyzers' "[warning]".
     console.print(Panel(Text(reply), title=Text(title), title_align="left", expand=False))
@@ -83,10 +91,7 @@ def call(
         err_console.print("[red]smartflow: --args is not JSON: nested too deeply[/red]")
         raise typer.Exit(2) from None
     tb = Toolbox(loaded)
-    result = tb.invoke(tool, parsed, confirm=yes)
-    print(result.text)
-    if result.is_error:
-        raise typer.Exit(1)
+    _print_reply(tb.invoke(tool, parsed, confirm=yes))
     if out is not None:
         _write(out, loaded.to_json())
 
@@ -99,8 +104,8 @@ def feasibility(
 ) -> None:
     """Exact feasibility and capacity gap of a window (CP-SAT, proven or said to be unproven)."""
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
-    print(tb.call("check_feasibility", {"time_limit_s": time_limit,
-                                        "include_suggested": include_suggested}))
+    _print_reply(tb.invoke("check_feasibility", {"time_limit_s": time_limit,
+                                                 "include_suggested": include_suggested}))
 
 
 @app.command()
@@ -115,9 +120,9 @@ def propose(
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
     args = {"time_limit_s": time_limit, "seed": seed}
     if out is None:
-        print(tb.call("propose_placement", args))
+        _print_reply(tb.invoke("propose_placement", args))
         return
-    print(tb.call("apply_proposal", args))
+    _print_reply(tb.invoke("apply_proposal", args))
     assert tb.state is not None
     _write(out, tb.state.to_json())
 

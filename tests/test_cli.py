@@ -156,3 +156,10 @@ def test_demo_runs_on_sample_window(tmp_path):
     store = Store.from_url(f"sqlite:///{tmp_path / 'smartflow.db'}")
     loaded = store.load_window(1, final.window.day_mapping)
     assert loaded.to_dict() == final.to_dict()
+
+
+def test_feasibility_argument_error_exits_1():
+    """Tests that `smartflow feasibility` with a time limit the tool refuses prints the reply
+    and exits 1."""
+    res = runner.invoke(app, ["feasibility", str(DATA / "spec_example.json"), "--time-limit", "0"])
+    assert res.exit_code == 1 and res.stdout.startswith("参数错误：参数 time_limit_s")
