@@ -1,9 +1,11 @@
 """MCP server over one :class:`Session`, built with the official ``mcp`` SDK (v2 API, ``MCPServer``).
 
 Every tool the session offers in its mode is published under its own name with the registry's
-schema (``schemas.tool_schemas(fmt="mcp")``); the session validates the arguments, so a bad
-argument comes back as a tool result with ``isError: true`` and the same Chinese reply the
-:class:`Toolbox` gives, never as a protocol error. JSON tools also return structured content.
+schema (``schemas.tool_schemas(fmt="mcp")``: optional arguments are optional, not nullable); the
+session validates the arguments, so a bad argument comes back as a tool result with
+``isError: true`` and the same Chinese reply the :class:`Toolbox` gives, never as a protocol
+error. A tool's own refusal (a conflict, a locked task, a missing id) is ``isError: true`` too,
+its text unchanged. JSON tools also return structured content.
 The P1-C rules of the session's mode are the server's instructions.
 
 When a confirm-required tool is offered, the server also offers ``confirm`` and ``reject``
