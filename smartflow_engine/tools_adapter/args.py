@@ -6,6 +6,7 @@ Static bounds live here (ids, days, periods, batch sizes); bounds that depend on
 
 from __future__ import annotations
 
+import reprlib
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -79,20 +80,22 @@ def _lone_surrogate(text: str) -> str | None:
     return None
 
 
+_ECHO = reprlib.Repr()
+_ECHO.maxlevel, _ECHO.maxlist, _ECHO.maxtuple, _ECHO.maxdict = 3, 5, 5, 5
+_ECHO.maxstring, _ECHO.maxother = MAX_ECHO, MAX_ECHO
+
+
 def summarize(value: Any, limit: int = MAX_ECHO) -> str:
-    """A short quote of a (possibly huge) bad value: ``'五'``, ``含100000项的数组``."""
-    if isinstance(value, list | tuple):
-        text = repr(value) if len(value) <= 20 else ""
-        return text if text and len(text) <= limit else f"含{len(value)}项的数组"
-    if isinstance(value, dict):
-        text = repr(value) if len(value) <= 20 else ""
-        return text if text and len(text) <= limit else f"含{len(value)}个键的对象"
-    if isinstance(value, str):
-        if len(value) <= limit:
-            return repr(value)
+    """A short quote of a (possibly huge or deeply nested) bad value: ``'五'``, ``[1, 2]``,
+    ``含100000项的数组``, ``'学学…'…（共5000个字符）``."""
+    if isinstance(value, list | tuple) and len(value) > _ECHO.maxlist:
+        return f"含{len(value)}项的数组"
+    if isinstance(value, dict) and len(value) > _ECHO.maxdict:
+        return f"含{len(value)}个键的对象"
+    if isinstance(value, str) and len(value) > limit:
         return f"{value[:limit]!r}…（共{len(value)}个字符）"
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"
+    text = _ECHO.repr(value)  # depth- and size-limited
+    return text if len(text) <= 2 * limit else text[: 2 * limit] + "…"
 
 
 def short_name(name: str, limit: int = MAX_ECHO) -> str:

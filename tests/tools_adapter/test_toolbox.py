@@ -7,6 +7,14 @@ import pytest
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.state import SelfCheckError
 
+
+def _nested(depth: int) -> object:
+    value: object = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 BAD_CALLS = [
     # unknown tool: names the tool and lists the real ones
     ("nope", {}, "未知工具：nope。可用工具：get_overview"),
@@ -49,6 +57,9 @@ BAD_CALLS = [
      "参数错误：参数 task_id 应为整数，收到 含100000项的数组。"),
     ("list_tasks", {"category": "学" * 5000},
      "参数错误：参数 category 最多 64 个字符（收到 5000 个）。"),
+    # a deeply nested bad value is quoted depth-limited
+    ("place", {"task_id": _nested(900), "day": 1, "slot_start": 1},
+     "参数错误：参数 task_id 应为整数，收到 [[[[...]]]]。"),
     # an unknown tool with a huge or unencodable name
     ("x" * 10_000, {}, "未知工具：" + "x" * 40 + "…（共10000个字符）。"),
     ("\ud800", {}, "未知工具：\\ud800。"),
