@@ -266,7 +266,9 @@ def test_stdio_malformed_line_with_an_id_gets_an_error(line, code, request_id):
     JSON-RPC error for that id (the SDK alone drops it and the client hangs), and keeps serving:
     a valid request after it is answered too."""
     import json as _json
+    import queue
     import subprocess
+    import threading
 
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -275,11 +277,24 @@ def test_stdio_malformed_line_with_an_id_gets_an_error(line, code, request_id):
                                             "notifications/initialized"}),
              line, _json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})]
     params = _server_params()
-    proc = subprocess.run([params.command, *params.args], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, encoding="utf-8", timeout=120)
-    replies = [_json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
-    by_id = {r.get("id"): r for r in replies}
-    assert by_id[request_id]["error"]["code"] == code, replies
+    proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            encoding="utf-8")
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [replies.put(x) for x in proc.stdout], daemon=True).start()
+    by_id: dict[Any, Any] = {}
+    try:
+        # stdin stays open until both answers arrived (EOF would end the session first)
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        while request_id not in by_id or 2 not in by_id:
+            reply = _json.loads(replies.get(timeout=120))
+            by_id[reply.get("id")] = reply
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert by_id[request_id]["error"]["code"] == code, by_id
     assert "tools" in by_id[2]["result"]
 
 
