@@ -16,6 +16,7 @@ from rich.text import Text
 
 from .state import ScheduleState, StateError
 from .tools_adapter import Toolbox
+from .tools_adapter.toolbox import ToolReply
 
 app = typer.Typer(
     add_completion=False,
@@ -37,13 +38,27 @@ def _load(path: Path) -> ScheduleState:
     try:
         return ScheduleState.from_json(path)
     except StateError as exc:
-        err_console.print(f"[red]smartflow: {exc}[/red]")
+        err_console.print(Text(f"smartflow: {exc}", style="red"), soft_wrap=True)
         raise typer.Exit(2) from None
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    """Write ``text`` to ``path``; a path that cannot be written is one line and exit code 2."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        err_console.print(Text(f"smartflow: cannot write {path}: {reason}", style="red"),
+                          soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _print_reply(result: ToolReply) -> None:
+    """Print a tool's reply; a refusal (or an argument error) ends with exit code 1."""
+    print(result.text)
+    if result.is_error:
+        raise typer.Exit(1)
 
 
 def _show(title: str, reply: str) -> None:
@@ -57,17 +72,26 @@ def call(
     state: Annotated[Path, typer.Option("--state", help="State JSON file.")],
     args: Annotated[str, typer.Option("--args", help="Tool arguments as a JSON object.")] = "{}",
     out: Annotated[Path | None, typer.Option("--out", help="Write the resulting state here.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="The user confirmed: run a tool that needs "
+                                      "confirmation (e.g. upsert_task_class).")] = False,
 ) -> None:
-    """Call one tool on a state file and print its reply."""
+    """Call one tool on a state file and print its reply.
+
+    Exit code 0 when the tool did what was asked; 1 when it refused or did not run (unknown tool,
+    bad arguments, a refusal in the spec's words, a confirm-required tool without --yes); 2 for
+    an unreadable state file, --args that is not JSON or an --out that cannot be written.
+    """
     loaded = _load(state)
     try:
         parsed: Any = json.loads(args)
     except json.JSONDecodeError as exc:
         err_console.print(f"[red]smartflow: --args is not JSON: {exc}[/red]")
         raise typer.Exit(2) from None
+    except RecursionError:
+        err_console.print("[red]smartflow: --args is not JSON: nested too deeply[/red]")
+        raise typer.Exit(2) from None
     tb = Toolbox(loaded)
-    reply = tb.call(tool, parsed)
-    print(reply)
+    _print_reply(tb.invoke(tool, parsed, confirm=yes))
     if out is not None:
         _write(out, loaded.to_json())
 
@@ -80,8 +104,8 @@ def feasibility(
 ) -> None:
     """Exact feasibility and capacity gap of a window (CP-SAT, proven or said to be unproven)."""
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
-    print(tb.call("check_feasibility", {"time_limit_s": time_limit,
-                                        "include_suggested": include_suggested}))
+    _print_reply(tb.invoke("check_feasibility", {"time_limit_s": time_limit,
+                                                 "include_suggested": include_suggested}))
 
 
 @app.command()
@@ -96,9 +120,9 @@ def propose(
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
     args = {"time_limit_s": time_limit, "seed": seed}
     if out is None:
-        print(tb.call("propose_placement", args))
+        _print_reply(tb.invoke("propose_placement", args))
         return
-    print(tb.call("apply_proposal", args))
+    _print_reply(tb.invoke("apply_proposal", args))
     assert tb.state is not None
     _write(out, tb.state.to_json())
 

@@ -18,17 +18,17 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from ..state import Change, ScheduleState, StateError
 from . import registry
-from .args import describe_validation_error
+from .args import describe_validation_error, short_name
 from .prompts import prompt_rules
 from .schemas import drop_null_optionals, tool_schemas, visible_specs
-from .spec import Mode, ToolSpec
+from .spec import Mode, ToolSpec, is_refusal
 from .toolbox import Toolbox
 
 log = logging.getLogger(__name__)
@@ -79,9 +79,10 @@ class PendingCall:
 class CallResult:
     """What one call through a session did.
 
-    ``reply`` is exactly what the model reads. ``status`` is ``ok`` (the tool ran; a text tool may
-    still have refused in words), ``error`` (it did not run: unknown or unavailable tool, missing
-    state, bad arguments, unknown token), ``pending_confirm`` (a preview; ``confirm_token`` is set)
+    ``reply`` is exactly what the model reads. ``status`` is ``ok`` (the tool ran and did what
+    was asked), ``error`` (it did not run: unknown or unavailable tool, missing state, bad
+    arguments, unknown token; or it refused: a conflict, a locked task, ... in the spec's words,
+    or a JSON reply with ``success=false``), ``pending_confirm`` (a preview; ``confirm_token`` is set)
     or ``rejected``. ``changes`` are the change-log entries this call appended.
     """
 
@@ -190,7 +191,9 @@ class Session:
         return list(self._specs.values())
 
     def visible_specs(self) -> list[ToolSpec]:
-        return visible_specs(self.specs, self._mode, self.enabled_tools)
+        specs = visible_specs(self.specs, self._mode, self.enabled_tools)
+        # Without a loaded schedule only the tools that need none are offered.
+        return specs if self.state is not None else [s for s in specs if not s.needs_state]
 
     def tool_names(self) -> list[str]:
         """The tools offered to the model in the current mode."""
@@ -202,7 +205,7 @@ class Session:
 
     def schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
         """Tool definitions of the offered tools, in ``fmt`` (openai / anthropic / mcp)."""
-        return tool_schemas(fmt, self._mode, specs=self.specs, include=self.enabled_tools)
+        return tool_schemas(fmt, self._mode, specs=self.visible_specs(), include=self.enabled_tools)
 
     def rules(self) -> str:
         """The P1-C prompt rules of the current mode."""
@@ -225,7 +228,8 @@ class Session:
             spec = self._specs.get(name)
             if spec is None:
                 names = "、".join(self.tool_names()) or "无"
-                return CallResult(name, f"未知工具：{name}。可用工具：{names}。", status="error",
+                return CallResult(name, f"未知工具：{short_name(str(name))}。可用工具：{names}。",
+                                  status="error",
                                   error_code="unknown_tool")
             if not self.is_visible(name):
                 names = "、".join(self.tool_names()) or "无"
@@ -387,7 +391,12 @@ class Session:
         before = len(self.toolbox.changes)
         reply = self.toolbox.run(spec, parsed)
         applied = tuple(self.toolbox.changes[before:])
-        return CallResult(spec.name, reply, spec.output, changes=applied)
+        if not is_refusal(reply, spec.output):
+            return CallResult(spec.name, reply, spec.output, changes=applied)
+        result = CallResult(spec.name, reply, spec.output, "error", "refused", changes=applied)
+        data = result.data
+        code = data.get("error_code") if isinstance(data, dict) else None
+        return replace(result, error_code=code) if isinstance(code, str) and code else result
 
     def _hold(self, spec: ToolSpec, parsed: BaseModel) -> CallResult:
         token = secrets.token_urlsafe(9)

@@ -31,7 +31,7 @@ def test_check_feasibility_infeasible_reply(class_window_window: ScheduleState) 
     reply = toolbox(class_window_window).call("check_feasibility", {"time_limit_s": 5})
     assert "不可行（已证明）" in reply and "class_window" in reply
     assert "缺口2个" in reply
-    assert "任务类[10]复习（第1-1天，禁排第4节）" in reply
+    assert "任务类[10]复习（第1天，禁排第4节）" in reply
     assert "无法同时放下的任务组：[1]t1、[2]t2（去掉其中任意一个，其余都能放下）。" in reply
     assert "取消禁排时段后可全部放下" in reply
     assert "删减任务需减少2个时段" in reply

@@ -189,7 +189,9 @@ def _session_reply(name: str, args: Any) -> str:
 def _all_replies(spec: ToolSpec, args: Any) -> dict[str, Any]:
     client = TestClient(create_app({TOKEN: "registry-user"}))
     replies = {
-        "toolbox": Toolbox(load_window(), self_check=True).call(spec.name, args),
+        # the other adapters confirm a held call, so the Toolbox is called with confirm=True
+        "toolbox": Toolbox(load_window(), self_check=True).call(spec.name, args,
+                                                                confirm=spec.needs_confirm),
         "session": _session_reply(spec.name, args),
         "http_session": _http_reply(client, spec.name, args),
         "mcp": _mcp_reply(spec.name, args)[0],
