@@ -242,7 +242,8 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
         lines.append(f"未放置：{items}")
     lines.append(_objective_line(proposal.objective, proposal.start_objective, proposal.bound,
                                  proposal.status))
-    lines.append(f"方案未写入日程（seed={proposal.seed}）。")
+    cut = "；搜索被时限截断，同一seed的结果可能不同" if proposal.wall_limited else ""
+    lines.append(f"方案未写入日程（seed={proposal.seed}{cut}）。")
     return "\n".join(lines)
 
 
