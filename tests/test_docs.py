@@ -135,12 +135,14 @@ def test_readme_http_example_works_against_a_real_server(tmp_path: Path):
             except httpx.TransportError:
                 time.sleep(0.1)
         reply = httpx.post(url, headers=headers, content=body.encode(), timeout=60)
+        docs_page = httpx.get(f"{base}/docs", timeout=10)  # "OpenAPI at /docs"
     finally:
         proc.terminate()
         proc.wait(10)
     assert reply.status_code == 200, reply.text
     out: dict[str, Any] = reply.json()
     assert out["status"] == "ok" and out["reply"].startswith("规划窗口共14天")
+    assert docs_page.status_code == 200 and "swagger" in docs_page.text.lower()
 
 
 # ---------------------------------------------------------------------------------- links
