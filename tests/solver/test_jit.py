@@ -51,7 +51,7 @@ def test_cold_cache_first_proposal_skips_columns_then_background_fills_cache(
     process fills the cache, and that the next proposal in the same process uses the kernels;
     a fresh process then finds them in the cache."""
     cold = _run(PROPOSE, tmp_path)
-    assert cold["first_columns"] == 0 and cold["first_status"] != "optimal"
+    assert cold["first_columns"] == 0
     assert cold["waited"] is True
     assert cold["second_columns"] >= 1 and cold["second_bound"] is not None
     assert cold["first_placed"] == cold["second_placed"]
