@@ -148,6 +148,8 @@ def test_demo_runs_on_sample_window(tmp_path):
         assert text in res.stdout
     assert "未知工具" not in res.stdout and "内部错误" not in res.stdout
     assert "reloaded window equals the session's: True" in res.stdout
+    for picture in ("schedule_before.png", "schedule_after.png"):  # drawn before/after
+        assert (tmp_path / picture).read_bytes().startswith(b"\x89PNG")
     final = ScheduleState.from_json(tmp_path / "state_after_demo.json")
     assert final.task(11).slots[0].day == 7
     # the committed database holds the session's result

@@ -29,7 +29,7 @@ import numpy as np
 from ..state import ScheduleState, runs
 from ._cpsat import DETERMINISTIC_SHARE, SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
-from .columns import search
+from .columns import ColumnSearch, search
 from .counting import max_placeable
 from .local_search import improve
 from .objective import (
@@ -44,6 +44,7 @@ from .objective import (
     resolve_weights,
 )
 from .problem import Bin, Placement, Problem, build_problem
+from .progress import report
 
 FULL_MODEL_MAX_DAYS = 14  # longer windows are improved by the day-window neighbourhood search
 LNS_DAYS = 2  # days re-solved per neighbourhood (two random blocks of LNS_DAYS // 2 days)
@@ -518,13 +519,15 @@ def propose_placement(
     Proposal
         Never places fewer periods than the proven maximum; never scores worse than its start.
     """
-    from ._kernels import warm_up
+    from ._jit import kernels_ready
 
-    # One-time costs are not the search's time: compiling (or loading) the pricing kernels and
-    # importing CP-SAT (both happen once per process).
-    warm_up()
+    # One-time costs are not the search's time: loading the pricing kernels and importing CP-SAT
+    # (both once per process). On a fresh install the kernels compile in the background instead
+    # (see ._jit) and this proposal goes without the column search (and its bound).
+    compiled = kernels_ready()
     cp_model()
     t0 = time.perf_counter()
+    report("max periods", t0)
     w = resolve_weights(weights)
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
                             allow_late=allow_late)
@@ -556,14 +559,23 @@ def propose_placement(
     # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
     #    better first master for the column generation.
     pre_budget = PRE_LOCAL_SHARE * effort
+    report("local moves", t0, start_obj["weighted_total"])
     pre = improve(problem, w, start, seed=seed, deadline=deadline - 0.02, budget_s=pre_budget,
                   stall_s=LOCAL_STALL * pre_budget)
     local_moves = pre.moves
     best = pre.placements
     # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
     #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
-    columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * effort,
-                     deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
+    report("column search" if compiled else "no column search (kernels compiling)", t0,
+           start_obj["weighted_total"] + pre.delta)
+    if compiled:
+        columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * effort,
+                         deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
+    else:
+        obj = evaluate(problem, best, w)["weighted_total"]
+        columns = ColumnSearch(placements=list(best), objective=obj, bound=math.inf,
+                               optimal=False, start_objective=obj, totals={}, explored=[],
+                               converged=False)
     bound: float | None = columns.bound if math.isfinite(columns.bound) else None
     if columns.objective < columns.start_objective:
         best = columns.placements
@@ -575,12 +587,16 @@ def propose_placement(
         # 3. What the budget leaves: local moves again, then the full model (short windows)
         #    or the day-pair neighbourhood search.
         local_budget = min(LOCAL_SHARE * effort, max(0.0, total_budget - work))
+        so_far = min(columns.objective, columns.start_objective)
+        report("local moves", t0, so_far, bound)
         local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
                         budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
         local_moves += local.moves
         work += local.work_s
         win = _Window.build(problem, w, sum(pl.length for pl in best if pl.embed_host is None))
         current = {pl.task_id: pl for pl in local.placements}
+        report("full model" if problem.num_days <= FULL_MODEL_MAX_DAYS else "neighbourhoods",
+               t0, so_far + local.delta, bound)
         if problem.num_days <= FULL_MODEL_MAX_DAYS:
             sub = _SubModel(win, range(1, problem.num_days + 1),
                             [g.count for g in problem.groups], target)
@@ -613,6 +629,7 @@ def propose_placement(
         placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
     placed = {pl.task_id for pl in placements}
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
+    report("done", t0, objective["weighted_total"], bound)
     if not level1.proven:
         name = "unknown"
     elif bound is not None and objective["weighted_total"] <= bound + 1e-6:

@@ -126,8 +126,7 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
                 f"个时段，最多放下{c.placeable_slots}个时段。")
     if b is not None and b.conflict_set:
         ids = "、".join(_label(state, t) for t in b.conflict_set)
-        tail = "（去掉其中任意一个，其余都能放下）" if b.conflict_set_minimal else ""
-        lines.append(f"无法同时放下的任务组：{ids}{tail}。")
+        lines.append(f"无法同时放下的任务组：{ids}（{_conflict_note(report, figures)}）。")
     if figures is not None and report.is_feasible is False:
         parts = []
         if figures.extra_days_needed is not None:
@@ -144,6 +143,25 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
         parts.append(f"删减任务需减少{figures.slots_to_cut}个时段")
         lines.append("协商数据：" + "；".join(parts) + "。")
     return "\n".join(lines)
+
+
+def _conflict_note(report: FeasibilityReport, figures: NegotiationFigures | None) -> str:
+    """What the conflict set means: the group alone cannot all be placed; when proven minimal,
+    removing any one of them lets the rest of the group fit; the window's own shortfall is
+    stated separately, so nobody reads "remove one task and everything fits"."""
+    b = report.bottleneck
+    if b is not None and len(b.conflict_set) == 1:
+        parts = ["这个任务本身就放不下"]
+    else:
+        parts = ["这一组任务本身就无法全部放下"]
+        if b is not None and b.conflict_set_minimal:
+            parts.append("去掉其中任意一个，组内其余任务都能放下")
+    if report.capacity_gap:
+        whole = f"整个窗口仍需减少{report.capacity_gap}个时段"
+        if figures is not None and figures.extra_days_needed:
+            whole += f"（或在末尾追加{figures.extra_days_needed}天）"
+        parts.append(whole + "才能全部放下")
+    return "；".join(parts)
 
 
 def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
