@@ -186,7 +186,7 @@ def batch(
     from .batch.engines import EngineError
 
     def fail(message: str) -> typer.Exit:
-        err_console.print(Text(f"smartflow batch: {message}", style="red"))
+        err_console.print(Text(f"smartflow batch: {message}", style="red"), soft_wrap=True)
         return typer.Exit(2)
 
     if (source is None) == (db is None):

@@ -74,7 +74,7 @@ def test_missing_sources_are_refused(tmp_path):
     SourceError naming the path."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(SourceError, match="no \\*.json files"):
+    with pytest.raises(SourceError, match=r"no \*\.json files"):
         open_source(empty)
     with pytest.raises(SourceError, match="no file matches"):
         open_source(str(tmp_path / "*.json"))
@@ -94,7 +94,7 @@ def test_sinks_round_trip_the_table(tmp_path, suffix):
 def test_sink_suffix_is_checked(tmp_path):
     """Tests that a file that is neither .parquet nor .csv is refused before writing."""
     df = run_batch(tiny_cohort(1), jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
-    with pytest.raises(ValueError, match=".parquet or .csv"):
+    with pytest.raises(ValueError, match=r"\.parquet or \.csv"):
         write_table(df, tmp_path / "results.xlsx")
     assert not (tmp_path / "results.xlsx").exists()
 
