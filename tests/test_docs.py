@@ -1,4 +1,4 @@
-"""Tests that the README's Python examples and the quickstart notebook run as written."""
+"""Tests that the README's Python examples and the notebooks run as written."""
 
 from __future__ import annotations
 
@@ -30,3 +30,17 @@ def test_quickstart_notebook_executes():
         for out in cell.get("outputs", [])
     )
     assert "规划窗口共14天" in outputs
+
+
+def test_cohort_notebook_executes():
+    """Tests that notebooks/cohort.ipynb runs a batch on its small cohort (one broken window) and
+    draws its four charts."""
+    nb = nbformat.read(ROOT / "notebooks" / "cohort.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={
+        "metadata": {"path": str(ROOT)}}).execute()
+    outputs = [out for cell in nb.cells if cell.cell_type == "code"
+               for out in cell.get("outputs", [])]
+    text = "".join(out.get("text", "") for out in outputs)
+    assert "windows: 19, errors: 1" in text
+    assert "infeasible" in text and "closing rate overall:" in text
+    assert sum("image/png" in out.get("data", {}) for out in outputs) == 4
