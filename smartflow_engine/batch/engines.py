@@ -75,6 +75,11 @@ def _warm(jobs: tuple[str, ...]) -> None:
         warm_up()
 
 
+def _pool(workers: int, ctx: Any, config: JobConfig) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm,
+                               initargs=(config.jobs,))
+
+
 def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
               mp_context: str = "spawn") -> Iterator[ChunkResult]:
     import multiprocessing
@@ -83,8 +88,7 @@ def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
     in_flight = max(2, 2 * workers)
     source = iter(chunks)
     retry: list[Any] = []  # windows of chunks that were in flight when a worker died
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm,
-                               initargs=(config.jobs,))
+    pool = _pool(workers, ctx, config)
     try:
         pending: dict[Future[ChunkResult], Chunk] = {}
         exhausted = False
@@ -116,8 +120,7 @@ def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
                 pool.shutdown(wait=False, cancel_futures=True)
                 yield from _isolate(retry, config, ctx)
                 retry = []
-                pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm,
-                               initargs=(config.jobs,))
+                pool = _pool(workers, ctx, config)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -125,8 +128,7 @@ def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
 def _isolate(items: list[Any], config: JobConfig, ctx: Any) -> Iterator[ChunkResult]:
     """Run windows one at a time, each in a one-process pool that is replaced when it dies: the
     window that kills its worker is the only one that gets an error row."""
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_warm,
-                               initargs=(config.jobs,))
+    pool = _pool(1, ctx, config)
     try:
         for item in sorted(items, key=lambda it: it.index):
             try:
@@ -134,8 +136,7 @@ def _isolate(items: list[Any], config: JobConfig, ctx: Any) -> Iterator[ChunkRes
             except BrokenProcessPool:
                 pool.shutdown(wait=False, cancel_futures=True)
                 yield [_crashed(item, "the worker process died on this window")], {}
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_warm,
-                               initargs=(config.jobs,))
+                pool = _pool(1, ctx, config)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

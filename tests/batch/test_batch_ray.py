@@ -27,3 +27,10 @@ def test_ray_init_reuses_a_running_ray(local_ray):
     assert ray_init() is False
     run_batch(tiny_cohort(2), jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="ray")
     assert local_ray.is_initialized()
+
+
+def test_ray_windows_over_their_timeout_get_timeout_rows(local_ray):
+    """Tests that the per-window wall-clock budget also holds inside Ray tasks."""
+    df = run_batch(tiny_cohort(2), time_limit_s=TIME_LIMIT, engine="ray",
+                   window_timeout_s=1e-6)
+    assert df["error"].str.startswith("timeout: ").all()

@@ -206,3 +206,16 @@ def test_unopenable_source_is_refused():
 def test_job_names_are_the_documented_three():
     """Tests that the jobs are exactly feasibility, proposal and health, in that order."""
     assert JOBS == ("feasibility", "proposal", "health")
+
+
+def test_health_without_a_proposal_measures_the_window_as_loaded():
+    """Tests that without the proposal job the health columns describe the window as loaded
+    (health_of = window) and equal analyze_health called on it."""
+    cohort = tiny_cohort(3)
+    df = run_batch(cohort, jobs=("feasibility", "health"), time_limit_s=TIME_LIMIT, engine="loop")
+    assert (df["health_of"] == "window").all()
+    for i, state in enumerate(cohort):
+        close = analyze_health(state, time_limit_s=TIME_LIMIT).metrics["close_signal"]
+        assert df["critical"].iloc[i] == close["critical"]
+        assert df["warning"].iloc[i] == close["warning"]
+        assert bool(df["acceptable_to_close"].iloc[i]) == close["acceptable_to_close"]
