@@ -82,7 +82,7 @@ def _run(windows: list[ScheduleState], jobs: tuple[str, ...], engine: str, worke
 def _figures(df: pd.DataFrame) -> dict[str, Any]:
     """Wall rate (start-up included) and steady rate (first chunk back to last chunk back)."""
     run = df.attrs["batch"]
-    marks = df.attrs["progress"]
+    marks = [m for m in df.attrs["progress"] if m[1] > 0]  # chunks back (not the start call)
     wall = run["wall_s"]
     steady = float("nan")
     if len(marks) >= 2 and marks[-1][0] > marks[0][0]:

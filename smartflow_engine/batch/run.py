@@ -95,7 +95,8 @@ def run_batch(
     store
         The store to commit into (default: the source's own store).
     progress
-        Called after each chunk with ``(windows done, failures, total)``.
+        Called before the first chunk and after each one with ``(windows done, failures,
+        total)``.
 
     Returns
     -------
@@ -124,6 +125,8 @@ def run_batch(
     config = JobConfig(jobs=job_tuple, time_limit_s=float(time_limit_s), seed=int(seed),
                        window_timeout_s=window_timeout_s, keep_placements=commit)
 
+    if progress is not None:
+        progress(0, 0, total)
     started = time.perf_counter()
     rows: dict[int, dict[str, Any]] = {}
     peak: dict[int, float] = {}

@@ -125,8 +125,13 @@ def test_bad_windows_give_error_rows_and_never_stop_the_batch():
     windows around them get their figures."""
     good = tiny_cohort(2)
     windows = [good[0], *[w for w, _ in BAD_WINDOWS], good[1]]
-    df = run_batch(windows, time_limit_s=TIME_LIMIT, engine="loop")
+    calls = []
+    df = run_batch(windows, time_limit_s=TIME_LIMIT, engine="loop", chunk_size=2,
+                   progress=lambda *args: calls.append(args))
     assert len(df) == len(windows)
+    n = len(windows)
+    assert calls[0] == (0, 0, n) and calls[-1] == (n, len(BAD_WINDOWS), n)
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls) and len(calls) == 1 + n // 2
     assert df["error"].iloc[0] is pd.NA and df["error"].iloc[-1] is pd.NA
     assert df["is_feasible"].iloc[0] == True and df["proposal_status"].iloc[-1] in (  # noqa: E712
         "optimal", "feasible")
