@@ -3,10 +3,14 @@ or given weeks, proposals written back as suggested, stale users reported and le
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 
 import pytest
 from batch_windows import TIME_LIMIT, tiny_cohort
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from smartflow_engine import Toolbox
 from smartflow_engine.batch import StoreSource, from_db, run_batch
@@ -16,11 +20,30 @@ from smartflow_engine.store import Store
 WEEK_1 = [{"day_index": d, "week": 1, "day_of_week": d} for d in range(1, 8)]
 
 
-@pytest.fixture
-def store(tmp_path) -> Iterator[Store]:
+PG_URL = os.environ.get("SMARTFLOW_PG_URL", "")
+BACKENDS = ["sqlite", *(["postgresql"] if PG_URL.startswith("postgresql") else [])]
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path) -> Iterator[Store]:
     """Users 1-4 seeded from the tiny cohort (user 5 = seed 4 is the infeasible one) and user 9
-    with nothing pending, on an SQLite file."""
-    s = Store.from_url(f"sqlite:///{tmp_path / 'cohort.db'}")
+    with nothing pending, on an SQLite file (and, when SMARTFLOW_PG_URL names a PostgreSQL
+    server, in a database of its own there, dropped afterwards)."""
+    if request.param == "sqlite":
+        s = Store.from_url(f"sqlite:///{tmp_path / 'cohort.db'}")
+        drop = None
+    else:
+        name = f"smartflow_batch_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(make_url(PG_URL), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name}"))
+        s = Store.from_url(make_url(PG_URL).set(database=name).render_as_string(
+            hide_password=False))
+
+        def drop() -> None:
+            with admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            admin.dispose()
     cohort = tiny_cohort(5)
     for user, state in enumerate(cohort, start=1):
         s.seed_from_state(user, state, keep_ids=False)
@@ -30,6 +53,8 @@ def store(tmp_path) -> Iterator[Store]:
         yield s
     finally:
         s.dispose()
+        if drop is not None:
+            drop()
 
 
 def test_db_source_lists_users_with_pending_work(store):
