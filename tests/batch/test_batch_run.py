@@ -224,3 +224,29 @@ def test_health_without_a_proposal_measures_the_window_as_loaded():
         assert df["critical"].iloc[i] == close["critical"]
         assert df["warning"].iloc[i] == close["warning"]
         assert bool(df["acceptable_to_close"].iloc[i]) == close["acceptable_to_close"]
+
+
+def test_a_solver_failure_is_an_error_row_with_the_figures_before_it(monkeypatch):
+    """Tests that an exception inside a job (here the proposal, on one window) becomes that
+    row's error naming the job, keeps the figures computed before it, and spares the others."""
+    import smartflow_engine.solver as solver
+
+    real = solver.propose_placement
+
+    def failing(state, **kwargs):
+        if len(state.pending_tasks()) != 5:
+            raise RuntimeError("boom")
+        return real(state, **kwargs)
+
+    monkeypatch.setattr(solver, "propose_placement", failing)
+    cohort = tiny_cohort(4)
+    sizes = [len(s.pending_tasks()) for s in cohort]
+    assert 5 in sizes and any(n != 5 for n in sizes)
+    df = run_batch(cohort, time_limit_s=TIME_LIMIT, engine="loop")
+    for i, n in enumerate(sizes):
+        if n == 5:
+            assert df["error"].iloc[i] is pd.NA and df["critical"].iloc[i] is not pd.NA
+        else:
+            assert df["error"].iloc[i] == "proposal_error: RuntimeError: boom"
+            assert df["is_feasible"].iloc[i] is not pd.NA  # feasibility ran before
+            assert df["proposal_status"].iloc[i] is pd.NA and df["critical"].iloc[i] is pd.NA
