@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 JOBS: tuple[str, ...] = ("feasibility", "proposal", "health")
@@ -99,7 +99,7 @@ class JobConfig:
     def timeout(self) -> float:
         if self.window_timeout_s is not None:
             return self.window_timeout_s
-        # check + negotiation, proposal, health's own check + negotiation: at most five budgets
+        # generous: each job makes one or two solver calls of time_limit_s each
         return 10.0 + 6.0 * self.time_limit_s * max(1, len(self.jobs))
 
 
@@ -113,7 +113,6 @@ class WindowResult:
     user_id: int | None = None
     fingerprint: str | None = None
     day_mapping: tuple[tuple[int, int, int], ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @contextmanager
