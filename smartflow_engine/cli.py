@@ -1,9 +1,10 @@
-"""The ``smartflow`` command: demo, call, feasibility, propose, show, serve, mcp, bench."""
+"""The ``smartflow`` command: demo, call, feasibility, propose, show, serve, mcp, batch, bench."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -235,6 +236,123 @@ def mcp(
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")
         raise typer.Exit(2) from None
+
+
+@app.command()
+def batch(
+    source: Annotated[str | None, typer.Argument(
+        help="A directory or glob of state JSON files, or a .jsonl file of states "
+             "(omit it with --db).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Results table: .parquet or .csv.")] = Path(
+        "results.parquet"),
+    engine: Annotated[str, typer.Option(help="local (process pool) | ray | loop "
+                                        "(this process).")] = "local",
+    workers: Annotated[int | None, typer.Option(help="Processes, or CPUs of a local Ray "
+                                                "(default: the machine's cores).")] = None,
+    address: Annotated[str | None, typer.Option(help="Ray: an existing cluster's address "
+                                                "(default: a local Ray).")] = None,
+    time_limit: Annotated[float, typer.Option(help="Each solver call's time limit, "
+                                              "seconds.")] = 2.0,
+    seed: Annotated[int, typer.Option(help="Proposal seed (same seed, same table).")] = 0,
+    jobs: Annotated[str, typer.Option(help="Comma-separated: feasibility, proposal, "
+                                      "health.")] = "feasibility,proposal,health",
+    commit: Annotated[bool, typer.Option(help="Write each feasible proposal back to --db as "
+                                         "suggested (one transaction per user).")] = False,
+    db: Annotated[str | None, typer.Option(help="Database URL: the cohort is its users with "
+                                           "pending work.")] = None,
+    users: Annotated[str | None, typer.Option(help="With --db: user ids A-B (default: every "
+                                              "user with pending work).")] = None,
+    weeks: Annotated[str | None, typer.Option(help="With --db: the window, weeks A-B "
+                                              "(default: each user's task classes).")] = None,
+    chunk_size: Annotated[int | None, typer.Option(help="Windows per task (default: about "
+                                                   "eight chunks per worker).")] = None,
+) -> None:
+    """A cohort of windows at once: feasibility, proposals and health as one table."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    try:
+        from .batch import SourceError, from_db, parse_range, run_batch, write_table
+        from .batch.sinks import sink_kind
+    except ImportError as exc:
+        err_console.print(f"[red]smartflow batch needs pandas and pyarrow: pip install "
+                          f"'smartflow-engine[batch]' ({exc})[/red]")
+        raise typer.Exit(2) from None
+    from .batch.engines import EngineError
+
+    def fail(message: str) -> typer.Exit:
+        err_console.print(Text(f"smartflow batch: {message}", style="red"), soft_wrap=True)
+        return typer.Exit(2)
+
+    if (source is None) == (db is None):
+        raise fail("give either SOURCE (files) or --db URL, not both")
+    if db is None and (users or weeks or commit):
+        raise fail("--users, --weeks and --commit need --db")
+    try:
+        sink_kind(out)
+        if db is not None:
+            first, last = parse_range(users, "--users") if users else (0, -1)
+            ids = range(first, last + 1) if users else None
+            span = parse_range(weeks, "--weeks") if weeks else None
+            src: Any = from_db(db, ids, span)
+        else:
+            src = source
+        with Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("failures {task.fields[failures]}"),
+                      TextColumn("{task.fields[rate]} windows/s"), TimeElapsedColumn(),
+                      TextColumn("ETA"), TimeRemainingColumn(), console=console) as bar:
+            task = bar.add_task("windows", total=None, failures=0, rate="-")
+            t0 = time.perf_counter()
+
+            def progress(done: int, failures: int, total: int) -> None:
+                rate = done / max(time.perf_counter() - t0, 1e-9)
+                bar.update(task, completed=done, total=total, failures=failures,
+                           rate=f"{rate:.1f}")
+
+            df = run_batch(src, jobs=jobs.split(","), time_limit_s=time_limit, seed=seed,
+                           engine=engine, workers=workers, commit=commit, address=address,
+                           chunk_size=chunk_size, progress=progress)
+    except (SourceError, EngineError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    except Exception as exc:  # the database cannot be reached, ...
+        lines = str(exc).strip().splitlines()
+        raise fail(f"{type(exc).__name__}: {lines[0] if lines else ''}") from None
+    write_table(df, out)
+    console.print(_batch_summary(df))
+    console.print(f"results written to {out}")
+
+
+def _batch_summary(df: Any) -> Any:
+    """The closing table: verdicts, errors, total capacity gap, runtimes (and commits)."""
+    from rich.table import Table
+
+    run = df.attrs.get("batch", {})
+    ok = df["error"].isna()
+    table = Table(title=f"batch: {len(df)} windows, {run.get('engine')} engine, "
+                        f"{run.get('workers')} workers")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    if "feasibility" in run.get("jobs", []):
+        table.add_row("feasible", str(int((df["is_feasible"] == True).sum())))  # noqa: E712
+        table.add_row("infeasible (proven)", str(int((df["is_feasible"] == False).sum())))  # noqa: E712
+        table.add_row("unproven", str(int((ok & df["is_feasible"].isna()).sum())))
+        table.add_row("total capacity gap (periods)", str(int(df["capacity_gap"].sum())))
+    table.add_row("errors", str(int((~ok).sum())))
+    median = df.loc[ok, "total_s"].median() if ok.any() else None
+    table.add_row("median runtime per window", "-" if median is None else f"{median:.3f} s")
+    wall = run.get("wall_s")
+    if wall:
+        table.add_row("wall time", f"{wall:.1f} s ({len(df) / wall:.1f} windows/s)")
+    if "commit_status" in df.columns:
+        for status, count in df["commit_status"].value_counts().items():
+            table.add_row(f"commit: {status}", str(int(count)))
+    return table
 
 
 @app.command()

@@ -298,3 +298,17 @@ def test_quickstart_notebook_executes():
     )
     assert "规划窗口共14天" in outputs
     assert _images(nb) >= 2
+
+
+def test_cohort_notebook_executes():
+    """Tests that notebooks/cohort.ipynb runs a batch on its small cohort (one broken window) and
+    draws its four charts."""
+    nb = nbformat.read(ROOT / "notebooks" / "cohort.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={
+        "metadata": {"path": str(ROOT)}}).execute()
+    outputs = [out for cell in nb.cells if cell.cell_type == "code"
+               for out in cell.get("outputs", [])]
+    text = "".join(out.get("text", "") for out in outputs)
+    assert "windows: 19, errors: 1" in text
+    assert "infeasible" in text and "closing rate overall:" in text
+    assert sum("image/png" in out.get("data", {}) for out in outputs) == 4

@@ -1,0 +1,234 @@
+"""Where the windows run: a plain loop in this process, a local process pool, or Ray tasks.
+
+Every engine takes chunks of :class:`~.sources.WindowItem` (so that per-task overhead is paid once
+per chunk, not per window), keeps a bounded number of chunks in flight (the source is read as the
+batch goes), and yields each chunk's results as soon as it finishes, in whatever order they
+finish; :func:`~.run.run_batch` puts the rows back in source order.
+
+- ``loop``: :func:`~.jobs.run_chunk` in this process, chunk after chunk (the baseline).
+- ``local``: :class:`concurrent.futures.ProcessPoolExecutor` with ``workers`` processes (default:
+  the machine's cores), ``spawn`` start method (no fork of a process holding solver threads). A
+  worker that dies (a crash in native code) breaks the pool: the chunks in flight are run again
+  one window at a time in a fresh pool, so only the window that kills a worker gets an error row.
+- ``ray``: one Ray task per chunk on a local Ray (``workers`` CPUs) or on an existing cluster
+  (``address``); the package must be importable on the cluster's nodes. Results are collected
+  with ``ray.wait`` as tasks finish. A task that fails (its worker died) turns its windows into
+  error rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from .jobs import JobConfig, WindowResult, run_chunk
+
+ENGINES: tuple[str, ...] = ("local", "ray", "loop")
+Chunk = list[Any]
+ChunkResult = tuple[list[WindowResult], dict[str, Any]]
+
+
+class EngineError(RuntimeError):
+    """The engine cannot start (Ray missing or unreachable, a bad worker count)."""
+
+
+def default_workers() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def chunked(items: Iterable[Any], size: int) -> Iterator[Chunk]:
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def _crashed(item: Any, what: str) -> WindowResult:
+    row = {"window_id": item.window_id, "user_id": item.user_id,
+           "error": f"worker_crash: {what}"}
+    return WindowResult(item.index, row, user_id=item.user_id, fingerprint=item.fingerprint,
+                        day_mapping=item.day_mapping)
+
+
+# ---------------------------------------------------------------------------------- loop
+def run_loop(chunks: Iterable[Chunk], config: JobConfig) -> Iterator[ChunkResult]:
+    _warm(config.jobs)
+    for chunk in chunks:
+        yield run_chunk(chunk, config)
+
+
+# ---------------------------------------------------------------------------------- local
+def _warm(jobs: tuple[str, ...]) -> None:
+    """Pool initializer: import the solver stack once per worker, outside any window's clock."""
+    from .. import analyzers, solver  # noqa: F401
+
+    if "proposal" in jobs:
+        from ..solver._kernels import warm_up
+
+        warm_up()
+
+
+def _pool(workers: int, ctx: Any, config: JobConfig) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm,
+                               initargs=(config.jobs,))
+
+
+def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
+              mp_context: str = "spawn") -> Iterator[ChunkResult]:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context(mp_context)
+    in_flight = max(2, 2 * workers)
+    source = iter(chunks)
+    retry: list[Any] = []  # windows of chunks that were in flight when a worker died
+    pool = _pool(workers, ctx, config)
+    try:
+        pending: dict[Future[ChunkResult], Chunk] = {}
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < in_flight:
+                chunk = next(source, None)
+                if chunk is None:
+                    exhausted = True
+                    break
+                pending[pool.submit(run_chunk, chunk, config)] = chunk
+            if not pending:
+                break
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            broken = False
+            for fut in done:
+                chunk = pending.pop(fut)
+                try:
+                    yield fut.result()
+                except BrokenProcessPool:
+                    broken = True
+                    retry.extend(chunk)
+            if broken:
+                for fut, chunk in pending.items():
+                    try:
+                        yield fut.result()
+                    except BrokenProcessPool:
+                        retry.extend(chunk)
+                pending.clear()
+                pool.shutdown(wait=False, cancel_futures=True)
+                yield from _isolate(retry, config, ctx)
+                retry = []
+                pool = _pool(workers, ctx, config)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _isolate(items: list[Any], config: JobConfig, ctx: Any) -> Iterator[ChunkResult]:
+    """Run windows one at a time, each in a one-process pool that is replaced when it dies: the
+    window that kills its worker is the only one that gets an error row."""
+    pool = _pool(1, ctx, config)
+    try:
+        for item in sorted(items, key=lambda it: it.index):
+            try:
+                yield pool.submit(run_chunk, [item], config).result()
+            except BrokenProcessPool:
+                pool.shutdown(wait=False, cancel_futures=True)
+                yield [_crashed(item, "the worker process died on this window")], {}
+                pool = _pool(1, ctx, config)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------------------------- ray
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise EngineError("engine 'ray' needs Ray: pip install 'smartflow-engine[ray]'") from None
+    return ray
+
+
+def ray_init(address: str | None = None, workers: int | None = None) -> bool:
+    """Connect to ``address`` or start a local Ray with ``workers`` CPUs, unless Ray is already
+    initialised in this process. Returns whether this call started the connection (the caller
+    then shuts it down)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                              "configure_logging": False}
+    if address:
+        kwargs["address"] = address
+    else:
+        kwargs["num_cpus"] = workers or default_workers()
+    # Local workers import the package the way this process did.
+    pythonpath = os.environ.get("PYTHONPATH")
+    if pythonpath and not address:
+        kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": pythonpath}}
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:  # connection refused, bad address, ...
+        raise EngineError(f"cannot start Ray{' at ' + address if address else ''}: "
+                          f"{type(exc).__name__}: {exc}") from None
+    return True
+
+
+_REMOTE: dict[str, Any] = {}  # the remote function, defined once Ray is imported
+
+
+def _remote_chunk() -> Any:
+    if "chunk" not in _REMOTE:
+        ray = _ray()
+        _REMOTE["chunk"] = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
+    return _REMOTE["chunk"]
+
+
+def run_ray(chunks: Iterable[Chunk], config: JobConfig, workers: int | None,
+            address: str | None = None) -> Iterator[ChunkResult]:
+    ray = _ray()
+    started = ray_init(address, workers)
+    try:
+        remote = _remote_chunk()
+        cpus = int(ray.cluster_resources().get("CPU", workers or 1))
+        in_flight = max(2, 2 * cpus)
+        config_ref = ray.put(config)
+        source = iter(chunks)
+        pending: dict[Any, Chunk] = {}
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < in_flight:
+                chunk = next(source, None)
+                if chunk is None:
+                    exhausted = True
+                    break
+                pending[remote.remote(chunk, config_ref)] = chunk
+            if not pending:
+                break
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                chunk = pending.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except Exception as exc:  # the task's worker died, or the task raised
+                    what = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                    yield [_crashed(item, what) for item in chunk], {}
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_engine(engine: str, chunks: Iterable[Chunk], config: JobConfig, workers: int | None,
+               address: str | None = None) -> Iterator[ChunkResult]:
+    """Dispatch to one engine (see the module docstring)."""
+    if engine == "loop":
+        return run_loop(chunks, config)
+    if engine == "local":
+        return run_local(chunks, config, workers or default_workers())
+    if engine == "ray":
+        return run_ray(chunks, config, workers, address)
+    raise EngineError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+
+
+Progress = Callable[[int, int], None]

@@ -1,0 +1,278 @@
+"""One window's row: parse, then the chosen jobs through the engine's public entry points.
+
+- ``feasibility``: :func:`~smartflow_engine.solver.check_feasibility`, then
+  :func:`~smartflow_engine.solver.negotiation_figures` on its report (free when feasible or
+  unproven; exact extra days / lifting flags / slots to cut when proven infeasible);
+- ``proposal``: :func:`~smartflow_engine.solver.propose_placement` with the batch's seed;
+- ``health``: :func:`~smartflow_engine.analyzers.analyze_health` on the window as the proposal
+  would leave it (its placements applied as ``suggested``) when a proposal ran, else on the
+  window as loaded; the close signal is read defensively (``reason``, ``best_achievable`` and
+  ``floor`` exist only on engines that compute them).
+
+Every failure of one window (malformed JSON, an invalid state, a solver error, the window's
+wall-clock timeout) is caught here and becomes the row's ``error``; figures computed before the
+failure are kept. Nothing here raises for a bad window.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+JOBS: tuple[str, ...] = ("feasibility", "proposal", "health")
+
+# The table's columns, in order (runtime columns end in ``_s``; the rest is deterministic for a
+# given seed). Objective columns come from the solver's term names at import time.
+BASE_COLUMNS: tuple[str, ...] = (
+    "window_id", "user_id", "days", "slots_per_day", "tasks", "pending_tasks", "pending_slots",
+)
+FEASIBILITY_COLUMNS: tuple[str, ...] = (
+    "is_feasible", "proven", "required_task_slots", "feasible_slots", "capacity_gap",
+    "free_capacity_slots", "slack_slots", "reason_code",
+    "extra_days_needed", "extra_days_possible", "slots_to_cut", "lifting_banned_suffices",
+    "lifting_class_constraints_suffices", "negotiation_proven",
+)
+PROPOSAL_HEAD: tuple[str, ...] = (
+    "proposal_status", "placed_tasks", "placed_slots", "unplaced_tasks", "unplaced_slots",
+    "max_slots", "objective_bound",
+)
+HEALTH_COLUMNS: tuple[str, ...] = (
+    "health_of", "critical", "warning", "acceptable_to_close", "close_reason", "best_achievable",
+    "floor_critical", "floor_warning", "floor_proven",
+)
+RUNTIME_COLUMNS: tuple[str, ...] = ("feasibility_s", "proposal_s", "health_s", "total_s")
+
+
+def objective_columns() -> tuple[str, ...]:
+    from ..solver import TERM_NAMES
+
+    return tuple(f"obj_{name}" for name in (*TERM_NAMES, "weighted_total"))
+
+
+COMMIT_COLUMNS: tuple[str, ...] = ("commit_status", "commit_detail")
+
+_STRING = ("window_id", "reason_code", "proposal_status", "health_of", "close_reason", "error",
+           "commit_status", "commit_detail")
+_BOOLEAN = ("is_feasible", "proven", "extra_days_possible", "lifting_banned_suffices",
+            "lifting_class_constraints_suffices", "negotiation_proven", "acceptable_to_close",
+            "best_achievable", "floor_proven")
+_FLOAT = ("unplaced_slots", "objective_bound", *RUNTIME_COLUMNS)
+
+
+def columns(commit: bool = False) -> tuple[str, ...]:
+    """Every column of a batch table, in order (``commit_*`` only for a committing run)."""
+    return (*BASE_COLUMNS, *FEASIBILITY_COLUMNS, *PROPOSAL_HEAD, *objective_columns(),
+            *HEALTH_COLUMNS, *RUNTIME_COLUMNS, "error", *(COMMIT_COLUMNS if commit else ()))
+
+
+def column_dtype(name: str) -> str:
+    """The pandas (nullable) dtype of a column: every figure may be missing on an error row."""
+    if name in _STRING:
+        return "string"
+    if name in _BOOLEAN:
+        return "boolean"
+    if name in _FLOAT or name.startswith("obj_"):
+        return "Float64"
+    return "Int64"
+
+
+class WindowTimeout(BaseException):  # not an Exception: solver code must not catch it
+    """The window's wall-clock budget ran out."""
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """What every window of a batch runs with (shipped to the workers once per chunk)."""
+
+    jobs: tuple[str, ...] = JOBS
+    time_limit_s: float = 2.0
+    seed: int = 0
+    window_timeout_s: float | None = None  # None: a generous multiple of the solver budget
+    keep_placements: bool = False  # return the proposal's placements (for --commit)
+
+    def timeout(self) -> float:
+        if self.window_timeout_s is not None:
+            return self.window_timeout_s
+        # generous: each job makes one or two solver calls of time_limit_s each
+        return 10.0 + 6.0 * self.time_limit_s * max(1, len(self.jobs))
+
+
+@dataclass
+class WindowResult:
+    """A window's row, and the proposal's placements when the config keeps them."""
+
+    index: int
+    row: dict[str, Any]
+    placements: list[tuple[int, int, int]] | None = None  # (task_id, day, slot_start)
+    user_id: int | None = None
+    fingerprint: str | None = None
+    day_mapping: tuple[tuple[int, int, int], ...] | None = None
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`WindowTimeout` after ``seconds`` of wall clock (main thread only: elsewhere
+    the solvers' own time limits are the only bound)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _fire(signum: int, frame: Any) -> None:
+        raise WindowTimeout
+
+    previous = signal.signal(signal.SIGALRM, _fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _num(value: Any) -> Any:
+    """``None`` for a missing or NaN figure, else the value."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def run_window(item: Any, config: JobConfig) -> WindowResult:
+    """The row of one :class:`~.sources.WindowItem` (never raises for a bad window)."""
+    row: dict[str, Any] = {"window_id": item.window_id, "user_id": item.user_id, "error": None}
+    result = WindowResult(item.index, row, user_id=item.user_id, fingerprint=item.fingerprint,
+                          day_mapping=item.day_mapping)
+    if item.error is not None:
+        row["error"] = item.error
+        return result
+    t0 = time.perf_counter()
+    stage = "parse"
+    try:
+        with _deadline(config.timeout()):
+            from ..state import ScheduleState, StateError
+
+            try:
+                state = ScheduleState.from_json(item.text)
+            except StateError as exc:
+                row["error"] = f"invalid_state: {exc}"
+                return result
+            pending = state.pending_tasks()
+            row.update(days=state.num_days, slots_per_day=state.slots_per_day,
+                       tasks=len(state.tasks), pending_tasks=len(pending),
+                       pending_slots=sum(t.need() for t in pending))
+            placements = None
+            if "feasibility" in config.jobs:
+                stage = "feasibility"
+                _feasibility(state, config, row)
+            if "proposal" in config.jobs:
+                stage = "proposal"
+                placements = _proposal(state, config, row)
+                if config.keep_placements:
+                    result.placements = placements
+            if "health" in config.jobs:
+                stage = "health"
+                _health(state, placements, config, row)
+    except WindowTimeout:
+        row["error"] = f"timeout: {stage} still running after the window's {config.timeout():g} s"
+    except Exception as exc:  # a solver or analyzer failure on this window only
+        row["error"] = f"{stage}_error: {type(exc).__name__}: {_first_line(exc)}"
+    finally:
+        row["total_s"] = time.perf_counter() - t0
+    return result
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _feasibility(state: Any, config: JobConfig, row: dict[str, Any]) -> None:
+    from ..solver import check_feasibility, negotiation_figures
+
+    t0 = time.perf_counter()
+    report = check_feasibility(state, time_limit_s=config.time_limit_s, num_workers=1,
+                               explain=False)
+    row.update(is_feasible=report.is_feasible, proven=report.proven,
+               required_task_slots=report.required_task_slots,
+               feasible_slots=report.feasible_slots, capacity_gap=report.capacity_gap,
+               free_capacity_slots=report.free_capacity_slots, slack_slots=report.slack_slots,
+               reason_code=report.reason_code)
+    figures = negotiation_figures(state, report, time_limit_s=config.time_limit_s, num_workers=1)
+    row.update(extra_days_needed=figures.extra_days_needed,
+               extra_days_possible=figures.extra_days_possible,
+               slots_to_cut=figures.slots_to_cut,
+               lifting_banned_suffices=figures.lifting_banned_suffices,
+               lifting_class_constraints_suffices=figures.lifting_class_constraints_suffices,
+               negotiation_proven=figures.proven)
+    row["feasibility_s"] = time.perf_counter() - t0
+
+
+def _proposal(state: Any, config: JobConfig, row: dict[str, Any]) -> list[tuple[int, int, int]]:
+    from ..solver import propose_placement
+
+    t0 = time.perf_counter()
+    proposal = propose_placement(state, time_limit_s=config.time_limit_s, seed=config.seed,
+                                 num_workers=1)
+    objective = proposal.objective
+    row.update(proposal_status=proposal.status, placed_tasks=len(proposal.placements),
+               placed_slots=sum(p.length for p in proposal.placements),
+               unplaced_tasks=len(proposal.unplaced),
+               unplaced_slots=_num(objective.get("unplaced_slots")),
+               max_slots=proposal.max_slots, objective_bound=_num(proposal.bound))
+    for column in objective_columns():
+        row[column] = _num(objective.get(column.removeprefix("obj_")))
+    row["proposal_s"] = time.perf_counter() - t0
+    return [(p.task_id, p.day, p.slot_start) for p in proposal.placements]
+
+
+def apply_placements(state: Any, placements: Sequence[tuple[int, int, int]]) -> Any:
+    """Place ``placements`` on ``state`` as ``suggested`` in one all-or-nothing step.
+
+    Returns the :class:`~smartflow_engine.state.OpResult` (its ``changes`` are the log a commit
+    writes; on refusal nothing changed).
+    """
+    from ..state import Request, relocate
+
+    requests = [Request(task_id, day, start) for task_id, day, start in placements]
+    return relocate(state, requests, op="apply_proposal", status_after="suggested")
+
+
+def _health(state: Any, placements: list[tuple[int, int, int]] | None, config: JobConfig,
+            row: dict[str, Any]) -> None:
+    from ..analyzers import analyze_health
+
+    t0 = time.perf_counter()
+    target = state
+    row["health_of"] = "window"
+    if placements:
+        target = state.copy_state()
+        applied = apply_placements(target, placements)
+        if not applied.ok:
+            raise RuntimeError(f"the proposal does not apply: {applied.refusal}")
+        row["health_of"] = "proposal"
+    result = analyze_health(target, time_limit_s=min(config.time_limit_s, 60.0), num_workers=1)
+    if not result.success:
+        raise RuntimeError(f"analyze_health: {result.error_code}: {result.error}")
+    close = result.metrics.get("close_signal") or {}
+    floor = close.get("floor") or {}
+    row.update(critical=close.get("critical"), warning=close.get("warning"),
+               acceptable_to_close=close.get("acceptable_to_close"),
+               close_reason=close.get("reason"), best_achievable=close.get("best_achievable"),
+               floor_critical=floor.get("critical"), floor_warning=floor.get("warning"),
+               floor_proven=floor.get("proven"))
+    row["health_s"] = time.perf_counter() - t0
+
+
+def run_chunk(items: Sequence[Any], config: JobConfig) -> tuple[list[WindowResult], dict[str, Any]]:
+    """Run a chunk of windows in this process; also report the process's peak memory."""
+    import os
+    import resource
+
+    results = [run_window(item, config) for item in items]
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return results, {"pid": os.getpid(), "peak_rss_mb": peak_kb / 1024.0}

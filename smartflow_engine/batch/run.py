@@ -1,0 +1,179 @@
+"""``run_batch``: a cohort of windows -> one pandas table, on a loop, a process pool or Ray."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .engines import ENGINES, EngineError, chunked, default_workers, run_engine
+from .jobs import JOBS, JobConfig, column_dtype, columns
+from .sources import SourceError, StoreSource, WindowSource, open_source
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..store import Store
+
+ProgressFn = Callable[[int, int, int], None]  # (windows done, failures, total)
+MAX_CHUNK = 64
+
+
+def default_chunk_size(total: int, workers: int) -> int:
+    """About eight chunks per worker (balance), at most :data:`MAX_CHUNK` windows (streaming)."""
+    return max(1, min(MAX_CHUNK, math.ceil(total / max(1, 8 * workers))))
+
+
+def _check_args(jobs: Sequence[str], time_limit_s: float, engine: str,
+                workers: int | None, commit: bool) -> tuple[str, ...]:
+    if isinstance(jobs, str):
+        jobs = [j.strip() for j in jobs.split(",") if j.strip()]
+    unknown = [j for j in jobs if j not in JOBS]
+    if unknown:
+        raise ValueError(f"unknown job(s) {', '.join(map(repr, unknown))}; choose from "
+                         f"{', '.join(JOBS)}")
+    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) or not (
+            0 < time_limit_s <= 600):
+        raise ValueError(f"time_limit_s must be in (0, 600] seconds, got {time_limit_s!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if commit and "proposal" not in jobs:
+        raise ValueError("commit writes proposals back: include the 'proposal' job")
+    return tuple(j for j in JOBS if j in jobs)  # canonical order
+
+
+def run_batch(
+    source: Any,
+    *,
+    jobs: Sequence[str] = JOBS,
+    time_limit_s: float = 2.0,
+    seed: int = 0,
+    engine: str = "local",
+    workers: int | None = None,
+    commit: bool = False,
+    address: str | None = None,
+    chunk_size: int | None = None,
+    window_timeout_s: float | None = None,
+    store: Store | None = None,
+    progress: ProgressFn | None = None,
+) -> pd.DataFrame:
+    """Run ``jobs`` on every window of ``source``; one row per window, in source order.
+
+    Parameters
+    ----------
+    source
+        A directory or glob of state JSON files, a ``.jsonl`` file of states, a list of states
+        (or dicts / JSON texts), or a :class:`~.sources.WindowSource` such as
+        :class:`~.sources.StoreSource` (the database; see :func:`from_db`).
+    jobs
+        Any of ``feasibility``, ``proposal``, ``health`` (always run in that order).
+    time_limit_s
+        Every solver call's time limit (CP-SAT, one worker per call).
+    seed
+        The proposals' seed: the same seed gives the same table whatever the engine and workers
+        (runtime columns aside).
+    engine
+        ``local`` (process pool, default), ``ray`` (Ray tasks) or ``loop`` (this process).
+    workers
+        Processes (local) or CPUs of a local Ray; default: the machine's cores.
+    commit
+        Write each feasible proposal back to the database as ``suggested`` (database sources
+        only), one transaction per user; a user whose rows changed meanwhile is reported
+        ``stale`` in ``commit_status`` and left as it is.
+    address
+        Ray: an existing cluster's address (default: start a local Ray for this batch, or use
+        the one already initialised in this process).
+    chunk_size
+        Windows per task (default: about eight chunks per worker, at most 64).
+    window_timeout_s
+        Wall-clock budget of one window (default: a generous multiple of the solver budget); a
+        window over it gets a ``timeout`` error row.
+    store
+        The store to commit into (default: the source's own store).
+    progress
+        Called before the first chunk and after each one with ``(windows done, failures,
+        total)``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :func:`~.jobs.columns` with nullable dtypes; ``error`` is null on a good row.
+        ``df.attrs["batch"]`` holds the run's figures (wall time, windows/s, peak memory per
+        worker process, engine, workers, chunk size).
+
+    Raises
+    ------
+    ValueError
+        Bad arguments or a source that cannot be opened (:class:`~.sources.SourceError`);
+        :class:`~.engines.EngineError` when the engine cannot start. A bad *window* never raises.
+    """
+    import pandas as pd
+
+    job_tuple = _check_args(jobs, time_limit_s, engine, workers, commit)
+    src: WindowSource = open_source(source)
+    target_store = store if store is not None else (src.store if isinstance(src, StoreSource)
+                                                    else None)
+    if commit and target_store is None:
+        raise SourceError("commit needs a database source (or a store to commit into)")
+    n_workers = workers or (1 if engine == "loop" else default_workers())
+    total = len(src)
+    size = chunk_size or default_chunk_size(total, n_workers)
+    config = JobConfig(jobs=job_tuple, time_limit_s=float(time_limit_s), seed=int(seed),
+                       window_timeout_s=window_timeout_s, keep_placements=commit)
+
+    if progress is not None:
+        progress(0, 0, total)
+    started = time.perf_counter()
+    rows: dict[int, dict[str, Any]] = {}
+    peak: dict[int, float] = {}
+    failures = 0
+    from .writeback import commit_result
+
+    for results, info in run_engine(engine, chunked(src, size), config, workers=n_workers
+                                    if engine != "loop" else None, address=address):
+        if info.get("pid") is not None:
+            peak[info["pid"]] = max(peak.get(info["pid"], 0.0), info["peak_rss_mb"])
+        for res in results:
+            if commit and target_store is not None:
+                status, detail = commit_result(target_store, res)
+                res.row["commit_status"], res.row["commit_detail"] = status, detail
+            if res.row.get("error"):
+                failures += 1
+            rows[res.index] = res.row
+        if progress is not None:
+            progress(len(rows), failures, total)
+    wall = time.perf_counter() - started
+
+    cols = columns(commit)
+    ordered = [rows[i] for i in sorted(rows)]
+    df = pd.DataFrame.from_records(ordered, columns=list(cols)) if ordered else pd.DataFrame(
+        columns=list(cols))
+    df = df.astype({c: column_dtype(c) for c in cols})
+    df.attrs["batch"] = {
+        "engine": engine, "workers": n_workers, "chunk_size": size, "windows": len(df),
+        "failures": failures, "wall_s": wall, "windows_per_s": len(df) / wall if wall else None,
+        "peak_rss_mb": dict(sorted(peak.items())), "jobs": list(job_tuple),
+        "time_limit_s": float(time_limit_s), "seed": int(seed),
+    }
+    return df
+
+
+def from_db(url_or_store: Any, users: Iterable[int] | tuple[int, int] | None = None,
+            weeks: tuple[int, int] | None = None) -> StoreSource:
+    """A database source: ``users`` as ids or an inclusive ``(first, last)`` range (``None``:
+    every user with pending work); ``weeks`` the window (default: each user's task classes)."""
+    from ..store import Store
+
+    store = url_or_store if isinstance(url_or_store, Store) else Store.from_url(
+        str(url_or_store), create=False)
+    ids: Iterable[int] | None = users
+    if isinstance(users, tuple) and len(users) == 2 and all(isinstance(u, int) for u in users):
+        ids = range(users[0], users[1] + 1)
+    return StoreSource(store, ids, weeks)
+
+
+__all__ = ["EngineError", "default_chunk_size", "from_db", "run_batch"]

@@ -1,0 +1,252 @@
+"""Tests of run_batch: rows equal the public entry points called one by one, the same table on
+every engine and worker count, error rows for bad windows, and argument checks."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+from batch_windows import TIME_LIMIT, runtime_columns, tiny_cohort
+
+from smartflow_engine.analyzers import analyze_health
+from smartflow_engine.batch import (
+    JOBS,
+    JobConfig,
+    ListSource,
+    SourceError,
+    WindowItem,
+    columns,
+    run_batch,
+)
+from smartflow_engine.batch import jobs as batch_jobs
+from smartflow_engine.batch.engines import chunked, run_local
+from smartflow_engine.solver import (
+    TERM_NAMES,
+    check_feasibility,
+    negotiation_figures,
+    propose_placement,
+)
+from smartflow_engine.state import Request, relocate
+
+
+def _expected_row(state, seed: int) -> dict:
+    """One window's figures from the solver and analyzers, called directly."""
+    pending = state.pending_tasks()
+    report = check_feasibility(state, time_limit_s=TIME_LIMIT, num_workers=1)
+    figures = negotiation_figures(state, report, time_limit_s=TIME_LIMIT, num_workers=1)
+    proposal = propose_placement(state, time_limit_s=TIME_LIMIT, seed=seed, num_workers=1)
+    after = state.copy_state()
+    applied = relocate(after, [Request(p.task_id, p.day, p.slot_start)
+                               for p in proposal.placements],
+                       op="apply_proposal", status_after="suggested")
+    assert applied.ok
+    health = analyze_health(after if proposal.placements else state, time_limit_s=TIME_LIMIT)
+    close = health.metrics["close_signal"]
+    floor = close.get("floor") or {}
+    row = {
+        "days": state.num_days, "tasks": len(state.tasks), "pending_tasks": len(pending),
+        "pending_slots": sum(t.need() for t in pending),
+        "is_feasible": report.is_feasible, "proven": report.proven,
+        "required_task_slots": report.required_task_slots,
+        "feasible_slots": report.feasible_slots, "capacity_gap": report.capacity_gap,
+        "free_capacity_slots": report.free_capacity_slots, "slack_slots": report.slack_slots,
+        "reason_code": report.reason_code, "extra_days_needed": figures.extra_days_needed,
+        "extra_days_possible": figures.extra_days_possible, "slots_to_cut": figures.slots_to_cut,
+        "lifting_banned_suffices": figures.lifting_banned_suffices,
+        "lifting_class_constraints_suffices": figures.lifting_class_constraints_suffices,
+        "negotiation_proven": figures.proven,
+        "proposal_status": proposal.status, "placed_tasks": len(proposal.placements),
+        "placed_slots": sum(p.length for p in proposal.placements),
+        "unplaced_tasks": len(proposal.unplaced),
+        "unplaced_slots": proposal.objective["unplaced_slots"], "max_slots": proposal.max_slots,
+        "objective_bound": proposal.bound,
+        "critical": close["critical"], "warning": close["warning"],
+        "acceptable_to_close": close["acceptable_to_close"], "close_reason": close.get("reason"),
+        "best_achievable": close.get("best_achievable"),
+        "floor_critical": floor.get("critical"), "floor_warning": floor.get("warning"),
+        "floor_proven": floor.get("proven"),
+        "health_of": "proposal" if proposal.placements else "window",
+    }
+    for name in (*TERM_NAMES, "weighted_total"):
+        row[f"obj_{name}"] = proposal.objective[name]
+    return row
+
+
+def _value(v):
+    return None if v is pd.NA or (isinstance(v, float) and v != v) else v
+
+
+def test_rows_equal_the_entry_points_called_one_by_one():
+    """Tests that every figure of every batch row equals check_feasibility, negotiation_figures,
+    propose_placement and analyze_health called directly on that window."""
+    cohort = tiny_cohort()
+    df = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=3, engine="loop")
+    assert list(df.columns) == list(columns())
+    assert df["error"].isna().all()
+    assert (df["is_feasible"] == False).any() and (df["is_feasible"] == True).any()  # noqa: E712
+    for i, state in enumerate(cohort):
+        expected = _expected_row(state, seed=3)
+        got = df.iloc[i]
+        assert got["window_id"] == str(i)
+        for column, value in expected.items():
+            assert _value(got[column]) == value, (i, column)
+
+
+def test_same_table_on_every_engine_and_worker_count():
+    """Tests that one seed gives the same table (runtimes aside) in a loop, on a pool of one
+    worker and on a pool of two workers with another chunk size."""
+    cohort = tiny_cohort(6)
+    loop = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=1, engine="loop")
+    runtime = runtime_columns(list(loop.columns))
+    for workers, chunk in ((1, None), (2, 1)):
+        pool = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=1, engine="local",
+                         workers=workers, chunk_size=chunk)
+        assert pool.attrs["batch"]["workers"] == workers
+        assert len(pool.attrs["batch"]["peak_rss_mb"]) >= 1
+        pd.testing.assert_frame_equal(loop.drop(columns=runtime), pool.drop(columns=runtime))
+
+
+BAD_WINDOWS = [
+    ("{not json", "invalid_state: invalid JSON"),  # malformed text
+    (json.dumps({"window": {"total_days": 0}, "tasks": []}), "invalid_state:"),  # invalid window
+    (json.dumps({"window": {"total_days": 2}, "tasks": [  # two tasks on one period
+        {"state_id": 1, "name": "a", "category": "x", "status": "existing",
+         "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
+        {"state_id": 2, "name": "b", "category": "x", "status": "existing",
+         "slots": [{"day": 1, "slot_start": 2, "slot_end": 3}]}]}), "invalid_state:"),
+    (42, "invalid_state: a int is not a state"),  # not a state at all
+]
+
+
+def test_bad_windows_give_error_rows_and_never_stop_the_batch():
+    """Tests that malformed, invalid and non-state windows become error rows in place while the
+    windows around them get their figures."""
+    good = tiny_cohort(2)
+    windows = [good[0], *[w for w, _ in BAD_WINDOWS], good[1]]
+    calls = []
+    df = run_batch(windows, time_limit_s=TIME_LIMIT, engine="loop", chunk_size=2,
+                   progress=lambda *args: calls.append(args))
+    assert len(df) == len(windows)
+    n = len(windows)
+    assert calls[0] == (0, 0, n) and calls[-1] == (n, len(BAD_WINDOWS), n)
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls) and len(calls) == 1 + n // 2
+    assert df["error"].iloc[0] is pd.NA and df["error"].iloc[-1] is pd.NA
+    assert df["is_feasible"].iloc[0] == True and df["proposal_status"].iloc[-1] in (  # noqa: E712
+        "optimal", "feasible")
+    for k, (_, prefix) in enumerate(BAD_WINDOWS, start=1):
+        assert str(df["error"].iloc[k]).startswith(prefix), df["error"].iloc[k]
+        assert df["is_feasible"].iloc[k] is pd.NA
+    assert df.attrs["batch"]["failures"] == len(BAD_WINDOWS)
+
+
+def test_a_window_over_its_timeout_gets_a_timeout_row():
+    """Tests that the per-window wall-clock budget turns a window that runs past it into a
+    `timeout` error row naming the job that was running, and the next window still runs."""
+    cohort = tiny_cohort(2)
+    df = run_batch(cohort, time_limit_s=TIME_LIMIT, engine="loop", window_timeout_s=1e-6)
+    assert df["error"].str.startswith("timeout: ").all()
+    assert df.attrs["batch"]["failures"] == 2
+    ok = run_batch(cohort, time_limit_s=TIME_LIMIT, engine="loop", window_timeout_s=60)
+    assert ok["error"].isna().all()
+
+
+def test_a_window_that_kills_its_worker_gets_an_error_row(monkeypatch):
+    """Tests that a worker process dying on one window (a native crash) costs only that window:
+    the pool is replaced and the other windows in flight are run again."""
+    real = batch_jobs.run_window
+
+    def crashing(item, config):
+        if item.window_id == "crash":
+            os._exit(3)
+        return real(item, config)
+
+    monkeypatch.setattr(batch_jobs, "run_window", crashing)  # inherited by forked workers
+    cohort = tiny_cohort(4)
+    items = [WindowItem(i, "crash" if i == 1 else str(i), s.to_json(indent=None))
+             for i, s in enumerate(cohort)]
+    config = JobConfig(jobs=("feasibility",), time_limit_s=TIME_LIMIT)
+    rows = {}
+    for results, _ in run_local(chunked(items, 2), config, workers=2, mp_context="fork"):
+        for res in results:
+            rows[res.index] = res.row
+    assert sorted(rows) == [0, 1, 2, 3]
+    assert rows[1]["error"].startswith("worker_crash:")
+    for i in (0, 2, 3):
+        assert rows[i]["error"] is None and rows[i]["is_feasible"] is not None
+
+
+def test_jobs_subset_leaves_other_columns_null():
+    """Tests that feasibility alone fills the feasibility columns and leaves proposal and health
+    columns null, and that the columns are the same whatever the jobs."""
+    df = run_batch(tiny_cohort(3), jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    assert list(df.columns) == list(columns())
+    assert df["is_feasible"].notna().all()
+    assert df["proposal_status"].isna().all() and df["critical"].isna().all()
+    assert df.attrs["batch"]["jobs"] == ["feasibility"]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"jobs": ("feasibility", "solve")}, "unknown job"),  # a job that does not exist
+    ({"time_limit_s": 0}, "time_limit_s"),  # no time to solve
+    ({"time_limit_s": True}, "time_limit_s"),  # a bool is not a number of seconds
+    ({"engine": "spark"}, "unknown engine"),  # an engine that does not exist
+    ({"workers": 0}, "workers"),  # no worker
+    ({"commit": True, "jobs": ("feasibility",)}, "include the 'proposal' job"),  # nothing to write
+    ({"commit": True}, "database source"),  # files have no database to commit into
+])
+def test_bad_arguments_are_refused_with_a_clear_message(kwargs, message):
+    """Tests that bad run_batch arguments raise ValueError naming the problem, before any work."""
+    with pytest.raises(ValueError, match=message):
+        run_batch(ListSource(tiny_cohort(1)), **kwargs)
+
+
+def test_unopenable_source_is_refused():
+    """Tests that a path that does not exist raises SourceError (a ValueError)."""
+    with pytest.raises(SourceError, match="no such file"):
+        run_batch("/nonexistent/windows", engine="loop")
+
+
+def test_job_names_are_the_documented_three():
+    """Tests that the jobs are exactly feasibility, proposal and health, in that order."""
+    assert JOBS == ("feasibility", "proposal", "health")
+
+
+def test_health_without_a_proposal_measures_the_window_as_loaded():
+    """Tests that without the proposal job the health columns describe the window as loaded
+    (health_of = window) and equal analyze_health called on it."""
+    cohort = tiny_cohort(3)
+    df = run_batch(cohort, jobs=("feasibility", "health"), time_limit_s=TIME_LIMIT, engine="loop")
+    assert (df["health_of"] == "window").all()
+    for i, state in enumerate(cohort):
+        close = analyze_health(state, time_limit_s=TIME_LIMIT).metrics["close_signal"]
+        assert df["critical"].iloc[i] == close["critical"]
+        assert df["warning"].iloc[i] == close["warning"]
+        assert bool(df["acceptable_to_close"].iloc[i]) == close["acceptable_to_close"]
+
+
+def test_a_solver_failure_is_an_error_row_with_the_figures_before_it(monkeypatch):
+    """Tests that an exception inside a job (here the proposal, on one window) becomes that
+    row's error naming the job, keeps the figures computed before it, and spares the others."""
+    import smartflow_engine.solver as solver
+
+    real = solver.propose_placement
+
+    def failing(state, **kwargs):
+        if len(state.pending_tasks()) != 5:
+            raise RuntimeError("boom")
+        return real(state, **kwargs)
+
+    monkeypatch.setattr(solver, "propose_placement", failing)
+    cohort = tiny_cohort(4)
+    sizes = [len(s.pending_tasks()) for s in cohort]
+    assert 5 in sizes and any(n != 5 for n in sizes)
+    df = run_batch(cohort, time_limit_s=TIME_LIMIT, engine="loop")
+    for i, n in enumerate(sizes):
+        if n == 5:
+            assert df["error"].iloc[i] is pd.NA and df["critical"].iloc[i] is not pd.NA
+        else:
+            assert df["error"].iloc[i] == "proposal_error: RuntimeError: boom"
+            assert df["is_feasible"].iloc[i] is not pd.NA  # feasibility ran before
+            assert df["proposal_status"].iloc[i] is pd.NA and df["critical"].iloc[i] is pd.NA
