@@ -18,7 +18,9 @@ built on the exact one-day pricing programme of :mod:`.columns`:
   (it met the best known solution on most 30-day benchmark windows).
 
 Both are proven: the programmes are exact, and every Lagrangian bound of the column generation
-is valid whatever its multipliers, so a bound is still valid when a budget cuts it short.
+is valid whatever its multipliers, so a bound is still valid when a budget cuts it short. They
+are computed in floats, lowered by a margin for rounding and rounded up to the next achievable
+value on the real weights (:class:`.objective.Proof`), so they hold for any weight.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .columns import _Pricer, day_decomposition_totals, search
-from .objective import resolve_weights
+from .objective import Proof, resolve_weights
 from .problem import Placement, Problem
 
 
@@ -58,12 +60,14 @@ def day_decomposition_bound(
     slots
         Periods placed in all (a proposal's ``placed_slots``, the proven maximum).
     """
-    pricer = _Pricer(problem, resolve_weights(weights))
+    w = resolve_weights(weights)
+    pricer = _Pricer(problem, w)
     totals = day_decomposition_totals(pricer, slots)
     if not totals:
         return DayBound(math.inf, True, len(pricer.days_of), 0, -1)
     best_t = min(totals, key=lambda t: (totals[t], t))
-    return DayBound(totals[best_t], True, len(pricer.days_of), 0, best_t)
+    value = Proof(w, problem.num_days).lower(totals[best_t])
+    return DayBound(value, True, len(pricer.days_of), 0, best_t)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,14 @@ the master as linear deviations (the mean is linear in the patterns' loads).
   patterns, which are always among the columns) gives a placement never worse than the start.
 
 Objective units are the weighted points of :mod:`.objective`; the integer master scales them by
-``SCALE · D`` like the placement model.
+``S · D`` with the integer scale of :func:`.objective.integer_weights` (a heuristic: its answer
+is re-evaluated exactly and only kept when better).
+
+Proofs are exact for any weight (see :mod:`.objective`): every Lagrangian and decomposition bound
+is computed in floats and lowered by :func:`.objective.float_margin` of the magnitude of the
+numbers it sums before it is stored, the final bound is rounded up to the next achievable value
+by :meth:`.objective.Proof.lower`, and ``optimal`` is decided by :meth:`.objective.Proof.meets`
+in exact arithmetic.
 """
 
 from __future__ import annotations
@@ -36,10 +43,14 @@ import numpy as np
 
 from ._cpsat import SolveStatus, cp_model, make_solver, status_of
 from .objective import (
-    SCALE,
+    Proof,
     clustered_subjects,
+    evaluate,
+    float_margin,
     guest_start,
+    integer_weights,
     lateness,
+    model_magnitude,
     off_preference,
     preferred_slots,
     resolve_weights,
@@ -160,6 +171,8 @@ class _Pricer:
         # deterministic work measure
         self.ops = DAY_SETUP_OPS * problem.num_days
         self.tables: dict[int, np.ndarray] = {}  # the last pricing's values per free periods
+        self.kernel_magnitude = 0.0  # of the last programme run (see _programme)
+        self.magnitude = 0.0  # of the last pricing's value (see price)
 
     # ------------------------------------------------------------------ building
     def _subject_state(self, subject: str) -> int:
@@ -285,6 +298,9 @@ class _Pricer:
         data = self.days[self.reps[rep] - 1]
         table, back = self._programme(data, group_dual, period_dual)
         values = table + day_cost[: table.shape[0]] + data.const
+        finite = np.abs(day_cost[np.isfinite(day_cost)])
+        self.magnitude = self.kernel_magnitude + abs(data.const) + float(
+            finite.max(initial=0.0))
         order = np.argsort(values, kind="stable")
         self.tables[rep] = table + data.const
         patterns = [self._pattern(data, back, int(order[0]))]
@@ -312,6 +328,11 @@ class _Pricer:
         kd = self._kernel_data(data)
         opt_cost = kd.opt_base - group_dual[kd.opt_group] - period_dual * kd.opt_len
         hopt_cost = kd.hopt_base - group_dual[kd.hopt_group] - period_dual * kd.hopt_len
+        # Largest absolute partial sum the programme can form (for the float margin).
+        step = (float(np.abs(opt_cost).max(initial=0.0)) + float(np.abs(hopt_cost).max(
+            initial=0.0)) + float(np.abs(kd.first_change).max(initial=0.0))
+            + abs(self.w["isolated_free"]) + abs(self.w["context_switch"]))
+        self.kernel_magnitude = step * (self.p.slots_per_day + len(data.hosts) + 1)
         out = day_kernel(
             kd.num_subjects, kd.num_masks, self.p.slots_per_day + 1,
             float(self.w["isolated_free"]), float(self.w["context_switch"]),
@@ -585,6 +606,8 @@ class _Master:
         # Lagrangian bound: valid for any multipliers of this sign pattern, since the pricing
         # minimises over (a superset of) every day's fillings.
         lagrange = float(pi @ self.counts) + mu * self.slots + nu * self.free_total
+        magnitude = float(np.abs(pi) @ self.counts) + abs(mu) * self.slots + abs(
+            nu) * self.free_total
         new = 0
         width = self.load_cost.shape[1]
         for rep, days in pricer.days_of.items():
@@ -592,6 +615,7 @@ class _Master:
             below = float(sigma[[d - 1 for d in days]].max()) - 1e-6
             value, patterns = pricer.price(rep, pi, mu, day_cost, below, EXTRA_COLUMNS)
             lagrange += value * len(days)
+            magnitude += (pricer.magnitude + abs(value)) * len(days)
             for d in days:
                 for pat in patterns:
                     moved = pricer.move(pat, d)
@@ -599,7 +623,7 @@ class _Master:
                         - mu * pat.periods - nu * pat.free - sigma[d - 1]
                     if rc < -1e-6 and self.add(moved):
                         new += 1
-        self.bound = max(self.bound, lagrange)
+        self.bound = max(self.bound, lagrange - float_margin(magnitude))
         self.duals = (pi, mu)
         self.converged = new == 0 or self.lp_value - self.bound <= 1e-6 * max(
             1.0, abs(self.lp_value))
@@ -642,7 +666,8 @@ class _Master:
         lin = cp_model().LinearExpr
         m = cp_model().CpModel()
         num_days = p.num_days
-        unit = SCALE * num_days
+        unit = integer_weights(self.pricer.w, model_magnitude(
+            num_days, p.slots_per_day)).scale * num_days
         variables = [m.new_bool_var("") for _ in kept]
         by_day: dict[int, list[Any]] = defaultdict(list)
         by_group: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
@@ -746,7 +771,7 @@ def search(
     best_patterns = list(start_patterns)
     best = start_value = _value(pricer, best_patterns)
     totals = day_decomposition_totals(pricer, slots)
-    totals.setdefault(start_total, start_value)  # the start itself bounds its own total
+    totals.setdefault(start_total, -INF)  # not expected: the start's total is always covered
     explored: list[int] = []
     solver_work = 0.0  # estimated seconds of LP solves and integer masters
 
@@ -762,7 +787,12 @@ def search(
     def left() -> bool:
         return work() < budget_s and time.perf_counter() < deadline - 0.01
 
-    tol = 1e-6
+    # A free total is settled when its bound is within ``tol`` of the best: every objective is
+    # a multiple of 1 / unit (see .objective.Proof), so a bound above best − 1 / unit rounds up
+    # to the best. Settling only ends the search of a total; the bound returned is the minimum
+    # over every total, whatever was settled.
+    proof = Proof(w, problem.num_days)
+    tol = max(1e-9 * abs(best), 0.5 / proof.unit)
     while left():
         candidates = [t for t in totals if t not in explored and totals[t] < best - tol]
         if not candidates:
@@ -808,10 +838,11 @@ def search(
                 best, best_patterns = value, chosen
         pool = _useful(master, best_patterns)
         history.append((time.perf_counter() - t0, best, min(totals.values())))
-    bound = min(totals.values())
+    bound = proof.lower(min(totals.values()))
     placements = _to_placements(problem, best_patterns, start)
+    optimal = proof.meets(evaluate(problem, placements, w), bound)
     return ColumnSearch(
-        placements=placements, objective=best, bound=bound, optimal=best <= bound + tol,
+        placements=placements, objective=best, bound=bound, optimal=optimal,
         start_objective=start_value, totals=totals, explored=explored, converged=converged,
         rounds=rounds, columns=len(pool), work_s=work(), runtime_s=time.perf_counter() - t0,
         history=history, abandoned=abandoned)
@@ -853,7 +884,19 @@ def lagrange_totals(pricer: _Pricer, master: _Master, totals: Sequence[int]) -> 
     best = lagrange_kernel(table, days, rep_fixed.astype(float), float(fixed.sum()), num_days,
                            float(w_load), base, t_arr)
     pricer.ops += 10 + len(t_arr) * len(reps) // 2
-    return {int(t): float(v) for t, v in zip(t_arr, best, strict=True) if math.isfinite(v)}
+    # Magnitude of the numbers summed: the base, ν·T and the day terms, with |ν| at most the
+    # span the kernel searches (its values' range + 1 around 0).
+    finite = np.abs(table[np.isfinite(table)])
+    big = float(finite.max(initial=0.0)) + w_load * (width + float(fixed.max(initial=0.0))
+                                                     + width)
+    scale = float(np.abs(pi) @ master.counts) + abs(mu) * master.slots
+    out: dict[int, float] = {}
+    for t, v in zip(t_arr.tolist(), best.tolist(), strict=True):
+        if math.isfinite(v):
+            nu_max = 2 * big + 1.0
+            magnitude = scale + nu_max * (t + num_days * width) + num_days * big
+            out[int(t)] = float(v) - float_margin(magnitude)
+    return out
 
 
 def _useful(master: _Master, best: Sequence[Pattern]) -> list[Pattern]:
@@ -885,7 +928,11 @@ def day_decomposition_totals(pricer: _Pricer, slots: int) -> dict[int, float]:
     candidates = list(range(max(0, slots - guest_max), min(slots, free_cells) + 1))
     values = _programme_all(cost, fixed, candidates, pricer.w["load_imbalance"])
     pricer.ops += num_days * width * max(1, len(candidates) // 10)
-    return {t: v for t, v in zip(candidates, values, strict=True) if math.isfinite(v)}
+    finite = np.abs(cost[np.isfinite(cost)])
+    magnitude = num_days * (float(finite.max(initial=0.0)) + pricer.w["load_imbalance"] * (
+        2 * width + float(fixed.max(initial=0.0))))
+    return {t: v - float_margin(magnitude) for t, v in zip(candidates, values, strict=True)
+            if math.isfinite(v)}
 
 
 def _programme_all(cost: np.ndarray, fixed: np.ndarray, totals: Sequence[int],

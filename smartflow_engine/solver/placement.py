@@ -22,6 +22,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -33,12 +34,14 @@ from .columns import search
 from .counting import max_placeable
 from .local_search import improve
 from .objective import (
-    SCALE,
     TERM_NAMES,
+    Proof,
     clustered_subjects,
     evaluate,
     guest_start,
+    integer_weights,
     lateness,
+    model_magnitude,
     off_preference,
     preferred_slots,
     resolve_weights,
@@ -125,7 +128,9 @@ class _Window:
     """What every sub-model of one proposal shares (precomputed once)."""
 
     problem: Problem
-    weights: dict[str, int]  # scaled integer weights
+    weights: dict[str, int]  # integer weights: floor(scale · w) (see .objective)
+    scale: int
+    exact: bool  # weights == scale · w: the model's objective is the real one, scaled
     total_load: int  # Σ day loads of the start solution (kept by every neighbourhood)
     fixed_load: np.ndarray
     runs_by_day: dict[int, list[int]]
@@ -136,8 +141,10 @@ class _Window:
     host_start: dict[tuple[int, int], int]  # (host idx, group) -> start a guest takes
 
     @classmethod
-    def build(cls, problem: Problem, weights: dict[str, float], free_slots: int) -> _Window:
-        """``free_slots``: periods the start solution places outside host blocks."""
+    def build(cls, problem: Problem, weights: dict[str, float], free_slots: int,
+              extra: Sequence[float] = ()) -> _Window:
+        """``free_slots``: periods the start solution places outside host blocks; ``extra``:
+        other coefficients the integer scale should cover (see .objective.integer_weights)."""
         runs_by_day, hosts_by_day = problem.bins_by_day()
         prefs = {gi: preferred_slots(problem, g.rule) for gi, g in enumerate(problem.groups)}
         host_start: dict[tuple[int, int], int] = {}
@@ -147,9 +154,13 @@ class _Window:
                 if starts:
                     host_start[(hi, gi)] = guest_start(prefs[gi], starts, g.duration)
         fixed_load = np.count_nonzero(problem.owner, axis=1)
+        iw = integer_weights(weights, model_magnitude(problem.num_days, problem.slots_per_day),
+                             extra)
         return cls(
             problem=problem,
-            weights={k: round(SCALE * v) for k, v in weights.items()},
+            weights=iw.ints,
+            scale=iw.scale,
+            exact=iw.exact,
             total_load=int(fixed_load.sum()) + free_slots,
             fixed_load=fixed_load,
             runs_by_day=runs_by_day,
@@ -514,6 +525,7 @@ def propose_placement(
     w = resolve_weights(weights)
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
                             allow_late=allow_late)
+    proof = Proof(w, problem.num_days)
     level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers,
                            deterministic=True)
     target = level1.best
@@ -574,11 +586,18 @@ def propose_placement(
             status = status_of(solver.solve(sub.model))
             iterations = 1
             if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-                model_bound = solver.best_objective_bound / (SCALE * problem.num_days)
+                # The model's weights are floor(scale · w) <= scale · w (see .objective), so
+                # its integer bound over scale · D is a valid bound of the real objective.
+                scaled = math.ceil(solver.best_objective_bound - 1e-6)
+                model_bound = proof.lower(Fraction(scaled, win.scale * problem.num_days))
                 bound = model_bound if bound is None else max(bound, model_bound)
                 if hinted is None or solver.objective_value <= hinted:
                     pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
-                    current = {pl.task_id: pl for pl in sub.placements(solver, pool, current)}
+                    found = sub.placements(solver, pool, current)
+                    # With rounded-down weights the model's best may be worse in real terms.
+                    if win.exact or evaluate(problem, found, w)["weighted_total"] <= evaluate(
+                            problem, list(current.values()), w)["weighted_total"]:
+                        current = {pl.task_id: pl for pl in found}
         else:
             budget = max(0.0, total_budget - work)
             current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
@@ -592,7 +611,7 @@ def propose_placement(
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
     if not level1.proven:
         name = "unknown"
-    elif bound is not None and objective["weighted_total"] <= bound + 1e-6:
+    elif proof.meets(objective, bound):  # exact arithmetic on the real weights
         name = "optimal"
     else:
         name = "feasible"

@@ -18,7 +18,7 @@ import numpy as np
 from ..state import ScheduleState
 from ._cpsat import SolveStatus, make_solver, status_of
 from .objective import evaluate, resolve_weights
-from .placement import SCALE, _Lin, _SubModel, _Window
+from .placement import _Lin, _SubModel, _Window
 from .problem import Placement, Problem, build_problem, movable
 
 SPREAD_WEIGHT = 20.0  # per task of deviation from an even spread (primary for spread_even)
@@ -146,7 +146,7 @@ def _reoptimize(
                 if pl.embed_host is None}
         for (ri, gi, s), var in sub.x.items():
             if (problem.runs[ri].day, s, gi) in here:
-                sub.cost.append((var, -round(SCALE * MOVE_WEIGHT * d_scale)))
+                sub.cost.append((var, -round(sub.win.scale * MOVE_WEIGHT * d_scale)))
         if mode == "spread":
             _add_spread(sub, first, last, len(ids))
         elif mode == "switch":
@@ -156,7 +156,7 @@ def _reoptimize(
     if mode != "spread":
         model_w["context_switch"] = SWITCH_WEIGHT
     free_now = sum(pl.length for pl in current if pl.embed_host is None)
-    win = _Window.build(problem, model_w, free_now)
+    win = _Window.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT))
     sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
                     free_slots=free_now)
     hinted = sub.hint(current)
@@ -177,7 +177,8 @@ def _reoptimize(
         before=before,
         after=after,
         task_ids=sorted(ids),
-        proven=status == SolveStatus.OPTIMAL,
+        # Proven only when the model's integer weights are the real ones (see .objective).
+        proven=status == SolveStatus.OPTIMAL and win.exact,
         runtime_s=time.perf_counter() - t0,
     )
 
@@ -186,7 +187,7 @@ def _add_spread(sub: _SubModel, first: int, last: int, n: int) -> None:
     """Primary term: Σ_b |width·count_b − n·len_b| (= width · Σ |count − even share|)."""
     p = sub.p
     width = last - first + 1
-    coef = max(1, round(SCALE * SPREAD_WEIGHT * p.num_days / width))
+    coef = max(1, round(sub.win.scale * SPREAD_WEIGHT * p.num_days / width))
     by_day: dict[int, list[Any]] = defaultdict(list)
     for (ri, _, _), var in sub.x.items():
         by_day[p.runs[ri].day].append(var)
