@@ -32,7 +32,7 @@ from smartflow_engine.solver.bounds import (
 from smartflow_engine.solver.columns import search
 from smartflow_engine.solver.counting import build as build_counting
 from smartflow_engine.solver.objective import resolve_weights
-from smartflow_engine.solver.placement import SCALE, _SubModel, _Window
+from smartflow_engine.solver.placement import _SubModel, _Window
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
@@ -365,7 +365,7 @@ def _bound(problem: Problem, start: list[Placement], limit: float) -> float:
     sub.hint(start)
     solver = make_solver(limit, 1, exact=False)
     solver.solve(sub.model)
-    return float(solver.best_objective_bound) / (SCALE * problem.num_days)
+    return float(solver.best_objective_bound) / (win.scale * problem.num_days)
 
 
 def proposal_section(rows: list[PropRow]) -> list[str]:
