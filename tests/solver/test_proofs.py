@@ -185,7 +185,7 @@ def test_issue_16_weight_not_a_multiple_of_a_hundredth(limit: float) -> None:
     only claimed at the optimum."""
     state = _water_course_window()
     weights = {"context_switch": 0.015}
-    most, every = maximum_placements(state)
+    _, every = maximum_placements(state)
     problem = build_problem(state, by_subject=True)
     optimum = min(evaluate(problem, pl, weights)["weighted_total"] for pl in every)
     assert optimum == pytest.approx(4.015)
@@ -205,7 +205,7 @@ def test_issue_16_four_small_weights_at_a_tiny_limit() -> None:
                "time_of_day": 0.015}
     for seed in range(6):
         state = random_window(np.random.default_rng(1000 + seed))
-        most, every = maximum_placements(state)
+        _, every = maximum_placements(state)
         problem = build_problem(state, by_subject=True)
         optimum = min(evaluate(problem, pl, weights)["weighted_total"] for pl in every)
         proposal = propose_placement(state, time_limit_s=0.01, seed=0, weights=weights)
