@@ -19,8 +19,8 @@ multiple of ``1 / unit`` with ``unit = D · lcm(denominators of the weights)`` (
   the real bound itself. Weights like 0.015 are exact (``S = 200``); the old fixed scale of 100
   rounded them and claimed a bound above the optimum (issue 16).
 - The column generation works in floats; its Lagrangian bounds are lowered by a margin of
-  ``FLOAT_MARGIN`` times the magnitude of the numbers summed (a generous multiple of the rounding
-  error) before use.
+  ``FLOAT_MARGIN`` times the number of summands times the magnitude of the numbers summed (a
+  bound of the rounding error of a sum, four times over) before use.
 - :meth:`Proof.lower` rounds a valid bound up to the next multiple of ``1 / unit`` (still valid:
   the optimum is such a multiple) and returns a float that does not exceed it;
   :meth:`Proof.meets` decides "optimal" in exact rational arithmetic on the real weights.
@@ -62,7 +62,10 @@ TERMS: tuple[Term, ...] = (
 )
 MAX_SCALE = 10**6  # largest integer scale of the weights a CP-SAT model uses
 MODEL_MAGNITUDE = 2**50  # largest objective a CP-SAT model may reach (its bound is a double)
-FLOAT_MARGIN = 1e-9  # float bounds are lowered by this times the magnitude of their terms
+# Float bounds are lowered by this, per summand, times the magnitude of their terms: four times
+# the unit roundoff (a sum of n floats is off by at most (n - 1)·u·Σ|x|; see Higham, "Accuracy
+# and Stability of Numerical Algorithms", §4.2), with magnitudes estimated from above.
+FLOAT_MARGIN = 4 * 2.0**-53
 TERM_NAMES: tuple[str, ...] = tuple(t.name for t in TERMS)
 DEFAULT_WEIGHTS: dict[str, float] = {t.name: t.weight for t in TERMS}
 
@@ -194,9 +197,10 @@ class Proof:
         return self.total(terms) <= self.ceil(bound)
 
 
-def float_margin(magnitude: float) -> float:
-    """How much to lower a float bound whose terms have ``magnitude`` in absolute sum."""
-    return FLOAT_MARGIN * abs(magnitude)
+def float_margin(magnitude: float, summands: int) -> float:
+    """How much to lower a float bound: ``summands`` additions in a row (the longest chain of
+    the computation) of numbers whose absolute values sum to at most ``magnitude``."""
+    return FLOAT_MARGIN * (summands + 8) * abs(magnitude)
 
 
 def clustered_subjects(problem: Problem) -> frozenset[str]:

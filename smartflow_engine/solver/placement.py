@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..state import ScheduleState, runs
-from ._cpsat import SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import OutOfTime, SolveStatus, check_deadline, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
 from .columns import search
 from .counting import max_placeable
@@ -139,16 +139,20 @@ class _Window:
     scope_subjects: frozenset[str]
     prefs: dict[int, frozenset[int] | None]  # group -> preferred periods
     host_start: dict[tuple[int, int], int]  # (host idx, group) -> start a guest takes
+    deadline: float | None = None  # building a model past it raises OutOfTime
 
     @classmethod
     def build(cls, problem: Problem, weights: dict[str, float], free_slots: int,
-              extra: Sequence[float] = ()) -> _Window:
+              extra: Sequence[float] = (), deadline: float | None = None) -> _Window:
         """``free_slots``: periods the start solution places outside host blocks; ``extra``:
-        other coefficients the integer scale should cover (see .objective.integer_weights)."""
+        other coefficients the integer scale should cover (see .objective.integer_weights).
+        Building this and every model of it raises :class:`._cpsat.OutOfTime` past
+        ``deadline``."""
         runs_by_day, hosts_by_day = problem.bins_by_day()
         prefs = {gi: preferred_slots(problem, g.rule) for gi, g in enumerate(problem.groups)}
         host_start: dict[tuple[int, int], int] = {}
         for hi, b in enumerate(problem.hosts):
+            check_deadline(deadline)
             for gi, g in enumerate(problem.groups):
                 starts = problem.starts(g, b)
                 if starts:
@@ -169,6 +173,7 @@ class _Window:
             scope_subjects=frozenset(g.subject for g in problem.groups),
             prefs=prefs,
             host_start=host_start,
+            deadline=deadline,
         )
 
 
@@ -221,6 +226,7 @@ class _SubModel:
     def _add_variables(self) -> None:
         p, m = self.p, self.model
         for day in self.days:
+            check_deadline(self.win.deadline)
             for ri in self.win.runs_by_day.get(day, []):
                 b = p.runs[ri]
                 for gi, g in enumerate(p.groups):
@@ -237,6 +243,8 @@ class _SubModel:
                         self.y[(hi, gi)] = m.new_bool_var("")
 
     def _ge(self, aux: Any, exprs: list[_Lin], weight: int) -> None:
+        if len(self.aux) % 64 == 0:
+            check_deadline(self.win.deadline)
         for e in exprs:
             self.model.add(aux >= e.expr())
         self.aux.append((aux, exprs))
@@ -301,6 +309,7 @@ class _SubModel:
             total_terms = [(v, n) for d in self.days for v, n, _ in day_vars.get(d, []) if n]
             total = int(self.win.fixed_load.sum())
         for day in self.days:
+            check_deadline(self.win.deadline)
             base = int(self.win.fixed_load[day - 1])
             coef: dict[int, int] = defaultdict(int)
             var_of: dict[int, Any] = {}
@@ -322,6 +331,7 @@ class _SubModel:
         w = self.win.weights["same_category"] * self.p.num_days
         day_vars = self._day_vars()
         for day in self.days:
+            check_deadline(self.win.deadline)
             by_subject: dict[str, list[Any]] = defaultdict(list)
             for v, _, k in day_vars.get(day, []):
                 by_subject[k].append(v)
@@ -347,6 +357,7 @@ class _SubModel:
     def _add_isolated_free(self) -> None:
         w = self.win.weights["isolated_free"] * self.p.num_days
         for day in self.days:
+            check_deadline(self.win.deadline)
             for ri in self.win.runs_by_day.get(day, []):
                 b = self.p.runs[ri]
                 for q in range(b.slot_start, b.slot_end + 1):
@@ -367,6 +378,7 @@ class _SubModel:
         subj = self.p.subjects
         free = self.p.owner == 0
         for day in self.days:
+            check_deadline(self.win.deadline)
             row_free, row_subj = free[day - 1], subj[day - 1]
             for q in range(1, self.p.slots_per_day):  # pair (q, q + 1), 1-based
                 a_free, b_free = bool(row_free[q - 1]), bool(row_free[q])
@@ -421,6 +433,7 @@ class _SubModel:
             run_starts[d].append(s)
         host_at = {(p.hosts[hi].day, p.hosts[hi].host, p.hosts[hi].slot_start): hi
                    for d in self.days for hi in self.win.hosts_by_day.get(d, [])}
+        check_deadline(self.win.deadline)
         values: dict[int, int] = {}
         for var in (*self.x.values(), *self.y.values()):
             values[var.index] = 0
@@ -444,6 +457,7 @@ class _SubModel:
             return None
         for aux, exprs in self.aux:
             values[aux.index] = max(0, *(e.value(values) for e in exprs))
+        check_deadline(self.win.deadline)
         m = self.model
         m.clear_hints()
         for var in (*self.x.values(), *self.y.values()):
@@ -526,24 +540,29 @@ def propose_placement(
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
                             allow_late=allow_late)
     proof = Proof(w, problem.num_days)
+    # The wall clock holds the whole call, model building included (issue 12): every stage
+    # below stops at the deadline and the answer says what was proven.
+    deadline = t0 + time_limit_s
     level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers,
-                           deterministic=True)
+                           deterministic=True, deadline=deadline - 0.02)
     target = level1.best
-    greedy = balanced_greedy(problem, w)
     candidates = [("witness", level1.witness)]
+    try:
+        greedy = balanced_greedy(problem, w, deadline=deadline - 0.02)
+    except OutOfTime:
+        greedy = []
     greedy_slots = sum(pl.length for pl in greedy)
-    if greedy_slots == target:
+    if greedy_slots == target and greedy:
         candidates.insert(0, ("greedy", greedy))
-    elif greedy_slots < target:
+    elif greedy and greedy_slots < target and time.perf_counter() < deadline - 0.02:
         # Repair: place the greedy's leftovers exactly in the space it left.
         rest = max_placeable(_residual(problem, greedy), time_limit_s=time_limit_s * 0.1,
                              num_workers=num_workers, deterministic=True)
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
-    start_name, start = min(candidates, key=lambda c: evaluate(problem, c[1], w)["weighted_total"])
-    start_obj = evaluate(problem, start, w)
+    scored = [(evaluate(problem, c[1], w), c) for c in candidates]
+    start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
 
-    deadline = t0 + time_limit_s
     total_budget = WORK_SHARE * time_limit_s  # estimated seconds of deterministic work
     # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
     #    better first master for the column generation.
@@ -555,7 +574,8 @@ def propose_placement(
     # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
     #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
     columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * time_limit_s,
-                     deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
+                     deadline=deadline - 0.02, num_workers=num_workers, seed=seed,
+                     start_value=start_obj["weighted_total"] + pre.delta)
     bound: float | None = columns.bound if math.isfinite(columns.bound) else None
     if columns.objective < columns.start_objective:
         best = columns.placements
@@ -563,48 +583,53 @@ def propose_placement(
     current = {pl.task_id: pl for pl in best}
     status = SolveStatus.FEASIBLE
     iterations = 0
-    if not columns.optimal:
-        # 3. What the budget leaves: local moves again, then the full model (short windows)
-        #    or the day-pair neighbourhood search.
-        local_budget = min(LOCAL_SHARE * time_limit_s, max(0.0, total_budget - work))
-        local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
-                        budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
-        local_moves += local.moves
-        work += local.work_s
-        win = _Window.build(problem, w, sum(pl.length for pl in best if pl.embed_host is None))
-        current = {pl.task_id: pl for pl in local.placements}
-        if problem.num_days <= FULL_MODEL_MAX_DAYS:
-            sub = _SubModel(win, range(1, problem.num_days + 1),
-                            [g.count for g in problem.groups], target)
-            hinted = sub.hint(local.placements)
-            solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
-                                 seed=seed, exact=False,
-                                 deterministic_time=FULL_MODEL_DET_SHARE * time_limit_s)
-            # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1
-            # limit, measured); the hinted search without it keeps to the limit.
-            solver.parameters.cp_model_presolve = False
-            status = status_of(solver.solve(sub.model))
-            iterations = 1
-            if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-                # The model's weights are floor(scale · w) <= scale · w (see .objective), so
-                # its integer bound over scale · D is a valid bound of the real objective.
-                scaled = math.ceil(solver.best_objective_bound - 1e-6)
-                model_bound = proof.lower(Fraction(scaled, win.scale * problem.num_days))
-                bound = model_bound if bound is None else max(bound, model_bound)
-                if hinted is None or solver.objective_value <= hinted:
-                    pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
-                    found = sub.placements(solver, pool, current)
-                    # With rounded-down weights the model's best may be worse in real terms.
-                    if win.exact or evaluate(problem, found, w)["weighted_total"] <= evaluate(
-                            problem, list(current.values()), w)["weighted_total"]:
-                        current = {pl.task_id: pl for pl in found}
-        else:
-            budget = max(0.0, total_budget - work)
-            current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
-                                                        num_workers)
+    try:
+        if not columns.optimal:
+            # 3. What the budget leaves: local moves again, then the full model (short windows)
+            #    or the day-pair neighbourhood search.
+            local_budget = min(LOCAL_SHARE * time_limit_s, max(0.0, total_budget - work))
+            local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
+                            budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
+            local_moves += local.moves
+            work += local.work_s
+            current = {pl.task_id: pl for pl in local.placements}
+            win = _Window.build(problem, w, sum(pl.length for pl in best if pl.embed_host is None),
+                                deadline=deadline - 0.02)
+            if problem.num_days <= FULL_MODEL_MAX_DAYS:
+                sub = _SubModel(win, range(1, problem.num_days + 1),
+                                [g.count for g in problem.groups], target)
+                hinted = sub.hint(local.placements)
+                solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
+                                     seed=seed, exact=False,
+                                     deterministic_time=FULL_MODEL_DET_SHARE * time_limit_s)
+                # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1
+                # limit, measured); the hinted search without it keeps to the limit.
+                solver.parameters.cp_model_presolve = False
+                status = status_of(solver.solve(sub.model))
+                iterations = 1
+                if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+                    # The model's weights are floor(scale · w) <= scale · w (see .objective), so
+                    # its integer bound over scale · D is a valid bound of the real objective.
+                    scaled = math.ceil(solver.best_objective_bound - 1e-6)
+                    model_bound = proof.lower(Fraction(scaled, win.scale * problem.num_days))
+                    bound = model_bound if bound is None else max(bound, model_bound)
+                    if hinted is None or solver.objective_value <= hinted:
+                        pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
+                        found = sub.placements(solver, pool, current)
+                        # With rounded-down weights the model's best may be worse in real terms.
+                        if win.exact or evaluate(problem, found, w)["weighted_total"] <= evaluate(
+                                problem, list(current.values()), w)["weighted_total"]:
+                            current = {pl.task_id: pl for pl in found}
+            else:
+                budget = max(0.0, total_budget - work)
+                current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
+                                                            num_workers)
+    except OutOfTime:
+        pass  # ``current`` holds the last complete placement found before the deadline
 
     placements = sorted(current.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
-    objective = evaluate(problem, placements, w)
+    unchanged = {pl.task_id: pl for pl in start} == current
+    objective = start_obj if unchanged else evaluate(problem, placements, w)
     if objective["weighted_total"] > start_obj["weighted_total"] + 1e-9:  # guard, never expected
         placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
     placed = {pl.task_id for pl in placements}

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..state import ScheduleState
-from ._cpsat import SolveStatus, make_solver, status_of
+from ._cpsat import DETERMINISTIC_SHARE, OutOfTime, SolveStatus, make_solver, status_of, time_left
 from .objective import evaluate, resolve_weights
 from .placement import _Lin, _SubModel, _Window
 from .problem import Placement, Problem, build_problem, movable
@@ -31,8 +31,10 @@ class Reoptimization:
     """The outcome of a re-optimisation: ``moves`` as ``(before, after)`` pairs.
 
     ``status``: ``improved`` (moves make the primary measure or the soft terms better),
-    ``unchanged`` (the current places are already the best found) or ``empty`` (nothing in
-    scope). ``before`` / ``after`` hold the primary measure and the soft terms.
+    ``unchanged`` (the current places are already the best found), ``unknown`` (the time limit
+    ran out while the model was built: nothing moves, nothing is proven) or ``empty`` (nothing
+    in scope). ``before`` / ``after`` hold the primary measure and the soft terms; ``proven``
+    says the model was solved to optimality with the real weights.
     """
 
     status: str
@@ -156,11 +158,19 @@ def _reoptimize(
     if mode != "spread":
         model_w["context_switch"] = SWITCH_WEIGHT
     free_now = sum(pl.length for pl in current if pl.embed_host is None)
-    win = _Window.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT))
-    sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
-                    free_slots=free_now)
-    hinted = sub.hint(current)
-    solver = make_solver(time_limit_s, num_workers, seed=seed, exact=False, deterministic=True)
+    # The wall clock holds the whole call, model building included (issue 12).
+    deadline = t0 + time_limit_s
+    try:
+        win = _Window.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT),
+                            deadline=deadline - 0.02)
+        sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
+                        free_slots=free_now)
+        hinted = sub.hint(current)
+    except OutOfTime:
+        return Reoptimization("unknown", [], before, dict(before), sorted(ids), False,
+                              time.perf_counter() - t0)
+    solver = make_solver(time_left(deadline), num_workers, seed=seed, exact=False,
+                         deterministic_time=DETERMINISTIC_SHARE * time_limit_s)
     status = status_of(solver.solve(sub.model))
     after_places = current
     if (status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) and hinted is not None
