@@ -514,6 +514,7 @@ OP_COST = 5.5e-6
 # Lagrangian bounds): converts a budget or the time left into their work caps.
 TOTALS_OPS_PER_S = 2e8
 TOTALS_CHUNK_S = 0.02  # the decomposition programme checks the deadline this often
+ROUND_GRACE_S = 0.2  # a pricing round may end this long after the search's deadline
 # The decomposition programme's deterministic cap, in budgets: it ran uncapped before the wall
 # clock had to hold (issue 12), and it reaches every total up to ~120-day windows within this.
 DD_BUDGET_FACTOR = 4.0
@@ -841,7 +842,9 @@ def search(
             lp_until = work() + (1 - INTEGER_SHARE) * (budget_s - work())
             while work() < lp_until and time.perf_counter() < deadline - 0.01:
                 before = work()
-                done, step = master.round(deadline - 0.01)
+                # A round started before the deadline may finish a little after it (its bound
+                # is what the search is for); a longer one is cut (1000-day windows).
+                done, step = master.round(deadline + ROUND_GRACE_S)
                 solver_work += step
                 if explored == [total] and not done and master.rounds <= 3 and (
                         work() - before) * (MIN_ROUNDS - master.rounds) > lp_until - work():

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..state import ScheduleState
+from ..state import Request, ScheduleState, relocate
 from ._cpsat import DETERMINISTIC_SHARE, OutOfTime, SolveStatus, make_solver, status_of, time_left
 from .objective import evaluate, resolve_weights
 from .placement import _Lin, _SubModel, _Window
 from .problem import Placement, Problem, build_problem, movable
+from .switches import switches
 
 SPREAD_WEIGHT = 20.0  # per task of deviation from an even spread (primary for spread_even)
 SWITCH_WEIGHT = 10.0  # per switch (primary for min_context_switch)
@@ -57,9 +58,9 @@ def _buckets(first: int, last: int, n: int) -> list[tuple[int, int]]:
 def spread_measure(days: list[int], first: int, last: int) -> float:
     """Σ over buckets of |tasks in bucket − its even share| (0 = perfectly even)."""
     n = len(days)
-    if n == 0:
-        return 0.0
     width = last - first + 1
+    if n == 0 or width <= 0:
+        return 0.0
     total = 0.0
     for a, b in _buckets(first, last, n):
         count = sum(1 for d in days if a <= d <= b)
@@ -133,8 +134,10 @@ def _reoptimize(
         last = max(g.rule.end_day for g in problem.groups)
     else:
         first, last = days
+    if last < first:  # no day to re-place on (loading refuses such a class; kept as a guard)
+        return Reoptimization("empty", [], {}, {}, [], True, time.perf_counter() - t0)
     day_range = list(range(first, last + 1))
-    before = _measures(problem, current, w, mode, first, last)
+    before = _measures(problem, current, w, mode, first, last, state)
 
     group_of = problem.group_of()
     origin: dict[tuple[int, int], int] = defaultdict(int)  # (group, day) -> tasks there now
@@ -181,6 +184,15 @@ def _reoptimize(
         after_places = _same_day(fresh, before_map, group_of) if mode == "switch" else fresh
     moves = _moves(current, after_places)
     after = _measures(problem, after_places, w, mode, first, last) if moves else dict(before)
+    if moves and mode != "spread":
+        # The student's switch count (analyze_context's, see .switches) must drop, else
+        # nothing moves: the model's own switch term also counts courses and fixed neighbours.
+        moved = _switches_after(state, moves, first, last)
+        if moved is None or moved >= before["context_switch"]:
+            moves, after = [], dict(before)
+        else:
+            after["context_switch_term"] = after["context_switch"]
+            after["context_switch"] = float(moved)
     return Reoptimization(
         status="improved" if moves else "unchanged",
         moves=moves,
@@ -191,6 +203,17 @@ def _reoptimize(
         proven=status == SolveStatus.OPTIMAL and win.exact,
         runtime_s=time.perf_counter() - t0,
     )
+
+
+def _switches_after(state: ScheduleState, moves: list[tuple[Placement, Placement]], first: int,
+                    last: int) -> int | None:
+    """The study-layer switches on days ``first..last`` once ``moves`` are made (applied to a
+    copy through the write path the tool uses); None if the write path refuses them."""
+    copy = state.copy_state()
+    requests = [Request(after.task_id, after.day, after.slot_start) for _, after in moves]
+    if not relocate(copy, requests, op="min_context_switch", placed_only=True).ok:
+        return None
+    return switches(copy, first, last)
 
 
 def _add_spread(sub: _SubModel, first: int, last: int, n: int) -> None:
@@ -262,9 +285,16 @@ def _moves(
 
 def _measures(
     problem: Problem, places: list[Placement], w: Mapping[str, float], mode: str, first: int,
-    last: int,
+    last: int, state: ScheduleState | None = None,
 ) -> dict[str, float]:
+    """The soft terms of ``places``; for min_context_switch (given the ``state`` the places
+    are current in) ``context_switch`` is the student's count of :mod:`.switches` on days
+    ``first..last``, the one analyze_context reports (the solver's own term is kept as
+    ``context_switch_term``)."""
     out = evaluate(problem, places, w)
+    if state is not None and mode != "spread":
+        out["context_switch_term"] = out["context_switch"]
+        out["context_switch"] = float(switches(state, first, last))
     if mode == "spread":
         days = sorted(pl.day for pl in places)
         out["spread_deviation"] = spread_measure(days, first, last)
