@@ -90,6 +90,9 @@ def _host_containing(host_at: dict[tuple[int, int], Bin], day: int, s: int, e: i
     return None
 
 
+GREEDY_GRACE_S = 0.25  # how long the first packing order may run past the caller's deadline
+
+
 class _Segment(NamedTuple):
     """A free segment; a tuple, so the heap compares it in C (as fast as the greedy needs on
     1000-day windows)."""
@@ -128,7 +131,10 @@ def best_pack(problem: Problem, counts: Sequence[int] | None = None,
     best: list[Placement] = []
     best_slots = -1
     for order in PACK_ORDERS:
-        placed = best_fit_decreasing(problem, counts, order, deadline)
+        # The first order may run a little past the deadline: a complete greedy is worth more
+        # to the caller than a cut one (it is the level-1 witness).
+        placed = best_fit_decreasing(problem, counts, order,
+                                     None if deadline is None else deadline + GREEDY_GRACE_S)
         slots = sum(p.length for p in placed)
         if slots > best_slots:
             best, best_slots = placed, slots

@@ -118,7 +118,8 @@ def column_bound(
                  num_workers=num_workers)
     open_totals = [t for t, v in res.totals.items() if v < res.objective - 1e-6
                    and t not in res.explored]
-    return ColumnBound(res.bound, res.converged, not open_totals, res.objective,
+    complete = math.isfinite(res.bound) and not open_totals  # a cut search proves nothing
+    return ColumnBound(res.bound, res.converged, complete, res.objective,
                        res.placements, len(res.explored), len(res.totals),
                        time.perf_counter() - t0)
 

@@ -206,18 +206,18 @@ class _SubModel:
         self.const = 0
         # Per cell: the placement variables covering it, with their subject.
         self.cover: dict[tuple[int, int], list[tuple[Any, str]]] = defaultdict(list)
-        self._add_variables()
-        self._add_no_overlap()
-        self._add_one_guest_per_host()
-        self._add_group_counts()
-        self._add_level_one_total()
-        self._add_load_imbalance()
-        self._add_same_category()
-        self._add_isolated_free()
-        self._add_context_switch()
-        self._add_late_and_time_of_day()
+        self._day_vars_cache: dict[int, list[tuple[Any, int, str]]] | None = None
+        for family in (self._add_variables, self._add_no_overlap, self._add_one_guest_per_host,
+                       self._add_group_counts, self._add_level_one_total,
+                       self._add_load_imbalance, self._add_same_category,
+                       self._add_isolated_free, self._add_context_switch,
+                       self._add_late_and_time_of_day):
+            check_deadline(win.deadline)
+            family()
         if extra is not None:
+            check_deadline(win.deadline)
             extra(self)
+        check_deadline(win.deadline)
         lin = cp_model().LinearExpr
         self.model.minimize(lin.weighted_sum([v for v, _ in self.cost],
                                              [c for _, c in self.cost]) + self.const)
@@ -276,25 +276,31 @@ class _SubModel:
     def _add_group_counts(self) -> None:
         for gi, vars_ in self._group_vars().items():
             if len(vars_) > self.counts[gi]:
-                self.model.add(sum(vars_) <= self.counts[gi])
+                self.model.add(cp_model().LinearExpr.sum(vars_) <= self.counts[gi])
 
     def _add_level_one_total(self) -> None:
         groups = self.p.groups
         total = [(v, groups[gi].duration) for gi, vs in self._group_vars().items() for v in vs]
-        self.model.add(sum(c * v for v, c in total) == self.slots)
+        lin = cp_model().LinearExpr
+        self.model.add(lin.weighted_sum([v for v, _ in total], [c for _, c in total])
+                       == self.slots)
         if self.free_slots is not None:
             free = [(var, groups[gi].duration) for (_, gi, _), var in self.x.items()]
-            self.model.add(sum(c * v for v, c in free) == self.free_slots)
+            self.model.add(lin.weighted_sum([v for v, _ in free], [c for _, c in free])
+                           == self.free_slots)
 
     # -------------------------------------------------------------- soft terms
     def _day_vars(self) -> dict[int, list[tuple[Any, int, str]]]:
         """Per day: (var, periods it occupies (0 for a guest), subject)."""
+        if self._day_vars_cache is not None:
+            return self._day_vars_cache
         out: dict[int, list[tuple[Any, int, str]]] = defaultdict(list)
         for (ri, gi, _), var in self.x.items():
             g = self.p.groups[gi]
             out[self.p.runs[ri].day].append((var, g.duration, g.subject))
         for (hi, gi), var in self.y.items():
             out[self.p.hosts[hi].day].append((var, 0, self.p.groups[gi].subject))
+        self._day_vars_cache = out
         return out
 
     def _add_load_imbalance(self) -> None:

@@ -137,6 +137,8 @@ def _reoptimize(
     if last < first:  # no day to re-place on (loading refuses such a class; kept as a guard)
         return Reoptimization("empty", [], {}, {}, [], True, time.perf_counter() - t0)
     day_range = list(range(first, last + 1))
+    if mode == "switch":  # tasks keep their days: the other days only add constants
+        day_range = sorted({pl.day for pl in problem.current.values()})
     before = _measures(problem, current, w, mode, first, last, state)
 
     group_of = problem.group_of()
