@@ -90,7 +90,7 @@ def _host_containing(host_at: dict[tuple[int, int], Bin], day: int, s: int, e: i
     return None
 
 
-GREEDY_GRACE_S = 0.25  # how long the first packing order may run past the caller's deadline
+GREEDY_GRACE_S = 0.1  # how long the first packing order may run past the caller's deadline
 
 
 class _Segment(NamedTuple):
