@@ -24,6 +24,7 @@ import numpy as np
 from ._cpsat import (
     DETERMINISTIC_SHARE,
     MIN_TIME_LIMIT_S,
+    MIN_WORK_S,
     SolveStatus,
     cp_model,
     make_solver,
@@ -338,7 +339,9 @@ def max_placeable(
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
     if required == 0:
         return CountResult(SolveStatus.OPTIMAL, 0, 0, [], time.perf_counter() - t0)
-    end = t0 + time_limit_s if deadline is None else min(deadline, t0 + time_limit_s)
+    end = t0 + max(time_limit_s, MIN_WORK_S)
+    if deadline is not None:
+        end = min(end, deadline)
     greedy = best_pack(problem, counts, deadline=end)
     greedy_slots = sum(p.length for p in greedy)
     if greedy_slots == required:
@@ -351,7 +354,7 @@ def max_placeable(
     add_hint(problem, cm, greedy)
     # The limit covers the greedy and the model building too (issue 12); the deterministic
     # bound stays a share of the whole limit, so it does not depend on the machine's load.
-    solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),
+    solver = make_solver(max(end - time.perf_counter(), MIN_TIME_LIMIT_S),
                          num_workers, deterministic_time=DETERMINISTIC_SHARE * time_limit_s
                          if deterministic else None)
     status = status_of(solver.solve(cm.model))

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..state import ScheduleState
+from ._cpsat import MIN_WORK_S
 from .counting import all_fit, max_placeable, min_extra_days
 from .problem import Placement, Problem, build_problem
 
@@ -146,7 +147,7 @@ def check_feasibility(
         windows and banned periods; ``capacity_gap = required_task_slots - feasible_slots``.
     """
     t0 = time.perf_counter()
-    deadline = t0 + time_limit_s
+    deadline = t0 + max(time_limit_s, MIN_WORK_S)
     problem = build_problem(state, include_suggested=include_suggested)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots

@@ -28,7 +28,15 @@ from typing import Any
 import numpy as np
 
 from ..state import ScheduleState, runs
-from ._cpsat import OutOfTime, SolveStatus, check_deadline, cp_model, make_solver, status_of
+from ._cpsat import (
+    MIN_WORK_S,
+    OutOfTime,
+    SolveStatus,
+    check_deadline,
+    cp_model,
+    make_solver,
+    status_of,
+)
 from .baselines import balanced_greedy
 from .columns import search
 from .counting import max_placeable
@@ -548,7 +556,7 @@ def propose_placement(
     proof = Proof(w, problem.num_days)
     # The wall clock holds the whole call, model building included (issue 12): every stage
     # below stops at the deadline and the answer says what was proven.
-    deadline = t0 + time_limit_s
+    deadline = t0 + max(time_limit_s, MIN_WORK_S)
     level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers,
                            deterministic=True, deadline=deadline - 0.02)
     target = level1.best

@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 
 from ..state import Request, ScheduleState, relocate
-from ._cpsat import DETERMINISTIC_SHARE, OutOfTime, SolveStatus, make_solver, status_of, time_left
+from ._cpsat import (
+    DETERMINISTIC_SHARE,
+    MIN_WORK_S,
+    OutOfTime,
+    SolveStatus,
+    make_solver,
+    status_of,
+    time_left,
+)
 from .objective import evaluate, resolve_weights
 from .placement import _Lin, _SubModel, _Window
 from .problem import Placement, Problem, build_problem, movable
@@ -164,7 +172,7 @@ def _reoptimize(
         model_w["context_switch"] = SWITCH_WEIGHT
     free_now = sum(pl.length for pl in current if pl.embed_host is None)
     # The wall clock holds the whole call, model building included (issue 12).
-    deadline = t0 + time_limit_s
+    deadline = t0 + max(time_limit_s, MIN_WORK_S)
     try:
         win = _Window.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT),
                             deadline=deadline - 0.02)

@@ -190,7 +190,7 @@ def test_issue_16_weight_not_a_multiple_of_a_hundredth(limit: float) -> None:
     optimum = min(evaluate(problem, pl, weights)["weighted_total"] for pl in every)
     assert optimum == pytest.approx(4.015)
     proposal = propose_placement(state, time_limit_s=limit, weights=weights)
-    assert proposal.bound is not None and proposal.bound <= optimum + TOL
+    assert proposal.bound is None or proposal.bound <= optimum + TOL
     if proposal.status == "optimal":
         assert proposal.objective["weighted_total"] == pytest.approx(optimum, abs=TOL)
     if limit == 1.0:  # the exact scale (200) lets the model prove it
