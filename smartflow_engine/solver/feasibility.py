@@ -12,7 +12,10 @@ Contract (the analyzers call these; keep it stable):
 include_suggested=False)`` -> :class:`NegotiationFigures`: the numbers behind the four options of
 P1-F (extra days needed, whether lifting banned periods suffices, slots to cut).
 
-Both only read the state.
+Both only read the state. The time limit covers everything, model building included (issue
+12): past it, the optional solves (the bottleneck explanation, the negotiation figures) are
+skipped (a cut explanation is not called minimal, a skipped figure is ``None``); only the
+reason code of a proven infeasibility still gets one short solve (``MIN_SOLVE_S``).
 """
 
 from __future__ import annotations

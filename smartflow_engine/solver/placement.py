@@ -13,6 +13,18 @@ the level-1 total, else the counting model's witness, then polished by fast loca
 seed and worker count: every stage is bounded by a deterministic work measure (local-move
 attempts and row scans, CP-SAT deterministic time, variables built), converted to estimated
 seconds and capped at WORK_SHARE of the limit; the wall-clock limit is only a safety net.
+
+The wall clock holds the whole call, model building included (issue 12): the greedies, the
+pricing set-up, the decomposition programme and every model build check the deadline
+(:class:`._cpsat.OutOfTime`) and the call answers with the best complete placement it has, its
+status saying what is proven (``unknown`` when even the maximum is not). Stages get at least
+:data:`._cpsat.MIN_WORK_S`, and the first packing order and a started pricing round may end
+shortly after the deadline; the call stays within its limit + 0.5 s on windows up to 1000 days
+of 24 periods (``benchmarks/results_solver.md``). One-time costs (importing OR-Tools, loading
+the compiled kernels) are paid before the clock starts.
+
+Bounds and ``optimal`` are exact for any weight (see :mod:`.objective`): the CP-SAT models use
+integer weights scaled exactly or rounded down, and optimality is decided in exact arithmetic.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 Each re-places a subset of placed tasks with the placement model of :mod:`.placement` (all of
 them stay placed, everything else stays put) under an extra primary objective, warm-started from
 the current places, and returns the moves as data. The adapter applies them atomically.
+
+The time limit covers model building (issue 12): a model not built in time answers ``unknown``
+with no move. ``min_context_switch`` counts switches as ``analyze_context`` does
+(:mod:`.switches`) and keeps its moves only when that count drops.
 """
 
 from __future__ import annotations
