@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..solver.switches import switch_mask
 from ..state import ScheduleState
 from .common import (
     STUDY_POOL,
@@ -58,7 +59,7 @@ def context_metrics(frame: Frame, days: np.ndarray, *, hard_categories: Sequence
     if active_days == 0:
         return {}
     left, right = study[:, :-1], study[:, 1:]
-    switch = (left != 0) & (right != 0) & (left != right)
+    switch = switch_mask(study)  # the one definition min_context_switch counts too
     switches = np.count_nonzero(switch, axis=1)
     fragmentation = switches / np.maximum(occupied - 1, 1)
     hard = np.zeros(len(frame.subjects) + 1, dtype=bool)

@@ -7,6 +7,7 @@ level: ``import smartflow_engine`` and the read tools stay fast.
 from __future__ import annotations
 
 import math
+import time
 from enum import StrEnum
 from types import ModuleType
 from typing import Any
@@ -25,6 +26,22 @@ class SolveStatus(StrEnum):
         return self in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE)
 
 
+class OutOfTime(Exception):
+    """A model build or a search passed its wall-clock deadline (internal: every entry point
+    catches it and answers with what it has, marked unproven)."""
+
+
+def check_deadline(deadline: float | None) -> None:
+    """Raise :class:`OutOfTime` once ``time.perf_counter()`` is past ``deadline``."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime
+
+
+def time_left(deadline: float) -> float:
+    """Seconds to ``deadline`` (never below CP-SAT's smallest limit)."""
+    return max(deadline - time.perf_counter(), MIN_TIME_LIMIT_S)
+
+
 def cp_model() -> ModuleType:
     from ortools.sat.python import cp_model as module
 
@@ -41,6 +58,10 @@ def status_of(code: Any) -> SolveStatus:
 
 
 MIN_TIME_LIMIT_S = 1e-3
+# The least wall time the stages of a call get: a smaller limit is rounded up to it for the
+# deadline (well inside the limit + 0.5 s every entry point promises), so that a tiny window
+# asked with a 1 ms limit can still be solved and proven.
+MIN_WORK_S = 0.05
 
 
 def make_solver(

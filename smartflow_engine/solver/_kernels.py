@@ -5,7 +5,10 @@ They are loops over small arrays: in numpy each step would be a call that may re
 interpreter lock, and on a busy interpreter every release can cost a full switch interval.
 
 Imported lazily (numba takes ~0.25 s to import and compiles on first use; ``cache=True`` keeps
-the machine code next to this file, so later processes only load it).
+the machine code next to this file, so later processes only load it). Every kernel releases the
+interpreter lock (``nogil``), so a server thread running one never blocks the others, and the
+two loops over free totals take a work cap (``max_ops``) so that a caller with a deadline can
+cut them (issue 12).
 
 The programme runs over a day's free runs, then its host blocks. Its value array is indexed by
 (position, cell state, subject mask, free periods filled): a position is a cell of a run (or the
@@ -27,7 +30,7 @@ OCC_NONE = 2
 OCC = 3
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def day_kernel(
     num_subjects: int,
     num_masks: int,
@@ -201,7 +204,7 @@ def day_kernel(
             ops)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _after_task(mask: int, bit: int, change: float) -> tuple[int, float]:
     """The subject mask after one more task of a subject, and the cost change it brings: its
     first-use change when its bit was not set yet (``bit`` -1: a subject without one)."""
@@ -210,15 +213,19 @@ def _after_task(mask: int, bit: int, change: float) -> tuple[int, float]:
     return mask, 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def totals_kernel(cost: np.ndarray, fixed: np.ndarray, totals: np.ndarray,
-                  w_load: float) -> np.ndarray:
+                  w_load: float, max_ops: int) -> tuple[np.ndarray, int]:
     """Per total ``T``: min Σ_d cost[d, n_d] + w_load·|fixed_d + n_d − mean_T| over Σ n_d = T
     (``inf`` where no split exists); ``cost[d, n]`` is ``inf`` where day ``d`` cannot take
-    ``n`` free periods."""
+    ``n`` free periods.
+
+    Work cap: stops once ``max_ops`` inner steps are spent and returns how many totals (from
+    the first) were computed; the others are left ``inf`` and must not be used."""
     num_days, width = cost.shape
     out = np.full(totals.shape[0], np.inf)
     fixed_sum = 0.0
+    ops = 0
     for d in range(num_days):
         fixed_sum += fixed[d]
     for i in range(totals.shape[0]):
@@ -228,6 +235,9 @@ def totals_kernel(cost: np.ndarray, fixed: np.ndarray, totals: np.ndarray,
         best[0] = 0.0
         nxt = np.empty(total + 1)
         for d in range(num_days):
+            ops += width * (total + 1)
+            if ops > max_ops:
+                return out, i
             nxt[:] = np.inf
             for k in range(min(width, total + 1)):
                 c = cost[d, k]
@@ -240,21 +250,25 @@ def totals_kernel(cost: np.ndarray, fixed: np.ndarray, totals: np.ndarray,
                         nxt[t + k] = v
             best, nxt = nxt, best
         out[i] = best[total]
-    return out
+    return out, totals.shape[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def lagrange_kernel(table: np.ndarray, days: np.ndarray, rep_fixed: np.ndarray,
                     fixed_sum: float, num_days: int, w_load: float, base: float,
-                    totals: np.ndarray) -> np.ndarray:
+                    totals: np.ndarray, max_ops: int) -> np.ndarray:
     """Per total ``T``: max over ``ν`` of
     ``base + ν·T + Σ_i days_i · min_n (table[i, n] + w_load·|rep_fixed_i + n − mean_T| − ν·n)``
     by ternary search (concave in ``ν``; any ``ν`` gives a valid bound, the search only makes
-    it tight)."""
+    it tight). Work cap: totals left once ``max_ops`` steps are spent stay ``-inf``."""
     types, width = table.shape
     out = np.full(totals.shape[0], -np.inf)
     shifted = np.empty((types, width))
+    ops = 0
     for i in range(totals.shape[0]):
+        ops += 201 * types * width
+        if ops > max_ops:
+            break
         total = totals[i]
         mean = (fixed_sum + total) / num_days
         lo_v = np.inf
@@ -284,7 +298,7 @@ def lagrange_kernel(table: np.ndarray, days: np.ndarray, rep_fixed: np.ndarray,
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lagrange_value(shifted: np.ndarray, days: np.ndarray, base: float, total: int,
                     nu: float) -> float:
     types, width = shifted.shape
@@ -314,6 +328,6 @@ def warm_up() -> None:
                np.array([0, 0], dtype=np.int64), ints, one, np.zeros(1),
                np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
                np.zeros(0, dtype=np.int64), np.zeros(0))
-    totals_kernel(np.zeros((1, 2)), np.zeros(1), np.zeros(1, dtype=np.int64), 1.0)
+    totals_kernel(np.zeros((1, 2)), np.zeros(1), np.zeros(1, dtype=np.int64), 1.0, 10**6)
     lagrange_kernel(np.zeros((1, 2)), np.ones(1), np.zeros(1), 0.0, 1, 1.0, 0.0,
-                    np.zeros(1, dtype=np.int64))
+                    np.zeros(1, dtype=np.int64), 10**6)

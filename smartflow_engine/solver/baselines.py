@@ -15,8 +15,9 @@ changes the state.
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -89,8 +90,13 @@ def _host_containing(host_at: dict[tuple[int, int], Bin], day: int, s: int, e: i
     return None
 
 
-@dataclass(order=True)
-class _Segment:
+GREEDY_GRACE_S = 0.1  # how long the first packing order may run past the caller's deadline
+
+
+class _Segment(NamedTuple):
+    """A free segment; a tuple, so the heap compares it in C (as fast as the greedy needs on
+    1000-day windows)."""
+
     length: int
     day: int
     start: int
@@ -116,19 +122,23 @@ def by_density(g: Group) -> tuple[float, ...]:
 PACK_ORDERS = (longest_first, narrowest_first, ending_first, by_density)
 
 
-def best_pack(problem: Problem, counts: Sequence[int] | None = None) -> list[Placement]:
+def best_pack(problem: Problem, counts: Sequence[int] | None = None,
+              deadline: float | None = None) -> list[Placement]:
     """The best of :func:`best_fit_decreasing` under each of :data:`PACK_ORDERS` (stops early
-    when one places everything)."""
+    when one places everything, and after the first order once ``deadline`` has passed)."""
     counts = [g.count for g in problem.groups] if counts is None else counts
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
     best: list[Placement] = []
     best_slots = -1
     for order in PACK_ORDERS:
-        placed = best_fit_decreasing(problem, counts, order)
+        # The first order may run a little past the deadline: a complete greedy is worth more
+        # to the caller than a cut one (it is the level-1 witness).
+        placed = best_fit_decreasing(problem, counts, order,
+                                     None if deadline is None else deadline + GREEDY_GRACE_S)
         slots = sum(p.length for p in placed)
         if slots > best_slots:
             best, best_slots = placed, slots
-        if slots == required:
+        if slots == required or (deadline is not None and time.perf_counter() > deadline):
             break
     return best
 
@@ -137,10 +147,12 @@ def best_fit_decreasing(
     problem: Problem,
     counts: Sequence[int] | None = None,
     order: Callable[[Group], tuple[float, ...]] = longest_first,
+    deadline: float | None = None,
 ) -> list[Placement]:
     """Groups in ``order``; each task into the tightest segment (or host block) that takes it.
 
-    Returns the placements made (possibly fewer than the tasks); the problem is not changed.
+    Returns the placements made (possibly fewer than the tasks, and the groups left once
+    ``deadline`` has passed are not tried); the problem is not changed.
     """
     spd, num_days = problem.slots_per_day, problem.num_days
     counts = [g.count for g in problem.groups] if counts is None else counts
@@ -149,6 +161,8 @@ def best_fit_decreasing(
     out: list[Placement] = []
     for gi in sorted((gi for gi, c in enumerate(counts) if c > 0),
                      key=lambda gi: order(problem.groups[gi])):
+        if deadline is not None and time.perf_counter() > deadline:
+            break  # what is placed so far is a valid (partial) placement
         g = problem.groups[gi]
         d = g.duration
         ids = g.task_ids[: counts[gi]]
@@ -197,8 +211,12 @@ def best_fit_decreasing(
     return out
 
 
-def balanced_greedy(problem: Problem, weights: Mapping[str, float] | None = None) -> list[Placement]:
+def balanced_greedy(problem: Problem, weights: Mapping[str, float] | None = None,
+                    deadline: float | None = None) -> list[Placement]:
     """Load/category-aware greedy: longest tasks first, each where a local score is lowest.
+
+    Raises :class:`._cpsat.OutOfTime` once ``deadline`` (a ``time.perf_counter()`` value) has
+    passed.
 
     For each task the days are ranked by load, same-subject presence (or absence, for a class
     that prefers clustering) and lateness; on the best few days every free segment's two
@@ -206,6 +224,7 @@ def balanced_greedy(problem: Problem, weights: Mapping[str, float] | None = None
     subject switches they would create and by time-of-day preference. Uses the weights of the
     proposal objective so that the greedy and the model aim at the same thing.
     """
+    from ._cpsat import check_deadline
     from .objective import clustered_subjects, lateness, off_preference, preferred_slots
     from .objective import resolve_weights as _resolve
 
@@ -235,6 +254,7 @@ def balanced_greedy(problem: Problem, weights: Mapping[str, float] | None = None
         allowed = (day_index >= g.rule.start_day) & (day_index <= g.rule.end_day)
         late = np.array([lateness(g.rule, int(x)) for x in day_index], dtype=float)
         for tid in g.task_ids:
+            check_deadline(deadline)
             present = count[k] > 0
             same = (~present if k in cluster else present).astype(float)
             score = (w["load_imbalance"] * load + w["same_category"] * spd * same

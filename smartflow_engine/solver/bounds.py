@@ -18,7 +18,9 @@ built on the exact one-day pricing programme of :mod:`.columns`:
   (it met the best known solution on most 30-day benchmark windows).
 
 Both are proven: the programmes are exact, and every Lagrangian bound of the column generation
-is valid whatever its multipliers, so a bound is still valid when a budget cuts it short.
+is valid whatever its multipliers, so a bound is still valid when a budget cuts it short. They
+are computed in floats, lowered by a margin for rounding and rounded up to the next achievable
+value on the real weights (:class:`.objective.Proof`), so they hold for any weight.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ._cpsat import OutOfTime
 from .columns import _Pricer, day_decomposition_totals, search
-from .objective import resolve_weights
+from .objective import Proof, resolve_weights
 from .problem import Placement, Problem
 
 
@@ -38,16 +41,18 @@ class DayBound:
     """A lower bound on ``weighted_total`` for placements of ``slots`` periods in all."""
 
     value: float
-    proven: bool  # always True: the one-day programmes are exact
+    proven: bool  # always True: a valid bound (a weaker one where the time limit cut it)
     models: int  # one-day programmes solved (days that look the same share one)
-    unproven: int  # kept for compatibility: always 0
+    unproven: int  # free totals the time limit left with the weaker relaxed bound
     free_total: int  # the T (periods outside host blocks) at which the minimum is reached
+    complete: bool = True  # every day's programme ran (else the value is -inf: no bound)
 
 
 def day_decomposition_bound(
     problem: Problem,
     slots: int,
     weights: Mapping[str, float] | None = None,
+    time_limit_s: float | None = None,
 ) -> DayBound:
     """A lower bound on the weighted objective of any placement of ``slots`` scope periods.
 
@@ -57,13 +62,25 @@ def day_decomposition_bound(
         The window, built with ``by_subject=True`` (as ``propose_placement`` builds it).
     slots
         Periods placed in all (a proposal's ``placed_slots``, the proven maximum).
+    time_limit_s
+        Wall-clock limit, building included: the programme over days stops there and the free
+        totals it did not reach get the weaker bound ``Σ_d min_n c_d(n)``; if even the days'
+        data does not fit, the value is ``-inf``.
     """
-    pricer = _Pricer(problem, resolve_weights(weights))
-    totals = day_decomposition_totals(pricer, slots)
+    t0 = time.perf_counter()
+    deadline = None if time_limit_s is None else t0 + time_limit_s
+    w = resolve_weights(weights)
+    try:
+        pricer = _Pricer(problem, w, deadline)
+        reps = len(pricer.days_of)
+        totals = day_decomposition_totals(pricer, slots, deadline=deadline)
+    except OutOfTime:
+        return DayBound(-math.inf, True, 0, 0, -1, complete=False)
     if not totals:
-        return DayBound(math.inf, True, len(pricer.days_of), 0, -1)
+        return DayBound(math.inf, True, reps, 0, -1)
     best_t = min(totals, key=lambda t: (totals[t], t))
-    return DayBound(totals[best_t], True, len(pricer.days_of), 0, best_t)
+    value = Proof(w, problem.num_days).lower(totals[best_t])
+    return DayBound(value, True, reps, pricer.relaxed_totals, best_t)
 
 
 @dataclass(frozen=True)
@@ -87,18 +104,22 @@ def column_bound(
     weights: Mapping[str, float] | None = None,
     budget_s: float = 30.0,
     num_workers: int = 1,
+    time_limit_s: float | None = None,
 ) -> ColumnBound:
     """The Dantzig-Wolfe bound on the weighted objective of any placement of ``slots`` periods.
 
     ``start`` is a complete placement of ``slots`` periods (e.g. a proposal): it seeds the
-    search and is the first upper bound. ``budget_s`` bounds the work (estimated seconds).
+    search and is the first upper bound. ``budget_s`` bounds the work (estimated seconds);
+    ``time_limit_s`` the wall clock, building included (the bound stays valid, only weaker).
     """
     t0 = time.perf_counter()
     res = search(problem, slots, start, weights, budget_s=budget_s,
-                 deadline=t0 + 3 * budget_s + 5.0, num_workers=num_workers)
+                 deadline=t0 + (3 * budget_s + 5.0 if time_limit_s is None else time_limit_s),
+                 num_workers=num_workers)
     open_totals = [t for t, v in res.totals.items() if v < res.objective - 1e-6
                    and t not in res.explored]
-    return ColumnBound(res.bound, res.converged, not open_totals, res.objective,
+    complete = math.isfinite(res.bound) and not open_totals  # a cut search proves nothing
+    return ColumnBound(res.bound, res.converged, complete, res.objective,
                        res.placements, len(res.explored), len(res.totals),
                        time.perf_counter() - t0)
 

@@ -20,7 +20,14 @@ the master as linear deviations (the mean is linear in the patterns' loads).
   patterns, which are always among the columns) gives a placement never worse than the start.
 
 Objective units are the weighted points of :mod:`.objective`; the integer master scales them by
-``SCALE · D`` like the placement model.
+``S · D`` with the integer scale of :func:`.objective.integer_weights` (a heuristic: its answer
+is re-evaluated exactly and only kept when better).
+
+Proofs are exact for any weight (see :mod:`.objective`): every Lagrangian and decomposition bound
+is computed in floats and lowered by :func:`.objective.float_margin` of the magnitude of the
+numbers it sums before it is stored, the final bound is rounded up to the next achievable value
+by :meth:`.objective.Proof.lower`, and ``optimal`` is decided by :meth:`.objective.Proof.meets`
+in exact arithmetic.
 """
 
 from __future__ import annotations
@@ -34,12 +41,16 @@ from typing import Any
 
 import numpy as np
 
-from ._cpsat import SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import OutOfTime, SolveStatus, check_deadline, cp_model, make_solver, status_of
 from .objective import (
-    SCALE,
+    Proof,
     clustered_subjects,
+    evaluate,
+    float_margin,
     guest_start,
+    integer_weights,
     lateness,
+    model_magnitude,
     off_preference,
     preferred_slots,
     resolve_weights,
@@ -125,7 +136,9 @@ class _KernelData:
 class _Pricer:
     """Day data and the pricing programme for one window."""
 
-    def __init__(self, problem: Problem, weights: Mapping[str, float]) -> None:
+    def __init__(self, problem: Problem, weights: Mapping[str, float],
+                 deadline: float | None = None) -> None:
+        """Raises :class:`._cpsat.OutOfTime` when building passes ``deadline``."""
         self.p = problem
         self.w = dict(weights)
         self.num_days = problem.num_days
@@ -143,6 +156,7 @@ class _Pricer:
         self.reps: list[int] = []  # representative day (1-based) per type
         signatures: dict[tuple[Any, ...], int] = {}
         for day in range(1, problem.num_days + 1):
+            check_deadline(deadline)
             data = self._day(day, sorted(runs_by_day.get(day, []),
                                          key=lambda r: problem.runs[r].slot_start),
                              sorted(hosts_by_day.get(day, []),
@@ -160,6 +174,13 @@ class _Pricer:
         # deterministic work measure
         self.ops = DAY_SETUP_OPS * problem.num_days
         self.tables: dict[int, np.ndarray] = {}  # the last pricing's values per free periods
+        self.kernel_magnitude = 0.0  # of the last programme run (see _programme)
+        self.magnitude = 0.0  # of the last pricing's value (see price)
+        self.relaxed_totals = 0  # free totals the decomposition programme could not reach
+        # Longest chain of float additions in a bound: a day's programme (periods, host blocks,
+        # the day's constants) and the sum over days and the multipliers.
+        self.summands = 2 * problem.num_days + 2 * problem.slots_per_day + max(
+            (len(h) for h in hosts_by_day.values()), default=0) + 8
 
     # ------------------------------------------------------------------ building
     def _subject_state(self, subject: str) -> int:
@@ -285,6 +306,9 @@ class _Pricer:
         data = self.days[self.reps[rep] - 1]
         table, back = self._programme(data, group_dual, period_dual)
         values = table + day_cost[: table.shape[0]] + data.const
+        finite = np.abs(day_cost[np.isfinite(day_cost)])
+        self.magnitude = self.kernel_magnitude + abs(data.const) + float(
+            finite.max(initial=0.0))
         order = np.argsort(values, kind="stable")
         self.tables[rep] = table + data.const
         patterns = [self._pattern(data, back, int(order[0]))]
@@ -312,6 +336,11 @@ class _Pricer:
         kd = self._kernel_data(data)
         opt_cost = kd.opt_base - group_dual[kd.opt_group] - period_dual * kd.opt_len
         hopt_cost = kd.hopt_base - group_dual[kd.hopt_group] - period_dual * kd.hopt_len
+        # Largest absolute partial sum the programme can form (for the float margin).
+        step = (float(np.abs(opt_cost).max(initial=0.0)) + float(np.abs(hopt_cost).max(
+            initial=0.0)) + float(np.abs(kd.first_change).max(initial=0.0))
+            + abs(self.w["isolated_free"]) + abs(self.w["context_switch"]))
+        self.kernel_magnitude = step * (self.p.slots_per_day + len(data.hosts) + 1)
         out = day_kernel(
             kd.num_subjects, kd.num_masks, self.p.slots_per_day + 1,
             float(self.w["isolated_free"]), float(self.w["context_switch"]),
@@ -481,6 +510,14 @@ class _Pricer:
 # counted operation of the pricing (see KERNEL_OPS_PER_OP), per column of the master at each LP
 # solve, and per unit of CP-SAT deterministic time of the integer master.
 OP_COST = 5.5e-6
+# Steps per second of the two loops over free totals (the decomposition programme, the
+# Lagrangian bounds): converts a budget or the time left into their work caps.
+TOTALS_OPS_PER_S = 2e8
+TOTALS_CHUNK_S = 0.02  # the decomposition programme checks the deadline this often
+ROUND_GRACE_S = 0.2  # a pricing round may end this long after the search's deadline
+# The decomposition programme's deterministic cap, in budgets: it ran uncapped before the wall
+# clock had to hold (issue 12), and it reaches every total up to ~120-day windows within this.
+DD_BUDGET_FACTOR = 4.0
 DAY_SETUP_OPS = 70  # building one day's data (its options, its signature)
 KERNEL_OPS_PER_OP = 200  # kernel row updates (masks x free periods) per counted operation
 LP_COLUMN_COST = 1.2e-5
@@ -564,8 +601,11 @@ class _Master:
     def cost(self, pat: Pattern) -> float:
         return pat.cost + float(self.load_cost[pat.day - 1, pat.free])
 
-    def round(self) -> tuple[bool, float]:
+    def round(self, deadline: float | None = None) -> tuple[bool, float]:
         """Solve the LP, price every day type, add the improving patterns.
+
+        Raises :class:`._cpsat.OutOfTime` when the pricing passes ``deadline`` (the round's
+        bound is then not used).
 
         Returns whether it converged (nothing to add, or the bound met the LP value) and the
         estimated seconds of the LP solve (the pricing counts in ``pricer.ops``).
@@ -585,13 +625,17 @@ class _Master:
         # Lagrangian bound: valid for any multipliers of this sign pattern, since the pricing
         # minimises over (a superset of) every day's fillings.
         lagrange = float(pi @ self.counts) + mu * self.slots + nu * self.free_total
+        magnitude = float(np.abs(pi) @ self.counts) + abs(mu) * self.slots + abs(
+            nu) * self.free_total
         new = 0
         width = self.load_cost.shape[1]
         for rep, days in pricer.days_of.items():
+            check_deadline(deadline)
             day_cost = self.load_cost[days[0] - 1] - nu * np.arange(width)
             below = float(sigma[[d - 1 for d in days]].max()) - 1e-6
             value, patterns = pricer.price(rep, pi, mu, day_cost, below, EXTRA_COLUMNS)
             lagrange += value * len(days)
+            magnitude += (pricer.magnitude + abs(value)) * len(days)
             for d in days:
                 for pat in patterns:
                     moved = pricer.move(pat, d)
@@ -599,7 +643,7 @@ class _Master:
                         - mu * pat.periods - nu * pat.free - sigma[d - 1]
                     if rc < -1e-6 and self.add(moved):
                         new += 1
-        self.bound = max(self.bound, lagrange)
+        self.bound = max(self.bound, lagrange - float_margin(magnitude, pricer.summands))
         self.duals = (pi, mu)
         self.converged = new == 0 or self.lp_value - self.bound <= 1e-6 * max(
             1.0, abs(self.lp_value))
@@ -642,7 +686,8 @@ class _Master:
         lin = cp_model().LinearExpr
         m = cp_model().CpModel()
         num_days = p.num_days
-        unit = SCALE * num_days
+        unit = integer_weights(self.pricer.w, model_magnitude(
+            num_days, p.slots_per_day)).scale * num_days
         variables = [m.new_bool_var("") for _ in kept]
         by_day: dict[int, list[Any]] = defaultdict(list)
         by_group: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
@@ -721,6 +766,7 @@ def search(
     deadline: float | None = None,
     num_workers: int = 1,
     seed: int = 0,
+    start_value: float | None = None,
 ) -> ColumnSearch:
     """Branch on the free total, solve each total's master by column generation, keep the best.
 
@@ -735,18 +781,34 @@ def search(
         Built with ``by_subject=True``.
     slots
         Periods placed in all (the proven maximum); ``start`` places exactly that many.
+    start_value
+        The start's weighted objective when the caller knows it (saves an evaluation when the
+        deadline leaves no time for the search).
     """
     t0 = time.perf_counter()
     if deadline is None:
         deadline = t0 + 10 * budget_s + 1.0
     w = resolve_weights(weights)
-    pricer = _Pricer(problem, w)
+    try:
+        pricer = _Pricer(problem, w, deadline - 0.01)
+    except OutOfTime:  # the window's day data alone does not fit the time limit
+        value = evaluate(problem, start, w)["weighted_total"] if start_value is None \
+            else start_value
+        return ColumnSearch(placements=list(start), objective=value, bound=-INF, optimal=False,
+                            start_objective=value, totals={}, explored=[], converged=False,
+                            runtime_s=time.perf_counter() - t0, abandoned=True)
     start_patterns = pricer.from_placements(start)
     start_total = sum(pat.free for pat in start_patterns)
     best_patterns = list(start_patterns)
     best = start_value = _value(pricer, best_patterns)
-    totals = day_decomposition_totals(pricer, slots)
-    totals.setdefault(start_total, start_value)  # the start itself bounds its own total
+    try:
+        totals = day_decomposition_totals(pricer, slots,
+                                          max_ops=int(DD_BUDGET_FACTOR * budget_s
+                                                      * TOTALS_OPS_PER_S),
+                                          deadline=deadline - 0.01)
+    except OutOfTime:
+        totals = {}
+    totals.setdefault(start_total, -INF)  # not expected: the start's total is always covered
     explored: list[int] = []
     solver_work = 0.0  # estimated seconds of LP solves and integer masters
 
@@ -762,63 +824,80 @@ def search(
     def left() -> bool:
         return work() < budget_s and time.perf_counter() < deadline - 0.01
 
-    tol = 1e-6
-    while left():
-        candidates = [t for t in totals if t not in explored and totals[t] < best - tol]
-        if not candidates:
-            break
-        total = start_total if start_total in candidates else min(
-            candidates, key=lambda t: (totals[t], abs(t - start_total)))
-        explored.append(total)
-        master = _Master(pricer, slots, total, pool)
-        lp_until = work() + (1 - INTEGER_SHARE) * (budget_s - work())
-        while work() < lp_until and time.perf_counter() < deadline - 0.01:
-            before = work()
-            done, step = master.round()
-            solver_work += step
-            if explored == [total] and not done and master.rounds <= 3 and (
-                    work() - before) * (MIN_ROUNDS - master.rounds) > lp_until - work():
-                # The rounds a first master needs (costlier as columns accumulate) do not fit
-                # the budget: leave it to the caller's other searches rather than spend it on
-                # an unfinished relaxation.
-                abandoned = True
+    # A free total is settled when its bound is within ``tol`` of the best: every objective is
+    # a multiple of 1 / unit (see .objective.Proof), so a bound above best − 1 / unit rounds up
+    # to the best. Settling only ends the search of a total; the bound returned is the minimum
+    # over every total, whatever was settled.
+    proof = Proof(w, problem.num_days)
+    tol = max(1e-9 * abs(best), 0.5 / proof.unit)
+    try:
+        while left():
+            candidates = [t for t in totals if t not in explored and totals[t] < best - tol]
+            if not candidates:
                 break
-            open_totals = [t for t in totals if t != total and totals[t] < best - tol]
-            for t, value in lagrange_totals(pricer, master, open_totals).items():
-                totals[t] = max(totals[t], value)
-            if master.bound > -INF:
+            total = start_total if start_total in candidates else min(
+                candidates, key=lambda t: (totals[t], abs(t - start_total)))
+            explored.append(total)
+            master = _Master(pricer, slots, total, pool)
+            lp_until = work() + (1 - INTEGER_SHARE) * (budget_s - work())
+            while work() < lp_until and time.perf_counter() < deadline - 0.01:
+                before = work()
+                # A round started before the deadline may finish a little after it (its bound
+                # is what the search is for); a longer one is cut (1000-day windows).
+                done, step = master.round(deadline + ROUND_GRACE_S)
+                solver_work += step
+                if explored == [total] and not done and master.rounds <= 3 and (
+                        work() - before) * (MIN_ROUNDS - master.rounds) > lp_until - work():
+                    # The rounds a first master needs (costlier as columns accumulate) do not fit
+                    # the budget: leave it to the caller's other searches rather than spend it on
+                    # an unfinished relaxation.
+                    abandoned = True
+                    break
+                open_totals = [t for t in totals if t != total and totals[t] < best - tol]
+                cap = int(max(0.0, min(budget_s - work(), deadline - 0.01 - time.perf_counter()))
+                          * TOTALS_OPS_PER_S)
+                for t, value in lagrange_totals(pricer, master, open_totals, cap).items():
+                    totals[t] = max(totals[t], value)
+                if master.bound > -INF:
+                    totals[total] = max(totals[total], master.bound)
+                history.append((time.perf_counter() - t0, best, min(totals.values())))
+                if done:
+                    break
+            rounds += master.rounds
+            converged = converged and master.converged
+            if abandoned:
+                break
+            if master.rounds and master.bound > -INF:
                 totals[total] = max(totals[total], master.bound)
+            if totals[total] < best - tol and left():
+                det = max(0.01, (budget_s - work()) / WALL_PER_DET
+                          * (0.5 if len(totals) > 1 else 1))
+                chosen, value, step = master.integer(
+                    best_patterns, best, det, max(0.01, deadline - time.perf_counter()),
+                    num_workers, seed)
+                solver_work += step
+                if chosen is not None and value < best - 1e-9:
+                    best, best_patterns = value, chosen
+            pool = _useful(master, best_patterns)
             history.append((time.perf_counter() - t0, best, min(totals.values())))
-            if done:
-                break
-        rounds += master.rounds
-        converged = converged and master.converged
-        if abandoned:
-            break
-        if master.rounds and master.bound > -INF:
-            totals[total] = max(totals[total], master.bound)
-        if totals[total] < best - tol and left():
-            det = max(0.01, (budget_s - work()) / WALL_PER_DET
-                      * (0.5 if len(totals) > 1 else 1))
-            chosen, value, step = master.integer(
-                best_patterns, best, det, max(0.01, deadline - time.perf_counter()), num_workers,
-                seed)
-            solver_work += step
-            if chosen is not None and value < best - 1e-9:
-                best, best_patterns = value, chosen
-        pool = _useful(master, best_patterns)
-        history.append((time.perf_counter() - t0, best, min(totals.values())))
-    bound = min(totals.values())
+    except OutOfTime:  # the wall clock cut a pricing round: what is stored stays valid
+        abandoned, converged = True, False
+    bound = proof.lower(min(totals.values()))
     placements = _to_placements(problem, best_patterns, start)
+    optimal = math.isfinite(bound) and proof.meets(evaluate(problem, placements, w), bound)
     return ColumnSearch(
-        placements=placements, objective=best, bound=bound, optimal=best <= bound + tol,
+        placements=placements, objective=best, bound=bound, optimal=optimal,
         start_objective=start_value, totals=totals, explored=explored, converged=converged,
         rounds=rounds, columns=len(pool), work_s=work(), runtime_s=time.perf_counter() - t0,
         history=history, abandoned=abandoned)
 
 
-def lagrange_totals(pricer: _Pricer, master: _Master, totals: Sequence[int]) -> dict[int, float]:
+def lagrange_totals(pricer: _Pricer, master: _Master, totals: Sequence[int],
+                    max_ops: int = 2**62) -> dict[int, float]:
     """Lagrangian bounds at every free total from the last pricing of ``master``.
+
+    ``max_ops`` caps the kernel's work: the totals with the lowest bounds so far come first,
+    the ones left out are not returned.
 
     The pricing tables hold, per day type and number of free periods ``n``, the least
     ``cost − π·a − μ·s`` of a filling. Only the load term and the free-total multiplier ``ν``
@@ -851,9 +930,21 @@ def lagrange_totals(pricer: _Pricer, master: _Master, totals: Sequence[int]) -> 
 
     t_arr = np.array(list(totals), dtype=np.int64)
     best = lagrange_kernel(table, days, rep_fixed.astype(float), float(fixed.sum()), num_days,
-                           float(w_load), base, t_arr)
+                           float(w_load), base, t_arr, max_ops)
     pricer.ops += 10 + len(t_arr) * len(reps) // 2
-    return {int(t): float(v) for t, v in zip(t_arr, best, strict=True) if math.isfinite(v)}
+    # Magnitude of the numbers summed: the base, ν·T and the day terms, with |ν| at most the
+    # span the kernel searches (its values' range + 1 around 0).
+    finite = np.abs(table[np.isfinite(table)])
+    big = float(finite.max(initial=0.0)) + w_load * (width + float(fixed.max(initial=0.0))
+                                                     + width)
+    scale = float(np.abs(pi) @ master.counts) + abs(mu) * master.slots
+    out: dict[int, float] = {}
+    for t, v in zip(t_arr.tolist(), best.tolist(), strict=True):
+        if math.isfinite(v):
+            nu_max = 2 * big + 1.0
+            magnitude = scale + nu_max * (t + num_days * width) + num_days * big
+            out[int(t)] = float(v) - float_margin(magnitude, pricer.summands)
+    return out
 
 
 def _useful(master: _Master, best: Sequence[Pattern]) -> list[Pattern]:
@@ -862,18 +953,27 @@ def _useful(master: _Master, best: Sequence[Pattern]) -> list[Pattern]:
     return list(best) + master.support
 
 
-def day_decomposition_totals(pricer: _Pricer, slots: int) -> dict[int, float]:
+def day_decomposition_totals(pricer: _Pricer, slots: int, *, max_ops: int = 2**62,
+                             deadline: float | None = None) -> dict[int, float]:
     """Per free total ``T``: the day-decomposition lower bound (group counts relaxed).
 
     Each day's least cost per number of free periods comes from the pricing programme with
     zero duals; a programme over days adds the exact load term for the mean of ``T``. Guests
     only add cost, so any ``T`` from ``slots`` minus the most periods the host blocks can take
     up to ``slots`` is possible; the bound of each is returned (``inf`` where none fits).
+
+    The programme over days costs ``D · (slots_per_day + 1) · T`` steps per total ``T``; it runs
+    for the totals nearest the middle of the range first while ``max_ops`` steps and the
+    ``deadline`` allow. Every other total gets the weaker bound ``Σ_d min_n c_d(n)`` (the load
+    term and the total relaxed), valid for every total.
     """
     p = pricer.p
     num_days = p.num_days
     width = p.slots_per_day + 1
-    minima = {rep: pricer.day_minima(rep) for rep in pricer.days_of}
+    minima = {}
+    for rep in pricer.days_of:
+        check_deadline(deadline)  # raises OutOfTime: no bound at all without every day
+        minima[rep] = pricer.day_minima(rep)
     cost = np.full((num_days, width), INF)
     for rep, days in pricer.days_of.items():
         for d in days:
@@ -883,22 +983,55 @@ def day_decomposition_totals(pricer: _Pricer, slots: int) -> dict[int, float]:
     guest_max = min(slots, sum(max((g.duration for g in p.groups if p.starts(g, b)), default=0)
                                for b in p.hosts))
     candidates = list(range(max(0, slots - guest_max), min(slots, free_cells) + 1))
-    values = _programme_all(cost, fixed, candidates, pricer.w["load_imbalance"])
+    values, pricer.relaxed_totals = _programme_all(cost, fixed, candidates,
+                                                   pricer.w["load_imbalance"], max_ops, deadline)
     pricer.ops += num_days * width * max(1, len(candidates) // 10)
-    return {t: v for t, v in zip(candidates, values, strict=True) if math.isfinite(v)}
+    finite = np.abs(cost[np.isfinite(cost)])
+    magnitude = num_days * (float(finite.max(initial=0.0)) + pricer.w["load_imbalance"] * (
+        2 * width + float(fixed.max(initial=0.0))))
+    return {t: v - float_margin(magnitude, pricer.summands)
+            for t, v in zip(candidates, values, strict=True) if math.isfinite(v)}
 
 
 def _programme_all(cost: np.ndarray, fixed: np.ndarray, totals: Sequence[int],
-                   w_load: float) -> list[float]:
+                   w_load: float, max_ops: int = 2**62,
+                   deadline: float | None = None) -> tuple[list[float], int]:
     """Per total ``T``: min Σ_d cost[d, n_d] + w_load · |fixed_d + n_d − mean_T| subject to
-    Σ_d n_d = T (compiled: :func:`._kernels.totals_kernel`)."""
+    Σ_d n_d = T (compiled: :func:`._kernels.totals_kernel`), within ``max_ops`` steps and the
+    ``deadline`` (checked between calls of at most ``TOTALS_CHUNK_S`` estimated seconds); the
+    totals left out get ``Σ_d min_n cost[d, n]``, a bound for every total. Returns the values
+    and how many totals were left out."""
     if not totals:
-        return []
+        return [], 0
     from ._kernels import totals_kernel
 
-    return [float(v) for v in totals_kernel(np.ascontiguousarray(cost, dtype=float),
-                                            fixed.astype(float),
-                                            np.array(totals, dtype=np.int64), float(w_load))]
+    cost = np.ascontiguousarray(cost, dtype=float)
+    rows = np.where(np.isfinite(cost), cost, np.inf).min(axis=1)
+    relaxed = float(rows.sum())
+    out = {t: relaxed for t in totals}
+    middle = (totals[0] + totals[-1]) / 2
+    order = sorted(totals, key=lambda t: (abs(t - middle), t))
+    per_step = cost.shape[0] * cost.shape[1]
+    chunk = int(TOTALS_CHUNK_S * TOTALS_OPS_PER_S)
+    i = 0
+    while i < len(order) and max_ops > 0:
+        need = per_step * (order[i] + 1)  # the next total alone
+        cap = max_ops
+        if deadline is not None:
+            cap = min(cap, int((deadline - time.perf_counter()) * TOTALS_OPS_PER_S))
+        if need > cap:
+            break
+        if deadline is not None:
+            cap = min(cap, max(chunk, need))
+        batch = np.array(order[i:], dtype=np.int64)
+        values, done = totals_kernel(cost, fixed.astype(float), batch, float(w_load), cap)
+        for t, v in zip(batch[:done].tolist(), values[:done].tolist(), strict=True):
+            out[t] = float(v)
+        max_ops -= sum(per_step * (t + 1) for t in batch[:done].tolist())
+        if done == 0:
+            break
+        i += done
+    return [out[t] for t in totals], len(order) - i
 
 
 def _to_placements(problem: Problem, patterns: Sequence[Pattern],

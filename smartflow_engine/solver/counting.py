@@ -21,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from ._cpsat import SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import (
+    DETERMINISTIC_SHARE,
+    MIN_TIME_LIMIT_S,
+    MIN_WORK_S,
+    SolveStatus,
+    cp_model,
+    make_solver,
+    status_of,
+)
 from .baselines import best_pack
 from .patterns import MAX_PATTERNS, KindSpec, count_patterns, run_patterns
 from .problem import Bin, Placement, Problem
@@ -316,6 +324,7 @@ def max_placeable(
     witness: bool = True,
     deterministic: bool = False,
     deterministic_time: float | None = None,
+    deadline: float | None = None,
 ) -> CountResult:
     """The exact maximum of placeable periods (``best == bound`` when proven).
 
@@ -323,22 +332,35 @@ def max_placeable(
     feasibility and CP-SAT is not called; otherwise the best is the CP-SAT model's hint.
     ``deterministic`` also bounds CP-SAT's deterministic time (half the limit), so a search cut
     short ends at the same point on a busy machine (proposals rely on it); ``deterministic_time``
-    sets that bound explicitly instead.
+    sets that bound explicitly instead. The wall clock (``time_limit_s``, or ``deadline`` when
+    it comes first) covers the greedies and the model building too: past it, the greedy's
+    placement is returned unproven.
     """
     t0 = time.perf_counter()
     counts = [g.count for g in problem.groups] if counts is None else counts
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
     if required == 0:
         return CountResult(SolveStatus.OPTIMAL, 0, 0, [], time.perf_counter() - t0)
-    greedy = best_pack(problem, counts)
+    end = t0 + max(time_limit_s, MIN_WORK_S)
+    if deadline is not None:
+        end = min(end, deadline)
+    greedy = best_pack(problem, counts, deadline=end)
     greedy_slots = sum(p.length for p in greedy)
     if greedy_slots == required:
         return CountResult(SolveStatus.OPTIMAL, required, required, greedy,
                            time.perf_counter() - t0)
+    if time.perf_counter() > end:
+        return CountResult(SolveStatus.UNKNOWN, greedy_slots, required, greedy,
+                           time.perf_counter() - t0)
     cm = build(problem, counts)
     add_hint(problem, cm, greedy)
-    solver = make_solver(time_limit_s, num_workers, deterministic=deterministic,
-                         deterministic_time=deterministic_time)
+    # The limit covers the greedy and the model building too (issue 12); the deterministic
+    # bound stays a share of the whole limit (or the caller's own), so it does not depend on
+    # the machine's load.
+    if deterministic_time is None and deterministic:
+        deterministic_time = DETERMINISTIC_SHARE * time_limit_s
+    solver = make_solver(max(end - time.perf_counter(), MIN_TIME_LIMIT_S),
+                         num_workers, deterministic_time=deterministic_time)
     status = status_of(solver.solve(cm.model))
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         best = round(solver.objective_value)
@@ -359,8 +381,10 @@ def all_fit(
     """Whether all ``counts`` tasks fit at once: True / False (proven) / None (time limit)."""
     if not any(counts):
         return True
+    t0 = time.perf_counter()
     cm = build(problem, counts, place_all=True)
-    solver = make_solver(time_limit_s, num_workers)
+    solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),
+                         num_workers)
     status = status_of(solver.solve(cm.model))
     if status == SolveStatus.INFEASIBLE:
         return False
@@ -380,8 +404,10 @@ def min_extra_days(
     upper = problem.task_count  # one task per extra day always suffices, if anything does
     if upper == 0:
         return 0, True
+    t0 = time.perf_counter()
     cm = build(problem, place_all=True, extra_days_max=upper)
-    solver = make_solver(time_limit_s, num_workers)
+    solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),
+                         num_workers)
     status = status_of(solver.solve(cm.model))
     if status == SolveStatus.INFEASIBLE:
         return None, True

@@ -12,7 +12,10 @@ Contract (the analyzers call these; keep it stable):
 include_suggested=False)`` -> :class:`NegotiationFigures`: the numbers behind the four options of
 P1-F (extra days needed, whether lifting banned periods suffices, slots to cut).
 
-Both only read the state.
+Both only read the state. The time limit covers everything, model building included (issue
+12): past it, the optional solves (the bottleneck explanation, the negotiation figures) are
+skipped (a cut explanation is not called minimal, a skipped figure is ``None``); only the
+reason code of a proven infeasibility still gets one short solve (``MIN_SOLVE_S``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..state import ScheduleState
+from ._cpsat import MIN_WORK_S
 from .counting import all_fit, max_placeable, min_extra_days
 from .problem import Placement, Problem, build_problem
 
@@ -146,11 +150,11 @@ def check_feasibility(
         windows and banned periods; ``capacity_gap = required_task_slots - feasible_slots``.
     """
     t0 = time.perf_counter()
-    deadline = t0 + time_limit_s
+    deadline = t0 + max(time_limit_s, MIN_WORK_S)
     problem = build_problem(state, include_suggested=include_suggested)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
-    res = max_placeable(problem, time_limit_s=time_limit_s, num_workers=num_workers)
+    res = max_placeable(problem, time_limit_s=_left(deadline), num_workers=num_workers)
 
     if res.best == required:
         feasible: bool | None = True
@@ -183,7 +187,16 @@ def check_feasibility(
 
 
 def _left(deadline: float) -> float:
-    return max(deadline - time.perf_counter(), 0.05)
+    return max(deadline - time.perf_counter(), MIN_SOLVE_S)
+
+
+def _past(deadline: float) -> bool:
+    return time.perf_counter() > deadline
+
+
+# A solve the answer needs (the reason code of a proven infeasibility) gets at least this long
+# even past the deadline; optional ones (the bottleneck, the negotiation figures) are skipped.
+MIN_SOLVE_S = 0.02
 
 
 def _reason(
@@ -225,7 +238,11 @@ def explain_bottleneck(
     candidates: list[list[int]] = []
 
     durations: list[DurationShortfall] = []
+    cut = False  # the deadline stopped the explanation: the conflict set is not minimal
     for d in sorted({g.duration for g in groups}, reverse=True):
+        if _past(deadline):
+            cut = True
+            break
         counts = [g.count if g.duration >= d else 0 for g in groups]
         res = max_placeable(problem, counts=counts, time_limit_s=_left(deadline),
                             num_workers=num_workers, witness=False)
@@ -242,6 +259,9 @@ def explain_bottleneck(
         counts = [g.count if g.rule.class_id == tc.id else 0 for g in groups]
         if not any(counts):
             continue
+        if _past(deadline):
+            cut = True
+            break
         res = max_placeable(problem, counts=counts, time_limit_s=_left(deadline),
                             num_workers=num_workers, witness=False)
         req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
@@ -255,6 +275,7 @@ def explain_bottleneck(
     candidates.append(full)
     core = min(candidates, key=sum)
     core, minimal = _shrink(problem, core, deadline, num_workers)
+    minimal = minimal and not cut
     ids: list[int] = []
     for g, c in zip(groups, core, strict=True):
         ids.extend(g.task_ids[:c])
@@ -320,11 +341,17 @@ def negotiation_figures(
         return NegotiationFigures(None, None, None, None, None, None, False,
                                   time.perf_counter() - t0)
     problem = build_problem(state, include_suggested=include_suggested)
-    days, days_proven = min_extra_days(problem, time_limit_s=_left(deadline),
-                                       num_workers=num_workers)
+    days: int | None = None
+    days_proven = False
+    if not _past(deadline):
+        days, days_proven = min_extra_days(problem, time_limit_s=_left(deadline),
+                                           num_workers=num_workers)
     possible: bool | None = (days is not None) if days_proven else None
     lifts: list[bool | None] = []
     for lift_windows in (False, True):
+        if _past(deadline):
+            lifts.append(None)
+            continue
         relaxed = build_problem(state, include_suggested=include_suggested, lift_banned=True,
                                 lift_windows=lift_windows)
         res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,

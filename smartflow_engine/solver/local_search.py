@@ -386,6 +386,8 @@ def improve(
     stall_s
         Stop early after this much work without a new best (a local optimum).
     """
+    if budget_s <= 0 or (deadline is not None and time.perf_counter() > deadline):
+        return LocalSearchResult(list(placements), 0.0, 0, 0)
     days = _Days(problem, weights, placements)
     movable = sorted(days.where)
     if not movable or budget_s <= 0:

@@ -3,12 +3,35 @@
 One table (:data:`TERMS`) names each term, its unit and its default weight. :func:`evaluate`
 measures a placement on the grid with array expressions; the CP-SAT placement model encodes the
 same terms, and the tests check that both agree on the solver's own answers.
+
+Exact proofs for every weight
+-----------------------------
+A weight is any finite float >= 0; its *real* value is the decimal the caller wrote (the shortest
+decimal that reads back as the float, ``Fraction(repr(w))``). Every term counts whole units
+except the load term, which is a multiple of ``1 / D`` (``D`` days), so every objective value is a
+multiple of ``1 / unit`` with ``unit = D · lcm(denominators of the weights)`` (:class:`Proof`).
+
+- CP-SAT models need integer weights. :func:`integer_weights` scales by ``S`` (the weights'
+  common denominator when it is small enough for the model's magnitude, else a cap) and rounds
+  *down*: ``W_k = floor(S · w_k) <= S · w_k``. Every term is >= 0, so a model's bound ``b`` (on
+  ``S · D ·`` objective with the weights ``W / S``) is a valid bound of the real objective:
+  ``b / (S · D) <= optimum(W / S) <= optimum(w)``. With exact weights (``W = S · w``) it is
+  the real bound itself. Weights like 0.015 are exact (``S = 200``); the old fixed scale of 100
+  rounded them and claimed a bound above the optimum (issue 16).
+- The column generation works in floats; its Lagrangian bounds are lowered by a margin of
+  ``FLOAT_MARGIN`` times the number of summands times the magnitude of the numbers summed (a
+  bound of the rounding error of a sum, four times over) before use.
+- :meth:`Proof.lower` rounds a valid bound up to the next multiple of ``1 / unit`` (still valid:
+  the optimum is such a multiple) and returns a float that does not exceed it;
+  :meth:`Proof.meets` decides "optimal" in exact rational arithmetic on the real weights.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -37,7 +60,12 @@ TERMS: tuple[Term, ...] = (
     Term("late", 4.0, "days", "days past a class's end day (only when late placement is allowed)"),
     Term("time_of_day", 0.5, "periods", "periods outside a class's preferred part of the day"),
 )
-SCALE = 100  # CP-SAT models scale the weights to integers with this factor
+MAX_SCALE = 10**6  # largest integer scale of the weights a CP-SAT model uses
+MODEL_MAGNITUDE = 2**50  # largest objective a CP-SAT model may reach (its bound is a double)
+# Float bounds are lowered by this, per summand, times the magnitude of their terms: four times
+# the unit roundoff (a sum of n floats is off by at most (n - 1)·u·Σ|x|; see Higham, "Accuracy
+# and Stability of Numerical Algorithms", §4.2), with magnitudes estimated from above.
+FLOAT_MARGIN = 4 * 2.0**-53
 TERM_NAMES: tuple[str, ...] = tuple(t.name for t in TERMS)
 DEFAULT_WEIGHTS: dict[str, float] = {t.name: t.weight for t in TERMS}
 
@@ -61,8 +89,118 @@ def resolve_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
             raise ValueError(f"unknown weight {name!r}; known: {', '.join(TERM_NAMES)}")
         if not value >= 0:  # also refuses NaN
             raise ValueError(f"weight {name!r} must be >= 0, got {value}")
+        if not math.isfinite(value):
+            raise ValueError(f"weight {name!r} must be finite, got {value}")
         out[name] = float(value)
     return out
+
+
+def real_weight(value: float) -> Fraction:
+    """The decimal a weight stands for (the shortest one that reads back as the float)."""
+    return Fraction(repr(float(value)))
+
+
+@dataclass(frozen=True)
+class IntWeights:
+    """Integer weights of a CP-SAT model: ``ints[k] = floor(scale · w_k)``.
+
+    ``exact``: ``ints[k] == scale · w_k`` for every weight, so the model's objective is the real
+    one times ``scale · D``; otherwise the model's weights are below the real ones and its
+    bound is still a valid (slightly weaker) bound.
+    """
+
+    scale: int
+    ints: dict[str, int]
+    exact: bool
+
+
+def integer_weights(weights: Mapping[str, float], magnitude: float = 1.0,
+                    extra: Iterable[float] = ()) -> IntWeights:
+    """Scale ``weights`` to integers exactly when the scale fits, else round them down.
+
+    ``magnitude`` is the most the model's objective can reach per unit of scaled weight (a
+    generous estimate); the scale is capped so that the objective stays below
+    :data:`MODEL_MAGNITUDE`, where CP-SAT's integer objective and its double bound are exact.
+    ``extra``: other coefficients of the model (a re-optimisation's own terms) that the scale
+    should make integers too.
+    """
+    real = {k: real_weight(v) for k, v in weights.items()}
+    others = [real_weight(v) for v in extra]
+    total = float(sum(real.values()) + sum(others)) or 1.0
+    cap = int(max(1, min(MAX_SCALE, MODEL_MAGNITUDE // max(1.0, total * magnitude))))
+    scale = 1
+    for f in (*real.values(), *others):
+        scale = math.lcm(scale, f.denominator)
+    exact = scale <= cap
+    if not exact:
+        scale = cap
+    ints = {k: math.floor(f * scale) for k, f in real.items()}
+    exact = exact or all(f * scale == ints[k] for k, f in real.items())
+    return IntWeights(scale, ints, exact)
+
+
+def model_magnitude(num_days: int, slots_per_day: int) -> float:
+    """A generous bound on a model's objective per unit of scaled weight (the terms, times
+    ``D`` for the load term's scaling, summed over a window of ``num_days``)."""
+    cells = num_days * slots_per_day
+    return float(num_days * (num_days * cells + cells * (num_days + slots_per_day) + cells))
+
+
+def float_down(value: Fraction) -> float:
+    """The largest float not above ``value``."""
+    out = float(value)
+    if Fraction(out) > value:
+        out = math.nextafter(out, -math.inf)
+    return out
+
+
+class Proof:
+    """Exact bookkeeping of bounds and optimality for one window and one set of weights.
+
+    Every objective value is a multiple of ``1 / unit`` (see the module docstring).
+    """
+
+    def __init__(self, weights: Mapping[str, float], num_days: int) -> None:
+        self.real = {k: real_weight(v) for k, v in resolve_weights(weights).items()}
+        self.num_days = max(1, int(num_days))
+        denominator = 1
+        for f in self.real.values():
+            denominator = math.lcm(denominator, f.denominator)
+        self.unit = denominator * self.num_days
+
+    def total(self, terms: Mapping[str, float]) -> Fraction:
+        """The exact real objective of :func:`evaluate`'s ``terms``."""
+        out = Fraction(0)
+        for name in TERM_NAMES:
+            if name == "load_imbalance":  # a multiple of 1 / D, up to float rounding
+                value = Fraction(round(terms[name] * self.num_days), self.num_days)
+            else:
+                value = Fraction(round(terms[name]))
+            out += self.real[name] * value
+        return out
+
+    def ceil(self, bound: Fraction | float) -> Fraction:
+        """The least achievable objective value not below ``bound``."""
+        return Fraction(math.ceil(Fraction(bound) * self.unit), self.unit)
+
+    def lower(self, bound: Fraction | float) -> float:
+        """A valid bound (exact, or a float already lowered by its margin) as a float: rounded
+        up to the next achievable value, then down to a float."""
+        if isinstance(bound, float) and not math.isfinite(bound):
+            return bound
+        return float_down(self.ceil(bound))
+
+    def meets(self, terms: Mapping[str, float], bound: float | None) -> bool:
+        """Whether the objective of ``terms`` is proven optimal by the valid bound ``bound``."""
+        if bound is None or not math.isfinite(bound):
+            return False
+        return self.total(terms) <= self.ceil(bound)
+
+
+def float_margin(magnitude: float, summands: int) -> float:
+    """How much to lower a float bound: ``summands`` additions in a row (the longest chain of
+    the computation) of numbers whose absolute values sum to at most ``magnitude``."""
+    return FLOAT_MARGIN * (summands + 8) * abs(magnitude)
 
 
 def clustered_subjects(problem: Problem) -> frozenset[str]:

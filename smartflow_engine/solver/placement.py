@@ -13,6 +13,18 @@ the level-1 total, else the counting model's witness, then polished by fast loca
 seed and worker count: every stage is bounded by a deterministic work measure (local-move
 attempts and row scans, CP-SAT deterministic time, variables built), converted to estimated
 seconds and capped at WORK_SHARE of the limit; the wall-clock limit is only a safety net.
+
+The wall clock holds the whole call, model building included (issue 12): the greedies, the
+pricing set-up, the decomposition programme and every model build check the deadline
+(:class:`._cpsat.OutOfTime`) and the call answers with the best complete placement it has, its
+status saying what is proven (``unknown`` when even the maximum is not). Stages get at least
+:data:`._cpsat.MIN_WORK_S`, and the first packing order and a started pricing round may end
+shortly after the deadline; the call stays within its limit + 0.5 s on windows up to 1000 days
+of 24 periods (``benchmarks/results_solver.md``). One-time costs (importing OR-Tools, loading
+the compiled kernels) are paid before the clock starts.
+
+Bounds and ``optimal`` are exact for any weight (see :mod:`.objective`): the CP-SAT models use
+integer weights scaled exactly or rounded down, and optimality is decided in exact arithmetic.
 """
 
 from __future__ import annotations
@@ -22,23 +34,35 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ..state import ScheduleState, runs
-from ._cpsat import DETERMINISTIC_SHARE, SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import (
+    DETERMINISTIC_SHARE,
+    MIN_WORK_S,
+    OutOfTime,
+    SolveStatus,
+    check_deadline,
+    cp_model,
+    make_solver,
+    status_of,
+)
 from .baselines import balanced_greedy
 from .columns import ColumnSearch, search
 from .counting import max_placeable
 from .local_search import improve
 from .objective import (
-    SCALE,
     TERM_NAMES,
+    Proof,
     clustered_subjects,
     evaluate,
     guest_start,
+    integer_weights,
     lateness,
+    model_magnitude,
     off_preference,
     preferred_slots,
     resolve_weights,
@@ -134,7 +158,9 @@ class _Window:
     """What every sub-model of one proposal shares (precomputed once)."""
 
     problem: Problem
-    weights: dict[str, int]  # scaled integer weights
+    weights: dict[str, int]  # integer weights: floor(scale · w) (see .objective)
+    scale: int
+    exact: bool  # weights == scale · w: the model's objective is the real one, scaled
     total_load: int  # Σ day loads of the start solution (kept by every neighbourhood)
     fixed_load: np.ndarray
     runs_by_day: dict[int, list[int]]
@@ -143,22 +169,32 @@ class _Window:
     scope_subjects: frozenset[str]
     prefs: dict[int, frozenset[int] | None]  # group -> preferred periods
     host_start: dict[tuple[int, int], int]  # (host idx, group) -> start a guest takes
+    deadline: float | None = None  # building a model past it raises OutOfTime
 
     @classmethod
-    def build(cls, problem: Problem, weights: dict[str, float], free_slots: int) -> _Window:
-        """``free_slots``: periods the start solution places outside host blocks."""
+    def build(cls, problem: Problem, weights: dict[str, float], free_slots: int,
+              extra: Sequence[float] = (), deadline: float | None = None) -> _Window:
+        """``free_slots``: periods the start solution places outside host blocks; ``extra``:
+        other coefficients the integer scale should cover (see .objective.integer_weights).
+        Building this and every model of it raises :class:`._cpsat.OutOfTime` past
+        ``deadline``."""
         runs_by_day, hosts_by_day = problem.bins_by_day()
         prefs = {gi: preferred_slots(problem, g.rule) for gi, g in enumerate(problem.groups)}
         host_start: dict[tuple[int, int], int] = {}
         for hi, b in enumerate(problem.hosts):
+            check_deadline(deadline)
             for gi, g in enumerate(problem.groups):
                 starts = problem.starts(g, b)
                 if starts:
                     host_start[(hi, gi)] = guest_start(prefs[gi], starts, g.duration)
         fixed_load = np.count_nonzero(problem.owner, axis=1)
+        iw = integer_weights(weights, model_magnitude(problem.num_days, problem.slots_per_day),
+                             extra)
         return cls(
             problem=problem,
-            weights={k: round(SCALE * v) for k, v in weights.items()},
+            weights=iw.ints,
+            scale=iw.scale,
+            exact=iw.exact,
             total_load=int(fixed_load.sum()) + free_slots,
             fixed_load=fixed_load,
             runs_by_day=runs_by_day,
@@ -167,6 +203,7 @@ class _Window:
             scope_subjects=frozenset(g.subject for g in problem.groups),
             prefs=prefs,
             host_start=host_start,
+            deadline=deadline,
         )
 
 
@@ -199,18 +236,18 @@ class _SubModel:
         self.const = 0
         # Per cell: the placement variables covering it, with their subject.
         self.cover: dict[tuple[int, int], list[tuple[Any, str]]] = defaultdict(list)
-        self._add_variables()
-        self._add_no_overlap()
-        self._add_one_guest_per_host()
-        self._add_group_counts()
-        self._add_level_one_total()
-        self._add_load_imbalance()
-        self._add_same_category()
-        self._add_isolated_free()
-        self._add_context_switch()
-        self._add_late_and_time_of_day()
+        self._day_vars_cache: dict[int, list[tuple[Any, int, str]]] | None = None
+        for family in (self._add_variables, self._add_no_overlap, self._add_one_guest_per_host,
+                       self._add_group_counts, self._add_level_one_total,
+                       self._add_load_imbalance, self._add_same_category,
+                       self._add_isolated_free, self._add_context_switch,
+                       self._add_late_and_time_of_day):
+            check_deadline(win.deadline)
+            family()
         if extra is not None:
+            check_deadline(win.deadline)
             extra(self)
+        check_deadline(win.deadline)
         lin = cp_model().LinearExpr
         self.model.minimize(lin.weighted_sum([v for v, _ in self.cost],
                                              [c for _, c in self.cost]) + self.const)
@@ -219,6 +256,7 @@ class _SubModel:
     def _add_variables(self) -> None:
         p, m = self.p, self.model
         for day in self.days:
+            check_deadline(self.win.deadline)
             for ri in self.win.runs_by_day.get(day, []):
                 b = p.runs[ri]
                 for gi, g in enumerate(p.groups):
@@ -235,6 +273,8 @@ class _SubModel:
                         self.y[(hi, gi)] = m.new_bool_var("")
 
     def _ge(self, aux: Any, exprs: list[_Lin], weight: int) -> None:
+        if len(self.aux) % 64 == 0:
+            check_deadline(self.win.deadline)
         for e in exprs:
             self.model.add(aux >= e.expr())
         self.aux.append((aux, exprs))
@@ -266,25 +306,31 @@ class _SubModel:
     def _add_group_counts(self) -> None:
         for gi, vars_ in self._group_vars().items():
             if len(vars_) > self.counts[gi]:
-                self.model.add(sum(vars_) <= self.counts[gi])
+                self.model.add(cp_model().LinearExpr.sum(vars_) <= self.counts[gi])
 
     def _add_level_one_total(self) -> None:
         groups = self.p.groups
         total = [(v, groups[gi].duration) for gi, vs in self._group_vars().items() for v in vs]
-        self.model.add(sum(c * v for v, c in total) == self.slots)
+        lin = cp_model().LinearExpr
+        self.model.add(lin.weighted_sum([v for v, _ in total], [c for _, c in total])
+                       == self.slots)
         if self.free_slots is not None:
             free = [(var, groups[gi].duration) for (_, gi, _), var in self.x.items()]
-            self.model.add(sum(c * v for v, c in free) == self.free_slots)
+            self.model.add(lin.weighted_sum([v for v, _ in free], [c for _, c in free])
+                           == self.free_slots)
 
     # -------------------------------------------------------------- soft terms
     def _day_vars(self) -> dict[int, list[tuple[Any, int, str]]]:
         """Per day: (var, periods it occupies (0 for a guest), subject)."""
+        if self._day_vars_cache is not None:
+            return self._day_vars_cache
         out: dict[int, list[tuple[Any, int, str]]] = defaultdict(list)
         for (ri, gi, _), var in self.x.items():
             g = self.p.groups[gi]
             out[self.p.runs[ri].day].append((var, g.duration, g.subject))
         for (hi, gi), var in self.y.items():
             out[self.p.hosts[hi].day].append((var, 0, self.p.groups[gi].subject))
+        self._day_vars_cache = out
         return out
 
     def _add_load_imbalance(self) -> None:
@@ -299,6 +345,7 @@ class _SubModel:
             total_terms = [(v, n) for d in self.days for v, n, _ in day_vars.get(d, []) if n]
             total = int(self.win.fixed_load.sum())
         for day in self.days:
+            check_deadline(self.win.deadline)
             base = int(self.win.fixed_load[day - 1])
             coef: dict[int, int] = defaultdict(int)
             var_of: dict[int, Any] = {}
@@ -320,6 +367,7 @@ class _SubModel:
         w = self.win.weights["same_category"] * self.p.num_days
         day_vars = self._day_vars()
         for day in self.days:
+            check_deadline(self.win.deadline)
             by_subject: dict[str, list[Any]] = defaultdict(list)
             for v, _, k in day_vars.get(day, []):
                 by_subject[k].append(v)
@@ -345,6 +393,7 @@ class _SubModel:
     def _add_isolated_free(self) -> None:
         w = self.win.weights["isolated_free"] * self.p.num_days
         for day in self.days:
+            check_deadline(self.win.deadline)
             for ri in self.win.runs_by_day.get(day, []):
                 b = self.p.runs[ri]
                 for q in range(b.slot_start, b.slot_end + 1):
@@ -365,6 +414,7 @@ class _SubModel:
         subj = self.p.subjects
         free = self.p.owner == 0
         for day in self.days:
+            check_deadline(self.win.deadline)
             row_free, row_subj = free[day - 1], subj[day - 1]
             for q in range(1, self.p.slots_per_day):  # pair (q, q + 1), 1-based
                 a_free, b_free = bool(row_free[q - 1]), bool(row_free[q])
@@ -419,6 +469,7 @@ class _SubModel:
             run_starts[d].append(s)
         host_at = {(p.hosts[hi].day, p.hosts[hi].host, p.hosts[hi].slot_start): hi
                    for d in self.days for hi in self.win.hosts_by_day.get(d, [])}
+        check_deadline(self.win.deadline)
         values: dict[int, int] = {}
         for var in (*self.x.values(), *self.y.values()):
             values[var.index] = 0
@@ -442,6 +493,7 @@ class _SubModel:
             return None
         for aux, exprs in self.aux:
             values[aux.index] = max(0, *(e.value(values) for e in exprs))
+        check_deadline(self.win.deadline)
         m = self.model
         m.clear_hints()
         for var in (*self.x.values(), *self.y.values()):
@@ -531,30 +583,38 @@ def propose_placement(
     w = resolve_weights(weights)
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
                             allow_late=allow_late)
+    proof = Proof(w, problem.num_days)
     # ``effort``: the limit the deterministic budgets are computed from (the wall clock's own
     # limit unless the caller fixes the work separately).
     effort = time_limit_s if work_limit_s is None else work_limit_s / WORK_SHARE
+    # The wall clock holds the whole call, model building included (issue 12): every stage
+    # below stops at the deadline and the answer says what was proven.
+    deadline = t0 + max(time_limit_s, MIN_WORK_S)
     level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers,
-                           deterministic_time=effort * 0.3 * DETERMINISTIC_SHARE)
+                           deterministic_time=effort * 0.3 * DETERMINISTIC_SHARE,
+                           deadline=deadline - 0.02)
     level1_cut = level1.runtime_s >= time_limit_s * 0.3 - 0.01
     target = level1.best
-    greedy = balanced_greedy(problem, w)
     candidates = [("witness", level1.witness)]
+    try:
+        greedy = balanced_greedy(problem, w, deadline=deadline - 0.02)
+    except OutOfTime:
+        greedy = []
     greedy_slots = sum(pl.length for pl in greedy)
-    if greedy_slots == target:
+    if greedy_slots == target and greedy:
         candidates.insert(0, ("greedy", greedy))
-    elif greedy_slots < target:
+    elif greedy and greedy_slots < target and time.perf_counter() < deadline - 0.02:
         # Repair: place the greedy's leftovers exactly in the space it left.
         rest = max_placeable(_residual(problem, greedy), time_limit_s=time_limit_s * 0.1,
                              num_workers=num_workers,
-                             deterministic_time=effort * 0.1 * DETERMINISTIC_SHARE)
+                             deterministic_time=effort * 0.1 * DETERMINISTIC_SHARE,
+                             deadline=deadline - 0.02)
         level1_cut = level1_cut or rest.runtime_s >= time_limit_s * 0.1 - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
-    start_name, start = min(candidates, key=lambda c: evaluate(problem, c[1], w)["weighted_total"])
-    start_obj = evaluate(problem, start, w)
+    scored = [(evaluate(problem, c[1], w), c) for c in candidates]
+    start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
 
-    deadline = t0 + time_limit_s
     total_budget = WORK_SHARE * effort  # estimated seconds of deterministic work
     # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
     #    better first master for the column generation.
@@ -570,7 +630,8 @@ def propose_placement(
            start_obj["weighted_total"] + pre.delta)
     if compiled:
         columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * effort,
-                         deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
+                         deadline=deadline - 0.02, num_workers=num_workers, seed=seed,
+                         start_value=start_obj["weighted_total"] + pre.delta)
     else:
         obj = evaluate(problem, best, w)["weighted_total"]
         columns = ColumnSearch(placements=list(best), objective=obj, bound=math.inf,
@@ -583,48 +644,60 @@ def propose_placement(
     current = {pl.task_id: pl for pl in best}
     status = SolveStatus.FEASIBLE
     iterations = 0
-    if not columns.optimal:
-        # 3. What the budget leaves: local moves again, then the full model (short windows)
-        #    or the day-pair neighbourhood search.
-        local_budget = min(LOCAL_SHARE * effort, max(0.0, total_budget - work))
-        so_far = min(columns.objective, columns.start_objective)
-        report("local moves", t0, so_far, bound)
-        local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
-                        budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
-        local_moves += local.moves
-        work += local.work_s
-        win = _Window.build(problem, w, sum(pl.length for pl in best if pl.embed_host is None))
-        current = {pl.task_id: pl for pl in local.placements}
-        report("full model" if problem.num_days <= FULL_MODEL_MAX_DAYS else "neighbourhoods",
-               t0, so_far + local.delta, bound)
-        if problem.num_days <= FULL_MODEL_MAX_DAYS:
-            sub = _SubModel(win, range(1, problem.num_days + 1),
-                            [g.count for g in problem.groups], target)
-            hinted = sub.hint(local.placements)
-            solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
-                                 seed=seed, exact=False,
-                                 deterministic_time=FULL_MODEL_DET_SHARE * effort)
-            # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1
-            # limit, measured); the hinted search without it keeps to the limit.
-            solver.parameters.cp_model_presolve = False
-            status = status_of(solver.solve(sub.model))
-            iterations = 1
-            if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-                model_bound = solver.best_objective_bound / (SCALE * problem.num_days)
-                bound = model_bound if bound is None else max(bound, model_bound)
-                if hinted is None or solver.objective_value <= hinted:
-                    pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
-                    current = {pl.task_id: pl for pl in sub.placements(solver, pool, current)}
-        else:
-            budget = max(0.0, total_budget - work)
-            current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
-                                                        num_workers)
+    try:
+        if not columns.optimal:
+            # 3. What the budget leaves: local moves again, then the full model (short windows)
+            #    or the day-pair neighbourhood search.
+            local_budget = min(LOCAL_SHARE * effort, max(0.0, total_budget - work))
+            so_far = min(columns.objective, columns.start_objective)
+            report("local moves", t0, so_far, bound)
+            local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
+                            budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
+            local_moves += local.moves
+            work += local.work_s
+            current = {pl.task_id: pl for pl in local.placements}
+            win = _Window.build(problem, w, sum(pl.length for pl in best if pl.embed_host is None),
+                                deadline=deadline - 0.02)
+            report("full model" if problem.num_days <= FULL_MODEL_MAX_DAYS else "neighbourhoods",
+                   t0, so_far + local.delta, bound)
+            if problem.num_days <= FULL_MODEL_MAX_DAYS:
+                sub = _SubModel(win, range(1, problem.num_days + 1),
+                                [g.count for g in problem.groups], target)
+                hinted = sub.hint(local.placements)
+                solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
+                                     seed=seed, exact=False,
+                                     deterministic_time=FULL_MODEL_DET_SHARE * effort)
+                # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1
+                # limit, measured); the hinted search without it keeps to the limit.
+                solver.parameters.cp_model_presolve = False
+                status = status_of(solver.solve(sub.model))
+                iterations = 1
+                if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+                    # The model's weights are floor(scale · w) <= scale · w (see .objective), so
+                    # its integer bound over scale · D is a valid bound of the real objective.
+                    scaled = math.ceil(solver.best_objective_bound - 1e-6)
+                    model_bound = proof.lower(Fraction(scaled, win.scale * problem.num_days))
+                    bound = model_bound if bound is None else max(bound, model_bound)
+                    if hinted is None or solver.objective_value <= hinted:
+                        pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
+                        found = sub.placements(solver, pool, current)
+                        # With rounded-down weights the model's best may be worse in real terms.
+                        if win.exact or evaluate(problem, found, w)["weighted_total"] <= evaluate(
+                                problem, list(current.values()), w)["weighted_total"]:
+                            current = {pl.task_id: pl for pl in found}
+            else:
+                budget = max(0.0, total_budget - work)
+                current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
+                                                            num_workers)
+    except OutOfTime:
+        pass  # ``current`` holds the last complete placement found before the deadline
 
     # Every stage stops by ``deadline - 0.02`` at the latest; one that got that close may
     # have been cut by the wall clock rather than by its deterministic budget.
     wall_limited = level1_cut or time.perf_counter() >= deadline - 0.03
     placements = sorted(current.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
-    objective = evaluate(problem, placements, w)
+    unchanged = {pl.task_id: pl for pl in start} == current
+    objective = start_obj if unchanged else evaluate(problem, placements, w)
     if objective["weighted_total"] > start_obj["weighted_total"] + 1e-9:  # guard, never expected
         placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
     placed = {pl.task_id for pl in placements}
@@ -632,7 +705,7 @@ def propose_placement(
     report("done", t0, objective["weighted_total"], bound)
     if not level1.proven:
         name = "unknown"
-    elif bound is not None and objective["weighted_total"] <= bound + 1e-6:
+    elif proof.meets(objective, bound):  # exact arithmetic on the real weights
         name = "optimal"
     else:
         name = "feasible"

@@ -3,6 +3,10 @@
 Each re-places a subset of placed tasks with the placement model of :mod:`.placement` (all of
 them stay placed, everything else stays put) under an extra primary objective, warm-started from
 the current places, and returns the moves as data. The adapter applies them atomically.
+
+The time limit covers model building (issue 12): a model not built in time answers ``unknown``
+with no move. ``min_context_switch`` counts switches as ``analyze_context`` does
+(:mod:`.switches`) and keeps its moves only when that count drops.
 """
 
 from __future__ import annotations
@@ -15,11 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from ..state import ScheduleState
-from ._cpsat import SolveStatus, make_solver, status_of
+from ..state import Request, ScheduleState, relocate
+from ._cpsat import (
+    DETERMINISTIC_SHARE,
+    MIN_WORK_S,
+    OutOfTime,
+    SolveStatus,
+    make_solver,
+    status_of,
+    time_left,
+)
 from .objective import evaluate, resolve_weights
-from .placement import SCALE, _Lin, _SubModel, _Window
+from .placement import _Lin, _SubModel, _Window
 from .problem import Placement, Problem, build_problem, movable
+from .switches import switches
 
 SPREAD_WEIGHT = 20.0  # per task of deviation from an even spread (primary for spread_even)
 SWITCH_WEIGHT = 10.0  # per switch (primary for min_context_switch)
@@ -31,8 +44,10 @@ class Reoptimization:
     """The outcome of a re-optimisation: ``moves`` as ``(before, after)`` pairs.
 
     ``status``: ``improved`` (moves make the primary measure or the soft terms better),
-    ``unchanged`` (the current places are already the best found) or ``empty`` (nothing in
-    scope). ``before`` / ``after`` hold the primary measure and the soft terms.
+    ``unchanged`` (the current places are already the best found), ``unknown`` (the time limit
+    ran out while the model was built: nothing moves, nothing is proven) or ``empty`` (nothing
+    in scope). ``before`` / ``after`` hold the primary measure and the soft terms; ``proven``
+    says the model was solved to optimality with the real weights.
     """
 
     status: str
@@ -55,9 +70,9 @@ def _buckets(first: int, last: int, n: int) -> list[tuple[int, int]]:
 def spread_measure(days: list[int], first: int, last: int) -> float:
     """Σ over buckets of |tasks in bucket − its even share| (0 = perfectly even)."""
     n = len(days)
-    if n == 0:
-        return 0.0
     width = last - first + 1
+    if n == 0 or width <= 0:
+        return 0.0
     total = 0.0
     for a, b in _buckets(first, last, n):
         count = sum(1 for d in days if a <= d <= b)
@@ -131,8 +146,12 @@ def _reoptimize(
         last = max(g.rule.end_day for g in problem.groups)
     else:
         first, last = days
+    if last < first:  # no day to re-place on (loading refuses such a class; kept as a guard)
+        return Reoptimization("empty", [], {}, {}, [], True, time.perf_counter() - t0)
     day_range = list(range(first, last + 1))
-    before = _measures(problem, current, w, mode, first, last)
+    if mode == "switch":  # tasks keep their days: the other days only add constants
+        day_range = sorted({pl.day for pl in problem.current.values()})
+    before = _measures(problem, current, w, mode, first, last, state)
 
     group_of = problem.group_of()
     origin: dict[tuple[int, int], int] = defaultdict(int)  # (group, day) -> tasks there now
@@ -146,7 +165,7 @@ def _reoptimize(
                 if pl.embed_host is None}
         for (ri, gi, s), var in sub.x.items():
             if (problem.runs[ri].day, s, gi) in here:
-                sub.cost.append((var, -round(SCALE * MOVE_WEIGHT * d_scale)))
+                sub.cost.append((var, -round(sub.win.scale * MOVE_WEIGHT * d_scale)))
         if mode == "spread":
             _add_spread(sub, first, last, len(ids))
         elif mode == "switch":
@@ -156,11 +175,19 @@ def _reoptimize(
     if mode != "spread":
         model_w["context_switch"] = SWITCH_WEIGHT
     free_now = sum(pl.length for pl in current if pl.embed_host is None)
-    win = _Window.build(problem, model_w, free_now)
-    sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
-                    free_slots=free_now)
-    hinted = sub.hint(current)
-    solver = make_solver(time_limit_s, num_workers, seed=seed, exact=False, deterministic=True)
+    # The wall clock holds the whole call, model building included (issue 12).
+    deadline = t0 + max(time_limit_s, MIN_WORK_S)
+    try:
+        win = _Window.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT),
+                            deadline=deadline - 0.02)
+        sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
+                        free_slots=free_now)
+        hinted = sub.hint(current)
+    except OutOfTime:
+        return Reoptimization("unknown", [], before, dict(before), sorted(ids), False,
+                              time.perf_counter() - t0)
+    solver = make_solver(time_left(deadline), num_workers, seed=seed, exact=False,
+                         deterministic_time=DETERMINISTIC_SHARE * time_limit_s)
     status = status_of(solver.solve(sub.model))
     after_places = current
     if (status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) and hinted is not None
@@ -171,22 +198,43 @@ def _reoptimize(
         after_places = _same_day(fresh, before_map, group_of) if mode == "switch" else fresh
     moves = _moves(current, after_places)
     after = _measures(problem, after_places, w, mode, first, last) if moves else dict(before)
+    if moves and mode != "spread":
+        # The student's switch count (analyze_context's, see .switches) must drop, else
+        # nothing moves: the model's own switch term also counts courses and fixed neighbours.
+        moved = _switches_after(state, moves, first, last)
+        if moved is None or moved >= before["context_switch"]:
+            moves, after = [], dict(before)
+        else:
+            after["context_switch_term"] = after["context_switch"]
+            after["context_switch"] = float(moved)
     return Reoptimization(
         status="improved" if moves else "unchanged",
         moves=moves,
         before=before,
         after=after,
         task_ids=sorted(ids),
-        proven=status == SolveStatus.OPTIMAL,
+        # Proven only when the model's integer weights are the real ones (see .objective).
+        proven=status == SolveStatus.OPTIMAL and win.exact,
         runtime_s=time.perf_counter() - t0,
     )
+
+
+def _switches_after(state: ScheduleState, moves: list[tuple[Placement, Placement]], first: int,
+                    last: int) -> int | None:
+    """The study-layer switches on days ``first..last`` once ``moves`` are made (applied to a
+    copy through the write path the tool uses); None if the write path refuses them."""
+    copy = state.copy_state()
+    requests = [Request(after.task_id, after.day, after.slot_start) for _, after in moves]
+    if not relocate(copy, requests, op="min_context_switch", placed_only=True).ok:
+        return None
+    return switches(copy, first, last)
 
 
 def _add_spread(sub: _SubModel, first: int, last: int, n: int) -> None:
     """Primary term: Σ_b |width·count_b − n·len_b| (= width · Σ |count − even share|)."""
     p = sub.p
     width = last - first + 1
-    coef = max(1, round(SCALE * SPREAD_WEIGHT * p.num_days / width))
+    coef = max(1, round(sub.win.scale * SPREAD_WEIGHT * p.num_days / width))
     by_day: dict[int, list[Any]] = defaultdict(list)
     for (ri, _, _), var in sub.x.items():
         by_day[p.runs[ri].day].append(var)
@@ -251,9 +299,16 @@ def _moves(
 
 def _measures(
     problem: Problem, places: list[Placement], w: Mapping[str, float], mode: str, first: int,
-    last: int,
+    last: int, state: ScheduleState | None = None,
 ) -> dict[str, float]:
+    """The soft terms of ``places``; for min_context_switch (given the ``state`` the places
+    are current in) ``context_switch`` is the student's count of :mod:`.switches` on days
+    ``first..last``, the one analyze_context reports (the solver's own term is kept as
+    ``context_switch_term``)."""
     out = evaluate(problem, places, w)
+    if state is not None and mode != "spread":
+        out["context_switch_term"] = out["context_switch"]
+        out["context_switch"] = float(switches(state, first, last))
     if mode == "spread":
         days = sorted(pl.day for pl in places)
         out["spread_deviation"] = spread_measure(days, first, last)

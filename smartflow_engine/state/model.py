@@ -383,6 +383,9 @@ def _validate(state: ScheduleState) -> None:
             if value is not None and not 1 <= value <= num_days:
                 raise StateError(f"task class [{tc.id}] {tc.name}: {name} {value} is outside "
                                  f"the window (days 1-{num_days})")
+        if tc.start_day is not None and tc.end_day is not None and tc.start_day > tc.end_day:
+            raise StateError(f"task class [{tc.id}] {tc.name}: start_day {tc.start_day} is after "
+                             f"end_day {tc.end_day} (no day left)")
 
     # Occupancy: non-guest tasks may not share a period; a guest lies inside one host block.
     owner: dict[tuple[int, int], Task] = {}

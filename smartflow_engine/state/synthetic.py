@@ -162,7 +162,10 @@ def synthetic_window(
                 continue
             start_day = 1 + int(rng.integers(max(1, num_days // 4)))
             end_day = num_days - int(rng.integers(max(1, num_days // 4)))
-            banned = [spd - 1, spd] if rng.random() < 0.5 else []
+            # The last two periods, when the day keeps at least one other period (issue 12
+            # item 13: with one or two periods a day they would be invalid or ban every one).
+            ban = rng.random() < 0.5  # drawn on every day length, so windows do not shift
+            banned = [spd - 1, spd] if ban and spd >= 3 else []
             task_classes.append({
                 "id": cid, "name": cname, "strategy": "steady",
                 "total_slots": int(sum(used_classes[cid]) * rng.uniform(1.0, 1.3)),

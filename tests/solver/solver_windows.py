@@ -95,8 +95,22 @@ class OracleAnswer:
     replanned: list[int]  # suggested tasks in scope (re-planned; unplaced if not placed)
 
 
-def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswer:
-    """Maximum placeable periods by trying every combination (tiny windows only)."""
+@dataclass
+class Options:
+    """Every place of every scope task, found from the task list alone."""
+
+    scope: list[Any]  # the scope tasks, in state order
+    durations: list[int]
+    options: list[list[tuple[int, int, int | None]]]  # per task: (day, start, host block idx)
+    busy: set[tuple[int, int]]
+    host_blocks: list[tuple[int, int, int, int]]  # (day, start, end, host task id)
+
+
+def scope_options(state: ScheduleState, include_suggested: bool = False,
+                  allow_late: bool = False) -> Options:
+    """The scope (pending tasks, optionally the movable suggested ones) and every place each
+    may take: free periods or a free embeddable host block, inside its class's days (to the
+    window's end with ``allow_late``) and off its banned periods."""
     num_days, spd = state.window.total_days, state.window.slots_per_day
     guests_of: dict[int, list[int]] = {}
     for t in state.tasks:
@@ -120,12 +134,12 @@ def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswe
         for b in t.slots:
             cells = {(b.day, s) for s in range(b.slot_start, b.slot_end + 1)}
             (guest_cells if t.embed_host is not None else busy).update(cells)
-    host_blocks = []  # (day, start, end)
+    host_blocks = []  # (day, start, end, host)
     for t in state.tasks:
         if t.can_embed and not t.locked and t.state_id not in scope_ids:
             for b in t.slots:
                 if not any((b.day, s) in guest_cells for s in range(b.slot_start, b.slot_end + 1)):
-                    host_blocks.append((b.day, b.slot_start, b.slot_end))
+                    host_blocks.append((b.day, b.slot_start, b.slot_end, t.state_id))
     classes = {c.id: c for c in state.task_classes}
 
     options: list[list[tuple[int, int, int | None]]] = []  # per task: (day, start, host idx)
@@ -134,7 +148,8 @@ def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswe
         c = classes.get(t.category_id) if t.category_id is not None else None
         opts: list[tuple[int, int, int | None]] = []
         for day in range(1, num_days + 1):
-            if c is not None and not ((c.start_day or 1) <= day <= (c.end_day or num_days)):
+            last = num_days if c is None or allow_late else (c.end_day or num_days)
+            if c is not None and not ((c.start_day or 1) <= day <= last):
                 continue
             for s in range(1, spd - d + 2):
                 cells = [(day, p) for p in range(s, s + d)]
@@ -143,11 +158,18 @@ def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswe
                 if not any(cell in busy for cell in cells):
                     opts.append((day, s, None))
                 if not t.can_embed:
-                    for hi, (hd, hs, he) in enumerate(host_blocks):
+                    for hi, (hd, hs, he, _) in enumerate(host_blocks):
                         if hd == day and hs <= s and s + d - 1 <= he:
                             opts.append((day, s, hi))
         options.append(opts)
     durations = [t.duration if t.status == "pending" else t.slots[0].length for t in scope]
+    return Options(scope, durations, options, busy, host_blocks)
+
+
+def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswer:
+    """Maximum placeable periods by trying every combination (tiny windows only)."""
+    found = scope_options(state, include_suggested)
+    scope, durations, options, busy = found.scope, found.durations, found.options, found.busy
     required = sum(durations)
     best = [-1, []]
 
@@ -200,3 +222,62 @@ def apply_placements(
             assert change.block_after.slot_end == p.slot_end
     self_check(copy)
     return copy
+
+
+def maximum_placements(
+    state: ScheduleState, include_suggested: bool = False, allow_late: bool = False
+) -> tuple[int, list[list[Placement]]]:
+    """The most periods the scope can place at once and every placement of that many (tasks
+    that are interchangeable for every soft term, pending with the same duration, category and
+    embeddability, are enumerated once per combination). Tiny windows only."""
+    found = scope_options(state, include_suggested, allow_late)
+    scope, durations, options = found.scope, found.durations, found.options
+    hosts = found.host_blocks
+
+    def signature(i: int) -> tuple[Any, ...] | None:
+        t = scope[i]
+        if t.status != "pending":
+            return None
+        return (durations[i], t.category_id, t.category, t.can_embed)
+
+    same_as_previous = [i > 0 and signature(i) is not None and signature(i) == signature(i - 1)
+                        for i in range(len(scope))]
+    suffix = [sum(durations[i:]) for i in range(len(scope) + 1)]
+    best = 0
+    out: list[list[Placement]] = []
+
+    def dfs(i: int, used: set[tuple[int, int]], taken: set[int], total: int,
+            chosen: list[Placement], last: list[int]) -> None:
+        nonlocal best, out
+        if total + suffix[i] < best:
+            return
+        if i == len(scope):
+            if total > best:
+                best, out = total, []
+            out.append(list(chosen))
+            return
+        d = durations[i]
+        tid = scope[i].state_id
+        # Symmetry: an interchangeable task takes an option no earlier than its twin's
+        # (option index len(options) stands for "left out", the last choice).
+        first = last[i - 1] if same_as_previous[i] else 0
+        for k in range(first, len(options[i]) + 1):
+            last[i] = k
+            if k == len(options[i]):
+                dfs(i + 1, used, taken, total, chosen, last)
+                continue
+            day, s, hi = options[i][k]
+            if hi is None:
+                cells = {(day, p) for p in range(s, s + d)}
+                if cells & used:
+                    continue
+                chosen.append(Placement(tid, day, s, s + d - 1))
+                dfs(i + 1, used | cells, taken, total + d, chosen, last)
+                chosen.pop()
+            elif hi not in taken:
+                chosen.append(Placement(tid, day, s, s + d - 1, hosts[hi][3]))
+                dfs(i + 1, used, taken | {hi}, total + d, chosen, last)
+                chosen.pop()
+
+    dfs(0, set(found.busy), set(), 0, [], [0] * len(scope))
+    return best, out

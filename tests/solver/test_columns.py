@@ -25,7 +25,7 @@ from smartflow_engine.solver.columns import (
     search,
 )
 from smartflow_engine.solver.counting import max_placeable
-from smartflow_engine.solver.objective import SCALE, resolve_weights
+from smartflow_engine.solver.objective import resolve_weights
 from smartflow_engine.solver.placement import _SubModel, _Window
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.state.synthetic import synthetic_window
@@ -76,7 +76,7 @@ def optimum(problem: Problem, slots: int, weights: dict[str, float] | None = Non
                     slots)
     solver = make_solver(30.0, 1, exact=False)
     assert status_of(solver.solve(sub.model)) == SolveStatus.OPTIMAL
-    return float(solver.objective_value) / (SCALE * problem.num_days)
+    return float(solver.objective_value) / (win.scale * problem.num_days)
 
 
 @settings(max_examples=40, deadline=None)
@@ -187,7 +187,7 @@ def test_lagrange_bounds_hold_at_every_free_total() -> None:
         if status == SolveStatus.INFEASIBLE:
             continue
         assert status == SolveStatus.OPTIMAL
-        assert value <= solver.objective_value / (SCALE * problem.num_days) + 1e-6
+        assert value <= solver.objective_value / (win.scale * problem.num_days) + 1e-6
 
 
 @pytest.mark.parametrize(("variant", "classes", "seed"),

@@ -228,7 +228,7 @@ def test_min_context_switch_regroups_within_days() -> None:
     alternating day by reordering it, with every task staying on its day."""
     subjects = [10, 11, 10, 11]
     tasks: list[dict[str, Any]] = [
-        {"status": "suggested", "category_id": c,
+        {"status": "suggested", "category_id": c, "category": f"科目{c}",
          "slots": [{"day": 1, "slot_start": i + 1, "slot_end": i + 1}]}
         for i, c in enumerate(subjects)]
     state = make_state(2, 4, tasks)
