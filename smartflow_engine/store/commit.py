@@ -60,6 +60,10 @@ class CommitResult:
     rows_deleted: int = 0
     events_created: int = 0
     events_deleted: int = 0
+    events_updated: int = 0  # existing events whose status or duration the commit sets
+    items_updated: int = 0  # task items whose status or duration the commit sets
+    guests_marked: int = 0  # host rows that receive an embedded guest
+    guests_cleared: int = 0  # host rows whose guest leaves
     source_ids: dict[int, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -233,6 +237,7 @@ def commit_changes(
     if to_clear:
         session.execute(update(m.Schedule).where(m.Schedule.id.in_(to_clear))
                         .values(embedded_event_id=None))
+        result.guests_cleared = len(to_clear)
     if to_delete:
         session.execute(delete(m.Schedule).where(m.Schedule.id.in_(list(to_delete))))
         result.rows_deleted += len(to_delete)
@@ -281,8 +286,12 @@ def commit_changes(
                                     f"host's periods on day {block.day} are not free to embed "
                                     "into in the database", net.task.state_id, "host_not_free",
                                     day=block.day, host=net.task.embed_host)
+            result.guests_marked += block.length
     session.flush()
     result.tasks_written = len(nets)
+    result.items_updated = sum(1 for n in nets if n.task.source == "task_item")
+    result.events_updated = sum(1 for n in nets if n.task.source == "event"
+                                and n.task.state_id not in new_ids)
     result.source_ids = new_ids
     return result
 

@@ -155,6 +155,32 @@ class Store:
                 task.source_id = source_id
         return result
 
+    def preview_commit(
+        self, user_id: int, state: ScheduleState, changes: Sequence[Change]
+    ) -> CommitResult:
+        """What :meth:`commit` would write now (counts per table), or why it would refuse: the
+        same checks and statements in a transaction that is always rolled back. The state is
+        not touched."""
+        if not changes:
+            return CommitResult(ok=True)
+        try:
+            with self._sessions() as s, s.begin() as tx:
+                if self.engine.dialect.name == "sqlite":
+                    s.connection(execution_options={"sqlite_immediate": True})
+                try:
+                    result = commit_changes(s, user_id, state, changes)
+                finally:
+                    tx.rollback()
+        except CommitFailure as exc:
+            return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id,
+                                detail=exc.detail)
+        except IntegrityError as exc:
+            return CommitResult(ok=False, error_code="conflict", error=_first_line(exc))
+        except SQLAlchemyError as exc:
+            return CommitResult(ok=False, error_code="db_error", error=_first_line(exc))
+        result.source_ids = {}
+        return result
+
     def upsert_task_class(
         self, user_id: int, class_id: int, task_class: TaskClassInput,
         items: Sequence[TaskItemInput] = (), source: str | None = None,
