@@ -16,7 +16,7 @@ from smartflow_engine.tools_adapter import registry
 from smartflow_engine.tools_adapter.http_api import create_app, parse_tokens, serve
 from smartflow_engine.tools_adapter.prompts import prompt_rules
 from smartflow_engine.tools_adapter.schemas import tool_schemas
-from smartflow_engine.tools_adapter.session import SessionStore
+from smartflow_engine.tools_adapter.session_store import MemorySessionStore
 from smartflow_engine.tools_adapter.spec import Mode
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
@@ -33,9 +33,9 @@ def journal() -> list[str]:
 @pytest.fixture
 def client(journal: list[str]) -> TestClient:
     """An app whose sessions also offer a confirm-required test tool (record_note)."""
-    store = SessionStore(session_kwargs={"specs": specs_with(note_tool(journal)),
+    store = MemorySessionStore(session_kwargs={"specs": specs_with(note_tool(journal)),
                                          "self_check": True})
-    return TestClient(create_app(TOKENS, store=store))
+    return TestClient(create_app(TOKENS, sessions=store))
 
 
 def _create(client: TestClient, headers=ALICE, **body) -> str:
