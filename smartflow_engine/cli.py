@@ -109,11 +109,27 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     max_time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit a client "
                                                   "asks for, seconds.")] = 10.0,
+    workers: Annotated[int, typer.Option(help="Server worker processes (>1 needs a shared "
+                                         "--session-store).")] = 1,
+    session_store: Annotated[str, typer.Option(help="Where sessions live: memory, or "
+                                               "redis://host:port/db (shared by workers, "
+                                               "survives restarts).")] = "memory",
+    session_prefix: Annotated[str, typer.Option(help="Redis key prefix.")] = "smartflow",
+    db: Annotated[str | None, typer.Option(help="Database URL: sessions can be opened on its "
+                                           "windows and commit to it.")] = None,
+    solver_processes: Annotated[int, typer.Option(help="Worker processes for solving tool "
+                                                  "calls (0: in the request thread).")] = 1,
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
     from .tools_adapter.http_api import serve as serve_http
 
-    serve_http(host=host, port=port, max_time_limit_s=max_time_limit)
+    try:
+        serve_http(host=host, port=port, max_time_limit_s=max_time_limit, workers=workers,
+                   session_store=session_store, session_prefix=session_prefix, db_url=db,
+                   solver_processes=solver_processes)
+    except ValueError as exc:
+        err_console.print(f"[red]smartflow serve: {exc}[/red]")
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -124,16 +140,44 @@ def mcp(
     enable: Annotated[list[str] | None, typer.Option(help="Offer a tool hidden in this mode "
                                                      "(repeatable), e.g. min_context_switch.")] = None,
     time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit, seconds.")] = 10.0,
+    db: Annotated[str | None, typer.Option(help="Database URL: load the window from it (with "
+                                           "--user, --from, --to); commit writes back.")] = None,
+    user: Annotated[int | None, typer.Option(help="Database user id.")] = None,
+    from_: Annotated[str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")] = None,
+    to: Annotated[str | None, typer.Option(help="Last day: WEEK-DAY, e.g. 8-7.")] = None,
 ) -> None:
-    """Run the MCP server over stdio."""
+    """Run the MCP server over stdio (on a state file, or on a window of the database)."""
     from .tools_adapter.mcp_server import run_stdio
 
     try:
+        database = window = None
+        if db is not None:
+            window = _db_window(user, from_, to, state)
+            from .store import Store
+
+            database = Store.from_url(db)
         run_stdio(state, mode=mode, save_path=save, enabled_tools=tuple(enable or ()),
-                  max_time_limit_s=time_limit)
+                  max_time_limit_s=time_limit, database=database, db_user_id=user,
+                  window=window)
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")
         raise typer.Exit(2) from None
+
+
+def _week_day(text: str | None, name: str) -> tuple[int, int]:
+    week, _, dow = (text or "").partition("-")
+    if not (week.isdigit() and dow.isdigit()):
+        raise ValueError(f"{name} must be WEEK-DAY (e.g. 7-1), got {text!r}")
+    return int(week), int(dow)
+
+
+def _db_window(user: int | None, start: str | None, end: str | None,
+               state: Path | None) -> tuple[tuple[int, int], tuple[int, int]]:
+    if state is not None:
+        raise ValueError("give either --state or --db, not both")
+    if user is None:
+        raise ValueError("--db needs --user (the database user id)")
+    return _week_day(start, "--from"), _week_day(end, "--to")
 
 
 @app.command()
