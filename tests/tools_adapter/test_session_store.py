@@ -247,29 +247,36 @@ def test_several_workers_need_a_shared_store():
 
 
 def test_health_answers_while_a_long_proposal_runs(servers):
-    """Tests issue 12 item 2 (server part): while a proposal on a 120-day window runs in the
-    solver worker process, ``/health`` keeps answering: several health replies arrive before
-    the proposal's reply (an ordering check, no timing threshold)."""
+    """Tests issue 12 item 2 (server part): a proposal on a 200-day, 24-period window holds the
+    GIL for seconds in its totals kernel; run in the solver worker process it leaves the server
+    free, so ``/health`` keeps answering while it runs: several health replies arrive before the
+    proposal's reply, and the slowest of them took less than a third of the proposal's time (a relation
+    between the two, not a timing threshold: in the server's own process one health call waits
+    out the whole stall)."""
     server = Server("--solver-processes", "1")
     servers.append(server)
-    window = synthetic_window(3, 120, pending=300).to_dict()
+    window = synthetic_window(12, 200, pending=600, slots_per_day=24).to_dict()
     finished = threading.Event()
     reply: dict = {}
 
     def propose() -> None:
         with server.client() as c:
-            out = c.post("/v1/proposal", json={"state": window, "args": {"time_limit_s": 3.0}})
-            reply.update(status=out.status_code, body=out.json())
+            start = time.perf_counter()
+            out = c.post("/v1/proposal", json={"state": window, "args": {"time_limit_s": 0.5}})
+            reply.update(status=out.status_code, body=out.json(),
+                         wall=time.perf_counter() - start)
         finished.set()
 
     worker = threading.Thread(target=propose)
     worker.start()
-    before = 0
-    with httpx.Client(base_url=server.url, timeout=60) as c:
+    latencies: list[float] = []
+    with httpx.Client(base_url=server.url, timeout=120) as c:
         while not finished.is_set():
+            start = time.perf_counter()
             assert c.get("/health").status_code == 200
             if not finished.is_set():
-                before += 1
+                latencies.append(time.perf_counter() - start)
     worker.join()
     assert reply["status"] == 200 and reply["body"]["status"] == "ok"
-    assert before >= 3, before
+    assert len(latencies) >= 3, latencies
+    assert max(latencies) < reply["wall"] / 3, (max(latencies), reply["wall"])
