@@ -211,10 +211,14 @@ def demo(
 ) -> None:
     """Walk through the engine on the bundled sample window, as an agent would.
 
-    The window is seeded into an embedded SQLite file, loaded back from its tables, worked on
-    through the tools, and the session's change log is committed in one transaction.
+    The window is seeded into an embedded SQLite file, a session is opened on it from the
+    tables, worked on through the tools, and committed through the Confirm gate (``commit``
+    previews the net change per table, the confirm writes it in one transaction). A second
+    session opened before the commit then shows the optimistic check (a Chinese ``stale`` reply
+    naming what changed) and ``reload``.
     """
     from .store import Store
+    from .tools_adapter.session import Session
 
     sample = _load(sample_window_path())
     workdir.mkdir(parents=True, exist_ok=True)
@@ -222,24 +226,36 @@ def demo(
     db.unlink(missing_ok=True)
     store = Store.from_url(f"sqlite:///{db}")
     store.seed_from_state(DEMO_USER, sample)
-    state = store.load_window(DEMO_USER, sample.window.day_mapping)
+    mapping = sample.window.day_mapping
+    session = Session(store.load_window(DEMO_USER, mapping), store=store, db_user_id=DEMO_USER)
+    rival = Session(store.load_window(DEMO_USER, mapping), store=store, db_user_id=DEMO_USER)
     console.print(Rule(f"smartflow demo — sample window loaded from {db}"))
     console.print(f"rows: {store.row_counts(DEMO_USER)}", soft_wrap=True)
-    tb = Toolbox(state, store=store, user_id=DEMO_USER)
     for name, args, title in DEMO_STEPS:
-        reply = tb.call(name, args)
+        reply = session.call(name, args)
         if name.startswith("analyze_"):
             reply = _health_digest(reply)
         _show(f"{title} · {name} {json.dumps(args, ensure_ascii=False) if args else ''}", reply)
-    result = store.commit(DEMO_USER, state, tb.changes)
-    if not result.ok:
-        err_console.print(f"[red]commit refused: {result.error_code}: {result.error}[/red]")
+    count = len(session.changes)
+    held = session.invoke("commit", {})
+    _show("提交预览（Confirm 节点）· commit", held.reply)
+    done = session.confirm(held.confirm_token or "")
+    _show("用户确认 · confirm", done.reply)
+    if done.reply.startswith("提交失败") or session.changes:
+        err_console.print("[red]commit refused[/red]")
         raise typer.Exit(1)
-    again = store.load_window(DEMO_USER, sample.window.day_mapping)
+    state = session.state
+    assert state is not None
+    again = store.load_window(DEMO_USER, mapping)
     same = again.to_dict() == state.to_dict()
-    console.print(f"committed {len(tb.changes)} changes in one transaction; rows now "
+    console.print(f"committed {count} changes in one transaction; rows now "
                   f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}",
                   soft_wrap=True)
+    _show("另一个会话（提交前打开）· place", rival.call("place", {"task_id": 11, "day": 2,
+                                                                "slot_start": 7}))
+    token = rival.invoke("commit", {}).confirm_token or ""
+    _show("另一个会话提交（数据库已变）· commit → confirm", rival.confirm(token).reply)
+    _show("另一个会话刷新 · reload", rival.call("reload", {"discard_changes": True}))
     out = workdir / "state_after_demo.json"
     out.write_text(state.to_json(), encoding="utf-8")
     console.print(f"state written to {out}")

@@ -218,7 +218,7 @@ def _what_changed(ctx: ToolContext, result: Any) -> str:
     host_name = f"[{host.state_id}]{host.name}" if host is not None else "宿主课程"
     texts = {
         "item_gone": f"{who} 对应的任务项已在数据库中被删除。",
-        "item_scheduled": f"{who} 已在别处（另一个会话）被安排。",
+        "item_scheduled": f"{who} 在数据库中已被安排（可能来自另一个会话）。",
         "item_unscheduled": f"{who} 在数据库中已不再是已安排状态。",
         "event_gone": f"{who} 对应的日程已在数据库中被删除。",
         "event_status": f"{who} 在数据库中的状态已变为 {detail.get('status', '?')}。",

@@ -5,7 +5,7 @@ SQL), and stale/conflict replies in Chinese naming what changed with the session
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from store_helpers import USER, load_window, reload, table_rows
 
 from smartflow_engine.store import Store, window_days
@@ -107,3 +107,44 @@ def test_window_days_counts_consecutive_days():
     days = window_days((7, 6), (8, 2))
     assert [(d.day_index, d.week, d.day_of_week) for d in days] == [
         (1, 7, 6), (2, 7, 7), (3, 8, 1), (4, 8, 2)]
+
+
+def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
+    """Tests ``smartflow mcp --db URL --user N --from W-D --to W-D`` end to end over stdio, on
+    SQLite, PostgreSQL and MariaDB: the window comes from the tables, a placement is committed
+    through the gate (commit → preview → confirm) and the rows are in the database."""
+    import re
+    import sys
+    from pathlib import Path
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    url = sample_store.engine.url.render_as_string(hide_password=False)
+    root = Path(__file__).resolve().parents[2]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "from smartflow_engine.cli import main; main()", "mcp", "--db", url,
+              "--user", str(USER), "--from", "7-1", "--to", "8-7", "--mode", "local_adjust"],
+        cwd=str(root), env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+
+    async def go() -> list[str]:
+        async with Client(params, read_timeout_seconds=120) as client:
+            placed = await client.call_tool("place", {"task_id": 11, "day": 6, "slot_start": 1})
+            held = await client.call_tool("commit", {})
+            text = held.content[0].text
+            token = re.search(r"确认令牌：([A-Za-z0-9_-]+)", text)
+            assert token is not None, text
+            done = await client.call_tool("confirm", {"token": token.group(1)})
+            return [placed.content[0].text, text, done.content[0].text]
+
+    placed, preview, done = anyio.run(go)
+    assert placed.startswith("已将 [11]") and "schedules：新增3行" in preview
+    assert done.startswith("已提交 1 项修改"), done
+    with sample_store.session() as s:
+        status = s.scalar(select(m.TaskClassItem.status).where(m.TaskClassItem.id == 301))
+        rows = s.scalar(select(func.count()).select_from(m.Schedule).join(
+            m.ScheduleEvent, m.Schedule.event_id == m.ScheduleEvent.id).where(
+            m.ScheduleEvent.task_item_id == 301))
+    assert status == "scheduled" and rows == 3
