@@ -328,9 +328,8 @@ class RedisSessionStore:
             after = session.to_json()
             key = self._key(user_id, session_id)
             try:
-                if after == text:
+                if after == text:  # nothing changed: only the idle TTL restarts
                     self.redis.expire(key, self.ttl)
-                    self.redis.zadd(self._index(user_id), {session_id: time.time()})
                     return
                 new = int(self._cas(keys=[key], args=[version, after, self.ttl]))
             except Exception as exc:
@@ -341,7 +340,6 @@ class RedisSessionStore:
                 raise SessionConflictError(
                     f"session {session_id} was changed by another request meanwhile; this "
                     "request's change was not kept: reload the session and retry")
-            self.redis.zadd(self._index(user_id), {session_id: time.time()})
             with self._lock:
                 self._cache[(user_id, session_id)] = (new, session, after)
 
