@@ -280,3 +280,37 @@ def test_health_answers_while_a_long_proposal_runs(servers):
     assert reply["status"] == 200 and reply["body"]["status"] == "ok"
     assert len(latencies) >= 3, latencies
     assert max(latencies) < reply["wall"] / 3, (max(latencies), reply["wall"])
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def test_a_killed_server_leaves_no_solver_process(servers):
+    """Tests that the solver worker process exits when its server is killed (kill -9): a
+    restarted server must not pile up orphaned solver processes."""
+    server = Server("--solver-processes", "1")
+    servers.append(server)
+    with server.client() as c:
+        out = c.post("/v1/feasibility", json={"state": _window(), "args": {}})
+        assert out.status_code == 200
+    workers = [p for p in _children(server.proc.pid)
+               if "spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+    assert workers, "the solver call ran in no worker process"
+    server.proc.kill()
+    server.proc.wait()
+    for _ in range(300):  # the worker notices within about a second
+        if not any(Path(f"/proc/{p}").exists() for p in workers):
+            break
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{p}").exists() for p in workers)

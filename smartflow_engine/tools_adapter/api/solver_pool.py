@@ -15,6 +15,9 @@ cannot be rebuilt in another process); a tool that needs the database never does
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
@@ -26,6 +29,19 @@ SOLVING_TOOLS = frozenset({
     "check_feasibility", "propose_placement", "apply_proposal", "spread_even",
     "min_context_switch", "analyze_health", "resolve_negotiation", "restore_best",
 })
+
+
+def _watch_parent(parent: int) -> None:
+    """In a worker: exit as soon as the server process is gone (a killed or restarted server
+    must not leave solver processes behind)."""
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(0)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _session_call(snapshot: dict[str, Any], name: str, args: Any,
@@ -68,7 +84,8 @@ class SolverPool:
     def _pool(self) -> Executor:
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
-                self.processes, mp_context=multiprocessing.get_context("spawn"))
+                self.processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent, initargs=(os.getpid(),))
         return self._executor
 
     def session_call(self, session: Session, name: str, args: Any) -> CallResult:
@@ -95,5 +112,5 @@ class SolverPool:
 
     def shutdown(self) -> None:
         if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
