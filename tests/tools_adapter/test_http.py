@@ -9,7 +9,7 @@ import json
 import pytest
 import schemathesis
 from conftest_adapters import load_window, note_tool, specs_with, window_dict
-from db_servers import BACKENDS, fresh_server_store
+from db_servers import BACKENDS, REDIS_URL, fresh_server_store
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
@@ -447,3 +447,43 @@ def test_openapi_no_server_errors(case):
     conform to the documented schemas, status codes and headers."""
     case.call_and_validate(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"},
                            excluded_checks=EXCLUDED_CHECKS)
+
+
+def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
+    """Tests issue 14 item 3 over HTTP: while one worker's request works on a session, another
+    worker writes the same session; the first request's save is refused with a typed 409 asking
+    to retry, the other worker's change is kept, and a retry then succeeds."""
+    from pydantic import BaseModel
+
+    from smartflow_engine.tools_adapter.session_store import RedisSessionStore
+    from smartflow_engine.tools_adapter.spec import ToolContext, ToolSpec
+
+    prefix = f"{redis_prefix}:http409"
+    holder: dict[str, str] = {}
+    move = registry.REGISTRY["move"]
+
+    class NoArgs(BaseModel):
+        pass
+
+    def racing(ctx: ToolContext, _args: NoArgs) -> str:
+        with other.use("alice", holder["sid"]) as session:  # the other worker, meanwhile
+            session.call("move", MOVE)
+        return move.handler(ctx, move.args_model.model_validate(
+            {"task_id": 6, "new_day": 2, "new_slot_start": 9}))
+
+    tool = ToolSpec("racing_move", "write", NoArgs, racing, "测试用：并发写。")
+    kwargs = {"specs": specs_with(tool)}
+    mine = RedisSessionStore(REDIS_URL, prefix=prefix, session_kwargs=kwargs)
+    other = RedisSessionStore(REDIS_URL, prefix=prefix, session_kwargs=kwargs)
+    client = TestClient(create_app(TOKENS, sessions=mine, specs=specs_with(tool)))
+    holder["sid"] = sid = _create(client, mode="local_adjust")
+    lost = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
+                       json={"tool": "racing_move", "args": {}})
+    assert lost.status_code == 409 and lost.json()["error_code"] == "session_conflict"
+    assert "retry" in lost.json()["error"]
+    changes = client.get(f"/v1/sessions/{sid}/changes", headers=ALICE).json()["changes"]
+    assert [c["block_after"]["day"] for c in changes] == [MOVE["new_day"]]  # the other's kept
+    again = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
+                        json={"tool": "move", "args": {"task_id": 6, "new_day": 2,
+                                                       "new_slot_start": 9}})
+    assert again.status_code == 200 and again.json()["changes"]
