@@ -4,7 +4,9 @@ For the same calls on the same seeded windows: ``Toolbox.call`` (the baseline), 
 (validation + lock + confirm gate), the HTTP API in process (ASGI, no socket), the HTTP API over a
 real loopback socket (uvicorn + a keep-alive httpx client), MCP through the SDK's in-memory client,
 and MCP over stdio to a ``python -m smartflow_engine.tools_adapter.mcp_server`` subprocess.
-Goal: under 2 ms added per HTTP tool call on loopback.
+Goal: under 2 ms added per HTTP tool call on loopback. Then the services section
+(:mod:`.bench_services`): session load/save in Redis vs memory, requests/s with 1 vs 2 server
+workers, and ``/health`` latency while proposals run.
 """
 
 from __future__ import annotations
@@ -246,7 +248,7 @@ def _measure_window(state: ScheduleState, repeats: int, loopback: _Loopback,
 
 
 # ---------------------------------------------------------------------------------- report
-def run(quick: bool = False) -> str:
+def run(quick: bool = False, services: bool = True) -> str:
     sizes = (13, 30) if quick else SIZES
     seeds = range(1 if quick else 3)
     repeats = 20 if quick else 150
@@ -347,7 +349,12 @@ def run(quick: bool = False) -> str:
         (f"met; worst added {worst_http:.2f} ms over every call and size."
          if worst_http < GOAL_HTTP_MS else
          f"missed; worst added {worst_http:.2f} ms (✗)."),
+        "",
     ]
+    if services:  # Redis session store, 1 vs 2 workers, /health under proposals
+        from .bench_services import run as run_services
+
+        lines.append(run_services(quick))
     return "\n".join(lines) + "\n"
 
 

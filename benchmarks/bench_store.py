@@ -1,6 +1,7 @@
 """Storage latency: seed, load_window and commit on SQLite (file and in memory), side by side with
-saving / loading the whole state as a JSON file (the store-less baseline), and PostgreSQL when
-``SMARTFLOW_PG_URL`` holds a server URL.
+saving / loading the whole state as a JSON file (the store-less baseline), and on the running
+PostgreSQL and MariaDB servers (``SMARTFLOW_PG_URL`` / ``SMARTFLOW_MARIADB_URL``, defaulting to
+127.0.0.1; a database of the run's own is created and dropped; ``off`` leaves a server out).
 
 Per window size (13, 30, 120 days; seeded plain synthetic windows with task classes) and backend:
 ``seed_from_state`` into empty tables, ``load_window`` of the whole window, and ``commit`` of one
@@ -15,6 +16,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -27,22 +29,61 @@ from rich.progress import Progress
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.store import Store
+from smartflow_engine.store import models as m
 
 SIZES = (13, 30, 120)
 USER = 1
-BACKENDS = ("sqlite_file", "sqlite_memory", "postgresql")
+BACKENDS = ("sqlite_file", "sqlite_memory", "postgresql", "mariadb")
 T = TypeVar("T")
 LABELS = {
     "json": "JSON file (baseline: whole state)",
     "sqlite_file": "SQLite file",
     "sqlite_memory": "SQLite in memory",
     "postgresql": "PostgreSQL (psycopg 3)",
+    "mariadb": "MariaDB (PyMySQL)",
+}
+SERVER_URLS = {
+    "postgresql": ("SMARTFLOW_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"),
+    "mariadb": ("SMARTFLOW_MARIADB_URL",
+                "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4"),
 }
 
 
-def _pg_url() -> str | None:
-    url = os.environ.get("SMARTFLOW_PG_URL", "")
-    return url if url.startswith("postgresql") else None
+@contextmanager
+def _server_databases() -> Iterator[dict[str, str]]:
+    """A throwaway database on each reachable server (dropped at the end): backend → URL."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"smartflow_bench_{uuid.uuid4().hex[:10]}"
+    made: dict[str, str] = {}
+    admins = {}
+    for kind, (env, default) in SERVER_URLS.items():
+        url = os.environ.get(env, default)
+        if url == "off":
+            continue
+        admin = create_engine(make_url(url), isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f"CREATE DATABASE {name}"))
+        except Exception as exc:
+            print(f"bench_store: {kind} at {url} unreachable ({exc}); not measured",
+                  file=sys.stderr)
+            admin.dispose()
+            continue
+        admins[kind] = admin
+        made[kind] = make_url(url).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield made
+    finally:
+        for kind, admin in admins.items():
+            with admin.connect() as conn:
+                force = " WITH (FORCE)" if kind == "postgresql" else ""
+                conn.execute(text(f"DROP DATABASE IF EXISTS {name}{force}"))
+            admin.dispose()
+
+
+_SERVERS: dict[str, str] = {}
 
 
 @contextmanager
@@ -54,11 +95,18 @@ def _store(backend: str, tmp: Path) -> Iterator[Store]:
     elif backend == "sqlite_memory":
         store = Store.from_url("sqlite://")
     else:
-        url = _pg_url()
-        assert url is not None
-        store = Store.from_url(url, create=False)
-        store.drop_tables()
-        store.create_tables()
+        from sqlalchemy import text
+
+        store = Store.from_url(_SERVERS[backend])
+        names = [t.__tablename__ for t in reversed(m.TABLES)]
+        with store.engine.begin() as conn:  # empty tables, ids restarted (no DDL per repeat)
+            if backend == "postgresql":
+                conn.execute(text(f"TRUNCATE {', '.join(names)} RESTART IDENTITY CASCADE"))
+            else:
+                conn.execute(text("SET FOREIGN_KEY_CHECKS=0"))
+                for table in names:
+                    conn.execute(text(f"TRUNCATE TABLE {table}"))
+                conn.execute(text("SET FOREIGN_KEY_CHECKS=1"))
     try:
         yield store
     finally:
@@ -131,11 +179,13 @@ def _measure_json(state: ScheduleState, repeats: int, tmp: Path) -> dict[str, fl
 def run(quick: bool = False) -> str:
     sizes = (13, 30) if quick else SIZES
     repeats = 3 if quick else 15
-    backends = [b for b in BACKENDS if b != "postgresql" or _pg_url()]
     rows: dict[tuple[str, int], dict[str, float]] = {}
     info: dict[int, tuple[int, int, int]] = {}
-    with tempfile.TemporaryDirectory() as tmp_dir, Progress(
+    with tempfile.TemporaryDirectory() as tmp_dir, _server_databases() as servers, Progress(
             transient=True, console=Console(stderr=True)) as progress:
+        _SERVERS.clear()
+        _SERVERS.update(servers)
+        backends = [b for b in BACKENDS if b.startswith("sqlite") or b in servers]
         tmp = Path(tmp_dir)
         job = progress.add_task("store latency", total=len(sizes) * (len(backends) + 1))
         warm = synthetic_window(0, 7, variant="plain", with_task_classes=True)
@@ -178,8 +228,9 @@ def run(quick: bool = False) -> str:
                 f"| {LABELS[backend]} | {days} | {r['seed']:.2f} | {r['load']:.2f} | "
                 f"{r['commit']:.2f} | {r['load'] / base['load']:.1f}x | "
                 f"{r['commit'] / base['commit']:.1f}x |")
-    if "postgresql" not in backends:
-        lines += ["", "PostgreSQL not measured (set `SMARTFLOW_PG_URL` to a server URL)."]
+    for kind in ("postgresql", "mariadb"):
+        if kind not in backends:
+            lines += ["", f"{LABELS[kind]} not measured (server unreachable or set off)."]
     lines += [
         "",
         "Reading: a commit writes only what changed (rows of the moved and placed tasks), in one "

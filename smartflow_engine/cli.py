@@ -211,11 +211,27 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     max_time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit a client "
                                                   "asks for, seconds.")] = 10.0,
+    workers: Annotated[int, typer.Option(help="Server worker processes (>1 needs a shared "
+                                         "--session-store).")] = 1,
+    session_store: Annotated[str, typer.Option(help="Where sessions live: memory, or "
+                                               "redis://host:port/db (shared by workers, "
+                                               "survives restarts).")] = "memory",
+    session_prefix: Annotated[str, typer.Option(help="Redis key prefix.")] = "smartflow",
+    db: Annotated[str | None, typer.Option(help="Database URL: sessions can be opened on its "
+                                           "windows and commit to it.")] = None,
+    solver_processes: Annotated[int, typer.Option(help="Worker processes for solving tool "
+                                                  "calls (0: in the request thread).")] = 1,
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
     from .tools_adapter.http_api import serve as serve_http
 
-    serve_http(host=host, port=port, max_time_limit_s=max_time_limit)
+    try:
+        serve_http(host=host, port=port, max_time_limit_s=max_time_limit, workers=workers,
+                   session_store=session_store, session_prefix=session_prefix, db_url=db,
+                   solver_processes=solver_processes)
+    except ValueError as exc:
+        err_console.print(f"[red]smartflow serve: {exc}[/red]")
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -226,16 +242,44 @@ def mcp(
     enable: Annotated[list[str] | None, typer.Option(help="Offer a tool hidden in this mode "
                                                      "(repeatable), e.g. min_context_switch.")] = None,
     time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit, seconds.")] = 10.0,
+    db: Annotated[str | None, typer.Option(help="Database URL: load the window from it (with "
+                                           "--user, --from, --to); commit writes back.")] = None,
+    user: Annotated[int | None, typer.Option(help="Database user id.")] = None,
+    from_: Annotated[str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")] = None,
+    to: Annotated[str | None, typer.Option(help="Last day: WEEK-DAY, e.g. 8-7.")] = None,
 ) -> None:
-    """Run the MCP server over stdio."""
+    """Run the MCP server over stdio (on a state file, or on a window of the database)."""
     from .tools_adapter.mcp_server import run_stdio
 
     try:
+        database = window = None
+        if db is not None:
+            window = _db_window(user, from_, to, state)
+            from .store import Store
+
+            database = Store.from_url(db)
         run_stdio(state, mode=mode, save_path=save, enabled_tools=tuple(enable or ()),
-                  max_time_limit_s=time_limit)
+                  max_time_limit_s=time_limit, database=database, db_user_id=user,
+                  window=window)
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")
         raise typer.Exit(2) from None
+
+
+def _week_day(text: str | None, name: str) -> tuple[int, int]:
+    week, _, dow = (text or "").partition("-")
+    if not (week.isdigit() and dow.isdigit()):
+        raise ValueError(f"{name} must be WEEK-DAY (e.g. 7-1), got {text!r}")
+    return int(week), int(dow)
+
+
+def _db_window(user: int | None, start: str | None, end: str | None,
+               state: Path | None) -> tuple[tuple[int, int], tuple[int, int]]:
+    if state is not None:
+        raise ValueError("give either --state or --db, not both")
+    if user is None:
+        raise ValueError("--db needs --user (the database user id)")
+    return _week_day(start, "--from"), _week_day(end, "--to")
 
 
 @app.command()
@@ -386,10 +430,14 @@ def demo(
 ) -> None:
     """Walk through the engine on the bundled sample window, as an agent would.
 
-    The window is seeded into an embedded SQLite file, loaded back from its tables, worked on
-    through the tools, and the session's change log is committed in one transaction.
+    The window is seeded into an embedded SQLite file, a session is opened on it from the
+    tables, worked on through the tools, and committed through the Confirm gate (``commit``
+    previews the net change per table, the confirm writes it in one transaction). A second
+    session opened before the commit then shows the optimistic check (a Chinese ``stale`` reply
+    naming what changed) and ``reload``.
     """
     from .store import Store
+    from .tools_adapter.session import Session
 
     sample = _load(sample_window_path())
     workdir.mkdir(parents=True, exist_ok=True)
@@ -397,25 +445,39 @@ def demo(
     db.unlink(missing_ok=True)
     store = Store.from_url(f"sqlite:///{db}")
     store.seed_from_state(DEMO_USER, sample)
-    state = store.load_window(DEMO_USER, sample.window.day_mapping)
+    mapping = sample.window.day_mapping
+    session = Session(store.load_window(DEMO_USER, mapping), store=store, db_user_id=DEMO_USER)
+    rival = Session(store.load_window(DEMO_USER, mapping), store=store, db_user_id=DEMO_USER)
     console.print(Rule(f"smartflow demo — sample window loaded from {db}"))
     console.print(f"rows: {store.row_counts(DEMO_USER)}", soft_wrap=True)
-    tb = Toolbox(state, store=store, user_id=DEMO_USER)
-    before = _picture(state, workdir / "schedule_before.png", title="sample window, loaded")
+    loaded = session.state
+    assert loaded is not None
+    before = _picture(loaded, workdir / "schedule_before.png", title="sample window, loaded")
     for name, args, title in DEMO_STEPS:
-        reply = tb.call(name, args)
+        reply = session.call(name, args)
         if name.startswith("analyze_"):
             reply = _health_digest(reply)
         _show(f"{title} · {name} {json.dumps(args, ensure_ascii=False) if args else ''}", reply)
-    result = store.commit(DEMO_USER, state, tb.changes)
-    if not result.ok:
-        err_console.print(f"[red]commit refused: {result.error_code}: {result.error}[/red]")
+    count = len(session.changes)
+    held = session.invoke("commit", {})
+    _show("提交预览（Confirm 节点）· commit", held.reply)
+    done = session.confirm(held.confirm_token or "")
+    _show("用户确认 · confirm", done.reply)
+    if done.reply.startswith("提交失败") or session.changes:
+        err_console.print("[red]commit refused[/red]")
         raise typer.Exit(1)
-    again = store.load_window(DEMO_USER, sample.window.day_mapping)
+    state = session.state
+    assert state is not None
+    again = store.load_window(DEMO_USER, mapping)
     same = again.to_dict() == state.to_dict()
-    console.print(f"committed {len(tb.changes)} changes in one transaction; rows now "
+    console.print(f"committed {count} changes in one transaction; rows now "
                   f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}",
                   soft_wrap=True)
+    _show("另一个会话（提交前打开）· place", rival.call("place", {"task_id": 11, "day": 2,
+                                                                "slot_start": 7}))
+    token = rival.invoke("commit", {}).confirm_token or ""
+    _show("另一个会话提交（数据库已变）· commit → confirm", rival.confirm(token).reply)
+    _show("另一个会话刷新 · reload", rival.call("reload", {"discard_changes": True}))
     out = workdir / "state_after_demo.json"
     out.write_text(state.to_json(), encoding="utf-8")
     console.print(f"state written to {out}")

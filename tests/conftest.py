@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+
+# The running database and Redis servers (one database / key prefix per run): see db_servers.py.
+from db_servers import (  # noqa: F401
+    mariadb_database,
+    pg_database,
+    redis_prefix,
+    server_stores,
+)
 from hypothesis import HealthCheck, settings
 
 from smartflow_engine import ScheduleState, Toolbox

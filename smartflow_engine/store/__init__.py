@@ -14,7 +14,7 @@ Quick use::
 """
 
 from .commit import COMMIT_ERRORS, CommitResult, net_changes
-from .days import DayIndex, StoreError
+from .days import DayIndex, StoreError, window_days
 from .models import Base, Schedule, ScheduleEvent, TaskClass, TaskClassItem
 from .seed import SeedResult
 from .sql_store import ScheduleStore, Store
@@ -55,4 +55,5 @@ __all__ = [
     "WeekDayInput",
     "net_changes",
     "validate_task_class",
+    "window_days",
 ]

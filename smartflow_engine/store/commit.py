@@ -4,9 +4,11 @@ The log is first reduced to its net effect per task: the blocks the task held wh
 loaded the window and no longer holds (``removed``), and the blocks it holds now that it did not
 hold then (``added``); a block left and later taken again cancels out. Then, in one transaction:
 
-1. optimistic checks: every task still is what the session loaded (its item/event exists with the
-   status the log starts from) and every removed block's rows are still there, as owner rows of
-   the task's event or, for a guest, as its host's rows carrying the guest;
+1. optimistic checks (on rows read ``FOR UPDATE``): every task still is what the session loaded
+   (its item/event exists with the status the log starts from) and every removed block's rows are
+   still there, as owner rows of the task's event carrying no guest the session did not see (a
+   guest embedded by another commit meanwhile would otherwise lose its place with the host's
+   rows), or, for a guest, as its host's rows carrying the guest;
 2. removed blocks: a guest's mark is cleared from its host's rows, owner rows are deleted;
 3. statuses: a placed task item gets its ``schedule_events`` row, an unplaced one loses it; an
    event's status follows the task (an unplaced event that still holds periods outside the block,
@@ -50,11 +52,18 @@ class CommitResult:
     error_code: str = ""
     error: str = ""
     task_id: int | None = None
+    # Why a refusal happened, as data for the adapters' replies: ``reason`` (see
+    # :class:`CommitFailure`) and the day, periods and names involved.
+    detail: dict[str, Any] = field(default_factory=dict)
     tasks_written: int = 0
     rows_inserted: int = 0
     rows_deleted: int = 0
     events_created: int = 0
     events_deleted: int = 0
+    events_updated: int = 0  # existing events whose status or duration the commit sets
+    items_updated: int = 0  # task items whose status or duration the commit sets
+    guests_marked: int = 0  # host rows that receive an embedded guest
+    guests_cleared: int = 0  # host rows whose guest leaves
     source_ids: dict[int, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,12 +71,20 @@ class CommitResult:
 
 
 class CommitFailure(Exception):
-    """Raised inside the transaction; the caller rolls back and reports it."""
+    """Raised inside the transaction; the caller rolls back and reports it.
 
-    def __init__(self, code: str, message: str, task_id: int | None = None) -> None:
+    ``reason`` says what changed, for the Chinese replies: ``item_gone``, ``item_scheduled``,
+    ``item_unscheduled``, ``event_gone``, ``event_status``, ``host_gone``, ``periods_changed``,
+    ``guest_added``, ``period_taken``, ``host_not_free``, ``bad_log``; ``detail`` carries the day,
+    periods and names involved.
+    """
+
+    def __init__(self, code: str, message: str, task_id: int | None = None,
+                 reason: str = "bad_log", **detail: Any) -> None:
         super().__init__(message)
         self.code = code
         self.task_id = task_id
+        self.detail = {"reason": reason, **detail}
 
 
 @dataclass
@@ -132,8 +149,9 @@ class _Row:
 
 class _Rows:
     """The rows behind the session's tasks, for one user, fetched in a few batched queries:
-    items and events of every task involved, and every ``schedules`` row of the window's weeks
-    (locked ``FOR UPDATE`` where the database supports it)."""
+    items and events of every task involved, and every ``schedules`` row of the window's weeks,
+    all locked ``FOR UPDATE`` where the database supports it (always in this order, so two
+    commits wait for each other instead of deadlocking)."""
 
     def __init__(self, session: Session, user_id: int, days: DayIndex,
                  tasks: Sequence[Task]) -> None:
@@ -141,10 +159,12 @@ class _Rows:
         item_ids = {t.source_id for t in tasks if t.source == "task_item"}
         event_ids = {t.source_id for t in tasks if t.source == "event"}
         items = session.scalars(select(m.TaskClassItem).where(
-            m.TaskClassItem.user_id == user_id, m.TaskClassItem.id.in_(item_ids))).all()
+            m.TaskClassItem.user_id == user_id, m.TaskClassItem.id.in_(item_ids))
+            .order_by(m.TaskClassItem.id).with_for_update()).all()
         events = session.scalars(select(m.ScheduleEvent).where(
             m.ScheduleEvent.user_id == user_id,
-            m.ScheduleEvent.id.in_(event_ids) | m.ScheduleEvent.task_item_id.in_(item_ids))).all()
+            m.ScheduleEvent.id.in_(event_ids) | m.ScheduleEvent.task_item_id.in_(item_ids))
+            .order_by(m.ScheduleEvent.id).with_for_update()).all()
         by_item = {e.task_item_id: e for e in events if e.task_item_id is not None}
         by_id = {e.id: e for e in events}
         item_by_id = {it.id: it for it in items}
@@ -208,16 +228,18 @@ def commit_changes(
     result = CommitResult(ok=True)
 
     # 1. Optimistic checks; collect the rows the removed blocks leave.
-    to_delete: set[int] = set()
+    to_delete: dict[int, tuple[Task, SlotRange]] = {}  # owner rows → the task and block leaving
     to_clear: set[int] = set()
     for net in nets:
         _check(state, rows, net, to_delete, to_clear)
+    _check_no_new_guests(session, rows, to_delete, to_clear)
     # 2. Removed blocks.
     if to_clear:
         session.execute(update(m.Schedule).where(m.Schedule.id.in_(to_clear))
                         .values(embedded_event_id=None))
+        result.guests_cleared = len(to_clear)
     if to_delete:
-        session.execute(delete(m.Schedule).where(m.Schedule.id.in_(to_delete)))
+        session.execute(delete(m.Schedule).where(m.Schedule.id.in_(list(to_delete))))
         result.rows_deleted += len(to_delete)
     # 3. Statuses: events created, deleted or split off.
     new_ids: dict[int, int] = {}
@@ -239,12 +261,12 @@ def commit_changes(
                                           .where(m.ScheduleEvent.id == held.event_id))
                     raise CommitFailure("conflict", f"task [{t.state_id}] {t.name}: day "
                                         f"{block.day} period {section} is held by {name!r} in "
-                                        "the database", t.state_id)
+                                        "the database", t.state_id, "period_taken",
+                                        day=block.day, slot=section, holder=name)
                 inserts.append({"user_id": user_id, "event_id": ev.id, "week": week,
                                 "day_of_week": dow, "section": section})
-    if inserts:
-        session.execute(insert(m.Schedule), inserts)
-        result.rows_inserted = len(inserts)
+    insert_rows(session, inserts)
+    result.rows_inserted = len(inserts)
     for net in nets:
         if net.task.embed_host is None:
             continue
@@ -253,30 +275,51 @@ def commit_changes(
         for block in net.added:
             if host_ev is None:
                 raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: its "
-                                    "host holds no periods in the database", net.task.state_id)
+                                    "host holds no periods in the database", net.task.state_id,
+                                    "host_not_free", day=block.day,
+                                    host=net.task.embed_host)
             out = session.execute(update(m.Schedule).where(
                 rows.where(block), m.Schedule.event_id == host_ev.id,
                 m.Schedule.embedded_event_id.is_(None)).values(embedded_event_id=ev.id))
             if int(out.rowcount) != block.length:  # type: ignore[attr-defined]
                 raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: the "
                                     f"host's periods on day {block.day} are not free to embed "
-                                    "into in the database", net.task.state_id)
+                                    "into in the database", net.task.state_id, "host_not_free",
+                                    day=block.day, host=net.task.embed_host)
+            result.guests_marked += block.length
     session.flush()
     result.tasks_written = len(nets)
+    result.items_updated = sum(1 for n in nets if n.task.source == "task_item")
+    result.events_updated = sum(1 for n in nets if n.task.source == "event"
+                                and n.task.state_id not in new_ids)
     result.source_ids = new_ids
     return result
+
+
+INSERT_CHUNK = 2000  # rows per INSERT statement (5 parameters each, well below every limit)
+
+
+def insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert ``schedules`` rows as multi-row ``INSERT ... VALUES`` statements.
+
+    Not ``executemany``: psycopg runs that in pipeline mode, and a refused row (a unique period
+    taken by a concurrent commit) then leaves psycopg printing "pipeline aborted" to stderr while
+    the transaction rolls back (issue 12 item 14); one statement fails cleanly on every driver.
+    """
+    for start in range(0, len(rows), INSERT_CHUNK):
+        session.execute(insert(m.Schedule).values(list(rows[start:start + INSERT_CHUNK])))
 
 
 def _host(state: ScheduleState, host_id: int) -> Task:
     host = state.task(host_id)
     if host is None:
         raise CommitFailure("invalid_changes", f"embed host [{host_id}] is not in the state",
-                            host_id)
+                            host_id, host=host_id)
     return host
 
 
-def _check(state: ScheduleState, rows: _Rows, net: NetChange, to_delete: set[int],
-           to_clear: set[int]) -> None:
+def _check(state: ScheduleState, rows: _Rows, net: NetChange,
+           to_delete: dict[int, tuple[Task, SlotRange]], to_clear: set[int]) -> None:
     """The optimistic check: the task's rows are as the session found them."""
     t = net.task
     who = f"task [{t.state_id}] {t.name}"
@@ -286,20 +329,20 @@ def _check(state: ScheduleState, rows: _Rows, net: NetChange, to_delete: set[int
         item = rows.item(t)
         if item is None:
             raise CommitFailure("stale", f"{who}: task item {t.source_id} no longer exists",
-                                t.state_id)
+                                t.state_id, "item_gone")
         if was_pending and (item.status != "pending" or ev is not None):
             raise CommitFailure("stale", f"{who}: task item {t.source_id} was scheduled "
-                                "meanwhile", t.state_id)
+                                "meanwhile", t.state_id, "item_scheduled")
         if not was_pending and ev is None:
             raise CommitFailure("stale", f"{who}: task item {t.source_id} is no longer "
-                                "scheduled", t.state_id)
+                                "scheduled", t.state_id, "item_unscheduled")
     elif t.source == "event":
         if ev is None:
             raise CommitFailure("stale", f"{who}: event {t.source_id} no longer exists",
-                                t.state_id)
+                                t.state_id, "event_gone")
         if was_pending != (ev.status == "pending"):
             raise CommitFailure("stale", f"{who}: event {t.source_id} is now {ev.status}",
-                                t.state_id)
+                                t.state_id, "event_status", status=ev.status)
     else:
         raise CommitFailure("invalid_changes", f"{who}: unknown source {t.source!r}", t.state_id)
     for block, host in net.removed:
@@ -307,7 +350,7 @@ def _check(state: ScheduleState, rows: _Rows, net: NetChange, to_delete: set[int
         host_ev = rows.event(_host(state, host)) if host is not None else None
         if host is not None and host_ev is None:
             raise CommitFailure("stale", f"{who}: its host [{host}] holds no periods any more",
-                                t.state_id)
+                                t.state_id, "host_gone", host=host)
         for cell in rows.block_cells(block):
             row = rows.cells.get(cell)
             if host_ev is None:
@@ -317,9 +360,33 @@ def _check(state: ScheduleState, rows: _Rows, net: NetChange, to_delete: set[int
             if not ok:
                 raise CommitFailure("stale", f"{who}: its periods {block.slot_start}-"
                                     f"{block.slot_end} on day {block.day} changed in the "
-                                    "database meanwhile", t.state_id)
+                                    "database meanwhile", t.state_id, "periods_changed",
+                                    day=block.day, slot_start=block.slot_start,
+                                    slot_end=block.slot_end)
             assert row is not None
-            (to_clear if host_ev is not None else to_delete).add(row.id)
+            if host_ev is not None:
+                to_clear.add(row.id)
+            else:
+                to_delete[row.id] = (t, block)
+
+
+def _check_no_new_guests(session: Session, rows: _Rows,
+                         to_delete: dict[int, tuple[Task, SlotRange]], to_clear: set[int]) -> None:
+    """An owner block leaving its rows must not carry a guest the commit does not move out too:
+    the session saw the block without one (a host with a guest cannot move), so the guest was
+    embedded by another commit meanwhile, and deleting the rows would lose its placement."""
+    by_id = {r.id: r for r in rows.cells.values()}
+    for row_id, (t, block) in to_delete.items():
+        row = by_id[row_id]
+        if row.guest_id is None or row_id in to_clear:
+            continue
+        name = session.scalar(select(m.ScheduleEvent.name)
+                              .where(m.ScheduleEvent.id == row.guest_id))
+        raise CommitFailure("stale", f"task [{t.state_id}] {t.name}: its periods "
+                            f"{block.slot_start}-{block.slot_end} on day {block.day} now carry "
+                            f"the embedded {name!r} in the database", t.state_id, "guest_added",
+                            day=block.day, slot_start=block.slot_start, slot_end=block.slot_end,
+                            guest=name)
 
 
 def _update_statuses(

@@ -123,3 +123,30 @@ def split_for_guests(
 def expand(block: SlotRange) -> range:
     """The sections of a block (§3.4, reverse): one ``schedules`` row each."""
     return range(block.slot_start, block.slot_end + 1)
+
+
+MAX_WINDOW_DAYS = 1000  # the state model's limit on total_days
+
+
+def window_days(start: WeekDay, end: WeekDay) -> list[DayMapping]:
+    """The day mapping of the consecutive days from ``start`` to ``end`` (both ``(week,
+    day_of_week)``, inclusive): a planning window as a backend names it.
+
+    Raises
+    ------
+    StoreError
+        A day of week outside 1..7, a week below 1, an end before the start, or more than
+        :data:`MAX_WINDOW_DAYS` days.
+    """
+    for name, (week, dow) in (("start", start), ("end", end)):
+        if week < 1 or not 1 <= dow <= 7:
+            raise StoreError(f"window {name} (week {week}, day_of_week {dow}) is not a date: "
+                             "week >= 1, day_of_week 1..7")
+    first, last = ordinal(*start), ordinal(*end)
+    if last < first:
+        raise StoreError(f"window end (week {end[0]}, day_of_week {end[1]}) comes before its "
+                         f"start (week {start[0]}, day_of_week {start[1]})")
+    if last - first + 1 > MAX_WINDOW_DAYS:
+        raise StoreError(f"window of {last - first + 1} days exceeds {MAX_WINDOW_DAYS} days")
+    return [DayMapping(day_index=i + 1, week=o // 7, day_of_week=o % 7 + 1)
+            for i, o in enumerate(range(first, last + 1))]

@@ -2,8 +2,11 @@
 SQLAlchemy 2.x ORM.
 
 Portable by construction: plain column types, ``CHECK`` and ``UNIQUE`` constraints and foreign keys
-that SQLite and PostgreSQL both enforce (SQLite with ``PRAGMA foreign_keys=ON``, which
-:class:`~smartflow_engine.store.sql_store.Store` turns on); no dialect-specific SQL.
+that SQLite, PostgreSQL and MariaDB/MySQL all enforce (SQLite with ``PRAGMA foreign_keys=ON``, which
+:class:`~smartflow_engine.store.sql_store.Store` turns on); no dialect-specific SQL. On MariaDB/MySQL
+the tables are InnoDB in ``utf8mb4`` (Chinese names, 4-byte characters) with the binary collation,
+so names compare as on SQLite and PostgreSQL (case- and accent-sensitive) and every ``VARCHAR``
+stays well inside InnoDB's index limits; the unique key of ``schedules`` is on integers only.
 
 - ``task_classes``: a user's task classes (category, budget, time window, banned periods, ...).
 - ``task_class_items``: the items of a class (the work to schedule).
@@ -55,6 +58,11 @@ class Base(DeclarativeBase):
     pass
 
 
+# Table options for MariaDB/MySQL (ignored by the other dialects).
+MYSQL_OPTIONS = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4",
+                 "mysql_collate": "utf8mb4_bin"}
+
+
 class TaskClass(Base):
     """A task class: ``name`` is the category of its items; the time window is stored as
     ``(week, day_of_week)`` pairs, both ends inclusive; ``excluded_slots`` are banned periods."""
@@ -63,6 +71,7 @@ class TaskClass(Base):
     __table_args__ = (
         Index("ix_task_classes_user_name", "user_id", "name"),
         CheckConstraint("total_slots IS NULL OR total_slots >= 0", name="ck_task_classes_total"),
+        MYSQL_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
@@ -94,6 +103,7 @@ class TaskClassItem(Base):
         Index("ix_task_class_items_user_status", "user_id", "status"),
         CheckConstraint(_in("status", ITEM_STATUSES), name="ck_task_class_items_status"),
         CheckConstraint("duration IS NULL OR duration >= 1", name="ck_task_class_items_duration"),
+        MYSQL_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
@@ -122,6 +132,7 @@ class ScheduleEvent(Base):
         Index("ix_schedule_events_user_status", "user_id", "status"),
         CheckConstraint(_in("type", EVENT_TYPES), name="ck_schedule_events_type"),
         CheckConstraint(_in("status", EVENT_STATUSES), name="ck_schedule_events_status"),
+        MYSQL_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
@@ -149,6 +160,7 @@ class Schedule(Base):
                          name="uq_schedules_user_period"),
         CheckConstraint("day_of_week BETWEEN 1 AND 7", name="ck_schedules_day_of_week"),
         CheckConstraint("section >= 1", name="ck_schedules_section"),
+        MYSQL_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from ..state import ScheduleState, Task
 from . import models as m
+from .commit import insert_rows
 from .days import DayIndex, StoreError, expand
 from .load import COURSE_CATEGORY, derived_category, derived_locked
 
@@ -121,8 +122,7 @@ def seed_from_state(
             week, dow = days.weekday(block.day)
             rows += [{"user_id": user_id, "event_id": eid, "week": week, "day_of_week": dow,
                       "section": s} for s in expand(block)]
-    if rows:
-        session.execute(insert(m.Schedule), rows)
+    insert_rows(session, rows)
     for task in state.tasks:
         if task.embed_host is None:
             continue

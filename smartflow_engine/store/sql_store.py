@@ -1,8 +1,14 @@
 """The storage backend: a small :class:`ScheduleStore` protocol and its SQLAlchemy implementation.
 
-``Store.from_url("sqlite:///smartflow.db")`` (an embedded file, the default) or
-``Store.from_url("postgresql+psycopg://user:pw@host/db")`` (production); the same models and
-queries serve both.
+``Store.from_url("sqlite:///smartflow.db")`` (an embedded file, the default),
+``Store.from_url("postgresql+psycopg://user:pw@host/db")`` or
+``Store.from_url("mysql+pymysql://user:pw@host/db")`` (MariaDB/MySQL, ``utf8mb4``); the same models
+and queries serve all three.
+
+Transactions: SQLite writers take the write lock first (``BEGIN IMMEDIATE``); PostgreSQL runs at
+its default READ COMMITTED; MariaDB/MySQL is switched from its default REPEATABLE READ to READ
+COMMITTED, so that every statement of a commit sees the rows other commits wrote before it (the
+optimistic checks lock the rows they read with ``SELECT ... FOR UPDATE``).
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ class ScheduleStore(Protocol):
 
 
 class Store:
-    """SQLAlchemy implementation of :class:`ScheduleStore` (SQLite or PostgreSQL).
+    """SQLAlchemy implementation of :class:`ScheduleStore` (SQLite, PostgreSQL, MariaDB/MySQL).
 
     Parameters
     ----------
@@ -71,7 +77,9 @@ class Store:
     def from_url(cls, url: str, *, create: bool = True, echo: bool = False,
                  **engine_kwargs: Any) -> Store:
         """A store on ``url``: ``sqlite:///path.db``, ``sqlite://`` (in memory, one shared
-        connection), ``postgresql+psycopg://...``. Tables are created unless ``create=False``."""
+        connection), ``postgresql+psycopg://...``, ``mysql+pymysql://...`` or ``mariadb://...``
+        (``charset=utf8mb4`` is added when the URL names none). Tables are created unless
+        ``create=False``."""
         parsed = make_url(url)
         if parsed.get_backend_name() == "sqlite":
             memory = parsed.database in (None, "", ":memory:")
@@ -82,7 +90,13 @@ class Store:
             engine = create_engine(parsed, echo=echo, **kwargs)
             _sqlite_transactions(engine)
         else:
-            engine = create_engine(parsed, echo=echo, pool_pre_ping=True, **engine_kwargs)
+            kwargs = {"pool_pre_ping": True}
+            if parsed.get_backend_name() in ("mysql", "mariadb"):
+                if "charset" not in parsed.query:
+                    parsed = parsed.update_query_dict({"charset": "utf8mb4"})
+                kwargs["isolation_level"] = "READ COMMITTED"
+            kwargs.update(engine_kwargs)
+            engine = create_engine(parsed, echo=echo, **kwargs)
         return cls(engine, create=create)
 
     def create_tables(self) -> None:
@@ -128,7 +142,8 @@ class Store:
             with self.session(write=True) as s:
                 result = commit_changes(s, user_id, state, changes)
         except CommitFailure as exc:
-            return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id)
+            return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id,
+                                detail=exc.detail)
         except IntegrityError as exc:
             return CommitResult(ok=False, error_code="conflict", error=_first_line(exc))
         except SQLAlchemyError as exc:
@@ -138,6 +153,32 @@ class Store:
             task = state.task(state_id)
             if task is not None:
                 task.source_id = source_id
+        return result
+
+    def preview_commit(
+        self, user_id: int, state: ScheduleState, changes: Sequence[Change]
+    ) -> CommitResult:
+        """What :meth:`commit` would write now (counts per table), or why it would refuse: the
+        same checks and statements in a transaction that is always rolled back. The state is
+        not touched."""
+        if not changes:
+            return CommitResult(ok=True)
+        try:
+            with self._sessions() as s, s.begin() as tx:
+                if self.engine.dialect.name == "sqlite":
+                    s.connection(execution_options={"sqlite_immediate": True})
+                try:
+                    result = commit_changes(s, user_id, state, changes)
+                finally:
+                    tx.rollback()
+        except CommitFailure as exc:
+            return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id,
+                                detail=exc.detail)
+        except IntegrityError as exc:
+            return CommitResult(ok=False, error_code="conflict", error=_first_line(exc))
+        except SQLAlchemyError as exc:
+            return CommitResult(ok=False, error_code="db_error", error=_first_line(exc))
+        result.source_ids = {}
         return result
 
     def upsert_task_class(

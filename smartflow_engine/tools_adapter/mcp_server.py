@@ -282,16 +282,28 @@ def run_stdio(
     enabled_tools: tuple[str, ...] = (),
     max_time_limit_s: float = 10.0,
     num_workers: int = 1,
+    database: Any = None,
+    db_user_id: int | None = None,
+    window: tuple[tuple[int, int], tuple[int, int]] | None = None,
 ) -> None:
     """Serve one session over stdio until the client closes the stream.
 
-    ``state_path`` is the §3.1 JSON (``None``: no loaded schedule). Raises
-    :class:`~smartflow_engine.state.StateError` for an unreadable or invalid state file and
+    ``state_path`` is the §3.1 JSON (``None``: no loaded schedule). With a ``database`` (a
+    ``smartflow_engine.store`` backend), ``db_user_id`` and a ``window`` (first and last
+    ``(week, day_of_week)``), the session opens on that window of the database and the
+    ``commit``/``reload`` tools write and read it. Raises
+    :class:`~smartflow_engine.state.StateError` for an unreadable or invalid state file,
+    ``StoreError`` for a bad window and
     :class:`~smartflow_engine.tools_adapter.session.SessionError` for a bad mode or tool name.
     """
     state = ScheduleState.from_json(Path(state_path)) if state_path is not None else None
+    if database is not None and window is not None and db_user_id is not None:
+        from ..store import window_days
+
+        state = database.load_window(db_user_id, window_days(*window))
     session = Session(state, mode=mode, enabled_tools=enabled_tools,
-                      max_time_limit_s=max_time_limit_s, num_workers=num_workers)
+                      max_time_limit_s=max_time_limit_s, num_workers=num_workers,
+                      store=database, db_user_id=db_user_id)
     anyio.run(serve_stdio, build_server(session, save_path=save_path))
 
 

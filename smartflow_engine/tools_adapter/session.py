@@ -402,7 +402,9 @@ class Session:
         token = secrets.token_urlsafe(9)
         args = parsed.model_dump(mode="json", exclude_unset=True)
         shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
-        preview = (f"待确认：{spec.name} 尚未执行，需要用户确认。\n参数：{shown}\n"
+        what = (spec.preview(self.toolbox.ctx, parsed) if spec.preview is not None
+                else f"参数：{shown}")
+        preview = (f"待确认：{spec.name} 尚未执行，需要用户确认。\n{what}\n"
                    f"确认令牌：{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。")
         while len(self._pending) >= MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))

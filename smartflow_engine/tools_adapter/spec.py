@@ -81,6 +81,9 @@ class ToolSpec:
     modes: frozenset[Mode] = ALL_MODES  # modes in which the tool is offered to the model
     # A JSON tool whose replies are not the analysis envelope renders its own failures.
     error_reply: Callable[[str, str], str] | None = None
+    # A confirm-gated tool's own preview of what confirming would do (e.g. ``commit``'s net
+    # change per table); the gate shows it instead of the bare arguments.
+    preview: Callable[[ToolContext, Any], str] | None = None
 
     @property
     def is_write(self) -> bool:

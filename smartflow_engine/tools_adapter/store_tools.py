@@ -194,6 +194,143 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
                   error_code=code or "db_error", source=source)
 
 
+# ---------------------------------------------------------------------------------- commit / reload
+# tool-layer-design §6 (Confirm 节点统一处理): the session's change log goes to the database in one
+# transaction after the user confirms; a database that changed meanwhile is reported in words and
+# the session keeps its state (``reload`` fetches the database's current window).
+
+COMMIT_TOOL = "commit"
+RELOAD_TOOL = "reload"
+
+
+class CommitArgs(Args):
+    pass
+
+
+class ReloadArgs(Args):
+    discard_changes: bool = Field(
+        default=False, description="有未提交的修改时，是否丢弃它们并重新加载（默认 false：拒绝重载）")
+
+
+def _periods(detail: dict[str, Any]) -> str:
+    start, end = detail.get("slot_start"), detail.get("slot_end")
+    if start is None:
+        return f"第{detail['slot']}节" if "slot" in detail else ""
+    return f"第{start}节" if start == end else f"第{start}-{end}节"
+
+
+def _what_changed(ctx: ToolContext, result: Any) -> str:
+    """One Chinese sentence naming what changed in the database (from the commit's detail)."""
+    detail = result.detail or {}
+    reason = detail.get("reason", "")
+    task = ctx.state.task(result.task_id) if ctx.state is not None and result.task_id else None
+    who = f"[{task.state_id}]{task.name}" if task is not None else "某个任务"
+    day = f"第{detail['day']}天" if "day" in detail else ""
+    host = ctx.state.task(detail["host"]) if ctx.state is not None and detail.get("host") else None
+    host_name = f"[{host.state_id}]{host.name}" if host is not None else "宿主课程"
+    texts = {
+        "item_gone": f"{who} 对应的任务项已在数据库中被删除。",
+        "item_scheduled": f"{who} 在数据库中已被安排（可能来自另一个会话）。",
+        "item_unscheduled": f"{who} 在数据库中已不再是已安排状态。",
+        "event_gone": f"{who} 对应的日程已在数据库中被删除。",
+        "event_status": f"{who} 在数据库中的状态已变为 {detail.get('status', '?')}。",
+        "host_gone": f"{who} 所嵌入的{host_name}已不在数据库中的原位置。",
+        "periods_changed": f"{who} 原来占用的{day}{_periods(detail)}在数据库中已被修改。",
+        "guest_added": f"{who} 原来占用的{day}{_periods(detail)}在数据库中已嵌入"
+                       f"「{detail.get('guest', '?')}」，移走它会丢失该嵌入。",
+        "period_taken": f"{who} 的目标时段{day}{_periods(detail)}在数据库中已被"
+                        f"「{detail.get('holder', '?')}」占用。",
+        "host_not_free": f"{who} 要嵌入的{host_name}在数据库中{day}的时段已不可嵌入（已移走或已有嵌入）。",
+    }
+    return texts.get(reason, "数据库中的相关数据已被修改。")
+
+
+def _counts(result: Any) -> str:
+    return (f"- 日程事件 schedule_events：新建{result.events_created}个，删除{result.events_deleted}个，"
+            f"更新{result.events_updated}个\n"
+            f"- 日程节次 schedules：新增{result.rows_inserted}行，删除{result.rows_deleted}行\n"
+            f"- 任务项 task_class_items：更新{result.items_updated}个\n"
+            f"- 嵌入 embedded：标记{result.guests_marked}节，清除{result.guests_cleared}节")
+
+
+def _store_refusal(ctx: ToolContext) -> str | None:
+    if ctx.store is None:
+        return "未配置数据库：本会话不是从数据库加载的，无法提交或重新加载。"
+    if ctx.user_id is None:
+        return "未指定数据库用户，无法提交或重新加载。"
+    if ctx.state is None or not ctx.state.window.day_mapping:
+        return "当前日程没有周次映射（day_mapping），无法与数据库对应。"
+    return None
+
+
+def _failure(ctx: ToolContext, result: Any, word: str) -> str:
+    if result.error_code in ("stale", "conflict"):
+        return (f"{word}失败：数据库在本会话加载之后已被修改。{_what_changed(ctx, result)}"
+                "没有写入任何内容，会话中的修改仍然保留；请调用 reload（discard_changes=true）"
+                "获取最新日程后重新调整，或撤回与之冲突的修改后再提交。")
+    if result.error_code == "invalid_changes":
+        return f"{word}失败：变更记录与当前日程不一致，没有写入任何内容。"
+    return f"{word}失败：数据库写入出错，已回滚，没有写入任何内容，会话中的修改仍然保留。"
+
+
+def commit_preview(ctx: ToolContext, _args: CommitArgs) -> str:
+    refusal = _store_refusal(ctx)
+    if refusal is not None:
+        return refusal
+    if not ctx.changes:
+        return "本会话没有未提交的修改，确认后不会写入任何内容。"
+    assert ctx.state is not None
+    tasks = len({c.task_id for c in ctx.changes})
+    result = ctx.store.preview_commit(ctx.user_id, ctx.state, ctx.changes)
+    if not result.ok:
+        return (f"将提交 {len(ctx.changes)} 项修改（涉及 {tasks} 个任务），但按数据库当前内容会失败：\n"
+                + _failure(ctx, result, "提交"))
+    return (f"将在一个事务中提交 {len(ctx.changes)} 项修改（涉及 {tasks} 个任务），各表净变化：\n"
+            + _counts(result))
+
+
+def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
+    refusal = _store_refusal(ctx)
+    if refusal is not None:
+        return f"提交失败：{refusal}"
+    if not ctx.changes:
+        return "没有需要提交的修改。"
+    assert ctx.state is not None
+    count = len(ctx.changes)
+    result = ctx.store.commit(ctx.user_id, ctx.state, ctx.changes)
+    if not result.ok:
+        return _failure(ctx, result, "提交")
+    ctx.changes.clear()  # the database now holds them; the next commit starts from here
+    return f"已提交 {count} 项修改到数据库（一个事务）：\n" + _counts(result)
+
+
+def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
+    refusal = _store_refusal(ctx)
+    if refusal is not None:
+        return f"重新加载失败：{refusal}"
+    assert ctx.state is not None
+    if ctx.changes and not args.discard_changes:
+        return (f"重新加载失败：本会话有 {len(ctx.changes)} 项未提交的修改，重新加载会丢弃它们。"
+                "请先 commit，或确认丢弃后以 discard_changes=true 调用 reload。")
+    from ..store import StoreError
+
+    old = ctx.state
+    try:
+        state = ctx.store.load_window(ctx.user_id, old.window.day_mapping,
+                                      slots_per_day=old.slots_per_day)
+    except StoreError as exc:
+        return f"重新加载失败：数据库中的日程无法构成有效窗口（{exc}）。会话状态未改变。"
+    except Exception:  # the database is unreachable: the session keeps its state
+        return "重新加载失败：数据库读取出错。会话状态未改变。"
+    dropped = len(ctx.changes)
+    ctx.state = state
+    ctx.changes.clear()
+    pending = sum(1 for t in state.tasks if t.status == "pending")
+    note = f"，丢弃了 {dropped} 项未提交的修改" if dropped else ""
+    return (f"已从数据库重新加载第1-{state.window.total_days}天的日程{note}：共 {len(state.tasks)} 个任务，"
+            f"待安排 {pending} 个。")
+
+
 STORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         TOOL, "write", UpsertTaskClassArgs, upsert_task_class_tool,
@@ -201,5 +338,16 @@ STORE_TOOLS: tuple[ToolSpec, ...] = (
         "容错偏好、禁排节次等），再写任务项；写后校验字段合法性与完整性，不通过则整体回滚并返回可修复的 "
         "validation.issues。关键字段须先经用户确认。不依赖已加载的日程。",
         output="json", needs_state=False, needs_confirm=True, error_reply=error_reply,
+    ),
+    ToolSpec(
+        COMMIT_TOOL, "write", CommitArgs, commit_tool,
+        "把本会话的全部修改在一个事务中写回数据库（需用户确认）：预览会列出各表的净变化"
+        "（日程事件、日程节次、任务项、嵌入）；若数据库在加载后被他人修改，提交失败并说明改了什么，"
+        "会话修改保留，可 reload 后重新调整。",
+        needs_confirm=True, preview=commit_preview,
+    ),
+    ToolSpec(
+        RELOAD_TOOL, "write", ReloadArgs, reload_tool,
+        "从数据库重新加载本会话窗口的最新日程；有未提交修改时需 discard_changes=true 才会丢弃它们。",
     ),
 )

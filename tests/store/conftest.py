@@ -1,27 +1,17 @@
-"""Fixtures of the store tests: empty stores on SQLite files in tmp_path, and the sample window
-seeded into one.
-
-With ``SMARTFLOW_PG_URL`` set, every test using the ``store`` fixture also runs on PostgreSQL:
-either a server URL (``postgresql+psycopg://user@host:port/db``; the tests create and drop a
-database of their own there) or ``temp`` to start a throwaway local server (see ``pg_server.py``).
-"""
+"""Fixtures of the store tests: empty stores on SQLite files in tmp_path and on the running
+PostgreSQL and MariaDB (a database of this run's own, see ``tests/db_servers.py``), and the sample
+window seeded into one. Every test using ``store`` runs on all three."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from db_servers import BACKENDS, fresh_server_store
 from store_helpers import USER, load_window
 
 from smartflow_engine.store import Store
-
-PG_URL = os.environ.get("SMARTFLOW_PG_URL", "")
-BACKENDS = ["sqlite", *(["postgresql"] if PG_URL else [])]
 
 
 @pytest.fixture
@@ -29,40 +19,16 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "smartflow.db"
 
 
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test run (dropped at the end)."""
-    stop = None
-    server = PG_URL
-    if PG_URL == "temp":
-        from pg_server import start_temp_server
-
-        server, stop = start_temp_server()
-    name = f"smartflow_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(make_url(server), isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE DATABASE {name}"))
-        yield make_url(server).set(database=name).render_as_string(hide_password=False)
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    finally:
-        admin.dispose()
-        if stop is not None:
-            stop()
-
-
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[Store]:
-    """An empty store: on an SQLite file, and on PostgreSQL when configured."""
+    """An empty store: on an SQLite file, on PostgreSQL and on MariaDB (the run's database, its
+    tables emptied for each test)."""
     if request.param == "sqlite":
         s = Store.from_url(f"sqlite:///{db_path}")
+        yield s
+        s.dispose()
     else:
-        s = Store.from_url(request.getfixturevalue("pg_database"), create=False)
-        s.drop_tables()
-        s.create_tables()
-    yield s
-    s.dispose()
+        yield fresh_server_store(request, request.param)
 
 
 @pytest.fixture

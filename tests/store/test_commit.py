@@ -4,6 +4,7 @@ transaction, load_window then shows exactly the new state, and a failing commit 
 from __future__ import annotations
 
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -306,3 +307,162 @@ def test_a_state_without_day_mapping_cannot_be_committed(sample_store: Store):
     assert (result.ok, result.error_code) == (False, "invalid_changes")
     assert "day_mapping" in result.error
     assert table_rows(sample_store) == rows
+
+
+# ---------------------------------------------------------------------------------- concurrency
+HOST_OFF_DAY3: list[Call] = COURSE_BLOCK  # A: water course [6]'s block leaves day 3
+GUEST_INTO_DAY3: list[Call] = EMBED  # B: [15] embeds into that very block
+
+
+def _items_and_events_hold(store: Store) -> None:
+    """No task lost: every scheduled item has its event, every scheduled event holds periods
+    (as owner), and every embedded guest mark points at an event that exists."""
+    with store.session() as s:
+        scheduled = s.scalars(select(m.TaskClassItem.id).where(
+            m.TaskClassItem.user_id == USER, m.TaskClassItem.status == "scheduled")).all()
+        placed = dict(s.execute(select(m.ScheduleEvent.task_item_id, m.ScheduleEvent.id).where(
+            m.ScheduleEvent.user_id == USER, m.ScheduleEvent.task_item_id.is_not(None))).all())
+        owners = set(s.scalars(select(m.Schedule.event_id).where(m.Schedule.user_id == USER)))
+        guests = set(s.scalars(select(m.Schedule.embedded_event_id).where(
+            m.Schedule.user_id == USER, m.Schedule.embedded_event_id.is_not(None))))
+        holding = s.scalars(select(m.ScheduleEvent.id).where(
+            m.ScheduleEvent.user_id == USER, m.ScheduleEvent.status != "pending")).all()
+    for item in scheduled:
+        assert item in placed, f"scheduled item {item} has no event"
+    for ev in holding:
+        assert ev in owners or ev in guests, f"event {ev} is placed but holds no period"
+
+
+@pytest.mark.parametrize("first,second", [(GUEST_INTO_DAY3, HOST_OFF_DAY3),
+                                          (HOST_OFF_DAY3, GUEST_INTO_DAY3)],
+                         ids=["guest_first", "host_first"])
+def test_a_guest_committed_meanwhile_is_never_lost(sample_store: Store, first: list[Call],
+                                                   second: list[Call]):
+    """Tests issue 12 item 1: two sessions on one loaded window; one moves the water course's
+    block off day 3, the other embeds [15] into it. Whichever commits second is refused (the
+    host's rows now carry a guest, or the host left), the database keeps the first commit exactly,
+    and [15] is still in the window on reload."""
+    a, b = _session(sample_store, first), _session(sample_store, second)
+    assert sample_store.commit(USER, a.state, a.changes).ok
+    rows = table_rows(sample_store)
+    refused = sample_store.commit(USER, b.state, b.changes)
+    assert not refused.ok and refused.error_code in ("stale", "conflict"), refused
+    assert refused.detail["reason"] in ("guest_added", "host_not_free")
+    assert table_rows(sample_store) == rows
+    assert a.state is not None
+    back = reload(sample_store, a.state)
+    assert cell_view(back) == cell_view(a.state)
+    assert {t.source_id for t in back.tasks if t.source == "task_item"} == {
+        t.source_id for t in a.state.tasks if t.source == "task_item"}
+    _items_and_events_hold(sample_store)
+
+
+def test_racing_commits_keep_every_task(sample_store: Store):
+    """Tests that the two sessions above committed from two threads at once (several rounds,
+    the database reset each time) always end with exactly one commit accepted and no task
+    lost: the row locks serialise the optimistic checks."""
+    base = load_window("sample_window")
+    for _ in range(4):
+        a, b = _session(sample_store, HOST_OFF_DAY3), _session(sample_store, GUEST_INTO_DAY3)
+        with ThreadPoolExecutor(2) as pool:
+            done = list(pool.map(lambda tb: sample_store.commit(USER, tb.state, tb.changes),
+                                 [a, b]))
+        assert sorted(r.ok for r in done) == [False, True], done
+        winner = a if done[0].ok else b
+        assert winner.state is not None
+        assert cell_view(reload(sample_store, winner.state)) == cell_view(winner.state)
+        _items_and_events_hold(sample_store)
+        _reset(sample_store, base)
+
+
+def _reset(store: Store, state: ScheduleState) -> None:
+    """The user's rows back to ``state`` (rows deleted and seeded again, no DDL)."""
+    with store.session(write=True) as s:
+        for table in reversed(m.TABLES):
+            s.execute(delete(table))
+    store.seed_from_state(USER, state)
+
+
+def _session_on(state: ScheduleState, calls: list[Call]) -> Toolbox:
+    tb = Toolbox(state.model_copy(deep=True), self_check=True)
+    for name, args in calls:
+        tb.call(name, args)
+    return tb
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_concurrent_change_logs_never_lose_or_duplicate_a_task(store: Store,
+                                                                data: st.DataObject):
+    """Tests the property of issue 12 item 1 on SQLite, PostgreSQL and MariaDB: two sessions
+    load one user's window, make random writes (valid and invalid), and commit in both orders.
+    The first commit is always accepted; the second either is accepted or refused with
+    ``stale``/``conflict`` leaving the database as the first left it; either way every task item
+    of the window is there exactly once on reload and no placed event is left without periods."""
+    sample = data.draw(st.booleans(), label="sample window")
+    state = (load_window("sample_window") if sample
+             else data.draw(windows(min_days=7, max_days=14), label="window"))
+    _reset(store, state)
+    loaded = reload(store, state)
+    # On the sample window the known race (issue 12 item 1) may open the two logs.
+    race = sample and data.draw(st.booleans(), label="known race first")
+    logs: list[list[Call]] = []
+    for label, opening in (("A", HOST_OFF_DAY3), ("B", GUEST_INTO_DAY3)):
+        tb = Toolbox(loaded.model_copy(deep=True), self_check=True)
+        calls: list[Call] = list(opening) if race else []
+        for call in calls:
+            tb.call(*call)
+        for _ in range(data.draw(st.integers(1, 8), label=f"calls {label}")):
+            assert tb.state is not None
+            calls.append(data.draw(write_calls(tb.state), label=f"call {label}"))
+            tb.call(*calls[-1])
+        logs.append(calls)
+    items = sorted(t.source_id for t in loaded.tasks if t.source == "task_item")
+    for order in ((0, 1), (1, 0)):
+        if order == (1, 0):
+            _reset(store, state)
+        first, second = (_session_on(loaded, logs[i]) for i in order)
+        assert first.state is not None and second.state is not None
+        assert store.commit(USER, first.state, first.changes).ok
+        rows = table_rows(store)
+        result = store.commit(USER, second.state, second.changes)
+        event(f"second commit: {result.error_code or 'ok'}")
+        if not result.ok:
+            assert result.error_code in ("stale", "conflict"), result
+            assert table_rows(store) == rows
+            assert cell_view(reload(store, first.state)) == cell_view(first.state)
+        back = reload(store, first.state)
+        assert sorted(t.source_id for t in back.tasks if t.source == "task_item") == items
+        _items_and_events_hold(store)
+
+
+def test_a_refused_insert_prints_nothing(sample_store: Store, monkeypatch: pytest.MonkeyPatch,
+                                         capfd: pytest.CaptureFixture[str],
+                                         caplog: pytest.LogCaptureFixture):
+    """Tests issue 12 item 14: when a period is taken between the optimistic check and the insert
+    (a concurrent commit; simulated by hiding the database's rows from the check), the database
+    refuses the insert, the commit answers ``conflict`` with nothing written, and no driver noise
+    (psycopg's "pipeline aborted") reaches stderr or the log."""
+    from smartflow_engine.store import commit as commit_module
+
+    tb = _session(sample_store, PLACE)  # [11] → day 6 (week 7, Saturday) periods 1-3
+    with sample_store.session(write=True) as s:
+        s.add(m.ScheduleEvent(id=900, user_id=USER, name="讲座", type="course"))
+        s.flush()
+        s.add(m.Schedule(user_id=USER, event_id=900, week=7, day_of_week=6, section=2))
+    rows = table_rows(sample_store)
+    real_init = commit_module._Rows.__init__
+
+    def blind(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        self.cells.clear()
+
+    monkeypatch.setattr(commit_module._Rows, "__init__", blind)
+    capfd.readouterr()
+    result = sample_store.commit(USER, tb.state, tb.changes)
+    assert (result.ok, result.error_code) == (False, "conflict"), result
+    assert table_rows(sample_store) == rows
+    assert capfd.readouterr().err == ""
+    assert not [r for r in caplog.records if "pipeline" in r.getMessage()]

@@ -4,10 +4,12 @@ server caps, and schemathesis against the OpenAPI schema (no 5xx)."""
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 import schemathesis
 from conftest_adapters import load_window, note_tool, specs_with, window_dict
+from db_servers import BACKENDS, REDIS_URL, fresh_server_store
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
@@ -16,7 +18,7 @@ from smartflow_engine.tools_adapter import registry
 from smartflow_engine.tools_adapter.http_api import create_app, parse_tokens, serve
 from smartflow_engine.tools_adapter.prompts import prompt_rules
 from smartflow_engine.tools_adapter.schemas import tool_schemas
-from smartflow_engine.tools_adapter.session import SessionStore
+from smartflow_engine.tools_adapter.session_store import MemorySessionStore
 from smartflow_engine.tools_adapter.spec import Mode
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
@@ -33,9 +35,9 @@ def journal() -> list[str]:
 @pytest.fixture
 def client(journal: list[str]) -> TestClient:
     """An app whose sessions also offer a confirm-required test tool (record_note)."""
-    store = SessionStore(session_kwargs={"specs": specs_with(note_tool(journal)),
+    store = MemorySessionStore(session_kwargs={"specs": specs_with(note_tool(journal)),
                                          "self_check": True})
-    return TestClient(create_app(TOKENS, store=store))
+    return TestClient(create_app(TOKENS, sessions=store))
 
 
 def _create(client: TestClient, headers=ALICE, **body) -> str:
@@ -291,6 +293,149 @@ def test_no_tokens_means_no_access():
     assert out.status_code == 401
 
 
+def test_oversized_chunked_body_is_413():
+    """Tests issue 12 item 9: a chunked body (no Content-Length) over the cap is a typed 413,
+    not a 400 parse error; a chunked body under the cap is served."""
+    client = TestClient(create_app(TOKENS, max_body_bytes=2_000))
+
+    def chunks(n: int):
+        yield b'{"state": null, "enable_tools": ['
+        for i in range(n):
+            yield b'"x",' if i < n - 1 else b'"x"'
+        yield b"]}"
+
+    headers = {**ALICE, "content-type": "application/json"}
+    big = client.post("/v1/sessions", headers=headers, content=chunks(1_000))
+    assert big.status_code == 413 and big.json()["error_code"] == "request_too_large"
+    small = client.post("/v1/sessions", headers=headers, content=chunks(3))
+    assert small.status_code == 422  # parsed: "x" is not a tool, a typed 422 not a 413
+
+
+GOOD_CHANGE = {"op": "move", "task_id": 6, "status_before": "existing",
+               "status_after": "existing", "block_before": {"day": 3, "slot_start": 3,
+                                                            "slot_end": 4},
+               "block_after": {"day": 5, "slot_start": 3, "slot_end": 4},
+               "embed_host_before": None, "embed_host_after": None}
+BAD_SNAPSHOTS = [
+    ({"created_at": "abc"}, "snapshot.created_at"),  # a timestamp that is text
+    ({"created_at": []}, "snapshot.created_at"),  # a timestamp that is a list
+    ({"created_at": float("inf")}, "snapshot.created_at"),  # not finite
+    ({"changes": [{**GOOD_CHANGE, "task_id": float("inf")}]},
+     "snapshot.changes.0.task_id"),  # Infinity as an id (JSON's non-standard literal)
+    ({"changes": [{**GOOD_CHANGE, "embed_host_before": "zz"}]},
+     "snapshot.changes.0.embed_host_before"),  # a host id that is text
+    ({"changes": [{**GOOD_CHANGE, "block_after": {"day": 1, "slot_start": 0, "slot_end": 2}}]},
+     "snapshot.changes.0.block_after.slot_start"),  # period 0
+    ({"changes": {"op": "move"}}, "snapshot.changes"),  # not a list
+    ({"pending": [{"token": "t", "tool": "move", "args": [], "preview": ""}]},
+     "snapshot.pending.0.args"),  # arguments that are not an object
+    ({"mode": "fast"}, "snapshot.mode"),  # an unknown mode
+]
+
+
+@pytest.mark.parametrize(("patch", "field"), BAD_SNAPSHOTS)
+def test_restore_validates_snapshots_fully(client, patch, field):
+    """Tests issue 12 item 5: a malformed snapshot is a typed 422 naming the field, never a
+    500, and no session is created."""
+    sid = _create(client)
+    snapshot = {**client.get(f"/v1/sessions/{sid}/snapshot", headers=ALICE).json(), **patch}
+    before = len(client.get("/v1/sessions", headers=ALICE).json()["sessions"])
+    # Python's json writes Infinity as the non-standard literal a sloppy client would send.
+    out = client.post("/v1/restore", headers={**ALICE, "content-type": "application/json"},
+                      content=json.dumps({"snapshot": snapshot}))
+    assert out.status_code == 422 and out.json()["error_code"] == "invalid_snapshot", out.text
+    assert out.json()["error"].startswith(field + ":"), out.json()
+    assert len(client.get("/v1/sessions", headers=ALICE).json()["sessions"]) == before
+
+
+def test_a_restored_change_log_is_served(client):
+    """Tests that a restored session with a well-formed change log answers GET .../changes
+    with that log (the route that used to fail on every call after a bad restore)."""
+    sid = _create(client)
+    snapshot = {**client.get(f"/v1/sessions/{sid}/snapshot", headers=ALICE).json(),
+                "changes": [GOOD_CHANGE]}
+    new = client.post("/v1/restore", headers=ALICE, json={"snapshot": snapshot}).json()
+    out = client.get(f"/v1/sessions/{new['session_id']}/changes", headers=ALICE)
+    assert out.status_code == 200 and out.json()["changes"] == [GOOD_CHANGE]
+
+
+# ---------------------------------------------------------------------------------- database
+DB_TOKENS = {"tok-7": "7", "tok-8": "8", "tok-alice": "alice"}
+U7, U8 = {"Authorization": "Bearer tok-7"}, {"Authorization": "Bearer tok-8"}
+WEEKS_7_8 = {"start": {"week": 7, "day_of_week": 1}, "end": {"week": 8, "day_of_week": 7}}
+
+
+@pytest.fixture(params=BACKENDS)
+def database(request: pytest.FixtureRequest, tmp_path):
+    """The sample window seeded for database user 7: on SQLite, PostgreSQL and MariaDB."""
+    from smartflow_engine.store import Store
+
+    if request.param == "sqlite":
+        store = Store.from_url(f"sqlite:///{tmp_path / 'http.db'}")
+    else:
+        store = fresh_server_store(request, request.param)
+    store.seed_from_state(7, load_window("sample_window"))
+    yield store
+    if request.param == "sqlite":
+        store.dispose()
+
+
+def test_a_session_on_the_database_commits_through_http(database):
+    """Tests issue 14 item 2 over HTTP: a session opened on user 7's weeks 7-8, a move and a
+    placement, commit previewed per table then confirmed; the rows are where the state says
+    (checked with SQL), and a second session of the same user sees them."""
+    from sqlalchemy import select
+
+    from smartflow_engine.store import models as m
+
+    client = TestClient(create_app(DB_TOKENS, database=database))
+    made = client.post("/v1/sessions", headers=U7, json={"window": WEEKS_7_8,
+                                                          "mode": "local_adjust"})
+    assert made.status_code == 201 and made.json()["db_user_id"] == 7, made.text
+    sid = made.json()["session_id"]
+
+    def call(tool, args):
+        return client.post(f"/v1/sessions/{sid}/calls", headers=U7,
+                           json={"tool": tool, "args": args}).json()
+
+    assert call("place", {"task_id": 11, "day": 6, "slot_start": 1})["changes"]
+    held = call("commit", {})
+    assert held["status"] == "pending_confirm" and "schedules：新增3行" in held["reply"]
+    done = client.post(f"/v1/sessions/{sid}/confirm", headers=U7,
+                       json={"token": held["confirm_token"]}).json()
+    assert done["status"] == "ok" and done["reply"].startswith("已提交 1 项修改"), done
+    with database.session() as s:
+        ev = s.scalars(select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 301)).one()
+        cells = sorted(s.execute(select(m.Schedule.week, m.Schedule.day_of_week,
+                                        m.Schedule.section).where(m.Schedule.event_id == ev)))
+    assert cells == [(7, 6, 1), (7, 6, 2), (7, 6, 3)]
+    other = client.post("/v1/sessions", headers=U7, json={"window": WEEKS_7_8}).json()
+    state = client.get(f"/v1/sessions/{other['session_id']}/state", headers=U7).json()["state"]
+    placed = next(t for t in state["tasks"] if t["source_id"] == 301)
+    assert placed["slots"] == [{"day": 6, "slot_start": 1, "slot_end": 3}]
+
+
+@pytest.mark.parametrize(("headers", "body", "status", "code"), [
+    (U8, {"window": WEEKS_7_8, "db_user_id": 7}, 403, "forbidden"),  # another user's rows
+    (ALICE, {"window": WEEKS_7_8}, 422, "no_db_user"),  # a token with no database user
+    (U7, {"window": {**WEEKS_7_8, "end": {"week": 6, "day_of_week": 1}}}, 422,
+     "invalid_window"),  # end before start
+    (U7, {"window": WEEKS_7_8, "state": {}}, 422, "invalid_request"),  # both sources
+])
+def test_database_sessions_refuse_bad_requests(database, headers, body, status, code):
+    """Tests that opening a database window checks whose rows they are and the window."""
+    client = TestClient(create_app(DB_TOKENS, database=database))
+    out = client.post("/v1/sessions", headers=headers, json=body)
+    assert out.status_code == status and out.json()["error_code"] == code, out.text
+
+
+def test_without_a_database_a_window_session_is_refused():
+    """Tests that a server without a database answers a window session with a typed 422."""
+    out = TestClient(create_app(DB_TOKENS)).post("/v1/sessions", headers=U7,
+                                                 json={"window": WEEKS_7_8})
+    assert out.status_code == 422 and out.json()["error_code"] == "no_database"
+
+
 # ---------------------------------------------------------------------------------- schemathesis
 FUZZ_TOKEN = "tok-fuzz"
 FUZZ_APP = create_app({FUZZ_TOKEN: "fuzzer"}, max_time_limit_s=1.0, max_sessions_per_user=16)
@@ -314,3 +459,43 @@ def test_openapi_no_server_errors(case):
     conform to the documented schemas, status codes and headers."""
     case.call_and_validate(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"},
                            excluded_checks=EXCLUDED_CHECKS)
+
+
+def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
+    """Tests issue 14 item 3 over HTTP: while one worker's request works on a session, another
+    worker writes the same session; the first request's save is refused with a typed 409 asking
+    to retry, the other worker's change is kept, and a retry then succeeds."""
+    from pydantic import BaseModel
+
+    from smartflow_engine.tools_adapter.session_store import RedisSessionStore
+    from smartflow_engine.tools_adapter.spec import ToolContext, ToolSpec
+
+    prefix = f"{redis_prefix}:http409"
+    holder: dict[str, str] = {}
+    move = registry.REGISTRY["move"]
+
+    class NoArgs(BaseModel):
+        pass
+
+    def racing(ctx: ToolContext, _args: NoArgs) -> str:
+        with other.use("alice", holder["sid"]) as session:  # the other worker, meanwhile
+            session.call("move", MOVE)
+        return move.handler(ctx, move.args_model.model_validate(
+            {"task_id": 6, "new_day": 2, "new_slot_start": 9}))
+
+    tool = ToolSpec("racing_move", "write", NoArgs, racing, "测试用：并发写。")
+    kwargs = {"specs": specs_with(tool)}
+    mine = RedisSessionStore(REDIS_URL, prefix=prefix, session_kwargs=kwargs)
+    other = RedisSessionStore(REDIS_URL, prefix=prefix, session_kwargs=kwargs)
+    client = TestClient(create_app(TOKENS, sessions=mine, specs=specs_with(tool)))
+    holder["sid"] = sid = _create(client, mode="local_adjust")
+    lost = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
+                       json={"tool": "racing_move", "args": {}})
+    assert lost.status_code == 409 and lost.json()["error_code"] == "session_conflict"
+    assert "retry" in lost.json()["error"]
+    changes = client.get(f"/v1/sessions/{sid}/changes", headers=ALICE).json()["changes"]
+    assert [c["block_after"]["day"] for c in changes] == [MOVE["new_day"]]  # the other's kept
+    again = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
+                        json={"tool": "move", "args": {"task_id": 6, "new_day": 2,
+                                                       "new_slot_start": 9}})
+    assert again.status_code == 200 and again.json()["changes"]

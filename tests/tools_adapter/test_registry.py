@@ -34,6 +34,7 @@ DESIGN_READ = {
 DESIGN_WRITE = {
     "place", "move", "swap", "batch_move", "unplace", "apply_proposal", "spread_even",
     "min_context_switch", "upsert_task_class",
+    "commit", "reload",  # the Confirm commit to the database and its refresh (issue 14)
 }
 # The lead's read/write tools: present from the start, offered in every mode.
 CORE = ["get_overview", "query_range", "find_free", "list_tasks", "get_task_info",

@@ -1,0 +1,170 @@
+"""The FastAPI application and ``smartflow serve``."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from ... import __version__
+from .. import registry
+from ..session_store import MemorySessionStore, SessionBackend, session_backend
+from ..spec import ToolSpec
+from . import routes_meta, routes_sessions, routes_stateless
+from .context import ApiContext, parse_tokens
+from .errors import install_handlers
+from .middleware import BodyLimit
+from .solver_pool import SolverPool
+
+TOKENS_ENV = "SMARTFLOW_API_TOKENS"  # "token1:user1,token2:user2"
+DEFAULT_MAX_BODY_BYTES = 2_000_000
+
+
+def create_app(
+    tokens: Mapping[str, str] | None = None,
+    *,
+    sessions: SessionBackend | None = None,
+    database: Any = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_time_limit_s: float = 10.0,
+    num_workers: int = 1,
+    solver_processes: int = 0,
+    max_sessions_per_user: int = 32,
+    max_sessions: int = 1024,
+    max_session_bytes: int = 2 * 1024**3,
+    idle_ttl_s: float | None = 6 * 3600.0,
+    specs: Sequence[ToolSpec] | None = None,
+) -> FastAPI:
+    """The FastAPI application.
+
+    Parameters
+    ----------
+    tokens
+        Bearer token → principal (the HTTP user). ``None`` reads :data:`TOKENS_ENV`
+        (``"tok:user,..."``); an empty mapping refuses every ``/v1`` request. A principal that is
+        a decimal number is also that database user for the store tools.
+    sessions
+        The session store (default: a :class:`MemorySessionStore` with the caps below).
+    database
+        A ``smartflow_engine.store`` backend: sessions can be opened on a window of it and the
+        ``commit``/``reload``/``upsert_task_class`` tools write and read it.
+    max_body_bytes
+        Larger request bodies get 413.
+    max_time_limit_s, num_workers
+        Caps on every solver call, whatever a request asks for.
+    solver_processes
+        Worker processes for solving tool calls (0: in the request's thread); see
+        :mod:`.solver_pool`.
+    max_sessions_per_user, max_sessions, max_session_bytes, idle_ttl_s
+        Caps of the default session store (429 beyond them) and idle expiry.
+    specs
+        The registry table (default :data:`registry.TOOLS`).
+    """
+    if tokens is None:
+        tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
+    table = {spec.name: spec for spec in (specs or registry.TOOLS)}
+    if sessions is None:
+        sessions = MemorySessionStore(
+            max_sessions_per_user=max_sessions_per_user, max_sessions=max_sessions,
+            max_bytes=max_session_bytes, idle_ttl_s=idle_ttl_s,
+            session_kwargs={"max_time_limit_s": max_time_limit_s, "num_workers": num_workers,
+                            "store": database, "specs": list(table.values())})
+    ctx = ApiContext(tokens=dict(tokens), table=table, sessions=sessions, database=database,
+                     max_time_limit_s=max_time_limit_s, num_workers=num_workers,
+                     solver=SolverPool(solver_processes))
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        ctx.solver.shutdown()
+
+    app = FastAPI(
+        title="smartflow-engine",
+        version=__version__,
+        description="Scheduling engine tools for LLM agents: stateless calls and sessions.",
+        lifespan=lifespan,
+    )
+    app.state.ctx = ctx
+    app.state.store = sessions  # the name older callers read
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    install_handlers(app)
+    for module in (routes_meta, routes_stateless, routes_sessions):
+        app.include_router(module.router)
+    return app
+
+
+# ---------------------------------------------------------------------------------- serving
+SESSION_STORE_ENV = "SMARTFLOW_SESSION_STORE"  # "memory" or "redis://..."
+SESSION_PREFIX_ENV = "SMARTFLOW_SESSION_PREFIX"
+DB_URL_ENV = "SMARTFLOW_DB_URL"
+SETTINGS_ENV = "SMARTFLOW_SERVE_SETTINGS"  # "max_time_limit_s=..,solver_processes=.."
+
+
+def app_from_env() -> FastAPI:
+    """The app of one ``smartflow serve`` worker, configured from the environment the parent
+    process set (uvicorn starts each worker with an import string)."""
+    settings = dict(p.split("=", 1) for p in os.environ.get(SETTINGS_ENV, "").split(",") if p)
+    limit = float(settings.get("max_time_limit_s", 10.0))
+    database = None
+    if os.environ.get(DB_URL_ENV):
+        from ...store import Store
+
+        database = Store.from_url(os.environ[DB_URL_ENV])
+    kwargs = {"max_time_limit_s": limit, "num_workers": 1, "store": database}
+    store_url = os.environ.get(SESSION_STORE_ENV) or None
+    sessions = None
+    if store_url not in (None, "memory"):
+        sessions = session_backend(store_url, prefix=os.environ.get(SESSION_PREFIX_ENV,
+                                                                    "smartflow"),
+                                   session_kwargs=kwargs)
+    return create_app(None, sessions=sessions, database=database, max_time_limit_s=limit,
+                      solver_processes=int(settings.get("solver_processes", 1)))
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    tokens: Mapping[str, str] | None = None,
+    log_level: str = "info",
+    workers: int = 1,
+    session_store: str | None = None,
+    session_prefix: str = "smartflow",
+    db_url: str | None = None,
+    max_time_limit_s: float = 10.0,
+    solver_processes: int = 1,
+) -> None:
+    """Run the API with uvicorn (``smartflow serve``); binds 127.0.0.1 by default.
+
+    Without ``tokens`` and without :data:`TOKENS_ENV`, one random token for principal ``local``
+    is generated and printed to stderr, so a local server is never open to everyone. Several
+    ``workers`` need a shared ``session_store`` (``redis://...``).
+    """
+    import uvicorn
+
+    if tokens is None:
+        tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
+    if not tokens:
+        token = secrets.token_urlsafe(24)
+        tokens = {token: "local"}
+        print(f"smartflow serve: {TOKENS_ENV} not set; bearer token for user 'local': {token}",
+              file=sys.stderr)
+    if workers > 1 and session_store in (None, "", "memory"):
+        raise ValueError("several workers need a shared session store: "
+                         "--session-store redis://127.0.0.1:6379/0")
+    os.environ[TOKENS_ENV] = ",".join(f"{t}:{u}" for t, u in tokens.items())
+    os.environ[SESSION_STORE_ENV] = session_store or "memory"
+    os.environ[SESSION_PREFIX_ENV] = session_prefix
+    os.environ[SETTINGS_ENV] = (f"max_time_limit_s={max_time_limit_s},"
+                                f"solver_processes={solver_processes}")
+    if db_url:
+        os.environ[DB_URL_ENV] = db_url
+    else:
+        os.environ.pop(DB_URL_ENV, None)
+    uvicorn.run("smartflow_engine.tools_adapter.api.app:app_from_env", factory=True, host=host,
+                port=port, log_level=log_level, workers=workers)

@@ -1,0 +1,119 @@
+"""What every route needs: the server's settings and services, and the auth/session
+dependencies. Names say which user they mean: the *principal* is the HTTP user a bearer token
+stands for; a *database user* (``db_user_id``) is a user id in the scheduling tables."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..session import Session
+from ..session_store import (
+    SessionBackend,
+    SessionConflictError,
+    SessionStoreUnavailable,
+)
+from ..spec import ToolSpec
+from .errors import ApiError
+from .models import SessionId
+from .solver_pool import SolverPool
+
+
+def parse_tokens(text: str) -> dict[str, str]:
+    """``"tok1:alice,tok2:bob"`` → ``{"tok1": "alice", "tok2": "bob"}`` (a bare token maps to
+    principal ``default``)."""
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        token, _, user = part.partition(":")
+        out[token.strip()] = user.strip() or "default"
+    return out
+
+
+@dataclass
+class ApiContext:
+    """The server's settings and services (``app.state.ctx``)."""
+
+    tokens: Mapping[str, str]
+    table: dict[str, ToolSpec]
+    sessions: SessionBackend
+    database: Any = None  # a smartflow_engine.store.ScheduleStore, or None
+    max_time_limit_s: float = 10.0
+    num_workers: int = 1
+    solver: SolverPool = field(default_factory=lambda: SolverPool(0))
+
+    def __post_init__(self) -> None:
+        self._token_items = [(t.encode(), u) for t, u in self.tokens.items() if t]
+
+    def principal(self, given: str) -> str | None:
+        found = None
+        for token, uid in self._token_items:  # compare every token: no early exit to time
+            if hmac.compare_digest(token, given.encode()):
+                found = uid
+        return found
+
+    @contextmanager
+    def use(self, principal: str, session_id: str) -> Iterator[Session]:
+        """The principal's session for one request, written back to the store at the end."""
+        try:
+            with self.sessions.use(principal, session_id) as session:
+                if session is None:
+                    raise ApiError(404, "session_not_found", f"no session {session_id}")
+                yield session
+        except SessionConflictError as exc:
+            raise ApiError(409, "session_conflict", str(exc)) from None
+        except SessionStoreUnavailable as exc:
+            raise ApiError(503, "session_store_unavailable", str(exc)) from None
+
+    def invoke(self, session: Session, name: str, args: Any) -> Any:
+        """One tool call of a session: solving tools in the worker pool."""
+        if self.solver.handles(name, session):
+            return self.solver.session_call(session, name, args)
+        return session.invoke(name, args)
+
+
+def api_context(request: Request) -> ApiContext:
+    ctx: ApiContext = request.app.state.ctx
+    return ctx
+
+
+Ctx = Annotated[ApiContext, Depends(api_context)]
+_bearer = HTTPBearer(auto_error=False)
+
+
+# Dependencies are async (they never block): a sync one costs a threadpool hop per request.
+async def current_principal(
+    ctx: Ctx, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    if creds is None or creds.scheme.lower() != "bearer":
+        raise ApiError(401, "unauthorized", "missing bearer token")
+    principal = ctx.principal(creds.credentials)
+    if principal is None:
+        raise ApiError(401, "unauthorized", "unknown bearer token")
+    return principal
+
+
+Principal = Annotated[str, Depends(current_principal)]
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    """The principal and the session id of a ``/v1/sessions/{session_id}/...`` request."""
+
+    principal: str
+    session_id: str
+
+
+async def session_ref(principal: Principal, session_id: SessionId) -> SessionRef:
+    return SessionRef(principal, session_id)
+
+
+Ref = Annotated[SessionRef, Depends(session_ref)]

@@ -1,0 +1,41 @@
+"""Metadata routes: health, tool schemas, prompt rules."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from ... import __version__
+from ..prompts import prompt_rules
+from ..schemas import FORMATS, tool_schemas
+from ..spec import Mode
+from .context import Ctx, Principal
+from .errors import ERRORS
+from .models import HealthOut, RulesOut, ToolsOut
+
+router = APIRouter(tags=["meta"])
+
+
+@router.get("/health", response_model=HealthOut)
+async def health(ctx: Ctx) -> HealthOut:
+    """Liveness: answered on the event loop, never behind a tool call (those run in threads or
+    worker processes)."""
+    return HealthOut(status="ok", version=__version__, tools=len(ctx.table))
+
+
+@router.get("/v1/tools", response_model=ToolsOut, responses=ERRORS)
+def list_tools(
+    ctx: Ctx,
+    _principal: Principal,
+    fmt: Annotated[Literal["openai", "anthropic", "mcp"], Query()] = "openai",
+    mode: Annotated[Mode | None, Query()] = None,
+) -> ToolsOut:
+    assert fmt in FORMATS
+    return ToolsOut(mode=mode, format=fmt,
+                    tools=tool_schemas(fmt, mode, specs=list(ctx.table.values())))
+
+
+@router.get("/v1/prompts/{mode}", response_model=RulesOut, responses=ERRORS)
+def get_rules(_principal: Principal, mode: Mode) -> RulesOut:
+    return RulesOut(mode=mode, rules=prompt_rules(mode))

@@ -1,0 +1,195 @@
+"""Session routes: create (on a posted window, on a window from the database, or empty),
+restore, list, call tools, confirm/reject, mode, state, change log, snapshot."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from ...state import ScheduleState
+from ..session import CallResult, SessionError, SessionLimitError
+from ..session_store import SessionStoreUnavailable, db_user
+from .context import Ctx, Principal, Ref
+from .errors import CONFLICT, DATABASE, ERRORS, LIMIT, NOT_FOUND, ApiError
+from .models import (
+    CallOut,
+    ChangeOut,
+    ChangesOut,
+    DbWindow,
+    ModeBody,
+    RulesOut,
+    SessionCreate,
+    SessionList,
+    SessionOut,
+    SessionRestore,
+    StateOut,
+    TokenBody,
+    ToolCall,
+    ToolsOut,
+    call_out,
+    session_out,
+)
+from .routes_stateless import load_state
+from .snapshot import check_snapshot
+
+router = APIRouter(tags=["sessions"])
+ONE = {**ERRORS, **NOT_FOUND, **CONFLICT}
+
+
+def _from_database(ctx: Any, principal: str, body: SessionCreate,
+                   window: DbWindow) -> tuple[ScheduleState, int]:
+    from ...store import StoreError, window_days
+
+    if ctx.database is None:
+        raise ApiError(422, "no_database", "this server has no database: post a state instead")
+    mine = db_user(principal)
+    wanted = body.db_user_id if body.db_user_id is not None else mine
+    if wanted is None:
+        raise ApiError(422, "no_db_user", "this token stands for no database user")
+    if wanted != mine:
+        raise ApiError(403, "forbidden", f"database user {wanted} is not this token's user")
+    try:
+        days = window_days((window.start.week, window.start.day_of_week),
+                           (window.end.week, window.end.day_of_week))
+        state = ctx.database.load_window(wanted, days, slots_per_day=window.slots_per_day)
+    except StoreError as exc:
+        raise ApiError(422, "invalid_window", f"window: {exc}") from None
+    return state, wanted
+
+
+@router.post("/v1/sessions", response_model=SessionOut, status_code=201,
+             responses={**ERRORS, **LIMIT, **DATABASE})
+def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> SessionOut:
+    """A new session on the posted ``state``, on a ``window`` loaded from the database (the
+    tools ``commit`` and ``reload`` then write and read that user's tables), or on nothing."""
+    if body.state is not None and body.window is not None:
+        raise ApiError(422, "invalid_request", "give either state or window, not both")
+    db_id: int | None = None
+    if body.window is not None:
+        state: ScheduleState | None
+        state, db_id = _from_database(ctx, principal, body, body.window)
+    else:
+        state = load_state(body.state) if body.state is not None else None
+    try:
+        session = ctx.sessions.create(principal, state, mode=body.mode,
+                                      enabled_tools=body.enable_tools, db_user_id=db_id)
+    except SessionLimitError as exc:
+        raise ApiError(429, "too_many_sessions", str(exc)) from None
+    except SessionStoreUnavailable as exc:
+        raise ApiError(503, "session_store_unavailable", str(exc)) from None
+    except SessionError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None
+    return session_out(session)
+
+
+@router.post("/v1/restore", response_model=SessionOut, status_code=201,
+             responses={**ERRORS, **LIMIT})
+def restore_session(ctx: Ctx, principal: Principal, body: SessionRestore) -> SessionOut:
+    """A new session from a snapshot (``GET .../snapshot``), checked field by field first."""
+    problem = check_snapshot(body.snapshot)
+    if problem is not None:
+        raise ApiError(422, "invalid_snapshot", problem)
+    try:
+        session = ctx.sessions.restore(principal, body.snapshot)
+    except SessionLimitError as exc:
+        raise ApiError(429, "too_many_sessions", str(exc)) from None
+    except SessionStoreUnavailable as exc:
+        raise ApiError(503, "session_store_unavailable", str(exc)) from None
+    except SessionError as exc:
+        raise ApiError(422, "invalid_snapshot", str(exc)) from None
+    except RecursionError:
+        raise ApiError(422, "invalid_snapshot", "snapshot nested too deeply") from None
+    return session_out(session)
+
+
+@router.get("/v1/sessions", response_model=SessionList, responses=ERRORS)
+def list_sessions(ctx: Ctx, principal: Principal) -> SessionList:
+    return SessionList(sessions=[session_out(s) for s in ctx.sessions.sessions(principal)])
+
+
+@router.get("/v1/sessions/{session_id}", response_model=SessionOut, responses=ONE)
+def get_session_info(ctx: Ctx, ref: Ref) -> SessionOut:
+    with ctx.use(ref.principal, ref.session_id) as session:
+        return session_out(session)
+
+
+@router.delete("/v1/sessions/{session_id}", status_code=204, responses=ONE)
+def delete_session(ctx: Ctx, ref: Ref) -> Response:
+    if not ctx.sessions.delete(ref.principal, ref.session_id):
+        raise ApiError(404, "session_not_found", f"no session {ref.session_id}")
+    return Response(status_code=204)
+
+
+@router.put("/v1/sessions/{session_id}/mode", response_model=SessionOut, responses=ONE)
+def set_mode(ctx: Ctx, ref: Ref, body: ModeBody) -> SessionOut:
+    with ctx.use(ref.principal, ref.session_id) as session:
+        session.set_mode(body.mode)
+        return session_out(session)
+
+
+@router.get("/v1/sessions/{session_id}/tools", response_model=ToolsOut, responses=ONE)
+def session_tools(
+    ctx: Ctx, ref: Ref,
+    fmt: Annotated[Literal["openai", "anthropic", "mcp"], Query()] = "openai",
+) -> ToolsOut:
+    with ctx.use(ref.principal, ref.session_id) as session:
+        return ToolsOut(mode=session.mode, format=fmt, tools=session.schemas(fmt))
+
+
+@router.get("/v1/sessions/{session_id}/prompt", response_model=RulesOut, responses=ONE)
+def session_rules(ctx: Ctx, ref: Ref) -> RulesOut:
+    with ctx.use(ref.principal, ref.session_id) as session:
+        return RulesOut(mode=session.mode, rules=session.rules())
+
+
+@router.post("/v1/sessions/{session_id}/calls", response_model=CallOut, responses=ONE)
+def session_call(ctx: Ctx, ref: Ref, body: ToolCall) -> CallOut:
+    """Run one tool call of the model; a refusal is a 200 reply with ``status="error"``."""
+    with ctx.use(ref.principal, ref.session_id) as session:
+        result: CallOut = call_out(ctx.invoke(session, body.tool, body.args))
+    return result
+
+
+def _token_result(result: CallResult) -> CallOut:
+    if result.error_code == "unknown_token":
+        raise ApiError(404, "unknown_token", result.reply)
+    out: CallOut = call_out(result)
+    return out
+
+
+@router.post("/v1/sessions/{session_id}/confirm", response_model=CallOut, responses=ONE)
+def confirm(ctx: Ctx, ref: Ref, body: TokenBody) -> CallOut:
+    """The user confirmed: run the held call."""
+    with ctx.use(ref.principal, ref.session_id) as session:
+        result = session.confirm(body.token)
+    return _token_result(result)
+
+
+@router.post("/v1/sessions/{session_id}/reject", response_model=CallOut, responses=ONE)
+def reject(ctx: Ctx, ref: Ref, body: TokenBody) -> CallOut:
+    """The user declined: drop the held call, nothing is written."""
+    with ctx.use(ref.principal, ref.session_id) as session:
+        result = session.reject(body.token)
+    return _token_result(result)
+
+
+@router.get("/v1/sessions/{session_id}/state", response_model=StateOut, responses=ONE)
+def session_state(ctx: Ctx, ref: Ref) -> StateOut:
+    with ctx.use(ref.principal, ref.session_id) as session:
+        state = session.state
+        return StateOut(state=state.to_dict() if state is not None else None)
+
+
+@router.get("/v1/sessions/{session_id}/changes", response_model=ChangesOut, responses=ONE)
+def session_changes(ctx: Ctx, ref: Ref) -> ChangesOut:
+    with ctx.use(ref.principal, ref.session_id) as session:
+        return ChangesOut(changes=[ChangeOut.model_validate(c.to_dict())
+                                   for c in session.toolbox.changes])
+
+
+@router.get("/v1/sessions/{session_id}/snapshot", response_model=dict[str, Any], responses=ONE)
+def session_snapshot(ctx: Ctx, ref: Ref) -> dict[str, Any]:
+    with ctx.use(ref.principal, ref.session_id) as session:
+        return session.snapshot()

@@ -1,0 +1,116 @@
+"""Tool calls that may run a solver, in a pool of worker processes.
+
+A CP-SAT search releases the GIL, but parts of the engine (model building, numba kernels, local
+moves) hold it for long stretches; in the server's process they would stall every other request,
+``/health`` included (issue 12 item 2). So a call of a solving tool (:data:`SOLVING_TOOLS`) is
+shipped to a worker process as the session's snapshot, run there through the same
+:class:`~..session.Session` pipeline, and the snapshot it leaves is taken back; the server's
+threads only wait on a future. With ``processes=0`` the calls run in the request's thread (as a
+library user or a test may prefer).
+
+Only the registry's own tools go to the pool (a test-only tool injected into a session's table
+cannot be rebuilt in another process); a tool that needs the database never does.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from typing import Any
+
+from ...state import ScheduleState
+from .. import registry
+from ..session import CallResult, Session
+
+SOLVING_TOOLS = frozenset({
+    "check_feasibility", "propose_placement", "apply_proposal", "spread_even",
+    "min_context_switch", "analyze_health", "resolve_negotiation", "restore_best",
+})
+
+
+def _watch_parent(parent: int) -> None:
+    """In a worker: exit as soon as the server process is gone (a killed or restarted server
+    must not leave solver processes behind)."""
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(0)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _session_call(snapshot: dict[str, Any], name: str, args: Any,
+                  kwargs: dict[str, Any]) -> tuple[CallResult, dict[str, Any]]:
+    session = Session.restore(snapshot, **kwargs)
+    result = session.invoke(name, args)
+    return result, session.snapshot()
+
+
+def _stateless_call(state: dict[str, Any] | None, name: str, args: Any,
+                    kwargs: dict[str, Any]) -> tuple[CallResult, dict[str, Any] | None]:
+    loaded = ScheduleState.from_json(state) if state is not None else None
+    spec = registry.REGISTRY[name]
+    session = Session(loaded, specs=[spec], enabled_tools=[name], **kwargs)
+    result = session.invoke(name, args)
+    after = session.state.to_dict() if result.changes and session.state is not None else None
+    return result, after
+
+
+class SolverPool:
+    """Worker processes for solving tool calls (started on first use, ``spawn`` context)."""
+
+    def __init__(self, processes: int = 1) -> None:
+        self.processes = processes
+        self._executor: Executor | None = None
+
+    def handles(self, name: str, session: Session | None = None) -> bool:
+        """Whether a call of ``name`` (in ``session``, if given) goes to the pool."""
+        if self.processes <= 0 or name not in SOLVING_TOOLS:
+            return False
+        spec = registry.REGISTRY.get(name)
+        if spec is None or spec.needs_confirm:
+            return False
+        if session is None:
+            return True
+        mine = session.specs  # the worker rebuilds the session with the registry's table
+        return len(mine) == len(registry.TOOLS) and all(
+            a is b for a, b in zip(mine, registry.TOOLS, strict=True))
+
+    def _pool(self) -> Executor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(
+                self.processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent, initargs=(os.getpid(),))
+        return self._executor
+
+    def session_call(self, session: Session, name: str, args: Any) -> CallResult:
+        """Run ``session.invoke(name, args)`` in a worker; the session takes over the state,
+        change log and pending calls the worker left (the caller holds the session's lock)."""
+        ctx = session.toolbox.ctx
+        kwargs: dict[str, Any] = {"user_id": session.user_id, "session_id": session.session_id,
+                  "max_time_limit_s": ctx.max_time_limit_s, "num_workers": ctx.num_workers,
+                  "self_check": session.toolbox.self_check}
+        before = session.snapshot()
+        result, after = self._pool().submit(_session_call, before, name, args, kwargs).result()
+        if after != before:
+            rebuilt = Session.restore(after, store=ctx.store, db_user_id=ctx.user_id, **kwargs)
+            lock = session.lock
+            session.__dict__.update(rebuilt.__dict__)
+            session.lock = lock
+        return result
+
+    def stateless_call(self, state: dict[str, Any] | None, name: str, args: Any,
+                       max_time_limit_s: float, num_workers: int
+                       ) -> tuple[CallResult, dict[str, Any] | None]:
+        kwargs: dict[str, Any] = {"max_time_limit_s": max_time_limit_s, "num_workers": num_workers}
+        return self._pool().submit(_stateless_call, state, name, args, kwargs).result()
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None

@@ -1,0 +1,423 @@
+"""Where a server keeps its sessions: a small :class:`SessionBackend` protocol with an in-memory
+implementation (one process, the default) and a Redis one (shared by every worker, survives
+restarts).
+
+A request works on a session through :meth:`SessionBackend.use`, a context manager that yields
+the live :class:`~.session.Session` and, when the block ends normally, writes back what changed::
+
+    with backend.use(user, session_id) as session:   # None when there is no such session
+        result = session.invoke(tool, args)
+
+Both implementations go through the session's own snapshot API (``Session.snapshot`` /
+``Session.restore``): a stored session is its snapshot (state, mode, enabled tools, change log,
+pending confirm previews and whatever else the snapshot carries).
+
+- :class:`MemorySessionStore` keeps live sessions in the process, capped by count (per user and
+  in all) and by an estimate of their bytes: beyond ``max_bytes`` the least recently used idle
+  sessions are evicted to their compressed snapshot (about a hundredth of a live session) and
+  rebuilt on their next request; idle sessions expire after ``idle_ttl_s``.
+- :class:`RedisSessionStore` keeps each session as ``{version, snapshot}`` under
+  ``<prefix>:s:<user>:<session>`` with a TTL refreshed on every use. A worker caches the sessions
+  it has rebuilt and checks the version on every request (one round trip); a write back is a
+  compare-and-set on the version (a Lua script), so two workers that changed one session at once
+  never overwrite each other: the later one gets :class:`SessionConflictError` (HTTP 409, "retry")
+  and its change is dropped, the earlier one's is kept.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..state import ScheduleState
+from .session import Session, SessionError, SessionLimitError
+from .spec import Mode
+
+
+class SessionConflictError(SessionError):
+    """Another worker changed the session while this request worked on it: nothing of this
+    request was kept; the client should reload the session and retry."""
+
+
+class SessionStoreUnavailable(SessionError):
+    """The session store (Redis) cannot be reached."""
+
+
+def db_user(user_id: str) -> int | None:
+    """The database user of an HTTP user: its id when that is a decimal number, else none."""
+    return int(user_id) if user_id.isascii() and user_id.isdigit() else None
+
+
+def estimate_bytes(session: Session) -> int:
+    """A cheap estimate of a live session's memory (calibrated with ``tracemalloc`` on synthetic
+    windows of 30-365 days: about 2.6 kB per task with its share of the grid and caches)."""
+    state = session.state
+    size = 20_000 + 1_000 * len(session.toolbox.changes) + 2_000 * len(session.pending())
+    if state is not None:
+        size += 2_600 * len(state.tasks) + 8 * state.window.total_days * state.slots_per_day
+    return size
+
+
+@runtime_checkable
+class SessionBackend(Protocol):
+    """What the HTTP server needs from a session store. Every method acts on one user's
+    sessions only: a user never reaches another user's session."""
+
+    def create(self, user_id: str, state: ScheduleState | None, *, mode: Mode | str = ...,
+               enabled_tools: Iterable[str] = (), db_user_id: int | None = None) -> Session: ...
+
+    def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session: ...
+
+    def use(self, user_id: str, session_id: str) -> Any:
+        """A context manager yielding the session (or ``None``) and saving it on exit."""
+        ...
+
+    def delete(self, user_id: str, session_id: str) -> bool: ...
+
+    def sessions(self, user_id: str) -> list[Session]: ...
+
+
+@dataclass
+class _Entry:
+    session: Session | None  # live, or None when evicted to ``packed``
+    packed: bytes = b""  # zlib-compressed snapshot JSON of an evicted session
+    live_bytes: int = 0
+    last_used: float = field(default_factory=time.time)
+    db_user_id: int | None = None
+
+    @property
+    def bytes(self) -> int:
+        return self.live_bytes if self.session is not None else len(self.packed)
+
+
+@dataclass
+class MemorySessionStore:
+    """Sessions in this process, keyed by ``(user_id, session_id)`` (see the module docstring).
+
+    Parameters
+    ----------
+    max_sessions_per_user, max_sessions
+        Caps on the number of sessions; :class:`SessionLimitError` beyond them.
+    max_bytes
+        Cap on the estimated bytes of all sessions (live ones by :func:`estimate_bytes`, evicted
+        ones by their compressed snapshot). Idle sessions are evicted to fit; when even the
+        evicted ones exceed it, new sessions are refused with :class:`SessionLimitError`.
+    idle_ttl_s
+        Sessions unused for this long are dropped (``None``: never).
+    session_kwargs
+        Passed to every :class:`Session` (``max_time_limit_s``, ``num_workers``, ``self_check``,
+        ``specs``, ``store``).
+    """
+
+    max_sessions_per_user: int = 32
+    max_sessions: int = 1024
+    max_bytes: int = 2 * 1024**3
+    idle_ttl_s: float | None = 6 * 3600.0
+    session_kwargs: dict[str, Any] = field(default_factory=dict)
+    _entries: OrderedDict[tuple[str, str], _Entry] = field(default_factory=OrderedDict,
+                                                          init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    # ------------------------------------------------------------------ protocol
+    def create(self, user_id: str, state: ScheduleState | None, *, mode: Mode | str = Mode.FIRST_FULL,
+               enabled_tools: Iterable[str] = (), db_user_id: int | None = None) -> Session:
+        db_id = db_user_id if db_user_id is not None else db_user(user_id)
+        session = Session(state, mode=mode, user_id=user_id, enabled_tools=enabled_tools,
+                          db_user_id=db_id, **self.session_kwargs)
+        self.add(session, db_user_id=db_id)
+        return session
+
+    def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session:
+        session = Session.restore(snapshot, user_id=user_id, session_id=secrets.token_urlsafe(12),
+                                  db_user_id=db_user(user_id), **self.session_kwargs)
+        self.add(session, db_user_id=db_user(user_id))
+        return session
+
+    @contextmanager
+    def use(self, user_id: str, session_id: str) -> Iterator[Session | None]:
+        session = self.get(user_id, session_id)
+        if session is None:
+            yield None
+            return
+        with session.lock:
+            yield session
+        with self._lock:
+            entry = self._entries.get((user_id, session_id))
+            if entry is not None and entry.session is session:
+                entry.live_bytes = estimate_bytes(session)
+                entry.last_used = time.time()
+                self._entries.move_to_end((user_id, session_id))
+                self._fit(keep=(user_id, session_id))
+
+    def delete(self, user_id: str, session_id: str) -> bool:
+        with self._lock:
+            return self._entries.pop((user_id, session_id), None) is not None
+
+    def sessions(self, user_id: str) -> list[Session]:
+        keys = [k for k in list(self._entries) if k[0] == user_id]
+        return [s for k in keys if (s := self.get(*k)) is not None]
+
+    # ------------------------------------------------------------------ the rest
+    def add(self, session: Session, *, db_user_id: int | None = None) -> None:
+        """Hold ``session`` (its ``user_id`` and ``session_id`` are the key)."""
+        key = (session.user_id, session.session_id)
+        entry = _Entry(session, live_bytes=estimate_bytes(session), db_user_id=db_user_id)
+        with self._lock:
+            self._expire()
+            mine = sum(1 for (uid, _) in self._entries if uid == session.user_id)
+            if mine >= self.max_sessions_per_user:
+                raise SessionLimitError(
+                    f"user has {mine} sessions (limit {self.max_sessions_per_user})")
+            if len(self._entries) >= self.max_sessions:
+                raise SessionLimitError(f"server holds {len(self._entries)} sessions "
+                                        f"(limit {self.max_sessions})")
+            self._entries[key] = entry
+            self._fit(keep=key)
+            if self.total_bytes() > self.max_bytes:
+                del self._entries[key]
+                raise SessionLimitError(
+                    f"sessions use about {self.total_bytes()} bytes (limit {self.max_bytes})")
+
+    def get(self, user_id: str, session_id: str) -> Session | None:
+        """The live session (rebuilt from its snapshot if it was evicted), or ``None``."""
+        with self._lock:
+            entry = self._entries.get((user_id, session_id))
+            if entry is None:
+                return None
+            if self.idle_ttl_s is not None and entry.last_used < time.time() - self.idle_ttl_s:
+                del self._entries[(user_id, session_id)]
+                return None
+            if entry.session is None:
+                text = zlib.decompress(entry.packed).decode("utf-8")
+                entry.session = Session.restore(text, user_id=user_id, session_id=session_id,
+                                                db_user_id=entry.db_user_id,
+                                                **self.session_kwargs)
+                entry.packed = b""
+                entry.live_bytes = estimate_bytes(entry.session)
+            entry.last_used = time.time()
+            self._entries.move_to_end((user_id, session_id))
+            self._fit(keep=(user_id, session_id))
+            return entry.session
+
+    def is_live(self, user_id: str, session_id: str) -> bool:
+        """Whether the session is held live (``False`` once evicted to its snapshot)."""
+        entry = self._entries.get((user_id, session_id))
+        return entry is not None and entry.session is not None
+
+    def total_bytes(self) -> int:
+        """Estimated bytes of all sessions held (live and evicted)."""
+        return sum(e.bytes for e in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _fit(self, keep: tuple[str, str]) -> None:
+        """Evict least recently used idle sessions to their snapshot until the total fits."""
+        total = self.total_bytes()
+        for key, entry in list(self._entries.items()):
+            if total <= self.max_bytes:
+                return
+            session = entry.session
+            if key == keep or session is None or not session.lock.acquire(blocking=False):
+                continue  # the current one, already evicted, or busy in another request
+            try:
+                packed = zlib.compress(session.to_json().encode("utf-8"), 1)
+            finally:
+                session.lock.release()
+            total -= entry.live_bytes - len(packed)
+            entry.session, entry.packed = None, packed
+
+    def _expire(self) -> None:
+        if self.idle_ttl_s is None:
+            return
+        cutoff = time.time() - self.idle_ttl_s
+        for key in [k for k, e in self._entries.items() if e.last_used < cutoff]:
+            del self._entries[key]
+
+
+# ---------------------------------------------------------------------------------- Redis
+# KEYS[1] = session key; ARGV = expected version, snapshot, ttl seconds. Returns the new version,
+# or -1 when the stored version is not the expected one (another worker wrote meanwhile) or the
+# session is gone.
+_CAS = """
+local v = redis.call('HGET', KEYS[1], 'v')
+if (not v) or tonumber(v) ~= tonumber(ARGV[1]) then return -1 end
+local nv = tonumber(v) + 1
+redis.call('HSET', KEYS[1], 'v', nv, 's', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return nv
+"""
+
+
+class RedisSessionStore:
+    """Sessions in Redis as versioned snapshots (see the module docstring).
+
+    Parameters
+    ----------
+    url
+        ``redis://host:port/db``; or pass ``client`` (a ``redis.Redis``).
+    prefix
+        Key prefix (one per deployment, or per test run).
+    idle_ttl_s
+        Idle sessions expire after this long (Redis TTL, refreshed on every use).
+    max_sessions_per_user
+        Cap per user (:class:`SessionLimitError` beyond it).
+    session_kwargs
+        As for :class:`MemorySessionStore`.
+    """
+
+    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, client: Any = None,
+                 prefix: str = "smartflow", idle_ttl_s: float = 6 * 3600.0,
+                 max_sessions_per_user: int = 32, max_cached: int = 256,
+                 session_kwargs: dict[str, Any] | None = None) -> None:
+        import redis
+
+        self.redis: Any = client if client is not None else redis.Redis.from_url(url)
+        self.prefix = prefix
+        self.ttl = max(1, int(idle_ttl_s))
+        self.max_sessions_per_user = max_sessions_per_user
+        self.max_cached = max_cached
+        self.session_kwargs = dict(session_kwargs or {})
+        self._cas = self.redis.register_script(_CAS)
+        # Sessions this worker rebuilt: the version and snapshot text they were rebuilt from.
+        self._cache: OrderedDict[tuple[str, str], tuple[int, Session, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ keys
+    def _key(self, user_id: str, session_id: str) -> str:
+        return f"{self.prefix}:s:{user_id}:{session_id}"
+
+    def _index(self, user_id: str) -> str:
+        return f"{self.prefix}:u:{user_id}"
+
+    # ------------------------------------------------------------------ protocol
+    def create(self, user_id: str, state: ScheduleState | None, *, mode: Mode | str = Mode.FIRST_FULL,
+               enabled_tools: Iterable[str] = (), db_user_id: int | None = None) -> Session:
+        db_id = db_user_id if db_user_id is not None else db_user(user_id)
+        session = Session(state, mode=mode, user_id=user_id, enabled_tools=enabled_tools,
+                          db_user_id=db_id, **self.session_kwargs)
+        self._insert(session, db_id)
+        return session
+
+    def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session:
+        session = Session.restore(snapshot, user_id=user_id, session_id=secrets.token_urlsafe(12),
+                                  db_user_id=db_user(user_id), **self.session_kwargs)
+        self._insert(session, db_user(user_id))
+        return session
+
+    @contextmanager
+    def use(self, user_id: str, session_id: str) -> Iterator[Session | None]:
+        loaded = self._load(user_id, session_id)
+        if loaded is None:
+            yield None
+            return
+        version, session, text = loaded
+        with session.lock:
+            try:
+                yield session
+            except BaseException:
+                self._forget(user_id, session_id)  # it may hold a half-done change
+                raise
+            after = session.to_json()
+            key = self._key(user_id, session_id)
+            try:
+                if after == text:  # nothing changed: only the idle TTL restarts
+                    self.redis.expire(key, self.ttl)
+                    return
+                new = int(self._cas(keys=[key], args=[version, after, self.ttl]))
+            except Exception as exc:
+                self._forget(user_id, session_id)
+                raise SessionStoreUnavailable(f"session store unavailable: {exc}") from None
+            if new < 0:
+                self._forget(user_id, session_id)
+                raise SessionConflictError(
+                    f"session {session_id} was changed by another request meanwhile; this "
+                    "request's change was not kept: reload the session and retry")
+            with self._lock:
+                self._cache[(user_id, session_id)] = (new, session, after)
+
+    def delete(self, user_id: str, session_id: str) -> bool:
+        self._forget(user_id, session_id)
+        self.redis.zrem(self._index(user_id), session_id)
+        return bool(self.redis.delete(self._key(user_id, session_id)))
+
+    def sessions(self, user_id: str) -> list[Session]:
+        out = []
+        for raw in self.redis.zrange(self._index(user_id), 0, -1):
+            sid = raw.decode() if isinstance(raw, bytes) else str(raw)
+            loaded = self._load(user_id, sid)
+            if loaded is None:
+                self.redis.zrem(self._index(user_id), sid)
+            else:
+                out.append(loaded[1])
+        return out
+
+    # ------------------------------------------------------------------ internals
+    def _insert(self, session: Session, db_id: int | None) -> None:
+        user_id, sid = session.user_id, session.session_id
+        index = self._index(user_id)
+        live = [raw for raw in self.redis.zrange(index, 0, -1)
+                if self.redis.exists(self._key(user_id, raw.decode()))]
+        if len(live) >= self.max_sessions_per_user:
+            raise SessionLimitError(
+                f"user has {len(live)} sessions (limit {self.max_sessions_per_user})")
+        text = session.to_json()
+        pipe = self.redis.pipeline()
+        pipe.hset(self._key(user_id, sid), mapping={"v": 1, "s": text,
+                                                     "db": "" if db_id is None else db_id})
+        pipe.expire(self._key(user_id, sid), self.ttl)
+        pipe.zadd(index, {sid: time.time()})
+        pipe.execute()
+        with self._lock:
+            self._cache[(user_id, sid)] = (1, session, text)
+            self._trim()
+
+    def _load(self, user_id: str, session_id: str) -> tuple[int, Session, str] | None:
+        key = self._key(user_id, session_id)
+        raw_version = self.redis.hget(key, "v")
+        if raw_version is None:
+            self._forget(user_id, session_id)
+            return None
+        version = int(raw_version)
+        with self._lock:
+            cached = self._cache.get((user_id, session_id))
+        if cached is not None and cached[0] == version:
+            return cached
+        raw_version, raw_text, raw_db = self.redis.hmget(key, ["v", "s", "db"])
+        if raw_version is None or raw_text is None:
+            return None
+        version, text = int(raw_version), raw_text.decode("utf-8")
+        db_id = int(raw_db) if raw_db else None
+        session = Session.restore(text, user_id=user_id, session_id=session_id,
+                                  db_user_id=db_id, **self.session_kwargs)
+        with self._lock:
+            self._cache[(user_id, session_id)] = (version, session, text)
+            self._trim()
+        return version, session, text
+
+    def _forget(self, user_id: str, session_id: str) -> None:
+        with self._lock:
+            self._cache.pop((user_id, session_id), None)
+
+    def _trim(self) -> None:
+        while len(self._cache) > self.max_cached:
+            self._cache.popitem(last=False)
+
+
+def session_backend(url: str | None, **kwargs: Any) -> SessionBackend:
+    """The backend a ``--session-store`` value names: ``None``/``memory`` or ``redis://...``."""
+    if url in (None, "", "memory"):
+        return MemorySessionStore(**kwargs)
+    assert url is not None
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        allowed = {"idle_ttl_s", "max_sessions_per_user", "session_kwargs", "prefix"}
+        return RedisSessionStore(url, **{k: v for k, v in kwargs.items() if k in allowed
+                                        and v is not None})
+    raise SessionError(f"unknown session store {url!r}: use 'memory' or a redis:// URL")
