@@ -421,7 +421,8 @@ def create_app(
             raise ApiError(422, "needs_session",
                            f"{name} needs confirmation: call it inside a session")
         state = _load_state(body.state) if spec.needs_state else None
-        session = Session(state, specs=[spec], enabled_tools=[name],
+        # a hidden tool (offered in no mode) stays hidden here too
+        session = Session(state, specs=[spec], enabled_tools=[name] if spec.modes else [],
                           max_time_limit_s=max_time_limit_s, num_workers=num_workers)
         result = session.invoke(name, body.args)
         after = session.state.to_dict() if result.changes and session.state is not None else None

@@ -1,20 +1,23 @@
-"""``Toolbox``: one session's tool surface. ``call(name, args) -> str`` never raises for bad input."""
+"""``Toolbox``: one session's tool surface. ``call(name, args) -> str`` never raises for bad input.
+
+Every call goes through :mod:`.pipeline`, the one path shared with :class:`~.session.Session`.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
-
-from ..state import ScheduleState, SelfCheckError, self_check
-from . import registry
-from .args import describe_validation_error
-from .schemas import drop_null_optionals
+from ..state import ScheduleState
+from . import pipeline, registry
 from .spec import Mode, ToolContext, ToolSpec
 
 log = logging.getLogger(__name__)
+
+
+_HIDDEN = "是隐藏工具，需显式启用（enabled_tools）后才能调用"
 
 
 def _env_self_check() -> bool:
@@ -35,6 +38,12 @@ class Toolbox:
         Caps for solver-backed tools.
     store, user_id
         The database backend and the user for tools that write it (``upsert_task_class``).
+    enabled_tools
+        Hidden tools (offered in no mode, e.g. ``min_context_switch``) this toolbox may call; a
+        hidden tool not named here is refused like an unknown one.
+    loop
+        Keep the agent loop's rounds, close rules, infeasible gate, evidence lines and round log
+        (a :class:`~.session.Session` turns this on; a bare toolbox answers as the spec's tools).
     """
 
     def __init__(
@@ -46,9 +55,15 @@ class Toolbox:
         num_workers: int = 1,
         store: Any = None,
         user_id: int | None = None,
+        enabled_tools: Iterable[str] = (),
+        loop: bool = False,
     ) -> None:
-        self.ctx = ToolContext(state, [], max_time_limit_s, num_workers, store, user_id)
+        from .loop import LoopState
+
+        self.ctx = ToolContext(state, [], max_time_limit_s, num_workers, store, user_id,
+                               loop=LoopState() if loop else None)
         self.self_check = _env_self_check() if self_check is None else self_check
+        self.enabled_tools: tuple[str, ...] = tuple(dict.fromkeys(enabled_tools))
 
     @property
     def state(self) -> ScheduleState | None:
@@ -61,7 +76,16 @@ class Toolbox:
 
     # ------------------------------------------------------------------ metadata
     def tool_names(self, mode: Mode | str | None = None) -> list[str]:
-        return registry.tool_names(mode)
+        """The tools this toolbox offers: those of ``mode``, or of any mode when ``None``, plus
+        the enabled hidden ones."""
+        offered = set(registry.tool_names(mode)) if mode is not None else {
+            s.name for s in registry.TOOLS if s.modes}
+        offered |= set(self.enabled_tools)
+        return [s.name for s in registry.TOOLS if s.name in offered]
+
+    def is_offered(self, name: str) -> bool:
+        spec = registry.get_spec(name)
+        return spec is not None and (bool(spec.modes) or name in self.enabled_tools)
 
     def is_write_tool(self, name: str) -> bool:
         return registry.is_write_tool(name)
@@ -72,47 +96,39 @@ class Toolbox:
     def schemas(self, fmt: str = "openai", mode: Mode | str | None = None) -> list[dict[str, Any]]:
         from .schemas import tool_schemas
 
-        return tool_schemas(fmt=fmt, mode=mode)
+        if mode is not None:
+            return tool_schemas(fmt=fmt, mode=mode, include=self.enabled_tools)
+        names = set(self.tool_names())
+        return [s for s in tool_schemas(fmt=fmt)
+                if (s.get("function", s) if fmt == "openai" else s)["name"] in names]
 
     # ------------------------------------------------------------------ calling
     def validate(self, name: str, args: Any) -> tuple[ToolSpec | None, Any, str | None]:
         """Parse ``args`` for tool ``name``: ``(spec, parsed, None)`` or ``(spec?, None, reply)``."""
-        spec = registry.get_spec(name)
-        if spec is None:
-            names = "、".join(registry.tool_names())
-            return None, None, f"未知工具：{name}。可用工具：{names}。"
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            return spec, None, self._arg_error(spec, "参数应为 JSON 对象。")
-        if spec.needs_state and self.ctx.state is None:
-            return spec, None, spec.error("no_state", f"当前没有加载日程，无法调用 {name}。")
-        try:
-            # A strict-mode model sends null for an optional argument it leaves out.
-            parsed = spec.args_model.model_validate(drop_null_optionals(spec.args_model, args))
-        except ValidationError as exc:
-            return spec, None, self._arg_error(spec, describe_validation_error(exc))
-        return spec, parsed, None
+        found = pipeline.lookup(registry.REGISTRY, name, self.tool_names(), self.is_offered,
+                                _HIDDEN)
+        if isinstance(found, pipeline.CallResult):
+            return registry.get_spec(name), None, found.reply
+        parsed, refused = pipeline.parse(found, args, self.ctx)
+        if refused is not None:
+            return found, None, refused.reply
+        return found, parsed, None
+
+    def invoke(self, name: str, args: Any = None) -> pipeline.CallResult:
+        """Run tool ``name`` and report what happened (see :class:`~.pipeline.CallResult`)."""
+        found = pipeline.lookup(registry.REGISTRY, name, self.tool_names(), self.is_offered,
+                                _HIDDEN)
+        if isinstance(found, pipeline.CallResult):
+            return found
+        parsed, refused = pipeline.parse(found, args, self.ctx)
+        if refused is not None:
+            return refused
+        return pipeline.execute(self.ctx, found, parsed, check=self.self_check)
 
     def call(self, name: str, args: dict[str, Any] | None = None) -> str:
         """Run tool ``name`` with ``args``; always a reply, never an exception for bad input."""
-        spec, parsed, refusal = self.validate(name, args)
-        if refusal is not None or spec is None:
-            return refusal or ""
-        return self.run(spec, parsed)
+        return self.invoke(name, args).reply
 
     def run(self, spec: ToolSpec, parsed: Any) -> str:
         """Run an already-validated call (the confirm gate uses this)."""
-        try:
-            reply = spec.handler(self.ctx, parsed)
-        except SelfCheckError:
-            raise
-        except Exception as exc:  # a bug must not reach the model as a traceback
-            log.exception("tool %s failed", spec.name)
-            return spec.error("internal_error", f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。")
-        if spec.is_write and self.self_check and self.ctx.state is not None:
-            self_check(self.ctx.state)
-        return reply
-
-    def _arg_error(self, spec: ToolSpec, msg: str) -> str:
-        return spec.error("invalid_args", msg if spec.output == "json" else f"参数错误：{msg}")
+        return pipeline.execute(self.ctx, spec, parsed, check=self.self_check).reply
