@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import Field, StrictBool
 
 from ..analyzers.destinations import (
     health_issues,
@@ -293,17 +293,14 @@ class ResolveArgs(Args):
     task_ids: list[TaskId] | None = Field(default=None, max_length=200,
                                           description="reduce_scope：移出本轮范围的待安排任务")
 
-    @model_validator(mode="after")
-    def _fits_choice(self) -> ResolveArgs:
-        need = {"expand_window": self.extra_days is not None,
-                "relax_constraints": bool(self.lift_class_windows or self.lift_banned),
-                "reduce_scope": bool(self.task_ids), "accept_risk": True}
-        if not need[self.choice]:
-            what = {"expand_window": "extra_days",
-                    "relax_constraints": "lift_class_windows 或 lift_banned",
-                    "reduce_scope": "task_ids"}[self.choice]
-            raise ValueError(f"choice={self.choice} 需要参数 {what}")
-        return self
+    def missing(self) -> str | None:
+        """The argument ``choice`` needs and lacks, if any."""
+        need = {"expand_window": (self.extra_days is not None, "extra_days"),
+                "relax_constraints": (bool(self.lift_class_windows or self.lift_banned),
+                                      "lift_class_windows 或 lift_banned"),
+                "reduce_scope": (bool(self.task_ids), "task_ids"), "accept_risk": (True, "")}
+        ok, what = need[self.choice]
+        return None if ok else what
 
 
 def _expanded(state: ScheduleState, extra: int) -> dict[str, Any]:
@@ -368,6 +365,9 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
         return f"{head}只有会话（Session）记录协商状态。"
     if not loop.gate_open:
         return f"{head}最近一次 analyze_health 没有判定窗口不可行，无需协商。"
+    missing = args.missing()
+    if missing is not None:
+        return f"{head}choice={args.choice} 需要参数 {missing}。协商状态未变。"
     entry: dict[str, Any] = {"tool": "resolve_negotiation", "choice": args.choice, "changes": 0}
     if args.choice == "accept_risk":
         loop.risk_accepted, loop.gate_open = True, False
