@@ -22,7 +22,7 @@ from .criteria import SEVERE, severe
 from .frame import is_course, subject_of
 from .result import DIMENSIONS, AnalysisResult, Issue, NextAction
 
-MAX_TARGETS = 6  # tasks whose destinations query_target_tasks / the fixable check measure
+MAX_TARGETS = 12  # tasks the fixable check measures
 EVAL_BUDGET = 160  # health recomputations per ranking (each ~2-4 ms on a 60-day window)
 
 

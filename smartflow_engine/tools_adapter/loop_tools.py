@@ -33,6 +33,8 @@ Name = Annotated[str, Field(min_length=1, max_length=64)]
 ActionId = Annotated[str, Field(min_length=1, max_length=128,
                                 description="最近一次 analyze_health 给出的 action_id")]
 MAX_EXTRA_DAYS = 60
+MEASURED = 12  # tasks whose best destination query_target_tasks measures (the rest unranked)
+MEASURE_BUDGET = 240  # health recomputations in all (at most 80 per task)
 MAX_LISTED = 50
 
 
@@ -67,6 +69,27 @@ def _action(ctx: ToolContext, action_id: str | None) -> NextAction | str | None:
         success_criteria=dict(act.get("success_criteria") or {}),
         candidate_write_tools=list(act.get("candidate_write_tools") or []),
         issue_ids=list(act.get("issue_ids") or []))
+
+
+def left_places(ctx: ToolContext, task_id: int) -> set[tuple[int, int]]:
+    """Where ``task_id`` stood before this session's writes moved it (day, first period): a
+    destination there would undo an earlier write (an A→B→A oscillation)."""
+    if ctx.loop is None:
+        return set()
+    return {(c.block_before.day, c.block_before.slot_start) for c in ctx.changes
+            if c.task_id == task_id and c.block_before is not None}
+
+
+def ranked(ctx: ToolContext, task_id: int, dests: list[Any]) -> list[dict[str, Any]]:
+    """Destinations best first, those returning the task to a place it left last."""
+    left = left_places(ctx, task_id)
+    rows = []
+    for d in sorted(dests, key=lambda d: ((d.day, d.slot_start) in left, d.score())):
+        row = d.to_dict()
+        if (d.day, d.slot_start) in left:
+            row["returns_to_earlier_place"] = True
+        rows.append(row)
+    return rows
 
 
 def _level(ctx: ToolContext) -> str:
@@ -129,17 +152,27 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     before = health_issues(work, level)
     focus = act.issue_ids if act is not None else ()
     days = preferred_days(state, act)
-    measured: list[tuple[Task, Any]] = []
-    for task in tasks[:6]:
+    measured: list[tuple[Task, dict[str, Any] | None, tuple[Any, ...]]] = []
+    budget = MEASURE_BUDGET
+    for task in tasks[:MEASURED]:
+        if budget <= 0:
+            break
         ranking = rank_destinations(state, task.state_id, days=days, level=level, focus=focus,
-                                    work=work, before=before)
-        measured.append((task, ranking.destinations[0] if ranking.destinations else None))
-    measured.sort(key=lambda p: p[1].score() if p[1] is not None else (10**6,))
+                                    work=work, before=before, budget=min(budget, 80))
+        budget -= len(ranking.destinations)
+        listed = ranked(ctx, task.state_id, ranking.destinations)
+        best = listed[0] if listed else None
+        order: tuple[Any, ...] = (2,)
+        if best is not None:
+            order = (int(bool(best.get("returns_to_earlier_place"))), best["critical_delta"],
+                     best["warning_delta"], -len(set(best["resolves"]) & set(focus)),
+                     len(best["creates"]))
+        measured.append((task, best, order))
+    measured.sort(key=lambda p: p[2])
     rows = []
-    for task, best in measured:
-        rows.append({**task_row(state, task),
-                     "best_destination": best.to_dict() if best is not None else None})
-    rows += [{**task_row(state, t), "best_destination": None} for t in tasks[6:]]
+    for task, best, _ in measured:
+        rows.append({**task_row(state, task), "best_destination": best})
+    rows += [{**task_row(state, t), "best_destination": None} for t in tasks[len(measured):]]
     return _envelope(tool, {"action_id": args.action_id, "count": len(tasks),
                             "tasks": rows[:args.limit]})
 
@@ -174,7 +207,7 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
         days = list(range(lo, hi + 1))
     ranking = rank_destinations(state, task.state_id, days=days, level=_level(ctx),
                                 focus=act.issue_ids if act is not None else (), budget=400)
-    rows = [d.to_dict() for d in ranking.destinations[:args.limit]]
+    rows = ranked(ctx, task.state_id, ranking.destinations)[:args.limit]
     return _envelope(tool, {"task": task_row(state, task), "action_id": args.action_id,
                             "count": len(ranking.destinations), "complete": ranking.complete,
                             "slots": rows})
