@@ -63,7 +63,6 @@ class Ranking:
 
 def health_issues(state: ScheduleState, level: str = "normal") -> list[Issue]:
     """The merged health issues of ``state`` without the feasibility step."""
-    from .health import run_health  # health imports this module
 
     return health_result(state, level).issues
 

@@ -94,7 +94,7 @@ class NextAction:
     # Set by analyze_health (destinations.make_actionable): True when some legal destination
     # creates no new critical/warning issue, False (with the reason) when none does, None when
     # the search budget ran out first; "unchecked" when never assessed (not emitted).
-    fixable: bool | None | str = "unchecked"
+    fixable: bool | str | None = "unchecked"
     fixable_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 MAX_PENDING = 20  # confirmations kept per session; the oldest is dropped beyond this
 
 __all__ = ["MAX_PENDING", "SNAPSHOT_VERSION", "CallResult", "PendingCall", "Session",
-           "SessionError", "SessionLimitError", "SessionStore", "Status"]
+           "SessionError", "SessionLimitError", "Status"]
 
 
 class SessionLimitError(SessionError):

@@ -13,6 +13,7 @@ from ..state import ScheduleState
 from .session import Session, SessionLimitError
 from .spec import Mode
 
+
 def _db_user(user_id: str) -> int | None:
     return int(user_id) if user_id.isascii() and user_id.isdigit() else None
 
