@@ -268,6 +268,7 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
     before = [i for i in issues if i.dimension != "feasibility"]
     critical = sum(1 for i in issues if i.severity == "critical")
     for act in actions:
+        act.fixable_checked = True
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
             {"tool": "query_available_slots", "args": {"action_id": act.action_id},
@@ -286,12 +287,14 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
         budget = EVAL_BUDGET
         exhausted = False
         found = False
+        legal = 0
         days = preferred_days(state, act)
         for task in targets[:MAX_TARGETS]:
             ranking = rank_destinations(state, task.state_id, days=days, level=level,
                                         budget=budget, stop_at_clean=True, work=work,
                                         before=before)
             budget -= len(ranking.destinations)
+            legal += len(ranking.destinations)
             if any(not d.creates for d in ranking.destinations):
                 found = True
                 break
@@ -302,6 +305,10 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
             act.fixable, act.fixable_reason = True, ""
         elif exhausted or len(targets) > MAX_TARGETS:
             act.fixable, act.fixable_reason = None, "检查预算内未找到不新增严重/警告问题的落点。"
+        elif legal == 0:
+            act.fixable = False
+            act.fixable_reason = ("范围内的可移动任务在允许的天里没有合法落点（空闲时段不够长、"
+                                  "超出任务类时间窗或落在禁排时段）。")
         else:
             act.fixable = False
             act.fixable_reason = ("范围内每个可移动任务的每个候选落点（每段空闲的首尾起点、可嵌入的水课块）"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..analyzers.criteria import IssueDiff, check_criteria, diff_issues
 from ..analyzers.destinations import health_result
@@ -31,6 +31,7 @@ from ..analyzers.result import Issue
 from ..state import ScheduleState
 from .spec import ToolContext, ToolSpec
 
+CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
 NO_PROGRESS_ROUNDS = 3
 ROUND_CAP = 60
 # Writes refused while the window is known infeasible and the user has not chosen (P1-F).
@@ -73,7 +74,7 @@ class LoopState:
     last_actions: dict[str, dict[str, Any]] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
     set_aside: list[dict[str, Any]] = field(default_factory=list)  # tasks reduce_scope took out
-    close_reason: str | None = None
+    close_reason: CloseReason | None = None
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
@@ -105,7 +106,9 @@ class LoopState:
             last_actions=dict(data.get("last_actions") or {}),
             rounds=list(data.get("rounds") or []),
             set_aside=list(data.get("set_aside") or []),
-            close_reason=data.get("close_reason"),
+            close_reason=data.get("close_reason") if data.get("close_reason") in (
+                "rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted")
+            else None,
         )
         if out.best_state is not None and not isinstance(out.best_state, dict):
             raise TypeError("best_state must be an object")
@@ -224,7 +227,7 @@ class LoopState:
         })
         return json.dumps(env, ensure_ascii=False)
 
-    def _close_reason(self, signal: dict[str, Any]) -> str | None:
+    def _close_reason(self, signal: dict[str, Any]) -> CloseReason | None:
         if self.risk_accepted:
             return "risk_accepted"
         if self.gate_open:

@@ -425,3 +425,19 @@ def test_hidden_tool_stays_hidden_on_a_bare_toolbox_unless_enabled():
     enabled = Toolbox(overloaded(), enabled_tools=["min_context_switch"])
     assert "min_context_switch" in enabled.tool_names()
     assert "需显式启用" not in enabled.call("min_context_switch", {"time_limit_s": 0.5})
+
+
+def test_action_without_a_destination_says_it_is_not_fixable():
+    """Tests that an action whose tasks have no legal destination carries fixable=false and the
+    reason, and that query_available_slots indeed lists none."""
+    state = make_state(2, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)},
+                           {"slots": block(1, 9, 12)},
+                           {"source": "event", "locked": True, "status": "existing",
+                            "category": "课程", "slots": block(2, 1, 12)}])
+    s = Session(state)
+    env = health(s)
+    assert env["next_actions"]
+    for act in env["next_actions"]:
+        assert act["fixable"] is False and "没有合法落点" in act["fixable_reason"]
+    slots = json.loads(s.call("query_available_slots", {"task_id": 1}))
+    assert slots["success"] and slots["metrics"]["slots"] == []
