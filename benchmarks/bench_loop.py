@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -109,6 +110,13 @@ def closes(key: tuple[int, int, float]) -> bool:
 
 
 # ---------------------------------------------------------------------------------- agent
+def improves(dest: dict[str, Any], issue_ids: list[str]) -> bool:
+    """The agent's only judgement: a destination is worth writing when its reported counts get
+    better, or it resolves one of the action's issues and creates none."""
+    better = (dest["critical_delta"], dest["warning_delta"]) < (0, 0)
+    return better or (not dest["creates"] and bool(set(dest["resolves"]) & set(issue_ids)))
+
+
 def run_agent(state: ScheduleState) -> AgentRun:
     run = AgentRun()
     started = time.perf_counter()
@@ -135,13 +143,15 @@ def run_agent(state: ScheduleState) -> AgentRun:
             aid = act["action_id"]
             targets = json.loads(s.call("query_target_tasks", {"action_id": aid}))
             rows = [t for t in targets["metrics"].get("tasks", [])
-                    if t.get("best_destination") is not None]
+                    if t.get("best_destination") is not None
+                    and improves(t["best_destination"], act["issue_ids"])]
             if not rows:
                 continue
             task = rows[0]
             slots = json.loads(s.call("query_available_slots",
                                       {"task_id": task["task_id"], "action_id": aid}))
-            listed = slots["metrics"].get("slots") or []
+            listed = [d for d in slots["metrics"].get("slots") or []
+                      if improves(d, act["issue_ids"])]
             dest = listed[0] if listed else None
             if dest is None:
                 continue
@@ -218,6 +228,38 @@ def run_climb(state: ScheduleState) -> ClimbRun:
     return run
 
 
+# ---------------------------------------------------------------------------------- negotiation
+def run_negotiation(seeds: range, num_days: int = 30) -> str:
+    """Tight windows as they come (pending work 85-105% of the free periods): the round in which
+    an infeasible window reaches the negotiation, whether a probing write before the user's
+    choice was refused, and whether anything was written before it."""
+    infeasible = reached_r1 = probes_refused = wrote_before = 0
+    for seed in seeds:
+        state = synthetic_window(seed, num_days, variant="tight", with_task_classes=True)
+        s = Session(state, max_time_limit_s=2.0)
+        env = json.loads(s.call("analyze_health", {}))
+        if (env.get("feasibility") or {}).get("is_feasible") is not False:
+            continue
+        infeasible += 1
+        reached_r1 += env["metrics"]["close_signal"]["round"] == 1 and any(
+            a["intent_code"] == "ask_expand_window" for a in env["next_actions"])
+        pending = s.state.pending_tasks()[0]
+        free = s.state.grid.free_runs(pending.need())
+        if free:
+            probe = s.invoke("place", {"task_id": pending.state_id, "day": free[0][0],
+                                       "slot_start": free[0][1]})
+            probes_refused += probe.error_code == "negotiation_required"
+        else:
+            probes_refused += 1
+        wrote_before += bool(s.changes)
+        s.call("resolve_negotiation", {"choice": "accept_risk"})
+    return (f"Infeasible-window check ({num_days}-day tight windows, seeds {seeds.start}-"
+            f"{seeds.stop - 1}): {infeasible} proven infeasible; negotiation reached in round 1: "
+            f"{reached_r1}/{infeasible}; probing place before the choice refused: "
+            f"{probes_refused}/{infeasible}; windows with a write before resolve_negotiation: "
+            f"{wrote_before}.\n")
+
+
 # ---------------------------------------------------------------------------------- report
 def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.0f}%" if b else "–"
@@ -273,7 +315,7 @@ def run(quick: bool = False) -> str:
         "writes creating issues | oscillations | climb steps (median) | seconds agent / climb |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    return "\n".join(header + rows) + "\n"
+    return "\n".join(header + rows) + "\n\n" + run_negotiation(range(4) if quick else range(12))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ longest free run on the day); embeddable host blocks are tried at their first pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +172,7 @@ def rank_destinations(
     level: str = "normal",
     focus: Iterable[str] = (),
     budget: int = EVAL_BUDGET,
-    stop_at_clean: bool = False,
+    stop: Callable[[Destination], bool] | None = None,
     work: ScheduleState | None = None,
     before: list[Issue] | None = None,
 ) -> Ranking:
@@ -186,8 +186,8 @@ def rank_destinations(
         Issue ids the caller wants resolved (counted in ``resolves_focus``, ranked higher).
     budget
         At most this many health recomputations; ``complete`` is ``False`` when it ran out.
-    stop_at_clean
-        Stop at the first destination that creates no critical/warning issue (a fixable test).
+    stop
+        Stop at the first destination for which this returns True (a fixable test).
     work, before
         A private copy of ``state`` and its issues, when the caller measures several tasks.
     """
@@ -226,7 +226,7 @@ def rank_destinations(
             round(sum(i.impact_score for i in after.values()), 4),
             sum(1 for i in resolves if i in focus_set))
         ranking.destinations.append(dest)
-        if stop_at_clean and not dest.creates:
+        if stop is not None and stop(dest):
             ranking.complete = False
             break
     ranking.destinations.sort(key=Destination.score)
@@ -257,18 +257,66 @@ def preferred_days(state: ScheduleState, action: NextAction | None) -> list[int]
     return [d for d in prefer if 1 <= d <= state.num_days] + rest
 
 
-def make_actionable(state: ScheduleState, actions: list[NextAction], issues: list[Issue],
-                    level: str) -> None:
-    """Point each health action at the two query tools, state its success test in fields that
-    ``analyze_health`` returns, and say whether some destination creates no new critical or
-    warning issue (``fixable``; ``None`` when the search budget ran out first)."""
-    if not actions:
+def _helps(dest: Destination) -> bool:
+    """A destination an action can use: it resolves one of the action's own issues and creates
+    no new critical or warning issue."""
+    return dest.resolves_focus > 0 and not dest.creates
+
+
+def _check(state: ScheduleState, act: NextAction, work: ScheduleState, before: list[Issue],
+           level: str) -> None:
+    """Set ``act.fixable`` / ``fixable_reason`` by searching its targets' destinations."""
+    act.fixable_checked = True
+    targets = target_tasks(state, act)
+    if not targets:
+        act.fixable = False
+        act.fixable_reason = "范围内没有可移动的任务（固定课程、嵌有任务或多时段块的任务不可单独移动）。"
         return
+    budget, legal, exhausted = EVAL_BUDGET, 0, False
+    days = preferred_days(state, act)
+    for task in targets[:MAX_TARGETS]:
+        ranking = rank_destinations(state, task.state_id, days=days, level=level,
+                                    focus=act.issue_ids, budget=budget, stop=_helps, work=work,
+                                    before=before)
+        budget -= len(ranking.destinations)
+        legal += len(ranking.destinations)
+        if any(_helps(d) for d in ranking.destinations):
+            act.fixable, act.fixable_reason = True, ""
+            return
+        if not ranking.complete or budget <= 0:
+            exhausted = True
+            break
+    if exhausted or len(targets) > MAX_TARGETS:
+        act.fixable = None
+        act.fixable_reason = "检查预算内未找到解决本动作问题且不新增严重/警告问题的落点。"
+    elif legal == 0:
+        act.fixable = False
+        act.fixable_reason = ("范围内的可移动任务在允许的天里没有合法落点（空闲时段不够长、"
+                              "超出任务类时间窗或落在禁排时段）。")
+    else:
+        act.fixable = False
+        act.fixable_reason = ("范围内每个可移动任务的每个候选落点（每段空闲的首尾起点、可嵌入的水课块）"
+                              "都解决不了本动作的问题，或会新增严重/警告问题。")
+
+
+def make_actionable(state: ScheduleState, actions: list[NextAction], issues: list[Issue],
+                    level: str, keep: int) -> list[NextAction]:
+    """The ``keep`` actions health offers, each made actionable.
+
+    Each action's ``required_reads`` point to the two query tools and its ``success_criteria``
+    name fields ``analyze_health`` returns (its issues gone, critical not above today's). Actions
+    are checked in rank order (at most ``2 * keep``): ``fixable`` is True when one of its target
+    tasks has a legal destination resolving one of its issues and creating no new critical or
+    warning issue, False (with the reason) when none has, None when the search budget ran out.
+    Fixable actions are offered first, each group in rank order.
+    """
+    if not actions:
+        return []
     work = state.copy_state()
     before = [i for i in issues if i.dimension != "feasibility"]
     critical = sum(1 for i in issues if i.severity == "critical")
-    for act in actions:
-        act.fixable_checked = True
+    checked = actions[:2 * keep]
+    for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
             {"tool": "query_available_slots", "args": {"action_id": act.action_id},
@@ -277,42 +325,14 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
         act.success_criteria = {"recheck_tool": "analyze_health", "conditions": [
             *({"metric": "issues[].issue_id", "where": {"severity": list(SEVERE)},
                "operator": "not_contains", "value": iid} for iid in act.issue_ids),
-            {"metric": "metrics.close_signal.critical", "operator": "<=",
-             "value": critical},
+            {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
         ]}
-        targets = target_tasks(state, act)
-        if not targets:
-            act.fixable, act.fixable_reason = False, "范围内没有可移动的任务（固定课程、嵌有任务或多时段块的任务不可单独移动）。"
-            continue
-        budget = EVAL_BUDGET
-        exhausted = False
-        found = False
-        legal = 0
-        days = preferred_days(state, act)
-        for task in targets[:MAX_TARGETS]:
-            ranking = rank_destinations(state, task.state_id, days=days, level=level,
-                                        budget=budget, stop_at_clean=True, work=work,
-                                        before=before)
-            budget -= len(ranking.destinations)
-            legal += len(ranking.destinations)
-            if any(not d.creates for d in ranking.destinations):
-                found = True
-                break
-            if not ranking.complete or budget <= 0:
-                exhausted = True
-                break
-        if found:
-            act.fixable, act.fixable_reason = True, ""
-        elif exhausted or len(targets) > MAX_TARGETS:
-            act.fixable, act.fixable_reason = None, "检查预算内未找到不新增严重/警告问题的落点。"
-        elif legal == 0:
-            act.fixable = False
-            act.fixable_reason = ("范围内的可移动任务在允许的天里没有合法落点（空闲时段不够长、"
-                                  "超出任务类时间窗或落在禁排时段）。")
-        else:
-            act.fixable = False
-            act.fixable_reason = ("范围内每个可移动任务的每个候选落点（每段空闲的首尾起点、可嵌入的水课块）"
-                                   "都会新增严重或警告问题。")
+        _check(state, act, work, before, level)
+        if sum(1 for a in checked if a.fixable is True) >= keep:
+            checked = checked[:checked.index(act) + 1]
+            break
+    rank = {id(a): i for i, a in enumerate(checked)}
+    return sorted(checked, key=lambda a: (a.fixable is not True, rank[id(a)]))[:keep]
 
 
 __all__ = ["SEVERE", "Destination", "Ranking", "health_issues", "health_result",

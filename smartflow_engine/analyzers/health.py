@@ -192,9 +192,10 @@ def run_health(
         pool = [a for part in parts.values() for a in part.next_actions]
         for act in pool:
             act.issue_ids = list(dict.fromkeys(alias.get(i, i) for i in act.issue_ids))
-        actions = number_actions(order_actions(pool, issues), MAX_ACTIONS)
+        ordered = order_actions(pool, issues)
         if actionable:
-            make_actionable(state, actions, issues, level)
+            ordered = make_actionable(state, ordered, issues, level, MAX_ACTIONS)
+        actions = number_actions(ordered, MAX_ACTIONS)
 
     counts = {s: 0 for s in SEVERITY_RANK}
     for issue in issues:
