@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[all]'
+	$(VENV)/bin/smartflow warm-up
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,9 +1,11 @@
-"""The ``smartflow`` command: demo, call, feasibility, propose, serve, mcp, bench."""
+"""The ``smartflow`` command: demo, call, feasibility, propose, show, serve, mcp, bench."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +18,7 @@ from rich.text import Text
 
 from .state import ScheduleState, StateError
 from .tools_adapter import Toolbox
+from .tools_adapter.toolbox import ToolReply
 
 app = typer.Typer(
     add_completion=False,
@@ -37,13 +40,27 @@ def _load(path: Path) -> ScheduleState:
     try:
         return ScheduleState.from_json(path)
     except StateError as exc:
-        err_console.print(f"[red]smartflow: {exc}[/red]")
+        err_console.print(Text(f"smartflow: {exc}", style="red"), soft_wrap=True)
         raise typer.Exit(2) from None
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    """Write ``text`` to ``path``; a path that cannot be written is one line and exit code 2."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        err_console.print(Text(f"smartflow: cannot write {path}: {reason}", style="red"),
+                          soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _print_reply(result: ToolReply) -> None:
+    """Print a tool's reply; a refusal (or an argument error) ends with exit code 1."""
+    print(result.text)
+    if result.is_error:
+        raise typer.Exit(1)
 
 
 def _show(title: str, reply: str) -> None:
@@ -57,17 +74,26 @@ def call(
     state: Annotated[Path, typer.Option("--state", help="State JSON file.")],
     args: Annotated[str, typer.Option("--args", help="Tool arguments as a JSON object.")] = "{}",
     out: Annotated[Path | None, typer.Option("--out", help="Write the resulting state here.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="The user confirmed: run a tool that needs "
+                                      "confirmation (e.g. upsert_task_class).")] = False,
 ) -> None:
-    """Call one tool on a state file and print its reply."""
+    """Call one tool on a state file and print its reply.
+
+    Exit code 0 when the tool did what was asked; 1 when it refused or did not run (unknown tool,
+    bad arguments, a refusal in the spec's words, a confirm-required tool without --yes); 2 for
+    an unreadable state file, --args that is not JSON or an --out that cannot be written.
+    """
     loaded = _load(state)
     try:
         parsed: Any = json.loads(args)
     except json.JSONDecodeError as exc:
         err_console.print(f"[red]smartflow: --args is not JSON: {exc}[/red]")
         raise typer.Exit(2) from None
+    except RecursionError:
+        err_console.print("[red]smartflow: --args is not JSON: nested too deeply[/red]")
+        raise typer.Exit(2) from None
     tb = Toolbox(loaded)
-    reply = tb.call(tool, parsed)
-    print(reply)
+    _print_reply(tb.invoke(tool, parsed, confirm=yes))
     if out is not None:
         _write(out, loaded.to_json())
 
@@ -80,8 +106,33 @@ def feasibility(
 ) -> None:
     """Exact feasibility and capacity gap of a window (CP-SAT, proven or said to be unproven)."""
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
-    print(tb.call("check_feasibility", {"time_limit_s": time_limit,
-                                        "include_suggested": include_suggested}))
+    _print_reply(tb.invoke("check_feasibility", {"time_limit_s": time_limit,
+                                                 "include_suggested": include_suggested}))
+
+
+def _progress_text(p: Any) -> str:
+    best = "–" if p.best is None else f"{p.best:.2f}"
+    bound = "–" if p.bound is None else f"{p.bound:.2f}"
+    return f"solver: {p.stage} · best {best} · bound {bound} · {p.elapsed_s:.1f} s"
+
+
+@contextmanager
+def solver_status(time_limit: float) -> Iterator[None]:
+    """A status line on stderr (stage, best objective, proven bound) while a solver call with a
+    limit above a second runs: a live line on a terminal, one plain line per stage otherwise.
+    The solver only reports data (:mod:`smartflow_engine.solver.progress`)."""
+    if time_limit <= 1.0:
+        yield
+        return
+    from .solver.progress import progress_listener
+
+    if err_console.is_terminal:
+        with err_console.status("solver: starting") as status, \
+                progress_listener(lambda p: status.update(_progress_text(p))):
+            yield
+    else:
+        with progress_listener(lambda p: err_console.print(Text(_progress_text(p)))):
+            yield
 
 
 @app.command()
@@ -96,11 +147,61 @@ def propose(
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
     args = {"time_limit_s": time_limit, "seed": seed}
     if out is None:
-        print(tb.call("propose_placement", args))
+        with solver_status(time_limit):
+            reply = tb.invoke("propose_placement", args)
+        _print_reply(reply)
         return
-    print(tb.call("apply_proposal", args))
+    with solver_status(time_limit):
+        reply = tb.invoke("apply_proposal", args)
+    _print_reply(reply)
     assert tb.state is not None
     _write(out, tb.state.to_json())
+
+
+@app.command()
+def show(
+    state: StateFile,
+    out: Annotated[Path, typer.Option("--out", help="Picture file (.png, .svg, .pdf).")] = Path(
+        "schedule.png"),
+    title: Annotated[str | None, typer.Option(help="Title above the grid.")] = None,
+    level: Annotated[str, typer.Option(help="Threshold level for the flagged days and the load "
+                                       "lines: strict | normal | relaxed.")] = "normal",
+) -> None:
+    """Draw the window as a days x periods grid with the day loads (needs the `plot` extra)."""
+    if level not in ("strict", "normal", "relaxed"):
+        err_console.print(f"[red]smartflow show: unknown --level {level!r} "
+                          "(strict | normal | relaxed)[/red]")
+        raise typer.Exit(2)
+    loaded = _load(state)
+    written = _picture(loaded, out, title=title or state.name, level=level)
+    if written is None:
+        raise typer.Exit(2)
+    console.print(f"picture written to {written}")
+
+
+def _picture(state: ScheduleState, out: Path, **kwargs: Any) -> Path | None:
+    try:
+        from .plot import save_window
+    except ImportError:
+        err_console.print("[red]smartflow: drawing needs matplotlib: "
+                          "pip install 'smartflow-engine[plot]'[/red]")
+        return None
+    try:
+        return save_window(state, out, **kwargs)
+    except (OSError, ValueError) as exc:
+        err_console.print(f"[red]smartflow: cannot write {out}: {exc}[/red]")
+        return None
+
+
+@app.command("warm-up")
+def warm_up() -> None:
+    """Compile the solver's pricing kernels into numba's cache now (an install or image-build
+    step); without it the first proposals of a fresh install run while they compile in the
+    background."""
+    from .solver._jit import compile_now
+
+    compile_now()
+    console.print("solver kernels compiled and cached")
 
 
 @app.command()
@@ -182,6 +283,7 @@ def demo(
     console.print(Rule(f"smartflow demo — sample window loaded from {db}"))
     console.print(f"rows: {store.row_counts(DEMO_USER)}", soft_wrap=True)
     tb = Toolbox(state, store=store, user_id=DEMO_USER)
+    before = _picture(state, workdir / "schedule_before.png", title="sample window, loaded")
     for name, args, title in DEMO_STEPS:
         reply = tb.call(name, args)
         if name.startswith("analyze_"):
@@ -199,6 +301,10 @@ def demo(
     out = workdir / "state_after_demo.json"
     out.write_text(state.to_json(), encoding="utf-8")
     console.print(f"state written to {out}")
+    after = _picture(state, workdir / "schedule_after.png",
+                     title="sample window, after the proposal")
+    if before is not None and after is not None:
+        console.print(f"pictures: {before} (before), {after} (after the proposal)", soft_wrap=True)
 
 
 DEMO_USER = 1

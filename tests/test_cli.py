@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from smartflow_engine import ScheduleState
@@ -33,11 +34,96 @@ def test_call_write_tool_writes_state(tmp_path):
     assert after.task(3).status == "suggested" and after.task(3).slots[0].day == 5
 
 
-def test_call_refusal_is_a_reply_not_an_error():
-    """Tests that a refused write prints the refusal and exits 0 (it is an answer)."""
-    res = runner.invoke(app, ["call", "move", "--state", str(DATA / "spec_example.json"),
-                              "--args", '{"task_id": 1, "new_day": 3, "new_slot_start": 1}'])
-    assert res.exit_code == 0 and "不可移动" in res.stdout
+@pytest.mark.parametrize(("tool", "args", "words"), [
+    # a refusal in the spec's words: printed unchanged, exit code 1
+    ("move", '{"task_id": 1, "new_day": 3, "new_slot_start": 1}', "移动失败：[1]高等数学 是固定课程"),
+    ("nope", "{}", "未知工具：nope。"),  # an unknown tool
+    ("place", '{"task_id": 3, "day": "五", "slot_start": 1}', "参数错误：参数 day 应为整数"),
+    ("get_task_info", '{"task_id": 42}', "查询失败：任务 [42] 不存在。"),
+    # a confirm-required tool without --yes runs nothing
+    ("upsert_task_class", '{"task_class": {"name": "复习"}}', "需要用户确认"),
+])
+def test_call_refusals_exit_1(tmp_path, tool, args, words):
+    """Tests that `smartflow call` prints the reply and exits 1 (as scripts expect) on unknown
+    tools, argument errors, refusals and a confirm-required tool without --yes; --out is not
+    written then."""
+    out = tmp_path / "after.json"
+    res = runner.invoke(app, ["call", tool, "--state", str(DATA / "spec_example.json"),
+                              "--args", args, "--out", str(out)])
+    assert res.exit_code == 1 and words in res.stdout, res.stdout
+    assert not out.exists()
+
+
+def test_call_confirm_tool_with_yes_runs():
+    """Tests that --yes runs a confirm-required tool (here it then says no database is set)."""
+    res = runner.invoke(app, ["call", "upsert_task_class", "--yes", "--state",
+                              str(DATA / "spec_example.json"), "--args",
+                              '{"task_class": {"name": "复习"}}'])
+    reply = json.loads(res.stdout)
+    assert reply["error_code"] == "no_store" and res.exit_code == 1
+
+
+def _write_state(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    path.write_text(text, encoding=encoding)
+    return path
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    # deeply nested JSON (json raises RecursionError)
+    (lambda p: _write_state(p, "[" * 200_000 + "]" * 200_000), "nested too deeply"),
+    # a state file in GBK, and in UTF-16 with a BOM
+    (lambda p: _write_state(p, (DATA / "spec_example.json").read_text(encoding="utf-8"), "gbk"),
+     "not UTF-8"),
+    (lambda p: _write_state(p, (DATA / "spec_example.json").read_text(encoding="utf-8"),
+                            "utf-16"), "UTF-16"),
+    # a lone surrogate in a task name
+    (lambda p: _write_state(p, (DATA / "spec_example.json").read_text(encoding="utf-8")
+                            .replace("高等数学", "\\ud800x")), "surrogate"),
+    # a directory where the file should be
+    (lambda p: (p.mkdir(), p)[1], "cannot read state file"),
+])
+def test_hostile_state_files_are_one_line_errors(tmp_path, make, words):
+    """Tests that hostile state files end in one clear line and exit code 2, never a traceback."""
+    path = make(tmp_path / "state.json")
+    res = runner.invoke(app, ["call", "get_overview", "--state", str(path)])
+    assert res.exit_code == 2 and words in res.stderr, (res.stderr, res.exception)
+    assert "Traceback" not in res.stderr and not isinstance(res.exception, RecursionError)
+
+
+def test_deeply_nested_args_is_a_clear_error():
+    """Tests that --args nested deeper than json can parse is exit code 2 with one line."""
+    res = runner.invoke(app, ["call", "get_overview", "--state", str(DATA / "spec_example.json"),
+                              "--args", "[" * 200_000 + "]" * 200_000])
+    assert res.exit_code == 2 and "nested too deeply" in res.stderr
+
+
+@pytest.mark.parametrize("where", ["directory", "uncreatable"])
+def test_out_that_cannot_be_written(tmp_path, where):
+    """Tests that --out on a directory or under a path that cannot be created is one line and
+    exit code 2 (the reply is still printed)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    out = tmp_path if where == "directory" else blocker / "sub" / "after.json"
+    for argv in (["call", "place", "--state", str(DATA / "spec_example.json"), "--args",
+                  '{"task_id": 3, "day": 5, "slot_start": 1}', "--out", str(out)],
+                 ["propose", str(DATA / "spec_example.json"), "--time-limit", "0.5",
+                  "--out", str(out)]):
+        res = runner.invoke(app, argv)
+        assert res.exit_code == 2 and "cannot write" in res.stderr, (res.stderr, res.exception)
+        assert "已将" in res.stdout or "已应用" in res.stdout
+
+
+def test_feasibility_names_a_one_day_class_window(tmp_path):
+    """Tests that check_feasibility writes a one-day class window as 第1天, not 第1-1天."""
+    data = json.loads((DATA / "spec_example.json").read_text(encoding="utf-8"))
+    data["task_classes"] = [{"id": 7, "name": "复习", "start_day": 1, "end_day": 1}]
+    data["tasks"][2]["category_id"] = 7  # [3], 3 periods, only on day 1 (periods 3-12 free)
+    data["tasks"].append({"state_id": 4, "name": "复习二", "category": "学习", "status": "pending",
+                          "duration": 8, "category_id": 7})  # 3 + 8 > 10 free periods
+    path = _write_state(tmp_path / "state.json", json.dumps(data, ensure_ascii=False))
+    res = runner.invoke(app, ["feasibility", str(path), "--time-limit", "2"])
+    assert res.exit_code == 0 and "不可行（已证明）" in res.stdout, res.stdout
+    assert "任务类[7]复习（第1天）" in res.stdout and "第1-1天" not in res.stdout
 
 
 def test_bad_state_file_and_args(tmp_path):
@@ -62,6 +148,8 @@ def test_demo_runs_on_sample_window(tmp_path):
         assert text in res.stdout
     assert "未知工具" not in res.stdout and "内部错误" not in res.stdout
     assert "reloaded window equals the session's: True" in res.stdout
+    for picture in ("schedule_before.png", "schedule_after.png"):  # drawn before/after
+        assert (tmp_path / picture).read_bytes().startswith(b"\x89PNG")
     final = ScheduleState.from_json(tmp_path / "state_after_demo.json")
     assert final.task(11).slots[0].day == 7
     # the committed database holds the session's result
@@ -70,3 +158,10 @@ def test_demo_runs_on_sample_window(tmp_path):
     store = Store.from_url(f"sqlite:///{tmp_path / 'smartflow.db'}")
     loaded = store.load_window(1, final.window.day_mapping)
     assert loaded.to_dict() == final.to_dict()
+
+
+def test_feasibility_argument_error_exits_1():
+    """Tests that `smartflow feasibility` with a time limit the tool refuses prints the reply
+    and exits 1."""
+    res = runner.invoke(app, ["feasibility", str(DATA / "spec_example.json"), "--time-limit", "0"])
+    assert res.exit_code == 1 and res.stdout.startswith("参数错误：参数 time_limit_s")

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from ..state import ScheduleState, runs
-from ._cpsat import SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import DETERMINISTIC_SHARE, SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
-from .columns import search
+from .columns import ColumnSearch, search
 from .counting import max_placeable
 from .local_search import improve
 from .objective import (
@@ -44,6 +44,7 @@ from .objective import (
     resolve_weights,
 )
 from .problem import Bin, Placement, Problem, build_problem
+from .progress import report
 
 FULL_MODEL_MAX_DAYS = 14  # longer windows are improved by the day-window neighbourhood search
 LNS_DAYS = 2  # days re-solved per neighbourhood (two random blocks of LNS_DAYS // 2 days)
@@ -58,7 +59,11 @@ LNS_BUILD_COST = 4e-5
 # Work budget. Every stage is bounded by a deterministic work measure, converted to estimated
 # seconds of the 2-core CI machine; the wall clock (time_limit_s) is only a safety net. The total
 # estimate is WORK_SHARE of the limit, so the wall clock decides only on a machine more than
-# 1 / WORK_SHARE times slower than the calibration.
+# 1 / WORK_SHARE times slower than the calibration. No share keeps a loaded machine out (on a
+# fresh 2-core machine the estimates ran ~1.5x short of the wall time, and a competing busy
+# thread slowed the pure-Python stages 2-7x), so determinism for a seed is promised only for a
+# proposal the wall clock did not cut: it says so (``wall_limited``), and a caller that needs
+# the same answer everywhere fixes the work (``work_limit_s``) under a generous wall limit.
 WORK_SHARE = 0.4
 PRE_LOCAL_SHARE = 0.05  # of the limit for the first burst of local moves
 COLUMN_SHARE = 0.35  # of the limit for the column generation (see .columns)
@@ -99,6 +104,10 @@ class Proposal:
     iterations: int = 0
     local_moves: int = 0  # improving moves of the local search
     columns_explored: int = 0  # free totals whose pattern master ran (see .columns)
+    # True when the wall-clock safety net may have cut a stage (a slow or overloaded machine):
+    # the same seed then need not give the same proposal. False: every stage stopped on its
+    # deterministic work budget, so the proposal is the one this seed always gives.
+    wall_limited: bool = False
 
 
 # ---------------------------------------------------------------------------------- the model
@@ -482,6 +491,7 @@ def propose_placement(
     include_suggested: bool = False,
     num_workers: int = 1,
     allow_late: bool = False,
+    work_limit_s: float | None = None,
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
 
@@ -498,24 +508,35 @@ def propose_placement(
     allow_late
         Let class tasks go past their class's end day, each day late costing the ``late``
         weight (level 1 then maximises with the end days lifted).
+    work_limit_s
+        The deterministic work budget, in estimated seconds of the calibration machine
+        (default ``WORK_SHARE * time_limit_s``). It alone decides where the search stops, so a
+        seed gives the same proposal on any machine that finishes it within ``time_limit_s``;
+        ``Proposal.wall_limited`` says when the wall clock cut it instead.
 
     Returns
     -------
     Proposal
         Never places fewer periods than the proven maximum; never scores worse than its start.
     """
-    from ._kernels import warm_up
+    from ._jit import kernels_ready
 
-    # One-time costs are not the search's time: compiling (or loading) the pricing kernels and
-    # importing CP-SAT (both happen once per process).
-    warm_up()
+    # One-time costs are not the search's time: loading the pricing kernels and importing CP-SAT
+    # (both once per process). On a fresh install the kernels compile in the background instead
+    # (see ._jit) and this proposal goes without the column search (and its bound).
+    compiled = kernels_ready()
     cp_model()
     t0 = time.perf_counter()
+    report("max periods", t0)
     w = resolve_weights(weights)
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
                             allow_late=allow_late)
+    # ``effort``: the limit the deterministic budgets are computed from (the wall clock's own
+    # limit unless the caller fixes the work separately).
+    effort = time_limit_s if work_limit_s is None else work_limit_s / WORK_SHARE
     level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers,
-                           deterministic=True)
+                           deterministic_time=effort * 0.3 * DETERMINISTIC_SHARE)
+    level1_cut = level1.runtime_s >= time_limit_s * 0.3 - 0.01
     target = level1.best
     greedy = balanced_greedy(problem, w)
     candidates = [("witness", level1.witness)]
@@ -525,25 +546,36 @@ def propose_placement(
     elif greedy_slots < target:
         # Repair: place the greedy's leftovers exactly in the space it left.
         rest = max_placeable(_residual(problem, greedy), time_limit_s=time_limit_s * 0.1,
-                             num_workers=num_workers, deterministic=True)
+                             num_workers=num_workers,
+                             deterministic_time=effort * 0.1 * DETERMINISTIC_SHARE)
+        level1_cut = level1_cut or rest.runtime_s >= time_limit_s * 0.1 - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
     start_name, start = min(candidates, key=lambda c: evaluate(problem, c[1], w)["weighted_total"])
     start_obj = evaluate(problem, start, w)
 
     deadline = t0 + time_limit_s
-    total_budget = WORK_SHARE * time_limit_s  # estimated seconds of deterministic work
+    total_budget = WORK_SHARE * effort  # estimated seconds of deterministic work
     # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
     #    better first master for the column generation.
-    pre_budget = PRE_LOCAL_SHARE * time_limit_s
+    pre_budget = PRE_LOCAL_SHARE * effort
+    report("local moves", t0, start_obj["weighted_total"])
     pre = improve(problem, w, start, seed=seed, deadline=deadline - 0.02, budget_s=pre_budget,
                   stall_s=LOCAL_STALL * pre_budget)
     local_moves = pre.moves
     best = pre.placements
     # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
     #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
-    columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * time_limit_s,
-                     deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
+    report("column search" if compiled else "no column search (kernels compiling)", t0,
+           start_obj["weighted_total"] + pre.delta)
+    if compiled:
+        columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * effort,
+                         deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
+    else:
+        obj = evaluate(problem, best, w)["weighted_total"]
+        columns = ColumnSearch(placements=list(best), objective=obj, bound=math.inf,
+                               optimal=False, start_objective=obj, totals={}, explored=[],
+                               converged=False)
     bound: float | None = columns.bound if math.isfinite(columns.bound) else None
     if columns.objective < columns.start_objective:
         best = columns.placements
@@ -554,20 +586,24 @@ def propose_placement(
     if not columns.optimal:
         # 3. What the budget leaves: local moves again, then the full model (short windows)
         #    or the day-pair neighbourhood search.
-        local_budget = min(LOCAL_SHARE * time_limit_s, max(0.0, total_budget - work))
+        local_budget = min(LOCAL_SHARE * effort, max(0.0, total_budget - work))
+        so_far = min(columns.objective, columns.start_objective)
+        report("local moves", t0, so_far, bound)
         local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
                         budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
         local_moves += local.moves
         work += local.work_s
         win = _Window.build(problem, w, sum(pl.length for pl in best if pl.embed_host is None))
         current = {pl.task_id: pl for pl in local.placements}
+        report("full model" if problem.num_days <= FULL_MODEL_MAX_DAYS else "neighbourhoods",
+               t0, so_far + local.delta, bound)
         if problem.num_days <= FULL_MODEL_MAX_DAYS:
             sub = _SubModel(win, range(1, problem.num_days + 1),
                             [g.count for g in problem.groups], target)
             hinted = sub.hint(local.placements)
             solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
                                  seed=seed, exact=False,
-                                 deterministic_time=FULL_MODEL_DET_SHARE * time_limit_s)
+                                 deterministic_time=FULL_MODEL_DET_SHARE * effort)
             # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1
             # limit, measured); the hinted search without it keeps to the limit.
             solver.parameters.cp_model_presolve = False
@@ -584,12 +620,16 @@ def propose_placement(
             current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
                                                         num_workers)
 
+    # Every stage stops by ``deadline - 0.02`` at the latest; one that got that close may
+    # have been cut by the wall clock rather than by its deterministic budget.
+    wall_limited = level1_cut or time.perf_counter() >= deadline - 0.03
     placements = sorted(current.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     objective = evaluate(problem, placements, w)
     if objective["weighted_total"] > start_obj["weighted_total"] + 1e-9:  # guard, never expected
         placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
     placed = {pl.task_id for pl in placements}
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
+    report("done", t0, objective["weighted_total"], bound)
     if not level1.proven:
         name = "unknown"
     elif bound is not None and objective["weighted_total"] <= bound + 1e-6:
@@ -611,6 +651,7 @@ def propose_placement(
         iterations=iterations,
         local_moves=local_moves,
         columns_explored=len(columns.explored),
+        wall_limited=wall_limited,
     )
 
 

@@ -8,6 +8,7 @@ a one-line message naming the task, the day and the periods.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,7 +32,8 @@ class StateError(ValueError):
 class SlotRange(BaseModel):
     """One contiguous block of periods on one day, both ends inclusive."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a state file's integers are JSON integers, not "1", 1.0 or true.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     day: int
     slot_start: int
@@ -43,15 +45,15 @@ class SlotRange(BaseModel):
 
 
 class DayMapping(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     day_index: int
-    week: int
+    week: int = Field(ge=1, le=MAX_DAYS)  # teaching weeks count from 1
     day_of_week: int = Field(ge=1, le=7)
 
 
 class Window(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     total_days: int = Field(ge=1, le=MAX_DAYS)
     slots_per_day: int = Field(default=12, ge=1, le=MAX_SLOTS_PER_DAY)
@@ -69,7 +71,7 @@ class TaskClass(BaseModel):
     banned periods (1-based) on every day.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     id: int
     name: str
@@ -83,7 +85,7 @@ class TaskClass(BaseModel):
 class Task(BaseModel):
     """One task of the window: a course, a placed study task or a pending one."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     state_id: int = Field(ge=1, le=MAX_TASK_ID)
     source: str = "task_item"
@@ -117,7 +119,7 @@ class Task(BaseModel):
 class ScheduleState(BaseModel):
     """A planning window and its tasks (the spec's §3.1 JSON, plus DESIGN.md's extensions)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     window: Window
     tasks: list[Task] = Field(default_factory=list)
@@ -140,16 +142,15 @@ class ScheduleState(BaseModel):
             data = source
         else:
             if isinstance(source, Path) or not source.lstrip().startswith("{"):
-                try:
-                    text = Path(source).read_text(encoding="utf-8")
-                except OSError as exc:
-                    raise StateError(f"cannot read state file {source}: {exc}") from None
+                text = _read_text(Path(source))
             else:
                 text = source
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise StateError(f"invalid JSON: {exc}") from None
+            except RecursionError:
+                raise StateError("invalid JSON: nested too deeply") from None
         try:
             return cls.model_validate(data)
         except StateError:
@@ -170,6 +171,9 @@ class ScheduleState(BaseModel):
                 task_data.pop("slots", None)
             if not task_data.get("can_embed"):
                 task_data.pop("can_embed", None)
+            host = self._index.get(task_data.get("embed_host", 0))
+            if host is not None and host.locked:
+                task_data["locked"] = True  # a guest of a locked host is locked (is_locked)
             hosted = guests.get(sid)
             if hosted:
                 task_data["embedded_by"] = hosted[0] if len(hosted) == 1 else hosted
@@ -236,6 +240,13 @@ class ScheduleState(BaseModel):
         return max((t.state_id for t in self.tasks), default=0) + 1
 
     # ------------------------------------------------------------------ validation
+    @model_validator(mode="before")
+    @classmethod
+    def _check_values(cls, data: Any) -> Any:
+        if problem := _bad_value(data):
+            raise StateError(problem)
+        return data
+
     @model_validator(mode="after")
     def _check_invariants(self) -> ScheduleState:
         _validate(self)
@@ -244,6 +255,58 @@ class ScheduleState(BaseModel):
         self._index = {t.state_id: t for t in self.tasks}
         self._grid = None
         return self
+
+
+MAX_NESTING = 64  # levels of JSON nesting a state may have (extra fields included)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise StateError(f"cannot read state file {path}: {exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bom = {b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}.get(raw[:2])
+        found = f" (it looks like {bom})" if bom else ""
+        raise StateError(f"state file {path} is not UTF-8 text{found}: byte {exc.start} "
+                         f"cannot be decoded; save it as UTF-8") from None
+
+
+def _bad_value(data: Any) -> str | None:
+    """The first value JSON cannot carry faithfully: a string (or key) with a lone UTF-16
+    surrogate (it cannot be written as UTF-8), a NaN or infinite number (not standard JSON), or
+    nesting deeper than :data:`MAX_NESTING`. Iterative, so no input exhausts the stack."""
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack:
+        path, value, depth = stack.pop()
+        where = path or "state"
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                return f"{where}: string holds a lone UTF-16 surrogate (not valid Unicode text)"
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return f"{where}: {value} is not a finite number (NaN/Infinity are not JSON)"
+        elif isinstance(value, dict | list):
+            if depth >= MAX_NESTING:
+                return f"{where}: nested more than {MAX_NESTING} levels deep"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, sub in items:
+                if isinstance(key, str) and _has_surrogate(key):
+                    return f"{where}: a key holds a lone UTF-16 surrogate (not valid Unicode text)"
+                name = f"{path}[{key}]" if isinstance(key, int) else (
+                    f"{path}.{key}" if path else str(key))
+                stack.append((name, sub, depth + 1))
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _first_error_line(exc: Exception) -> str:
@@ -274,10 +337,15 @@ def _validate(state: ScheduleState) -> None:
                 f"window.day_mapping has {len(window.day_mapping)} entries, "
                 f"total_days is {num_days}"
             )
+        calendar: dict[tuple[int, int], int] = {}
         for i, dm in enumerate(window.day_mapping, start=1):
             if dm.day_index != i:
                 raise StateError(f"window.day_mapping[{i - 1}] has day_index {dm.day_index}, "
                                  f"expected {i}")
+            first = calendar.setdefault((dm.week, dm.day_of_week), i)
+            if first != i:
+                raise StateError(f"window.day_mapping: days {first} and {i} are both week "
+                                 f"{dm.week} day_of_week {dm.day_of_week}")
     seen: dict[int, Task] = {}
     for task in state.tasks:
         if task.state_id in seen:
@@ -301,6 +369,12 @@ def _validate(state: ScheduleState) -> None:
                 raise StateError(f"{who}: {_fmt(block)} is outside the window (days 1-{num_days})")
             if not 1 <= block.slot_start <= block.slot_end <= spd:
                 raise StateError(f"{who}: {_fmt(block)} is not a period range within 1-{spd}")
+    class_ids: dict[int, TaskClass] = {}
+    for tc in state.task_classes:
+        if tc.id in class_ids:
+            raise StateError(f"duplicate task class id {tc.id} ({class_ids[tc.id].name} and "
+                             f"{tc.name})")
+        class_ids[tc.id] = tc
     for tc in state.task_classes:
         bad = [s for s in tc.excluded_slots if not 1 <= s <= spd]
         if bad:

@@ -63,6 +63,8 @@ REFUSAL_KINDS = (
     "pending",  # move / swap / unplace on a pending task
     "locked",  # the task (or, for a guest, its host) is locked
     "multi_block",  # the task has several blocks and no (or no matching) from_day
+    "no_block_on_day",  # from_day names a day on which the single-block task has no block
+    "no_change",  # a move onto the block's own place (nothing would change)
     "has_guest",  # a host block to move / unplace holds a guest
     "out_of_window",  # day or periods outside the window
     "conflict",  # the target periods are held by other tasks
@@ -149,9 +151,10 @@ def move(
     state: ScheduleState, task_id: int, new_day: int, new_slot_start: int,
     from_day: int | None = None,
 ) -> OpResult:
-    """Move one block of a placed task; status is kept."""
+    """Move one block of a placed task; status is kept. A move onto the block's own place is
+    refused (``no_change``), so the change log records only real changes."""
     return relocate(state, [Request(task_id, new_day, new_slot_start, from_day)], op="move",
-                    placed_only=True)
+                    placed_only=True, refuse_no_change=True)
 
 
 def batch_move(state: ScheduleState, moves: Sequence[Request]) -> OpResult:
@@ -160,7 +163,7 @@ def batch_move(state: ScheduleState, moves: Sequence[Request]) -> OpResult:
         return OpResult.refuse("empty_batch")
     if len(moves) > MAX_BATCH:
         return OpResult.refuse("batch_too_large", limit=MAX_BATCH)
-    return relocate(state, moves, op="batch_move", placed_only=True)
+    return relocate(state, moves, op="batch_move", placed_only=True, refuse_no_change=True)
 
 
 def swap(state: ScheduleState, task_a: int, task_b: int) -> OpResult:
@@ -217,12 +220,14 @@ def relocate(
     op: str,
     placed_only: bool = False,
     status_after: str | None = None,
+    refuse_no_change: bool = False,
 ) -> OpResult:
     """Apply several placements / moves simultaneously, all or nothing.
 
     A pending task is placed (status → ``status_after`` or ``suggested``); a placed one has one
     block moved (status kept unless ``status_after``). With ``placed_only`` a pending task is
-    refused (``pending``), as ``move`` and ``batch_move`` require.
+    refused (``pending``), as ``move`` and ``batch_move`` require. With ``refuse_no_change`` a
+    request that puts a block back on its own place is refused (``no_change``).
     """
     grid = state.grid
     num_days, spd = state.num_days, state.slots_per_day
@@ -246,6 +251,9 @@ def relocate(
                 return OpResult(False, [], refusal)
             old = _pick_block(task, req.from_day)
             length = old.length
+            if refuse_no_change and (old.day, old.slot_start) == (req.day, req.slot_start):
+                return OpResult.refuse("no_change", task_id=task.state_id, day=old.day,
+                                       slot_start=old.slot_start, slot_end=old.slot_end)
         end = req.slot_start + length - 1
         if not (1 <= req.day <= num_days and req.slot_start >= 1 and end <= spd):
             return OpResult.refuse("out_of_window", task_id=task.state_id, day=req.day,
@@ -358,6 +366,10 @@ def _check_movable(
         on_day = [b for b in task.slots if b.day == from_day]
         if from_day is None or len(on_day) != 1:
             return Refusal("multi_block", task_id=task.state_id, blocks=tuple(task.slots))
+    elif from_day is not None and task.slots[0].day != from_day:
+        # from_day names the block to move: a single-block task must have it on that day
+        return Refusal("no_block_on_day", task_id=task.state_id, day=from_day,
+                       blocks=tuple(task.slots))
     block = _pick_block(task, from_day)
     for gid in state.guests_by_host().get(task.state_id, []):
         g = state.task(gid)

@@ -126,6 +126,8 @@ class ClassSnapshot:
     excluded_slots: list[int]
     items: list[ItemSnapshot]
     other_class_names: set[str] = field(default_factory=set)
+    # The column cannot be NULL, so "never given" is known only when the class is created.
+    excluded_slots_given: bool = True
 
 
 def validate_task_class(snap: ClassSnapshot) -> list[ValidationIssue]:
@@ -140,10 +142,14 @@ def validate_task_class(snap: ClassSnapshot) -> list[ValidationIssue]:
         add("missing_field", f"{tc}.name")
     elif snap.name.strip() in snap.other_class_names:
         add("duplicate_class_name", f"{tc}.name", snap.name)
+    # Key fields of p1 §4.8 (a missing one fails validation, §4.9).
     for key, value in (("start", snap.start), ("end", snap.end),
-                       ("total_slots", snap.total_slots), ("strategy", snap.strategy)):
+                       ("total_slots", snap.total_slots), ("strategy", snap.strategy),
+                       ("tolerance_preference", snap.tolerance_preference)):
         if value is None:
             add("missing_field", f"{tc}.{key}")
+    if not snap.excluded_slots_given:
+        add("missing_field", f"{tc}.excluded_slots")
     if snap.strategy is not None and snap.strategy not in STRATEGIES:
         add("invalid_value", f"{tc}.strategy", snap.strategy, list(STRATEGIES))
     if (snap.tolerance_preference is not None
@@ -341,6 +347,7 @@ def upsert_task_class(
         items=[ItemSnapshot(paths.get(it.id, f"items(id={it.id})"), it.content, it.duration,
                             list(it.depends_on or [])) for it in written],
         other_class_names={n.strip() for n in others},
+        excluded_slots_given=not created or fields.excluded_slots is not None,
     )
     issues = validate_task_class(snap)
     if issues:

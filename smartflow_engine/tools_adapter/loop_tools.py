@@ -27,7 +27,7 @@ from ..state.model import MAX_TASK_ID
 from .args import Args, Day, Slot, TaskId
 from .loop import CHOICES, LoopState
 from .render import block_text
-from .spec import ToolContext, ToolSpec
+from .spec import ToolContext, ToolSpec, refused
 
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 ActionId = Annotated[str, Field(min_length=1, max_length=128,
@@ -282,13 +282,13 @@ def restore_best_tool(ctx: ToolContext, _args: RestoreArgs) -> str:
     state, loop = ctx.state, ctx.loop
     assert state is not None
     if loop is None:
-        return "restore_best 未执行：只有会话（Session）记录各轮的最佳状态。"
+        return refused("restore_best 未执行：只有会话（Session）记录各轮的最佳状态。")
     if loop.best_state is None:
-        return "restore_best 未执行：还没有完成任何一轮 analyze_health，没有可恢复的最佳状态。"
+        return refused("restore_best 未执行：还没有完成任何一轮 analyze_health，没有可恢复的最佳状态。")
     best = ScheduleState.from_json(loop.best_state)
     changes = restore_changes(state, best)
     if isinstance(changes, str):
-        return f"restore_best 未执行：{changes}日程未变更。"
+        return refused(f"restore_best 未执行：{changes}日程未变更。")
     crit, warn, _ = loop.best_key or (0, 0, 0.0)
     head = f"第{loop.best_round}轮的最佳状态（严重{crit}、警告{warn}）"
     if not changes:
@@ -395,12 +395,12 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
     assert state is not None
     head = "resolve_negotiation 未执行："
     if loop is None:
-        return f"{head}只有会话（Session）记录协商状态。"
+        return refused(f"{head}只有会话（Session）记录协商状态。")
     if not loop.gate_open:
-        return f"{head}最近一次 analyze_health 没有判定窗口不可行，无需协商。"
+        return refused(f"{head}最近一次 analyze_health 没有判定窗口不可行，无需协商。")
     missing = args.missing()
     if missing is not None:
-        return f"{head}choice={args.choice} 需要参数 {missing}。协商状态未变。"
+        return refused(f"{head}choice={args.choice} 需要参数 {missing}。协商状态未变。")
     entry: dict[str, Any] = {"tool": "resolve_negotiation", "choice": args.choice, "changes": 0}
     if args.choice == "accept_risk":
         loop.risk_accepted, loop.gate_open = True, False
@@ -421,15 +421,15 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
     else:
         reduced = _reduced(ctx, state, args.task_ids or [])
         if isinstance(reduced, str):
-            return f"{head}{reduced}协商状态未变。"
+            return refused(f"{head}{reduced}协商状态未变。")
         data, aside = reduced
         what = f"缩小本轮范围（reduce_scope），移出{len(aside)}个待安排任务"
     if isinstance(data, str):
-        return f"{head}{data}协商状态未变。"
+        return refused(f"{head}{data}协商状态未变。")
     try:
         new_state = ScheduleState.from_json(data)
     except StateError as exc:
-        return f"{head}调整后的窗口无效（{exc}）。协商状态未变。"
+        return refused(f"{head}调整后的窗口无效（{exc}）。协商状态未变。")
     from ..solver import check_feasibility
 
     report = check_feasibility(new_state, time_limit_s=min(2.0, ctx.max_time_limit_s),

@@ -1,9 +1,11 @@
 """MCP server over one :class:`Session`, built with the official ``mcp`` SDK (v2 API, ``MCPServer``).
 
 Every tool the session offers in its mode is published under its own name with the registry's
-schema (``schemas.tool_schemas(fmt="mcp")``); the session validates the arguments, so a bad
-argument comes back as a tool result with ``isError: true`` and the same Chinese reply the
-:class:`Toolbox` gives, never as a protocol error. JSON tools also return structured content.
+schema (``schemas.tool_schemas(fmt="mcp")``: optional arguments are optional, not nullable); the
+session validates the arguments, so a bad argument comes back as a tool result with
+``isError: true`` and the same Chinese reply the :class:`Toolbox` gives, never as a protocol
+error. A tool's own refusal (a conflict, a locked task, a missing id) is ``isError: true`` too,
+its text unchanged. JSON tools also return structured content.
 The P1-C rules of the session's mode are the server's instructions.
 
 When a confirm-required tool is offered, the server also offers ``confirm`` and ``reject``
@@ -11,6 +13,12 @@ When a confirm-required tool is offered, the server also offers ``confirm`` and 
 
 Run over stdio: ``python -m smartflow_engine.tools_adapter.mcp_server --state FILE`` (what
 ``smartflow mcp --state FILE`` calls through :func:`run_stdio`).
+
+A line on stdin that is not a JSON-RPC message is dropped by the SDK's stdio transport without a
+reply, so a client waiting on that request's id would wait for ever. :func:`serve_stdio` reads the
+lines first: a malformed line that carries an id gets a JSON-RPC error with that id (``-32700``
+parse error for text that is not JSON, ``-32600`` invalid request for JSON that is not a valid
+message); a malformed line without an id (a notification) gets none, as JSON-RPC says.
 """
 
 from __future__ import annotations
@@ -18,23 +26,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from io import TextIOWrapper
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
+import mcp_types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
 
 from .. import __version__
 from ..state import ScheduleState
 from .args import Args
-from .schemas import ENVELOPE_SCHEMA, input_schema, mcp_annotations, tool_description
+from .schemas import ENVELOPE_SCHEMA, mcp_annotations, mcp_input_schema, tool_description
 from .session import CallResult, Session
 from .spec import Mode, ToolSpec
 
@@ -104,7 +118,7 @@ def _spec_tool(session: Session, spec: ToolSpec, after_call: Callable[[CallResul
         return result
 
     return _tool(
-        spec.name, tool_description(spec), input_schema(spec.args_model), mcp_annotations(spec),
+        spec.name, tool_description(spec), mcp_input_schema(spec.args_model), mcp_annotations(spec),
         run, dict(ENVELOPE_SCHEMA) if spec.output == "json" else None,
     )
 
@@ -129,7 +143,7 @@ def build_server(session: Session, *, save_path: str | Path | None = None) -> MC
     if any(spec.needs_confirm for spec in specs):
         gate = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
                 "openWorldHint": False}
-        token_schema = input_schema(TokenArgs)
+        token_schema = mcp_input_schema(TokenArgs)
 
         def confirm(arguments: dict[str, Any]) -> CallResult:
             result = _with_token(arguments, session.confirm, "confirm")
@@ -172,6 +186,86 @@ def _with_token(arguments: dict[str, Any], action: Callable[[str], CallResult],
     return CallResult(name, msg, status="error", error_code="invalid_args")
 
 
+_ID_RE = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+
+
+def parse_error_reply(line: str) -> mcp_types.JSONRPCError | None:
+    """The JSON-RPC error for a stdin line the SDK cannot read, when the line carries an id.
+
+    ``None`` for a valid message, a blank line, or a malformed line with no recoverable id.
+    """
+    if not line.strip():
+        return None
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        not_json = any(e["type"] == "json_invalid" for e in exc.errors())
+    else:
+        return None
+    request_id: Any = None
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        request_id = data.get("id")
+    elif data is None and (found := _ID_RE.search(line)):
+        try:
+            request_id = json.loads(found.group(1))
+        except ValueError:
+            request_id = None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    if isinstance(request_id, str) and request_id.encode("utf-8", "replace").decode() != request_id:
+        return None  # an id with a lone surrogate cannot be written back
+    code, message = ((mcp_types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+                     if not_json else
+                     (mcp_types.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC message"))
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                  error=mcp_types.ErrorData(code=code, message=message))
+
+
+class _ReplyingLines:
+    """stdin lines for the SDK's stdio transport; malformed lines with an id are answered here
+    (through the transport's own writer, so frames never interleave) and not passed on."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.write_stream: Any = None
+        self._ready = anyio.Event()
+
+    def attach(self, write_stream: Any) -> None:
+        self.write_stream = write_stream
+        self._ready.set()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for line in self._source:
+            error = parse_error_reply(line)
+            if error is None:
+                yield line
+                continue
+            await self._ready.wait()
+            await self.write_stream.send(SessionMessage(error))
+
+
+async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) -> None:
+    """Serve ``server`` over stdio (or the given text streams) until stdin closes, answering
+    malformed lines that carry an id (see the module docstring)."""
+    if stdin is None:
+        stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8",
+                                              errors="replace"))
+    lines = _ReplyingLines(stdin)
+    async with stdio_server(stdin=cast(Any, lines), stdout=stdout) as (read_stream, write_stream):
+        lines.attach(write_stream)
+        # The SDK exposes no public handle on the low-level server; MCPServer.run_stdio_async
+        # runs it the same way.
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -198,7 +292,7 @@ def run_stdio(
     state = ScheduleState.from_json(Path(state_path)) if state_path is not None else None
     session = Session(state, mode=mode, enabled_tools=enabled_tools,
                       max_time_limit_s=max_time_limit_s, num_workers=num_workers)
-    build_server(session, save_path=save_path).run("stdio")
+    anyio.run(serve_stdio, build_server(session, save_path=save_path))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,9 +22,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..state import Change, SelfCheckError, self_check
-from .args import describe_validation_error
+from .args import describe_validation_error, short_name
 from .schemas import drop_null_optionals
-from .spec import ToolContext, ToolSpec
+from .spec import ToolContext, ToolSpec, is_refusal, refused
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,10 @@ Status = Literal["ok", "error", "pending_confirm", "rejected"]
 class CallResult:
     """What one call did.
 
-    ``reply`` is exactly what the model reads. ``status`` is ``ok`` (the tool ran; a text tool may
-    still have refused in words), ``error`` (it did not run: unknown or unavailable tool, missing
-    state, bad arguments, the infeasible gate, unknown token), ``pending_confirm`` (a preview;
+    ``reply`` is exactly what the model reads. ``status`` is ``ok`` (the tool ran and did what
+    was asked), ``error`` (it did not run: unknown or unavailable tool, missing state, bad
+    arguments, the infeasible gate, unknown token; or it refused: a conflict, a locked task, ...
+    in the spec's words, or a JSON reply with ``success=false``), ``pending_confirm`` (a preview;
     ``confirm_token`` is set) or ``rejected``. ``changes`` are the change-log entries this call
     appended.
     """
@@ -87,8 +88,8 @@ def lookup(
     spec = specs.get(name)
     names = "、".join(offered) or "无"
     if spec is None:
-        return CallResult(name, f"未知工具：{name}。可用工具：{names}。", status="error",
-                          error_code="unknown_tool")
+        return CallResult(name, refused(f"未知工具：{short_name(str(name))}。可用工具：{names}。"),
+                          status="error", error_code="unknown_tool")
     if not is_offered(name):
         return refusal(spec, "not_available", f"工具 {name} {unavailable}。可用工具：{names}。")
     return spec
@@ -132,6 +133,11 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
     ctx.changes.extend(applied)  # the one place the change log grows
     if spec.is_write and check and ctx.state is not None:
         self_check(ctx.state)
+    if is_refusal(reply, spec.output):  # the tool refused: nothing was done
+        data = json.loads(reply) if spec.output == "json" else None
+        code = data.get("error_code") if isinstance(data, dict) else None
+        return CallResult(spec.name, reply, spec.output, "error",
+                          code if isinstance(code, str) and code else "refused", changes=applied)
     if loop is not None:
         reply = loop.after(ctx, spec, parsed, reply, applied, before)
     return CallResult(spec.name, reply, spec.output, changes=applied)

@@ -13,12 +13,18 @@ from pydantic import Field
 from ..state import ScheduleState, Task, host_blocks
 from .args import Args, Day, Duration, NoArgs, Slot, TaskId
 from .render import (
+    MAX_INLINE,
+    MAX_LINES,
     SOURCE_WORDS,
     STATUS_WORDS,
+    capped,
+    day_span,
+    embeddable,
+    left_out,
     periods,
     task_tags,
 )
-from .spec import ToolContext, ToolSpec
+from .spec import ToolContext, ToolSpec, refused
 
 
 def _state(ctx: ToolContext) -> ScheduleState:
@@ -53,7 +59,7 @@ def get_overview(ctx: ToolContext, _args: NoArgs) -> str:
             span = periods(b.slot_start, b.slot_end)
             if task.embed_host is not None:
                 text, order = f"{task.label}(嵌入{span}节)", 1
-            elif task.can_embed:
+            elif embeddable(state, task):
                 text, order = f"{task.label}({span}节,可嵌入)", 0
             else:
                 text, order = f"{task.label}({span}节)", 0
@@ -67,9 +73,12 @@ def get_overview(ctx: ToolContext, _args: NoArgs) -> str:
         day, s, e = b.day, b.slot_start, b.slot_end
         taken = f",已嵌入{guest.label}" if guest is not None else ""
         hosts.append(f"第{day}天 {host.label}({periods(s, e)}节{taken})")
-    lines += ["", "可嵌入时段：" + ("、".join(hosts) if hosts else "无")]
-    waiting = " ".join(f"{t.label}(需{t.need()}时段)" for t in pending)
-    lines.append("待安排：" + (waiting or "无"))
+    shown, more = capped(hosts, MAX_INLINE)
+    lines += ["", "可嵌入时段：" + ("、".join(shown) if shown else "无")
+              + (left_out(more, "处") if more else "")]
+    shown, more = capped([f"{t.label}(需{t.need()}时段)" for t in pending], MAX_INLINE)
+    lines.append("待安排：" + (" ".join(shown) or "无")
+                 + (left_out(more, "个", "可用 list_tasks 按类别查看") if more else ""))
     return "\n".join(lines)
 
 
@@ -88,7 +97,7 @@ def _cell_text(state: ScheduleState, owner: int, guest: int) -> str:
     notes = []
     if state.is_locked(task):
         notes.append("固定")
-    if task.can_embed:
+    if embeddable(state, task):
         notes.append("可嵌入")
     text = task.label + (f"（{'，'.join(notes)}）" if notes else "")
     if guest:
@@ -101,7 +110,7 @@ def query_range(ctx: ToolContext, args: QueryRangeArgs) -> str:
     state = _state(ctx)
     spd = state.slots_per_day
     if msg := day_out_of_window(state, args.day):
-        return f"查询失败：{msg}"
+        return refused(f"查询失败：{msg}")
     owner = state.grid.owner[args.day - 1]
     guest = state.grid.guest[args.day - 1]
     if args.slot_start is None and args.slot_end is None:
@@ -109,9 +118,9 @@ def query_range(ctx: ToolContext, args: QueryRangeArgs) -> str:
     start = args.slot_start if args.slot_start is not None else 1
     end = args.slot_end if args.slot_end is not None else spd
     if end > spd or start > spd:
-        return f"查询失败：第{max(start, end)}节超出每天{spd}节的范围。"
+        return refused(f"查询失败：第{max(start, end)}节超出每天{spd}节的范围。")
     if start > end:
-        return f"查询失败：slot_start={start} 大于 slot_end={end}。"
+        return refused(f"查询失败：slot_start={start} 大于 slot_end={end}。")
     lines = [f"第{args.day}天 第{periods(start, end)}节：", ""]
     for slot in range(start, end + 1):
         lines.append(f"第{slot}节：{_cell_text(state, int(owner[slot - 1]), int(guest[slot - 1]))}")
@@ -144,13 +153,32 @@ def _query_day(state: ScheduleState, day: int, owner: np.ndarray, guest: np.ndar
     runs = state.grid.free_runs(day=day)
     free = "、".join(f"第{periods(s, e)}节({e - s + 1}时段)" for _, s, e in runs)
     lines += ["", "连续空闲区：" + (free or "无")]
-    hosts = []
-    for host, b, g_task in host_blocks(state, day):
-        s, e = b.slot_start, b.slot_end
-        state_word = f"已嵌入 {g_task.label}" if g_task is not None else "当前无嵌入任务"
-        hosts.append(f"第{periods(s, e)}节 {host.label}（{state_word}）")
-    lines.append("可嵌入：" + ("、".join(hosts) if hosts else "无"))
+    lines.append("可嵌入：" + (_embed_notes(state, day) or "无"))
     return "\n".join(lines)
+
+
+def _embed_notes(state: ScheduleState, day: int) -> str:
+    """The whole-day reply's 可嵌入 line (spec §4.2: ``第1-2节已有[1]高等数学（固定，不可嵌入）``):
+    each water-course block of the day (free or holding a guest) and each fixed block (nothing
+    embeds into a fixed task), in period order."""
+    notes: list[tuple[int, str]] = []
+    for task in state.tasks:
+        if task.embed_host is not None:
+            continue  # a guest is named in its host's note
+        locked, host = state.is_locked(task), embeddable(state, task)
+        if not (locked or host):
+            continue
+        for b in task.slots:
+            if b.day != day:
+                continue
+            if locked:
+                why = "固定，不可嵌入"
+            else:
+                guest = next((g for h, hb, g in host_blocks(state, day)
+                              if h is task and hb == b), None)
+                why = "可嵌入，" + (f"已嵌入{guest.label}" if guest is not None else "当前无嵌入任务")
+            notes.append((b.slot_start, f"第{periods(b.slot_start, b.slot_end)}节已有{task.label}（{why}）"))
+    return "、".join(text for _, text in sorted(notes))
 
 
 # ---------------------------------------------------------------------------------- find_free
@@ -163,23 +191,31 @@ def find_free(ctx: ToolContext, args: FindFreeArgs) -> str:
     state = _state(ctx)
     spd = state.slots_per_day
     if args.day is not None and (msg := day_out_of_window(state, args.day)):
-        return f"查询失败：{msg}"
+        return refused(f"查询失败：{msg}")
     if args.duration > spd:
-        return f"查询失败：每天只有{spd}个时段，无法满足{args.duration}个连续时段。"
+        return refused(f"查询失败：每天只有{spd}个时段，无法满足{args.duration}个连续时段。")
     runs = state.grid.free_runs(min_len=args.duration, day=args.day)
     where = f"第{args.day}天" if args.day is not None else ""
     if runs:
         lines = [f"{where}满足{args.duration}个连续空闲时段的位置：", ""]
-        lines += [f"第{d}天 第{periods(s, e)}节（{e - s + 1}时段连续空闲）" for d, s, e in runs]
+        shown, more = capped(runs, MAX_LINES)
+        lines += [f"第{d}天 第{periods(s, e)}节（{e - s + 1}时段连续空闲）" for d, s, e in shown]
+        if more:
+            lines.append(left_out(more, "处", "可用 day 参数限定某天"))
     else:
         lines = [f"{where}没有满足{args.duration}个连续空闲时段的位置。"]
+    # Every free water-course block, also those shorter than `duration`, as the spec's
+    # duration-3 example lists the 2-period [10]思政 block.
     hosts = [
         f"第{b.day}天 第{periods(b.slot_start, b.slot_end)}节（{host.label}，当前无嵌入任务）"
         for host, b, guest in host_blocks(state, args.day)
-        if guest is None and b.length >= args.duration
+        if guest is None
     ]
+    shown_hosts, more = capped(hosts, MAX_LINES)
     lines += ["", "可嵌入位置（水课时段，可叠加任务）：" + ("" if hosts else "无")]
-    lines += hosts
+    lines += shown_hosts
+    if more:
+        lines.append(left_out(more, "处", "可用 day 参数限定某天"))
     return "\n".join(lines)
 
 
@@ -207,12 +243,15 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
         if not chosen:
             return f"{prefix}没有{STATUS_WORDS[args.status]}任务。"
         lines = [f"{prefix}{STATUS_WORDS[args.status]}任务共{len(chosen)}个：", ""]
+        shown, more = capped(chosen, MAX_LINES)
         if args.status == "pending":
             lines += [
-                f"{t.label} — 需{t.need()}个连续时段，类别：{t.category or '未分类'}" for t in chosen
+                f"{t.label} — 需{t.need()}个连续时段，类别：{t.category or '未分类'}" for t in shown
             ]
         else:
-            lines += [_placed_line(state, t) for t in chosen]
+            lines += [_placed_line(state, t) for t in shown]
+        if more:
+            lines.append(left_out(more, "个", "可用 category 参数按类别查看"))
         return "\n".join(lines)
     if not tasks:
         return f"{prefix}没有任务。"
@@ -221,13 +260,18 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
         counts.append(f"已预排{len(groups['suggested'])}个")
     counts.append(f"待安排{len(groups['pending'])}个")
     lines = [f"{prefix}共{len(tasks)}个任务，{'，'.join(counts)}。"]
+    hint = "可用 status、category 参数分组查看"
     for status in ("existing", "suggested"):
         if groups[status]:
             lines += ["", f"{STATUS_WORDS[status]}："]
-            lines += [f"  {_placed_line(state, t)}" for t in groups[status]]
+            shown, more = capped(groups[status], MAX_LINES)
+            lines += [f"  {_placed_line(state, t)}" for t in shown]
+            lines += [f"  {left_out(more, '个', hint)}"] if more else []
     if groups["pending"]:
         lines += ["", "待安排："]
-        lines += [f"  {t.label}({t.category or '未分类'}) — 需{t.need()}时段" for t in groups["pending"]]
+        shown, more = capped(groups["pending"], MAX_LINES)
+        lines += [f"  {t.label}({t.category or '未分类'}) — 需{t.need()}时段" for t in shown]
+        lines += [f"  {left_out(more, '个', hint)}"] if more else []
     return "\n".join(lines)
 
 
@@ -240,7 +284,7 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
     state = _state(ctx)
     task = state.task(args.task_id)
     if task is None:
-        return f"查询失败：任务 [{args.task_id}] 不存在。"
+        return refused(f"查询失败：任务 [{args.task_id}] 不存在。")
     status = STATUS_WORDS[task.status] + ("（固定）" if state.is_locked(task) else "")
     lines = [
         task.label,
@@ -251,21 +295,25 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
     if tc is not None:
         extra = []
         if tc.start_day is not None or tc.end_day is not None:
-            extra.append(f"第{tc.start_day or 1}-{tc.end_day or state.num_days}天")
+            extra.append(day_span(tc.start_day or 1, tc.end_day or state.num_days))
         if tc.excluded_slots:
             extra.append("禁排第" + "、".join(str(s) for s in sorted(tc.excluded_slots)) + "节")
         lines.append(f"所属任务类：[{tc.id}]{tc.name}" + (f"（{'，'.join(extra)}）" if extra else ""))
-    if task.can_embed:
+    if embeddable(state, task):
         lines.append("可嵌入：是（允许在此时段嵌入其他任务）")
+    elif task.can_embed:  # a locked water course takes no guest (DESIGN: nothing embeds there)
+        lines.append("可嵌入：否（固定，不可嵌入其他任务）")
     if task.status == "pending":
         lines.append(f"需要时段：{task.need()}个连续时段")
         return "\n".join(lines)
     lines.append("占用时段：")
-    lines += [f"  第{b.day}天 第{periods(b.slot_start, b.slot_end)}节" for b in task.slots]
+    shown_blocks, more = capped(task.slots, MAX_LINES)
+    lines += [f"  第{b.day}天 第{periods(b.slot_start, b.slot_end)}节" for b in shown_blocks]
+    lines += [f"  {left_out(more)}"] if more else []
     if task.embed_host is not None:
         host = state.task(task.embed_host)
         lines.append(f"嵌入宿主：{host.label if host else task.embed_host}")
-    if task.can_embed:
+    if embeddable(state, task):
         guests = [state.task(g) for g in state.guests_by_host().get(task.state_id, [])]
         hosted = "、".join(
             f"{g.label}（第{g.slots[0].day}天第{periods(g.slots[0].slot_start, g.slots[0].slot_end)}节）"

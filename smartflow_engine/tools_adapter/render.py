@@ -6,7 +6,12 @@ the write tools and the solver tools say the same thing the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from ..state import ScheduleState, SlotRange, Task
+
+T = TypeVar("T")
 
 STATUS_WORDS = {"existing": "已安排", "suggested": "已预排", "pending": "待安排"}
 SOURCE_WORDS = {"event": "课程表", "task_item": "任务类"}
@@ -15,6 +20,11 @@ SOURCE_WORDS = {"event": "课程表", "task_item": "任务类"}
 def periods(start: int, end: int) -> str:
     """``1-2`` or ``3`` (a single period)."""
     return f"{start}-{end}" if end != start else f"{start}"
+
+
+def day_span(first: int, last: int) -> str:
+    """``第3-5天``, or ``第3天`` for one day (never ``第3-3天``)."""
+    return f"第{periods(first, last)}天"
 
 
 def block_text(block: SlotRange) -> str:
@@ -73,9 +83,30 @@ def task_tags(state: ScheduleState, task: Task) -> list[str]:
     tags: list[str] = []
     if state.is_locked(task):
         tags.append("固定")
-    if task.can_embed:
+    if embeddable(state, task):
         tags.append("可嵌入")
     if task.embed_host is not None:
         host = state.task(task.embed_host)
         tags.append(f"嵌入{host.label if host else task.embed_host}")
     return tags
+
+
+def embeddable(state: ScheduleState, task: Task) -> bool:
+    """A water course a guest may go into: ``can_embed``, not locked, not itself a guest."""
+    return task.can_embed and not state.is_locked(task) and task.embed_host is None
+
+
+# Read replies are bounded: a list that grows with the number of tasks shows this many entries
+# and then says how many were left out.
+MAX_INLINE = 50  # entries of a one-line list (get_overview's 待安排 / 可嵌入时段)
+MAX_LINES = 100  # lines of a multi-line list (list_tasks groups, find_free runs, blocks)
+
+
+def capped(items: Sequence[T], limit: int) -> tuple[list[T], int]:
+    """The first ``limit`` items and how many were left out."""
+    return list(items[:limit]), max(0, len(items) - limit)
+
+
+def left_out(count: int, unit: str = "个", hint: str = "") -> str:
+    """``……其余120个未列出。`` (with an optional hint on how to see them)."""
+    return f"……其余{count}{unit}未列出{('，' + hint) if hint else ''}。"

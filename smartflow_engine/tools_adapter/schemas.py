@@ -7,9 +7,15 @@ Three formats:
   properties as required; optional fields are nullable (``null`` means "not given"); no ``$ref``,
   ``title`` or ``default`` keywords (the default is stated in the description instead). A map with
   enumerated keys becomes an object with one nullable property per key; a map with free keys
-  cannot be strict, and such a tool is published with ``strict: false``.
-- ``anthropic``: ``{name, description, input_schema}``.
+  cannot be strict, and such a tool is published with ``strict: false``. String limits
+  (``maxLength``/``minLength``, outside the keywords OpenAI documents for strict mode) move into
+  the description (``（1-64个字符）``); the argument models still enforce them.
+- ``anthropic``: ``{name, description, input_schema}`` (pydantic's schema: an optional argument is
+  ``anyOf: [X, null]``).
 - ``mcp``: ``{name, description, inputSchema, annotations}`` (+ ``outputSchema`` for JSON tools).
+  MCP has no strict mode, so an optional argument is simply optional: its schema is ``X`` itself,
+  not ``anyOf: [X, null]`` (a client that converts arguments by the top-level ``type``, as MCP
+  Inspector does, then sends a number for an optional integer). ``null`` is still accepted.
 
 Because a strict-mode model sends ``null`` for an optional field it leaves out,
 :func:`drop_null_optionals` turns such ``null`` values back into omitted keys before validation.
@@ -104,6 +110,12 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     return copy.deepcopy(_plain(model))
 
 
+def mcp_input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema for MCP clients: as :func:`input_schema`, with every optional
+    argument published as its own type instead of ``anyOf: [X, null]``."""
+    return copy.deepcopy(_mcp_cached(model))
+
+
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema in OpenAI strict-mode form (see the module docstring)."""
     return copy.deepcopy(_strict_cached(model))
@@ -159,7 +171,7 @@ def _tool_schema(spec: ToolSpec, fmt: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": spec.name,
         "description": description,
-        "inputSchema": input_schema(spec.args_model),
+        "inputSchema": mcp_input_schema(spec.args_model),
         "annotations": mcp_annotations(spec),
     }
     if spec.output == "json":
@@ -188,7 +200,66 @@ def _plain(model: type[BaseModel]) -> dict[str, Any]:
 
 @cache
 def _strict_cached(model: type[BaseModel]) -> dict[str, Any]:
-    return _strictify(copy.deepcopy(_plain(model)))
+    return _strictify(_lift_limits(copy.deepcopy(_plain(model))))
+
+
+def _lift_limits(node: Any) -> Any:
+    """String limits inside an ``anyOf`` option move up to the property (whose description then
+    states them)."""
+    if isinstance(node, list):
+        return [_lift_limits(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _lift_limits(v) for k, v in node.items()}
+    for option in out.get("anyOf", []):
+        if isinstance(option, dict):
+            for key in ("minLength", "maxLength"):
+                if key in option:
+                    out[key] = option.pop(key)
+    return out
+
+
+@cache
+def _mcp_cached(model: type[BaseModel]) -> dict[str, Any]:
+    return _not_nullable(copy.deepcopy(_plain(model)))
+
+
+def _not_nullable(node: Any) -> Any:
+    """Optional properties as their own type: ``anyOf: [X, null]`` → ``X`` (the property's own
+    keys, e.g. its description, win), ``type: [x, "null"]`` → ``x``, a ``null`` default dropped."""
+    if isinstance(node, list):
+        return [_not_nullable(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: ({n: _not_nullable(sub) for n, sub in v.items()} if k in _SCHEMA_MAPS
+               and isinstance(v, dict) else _not_nullable(v)) for k, v in node.items()}
+    props = out.get("properties")
+    if isinstance(props, dict):
+        required = set(out.get("required", []))
+        out["properties"] = {name: sub if name in required else _without_null(sub)
+                             for name, sub in props.items()}
+    return out
+
+
+def _without_null(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    if out.get("default", 0) is None:
+        out.pop("default")
+    options = out.get("anyOf")
+    if isinstance(options, list):
+        rest = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+        if len(rest) == 1 and isinstance(rest[0], dict):
+            out.pop("anyOf")
+            out = {**rest[0], **out}
+        elif len(rest) != len(options):
+            out["anyOf"] = rest
+    kind = out.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        kept = [k for k in kind if k != "null"]
+        out["type"] = kept[0] if len(kept) == 1 else kept
+    return out
 
 
 def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
@@ -273,6 +344,16 @@ def _strictify(node: Any) -> Any:
             out[key] = _strictify(value)
     if "default" in node and node["default"] is not None:
         note = f"默认 {json.dumps(node['default'], ensure_ascii=False)}"
+        out["description"] = f"{out['description']}（{note}）" if out.get("description") else note
+    if "maxLength" in out or "minLength" in out:
+        # Not a strict-mode keyword: said in words, enforced by the argument model.
+        low, high = out.pop("minLength", None), out.pop("maxLength", None)
+        if low is not None and high is not None:
+            note = f"{low}-{high}个字符"
+        elif high is not None:
+            note = f"最多{high}个字符"
+        else:
+            note = f"至少{low}个字符"
         out["description"] = f"{out['description']}（{note}）" if out.get("description") else note
     if out.get("type") == "object" and not isinstance(out.get("additionalProperties"), dict):
         props: dict[str, Any] = out.get("properties", {})

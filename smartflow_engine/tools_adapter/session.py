@@ -133,7 +133,9 @@ class Session:
         return list(self._specs.values())
 
     def visible_specs(self) -> list[ToolSpec]:
-        return visible_specs(self.specs, self._mode, self.enabled_tools)
+        specs = visible_specs(self.specs, self._mode, self.enabled_tools)
+        # Without a loaded schedule only the tools that need none are offered.
+        return specs if self.state is not None else [s for s in specs if not s.needs_state]
 
     def tool_names(self) -> list[str]:
         """The tools offered to the model in the current mode."""
@@ -145,7 +147,7 @@ class Session:
 
     def schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
         """Tool definitions of the offered tools, in ``fmt`` (openai / anthropic / mcp)."""
-        return tool_schemas(fmt, self._mode, specs=self.specs, include=self.enabled_tools)
+        return tool_schemas(fmt, self._mode, specs=self.visible_specs(), include=self.enabled_tools)
 
     def rules(self) -> str:
         """The P1-C prompt rules of the current mode."""

@@ -26,8 +26,8 @@ from ..solver.objective import TERM_NAMES
 from ..solver.reoptimize import Reoptimization, min_context_switch, spread_even
 from ..state import MAX_BATCH, Request, ScheduleState, relocate
 from .args import Args, Day, Slot, TaskId
-from .render import block_text, occupancy_line, pending_left_line, periods
-from .spec import ToolContext, ToolSpec
+from .render import block_text, day_span, occupancy_line, pending_left_line, periods
+from .spec import ToolContext, ToolSpec, refused
 from .write_tools import refusal_text
 
 TimeLimit = Annotated[float, Field(gt=0, le=600, allow_inf_nan=False,
@@ -121,13 +121,12 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
         for c in b.classes:
             banned = (f"，禁排第{'、'.join(str(p) for p in c.banned)}节" if c.banned else "")
             lines.append(
-                f"  任务类[{c.class_id}]{c.name}（第{c.start_day}-{c.end_day}天{banned}）："
+                f"  任务类[{c.class_id}]{c.name}（{day_span(c.start_day, c.end_day)}{banned}）："
                 f"任务{c.task_count}个共需{c.required_slots}个时段，窗口内可用{c.window_free_slots}"
                 f"个时段，最多放下{c.placeable_slots}个时段。")
     if b is not None and b.conflict_set:
         ids = "、".join(_label(state, t) for t in b.conflict_set)
-        tail = "（去掉其中任意一个，其余都能放下）" if b.conflict_set_minimal else ""
-        lines.append(f"无法同时放下的任务组：{ids}{tail}。")
+        lines.append(f"无法同时放下的任务组：{ids}（{_conflict_note(report, figures)}）。")
     if figures is not None and report.is_feasible is False:
         parts = []
         if figures.extra_days_needed is not None:
@@ -144,6 +143,25 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
         parts.append(f"删减任务需减少{figures.slots_to_cut}个时段")
         lines.append("协商数据：" + "；".join(parts) + "。")
     return "\n".join(lines)
+
+
+def _conflict_note(report: FeasibilityReport, figures: NegotiationFigures | None) -> str:
+    """What the conflict set means: the group alone cannot all be placed; when proven minimal,
+    removing any one of them lets the rest of the group fit; the window's own shortfall is
+    stated separately, so nobody reads "remove one task and everything fits"."""
+    b = report.bottleneck
+    if b is not None and len(b.conflict_set) == 1:
+        parts = ["这个任务本身就放不下"]
+    else:
+        parts = ["这一组任务本身就无法全部放下"]
+        if b is not None and b.conflict_set_minimal:
+            parts.append("去掉其中任意一个，组内其余任务都能放下")
+    if report.capacity_gap:
+        whole = f"整个窗口仍需减少{report.capacity_gap}个时段"
+        if figures is not None and figures.extra_days_needed:
+            whole += f"（或在末尾追加{figures.extra_days_needed}天）"
+        parts.append(whole + "才能全部放下")
+    return "；".join(parts)
 
 
 def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
@@ -224,7 +242,8 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
         lines.append(f"未放置：{items}")
     lines.append(_objective_line(proposal.objective, proposal.start_objective, proposal.bound,
                                  proposal.status))
-    lines.append(f"方案未写入日程（seed={proposal.seed}）。")
+    cut = "；搜索被时限截断，同一seed的结果可能不同" if proposal.wall_limited else ""
+    lines.append(f"方案未写入日程（seed={proposal.seed}{cut}）。")
     return "\n".join(lines)
 
 
@@ -267,7 +286,7 @@ class ApplyArgs(Args):
 
 
 def _apply_refusal(reason: str) -> str:
-    return f"应用方案失败，全部回滚，无任何变更。\n原因：{reason}"
+    return refused(f"应用方案失败，全部回滚，无任何变更。\n原因：{reason}")
 
 
 def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
@@ -296,7 +315,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
     if not result.ok:
         assert result.refusal is not None
         text = refusal_text(state, "batch_move", result.refusal)
-        return text.replace("批量移动失败", "应用方案失败", 1)
+        return refused(text.replace("批量移动失败", "应用方案失败", 1))
     ctx.record(result.changes)
     lines = [f"已应用粗排方案，{len(result.changes)}个任务变为已预排："]
     days: list[int] = []
@@ -356,7 +375,7 @@ def _moves_reply(ctx: ToolContext, tool: str, result: Reoptimization, *, unchang
         return unchanged
     ok, lines = _apply_moves(ctx, tool, result)
     if not ok:
-        return f"{tool} 失败，全部回滚，无任何变更。"
+        return refused(f"{tool} 失败，全部回滚，无任何变更。")
     return "\n".join([head, *lines])
 
 
@@ -364,12 +383,12 @@ def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
     state = ctx.state
     assert state is not None
     if not any(t.category == args.category for t in state.tasks):
-        return f"spread_even 未执行：没有类别为「{args.category}」的任务，日程未变更。"
+        return refused(f"spread_even 未执行：没有类别为「{args.category}」的任务，日程未变更。")
     result = spread_even(state, args.category, time_limit_s=_limit(ctx, args.time_limit_s),
                          seed=args.seed, num_workers=ctx.num_workers)
     if result.status == "empty":
-        return (f"spread_even 未执行：类别「{args.category}」没有可移动的已落位任务"
-                f"（固定、嵌有任务或多时段块的任务不参与），日程未变更。")
+        return refused(f"spread_even 未执行：类别「{args.category}」没有可移动的已落位任务"
+                       f"（固定、嵌有任务或多时段块的任务不参与），日程未变更。")
     b, a = result.before, result.after
     figures = (f"分布偏差{_num(round(b['spread_deviation'], 1))}→{_num(round(a['spread_deviation'], 1))}，"
                f"出现天数{int(b['days_used'])}→{int(a['days_used'])}，"
@@ -397,20 +416,21 @@ def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
     first = args.day_from or 1
     last = args.day_to or state.num_days
     if not 1 <= first <= last <= state.num_days:
-        return (f"参数错误：天范围第{first}-{last}天无效（规划窗口为第1-{state.num_days}天，"
-                f"且 day_from ≤ day_to）。")
+        return refused(f"参数错误：天范围第{first}-{last}天无效（规划窗口为第1-{state.num_days}天，"
+                       f"且 day_from ≤ day_to）。")
     result = min_context_switch(state, first, last, allow_cross_day=args.allow_cross_day,
                                 time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
                                 num_workers=ctx.num_workers)
     if result.status == "empty":
-        return f"min_context_switch 未执行：第{first}-{last}天没有可移动的已落位任务，日程未变更。"
+        return refused(f"min_context_switch 未执行：{day_span(first, last)}没有可移动的已落位任务，"
+                       "日程未变更。")
     figures = (f"科目切换{int(result.before['context_switch'])}→"
                f"{int(result.after['context_switch'])}次")
     return _moves_reply(
         ctx, "min_context_switch", result,
-        unchanged=(f"min_context_switch 完成：第{first}-{last}天的{len(result.task_ids)}个任务未移动"
+        unchanged=(f"min_context_switch 完成：{day_span(first, last)}的{len(result.task_ids)}个任务未移动"
                    f"（{figures}，已是找到的最少切换）。"),
-        head=(f"min_context_switch 完成：第{first}-{last}天移动了{len(result.moves)}个任务，"
+        head=(f"min_context_switch 完成：{day_span(first, last)}移动了{len(result.moves)}个任务，"
               f"{figures}："))
 
 

@@ -42,6 +42,33 @@ class ToolContext:
         self.applied.extend(changes)
 
 
+class Refused(str):
+    """A text reply that is a refusal (nothing was done): the words the model reads, unchanged,
+    flagged so every surface can mark the result as an error (MCP ``isError``, the session's and
+    HTTP's ``status="error"``, the CLI's exit code)."""
+
+    __slots__ = ()
+
+
+def refused(text: str) -> Refused:
+    """Mark ``text`` as a refusal (see :class:`Refused`)."""
+    return Refused(text)
+
+
+def is_refusal(reply: str, output: str = "text") -> bool:
+    """Whether ``reply`` reports that the tool refused: a :class:`Refused` text, or a JSON reply
+    whose ``success`` is false."""
+    if isinstance(reply, Refused):
+        return True
+    if output != "json":
+        return False
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("success") is False
+
+
 Handler = Callable[[ToolContext, Any], str]
 
 
@@ -68,7 +95,7 @@ class ToolSpec:
     def error(self, error_code: str, error: str) -> str:
         """A failure decided outside the handler, in this tool's reply shape."""
         if self.output == "text":
-            return error
+            return refused(error)
         if self.error_reply is not None:
             return self.error_reply(error_code, error)
         return json_error(self.name, error_code, error)

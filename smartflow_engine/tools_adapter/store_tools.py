@@ -5,7 +5,12 @@ session's store (``ctx.store``, for ``ctx.user_id``), validates what was written
 when the validation passes. It needs no loaded schedule and always needs the user's confirm (the
 session's gate holds the call; this handler writes when it is run). Reply (JSON)::
 
-    {tool, success, task_class_id, created, validation: {ok, issues[]}, error, error_code}
+    {tool, success, task_class_id, created, validation: {ok, issues[]}, source, error, error_code}
+
+``source`` echoes the call's ``source`` (``chat`` / ``memory`` / ``web``, ``null`` when not given),
+as §4.9 asks ("用于审计与回显"). ``tolerance_preference`` and ``excluded_slots`` are key fields
+(§4.8): creating a class without them fails validation (``missing_field``); ``[]`` is a valid
+"no banned periods".
 
 ``error_code``: ``no_store``, ``no_user``, ``not_found`` (also for another user's id),
 ``validation_failed`` (nothing kept; ``validation.issues`` say what to repair), ``db_error``.
@@ -41,9 +46,11 @@ class TaskClassArgs(Args):
     strategy: Literal["steady", "rapid"] | None = Field(
         default=None, description="排布策略：steady=均匀推进，rapid=尽快完成")
     tolerance_preference: Literal["strict", "normal", "relaxed"] | None = Field(
-        default=None, description="容错偏好：strict=留足余量，normal=适中，relaxed=可以排满")
+        default=None,
+        description="容错偏好：strict=留足余量，normal=适中，relaxed=可以排满。新建时必填（关键字段）")
     excluded_slots: list[Annotated[int, Field(strict=True, ge=0, le=24)]] | None = Field(
-        default=None, max_length=24, description="禁排节次（每天都不安排的节次，1-12）；[] 表示清空")
+        default=None, max_length=24,
+        description="禁排节次（每天都不安排的节次，1-12）；[] 表示没有禁排。新建时必填（关键字段）")
     time_of_day: Literal["morning", "afternoon", "evening", "any"] | None = Field(
         default=None, description="偏好时段（普通字段）")
     time_of_day_weight: float | None = Field(default=None, ge=0, le=1,
@@ -126,7 +133,7 @@ def _issue(issue: Any) -> dict[str, Any]:
 def _reply(
     *, success: bool, task_class_id: int | None = None, created: bool = False,
     issues: list[dict[str, Any]] | None = None, validated: bool = False, error: str = "",
-    error_code: str = "",
+    error_code: str = "", source: str | None = None,
 ) -> str:
     return json.dumps({
         "tool": TOOL,
@@ -134,6 +141,7 @@ def _reply(
         "task_class_id": task_class_id,
         "created": created,
         "validation": {"ok": validated and not issues, "issues": issues or []},
+        "source": source,
         "error": error,
         "error_code": error_code,
     }, ensure_ascii=False)
@@ -146,10 +154,13 @@ def error_reply(error_code: str, error: str) -> str:
 
 
 def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
+    source = args.source
     if ctx.store is None:
-        return _reply(success=False, error="未配置数据库，无法保存任务类。", error_code="no_store")
+        return _reply(success=False, error="未配置数据库，无法保存任务类。", error_code="no_store",
+                      source=source)
     if ctx.user_id is None:
-        return _reply(success=False, error="未指定用户，无法保存任务类。", error_code="no_user")
+        return _reply(success=False, error="未指定用户，无法保存任务类。", error_code="no_user",
+                      source=source)
     from ..store import TaskClassInput, TaskItemInput  # the store pulls in SQLAlchemy
 
     tc = args.task_class
@@ -165,21 +176,22 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
     result = ctx.store.upsert_task_class(ctx.user_id, args.id, fields, items, source=args.source)
     if result.success:
         return _reply(success=True, task_class_id=result.task_class_id, created=result.created,
-                      validated=True)
+                      validated=True, source=source)
     code = result.error_code
     if code == "not_found":
         if "item_id" in result.detail:
             error = f"任务项 [{result.detail['item_id']}] 不在该任务类中，未做任何修改。"
         else:
             error = f"任务类 [{args.id}] 不存在，未做任何修改。"
-        return _reply(success=False, task_class_id=None, error=error, error_code=code)
+        return _reply(success=False, task_class_id=None, error=error, error_code=code,
+                      source=source)
     if code == "validation_failed":
         issues = [_issue(i) for i in result.issues]
         return _reply(success=False, task_class_id=result.task_class_id, issues=issues,
                       validated=True, error=f"写后校验未通过（{len(issues)} 项），已回滚，未保存任何"
-                      "修改。请按 validation.issues 修正后重试。", error_code=code)
+                      "修改。请按 validation.issues 修正后重试。", error_code=code, source=source)
     return _reply(success=False, error="数据库写入失败，已回滚，未保存任何修改。",
-                  error_code=code or "db_error")
+                  error_code=code or "db_error", source=source)
 
 
 STORE_TOOLS: tuple[ToolSpec, ...] = (

@@ -5,14 +5,16 @@ Every call goes through :mod:`.pipeline`, the one path shared with :class:`~.ses
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..state import ScheduleState
 from . import pipeline, registry
-from .spec import Mode, ToolContext, ToolSpec
+from .spec import Mode, ToolContext, ToolSpec, refused
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +24,20 @@ _HIDDEN = "是隐藏工具，需显式启用（enabled_tools）后才能调用"
 
 def _env_self_check() -> bool:
     return os.environ.get("SMARTFLOW_SELF_CHECK", "") not in ("", "0", "false")
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """One call's reply and whether it is an error (the tool refused or did not run).
+
+    ``text`` is exactly what the model reads; ``is_error`` is what MCP's ``isError``, the
+    session's ``status="error"`` and the CLI's exit code carry.
+    """
+
+    tool: str
+    text: str
+    is_error: bool = False
+    needs_confirm: bool = False  # a confirm-required tool called without ``confirm=True``
 
 
 class Toolbox:
@@ -77,11 +93,13 @@ class Toolbox:
     # ------------------------------------------------------------------ metadata
     def tool_names(self, mode: Mode | str | None = None) -> list[str]:
         """The tools this toolbox offers: those of ``mode``, or of any mode when ``None``, plus
-        the enabled hidden ones."""
-        offered = set(registry.tool_names(mode)) if mode is not None else {
-            s.name for s in registry.TOOLS if s.modes}
-        offered |= set(self.enabled_tools)
-        return [s.name for s in registry.TOOLS if s.name in offered]
+        the enabled hidden ones; without a loaded schedule, only those that need none."""
+        base = registry.tool_names(mode) if mode is not None else [
+            s.name for s in registry.TOOLS if s.modes]
+        names = base + [n for n in self.enabled_tools if n not in base and n in registry.REGISTRY]
+        if self.ctx.state is None:
+            names = [n for n in names if not registry.REGISTRY[n].needs_state]
+        return names
 
     def is_offered(self, name: str) -> bool:
         spec = registry.get_spec(name)
@@ -96,11 +114,9 @@ class Toolbox:
     def schemas(self, fmt: str = "openai", mode: Mode | str | None = None) -> list[dict[str, Any]]:
         from .schemas import tool_schemas
 
-        if mode is not None:
-            return tool_schemas(fmt=fmt, mode=mode, include=self.enabled_tools)
-        names = set(self.tool_names())
-        return [s for s in tool_schemas(fmt=fmt)
-                if (s.get("function", s) if fmt == "openai" else s)["name"] in names]
+        usable = set(self.tool_names(mode))
+        return [s for s in tool_schemas(fmt=fmt, mode=mode, include=self.enabled_tools)
+                if _schema_name(s) in usable]
 
     # ------------------------------------------------------------------ calling
     def validate(self, name: str, args: Any) -> tuple[ToolSpec | None, Any, str | None]:
@@ -109,26 +125,58 @@ class Toolbox:
                                 _HIDDEN)
         if isinstance(found, pipeline.CallResult):
             return registry.get_spec(name), None, found.reply
-        parsed, refused = pipeline.parse(found, args, self.ctx)
-        if refused is not None:
-            return found, None, refused.reply
+        parsed, rejected = pipeline.parse(found, args, self.ctx)
+        if rejected is not None:
+            return found, None, rejected.reply
         return found, parsed, None
 
-    def invoke(self, name: str, args: Any = None) -> pipeline.CallResult:
+    def invoke(self, name: str, args: dict[str, Any] | None = None, *,
+               confirm: bool = False) -> ToolReply:
+        """As :meth:`call`, with the reply flagged as an error when the tool refused."""
+        result = self.invoke_result(name, args, confirm=confirm)
+        return ToolReply(result.tool, result.reply, is_error=result.status == "error",
+                         needs_confirm=result.error_code == "confirm_required")
+
+    def invoke_result(self, name: str, args: Any = None, *,
+                      confirm: bool = False) -> pipeline.CallResult:
         """Run tool ``name`` and report what happened (see :class:`~.pipeline.CallResult`)."""
         found = pipeline.lookup(registry.REGISTRY, name, self.tool_names(), self.is_offered,
                                 _HIDDEN)
         if isinstance(found, pipeline.CallResult):
             return found
-        parsed, refused = pipeline.parse(found, args, self.ctx)
-        if refused is not None:
-            return refused
+        parsed, refused_call = pipeline.parse(found, args, self.ctx)
+        if refused_call is not None:
+            return refused_call
+        if found.needs_confirm and not confirm:
+            return pipeline.CallResult(found.name, self._confirm_needed(found, parsed),
+                                       found.output, "error", "confirm_required")
         return pipeline.execute(self.ctx, found, parsed, check=self.self_check)
 
-    def call(self, name: str, args: dict[str, Any] | None = None) -> str:
-        """Run tool ``name`` with ``args``; always a reply, never an exception for bad input."""
-        return self.invoke(name, args).reply
+    def call(self, name: str, args: dict[str, Any] | None = None, *, confirm: bool = False) -> str:
+        """Run tool ``name`` with ``args``; always a reply, never an exception for bad input.
+
+        A confirm-required tool (``upsert_task_class``) runs only with ``confirm=True`` (the user
+        agreed); otherwise the reply is a preview saying confirmation is needed and nothing is
+        written.
+        """
+        return self.invoke_result(name, args, confirm=confirm).reply
 
     def run(self, spec: ToolSpec, parsed: Any) -> str:
         """Run an already-validated call (the confirm gate uses this)."""
         return pipeline.execute(self.ctx, spec, parsed, check=self.self_check).reply
+
+    def _confirm_needed(self, spec: ToolSpec, parsed: Any) -> str:
+        args = parsed.model_dump(mode="json", exclude_unset=True)
+        msg = (f"{spec.name} 需要用户确认后才能执行，本次未执行，没有任何修改。"
+               "请在用户明确同意后以 confirm=True 再次调用。")
+        if spec.output != "json":
+            shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
+            return refused(f"待确认：{msg}\n参数：{shown}")
+        # The tool's own failure shape, plus what would be run.
+        data = json.loads(spec.error("confirm_required", msg))
+        data["preview"] = {"tool": spec.name, "args": args}
+        return json.dumps(data, ensure_ascii=False)
+
+
+def _schema_name(schema: dict[str, Any]) -> str:
+    return str(schema.get("name") or schema.get("function", {}).get("name", ""))

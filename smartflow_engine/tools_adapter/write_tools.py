@@ -23,13 +23,14 @@ from ..state import (
 from .args import Args, Day, Slot, TaskId
 from .render import (
     block_text,
+    day_span,
     fixed_word,
     free_periods_text,
     occupancy_line,
     pending_left_line,
     periods,
 )
-from .spec import ToolContext, ToolSpec
+from .spec import Refused, ToolContext, ToolSpec, refused
 
 # What each tool calls itself in a refusal, and the verb a locked task refuses.
 _VERBS = {
@@ -82,13 +83,13 @@ def class_rule_text(state: ScheduleState, refusal: Refusal) -> str:
     if refusal.kind == "class_window":
         first = tc.start_day if tc is not None and tc.start_day is not None else 1
         last = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
-        return f"第{refusal.day}天不在任务类「{name}」的时间窗（第{first}-{last}天）内。"
+        return f"第{refusal.day}天不在任务类「{name}」的时间窗（{day_span(first, last)}）内。"
     banned = "、".join(str(b.slot_start) for b in refusal.blockers)
     return (f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节含任务类"
             f"「{name}」的禁排时段（第{banned}节）。")
 
 
-def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> str:
+def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
     """The spec's failure reply for ``refusal`` of tool ``op`` (state unchanged)."""
     head, verb = _VERBS[op]
     label = _label(state, refusal.task_id)
@@ -101,8 +102,8 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> str:
         day_context = _day_context(state, refusal.day)
     elif kind == "conflict":
         target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
-        return (f"{head}，全部回滚，无任何变更。\n冲突：{label} → {target}，该位置已被 "
-                f"{_blockers_with_blocks(state, refusal)} 占用。")
+        return refused(f"{head}，全部回滚，无任何变更。\n冲突：{label} → {target}，该位置已被 "
+                       f"{_blockers_with_blocks(state, refusal)} 占用。")
     elif kind == "not_found":
         reason = f"任务 [{refusal.task_id}] 不存在。"
     elif kind == "not_pending":
@@ -126,6 +127,12 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> str:
             "unplace": "无法整体移除。",
         }.get(op, "请用 from_day 指定要移动的块。")
         reason = f"{label} 有{len(refusal.blocks)}个时段块（{blocks}），{tail}"
+    elif kind == "no_block_on_day":
+        blocks = "、".join(block_text(b) for b in refusal.blocks)
+        reason = f"{label} 在第{refusal.day}天没有时段块（它的时段块：{blocks}），from_day 有误。"
+    elif kind == "no_change":
+        target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
+        reason = f"{label} 已在{target}，无需移动。"
     elif kind == "has_guest":
         reason = f"{label} 当前嵌入了 {_label(state, refusal.other_id)}，请先移走嵌入任务。"
     elif kind == "out_of_window":
@@ -161,8 +168,8 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> str:
     else:  # pragma: no cover - every kind is handled above
         reason = kind
     if op == "batch_move":
-        return f"{head}，全部回滚，无任何变更。\n原因：{reason}"
-    return f"{head}：{reason}{day_context}"
+        return refused(f"{head}，全部回滚，无任何变更。\n原因：{reason}")
+    return refused(f"{head}：{reason}{day_context}")
 
 
 def _apply(ctx: ToolContext, op: str, result: OpResult) -> OpResult:

@@ -31,10 +31,28 @@ def test_check_feasibility_infeasible_reply(class_window_window: ScheduleState) 
     reply = toolbox(class_window_window).call("check_feasibility", {"time_limit_s": 5})
     assert "不可行（已证明）" in reply and "class_window" in reply
     assert "缺口2个" in reply
-    assert "任务类[10]复习（第1-1天，禁排第4节）" in reply
-    assert "无法同时放下的任务组：[1]t1、[2]t2（去掉其中任意一个，其余都能放下）。" in reply
+    assert "任务类[10]复习（第1天，禁排第4节）" in reply
+    assert ("无法同时放下的任务组：[1]t1、[2]t2（这一组任务本身就无法全部放下；去掉其中任意一个，"
+            "组内其余任务都能放下；整个窗口仍需减少2个时段才能全部放下）。") in reply
     assert "取消禁排时段后可全部放下" in reply
     assert "删减任务需减少2个时段" in reply
+
+
+def test_conflict_set_reply_separates_group_from_window(overfull_window: ScheduleState) -> None:
+    """Tests that the conflict-set line says the group alone cannot all be placed, that removing
+    one lets the rest of the group fit, and what the whole window still needs (periods to cut
+    or days to add), never "remove one and everything fits"."""
+    reply = toolbox(overfull_window).call("check_feasibility", {"time_limit_s": 5})
+    assert ("无法同时放下的任务组：[1]t1、[2]t2、[3]t3（这一组任务本身就无法全部放下；去掉其中任意一个，"
+            "组内其余任务都能放下；整个窗口仍需减少1个时段（或在末尾追加1天）才能全部放下）。") in reply
+    assert "其余都能放下" not in reply
+
+
+def test_conflict_set_of_one_task_reads_as_one(fragmented_window: ScheduleState) -> None:
+    """Tests that a conflict set of a single task says that task alone does not fit."""
+    reply = toolbox(fragmented_window).call("check_feasibility", {"time_limit_s": 5})
+    assert "无法同时放下的任务组：[2]t2（这个任务本身就放不下；整个窗口仍需减少3个时段" in reply
+    assert "去掉其中任意一个" not in reply
 
 
 def test_check_feasibility_capped_time_limit_is_unknown() -> None:

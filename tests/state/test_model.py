@@ -125,7 +125,38 @@ INVALID = [
     (lambda d: d["tasks"][0].update(state_id="one"), ["state_id"]),
     # a missing window
     (lambda d: d.pop("window"), ["window"]),
+    # a lone UTF-16 surrogate in a name (breaks every UTF-8 adapter)
+    (lambda d: d["tasks"][0].update(name="\ud800x"), ["tasks[0].name", "lone UTF-16 surrogate"]),
+    # a lone surrogate in an extra field's key
+    (lambda d: d["tasks"][0].update({"\udfffnote": 1}), ["tasks[0]", "surrogate"]),
+    # two days mapped to the same (week, day_of_week)
+    (lambda d: d["window"]["day_mapping"][1].update(day_of_week=1),
+     ["days 1 and 2", "week 5 day_of_week 1"]),
+    # a negative week
+    (lambda d: d["window"]["day_mapping"][0].update(week=-1), ["day_mapping.0.week"]),
+    # two task classes with one id
+    (lambda d: d.update(task_classes=[{"id": 10, "name": "学习"}, {"id": 10, "name": "作业"}]),
+     ["duplicate task class id 10", "学习", "作业"]),
+    # lax integers: a string, a boolean and a float where the file must hold an integer
+    (lambda d: d["tasks"][0].update(state_id="1"), ["tasks.0.state_id", "integer"]),
+    (lambda d: d["tasks"][2].update(duration=True), ["tasks.2.duration", "integer"]),
+    (lambda d: d["window"].update(total_days=13.0), ["window.total_days", "integer"]),
+    (lambda d: d["tasks"][1]["slots"][0].update(day="2"), ["slots.0.day", "integer"]),
+    # a lax boolean
+    (lambda d: d["tasks"][0].update(locked="true"), ["tasks.0.locked", "boolean"]),
+    # NaN and Infinity in extra fields (written back they would not be standard JSON)
+    (lambda d: d["tasks"][0].update(weight=float("nan")), ["tasks[0].weight", "not a finite"]),
+    (lambda d: d["window"].update(meta={"x": [float("inf")]}), ["window.meta.x[0]", "finite"]),
+    # nesting deep enough to exhaust a recursive writer
+    (lambda d: d["tasks"][0].update(deep=_nested(200)), ["nested more than 64 levels"]),
 ]
+
+
+def _nested(depth):
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 @pytest.mark.parametrize(("mutate", "words"), INVALID)
@@ -153,3 +184,49 @@ def test_guest_of_locked_host_is_locked():
     state = ScheduleState.from_json(data)
     assert state.is_locked(state.task(4))
     assert not state.task(4).locked
+
+
+def test_guest_of_locked_host_is_written_locked():
+    """Tests that to_json writes `locked: true` for a guest inside a locked host, so the file says
+    what the engine does (the guest acts locked), and that it reloads the same."""
+    data = _with(lambda d: d["tasks"][1].update(locked=True))
+    _add(data, state_id=4, status="suggested", embed_host=2,
+         slots=[{"day": 2, "slot_start": 1, "slot_end": 2}])
+    state = ScheduleState.from_json(data)
+    written = next(t for t in state.to_dict()["tasks"] if t["state_id"] == 4)
+    assert written["locked"] is True
+    again = ScheduleState.from_json(state.to_json())
+    assert again.to_dict() == state.to_dict() and again.is_locked(again.task(4))
+
+
+@pytest.mark.parametrize(
+    ("payload", "words"),
+    [
+        ("[" * 100_000 + "]" * 100_000, ["nested too deeply"]),  # RecursionError in json
+        ('{"window": {"total_days": 1}, "tasks": [{"state_id": 1, "name": "\\ud800x", '
+         '"status": "pending", "duration": 1}]}', ["tasks[0].name", "surrogate"]),
+        ('{"window": {"total_days": 1, "x": NaN}}', ["window.x", "finite"]),
+    ],
+)
+def test_hostile_json_text_refused(tmp_path, payload, words):
+    """Tests that deeply nested JSON, lone surrogates and NaN in a file give a StateError."""
+    path = tmp_path / "state.json"
+    path.write_text(payload, encoding="utf-8")
+    with pytest.raises(StateError) as info:
+        ScheduleState.from_json(path)
+    for word in words:
+        assert word in str(info.value)
+
+
+@pytest.mark.parametrize(("encoding", "words"), [
+    ("gbk", ["not UTF-8"]),  # a Chinese name in GBK
+    ("utf-16", ["not UTF-8", "UTF-16"]),  # with a BOM
+])
+def test_non_utf8_file_refused(tmp_path, encoding, words):
+    """Tests that a state file in GBK or UTF-16 is refused with a clear StateError."""
+    path = tmp_path / "state.json"
+    path.write_text((DATA / "spec_example.json").read_text(encoding="utf-8"), encoding=encoding)
+    with pytest.raises(StateError) as info:
+        ScheduleState.from_json(path)
+    for word in words:
+        assert word in str(info.value)

@@ -49,6 +49,12 @@ def test_place_sets_suggested_and_grid(spec_tools_window):
         (move, (1, 5, 1, 1), "locked"),
         (move, (2, 5, 1), "multi_block"),  # [2] meets twice and no from_day
         (move, (2, 5, 1, 3), "multi_block"),  # from_day names no block of [2]
+        (move, (6, 5, 1, 2), "no_block_on_day"),  # [6] has one block, on day 4, not day 2
+        (move, (6, 4, 3), "no_change"),  # [6] is already on day 4 periods 3-4
+        (move, (6, 4, 3, 4), "no_change"),  # the same, naming its day
+        (move, (2, 6, 1, 6), "no_change"),  # [2]'s day-6 block onto itself
+        (batch_move, ([Request(6, 4, 3)],), "no_change"),
+        (batch_move, ([Request(4, 9, 1), Request(6, 5, 1, 3)],), "no_block_on_day"),
         (move, (6, 1, 1), "conflict"),
         (swap, (2, 2), "same_task"),
         (swap, (1, 4), "locked"),
@@ -218,3 +224,11 @@ def test_one_guest_per_host_block_even_without_overlap():
     assert move(s, 2, 1, 1).ok
     assert place(s, 4, 1, 2).refusal.kind == "embed_taken"
     self_check(s)
+
+
+def test_move_with_matching_from_day_on_single_block_task(spec_tools_window):
+    """Tests that from_day naming the single block's own day is accepted for a single-block
+    task (and only that day: another day is refused as no_block_on_day above)."""
+    s = spec_tools_window
+    res = move(s, 6, 5, 1, 4)
+    assert res.ok and s.task(6).slots[0].day == 5 and len(res.changes) == 1

@@ -16,7 +16,8 @@ from smartflow_engine.store import ISSUE_CODES, Store
 from smartflow_engine.store import models as m
 from smartflow_engine.tools_adapter.session import Session
 
-REPLY_KEYS = {"tool", "success", "task_class_id", "created", "validation", "error", "error_code"}
+REPLY_KEYS = {"tool", "success", "task_class_id", "created", "validation", "source", "error",
+              "error_code"}
 WEEK5_6 = [{"day_index": d, "week": 5 + (d - 1) // 7, "day_of_week": (d - 1) % 7 + 1}
            for d in range(1, 15)]
 
@@ -37,7 +38,8 @@ VALID: dict[str, Any] = {
 
 
 def _call(store: Store | None, args: dict[str, Any], user: int | None = USER) -> dict[str, Any]:
-    reply = Toolbox(None, store=store, user_id=user).call("upsert_task_class", args)
+    # The user confirmed: a bare Toolbox runs a confirm-required tool only with confirm=True.
+    reply = Toolbox(None, store=store, user_id=user).call("upsert_task_class", args, confirm=True)
     out: dict[str, Any] = json.loads(reply)
     return out
 
@@ -138,6 +140,10 @@ INVALID = [
     (_with("task_class.start", ...), "missing_field", "task_class.start"),  # no start
     (_with("task_class.total_slots", ...), "missing_field", "task_class.total_slots"),  # no budget
     (_with("task_class.strategy", ...), "missing_field", "task_class.strategy"),  # no strategy
+    # key fields of p1 §4.8: no tolerance preference, no banned-period list
+    (_with("task_class.tolerance_preference", ...), "missing_field",
+     "task_class.tolerance_preference"),
+    (_with("task_class.excluded_slots", ...), "missing_field", "task_class.excluded_slots"),
     (_with("items", []), "missing_field", "items"),  # a class without items
     (_with("task_class.end", {"week": 4, "day_of_week": 1}), "time_window_reversed",
      "task_class.end"),  # ends before it starts
@@ -295,7 +301,7 @@ def test_works_beside_a_loaded_window(store: Store):
     state = store.load_window(USER, WEEK5_6)
     tb = Toolbox(state, store=store, user_id=USER, self_check=True)
     before = state.to_dict()
-    out = json.loads(tb.call("upsert_task_class", VALID))
+    out = json.loads(tb.call("upsert_task_class", VALID, confirm=True))
     assert out["success"] and tb.changes == [] and state.to_dict() == before
     assert len(store.load_window(USER, WEEK5_6).tasks) == 3
 
@@ -309,3 +315,39 @@ def test_error_reply_has_the_tools_shape():
     assert set(out) == REPLY_KEYS
     assert (out["success"], out["error_code"], out["validation"]) == (
         False, "invalid_args", {"ok": False, "issues": []})
+
+
+def test_source_is_echoed(store: Store):
+    """Tests that the reply echoes the call's source (p1 §4.9: 用于审计与回显), and null when
+    the call gave none."""
+    assert _call(store, VALID)["source"] == "chat"
+    other = {**VALID, "task_class": {**VALID["task_class"], "name": "数学"}, "source": "memory"}
+    assert _call(store, other)["source"] == "memory"
+    failed = _call(store, _with("task_class.strategy", ...))
+    assert failed["success"] is False and failed["source"] == "chat"
+    assert _call(store, {k: v for k, v in VALID.items() if k != "source"})["source"] is None
+
+
+def test_empty_excluded_slots_is_given(store: Store):
+    """Tests that excluded_slots=[] (no banned period) counts as given, and that an update may
+    leave both key fields out (the stored values are kept)."""
+    out = _call(store, _with("task_class.excluded_slots", []))
+    assert out["success"], out
+    again = _call(store, {"id": out["task_class_id"], "task_class": {"notes": "更新备注"}})
+    assert again["success"] and not again["created"], again
+
+
+def test_bare_toolbox_needs_confirm(store: Store):
+    """Tests that upsert_task_class through a bare Toolbox without confirm=True writes nothing
+    and replies, in the tool's shape, that the user's confirmation is needed (with a preview);
+    with confirm=True it writes."""
+    tb = Toolbox(None, store=store, user_id=USER)
+    before = table_rows(store)
+    held = tb.invoke("upsert_task_class", VALID)
+    out = json.loads(held.text)
+    assert held.is_error and held.needs_confirm
+    assert set(out) >= REPLY_KEYS and out["preview"]["args"]["task_class"]["name"] == "考研英语"
+    assert (out["success"], out["error_code"]) == (False, "confirm_required")
+    assert "确认" in out["error"] and table_rows(store) == before
+    done = tb.invoke("upsert_task_class", VALID, confirm=True)
+    assert not done.is_error and json.loads(done.text)["created"] is True

@@ -104,6 +104,18 @@ def test_tool_refusals_are_replies_not_http_errors(client):
     assert state == load_window().to_dict()
 
 
+def test_text_tool_refusal_is_status_error(client):
+    """Tests that a text tool's own refusal (a conflicting place) is a 200 reply with status
+    "error" and is_error true, its text the spec's words, and the state unchanged."""
+    sid = _create(client)
+    body = {"tool": "place", "args": {"task_id": 3, "day": 1, "slot_start": 1}}
+    out = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE, json=body).json()
+    assert (out["status"], out["is_error"], out["error_code"]) == ("error", True, "refused")
+    assert out["reply"].startswith("放置失败：第1天第1-2节已被 [1]高等数学 占用")
+    state = client.get(f"/v1/sessions/{sid}/state", headers=ALICE).json()["state"]
+    assert state == load_window().to_dict()
+
+
 def test_mode_switch_changes_tools_and_rules(client):
     """Tests that PUT mode changes the offered tool schemas and the prompt rules."""
     sid = _create(client)

@@ -184,7 +184,8 @@ def test_accept_risk_opens_the_gate_and_closes_with_risk_accepted():
     sig = env["metrics"]["close_signal"]
     assert sig["should_close"] is True and sig["close_reason"] == "risk_accepted"
     assert not any(a["intent_code"].startswith(("ask_", "accept_")) for a in env["next_actions"])
-    assert s.invoke("move", {"task_id": 1, "new_day": 1, "new_slot_start": 1}).status == "ok"
+    after = s.invoke("move", {"task_id": 1, "new_day": 1, "new_slot_start": 1})  # a locked course
+    assert after.error_code != "negotiation_required" and "不可移动" in after.reply
 
 
 def test_expand_window_reruns_the_gate():

@@ -212,3 +212,99 @@ def test_stdio_entry_point_reports_bad_input_in_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def _server_params(*extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "smartflow_engine.tools_adapter.mcp_server",
+              "--state", str(DATA / f"{EXAMPLE_WINDOW}.json"), "--mode", "local_adjust", *extra],
+    )
+
+
+def test_stdio_refusals_are_errors_and_optional_integers_are_numbers():
+    """Tests through the official MCP client over stdio: a conflicting place is isError true with
+    the spec's words; a refused move of a locked course too; an optional integer argument
+    (find_free.day) is published with a top-level integer type and, sent as a JSON number, works."""
+
+    async def go() -> Any:
+        async with Client(_server_params(), read_timeout_seconds=60) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            conflict = await client.call_tool("place", {"task_id": 3, "day": 1, "slot_start": 1})
+            locked = await client.call_tool("move", {"task_id": 1, "new_day": 9,
+                                                     "new_slot_start": 1})
+            day = tools["find_free"].input_schema["properties"]["day"]
+            # what a client converting by the top-level `type` sends: a JSON number
+            sent = {"duration": 2, "day": 7} if day.get("type") == "integer" else {
+                "duration": 2, "day": "7"}
+            found = await client.call_tool("find_free", sent)
+            placed = await client.call_tool("place", {"task_id": 3, "day": 5, "slot_start": 1})
+            return day, conflict, locked, found, placed
+
+    day, conflict, locked, found, placed = anyio.run(go)
+    direct = Toolbox(load_window())
+    assert conflict.is_error is True
+    assert _text(conflict) == direct.call("place", {"task_id": 3, "day": 1, "slot_start": 1})
+    assert locked.is_error is True and "不可移动" in _text(locked)
+    assert day["type"] == "integer" and "anyOf" not in day
+    assert found.is_error is False and _text(found).startswith("第7天满足2个连续空闲时段的位置")
+    assert placed.is_error is False and _text(placed).startswith("已将 [3]复习线代 放到第5天")
+
+
+@pytest.mark.parametrize(("line", "code", "request_id"), [
+    # truncated JSON that carries an id: parse error with that id
+    ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_ov', -32700, 7),
+    # a lone surrogate escape (the SDK's parser rejects it as invalid JSON)
+    ('{"jsonrpc": "2.0", "id": "a-1", "method": "tools/call", "params": {"name": '
+     '"get_overview", "arguments": {"x": "\\ud800"}}}', -32700, "a-1"),
+    # valid JSON that is not a JSON-RPC message: invalid request with that id
+    ('{"jsonrpc": "2.0", "id": 8, "method": 5}', -32600, 8),
+    ('{"jsonrpc": "1.0", "id": 9, "method": "ping"}', -32600, 9),
+])
+def test_stdio_malformed_line_with_an_id_gets_an_error(line, code, request_id):
+    """Tests that the stdio server answers a malformed JSON-RPC line carrying an id with a
+    JSON-RPC error for that id (the SDK alone drops it and the client hangs), and keeps serving:
+    a valid request after it is answered too."""
+    import json as _json
+    import queue
+    import subprocess
+    import threading
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = [_json.dumps(init), _json.dumps({"jsonrpc": "2.0", "method":
+                                            "notifications/initialized"}),
+             line, _json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})]
+    params = _server_params()
+    proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            encoding="utf-8")
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [replies.put(x) for x in proc.stdout], daemon=True).start()
+    by_id: dict[Any, Any] = {}
+    try:
+        # stdin stays open until both answers arrived (EOF would end the session first)
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        while request_id not in by_id or 2 not in by_id:
+            reply = _json.loads(replies.get(timeout=120))
+            by_id[reply.get("id")] = reply
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert by_id[request_id]["error"]["code"] == code, by_id
+    assert "tools" in by_id[2]["result"]
+
+
+def test_parse_error_reply_needs_an_id():
+    """Tests that malformed lines without a recoverable id (notifications, garbage) get no reply,
+    and valid messages are passed through untouched."""
+    from smartflow_engine.tools_adapter.mcp_server import parse_error_reply
+
+    assert parse_error_reply('{"jsonrpc": "2.0", "method": 5}') is None  # a notification
+    assert parse_error_reply("garbage\n") is None
+    assert parse_error_reply("") is None
+    assert parse_error_reply('{"jsonrpc": "2.0", "id": true, "method": 5}') is None
+    assert parse_error_reply('{"jsonrpc": "2.0", "id": 3, "method": "ping"}') is None

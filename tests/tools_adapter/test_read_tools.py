@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest_adapters import window_dict
 
-from smartflow_engine import Toolbox
+from smartflow_engine import ScheduleState, Toolbox
 
 # Lines the spec's §4 examples print for the same tasks, verbatim.
 SPEC_OVERVIEW_LINES = [
@@ -38,21 +39,47 @@ def test_get_overview_shows_guest(tools: Toolbox):
     assert "可嵌入时段：第7天 [10]思政(1-2节,已嵌入[7]写实验报告)" in reply
 
 
+# tool-layer-design.md §4.2, "返回示例（查整天）", verbatim.
+SPEC_QUERY_DAY_4 = """第4天 全天：
+
+第1-2节：[1]高等数学（固定）
+第3-4节：[6]线代
+第5-6节：空
+第7-8节：空
+第9-10节：[8]程序设计
+第11-12节：空
+
+连续空闲区：第5-8节(4时段)、第11-12节(2时段)
+可嵌入：第1-2节已有[1]高等数学（固定，不可嵌入）"""
+
+
 def test_query_range_whole_day_matches_spec(tools: Toolbox):
-    """Tests the whole-day layout of query_range against the spec's day-4 example."""
-    assert tools.call("query_range", {"day": 4}) == "\n".join([
-        "第4天 全天：",
-        "",
-        "第1-2节：[1]高等数学（固定）",
-        "第3-4节：[6]线代",
-        "第5-6节：空",
-        "第7-8节：空",
-        "第9-10节：[8]程序设计",
-        "第11-12节：空",
-        "",
-        "连续空闲区：第5-8节(4时段)、第11-12节(2时段)",
-        "可嵌入：无",
-    ])
+    """Tests the whole-day layout of query_range against the spec's day-4 example, verbatim
+    (its 可嵌入 line names the fixed block and why nothing embeds there)."""
+    assert tools.call("query_range", {"day": 4}) == SPEC_QUERY_DAY_4
+
+
+def test_query_range_whole_day_lists_every_block_kind():
+    """Tests the 可嵌入 line on a day with a fixed course, a free water course and a locked
+    water course: each block with why it is or is not embeddable, in period order."""
+    data = window_dict()
+    data["tasks"].append({"state_id": 11, "source": "event", "name": "形势政策", "category": "课程",
+                          "status": "existing", "locked": True, "can_embed": True,
+                          "slots": [{"day": 7, "slot_start": 5, "slot_end": 6}]})
+    data["tasks"].append({"state_id": 12, "source": "event", "name": "军理", "category": "课程",
+                          "status": "existing", "locked": True,
+                          "slots": [{"day": 7, "slot_start": 9, "slot_end": 9}]})
+    tb = Toolbox(ScheduleState.from_json(data))
+    tb.call("place", {"task_id": 9, "day": 7, "slot_start": 1})
+    reply = tb.call("query_range", {"day": 7})
+    assert reply.splitlines()[-1] == (
+        "可嵌入：第1-2节已有[10]思政（可嵌入，已嵌入[9]小组讨论）、"
+        "第5-6节已有[11]形势政策（固定，不可嵌入）、第9节已有[12]军理（固定，不可嵌入）")
+
+
+def test_query_range_whole_day_without_blocks_says_none(tools: Toolbox):
+    """Tests that a day without fixed or water-course blocks ends 可嵌入：无."""
+    assert tools.call("query_range", {"day": 2}).splitlines()[-1] == "可嵌入：无"
 
 
 def test_query_range_span_matches_spec(tools: Toolbox):
@@ -69,7 +96,7 @@ def test_query_range_mixed_and_embeddable(tools: Toolbox):
     assert "第2节：[10]思政（可嵌入）" in reply and "第3节：空" in reply
     assert reply.endswith("该范围2个时段中空闲1个，已占用1个。")
     day = tools.call("query_range", {"day": 7})
-    assert "可嵌入：第1-2节 [10]思政（当前无嵌入任务）" in day
+    assert "可嵌入：第1-2节已有[10]思政（可嵌入，当前无嵌入任务）" in day
     assert "连续空闲区：第3-12节(10时段)" in day
 
 
@@ -183,3 +210,56 @@ def test_read_tools_change_nothing(tools: Toolbox):
                        ("get_task_info", {"task_id": 2})]:
         tools.call(name, args)
     assert tools.state.to_json() == before and tools.changes == []
+
+
+def test_find_free_lists_short_hosts_as_in_spec(tools: Toolbox):
+    """Tests that find_free(duration=3) still lists the free 2-period water course [10]思政 in its
+    可嵌入 section, as the spec's duration-3 example does."""
+    lines = tools.call("find_free", {"duration": 3}).splitlines()
+    at = lines.index("可嵌入位置（水课时段，可叠加任务）：")
+    assert lines[at - 1] == "" and lines[at + 1:] == ["第7天 第1-2节（[10]思政，当前无嵌入任务）"]
+
+
+def _locked_water_course_window() -> ScheduleState:
+    data = window_dict()
+    data["tasks"][9]["locked"] = True  # [10]思政: a locked water course
+    return ScheduleState.from_json(data)
+
+
+def test_locked_water_course_is_not_shown_as_embeddable():
+    """Tests that a locked water course is shown as not embeddable by every read tool: nothing
+    can be embedded there (DESIGN), so get_task_info must not say 可嵌入：是."""
+    tb = Toolbox(_locked_water_course_window())
+    info = tb.call("get_task_info", {"task_id": 10})
+    assert "可嵌入：是" not in info and "可嵌入：否（固定，不可嵌入其他任务）" in info
+    assert "当前嵌入任务" not in info
+    overview = tb.call("get_overview", {})
+    assert "第7天：占2/12 — [10]思政(1-2节)" in overview and "可嵌入时段：无" in overview
+    assert "[10]思政(课程,固定) — 第7天(1-2节)" in tb.call("list_tasks", {})
+    assert tb.call("query_range", {"day": 7}).splitlines()[-1] == (
+        "可嵌入：第1-2节已有[10]思政（固定，不可嵌入）")
+    assert "第7天 第1-2节" not in tb.call("find_free", {"duration": 2, "day": 7}).split("可嵌入")[1]
+
+
+def _many_pending(count: int) -> ScheduleState:
+    data = window_dict()
+    base = len(data["tasks"])
+    data["tasks"] += [{"state_id": 100 + i, "name": f"练习{i}", "category": "学习",
+                       "status": "pending", "duration": 1 + i % 3} for i in range(count - 3)]
+    assert len([t for t in data["tasks"] if t["status"] == "pending"]) == count
+    assert len(data["tasks"]) == base + count - 3
+    return ScheduleState.from_json(data)
+
+
+def test_read_replies_are_bounded_on_huge_windows():
+    """Tests that read replies stay small on 40,000 pending tasks: lists are capped and say, in
+    Chinese, how many entries were left out."""
+    tb = Toolbox(_many_pending(40_000), self_check=False)
+    overview = tb.call("get_overview", {})
+    assert len(overview.encode()) < 20_000
+    assert "待安排任务40000个" in overview and "……其余39950个未列出" in overview
+    pending = tb.call("list_tasks", {"status": "pending"})
+    assert len(pending.encode()) < 20_000 and "……其余39900个未列出" in pending
+    everything = tb.call("list_tasks", {})
+    assert len(everything.encode()) < 20_000 and "共40007个任务" in everything
+    assert "……其余39900个未列出" in everything

@@ -193,8 +193,10 @@ def _session_reply(name: str, args: Any) -> str:
 def _all_replies(spec: ToolSpec, args: Any) -> dict[str, Any]:
     client = TestClient(create_app({TOKEN: "registry-user"}))
     replies = {
+        # the other adapters confirm a held call, so the Toolbox is called with confirm=True
         "toolbox": Toolbox(load_window(), self_check=True, loop=True,
-                           enabled_tools=[spec.name]).call(spec.name, args),
+                           enabled_tools=[spec.name]).call(spec.name, args,
+                                                           confirm=spec.needs_confirm),
         "session": _session_reply(spec.name, args),
         "http_session": _http_reply(client, spec.name, args),
         "mcp": _mcp_reply(spec.name, args)[0],

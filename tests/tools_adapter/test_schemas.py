@@ -226,9 +226,9 @@ def test_unknown_format_is_refused(fmt):
         tool_schemas(fmt)
 
 
-def test_toolbox_schemas_delegate_here():
+def test_toolbox_schemas_delegate_here(spec_tools_window):
     """Tests that Toolbox.schemas (the public contract) returns these schemas."""
-    assert Toolbox().schemas(fmt="anthropic") == tool_schemas("anthropic")
+    assert Toolbox(spec_tools_window).schemas(fmt="anthropic") == tool_schemas("anthropic")
 
 
 class _MapArgs(Args):
@@ -282,3 +282,82 @@ def test_strict_is_claimed_only_when_it_holds():
     assert _allows_null(tags)  # optional, so nullable like every other optional field
     assert tags["anyOf"][0]["additionalProperties"] == {"maximum": 9, "minimum": 0,
                                                         "type": "integer"}
+
+
+# ---------------------------------------------------------------------------------- per client
+def _walk(node: Any, path: str = "$"):
+    """Every schema node under ``node`` with its path."""
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            if key in ("properties", "$defs") and isinstance(value, dict):
+                for name, sub in value.items():
+                    yield from _walk(sub, f"{path}.{name}")
+            elif isinstance(value, dict | list):
+                yield from _walk(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _walk(value, f"{path}[{i}]")
+
+
+@pytest.mark.parametrize("name", TOOL_IDS)
+def test_mcp_optional_arguments_are_optional_not_nullable(name):
+    """Tests that the MCP schema publishes optional arguments as their own type (no null, no
+    anyOf with null), leaves them out of `required`, and still accepts what the model accepts."""
+    (entry,) = [e for e in tool_schemas("mcp", include=[name]) if e["name"] == name]
+    schema = entry["inputSchema"]
+    for path, node in _walk(schema):
+        assert node.get("type") != "null" and "null" not in (node.get("type") or []), path
+        assert node.get("default", 0) is not None, path
+        for option in node.get("anyOf", []):
+            assert option.get("type") != "null", path
+    model = registry.REGISTRY[name].args_model
+    required = {n for n, f in model.model_fields.items() if f.is_required()}
+    assert set(schema.get("required", [])) == required
+    Draft202012Validator.check_schema(schema)
+    Draft202012Validator(schema).validate(example_args(registry.REGISTRY[name], load_window()))
+
+
+def test_mcp_optional_integer_has_a_top_level_type():
+    """Tests that an optional integer (find_free.day) is published to MCP as an integer with its
+    bounds, so a client converting by the top-level `type` sends a number; Anthropic keeps
+    pydantic's anyOf form."""
+    mcp = next(e for e in tool_schemas("mcp") if e["name"] == "find_free")["inputSchema"]
+    assert mcp["properties"]["day"] == {"description": "限定某天；不传则搜索全部天",
+                                        "maximum": 1000, "minimum": 1, "type": "integer"}
+    anthropic = next(e for e in tool_schemas("anthropic") if e["name"] == "find_free")
+    day = anthropic["input_schema"]["properties"]["day"]
+    assert {"type": "null"} in day["anyOf"]
+
+
+@pytest.mark.parametrize("name", TOOL_IDS)
+def test_openai_strict_schemas_carry_no_string_limits(name):
+    """Tests that OpenAI strict schemas hold no maxLength/minLength (outside the keywords OpenAI
+    documents for strict mode): each limit is stated in the description instead, and the OpenAI
+    SDK's own strict-schema helper leaves the schema unchanged (it is already strict)."""
+    import copy
+
+    from openai.lib._pydantic import _ensure_strict_json_schema
+
+    (entry,) = [e for e in tool_schemas("openai", include=[name])
+                if e["function"]["name"] == name]
+    params = entry["function"]["parameters"]
+    for path, node in _walk(params):
+        assert "maxLength" not in node and "minLength" not in node, path
+    plain = input_schema(registry.REGISTRY[name].args_model)
+    limits = [n for _, n in _walk(plain) if "maxLength" in n or "minLength" in n]
+    text = str(params)
+    for node in limits:
+        assert f"{node['maxLength']}个字符" in text if "maxLength" in node else "个字符" in text
+    if entry["function"]["strict"]:
+        assert _ensure_strict_json_schema(copy.deepcopy(params), path=(), root=params) == params
+
+
+def test_openai_string_limits_stay_enforced(tools: Toolbox):
+    """Tests that a string limit moved into the description is still enforced by the engine."""
+    spread = next(e for e in tool_schemas("openai") if e["function"]["name"] == "spread_even")
+    assert "1-64个字符" in spread["function"]["parameters"]["properties"]["category"]["description"]
+    assert tools.call("spread_even", {"category": "复" * 65}).startswith(
+        "参数错误：参数 category 最多 64 个字符")
+    assert tools.call("spread_even", {"category": ""}).startswith(
+        "参数错误：参数 category 至少 1 个字符")

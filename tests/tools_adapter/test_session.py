@@ -380,3 +380,37 @@ def test_unknown_prompt_part_is_refused(name):
     """Tests that only "common" and the mode names can be loaded (no path tricks)."""
     with pytest.raises(ValueError):
         prompt_part(name)
+
+
+# ---------------------------------------------------------------------------------- refusal flag
+@pytest.mark.parametrize(("tool", "args", "code"), [
+    ("place", {"task_id": 3, "day": 1, "slot_start": 1}, "refused"),  # a conflict
+    ("move", {"task_id": 1, "new_day": 9, "new_slot_start": 1}, "refused"),  # a locked course
+    ("get_task_info", {"task_id": 99}, "refused"),  # an id that does not exist
+    ("query_range", {"day": 14}, "refused"),  # a day outside the window
+    ("analyze_load", {"day_from": 14}, None),  # a JSON tool's success=false keeps its own code
+])
+def test_tool_refusals_are_status_error(tool, args, code):
+    """Tests that a tool's own refusal is status "error" from Session.invoke (is_error true),
+    with the reply text exactly the Toolbox's, and no change logged."""
+    session = Session(load_window(), mode="local_adjust", enabled_tools=[tool])
+    result = session.invoke(tool, args)
+    assert result.status == "error" and result.is_error and result.changes == ()
+    assert result.reply == Toolbox(load_window()).call(tool, args)
+    if code is not None:
+        assert result.error_code == code
+    else:
+        assert result.error_code == json.loads(result.reply)["error_code"] != ""
+    ok = session.invoke("place", {"task_id": 3, "day": 5, "slot_start": 1})
+    assert ok.status == "ok" and not ok.is_error and len(ok.changes) == 1
+
+
+def test_session_without_schedule_offers_only_stateless_tools():
+    """Tests that a session with no schedule offers (and publishes schemas for) only the tools
+    that work without one."""
+    session = Session(None, mode="first_full")
+    names = session.tool_names()
+    assert names and all(not registry.REGISTRY[n].needs_state for n in names)
+    assert [s["name"] for s in session.schemas("anthropic")] == names
+    with_state = Session(load_window(), mode="first_full")
+    assert set(names) < set(with_state.tool_names())

@@ -151,6 +151,14 @@ REFUSALS = [
     ("batch_move", {"moves": [{"task_id": 6, "new_day": 9, "new_slot_start": 1},
                               {"task_id": 6, "new_day": 9, "new_slot_start": 5}]},
      "批量移动失败，全部回滚，无任何变更。\n原因：[6]线代 在本次批量中出现多次。"),
+    # DECISION: a move onto the task's own place is refused, so nothing is logged
+    ("move", {"task_id": 6, "new_day": 4, "new_slot_start": 3},
+     "移动失败：[6]线代 已在第4天第3-4节，无需移动。"),
+    ("batch_move", {"moves": [{"task_id": 6, "new_day": 4, "new_slot_start": 3}]},
+     "批量移动失败，全部回滚，无任何变更。\n原因：[6]线代 已在第4天第3-4节，无需移动。"),
+    # from_day on a single-block task must name its block's day
+    ("move", {"task_id": 6, "new_day": 9, "new_slot_start": 1, "from_day": 2},
+     "移动失败：[6]线代 在第2天没有时段块（它的时段块：第4天第3-4节），from_day 有误。"),
 ]
 
 
