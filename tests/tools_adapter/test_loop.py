@@ -442,3 +442,27 @@ def test_action_without_a_destination_says_it_is_not_fixable():
         assert act["fixable"] is False and "没有合法落点" in act["fixable_reason"]
     slots = json.loads(s.call("query_available_slots", {"task_id": 1}))
     assert slots["success"] and slots["metrics"]["slots"] == []
+
+
+def test_hidden_tool_stays_hidden_on_http():
+    """Tests that the stateless HTTP route refuses a hidden tool and the tool list omits it,
+    while a session that enabled it by name may call it."""
+    from fastapi.testclient import TestClient
+
+    from smartflow_engine.tools_adapter.http_api import create_app
+
+    client = TestClient(create_app({"tok": "alice"}))
+    auth = {"Authorization": "Bearer tok"}
+    state = overloaded().to_dict()
+    out = client.post("/v1/tools/min_context_switch/call", headers=auth,
+                      json={"state": state, "args": {}}).json()
+    assert out["status"] == "error" and out["state"] is None
+    listed = client.get("/v1/tools?fmt=anthropic", headers=auth).json()["tools"]
+    assert all(t["name"] != "min_context_switch" for t in listed)
+    sid = client.post("/v1/sessions", headers=auth,
+                      json={"state": state, "enable_tools": ["min_context_switch"]}
+                      ).json()["session_id"]
+    called = client.post(f"/v1/sessions/{sid}/calls", headers=auth,
+                         json={"tool": "min_context_switch",
+                               "args": {"time_limit_s": 0.5}}).json()
+    assert called["error_code"] != "not_available"
