@@ -137,7 +137,9 @@ def run_agent(state: ScheduleState) -> AgentRun:
                 s.call("restore_best", {})
             break
         wrote = False
-        actions = [a for a in env["next_actions"] if a.get("fixable") is not False]
+        # fixable ones first (health orders them so); an action marked fixable=false may still
+        # offer a trade that improves the counts
+        actions = env["next_actions"]
         for act in actions:
             run.actions_seen += 1
             aid = act["action_id"]
