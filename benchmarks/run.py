@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-AREAS = ("tools", "solver", "analyzers", "adapters", "store", "startup", "batch")
+AREAS = ("tools", "solver", "analyzers", "adapters", "store", "startup", "batch", "loop")
 
 
 def run_all(quick: bool = False, console: Console | None = None) -> str:

@@ -74,6 +74,12 @@ EXAMPLES: dict[str, tuple[list[Call], dict[str, Any]]] = {
                             ("place", {"task_id": 17, "day": 6, "slot_start": 6}),
                             ("place", {"task_id": 14, "day": 6, "slot_start": 8})],
                            {"day_from": 6, "day_to": 6, "time_limit_s": 5}),
+    "query_target_tasks": ([], {"target_filter": {"status": ["pending"]}, "limit": 2}),
+    "query_available_slots": ([], {"task_id": 9, "limit": 3}),
+    "get_round_log": ([("analyze_health", {}),
+                       ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})], {}),
+    "restore_best": ([("analyze_health", {}),
+                      ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})], {}),
     "upsert_task_class": ([], {
         "task_class": {"name": "考研英语", "start": {"week": 7, "day_of_week": 3},
                        "end": {"week": 9, "day_of_week": 7}, "total_slots": 12,
@@ -146,7 +152,12 @@ def _fresh_toolbox() -> Any:
     store = Store.from_url("sqlite://")
     store.seed_from_state(USER, sample)
     state = store.load_window(USER, sample.window.day_mapping)
-    return Toolbox(state, store=store, user_id=USER, self_check=True)
+    # every tool is shown, the hidden one included; replies as inside a session (the loop's
+    # rounds, evidence lines and round log)
+    from smartflow_engine.tools_adapter import registry
+
+    return Toolbox(state, store=store, user_id=USER, self_check=True, loop=True,
+                   enabled_tools=[spec.name for spec in registry.TOOLS])
 
 
 def _reply(name: str, output: str) -> tuple[str, dict[str, Any], bool, str]:
@@ -173,7 +184,8 @@ def generate() -> str:
     from smartflow_engine.tools_adapter.spec import Mode
 
     kernels_ready("wait")  # the same proposal as every later call: compiled kernels from the start
-    schemas = {s["name"]: s["inputSchema"] for s in tool_schemas("mcp")}
+    every = [spec.name for spec in TOOLS]  # the hidden one too
+    schemas = {s["name"]: s["inputSchema"] for s in tool_schemas("mcp", include=every)}
     all_modes = [m.value for m in Mode]
 
     def kind(spec: Any) -> str:

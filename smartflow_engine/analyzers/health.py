@@ -21,6 +21,7 @@ from .common import (
     sort_issues,
 )
 from .context import run_context
+from .destinations import make_actionable
 from .frame import Frame, check_bool, check_choice, check_level, is_course, subject_of
 from .load import run_load
 from .result import (
@@ -163,6 +164,8 @@ def run_health(
     level: str,
     report: FeasibilityReport | None,
     figures: NegotiationFigures | None,
+    *,
+    actionable: bool = True,
 ) -> AnalysisResult:
     frame = Frame.build(state)
     everything = np.arange(state.num_days)
@@ -189,7 +192,10 @@ def run_health(
         pool = [a for part in parts.values() for a in part.next_actions]
         for act in pool:
             act.issue_ids = list(dict.fromkeys(alias.get(i, i) for i in act.issue_ids))
-        actions = number_actions(order_actions(pool, issues), MAX_ACTIONS)
+        ordered = order_actions(pool, issues)
+        if actionable:
+            ordered = make_actionable(state, ordered, issues, level, MAX_ACTIONS)
+        actions = number_actions(ordered, MAX_ACTIONS)
 
     counts = {s: 0 for s in SEVERITY_RANK}
     for issue in issues:

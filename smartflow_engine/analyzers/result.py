@@ -91,6 +91,12 @@ class NextAction:
     issue_ids: list[str] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
     priority: int = 1
+    # Set by analyze_health (destinations.make_actionable, then ``fixable_checked``): True when
+    # some legal destination creates no new critical/warning issue, False (with the reason) when
+    # none does, None when the search budget ran out first. Not emitted when never checked.
+    fixable: bool | None = None
+    fixable_reason: str = ""
+    fixable_checked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -107,6 +113,10 @@ class NextAction:
         }
         if self.figures:
             out["figures"] = self.figures
+        if self.fixable_checked:
+            out["fixable"] = self.fixable
+            if self.fixable_reason:
+                out["fixable_reason"] = self.fixable_reason
         return out
 
 

@@ -74,6 +74,8 @@ REFUSAL_KINDS = (
     "duplicate_task",  # the same task twice in one batch
     "empty_batch",
     "batch_too_large",
+    "class_window",  # the target day lies outside the task's class window (other_id: class id)
+    "banned_period",  # the target periods include a banned period of the task's class
 )
 
 
@@ -256,6 +258,8 @@ def relocate(
         if not (1 <= req.day <= num_days and req.slot_start >= 1 and end <= spd):
             return OpResult.refuse("out_of_window", task_id=task.state_id, day=req.day,
                                    slot_start=req.slot_start, slot_end=end)
+        if rule := _check_class_rules(state, task, req.day, req.slot_start, end):
+            return OpResult(False, [], rule)
         plans.append((task, old, SlotRange(day=req.day, slot_start=req.slot_start, slot_end=end)))
 
     # The simultaneous picture: every relocated task has left its old place.
@@ -374,6 +378,25 @@ def _check_movable(
         gb = g.slots[0]
         if gb.day == block.day and block.slot_start <= gb.slot_start <= block.slot_end:
             return Refusal("has_guest", task_id=task.state_id, other_id=gid)
+    return None
+
+
+def _check_class_rules(
+    state: ScheduleState, task: Task, day: int, slot_start: int, slot_end: int
+) -> Refusal | None:
+    """The task class's window and banned periods are rules of every write, as of the solver."""
+    tc = state.task_class(task.category_id)
+    if tc is None:
+        return None
+    if (tc.start_day is not None and day < tc.start_day) or (
+            tc.end_day is not None and day > tc.end_day):
+        return Refusal("class_window", task_id=task.state_id, other_id=tc.id, day=day,
+                       slot_start=slot_start, slot_end=slot_end)
+    banned = sorted(set(tc.excluded_slots) & set(range(slot_start, slot_end + 1)))
+    if banned:
+        return Refusal("banned_period", task_id=task.state_id, other_id=tc.id, day=day,
+                       slot_start=slot_start, slot_end=slot_end,
+                       blockers=tuple(Blocker(0, b, b) for b in banned))
     return None
 
 

@@ -59,11 +59,16 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
 def visible_specs(
     specs: Sequence[ToolSpec], mode: Mode | str | None = None, include: Iterable[str] = ()
 ) -> list[ToolSpec]:
-    """The rows offered in ``mode`` (all rows when ``mode`` is ``None``), plus ``include`` names."""
+    """The rows offered in ``mode`` (its leading tools first), or in any mode when ``mode`` is
+    ``None``, plus ``include`` names. A row offered in no mode is hidden unless included."""
+    extra = set(include)
     if mode is None:
-        return list(specs)
-    m, extra = Mode(mode), set(include)
-    return [s for s in specs if m in s.modes or s.name in extra]
+        return [s for s in specs if s.modes or s.name in extra]
+    from .registry import order_for
+
+    m = Mode(mode)
+    rows = {s.name: s for s in specs if m in s.modes or s.name in extra}
+    return [rows[n] for n in order_for(m, list(rows))]
 
 
 def tool_schemas(

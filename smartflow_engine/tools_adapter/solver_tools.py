@@ -316,7 +316,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         assert result.refusal is not None
         text = refusal_text(state, "batch_move", result.refusal)
         return refused(text.replace("批量移动失败", "应用方案失败", 1))
-    ctx.changes.extend(result.changes)
+    ctx.record(result.changes)
     lines = [f"已应用粗排方案，{len(result.changes)}个任务变为已预排："]
     days: list[int] = []
     for ch in result.changes:
@@ -347,7 +347,7 @@ def _apply_moves(ctx: ToolContext, op: str, result: Reoptimization) -> tuple[boo
     op_result = relocate(state, requests, op=op, placed_only=True)
     if not op_result.ok:  # the solver only proposes valid moves; kept as a guard
         return False, []
-    ctx.changes.extend(op_result.changes)
+    ctx.record(op_result.changes)
     lines: list[str] = []
     days: list[int] = []
     for ch in op_result.changes:

@@ -34,6 +34,12 @@ class ToolContext:
     num_workers: int = 1
     store: Any = None  # a smartflow_engine.store backend, for tools that write the database
     user_id: int | None = None  # whose data the store tools act on
+    loop: Any = None  # a session's LoopState (rounds, close rules, gate, round log), or None
+    applied: list[Change] = field(default_factory=list)  # this call's changes, until recorded
+
+    def record(self, changes: list[Change]) -> None:
+        """Report the changes a write applied; the call pipeline appends them to the log."""
+        self.applied.extend(changes)
 
 
 class Refused(str):

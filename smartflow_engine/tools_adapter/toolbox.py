@@ -1,22 +1,25 @@
-"""``Toolbox``: one session's tool surface. ``call(name, args) -> str`` never raises for bad input."""
+"""``Toolbox``: one session's tool surface. ``call(name, args) -> str`` never raises for bad input.
+
+Every call goes through :mod:`.pipeline`, the one path shared with :class:`~.session.Session`.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from ..state import ScheduleState, SelfCheckError, self_check
-from . import registry
-from .args import describe_validation_error, short_name
-from .schemas import drop_null_optionals
-from .spec import Mode, ToolContext, ToolSpec, is_refusal, refused
+from ..state import ScheduleState
+from . import pipeline, registry
+from .spec import Mode, ToolContext, ToolSpec, refused
 
 log = logging.getLogger(__name__)
+
+
+_HIDDEN = "是隐藏工具，需显式启用（enabled_tools）后才能调用"
 
 
 def _env_self_check() -> bool:
@@ -51,6 +54,12 @@ class Toolbox:
         Caps for solver-backed tools.
     store, user_id
         The database backend and the user for tools that write it (``upsert_task_class``).
+    enabled_tools
+        Hidden tools (offered in no mode, e.g. ``min_context_switch``) this toolbox may call; a
+        hidden tool not named here is refused like an unknown one.
+    loop
+        Keep the agent loop's rounds, close rules, infeasible gate, evidence lines and round log
+        (a :class:`~.session.Session` turns this on; a bare toolbox answers as the spec's tools).
     """
 
     def __init__(
@@ -62,9 +71,15 @@ class Toolbox:
         num_workers: int = 1,
         store: Any = None,
         user_id: int | None = None,
+        enabled_tools: Iterable[str] = (),
+        loop: bool = False,
     ) -> None:
-        self.ctx = ToolContext(state, [], max_time_limit_s, num_workers, store, user_id)
+        from .loop import LoopState
+
+        self.ctx = ToolContext(state, [], max_time_limit_s, num_workers, store, user_id,
+                               loop=LoopState() if loop else None)
         self.self_check = _env_self_check() if self_check is None else self_check
+        self.enabled_tools: tuple[str, ...] = tuple(dict.fromkeys(enabled_tools))
 
     @property
     def state(self) -> ScheduleState | None:
@@ -77,11 +92,18 @@ class Toolbox:
 
     # ------------------------------------------------------------------ metadata
     def tool_names(self, mode: Mode | str | None = None) -> list[str]:
-        """The tools that work here (without a loaded schedule, only those that need none)."""
-        names = registry.tool_names(mode)
+        """The tools this toolbox offers: those of ``mode``, or of any mode when ``None``, plus
+        the enabled hidden ones; without a loaded schedule, only those that need none."""
+        base = registry.tool_names(mode) if mode is not None else [
+            s.name for s in registry.TOOLS if s.modes]
+        names = base + [n for n in self.enabled_tools if n not in base and n in registry.REGISTRY]
         if self.ctx.state is None:
             names = [n for n in names if not registry.REGISTRY[n].needs_state]
         return names
+
+    def is_offered(self, name: str) -> bool:
+        spec = registry.get_spec(name)
+        return spec is not None and (bool(spec.modes) or name in self.enabled_tools)
 
     def is_write_tool(self, name: str) -> bool:
         return registry.is_write_tool(name)
@@ -93,27 +115,42 @@ class Toolbox:
         from .schemas import tool_schemas
 
         usable = set(self.tool_names(mode))
-        return [s for s in tool_schemas(fmt=fmt, mode=mode) if _schema_name(s) in usable]
+        return [s for s in tool_schemas(fmt=fmt, mode=mode, include=self.enabled_tools)
+                if _schema_name(s) in usable]
 
     # ------------------------------------------------------------------ calling
     def validate(self, name: str, args: Any) -> tuple[ToolSpec | None, Any, str | None]:
         """Parse ``args`` for tool ``name``: ``(spec, parsed, None)`` or ``(spec?, None, reply)``."""
-        spec = registry.get_spec(name)
-        if spec is None:
-            names = "、".join(self.tool_names())
-            return None, None, refused(f"未知工具：{short_name(str(name))}。可用工具：{names}。")
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            return spec, None, self._arg_error(spec, "参数应为 JSON 对象。")
-        if spec.needs_state and self.ctx.state is None:
-            return spec, None, spec.error("no_state", f"当前没有加载日程，无法调用 {name}。")
-        try:
-            # A strict-mode model sends null for an optional argument it leaves out.
-            parsed = spec.args_model.model_validate(drop_null_optionals(spec.args_model, args))
-        except ValidationError as exc:
-            return spec, None, self._arg_error(spec, describe_validation_error(exc))
-        return spec, parsed, None
+        found = pipeline.lookup(registry.REGISTRY, name, self.tool_names(), self.is_offered,
+                                _HIDDEN)
+        if isinstance(found, pipeline.CallResult):
+            return registry.get_spec(name), None, found.reply
+        parsed, rejected = pipeline.parse(found, args, self.ctx)
+        if rejected is not None:
+            return found, None, rejected.reply
+        return found, parsed, None
+
+    def invoke(self, name: str, args: dict[str, Any] | None = None, *,
+               confirm: bool = False) -> ToolReply:
+        """As :meth:`call`, with the reply flagged as an error when the tool refused."""
+        result = self.invoke_result(name, args, confirm=confirm)
+        return ToolReply(result.tool, result.reply, is_error=result.status == "error",
+                         needs_confirm=result.error_code == "confirm_required")
+
+    def invoke_result(self, name: str, args: Any = None, *,
+                      confirm: bool = False) -> pipeline.CallResult:
+        """Run tool ``name`` and report what happened (see :class:`~.pipeline.CallResult`)."""
+        found = pipeline.lookup(registry.REGISTRY, name, self.tool_names(), self.is_offered,
+                                _HIDDEN)
+        if isinstance(found, pipeline.CallResult):
+            return found
+        parsed, refused_call = pipeline.parse(found, args, self.ctx)
+        if refused_call is not None:
+            return refused_call
+        if found.needs_confirm and not confirm:
+            return pipeline.CallResult(found.name, self._confirm_needed(found, parsed),
+                                       found.output, "error", "confirm_required")
+        return pipeline.execute(self.ctx, found, parsed, check=self.self_check)
 
     def call(self, name: str, args: dict[str, Any] | None = None, *, confirm: bool = False) -> str:
         """Run tool ``name`` with ``args``; always a reply, never an exception for bad input.
@@ -122,32 +159,11 @@ class Toolbox:
         agreed); otherwise the reply is a preview saying confirmation is needed and nothing is
         written.
         """
-        return self.invoke(name, args, confirm=confirm).text
-
-    def invoke(self, name: str, args: dict[str, Any] | None = None, *,
-               confirm: bool = False) -> ToolReply:
-        """As :meth:`call`, with the reply flagged as an error when the tool refused."""
-        spec, parsed, refusal = self.validate(name, args)
-        if refusal is not None or spec is None:
-            return ToolReply(str(name), refusal or "", is_error=True)
-        if spec.needs_confirm and not confirm:
-            return ToolReply(spec.name, self._confirm_needed(spec, parsed), is_error=True,
-                             needs_confirm=True)
-        reply = self.run(spec, parsed)
-        return ToolReply(spec.name, reply, is_error=is_refusal(reply, spec.output))
+        return self.invoke_result(name, args, confirm=confirm).reply
 
     def run(self, spec: ToolSpec, parsed: Any) -> str:
         """Run an already-validated call (the confirm gate uses this)."""
-        try:
-            reply = spec.handler(self.ctx, parsed)
-        except SelfCheckError:
-            raise
-        except Exception as exc:  # a bug must not reach the model as a traceback
-            log.exception("tool %s failed", spec.name)
-            return spec.error("internal_error", f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。")
-        if spec.is_write and self.self_check and self.ctx.state is not None:
-            self_check(self.ctx.state)
-        return reply
+        return pipeline.execute(self.ctx, spec, parsed, check=self.self_check).reply
 
     def _confirm_needed(self, spec: ToolSpec, parsed: Any) -> str:
         args = parsed.model_dump(mode="json", exclude_unset=True)
@@ -160,9 +176,6 @@ class Toolbox:
         data = json.loads(spec.error("confirm_required", msg))
         data["preview"] = {"tool": spec.name, "args": args}
         return json.dumps(data, ensure_ascii=False)
-
-    def _arg_error(self, spec: ToolSpec, msg: str) -> str:
-        return spec.error("invalid_args", msg if spec.output == "json" else f"参数错误：{msg}")
 
 
 def _schema_name(schema: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from ..state import (
 from .args import Args, Day, Slot, TaskId
 from .render import (
     block_text,
+    day_span,
     fixed_word,
     free_periods_text,
     occupancy_line,
@@ -73,6 +74,19 @@ def _blockers_with_blocks(state: ScheduleState, refusal: Refusal) -> str:
 def _day_context(state: ScheduleState, day: int) -> str:
     """``\n第9天当前占用：...，占用2/12。空闲时段：第3-12节。``"""
     return f"\n{occupancy_line(state, day)}{free_periods_text(state, day)}"
+
+
+def class_rule_text(state: ScheduleState, refusal: Refusal) -> str:
+    """``第1天不在任务类「复习」的时间窗（第7-29天）内。`` / the banned periods it would use."""
+    tc = state.task_class(refusal.other_id)
+    name = tc.name if tc is not None else str(refusal.other_id)
+    if refusal.kind == "class_window":
+        first = tc.start_day if tc is not None and tc.start_day is not None else 1
+        last = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
+        return f"第{refusal.day}天不在任务类「{name}」的时间窗（{day_span(first, last)}）内。"
+    banned = "、".join(str(b.slot_start) for b in refusal.blockers)
+    return (f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节含任务类"
+            f"「{name}」的禁排时段（第{banned}节）。")
 
 
 def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
@@ -135,6 +149,8 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
         reason = f"{target}位于 {host_label} 的可嵌入时段，但已嵌入 {_label(state, refusal.other_id)}。"
         if op != "batch_move" and refusal.day is not None:
             day_context = _day_context(state, refusal.day)
+    elif kind in ("class_window", "banned_period"):
+        reason = class_rule_text(state, refusal)
     elif kind == "duration_mismatch":
         a, b = state.task(refusal.task_id or 0), state.task(refusal.other_id or 0)
         la = a.slots[0].length if a and a.slots else 0
@@ -158,7 +174,7 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
 
 def _apply(ctx: ToolContext, op: str, result: OpResult) -> OpResult:
     if result.ok:
-        ctx.changes.extend(result.changes)
+        ctx.record(result.changes)
     return result
 
 

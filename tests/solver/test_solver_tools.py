@@ -86,7 +86,7 @@ def test_check_feasibility_capped_time_limit_is_unknown() -> None:
 def test_bad_arguments_are_a_reply(tool: str, args: dict[str, Any],
                                    roomy_window: ScheduleState) -> None:
     """Tests that bad arguments give a 参数错误 reply and leave the state unchanged."""
-    tb = toolbox(roomy_window)
+    tb = toolbox(roomy_window, enabled_tools=[tool])
     before = roomy_window.to_json()
     reply = tb.call(tool, args)
     assert reply.startswith("参数错误")
@@ -232,9 +232,9 @@ def test_min_context_switch_regroups_within_days() -> None:
          "slots": [{"day": 1, "slot_start": i + 1, "slot_end": i + 1}]}
         for i, c in enumerate(subjects)]
     state = make_state(2, 4, tasks)
-    tb = toolbox(state)
+    tb = toolbox(state, enabled_tools=["min_context_switch"])  # hidden unless enabled
     for mode in Mode:
-        assert "min_context_switch" not in tb.tool_names(mode)
+        assert "min_context_switch" not in toolbox(state).tool_names(mode)
     reply = tb.call("min_context_switch", {"time_limit_s": 5})
     assert "科目切换3→1次" in reply
     assert all(t.slots[0].day == 1 for t in state.tasks)

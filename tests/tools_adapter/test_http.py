@@ -51,7 +51,7 @@ def test_session_end_to_end_with_confirm(client, journal):
     """Tests create session → read → write → confirm-gated write → confirm → state and change
     log, the replies matching the Toolbox's."""
     sid = _create(client, mode="local_adjust")
-    direct = Toolbox(load_window())
+    direct = Toolbox(load_window(), loop=True)
     info = client.get(f"/v1/sessions/{sid}", headers=ALICE).json()
     assert info["mode"] == "local_adjust" and "move" in info["tools"]
 
@@ -236,7 +236,7 @@ def test_stateless_calls_return_the_state_after_a_write(client):
     """Tests that a stateless write returns its reply and the new state; a read returns no state."""
     wrote = client.post("/v1/tools/move/call", headers=ALICE,
                         json={"state": window_dict(), "args": MOVE}).json()
-    direct = Toolbox(load_window())
+    direct = Toolbox(load_window(), loop=True)
     assert wrote["reply"] == direct.call("move", MOVE)
     assert wrote["state"] == direct.state.to_dict()
     read = client.post("/v1/tools/get_overview/call", headers=ALICE,

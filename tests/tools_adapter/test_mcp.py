@@ -63,7 +63,7 @@ def test_calls_reach_the_session_and_match_the_toolbox():
     """Tests that read and write calls over MCP reply as the Toolbox does and change the
     session's state."""
     session = Session(load_window(), self_check=True)
-    direct = Toolbox(load_window())
+    direct = Toolbox(load_window(), loop=True)
 
     async def steps(client: Client) -> Any:
         moved = await client.call_tool("move", MOVE)
@@ -192,7 +192,7 @@ def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
             return client.instructions, names, moved, bad
 
     instructions, names, moved, bad = anyio.run(go)
-    direct = Toolbox(load_window())
+    direct = Toolbox(load_window(), loop=True)
     assert instructions == prompt_rules(Mode.LOCAL_ADJUST)
     offered = registry.tool_names(Mode.LOCAL_ADJUST)
     assert names[: len(offered)] == offered and set(names[len(offered):]) <= {"confirm", "reject"}

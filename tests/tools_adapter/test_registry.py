@@ -29,11 +29,12 @@ from smartflow_engine.tools_adapter.spec import Mode, ToolSpec
 DESIGN_READ = {
     "get_overview", "query_range", "find_free", "list_tasks", "get_task_info", "analyze_load",
     "analyze_subjects", "analyze_context", "analyze_tolerance", "analyze_health",
-    "check_feasibility", "propose_placement",
+    "check_feasibility", "propose_placement", "query_target_tasks", "query_available_slots",
+    "get_round_log",
 }
 DESIGN_WRITE = {
     "place", "move", "swap", "batch_move", "unplace", "apply_proposal", "spread_even",
-    "min_context_switch", "upsert_task_class",
+    "min_context_switch", "upsert_task_class", "restore_best", "resolve_negotiation",
     "commit", "reload",  # the Confirm commit to the database and its refresh (issue 14)
 }
 # The lead's read/write tools: present from the start, offered in every mode.
@@ -70,9 +71,12 @@ def test_is_write_tool_false_for_analyzers_and_unknown_names():
 
 
 def test_visibility_comes_from_the_table():
-    """Tests that tool_names(mode) is exactly the rows whose modes include it, in table order."""
+    """Tests that tool_names(mode) is exactly the rows whose modes include it, the mode's leading
+    tools first and the rest in table order."""
     for mode in Mode:
-        assert registry.tool_names(mode) == [s.name for s in registry.TOOLS if mode in s.modes]
+        rows = [s.name for s in registry.TOOLS if mode in s.modes]
+        lead = [n for n in registry.MODE_LEAD[mode] if n in rows]
+        assert registry.tool_names(mode) == lead + [n for n in rows if n not in lead]
     assert registry.tool_names() == TOOL_IDS
 
 
@@ -191,13 +195,14 @@ def _all_replies(spec: ToolSpec, args: Any) -> dict[str, Any]:
     client = TestClient(create_app({TOKEN: "registry-user"}))
     replies = {
         # the other adapters confirm a held call, so the Toolbox is called with confirm=True
-        "toolbox": Toolbox(load_window(), self_check=True).call(spec.name, args,
-                                                                confirm=spec.needs_confirm),
+        "toolbox": Toolbox(load_window(), self_check=True, loop=True,
+                           enabled_tools=[spec.name]).call(spec.name, args,
+                                                           confirm=spec.needs_confirm),
         "session": _session_reply(spec.name, args),
         "http_session": _http_reply(client, spec.name, args),
         "mcp": _mcp_reply(spec.name, args)[0],
     }
-    if not spec.needs_confirm:
+    if not spec.needs_confirm and spec.modes:  # a hidden tool stays hidden on stateless routes
         replies["http_stateless"] = _http_stateless_reply(client, spec.name, args)
     return {k: comparable(v) for k, v in replies.items()}
 

@@ -41,7 +41,8 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
             body.state if state is not None else None, name, body.args, ctx.max_time_limit_s,
             ctx.num_workers)
         return call_out(result, StatelessCallOut, state=after)
-    session = Session(state, specs=[spec], enabled_tools=[name],
+    # a hidden tool (offered in no mode) stays hidden here too
+    session = Session(state, specs=[spec], enabled_tools=[name] if spec.modes else [],
                       max_time_limit_s=ctx.max_time_limit_s, num_workers=ctx.num_workers)
     result = session.invoke(name, body.args)
     after = session.state.to_dict() if result.changes and session.state is not None else None

@@ -28,6 +28,7 @@ from ..session import CallResult, Session
 SOLVING_TOOLS = frozenset({
     "check_feasibility", "propose_placement", "apply_proposal", "spread_even",
     "min_context_switch", "analyze_health", "resolve_negotiation", "restore_best",
+    "query_target_tasks", "query_available_slots",  # each destination re-measures health
 })
 
 
@@ -55,7 +56,8 @@ def _stateless_call(state: dict[str, Any] | None, name: str, args: Any,
                     kwargs: dict[str, Any]) -> tuple[CallResult, dict[str, Any] | None]:
     loaded = ScheduleState.from_json(state) if state is not None else None
     spec = registry.REGISTRY[name]
-    session = Session(loaded, specs=[spec], enabled_tools=[name], **kwargs)
+    # a hidden tool (offered in no mode) stays hidden here too
+    session = Session(loaded, specs=[spec], enabled_tools=[name] if spec.modes else [], **kwargs)
     result = session.invoke(name, args)
     after = session.state.to_dict() if result.changes and session.state is not None else None
     return result, after

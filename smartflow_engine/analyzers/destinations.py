@@ -1,0 +1,340 @@
+"""Targets and destinations of a next action: which tasks it may move, where each may legally go,
+and what each destination does to the health issues.
+
+A destination is legal when the write tools would accept it: free periods (or a free block of an
+embeddable water course), inside the task's class window and outside its banned periods. Its effect
+is measured by the analyzers themselves: the task is moved on a private copy of the state and the
+health dimensions are recomputed (no feasibility step), so ``resolves`` / ``creates`` and the
+severity deltas are exactly what ``analyze_health`` would report after the write.
+
+Candidate starts per free run are its first and its last fitting start (the two ends keep the
+longest free run on the day); embeddable host blocks are tried at their first period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..state import Request, ScheduleState, SlotRange, Task, relocate
+from .criteria import SEVERE, severe
+from .frame import is_course, subject_of
+from .result import DIMENSIONS, AnalysisResult, Issue, NextAction
+
+MAX_TARGETS = 12  # tasks the fixable check measures
+EVAL_BUDGET = 160  # health recomputations per ranking (each ~2-4 ms on a 60-day window)
+
+
+@dataclass(frozen=True)
+class Destination:
+    """One legal place for a task and its measured effect on the critical/warning issues."""
+
+    day: int
+    slot_start: int
+    slot_end: int
+    embed_host: int | None
+    resolves: tuple[str, ...]
+    creates: tuple[str, ...]
+    critical_delta: int
+    warning_delta: int
+    impact_after: float
+    resolves_focus: int = 0  # how many of the action's own issues it resolves
+
+    def score(self) -> tuple[int, int, int, int, float, int, int]:
+        return (self.critical_delta, self.warning_delta, -self.resolves_focus, len(self.creates),
+                self.impact_after, self.day, self.slot_start)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"day": self.day, "slot_start": self.slot_start, "slot_end": self.slot_end,
+                "embed_host": self.embed_host, "resolves": list(self.resolves),
+                "creates": list(self.creates), "critical_delta": self.critical_delta,
+                "warning_delta": self.warning_delta}
+
+
+@dataclass
+class Ranking:
+    """Destinations found for one task, best first; ``complete`` when every candidate was tried."""
+
+    task_id: int
+    destinations: list[Destination] = field(default_factory=list)
+    complete: bool = True
+
+
+def health_issues(state: ScheduleState, level: str = "normal") -> list[Issue]:
+    """The merged health issues of ``state`` without the feasibility step."""
+
+    return health_result(state, level).issues
+
+
+def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult:
+    """The health envelope of ``state`` without feasibility and without the destination search."""
+    from .health import run_health
+
+    return run_health(state, list(DIMENSIONS), [], "summary", level, None, None,
+                      actionable=False)
+
+
+# ---------------------------------------------------------------------------------- targets
+def movable(state: ScheduleState, task: Task) -> bool:
+    """A study task a single write can put elsewhere: pending, or placed on one own block."""
+    if is_course(task) or state.is_locked(task):
+        return False
+    if task.status == "pending":
+        return True
+    return len(task.slots) == 1 and task.state_id not in state.guests_by_host()
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    if value is None:
+        return None
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def matches(state: ScheduleState, task: Task, target_filter: dict[str, Any],
+            scope: dict[str, Any]) -> bool:
+    """Does ``task`` pass an action's ``target_filter`` and ``candidate_scope``?"""
+    sources = _as_list(target_filter.get("source"))
+    if sources is not None and task.source not in sources:
+        return False
+    locked = target_filter.get("locked")
+    if locked is not None and bool(state.is_locked(task)) != bool(locked):
+        return False
+    statuses = _as_list(target_filter.get("status"))
+    if statuses is not None and task.status not in statuses:
+        return False
+    cats = _as_list(target_filter.get("categories")) or _as_list(target_filter.get("category"))
+    scope_cats = scope.get("categories") or None
+    for allowed in (cats, scope_cats):
+        if allowed and subject_of(task) not in allowed:
+            return False
+    days = _as_list(target_filter.get("days"))
+    if days and task.status != "pending" and not any(b.day in days for b in task.slots):
+        return False
+    pool = scope.get("task_pool")
+    if pool == "placed" and task.status == "pending":
+        return False
+    return not (pool == "pending" and task.status != "pending")
+
+
+def target_tasks(state: ScheduleState, action: NextAction | None = None,
+                 target_filter: dict[str, Any] | None = None,
+                 scope: dict[str, Any] | None = None) -> list[Task]:
+    """Movable tasks passing the filters, those on the action's issue days and longer ones first."""
+    tf = dict(action.target_filter if action is not None else {})
+    tf.update(target_filter or {})
+    sc = dict(action.candidate_scope if action is not None else {})
+    sc.update(scope or {})
+    hot = set(_as_list(tf.get("days")) or ())
+    found = [t for t in state.tasks if movable(state, t) and matches(state, t, tf, sc)]
+
+    def key(t: Task) -> tuple[int, int, int]:
+        on_hot = sum(1 for b in t.slots if b.day in hot)
+        return (-on_hot, -t.need(), t.state_id)
+
+    return sorted(found, key=key)
+
+
+# ---------------------------------------------------------------------------------- destinations
+def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]) -> list[tuple[int, int]]:
+    need = task.need()
+    tc = state.task_class(task.category_id)
+    lo = tc.start_day if tc is not None and tc.start_day is not None else 1
+    hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
+    banned = set(tc.excluded_slots) if tc is not None else set()
+    grid = state.grid
+    own = {(b.day, b.slot_start) for b in task.slots}
+    out: list[tuple[int, int]] = []
+    wanted = [d for d in days if lo <= d <= hi]
+    for day in wanted:
+        for _, s0, s1 in grid.free_runs(need, day):
+            starts = [s0, s1 - need + 1]
+            for start in dict.fromkeys(starts):
+                if not banned & set(range(start, start + need)) and (day, start) not in own:
+                    out.append((day, start))
+    if task.can_embed:
+        return out
+    for host in state.tasks:
+        if not host.can_embed or state.is_locked(host) or host.state_id == task.state_id:
+            continue
+        for b in host.slots:
+            if b.day in wanted and b.length >= need and not banned & set(
+                    range(b.slot_start, b.slot_start + need)):
+                out.append((b.day, b.slot_start))
+    return out
+
+
+def rank_destinations(
+    state: ScheduleState,
+    task_id: int,
+    *,
+    days: Sequence[int] | None = None,
+    level: str = "normal",
+    focus: Iterable[str] = (),
+    budget: int = EVAL_BUDGET,
+    stop: Callable[[Destination], bool] | None = None,
+    work: ScheduleState | None = None,
+    before: list[Issue] | None = None,
+) -> Ranking:
+    """Legal destinations of ``task_id`` with their measured effect, best first.
+
+    Parameters
+    ----------
+    days
+        Days to try (default: every day of the window), in order of preference.
+    focus
+        Issue ids the caller wants resolved (counted in ``resolves_focus``, ranked higher).
+    budget
+        At most this many health recomputations; ``complete`` is ``False`` when it ran out.
+    stop
+        Stop at the first destination for which this returns True (a fixable test).
+    work, before
+        A private copy of ``state`` and its issues, when the caller measures several tasks.
+    """
+    task = state.task(task_id)
+    ranking = Ranking(task_id)
+    if task is None or not movable(state, task):
+        return ranking
+    work = work if work is not None else state.copy_state()
+    base = severe(before if before is not None else health_issues(work, level))
+    base_crit = sum(1 for i in base.values() if i.severity == "critical")
+    base_warn = len(base) - base_crit
+    focus_set = set(focus)
+    wt = work.task(task_id)
+    assert wt is not None
+    saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
+    day_list = list(days) if days is not None else list(range(1, state.num_days + 1))
+    for day, start in _candidate_starts(state, task, day_list):
+        if budget <= 0:
+            ranking.complete = False
+            break
+        result = relocate(work, [Request(task_id, day, start)], op="probe")
+        if not result.ok:
+            continue
+        budget -= 1
+        after = severe(health_issues(work, level))
+        moved = work.task(task_id)
+        assert moved is not None
+        host = moved.embed_host
+        _undo(work, moved, saved)
+        crit = sum(1 for i in after.values() if i.severity == "critical")
+        resolves = tuple(i for i in base if i not in after)
+        dest = Destination(
+            day, start, start + task.need() - 1, host, resolves,
+            tuple(i for i in after if i not in base), crit - base_crit,
+            (len(after) - crit) - base_warn,
+            round(sum(i.impact_score for i in after.values()), 4),
+            sum(1 for i in resolves if i in focus_set))
+        ranking.destinations.append(dest)
+        if stop is not None and stop(dest):
+            ranking.complete = False
+            break
+    ranking.destinations.sort(key=Destination.score)
+    return ranking
+
+
+def _undo(work: ScheduleState, task: Task,
+          saved: tuple[list[SlotRange], Any, int | None, int | None]) -> None:
+    """Put a probed task back exactly as it was (even where today's rules would refuse it)."""
+    for block in task.slots:
+        work.grid.clear(block, as_guest=task.embed_host is not None)
+    task.slots, task.status, task.duration, task.embed_host = list(saved[0]), *saved[1:]
+    for block in task.slots:
+        work.grid.put(task.state_id, block, as_guest=task.embed_host is not None)
+
+
+def preferred_days(state: ScheduleState, action: NextAction | None) -> list[int]:
+    """Days to try for an action: its ``prefer_days`` first, then the rest, never ``avoid_days``."""
+    every = list(range(1, state.num_days + 1))
+    if action is None:
+        return every
+    sf = action.slot_filter
+    avoid = set(_as_list(sf.get("avoid_days")) or ())
+    prefer = [d for d in _as_list(sf.get("prefer_days")) or () if d not in avoid]
+    rng = _as_list(sf.get("day_range")) or _as_list(action.candidate_scope.get("day_range"))
+    lo, hi = (int(rng[0]), int(rng[1])) if rng and len(rng) == 2 else (1, state.num_days)
+    rest = [d for d in every if lo <= d <= hi and d not in avoid and d not in prefer]
+    return [d for d in prefer if 1 <= d <= state.num_days] + rest
+
+
+def _helps(dest: Destination) -> bool:
+    """A destination an action can use: it resolves one of the action's own issues and creates
+    no new critical or warning issue."""
+    return dest.resolves_focus > 0 and not dest.creates
+
+
+def _check(state: ScheduleState, act: NextAction, work: ScheduleState, before: list[Issue],
+           level: str) -> None:
+    """Set ``act.fixable`` / ``fixable_reason`` by searching its targets' destinations."""
+    act.fixable_checked = True
+    targets = target_tasks(state, act)
+    if not targets:
+        act.fixable = False
+        act.fixable_reason = "范围内没有可移动的任务（固定课程、嵌有任务或多时段块的任务不可单独移动）。"
+        return
+    budget, legal, exhausted = EVAL_BUDGET, 0, False
+    days = preferred_days(state, act)
+    for task in targets[:MAX_TARGETS]:
+        ranking = rank_destinations(state, task.state_id, days=days, level=level,
+                                    focus=act.issue_ids, budget=budget, stop=_helps, work=work,
+                                    before=before)
+        budget -= len(ranking.destinations)
+        legal += len(ranking.destinations)
+        if any(_helps(d) for d in ranking.destinations):
+            act.fixable, act.fixable_reason = True, ""
+            return
+        if not ranking.complete or budget <= 0:
+            exhausted = True
+            break
+    if exhausted or len(targets) > MAX_TARGETS:
+        act.fixable = None
+        act.fixable_reason = "检查预算内未找到解决本动作问题且不新增严重/警告问题的落点。"
+    elif legal == 0:
+        act.fixable = False
+        act.fixable_reason = ("范围内的可移动任务在允许的天里没有合法落点（空闲时段不够长、"
+                              "超出任务类时间窗或落在禁排时段）。")
+    else:
+        act.fixable = False
+        act.fixable_reason = ("范围内每个可移动任务的每个候选落点（每段空闲的首尾起点、可嵌入的水课块）"
+                              "都解决不了本动作的问题，或会新增严重/警告问题。")
+
+
+def make_actionable(state: ScheduleState, actions: list[NextAction], issues: list[Issue],
+                    level: str, keep: int) -> list[NextAction]:
+    """The ``keep`` actions health offers, each made actionable.
+
+    Each action's ``required_reads`` point to the two query tools and its ``success_criteria``
+    name fields ``analyze_health`` returns (its issues gone, critical not above today's). Actions
+    are checked in rank order (at most ``2 * keep``): ``fixable`` is True when one of its target
+    tasks has a legal destination resolving one of its issues and creating no new critical or
+    warning issue, False (with the reason) when none has, None when the search budget ran out.
+    Fixable actions are offered first, each group in rank order.
+    """
+    if not actions:
+        return []
+    work = state.copy_state()
+    before = [i for i in issues if i.dimension != "feasibility"]
+    critical = sum(1 for i in issues if i.severity == "critical")
+    checked = actions[:2 * keep]
+    for act in checked:
+        act.required_reads = [
+            {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
+            {"tool": "query_available_slots", "args": {"action_id": act.action_id},
+             "needs": ["task_id"]},
+        ]
+        act.success_criteria = {"recheck_tool": "analyze_health", "conditions": [
+            *({"metric": "issues[].issue_id", "where": {"severity": list(SEVERE)},
+               "operator": "not_contains", "value": iid} for iid in act.issue_ids),
+            {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
+        ]}
+        _check(state, act, work, before, level)
+        if sum(1 for a in checked if a.fixable is True) >= keep:
+            checked = checked[:checked.index(act) + 1]
+            break
+    rank = {id(a): i for i, a in enumerate(checked)}
+    return sorted(checked, key=lambda a: (a.fixable is not True, rank[id(a)]))[:keep]
+
+
+__all__ = ["SEVERE", "Destination", "Ranking", "health_issues", "health_result",
+           "make_actionable", "matches", "movable", "preferred_days", "rank_destinations",
+           "target_tasks"]

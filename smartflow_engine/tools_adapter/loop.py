@@ -1,0 +1,276 @@
+"""The agent loop of a session (p1 §4.2.2, P1-E, P1-F): rounds and close rules, the best state,
+the infeasible gate, evidence for every write, and the round log.
+
+- **Rounds.** Each successful ``analyze_health`` is a round. Its key is (critical, warning, total
+  impact of the critical and warning issues); a round makes progress when its key is strictly
+  (lexicographically) smaller than the best key so far, and then its state becomes the best state
+  (``restore_best`` returns to it). ``close_signal`` gains ``round``, ``rounds_without_progress``,
+  ``should_close`` and ``close_reason``: ``risk_accepted`` (the user accepted an infeasible
+  window), ``rules_met`` (critical=0 && warning<=1), ``best_achievable`` (the analyzers proved no
+  better (critical, warning) exists), ``no_progress`` (3 rounds in a row without progress),
+  ``round_cap`` (round 60), or null.
+- **The infeasible gate.** Once a round reports ``is_feasible=false`` the placing and probing
+  writes are refused, naming the four options, until ``resolve_negotiation`` records the user's
+  choice.
+- **Evidence.** A write that changed the state gets one Chinese line: the critical/warning issues
+  it resolved, made worse and created, and, with ``action_id``, whether the action's
+  ``success_criteria`` now hold, all computed by the analyzers.
+- **The round log.** Per round: the counts, the actions offered, the action worked on, every write
+  with its evidence; kept in the session's snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..analyzers.criteria import IssueDiff, check_criteria, diff_issues
+from ..analyzers.destinations import health_result
+from ..analyzers.result import Issue
+from ..state import ScheduleState
+from .spec import ToolContext, ToolSpec
+
+CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
+NO_PROGRESS_ROUNDS = 3
+ROUND_CAP = 60
+# Writes refused while the window is known infeasible and the user has not chosen (P1-F).
+GATED: frozenset[str] = frozenset({"place", "move", "swap", "batch_move", "apply_proposal",
+                                   "spread_even", "min_context_switch"})
+# Writes that get an evidence line (every write that moves tasks).
+EVIDENCE: frozenset[str] = frozenset({*GATED, "unplace", "restore_best"})
+NEGOTIATION_INTENTS = ("ask_expand_window", "ask_relax_constraints",
+                       "ask_reduce_scope_or_budget", "accept_risk_and_close")
+CHOICES = ("expand_window", "relax_constraints", "reduce_scope", "accept_risk")
+
+
+def _ids(values: tuple[str, ...]) -> str:
+    return f"{len(values)} 项（{'、'.join(values)}）" if values else "0 项"
+
+
+def evidence_line(diff: IssueDiff, action_id: str | None, check: dict[str, Any] | None) -> str:
+    """``证据：解决 1 项（…）；加重 0 项；新增 0 项；行动 na_x 的成功判据：已满足（2/2 条）。``"""
+    text = f"证据：解决 {_ids(diff.resolved)}；加重 {_ids(diff.worse)}；新增 {_ids(diff.created)}"
+    if action_id is not None and check is not None:
+        met = check["met"]
+        word = "已满足" if met else ("未满足" if met is False else "无法判定")
+        text += f"；行动 {action_id} 的成功判据：{word}（{check['held']}/{check['total']} 条成立）"
+    return text + "。"
+
+
+@dataclass
+class LoopState:
+    """What a session remembers of its loop (all of it goes into the snapshot)."""
+
+    round: int = 0
+    best_key: tuple[int, int, float] | None = None
+    best_round: int = 0
+    best_state: dict[str, Any] | None = None
+    rounds_without_progress: int = 0
+    gate_open: bool = False
+    risk_accepted: bool = False
+    negotiation: dict[str, Any] = field(default_factory=dict)  # figures of the last infeasible round
+    level: str = "normal"
+    last_actions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    set_aside: list[dict[str, Any]] = field(default_factory=list)  # tasks reduce_scope took out
+    close_reason: CloseReason | None = None
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "round": self.round, "best_key": list(self.best_key) if self.best_key else None,
+            "best_round": self.best_round, "best_state": self.best_state,
+            "rounds_without_progress": self.rounds_without_progress,
+            "gate_open": self.gate_open, "risk_accepted": self.risk_accepted,
+            "negotiation": self.negotiation, "level": self.level,
+            "last_actions": self.last_actions, "rounds": self.rounds,
+            "set_aside": self.set_aside, "close_reason": self.close_reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> LoopState:
+        if not isinstance(data, dict):
+            raise TypeError("loop must be an object")
+        key = data.get("best_key")
+        out = cls(
+            round=int(data.get("round", 0)),
+            best_key=(int(key[0]), int(key[1]), float(key[2])) if key else None,
+            best_round=int(data.get("best_round", 0)),
+            best_state=data.get("best_state"),
+            rounds_without_progress=int(data.get("rounds_without_progress", 0)),
+            gate_open=bool(data.get("gate_open", False)),
+            risk_accepted=bool(data.get("risk_accepted", False)),
+            negotiation=dict(data.get("negotiation") or {}),
+            level=str(data.get("level", "normal")),
+            last_actions=dict(data.get("last_actions") or {}),
+            rounds=list(data.get("rounds") or []),
+            set_aside=list(data.get("set_aside") or []),
+            close_reason=data.get("close_reason") if data.get("close_reason") in (
+                "rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted")
+            else None,
+        )
+        if out.best_state is not None and not isinstance(out.best_state, dict):
+            raise TypeError("best_state must be an object")
+        return out
+
+    # ------------------------------------------------------------------ pipeline hooks
+    def before(self, ctx: ToolContext, spec: ToolSpec, parsed: Any) -> tuple[str, str] | None:
+        """A refusal ``(error_code, message)`` decided before the handler, if any."""
+        if spec.name in GATED and self.gate_open:
+            return "negotiation_required", self.gate_text(spec.name)
+        action_id = getattr(parsed, "action_id", None)
+        if action_id is not None and action_id not in self.last_actions:
+            offered = "、".join(self.last_actions) or "无（请先调用 analyze_health）"
+            return "invalid_args", (f"action_id {action_id} 不是最近一次 analyze_health 给出的动作"
+                                    f"（可用：{offered}）。")
+        return None
+
+    def issues_before(self, ctx: ToolContext, spec: ToolSpec) -> list[Issue] | None:
+        if spec.name not in EVIDENCE or ctx.state is None:
+            return None
+        return health_result(ctx.state, self.level).issues
+
+    def after(self, ctx: ToolContext, spec: ToolSpec, parsed: Any, reply: str,
+              applied: tuple[Any, ...], before: list[Issue] | None) -> str:
+        if spec.name == "analyze_health":
+            return self._on_health(ctx, parsed, reply)
+        if not spec.is_write or not applied or ctx.state is None:
+            return reply
+        action_id = getattr(parsed, "action_id", None)
+        entry: dict[str, Any] = {"tool": spec.name, "action_id": action_id,
+                                 "changes": len(applied)}
+        if before is not None:
+            after = health_result(ctx.state, self.level)
+            diff = diff_issues(before, after.issues)
+            check = None
+            if action_id is not None:
+                criteria = self.last_actions[action_id].get("success_criteria") or {}
+                check = check_criteria(after.to_dict(), criteria).to_dict()
+            entry.update(diff.to_dict(), criteria=check)
+            reply = f"{reply}\n{evidence_line(diff, action_id, check)}"
+        self.log_write(entry)
+        return reply
+
+    # ------------------------------------------------------------------ rounds
+    def current_round(self) -> dict[str, Any]:
+        if not self.rounds:
+            self.rounds.append({"round": 0, "writes": [], "worked_on": None})
+        return self.rounds[-1]
+
+    def log_write(self, entry: dict[str, Any]) -> None:
+        current = self.current_round()
+        current["writes"].append(entry)
+        if current.get("worked_on") is None and entry.get("action_id"):
+            act = self.last_actions.get(entry["action_id"], {})
+            current["worked_on"] = {"action_id": entry["action_id"],
+                                    "intent_code": act.get("intent_code"),
+                                    "issue_ids": act.get("issue_ids", [])}
+
+    def reset_best(self) -> None:
+        """The window itself changed: earlier states are no longer comparable."""
+        self.best_key, self.best_state, self.best_round = None, None, 0
+        self.rounds_without_progress = 0
+
+    def _on_health(self, ctx: ToolContext, parsed: Any, reply: str) -> str:
+        try:
+            env = json.loads(reply)
+        except ValueError:
+            return reply
+        if not isinstance(env, dict) or env.get("success") is not True or ctx.state is None:
+            return reply
+        metrics = env.setdefault("metrics", {})
+        signal = metrics.setdefault("close_signal", {})
+        issues = env.get("issues", [])
+        critical = sum(1 for i in issues if i.get("severity") == "critical")
+        warning = sum(1 for i in issues if i.get("severity") == "warning")
+        impact = round(sum(float(i.get("impact_score", 0.0)) for i in issues
+                           if i.get("severity") in ("critical", "warning")), 4)
+        key = (critical, warning, impact)
+        self.round += 1
+        self.level = getattr(parsed, "threshold", "normal")
+        progress = self.best_key is None or key < self.best_key
+        if progress:
+            self.best_key, self.best_round = key, self.round
+            self.best_state = ctx.state.to_dict()
+            self.rounds_without_progress = 0
+        else:
+            self.rounds_without_progress += 1
+        feas = env.get("feasibility") or {}
+        infeasible = feas.get("is_feasible") is False
+        self.gate_open = infeasible and not self.risk_accepted
+        actions = env.get("next_actions", [])
+        if infeasible:
+            self.negotiation = {"capacity_gap": feas.get("capacity_gap"),
+                                "reason_code": feas.get("reason_code"),
+                                "figures": {a["intent_code"]: a.get("figures", {})
+                                            for a in actions if a.get("intent_code")
+                                            in NEGOTIATION_INTENTS}}
+        if self.risk_accepted:
+            actions = [a for a in actions if a.get("intent_code") not in NEGOTIATION_INTENTS]
+            env["next_actions"] = actions
+        self.last_actions = {a["action_id"]: a for a in actions if "action_id" in a}
+        reason = self._close_reason(signal)
+        self.close_reason = reason
+        signal.update(round=self.round, rounds_without_progress=self.rounds_without_progress,
+                      should_close=reason is not None, close_reason=reason)
+        self.rounds.append({
+            "round": self.round, "critical": critical, "warning": warning,
+            "total_impact": impact, "is_feasible": feas.get("is_feasible"),
+            "progress": progress, "best_round": self.best_round,
+            "rounds_without_progress": self.rounds_without_progress,
+            "should_close": reason is not None, "close_reason": reason,
+            "issue_ids": [i.get("issue_id") for i in issues
+                          if i.get("severity") in ("critical", "warning")],
+            "actions": [a.get("action_id") for a in actions],
+            "worked_on": None, "writes": [],
+        })
+        return json.dumps(env, ensure_ascii=False)
+
+    def _close_reason(self, signal: dict[str, Any]) -> CloseReason | None:
+        if self.risk_accepted:
+            return "risk_accepted"
+        if self.gate_open:
+            return "round_cap" if self.round >= ROUND_CAP else None
+        if signal.get("acceptable_to_close"):
+            return "rules_met"
+        if signal.get("reason") == "best_achievable" or signal.get("best_achievable") is True:
+            return "best_achievable"
+        if self.rounds_without_progress >= NO_PROGRESS_ROUNDS:
+            return "no_progress"
+        if self.round >= ROUND_CAP:
+            return "round_cap"
+        return None
+
+    # ------------------------------------------------------------------ texts
+    def gate_text(self, tool: str) -> str:
+        neg = self.negotiation
+        figs = neg.get("figures", {})
+        days = figs.get("ask_expand_window", {}).get("extra_days_needed")
+        cut = figs.get("ask_reduce_scope_or_budget", {}).get("slots_to_cut",
+                                                             neg.get("capacity_gap"))
+        lift = figs.get("ask_relax_constraints", {}).get("lifting_banned_suffices")
+        return "\n".join([
+            f"{tool} 未执行：最近一次 analyze_health 判定当前窗口不可行（缺口{neg.get('capacity_gap')}"
+            f"个时段，原因 {neg.get('reason_code')}），在用户选择协商方案之前不再放置或移动任务。"
+            "请先询问用户，再用 resolve_negotiation 记录选择：",
+            f"1. expand_window：扩展时间窗（{f'约需增加{days}天' if days else '增加天数'}）",
+            "2. relax_constraints：放松禁排时段或任务类时间窗"
+            + ("（解除禁排即可放下）" if lift else ""),
+            f"3. reduce_scope：缩小本轮范围（需削减{cut}个时段）",
+            "4. accept_risk：接受风险，按当前约束收口",
+        ])
+
+    def round_log(self) -> dict[str, Any]:
+        """The ``get_round_log`` envelope's metrics."""
+        return {"round": self.round, "best_round": self.best_round,
+                "best_key": list(self.best_key) if self.best_key else None,
+                "rounds_without_progress": self.rounds_without_progress,
+                "gate_open": self.gate_open, "risk_accepted": self.risk_accepted,
+                "close_reason": self.close_reason,
+                "set_aside_task_ids": [t.get("state_id") for t in self.set_aside],
+                "rounds": self.rounds}
+
+
+def best_state(loop: LoopState) -> ScheduleState | None:
+    return ScheduleState.from_json(loop.best_state) if loop.best_state is not None else None

@@ -1,0 +1,489 @@
+"""The loop tools: query_target_tasks and query_available_slots (the local_adjust chain, p1 §5.3),
+get_round_log (§5.5), restore_best (P1-E) and resolve_negotiation (P1-F).
+
+The two query tools and the log answer in the p1 JSON envelope; restore_best and
+resolve_negotiation are writes with Chinese text replies. The loop state they read lives in the
+session (:class:`~.loop.LoopState`); on a bare :class:`Toolbox` the two queries work without
+``action_id`` and the other three say they need a session.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictBool
+
+from ..analyzers.destinations import (
+    health_issues,
+    movable,
+    preferred_days,
+    rank_destinations,
+    target_tasks,
+)
+from ..analyzers.result import NextAction
+from ..state import Change, ScheduleState, SlotRange, StateError, Task
+from ..state.model import MAX_TASK_ID
+from .args import Args, Day, Slot, TaskId
+from .loop import CHOICES, LoopState
+from .render import block_text
+from .spec import ToolContext, ToolSpec, refused
+
+Name = Annotated[str, Field(min_length=1, max_length=64)]
+ActionId = Annotated[str, Field(min_length=1, max_length=128,
+                                description="最近一次 analyze_health 给出的 action_id")]
+MAX_EXTRA_DAYS = 60
+MEASURED = 12  # tasks whose best destination query_target_tasks measures (the rest unranked)
+MEASURE_BUDGET = 240  # health recomputations in all (at most 80 per task)
+MAX_LISTED = 50
+
+
+def _envelope(tool: str, metrics: dict[str, Any]) -> str:
+    return json.dumps({"tool": tool, "success": True, "metric_schema": {}, "metrics": metrics,
+                       "issues": [], "next_actions": [], "error": "", "error_code": ""},
+                      ensure_ascii=False)
+
+
+def _fail(tool: str, code: str, msg: str) -> str:
+    return json.dumps({"tool": tool, "success": False, "metric_schema": {}, "metrics": {},
+                       "issues": [], "next_actions": [], "error": msg, "error_code": code},
+                      ensure_ascii=False)
+
+
+def _action(ctx: ToolContext, action_id: str | None) -> NextAction | str | None:
+    """The session's action ``action_id`` as data, or the refusal text."""
+    if action_id is None:
+        return None
+    loop: LoopState | None = ctx.loop
+    if loop is None:
+        return f"action_id 只在会话中可用（会话记录最近一次 analyze_health 的动作），收到 {action_id}。"
+    act = loop.last_actions.get(action_id)
+    if act is None:
+        offered = "、".join(loop.last_actions) or "无（请先调用 analyze_health）"
+        return f"action_id {action_id} 不是最近一次 analyze_health 给出的动作（可用：{offered}）。"
+    return NextAction(
+        action_id=action_id, intent_code=str(act.get("intent_code", "")),
+        candidate_scope=dict(act.get("candidate_scope") or {}),
+        target_filter=dict(act.get("target_filter") or {}),
+        slot_filter=dict(act.get("slot_filter") or {}), required_reads=[],
+        success_criteria=dict(act.get("success_criteria") or {}),
+        candidate_write_tools=list(act.get("candidate_write_tools") or []),
+        issue_ids=list(act.get("issue_ids") or []))
+
+
+def left_places(ctx: ToolContext, task_id: int) -> set[tuple[int, int]]:
+    """Where ``task_id`` stood before this session's writes moved it (day, first period): a
+    destination there would undo an earlier write (an A→B→A oscillation)."""
+    if ctx.loop is None:
+        return set()
+    return {(c.block_before.day, c.block_before.slot_start) for c in ctx.changes
+            if c.task_id == task_id and c.block_before is not None}
+
+
+def ranked(ctx: ToolContext, task_id: int, dests: list[Any]) -> list[dict[str, Any]]:
+    """Destinations best first, those returning the task to a place it left last."""
+    left = left_places(ctx, task_id)
+    rows = []
+    for d in sorted(dests, key=lambda d: ((d.day, d.slot_start) in left, d.score())):
+        row = d.to_dict()
+        if (d.day, d.slot_start) in left:
+            row["returns_to_earlier_place"] = True
+        rows.append(row)
+    return rows
+
+
+def _level(ctx: ToolContext) -> str:
+    return ctx.loop.level if ctx.loop is not None else "normal"
+
+
+def class_window(state: ScheduleState, task: Task) -> dict[str, Any] | None:
+    tc = state.task_class(task.category_id)
+    if tc is None:
+        return None
+    return {"class_id": tc.id, "name": tc.name, "start_day": tc.start_day or 1,
+            "end_day": tc.end_day or state.num_days, "excluded_slots": list(tc.excluded_slots)}
+
+
+def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
+    return {"task_id": task.state_id, "name": task.name, "category": task.category,
+            "source": task.source, "status": task.status, "locked": state.is_locked(task),
+            "duration": task.need(),
+            "blocks": [b.model_dump() for b in task.slots], "embed_host": task.embed_host,
+            "class_window": class_window(state, task)}
+
+
+# ---------------------------------------------------------------------------------- query_target_tasks
+class TargetFilter(Args):
+    source: Name | None = Field(default=None, description="task_item=学习任务 / event=课程")
+    locked: StrictBool | None = None
+    status: list[Literal["existing", "suggested", "pending"]] | None = Field(default=None,
+                                                                            max_length=3)
+    categories: list[Name] | None = Field(default=None, max_length=20)
+    days: list[Day] | None = Field(default=None, max_length=60,
+                                   description="任务需在这些天之一有时段块")
+
+
+class CandidateScope(Args):
+    day_range: list[Day] | None = Field(default=None, min_length=2, max_length=2,
+                                        description="[起始天, 结束天]")
+    categories: list[Name] | None = Field(default=None, max_length=20)
+    task_pool: Literal["placed", "pending", "mixed"] | None = None
+
+
+class TargetArgs(Args):
+    target_filter: TargetFilter | None = Field(default=None, description="覆盖/补充动作的筛选条件")
+    candidate_scope: CandidateScope | None = None
+    action_id: ActionId | None = None
+    limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回任务数")
+
+
+def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
+    tool = "query_target_tasks"
+    state = ctx.state
+    assert state is not None
+    act = _action(ctx, args.action_id)
+    if isinstance(act, str):
+        return _fail(tool, "invalid_args", act)
+    tf = args.target_filter.model_dump(exclude_none=True) if args.target_filter else {}
+    sc = args.candidate_scope.model_dump(exclude_none=True) if args.candidate_scope else {}
+    tasks = target_tasks(state, act, tf, sc)
+    level = _level(ctx)
+    work = state.copy_state()
+    before = health_issues(work, level)
+    focus = act.issue_ids if act is not None else ()
+    days = preferred_days(state, act)
+    measured: list[tuple[Task, dict[str, Any] | None, tuple[Any, ...]]] = []
+    budget = MEASURE_BUDGET
+    for task in tasks[:MEASURED]:
+        if budget <= 0:
+            break
+        ranking = rank_destinations(state, task.state_id, days=days, level=level, focus=focus,
+                                    work=work, before=before, budget=min(budget, 80))
+        budget -= len(ranking.destinations)
+        listed = ranked(ctx, task.state_id, ranking.destinations)
+        best = listed[0] if listed else None
+        order: tuple[Any, ...] = (2,)
+        if best is not None:
+            order = (int(bool(best.get("returns_to_earlier_place"))), best["critical_delta"],
+                     best["warning_delta"], -len(set(best["resolves"]) & set(focus)),
+                     len(best["creates"]))
+        measured.append((task, best, order))
+    measured.sort(key=lambda p: p[2])
+    rows = []
+    for task, best, _ in measured:
+        rows.append({**task_row(state, task), "best_destination": best})
+    rows += [{**task_row(state, t), "best_destination": None} for t in tasks[len(measured):]]
+    return _envelope(tool, {"action_id": args.action_id, "count": len(tasks),
+                            "tasks": rows[:args.limit]})
+
+
+# ---------------------------------------------------------------------------------- query_available_slots
+class SlotsArgs(Args):
+    task_id: TaskId
+    action_id: ActionId | None = None
+    day_range: list[Day] | None = Field(default=None, min_length=2, max_length=2,
+                                        description="[起始天, 结束天]；不传时按动作的 slot_filter")
+    limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回落点数")
+
+
+def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
+    tool = "query_available_slots"
+    state = ctx.state
+    assert state is not None
+    act = _action(ctx, args.action_id)
+    if isinstance(act, str):
+        return _fail(tool, "invalid_args", act)
+    task = state.task(args.task_id)
+    if task is None:
+        return _fail(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
+    if not movable(state, task):
+        return _fail(tool, "not_movable", f"{task.label} 不能单独移动（固定任务、课程、嵌有任务或"
+                                          f"多时段块的任务）。")
+    days = preferred_days(state, act)
+    if args.day_range is not None:
+        lo, hi = sorted(args.day_range)
+        if hi > state.num_days:
+            return _fail(tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。")
+        days = list(range(lo, hi + 1))
+    ranking = rank_destinations(state, task.state_id, days=days, level=_level(ctx),
+                                focus=act.issue_ids if act is not None else (), budget=400)
+    rows = ranked(ctx, task.state_id, ranking.destinations)[:args.limit]
+    return _envelope(tool, {"task": task_row(state, task), "action_id": args.action_id,
+                            "count": len(ranking.destinations), "complete": ranking.complete,
+                            "slots": rows})
+
+
+# ---------------------------------------------------------------------------------- get_round_log
+class RoundLogArgs(Args):
+    last: int | None = Field(default=None, strict=True, ge=1, le=1000,
+                             description="只返回最近几轮；不传返回全部")
+
+
+def get_round_log_tool(ctx: ToolContext, args: RoundLogArgs) -> str:
+    tool = "get_round_log"
+    if ctx.loop is None:
+        return _fail(tool, "no_session", "get_round_log 只在会话中可用（会话才有轮次记录）。")
+    metrics = ctx.loop.round_log()
+    if args.last is not None:
+        metrics["rounds"] = metrics["rounds"][-args.last:]
+    return _envelope(tool, metrics)
+
+
+# ---------------------------------------------------------------------------------- restore_best
+def _state_key(task: Task) -> tuple[Any, ...]:
+    return (task.status, [(b.day, b.slot_start, b.slot_end) for b in task.slots], task.embed_host,
+            task.duration if task.status == "pending" else None)
+
+
+def restore_changes(current: ScheduleState, best: ScheduleState) -> list[Change] | str:
+    """The change-log entries that take ``current`` to ``best`` (or why it cannot)."""
+    if current.window.total_days != best.window.total_days or {
+            t.state_id for t in current.tasks} != {t.state_id for t in best.tasks}:
+        return "最佳状态与当前窗口的天数或任务集合不一致。"
+    changes: list[Change] = []
+    for task in current.tasks:
+        target = best.task(task.state_id)
+        assert target is not None
+        if _state_key(task) == _state_key(target):
+            continue
+        removed = [b for b in task.slots if b not in target.slots]
+        added = [b for b in target.slots if b not in task.slots]
+        for i in range(max(len(removed), len(added), 1)):
+            changes.append(Change(
+                "restore_best", task.state_id, task.status, target.status,
+                removed[i] if i < len(removed) else None, added[i] if i < len(added) else None,
+                task.embed_host, target.embed_host))
+    return changes
+
+
+def adopt(current: ScheduleState, best: ScheduleState, task_ids: set[int]) -> None:
+    """Give the tasks ``task_ids`` of ``current`` the places they have in ``best`` (in place)."""
+    grid = current.grid
+    tasks = [t for t in current.tasks if t.state_id in task_ids]
+    for task in tasks:
+        for block in task.slots:
+            grid.clear(block, as_guest=task.embed_host is not None)
+    for task in tasks:
+        target = best.task(task.state_id)
+        assert target is not None
+        task.slots = [SlotRange.model_validate(b.model_dump()) for b in target.slots]
+        task.status, task.duration, task.embed_host = (target.status, target.duration,
+                                                       target.embed_host)
+    for task in tasks:
+        for block in task.slots:
+            grid.put(task.state_id, block, as_guest=task.embed_host is not None)
+
+
+class RestoreArgs(Args):
+    pass
+
+
+def restore_best_tool(ctx: ToolContext, _args: RestoreArgs) -> str:
+    state, loop = ctx.state, ctx.loop
+    assert state is not None
+    if loop is None:
+        return refused("restore_best 未执行：只有会话（Session）记录各轮的最佳状态。")
+    if loop.best_state is None:
+        return refused("restore_best 未执行：还没有完成任何一轮 analyze_health，没有可恢复的最佳状态。")
+    best = ScheduleState.from_json(loop.best_state)
+    changes = restore_changes(state, best)
+    if isinstance(changes, str):
+        return refused(f"restore_best 未执行：{changes}日程未变更。")
+    crit, warn, _ = loop.best_key or (0, 0, 0.0)
+    head = f"第{loop.best_round}轮的最佳状态（严重{crit}、警告{warn}）"
+    if not changes:
+        return f"当前已是{head}，日程未变更。"
+    adopt(state, best, {c.task_id for c in changes})
+    ctx.record(changes)
+    moved = sorted({c.task_id for c in changes})
+    lines = [f"已恢复到{head}，{len(moved)}个任务回到当时的位置："]
+    for tid in moved:
+        task = state.task(tid)
+        assert task is not None
+        where = "、".join(block_text(b) for b in task.slots) or "待安排"
+        lines.append(f"  {task.label} → {where}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- resolve_negotiation
+class BannedLift(Args):
+    class_id: int = Field(strict=True, ge=1, le=MAX_TASK_ID)
+    slots: list[Slot] | None = Field(default=None, max_length=24,
+                                     description="要解除的禁排节次；不传解除该任务类全部禁排")
+
+
+class ResolveArgs(Args):
+    choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk"] = Field(
+        description="用户的选择：expand_window 扩展时间窗 / relax_constraints 放松约束 / "
+                    "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口")
+    extra_days: int | None = Field(default=None, strict=True, ge=1, le=MAX_EXTRA_DAYS,
+                                   description="expand_window：在窗口末尾新增的空白天数")
+    lift_class_windows: list[Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID)]] | None = (
+        Field(default=None, max_length=50,
+              description="relax_constraints：解除时间窗的任务类 id"))
+    lift_banned: list[BannedLift] | None = Field(
+        default=None, max_length=50, description="relax_constraints：解除的禁排时段")
+    task_ids: list[TaskId] | None = Field(default=None, max_length=200,
+                                          description="reduce_scope：移出本轮范围的待安排任务")
+
+    def missing(self) -> str | None:
+        """The argument ``choice`` needs and lacks, if any."""
+        need = {"expand_window": (self.extra_days is not None, "extra_days"),
+                "relax_constraints": (bool(self.lift_class_windows or self.lift_banned),
+                                      "lift_class_windows 或 lift_banned"),
+                "reduce_scope": (bool(self.task_ids), "task_ids"), "accept_risk": (True, "")}
+        ok, what = need[self.choice]
+        return None if ok else what
+
+
+def _expanded(state: ScheduleState, extra: int) -> dict[str, Any]:
+    data = state.to_dict()
+    old = state.num_days
+    window = data["window"]
+    window["total_days"] = old + extra
+    mapping = window.get("day_mapping") or []
+    if mapping:
+        last = mapping[-1]
+        week, dow = int(last["week"]), int(last["day_of_week"])
+        for i in range(1, extra + 1):
+            dow += 1
+            if dow > 7:
+                week, dow = week + 1, 1
+            mapping.append({"day_index": old + i, "week": week, "day_of_week": dow})
+    for tc in data.get("task_classes", []):
+        if tc.get("end_day") == old:  # bounded by the window, not by a deadline of its own
+            tc["end_day"] = old + extra
+    return data
+
+
+def _relaxed(state: ScheduleState, args: ResolveArgs) -> dict[str, Any] | str:
+    data = state.to_dict()
+    classes = {tc["id"]: tc for tc in data.get("task_classes", [])}
+    for cid in args.lift_class_windows or []:
+        if cid not in classes:
+            return f"任务类 [{cid}] 不存在。"
+        classes[cid].pop("start_day", None)
+        classes[cid].pop("end_day", None)
+    for lift in args.lift_banned or []:
+        tc = classes.get(lift.class_id)
+        if tc is None:
+            return f"任务类 [{lift.class_id}] 不存在。"
+        drop = set(lift.slots) if lift.slots is not None else set(tc.get("excluded_slots", []))
+        tc["excluded_slots"] = [s for s in tc.get("excluded_slots", []) if s not in drop]
+    return data
+
+
+def _reduced(ctx: ToolContext, state: ScheduleState, ids: list[int]
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
+    logged = {c.task_id for c in ctx.changes}
+    for tid in ids:
+        task = state.task(tid)
+        if task is None:
+            return f"任务 [{tid}] 不存在。"
+        if task.status != "pending":
+            return f"{task.label} 不是待安排任务，只有待安排任务可以移出本轮范围。"
+        if tid in logged:
+            return f"{task.label} 在本会话中被修改过，不能移出本轮范围。"
+    data = state.to_dict()
+    aside = [t for t in data["tasks"] if t["state_id"] in set(ids)]
+    data["tasks"] = [t for t in data["tasks"] if t["state_id"] not in set(ids)]
+    return data, aside
+
+
+def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
+    state, loop = ctx.state, ctx.loop
+    assert state is not None
+    head = "resolve_negotiation 未执行："
+    if loop is None:
+        return refused(f"{head}只有会话（Session）记录协商状态。")
+    if not loop.gate_open:
+        return refused(f"{head}最近一次 analyze_health 没有判定窗口不可行，无需协商。")
+    missing = args.missing()
+    if missing is not None:
+        return refused(f"{head}choice={args.choice} 需要参数 {missing}。协商状态未变。")
+    entry: dict[str, Any] = {"tool": "resolve_negotiation", "choice": args.choice, "changes": 0}
+    if args.choice == "accept_risk":
+        loop.risk_accepted, loop.gate_open = True, False
+        loop.log_write(entry)
+        gap = loop.negotiation.get("capacity_gap")
+        return (f"已记录用户选择：接受风险收口（accept_risk）。保留{gap}个时段的缺口；之后的 "
+                "analyze_health 不再给出协商选项，close_signal 为 should_close=true、"
+                "close_reason=risk_accepted。")
+    aside: list[dict[str, Any]] = []
+    if args.choice == "expand_window":
+        assert args.extra_days is not None
+        data: dict[str, Any] | str = _expanded(state, args.extra_days)
+        what = (f"扩展时间窗（expand_window），新增第{state.num_days + 1}-"
+                f"{state.num_days + args.extra_days}天")
+    elif args.choice == "relax_constraints":
+        data = _relaxed(state, args)
+        what = "放松约束（relax_constraints）"
+    else:
+        reduced = _reduced(ctx, state, args.task_ids or [])
+        if isinstance(reduced, str):
+            return refused(f"{head}{reduced}协商状态未变。")
+        data, aside = reduced
+        what = f"缩小本轮范围（reduce_scope），移出{len(aside)}个待安排任务"
+    if isinstance(data, str):
+        return refused(f"{head}{data}协商状态未变。")
+    try:
+        new_state = ScheduleState.from_json(data)
+    except StateError as exc:
+        return refused(f"{head}调整后的窗口无效（{exc}）。协商状态未变。")
+    from ..solver import check_feasibility
+
+    report = check_feasibility(new_state, time_limit_s=min(2.0, ctx.max_time_limit_s),
+                               num_workers=ctx.num_workers)
+    ctx.state = new_state
+    loop.set_aside.extend(aside)
+    loop.reset_best()
+    loop.gate_open = report.is_feasible is False
+    entry.update(is_feasible=report.is_feasible, capacity_gap=report.capacity_gap)
+    loop.log_write(entry)
+    if report.is_feasible is False:
+        verdict = (f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
+                   "门禁保持，请再与用户协商。")
+    elif report.is_feasible is None:
+        verdict = "在时限内未能判定（未证明不可行），已解除门禁；请调用 analyze_health 开始新一轮。"
+    else:
+        verdict = "可行（缺口0），已解除门禁；请调用 analyze_health 开始新一轮。"
+    return f"已记录用户选择：{what}。重新判定可行性：{verdict}"
+
+
+LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "query_target_tasks", "read", TargetArgs, query_target_tasks_tool,
+        "列出某个动作（action_id）可以移动的任务：id、名称、类别、来源、状态、是否固定、时段块、任务类"
+        "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。"
+        "返回 JSON。",
+        output="json", error_reply=lambda code, msg: _fail("query_target_tasks", code, msg),
+    ),
+    ToolSpec(
+        "query_available_slots", "read", SlotsArgs, query_available_slots_tool,
+        "列出一个任务的所有合法落点（空闲时段与可嵌入的水课块，在任务类时间窗内、避开禁排时段），按对"
+        "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta。返回 JSON。",
+        output="json", error_reply=lambda code, msg: _fail("query_available_slots", code, msg),
+    ),
+    ToolSpec(
+        "get_round_log", "read", RoundLogArgs, get_round_log_tool,
+        "本会话的轮次日志：每轮 analyze_health 的严重/警告数、是否进步、收口信号、本轮针对的动作"
+        "和每次写操作的证据。返回 JSON。",
+        output="json", error_reply=lambda code, msg: _fail("get_round_log", code, msg),
+    ),
+)
+
+LOOP_WRITE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "restore_best", "write", RestoreArgs, restore_best_tool,
+        "把日程恢复到本会话各轮 analyze_health 中最好的一轮（严重、警告、影响分依次最小）的状态；"
+        "记入变更日志，之后仍可继续调整。",
+    ),
+    ToolSpec(
+        "resolve_negotiation", "write", ResolveArgs, resolve_negotiation_tool,
+        "窗口被判定不可行后，记录用户在四个协商选项中的选择：expand_window（extra_days）、"
+        "relax_constraints（lift_class_windows/lift_banned）、reduce_scope（task_ids）、accept_risk。"
+        "改变窗口的选择会重新判定可行性；记录之前放置/移动类写操作会被拒绝。",
+    ),
+)
+
+__all__ = ["CHOICES", "LOOP_READ_TOOLS", "LOOP_WRITE_TOOLS"]

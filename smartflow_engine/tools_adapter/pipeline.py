@@ -1,0 +1,143 @@
+"""One path for every tool call: look the tool up, parse its arguments, check the state, run the
+handler and record what it changed.
+
+:class:`~.toolbox.Toolbox` and :class:`~.session.Session` (and through them MCP and HTTP) call
+:func:`lookup`, :func:`parse` and :func:`execute`; no other module parses arguments or appends to
+the change log. A refusal decided here comes back as a :class:`CallResult` in the tool's own reply
+shape (text, or the JSON envelope with ``success=false`` and a stable ``error_code``).
+
+When the context carries a :class:`~.loop.LoopState` (a :class:`Session` does), :func:`execute`
+also applies the loop's rules around the handler: the infeasible gate before a write, rounds and
+close rules after ``analyze_health``, and the evidence line and round-log entry after a write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from ..state import Change, SelfCheckError, self_check
+from .args import describe_validation_error, short_name
+from .schemas import drop_null_optionals
+from .spec import ToolContext, ToolSpec, is_refusal, refused
+
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "error", "pending_confirm", "rejected"]
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What one call did.
+
+    ``reply`` is exactly what the model reads. ``status`` is ``ok`` (the tool ran and did what
+    was asked), ``error`` (it did not run: unknown or unavailable tool, missing state, bad
+    arguments, the infeasible gate, unknown token; or it refused: a conflict, a locked task, ...
+    in the spec's words, or a JSON reply with ``success=false``), ``pending_confirm`` (a preview;
+    ``confirm_token`` is set) or ``rejected``. ``changes`` are the change-log entries this call
+    appended.
+    """
+
+    tool: str
+    reply: str
+    output: Literal["text", "json"] = "text"
+    status: Status = "ok"
+    error_code: str = ""
+    confirm_token: str | None = None
+    changes: tuple[Change, ...] = ()
+
+    @property
+    def data(self) -> Any:
+        """The parsed reply of a JSON tool (``None`` for text)."""
+        if self.output != "json":
+            return None
+        try:
+            return json.loads(self.reply)
+        except ValueError:
+            return None
+
+    @property
+    def is_error(self) -> bool:
+        """The call did not run, or a JSON tool answered ``success=false``."""
+        if self.status == "error":
+            return True
+        data = self.data
+        return isinstance(data, dict) and data.get("success") is False
+
+
+def refusal(spec: ToolSpec, code: str, msg: str, *, arg: bool = False) -> CallResult:
+    """A refusal decided before the handler, in the tool's own reply shape."""
+    text = f"参数错误：{msg}" if arg and spec.output == "text" else msg
+    return CallResult(spec.name, spec.error(code, text), spec.output, "error", code)
+
+
+def lookup(
+    specs: Mapping[str, ToolSpec],
+    name: str,
+    offered: list[str],
+    is_offered: Callable[[str], bool],
+    unavailable: str,
+) -> ToolSpec | CallResult:
+    """The row of ``name``, or the refusal for an unknown tool or one not offered here
+    (``unavailable`` says why, e.g. the mode)."""
+    spec = specs.get(name)
+    names = "、".join(offered) or "无"
+    if spec is None:
+        return CallResult(name, refused(f"未知工具：{short_name(str(name))}。可用工具：{names}。"),
+                          status="error", error_code="unknown_tool")
+    if not is_offered(name):
+        return refusal(spec, "not_available", f"工具 {name} {unavailable}。可用工具：{names}。")
+    return spec
+
+
+def parse(spec: ToolSpec, args: Any, ctx: ToolContext) -> tuple[Any, CallResult | None]:
+    """``(parsed, None)`` or ``(None, refusal)``: the JSON object check, the state check, the
+    argument model (strict-mode ``null`` meaning "not given")."""
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return None, refusal(spec, "invalid_args", "参数应为 JSON 对象。", arg=True)
+    if spec.needs_state and ctx.state is None:
+        return None, refusal(spec, "no_state", f"当前没有加载日程，无法调用 {spec.name}。")
+    try:
+        parsed = spec.args_model.model_validate(drop_null_optionals(spec.args_model, args))
+    except ValidationError as exc:
+        return None, refusal(spec, "invalid_args", describe_validation_error(exc), arg=True)
+    return parsed, None
+
+
+def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = False) -> CallResult:
+    """Run an already-parsed call: the loop's gate, the handler, the change log, the loop's
+    bookkeeping, and (``check``) a full self-check of the state after a write."""
+    loop = ctx.loop
+    if loop is not None:
+        blocked = loop.before(ctx, spec, parsed)
+        if blocked is not None:
+            return refusal(spec, blocked[0], blocked[1], arg=blocked[0] == "invalid_args")
+    before = loop.issues_before(ctx, spec) if loop is not None else None
+    ctx.applied = []
+    try:
+        reply = spec.handler(ctx, parsed)
+    except SelfCheckError:
+        raise
+    except Exception as exc:  # a bug must not reach the model as a traceback
+        log.exception("tool %s failed", spec.name)
+        ctx.applied = []
+        return refusal(spec, "internal_error", f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。")
+    applied, ctx.applied = tuple(ctx.applied), []
+    ctx.changes.extend(applied)  # the one place the change log grows
+    if spec.is_write and check and ctx.state is not None:
+        self_check(ctx.state)
+    if is_refusal(reply, spec.output):  # the tool refused: nothing was done
+        data = json.loads(reply) if spec.output == "json" else None
+        code = data.get("error_code") if isinstance(data, dict) else None
+        return CallResult(spec.name, reply, spec.output, "error",
+                          code if isinstance(code, str) and code else "refused", changes=applied)
+    if loop is not None:
+        reply = loop.after(ctx, spec, parsed, reply, applied, before)
+    return CallResult(spec.name, reply, spec.output, changes=applied)

@@ -1,0 +1,132 @@
+"""A session's snapshot: everything needed to resume it elsewhere (another process, Redis).
+
+``version``, ``user_id``, ``session_id``, ``mode``, ``enabled_tools``, ``state``, ``changes``,
+``pending`` (held confirmations), ``created_at`` and ``loop`` (rounds, best state, infeasible
+gate, last actions and the round log; absent in snapshots written before the loop existed).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..state import Change, ScheduleState, StateError
+
+if TYPE_CHECKING:
+    from .session import Session
+
+SNAPSHOT_VERSION = 1
+
+
+class SessionError(ValueError):
+    """A bad session request (unknown mode, unknown tool to enable, malformed snapshot)."""
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A confirm-required call waiting for the user: the validated arguments and the preview."""
+
+    token: str
+    tool: str
+    args: dict[str, Any]
+    preview: str
+    created_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token": self.token, "tool": self.tool, "args": self.args,
+                "preview": self.preview, "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PendingCall:
+        if not isinstance(data, dict):
+            raise SessionError("snapshot.pending: each entry must be an object")
+        try:
+            token, tool, args = data["token"], data["tool"], data["args"]
+        except KeyError as exc:
+            raise SessionError(f"snapshot.pending: missing {exc.args[0]}") from None
+        if not isinstance(token, str) or not isinstance(tool, str) or not isinstance(args, dict):
+            raise SessionError("snapshot.pending: token and tool must be strings, args an object")
+        return cls(token, tool, args, str(data.get("preview", "")),
+                   float(data.get("created_at", 0.0)))
+
+
+def take_snapshot(session: Session) -> dict[str, Any]:
+    """The snapshot of ``session`` (the caller holds its lock)."""
+    state = session.state
+    loop = session.toolbox.ctx.loop
+    return {
+        "version": SNAPSHOT_VERSION,
+        "user_id": session.user_id,
+        "session_id": session.session_id,
+        "mode": session.mode.value,
+        "enabled_tools": list(session.enabled_tools),
+        "state": state.to_dict() if state is not None else None,
+        "changes": [c.to_dict() for c in session.toolbox.changes],
+        "pending": [p.to_dict() for p in session.pending()],
+        "created_at": session.created_at,
+        "loop": loop.to_dict() if loop is not None else None,
+    }
+
+
+def load_snapshot(snapshot: dict[str, Any] | str) -> dict[str, Any]:
+    """The snapshot as a dict, its version checked."""
+    if isinstance(snapshot, str):
+        try:
+            snapshot = json.loads(snapshot)
+        except ValueError as exc:
+            raise SessionError(f"snapshot is not valid JSON: {exc}") from None
+    if not isinstance(snapshot, dict):
+        raise SessionError("snapshot must be a JSON object")
+    version = snapshot.get("version")
+    if version != SNAPSHOT_VERSION:
+        raise SessionError(f"snapshot version {version!r} is not supported "
+                           f"(expected {SNAPSHOT_VERSION})")
+    return snapshot
+
+
+def snapshot_state(data: dict[str, Any]) -> ScheduleState | None:
+    state_data = data.get("state")
+    if state_data is not None and not isinstance(state_data, dict):
+        raise SessionError("snapshot.state must be an object or null")
+    try:
+        return ScheduleState.from_json(state_data) if state_data is not None else None
+    except StateError as exc:
+        raise SessionError(f"snapshot.state: {exc}") from None
+
+
+def snapshot_enabled(data: dict[str, Any]) -> list[str]:
+    enabled = data.get("enabled_tools", [])
+    if not isinstance(enabled, list) or not all(isinstance(n, str) for n in enabled):
+        raise SessionError("snapshot.enabled_tools must be a list of tool names")
+    return enabled
+
+
+def fill_session(session: Session, data: dict[str, Any]) -> None:
+    """Put the change log, held confirmations, creation time and loop of ``data`` into the
+    freshly built ``session``."""
+    from .loop import LoopState
+
+    changes = data.get("changes", [])
+    pending = data.get("pending", [])
+    if not isinstance(changes, list) or not isinstance(pending, list):
+        raise SessionError("snapshot.changes and snapshot.pending must be lists")
+    try:
+        session.toolbox.changes.extend(Change.from_dict(c) for c in changes)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SessionError(f"snapshot.changes: malformed entry ({exc})") from None
+    specs = {s.name for s in session.specs}
+    for entry in pending:
+        held = PendingCall.from_dict(entry)
+        if held.tool not in specs:
+            raise SessionError(f"snapshot.pending: unknown tool {held.tool}")
+        session.hold_call(held)
+    created = data.get("created_at")
+    if isinstance(created, int | float):
+        session.created_at = float(created)
+    loop = data.get("loop")
+    if loop is not None:
+        try:
+            session.toolbox.ctx.loop = LoopState.from_dict(loop)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SessionError(f"snapshot.loop: malformed ({exc})") from None

@@ -1,0 +1,468 @@
+"""Tests of the agent loop in a session: rounds and close rules, restore_best, the infeasible gate
+and resolve_negotiation, evidence lines, the round log in snapshots, the class-window rule of the
+write tools, the two query tools and mode visibility."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest_adapters import load_window
+
+from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.tools_adapter import Session, registry
+from smartflow_engine.tools_adapter.loop import LoopState
+from smartflow_engine.tools_adapter.spec import Mode
+
+
+def make_state(num_days: int, tasks: list[dict[str, Any]],
+               classes: list[dict[str, Any]] | None = None) -> ScheduleState:
+    out = []
+    for i, t in enumerate(tasks, start=1):
+        row = {"state_id": i, "name": f"任务{i}", "source": "task_item", "category": "复习",
+               "status": "suggested", **t}
+        out.append(row)
+    data: dict[str, Any] = {"window": {"total_days": num_days, "slots_per_day": 12},
+                            "tasks": out}
+    if classes:
+        data["task_classes"] = classes
+    return ScheduleState.from_json(data)
+
+
+def block(day: int, start: int, end: int) -> list[dict[str, int]]:
+    return [{"day": day, "slot_start": start, "slot_end": end}]
+
+
+def overloaded() -> ScheduleState:
+    """Day 1 is full of movable study work, days 2-4 are empty: critical load on day 1."""
+    return make_state(4, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)},
+                          {"slots": block(1, 9, 12)}])
+
+
+def infeasible() -> ScheduleState:
+    """One day, a locked course on every period and a pending task: proven infeasible."""
+    return make_state(1, [{"source": "event", "locked": True, "category": "课程",
+                           "status": "existing", "slots": block(1, 1, 12)},
+                          {"status": "pending", "duration": 2}])
+
+
+def health(session: Session) -> dict[str, Any]:
+    env = json.loads(session.call("analyze_health", {}))
+    assert env["success"], env
+    return env
+
+
+def signal(session: Session) -> dict[str, Any]:
+    return health(session)["metrics"]["close_signal"]
+
+
+# ---------------------------------------------------------------------------------- rounds
+def test_each_health_call_is_a_round_and_three_without_progress_close():
+    """Tests that every analyze_health is a round, a round without a strictly better (critical,
+    warning, impact) counts towards no_progress, and the third such round closes."""
+    s = Session(overloaded())
+    first = signal(s)
+    assert first["round"] == 1 and first["rounds_without_progress"] == 0
+    assert first["critical"] + first["warning"] > 0 and not first["should_close"]
+    for n in (1, 2):
+        sig = signal(s)
+        assert (sig["round"], sig["rounds_without_progress"]) == (n + 1, n)
+        assert sig["should_close"] is False and sig["close_reason"] is None
+    third = signal(s)
+    assert third["rounds_without_progress"] == 3
+    assert third["should_close"] is True and third["close_reason"] == "no_progress"
+
+
+def test_progress_resets_the_count():
+    """Tests that a write that improves the health makes the next round a progress round."""
+    s = Session(overloaded())
+    signal(s)
+    signal(s)
+    assert s.call("move", {"task_id": 3, "new_day": 3, "new_slot_start": 1}).startswith("已将")
+    sig = signal(s)
+    assert sig["rounds_without_progress"] == 0 and sig["round"] == 3
+
+
+def test_rules_met_closes():
+    """Tests that critical=0 && warning<=1 gives should_close with rules_met."""
+    s = Session(make_state(4, [{"slots": block(1, 1, 2)}, {"slots": block(2, 1, 2)},
+                               {"slots": block(3, 1, 2)}, {"slots": block(4, 1, 2)}]))
+    sig = signal(s)
+    assert sig["acceptable_to_close"] is True
+    assert sig["should_close"] is True and sig["close_reason"] == "rules_met"
+
+
+def test_round_cap_closes_at_round_60():
+    """Tests that the 60th round closes with round_cap (restored from a snapshot at round 59)."""
+    s = Session(overloaded())
+    signal(s)
+    snap = s.snapshot()
+    snap["loop"]["round"] = 59
+    restored = Session.restore(snap)
+    sig = signal(restored)
+    assert sig["round"] == 60 and sig["rounds_without_progress"] == 1
+    assert sig["should_close"] is True and sig["close_reason"] == "round_cap"
+
+
+@pytest.mark.parametrize("given, reason", [
+    ({"acceptable_to_close": False, "best_achievable": True}, "best_achievable"),
+    ({"acceptable_to_close": False, "reason": "best_achievable"}, "best_achievable"),
+    ({"acceptable_to_close": False, "best_achievable": {"critical": 1}}, None),  # not a verdict
+    ({"acceptable_to_close": True, "best_achievable": True}, "rules_met"),
+])
+def test_best_achievable_from_the_analyzers_closes(given, reason):
+    """Tests that the analyzers' best_achievable verdict (when present) closes the round."""
+    loop = LoopState(round=2)
+    assert loop._close_reason(given) == reason
+
+
+# ---------------------------------------------------------------------------------- restore_best
+def test_restore_best_returns_to_the_best_round_and_is_logged():
+    """Tests that restore_best puts back the best round's places, logs one change-log entry per
+    task it moves (op restore_best), ends with an evidence line, and can itself be undone."""
+    s = Session(overloaded(), self_check=True)
+    signal(s)
+    s.call("move", {"task_id": 3, "new_day": 3, "new_slot_start": 1})
+    best_sig = signal(s)
+    best = s.state.to_dict()
+    s.call("move", {"task_id": 3, "new_day": 1, "new_slot_start": 9})  # back onto the full day
+    worse = signal(s)
+    assert (worse["critical"], worse["warning"]) > (best_sig["critical"], best_sig["warning"])
+    before = len(s.changes)
+    result = s.invoke("restore_best", {})
+    assert result.reply.startswith("已恢复到第2轮的最佳状态") and "证据：解决" in result.reply
+    assert s.state.to_dict() == best
+    assert [c.op for c in s.changes[before:]] == ["restore_best"]
+    assert s.call("move", {"task_id": 3, "new_day": 1, "new_slot_start": 9}).startswith("已将")
+    assert s.invoke("restore_best", {}).changes  # and back again
+
+
+def test_restore_best_before_any_round_changes_nothing():
+    """Tests that restore_best without a round refuses in words, state and log unchanged."""
+    s = Session(overloaded())
+    before = s.state.to_json()
+    reply = s.call("restore_best", {})
+    assert "没有可恢复的最佳状态" in reply and s.state.to_json() == before and s.changes == []
+
+
+# ---------------------------------------------------------------------------------- gate
+GATED_CALLS = [
+    ("place", {"task_id": 2, "day": 1, "slot_start": 1}),
+    ("move", {"task_id": 1, "new_day": 1, "new_slot_start": 1}),
+    ("swap", {"task_a": 1, "task_b": 2}),
+    ("batch_move", {"moves": [{"task_id": 1, "new_day": 1, "new_slot_start": 1}]}),
+    ("apply_proposal", {"time_limit_s": 0.5}),
+]
+
+
+@pytest.mark.parametrize("tool, args", GATED_CALLS)
+def test_infeasible_round_gates_the_placing_writes(tool, args):
+    """Tests that after an infeasible round the placing writes are refused with the four options,
+    the state and the change log unchanged."""
+    s = Session(infeasible())
+    env = health(s)
+    assert env["feasibility"]["is_feasible"] is False
+    before = s.state.to_json()
+    result = s.invoke(tool, args)
+    assert result.status == "error" and result.error_code == "negotiation_required"
+    for choice in ("expand_window", "relax_constraints", "reduce_scope", "accept_risk"):
+        assert choice in result.reply
+    assert s.state.to_json() == before and s.changes == []
+    assert env["metrics"]["close_signal"]["should_close"] is False
+
+
+def test_accept_risk_opens_the_gate_and_closes_with_risk_accepted():
+    """Tests that accept_risk lifts the gate, and the next health closes with risk_accepted and
+    no longer repeats the negotiation actions."""
+    s = Session(infeasible())
+    health(s)
+    assert "未执行" in s.call("resolve_negotiation", {"choice": "reduce_scope"})  # args missing
+    reply = s.call("resolve_negotiation", {"choice": "accept_risk"})
+    assert reply.startswith("已记录用户选择：接受风险收口")
+    env = health(s)
+    sig = env["metrics"]["close_signal"]
+    assert sig["should_close"] is True and sig["close_reason"] == "risk_accepted"
+    assert not any(a["intent_code"].startswith(("ask_", "accept_")) for a in env["next_actions"])
+    after = s.invoke("move", {"task_id": 1, "new_day": 1, "new_slot_start": 1})  # a locked course
+    assert after.error_code != "negotiation_required" and "不可移动" in after.reply
+
+
+def test_expand_window_reruns_the_gate():
+    """Tests that expand_window adds empty days after the window and re-runs feasibility, which
+    lifts the gate when the new days suffice."""
+    s = Session(infeasible())
+    health(s)
+    reply = s.call("resolve_negotiation", {"choice": "expand_window", "extra_days": 1})
+    assert "新增第2-2天" in reply and "可行" in reply and "仍不可行" not in reply
+    assert s.state.num_days == 2
+    assert s.call("place", {"task_id": 2, "day": 2, "slot_start": 1}).startswith("已将")
+
+
+def test_reduce_scope_takes_tasks_out_and_reruns_the_gate():
+    """Tests that reduce_scope removes the named pending tasks from this round's scope (kept in
+    the loop), and the gate lifts once the rest fits."""
+    s = Session(infeasible())
+    health(s)
+    reply = s.call("resolve_negotiation", {"choice": "reduce_scope", "task_ids": [2]})
+    assert "移出1个待安排任务" in reply and s.state.task(2) is None
+    assert s.toolbox.ctx.loop.gate_open is False
+    assert s.toolbox.ctx.loop.set_aside[0]["state_id"] == 2
+
+
+def test_relax_constraints_lifts_a_class_window():
+    """Tests that relax_constraints lifts a named class window and the gate with it."""
+    state = make_state(3, [{"status": "pending", "duration": 2, "category_id": 7},
+                           {"source": "event", "locked": True, "status": "existing",
+                            "category": "课程", "slots": block(1, 1, 12)}],
+                       classes=[{"id": 7, "name": "复习", "start_day": 1, "end_day": 1}])
+    s = Session(state)
+    assert health(s)["feasibility"]["is_feasible"] is False
+    still = s.call("resolve_negotiation", {"choice": "relax_constraints",
+                                           "lift_banned": [{"class_id": 7}]})
+    assert "仍不可行" in still
+    reply = s.call("resolve_negotiation", {"choice": "relax_constraints",
+                                           "lift_class_windows": [7]})
+    assert "已解除门禁" in reply and s.state.task_classes[0].end_day is None
+
+
+def test_resolve_negotiation_without_an_infeasible_round_is_refused():
+    """Tests that recording a choice when no round reported infeasibility changes nothing."""
+    s = Session(overloaded())
+    health(s)
+    before = s.state.to_json()
+    assert "无需协商" in s.call("resolve_negotiation", {"choice": "accept_risk"})
+    assert s.state.to_json() == before
+
+
+# ---------------------------------------------------------------------------------- evidence
+def test_write_with_action_id_reports_its_success_criteria():
+    """Tests that a write naming an action ends with one evidence line: issues resolved, made
+    worse, created, and whether the action's success_criteria hold (checked on a fresh health)."""
+    s = Session(overloaded())
+    env = health(s)
+    act = env["next_actions"][0]
+    slots = json.loads(s.call("query_available_slots", {"task_id": 3,
+                                                        "action_id": act["action_id"]}))
+    best = slots["metrics"]["slots"][0]
+    reply = s.call("move", {"task_id": 3, "new_day": best["day"],
+                            "new_slot_start": best["slot_start"], "action_id": act["action_id"]})
+    last = reply.splitlines()[-1]
+    assert last.startswith("证据：解决") and f"行动 {act['action_id']} 的成功判据" in last
+    after = health(s)
+    issues = {i["issue_id"] for i in after["issues"] if i["severity"] != "info"}
+    met = all(i not in issues for i in act["issue_ids"]) and (
+        after["metrics"]["close_signal"]["critical"] <= env["metrics"]["close_signal"]["critical"])
+    assert ("已满足" in last) is met
+
+
+def test_write_without_action_id_still_lists_resolved_and_created():
+    """Tests that a write without action_id gets the evidence line without a criteria clause,
+    and a refused write gets none."""
+    s = Session(overloaded())
+    health(s)
+    reply = s.call("move", {"task_id": 3, "new_day": 2, "new_slot_start": 1})
+    assert reply.splitlines()[-1].startswith("证据：解决") and "成功判据" not in reply
+    refused = s.call("move", {"task_id": 3, "new_day": 1, "new_slot_start": 1})  # conflict
+    assert refused.startswith("移动失败") and "证据" not in refused
+
+
+def test_unknown_action_id_is_refused_before_acting():
+    """Tests that an action_id not from the last health is an argument error, state unchanged."""
+    s = Session(overloaded())
+    health(s)
+    before = s.state.to_json()
+    result = s.invoke("move", {"task_id": 3, "new_day": 2, "new_slot_start": 1,
+                               "action_id": "na_nothing"})
+    assert result.status == "error" and "na_nothing" in result.reply
+    assert s.state.to_json() == before
+
+
+# ---------------------------------------------------------------------------------- round log
+def test_round_log_survives_a_snapshot():
+    """Tests that the round log (counts, the action worked on, writes with evidence), the best
+    state and the gate are part of the snapshot and come back identical."""
+    s = Session(overloaded())
+    env = health(s)
+    act = env["next_actions"][0]["action_id"]
+    s.call("move", {"task_id": 3, "new_day": 3, "new_slot_start": 1, "action_id": act})
+    health(s)
+    log = json.loads(s.call("get_round_log", {}))
+    rounds = log["metrics"]["rounds"]
+    assert [r["round"] for r in rounds] == [1, 2]
+    assert rounds[0]["worked_on"]["action_id"] == act
+    assert rounds[0]["writes"][0]["tool"] == "move" and "resolved" in rounds[0]["writes"][0]
+    restored = Session.restore(json.loads(json.dumps(s.snapshot())))
+    assert json.loads(restored.call("get_round_log", {})) == log
+    assert restored.toolbox.ctx.loop.best_state == s.toolbox.ctx.loop.best_state
+
+
+def test_old_snapshot_without_loop_restores():
+    """Tests that a snapshot written before the loop existed still restores (fresh loop)."""
+    snap = Session(overloaded()).snapshot()
+    del snap["loop"]
+    restored = Session.restore(snap)
+    assert json.loads(restored.call("get_round_log", {}))["metrics"]["round"] == 0
+
+
+# ---------------------------------------------------------------------------------- class rules
+def classed() -> ScheduleState:
+    return make_state(30, [{"status": "pending", "duration": 2, "category_id": 7},
+                           {"slots": block(10, 1, 2), "category_id": 7},
+                           {"slots": block(12, 1, 2), "category_id": 7}],
+                      classes=[{"id": 7, "name": "复习", "start_day": 7, "end_day": 29,
+                                "excluded_slots": [11, 12]}])
+
+
+@pytest.mark.parametrize("tool, args, expected", [
+    ("place", {"task_id": 1, "day": 1, "slot_start": 1},
+     "放置失败：第1天不在任务类「复习」的时间窗（第7-29天）内。"),
+    ("move", {"task_id": 2, "new_day": 30, "new_slot_start": 1},
+     "移动失败：第30天不在任务类「复习」的时间窗（第7-29天）内。"),
+    ("move", {"task_id": 2, "new_day": 9, "new_slot_start": 10},
+     "移动失败：第9天第10-11节含任务类「复习」的禁排时段（第11节）。"),
+    ("batch_move", {"moves": [{"task_id": 2, "new_day": 8, "new_slot_start": 1},
+                              {"task_id": 3, "new_day": 2, "new_slot_start": 1}]},
+     "批量移动失败，全部回滚，无任何变更。\n原因：第2天不在任务类「复习」的时间窗（第7-29天）内。"),
+])
+def test_class_window_and_banned_periods_are_write_rules(tool, args, expected):
+    """Tests that writes outside a task's class window or on its banned periods are refused in
+    the spec's style, state unchanged."""
+    state = classed()
+    tb = Toolbox(state, self_check=True)
+    before = state.to_json()
+    assert tb.call(tool, args) == expected
+    assert state.to_json() == before
+
+
+def test_swap_across_a_class_window_is_refused():
+    """Tests that a swap putting a task outside its class window is refused."""
+    state = make_state(30, [{"slots": block(10, 1, 2), "category_id": 7},
+                            {"slots": block(2, 1, 2), "category": "作业"}],
+                       classes=[{"id": 7, "name": "复习", "start_day": 7, "end_day": 29}])
+    assert Toolbox(state).call("swap", {"task_a": 1, "task_b": 2}) == (
+        "交换失败：第2天不在任务类「复习」的时间窗（第7-29天）内。")
+
+
+# ---------------------------------------------------------------------------------- query tools
+def test_available_slots_are_legal_and_measured():
+    """Tests that every destination query_available_slots lists is accepted by move and has the
+    effect it claims on the critical/warning issues."""
+    state = classed()
+    s = Session(state)
+    env = json.loads(s.call("query_available_slots", {"task_id": 2, "limit": 50}))
+    slots = env["metrics"]["slots"]
+    assert env["success"] and slots
+    assert all(7 <= d["day"] <= 29 and d["slot_end"] <= 10 for d in slots)
+    for d in slots[:5]:
+        probe = Session(ScheduleState.from_json(state.to_dict()))
+        before = {i["issue_id"] for i in health(probe)["issues"] if i["severity"] != "info"}
+        assert probe.call("move", {"task_id": 2, "new_day": d["day"],
+                                   "new_slot_start": d["slot_start"]}).startswith("已将")
+        after = {i["issue_id"] for i in health(probe)["issues"] if i["severity"] != "info"}
+        assert sorted(before - after) == sorted(d["resolves"])
+        assert sorted(after - before) == sorted(d["creates"])
+
+
+def test_health_actions_point_to_the_query_tools_and_are_fixable():
+    """Tests that health's actions read through the two query tools, test fields that health
+    returns, and carry fixable; a fixable action's first target has a clean destination."""
+    s = Session(overloaded())
+    env = health(s)
+    assert env["next_actions"]
+    for act in env["next_actions"]:
+        assert [r["tool"] for r in act["required_reads"]] == ["query_target_tasks",
+                                                              "query_available_slots"]
+        for cond in act["success_criteria"]["conditions"]:
+            assert cond["metric"].split(".")[0].removesuffix("[]") in env
+        assert "fixable" in act
+        if act["fixable"] is True:
+            tasks = json.loads(s.call("query_target_tasks", {"action_id": act["action_id"]}))
+            first = tasks["metrics"]["tasks"][0]
+            assert first["best_destination"] is not None
+            assert first["best_destination"]["critical_delta"] <= 0
+
+
+def test_target_tasks_follow_the_filter():
+    """Tests that query_target_tasks only lists movable tasks passing the filter."""
+    s = Session(classed())
+    env = json.loads(s.call("query_target_tasks", {"target_filter": {"status": ["pending"]}}))
+    assert [t["task_id"] for t in env["metrics"]["tasks"]] == [1]
+    assert env["metrics"]["tasks"][0]["class_window"]["start_day"] == 7
+
+
+# ---------------------------------------------------------------------------------- modes
+def test_modes_offer_different_tools():
+    """Tests §5.3: first_full/global_reopt lead with health and the proposal tools; local_adjust
+    leads with the two query tools and offers no proposal or dimension analyzer."""
+    for mode in (Mode.FIRST_FULL, Mode.GLOBAL_REOPT):
+        names = registry.tool_names(mode)
+        assert names[:3] == ["analyze_health", "check_feasibility", "propose_placement"]
+    local = Session(load_window(), mode="local_adjust").tool_names()
+    assert local[:2] == ["query_target_tasks", "query_available_slots"]
+    assert "analyze_health" in local and "apply_proposal" in local and "move" in local
+    for hidden in ("propose_placement", "analyze_load", "spread_even", "min_context_switch"):
+        assert hidden not in local
+
+
+def test_local_adjust_apply_proposal_is_least_change_repair():
+    """Tests that in local_adjust apply_proposal may not re-plan suggested tasks."""
+    s = Session(load_window(), mode="local_adjust")
+    before = s.state.to_json()
+    result = s.invoke("apply_proposal", {"include_suggested": True, "time_limit_s": 0.5})
+    assert result.status == "error" and "local_adjust" in result.reply
+    assert s.state.to_json() == before
+
+
+def test_hidden_tool_stays_hidden_on_a_bare_toolbox_unless_enabled():
+    """Tests that min_context_switch is refused by a bare Toolbox and missing from its names and
+    schemas, and works once enabled by name."""
+    tb = Toolbox(overloaded())
+    assert "min_context_switch" not in tb.tool_names()
+    assert all(s["name"] != "min_context_switch" for s in tb.schemas("anthropic"))
+    before = tb.state.to_json()
+    assert "需显式启用" in tb.call("min_context_switch", {})
+    assert tb.state.to_json() == before
+    enabled = Toolbox(overloaded(), enabled_tools=["min_context_switch"])
+    assert "min_context_switch" in enabled.tool_names()
+    assert "需显式启用" not in enabled.call("min_context_switch", {"time_limit_s": 0.5})
+
+
+def test_action_without_a_destination_says_it_is_not_fixable():
+    """Tests that an action whose tasks have no legal destination carries fixable=false and the
+    reason, and that query_available_slots indeed lists none."""
+    state = make_state(2, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)},
+                           {"slots": block(1, 9, 12)},
+                           {"source": "event", "locked": True, "status": "existing",
+                            "category": "课程", "slots": block(2, 1, 12)}])
+    s = Session(state)
+    env = health(s)
+    assert env["next_actions"]
+    for act in env["next_actions"]:
+        assert act["fixable"] is False and "没有合法落点" in act["fixable_reason"]
+    slots = json.loads(s.call("query_available_slots", {"task_id": 1}))
+    assert slots["success"] and slots["metrics"]["slots"] == []
+
+
+def test_hidden_tool_stays_hidden_on_http():
+    """Tests that the stateless HTTP route refuses a hidden tool and the tool list omits it,
+    while a session that enabled it by name may call it."""
+    from fastapi.testclient import TestClient
+
+    from smartflow_engine.tools_adapter.http_api import create_app
+
+    client = TestClient(create_app({"tok": "alice"}))
+    auth = {"Authorization": "Bearer tok"}
+    state = overloaded().to_dict()
+    out = client.post("/v1/tools/min_context_switch/call", headers=auth,
+                      json={"state": state, "args": {}}).json()
+    assert out["status"] == "error" and out["state"] is None
+    listed = client.get("/v1/tools?fmt=anthropic", headers=auth).json()["tools"]
+    assert all(t["name"] != "min_context_switch" for t in listed)
+    sid = client.post("/v1/sessions", headers=auth,
+                      json={"state": state, "enable_tools": ["min_context_switch"]}
+                      ).json()["session_id"]
+    called = client.post(f"/v1/sessions/{sid}/calls", headers=auth,
+                         json={"tool": "min_context_switch",
+                               "args": {"time_limit_s": 0.5}}).json()
+    assert called["error_code"] != "not_available"
