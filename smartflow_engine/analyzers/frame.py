@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from ..rules import LEVELS
 from ..state import ScheduleState, Task
 from .result import ParamError
-from .thresholds import LEVELS
 
 FREE, COURSE, TASK = 0, 1, 2
 UNCATEGORISED = "未分类"
