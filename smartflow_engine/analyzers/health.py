@@ -62,14 +62,14 @@ def check_dimensions(value: Any) -> tuple[list[str], list[str]]:
 
 
 def merge_issues(issues: Sequence[Issue]) -> list[Issue]:
-    """Sort, then merge issues of one dimension about one day or one subject into the worst one."""
-    kept: dict[tuple[str, int | None, str | None], Issue] = {}
+    """Sort, then merge issues that are the same problem: the same dimension and rule about the
+    same day, subject or (window-wide) the window (the rule table's merge key); the first, most
+    severe, stays and names the others. Different rules never merge, so each rule's count is its
+    own (a subject's gap and its concentration are two problems)."""
+    kept: dict[tuple[str, str, int | None, str | None], Issue] = {}
     out: list[Issue] = []
     for issue in sort_issues(issues):
-        if issue.day is None and issue.category is None:
-            out.append(issue)
-            continue
-        key = (issue.dimension, issue.day, issue.category)
+        key = (issue.dimension, issue.rule, issue.day, issue.category)
         first = kept.get(key)
         if first is None:
             kept[key] = issue
@@ -263,8 +263,11 @@ def analyze_health(
         from ..solver import check_feasibility as solve
         from ..solver import negotiation_figures
 
-        report = solve(state, time_limit_s=float(time_limit_s), num_workers=num_workers)
+        # The suggested tasks count as movable (include_suggested): after a proposal has placed
+        # them, the gap and the negotiation figures keep the meaning they had before.
+        report = solve(state, time_limit_s=float(time_limit_s), num_workers=num_workers,
+                       include_suggested=True)
         if report.is_feasible is False:
             figures = negotiation_figures(state, report, time_limit_s=float(time_limit_s),
-                                          num_workers=num_workers)
+                                          num_workers=num_workers, include_suggested=True)
     return run_health(state, valid, ignored, detail, level, report, figures)

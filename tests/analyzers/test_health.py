@@ -89,19 +89,42 @@ def test_unproven_feasibility_is_never_reported_infeasible(
     assert not {a.intent_code for a in result.next_actions} & set(NEGOTIATION_INTENTS)
 
 
-def test_issues_of_one_subject_are_merged() -> None:
-    """Tests that two issues of the same subject (a long gap and a concentration) merge into
-    the more severe one, naming the other, and that the single analyzer keeps both."""
+def test_issues_of_one_subject_stay_apart_when_their_rules_differ() -> None:
+    """Tests that a subject's long gap and its concentration are two issues in health (different
+    rules are different problems, issue 10 item 5), as in the single analyzer."""
     items: list[Any] = [("task", "复习", 1, s, s + 1) for s in range(1, 12, 2)]
     items.append(("task", "复习", 8, 1, 2))
     state = build(8, items)
     single = analyze_subjects(state)
     assert {i.rule for i in single.issues} == {"subject_gap", "subject_concentration"}
     health = analyze_health(state, check_feasibility=False)
-    mine = [i for i in health.issues if i.category == "复习"]
-    assert len(mine) == 1
-    assert mine[0].rule == "subject_gap" and mine[0].severity == "critical"
-    assert mine[0].merged_issue_ids == ["issue_subjects_subject_concentration_复习"]
+    mine = {i.rule: i for i in health.issues if i.category == "复习"}
+    assert set(mine) == {"subject_gap", "subject_concentration"}
+    assert not any(i.merged_issue_ids for i in health.issues)
+    counts = health.issue_counts()
+    assert health.metrics["close_signal"]["critical"] == counts["critical"]
+
+
+def test_only_the_same_problem_merges() -> None:
+    """Tests that merge_issues folds issues with the same dimension, rule and entity into the
+    most severe one and keeps issues of another rule, day or subject apart."""
+    from smartflow_engine.analyzers.health import merge_issues
+    from smartflow_engine.analyzers.result import Issue, Trigger
+
+    def issue(rule: str, sev: str, day: int | None = None, cat: str | None = None,
+              n: int = 0) -> Issue:
+        t = Trigger("m", ">=", 1, 2)
+        return Issue(f"issue_{rule}_{sev}_{day}_{cat}_{n}", "context", sev, rule, t, (t,), 1.0,
+                     day=day, category=cat)
+
+    merged = merge_issues([issue("context_switch", "warning", day=2),
+                           issue("context_switch", "critical", day=2, n=1),
+                           issue("context_switch", "warning", day=3),
+                           issue("heavy_adjacent", "info", day=2)])
+    assert [(i.rule, i.severity, i.day) for i in merged] == [
+        ("context_switch", "critical", 2), ("context_switch", "warning", 3),
+        ("heavy_adjacent", "info", 2)]
+    assert merged[0].merged_issue_ids == ["issue_context_switch_warning_2_None_0"]
 
 
 def test_issues_are_sorted_and_actions_capped() -> None:
