@@ -19,9 +19,13 @@ and a positive count threshold never drops below 1.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .state import ScheduleState, TaskClass
 
 Level = Literal["strict", "normal", "relaxed"]
 LEVELS: tuple[str, ...] = ("strict", "normal", "relaxed")
@@ -145,7 +149,7 @@ def rule(dimension: str, name: str, level: str = "normal") -> Rule:
     raise KeyError(f"no rule {dimension}.{name}")
 
 
-def severity(r: Rule, values: dict[str, float | None]) -> str | None:
+def severity(r: Rule, values: Mapping[str, float | None]) -> str | None:
     """The severity of the first band of ``r`` whose conditions all hold on ``values``."""
     for band in r.bands:
         if all(c.holds(values.get(c.metric)) for c in band.conds):
@@ -154,6 +158,19 @@ def severity(r: Rule, values: dict[str, float | None]) -> str | None:
 
 
 # ------------------------------------------------------------------- metric formulas (shared)
+UNCATEGORISED = "未分类"  # the subject of a study task without a category
+
+
+def subject_class(state: ScheduleState, name: str, class_ids: list[int]) -> TaskClass | None:
+    """The task class of subject ``name``: by its tasks' ``category_id`` (first found), else by
+    name (budget rules, p1 §4.4)."""
+    for cid in class_ids:
+        tc = state.task_class(cid)
+        if tc is not None:
+            return tc
+    return next((tc for tc in state.task_classes if tc.name == name), None)
+
+
 def r4(x: float) -> float:
     """Round a ratio for the envelope (rules compare the rounded value the LLM sees)."""
     return round(float(x), 4)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import concentration, rules_for, threshold
+from ..rules import concentration, rules_for, subject_class, threshold
 from ..state import ScheduleState, TaskClass
 from .common import (
     MAX_LISTED_DAYS,
@@ -76,11 +76,7 @@ def subject_tasks(state: ScheduleState) -> dict[str, SubjectTasks]:
 
 def task_class_for(state: ScheduleState, name: str, info: SubjectTasks) -> TaskClass | None:
     """The subject's task class: by its tasks' ``category_id``, else by name."""
-    for cid in info.class_ids:
-        tc = state.task_class(cid)
-        if tc is not None:
-            return tc
-    return next((tc for tc in state.task_classes if tc.name == name), None)
+    return subject_class(state, name, info.class_ids)
 
 
 def gap_stats(present: list[int]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ._cpsat import SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
 from .columns import search
 from .counting import max_placeable
+from .health_search import HEALTH_SHARE, search_health, unplaced_critical
 from .local_search import improve
 from .objective import (
     SCALE,
@@ -99,6 +100,12 @@ class Proposal:
     iterations: int = 0
     local_moves: int = 0  # improving moves of the local search
     columns_explored: int = 0  # free totals whose pattern master ran (see .columns)
+    # Issue 10: analyze_health's (critical, warning) on the applied proposal, at ``threshold``;
+    # the close stage (see .health_search) minimises them after the placed periods.
+    critical: int | None = None
+    warning: int | None = None
+    threshold: str = "normal"
+    start_health: tuple[int, int] | None = None  # (critical, warning) before the close stage
 
 
 # ---------------------------------------------------------------------------------- the model
@@ -482,6 +489,7 @@ def propose_placement(
     include_suggested: bool = False,
     num_workers: int = 1,
     allow_late: bool = False,
+    threshold: str = "normal",
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
 
@@ -498,6 +506,9 @@ def propose_placement(
     allow_late
         Let class tasks go past their class's end day, each day late costing the ``late``
         weight (level 1 then maximises with the end days lifted).
+    threshold
+        The ``analyze_health`` level whose (critical, warning) counts the close stage minimises
+        (lexicographically after the placed periods, before the soft terms).
 
     Returns
     -------
@@ -590,6 +601,14 @@ def propose_placement(
         placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
     placed = {pl.task_id for pl in placements}
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
+    # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search.
+    close = search_health(
+        state, problem, placements, level=threshold, seed=seed,
+        budget_s=HEALTH_SHARE * time_limit_s, deadline=deadline - 0.02,
+        feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers))
+    if close.counts.key < close.start_counts.key:
+        placements = close.placements
+        objective = evaluate(problem, placements, w)
     if not level1.proven:
         name = "unknown"
     elif bound is not None and objective["weighted_total"] <= bound + 1e-6:
@@ -611,6 +630,10 @@ def propose_placement(
         iterations=iterations,
         local_moves=local_moves,
         columns_explored=len(columns.explored),
+        critical=close.counts.critical,
+        warning=close.counts.warning,
+        threshold=threshold,
+        start_health=close.start_counts.key,
     )
 
 
