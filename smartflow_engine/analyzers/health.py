@@ -182,13 +182,24 @@ def run_health(
     if report is not None and infeasible:
         raw.append(feasibility_issue(report))
     issues = merge_issues(raw)
+    from ..solver.health_floor import health_floor
+
+    floor = health_floor(state, level, report, dimensions)
+    for issue in issues:
+        if floor.unfixable.get((issue.rule, issue.day, issue.category)) == issue.severity:
+            issue.fixable = False
     if report is not None and infeasible:
         actions = negotiation_actions(state, report, figures)
     else:
         alias = {m: i.issue_id for i in issues for m in i.merged_issue_ids}
+        unfixable = {i.issue_id for i in issues if not i.fixable}
         pool = [a for part in parts.values() for a in part.next_actions]
         for act in pool:
             act.issue_ids = list(dict.fromkeys(alias.get(i, i) for i in act.issue_ids))
+        # An issue no write can change gets no action (issue 10).
+        pool = [a for a in pool if not a.issue_ids or set(a.issue_ids) - unfixable]
+        for act in pool:
+            act.issue_ids = [i for i in act.issue_ids if i not in unfixable]
         actions = number_actions(order_actions(pool, issues), MAX_ACTIONS)
 
     counts = {s: 0 for s in SEVERITY_RANK}
@@ -204,9 +215,20 @@ def run_health(
     if "tolerance" in parts:
         metrics["tolerance"] = parts["tolerance"].metrics["overall"]
     metrics["issue_counts"] = counts
+    acceptable = counts["critical"] == 0 and counts["warning"] <= 1
+    # The current schedule is one of the floor's population only when no pending period that
+    # could be placed is left (see .solver.health_floor).
+    pending = sum(t.need() for t in state.pending_tasks())
+    complete = pending == 0 or (report is not None and report.proven
+                                and report.capacity_gap is not None
+                                and pending <= report.capacity_gap)
+    best = floor.proven and complete and floor.meets(counts["critical"], counts["warning"])
     metrics["close_signal"] = {
-        "acceptable_to_close": counts["critical"] == 0 and counts["warning"] <= 1,
-        "critical": counts["critical"], "warning": counts["warning"], "rule": CLOSE_RULE}
+        "acceptable_to_close": acceptable,
+        "critical": counts["critical"], "warning": counts["warning"], "rule": CLOSE_RULE,
+        "reason": "rules_met" if acceptable else "best_achievable" if best else "open",
+        "best_achievable": best,
+        "floor": floor.to_dict()}
     if ignored:
         metrics["ignored_dimensions"] = ignored
     if detail == "full":

@@ -55,9 +55,13 @@ def test_balanced_window_gives_the_close_signal(balanced_window: ScheduleState) 
     assert result.feasibility is not None and result.feasibility["is_feasible"] is True
     counts = result.metrics["issue_counts"]
     assert counts["critical"] == 0 and counts["warning"] <= 1
-    assert result.metrics["close_signal"] == {
+    signal = result.metrics["close_signal"]
+    floor = signal.pop("floor")
+    assert signal == {
         "acceptable_to_close": True, "critical": 0, "warning": counts["warning"],
-        "rule": "critical=0 && warning<=1"}
+        "rule": "critical=0 && warning<=1", "reason": "rules_met",
+        "best_achievable": floor["critical"] == 0 and floor["warning"] >= counts["warning"]}
+    assert floor["proven"] is True and floor["critical"] == 0
 
 
 def test_close_signal_follows_the_counts() -> None:
@@ -66,8 +70,18 @@ def test_close_signal_follows_the_counts() -> None:
         result = analyze_health(random_window(seed, 14, 12, 0.5), check_feasibility=False)
         counts = result.issue_counts()
         assert result.metrics["issue_counts"] == counts
-        assert result.metrics["close_signal"]["acceptable_to_close"] is (
+        signal = result.metrics["close_signal"]
+        assert signal["acceptable_to_close"] is (
             counts["critical"] == 0 and counts["warning"] <= 1)
+        # reason: rules_met when acceptable, best_achievable only at a proven floor
+        floor = signal["floor"]
+        at_floor = floor["proven"] and counts["critical"] <= floor["critical"] and (
+            counts["critical"] + counts["warning"] <= floor["critical"] + floor["warning"])
+        assert signal["reason"] == ("rules_met" if signal["acceptable_to_close"] else
+                                    "best_achievable" if signal["best_achievable"] else "open")
+        assert not signal["best_achievable"] or at_floor
+        assert counts["critical"] >= floor["critical"]
+        assert counts["critical"] + counts["warning"] >= floor["critical"] + floor["warning"]
 
 
 def test_unproven_feasibility_is_never_reported_infeasible(

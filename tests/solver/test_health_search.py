@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from solver_windows import apply_placements, make_state, tiny_windows
 
@@ -194,3 +195,137 @@ def test_evaluator_updates_match_a_rebuild() -> None:
     fresh = HealthEvaluator(state, scope)
     fresh.set_placements(proposal.placements[1:])
     assert ev.counts_now() == fresh.counts_now()
+
+
+# ------------------------------------------------------------------ the floor
+def _schedules(state: ScheduleState, pending_min: int, cap: int = 400) -> list[ScheduleState] | None:
+    """Every schedule of the floor's population (movable study tasks anywhere free or inside an
+    unlocked fixed host block, class windows ignored: a superset), or None beyond ``cap``."""
+    from smartflow_engine.solver.health_floor import movable_study
+
+    data = json.loads(state.to_json())
+    days, spd = state.num_days, state.slots_per_day
+    movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1]
+    if any(movable_study(state, t) and len(t.slots) > 1 for t in state.tasks):
+        return None
+    ids = {t.state_id for t in movable}
+    busy = set()
+    for t in state.tasks:
+        if t.state_id not in ids and t.embed_host is None:
+            busy |= {(b.day, s) for b in t.slots for s in range(b.slot_start, b.slot_end + 1)}
+    taken_hosts = {(b.day, t.embed_host) for t in state.tasks if t.state_id not in ids
+                   and t.embed_host is not None for b in t.slots}
+    hosts = [(b.day, b.slot_start, b.slot_end, t.state_id) for t in state.tasks
+             if t.can_embed and not t.locked and t.state_id not in ids for b in t.slots
+             if (b.day, t.state_id) not in taken_hosts]
+    out: list[list[tuple[int, int, int, int | None] | None]] = []
+
+    def dfs(i: int, used: set[tuple[int, int]], used_hosts: set[int], chosen: list[Any],
+            pending_placed: int) -> bool:
+        if len(out) > cap:
+            return False
+        if i == len(movable):
+            if pending_placed >= pending_min:
+                out.append(list(chosen))
+            return True
+        t = movable[i]
+        n = t.need()
+        for day in range(1, days + 1):
+            for s in range(1, spd - n + 2):
+                cells = {(day, p) for p in range(s, s + n)}
+                if not cells & (busy | used):
+                    chosen.append((t.state_id, day, s, None))
+                    dfs(i + 1, used | cells, used_hosts, chosen,
+                        pending_placed + (n if t.status == "pending" else 0))
+                    chosen.pop()
+                if not t.can_embed:
+                    for hi, (hd, hs, he, hid) in enumerate(hosts):
+                        if hd == day and hs <= s and s + n - 1 <= he and hi not in used_hosts:
+                            chosen.append((t.state_id, day, s, hid))
+                            dfs(i + 1, used, used_hosts | {hi}, chosen,
+                                pending_placed + (n if t.status == "pending" else 0))
+                            chosen.pop()
+        if t.status == "pending":
+            chosen.append(None)
+            dfs(i + 1, used, used_hosts, chosen, pending_placed)
+            chosen.pop()
+        return True
+
+    dfs(0, set(), set(), [], 0)
+    if len(out) > cap:
+        return None
+    states = []
+    for choice in out:
+        rows = {row["state_id"]: {k: v for k, v in row.items() if k != "embedded_by"}
+                for row in data["tasks"]}
+        for t, c in zip(movable, choice, strict=True):
+            row = rows[t.state_id]
+            if c is None:
+                continue
+            _, day, s, host = c
+            row["slots"] = [{"day": day, "slot_start": s, "slot_end": s + t.need() - 1}]
+            row.pop("duration", None)
+            if row["status"] == "pending":
+                row["status"] = "suggested"
+            if host is None:
+                row.pop("embed_host", None)
+            else:
+                row["embed_host"] = host
+        new = dict(data, tasks=list(rows.values()))
+        states.append(ScheduleState.from_json(json.dumps(new)))
+    return states
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+@given(state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS))
+def test_proven_floor_is_never_beaten(state: ScheduleState, level: str) -> None:
+    """Tests, against exhaustive search over every placement of the movable study tasks on tiny
+    windows, that no schedule is below the proven floor (critical, and critical + warning)."""
+    from smartflow_engine.solver import check_feasibility
+    from smartflow_engine.solver.health_floor import health_floor
+
+    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
+    floor = health_floor(state, level, report)
+    pending = sum(t.need() for t in state.pending_tasks())
+    pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
+    schedules = _schedules(state, pending_min)
+    assume(schedules)
+    assert schedules is not None
+    feas = 1 if any(b["rule"] == "capacity_gap" for b in floor.binding) else 0
+    for sched in schedules:
+        c, w = health_key(sched, level)
+        assert c + feas >= floor.critical
+        assert c + feas + w >= floor.critical + floor.warning
+
+
+def test_floor_names_fixed_days_and_capacity() -> None:
+    """Tests the floor's figures on a window whose locked courses fill day 1 to 11 of 12
+    periods (an unfixable critical day, with no action) and days 2-3 to 9."""
+    tasks: list[dict[str, Any]] = [_course(1, 1, 11)]
+    tasks += [_course(d, 1, 9) for d in (2, 3)]
+    tasks += [{"status": "pending", "duration": 2, "category_id": 10} for _ in range(3)]
+    state = make_state(3, 12, tasks)
+    result = analyze_health(state)
+    signal = result.metrics["close_signal"]
+    floor = signal["floor"]
+    assert floor["proven"] is True
+    whys = [b["why"] for b in floor["binding"] if b["rule"] == "day_utilization"]
+    fixed = next(w for w in whys if w["kind"] == "fixed_load")
+    assert fixed["days"] == [{"day": 1, "fixed_periods": 11, "severity": "critical"}]
+    # days 2 and 3 keep 3 free periods each: two of the 2-period tasks fit (4 periods placed,
+    # gap 2); poured freely (day 1 takes 1, days 2-3 stay below 11 with 1 each), one more
+    # period forces one of days 2-3 to the critical load of 11
+    capacity = next(w for w in whys if w["kind"] == "capacity")
+    assert capacity["periods_to_place"] == 4
+    assert capacity["days_forced_over_critical"] == 1
+    assert floor["critical"] >= 2
+    assert signal["acceptable_to_close"] is False
+    schedules = _schedules(state, pending_min=4)
+    assert schedules
+    for sched in schedules:  # exhaustively: nothing below the floor
+        c, w = health_key(sched, "normal")
+        assert c >= floor["critical"] and c + w >= floor["critical"] + floor["warning"]
+    day1 = [i for i in result.issues if i.rule == "day_utilization" and i.day == 1]
+    assert day1 and day1[0].fixable is False
+    assert all(day1[0].issue_id not in a.issue_ids for a in result.next_actions)
