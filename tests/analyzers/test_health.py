@@ -175,3 +175,18 @@ def test_health_tool_uses_the_solver_with_the_context_caps(
     assert data["feasibility"]["capacity_gap"] == direct.capacity_gap == 2
     assert data["feasibility"]["reason_code"] == direct.reason_code
     assert [a["intent_code"] for a in data["next_actions"]] == list(NEGOTIATION_INTENTS)
+
+
+def test_floor_figures_are_rendered_in_chinese() -> None:
+    """Tests that the analyze_health tool reply carries a Chinese sentence with the figures of
+    every binding rule of the floor (locked courses filling a day)."""
+    from smartflow_engine import Toolbox
+
+    items: list[Any] = [("course", "课程", 1, 1, 11), ("course", "课程", 2, 1, 2)]
+    state = build(2, items)
+    reply = json.loads(Toolbox(state).call("analyze_health", {}))
+    binding = reply["metrics"]["close_signal"]["floor"]["binding"]
+    fixed = next(b for b in binding if b["why"].get("kind") == "fixed_load")
+    assert "第1天已有11节固定占用" in fixed["text"]
+    issue = next(i for i in reply["issues"] if i["rule"] == "day_utilization")
+    assert issue["fixable"] is False
