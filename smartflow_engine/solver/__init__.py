@@ -19,6 +19,7 @@ from .objective import DEFAULT_WEIGHTS, TERM_NAMES, TERMS, evaluate
 from .placement import Proposal, propose_placement
 from .problem import Placement
 from .reoptimize import Reoptimization, min_context_switch, spread_even
+from .repair import repair_placement
 
 __all__ = [
     "DEFAULT_WEIGHTS",
@@ -39,5 +40,6 @@ __all__ = [
     "min_context_switch",
     "negotiation_figures",
     "propose_placement",
+    "repair_placement",
     "spread_even",
 ]

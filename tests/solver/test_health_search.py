@@ -329,3 +329,54 @@ def test_floor_names_fixed_days_and_capacity() -> None:
     day1 = [i for i in result.issues if i.rule == "day_utilization" and i.day == 1]
     assert day1 and day1[0].fixable is False
     assert all(day1[0].issue_id not in a.issue_ids for a in result.next_actions)
+
+
+# ------------------------------------------------------------------ least-change repair
+def _placed_window(seed: int) -> ScheduleState:
+    """A 13-day fragmented window after a proposal was applied (everything placed)."""
+    state = synthetic_window(seed, 13, variant="fragmented")
+    proposal = propose_placement(state, time_limit_s=0.5, seed=0)
+    return apply_placements(state, proposal.placements)
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_repair_moves_at_most_k_tasks_and_reports_health(k: int) -> None:
+    """Tests that keep_placed repair moves at most k placed tasks, never worsens the counts,
+    and reports the counts analyze_health gives once applied."""
+    from smartflow_engine.solver import repair_placement
+
+    state = _placed_window(21)
+    before = health_key(state, "normal", feasibility=True)
+    proposal = repair_placement(state, max_moves=k, time_limit_s=1.0, seed=0)
+    moved = [pl for pl in proposal.placements if state.task(pl.task_id).status != "pending"]
+    assert len(moved) <= k and proposal.local_moves <= k
+    assert (proposal.critical, proposal.warning) <= before
+    applied = apply_placements(state, proposal.placements)
+    assert (proposal.critical, proposal.warning) == health_key(applied, "normal",
+                                                               feasibility=True)
+    if k == 0:
+        assert not moved
+
+
+def test_apply_proposal_keep_placed_tool() -> None:
+    """Tests the tools: propose_placement with keep_placed reports the health counts and
+    changes nothing; apply_proposal with keep_placed moves at most max_moves tasks, keeps the
+    moved tasks' status, and the schedule's health is the reported one."""
+    from smartflow_engine import Toolbox
+
+    state = _placed_window(22)
+    tb = Toolbox(state)
+    before = tb.state.to_json()
+    reply = tb.call("propose_placement", {"keep_placed": True, "max_moves": 2,
+                                          "time_limit_s": 1.0})
+    assert "体检（normal档）：应用后 critical" in reply
+    assert tb.state.to_json() == before
+    statuses = {t.state_id: (t.status, [(b.day, b.slot_start) for b in t.slots])
+                for t in tb.state.tasks}
+    tb.call("apply_proposal", {"keep_placed": True, "max_moves": 2, "time_limit_s": 1.0})
+    changed = [t for t in tb.state.tasks
+               if [(b.day, b.slot_start) for b in t.slots] != statuses[t.state_id][1]]
+    assert len(changed) <= 2
+    assert all(t.status == statuses[t.state_id][0] for t in changed)
+    refused = tb.call("apply_proposal", {"keep_placed": True, "max_moves": 99})
+    assert "max_moves" in refused
