@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-AREAS = ("tools", "solver", "analyzers", "adapters", "store")
+AREAS = ("tools", "solver", "analyzers", "adapters", "store", "close")
 
 
 def run_all(quick: bool = False, console: Console | None = None) -> str:

@@ -174,6 +174,8 @@ class HealthEvaluator:
         self.sum_load = self.sum_load_sq = 0
         self.dirty: set[int] = set(range(1, num_codes))
         self.subject_cw: list[tuple[int, int, float]] = [(0, 0, 0.0)] * num_codes
+        # per subject: its largest gap as (last day before, first day after), 1-based, or None
+        self.gap_span: list[tuple[int, int] | None] = [None] * num_codes
         for d in range(self.num_days):
             self._day(d)
 
@@ -372,9 +374,13 @@ class HealthEvaluator:
         present = [d for d, v in enumerate(col) if v]
         crit = warn = 0
         slack = 0.0
+        self.gap_span[code] = None
         if present:
-            max_gap: int | None = (max(b - a for a, b in itertools.pairwise(present)) - 1
-                                   if len(present) > 1 else None)
+            max_gap: int | None = None
+            if len(present) > 1:
+                a, b = max(itertools.pairwise(present), key=lambda p: p[1] - p[0])
+                max_gap = b - a - 1
+                self.gap_span[code] = (a + 1, b + 1)
             on_days = [col[d] for d in present]
             conc = concentration(on_days, int(self.fixed_blocks[code] + self.scope_blocks[code]),
                                  self.num_days)

@@ -1,8 +1,9 @@
 """A proven floor of ``analyze_health``'s (critical, warning): what no placement can go below.
 
-The population: every schedule the write tools can reach by placing and moving the unlocked
-study tasks (source ``task_item``, not locked, not the guest of a locked host), while courses
-and calendar events (never suggested for a move, p1 §4.3) and locked tasks stay where they are;
+The population: every placement of the unlocked study tasks (source ``task_item``, not locked,
+not the guest of a locked host) inside their task classes' day windows (as proposals place
+them), while courses and calendar events (never suggested for a move, p1 §4.3) and locked
+tasks stay where they are;
 every study task placed now stays placed, and, when a proven feasibility report is given, at
 least ``required - capacity_gap`` pending periods are placed (what a proposal places).
 
@@ -14,7 +15,8 @@ schedule of the population, hence no schedule is lexicographically below the flo
 
 - ``day_utilization``: a day whose fixed periods alone reach a band (unfixable); and capacity:
   the periods to place that do not fit below the warning (critical) load of the other days
-  force that many more days over it (fewest days: the roomiest first).
+  force that many more days over it (fewest days: the roomiest first), in the whole window and
+  in each task-class day window for the tasks confined to it.
 - ``context_switch``: switches between fixed study periods (no host block in between) only grow.
 - ``buffer``: a day needs two usable free periods; days whose fixed content leaves fewer never
   get them, and the free periods left after placing, halved, bound the days that can.
@@ -37,6 +39,7 @@ import numpy as np
 from ..rules import r4, rules_for, severity, subject_class
 from ..state import ScheduleState, Task, runs
 from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
+from .problem import rule_for
 
 if TYPE_CHECKING:
     from .feasibility import FeasibilityReport
@@ -145,13 +148,38 @@ def health_floor(state: ScheduleState, level: str = "normal",
             warn0 += 1
     forced_w = _forced_days(fixed_load, free, p_min, warn_t)
     forced_c = _forced_days(fixed_load, free, p_min, crit_t)
+    window: list[int] = [1, num_days]
+    # Task-class day windows: the periods of the tasks confined to a span of days must fit in
+    # that span (host blocks there aside), which may force more days over a load.
+    everything = pending_min == pending_slots
+    spans: dict[tuple[int, int], int] = {}
+    confined: list[tuple[int, int, int]] = []
+    for t in state.tasks:
+        if not movable_study(state, t) or (t.status == "pending" and not everything):
+            continue
+        cls = rule_for(state, t)
+        if (cls.start_day, cls.end_day) != (1, num_days):
+            periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
+            confined.append((cls.start_day, cls.end_day, periods))
+            spans[(cls.start_day, cls.end_day)] = 0
+    for lo, hi in spans:
+        demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
+        room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
+                   for b in t.slots if lo <= b.day <= hi)
+        part = slice(lo - 1, hi)
+        need = max(0, demand - room)
+        fw = _forced_days(fixed_load[part], free[part], need, warn_t)
+        fc = _forced_days(fixed_load[part], free[part], need, crit_t)
+        if (fc, fw) > (forced_c, forced_w) or fw > forced_w:
+            window = [lo, hi]
+        forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
     util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
     if fixed_days:
         add("day_utilization", (crit0, warn0), {
             "kind": "fixed_load", "days": fixed_days, "slots_per_day": spd})
     if util_cw != (crit0, warn0):
         add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), {
-            "kind": "capacity", "periods_to_place": p_min,
+            "kind": "capacity", "periods_to_place": p_min, "days": window,
             "room_below_warning": int(np.minimum(free, np.maximum(0, warn_t - 1 - fixed_load))
                                       [fixed_load < warn_t].sum()),
             "days_forced_over_warning": forced_w, "days_forced_over_critical": forced_c,

@@ -35,6 +35,7 @@ EVAL_COST_S = 60e-6  # estimated seconds per evaluation of a 30-day window (cali
 EVAL_COST_PER_DAY_S = 1.2e-6  # plus this per day of the window
 REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lists
 SWAP_SHARE = 0.2  # of the moves that are swaps
+GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class _Search:
         self.rng = rng
         self.max_moves = max_moves
         self.group_of = problem.group_of()
+        self.gap_warn = int(ev.gap_warn)
         self.hosts_by_day: dict[int, list[Bin]] = {}
         for b in problem.hosts:
             self.hosts_by_day.setdefault(b.day, []).append(b)
@@ -112,15 +114,21 @@ class _Search:
         return sum(1 for tid, pl in self.ev.placed_scope.items() if self.origin.get(tid) != pl)
 
     # ------------------------------------------------------------------ moves
-    def relocate(self, tid: int, day_choice: str) -> list[tuple[int, Placement, Placement]] | None:
-        """Move ``tid`` to a random allowed free place; returns the undo list or None."""
+    def relocate(self, tid: int, day_choice: str | int
+                 ) -> list[tuple[int, Placement, Placement]] | None:
+        """Move ``tid`` to a random allowed free place on a day drawn by ``day_choice``
+        (``light``: the lighter of two, ``any``, or a given day); the undo list or None."""
         ev = self.ev
         gi = self.group_of[tid]
         g = self.problem.groups[gi]
         days = self.allowed_days[gi]
         if days.size == 0:
             return None
-        if day_choice == "light":
+        if isinstance(day_choice, int):
+            day = day_choice
+            if not g.rule.allows_day(day, self.problem.num_days):
+                return None
+        elif day_choice == "light":
             a, b = (int(v) for v in self.rng.choice(days, size=2))
             day = a if ev.day_total[a - 1] <= ev.day_total[b - 1] else b
         else:
@@ -140,6 +148,32 @@ class _Search:
         ev.place(new, refresh=False)
         ev.refresh((old.day, day))
         return [(tid, old, new)]
+
+    def gap_move(self) -> list[tuple[int, Placement, Placement]] | None:
+        """A task of a subject with a long gap moves into the middle part of that gap (from the
+        day where the subject has the most blocks)."""
+        ev = self.ev
+        spans = [(code, span) for code, span in enumerate(ev.gap_span)
+                 if span is not None and span[1] - span[0] - 1 >= self.gap_warn - 1]
+        if not spans:
+            return None
+        code, (a, b) = spans[int(self.rng.integers(len(spans)))]
+        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        if not mine:
+            return None
+        per_day: dict[int, int] = {}
+        for t in mine:
+            per_day[ev.placed_scope[t].day] = per_day.get(ev.placed_scope[t].day, 0) + 1
+        if self.rng.random() < 0.6:
+            mine = [t for t in mine if per_day[ev.placed_scope[t].day] > 1] or mine
+        tid = mine[int(self.rng.integers(len(mine)))]
+        lo, hi = a + 1, b - 1
+        if lo > hi:
+            return None
+        third = max(1, (hi - lo + 1) // 3)
+        day = int(self.rng.integers(lo + (third if hi - lo >= 2 else 0),
+                                    hi - (third if hi - lo >= 2 else 0) + 1))
+        return self.relocate(tid, day)
 
     def _touches(self, day: int, s: int, n: int) -> bool:
         row = self.ev.owner[day - 1]
@@ -232,7 +266,12 @@ def search_health(
             if time.perf_counter() > safety:
                 break
             hot = _hot_tasks(ev, tids) or tids
-        if rng.random() < SWAP_SHARE and len(tids) > 1:
+        draw = rng.random()
+        if draw < GAP_SHARE:
+            changes = search.gap_move()
+            if changes is None:
+                changes = search.relocate(hot[int(rng.integers(len(hot)))], "light")
+        elif draw < GAP_SHARE + SWAP_SHARE and len(tids) > 1:
             a = hot[int(rng.integers(len(hot)))]
             b = tids[int(rng.integers(len(tids)))]
             changes = search.swap(a, b) if a != b else None

@@ -200,11 +200,13 @@ def test_evaluator_updates_match_a_rebuild() -> None:
 # ------------------------------------------------------------------ the floor
 def _schedules(state: ScheduleState, pending_min: int, cap: int = 400) -> list[ScheduleState] | None:
     """Every schedule of the floor's population (movable study tasks anywhere free or inside an
-    unlocked fixed host block, class windows ignored: a superset), or None beyond ``cap``."""
+    unlocked fixed host block, inside their class's days, off its banned periods), or None
+    beyond ``cap``."""
     from smartflow_engine.solver.health_floor import movable_study
+    from smartflow_engine.solver.problem import rule_for
 
     data = json.loads(state.to_json())
-    days, spd = state.num_days, state.slots_per_day
+    spd = state.slots_per_day
     movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1]
     if any(movable_study(state, t) and len(t.slots) > 1 for t in state.tasks):
         return None
@@ -230,8 +232,11 @@ def _schedules(state: ScheduleState, pending_min: int, cap: int = 400) -> list[S
             return True
         t = movable[i]
         n = t.need()
-        for day in range(1, days + 1):
+        rule = rule_for(state, t)
+        for day in range(rule.start_day, rule.end_day + 1):
             for s in range(1, spd - n + 2):
+                if any(p in rule.banned for p in range(s, s + n)):
+                    continue
                 cells = {(day, p) for p in range(s, s + n)}
                 if not cells & (busy | used):
                     chosen.append((t.state_id, day, s, None))
@@ -380,3 +385,24 @@ def test_apply_proposal_keep_placed_tool() -> None:
     assert all(t.status == statuses[t.state_id][0] for t in changed)
     refused = tb.call("apply_proposal", {"keep_placed": True, "max_moves": 99})
     assert "max_moves" in refused
+
+
+def test_floor_counts_class_windows() -> None:
+    """Tests that tasks confined by their class to day 1 force that day over the critical load
+    in the floor (the window as a whole has room), and that exhaustive search agrees."""
+    from smartflow_engine.solver import check_feasibility
+    from smartflow_engine.solver.health_floor import health_floor
+
+    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 1, "excluded_slots": []}]
+    tasks = [{"status": "pending", "duration": 2, "category_id": 10} for _ in range(3)]
+    state = make_state(3, 6, tasks, classes)
+    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
+    floor = health_floor(state, "normal", report)
+    why = next(b["why"] for b in floor.binding if b["rule"] == "day_utilization")
+    assert why["days"] == [1, 1] and why["days_forced_over_critical"] == 1
+    assert floor.critical >= 1
+    schedules = _schedules(state, pending_min=6)
+    assert schedules
+    for sched in schedules:
+        c, w = health_key(sched, "normal")
+        assert c >= floor.critical and c + w >= floor.critical + floor.warning
