@@ -315,13 +315,15 @@ def max_placeable(
     counts: list[int] | None = None,
     witness: bool = True,
     deterministic: bool = False,
+    deterministic_time: float | None = None,
 ) -> CountResult:
     """The exact maximum of placeable periods (``best == bound`` when proven).
 
     Best-fit-decreasing greedies run first: when one places everything, its placement proves
     feasibility and CP-SAT is not called; otherwise the best is the CP-SAT model's hint.
     ``deterministic`` also bounds CP-SAT's deterministic time (half the limit), so a search cut
-    short ends at the same point on a busy machine (proposals rely on it).
+    short ends at the same point on a busy machine (proposals rely on it); ``deterministic_time``
+    sets that bound explicitly instead.
     """
     t0 = time.perf_counter()
     counts = [g.count for g in problem.groups] if counts is None else counts
@@ -335,7 +337,8 @@ def max_placeable(
                            time.perf_counter() - t0)
     cm = build(problem, counts)
     add_hint(problem, cm, greedy)
-    solver = make_solver(time_limit_s, num_workers, deterministic=deterministic)
+    solver = make_solver(time_limit_s, num_workers, deterministic=deterministic,
+                         deterministic_time=deterministic_time)
     status = status_of(solver.solve(cm.model))
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         best = round(solver.objective_value)

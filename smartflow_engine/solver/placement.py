@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..state import ScheduleState, runs
-from ._cpsat import SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import DETERMINISTIC_SHARE, SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
 from .columns import search
 from .counting import max_placeable
@@ -59,7 +59,11 @@ LNS_BUILD_COST = 4e-5
 # Work budget. Every stage is bounded by a deterministic work measure, converted to estimated
 # seconds of the 2-core CI machine; the wall clock (time_limit_s) is only a safety net. The total
 # estimate is WORK_SHARE of the limit, so the wall clock decides only on a machine more than
-# 1 / WORK_SHARE times slower than the calibration.
+# 1 / WORK_SHARE times slower than the calibration. No share keeps a loaded machine out (on a
+# fresh 2-core machine the estimates ran ~1.5x short of the wall time, and a competing busy
+# thread slowed the pure-Python stages 2-7x), so determinism for a seed is promised only for a
+# proposal the wall clock did not cut: it says so (``wall_limited``), and a caller that needs
+# the same answer everywhere fixes the work (``work_limit_s``) under a generous wall limit.
 WORK_SHARE = 0.4
 PRE_LOCAL_SHARE = 0.05  # of the limit for the first burst of local moves
 COLUMN_SHARE = 0.35  # of the limit for the column generation (see .columns)
@@ -106,6 +110,10 @@ class Proposal:
     warning: int | None = None
     threshold: str = "normal"
     start_health: tuple[int, int] | None = None  # (critical, warning) before the close stage
+    # True when the wall-clock safety net may have cut a stage (a slow or overloaded machine):
+    # the same seed then need not give the same proposal. False: every stage stopped on its
+    # deterministic work budget, so the proposal is the one this seed always gives.
+    wall_limited: bool = False
 
 
 # ---------------------------------------------------------------------------------- the model
@@ -490,6 +498,7 @@ def propose_placement(
     num_workers: int = 1,
     allow_late: bool = False,
     threshold: str = "normal",
+    work_limit_s: float | None = None,
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
 
@@ -509,6 +518,11 @@ def propose_placement(
     threshold
         The ``analyze_health`` level whose (critical, warning) counts the close stage minimises
         (lexicographically after the placed periods, before the soft terms).
+    work_limit_s
+        The deterministic work budget, in estimated seconds of the calibration machine
+        (default ``WORK_SHARE * time_limit_s``). It alone decides where the search stops, so a
+        seed gives the same proposal on any machine that finishes it within ``time_limit_s``;
+        ``Proposal.wall_limited`` says when the wall clock cut it instead.
 
     Returns
     -------
@@ -525,8 +539,12 @@ def propose_placement(
     w = resolve_weights(weights)
     problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
                             allow_late=allow_late)
+    # ``effort``: the limit the deterministic budgets are computed from (the wall clock's own
+    # limit unless the caller fixes the work separately).
+    effort = time_limit_s if work_limit_s is None else work_limit_s / WORK_SHARE
     level1 = max_placeable(problem, time_limit_s=time_limit_s * 0.3, num_workers=num_workers,
-                           deterministic=True)
+                           deterministic_time=effort * 0.3 * DETERMINISTIC_SHARE)
+    level1_cut = level1.runtime_s >= time_limit_s * 0.3 - 0.01
     target = level1.best
     greedy = balanced_greedy(problem, w)
     candidates = [("witness", level1.witness)]
@@ -536,24 +554,26 @@ def propose_placement(
     elif greedy_slots < target:
         # Repair: place the greedy's leftovers exactly in the space it left.
         rest = max_placeable(_residual(problem, greedy), time_limit_s=time_limit_s * 0.1,
-                             num_workers=num_workers, deterministic=True)
+                             num_workers=num_workers,
+                             deterministic_time=effort * 0.1 * DETERMINISTIC_SHARE)
+        level1_cut = level1_cut or rest.runtime_s >= time_limit_s * 0.1 - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
     start_name, start = min(candidates, key=lambda c: evaluate(problem, c[1], w)["weighted_total"])
     start_obj = evaluate(problem, start, w)
 
     deadline = t0 + time_limit_s
-    total_budget = WORK_SHARE * time_limit_s  # estimated seconds of deterministic work
+    total_budget = WORK_SHARE * effort  # estimated seconds of deterministic work
     # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
     #    better first master for the column generation.
-    pre_budget = PRE_LOCAL_SHARE * time_limit_s
+    pre_budget = PRE_LOCAL_SHARE * effort
     pre = improve(problem, w, start, seed=seed, deadline=deadline - 0.02, budget_s=pre_budget,
                   stall_s=LOCAL_STALL * pre_budget)
     local_moves = pre.moves
     best = pre.placements
     # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
     #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
-    columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * time_limit_s,
+    columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * effort,
                      deadline=deadline - 0.02, num_workers=num_workers, seed=seed)
     bound: float | None = columns.bound if math.isfinite(columns.bound) else None
     if columns.objective < columns.start_objective:
@@ -565,7 +585,7 @@ def propose_placement(
     if not columns.optimal:
         # 3. What the budget leaves: local moves again, then the full model (short windows)
         #    or the day-pair neighbourhood search.
-        local_budget = min(LOCAL_SHARE * time_limit_s, max(0.0, total_budget - work))
+        local_budget = min(LOCAL_SHARE * effort, max(0.0, total_budget - work))
         local = improve(problem, w, best, seed=seed + 1, deadline=deadline - 0.02,
                         budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
         local_moves += local.moves
@@ -578,7 +598,7 @@ def propose_placement(
             hinted = sub.hint(local.placements)
             solver = make_solver(max(deadline - time.perf_counter(), 0.01), num_workers,
                                  seed=seed, exact=False,
-                                 deterministic_time=FULL_MODEL_DET_SHARE * time_limit_s)
+                                 deterministic_time=FULL_MODEL_DET_SHARE * effort)
             # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1
             # limit, measured); the hinted search without it keeps to the limit.
             solver.parameters.cp_model_presolve = False
@@ -595,6 +615,9 @@ def propose_placement(
             current, iterations = _neighbourhood_search(win, current, deadline, budget, seed,
                                                         num_workers)
 
+    # Every stage stops by ``deadline - 0.02`` at the latest; one that got that close may
+    # have been cut by the wall clock rather than by its deterministic budget.
+    wall_limited = level1_cut or time.perf_counter() >= deadline - 0.03
     placements = sorted(current.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     objective = evaluate(problem, placements, w)
     if objective["weighted_total"] > start_obj["weighted_total"] + 1e-9:  # guard, never expected
@@ -604,8 +627,9 @@ def propose_placement(
     # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search.
     close = search_health(
         state, problem, placements, level=threshold, seed=seed,
-        budget_s=HEALTH_SHARE * time_limit_s, deadline=deadline - 0.02,
+        budget_s=HEALTH_SHARE * effort, deadline=deadline - 0.02,
         feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers))
+    wall_limited = wall_limited or time.perf_counter() >= deadline - 0.03
     if close.counts.key < close.start_counts.key:
         placements = close.placements
         objective = evaluate(problem, placements, w)
@@ -634,6 +658,7 @@ def propose_placement(
         warning=close.counts.warning,
         threshold=threshold,
         start_health=close.start_counts.key,
+        wall_limited=wall_limited,
     )
 
 

@@ -262,7 +262,8 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
                                  proposal.status))
     if health := _health_line(proposal):
         lines.append(health)
-    lines.append(f"方案未写入日程（seed={proposal.seed}）。")
+    cut = "；搜索被时限截断，同一seed的结果可能不同" if proposal.wall_limited else ""
+    lines.append(f"方案未写入日程（seed={proposal.seed}{cut}）。")
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from smartflow_engine.solver import (
 from smartflow_engine.solver.baselines import balanced_greedy
 from smartflow_engine.solver.local_search import improve
 from smartflow_engine.solver.objective import resolve_weights
-from smartflow_engine.solver.placement import SCALE, _SubModel, _Window
+from smartflow_engine.solver.placement import SCALE, WORK_SHARE, _SubModel, _Window
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -80,11 +80,17 @@ def test_never_fewer_slots_than_proven_maximum(variant: str) -> None:
     apply_placements(state, proposal.placements)
 
 
+def _one_second_of_work(seed: int) -> dict[str, Any]:
+    """The deterministic work a 1 s limit gets, under a wall limit no loaded machine reaches:
+    determinism is promised for proposals the wall clock did not cut (``wall_limited``)."""
+    return {"time_limit_s": 60.0, "work_limit_s": 1.0 * WORK_SHARE, "seed": seed}
+
+
 def test_deterministic_for_a_seed_small_window() -> None:
     """Tests that a 13-day proposal (full-window model) is identical on repeated calls."""
     state = synthetic_window(4, 13, pending=12)
-    a = propose_placement(state, time_limit_s=1.0, seed=7)
-    b = propose_placement(state, time_limit_s=1.0, seed=7)
+    a = propose_placement(state, **_one_second_of_work(seed=7))
+    b = propose_placement(state, **_one_second_of_work(seed=7))
     assert a.placements == b.placements and a.objective == b.objective
 
 
@@ -93,8 +99,8 @@ def test_deterministic_for_a_seed_neighbourhood_search() -> None:
     local moves until they stall and day-pair neighbourhoods) is identical on repeated calls
     with the same seed."""
     state = synthetic_window(0, 120, variant="plain", pending=300)
-    a = propose_placement(state, time_limit_s=1.0, seed=3)
-    b = propose_placement(state, time_limit_s=1.0, seed=3)
+    a = propose_placement(state, **_one_second_of_work(seed=3))
+    b = propose_placement(state, **_one_second_of_work(seed=3))
     assert a.iterations > 1
     assert a.placements == b.placements
 
@@ -239,14 +245,17 @@ def test_deterministic_on_a_busy_machine(window: str, spec_tools_window: Schedul
     for the CPU and the interpreter (which slows this process ~1.7x): every stage is bounded by
     deterministic work, not by the wall clock (the spec window at 1 s, as the cross-adapter
     test uses it; a 40-day window the column search solves; a 120-day window where the column
-    search gives up for lack of budget and local moves do the work)."""
+    search gives up for lack of budget and local moves do the work). The work is fixed at what a
+    1 s limit gets and the wall clock is a distant safety net, so however slow the machine
+    neither run is cut (``wall_limited`` false) and both stop at the same point."""
     if window == "spec_tools":
         state = spec_tools_window
     elif window == "columns_40_days":
         state = synthetic_window(5, 40, pending=80, with_task_classes=True)
     else:
         state = synthetic_window(0, 120, variant="plain", pending=300)
-    loaded = propose_placement(state, time_limit_s=1.0, seed=2)
+    budget = _one_second_of_work(seed=2)
+    loaded = propose_placement(state, **budget)
     stop = threading.Event()
 
     def spin() -> None:
@@ -256,14 +265,26 @@ def test_deterministic_on_a_busy_machine(window: str, spec_tools_window: Schedul
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
-        contended = propose_placement(state, time_limit_s=1.0, seed=2)
+        contended = propose_placement(state, **budget)
     finally:
         stop.set()
         spinner.join()
+    assert not loaded.wall_limited and not contended.wall_limited
     assert loaded.placements == contended.placements
     assert loaded.objective == contended.objective
     assert loaded.iterations == contended.iterations
     assert loaded.local_moves == contended.local_moves
+
+
+def test_wall_limited_proposal_says_so() -> None:
+    """Tests that a proposal the wall clock cuts (a limit far below the work budget's
+    calibration, with its deterministic stages unable to finish) reports ``wall_limited``, so
+    no one takes it for the seed's reproducible answer; one whose work fits the limit does not."""
+    state = synthetic_window(0, 120, variant="plain", pending=300)
+    cut = propose_placement(state, time_limit_s=0.05, seed=2)
+    assert cut.wall_limited
+    uncut = propose_placement(state, time_limit_s=60.0, work_limit_s=0.01, seed=2)
+    assert not uncut.wall_limited
 
 
 # ---------------------------------------------------------------------------------- local moves
