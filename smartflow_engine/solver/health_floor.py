@@ -81,10 +81,11 @@ def movable_study(state: ScheduleState, task: Task) -> bool:
 def health_floor(state: ScheduleState, level: str = "normal",
                  report: FeasibilityReport | None = None,
                  dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
-                 ) -> HealthFloor:
+                 pending_periods: int | None = None) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
-    the suggested tasks), or ``None``."""
+    the suggested tasks), or ``None``; ``pending_periods``: pending periods every schedule of
+    the population places (default: from ``report``, else none)."""
     num_days, spd = state.num_days, state.slots_per_day
     rules = {(r.dimension, r.rule): r for dim in ("load", "subjects", "context", "tolerance")
              for r in rules_for(dim, level)}
@@ -112,7 +113,9 @@ def health_floor(state: ScheduleState, level: str = "normal",
     host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
                     for b in t.slots)
     pending_min = 0
-    if report is not None and report.proven and report.capacity_gap is not None:
+    if pending_periods is not None:
+        pending_min = min(pending_slots, pending_periods)
+    elif report is not None and report.proven and report.capacity_gap is not None:
         pending_min = max(0, pending_slots - int(report.capacity_gap))
     to_place = placed_movable + pending_min
     p_min = max(0, to_place - host_room)  # periods placed outside host blocks, at least
@@ -217,10 +220,9 @@ def health_floor(state: ScheduleState, level: str = "normal",
             "buffer_periods": MIN_BUFFER, "days_without_buffer": no_buffer})
 
     # -- load spread (water-filling)
-    std_lb, range_lb = math.inf, math.inf
-    for total in range(p_min, p_max + 1):  # std is not monotone in the total: try each
-        s, r = _water_fill(fixed_load, free, total)
-        std_lb, range_lb = min(std_lb, s), min(range_lb, r)
+    # std is not monotone in the total placed outside hosts: try every total
+    stds, spreads = _water_fill(fixed_load, free, np.arange(p_min, p_max + 1))
+    std_lb, range_lb = float(stds.min()), float(spreads.min())
     if math.isfinite(std_lb):
         std_v = r4(max(0.0, std_lb - _EPS))
         range_v = math.ceil(range_lb - _EPS)
@@ -281,25 +283,29 @@ def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: 
     return idx + 1 if idx < extra.size else int(extra.size)
 
 
-def _water_fill(lo: np.ndarray, room: np.ndarray, periods: int) -> tuple[float, float]:
+def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Least sample std-dev and range of daily loads ``lo + x`` with ``0 <= x <= room`` and
-    ``sum(x) = periods`` (continuous relaxation: a lower bound for integer loads)."""
-    lo_f = lo.astype(float)
-    hi_f = (lo + room).astype(float)
-    target = float(lo.sum() + periods)
-    if periods > int(room.sum()) or lo.size == 0:
-        return math.inf, math.inf
-    a, b = float(lo_f.min()), float(hi_f.max())
-    for _ in range(60):
+    ``sum(x) = p``, for each ``p`` of ``periods`` (continuous relaxation: a lower bound for
+    integer loads; ``inf`` where ``p`` does not fit)."""
+    lo_f = lo.astype(float)[None, :]
+    hi_f = (lo + room).astype(float)[None, :]
+    target = float(lo.sum()) + periods.astype(float)
+    a = np.full(periods.shape, float(lo_f.min()))
+    b = np.full(periods.shape, float(hi_f.max()))
+    for _ in range(60):  # bisection on the water level of every total at once
         mid = (a + b) / 2
-        if np.clip(mid, lo_f, hi_f).sum() < target:
-            a = mid
-        else:
-            b = mid
-    x = np.clip(b, lo_f, hi_f)
-    if x.size <= 1:
-        return 0.0, 0.0
-    return float(x.std(ddof=1)), float(x.max() - x.min())
+        low = np.clip(mid[:, None], lo_f, hi_f).sum(axis=1) < target
+        a = np.where(low, mid, a)
+        b = np.where(low, b, mid)
+    x = np.clip(b[:, None], lo_f, hi_f)
+    fits = periods <= int(room.sum())
+    if lo.size <= 1:
+        zero = np.zeros(periods.shape)
+        return np.where(fits, zero, np.inf), np.where(fits, zero, np.inf)
+    std = np.where(fits, x.std(axis=1, ddof=1), np.inf)
+    spread = np.where(fits, x.max(axis=1) - x.min(axis=1), np.inf)
+    return std, spread
 
 
 def _fixed_study(state: ScheduleState) -> np.ndarray:

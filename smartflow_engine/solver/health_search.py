@@ -221,6 +221,7 @@ def search_health(
     feasibility_critical: int = 0,
     max_moves: int | None = None,
     origin: Sequence[Placement] | None = None,
+    floor: tuple[int, int] | None = None,
 ) -> HealthSearchResult:
     """Minimise ``(critical, warning)`` of ``analyze_health`` over moves of the placed scope tasks.
 
@@ -241,6 +242,9 @@ def search_health(
     max_moves, origin
         At most ``max_moves`` tasks may end away from their place in ``origin`` (default: the
         start); ``None`` is no limit.
+    floor
+        A proven floor (critical, warning) of these placements, feasibility issue aside: the
+        search stops once it is met (nothing can be better).
 
     Returns
     -------
@@ -263,7 +267,13 @@ def search_health(
     tids = sorted(ev.placed_scope)
     hot: list[int] = tids
     safety = deadline if deadline is not None else float("inf")
-    while evals < limit and tids and best_key != (0, 0):
+    def at_floor(key: tuple[int, int]) -> bool:
+        if floor is None:
+            return key == (0, 0)
+        c = key[0] - feasibility_critical
+        return c <= floor[0] and c + key[1] <= floor[0] + floor[1]
+
+    while evals < limit and tids and not at_floor(best_key):
         if evals % REFRESH_EVERY == 0:
             if time.perf_counter() > safety:
                 break

@@ -31,6 +31,7 @@ from ._cpsat import DETERMINISTIC_SHARE, SolveStatus, cp_model, make_solver, sta
 from .baselines import balanced_greedy
 from .columns import search
 from .counting import max_placeable
+from .health_floor import health_floor
 from .health_search import HEALTH_SHARE, search_health, unplaced_critical
 from .local_search import improve
 from .objective import (
@@ -624,11 +625,16 @@ def propose_placement(
         placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
     placed = {pl.task_id for pl in placements}
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
-    # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search.
+    # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search;
+    #    it stops at the proven floor of placements of as many periods.
+    scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
+    floor = health_floor(state, threshold, pending_periods=scope_placed) if level1.proven \
+        else None
     close = search_health(
         state, problem, placements, level=threshold, seed=seed,
         budget_s=HEALTH_SHARE * effort, deadline=deadline - 0.02,
-        feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers))
+        feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers),
+        floor=(floor.critical, floor.warning) if floor is not None else None)
     wall_limited = wall_limited or time.perf_counter() >= deadline - 0.03
     if close.counts.key < close.start_counts.key:
         placements = close.placements
