@@ -15,6 +15,7 @@ from .feasibility import (
     check_feasibility,
     negotiation_figures,
 )
+from .health_floor import HealthFloor, health_floor
 from .objective import DEFAULT_WEIGHTS, TERM_NAMES, TERMS, evaluate
 from .placement import Proposal, propose_placement
 from .problem import Placement
@@ -30,6 +31,7 @@ __all__ = [
     "ClassShortfall",
     "DurationShortfall",
     "FeasibilityReport",
+    "HealthFloor",
     "NegotiationFigures",
     "Placement",
     "Proposal",
@@ -37,6 +39,7 @@ __all__ = [
     "SolveStatus",
     "check_feasibility",
     "evaluate",
+    "health_floor",
     "min_context_switch",
     "negotiation_figures",
     "propose_placement",
