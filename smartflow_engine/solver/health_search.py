@@ -38,6 +38,7 @@ EVAL_COST_PER_DAY_S = 0.3e-6
 REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lists
 SWAP_SHARE = 0.2  # of the moves that are swaps
 GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
+SCAN_SHARE = 0.02  # of the steps that scan every place of one task and take the best
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,36 @@ class _Search:
                                     hi - (third if hi - lo >= 2 else 0) + 1))
         return self.relocate(tid, day)
 
+    def best_relocation(self, tid: int, cur: HealthCounts
+                        ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
+        """Scan every allowed free place of ``tid``; move it to the best one if that is not
+        worse than ``cur`` (ties broken by slack, then at random). Returns the undo list (or
+        None) and the evaluations spent."""
+        ev = self.ev
+        gi = self.group_of[tid]
+        g = self.problem.groups[gi]
+        old = ev.remove(tid, refresh=False)
+        ev.refresh((old.day,))
+        best: tuple[tuple[int, int, float, float], Placement] | None = None
+        evals = 0
+        for day in self.allowed_days[gi].tolist():
+            for s, host in self.starts_on(g, int(day)):
+                pl = Placement(tid, int(day), s, s + g.duration - 1, host)
+                if pl == old:
+                    continue
+                ev.place(pl)
+                c = ev.counts_now()
+                evals += 1
+                key = (c.critical, c.warning, c.slack, float(self.rng.random()))
+                if best is None or key < best[0]:
+                    best = (key, pl)
+                ev.remove(tid)
+        if best is None or best[0][:3] > (cur.critical, cur.warning, cur.slack):
+            ev.place(old)
+            return None, evals
+        ev.place(best[1])
+        return [(tid, old, best[1])], evals
+
     def _touches(self, day: int, s: int, n: int) -> bool:
         row = self.ev.owner[day - 1]
         left = s - 2 < 0 or row[s - 2] != 0
@@ -278,6 +309,18 @@ def search_health(
             if time.perf_counter() > safety:
                 break
             hot = _hot_tasks(ev, tids) or tids
+        draw = rng.random()
+        if draw < SCAN_SHARE:
+            changes, spent = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
+            evals += spent
+            if changes is not None and (max_moves is None or search.moved() <= max_moves):
+                cur = ev.counts_now()
+                if cur.key < best_key:
+                    best_key = cur.key
+                    best = dict(ev.placed_scope)
+            elif changes is not None:
+                search.undo(changes)
+            continue
         draw = rng.random()
         if draw < GAP_SHARE:
             changes = search.gap_move()
