@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..rules import RULES
 from ..state import ScheduleState
 from .common import (
     action,
@@ -61,15 +62,20 @@ def check_dimensions(value: Any) -> tuple[list[str], list[str]]:
     return valid, ignored
 
 
+_RULES = {(r.dimension, r.rule): r for r in RULES}
+
+
 def merge_issues(issues: Sequence[Issue]) -> list[Issue]:
     """Sort, then merge issues that are the same problem: the same dimension and rule about the
     same day, subject or (window-wide) the window (the rule table's merge key); the first, most
     severe, stays and names the others. Different rules never merge, so each rule's count is its
     own (a subject's gap and its concentration are two problems)."""
-    kept: dict[tuple[str, str, int | None, str | None], Issue] = {}
+    kept: dict[tuple[str, str, object], Issue] = {}
     out: list[Issue] = []
     for issue in sort_issues(issues):
-        key = (issue.dimension, issue.rule, issue.day, issue.category)
+        rule = _RULES.get((issue.dimension, issue.rule))
+        key = (rule.merge_key(issue.day, issue.category) if rule is not None
+               else (issue.dimension, issue.rule, (issue.day, issue.category)))
         first = kept.get(key)
         if first is None:
             kept[key] = issue
