@@ -1,8 +1,8 @@
 """A proven floor of ``analyze_health``'s (critical, warning): what no placement can go below.
 
 The population: every placement of the unlocked study tasks (source ``task_item``, not locked,
-not the guest of a locked host), the pending ones inside their task classes' day windows (as
-proposals place them), while courses and calendar events (never suggested for a move, p1 §4.3)
+not the guest of a locked host), the pending ones and the suggested ones now inside their task
+classes' day windows kept inside them (as proposals place them), while courses and calendar events (never suggested for a move, p1 §4.3)
 and locked tasks stay where they are;
 every study task placed now stays placed, and, when a proven feasibility report is given, at
 least ``required - capacity_gap`` pending periods are placed (what a proposal places).
@@ -16,7 +16,7 @@ schedule of the population, hence no schedule is lexicographically below the flo
 - ``day_utilization``: a day whose fixed periods alone reach a band (unfixable); and capacity:
   the periods to place that do not fit below the warning (critical) load of the other days
   force that many more days over it (fewest days: the roomiest first), in the whole window and
-  in each task-class day window for the pending tasks confined to it.
+  in each task-class day window for the tasks confined to it.
 - ``context_switch``: switches between fixed study periods (no host block in between) only grow.
 - ``buffer``: a day needs two usable free periods; days whose fixed content leaves fewer never
   get them, and the free periods left after placing, halved, bound the days that can.
@@ -158,11 +158,17 @@ def health_floor(state: ScheduleState, level: str = "normal",
     spans: dict[tuple[int, int], int] = {}
     confined: list[tuple[int, int, int]] = []
     for t in state.tasks:
-        # placed tasks may stand outside their class's days (an existing task stays where it
-        # is): only the pending ones, all of which are placed, are confined
-        if not movable_study(state, t) or t.status != "pending" or not everything:
+        # The engine's own tasks keep to their class's days: the pending ones (when all of them
+        # are placed) and the suggested ones standing inside them now. An existing task, or a
+        # suggested one left outside by a class change, may stand anywhere (DESIGN).
+        if not movable_study(state, t) or t.status == "existing":
+            continue
+        if t.status == "pending" and not everything:
             continue
         cls = rule_for(state, t)
+        if t.status != "pending" and not all(cls.start_day <= b.day <= cls.end_day
+                                             for b in t.slots):
+            continue
         if (cls.start_day, cls.end_day) != (1, num_days):
             periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
             confined.append((cls.start_day, cls.end_day, periods))
