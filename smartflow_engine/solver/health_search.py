@@ -389,6 +389,33 @@ def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
 HEALTH_SHARE = 0.3  # of a proposal's time limit for the close stage (estimated seconds)
 
 
+def prefer_lexicographic(
+    state: ScheduleState,
+    problem: Problem,
+    level: str,
+    feasibility_critical: int,
+    weights: Mapping[str, float],
+    best: tuple[list[Placement], dict[str, float], HealthCounts],
+    other: Sequence[Placement],
+) -> tuple[list[Placement], dict[str, float], HealthCounts]:
+    """``best`` or ``other`` (placing as many periods), whichever is lexicographically smaller
+    in (critical, warning, weighted soft total)."""
+    from .objective import evaluate
+
+    if sum(pl.length for pl in other) != sum(pl.length for pl in best[0]):
+        return best
+    ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, level,
+                         feasibility_critical)
+    ev.set_placements(other)
+    counts = ev.counts_now()
+    objective = evaluate(problem, other, weights)
+    if (*counts.key, objective["weighted_total"]) < (*best[2].key,
+                                                       best[1]["weighted_total"] - 1e-9):
+        ordered = sorted(other, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+        return ordered, objective, counts
+    return best
+
+
 def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_s: float,
                       num_workers: int) -> int:
     """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
@@ -403,4 +430,5 @@ def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_
     return 1 if report.is_feasible is False else 0
 
 
-__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "search_health", "unplaced_critical"]
+__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "prefer_lexicographic",
+           "search_health", "unplaced_critical"]

@@ -32,7 +32,12 @@ from .baselines import balanced_greedy
 from .columns import search
 from .counting import max_placeable
 from .health_floor import health_floor
-from .health_search import HEALTH_SHARE, search_health, unplaced_critical
+from .health_search import (
+    HEALTH_SHARE,
+    prefer_lexicographic,
+    search_health,
+    unplaced_critical,
+)
 from .local_search import improve
 from .objective import (
     SCALE,
@@ -630,15 +635,21 @@ def propose_placement(
     scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
     floor = health_floor(state, threshold, pending_periods=scope_placed) if level1.proven \
         else None
+    feasibility = unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers)
     close = search_health(
         state, problem, placements, level=threshold, seed=seed,
         budget_s=HEALTH_SHARE * effort, deadline=deadline - 0.02,
-        feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers),
+        feasibility_critical=feasibility,
         floor=(floor.critical, floor.warning) if floor is not None else None)
     wall_limited = wall_limited or time.perf_counter() >= deadline - 0.03
     if close.counts.key < close.start_counts.key:
         placements = close.placements
         objective = evaluate(problem, placements, w)
+    # Never lexicographically worse than the balanced greedy placing as many periods.
+    counts = close.counts
+    if HEALTH_SHARE > 0:  # (zero turns the whole close stage off, as benchmarks compare)
+        placements, objective, counts = prefer_lexicographic(
+            state, problem, threshold, feasibility, w, (placements, objective, counts), greedy)
     if not level1.proven:
         name = "unknown"
     elif bound is not None and objective["weighted_total"] <= bound + 1e-6:
@@ -660,8 +671,8 @@ def propose_placement(
         iterations=iterations,
         local_moves=local_moves,
         columns_explored=len(columns.explored),
-        critical=close.counts.critical,
-        warning=close.counts.warning,
+        critical=counts.critical,
+        warning=counts.warning,
         threshold=threshold,
         start_health=close.start_counts.key,
         wall_limited=wall_limited,
