@@ -109,8 +109,10 @@ def test_deterministic_for_a_seed_neighbourhood_search() -> None:
     assert a.placements == b.placements
 
 
-def test_neighbourhood_search_improves_on_greedy() -> None:
-    """Tests that on a 30-day window the search scores strictly better than the greedy."""
+def test_neighbourhood_search_improves_on_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that on a 30-day window the search scores strictly better than the greedy (the
+    soft level alone: the close stage, which ranks the health counts first, is off)."""
+    monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
     state = synthetic_window(2, 30, pending=60, with_task_classes=True)
     proposal = propose_placement(state, time_limit_s=2.0, seed=0)
     problem = build_problem(state, by_subject=True)
