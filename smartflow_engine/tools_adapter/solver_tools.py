@@ -250,6 +250,8 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     proposal = _proposal(ctx, args)
     placed = proposal.placements
     if not placed and not proposal.unplaced:
+        if proposal.start == "current":  # keep_placed: nothing to place and no move helps
+            return "最少改动修复：没有找到能减少体检问题的调整，日程保持不变。\n" + _health_line(proposal)
         return "没有待安排任务，无需粗排。"
     slots = sum(p.length for p in placed)
     lines = [f"粗排方案（{_STATUS_WORDS[proposal.status]}）：放置{len(placed)}个任务，共{slots}个"
