@@ -5,13 +5,13 @@ data); :func:`batch_core_metrics` computes the core load/tolerance metrics of a 
 in one vectorised pass. Nothing here renders text for the LLM beyond the envelope's own fields.
 """
 
+from ..rules import LEVELS, RULES
 from .batch import BatchCoreMetrics, batch_core_metrics, stack_kinds
 from .context import analyze_context
 from .health import analyze_health
 from .load import analyze_load
 from .result import AnalysisResult, Issue, NextAction, Trigger
 from .subjects import analyze_subjects
-from .thresholds import LEVELS, RULES
 from .tolerance import analyze_tolerance
 
 __all__ = [

@@ -6,20 +6,15 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import wraps
 from typing import Any, ParamSpec
 
+from ..rules import Rule, r4
 from ..state import ScheduleState
 from .result import SEVERITY_RANK, AnalysisResult, Issue, NextAction, ParamError, Trigger
-from .thresholds import Rule
 
 # Write tools an action may name. min_context_switch is never offered (spec P1-B / §4.5).
 WRITE_TOOLS: frozenset[str] = frozenset(
     {"place", "move", "swap", "batch_move", "unplace", "spread_even", "upsert_task_class"})
 STUDY_POOL: dict[str, Any] = {"source": "task_item", "locked": False}
 MAX_LISTED_DAYS = 5  # days named in one action's filters
-
-
-def r4(x: float) -> float:
-    """Round a ratio for the envelope (rules compare the rounded value the LLM sees)."""
-    return round(float(x), 4)
 
 
 def _number(value: float, integer: bool) -> float:

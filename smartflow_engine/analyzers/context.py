@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rules import rules_for, threshold
 from ..solver.switches import switch_mask
 from ..state import ScheduleState
 from .common import (
@@ -28,7 +29,6 @@ from .common import (
 from .frame import Frame, check_choice, check_level, movable_days, resolve_days
 from .result import AnalysisResult, Issue, NextAction, ParamError
 from .schema import metric_schema
-from .thresholds import rules_for, threshold
 
 TOOL = "analyze_context"
 DETAILS = ("summary", "day_detail")

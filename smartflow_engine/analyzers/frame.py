@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from ..rules import LEVELS, UNCATEGORISED
 from ..state import ScheduleState, Task
 from .result import ParamError
-from .thresholds import LEVELS
 
 FREE, COURSE, TASK = 0, 1, 2
-UNCATEGORISED = "未分类"
 _DIRECT_LUT_MAX = 1 << 16
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..rules import RULES
 from ..state import ScheduleState
 from .common import (
     action,
@@ -62,15 +63,20 @@ def check_dimensions(value: Any) -> tuple[list[str], list[str]]:
     return valid, ignored
 
 
+_RULES = {(r.dimension, r.rule): r for r in RULES}
+
+
 def merge_issues(issues: Sequence[Issue]) -> list[Issue]:
-    """Sort, then merge issues of one dimension about one day or one subject into the worst one."""
-    kept: dict[tuple[str, int | None, str | None], Issue] = {}
+    """Sort, then merge issues that are the same problem: the same dimension and rule about the
+    same day, subject or (window-wide) the window (the rule table's merge key); the first, most
+    severe, stays and names the others. Different rules never merge, so each rule's count is its
+    own (a subject's gap and its concentration are two problems)."""
+    kept: dict[tuple[str, str, object], Issue] = {}
     out: list[Issue] = []
     for issue in sort_issues(issues):
-        if issue.day is None and issue.category is None:
-            out.append(issue)
-            continue
-        key = (issue.dimension, issue.day, issue.category)
+        rule = _RULES.get((issue.dimension, issue.rule))
+        key = (rule.merge_key(issue.day, issue.category) if rule is not None
+               else (issue.dimension, issue.rule, (issue.day, issue.category)))
         first = kept.get(key)
         if first is None:
             kept[key] = issue
@@ -185,13 +191,24 @@ def run_health(
     if report is not None and infeasible:
         raw.append(feasibility_issue(report))
     issues = merge_issues(raw)
+    from ..solver.health_floor import health_floor
+
+    floor = health_floor(state, level, report, dimensions)
+    for issue in issues:
+        if floor.unfixable.get((issue.rule, issue.day, issue.category)) == issue.severity:
+            issue.fixable = False
     if report is not None and infeasible:
         actions = negotiation_actions(state, report, figures)
     else:
         alias = {m: i.issue_id for i in issues for m in i.merged_issue_ids}
+        unfixable = {i.issue_id for i in issues if not i.fixable}
         pool = [a for part in parts.values() for a in part.next_actions]
         for act in pool:
             act.issue_ids = list(dict.fromkeys(alias.get(i, i) for i in act.issue_ids))
+        # An issue no write can change gets no action (issue 10).
+        pool = [a for a in pool if not a.issue_ids or set(a.issue_ids) - unfixable]
+        for act in pool:
+            act.issue_ids = [i for i in act.issue_ids if i not in unfixable]
         ordered = order_actions(pool, issues)
         if actionable:
             ordered = make_actionable(state, ordered, issues, level, MAX_ACTIONS)
@@ -210,9 +227,20 @@ def run_health(
     if "tolerance" in parts:
         metrics["tolerance"] = parts["tolerance"].metrics["overall"]
     metrics["issue_counts"] = counts
+    acceptable = counts["critical"] == 0 and counts["warning"] <= 1
+    # The current schedule is one of the floor's population only when no pending period that
+    # could be placed is left (see .solver.health_floor).
+    pending = sum(t.need() for t in state.pending_tasks())
+    complete = pending == 0 or (report is not None and report.proven
+                                and report.capacity_gap is not None
+                                and pending <= report.capacity_gap)
+    best = floor.proven and complete and floor.meets(counts["critical"], counts["warning"])
     metrics["close_signal"] = {
-        "acceptable_to_close": counts["critical"] == 0 and counts["warning"] <= 1,
-        "critical": counts["critical"], "warning": counts["warning"], "rule": CLOSE_RULE}
+        "acceptable_to_close": acceptable,
+        "critical": counts["critical"], "warning": counts["warning"], "rule": CLOSE_RULE,
+        "reason": "rules_met" if acceptable else "best_achievable" if best else "open",
+        "best_achievable": best,
+        "floor": floor.to_dict()}
     if ignored:
         metrics["ignored_dimensions"] = ignored
     if detail == "full":
@@ -269,8 +297,11 @@ def analyze_health(
         from ..solver import check_feasibility as solve
         from ..solver import negotiation_figures
 
-        report = solve(state, time_limit_s=float(time_limit_s), num_workers=num_workers)
+        # The suggested tasks count as movable (include_suggested): after a proposal has placed
+        # them, the gap and the negotiation figures keep the meaning they had before.
+        report = solve(state, time_limit_s=float(time_limit_s), num_workers=num_workers,
+                       include_suggested=True)
         if report.is_feasible is False:
             figures = negotiation_figures(state, report, time_limit_s=float(time_limit_s),
-                                          num_workers=num_workers)
+                                          num_workers=num_workers, include_suggested=True)
     return run_health(state, valid, ignored, detail, level, report, figures)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rules import rules_for, threshold
 from ..state import ScheduleState
 from .common import (
     MAX_LISTED_DAYS,
@@ -24,7 +25,6 @@ from .common import (
 from .frame import COURSE, TASK, Frame, check_choice, check_level, movable_days, resolve_days
 from .result import AnalysisResult, Issue, NextAction
 from .schema import metric_schema
-from .thresholds import rules_for, threshold
 
 TOOL = "analyze_load"
 GRANULARITIES = ("day", "week", "time_of_day")

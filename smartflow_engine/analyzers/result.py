@@ -54,6 +54,7 @@ class Issue:
     day: int | None = None
     category: str | None = None
     merged_issue_ids: list[str] = field(default_factory=list)
+    fixable: bool = True  # False: fixed content (courses, locked tasks) alone causes it
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -69,6 +70,8 @@ class Issue:
         }
         if self.merged_issue_ids:
             out["merged_issue_ids"] = list(self.merged_issue_ids)
+        if not self.fixable:
+            out["fixable"] = False
         return out
 
 

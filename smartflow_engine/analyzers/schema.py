@@ -157,6 +157,12 @@ _HEALTH: tuple[_Row, ...] = (
     ("close_signal.critical", "critical 问题数", "count", "lower_better"),
     ("close_signal.warning", "warning 问题数", "count", "lower_better"),
     ("close_signal.rule", "收口规则", "text", "neutral"),
+    ("close_signal.reason", "收口依据：rules_met 达标 / best_achievable 已达证明下限 / open 未收口",
+     "name", "neutral"),
+    ("close_signal.best_achievable", "当前已达到证明的下限（规则无法全部满足时可收口）", "bool",
+     "higher_better"),
+    ("close_signal.floor", "任何排法都无法低于的 critical/warning 下限（proven 表示有证明），"
+     "binding 列出造成下限的规则及数字", "object", "neutral"),
     ("ignored_dimensions", "被忽略的非法维度名", "name[]", "neutral"),
     ("details", "各维度完整指标（detail=full），含义同各分析工具的 metric_schema", "object",
      "neutral"),

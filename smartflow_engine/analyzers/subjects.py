@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rules import concentration, rules_for, subject_class, threshold
 from ..state import ScheduleState, TaskClass
 from .common import (
     MAX_LISTED_DAYS,
@@ -34,7 +35,6 @@ from .frame import (
 )
 from .result import AnalysisResult, Issue, NextAction, ParamError
 from .schema import metric_schema
-from .thresholds import rules_for, threshold
 
 TOOL = "analyze_subjects"
 DETAILS = ("summary", "full")
@@ -76,11 +76,7 @@ def subject_tasks(state: ScheduleState) -> dict[str, SubjectTasks]:
 
 def task_class_for(state: ScheduleState, name: str, info: SubjectTasks) -> TaskClass | None:
     """The subject's task class: by its tasks' ``category_id``, else by name."""
-    for cid in info.class_ids:
-        tc = state.task_class(cid)
-        if tc is not None:
-            return tc
-    return next((tc for tc in state.task_classes if tc.name == name), None)
+    return subject_class(state, name, info.class_ids)
 
 
 def gap_stats(present: list[int]) -> dict[str, Any]:
@@ -97,19 +93,6 @@ def gap_stats(present: list[int]) -> dict[str, Any]:
     std = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (n - 1)) if n > 1 else 0.0
     return {"gaps": gaps, "avg_gap": r4(mean), "max_gap": max(gaps), "min_gap": min(gaps),
             "std_gap": r4(std)}
-
-
-def concentration(slots_per_day: list[int], blocks: int, num_days: int) -> float | None:
-    """Normalised HHI of the per-day shares (present days' slot counts), against
-    ``N = min(blocks, num_days)`` days."""
-    used = sum(slots_per_day)
-    if used == 0:
-        return None
-    n = min(blocks, num_days)
-    if n <= 1:
-        return 0.0
-    hhi = sum((v / used) ** 2 for v in slots_per_day)
-    return r4(min(1.0, max(0.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n))))
 
 
 def budget_fields(state: ScheduleState, name: str, info: SubjectTasks, used: int,

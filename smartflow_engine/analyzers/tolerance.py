@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rules import rules_for, threshold
 from ..state import ScheduleState, runs
 from .common import (
     MAX_LISTED_DAYS,
@@ -38,7 +39,6 @@ from .frame import (
 )
 from .result import AnalysisResult, Issue, NextAction, ParamError
 from .schema import metric_schema
-from .thresholds import rules_for, threshold
 
 TOOL = "analyze_tolerance"
 DETAILS = ("summary", "full")

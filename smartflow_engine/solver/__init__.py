@@ -15,10 +15,12 @@ from .feasibility import (
     check_feasibility,
     negotiation_figures,
 )
+from .health_floor import HealthFloor, health_floor
 from .objective import DEFAULT_WEIGHTS, TERM_NAMES, TERMS, evaluate
 from .placement import Proposal, propose_placement
 from .problem import Placement
 from .reoptimize import Reoptimization, min_context_switch, spread_even
+from .repair import repair_placement
 
 __all__ = [
     "DEFAULT_WEIGHTS",
@@ -29,6 +31,7 @@ __all__ = [
     "ClassShortfall",
     "DurationShortfall",
     "FeasibilityReport",
+    "HealthFloor",
     "NegotiationFigures",
     "Placement",
     "Proposal",
@@ -36,8 +39,10 @@ __all__ = [
     "SolveStatus",
     "check_feasibility",
     "evaluate",
+    "health_floor",
     "min_context_switch",
     "negotiation_figures",
     "propose_placement",
+    "repair_placement",
     "spread_even",
 ]

@@ -53,6 +53,13 @@ from ._cpsat import (
 from .baselines import balanced_greedy
 from .columns import ColumnSearch, search
 from .counting import max_placeable
+from .health_floor import health_floor
+from .health_search import (
+    HEALTH_SHARE,
+    prefer_lexicographic,
+    search_health,
+    unplaced_critical,
+)
 from .local_search import improve
 from .objective import (
     TERM_NAMES,
@@ -128,6 +135,12 @@ class Proposal:
     iterations: int = 0
     local_moves: int = 0  # improving moves of the local search
     columns_explored: int = 0  # free totals whose pattern master ran (see .columns)
+    # Issue 10: analyze_health's (critical, warning) on the applied proposal, at ``threshold``;
+    # the close stage (see .health_search) minimises them after the placed periods.
+    critical: int | None = None
+    warning: int | None = None
+    threshold: str = "normal"
+    start_health: tuple[int, int] | None = None  # (critical, warning) before the close stage
     # True when the wall-clock safety net may have cut a stage (a slow or overloaded machine):
     # the same seed then need not give the same proposal. False: every stage stopped on its
     # deterministic work budget, so the proposal is the one this seed always gives.
@@ -543,6 +556,7 @@ def propose_placement(
     include_suggested: bool = False,
     num_workers: int = 1,
     allow_late: bool = False,
+    threshold: str = "normal",
     work_limit_s: float | None = None,
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
@@ -560,6 +574,9 @@ def propose_placement(
     allow_late
         Let class tasks go past their class's end day, each day late costing the ``late``
         weight (level 1 then maximises with the end days lifted).
+    threshold
+        The ``analyze_health`` level whose (critical, warning) counts the close stage minimises
+        (lexicographically after the placed periods, before the soft terms).
     work_limit_s
         The deterministic work budget, in estimated seconds of the calibration machine
         (default ``WORK_SHARE * time_limit_s``). It alone decides where the search stops, so a
@@ -702,6 +719,26 @@ def propose_placement(
         placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
     placed = {pl.task_id for pl in placements}
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
+    # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search;
+    #    it stops at the proven floor of placements of as many periods.
+    scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
+    floor = health_floor(state, threshold, pending_periods=scope_placed) if level1.proven \
+        else None
+    feasibility = unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers)
+    close = search_health(
+        state, problem, placements, level=threshold, seed=seed,
+        budget_s=HEALTH_SHARE * effort, deadline=deadline - 0.02,
+        feasibility_critical=feasibility,
+        floor=(floor.critical, floor.warning) if floor is not None else None)
+    wall_limited = wall_limited or time.perf_counter() >= deadline - 0.03
+    if close.counts.key < close.start_counts.key:
+        placements = close.placements
+        objective = evaluate(problem, placements, w)
+    # Never lexicographically worse than the balanced greedy placing as many periods.
+    counts = close.counts
+    if HEALTH_SHARE > 0:  # (zero turns the whole close stage off, as benchmarks compare)
+        placements, objective, counts = prefer_lexicographic(
+            state, problem, threshold, feasibility, w, (placements, objective, counts), greedy)
     report("done", t0, objective["weighted_total"], bound)
     if not level1.proven:
         name = "unknown"
@@ -724,6 +761,10 @@ def propose_placement(
         iterations=iterations,
         local_moves=local_moves,
         columns_explored=len(columns.explored),
+        critical=counts.critical,
+        warning=counts.warning,
+        threshold=threshold,
+        start_health=close.start_counts.key,
         wall_limited=wall_limited,
     )
 

@@ -24,6 +24,7 @@ from ..analyzers import (
 )
 from ..state.model import MAX_SLOTS_PER_DAY
 from .args import Args, Day
+from .close_text import annotate_close_signal
 from .spec import ToolContext, ToolSpec, json_error
 
 Level = Literal["strict", "normal", "relaxed"]
@@ -110,9 +111,12 @@ def _handler(name: str, fn: Callable[..., AnalysisResult]) -> Callable[[ToolCont
 def _health(ctx: ToolContext, args: HealthArgs) -> str:
     if ctx.state is None:
         return json_error("analyze_health", "no_state", "当前没有加载日程，无法调用 analyze_health。")
-    return _reply(analyze_health(
+    result = analyze_health(
         ctx.state, **args.model_dump(exclude_none=True),
-        time_limit_s=min(2.0, ctx.max_time_limit_s), num_workers=ctx.num_workers))
+        time_limit_s=min(2.0, ctx.max_time_limit_s), num_workers=ctx.num_workers)
+    if result.success:
+        annotate_close_signal(result.metrics)  # the floor's figures in the student's words
+    return _reply(result)
 
 
 ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (

@@ -18,9 +18,11 @@ from ..solver import (
     FeasibilityReport,
     NegotiationFigures,
     Placement,
+    Proposal,
     check_feasibility,
     negotiation_figures,
     propose_placement,
+    repair_placement,
 )
 from ..solver.objective import TERM_NAMES
 from ..solver.reoptimize import Reoptimization, min_context_switch, spread_even
@@ -29,6 +31,8 @@ from .args import Args, Day, Slot, TaskId
 from .render import block_text, day_span, occupancy_line, pending_left_line, periods
 from .spec import ToolContext, ToolSpec, refused
 from .write_tools import refusal_text
+
+MAX_MOVES = 20  # least-change repair: most placed tasks one call may move
 
 TimeLimit = Annotated[float, Field(gt=0, le=600, allow_inf_nan=False,
                                    description="求解时间上限（秒），受服务端上限约束")]
@@ -189,6 +193,13 @@ class ProposeArgs(Args):
         default=None, description="软目标权重（缺省用默认值）：load_imbalance 负载不均、"
         "same_category 同类同日、isolated_free 孤立空闲时段、context_switch 科目切换、"
         "late 超期天数、time_of_day 偏好外时段")
+    threshold: Literal["strict", "normal", "relaxed"] = Field(
+        default="normal", description="按 analyze_health 的哪档阈值减少 critical/warning 问题")
+    keep_placed: StrictBool = Field(
+        default=False, description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 "
+        "max_moves 个未锁定任务，以减少体检问题")
+    max_moves: int = Field(default=3, ge=0, le=MAX_MOVES,
+                           description=f"keep_placed 时最多移动的已落位任务数（0-{MAX_MOVES}）")
 
 
 def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
@@ -223,15 +234,42 @@ _STATUS_WORDS = {
 }
 
 
+def _proposal(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> Proposal:
+    """The proposal both tools compute: a full one, or (keep_placed) the least-change repair."""
+    state = ctx.state
+    assert state is not None
+    if args.keep_placed:
+        return repair_placement(state, max_moves=args.max_moves,
+                                time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
+                                threshold=args.threshold, num_workers=ctx.num_workers)
+    return propose_placement(
+        state, time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
+        weights=_weights(args.weights), include_suggested=args.include_suggested,
+        num_workers=ctx.num_workers, allow_late=args.allow_late, threshold=args.threshold)
+
+
+def _health_line(proposal: Proposal) -> str:
+    """The proposal's analyze_health counts (issue 10), and what the close stage changed."""
+    if proposal.critical is None or proposal.warning is None:
+        return ""
+    line = (f"体检（{proposal.threshold}档）：应用后 critical {proposal.critical} 个、warning "
+            f"{proposal.warning} 个")
+    if proposal.start_health is not None and proposal.start_health != (proposal.critical,
+                                                                        proposal.warning):
+        line += f"（调整前 {proposal.start_health[0]}/{proposal.start_health[1]}）"
+    if proposal.start == "current":
+        line += f"；移动了{proposal.local_moves}个已落位任务"
+    return line + "。"
+
+
 def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     state = ctx.state
     assert state is not None
-    proposal = propose_placement(
-        state, time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
-        weights=_weights(args.weights), include_suggested=args.include_suggested,
-        num_workers=ctx.num_workers, allow_late=args.allow_late)
+    proposal = _proposal(ctx, args)
     placed = proposal.placements
     if not placed and not proposal.unplaced:
+        if proposal.start == "current":  # keep_placed: nothing to place and no move helps
+            return "最少改动修复：没有找到能减少体检问题的调整，日程保持不变。\n" + _health_line(proposal)
         return "没有待安排任务，无需粗排。"
     slots = sum(p.length for p in placed)
     lines = [f"粗排方案（{_STATUS_WORDS[proposal.status]}）：放置{len(placed)}个任务，共{slots}个"
@@ -242,6 +280,8 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
         lines.append(f"未放置：{items}")
     lines.append(_objective_line(proposal.objective, proposal.start_objective, proposal.bound,
                                  proposal.status))
+    if health := _health_line(proposal):
+        lines.append(health)
     cut = "；搜索被时限截断，同一seed的结果可能不同" if proposal.wall_limited else ""
     lines.append(f"方案未写入日程（seed={proposal.seed}{cut}）。")
     return "\n".join(lines)
@@ -275,13 +315,19 @@ class ApplyArgs(Args):
     include_suggested: StrictBool = False
     allow_late: StrictBool = False
     weights: dict[WeightName, Weight] | None = None
+    threshold: Literal["strict", "normal", "relaxed"] = "normal"
+    keep_placed: StrictBool = Field(
+        default=False, description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 "
+        "max_moves 个未锁定任务")
+    max_moves: int = Field(default=3, ge=0, le=MAX_MOVES)
 
     @model_validator(mode="after")
     def _one_way(self) -> ApplyArgs:
         if self.placements is not None and self.model_fields_set & {
-                "time_limit_s", "seed", "include_suggested", "allow_late", "weights"}:
+                "time_limit_s", "seed", "include_suggested", "allow_late", "weights",
+                "threshold", "keep_placed", "max_moves"}:
             raise ValueError("placements 与 time_limit_s/seed/include_suggested/allow_late/"
-                             "weights 不能同时给出")
+                             "weights/threshold/keep_placed/max_moves 不能同时给出")
         return self
 
 
@@ -302,16 +348,16 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
                 return _apply_refusal(f"{task.label} 是已安排任务，粗排只放置待安排或"
                                              f"已预排任务。")
     else:
-        proposal = propose_placement(
-            state, time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
-            weights=_weights(args.weights), include_suggested=args.include_suggested,
-            num_workers=ctx.num_workers, allow_late=args.allow_late)
+        proposal = _proposal(ctx, args)
         requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
-        if args.include_suggested:
+        if args.include_suggested or args.keep_placed:
             requests = [r for r in requests if _moves(state, r)]
         if not requests:
             return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state)
-    result = relocate(state, requests, op="apply_proposal", status_after="suggested")
+    # keep_placed moves tasks of any status: a moved one keeps its status, a placed one is
+    # suggested; otherwise every task of the proposal becomes suggested.
+    result = relocate(state, requests, op="apply_proposal",
+                      status_after=None if args.keep_placed else "suggested")
     if not result.ok:
         assert result.refusal is not None
         text = refusal_text(state, "batch_move", result.refusal)

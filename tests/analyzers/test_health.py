@@ -55,9 +55,13 @@ def test_balanced_window_gives_the_close_signal(balanced_window: ScheduleState) 
     assert result.feasibility is not None and result.feasibility["is_feasible"] is True
     counts = result.metrics["issue_counts"]
     assert counts["critical"] == 0 and counts["warning"] <= 1
-    assert result.metrics["close_signal"] == {
+    signal = result.metrics["close_signal"]
+    floor = signal.pop("floor")
+    assert signal == {
         "acceptable_to_close": True, "critical": 0, "warning": counts["warning"],
-        "rule": "critical=0 && warning<=1"}
+        "rule": "critical=0 && warning<=1", "reason": "rules_met",
+        "best_achievable": floor["critical"] == 0 and floor["warning"] >= counts["warning"]}
+    assert floor["proven"] is True and floor["critical"] == 0
 
 
 def test_close_signal_follows_the_counts() -> None:
@@ -66,8 +70,18 @@ def test_close_signal_follows_the_counts() -> None:
         result = analyze_health(random_window(seed, 14, 12, 0.5), check_feasibility=False)
         counts = result.issue_counts()
         assert result.metrics["issue_counts"] == counts
-        assert result.metrics["close_signal"]["acceptable_to_close"] is (
+        signal = result.metrics["close_signal"]
+        assert signal["acceptable_to_close"] is (
             counts["critical"] == 0 and counts["warning"] <= 1)
+        # reason: rules_met when acceptable, best_achievable only at a proven floor
+        floor = signal["floor"]
+        at_floor = floor["proven"] and counts["critical"] <= floor["critical"] and (
+            counts["critical"] + counts["warning"] <= floor["critical"] + floor["warning"])
+        assert signal["reason"] == ("rules_met" if signal["acceptable_to_close"] else
+                                    "best_achievable" if signal["best_achievable"] else "open")
+        assert not signal["best_achievable"] or at_floor
+        assert counts["critical"] >= floor["critical"]
+        assert counts["critical"] + counts["warning"] >= floor["critical"] + floor["warning"]
 
 
 def test_unproven_feasibility_is_never_reported_infeasible(
@@ -89,19 +103,42 @@ def test_unproven_feasibility_is_never_reported_infeasible(
     assert not {a.intent_code for a in result.next_actions} & set(NEGOTIATION_INTENTS)
 
 
-def test_issues_of_one_subject_are_merged() -> None:
-    """Tests that two issues of the same subject (a long gap and a concentration) merge into
-    the more severe one, naming the other, and that the single analyzer keeps both."""
+def test_issues_of_one_subject_stay_apart_when_their_rules_differ() -> None:
+    """Tests that a subject's long gap and its concentration are two issues in health (different
+    rules are different problems, issue 10 item 5), as in the single analyzer."""
     items: list[Any] = [("task", "复习", 1, s, s + 1) for s in range(1, 12, 2)]
     items.append(("task", "复习", 8, 1, 2))
     state = build(8, items)
     single = analyze_subjects(state)
     assert {i.rule for i in single.issues} == {"subject_gap", "subject_concentration"}
     health = analyze_health(state, check_feasibility=False)
-    mine = [i for i in health.issues if i.category == "复习"]
-    assert len(mine) == 1
-    assert mine[0].rule == "subject_gap" and mine[0].severity == "critical"
-    assert mine[0].merged_issue_ids == ["issue_subjects_subject_concentration_复习"]
+    mine = {i.rule: i for i in health.issues if i.category == "复习"}
+    assert set(mine) == {"subject_gap", "subject_concentration"}
+    assert not any(i.merged_issue_ids for i in health.issues)
+    counts = health.issue_counts()
+    assert health.metrics["close_signal"]["critical"] == counts["critical"]
+
+
+def test_only_the_same_problem_merges() -> None:
+    """Tests that merge_issues folds issues with the same dimension, rule and entity into the
+    most severe one and keeps issues of another rule, day or subject apart."""
+    from smartflow_engine.analyzers.health import merge_issues
+    from smartflow_engine.analyzers.result import Issue, Trigger
+
+    def issue(rule: str, sev: str, day: int | None = None, cat: str | None = None,
+              n: int = 0) -> Issue:
+        t = Trigger("m", ">=", 1, 2)
+        return Issue(f"issue_{rule}_{sev}_{day}_{cat}_{n}", "context", sev, rule, t, (t,), 1.0,
+                     day=day, category=cat)
+
+    merged = merge_issues([issue("context_switch", "warning", day=2),
+                           issue("context_switch", "critical", day=2, n=1),
+                           issue("context_switch", "warning", day=3),
+                           issue("heavy_adjacent", "info", day=2)])
+    assert [(i.rule, i.severity, i.day) for i in merged] == [
+        ("context_switch", "critical", 2), ("context_switch", "warning", 3),
+        ("heavy_adjacent", "info", 2)]
+    assert merged[0].merged_issue_ids == ["issue_context_switch_warning_2_None_0"]
 
 
 def test_issues_are_sorted_and_actions_capped() -> None:
@@ -138,3 +175,18 @@ def test_health_tool_uses_the_solver_with_the_context_caps(
     assert data["feasibility"]["capacity_gap"] == direct.capacity_gap == 2
     assert data["feasibility"]["reason_code"] == direct.reason_code
     assert [a["intent_code"] for a in data["next_actions"]] == list(NEGOTIATION_INTENTS)
+
+
+def test_floor_figures_are_rendered_in_chinese() -> None:
+    """Tests that the analyze_health tool reply carries a Chinese sentence with the figures of
+    every binding rule of the floor (locked courses filling a day)."""
+    from smartflow_engine import Toolbox
+
+    items: list[Any] = [("course", "课程", 1, 1, 11), ("course", "课程", 2, 1, 2)]
+    state = build(2, items)
+    reply = json.loads(Toolbox(state).call("analyze_health", {}))
+    binding = reply["metrics"]["close_signal"]["floor"]["binding"]
+    fixed = next(b for b in binding if b["why"].get("kind") == "fixed_load")
+    assert "第1天已有11节固定占用" in fixed["text"]
+    issue = next(i for i in reply["issues"] if i["rule"] == "day_utilization")
+    assert issue["fixable"] is False

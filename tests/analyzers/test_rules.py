@@ -19,7 +19,7 @@ from smartflow_engine.analyzers import (
 )
 from smartflow_engine.analyzers.common import evaluate
 from smartflow_engine.analyzers.result import SEVERITY_RANK
-from smartflow_engine.analyzers.thresholds import Cond, Rule, rules_for
+from smartflow_engine.rules import Cond, Rule, rules_for
 
 LEVEL_NAMES = ("strict", "normal", "relaxed")
 BANDS = [
@@ -110,7 +110,7 @@ def test_levels_shift_thresholds_by_about_ten_percent(dimension: str, name: str,
                                                       metric: str, strict: float, normal: float,
                                                       relaxed: float) -> None:
     """Tests that strict fires about 10 % earlier and relaxed about 10 % later than normal."""
-    from smartflow_engine.analyzers.thresholds import threshold
+    from smartflow_engine.rules import threshold
 
     got = [threshold(dimension, name, severity, metric, lv) for lv in LEVEL_NAMES]
     assert got == pytest.approx([strict, normal, relaxed])

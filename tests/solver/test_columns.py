@@ -192,11 +192,15 @@ def test_lagrange_bounds_hold_at_every_free_total() -> None:
 
 @pytest.mark.parametrize(("variant", "classes", "seed"),
                          [("plain", True, 0), ("tight", False, 0), ("fragmented", True, 0)])
-def test_medium_windows_are_proven_optimal_within_a_second(variant: str, classes: bool,
-                                                           seed: int) -> None:
+def test_medium_windows_are_proven_optimal_within_a_second(
+        variant: str, classes: bool, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests on 30-day windows (60 pending tasks) that a 1 s proposal reaches its proven
     bound (status optimal), that the bound is what a long column search proves, and that the
-    proposal applies cleanly."""
+    proposal applies cleanly (the soft level alone: the close stage of issue 10, which ranks
+    the health counts first, is off)."""
+    import smartflow_engine.solver.placement as placement_module
+
+    monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
     state = synthetic_window(seed, 30, variant=variant, pending=60, with_task_classes=classes)
     proposal = propose_placement(state, time_limit_s=1.0, seed=0)
     assert proposal.status == "optimal"

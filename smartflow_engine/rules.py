@@ -1,0 +1,210 @@
+"""The one issue rule table (p1 §4.3-§4.6), read by the analyzers and the solver alike.
+
+It sits below both (it imports nothing of this package) so the solver's health objective and
+floor read the very rules ``analyze_health`` applies. Each :class:`Rule` names its dimension,
+the entity it is judged on (a day, a subject or the window: also the merge key of its issues,
+see :meth:`Rule.merge_key`), and its severity bands with the metric, operator and threshold of
+every condition; :func:`rules_for` gives the table at the ``strict`` / ``normal`` / ``relaxed``
+level. The few metric formulas whose rounding decides a threshold (:func:`r4`,
+:func:`concentration`) live here too, so a count computed by the solver equals the analyzers'.
+
+Each rule lists its severity bands, most severe first; the first band whose conditions
+all hold fires, so a rule yields at most one issue per entity (a day, a subject, or the window).
+The ``normal`` values are the spec's (p1 §4.3-§4.6). ``strict`` fires about 10 % earlier and
+``relaxed`` about 10 % later: a ``>=`` threshold is multiplied by 0.9 / 1.1, a ``<=`` / ``<`` one
+by 1.1 / 0.9; an integer-valued metric moves by at least one step so the shift is never a no-op,
+and a positive count threshold never drops below 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .state import ScheduleState, TaskClass
+
+Level = Literal["strict", "normal", "relaxed"]
+LEVELS: tuple[str, ...] = ("strict", "normal", "relaxed")
+Entity = Literal["day", "subject", "overall"]
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``metric <op> value``; ``integer`` marks a count-valued metric."""
+
+    metric: str
+    op: Literal[">=", ">", "<=", "<"]
+    value: float
+    integer: bool = False
+
+    def holds(self, actual: float | None) -> bool:
+        if actual is None:
+            return False
+        if self.op == ">=":
+            return actual >= self.value
+        if self.op == ">":
+            return actual > self.value
+        if self.op == "<=":
+            return actual <= self.value
+        return actual < self.value
+
+    def shifted(self, level: str) -> Cond:
+        if level == "normal":
+            return self
+        earlier = level == "strict"
+        upward = self.op in ("<=", "<")  # for "lower is worse", firing earlier = a larger value
+        factor = 1.1 if earlier == upward else 0.9
+        if not self.integer:
+            return Cond(self.metric, self.op, round(self.value * factor, 4), False)
+        v = int(self.value)
+        if factor > 1:
+            new = max(math.ceil(v * factor), v + 1)
+        else:
+            new = min(math.floor(v * factor), v - 1)
+            new = max(new, 1 if v >= 1 else 0)
+        return Cond(self.metric, self.op, float(new), True)
+
+
+@dataclass(frozen=True)
+class Band:
+    severity: Literal["critical", "warning", "info"]
+    conds: tuple[Cond, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    dimension: str
+    rule: str
+    entity: Entity
+    bands: tuple[Band, ...]
+
+    def merge_key(self, day: int | None, category: str | None) -> tuple[str, str, object]:
+        """Issues with the same key are the same problem (merged by ``analyze_health``): the
+        same dimension and rule about the same day, subject or (``overall``) the window."""
+        return (self.dimension, self.rule, day if self.entity == "day"
+                else category if self.entity == "subject" else None)
+
+    def at(self, level: str) -> Rule:
+        return Rule(self.dimension, self.rule, self.entity, tuple(
+            Band(b.severity, tuple(c.shifted(level) for c in b.conds)) for b in self.bands))
+
+
+def _c(metric: str, op: Literal[">=", ">", "<=", "<"], value: float, integer: bool = False) -> Cond:
+    return Cond(metric, op, value, integer)
+
+
+# The normal level (spec p1 §4.3-§4.6). Bands the spec leaves vague ("info: ... 轻微波动") get
+# a concrete value here, one step below the warning band.
+RULES: tuple[Rule, ...] = (
+    Rule("load", "day_utilization", "day", (
+        Band("critical", (_c("utilization", ">=", 0.90),)),
+        Band("warning", (_c("utilization", ">=", 0.80),)),
+    )),
+    Rule("load", "load_imbalance", "overall", (
+        Band("critical", (_c("load_std_dev", ">=", 3.0), _c("load_range", ">=", 7, True))),
+        Band("warning", (_c("load_std_dev", ">=", 2.0),)),
+        Band("info", (_c("load_std_dev", ">=", 1.0),)),
+    )),
+    Rule("subjects", "subject_gap", "subject", (
+        Band("critical", (_c("max_gap", ">=", 6, True),)),
+        Band("warning", (_c("max_gap", ">=", 4, True),)),
+        Band("info", (_c("max_gap", ">=", 3, True),)),
+    )),
+    Rule("subjects", "subject_concentration", "subject", (
+        Band("critical", (_c("concentration", ">=", 0.85),)),
+        Band("warning", (_c("concentration", ">=", 0.70),)),
+    )),
+    Rule("subjects", "budget_lag", "subject", (
+        Band("critical", (_c("budget_progress", "<", 0.4), _c("days_to_end", "<=", 7, True))),
+    )),
+    Rule("context", "context_switch", "day", (
+        Band("critical", (_c("switch_count", ">=", 5, True), _c("fragmentation", ">=", 0.75))),
+        Band("warning", (_c("switch_count", ">=", 3, True),)),
+        Band("warning", (_c("fragmentation", ">=", 0.55),)),
+    )),
+    Rule("context", "heavy_adjacent", "day", (
+        Band("info", (_c("heavy_adjacent", ">=", 1, True),)),
+    )),
+    Rule("tolerance", "buffer", "overall", (
+        Band("critical", (_c("days_without_buffer", ">=", 2, True),)),
+        Band("warning", (_c("days_without_buffer", ">=", 1, True),)),
+    )),
+    Rule("tolerance", "free_fragmentation", "overall", (
+        Band("critical", (_c("fragmentation_rate", ">=", 0.65),)),
+        Band("warning", (_c("fragmentation_rate", ">=", 0.45),)),
+        Band("info", (_c("fragmentation_rate", ">=", 0.30),)),
+    )),
+)
+
+
+def rule(dimension: str, name: str, level: str = "normal") -> Rule:
+    """One rule at ``level``."""
+    for r in rules_for(dimension, level):
+        if r.rule == name:
+            return r
+    raise KeyError(f"no rule {dimension}.{name}")
+
+
+def severity(r: Rule, values: Mapping[str, float | None]) -> str | None:
+    """The severity of the first band of ``r`` whose conditions all hold on ``values``."""
+    for band in r.bands:
+        if all(c.holds(values.get(c.metric)) for c in band.conds):
+            return band.severity
+    return None
+
+
+# ------------------------------------------------------------------- metric formulas (shared)
+UNCATEGORISED = "未分类"  # the subject of a study task without a category
+
+
+def subject_class(state: ScheduleState, name: str, class_ids: list[int]) -> TaskClass | None:
+    """The task class of subject ``name``: by its tasks' ``category_id`` (first found), else by
+    name (budget rules, p1 §4.4)."""
+    for cid in class_ids:
+        tc = state.task_class(cid)
+        if tc is not None:
+            return tc
+    return next((tc for tc in state.task_classes if tc.name == name), None)
+
+
+def r4(x: float) -> float:
+    """Round a ratio for the envelope (rules compare the rounded value the LLM sees)."""
+    return round(float(x), 4)
+
+
+def concentration(slots_per_day: list[int], blocks: int, num_days: int) -> float | None:
+    """Normalised HHI of the per-day shares (present days' slot counts), against
+    ``N = min(blocks, num_days)`` days (p1 §4.4)."""
+    used = sum(slots_per_day)
+    if used == 0:
+        return None
+    n = min(blocks, num_days)
+    if n <= 1:
+        return 0.0
+    hhi = sum((v / used) ** 2 for v in slots_per_day)
+    return r4(min(1.0, max(0.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n))))
+
+
+@cache
+def rules_for(dimension: str, level: str) -> tuple[Rule, ...]:
+    """The dimension's rules at ``level`` (cached: the table is immutable)."""
+    return tuple(r.at(level) for r in RULES if r.dimension == dimension)
+
+
+@cache
+def threshold(dimension: str, rule: str, severity: str, metric: str, level: str) -> float:
+    """The value of one condition at ``level`` (the first band of ``severity`` that tests it)."""
+    for r in rules_for(dimension, level):
+        if r.rule != rule:
+            continue
+        for band in r.bands:
+            if band.severity != severity:
+                continue
+            for c in band.conds:
+                if c.metric == metric:
+                    return c.value
+    raise KeyError(f"no threshold {dimension}.{rule}.{severity}.{metric}")

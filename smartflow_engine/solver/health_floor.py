@@ -1,0 +1,334 @@
+"""A proven floor of ``analyze_health``'s (critical, warning): what no placement can go below.
+
+The population: every placement of the unlocked study tasks (source ``task_item``, not locked,
+not the guest of a locked host), the pending ones and the suggested ones now inside their task
+classes' day windows kept inside them (as proposals place them), while courses and calendar events (never suggested for a move, p1 §4.3)
+and locked tasks stay where they are;
+every study task placed now stays placed, and, when a proven feasibility report is given, at
+least ``required - capacity_gap`` pending periods are placed (what a proposal places).
+
+Each argument below is a relaxation (periods pour freely into free periods, task boundaries and
+subjects forgotten), so each is sound; each yields, for one rule, a lower bound on its critical
+issues and on its critical + warning issues. Summed over the rules (disjoint issues) they give
+``floor.critical`` ≤ critical and ``floor.critical + floor.warning`` ≤ critical + warning of every
+schedule of the population, hence no schedule is lexicographically below the floor.
+
+- ``day_utilization``: a day whose fixed periods alone reach a band (unfixable); and capacity:
+  the periods to place that do not fit below the warning (critical) load of the other days
+  force that many more days over it (fewest days: the roomiest first), in the whole window and
+  in each task-class day window for the tasks confined to it.
+- ``context_switch``: switches between fixed study periods (no host block in between) only grow.
+- ``buffer``: a day needs two usable free periods; days whose fixed content leaves fewer never
+  get them, and the free periods left after placing, halved, bound the days that can.
+- ``load_imbalance``: the water-filled daily loads (each day between its fixed load and its
+  capacity, the total fixed) have the least sample std-dev and range of all (majorisation).
+- ``budget_lag``: a subject whose fixed and movable periods together stay below its budget
+  threshold near its end day lags in every schedule.
+- ``feasibility``: more periods to place than free periods and host blocks hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..rules import r4, rules_for, severity, subject_class
+from ..state import ScheduleState, Task, runs
+from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
+from .problem import rule_for
+
+if TYPE_CHECKING:
+    from .feasibility import FeasibilityReport
+
+_EPS = 1e-9
+
+
+@dataclass
+class HealthFloor:
+    """``critical``/``warning``: the floor; ``proven``: established by the arguments above (a
+    floor is never guessed); ``binding``: the rules that make it, each with its figures;
+    ``unfixable``: (rule, day, category) → the severity fixed content alone causes there."""
+
+    critical: int = 0
+    warning: int = 0
+    proven: bool = True
+    binding: list[dict[str, Any]] = field(default_factory=list)
+    unfixable: dict[tuple[str, int | None, str | None], str] = field(default_factory=dict)
+
+    def meets(self, critical: int, warning: int) -> bool:
+        """``(critical, warning)`` reaches the floor (equals it: nothing goes below)."""
+        return critical <= self.critical and critical + warning <= self.critical + self.warning
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"critical": self.critical, "warning": self.warning, "proven": self.proven,
+                "binding": [dict(b) for b in self.binding]}
+
+
+def _sev_cw(sev: str | None) -> tuple[int, int]:
+    """(critical lower bound, critical+warning lower bound) of one issue of severity ``sev``."""
+    return (1, 1) if sev == "critical" else (0, 1) if sev == "warning" else (0, 0)
+
+
+def movable_study(state: ScheduleState, task: Task) -> bool:
+    """A study task the writes may place or move (unlocked, guest of no locked host)."""
+    return task.source != "event" and not state.is_locked(task)
+
+
+def health_floor(state: ScheduleState, level: str = "normal",
+                 report: FeasibilityReport | None = None,
+                 dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
+                 pending_periods: int | None = None) -> HealthFloor:
+    """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
+    module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
+    the suggested tasks), or ``None``; ``pending_periods``: pending periods every schedule of
+    the population places (default: from ``report``, else none)."""
+    num_days, spd = state.num_days, state.slots_per_day
+    rules = {(r.dimension, r.rule): r for dim in ("load", "subjects", "context", "tolerance")
+             for r in rules_for(dim, level)}
+    fixed_owner = state.grid.owner.copy()
+    placed_movable = 0  # periods of movable study tasks placed now
+    pending_slots = 0
+    movable_by_subject: dict[str, int] = {}
+    for t in state.tasks:
+        if not movable_study(state, t):
+            continue
+        name = study_subject(t) or ""
+        periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
+        movable_by_subject[name] = movable_by_subject.get(name, 0) + periods
+        if t.status == "pending":
+            pending_slots += t.need()
+            continue
+        for b in t.slots:
+            placed_movable += b.length
+            if t.embed_host is None:
+                fixed_owner[b.day - 1, b.slot_start - 1:b.slot_end] = 0
+    fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
+    free = spd - fixed_load
+    # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
+    # block is counted among the periods, so its guest room only lowers the periods placed)
+    host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
+                    for b in t.slots)
+    pending_min = 0
+    if pending_periods is not None:
+        pending_min = min(pending_slots, pending_periods)
+    elif report is not None and report.proven and report.capacity_gap is not None:
+        pending_min = max(0, pending_slots - int(report.capacity_gap))
+    to_place = placed_movable + pending_min
+    p_min = max(0, to_place - host_room)  # periods placed outside host blocks, at least
+    p_max = placed_movable + pending_slots
+    floor = HealthFloor()
+
+    dimension_of = {r.rule: r.dimension for (_, _), r in rules.items()}
+    dimension_of["capacity_gap"] = "feasibility"
+
+    def add(rule: str, cw: tuple[int, int], why: dict[str, Any]) -> None:
+        """Count ``cw`` = (critical, critical + warning) issues of ``rule`` into the floor."""
+        if cw == (0, 0) or dimension_of[rule] not in (*dimensions, "feasibility"):
+            return
+        floor.critical += cw[0]
+        floor.warning += cw[1] - cw[0]
+        floor.binding.append({"rule": rule, "why": why})
+
+    # -- day utilisation: fixed days, then capacity
+    util = rules[("load", "day_utilization")]
+    band_at = [severity(util, {"utilization": r4(t / spd)}) for t in range(spd + 1)]
+    warn_t = next((t for t in range(spd + 1) if band_at[t] is not None), spd + 1)
+    crit_t = next((t for t in range(spd + 1) if band_at[t] == "critical"), spd + 1)
+    fixed_days = []
+    crit0 = warn0 = 0
+    for d in range(num_days):
+        sev = band_at[int(fixed_load[d])]
+        if sev in ("critical", "warning"):
+            fixed_days.append({"day": d + 1, "fixed_periods": int(fixed_load[d]),
+                               "severity": sev})
+            if "load" in dimensions:
+                floor.unfixable[("day_utilization", d + 1, None)] = sev
+            crit0 += sev == "critical"
+            warn0 += 1
+    forced_w = _forced_days(fixed_load, free, p_min, warn_t)
+    forced_c = _forced_days(fixed_load, free, p_min, crit_t)
+    window: list[int] = [1, num_days]
+    # Task-class day windows: the periods of the tasks confined to a span of days must fit in
+    # that span (host blocks there aside), which may force more days over a load.
+    everything = pending_min == pending_slots
+    spans: dict[tuple[int, int], int] = {}
+    confined: list[tuple[int, int, int]] = []
+    for t in state.tasks:
+        # The engine's own tasks keep to their class's days: the pending ones (when all of them
+        # are placed) and the suggested ones standing inside them now. An existing task, or a
+        # suggested one left outside by a class change, may stand anywhere (DESIGN).
+        if not movable_study(state, t) or t.status == "existing":
+            continue
+        if t.status == "pending" and not everything:
+            continue
+        cls = rule_for(state, t)
+        if t.status != "pending" and not all(cls.start_day <= b.day <= cls.end_day
+                                             for b in t.slots):
+            continue
+        if (cls.start_day, cls.end_day) != (1, num_days):
+            periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
+            confined.append((cls.start_day, cls.end_day, periods))
+            spans[(cls.start_day, cls.end_day)] = 0
+    for lo, hi in spans:
+        demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
+        room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
+                   for b in t.slots if lo <= b.day <= hi)
+        part = slice(lo - 1, hi)
+        need = max(0, demand - room)
+        fw = _forced_days(fixed_load[part], free[part], need, warn_t)
+        fc = _forced_days(fixed_load[part], free[part], need, crit_t)
+        if (fc, fw) > (forced_c, forced_w) or fw > forced_w:
+            window = [lo, hi]
+        forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
+    util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
+    if fixed_days:
+        add("day_utilization", (crit0, warn0), {
+            "kind": "fixed_load", "days": fixed_days, "slots_per_day": spd})
+    if util_cw != (crit0, warn0):
+        add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), {
+            "kind": "capacity", "periods_to_place": p_min, "days": window,
+            "room_below_warning": int(np.minimum(free, np.maximum(0, warn_t - 1 - fixed_load))
+                                      [fixed_load < warn_t].sum()),
+            "days_forced_over_warning": forced_w, "days_forced_over_critical": forced_c,
+            "warning_load": warn_t, "critical_load": crit_t})
+
+    # -- context switches between fixed study periods
+    ctx = rules[("context", "context_switch")]
+    study = _fixed_study(state)
+    left, right = study[:, :-1], study[:, 1:]
+    switches = np.count_nonzero((left > 0) & (right > 0) & (left != right), axis=1)
+    for d in np.flatnonzero(switches).tolist():
+        sw = int(switches[d])
+        # fragmentation can fall as periods are added, so only the switch-count band counts
+        sev = severity(ctx, {"switch_count": sw, "fragmentation": 0.0})
+        if sev == "warning":
+            add("context_switch", (0, 1), {"kind": "fixed_switches", "day": d + 1,
+                                           "fixed_switches": sw})
+            if "context" in dimensions:
+                floor.unfixable[("context_switch", d + 1, None)] = "warning"
+
+    # -- buffer days
+    rows, _, lengths = runs(fixed_owner == 0)
+    usable = np.bincount(rows, weights=np.where(lengths >= MIN_USABLE, lengths, 0),
+                         minlength=num_days)
+    hopeless = int(np.count_nonzero(usable < MIN_BUFFER))
+    free_total = int(free.sum())
+    can_buffer = min(num_days - hopeless, max(0, free_total - p_min) // MIN_BUFFER)
+    no_buffer = num_days - can_buffer
+    sev = severity(rules[("tolerance", "buffer")], {"days_without_buffer": no_buffer,
+                                                     "fragmentation_rate": 0.0})
+    if sev is not None:
+        add("buffer", _sev_cw(sev), {
+            "kind": "capacity", "days": num_days, "days_without_room": hopeless,
+            "free_periods": free_total, "periods_to_place": p_min,
+            "buffer_periods": MIN_BUFFER, "days_without_buffer": no_buffer})
+
+    # -- load spread (water-filling)
+    # std is not monotone in the total placed outside hosts: try every total
+    stds, spreads = _water_fill(fixed_load, free, np.arange(p_min, p_max + 1))
+    std_lb, range_lb = float(stds.min()), float(spreads.min())
+    if math.isfinite(std_lb):
+        std_v = r4(max(0.0, std_lb - _EPS))
+        range_v = math.ceil(range_lb - _EPS)
+        sev = severity(rules[("load", "load_imbalance")],
+                       {"load_std_dev": std_v, "load_range": range_v})
+        if sev in ("critical", "warning"):
+            add("load_imbalance", _sev_cw(sev), {
+                "kind": "water_filling", "min_load_std_dev": std_v, "min_load_range": range_v,
+                "fixed_periods": int(fixed_load.sum()), "periods_to_place_min": p_min})
+
+    # -- budget lag
+    budget = rules[("subjects", "budget_lag")]
+    fixed_by_subject: dict[str, int] = {}
+    class_ids: dict[str, list[int]] = {}
+    for t in state.tasks:
+        subject = study_subject(t)
+        if subject is None:
+            continue
+        name = subject
+        class_ids.setdefault(name, [])
+        if t.category_id is not None and t.category_id not in class_ids[name]:
+            class_ids[name].append(t.category_id)
+        if not movable_study(state, t) and t.status != "pending":
+            fixed_by_subject[name] = fixed_by_subject.get(name, 0) + sum(
+                b.length for b in t.slots)
+    for name, ids in class_ids.items():
+        tc = subject_class(state, name, ids)
+        if tc is None or not tc.total_slots or tc.end_day is None:
+            continue
+        most = fixed_by_subject.get(name, 0) + movable_by_subject.get(name, 0)
+        sev = severity(budget, {"budget_progress": r4(most / tc.total_slots),
+                                "days_to_end": tc.end_day - 1})
+        if sev is not None:
+            add("budget_lag", _sev_cw(sev), {
+                "kind": "budget", "category": name, "max_used_slots": most,
+                "total_slots": tc.total_slots, "days_to_end": tc.end_day - 1})
+
+    # -- feasibility: more study periods than room, however they are arranged
+    room = free_total + host_room
+    if report is not None and report.is_feasible is False and placed_movable + pending_slots > room:
+        add("capacity_gap", (1, 1), {"kind": "capacity", "study_periods":
+                                     placed_movable + pending_slots, "room": room})
+    return floor
+
+
+def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: int) -> int:
+    """Fewest days that must reach load ``limit`` to hold ``periods`` more periods: days already
+    at the limit take their free periods, the others up to ``limit - 1``, then the roomiest of
+    them take the rest."""
+    over = fixed_load >= limit
+    below_room = np.minimum(free, np.maximum(0, limit - 1 - fixed_load))
+    excess = periods - int(free[over].sum()) - int(below_room[~over].sum())
+    if excess <= 0:
+        return 0
+    extra = np.sort((free - below_room)[~over])[::-1]
+    got = np.cumsum(extra)
+    idx = int(np.searchsorted(got, excess))
+    return idx + 1 if idx < extra.size else int(extra.size)
+
+
+def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Least sample std-dev and range of daily loads ``lo + x`` with ``0 <= x <= room`` and
+    ``sum(x) = p``, for each ``p`` of ``periods`` (continuous relaxation: a lower bound for
+    integer loads; ``inf`` where ``p`` does not fit)."""
+    lo_f = lo.astype(float)[None, :]
+    hi_f = (lo + room).astype(float)[None, :]
+    target = float(lo.sum()) + periods.astype(float)
+    a = np.full(periods.shape, float(lo_f.min()))
+    b = np.full(periods.shape, float(hi_f.max()))
+    for _ in range(60):  # bisection on the water level of every total at once
+        mid = (a + b) / 2
+        low = np.clip(mid[:, None], lo_f, hi_f).sum(axis=1) < target
+        a = np.where(low, mid, a)
+        b = np.where(low, b, mid)
+    x = np.clip(b[:, None], lo_f, hi_f)
+    fits = periods <= int(room.sum())
+    if lo.size <= 1:
+        zero = np.zeros(periods.shape)
+        return np.where(fits, zero, np.inf), np.where(fits, zero, np.inf)
+    std = np.where(fits, x.std(axis=1, ddof=1), np.inf)
+    spread = np.where(fits, x.max(axis=1) - x.min(axis=1), np.inf)
+    return std, spread
+
+
+def _fixed_study(state: ScheduleState) -> np.ndarray:
+    """Subject codes (>0) of fixed study periods that no guest can cover; 0 elsewhere."""
+    owner = state.grid.owner
+    out = np.zeros(owner.shape, dtype=np.int64)
+    codes: dict[str, int] = {}
+    for t in state.tasks:
+        name = study_subject(t)
+        if name is None or movable_study(state, t) or t.embed_host is not None or t.can_embed:
+            continue
+        code = codes.setdefault(name, len(codes) + 1)
+        for b in t.slots:
+            out[b.day - 1, b.slot_start - 1:b.slot_end] = code
+    return out
+
+
+__all__ = ["HealthFloor", "health_floor", "movable_study"]

@@ -1,0 +1,434 @@
+"""The close stage of a proposal: a local search on the exact ``analyze_health`` counts.
+
+After level 1 (the most periods, proven) and the weighted soft terms, a proposal is judged by
+the health rule table (p1 §4.3-§4.7): the agent may close when ``critical=0 && warning<=1``.
+This stage starts from a placement and moves the placed scope tasks (one task to another allowed
+place, or two tasks of equal length and different subjects trading places) to minimise
+``(critical, warning)`` lexicographically, scored exactly by :class:`.health_eval.HealthEvaluator`
+(equal to ``analyze_health``'s counts). Moves that keep the counts and lower a guidance slack
+(how far metrics sit past their warning thresholds) are accepted too, so the search crosses the
+plateaus of the counts. The set of placed tasks never changes (level 1 stays), nor do class
+windows, banned periods, host blocks (one guest each) or anything outside the scope.
+
+Least change: a move limit ``max_moves`` caps how many tasks may end away from their ``origin``;
+at the end every moved task whose return keeps the best counts goes back, so among equal counts
+the result keeps more of the start (and of its soft terms, level 4).
+
+Deterministic for a seed: the work is counted in evaluations, converted to estimated seconds
+(EVAL_COST_S per evaluation, calibrated on the 2-core CI machine); the wall-clock ``deadline`` is
+only a safety net.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..state import ScheduleState
+from .health_eval import HealthCounts, HealthEvaluator
+from .problem import Bin, Group, Placement, Problem, allowed_starts
+
+# Estimated seconds per evaluation (process time measured on the shared 2-core machine: 110-160
+# µs on 13-120-day windows), plus this per day beyond 30.
+EVAL_COST_S = 150e-6
+EVAL_COST_PER_DAY_S = 0.3e-6
+REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lists
+SWAP_SHARE = 0.2  # of the moves that are swaps
+GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
+SCAN_SHARE = 0.02  # of the steps that scan every place of one task and take the best
+
+
+@dataclass(frozen=True)
+class HealthSearchResult:
+    """``placements`` of the scope tasks; ``counts`` their (critical, warning); ``moved``: tasks
+    away from ``origin``; ``evaluations``: the work done; ``work_s`` its estimate in seconds."""
+
+    placements: list[Placement]
+    counts: HealthCounts
+    start_counts: HealthCounts
+    moved: int
+    evaluations: int
+    work_s: float
+
+
+def eval_cost(num_days: int) -> float:
+    """Estimated seconds per evaluation on a window of ``num_days`` days."""
+    return EVAL_COST_S + EVAL_COST_PER_DAY_S * max(0, num_days - 30)
+
+
+class _Search:
+    def __init__(self, ev: HealthEvaluator, problem: Problem, origin: Mapping[int, Placement],
+                 rng: np.random.Generator, max_moves: int | None) -> None:
+        self.ev = ev
+        self.problem = problem
+        self.origin = origin
+        self.rng = rng
+        self.max_moves = max_moves
+        self.group_of = problem.group_of()
+        self.gap_warn = int(ev.gap_warn)
+        self.hosts_by_day: dict[int, list[Bin]] = {}
+        for b in problem.hosts:
+            self.hosts_by_day.setdefault(b.day, []).append(b)
+        spd = problem.slots_per_day
+        self.banned: dict[int, list[bool]] = {
+            id(g): [p + 1 in set(g.rule.banned) for p in range(spd)] for g in problem.groups}
+        self.allowed_days: dict[int, np.ndarray] = {}
+        for gi, g in enumerate(problem.groups):
+            self.allowed_days[gi] = np.array(
+                [d for d in range(1, problem.num_days + 1)
+                 if g.rule.allows_day(d, problem.num_days)], dtype=np.int64)
+
+    # ------------------------------------------------------------------ places
+    def starts_on(self, g: Group, day: int) -> list[tuple[int, int | None]]:
+        """Free (start, host) places of ``g`` on ``day`` in the current state (1-based)."""
+        ev = self.ev
+        banned = self.banned[id(g)]
+        n = g.duration
+        row = ev.owner[day - 1].tolist()
+        out: list[tuple[int, int | None]] = []
+        run = 0
+        for i, v in enumerate([*row, 1]):
+            if v == 0:
+                run += 1
+                continue
+            if run >= n:  # free periods i-run .. i-1 (0-based)
+                out += [(s + 1, None) for s in range(i - run, i - n + 1)
+                        if not any(banned[s:s + n])]
+            run = 0
+        if g.can_guest:
+            for b in self.hosts_by_day.get(day, ()):
+                if b.length >= n and ev.guest_free(day, b.slot_start, b.slot_end):
+                    out += [(s + 1, b.host) for s in range(b.slot_start - 1, b.slot_end - n + 1)
+                            if not any(banned[s:s + n])]
+        return out
+
+    def allows(self, tid: int, pl: Placement) -> bool:
+        """``tid`` may stand at ``pl``'s place (class days and banned periods; no host check)."""
+        g = self.problem.groups[self.group_of[tid]]
+        if not g.rule.allows_day(pl.day, self.problem.num_days) or pl.embed_host is not None:
+            return False
+        return bool(allowed_starts(g.rule.banned, g.duration, pl.slot_start, pl.slot_end,
+                                   self.problem.slots_per_day))
+
+    def moved(self) -> int:
+        return sum(1 for tid, pl in self.ev.placed_scope.items() if self.origin.get(tid) != pl)
+
+    # ------------------------------------------------------------------ moves
+    def relocate(self, tid: int, day_choice: str | int
+                 ) -> list[tuple[int, Placement, Placement]] | None:
+        """Move ``tid`` to a random allowed free place on a day drawn by ``day_choice``
+        (``light``: the lighter of two, ``any``, or a given day); the undo list or None."""
+        ev = self.ev
+        gi = self.group_of[tid]
+        g = self.problem.groups[gi]
+        days = self.allowed_days[gi]
+        if days.size == 0:
+            return None
+        if isinstance(day_choice, int):
+            day = day_choice
+            if not g.rule.allows_day(day, self.problem.num_days):
+                return None
+        elif day_choice == "light":
+            a, b = (int(v) for v in self.rng.choice(days, size=2))
+            day = a if ev.day_total[a - 1] <= ev.day_total[b - 1] else b
+        else:
+            day = int(self.rng.choice(days))
+        old = ev.remove(tid, refresh=False)
+        places = self.starts_on(g, day)
+        places = [p for p in places if not (p[0] == old.slot_start and day == old.day
+                                            and p[1] == old.embed_host)]
+        if not places:
+            ev.place(old, refresh=False)
+            return None
+        if len(places) > 2 and self.rng.random() < 0.7:
+            edge = [p for p in places if p[1] is not None or self._touches(day, p[0], g.duration)]
+            places = edge or places
+        s, host = places[int(self.rng.integers(len(places)))]
+        new = Placement(tid, day, s, s + g.duration - 1, host)
+        ev.place(new, refresh=False)
+        ev.refresh((old.day, day))
+        return [(tid, old, new)]
+
+    def gap_move(self) -> list[tuple[int, Placement, Placement]] | None:
+        """A task of a subject with a long gap moves into the middle part of that gap (from the
+        day where the subject has the most blocks)."""
+        ev = self.ev
+        spans = [(code, span) for code, span in enumerate(ev.gap_span)
+                 if span is not None and span[1] - span[0] - 1 >= self.gap_warn - 1]
+        if not spans:
+            return None
+        code, (a, b) = spans[int(self.rng.integers(len(spans)))]
+        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        if not mine:
+            return None
+        per_day: dict[int, int] = {}
+        for t in mine:
+            per_day[ev.placed_scope[t].day] = per_day.get(ev.placed_scope[t].day, 0) + 1
+        if self.rng.random() < 0.6:
+            mine = [t for t in mine if per_day[ev.placed_scope[t].day] > 1] or mine
+        tid = mine[int(self.rng.integers(len(mine)))]
+        lo, hi = a + 1, b - 1
+        if lo > hi:
+            return None
+        third = max(1, (hi - lo + 1) // 3)
+        day = int(self.rng.integers(lo + (third if hi - lo >= 2 else 0),
+                                    hi - (third if hi - lo >= 2 else 0) + 1))
+        return self.relocate(tid, day)
+
+    def best_relocation(self, tid: int, cur: HealthCounts
+                        ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
+        """Scan every allowed free place of ``tid``; move it to the best one if that is not
+        worse than ``cur`` (ties broken by slack, then at random). Returns the undo list (or
+        None) and the evaluations spent."""
+        ev = self.ev
+        gi = self.group_of[tid]
+        g = self.problem.groups[gi]
+        old = ev.remove(tid, refresh=False)
+        ev.refresh((old.day,))
+        best: tuple[tuple[int, int, float, float], Placement] | None = None
+        evals = 0
+        for day in self.allowed_days[gi].tolist():
+            for s, host in self.starts_on(g, int(day)):
+                pl = Placement(tid, int(day), s, s + g.duration - 1, host)
+                if pl == old:
+                    continue
+                ev.place(pl)
+                c = ev.counts_now()
+                evals += 1
+                key = (c.critical, c.warning, c.slack, float(self.rng.random()))
+                if best is None or key < best[0]:
+                    best = (key, pl)
+                ev.remove(tid)
+        if best is None or best[0][:3] > (cur.critical, cur.warning, cur.slack):
+            ev.place(old)
+            return None, evals
+        ev.place(best[1])
+        return [(tid, old, best[1])], evals
+
+    def _touches(self, day: int, s: int, n: int) -> bool:
+        row = self.ev.owner[day - 1]
+        left = s - 2 < 0 or row[s - 2] != 0
+        right = s - 1 + n >= row.size or row[s - 1 + n] != 0
+        return bool(left or right)
+
+    def swap(self, a: int, b: int) -> list[tuple[int, Placement, Placement]] | None:
+        ev = self.ev
+        pa, pb = ev.placed_scope[a], ev.placed_scope[b]
+        if pa.length != pb.length or pa.embed_host is not None or pb.embed_host is not None:
+            return None
+        if ev.code_of_task[a] == ev.code_of_task[b]:
+            return None
+        na = Placement(a, pb.day, pb.slot_start, pb.slot_end)
+        nb = Placement(b, pa.day, pa.slot_start, pa.slot_end)
+        if not (self.allows(a, na) and self.allows(b, nb)):
+            return None
+        ev.remove(a, refresh=False)
+        ev.remove(b, refresh=False)
+        ev.place(na, refresh=False)
+        ev.place(nb, refresh=False)
+        ev.refresh((pa.day, pb.day))
+        return [(a, pa, na), (b, pb, nb)]
+
+    def undo(self, changes: list[tuple[int, Placement, Placement]]) -> None:
+        for tid, _, _ in changes:
+            self.ev.remove(tid, refresh=False)
+        for _, old, _ in changes:
+            self.ev.place(old, refresh=False)
+        self.ev.refresh([pl.day for _, old, new in changes for pl in (old, new)])
+
+
+def search_health(
+    state: ScheduleState,
+    problem: Problem,
+    placements: Sequence[Placement],
+    *,
+    level: str = "normal",
+    seed: int = 0,
+    budget_s: float = 1.0,
+    deadline: float | None = None,
+    feasibility_critical: int = 0,
+    max_moves: int | None = None,
+    origin: Sequence[Placement] | None = None,
+    floor: tuple[int, int] | None = None,
+) -> HealthSearchResult:
+    """Minimise ``(critical, warning)`` of ``analyze_health`` over moves of the placed scope tasks.
+
+    Parameters
+    ----------
+    state, problem
+        The window and its scope (``problem.groups``' tasks may move; everything else stays).
+    placements
+        The start: a place for some scope tasks (the others stay unplaced).
+    level
+        The threshold level the counts are taken at.
+    budget_s
+        Estimated seconds of work (evaluations × :func:`eval_cost`); deterministic.
+    deadline
+        ``time.perf_counter()`` value after which the search stops regardless (safety net).
+    feasibility_critical
+        1 when ``analyze_health`` adds its feasibility issue to every placement of this scope.
+    max_moves, origin
+        At most ``max_moves`` tasks may end away from their place in ``origin`` (default: the
+        start); ``None`` is no limit.
+    floor
+        A proven floor (critical, warning) of these placements, feasibility issue aside: the
+        search stops once it is met (nothing can be better).
+
+    Returns
+    -------
+    HealthSearchResult
+        Never worse counts than the start; among equal counts, fewer moved tasks.
+    """
+    scope = {tid for g in problem.groups for tid in g.task_ids}
+    ev = HealthEvaluator(state, scope, level, feasibility_critical)
+    ev.set_placements(placements)
+    origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
+    rng = np.random.default_rng(seed)
+    search = _Search(ev, problem, origin_map, rng, max_moves)
+    start = ev.counts_now()
+    cur = start
+    best_key = (start.critical, start.warning)
+    best = dict(ev.placed_scope)
+    cost = eval_cost(problem.num_days)
+    limit = int(budget_s / cost) if budget_s > 0 else 0
+    evals = 0
+    tids = sorted(ev.placed_scope)
+    hot: list[int] = tids
+    safety = deadline if deadline is not None else float("inf")
+    def at_floor(key: tuple[int, int]) -> bool:
+        if floor is None:
+            return key == (0, 0)
+        c = key[0] - feasibility_critical
+        return c <= floor[0] and c + key[1] <= floor[0] + floor[1]
+
+    while evals < limit and tids and not at_floor(best_key):
+        if evals % REFRESH_EVERY == 0:
+            if time.perf_counter() > safety:
+                break
+            hot = _hot_tasks(ev, tids) or tids
+        draw = rng.random()
+        if draw < SCAN_SHARE:
+            changes, spent = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
+            evals += spent
+            if changes is not None and (max_moves is None or search.moved() <= max_moves):
+                cur = ev.counts_now()
+                if cur.key < best_key:
+                    best_key = cur.key
+                    best = dict(ev.placed_scope)
+            elif changes is not None:
+                search.undo(changes)
+            continue
+        draw = rng.random()
+        if draw < GAP_SHARE:
+            changes = search.gap_move()
+            if changes is None:
+                changes = search.relocate(hot[int(rng.integers(len(hot)))], "light")
+        elif draw < GAP_SHARE + SWAP_SHARE and len(tids) > 1:
+            a = hot[int(rng.integers(len(hot)))]
+            b = tids[int(rng.integers(len(tids)))]
+            changes = search.swap(a, b) if a != b else None
+        else:
+            tid = hot[int(rng.integers(len(hot)))] if rng.random() < 0.7 else tids[
+                int(rng.integers(len(tids)))]
+            changes = search.relocate(tid, "light" if rng.random() < 0.5 else "any")
+        if changes is None:
+            evals += 1  # a failed draw still costs a scan
+            continue
+        if max_moves is not None and search.moved() > max_moves:
+            search.undo(changes)
+            evals += 1
+            continue
+        cand = ev.counts_now()
+        evals += 1
+        if cand.key < cur.key or (cand.key == cur.key and cand.slack <= cur.slack + 1e-9):
+            cur = cand
+            if cand.key < best_key:
+                best_key = cand.key
+                best = dict(ev.placed_scope)
+        else:
+            search.undo(changes)
+    # Least change: send moved tasks back where that keeps the best counts.
+    ev.set_placements(list(best.values()))
+    final = ev.counts_now()
+    for tid in sorted(best):
+        home = origin_map.get(tid)
+        here = ev.placed_scope.get(tid)
+        if home is None or here is None or home == here:
+            continue
+        ev.remove(tid)
+        ok = (ev.free_at(home.day, home.slot_start, home.slot_end) if home.embed_host is None
+              else ev.guest_free(home.day, home.slot_start, home.slot_end))
+        if ok:
+            ev.place(home)
+            after = ev.counts_now()
+            evals += 1
+            if after.key <= final.key:
+                final = after
+                continue
+            ev.remove(tid)
+        ev.place(here)
+    if final.key >= (start.critical, start.warning):
+        ev.set_placements(placements)  # no better counts: the start, untouched
+        final = start
+    out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+    moved = sum(1 for pl in out if origin_map.get(pl.task_id) != pl)
+    return HealthSearchResult(out, final, start, moved, evals, evals * cost)
+
+
+def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
+    """Tasks on days with an issue or slack, or of a subject whose presence is uneven."""
+    bad_days = set((np.flatnonzero(ev.day_cw.any(axis=1) | (ev.day_slack > 0)) + 1).tolist())
+    return [t for t in tids if ev.placed_scope[t].day in bad_days]
+
+
+
+
+HEALTH_SHARE = 0.3  # of a proposal's time limit for the close stage (estimated seconds)
+
+
+def prefer_lexicographic(
+    state: ScheduleState,
+    problem: Problem,
+    level: str,
+    feasibility_critical: int,
+    weights: Mapping[str, float],
+    best: tuple[list[Placement], dict[str, float], HealthCounts],
+    other: Sequence[Placement],
+) -> tuple[list[Placement], dict[str, float], HealthCounts]:
+    """``best`` or ``other`` (placing as many periods), whichever is lexicographically smaller
+    in (critical, warning, weighted soft total)."""
+    from .objective import evaluate
+
+    if sum(pl.length for pl in other) != sum(pl.length for pl in best[0]):
+        return best
+    ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, level,
+                         feasibility_critical)
+    ev.set_placements(other)
+    counts = ev.counts_now()
+    objective = evaluate(problem, other, weights)
+    if (*counts.key, objective["weighted_total"]) < (*best[2].key,
+                                                       best[1]["weighted_total"] - 1e-9):
+        ordered = sorted(other, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+        return ordered, objective, counts
+    return best
+
+
+def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_s: float,
+                      num_workers: int) -> int:
+    """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
+    tasks are left unplaced and the same check it runs (suggested tasks re-planned) proves the
+    window infeasible."""
+    if not unplaced:
+        return 0
+    from .feasibility import check_feasibility
+
+    report = check_feasibility(state, time_limit_s=max(time_limit_s, 0.05),
+                               num_workers=num_workers, include_suggested=True, explain=False)
+    return 1 if report.is_feasible is False else 0
+
+
+__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "prefer_lexicographic",
+           "search_health", "unplaced_critical"]

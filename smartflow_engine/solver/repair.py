@@ -1,0 +1,86 @@
+"""Least-change repair (issue 10 item 4): the schedule as it is, at most ``max_moves`` tasks moved.
+
+For local_adjust, after the student changed a few things: the pending tasks are placed first (a
+proposal over them alone, the placed tasks staying put, so level 1 — the most periods — holds),
+then the close stage (:mod:`.health_search`) moves at most ``max_moves`` of the unlocked placed
+tasks (any status, one block, no host) to reach the best ``(critical, warning)`` it can, and
+sends back every move that the counts do not need, so among equal counts it moves fewer tasks.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..state import ScheduleState
+from .health_search import HEALTH_SHARE, search_health, unplaced_critical
+from .objective import evaluate, resolve_weights
+from .placement import Proposal, propose_placement
+from .problem import Placement, build_problem, movable
+
+PENDING_SHARE = 0.4  # of the limit for placing the pending tasks
+
+
+def repair_placement(
+    state: ScheduleState,
+    *,
+    max_moves: int = 3,
+    time_limit_s: float = 2.0,
+    seed: int = 0,
+    threshold: str = "normal",
+    num_workers: int = 1,
+) -> Proposal:
+    """Place the pending tasks and move at most ``max_moves`` placed tasks for better health.
+
+    Returns
+    -------
+    Proposal
+        ``placements``: only what changes (pending tasks placed, moved tasks at their new place);
+        ``critical``/``warning``: analyze_health's counts once applied; ``start_health`` the
+        counts with the pending tasks placed and nothing moved; ``local_moves``: tasks moved.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit_s
+    w = resolve_weights(None)
+    pending = state.pending_tasks()
+    placed_pending: list[Placement] = []
+    unplaced: list[int] = []
+    status, max_slots = "optimal", None
+    if pending:
+        first = propose_placement(state, time_limit_s=PENDING_SHARE * time_limit_s, seed=seed,
+                                  threshold=threshold, num_workers=num_workers)
+        placed_pending, unplaced = first.placements, first.unplaced
+        status, max_slots = first.status, first.max_slots
+    ids = [t.state_id for t in pending] + [t.state_id for t in state.tasks if movable(state, t)]
+    problem = build_problem(state, by_subject=True, task_ids=ids)
+    start = list(problem.current.values()) + placed_pending
+    budget = min(HEALTH_SHARE * time_limit_s, max(0.0, deadline - time.perf_counter()) * 0.8)
+    result = search_health(
+        state, problem, start, level=threshold, seed=seed, budget_s=budget,
+        deadline=deadline - 0.02, max_moves=max_moves,
+        feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s,
+                                               num_workers))
+    final = result.placements
+    changed = [pl for pl in final if problem.current.get(pl.task_id) != pl]
+    objective = evaluate(problem, final, w)
+    return Proposal(
+        status=status,
+        placements=sorted(changed, key=lambda pl: (pl.day, pl.slot_start, pl.task_id)),
+        unplaced=unplaced,
+        objective=objective,
+        start_objective=evaluate(problem, start, w),
+        start="current",
+        max_slots=max_slots,
+        bound=None,
+        weights=w,
+        runtime_s=time.perf_counter() - t0,
+        seed=seed,
+        iterations=result.evaluations,
+        local_moves=result.moved,
+        critical=result.counts.critical,
+        warning=result.counts.warning,
+        threshold=threshold,
+        start_health=result.start_counts.key,
+    )
+
+
+__all__ = ["repair_placement"]

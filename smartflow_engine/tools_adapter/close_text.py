@@ -1,0 +1,48 @@
+"""Chinese sentences for the close signal's floor (issue 10): the figures of each binding rule
+(data from :mod:`smartflow_engine.solver.health_floor`) in the student's terms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SEVERITY = {"critical": "严重", "warning": "警告"}
+
+
+def binding_text(rule: str, why: dict[str, Any]) -> str:
+    """One sentence for one binding entry of ``close_signal.floor``."""
+    kind = why.get("kind")
+    if rule == "day_utilization" and kind == "fixed_load":
+        days = "、".join(f"第{d['day']}天已有{d['fixed_periods']}节固定占用"
+                        f"（{_SEVERITY.get(d['severity'], d['severity'])}）"
+                        for d in why["days"])
+        return f"{days}（每天{why['slots_per_day']}节），固定课程/锁定任务无法移动，这些天的负载问题无法消除。"
+    if rule == "day_utilization":
+        return (f"至少要放下{why['periods_to_place']}节任务，其余天在负载低于{why['warning_load']}节"
+                f"时只能容纳{why['room_below_warning']}节，至少{why['days_forced_over_warning']}天"
+                f"会达到警告负载、{why['days_forced_over_critical']}天达到严重负载"
+                f"（{why['critical_load']}节）。")
+    if rule == "context_switch":
+        return f"第{why['day']}天固定任务之间已有{why['fixed_switches']}次科目切换，无法减少。"
+    if rule == "buffer":
+        return (f"空闲{why['free_periods']}节，放下{why['periods_to_place']}节任务后，无法让"
+                f"{why['days']}天都留出{why['buffer_periods']}节连续余量（其中"
+                f"{why['days_without_room']}天本身就没有足够空位），至少{why['days_without_buffer']}天"
+                f"没有余量。")
+    if rule == "load_imbalance":
+        return (f"固定占用{why['fixed_periods']}节分布不均，任务再怎么分摊，每日负载标准差至少"
+                f"{why['min_load_std_dev']}、极差至少{why['min_load_range']}节。")
+    if rule == "budget_lag":
+        return (f"{why['category']}全部任务排上也只有{why['max_used_slots']}节，低于预算"
+                f"{why['total_slots']}节的40%，且距截止仅{why['days_to_end']}天。")
+    if rule == "capacity_gap":
+        return f"学习任务共{why['study_periods']}节，窗口内空位和可嵌入时段只有{why['room']}节。"
+    return f"{rule}：{why}"
+
+
+def annotate_close_signal(metrics: dict[str, Any]) -> None:
+    """Add a ``text`` sentence to every binding entry of ``metrics.close_signal.floor``."""
+    floor = metrics.get("close_signal", {}).get("floor")
+    if not floor:
+        return
+    for entry in floor.get("binding", []):
+        entry["text"] = binding_text(entry["rule"], entry["why"])

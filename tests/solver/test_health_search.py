@@ -1,0 +1,408 @@
+"""The close stage: exact analyze_health counts on the grid, and the search that lowers them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from solver_windows import apply_placements, make_state, tiny_windows
+
+from smartflow_engine import ScheduleState
+from smartflow_engine.analyzers import analyze_health
+from smartflow_engine.rules import LEVELS
+from smartflow_engine.solver import propose_placement
+from smartflow_engine.solver.health_eval import HealthEvaluator, health_counts
+from smartflow_engine.solver.health_search import search_health
+from smartflow_engine.solver.problem import build_problem
+from smartflow_engine.state.strategies import windows
+from smartflow_engine.state.synthetic import synthetic_window
+
+
+def health_key(state: ScheduleState, level: str, feasibility: bool = False) -> tuple[int, int]:
+    counts = analyze_health(state, threshold=level, check_feasibility=feasibility).issue_counts()
+    return counts["critical"], counts["warning"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(state=windows(min_days=3, max_days=21), level=st.sampled_from(LEVELS))
+def test_counts_equal_analyze_health(state: ScheduleState, level: str) -> None:
+    """Tests that the grid evaluator's (critical, warning) equal analyze_health's on random
+    synthetic windows (every variant, with and without task classes) at every level."""
+    assert health_counts(state, level).key == health_key(state, level)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(state=tiny_windows(), level=st.sampled_from(LEVELS), seed=st.integers(0, 5))
+def test_search_counts_equal_health_of_the_applied_schedule(state: ScheduleState, level: str,
+                                                            seed: int) -> None:
+    """Tests that after the search moved tasks (incremental updates, guests in host blocks,
+    class windows, banned periods), the counts it reports equal analyze_health on the schedule
+    the placements give through the real write path, and are never worse than the start."""
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    start = list(problem.current.values())
+    result = search_health(state, problem, start, level=level, seed=seed, budget_s=0.01)
+    applied = apply_placements(state, result.placements, list(problem.current))
+    assert result.counts.key == health_key(applied, level)
+    assert result.counts.key <= result.start_counts.key
+    assert result.start_counts.key == health_key(state, level)
+
+
+@pytest.mark.parametrize(("seed", "days", "variant", "classes", "level"), [
+    (1, 13, "plain", False, "normal"),
+    (2, 13, "fragmented", True, "strict"),
+    (3, 13, "plain", True, "relaxed"),
+    (4, 9, "tight", False, "normal"),  # infeasible: the feasibility issue counts too
+])
+def test_proposal_counts_equal_health_after_apply(seed: int, days: int, variant: Any,
+                                                  classes: bool, level: str) -> None:
+    """Tests that propose_placement's (critical, warning) equal what analyze_health (with its
+    feasibility step) reports once the proposal is applied, at the requested level."""
+    state = synthetic_window(seed, days, variant=variant, with_task_classes=classes)
+    proposal = propose_placement(state, time_limit_s=1.0, seed=0, threshold=level)
+    applied = apply_placements(state, proposal.placements)
+    assert (proposal.critical, proposal.warning) == health_key(applied, level, feasibility=True)
+    assert proposal.start_health is not None
+    assert (proposal.critical, proposal.warning) <= proposal.start_health
+
+
+def test_search_is_deterministic_for_a_seed() -> None:
+    """Tests that the same seed and budget give the same placements."""
+    state = synthetic_window(7, 20, variant="fragmented")
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    proposal = propose_placement(state, time_limit_s=0.5, seed=0)
+    runs = [search_health(state, problem, proposal.placements, seed=3, budget_s=0.05)
+            for _ in range(2)]
+    assert runs[0].placements == runs[1].placements
+    assert runs[0].evaluations == runs[1].evaluations
+
+
+def test_move_limit_is_honoured() -> None:
+    """Tests that max_moves caps the tasks that end away from their origin."""
+    state = synthetic_window(11, 20, variant="fragmented")
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    proposal = propose_placement(state, time_limit_s=0.5, seed=0)
+    for k in (0, 1, 3):
+        result = search_health(state, problem, proposal.placements, seed=0, budget_s=0.05,
+                               max_moves=k)
+        assert result.moved <= k
+        if k == 0:
+            assert result.placements == sorted(
+                proposal.placements, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+
+
+# ------------------------------------------------------------------ each rule avoided when it can
+def _study(day: int, start: int, end: int, category_id: int = 12, status: str = "suggested",
+           **extra: Any) -> dict[str, Any]:
+    return {"status": status, "category_id": category_id, "category": f"c{category_id}",
+            "slots": [{"day": day, "slot_start": start, "slot_end": end}], **extra}
+
+
+def _course(day: int, start: int, end: int) -> dict[str, Any]:
+    return {"source": "event", "category": "课程", "status": "existing", "locked": True,
+            "slots": [{"day": day, "slot_start": start, "slot_end": end}]}
+
+
+def _rules_after(state: ScheduleState, level: str = "normal") -> tuple[set[str], set[str],
+                                                                        tuple[int, int]]:
+    before = {i.rule for i in analyze_health(state, threshold=level, check_feasibility=False).issues
+              if i.severity != "info"}
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    result = search_health(state, problem, list(problem.current.values()), level=level, seed=0,
+                           budget_s=0.3)
+    applied = apply_placements(state, result.placements, list(problem.current))
+    after = {i.rule for i in analyze_health(applied, threshold=level,
+                                            check_feasibility=False).issues
+             if i.severity != "info"}
+    return before, after, result.counts.key
+
+
+def _day_util_window() -> ScheduleState:
+    """Four days of 12; day 1 holds 10 study periods (utilisation 0.83), the rest are empty."""
+    return make_state(4, 12, [_study(1, 1, 2, 10), _study(1, 3, 4, 11), _study(1, 5, 6, 12),
+                              _study(1, 7, 8, 10), _study(1, 9, 10, 11)])
+
+
+def _gap_window() -> ScheduleState:
+    """Eight days; subject c10 sits on days 1 and 8 (a gap of 6 days) with a block on day 1
+    that could fill the gap."""
+    return make_state(8, 12, [_study(1, 1, 2, 10), _study(1, 5, 6, 10), _study(8, 1, 2, 10)])
+
+
+def _switch_window() -> ScheduleState:
+    """Two days; day 1 alternates four subjects in one-period blocks (7 switches)."""
+    return make_state(2, 12, [_study(1, s, s, 10 + (s - 1) % 4) for s in range(1, 9)])
+
+
+def _buffer_window() -> ScheduleState:
+    """Four days of 6; days 1 and 2 are filled with study blocks (no free run), 3 and 4 empty."""
+    return make_state(4, 6, [_study(1, 1, 3), _study(1, 4, 6, 11), _study(2, 1, 3, 10),
+                             _study(2, 4, 6, 13)])
+
+
+def _fragment_window() -> ScheduleState:
+    """Two days of 8: one-period study blocks every other period on day 1 leave four one-period
+    islands; a course holds day 2's periods 1-4."""
+    return make_state(2, 8, [_study(1, 2, 2, 10), _study(1, 4, 4, 11), _study(1, 6, 6, 12),
+                             _study(1, 8, 8, 13), _course(2, 1, 4)])
+
+
+def _concentration_window() -> ScheduleState:
+    """Six days; subject c10's four blocks are all on day 1 besides one on day 2."""
+    return make_state(6, 12, [_study(1, 1, 2, 10), _study(1, 3, 4, 10), _study(1, 5, 6, 10),
+                              _study(1, 7, 8, 10), _study(2, 1, 1, 10)])
+
+
+def _imbalance_window() -> ScheduleState:
+    """Eight days of 12; day 1 holds 8 study periods, day 2 a locked course of 6, the rest
+    empty: std 3.28, range 8 (critical); spread out, std 1.98."""
+    return make_state(8, 12, [_study(1, 1, 2, 10), _study(1, 3, 4, 11), _study(1, 5, 6, 12),
+                              _study(1, 7, 8, 13), _course(2, 1, 6)])
+
+
+@pytest.mark.parametrize(("rule", "window"), [
+    ("day_utilization", _day_util_window),
+    ("subject_gap", _gap_window),
+    ("context_switch", _switch_window),
+    ("buffer", _buffer_window),
+    ("free_fragmentation", _fragment_window),
+    ("subject_concentration", _concentration_window),
+    ("load_imbalance", _imbalance_window),
+])
+def test_each_rule_is_avoided_when_it_can_be(rule: str, window: Any) -> None:
+    """Tests, rule by rule of the table, that the close stage removes an issue a placement of
+    the same tasks avoids, and that its counts do not get worse."""
+    state = window()
+    before, after, key = _rules_after(state)
+    assert rule in before
+    assert rule not in after
+    assert key <= health_key(state, "normal")
+
+
+def test_evaluator_updates_match_a_rebuild() -> None:
+    """Tests that place/remove keep every cached figure equal to a fresh evaluator's."""
+    state = synthetic_window(5, 14, variant="plain")
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    proposal = propose_placement(state, time_limit_s=0.5, seed=0, include_suggested=True)
+    scope = {t for g in problem.groups for t in g.task_ids}
+    ev = HealthEvaluator(state, scope)
+    ev.set_placements(proposal.placements[:3])
+    for pl in proposal.placements[3:]:
+        ev.place(pl)
+    ev.remove(proposal.placements[0].task_id)
+    fresh = HealthEvaluator(state, scope)
+    fresh.set_placements(proposal.placements[1:])
+    assert ev.counts_now() == fresh.counts_now()
+
+
+# ------------------------------------------------------------------ the floor
+def _schedules(state: ScheduleState, pending_min: int, cap: int = 400) -> list[ScheduleState] | None:
+    """Every schedule of the floor's population (movable study tasks anywhere free or inside an
+    unlocked fixed host block, inside their class's days, off its banned periods), or None
+    beyond ``cap``."""
+    from smartflow_engine.solver.health_floor import movable_study
+    from smartflow_engine.solver.problem import rule_for
+
+    data = json.loads(state.to_json())
+    spd = state.slots_per_day
+    movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1]
+    if any(movable_study(state, t) and len(t.slots) > 1 for t in state.tasks):
+        return None
+    ids = {t.state_id for t in movable}
+    busy = set()
+    for t in state.tasks:
+        if t.state_id not in ids and t.embed_host is None:
+            busy |= {(b.day, s) for b in t.slots for s in range(b.slot_start, b.slot_end + 1)}
+    taken_hosts = {(b.day, t.embed_host) for t in state.tasks if t.state_id not in ids
+                   and t.embed_host is not None for b in t.slots}
+    hosts = [(b.day, b.slot_start, b.slot_end, t.state_id) for t in state.tasks
+             if t.can_embed and not t.locked and t.state_id not in ids for b in t.slots
+             if (b.day, t.state_id) not in taken_hosts]
+    out: list[list[tuple[int, int, int, int | None] | None]] = []
+
+    def dfs(i: int, used: set[tuple[int, int]], used_hosts: set[int], chosen: list[Any],
+            pending_placed: int) -> bool:
+        if len(out) > cap:
+            return False
+        if i == len(movable):
+            if pending_placed >= pending_min:
+                out.append(list(chosen))
+            return True
+        t = movable[i]
+        n = t.need()
+        rule = rule_for(state, t)
+        for day in range(rule.start_day, rule.end_day + 1):
+            for s in range(1, spd - n + 2):
+                if any(p in rule.banned for p in range(s, s + n)):
+                    continue
+                cells = {(day, p) for p in range(s, s + n)}
+                if not cells & (busy | used):
+                    chosen.append((t.state_id, day, s, None))
+                    dfs(i + 1, used | cells, used_hosts, chosen,
+                        pending_placed + (n if t.status == "pending" else 0))
+                    chosen.pop()
+                if not t.can_embed:
+                    for hi, (hd, hs, he, hid) in enumerate(hosts):
+                        if hd == day and hs <= s and s + n - 1 <= he and hi not in used_hosts:
+                            chosen.append((t.state_id, day, s, hid))
+                            dfs(i + 1, used, used_hosts | {hi}, chosen,
+                                pending_placed + (n if t.status == "pending" else 0))
+                            chosen.pop()
+        if t.status == "pending":
+            chosen.append(None)
+            dfs(i + 1, used, used_hosts, chosen, pending_placed)
+            chosen.pop()
+        return True
+
+    dfs(0, set(), set(), [], 0)
+    if len(out) > cap:
+        return None
+    states = []
+    for choice in out:
+        rows = {row["state_id"]: {k: v for k, v in row.items() if k != "embedded_by"}
+                for row in data["tasks"]}
+        for t, c in zip(movable, choice, strict=True):
+            row = rows[t.state_id]
+            if c is None:
+                continue
+            _, day, s, host = c
+            row["slots"] = [{"day": day, "slot_start": s, "slot_end": s + t.need() - 1}]
+            row.pop("duration", None)
+            if row["status"] == "pending":
+                row["status"] = "suggested"
+            if host is None:
+                row.pop("embed_host", None)
+            else:
+                row["embed_host"] = host
+        new = dict(data, tasks=list(rows.values()))
+        states.append(ScheduleState.from_json(json.dumps(new)))
+    return states
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+@given(state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS))
+def test_proven_floor_is_never_beaten(state: ScheduleState, level: str) -> None:
+    """Tests, against exhaustive search over every placement of the movable study tasks on tiny
+    windows, that no schedule is below the proven floor (critical, and critical + warning)."""
+    from smartflow_engine.solver import check_feasibility
+    from smartflow_engine.solver.health_floor import health_floor
+
+    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
+    floor = health_floor(state, level, report)
+    pending = sum(t.need() for t in state.pending_tasks())
+    pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
+    schedules = _schedules(state, pending_min)
+    assume(schedules)
+    assert schedules is not None
+    feas = 1 if any(b["rule"] == "capacity_gap" for b in floor.binding) else 0
+    for sched in schedules:
+        c, w = health_key(sched, level)
+        assert c + feas >= floor.critical
+        assert c + feas + w >= floor.critical + floor.warning
+
+
+def test_floor_names_fixed_days_and_capacity() -> None:
+    """Tests the floor's figures on a window whose locked courses fill day 1 to 11 of 12
+    periods (an unfixable critical day, with no action) and days 2-3 to 9."""
+    tasks: list[dict[str, Any]] = [_course(1, 1, 11)]
+    tasks += [_course(d, 1, 9) for d in (2, 3)]
+    tasks += [{"status": "pending", "duration": 2, "category_id": 10} for _ in range(3)]
+    state = make_state(3, 12, tasks)
+    result = analyze_health(state)
+    signal = result.metrics["close_signal"]
+    floor = signal["floor"]
+    assert floor["proven"] is True
+    whys = [b["why"] for b in floor["binding"] if b["rule"] == "day_utilization"]
+    fixed = next(w for w in whys if w["kind"] == "fixed_load")
+    assert fixed["days"] == [{"day": 1, "fixed_periods": 11, "severity": "critical"}]
+    # days 2 and 3 keep 3 free periods each: two of the 2-period tasks fit (4 periods placed,
+    # gap 2); poured freely (day 1 takes 1, days 2-3 stay below 11 with 1 each), one more
+    # period forces one of days 2-3 to the critical load of 11
+    capacity = next(w for w in whys if w["kind"] == "capacity")
+    assert capacity["periods_to_place"] == 4
+    assert capacity["days_forced_over_critical"] == 1
+    assert floor["critical"] >= 2
+    assert signal["acceptable_to_close"] is False
+    schedules = _schedules(state, pending_min=4)
+    assert schedules
+    for sched in schedules:  # exhaustively: nothing below the floor
+        c, w = health_key(sched, "normal")
+        assert c >= floor["critical"] and c + w >= floor["critical"] + floor["warning"]
+    day1 = [i for i in result.issues if i.rule == "day_utilization" and i.day == 1]
+    assert day1 and day1[0].fixable is False
+    assert all(day1[0].issue_id not in a.issue_ids for a in result.next_actions)
+
+
+# ------------------------------------------------------------------ least-change repair
+def _placed_window(seed: int) -> ScheduleState:
+    """A 13-day fragmented window after a proposal was applied (everything placed)."""
+    state = synthetic_window(seed, 13, variant="fragmented")
+    proposal = propose_placement(state, time_limit_s=0.5, seed=0)
+    return apply_placements(state, proposal.placements)
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_repair_moves_at_most_k_tasks_and_reports_health(k: int) -> None:
+    """Tests that keep_placed repair moves at most k placed tasks, never worsens the counts,
+    and reports the counts analyze_health gives once applied."""
+    from smartflow_engine.solver import repair_placement
+
+    state = _placed_window(21)
+    before = health_key(state, "normal", feasibility=True)
+    proposal = repair_placement(state, max_moves=k, time_limit_s=1.0, seed=0)
+    moved = [pl for pl in proposal.placements if state.task(pl.task_id).status != "pending"]
+    assert len(moved) <= k and proposal.local_moves <= k
+    assert (proposal.critical, proposal.warning) <= before
+    applied = apply_placements(state, proposal.placements)
+    assert (proposal.critical, proposal.warning) == health_key(applied, "normal",
+                                                               feasibility=True)
+    if k == 0:
+        assert not moved
+
+
+def test_apply_proposal_keep_placed_tool() -> None:
+    """Tests the tools: propose_placement with keep_placed reports the health counts and
+    changes nothing; apply_proposal with keep_placed moves at most max_moves tasks, keeps the
+    moved tasks' status, and the schedule's health is the reported one."""
+    from smartflow_engine import Toolbox
+
+    state = _placed_window(22)
+    tb = Toolbox(state)
+    before = tb.state.to_json()
+    reply = tb.call("propose_placement", {"keep_placed": True, "max_moves": 2,
+                                          "time_limit_s": 1.0})
+    assert "体检（normal档）：应用后 critical" in reply
+    assert tb.state.to_json() == before
+    statuses = {t.state_id: (t.status, [(b.day, b.slot_start) for b in t.slots])
+                for t in tb.state.tasks}
+    tb.call("apply_proposal", {"keep_placed": True, "max_moves": 2, "time_limit_s": 1.0})
+    changed = [t for t in tb.state.tasks
+               if [(b.day, b.slot_start) for b in t.slots] != statuses[t.state_id][1]]
+    assert len(changed) <= 2
+    assert all(t.status == statuses[t.state_id][0] for t in changed)
+    refused = tb.call("apply_proposal", {"keep_placed": True, "max_moves": 99})
+    assert "max_moves" in refused
+
+
+def test_floor_counts_class_windows() -> None:
+    """Tests that tasks confined by their class to day 1 force that day over the critical load
+    in the floor (the window as a whole has room), and that exhaustive search agrees."""
+    from smartflow_engine.solver import check_feasibility
+    from smartflow_engine.solver.health_floor import health_floor
+
+    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 1, "excluded_slots": []}]
+    tasks = [{"status": "pending", "duration": 2, "category_id": 10} for _ in range(3)]
+    state = make_state(3, 6, tasks, classes)
+    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
+    floor = health_floor(state, "normal", report)
+    why = next(b["why"] for b in floor.binding if b["rule"] == "day_utilization")
+    assert why["days"] == [1, 1] and why["days_forced_over_critical"] == 1
+    assert floor.critical >= 1
+    schedules = _schedules(state, pending_min=6)
+    assert schedules
+    for sched in schedules:
+        c, w = health_key(sched, "normal")
+        assert c >= floor.critical and c + w >= floor.critical + floor.warning
