@@ -80,6 +80,9 @@ EXAMPLES: dict[str, tuple[list[Call], dict[str, Any]]] = {
                        ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})], {}),
     "restore_best": ([("analyze_health", {}),
                       ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})], {}),
+    "commit": ([("place", {"task_id": 11, "day": 6, "slot_start": 1})], {}),
+    "reload": ([("place", {"task_id": 11, "day": 6, "slot_start": 1})], {"discard_changes": True}),
+    "resolve_negotiation": ([], {"choice": "accept_risk"}),
     "upsert_task_class": ([], {
         "task_class": {"name": "考研英语", "start": {"week": 7, "day_of_week": 3},
                        "end": {"week": 9, "day_of_week": 7}, "total_slots": 12,
@@ -165,7 +168,8 @@ def _reply(name: str, output: str) -> tuple[str, dict[str, Any], bool, str]:
     tb = _fresh_toolbox()
     for tool, targs in setup:
         tb.call(tool, targs)
-    reply = tb.call(name, args)
+    # A confirm tool's reply as the user sees it after confirming (the preview is the same call).
+    reply = tb.call(name, args, confirm=True)
     if output == "json":
         with contextlib.suppress(json.JSONDecodeError):
             reply = json.dumps(json.loads(reply), ensure_ascii=False, indent=2)
@@ -244,7 +248,7 @@ def generate() -> str:
         ]
         if setup:
             out += [f"After {setup}:", ""]
-        call = f"tb.call({spec.name!r}, {json.dumps(args, ensure_ascii=False)})"
+        call = f"tb.call({spec.name!r}, {args!r})"
         out += ["```python", call, "```", ""]
         if not has_example:
             out += ["(No example arguments yet: this is the reply to `{}`; add an entry to "
