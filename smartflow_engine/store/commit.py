@@ -21,7 +21,7 @@ Any failure rolls everything back and is reported as a :class:`CommitResult` wit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -29,7 +29,6 @@ from sqlalchemy import (
     ARRAY,
     BigInteger,
     Connection,
-    Row,
     Table,
     any_,
     bindparam,
@@ -219,7 +218,8 @@ class _Rows:
         # Core rows (read-only snapshots of the locked rows), not ORM objects: the writes below
         # are set-based Core statements, so no unit of work has to track or flush them.
         conn = session.connection()
-        items = conn.execute(select(ITEMS).where(
+        items = conn.execute(select(ITEMS.c.id, ITEMS.c.status, ITEMS.c.duration,
+                                    ITEMS.c.content, ITEMS.c.category_id).where(
             ITEMS.c.user_id == user_id, _in_ids(conn, ITEMS.c.id, item_ids))
             .order_by(ITEMS.c.id).with_for_update()).all()
         events = conn.execute(select(EVENTS).where(
@@ -230,7 +230,7 @@ class _Rows:
         by_item = {e.task_item_id: e for e in events if e.task_item_id is not None}
         by_id = {e.id: e for e in events}
         item_by_id = {it.id: it for it in items}
-        self._items: dict[int, Row[Any] | None] = {}
+        self._items: dict[int, Any] = {}  # a locked item row (id, status, duration, ...), None
         self._events: dict[int, Any] = {}  # a locked event row, a new event's _NewEvent, None
         for t in tasks:
             if t.source == "task_item":
@@ -249,7 +249,7 @@ class _Rows:
                 .with_for_update())
         }
 
-    def item(self, task: Task) -> Row[Any] | None:
+    def item(self, task: Task) -> Any:
         return self._items.get(task.state_id)
 
     def event(self, task: Task) -> Any:
@@ -467,8 +467,8 @@ def _update_statuses(
     set-based statements: one ``UPDATE ... WHERE id IN (...)`` per distinct (status, duration),
     one multi-row ``INSERT`` for the new events of task items."""
     conn = session.connection()
-    item_sets: dict[tuple[str, int | None], list[int]] = {}  # (status, duration) -> item ids
-    event_sets: dict[tuple[str, int | None], list[int]] = {}  # (status, duration) -> event ids
+    item_sets: dict[int, tuple[Any, str, int | None]] = {}  # id -> (row, status, duration)
+    event_sets: dict[int, tuple[Any, str, int | None]] = {}
     dropped: list[int] = []  # placements (events) of items that went back to pending
     created: list[tuple[Task, dict[str, Any]]] = []
     taken_off: list[tuple[Task, Any]] = []  # events that went back to pending
@@ -478,13 +478,13 @@ def _update_statuses(
             item = rows.item(t)
             assert item is not None
             if t.status == "pending":
-                item_sets.setdefault(("pending", t.duration), []).append(item.id)
+                item_sets[item.id] = (item, "pending", t.duration)
                 if ev is not None:
                     dropped.append(ev.id)
                     rows.set_event(t, None)
                 continue
             duration = t.duration if t.duration is not None else item.duration
-            item_sets.setdefault(("scheduled", duration), []).append(item.id)
+            item_sets[item.id] = (item, "scheduled", duration)
             if ev is None:
                 created.append((t, {
                     "user_id": rows.user_id, "name": item.content, "type": "task",
@@ -493,17 +493,15 @@ def _update_statuses(
                     "locked": True if t.locked else None, "category": None,
                 }))
             else:
-                event_sets.setdefault((t.status, ev.duration), []).append(ev.id)
+                event_sets[ev.id] = (ev, t.status, ev.duration)
             continue
         assert ev is not None
         if t.status != "pending":
             duration = t.duration if t.duration is not None else ev.duration
-            event_sets.setdefault((t.status, duration), []).append(ev.id)
+            event_sets[ev.id] = (ev, t.status, duration)
         elif net.status_before != "pending":
             taken_off.append((t, ev))
-    for (status, duration), ids in item_sets.items():
-        conn.execute(update(ITEMS).where(_in_ids(conn, ITEMS.c.id, ids))
-                     .values(status=status, duration=duration))
+    _set_status_duration(conn, ITEMS, item_sets.values())
     if dropped:
         conn.execute(update(SCHEDULES).where(
             _in_ids(conn, SCHEDULES.c.embedded_event_id, dropped))
@@ -528,10 +526,8 @@ def _update_statuses(
                 "locked": ev.locked, "category": ev.category,
             }))
         else:
-            event_sets.setdefault(("pending", t.duration), []).append(ev.id)
-    for (status, duration), ids in event_sets.items():
-        conn.execute(update(EVENTS).where(_in_ids(conn, EVENTS.c.id, ids))
-                     .values(status=status, duration=duration))
+            event_sets[ev.id] = (ev, "pending", t.duration)
+    _set_status_duration(conn, EVENTS, event_sets.values())
     # Placements of items: one multi-row INSERT ... RETURNING, matched back by the (unique)
     # task_item_id; split-off events (rare) one by one.
     of_items = [values for _, values in created if values["task_item_id"] is not None]
@@ -552,3 +548,22 @@ def _update_statuses(
         if t.source == "event":
             new_ids[t.state_id] = eid
     result.events_created += len(created)
+
+
+def _set_status_duration(conn: Connection, table: Table,
+                         targets: Iterable[tuple[Any, str, int | None]]) -> None:
+    """Give each (locked) row its target ``status`` and ``duration``: one ``UPDATE ... WHERE id
+    IN (...)`` per distinct value that differs from the row as read, so a commit that places
+    many items in their own durations costs one statement, not one per duration."""
+    statuses: dict[str, list[int]] = {}
+    durations: dict[int | None, list[int]] = {}
+    for row, status, duration in targets:
+        if row.status != status:
+            statuses.setdefault(status, []).append(row.id)
+        if row.duration != duration:
+            durations.setdefault(duration, []).append(row.id)
+    for status, ids in statuses.items():
+        conn.execute(update(table).where(_in_ids(conn, table.c.id, ids)).values(status=status))
+    for duration, ids in durations.items():
+        conn.execute(update(table).where(_in_ids(conn, table.c.id, ids))
+                     .values(duration=duration))
