@@ -114,24 +114,31 @@ def _store(backend: str, tmp: Path) -> Iterator[Store]:
 
 
 def _session(state: ScheduleState) -> Toolbox:
-    """Every pending task placed first-fit (in its class window), then up to 5 moves."""
+    """Every pending task placed first-fit (the first free run its class window and banned
+    periods allow), then up to 5 moves (to the last free run the tool accepts)."""
     tb = Toolbox(state)
     assert tb.state is not None
     for task in list(tb.state.pending_tasks()):
-        runs = tb.state.grid.free_runs(min_len=task.need())
-        if runs:
-            day, start, _ = runs[0]
+        tc = tb.state.task_class(task.category_id) if task.category_id is not None else None
+        first = tc.start_day if tc is not None and tc.start_day is not None else 1
+        last = tc.end_day if tc is not None and tc.end_day is not None else tb.state.num_days
+        for day, start, _ in tb.state.grid.free_runs(min_len=task.need()):
+            if not first <= day <= last:
+                continue
+            before = len(tb.changes)  # the first free run the tool accepts (banned periods)
             tb.call("place", {"task_id": task.state_id, "day": day, "slot_start": start})
+            if len(tb.changes) > before:
+                break
     moved = 0
     for task in list(tb.state.tasks):
         if moved >= 5 or task.status != "suggested" or task.embed_host is not None:
             continue
-        runs = tb.state.grid.free_runs(min_len=task.slots[0].length)
-        if runs:
-            day, start, _ = runs[-1]
+        for day, start, _ in reversed(tb.state.grid.free_runs(min_len=task.slots[0].length)):
             before = len(tb.changes)
             tb.call("move", {"task_id": task.state_id, "new_day": day, "new_slot_start": start})
-            moved += len(tb.changes) > before
+            if len(tb.changes) > before:
+                moved += 1
+                break
     return tb
 
 
@@ -176,9 +183,10 @@ def _measure_json(state: ScheduleState, repeats: int, tmp: Path) -> dict[str, fl
             "commit": statistics.median(commits)}
 
 
-def run(quick: bool = False) -> str:
+def run(quick: bool = False, repeats: int | None = None) -> str:
+    """The results table; ``repeats`` overrides the repeat count (15, 3 when ``quick``)."""
     sizes = (13, 30) if quick else SIZES
-    repeats = 3 if quick else 15
+    repeats = repeats if repeats is not None else 3 if quick else 15
     rows: dict[tuple[str, int], dict[str, float]] = {}
     info: dict[int, tuple[int, int, int]] = {}
     with tempfile.TemporaryDirectory() as tmp_dir, _server_databases() as servers, Progress(
@@ -241,4 +249,7 @@ def run(quick: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    print(run(quick="--quick" in sys.argv))
+    # python -m benchmarks.bench_store [--quick] [--repeats N]
+    args = sys.argv[1:]
+    count = int(args[args.index("--repeats") + 1]) if "--repeats" in args else None
+    print(run(quick="--quick" in args, repeats=count))

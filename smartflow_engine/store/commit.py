@@ -21,11 +21,24 @@ Any failure rolls everything back and is reported as a :class:`CommitResult` wit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Connection,
+    Table,
+    any_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from ..state import Change, ScheduleState, SlotRange, Task
@@ -138,6 +151,50 @@ def net_changes(state: ScheduleState, changes: Sequence[Change]) -> list[NetChan
 
 
 Cell = tuple[int, int, int]  # (week, day_of_week, section)
+ITEMS = cast(Table, m.TaskClassItem.__table__)
+EVENTS = cast(Table, m.ScheduleEvent.__table__)
+SCHEDULES = cast(Table, m.Schedule.__table__)
+
+
+@dataclass
+class _NewEvent:
+    """An event row this commit inserted."""
+
+    id: int
+
+
+def _is_pg(conn: Connection) -> bool:
+    return conn.dialect.name == "postgresql"
+
+
+def _in_ids(conn: Connection, column: Any, ids: Any) -> Any:
+    """``column IN (ids)``; on PostgreSQL ``column = ANY(:ids)`` with one array parameter, so a
+    long id list costs neither a parameter per id nor psycopg's placeholder rewriting of a long
+    statement on every commit."""
+    ids = list(ids)
+    if _is_pg(conn):
+        return column == any_(bindparam(None, ids, type_=ARRAY(BigInteger)))
+    return column.in_(ids)
+
+
+# PostgreSQL: a whole batch of rows as one array per column (a short, cached statement).
+_PG_INSERT_SCHEDULES = text(
+    "INSERT INTO schedules (user_id, event_id, week, day_of_week, section) "
+    "SELECT * FROM unnest(CAST(:user_id AS BIGINT[]), CAST(:event_id AS BIGINT[]), "
+    "CAST(:week AS SMALLINT[]), CAST(:day_of_week AS SMALLINT[]), CAST(:section AS SMALLINT[]))")
+_EVENT_COLUMNS = ("user_id", "name", "type", "can_be_embedded", "task_class_id", "task_item_id",
+                  "status", "duration", "locked", "category")
+_PG_INSERT_EVENTS = text(
+    f"INSERT INTO schedule_events ({', '.join(_EVENT_COLUMNS)}) "
+    "SELECT * FROM unnest(CAST(:user_id AS BIGINT[]), CAST(:name AS VARCHAR[]), "
+    "CAST(:type AS VARCHAR[]), CAST(:can_be_embedded AS BOOLEAN[]), "
+    "CAST(:task_class_id AS BIGINT[]), CAST(:task_item_id AS BIGINT[]), "
+    "CAST(:status AS VARCHAR[]), CAST(:duration AS SMALLINT[]), CAST(:locked AS BOOLEAN[]), "
+    "CAST(:category AS VARCHAR[])) RETURNING id, task_item_id")
+
+
+def _columns(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, list[Any]]:
+    return {name: [r[name] for r in rows] for name in names}
 
 
 @dataclass
@@ -158,18 +215,23 @@ class _Rows:
         self.s, self.user_id, self.days = session, user_id, days
         item_ids = {t.source_id for t in tasks if t.source == "task_item"}
         event_ids = {t.source_id for t in tasks if t.source == "event"}
-        items = session.scalars(select(m.TaskClassItem).where(
-            m.TaskClassItem.user_id == user_id, m.TaskClassItem.id.in_(item_ids))
-            .order_by(m.TaskClassItem.id).with_for_update()).all()
-        events = session.scalars(select(m.ScheduleEvent).where(
-            m.ScheduleEvent.user_id == user_id,
-            m.ScheduleEvent.id.in_(event_ids) | m.ScheduleEvent.task_item_id.in_(item_ids))
-            .order_by(m.ScheduleEvent.id).with_for_update()).all()
+        # Core rows (read-only snapshots of the locked rows), not ORM objects: the writes below
+        # are set-based Core statements, so no unit of work has to track or flush them.
+        conn = session.connection()
+        items = conn.execute(select(ITEMS.c.id, ITEMS.c.status, ITEMS.c.duration,
+                                    ITEMS.c.content, ITEMS.c.category_id).where(
+            ITEMS.c.user_id == user_id, _in_ids(conn, ITEMS.c.id, item_ids))
+            .order_by(ITEMS.c.id).with_for_update()).all()
+        events = conn.execute(select(EVENTS).where(
+            EVENTS.c.user_id == user_id,
+            _in_ids(conn, EVENTS.c.id, event_ids)
+            | _in_ids(conn, EVENTS.c.task_item_id, item_ids))
+            .order_by(EVENTS.c.id).with_for_update()).all()
         by_item = {e.task_item_id: e for e in events if e.task_item_id is not None}
         by_id = {e.id: e for e in events}
         item_by_id = {it.id: it for it in items}
-        self._items: dict[int, m.TaskClassItem | None] = {}
-        self._events: dict[int, m.ScheduleEvent | None] = {}
+        self._items: dict[int, Any] = {}  # a locked item row (id, status, duration, ...), None
+        self._events: dict[int, Any] = {}  # a locked event row, a new event's _NewEvent, None
         for t in tasks:
             if t.source == "task_item":
                 self._items[t.state_id] = item_by_id.get(t.source_id)
@@ -179,7 +241,7 @@ class _Rows:
         first, last = days.week_range
         self.cells: dict[Cell, _Row] = {
             (w, d, sec): _Row(rid, eid, gid)
-            for rid, eid, w, d, sec, gid in session.execute(
+            for rid, eid, w, d, sec, gid in conn.execute(
                 select(m.Schedule.id, m.Schedule.event_id, m.Schedule.week,
                        m.Schedule.day_of_week, m.Schedule.section, m.Schedule.embedded_event_id)
                 .where(m.Schedule.user_id == user_id, m.Schedule.week >= first,
@@ -187,13 +249,13 @@ class _Rows:
                 .with_for_update())
         }
 
-    def item(self, task: Task) -> m.TaskClassItem | None:
+    def item(self, task: Task) -> Any:
         return self._items.get(task.state_id)
 
-    def event(self, task: Task) -> m.ScheduleEvent | None:
+    def event(self, task: Task) -> Any:
         return self._events.get(task.state_id)
 
-    def set_event(self, task: Task, row: m.ScheduleEvent | None) -> None:
+    def set_event(self, task: Task, row: Any) -> None:
         self._events[task.state_id] = row
 
     def block_cells(self, block: SlotRange) -> list[Cell]:
@@ -234,12 +296,13 @@ def commit_changes(
         _check(state, rows, net, to_delete, to_clear)
     _check_no_new_guests(session, rows, to_delete, to_clear)
     # 2. Removed blocks.
+    conn = session.connection()
     if to_clear:
-        session.execute(update(m.Schedule).where(m.Schedule.id.in_(to_clear))
-                        .values(embedded_event_id=None))
+        conn.execute(update(SCHEDULES).where(_in_ids(conn, SCHEDULES.c.id, to_clear))
+                     .values(embedded_event_id=None))
         result.guests_cleared = len(to_clear)
     if to_delete:
-        session.execute(delete(m.Schedule).where(m.Schedule.id.in_(list(to_delete))))
+        conn.execute(delete(SCHEDULES).where(_in_ids(conn, SCHEDULES.c.id, to_delete)))
         result.rows_deleted += len(to_delete)
     # 3. Statuses: events created, deleted or split off.
     new_ids: dict[int, int] = {}
@@ -265,7 +328,7 @@ def commit_changes(
                                         day=block.day, slot=section, holder=name)
                 inserts.append({"user_id": user_id, "event_id": ev.id, "week": week,
                                 "day_of_week": dow, "section": section})
-    insert_rows(session, inserts)
+    insert_rows(conn, inserts)
     result.rows_inserted = len(inserts)
     for net in nets:
         if net.task.embed_host is None:
@@ -278,10 +341,10 @@ def commit_changes(
                                     "host holds no periods in the database", net.task.state_id,
                                     "host_not_free", day=block.day,
                                     host=net.task.embed_host)
-            out = session.execute(update(m.Schedule).where(
-                rows.where(block), m.Schedule.event_id == host_ev.id,
-                m.Schedule.embedded_event_id.is_(None)).values(embedded_event_id=ev.id))
-            if int(out.rowcount) != block.length:  # type: ignore[attr-defined]
+            out = conn.execute(update(SCHEDULES).where(
+                rows.where(block), SCHEDULES.c.event_id == host_ev.id,
+                SCHEDULES.c.embedded_event_id.is_(None)).values(embedded_event_id=ev.id))
+            if int(out.rowcount) != block.length:
                 raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: the "
                                     f"host's periods on day {block.day} are not free to embed "
                                     "into in the database", net.task.state_id, "host_not_free",
@@ -296,18 +359,25 @@ def commit_changes(
     return result
 
 
-INSERT_CHUNK = 2000  # rows per INSERT statement (5 parameters each, well below every limit)
+def insert_rows(session: Session | Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert ``schedules`` rows (keys ``user_id``, ``event_id``, ``week``, ``day_of_week``,
+    ``section``) in as few statements as the driver allows, each failing cleanly as a whole.
 
-
-def insert_rows(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert ``schedules`` rows as multi-row ``INSERT ... VALUES`` statements.
-
-    Not ``executemany``: psycopg runs that in pipeline mode, and a refused row (a unique period
-    taken by a concurrent commit) then leaves psycopg printing "pipeline aborted" to stderr while
-    the transaction rolls back (issue 12 item 14); one statement fails cleanly on every driver.
+    - PostgreSQL: one ``INSERT ... SELECT * FROM unnest(<one array per column>)``, a short
+      statement psycopg prepares once. Not ``executemany``: psycopg runs that in pipeline mode,
+      and a refused row (a unique period taken by a concurrent commit) then leaves psycopg
+      printing "pipeline aborted" to stderr while the transaction rolls back (issue 12 item 14);
+      nor ``insert().values([...])``: five bound parameters per row compiled by SQLAlchemy and
+      rewritten by psycopg on every commit cost more than the round trips saved.
+    - MariaDB/MySQL: ``executemany``, which PyMySQL sends as multi-row ``INSERT ... VALUES``
+      statements; SQLite: ``executemany`` (no round trips).
     """
-    for start in range(0, len(rows), INSERT_CHUNK):
-        session.execute(insert(m.Schedule).values(list(rows[start:start + INSERT_CHUNK])))
+    conn = session.connection() if isinstance(session, Session) else session
+    if rows and _is_pg(conn):
+        conn.execute(_PG_INSERT_SCHEDULES, _columns(rows, ("user_id", "event_id", "week",
+                                                           "day_of_week", "section")))
+    elif rows:
+        conn.execute(insert(SCHEDULES), list(rows))
 
 
 def _host(state: ScheduleState, host_id: int) -> Task:
@@ -393,70 +463,107 @@ def _update_statuses(
     session: Session, rows: _Rows, nets: Sequence[NetChange], result: CommitResult,
     new_ids: dict[int, int],
 ) -> None:
-    """Item and event rows follow their tasks' final statuses (see the module docstring)."""
-    dropped: list[m.ScheduleEvent] = []  # placements of items that went back to pending
-    created: list[tuple[Task, m.ScheduleEvent]] = []
-    taken_off: list[tuple[Task, m.ScheduleEvent]] = []  # events that went back to pending
+    """Item and event rows follow their tasks' final statuses (see the module docstring), as
+    set-based statements: one ``UPDATE ... WHERE id IN (...)`` per distinct (status, duration),
+    one multi-row ``INSERT`` for the new events of task items."""
+    conn = session.connection()
+    item_sets: dict[int, tuple[Any, str, int | None]] = {}  # id -> (row, status, duration)
+    event_sets: dict[int, tuple[Any, str, int | None]] = {}
+    dropped: list[int] = []  # placements (events) of items that went back to pending
+    created: list[tuple[Task, dict[str, Any]]] = []
+    taken_off: list[tuple[Task, Any]] = []  # events that went back to pending
     for net in nets:
         t, ev = net.task, rows.event(net.task)
         if t.source == "task_item":
             item = rows.item(t)
             assert item is not None
             if t.status == "pending":
-                item.status, item.duration = "pending", t.duration
+                item_sets[item.id] = (item, "pending", t.duration)
                 if ev is not None:
-                    dropped.append(ev)
+                    dropped.append(ev.id)
                     rows.set_event(t, None)
                 continue
-            item.status = "scheduled"
-            if t.duration is not None:
-                item.duration = t.duration
+            duration = t.duration if t.duration is not None else item.duration
+            item_sets[item.id] = (item, "scheduled", duration)
             if ev is None:
-                ev = m.ScheduleEvent(
-                    user_id=rows.user_id, name=item.content, type="task",
-                    can_be_embedded=t.can_embed, task_class_id=item.category_id,
-                    task_item_id=item.id, status=t.status, duration=t.duration,
-                    locked=True if t.locked else None,
-                )
-                created.append((t, ev))
-            ev.status = t.status
+                created.append((t, {
+                    "user_id": rows.user_id, "name": item.content, "type": "task",
+                    "can_be_embedded": t.can_embed, "task_class_id": item.category_id,
+                    "task_item_id": item.id, "status": t.status, "duration": t.duration,
+                    "locked": True if t.locked else None, "category": None,
+                }))
+            else:
+                event_sets[ev.id] = (ev, t.status, ev.duration)
             continue
         assert ev is not None
         if t.status != "pending":
-            ev.status = t.status
-            if t.duration is not None:
-                ev.duration = t.duration
+            duration = t.duration if t.duration is not None else ev.duration
+            event_sets[ev.id] = (ev, t.status, duration)
         elif net.status_before != "pending":
             taken_off.append((t, ev))
+    _set_status_duration(conn, ITEMS, item_sets.values())
     if dropped:
-        ids = [ev.id for ev in dropped]
-        session.execute(update(m.Schedule).where(m.Schedule.embedded_event_id.in_(ids))
-                        .values(embedded_event_id=None))
-        gone = session.execute(delete(m.Schedule).where(m.Schedule.event_id.in_(ids)))
-        result.rows_deleted += int(gone.rowcount)  # type: ignore[attr-defined]
-        for ev in dropped:
-            session.delete(ev)
+        conn.execute(update(SCHEDULES).where(
+            _in_ids(conn, SCHEDULES.c.embedded_event_id, dropped))
+                     .values(embedded_event_id=None))
+        gone = conn.execute(delete(SCHEDULES).where(
+            _in_ids(conn, SCHEDULES.c.event_id, dropped)))
+        result.rows_deleted += int(gone.rowcount)
+        conn.execute(delete(EVENTS).where(_in_ids(conn, EVENTS.c.id, dropped)))
         result.events_deleted += len(dropped)
     left: dict[int, int] = {}
     if taken_off:
-        left = dict(session.execute(
-            select(m.Schedule.event_id, func.count()).where(
-                m.Schedule.event_id.in_([ev.id for _, ev in taken_off]))
-            .group_by(m.Schedule.event_id)).all())
+        left = {eid: int(n) for eid, n in conn.execute(
+            select(SCHEDULES.c.event_id, func.count()).where(
+                _in_ids(conn, SCHEDULES.c.event_id, [ev.id for _, ev in taken_off]))
+            .group_by(SCHEDULES.c.event_id)).all()}
     for t, ev in taken_off:
         if left.get(ev.id):  # other weeks still hold it: the occurrence becomes its own event
-            split = m.ScheduleEvent(
-                user_id=ev.user_id, name=ev.name, type=ev.type,
-                can_be_embedded=ev.can_be_embedded, task_class_id=ev.task_class_id,
-                status="pending", duration=t.duration, locked=ev.locked, category=ev.category,
-            )
-            created.append((t, split))
+            created.append((t, {
+                "user_id": ev.user_id, "name": ev.name, "type": ev.type,
+                "can_be_embedded": ev.can_be_embedded, "task_class_id": ev.task_class_id,
+                "task_item_id": None, "status": "pending", "duration": t.duration,
+                "locked": ev.locked, "category": ev.category,
+            }))
         else:
-            ev.status, ev.duration = "pending", t.duration
-    session.add_all(ev for _, ev in created)
-    session.flush()
-    for t, ev in created:
-        rows.set_event(t, ev)
+            event_sets[ev.id] = (ev, "pending", t.duration)
+    _set_status_duration(conn, EVENTS, event_sets.values())
+    # Placements of items: one multi-row INSERT ... RETURNING, matched back by the (unique)
+    # task_item_id; split-off events (rare) one by one.
+    of_items = [values for _, values in created if values["task_item_id"] is not None]
+    ids_by_item: dict[int, int] = {}
+    if of_items and _is_pg(conn):
+        ids_by_item = {item_id: eid for eid, item_id in conn.execute(
+            _PG_INSERT_EVENTS, _columns(of_items, _EVENT_COLUMNS))}
+    elif of_items:
+        ids_by_item = {item_id: eid for eid, item_id in conn.execute(
+            insert(EVENTS).returning(EVENTS.c.id, EVENTS.c.task_item_id), of_items)}
+    for t, values in created:
+        item_id = values["task_item_id"]
+        if item_id is not None:
+            eid = ids_by_item[item_id]
+        else:
+            eid = conn.execute(insert(EVENTS).values(values).returning(EVENTS.c.id)).scalar_one()
+        rows.set_event(t, _NewEvent(eid))
         if t.source == "event":
-            new_ids[t.state_id] = ev.id
+            new_ids[t.state_id] = eid
     result.events_created += len(created)
+
+
+def _set_status_duration(conn: Connection, table: Table,
+                         targets: Iterable[tuple[Any, str, int | None]]) -> None:
+    """Give each (locked) row its target ``status`` and ``duration``: one ``UPDATE ... WHERE id
+    IN (...)`` per distinct value that differs from the row as read, so a commit that places
+    many items in their own durations costs one statement, not one per duration."""
+    statuses: dict[str, list[int]] = {}
+    durations: dict[int | None, list[int]] = {}
+    for row, status, duration in targets:
+        if row.status != status:
+            statuses.setdefault(status, []).append(row.id)
+        if row.duration != duration:
+            durations.setdefault(duration, []).append(row.id)
+    for status, ids in statuses.items():
+        conn.execute(update(table).where(_in_ids(conn, table.c.id, ids)).values(status=status))
+    for duration, ids in durations.items():
+        conn.execute(update(table).where(_in_ids(conn, table.c.id, ids))
+                     .values(duration=duration))
