@@ -94,9 +94,18 @@ def call(
         err_console.print("[red]smartflow: --args is not JSON: nested too deeply[/red]")
         raise typer.Exit(2) from None
     tb = Toolbox(loaded)
-    _print_reply(tb.invoke(tool, parsed, confirm=yes))
+    # The solving tools show the solver's status line above a second (their default limit is 2 s).
+    limit = parsed.get("time_limit_s", 2.0) if isinstance(parsed, dict) else 0.0
+    solving = tool in _STATUS_TOOLS and isinstance(limit, int | float) \
+        and not isinstance(limit, bool)
+    with solver_status(float(limit) if solving else 0.0):
+        reply = tb.invoke(tool, parsed, confirm=yes)
+    _print_reply(reply)
     if out is not None:
         _write(out, loaded.to_json())
+
+
+_STATUS_TOOLS = frozenset({"propose_placement", "apply_proposal"})
 
 
 @app.command()

@@ -123,3 +123,16 @@ def test_propose_shows_status_line_above_one_second() -> None:
     assert "solver:" not in res.stdout and res.stdout.startswith("粗排方案")
     quick = runner.invoke(app, ["propose", str(sample_window_path()), "--time-limit", "1"])
     assert quick.exit_code == 0 and "solver:" not in quick.stderr
+
+
+def test_call_apply_proposal_shows_status_line_above_one_second(tmp_path: Path) -> None:
+    """Tests that `smartflow call apply_proposal` (default limit 2 s) reports the solver's stages
+    on stderr, as `smartflow propose` does, and a read tool shows none."""
+    res = runner.invoke(app, ["call", "apply_proposal", "--state", str(sample_window_path()),
+                              "--out", str(tmp_path / "after.json")])
+    assert res.exit_code == 0, res.output
+    assert "solver: max periods" in res.stderr
+    assert sum(ln.startswith("solver: done") for ln in res.stderr.splitlines()) == 1
+    assert "solver:" not in res.stdout
+    read = runner.invoke(app, ["call", "get_overview", "--state", str(sample_window_path())])
+    assert read.exit_code == 0 and "solver:" not in read.stderr
