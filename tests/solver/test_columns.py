@@ -26,7 +26,7 @@ from smartflow_engine.solver.columns import (
 )
 from smartflow_engine.solver.counting import max_placeable
 from smartflow_engine.solver.objective import resolve_weights
-from smartflow_engine.solver.placement import _SubModel, _Window
+from smartflow_engine.solver.placement import WORK_SHARE, _SubModel, _Window
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -194,15 +194,17 @@ def test_lagrange_bounds_hold_at_every_free_total() -> None:
                          [("plain", True, 0), ("tight", False, 0), ("fragmented", True, 0)])
 def test_medium_windows_are_proven_optimal_within_a_second(
         variant: str, classes: bool, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests on 30-day windows (60 pending tasks) that a 1 s proposal reaches its proven
-    bound (status optimal), that the bound is what a long column search proves, and that the
-    proposal applies cleanly (the soft level alone: the close stage of issue 10, which ranks
+    """Tests on 30-day windows (60 pending tasks) that a proposal given a 1 s limit's work reaches
+    its proven bound (status optimal), that the bound is what a long column search proves, and
+    that the proposal applies cleanly (the soft level alone: the close stage of issue 10, which ranks
     the health counts first, is off)."""
     import smartflow_engine.solver.placement as placement_module
 
     monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
     state = synthetic_window(seed, 30, variant=variant, pending=60, with_task_classes=classes)
-    proposal = propose_placement(state, time_limit_s=1.0, seed=0)
+    # the deterministic work of a 1 s limit, under a wall limit no loaded machine reaches
+    proposal = propose_placement(state, time_limit_s=30.0, work_limit_s=1.0 * WORK_SHARE, seed=0)
+    assert not proposal.wall_limited
     assert proposal.status == "optimal"
     assert proposal.bound is not None
     assert proposal.objective["weighted_total"] == pytest.approx(proposal.bound, abs=1e-6)
