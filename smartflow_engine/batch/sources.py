@@ -13,6 +13,7 @@ import glob as globlib
 import hashlib
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,16 +50,18 @@ def fingerprint(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class WindowSource:
+class WindowSource(ABC):
     """A sized, re-iterable stream of :class:`WindowItem` (``len`` is known before reading)."""
 
     kind: str = "source"
 
+    @abstractmethod
     def __len__(self) -> int:
-        raise NotImplementedError
+        """How many windows the source holds."""
 
+    @abstractmethod
     def __iter__(self) -> Iterator[WindowItem]:
-        raise NotImplementedError
+        """The windows, in a fixed order (every pass gives the same)."""
 
 
 class FileSource(WindowSource):
