@@ -39,8 +39,8 @@ from smartflow_engine.solver.bounds import (
 from smartflow_engine.solver.columns import search
 from smartflow_engine.solver.counting import build as build_counting
 from smartflow_engine.solver.objective import resolve_weights
-from smartflow_engine.solver.placement import _SubModel, _Window
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
+from smartflow_engine.solver.submodel import SubModel, WindowData
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -366,8 +366,8 @@ def _bound(problem: Problem, start: list[Placement], limit: float) -> float:
     """CP-SAT's lower bound on the weighted objective: the full-window model, hinted with the
     1 s proposal ``start``, one worker, ``limit`` seconds."""
     w = resolve_weights(None)
-    win = _Window.build(problem, w, sum(p.length for p in start if p.embed_host is None))
-    sub = _SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
+    win = WindowData.build(problem, w, sum(p.length for p in start if p.embed_host is None))
+    sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
                     sum(p.length for p in start))
     sub.hint(start)
     solver = make_solver(limit, 1, exact=False)

@@ -12,6 +12,9 @@ from enum import StrEnum
 from types import ModuleType
 from typing import Any
 
+# Re-exported for the counting and feasibility models: the calibration lives in .budget.
+from .budget import DETERMINISTIC_SHARE, MIN_WORK_S
+
 
 class SolveStatus(StrEnum):
     """CP-SAT outcomes, named once."""
@@ -58,10 +61,6 @@ def status_of(code: Any) -> SolveStatus:
 
 
 MIN_TIME_LIMIT_S = 1e-3
-# The least wall time the stages of a call get: a smaller limit is rounded up to it for the
-# deadline (well inside the limit + 0.5 s every entry point promises), so that a tiny window
-# asked with a 1 ms limit can still be solved and proven.
-MIN_WORK_S = 0.05
 
 
 def make_solver(
@@ -97,8 +96,5 @@ def make_solver(
     return solver
 
 
-# Deterministic-time budget as a share of the wall-clock limit. Measured on the 2-core CI machine:
-# a proposal's neighbourhood search spends 1.3-1.6 s of wall time per deterministic unit (CP-SAT's
-# deterministic time plus the model-building stand-in), so half the limit in deterministic units
-# ends the search at 65-80 % of the wall-clock limit, which then only acts on a very busy machine.
-DETERMINISTIC_SHARE = 0.5
+__all__ = ["DETERMINISTIC_SHARE", "MIN_TIME_LIMIT_S", "MIN_WORK_S", "OutOfTime", "SolveStatus",
+           "check_deadline", "cp_model", "make_solver", "status_of", "time_left"]

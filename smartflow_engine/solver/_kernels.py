@@ -1,5 +1,6 @@
-"""The compiled loops of :mod:`.columns` (numba): the one-day pricing programme, the
-programme over days of the decomposition bound, and the Lagrangian bound of every free total.
+"""The compiled loops of the column generation (numba; :mod:`.pricing` and :mod:`.master` call
+them): the one-day pricing programme, the programme over days of the decomposition bound, and the
+Lagrangian bound of every free total.
 
 They are loops over small arrays: in numpy each step would be a call that may release the
 interpreter lock, and on a busy interpreter every release can cost a full switch interval.
@@ -13,7 +14,7 @@ cut them (issue 12).
 The programme runs over a day's free runs, then its host blocks. Its value array is indexed by
 (position, cell state, subject mask, free periods filled): a position is a cell of a run (or the
 cell after the run's end), the cell state is the previous cell's (see ``FREE_CAND`` ... ``OCC``
-in :mod:`.columns`), the mask holds the subjects whose first task of the day has been placed
+in :mod:`.pricing`), the mask holds the subjects whose first task of the day has been placed
 (for the same-category term), and the last axis counts the free periods filled (for the load
 term). Every improvement records its predecessor, so a filling is traced back without floating
 point comparisons. Ties keep the first value found, which makes the result deterministic.
@@ -24,10 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-FREE_CAND = 0
-FREE_OK = 1
-OCC_NONE = 2
-OCC = 3
+from .pricing import FREE_CAND, FREE_OK, OCC, OCC_NONE
 
 
 @njit(cache=True, nogil=True)

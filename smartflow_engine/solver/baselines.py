@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..state import ScheduleState
+from .budget import GREEDY_GRACE_S
 from .problem import Bin, Group, Placement, Problem, allowed_starts, build_problem
 
 
@@ -88,9 +89,6 @@ def _host_containing(host_at: dict[tuple[int, int], Bin], day: int, s: int, e: i
         if hd == day and b.slot_start <= s and e <= b.slot_end:
             return b
     return None
-
-
-GREEDY_GRACE_S = 0.1  # how long the first packing order may run past the caller's deadline
 
 
 class _Segment(NamedTuple):

@@ -2,7 +2,7 @@
 
 The full-window placement model has a weak relaxation (its bound is ~0 after seconds on 30-day
 windows), so it cannot tell how far a proposal is from the optimum. Two bounds replace it, both
-built on the exact one-day pricing programme of :mod:`.columns`:
+built on the exact one-day pricing programme of :mod:`.pricing`:
 
 - :func:`day_decomposition_bound`: relax the only coupling between days (each group's task
   count). Every term but the load term is a sum of per-day pieces, and so is the load term once
@@ -31,8 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ._cpsat import OutOfTime
-from .columns import _Pricer, day_decomposition_totals, search
+from .columns import search
 from .objective import Proof, resolve_weights
+from .pricing import Pricer, day_decomposition_totals
 from .problem import Placement, Problem
 
 
@@ -71,7 +72,7 @@ def day_decomposition_bound(
     deadline = None if time_limit_s is None else t0 + time_limit_s
     w = resolve_weights(weights)
     try:
-        pricer = _Pricer(problem, w, deadline)
+        pricer = Pricer(problem, w, deadline)
         reps = len(pricer.days_of)
         totals = day_decomposition_totals(pricer, slots, deadline=deadline)
     except OutOfTime:

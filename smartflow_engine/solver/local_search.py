@@ -26,15 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .budget import DAYS_PER_RELOCATE, HISTORY, SCAN_COST_S, STEP_COST_S
 from .objective import clustered_subjects, lateness, off_preference, preferred_slots
 from .problem import Placement, Problem
-
-# Work measure: estimated seconds = STEP_COST_S per move attempt + SCAN_COST_S per row scan
-# (least squares on 18 windows of 13-120 days on the 2-core CI machine, within ±18%, rounded up).
-STEP_COST_S = 1.8e-5
-SCAN_COST_S = 3e-6
-HISTORY = 5  # late-acceptance history length (steps); longer ones wander off (measured)
-DAYS_PER_RELOCATE = 3  # target days tried per relocate move (one of them load-directed)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Re-optimising write tools' solver side: ``spread_even`` and ``min_context_switch``.
 
-Each re-places a subset of placed tasks with the placement model of :mod:`.placement` (all of
+Each re-places a subset of placed tasks with the placement model of :mod:`.submodel` (all of
 them stay placed, everything else stays put) under an extra primary objective, warm-started from
 the current places, and returns the moves as data. The adapter applies them atomically.
 
@@ -20,23 +20,19 @@ from typing import Any
 import numpy as np
 
 from ..state import Request, ScheduleState, relocate
-from ._cpsat import (
+from ._cpsat import OutOfTime, SolveStatus, make_solver, status_of, time_left
+from .budget import (
+    DEADLINE_MARGIN_S,
     DETERMINISTIC_SHARE,
     MIN_WORK_S,
-    OutOfTime,
-    SolveStatus,
-    make_solver,
-    status_of,
-    time_left,
+    MOVE_WEIGHT,
+    SPREAD_WEIGHT,
+    SWITCH_WEIGHT,
 )
 from .objective import evaluate, resolve_weights
-from .placement import _Lin, _SubModel, _Window
 from .problem import Placement, Problem, build_problem, movable
+from .submodel import Lin, SubModel, WindowData
 from .switches import switches
-
-SPREAD_WEIGHT = 20.0  # per task of deviation from an even spread (primary for spread_even)
-SWITCH_WEIGHT = 10.0  # per switch (primary for min_context_switch)
-MOVE_WEIGHT = 0.05  # per task moved: prefer the current place on ties
 
 
 @dataclass(frozen=True)
@@ -158,7 +154,7 @@ def _reoptimize(
     for pl in current:
         origin[(group_of[pl.task_id], pl.day)] += 1
 
-    def extra(sub: _SubModel) -> None:
+    def extra(sub: SubModel) -> None:
         d_scale = problem.num_days
         # Moving costs a little: reward each variable at a current place.
         here = {(pl.day, pl.slot_start, group_of[pl.task_id]) for pl in current
@@ -178,9 +174,9 @@ def _reoptimize(
     # The wall clock holds the whole call, model building included (issue 12).
     deadline = t0 + max(time_limit_s, MIN_WORK_S)
     try:
-        win = _Window.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT),
-                            deadline=deadline - 0.02)
-        sub = _SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
+        win = WindowData.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT),
+                            deadline=deadline - DEADLINE_MARGIN_S)
+        sub = SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
                         free_slots=free_now)
         hinted = sub.hint(current)
     except OutOfTime:
@@ -230,7 +226,7 @@ def _switches_after(state: ScheduleState, moves: list[tuple[Placement, Placement
     return switches(copy, first, last)
 
 
-def _add_spread(sub: _SubModel, first: int, last: int, n: int) -> None:
+def _add_spread(sub: SubModel, first: int, last: int, n: int) -> None:
     """Primary term: Σ_b |width·count_b − n·len_b| (= width · Σ |count − even share|)."""
     p = sub.p
     width = last - first + 1
@@ -244,12 +240,12 @@ def _add_spread(sub: _SubModel, first: int, last: int, n: int) -> None:
         vars_ = [v for d in range(a, b + 1) for v in by_day.get(d, [])]
         share = n * (b - a + 1)
         dev = sub.model.new_int_var(0, width * n + share, "")
-        up = _Lin([(v, width) for v in vars_], -share)
-        down = _Lin([(v, -width) for v in vars_], share)
-        sub._ge(dev, [up, down], coef)
+        up = Lin([(v, width) for v in vars_], -share)
+        down = Lin([(v, -width) for v in vars_], share)
+        sub.add_max(dev, [up, down], coef)
 
 
-def _keep_days(sub: _SubModel, origin: Mapping[tuple[int, int], int]) -> None:
+def _keep_days(sub: SubModel, origin: Mapping[tuple[int, int], int]) -> None:
     """Each group keeps as many tasks on each day as it has now."""
     p = sub.p
     per: dict[tuple[int, int], list[Any]] = defaultdict(list)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -114,6 +115,7 @@ def parse(spec: ToolSpec, args: Any, ctx: ToolContext) -> tuple[Any, CallResult 
 def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = False) -> CallResult:
     """Run an already-parsed call: the loop's gate, the handler, the change log, the loop's
     bookkeeping, and (``check``) a full self-check of the state after a write."""
+    ctx.call_started = time.perf_counter()
     loop = ctx.loop
     if loop is not None:
         blocked = loop.before(ctx, spec, parsed)

@@ -36,6 +36,9 @@ class ToolContext:
     user_id: int | None = None  # whose data the store tools act on
     loop: Any = None  # a session's LoopState (rounds, close rules, gate, round log), or None
     applied: list[Change] = field(default_factory=list)  # this call's changes, until recorded
+    # ``time.perf_counter()`` when the running call began: a solver tool's time limit is the
+    # whole call's, so it counts from here (set by the call pipeline).
+    call_started: float | None = None
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""

@@ -13,7 +13,7 @@ from solver_windows import tiny_windows
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.bounds import column_bound, day_decomposition_bound
-from smartflow_engine.solver.columns import _programme_all
+from smartflow_engine.solver.pricing import _programme_all
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
 

@@ -18,23 +18,21 @@ from smartflow_engine.solver import evaluate, propose_placement
 from smartflow_engine.solver._cpsat import SolveStatus, make_solver, status_of
 from smartflow_engine.solver.baselines import balanced_greedy
 from smartflow_engine.solver.bounds import column_bound, day_decomposition_bound
-from smartflow_engine.solver.columns import (
-    MAX_MASK_BITS,
-    _Pricer,
-    lagrange_totals,
-    search,
-)
+from smartflow_engine.solver.budget import WORK_SHARE
+from smartflow_engine.solver.columns import search
 from smartflow_engine.solver.counting import max_placeable
+from smartflow_engine.solver.master import Master, lagrange_totals
 from smartflow_engine.solver.objective import resolve_weights
-from smartflow_engine.solver.placement import WORK_SHARE, _SubModel, _Window
+from smartflow_engine.solver.pricing import MAX_MASK_BITS, Pricer
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
+from smartflow_engine.solver.submodel import SubModel, WindowData
 from smartflow_engine.state.synthetic import synthetic_window
 
 WEIGHTS = {"load_imbalance": 1.0, "same_category": 2.0, "isolated_free": 1.5,
            "context_switch": 0.5, "late": 0.0, "time_of_day": 0.0}
 
 
-def fillings(pricer: _Pricer, day: int) -> list[list[tuple[str, int, int, int]]]:
+def fillings(pricer: Pricer, day: int) -> list[list[tuple[str, int, int, int]]]:
     """Every filling of ``day`` (any number of tasks of each group), by enumeration over the
     problem's own runs and host blocks (no pricing code involved)."""
     p = pricer.p
@@ -71,8 +69,8 @@ def optimum(problem: Problem, slots: int, weights: dict[str, float] | None = Non
     """The proven optimum of the full-window placement model (every day, every term)."""
     w = resolve_weights(weights)
     free = sum(p.length for p in (start or []) if p.embed_host is None)
-    win = _Window.build(problem, w, free)
-    sub = _SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
+    win = WindowData.build(problem, w, free)
+    sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
                     slots)
     solver = make_solver(30.0, 1, exact=False)
     assert status_of(solver.solve(sub.model)) == SolveStatus.OPTIMAL
@@ -89,7 +87,7 @@ def test_pricing_matches_enumeration(state: ScheduleState, data: st.DataObject) 
     problem = build_problem(state, by_subject=True)
     if not problem.groups:
         return
-    pricer = _Pricer(problem, resolve_weights(WEIGHTS))
+    pricer = Pricer(problem, resolve_weights(WEIGHTS))
     duals = np.array(data.draw(st.lists(st.floats(-5, 0), min_size=len(problem.groups),
                                         max_size=len(problem.groups))))
     mu = data.draw(st.floats(-3, 3))
@@ -151,7 +149,7 @@ def test_many_subjects_on_one_day_relax_the_programme_soundly() -> None:
               for k in range(subjects)]
     state = make_state(1, 12, tasks)
     problem = build_problem(state, by_subject=True)
-    pricer = _Pricer(problem, resolve_weights(None))
+    pricer = Pricer(problem, resolve_weights(None))
     pricer.day_minima(0)
     assert pricer.days[0].kernel is not None and pricer.days[0].kernel.relaxed
     start = balanced_greedy(problem)
@@ -170,17 +168,16 @@ def test_lagrange_bounds_hold_at_every_free_total() -> None:
     slots = sum(p.length for p in start)
     res = search(problem, slots, start, budget_s=2.0)
     assert len(res.totals) > 3
-    from smartflow_engine.solver.columns import _Master
 
-    pricer = _Pricer(problem, resolve_weights(None))
-    master = _Master(pricer, slots, res.explored[0], pricer.from_placements(start))
+    pricer = Pricer(problem, resolve_weights(None))
+    master = Master(pricer, slots, res.explored[0], pricer.from_placements(start))
     for _ in range(3):
         master.round()
     bounds = lagrange_totals(pricer, master, list(res.totals))
     w = resolve_weights(None)
     for total, value in bounds.items():
-        win = _Window.build(problem, w, total)
-        sub = _SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
+        win = WindowData.build(problem, w, total)
+        sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
                         slots, free_slots=total)
         solver = make_solver(30.0, 1, exact=False)
         status = status_of(solver.solve(sub.model))

@@ -19,10 +19,11 @@ from smartflow_engine.solver import (
     propose_placement,
 )
 from smartflow_engine.solver.baselines import balanced_greedy
+from smartflow_engine.solver.budget import WORK_SHARE
 from smartflow_engine.solver.local_search import improve
 from smartflow_engine.solver.objective import resolve_weights
-from smartflow_engine.solver.placement import WORK_SHARE, _SubModel, _Window
 from smartflow_engine.solver.problem import build_problem
+from smartflow_engine.solver.submodel import SubModel, WindowData
 from smartflow_engine.state.synthetic import synthetic_window
 
 
@@ -59,8 +60,8 @@ def test_model_objective_equals_numpy_evaluation(state: ScheduleState) -> None:
     slots = sum(p.length for p in placements)
     weights = {"load_imbalance": 1.0, "same_category": 2.0, "isolated_free": 1.5,
                "context_switch": 0.5, "late": 0.0, "time_of_day": 0.0}
-    win = _Window.build(problem, weights, sum(p.length for p in placements if p.embed_host is None))
-    sub = _SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups], slots)
+    win = WindowData.build(problem, weights, sum(p.length for p in placements if p.embed_host is None))
+    sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups], slots)
     value = sub.hint(placements)
     assert value is not None
     expected = evaluate(problem, placements, weights)["weighted_total"]
