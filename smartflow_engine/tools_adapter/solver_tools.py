@@ -36,8 +36,9 @@ from .write_tools import refusal_text
 
 MAX_MOVES = 20  # least-change repair: most placed tasks one call may move
 # Wall time a proposal keeps back for applying it and replying (relocate, the session's health
-# evidence, rendering): measured 4-21 ms on 30- to 120-day windows at load 3.3; this is ~4x.
-REPLY_RESERVE_S = 0.01
+# evidence, rendering): measured 8-15 ms on 30-day and 13-21 ms on 120-day windows at load 3-7
+# on 2 cores, plus stalls of a few tens of ms on an overloaded machine.
+REPLY_RESERVE_S = 0.05
 REPLY_RESERVE_PER_TASK_S = 2e-4
 
 TimeLimit = Annotated[float, Field(gt=0, le=600, allow_inf_nan=False,
