@@ -372,8 +372,8 @@ def improve(
     weights
         Resolved weights (:func:`.objective.resolve_weights`).
     budget_s
-        Work bound in estimated seconds (:data:`STEP_COST_S` per move attempt plus
-        :data:`SCAN_COST_S` per row scan): the search stops there, so the result depends only
+        Work bound in estimated seconds (:data:`.budget.STEP_COST_S` per move attempt plus
+        :data:`.budget.SCAN_COST_S` per row scan): the search stops there, so the result depends only
         on the seed, never on the machine's speed.
     deadline
         ``time.perf_counter()`` value after which the search stops anyway (safety net).

@@ -254,3 +254,27 @@ def test_tool_replies_are_deterministic(roomy_window: ScheduleState) -> None:
     tb = toolbox(roomy_window)
     for tool in ("check_feasibility", "propose_placement"):
         assert tb.call(tool, {}) == tb.call(tool, {})
+
+
+@pytest.mark.parametrize("tool", ["propose_placement", "apply_proposal"])
+def test_proposal_tools_count_the_whole_call(tool: str, roomy_window: ScheduleState,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that a proposal tool gives the solver the wall time its call has left (less the
+    reply's reserve) but the deterministic work of the asked limit, so the limit holds for the
+    whole call and a seed gives the same proposal in both tools and in a direct call."""
+    import smartflow_engine.tools_adapter.solver_tools as solver_tools
+    from smartflow_engine.solver.budget import WORK_SHARE
+
+    seen: dict[str, Any] = {}
+
+    def spy(state: ScheduleState, **kw: Any) -> Any:
+        seen.update(kw)
+        return propose_placement(state, **kw)
+
+    monkeypatch.setattr(solver_tools, "propose_placement", spy)
+    reserve = (solver_tools.REPLY_RESERVE_S
+               + solver_tools.REPLY_RESERVE_PER_TASK_S * len(roomy_window.tasks))
+    toolbox(roomy_window).call(tool, {"time_limit_s": 1.5, "seed": 4})
+    assert seen["work_limit_s"] == pytest.approx(WORK_SHARE * 1.5)
+    assert 0 < seen["time_limit_s"] <= 1.5 - reserve
+    assert seen["seed"] == 4
