@@ -114,7 +114,10 @@ def test_propose_reports_its_proven_bound(variant: str, status: str) -> None:
         # the close stage (issue 10) traded soft terms for fewer health issues: the soft terms
         # are no longer proven optimal, and the reply must not say so
         status = "feasible"
-    assert proposal.status == status and proposal.bound is not None
+    assert proposal.bound is not None
+    # a wall-cut search (overloaded machine) may stop short of the proof: only an uncut one
+    # must reach the status of its variant
+    assert proposal.wall_limited or proposal.status == status
     reply = toolbox(state).call("propose_placement", {"time_limit_s": 1.0, "seed": 0})
     total, bound = proposal.objective["weighted_total"], proposal.bound
     if proposal.wall_limited or "搜索被时限截断" in reply:
