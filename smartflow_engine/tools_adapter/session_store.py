@@ -26,6 +26,7 @@ pending confirm previews and whatever else the snapshot carries).
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
@@ -75,8 +76,12 @@ class SessionBackend(Protocol):
 
     def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session: ...
 
-    def use(self, user_id: str, session_id: str) -> Any:
-        """A context manager yielding the session (or ``None``) and saving it on exit."""
+    def use(self, user_id: str, session_id: str, *, read_only: bool = False) -> Any:
+        """A context manager yielding the session (or ``None``) and saving it on exit.
+
+        ``read_only``: the caller only reads the session's state (a read tool, a GET): a store
+        may then skip serialising the state to see whether it changed (it still saves what
+        else changed, e.g. the loop's round log after ``analyze_health``)."""
         ...
 
     def delete(self, user_id: str, session_id: str) -> bool: ...
@@ -141,7 +146,8 @@ class MemorySessionStore:
         return session
 
     @contextmanager
-    def use(self, user_id: str, session_id: str) -> Iterator[Session | None]:
+    def use(self, user_id: str, session_id: str, *,
+            read_only: bool = False) -> Iterator[Session | None]:
         session = self.get(user_id, session_id)
         if session is None:
             yield None
@@ -313,23 +319,36 @@ class RedisSessionStore:
         return session
 
     @contextmanager
-    def use(self, user_id: str, session_id: str) -> Iterator[Session | None]:
+    def use(self, user_id: str, session_id: str, *,
+            read_only: bool = False) -> Iterator[Session | None]:
+        """The session (``None`` if there is none), saved on exit if it changed.
+
+        Loading costs one round trip (the version, with the idle TTL restarted); a cached
+        session whose version still matches is used as is. On exit the snapshot is compared
+        with the stored one and written by compare-and-set only when it differs. With
+        ``read_only`` (the request only reads the state) the state is not serialised: only the
+        rest of the snapshot (mode, tools, change log, pending confirmations, loop) is compared,
+        which a read tool may change (``analyze_health`` records its round)."""
         loaded = self._load(user_id, session_id)
         if loaded is None:
             yield None
             return
         version, session, text = loaded
         with session.lock:
+            marker = _marker(session) if read_only else None
+            state = session.state
             try:
                 yield session
             except BaseException:
                 self._forget(user_id, session_id)  # it may hold a half-done change
                 raise
+            if (marker is not None and session.state is state
+                    and _unchanged(marker, _marker(session))):
+                return  # nothing but the state could have changed, and it was only read
             after = session.to_json()
             key = self._key(user_id, session_id)
             try:
-                if after == text:  # nothing changed: only the idle TTL restarts
-                    self.redis.expire(key, self.ttl)
+                if after == text:  # nothing changed (the TTL restarted on loading)
                     return
                 new = int(self._cas(keys=[key], args=[version, after, self.ttl]))
             except Exception as exc:
@@ -381,7 +400,13 @@ class RedisSessionStore:
 
     def _load(self, user_id: str, session_id: str) -> tuple[int, Session, str] | None:
         key = self._key(user_id, session_id)
-        raw_version = self.redis.hget(key, "v")
+        pipe = self.redis.pipeline(transaction=False)  # one round trip: version + idle TTL
+        pipe.hget(key, "v")
+        pipe.expire(key, self.ttl)
+        try:
+            raw_version, _ = pipe.execute()
+        except Exception as exc:
+            raise SessionStoreUnavailable(f"session store unavailable: {exc}") from None
         if raw_version is None:
             self._forget(user_id, session_id)
             return None
@@ -409,6 +434,26 @@ class RedisSessionStore:
     def _trim(self) -> None:
         while len(self._cache) > self.max_cached:
             self._cache.popitem(last=False)
+
+
+def _marker(session: Session) -> tuple[str, Any]:
+    """What a request may change in a session besides its state: mode, offered tools, the
+    change log, the pending confirmations and the loop's bookkeeping, as JSON text (so lists
+    changed in place compare as changed), and the loop's best state (a whole state, replaced,
+    never edited: compared by identity, see :func:`_unchanged`)."""
+    loop = session.toolbox.ctx.loop
+    data = loop.to_dict() if loop is not None else {}
+    best = data.pop("best_state", None)
+    changes = session.toolbox.changes
+    text = json.dumps([session.mode.value, list(session.enabled_tools), len(changes),
+                       id(changes[-1]) if changes else None,
+                       [(p.token, p.tool) for p in session.pending()], data],
+                      sort_keys=True, default=str)
+    return text, best
+
+
+def _unchanged(before: tuple[str, Any], after: tuple[str, Any]) -> bool:
+    return before[0] == after[0] and before[1] is after[1]
 
 
 def session_backend(url: str | None, **kwargs: Any) -> SessionBackend:
