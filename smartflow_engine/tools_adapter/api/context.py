@@ -88,7 +88,8 @@ class ApiContext:
         return session.invoke(name, args)
 
 
-def api_context(request: Request) -> ApiContext:
+# Dependencies are async (they never block): a sync one costs a threadpool hop per request.
+async def api_context(request: Request) -> ApiContext:
     ctx: ApiContext = request.app.state.ctx
     return ctx
 
@@ -97,7 +98,6 @@ Ctx = Annotated[ApiContext, Depends(api_context)]
 _bearer = HTTPBearer(auto_error=False)
 
 
-# Dependencies are async (they never block): a sync one costs a threadpool hop per request.
 async def current_principal(
     ctx: Ctx, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
