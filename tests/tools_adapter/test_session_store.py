@@ -67,6 +67,25 @@ def test_memory_store_refuses_sessions_beyond_the_cap():
     assert len(store) == 1 and back is not None and back.snapshot() == kept.snapshot()
 
 
+def test_memory_store_idle_time_follows_the_session_evicted_or_not():
+    """Tests that the one memory store (``SessionStore`` is the same class) times idle sessions by
+    the session's own clock, and keeps that time when it evicts the session: an idle session
+    evicted to its snapshot still expires, a recently used one comes back."""
+    from smartflow_engine.tools_adapter.session_store import SessionStore
+
+    assert SessionStore is MemorySessionStore
+    one = estimate_bytes(MemorySessionStore().create("u", load_window()))
+    store = MemorySessionStore(max_bytes=int(one * 2.5), idle_ttl_s=60.0)
+    idle, recent = store.create("u", load_window()), store.create("u", load_window())
+    idle.last_used -= 120.0
+    store.create("u", load_window())
+    store.create("u", load_window())
+    assert not store.is_live("u", idle.session_id) and not store.is_live("u", recent.session_id)
+    assert store.get("u", idle.session_id) is None
+    back = store.get("u", recent.session_id)
+    assert back is not None and back.snapshot() == recent.snapshot()
+
+
 # ---------------------------------------------------------------------------------- redis
 @pytest.fixture
 def prefix(redis_prefix: str) -> str:
