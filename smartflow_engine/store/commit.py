@@ -28,7 +28,6 @@ from typing import Any, cast
 from sqlalchemy import (
     ARRAY,
     BigInteger,
-    Boolean,
     Connection,
     String,
     Table,
@@ -38,7 +37,6 @@ from sqlalchemy import (
     false,
     func,
     insert,
-    literal_column,
     select,
     text,
     update,
@@ -127,8 +125,9 @@ def net_changes(state: ScheduleState, changes: Sequence[Change]) -> list[NetChan
         with the state (an added block the task does not hold, a pending task that gained one).
     """
     nets: dict[int, NetChange] = {}
+    tasks = task_index(state)
     for ch in changes:
-        task = state.task(ch.task_id)
+        task = tasks.get(ch.task_id)
         if task is None:
             raise CommitFailure("invalid_changes", f"the change log names task [{ch.task_id}], "
                                 "which the state does not hold", ch.task_id)
@@ -181,9 +180,10 @@ def _in_ids(conn: Connection, column: Any, ids: Any) -> Any:
     - PostgreSQL: ``column = ANY(CAST(:ids AS BIGINT[]))`` with the ids as one array literal
       (``'{1,2,3}'``): one short cached statement, and one string to send instead of a list
       psycopg dumps element by element.
-    - MariaDB/MySQL and SQLite: ``column IN (1, 2, 3)`` written out. The ids are ``int``-coerced,
-      so nothing but digits reaches the SQL; PyMySQL would otherwise escape every bound id in
-      Python, and SQLite caps the number of bound parameters.
+    - MariaDB/MySQL and SQLite: ``column IN (1, 2, 3)`` written out at execution time
+      (``literal_execute``: the compiled statement stays cached, the ``int``-coerced ids are
+      rendered by the integer type); PyMySQL would otherwise escape every bound id in Python,
+      and SQLite caps the number of bound parameters.
     """
     ids = [int(i) for i in ids]
     if not ids:
@@ -191,8 +191,8 @@ def _in_ids(conn: Connection, column: Any, ids: Any) -> Any:
     if _is_pg(conn):
         return column == any_(sql_cast(bindparam(None, _pg_array(ids), type_=String),
                                        ARRAY(BigInteger)))
-    return literal_column(f"{column.table.name}.{column.name} IN ({','.join(map(str, ids))})",
-                          Boolean)
+    return column.in_(bindparam(None, ids, type_=BigInteger, expanding=True,
+                                literal_execute=True))
 
 
 def _pg_array(values: Sequence[Any]) -> str:
@@ -352,11 +352,12 @@ def commit_changes(
     except StoreError as exc:
         raise CommitFailure("invalid_changes", f"the state's window: {exc}") from None
     nets = net_changes(state, changes)
+    tasks = task_index(state)
     involved = {n.task.state_id: n.task for n in nets}
     for net in nets:  # the hosts a guest leaves or joins
         for host_id in [h for _, h in net.removed if h is not None] + [net.task.embed_host]:
             if host_id is not None:
-                involved.setdefault(host_id, _host(state, host_id))
+                involved.setdefault(host_id, _host(tasks, host_id))
     rows = _Rows(session, user_id, days, list(involved.values()))
     result = CommitResult(ok=True)
 
@@ -364,7 +365,7 @@ def commit_changes(
     to_delete: dict[int, tuple[Task, SlotRange]] = {}  # owner rows → the task and block leaving
     to_clear: set[int] = set()
     for net in nets:
-        _check(state, rows, net, to_delete, to_clear)
+        _check(tasks, rows, net, to_delete, to_clear)
     _check_no_new_guests(session, rows, to_delete, to_clear)
     # 2. Removed blocks.
     conn = session.connection()
@@ -404,7 +405,7 @@ def commit_changes(
     for net in nets:
         if net.task.embed_host is None:
             continue
-        ev, host_ev = rows.event(net.task), rows.event(_host(state, net.task.embed_host))
+        ev, host_ev = rows.event(net.task), rows.event(_host(tasks, net.task.embed_host))
         assert ev is not None
         for block in net.added:
             if host_ev is None:
@@ -453,15 +454,21 @@ def insert_rows(session: Session | Connection, rows: Sequence[dict[str, Any]]) -
         conn.execute(insert(SCHEDULES), list(rows))
 
 
-def _host(state: ScheduleState, host_id: int) -> Task:
-    host = state.task(host_id)
+def task_index(state: ScheduleState) -> dict[int, Task]:
+    """The state's tasks by ``state_id`` (a plain dict: ``ScheduleState.task`` goes through
+    pydantic's private-attribute lookup, which a commit naming hundreds of tasks notices)."""
+    return {t.state_id: t for t in state.tasks}
+
+
+def _host(tasks: dict[int, Task], host_id: int) -> Task:
+    host = tasks.get(host_id)
     if host is None:
         raise CommitFailure("invalid_changes", f"embed host [{host_id}] is not in the state",
                             host_id, host=host_id)
     return host
 
 
-def _check(state: ScheduleState, rows: _Rows, net: NetChange,
+def _check(tasks: dict[int, Task], rows: _Rows, net: NetChange,
            to_delete: dict[int, tuple[Task, SlotRange]], to_clear: set[int]) -> None:
     """The optimistic check: the task's rows are as the session found them."""
     t = net.task
@@ -490,7 +497,7 @@ def _check(state: ScheduleState, rows: _Rows, net: NetChange,
         raise CommitFailure("invalid_changes", f"{who}: unknown source {t.source!r}", t.state_id)
     for block, host in net.removed:
         assert ev is not None
-        host_ev = rows.event(_host(state, host)) if host is not None else None
+        host_ev = rows.event(_host(tasks, host)) if host is not None else None
         if host is not None and host_ev is None:
             raise CommitFailure("stale", f"{who}: its host [{host}] holds no periods any more",
                                 t.state_id, "host_gone", host=host)
