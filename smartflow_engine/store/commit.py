@@ -581,7 +581,7 @@ def _update_statuses(
             event_sets[ev.id] = (ev, t.status, duration)
         elif net.status_before != "pending":
             taken_off.append((t, ev))
-    _set_status_duration(conn, ITEMS, item_sets.values())
+    _set_status_duration(conn, ITEMS, rows.user_id, item_sets.values())
     if dropped:
         conn.execute(update(SCHEDULES).where(
             _in_ids(conn, SCHEDULES.c.embedded_event_id, dropped))
@@ -611,7 +611,7 @@ def _update_statuses(
             }))
         else:
             event_sets[ev.id] = (ev, "pending", t.duration)
-    _set_status_duration(conn, EVENTS, event_sets.values())
+    _set_status_duration(conn, EVENTS, rows.user_id, event_sets.values())
     # Placements of items: one multi-row INSERT ... RETURNING, matched back by the (unique)
     # task_item_id; split-off events (rare) one by one.
     of_items = [values for _, values in created if values["task_item_id"] is not None]
@@ -637,7 +637,7 @@ def _update_statuses(
     result.events_created += len(created)
 
 
-def _set_status_duration(conn: Connection, table: Table,
+def _set_status_duration(conn: Connection, table: Table, user_id: int,
                          targets: Iterable[tuple[Any, str, int | None]]) -> None:
     """Give each (locked) row its target ``status`` and ``duration``: one ``UPDATE ... WHERE id
     IN (...)`` per distinct value that differs from the row as read, so a commit that places
@@ -649,8 +649,13 @@ def _set_status_duration(conn: Connection, table: Table,
             statuses.setdefault(status, []).append(row.id)
         if row.duration != duration:
             durations.setdefault(duration, []).append(row.id)
+    # ``user_id`` too: the rows are the user's own, and it lets the planner take the
+    # (user_id, status) index where it would otherwise scan the whole table (PostgreSQL on
+    # tables without statistics yet, matching every row against the id array).
     for status, ids in statuses.items():
-        conn.execute(update(table).where(_in_ids(conn, table.c.id, ids)).values(status=status))
+        conn.execute(update(table).where(table.c.user_id == user_id,
+                                         _in_ids(conn, table.c.id, ids)).values(status=status))
     for duration, ids in durations.items():
-        conn.execute(update(table).where(_in_ids(conn, table.c.id, ids))
+        conn.execute(update(table).where(table.c.user_id == user_id,
+                                         _in_ids(conn, table.c.id, ids))
                      .values(duration=duration))
