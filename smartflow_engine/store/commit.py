@@ -29,7 +29,6 @@ from sqlalchemy import (
     ARRAY,
     BigInteger,
     Connection,
-    String,
     Table,
     any_,
     bindparam,
@@ -45,6 +44,7 @@ from sqlalchemy import (
     cast as sql_cast,
 )
 from sqlalchemy.orm import Session
+from sqlalchemy.types import NullType
 
 from ..state import Change, ScheduleState, SlotRange, Task
 from . import models as m
@@ -189,7 +189,9 @@ def _in_ids(conn: Connection, column: Any, ids: Any) -> Any:
     if not ids:
         return false()
     if _is_pg(conn):
-        return column == any_(sql_cast(bindparam(None, _pg_array(ids), type_=String),
+        # Untyped (no ``::VARCHAR`` bind cast): PostgreSQL then types the parameter itself as
+        # BIGINT[] from the CAST, a plain array parameter the planner matches to the index.
+        return column == any_(sql_cast(bindparam(None, _pg_array(ids), type_=NullType()),
                                        ARRAY(BigInteger)))
     return column.in_(bindparam(None, ids, type_=BigInteger, expanding=True,
                                 literal_execute=True))
