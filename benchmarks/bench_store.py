@@ -4,9 +4,10 @@ PostgreSQL and MariaDB servers (``SMARTFLOW_PG_URL`` / ``SMARTFLOW_MARIADB_URL``
 127.0.0.1; a database of the run's own is created and dropped; ``off`` leaves a server out).
 
 Per window size (13, 30, 120 days; seeded plain synthetic windows with task classes) and backend:
-``seed_from_state`` into empty tables, ``load_window`` of the whole window, and ``commit`` of one
-session's change log (every pending task placed first-fit plus a few moves, as an agent's coarse
-pre-scheduling writes it). Medians over repeats, each commit on freshly seeded tables.
+``seed_from_state`` of one user (servers: each repeat another user in the same tables),
+``load_window`` of the whole window, and ``commit`` of one session's change log (every pending
+task placed first-fit plus a few moves, as an agent's coarse pre-scheduling writes it). Medians
+over repeats, each commit on its freshly seeded user.
 """
 
 from __future__ import annotations
@@ -276,7 +277,8 @@ def run(quick: bool = False, repeats: int | None = None) -> str:
         "",
         f"Median ms over {repeats} repeats per window (seeded plain synthetic windows with task "
         "classes), every backend in one process on the same windows. *seed*: `seed_from_state` "
-        "into empty tables (JSON: write the state file); *load*: `load_window` of the whole "
+        "of one user (SQLite: a fresh database; servers: one engine for the run, each repeat "
+        "another user in the same tables; JSON: write the state file); *load*: `load_window` of the whole "
         "window (JSON: read + validate the file); *commit*: one transaction writing the session's "
         "change log (JSON: rewrite the whole file). Ratios are against the JSON file.",
         "",
