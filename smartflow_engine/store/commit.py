@@ -40,9 +40,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy import (
-    cast as sql_cast,
-)
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 
