@@ -4,8 +4,9 @@ processes on 127.0.0.1 (part of ``bench_adapters``' table):
 - session store cost: one request's load + save of a session that a write changed, in memory vs
   in Redis, warm (the worker cached the session: a version check and a compare-and-set) and cold
   (another worker: the snapshot fetched and the session rebuilt);
-- requests/s of read-tool calls (``get_overview``) on one session from 8 client threads, with 1
-  and with 2 server workers sharing the Redis store;
+- requests/s of read-tool calls (``get_overview``) on one session from a raw asyncio client,
+  with 1 and with 2 server workers sharing the Redis store, measured back to back in
+  alternating rounds (median ratio, load average per round);
 - ``/health`` latency while two proposals run, with the solver calls in a worker process (ours)
   and in the request's thread (the peer: how the server ran before).
 """
@@ -38,17 +39,29 @@ GOAL_WORKER_SPEEDUP = 1.6
 GOAL_HEALTH_P99_MS = 50.0
 
 
-def _median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()
+def _median_ms(fn: Callable[[Any], object], repeats: int,
+               setup: Callable[[], Any] = lambda: None) -> float:
+    """Median ms of ``fn(setup())`` (``setup`` untimed, before every sample), less what ``fn``
+    returns (seconds spent in the tool call itself, when it says)."""
+    fn(setup())
     samples = []
     for _ in range(repeats):
+        arg = setup()
         t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
+        inner = fn(arg)
+        samples.append(time.perf_counter() - t0
+                       - (inner if isinstance(inner, float) else 0.0))
     return statistics.median(samples) * 1000
 
 
+HISTORY = 10  # writes a measured session has behind it (its change log and round log)
+
+
 def _store_cost(days: int, repeats: int, prefix: str) -> dict[str, float]:
+    """Per backend, ms of one request on a session with :data:`HISTORY` writes behind it (each
+    sample on a fresh copy, restored untimed, so the session does not grow over the samples)."""
+    from smartflow_engine.tools_adapter.session import Session
+
     state = synthetic_window(1, days, variant="plain")
     moves = []
     for task in state.tasks:
@@ -60,32 +73,57 @@ def _store_cost(days: int, repeats: int, prefix: str) -> dict[str, float]:
     free = state.grid.free_runs(min_len=block.length)
     day, start, _ = free[-1]
     away = {"task_id": task.state_id, "new_day": day, "new_slot_start": start}
+    base = Session(state, mode="local_adjust")
+    for i in range(HISTORY):  # ends where it started: `away` is the next move
+        assert base.call("move", (away, there)[i % 2]).startswith("已将")
+    snapshot = base.to_json()
     out: dict[str, float] = {}
     stores: dict[str, Any] = {
         "memory": MemorySessionStore(),
         "redis": RedisSessionStore(REDIS_URL, prefix=prefix),
     }
+
+    def write(session: Any) -> None:
+        session.call("move", away)
+
+    def read(session: Any) -> None:
+        session.call("get_overview", {})
+
     for name, store in stores.items():
-        sid = store.create("u", state.copy_state(), mode="local_adjust").session_id
-        flip = [away, there]
+        made: list[str] = []
 
-        def once(store: Any = store, sid: str = sid, flip: list[Any] = flip) -> None:
-            with store.use("u", sid) as session:
-                session.call("move", flip[0])
-            flip.reverse()
+        def fresh(store: Any = store, made: list[str] = made) -> str:
+            while made:
+                store.delete("u", made.pop())
+            made.append(store.restore("u", snapshot).session_id)
+            return made[-1]
 
-        out[f"{name} warm"] = _median_ms(once, repeats)
+        def cold(store: Any = store, fresh: Callable[[], str] = fresh) -> str:
+            sid = fresh()
+            store._cache.clear()  # another worker: nothing cached
+            return sid
+
+        def used(sid: str, act: Callable[[Any], None], read_only: bool = False,
+                 store: Any = store) -> float:
+            """The request; returns the seconds of the call itself (subtracted)."""
+            with store.use("u", sid, read_only=read_only) as session:
+                t0 = time.perf_counter()
+                act(session)
+                return time.perf_counter() - t0
+
+        out[f"{name} warm"] = _median_ms(lambda sid, u=used: u(sid, write), repeats, fresh)
+        out[f"{name} read"] = _median_ms(lambda sid, u=used: u(sid, read, True), repeats, fresh)
         if name == "redis":
-            def cold(store: Any = store, sid: str = sid, flip: list[Any] = flip) -> None:
-                store._cache.clear()  # another worker: nothing cached
-                with store.use("u", sid) as session:
-                    session.call("move", flip[0])
-                flip.reverse()
+            out["redis cold"] = _median_ms(lambda sid, u=used: u(sid, write), repeats, cold)
+        fresh()  # and the last one deleted below
+        while made:
+            store.delete("u", made.pop())
 
-            out["redis cold"] = _median_ms(cold, repeats)
-        session = store.create("u", state.copy_state(), mode="local_adjust")
-        out[f"{name} call only"] = _median_ms(
-            lambda s=session, f=[away, there]: (s.call("move", f[0]), f.reverse()), repeats)
+    def bare() -> Any:
+        return Session.restore(snapshot, user_id="u")
+
+    out["memory call only"] = out["redis call only"] = _median_ms(write, repeats, bare)
+    out["memory read only"] = out["redis read only"] = _median_ms(read, repeats, bare)
     return out
 
 
@@ -97,7 +135,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _server(*args: str) -> Iterator[str]:
+def _server(*args: str) -> Iterator[tuple[str, int]]:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SMARTFLOW_API_TOKENS": f"{TOKEN}:bench"}
     proc = subprocess.Popen(
@@ -112,39 +150,121 @@ def _server(*args: str) -> Iterator[str]:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        yield url
+        yield url, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-def _throughput(workers: int, prefix: str, requests: int, threads: int = 8) -> float:
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by a process and its children (Linux /proc)."""
+    total, todo = 0.0, [pid]
+    tick = os.sysconf("SC_CLK_TCK")
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+async def _load(port: int, request: bytes, total: int, connections: int,
+                per_connection: int = 16) -> None:
+    """``total`` requests over ``connections`` concurrent keep-alive connections, each closed
+    and reopened every ``per_connection`` requests (so a multi-worker server's connections
+    spread over its workers). A raw HTTP/1.1 client: a few dozen microseconds per request, so
+    the load generator takes little of the CPU the server workers need (httpx in threads took
+    about as much as one worker)."""
+    import asyncio
+
+    left = [total]
+
+    async def one() -> None:
+        while left[0] > 0:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            for _ in range(per_connection):
+                if left[0] <= 0:
+                    break
+                left[0] -= 1
+                writer.write(request)
+                status = await reader.readline()
+                length = 0
+                while (line := await reader.readline()) not in (b"\r\n", b""):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                await reader.readexactly(length)
+                if status[9:12] != b"200":
+                    raise RuntimeError(f"request failed: {status!r}")
+            writer.close()
+            await writer.wait_closed()
+
+    await asyncio.gather(*(one() for _ in range(connections)))
+
+
+def _run_load(port: int, request: bytes, total: int, connections: int) -> float:
+    """Seconds for ``total`` requests (on uvloop when installed)."""
+    import asyncio
+
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    started = time.perf_counter()
+    runner(_load(port, request, total, connections))
+    return time.perf_counter() - started
+
+
+@contextmanager
+def _session_server(workers: int, prefix: str) -> Iterator[tuple[int, int, bytes]]:
+    """A ``smartflow serve --workers N --session-store redis://...`` with one 30-day session:
+    its port, pid and the raw request of a ``get_overview`` call on that session."""
+    import json
+
     with _server("--workers", str(workers), "--session-store", REDIS_URL,
-                 "--session-prefix", prefix) as url:
+                 "--session-prefix", prefix) as (url, pid):
         headers = {"Authorization": f"Bearer {TOKEN}"}
         state = synthetic_window(2, 30, variant="plain").to_dict()
         sid = httpx.post(f"{url}/v1/sessions", headers=headers,
                          json={"state": state}).json()["session_id"]
-        body = {"tool": "get_overview", "args": {}}
-        per = requests // threads
+        body = json.dumps({"tool": "get_overview", "args": {}}).encode()
+        port = int(url.rsplit(":", 1)[1])
+        request = (f"POST /v1/sessions/{sid}/calls HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                   f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        yield port, pid, request
 
-        def client() -> None:
-            with httpx.Client(base_url=url, headers=headers) as c:
-                for _ in range(per):
-                    assert c.post(f"/v1/sessions/{sid}/calls", json=body).status_code == 200
 
-        client()  # warm-up
-        started = time.perf_counter()
-        pool = [threading.Thread(target=client) for _ in range(threads)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        return per * threads / (time.perf_counter() - started)
+def _throughput(prefix: str, rounds: int, requests: int,
+                connections: int = 16) -> list[dict[str, float]]:
+    """Back-to-back measurements of one server with 1 worker and one with 2 (both running, each
+    idle while the other is measured), alternating which goes first, ``rounds`` times: per
+    round the requests/s of each, the server's CPU ms per request, and the 1-minute load
+    average before the round."""
+    out = []
+    with _session_server(1, f"{prefix}-w1") as one, _session_server(2, f"{prefix}-w2") as two:
+        servers = {1: one, 2: two}
+        for port, _, request in servers.values():  # warm every worker: sessions cached
+            _run_load(port, request, 8 * connections, connections)
+        for r in range(rounds):
+            row: dict[str, float] = {"load": os.getloadavg()[0]}
+            for w in ((1, 2) if r % 2 == 0 else (2, 1)):
+                port, pid, request = servers[w]
+                cpu = _tree_cpu_s(pid)
+                seconds = _run_load(port, request, requests, connections)
+                row[f"rps{w}"] = requests / seconds
+                row[f"cpu{w}"] = (_tree_cpu_s(pid) - cpu) / requests * 1000
+            row["ratio"] = row["rps2"] / row["rps1"]
+            out.append(row)
+    return out
 
 
 def _health_under_proposals(solver_processes: int) -> list[float]:
-    with _server("--solver-processes", str(solver_processes)) as url:
+    with _server("--solver-processes", str(solver_processes)) as (url, _):
         headers = {"Authorization": f"Bearer {TOKEN}"}
         windows = [synthetic_window(s, 200, pending=600, slots_per_day=24).to_dict()
                    for s in (12, 13)]
@@ -189,8 +309,8 @@ def run(quick: bool = False) -> str:
         sizes = (30,) if quick else (30, 120)
         repeats = 20 if quick else 200
         costs = {d: _store_cost(d, repeats, prefix) for d in sizes}
-        requests = 200 if quick else 1600
-        rps = {w: _throughput(w, f"{prefix}-w{w}", requests) for w in (1, 2)}
+        rounds, requests = (3, 300) if quick else (9, 1500)
+        rows = _throughput(prefix, rounds, requests)
         health = {p: _health_under_proposals(p) for p in (1, 0)}
     finally:
         keys = list(client.scan_iter(match=f"{prefix}*", count=500))
@@ -200,32 +320,48 @@ def run(quick: bool = False) -> str:
     lines = [
         "## Services: session store, workers, `/health` under load",
         "",
-        f"Session store: median ms per request that changes the session (a move inside "
-        f"`backend.use(...)`, {repeats} repeats), against the same `Session.call` alone; "
-        f"*warm* = the worker had the session cached (a version check + a compare-and-set), "
-        f"*cold* = another worker (snapshot fetched, session rebuilt). Goal: Redis round trip "
-        f"≤ {GOAL_ROUND_TRIP_MS:.0f} ms on a 30-day window.",
+        f"Session store: median ms a request spends in `backend.use(...)` outside the tool "
+        f"call (load, compare, save; {repeats} repeats, each on a fresh copy of a session with "
+        f"{HISTORY} writes behind it); beside it the call itself on a bare `Session`. *write*: a move (the snapshot compared "
+        f"and written back); *read*: `get_overview` under `use(read_only=True)` (what a read "
+        f"tool's HTTP request does: nothing serialised or written back). *warm* = the worker "
+        f"had the session cached (one round trip: version + idle TTL; a write adds the "
+        f"compare-and-set), *cold* = another worker (snapshot fetched, session rebuilt). "
+        f"Goal: Redis round trip ≤ {GOAL_ROUND_TRIP_MS:.0f} ms on a 30-day window.",
         "",
-        "| days | store | request (ms) | call alone (ms) | store cost (ms) |",
-        "|---:|---|---:|---:|---:|",
+        "| days | store | store cost (ms) | the call itself (ms, bare session) |",
+        "|---:|---|---:|---:|",
     ]
+    labels = {"memory warm": ("memory, write", "memory call only"),
+              "memory read": ("memory, read", "memory read only"),
+              "redis warm": ("redis warm, write", "redis call only"),
+              "redis read": ("redis warm, read", "redis read only"),
+              "redis cold": ("redis cold, write", "redis call only")}
     for days, c in costs.items():
-        for key in ("memory warm", "redis warm", "redis cold"):
-            alone = c[f"{key.split()[0]} call only"]
-            lines.append(f"| {days} | {key} | {c[key]:.3f} | {alone:.3f} | "
-                         f"{c[key] - alone:+.3f} |")
+        for key, (label, alone_key) in labels.items():
+            lines.append(f"| {days} | {label} | {c[key]:.3f} | {c[alone_key]:.3f} |")
+    ratios = [r["ratio"] for r in rows]
     lines += [
         "",
-        f"Requests/s of `get_overview` on one 30-day session, 8 client threads, {requests} "
-        "requests, `smartflow serve --session-store redis://...`:",
+        f"Requests/s of `get_overview` on one 30-day session, `smartflow serve --session-store "
+        f"redis://...` with 1 and with 2 workers (uvicorn, no access log, uvloop/httptools when "
+        f"installed), both servers up, measured back to back in alternating order, {rounds} "
+        f"rounds of {requests} requests over 16 keep-alive connections from a raw asyncio "
+        f"client in the benchmark's process. *CPU/request*: the server processes' CPU time "
+        f"per request. *load*: the 1-minute load average before the round (2 cores; other "
+        f"engineers' work included).",
         "",
-        "| workers | requests/s | x 1 worker |",
-        "|---:|---:|---:|",
+        "| round | load | 1 worker (req/s) | 2 workers (req/s) | ratio | CPU/request 1w (ms) "
+        "| CPU/request 2w (ms) |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [f"| {w} | {r:.0f} | {r / rps[1]:.2f}x |" for w, r in rps.items()]
+    lines += [f"| {i + 1} | {r['load']:.2f} | {r['rps1']:.0f} | {r['rps2']:.0f} | "
+              f"{r['ratio']:.2f}x | {r['cpu1']:.2f} | {r['cpu2']:.2f} |"
+              for i, r in enumerate(rows)]
     lines += [
         "",
-        f"Goal: 2 workers ≥ {GOAL_WORKER_SPEEDUP}x one worker.",
+        f"Median ratio {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x, max "
+        f"{max(ratios):.2f}x). Goal: 2 workers ≥ {GOAL_WORKER_SPEEDUP}x one worker.",
         "",
         "`/health` latency (ms) while two proposals run (200-day, 24-period windows, 600 pending "
         "tasks, 1 s limit; their totals kernel holds the GIL for seconds):",

@@ -4,9 +4,10 @@ PostgreSQL and MariaDB servers (``SMARTFLOW_PG_URL`` / ``SMARTFLOW_MARIADB_URL``
 127.0.0.1; a database of the run's own is created and dropped; ``off`` leaves a server out).
 
 Per window size (13, 30, 120 days; seeded plain synthetic windows with task classes) and backend:
-``seed_from_state`` into empty tables, ``load_window`` of the whole window, and ``commit`` of one
-session's change log (every pending task placed first-fit plus a few moves, as an agent's coarse
-pre-scheduling writes it). Medians over repeats, each commit on freshly seeded tables.
+``seed_from_state`` of one user (servers: each repeat another user in the same tables),
+``load_window`` of the whole window, and ``commit`` of one session's change log (every pending
+task placed first-fit plus a few moves, as an agent's coarse pre-scheduling writes it). Medians
+over repeats, each commit on its freshly seeded user.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -76,6 +78,9 @@ def _server_databases() -> Iterator[dict[str, str]]:
     try:
         yield made
     finally:
+        for store in _ENGINES.values():
+            store.dispose()
+        _ENGINES.clear()
         for kind, admin in admins.items():
             with admin.connect() as conn:
                 force = " WITH (FORCE)" if kind == "postgresql" else ""
@@ -84,11 +89,13 @@ def _server_databases() -> Iterator[dict[str, str]]:
 
 
 _SERVERS: dict[str, str] = {}
+_ENGINES: dict[str, Store] = {}
 
 
 @contextmanager
-def _store(backend: str, tmp: Path) -> Iterator[Store]:
-    """An empty store of ``backend`` (a fresh file / memory database / fresh tables)."""
+def _store(backend: str, tmp: Path, *, empty: bool = True) -> Iterator[Store]:
+    """A store of ``backend``: a fresh file / memory database, or the server's tables (emptied
+    unless ``empty=False``)."""
     if backend == "sqlite_file":
         path = tmp / f"bench-{time.perf_counter_ns()}.db"
         store = Store.from_url(f"sqlite:///{path}")
@@ -97,11 +104,16 @@ def _store(backend: str, tmp: Path) -> Iterator[Store]:
     else:
         from sqlalchemy import text
 
-        store = Store.from_url(_SERVERS[backend])
-        names = [t.__tablename__ for t in reversed(m.TABLES)]
+        # One store (engine, pool, compiled-statement cache) per server for the whole run, as
+        # in a server process; only the tables are emptied between repeats.
+        if backend not in _ENGINES:
+            _ENGINES[backend] = Store.from_url(_SERVERS[backend])
+        store = _ENGINES[backend]
+        names = [t.__tablename__ for t in reversed(m.TABLES) if empty]
         with store.engine.begin() as conn:  # empty tables, ids restarted (no DDL per repeat)
             if backend == "postgresql":
-                conn.execute(text(f"TRUNCATE {', '.join(names)} RESTART IDENTITY CASCADE"))
+                if names:
+                    conn.execute(text(f"TRUNCATE {', '.join(names)} RESTART IDENTITY CASCADE"))
             else:
                 conn.execute(text("SET FOREIGN_KEY_CHECKS=0"))
                 for table in names:
@@ -110,7 +122,8 @@ def _store(backend: str, tmp: Path) -> Iterator[Store]:
     try:
         yield store
     finally:
-        store.dispose()
+        if backend.startswith("sqlite"):
+            store.dispose()
 
 
 def _session(state: ScheduleState) -> Toolbox:
@@ -148,21 +161,67 @@ def _timed(fn: Callable[[], T]) -> tuple[float, T]:
     return (time.perf_counter() - started) * 1000, value
 
 
+def _schedstat(tid: int | str) -> tuple[float, float]:
+    """(ms on a CPU, ms waiting for one) of a thread so far (Linux ``schedstat``, ns)."""
+    run, wait, _ = Path(f"/proc/{tid}/schedstat").read_text().split()
+    return int(run) / 1e6, int(wait) / 1e6
+
+
+def _server_thread(store: Store) -> int | None:
+    """The OS thread serving the pooled connection the next commit will use (the pool holds one
+    idle connection between the benchmark's sequential calls): PostgreSQL's backend process,
+    MariaDB's connection thread; ``None`` when /proc does not show it."""
+    from sqlalchemy import text
+
+    query = {"postgresql": "SELECT pg_backend_pid()",
+             "mysql": "SELECT TID FROM information_schema.PROCESSLIST "
+                      "WHERE ID = CONNECTION_ID()"}.get(store.engine.dialect.name)
+    if query is None:
+        return None
+    with store.engine.connect() as conn:
+        tid = int(conn.execute(text(query)).scalar_one())
+    return tid if Path(f"/proc/{tid}/schedstat").exists() else None
+
+
 def _measure(state: ScheduleState, backend: str, repeats: int, tmp: Path) -> dict[str, float]:
-    seeds, loads, commits = [], [], []
-    for _ in range(repeats):
-        with _store(backend, tmp) as store:
-            ms, _ = _timed(partial(store.seed_from_state, USER, state))
+    """Per repeat: seed, load and commit one user's window. SQLite: a fresh database each time.
+    Servers: the tables are emptied once, then each repeat is another user (ids numbered by the
+    database) in the same tables, as users share a production database; emptying them per
+    repeat (TRUNCATE recreates the table's file) made every commit pay the file's growth, which
+    on MariaDB alone was some 30 ms of a 120-day commit."""
+    seeds, loads, commits, cpus = [], [], [], []
+    server_cpu, waits = [], []  # the server thread's CPU; both threads' waits for a CPU
+    server = not backend.startswith("sqlite")
+    for i in range(repeats):
+        user = USER + i if server else USER
+        with _store(backend, tmp, empty=not server or i == 0) as store:
+            ms, _ = _timed(partial(store.seed_from_state, user, state, keep_ids=not server))
             seeds.append(ms)
-            ms, loaded = _timed(partial(store.load_window, USER, state.window.day_mapping))
+            ms, loaded = _timed(partial(store.load_window, user, state.window.day_mapping))
             loads.append(ms)
             tb = _session(loaded)
             assert tb.state is not None
-            ms, result = _timed(partial(store.commit, USER, tb.state, tb.changes))
+            tid = _server_thread(store) if server else None
+            me = f"self/task/{threading.get_native_id()}"
+            before = (_schedstat(me), _schedstat(tid) if tid else (0.0, 0.0))
+            cpu = time.process_time()
+            ms, result = _timed(partial(store.commit, user, tb.state, tb.changes))
+            cpus.append((time.process_time() - cpu) * 1000)
+            after = (_schedstat(me), _schedstat(tid) if tid else (0.0, 0.0))
             commits.append(ms)
             assert result.ok, result
+            if tid is not None and _server_thread(store) == tid:
+                server_cpu.append(after[1][0] - before[1][0])
+                waits.append(after[0][1] - before[0][1] + after[1][1] - before[1][1])
     return {"seed": statistics.median(seeds), "load": statistics.median(loads),
-            "commit": statistics.median(commits)}
+            "commit": statistics.median(commits), "commit_cpu": statistics.median(cpus),
+            "commit_min": min(commits),
+            "server_cpu": statistics.median(server_cpu) if server_cpu else float("nan"),
+            "cpu_wait": statistics.median(waits) if waits else float("nan")}
+
+
+def _ms(value: float) -> str:
+    return "-" if value != value else f"{value:.2f}"  # NaN: not measured
 
 
 def _save(path: Path, state: ScheduleState) -> int:
@@ -180,7 +239,8 @@ def _measure_json(state: ScheduleState, repeats: int, tmp: Path) -> dict[str, fl
         assert tb.state is not None
         commits.append(_timed(partial(_save, path, tb.state))[0])
     return {"seed": statistics.median(saves), "load": statistics.median(loads),
-            "commit": statistics.median(commits)}
+            "commit": statistics.median(commits), "commit_cpu": float("nan"),
+            "commit_min": min(commits), "server_cpu": float("nan"), "cpu_wait": float("nan")}
 
 
 def run(quick: bool = False, repeats: int | None = None) -> str:
@@ -189,6 +249,7 @@ def run(quick: bool = False, repeats: int | None = None) -> str:
     repeats = repeats if repeats is not None else 3 if quick else 15
     rows: dict[tuple[str, int], dict[str, float]] = {}
     info: dict[int, tuple[int, int, int]] = {}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp_dir, _server_databases() as servers, Progress(
             transient=True, console=Console(stderr=True)) as progress:
         _SERVERS.clear()
@@ -216,7 +277,8 @@ def run(quick: bool = False, repeats: int | None = None) -> str:
         "",
         f"Median ms over {repeats} repeats per window (seeded plain synthetic windows with task "
         "classes), every backend in one process on the same windows. *seed*: `seed_from_state` "
-        "into empty tables (JSON: write the state file); *load*: `load_window` of the whole "
+        "of one user (SQLite: a fresh database; servers: one engine for the run, each repeat "
+        "another user in the same tables; JSON: write the state file); *load*: `load_window` of the whole "
         "window (JSON: read + validate the file); *commit*: one transaction writing the session's "
         "change log (JSON: rewrite the whole file). Ratios are against the JSON file.",
         "",
@@ -226,16 +288,19 @@ def run(quick: bool = False, repeats: int | None = None) -> str:
     lines += [f"| {d} | {n} | {p} | {c} |" for d, (n, p, c) in info.items()]
     lines += [
         "",
-        "| backend | days | seed (ms) | load (ms) | commit (ms) | load x JSON | commit x JSON |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| backend | days | seed (ms) | load (ms) | commit (ms) | commit min (ms) "
+        "| commit CPU (ms) | server CPU (ms) | waiting for a CPU (ms) | load x JSON "
+        "| commit x JSON |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for backend in ("json", *backends):
         for days in sizes:
             r, base = rows[(backend, days)], rows[("json", days)]
             lines.append(
                 f"| {LABELS[backend]} | {days} | {r['seed']:.2f} | {r['load']:.2f} | "
-                f"{r['commit']:.2f} | {r['load'] / base['load']:.1f}x | "
-                f"{r['commit'] / base['commit']:.1f}x |")
+                f"{r['commit']:.2f} | {r['commit_min']:.2f} | {_ms(r['commit_cpu'])} | "
+                f"{_ms(r['server_cpu'])} | {_ms(r['cpu_wait'])} | "
+                f"{r['load'] / base['load']:.1f}x | {r['commit'] / base['commit']:.1f}x |")
     for kind in ("postgresql", "mariadb"):
         if kind not in backends:
             lines += ["", f"{LABELS[kind]} not measured (server unreachable or set off)."]
@@ -243,7 +308,16 @@ def run(quick: bool = False, repeats: int | None = None) -> str:
         "",
         "Reading: a commit writes only what changed (rows of the moved and placed tasks), in one "
         "transaction with optimistic checks; the JSON file rewrites everything and checks nothing. "
-        "SQLite file commits include an fsync per transaction.",
+        "SQLite file commits include an fsync per transaction. Medians per column. *commit "
+        "CPU*: the benchmark process's own CPU time during the commit (Python, SQLAlchemy, the "
+        "driver); *server CPU*: the CPU time of the database thread serving the connection "
+        "(PostgreSQL backend, MariaDB connection thread; Linux schedstat); *waiting for a CPU*: "
+        "the time both threads were runnable but not running (run-queue wait, what other work "
+        "on the 2 cores costs the commit). The rest of *commit* is network round trips, the "
+        "commit's log flush and the database's other threads.",
+        "",
+        f"Load average (1/5/15 min) before the run: {' / '.join(f'{x:.2f}' for x in load_before)}"
+        f"; after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores).",
     ]
     return "\n".join(lines)
 

@@ -90,7 +90,11 @@ class Store:
             engine = create_engine(parsed, echo=echo, **kwargs)
             _sqlite_transactions(engine)
         else:
-            kwargs = {"pool_pre_ping": True}
+            # No ``pool_pre_ping`` (a round trip on every checkout, i.e. on every commit): a
+            # connection the server dropped fails its statement once, SQLAlchemy then discards
+            # the whole pool (a disconnect error invalidates it), and connections are recycled
+            # well inside the servers' idle timeouts.
+            kwargs = {"pool_recycle": 1800}
             if parsed.get_backend_name() in ("mysql", "mariadb"):
                 if "charset" not in parsed.query:
                     parsed = parsed.update_query_dict({"charset": "utf8mb4"})

@@ -26,6 +26,7 @@ pending confirm previews and whatever else the snapshot carries).
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
@@ -75,8 +76,12 @@ class SessionBackend(Protocol):
 
     def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session: ...
 
-    def use(self, user_id: str, session_id: str) -> Any:
-        """A context manager yielding the session (or ``None``) and saving it on exit."""
+    def use(self, user_id: str, session_id: str, *, read_only: bool = False) -> Any:
+        """A context manager yielding the session (or ``None``) and saving it on exit.
+
+        ``read_only``: the caller only reads the session's state (a read tool, a GET): a store
+        may then skip serialising the state to see whether it changed (it still saves what
+        else changed, e.g. the loop's round log after ``analyze_health``)."""
         ...
 
     def delete(self, user_id: str, session_id: str) -> bool: ...
@@ -89,12 +94,22 @@ class _Entry:
     session: Session | None  # live, or None when evicted to ``packed``
     packed: bytes = b""  # zlib-compressed snapshot JSON of an evicted session
     live_bytes: int = 0
-    last_used: float = field(default_factory=time.time)
+    evicted_last_used: float = 0.0  # the session's ``last_used`` when it was evicted
     db_user_id: int | None = None
 
     @property
     def bytes(self) -> int:
         return self.live_bytes if self.session is not None else len(self.packed)
+
+    @property
+    def last_used(self) -> float:
+        """When the session was last used: a live session's own clock (``Session.last_used``,
+        which its calls also move), an evicted one's as it was at eviction."""
+        return self.session.last_used if self.session is not None else self.evicted_last_used
+
+    def touch(self) -> None:
+        if self.session is not None:
+            self.session.last_used = time.time()
 
 
 @dataclass
@@ -141,7 +156,8 @@ class MemorySessionStore:
         return session
 
     @contextmanager
-    def use(self, user_id: str, session_id: str) -> Iterator[Session | None]:
+    def use(self, user_id: str, session_id: str, *,
+            read_only: bool = False) -> Iterator[Session | None]:
         session = self.get(user_id, session_id)
         if session is None:
             yield None
@@ -152,7 +168,7 @@ class MemorySessionStore:
             entry = self._entries.get((user_id, session_id))
             if entry is not None and entry.session is session:
                 entry.live_bytes = estimate_bytes(session)
-                entry.last_used = time.time()
+                entry.touch()
                 self._entries.move_to_end((user_id, session_id))
                 self._fit(keep=(user_id, session_id))
 
@@ -201,7 +217,7 @@ class MemorySessionStore:
                                                 **self.session_kwargs)
                 entry.packed = b""
                 entry.live_bytes = estimate_bytes(entry.session)
-            entry.last_used = time.time()
+            entry.touch()
             self._entries.move_to_end((user_id, session_id))
             self._fit(keep=(user_id, session_id))
             return entry.session
@@ -232,6 +248,7 @@ class MemorySessionStore:
             finally:
                 session.lock.release()
             total -= entry.live_bytes - len(packed)
+            entry.evicted_last_used = session.last_used
             entry.session, entry.packed = None, packed
 
     def _expire(self) -> None:
@@ -313,23 +330,36 @@ class RedisSessionStore:
         return session
 
     @contextmanager
-    def use(self, user_id: str, session_id: str) -> Iterator[Session | None]:
+    def use(self, user_id: str, session_id: str, *,
+            read_only: bool = False) -> Iterator[Session | None]:
+        """The session (``None`` if there is none), saved on exit if it changed.
+
+        Loading costs one round trip (the version, with the idle TTL restarted); a cached
+        session whose version still matches is used as is. On exit the snapshot is compared
+        with the stored one and written by compare-and-set only when it differs. With
+        ``read_only`` (the request only reads the state) the state is not serialised: only the
+        rest of the snapshot (mode, tools, change log, pending confirmations, loop) is compared,
+        which a read tool may change (``analyze_health`` records its round)."""
         loaded = self._load(user_id, session_id)
         if loaded is None:
             yield None
             return
         version, session, text = loaded
         with session.lock:
+            marker = _marker(session) if read_only else None
+            state = session.state
             try:
                 yield session
             except BaseException:
                 self._forget(user_id, session_id)  # it may hold a half-done change
                 raise
+            if (marker is not None and session.state is state
+                    and _unchanged(marker, _marker(session))):
+                return  # nothing but the state could have changed, and it was only read
             after = session.to_json()
             key = self._key(user_id, session_id)
             try:
-                if after == text:  # nothing changed: only the idle TTL restarts
-                    self.redis.expire(key, self.ttl)
+                if after == text:  # nothing changed (the TTL restarted on loading)
                     return
                 new = int(self._cas(keys=[key], args=[version, after, self.ttl]))
             except Exception as exc:
@@ -381,7 +411,13 @@ class RedisSessionStore:
 
     def _load(self, user_id: str, session_id: str) -> tuple[int, Session, str] | None:
         key = self._key(user_id, session_id)
-        raw_version = self.redis.hget(key, "v")
+        pipe = self.redis.pipeline(transaction=False)  # one round trip: version + idle TTL
+        pipe.hget(key, "v")
+        pipe.expire(key, self.ttl)
+        try:
+            raw_version, _ = pipe.execute()
+        except Exception as exc:
+            raise SessionStoreUnavailable(f"session store unavailable: {exc}") from None
         if raw_version is None:
             self._forget(user_id, session_id)
             return None
@@ -411,6 +447,26 @@ class RedisSessionStore:
             self._cache.popitem(last=False)
 
 
+def _marker(session: Session) -> tuple[str, Any]:
+    """What a request may change in a session besides its state: mode, offered tools, the
+    change log, the pending confirmations and the loop's bookkeeping, as JSON text (so lists
+    changed in place compare as changed), and the loop's best state (a whole state, replaced,
+    never edited: compared by identity, see :func:`_unchanged`)."""
+    loop = session.toolbox.ctx.loop
+    data = loop.to_dict() if loop is not None else {}
+    best = data.pop("best_state", None)
+    changes = session.toolbox.changes
+    text = json.dumps([session.mode.value, list(session.enabled_tools), len(changes),
+                       id(changes[-1]) if changes else None,
+                       [(p.token, p.tool) for p in session.pending()], data],
+                      sort_keys=True, default=str)
+    return text, best
+
+
+def _unchanged(before: tuple[str, Any], after: tuple[str, Any]) -> bool:
+    return before[0] == after[0] and before[1] is after[1]
+
+
 def session_backend(url: str | None, **kwargs: Any) -> SessionBackend:
     """The backend a ``--session-store`` value names: ``None``/``memory`` or ``redis://...``."""
     if url in (None, "", "memory"):
@@ -423,80 +479,5 @@ def session_backend(url: str | None, **kwargs: Any) -> SessionBackend:
     raise SessionError(f"unknown session store {url!r}: use 'memory' or a redis:// URL")
 
 
-# ---------------------------------------------------------------------------------- simple store
-@dataclass
-class SessionStore:
-    """Sessions keyed by ``(user_id, session_id)``; a user never reaches another user's session.
-
-    Parameters
-    ----------
-    max_sessions_per_user, max_sessions
-        Caps; :meth:`create` raises :class:`SessionLimitError` beyond them (after dropping idle
-        sessions).
-    idle_ttl_s
-        Sessions unused for this long are dropped (``None``: never).
-    session_kwargs
-        Passed to every :class:`Session` (``max_time_limit_s``, ``num_workers``, ``self_check``,
-        ``specs``, ``store``). A numeric user id is also passed as ``db_user_id``.
-    """
-
-    max_sessions_per_user: int = 32
-    max_sessions: int = 1024
-    idle_ttl_s: float | None = 6 * 3600.0
-    session_kwargs: dict[str, Any] = field(default_factory=dict)
-    _sessions: dict[tuple[str, str], Session] = field(default_factory=dict, init=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
-
-    def create(
-        self,
-        user_id: str,
-        state: ScheduleState | None,
-        *,
-        mode: Mode | str = Mode.FIRST_FULL,
-        enabled_tools: Iterable[str] = (),
-    ) -> Session:
-        session = Session(state, mode=mode, user_id=user_id, enabled_tools=enabled_tools,
-                          db_user_id=db_user(user_id), **self.session_kwargs)
-        self.add(session)
-        return session
-
-    def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session:
-        """Restore a snapshot as a new session of ``user_id`` (a fresh id)."""
-        session = Session.restore(snapshot, user_id=user_id, session_id=secrets.token_urlsafe(12),
-                                  db_user_id=db_user(user_id), **self.session_kwargs)
-        self.add(session)
-        return session
-
-    def add(self, session: Session) -> None:
-        with self._lock:
-            self._expire()
-            mine = sum(1 for (uid, _) in self._sessions if uid == session.user_id)
-            if mine >= self.max_sessions_per_user:
-                raise SessionLimitError(
-                    f"user has {mine} sessions (limit {self.max_sessions_per_user})")
-            if len(self._sessions) >= self.max_sessions:
-                raise SessionLimitError(f"server holds {len(self._sessions)} sessions "
-                                        f"(limit {self.max_sessions})")
-            self._sessions[(session.user_id, session.session_id)] = session
-
-    def get(self, user_id: str, session_id: str) -> Session | None:
-        with self._lock:
-            return self._sessions.get((user_id, session_id))
-
-    def delete(self, user_id: str, session_id: str) -> bool:
-        with self._lock:
-            return self._sessions.pop((user_id, session_id), None) is not None
-
-    def sessions(self, user_id: str) -> list[Session]:
-        with self._lock:
-            return [s for (uid, _), s in self._sessions.items() if uid == user_id]
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def _expire(self) -> None:
-        if self.idle_ttl_s is None:
-            return
-        cutoff = time.time() - self.idle_ttl_s
-        for key in [k for k, s in self._sessions.items() if s.last_used < cutoff]:
-            del self._sessions[key]
+# The name of the first, memory-only store (tests and library callers use it): the same class.
+SessionStore = MemorySessionStore

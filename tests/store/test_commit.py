@@ -83,6 +83,27 @@ def test_place_creates_the_items_event_and_rows(sample_store: Store):
     assert sorted(rows) == [(7, 6, 1), (7, 6, 2), (7, 6, 3)]
 
 
+@pytest.mark.parametrize("content", [
+    'a "quoted" \\ back, {braced} NULL', "it's 100%s %d 50% done", "数据库 😀 复习,第{2}章"])
+def test_placed_items_keep_names_the_batched_insert_must_escape(sample_store: Store,
+                                                                 content: str):
+    """Tests that item names holding what array literals, driver placeholders and SQL quoting
+    treat specially (quotes, backslash, comma, braces, the word NULL, ``%s``, 4-byte characters)
+    reach the new events unchanged, two items placed in one commit (the multi-row insert)."""
+    with sample_store.session(write=True) as s:
+        s.execute(update(m.TaskClassItem).where(m.TaskClassItem.id.in_([301, 302]))
+                  .values(content=content))
+    tb = _session(sample_store, [*PLACE, ("place", {"task_id": 12, "day": 7, "slot_start": 5})])
+    assert sample_store.commit(USER, tb.state, tb.changes).ok
+    with sample_store.session() as s:
+        names = s.execute(select(m.ScheduleEvent.task_item_id, m.ScheduleEvent.name,
+                                 m.ScheduleEvent.locked, m.ScheduleEvent.category)
+                          .where(m.ScheduleEvent.task_item_id.in_([301, 302]))).all()
+    assert sorted(names) == [(301, content, None, None), (302, content, None, None)]
+    assert tb.state is not None
+    assert reload(sample_store, tb.state).to_dict() == tb.state.to_dict()
+
+
 def test_unplace_removes_the_items_event(sample_store: Store):
     """Tests that unplacing a scheduled item deletes its event and rows and makes the item
     pending again with its block's length as duration."""

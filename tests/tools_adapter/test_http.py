@@ -499,3 +499,28 @@ def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
                         json={"tool": "move", "args": {"task_id": 6, "new_day": 2,
                                                        "new_slot_start": 9}})
     assert again.status_code == 200 and again.json()["changes"]
+
+
+def test_read_requests_write_no_session_back(redis_prefix):
+    """Tests that over HTTP with the Redis store, read-tool calls and GETs of a session leave its
+    stored version unchanged (no write back), while a write tool's call bumps it once."""
+    from smartflow_engine.tools_adapter.session_store import RedisSessionStore
+
+    store = RedisSessionStore(REDIS_URL, prefix=f"{redis_prefix}:readonly")
+    client = TestClient(create_app(TOKENS, sessions=store))
+    sid = _create(client, mode="local_adjust")
+
+    def version() -> int:
+        return int(store.redis.hget(f"{store.prefix}:s:alice:{sid}", "v"))
+
+    for tool, args in (("get_overview", {}), ("list_tasks", {}), ("find_free", {"duration": 2})):
+        reply = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
+                            json={"tool": tool, "args": args})
+        assert reply.status_code == 200 and reply.json()["status"] == "ok", reply.text
+    for path in ("", "/state", "/changes", "/snapshot", "/tools"):
+        assert client.get(f"/v1/sessions/{sid}{path}", headers=ALICE).status_code == 200
+    assert version() == 1
+    moved = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
+                        json={"tool": "move", "args": MOVE})
+    assert moved.status_code == 200 and moved.json()["changes"]
+    assert version() == 2

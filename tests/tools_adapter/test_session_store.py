@@ -67,6 +67,25 @@ def test_memory_store_refuses_sessions_beyond_the_cap():
     assert len(store) == 1 and back is not None and back.snapshot() == kept.snapshot()
 
 
+def test_memory_store_idle_time_follows_the_session_evicted_or_not():
+    """Tests that the one memory store (``SessionStore`` is the same class) times idle sessions by
+    the session's own clock, and keeps that time when it evicts the session: an idle session
+    evicted to its snapshot still expires, a recently used one comes back."""
+    from smartflow_engine.tools_adapter.session_store import SessionStore
+
+    assert SessionStore is MemorySessionStore
+    one = estimate_bytes(MemorySessionStore().create("u", load_window()))
+    store = MemorySessionStore(max_bytes=int(one * 2.5), idle_ttl_s=60.0)
+    idle, recent = store.create("u", load_window()), store.create("u", load_window())
+    idle.last_used -= 120.0
+    store.create("u", load_window())
+    store.create("u", load_window())
+    assert not store.is_live("u", idle.session_id) and not store.is_live("u", recent.session_id)
+    assert store.get("u", idle.session_id) is None
+    back = store.get("u", recent.session_id)
+    assert back is not None and back.snapshot() == recent.snapshot()
+
+
 # ---------------------------------------------------------------------------------- redis
 @pytest.fixture
 def prefix(redis_prefix: str) -> str:
@@ -116,6 +135,37 @@ def test_concurrent_writes_to_one_session_get_a_retry_error(prefix):
         retry.call("move", {"task_id": 6, "new_day": 2, "new_slot_start": 9})
     with b.use("7", sid) as seen:
         assert seen is not None and len(seen.changes) == 2
+
+
+def _version(store: RedisSessionStore, user: str, sid: str) -> int:
+    return int(store.redis.hget(f"{store.prefix}:s:{user}:{sid}", "v"))
+
+
+def test_read_only_use_writes_nothing_back_but_keeps_what_a_read_tool_changed(prefix):
+    """Tests the read-only path: read tools under ``use(read_only=True)`` leave the stored
+    version as it is (nothing written back), while ``analyze_health``, a read tool that records
+    the loop's round and actions, is saved and seen by another worker; a write tool under the
+    plain path is saved too."""
+    a = _redis(prefix)
+    sid = a.create("7", load_window(), mode="local_adjust").session_id
+    for tool in ("get_overview", "list_tasks", "query_range"):
+        with a.use("7", sid, read_only=True) as session:
+            assert session is not None
+            args = {"day": 1} if tool == "query_range" else {}
+            assert session.invoke(tool, args).status == "ok"
+    assert _version(a, "7", sid) == 1
+    with a.use("7", sid, read_only=True) as session:
+        assert session is not None and session.invoke("analyze_health", {}).status == "ok"
+        loop = session.toolbox.ctx.loop
+        assert loop is not None and loop.last_actions
+        actions = dict(loop.last_actions)
+    assert _version(a, "7", sid) == 2
+    with _redis(prefix).use("7", sid, read_only=True) as other:  # another worker
+        assert other is not None and other.toolbox.ctx.loop is not None
+        assert dict(other.toolbox.ctx.loop.last_actions) == actions
+    with a.use("7", sid) as session:
+        assert session is not None and session.call("move", MOVE).startswith("已将")
+    assert _version(a, "7", sid) == 3
 
 
 def test_redis_sessions_expire_when_idle(prefix):

@@ -138,6 +138,7 @@ def serve(
     db_url: str | None = None,
     max_time_limit_s: float = 10.0,
     solver_processes: int = 1,
+    access_log: bool = False,
 ) -> None:
     """Run the API with uvicorn (``smartflow serve``); binds 127.0.0.1 by default.
 
@@ -166,5 +167,8 @@ def serve(
         os.environ[DB_URL_ENV] = db_url
     else:
         os.environ.pop(DB_URL_ENV, None)
+    # No access log (a formatted line per request, written under a lock, costs about as much
+    # as a read tool's call); uvicorn takes uvloop and httptools when they are installed (the
+    # ``server`` extra), its pure-Python asyncio loop and h11 parser otherwise.
     uvicorn.run("smartflow_engine.tools_adapter.api.app:app_from_env", factory=True, host=host,
-                port=port, log_level=log_level, workers=workers)
+                port=port, log_level=log_level, workers=workers, access_log=access_log)

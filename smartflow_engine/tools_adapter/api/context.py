@@ -61,10 +61,12 @@ class ApiContext:
         return found
 
     @contextmanager
-    def use(self, principal: str, session_id: str) -> Iterator[Session]:
-        """The principal's session for one request, written back to the store at the end."""
+    def use(self, principal: str, session_id: str, *, read_only: bool = False) -> Iterator[Session]:
+        """The principal's session for one request, written back to the store at the end if it
+        changed (``read_only``: the request only reads the state, see
+        :meth:`SessionBackend.use`)."""
         try:
-            with self.sessions.use(principal, session_id) as session:
+            with self.sessions.use(principal, session_id, read_only=read_only) as session:
                 if session is None:
                     raise ApiError(404, "session_not_found", f"no session {session_id}")
                 yield session
@@ -73,6 +75,12 @@ class ApiContext:
         except SessionStoreUnavailable as exc:
             raise ApiError(503, "session_store_unavailable", str(exc)) from None
 
+    def reads_only(self, tool: str) -> bool:
+        """Whether a call of ``tool`` leaves the session's state as it is (a read tool that
+        needs no confirmation; an unknown tool only gets a refusal)."""
+        spec = self.table.get(tool)
+        return spec is None or (spec.kind == "read" and not spec.needs_confirm)
+
     def invoke(self, session: Session, name: str, args: Any) -> Any:
         """One tool call of a session: solving tools in the worker pool."""
         if self.solver.handles(name, session):
@@ -80,7 +88,8 @@ class ApiContext:
         return session.invoke(name, args)
 
 
-def api_context(request: Request) -> ApiContext:
+# Dependencies are async (they never block): a sync one costs a threadpool hop per request.
+async def api_context(request: Request) -> ApiContext:
     ctx: ApiContext = request.app.state.ctx
     return ctx
 
@@ -89,7 +98,6 @@ Ctx = Annotated[ApiContext, Depends(api_context)]
 _bearer = HTTPBearer(auto_error=False)
 
 
-# Dependencies are async (they never block): a sync one costs a threadpool hop per request.
 async def current_principal(
     ctx: Ctx, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:

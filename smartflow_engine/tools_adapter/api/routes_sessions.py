@@ -111,7 +111,7 @@ def list_sessions(ctx: Ctx, principal: Principal) -> SessionList:
 
 @router.get("/v1/sessions/{session_id}", response_model=SessionOut, responses=ONE)
 def get_session_info(ctx: Ctx, ref: Ref) -> SessionOut:
-    with ctx.use(ref.principal, ref.session_id) as session:
+    with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
         return session_out(session)
 
 
@@ -134,20 +134,21 @@ def session_tools(
     ctx: Ctx, ref: Ref,
     fmt: Annotated[Literal["openai", "anthropic", "mcp"], Query()] = "openai",
 ) -> ToolsOut:
-    with ctx.use(ref.principal, ref.session_id) as session:
+    with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
         return ToolsOut(mode=session.mode, format=fmt, tools=session.schemas(fmt))
 
 
 @router.get("/v1/sessions/{session_id}/prompt", response_model=RulesOut, responses=ONE)
 def session_rules(ctx: Ctx, ref: Ref) -> RulesOut:
-    with ctx.use(ref.principal, ref.session_id) as session:
+    with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
         return RulesOut(mode=session.mode, rules=session.rules())
 
 
 @router.post("/v1/sessions/{session_id}/calls", response_model=CallOut, responses=ONE)
 def session_call(ctx: Ctx, ref: Ref, body: ToolCall) -> CallOut:
     """Run one tool call of the model; a refusal is a 200 reply with ``status="error"``."""
-    with ctx.use(ref.principal, ref.session_id) as session:
+    with ctx.use(ref.principal, ref.session_id,
+                 read_only=ctx.reads_only(body.tool)) as session:
         result: CallOut = call_out(ctx.invoke(session, body.tool, body.args))
     return result
 
@@ -177,19 +178,19 @@ def reject(ctx: Ctx, ref: Ref, body: TokenBody) -> CallOut:
 
 @router.get("/v1/sessions/{session_id}/state", response_model=StateOut, responses=ONE)
 def session_state(ctx: Ctx, ref: Ref) -> StateOut:
-    with ctx.use(ref.principal, ref.session_id) as session:
+    with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
         state = session.state
         return StateOut(state=state.to_dict() if state is not None else None)
 
 
 @router.get("/v1/sessions/{session_id}/changes", response_model=ChangesOut, responses=ONE)
 def session_changes(ctx: Ctx, ref: Ref) -> ChangesOut:
-    with ctx.use(ref.principal, ref.session_id) as session:
+    with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
         return ChangesOut(changes=[ChangeOut.model_validate(c.to_dict())
                                    for c in session.toolbox.changes])
 
 
 @router.get("/v1/sessions/{session_id}/snapshot", response_model=dict[str, Any], responses=ONE)
 def session_snapshot(ctx: Ctx, ref: Ref) -> dict[str, Any]:
-    with ctx.use(ref.principal, ref.session_id) as session:
+    with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
         return session.snapshot()
