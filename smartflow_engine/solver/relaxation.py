@@ -233,10 +233,20 @@ class _Data:
         return [int(a) for a in v] if self.feasible(v) else None
 
 
+def certified_bound(sink: MatrixSink, multipliers: Sequence[float]) -> int | None:
+    """The integer bound weak duality gives for row ``multipliers`` (any values: wrong ones
+    only weaken it), as :func:`solve_relaxation` computes it; ``None`` if too large to check."""
+    y = np.asarray(multipliers, dtype=float)
+    bound = _Data.of(sink).safe_bound(y)
+    if bound is None:
+        return None
+    return bound if sink.maximize else -bound
+
+
 def is_solution(sink: MatrixSink, values: Sequence[int]) -> bool:
     """Whether ``values`` is an integer solution of the recorded model (checked exactly)."""
     return len(values) == len(sink.lb) and _Data.of(sink).feasible(
         np.asarray(values, dtype=np.int64))
 
 
-__all__ = ["MatrixSink", "Relaxation", "is_solution", "solve_relaxation"]
+__all__ = ["MatrixSink", "Relaxation", "certified_bound", "is_solution", "solve_relaxation"]
