@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -185,7 +185,11 @@ class CountModelBuilder:
         self.extra_days_max = extra_days_max
         self.active = [gi for gi, c in enumerate(self.counts) if c > 0]
         rules = list(dict.fromkeys(groups[gi].rule for gi in self.active))
-        self._rule_index = {r: i for i, r in enumerate(rules)}
+        rule_index = {r: i for i, r in enumerate(rules)}
+        # Per active group: (index, rule index, duration, banned periods, may be a guest).
+        self._group_facts = [(gi, rule_index[groups[gi].rule], groups[gi].duration,
+                              groups[gi].rule.banned, groups[gi].can_guest)
+                             for gi in self.active]
         self._banned_sets = list(dict.fromkeys(r.banned for r in rules if r.banned))
         num_days = problem.num_days
         self._day_sig = [tuple(r.allows_day(day, num_days) for r in rules)
@@ -212,20 +216,16 @@ class CountModelBuilder:
     def _type_of(self, bins: list[Bin], proto: Bin | None = None) -> _TypeSpec:
         """The kinds of a type: active groups grouped by (duration, allowed offsets)."""
         proto = bins[0] if proto is None else proto
-        groups = self.problem.groups
         sig = self._day_sig[min(proto.day, len(self._day_sig) - 1)]
+        start, end, length = proto.slot_start, proto.slot_end, proto.length
         by_kind: dict[tuple[int, tuple[int, ...]], list[int]] = defaultdict(list)
-        for gi in self.active:
-            g = groups[gi]
-            if not sig[self._rule_index[g.rule]] or g.duration > proto.length:
+        for gi, rule, d, banned, can_guest in self._group_facts:
+            if not sig[rule] or d > length or (proto.host is not None and not can_guest):
                 continue
-            if proto.host is not None and not g.can_guest:
-                continue
-            rel = tuple(p - proto.slot_start for p in g.rule.banned
-                        if proto.slot_start <= p <= proto.slot_end)
-            offsets = _offsets(proto.length, g.duration, rel)
+            rel = tuple(p - start for p in banned if start <= p <= end) if banned else ()
+            offsets = _offsets(length, d, rel)
             if offsets:
-                by_kind[(g.duration, offsets)].append(gi)
+                by_kind[(d, offsets)].append(gi)
         return _TypeSpec(bins, tuple(sorted(by_kind)), dict(by_kind))
 
     # -- building ---------------------------------------------------------------------------
@@ -528,6 +528,12 @@ def residual(problem: Problem, placements: Sequence[Placement]) -> Problem:
 
 
 # ---------------------------------------------------------------------------------- questions
+# What proved a CountResult: "complete" (the placement holds every counted task),
+# "relaxation" (it meets the relaxation's certified bound) or "cp-sat" (CP-SAT's own proof,
+# or none when unproven).
+ProofKind = Literal["complete", "relaxation", "cp-sat"]
+
+
 @dataclass
 class CountResult:
     status: SolveStatus
@@ -535,7 +541,7 @@ class CountResult:
     bound: int  # proven upper bound on the maximum
     witness: list[Placement]
     runtime_s: float
-    proof: str = "cp-sat"  # what proved it: "greedy", "relaxation" or "cp-sat"
+    proof: ProofKind = "cp-sat"
 
     @property
     def proven(self) -> bool:
@@ -611,11 +617,11 @@ def max_placeable(
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
 
     def answer(status: SolveStatus, best: list[Placement], bound: int,
-               proof: str = "cp-sat") -> CountResult:
+               proof: ProofKind = "cp-sat") -> CountResult:
         return CountResult(status, _slots(best), bound, best, time.perf_counter() - t0, proof)
 
     if required == 0:
-        return answer(SolveStatus.OPTIMAL, [], 0, "greedy")
+        return answer(SolveStatus.OPTIMAL, [], 0, "complete")
     end = t0 + max(time_limit_s, MIN_WORK_S)
     if deadline is not None:
         end = min(end, deadline)
@@ -623,7 +629,7 @@ def max_placeable(
     # the caller than a cut one (as in best_pack).
     greedy = best_fit_decreasing(problem, counts, PACK_ORDERS[0], end + GREEDY_GRACE_S)
     if _slots(greedy) == required:
-        return answer(SolveStatus.OPTIMAL, greedy, required, "greedy")
+        return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
     bound = required
     builder = CountModelBuilder(problem, counts)
     if relaxation and time.perf_counter() < end:
@@ -632,7 +638,7 @@ def max_placeable(
             greedy = found
         if _slots(greedy) == bound:
             return answer(SolveStatus.OPTIMAL, greedy, bound,
-                          "greedy" if bound == required else "relaxation")
+                          "complete" if bound == required else "relaxation")
     for order in PACK_ORDERS[1:]:
         if time.perf_counter() > end:
             break
@@ -641,7 +647,7 @@ def max_placeable(
             greedy = placed
         if _slots(greedy) == bound:
             return answer(SolveStatus.OPTIMAL, greedy, bound,
-                          "greedy" if bound == required else "relaxation")
+                          "complete" if bound == required else "relaxation")
     if time.perf_counter() > end:
         return answer(SolveStatus.UNKNOWN, greedy, bound)
     cm = builder.build(CpSatSink())

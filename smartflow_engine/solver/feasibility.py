@@ -126,6 +126,7 @@ def check_feasibility(
     num_workers: int = 1,
     include_suggested: bool = False,
     explain: bool = True,
+    relaxation: bool = True,
 ) -> FeasibilityReport:
     """Decide exactly whether every pending task fits, and how much does.
 
@@ -141,6 +142,9 @@ def check_feasibility(
         Also re-plan the movable suggested tasks (their current places count as free).
     explain
         When infeasible, compute the :class:`Bottleneck` (extra solves, within the budget).
+    relaxation
+        Use the certified linear-relaxation shortcut before CP-SAT (the default; ``False``
+        gives the plain greedy-then-CP-SAT path, kept for side-by-side benchmarks).
 
     Returns
     -------
@@ -154,7 +158,8 @@ def check_feasibility(
     problem = build_problem(state, include_suggested=include_suggested)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
-    res = max_placeable(problem, time_limit_s=_left(deadline), num_workers=num_workers)
+    res = max_placeable(problem, time_limit_s=_left(deadline), num_workers=num_workers,
+                        relaxation=relaxation)
 
     if res.best == required:
         feasible: bool | None = True
@@ -162,7 +167,7 @@ def check_feasibility(
     elif res.proven:
         feasible = False
         reason = _reason(state, problem, required, capacity, deadline, num_workers,
-                         include_suggested)
+                         include_suggested, relaxation)
     else:
         feasible, reason = None, "unknown"
     proven = feasible is not None
@@ -207,6 +212,7 @@ def _reason(
     deadline: float,
     num_workers: int,
     include_suggested: bool,
+    relaxation: bool = True,
 ) -> str:
     """Classify a proven infeasibility: count, classes, or fragmentation."""
     if required > capacity:
@@ -216,7 +222,7 @@ def _reason(
     relaxed = build_problem(state, include_suggested=include_suggested, lift_banned=True,
                             lift_windows=True)
     res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,
-                        witness=False)
+                        witness=False, relaxation=relaxation)
     return "class_window" if res.best == required else "fragmented"
 
 
