@@ -676,6 +676,14 @@ def max_placeable(
                   max(bound, _slots(greedy)))
 
 
+def relaxation_bound(problem: Problem, counts: Sequence[int] | None = None, *,
+                     time_limit_s: float) -> int | None:
+    """A proven upper bound on the placeable periods of ``counts`` tasks (default: all): the
+    certified bound of the counting model's linear relaxation, ``None`` if none was certified."""
+    cm = CountModelBuilder(problem, counts).build(MatrixSink())
+    return solve_relaxation(cm.sink, time_limit_s=time_limit_s).bound
+
+
 def all_fit(
     problem: Problem, counts: list[int], *, time_limit_s: float, num_workers: int
 ) -> bool | None:
@@ -691,11 +699,9 @@ def all_fit(
     end = t0 + max(time_limit_s, MIN_WORK_S)
     if _slots(best_fit_decreasing(problem, counts, PACK_ORDERS[0], end)) == required:
         return True
-    builder = CountModelBuilder(problem, counts)
-    relaxed = solve_relaxation(builder.build(MatrixSink()).sink,
-                               time_limit_s=max(time_limit_s - (time.perf_counter() - t0),
-                                                MIN_TIME_LIMIT_S))
-    if relaxed.bound is not None and relaxed.bound < required:
+    bound = relaxation_bound(problem, counts,
+                             time_limit_s=max(end - time.perf_counter(), MIN_TIME_LIMIT_S))
+    if bound is not None and bound < required:
         return False
     cm = CountModelBuilder(problem, counts, place_all=True).build(CpSatSink())
     solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),

@@ -128,9 +128,9 @@ def solve_relaxation(sink: MatrixSink, *, time_limit_s: float) -> Relaxation:
     return Relaxation(bound, data.integral(x), -sign * solver.objective_value(), x)
 
 
-# Measured on the 120-day tight windows: GLOP's presolve costs more than it saves on these
-# small, already reduced programmes.
-GLOP_PARAMETERS = "use_preprocessing: false"
+# Measured on the 120-day tight windows: GLOP's presolve and scaling cost more than they save
+# on these small programmes of small integer coefficients.
+GLOP_PARAMETERS = "use_preprocessing: false use_scaling: false"
 
 
 @dataclass(frozen=True)

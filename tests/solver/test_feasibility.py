@@ -219,3 +219,19 @@ def test_feasible_window_needs_nothing(roomy_window: ScheduleState) -> None:
     """Tests the figures of a feasible window: nothing to cut, no extra day."""
     figures = negotiation_figures(roomy_window)
     assert (figures.is_feasible, figures.slots_to_cut, figures.extra_days_needed) == (True, 0, 0)
+
+
+@pytest.mark.parametrize("variant", ["plain", "tight", "fragmented"])
+def test_lifting_class_rules_equals_rebuilding_without_them(variant: str) -> None:
+    """Tests that lifting the class rules of a built problem (the reason code's question) gives
+    the groups and bins build_problem gives with lift_banned and lift_windows."""
+    from smartflow_engine.solver.feasibility import lift_class_rules
+    from smartflow_engine.solver.problem import build_problem
+
+    state = synthetic_window(2, 30, variant=variant, with_task_classes=True)
+    for include_suggested in (False, True):
+        lifted = lift_class_rules(build_problem(state, include_suggested=include_suggested))
+        rebuilt = build_problem(state, include_suggested=include_suggested, lift_banned=True,
+                                lift_windows=True)
+        assert lifted.groups == rebuilt.groups
+        assert (lifted.runs, lifted.hosts) == (rebuilt.runs, rebuilt.hosts)
