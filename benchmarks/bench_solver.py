@@ -275,7 +275,7 @@ def feasibility_section(rows: list[FeasRow], quick: bool) -> list[str]:
         "| size | variant | classes | n | ours | ours (CPU) | goal | no relax. | no relax. ÷ ours "
         "| model alone | HiGHS | naive | naive ÷ ours "
         "| HiGHS ÷ ours | agree w/ HiGHS | proven | fast path | no CP-SAT | naive proven |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ours = _median(r.ours)
