@@ -559,6 +559,21 @@ def _slots(placements: list[Placement]) -> int:
     return sum(p.length for p in placements)
 
 
+def _pack_orders(
+    problem: Problem, counts: Sequence[int], orders: Sequence[Any], best: list[Placement],
+    target: int, end: float,
+) -> list[Placement]:
+    """The best of ``best`` and the greedy packings in ``orders``, stopping once one reaches
+    ``target`` periods or the clock reaches ``end``."""
+    for order in orders:
+        if _slots(best) >= target or time.perf_counter() > end:
+            break
+        placed = best_fit_decreasing(problem, counts, order, end)
+        if _slots(placed) > _slots(best):
+            best = placed
+    return best
+
+
 def _relaxation_path(
     problem: Problem, counts: list[int], builder: CountModelBuilder, greedy: list[Placement],
     end: float,
@@ -638,19 +653,14 @@ def max_placeable(
     if _slots(greedy) == required:
         return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
     bound = required
-    orders = list(PACK_ORDERS[1:])
+    orders: Sequence[Any] = PACK_ORDERS[1:]
     capacity = problem.free_slots + problem.embed_slots
     if len(problem.runs) + len(problem.hosts) <= GREEDY_FIRST_MAX_BINS and required <= capacity:
         # Small windows that may fit: the other orders cost less than the relaxation.
-        for order in orders:
-            if time.perf_counter() > end:
-                break
-            placed = best_fit_decreasing(problem, counts, order, end)
-            if _slots(placed) > _slots(greedy):
-                greedy = placed
-            if _slots(greedy) == required:
-                return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
-        orders = []
+        greedy = _pack_orders(problem, counts, orders, greedy, required, end)
+        if _slots(greedy) == required:
+            return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
+        orders = ()
     builder = CountModelBuilder(problem, counts)
     if relaxation and time.perf_counter() < end:
         found, bound = _relaxation_path(problem, counts, builder, greedy, end)
@@ -659,15 +669,10 @@ def max_placeable(
         if _slots(greedy) == bound:
             return answer(SolveStatus.OPTIMAL, greedy, bound,
                           "complete" if bound == required else "relaxation")
-    for order in orders:
-        if time.perf_counter() > end:
-            break
-        placed = best_fit_decreasing(problem, counts, order, end)
-        if _slots(placed) > _slots(greedy):
-            greedy = placed
-        if _slots(greedy) == bound:
-            return answer(SolveStatus.OPTIMAL, greedy, bound,
-                          "complete" if bound == required else "relaxation")
+    greedy = _pack_orders(problem, counts, orders, greedy, bound, end)
+    if _slots(greedy) == bound:
+        return answer(SolveStatus.OPTIMAL, greedy, bound,
+                      "complete" if bound == required else "relaxation")
     if time.perf_counter() > end:
         return answer(SolveStatus.UNKNOWN, greedy, bound)
     cm = builder.build(CpSatSink())
