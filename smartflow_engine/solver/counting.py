@@ -10,17 +10,33 @@ into the run, :mod:`.patterns`); ``p[t, i]`` counts the copies of type ``t`` tak
 tight linear relaxation, and its size depends on the number of distinct (duration, class
 constraints) groups and bin types, never on the number of tasks or days. Host blocks are typed
 the same way and take at most one guest each.
+
+The model is written by :class:`CountModelBuilder`, one method per constraint family (as
+PyJobShop's CP-SAT builder is), into a :class:`LinearSink`: CP-SAT's model (:class:`CpSatSink`)
+or the rows of its linear relaxation (:class:`.relaxation.MatrixSink`). Both see the same rows,
+so the relaxation is the relaxation of exactly this model.
+
+:func:`max_placeable` answers from the cheapest proof it finds (issue 10):
+
+1. a greedy packing that places everything proves feasibility;
+2. the linear relaxation's optimum, made safe by a dual certificate checked in integer
+   arithmetic (:mod:`.relaxation`), is an upper bound; a greedy packing that meets it, or an
+   integral relaxation optimum (checked row by row in integers), proves the maximum;
+3. otherwise CP-SAT solves the model, hinted with the best packing and with the bound as a cut.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from ..state import runs
 from ._cpsat import (
     DETERMINISTIC_SHARE,
     MIN_TIME_LIMIT_S,
@@ -30,11 +46,67 @@ from ._cpsat import (
     make_solver,
     status_of,
 )
-from .baselines import best_pack
+from .baselines import GREEDY_GRACE_S, PACK_ORDERS, best_fit_decreasing
 from .patterns import MAX_PATTERNS, KindSpec, count_patterns, run_patterns
 from .problem import Bin, Placement, Problem
+from .relaxation import MatrixSink, is_solution, solve_relaxation
+
+INF = float("inf")
+# Windows with at most this many bins that may fit (work <= capacity) try the other greedy
+# orders before the relaxation: there they cost ~0.7 ms each against ~3-5 ms for the
+# relaxation, and they place everything on most such windows (measured on the benchmark's
+# 30-day tight windows with task classes). Larger windows (the 120-day ones have ~200 bins)
+# go to the relaxation first. Local here until solver/budget.py gathers the calibrations.
+GREEDY_FIRST_MAX_BINS = 100
 
 
+# ---------------------------------------------------------------------------------- sinks
+class LinearSink(Protocol):
+    """Where :class:`CountModelBuilder` writes: integer variables (by index), linear rows and
+    a linear objective. Every coefficient and bound is an integer."""
+
+    def new_var(self, lb: int, ub: int) -> int: ...
+
+    def add_row(self, idx: Sequence[int], coeffs: Sequence[int], lb: float, ub: float) -> None:
+        ...
+
+    def set_objective(self, idx: Sequence[int], coeffs: Sequence[int], maximize: bool) -> None:
+        ...
+
+
+class CpSatSink:
+    """A :class:`LinearSink` writing a CP-SAT model (variable ``i`` is the model's ``i``-th)."""
+
+    def __init__(self) -> None:
+        self.module = cp_model()
+        self.model = self.module.CpModel()
+        self.vars: list[Any] = []
+
+    def new_var(self, lb: int, ub: int) -> int:
+        self.vars.append(self.model.new_int_var(lb, ub, ""))
+        return len(self.vars) - 1
+
+    def _expr(self, idx: Sequence[int], coeffs: Sequence[int]) -> Any:
+        return self.module.LinearExpr.weighted_sum([self.vars[i] for i in idx], list(coeffs))
+
+    def add_row(self, idx: Sequence[int], coeffs: Sequence[int], lb: float, ub: float) -> None:
+        lo = self.module.INT_MIN if lb == -INF else int(lb)
+        hi = self.module.INT_MAX if ub == INF else int(ub)
+        self.model.add_linear_constraint(self._expr(idx, coeffs), lo, hi)
+
+    def set_objective(self, idx: Sequence[int], coeffs: Sequence[int], maximize: bool) -> None:
+        (self.model.maximize if maximize else self.model.minimize)(self._expr(idx, coeffs))
+
+    def hint(self, i: int, value: int) -> None:
+        self.model.add_hint(self.vars[i], value)
+
+    @staticmethod
+    def values(solver: Any) -> list[int]:
+        """Every variable's value in the solver's solution (index = variable index)."""
+        return [int(v) for v in solver.response_proto.solution]
+
+
+# ---------------------------------------------------------------------------------- the model
 @dataclass
 class RunType:
     """One run type of a built model: its bins, kinds, patterns and pattern variables."""
@@ -43,55 +115,61 @@ class RunType:
     spec: KindSpec
     counts: np.ndarray  # (patterns, kinds)
     layouts: tuple[tuple[int, ...], ...]
-    p: list[Any]  # per pattern: IntVar, copies taking it (pattern encoding)
-    x: list[tuple[int, int, Any]] = field(default_factory=list)  # (kind, offset, var) coverage
+    p: list[int]  # per pattern: variable, copies taking it (pattern encoding)
+    x: list[tuple[int, int, int]] = field(default_factory=list)  # (kind, offset, var) coverage
     kind_of: dict[int, int] = field(default_factory=dict)  # group -> kind index
 
 
 @dataclass
 class CountModel:
-    """A built counting model and the handles needed to read a solution back.
+    """A built counting model and the handles (variable indices) to read a solution back.
 
     ``split`` rows ``(type, kind, group, var)``: tasks of ``group`` placed in copies of run type
     ``type`` as kind ``kind``; ``host_y`` rows ``(type, group, var)``: guests of ``group`` in
     host blocks of host type ``type``.
     """
 
-    model: Any
+    sink: Any  # the LinearSink it was written into
     counts: list[int]
-    placed: list[Any]  # per group: IntVar, number placed
+    placed: list[int]  # per group: variable, number placed
     run_types: list[RunType] = field(default_factory=list)
-    split: list[tuple[int, int, int, Any]] = field(default_factory=list)
-    host_y: list[tuple[int, int, Any]] = field(default_factory=list)
+    split: list[tuple[int, int, int, int]] = field(default_factory=list)
+    host_y: list[tuple[int, int, int]] = field(default_factory=list)
     host_types: list[list[Bin]] = field(default_factory=list)
-    extra_days: Any | None = None  # IntVar: number of appended empty days
-
-
-@dataclass
-class CountResult:
-    status: SolveStatus
-    best: int  # best placed slots found (a lower bound on the maximum)
-    bound: int  # proven upper bound on the maximum
-    witness: list[Placement]
-    runtime_s: float
+    extra_days: int | None = None  # variable: number of appended empty days
+    durations: list[int] = field(default_factory=list)  # per group: objective coefficient
 
     @property
-    def proven(self) -> bool:
-        return self.status.proven or self.best == self.bound
+    def model(self) -> Any:
+        """The sink's model (a ``CpModel`` for :class:`CpSatSink`)."""
+        return self.sink.model
+
+    def placed_slots(self, values: Sequence[int]) -> int:
+        return sum(d * int(values[v]) for d, v in zip(self.durations, self.placed, strict=True))
 
 
-def _relative(banned: tuple[int, ...], b: Bin) -> tuple[int, ...]:
-    return tuple(p - b.slot_start for p in banned if b.slot_start <= p <= b.slot_end)
+@dataclass(frozen=True)
+class _TypeSpec:
+    """A run (or host) type before any variable exists: its bins and its kinds' groups."""
+
+    bins: list[Bin]
+    spec: KindSpec
+    by_kind: dict[tuple[int, tuple[int, ...]], list[int]]
 
 
-def build(
-    problem: Problem,
-    counts: list[int] | None = None,
-    *,
-    place_all: bool = False,
-    extra_days_max: int = 0,
-) -> CountModel:
-    """Build the counting model.
+@lru_cache(maxsize=16384)
+def _offsets(length: int, duration: int, banned: tuple[int, ...]) -> tuple[int, ...]:
+    """Offsets where a task of ``duration`` may start in a run of ``length`` periods whose
+    banned periods sit at offsets ``banned`` (the pure-Python twin of ``allowed_starts``)."""
+    return tuple(o for o in range(length - duration + 1)
+                 if not any(o <= q < o + duration for q in banned))
+
+
+class CountModelBuilder:
+    """Writes the counting model of ``problem`` into a sink, one method per constraint family.
+
+    The bins are typed once (in the constructor); :meth:`build` may then be called for several
+    sinks (the relaxation first, CP-SAT only when it is needed).
 
     Parameters
     ----------
@@ -103,117 +181,205 @@ def build(
     extra_days_max
         Allow up to this many empty days appended after the window (a variable, minimised).
     """
-    cpm = cp_model()
-    model = cpm.CpModel()
-    groups = problem.groups
-    counts = [g.count for g in groups] if counts is None else list(counts)
-    active = [gi for gi, c in enumerate(counts) if c > 0]
-    rules = list(dict.fromkeys(groups[gi].rule for gi in active))
-    banned_sets = list(dict.fromkeys(r.banned for r in rules if r.banned))
-    num_days = problem.num_days
 
-    def key(b: Bin) -> tuple[Any, ...]:
-        sig = tuple(r.allows_day(b.day, num_days) for r in rules)
-        return (b.length, sig, tuple(_relative(bs, b) for bs in banned_sets))
+    def __init__(self, problem: Problem, counts: Sequence[int] | None = None, *,
+                 place_all: bool = False, extra_days_max: int = 0) -> None:
+        self.problem = problem
+        groups = problem.groups
+        self.counts = [g.count for g in groups] if counts is None else list(counts)
+        self.place_all = place_all
+        self.extra_days_max = extra_days_max
+        self.active = [gi for gi, c in enumerate(self.counts) if c > 0]
+        rules = list(dict.fromkeys(groups[gi].rule for gi in self.active))
+        rule_index = {r: i for i, r in enumerate(rules)}
+        # Per active group: (index, rule index, duration, banned periods, may be a guest).
+        self._group_facts = [(gi, rule_index[groups[gi].rule], groups[gi].duration,
+                              groups[gi].rule.banned, groups[gi].can_guest)
+                             for gi in self.active]
+        self._banned_sets = list(dict.fromkeys(r.banned for r in rules if r.banned))
+        num_days = problem.num_days
+        self._day_sig = [tuple(r.allows_day(day, num_days) for r in rules)
+                         for day in range(num_days + 2)]
+        self.run_types = [t for t in (self._type_of(bins) for bins in self._typed(problem.runs))
+                          if t.spec]
+        spd = problem.slots_per_day
+        self.extra_type = self._type_of([], Bin(num_days + 1, 1, spd)) if extra_days_max else None
+        self.host_types = [t for t in (self._type_of(bins) for bins in self._typed(problem.hosts))
+                           if t.spec]
 
-    run_groups: dict[tuple[Any, ...], list[Bin]] = defaultdict(list)
-    for b in problem.runs:
-        run_groups[key(b)].append(b)
-    host_groups: dict[tuple[Any, ...], list[Bin]] = defaultdict(list)
-    for b in problem.hosts:
-        host_groups[key(b)].append(b)
+    # -- typing the bins ------------------------------------------------------------------
+    def _relative(self, b: Bin) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(p - b.slot_start for p in bs if b.slot_start <= p <= b.slot_end)
+                     for bs in self._banned_sets)
 
-    terms: list[list[Any]] = [[] for _ in groups]
-    cm = CountModel(model, counts, [])
+    def _typed(self, bins: list[Bin]) -> list[list[Bin]]:
+        """Bins grouped by (length, allowed rules, banned offsets), in first-seen order."""
+        out: dict[tuple[Any, ...], list[Bin]] = defaultdict(list)
+        for b in bins:
+            out[(b.length, self._day_sig[b.day], self._relative(b))].append(b)
+        return list(out.values())
 
-    def add_run_type(bins: list[Bin], mult: Any, mult_max: int) -> None:
-        t = len(cm.run_types)
-        proto = bins[0] if bins else Bin(num_days + 1, 1, problem.slots_per_day)
+    def _type_of(self, bins: list[Bin], proto: Bin | None = None) -> _TypeSpec:
+        """The kinds of a type: active groups grouped by (duration, allowed offsets)."""
+        proto = bins[0] if proto is None else proto
+        sig = self._day_sig[min(proto.day, len(self._day_sig) - 1)]
+        start, end, length = proto.slot_start, proto.slot_end, proto.length
         by_kind: dict[tuple[int, tuple[int, ...]], list[int]] = defaultdict(list)
-        for gi in active:
-            g = groups[gi]
-            starts = problem.starts(g, proto)
-            if starts:
-                offsets = tuple(s - proto.slot_start for s in starts)
-                by_kind[(g.duration, offsets)].append(gi)
-        if not by_kind:
+        for gi, rule, d, banned, can_guest in self._group_facts:
+            if not sig[rule] or d > length or (proto.host is not None and not can_guest):
+                continue
+            rel = tuple(p - start for p in banned if start <= p <= end) if banned else ()
+            offsets = _offsets(length, d, rel)
+            if offsets:
+                by_kind[(d, offsets)].append(gi)
+        return _TypeSpec(bins, tuple(sorted(by_kind)), dict(by_kind))
+
+    # -- building ---------------------------------------------------------------------------
+    def build(self, sink: LinearSink) -> CountModel:
+        """Write the whole model into ``sink``."""
+        self._sink = sink
+        self._terms: list[list[int]] = [[] for _ in self.problem.groups]
+        self._cm = CountModel(sink, self.counts, [],
+                              durations=[g.duration for g in self.problem.groups])
+        self._add_run_types()
+        self._add_extra_days()
+        self._add_host_blocks()
+        self._add_group_totals()
+        self._set_objective()
+        return self._cm
+
+    def _add_run_types(self) -> None:
+        """Free runs: each type's copies take patterns (or cover offsets), and feed its kinds."""
+        for spec in self.run_types:
+            m = len(spec.bins)
+            self._add_run_type(spec, (m, None), m)
+
+    def _add_extra_days(self) -> None:
+        """Appended empty days: one more run type whose multiplicity is a variable."""
+        if self.extra_type is None:
             return
-        spec: KindSpec = tuple(sorted(by_kind))
-        supplies: list[Any]
-        caps: list[int]
-        pattern_count = count_patterns(proto.length, spec)
-        if pattern_count <= MAX_PATTERNS:
-            pat_counts, layouts = run_patterns(proto.length, spec)
-            ps = [model.new_int_var(0, mult_max, "") for _ in layouts]
-            rt = RunType(bins, spec, pat_counts, layouts, ps)
-            if len(ps) > 1 or not isinstance(mult, int):
-                model.add(sum(ps) <= mult)
-            supplies, caps = [], []
-            for k in range(len(spec)):
-                col = pat_counts[:, k].tolist()
-                supplies.append(sum(c * ps[i] for i, c in enumerate(col) if c))
-                caps.append(max(col) * mult_max)
+        var = self._sink.new_var(0, self.extra_days_max)
+        self._cm.extra_days = var
+        if self.extra_type.spec:  # else no counted task may use an appended day
+            self._add_run_type(self.extra_type, (0, var), self.extra_days_max)
+
+    def _add_run_type(self, spec: _TypeSpec, mult: tuple[int, int | None], mult_max: int) -> None:
+        proto = spec.bins[0] if spec.bins else Bin(0, 1, self.problem.slots_per_day)
+        if count_patterns(proto.length, spec.spec) <= MAX_PATTERNS:
+            rt, supplies, caps = self._add_pattern_copies(spec, proto.length, mult, mult_max)
         else:
-            rt = RunType(bins, spec, np.zeros((0, len(spec)), dtype=np.int64), (), [])
-            cover: dict[int, list[Any]] = defaultdict(list)
-            supplies, caps = [], []
-            for k, (d, offsets) in enumerate(spec):
-                xs = []
-                for off in offsets:
-                    var = model.new_int_var(0, mult_max, "")
-                    rt.x.append((k, off, var))
-                    xs.append(var)
-                    for q in range(off, off + d):
-                        cover[q].append(var)
-                supplies.append(sum(xs))
-                caps.append(mult_max * (proto.length // d))
-            for vars_ in cover.values():
-                if len(vars_) > 1 or not isinstance(mult, int):
-                    model.add(sum(vars_) <= mult)
-        cm.run_types.append(rt)
-        for k, kind in enumerate(spec):
+            rt, supplies, caps = self._add_coverage_copies(spec, proto.length, mult, mult_max)
+        self._add_kind_supply(rt, spec, supplies, caps)
+
+    def _copies_at_most(self, idx: list[int], mult: tuple[int, int | None]) -> None:
+        """Σ idx <= the type's multiplicity (a constant, or the extra-days variable)."""
+        const, var = mult
+        if var is not None:
+            self._sink.add_row([*idx, var], [1] * len(idx) + [-1], -INF, 0)
+        elif len(idx) > 1:  # a single variable already has the multiplicity as its bound
+            self._sink.add_row(idx, [1] * len(idx), -INF, const)
+
+    def _add_pattern_copies(
+        self, spec: _TypeSpec, length: int, mult: tuple[int, int | None], mult_max: int
+    ) -> tuple[RunType, list[tuple[list[int], list[int]]], list[int]]:
+        """Pattern encoding: ``p[i]`` copies take pattern ``i``; Σ_i p[i] <= m."""
+        pat_counts, layouts = run_patterns(length, spec.spec)
+        ps = [self._sink.new_var(0, mult_max) for _ in layouts]
+        rt = RunType(spec.bins, spec.spec, pat_counts, layouts, ps)
+        self._copies_at_most(ps, mult)
+        supplies, caps = [], []
+        for k in range(len(spec.spec)):
+            col = pat_counts[:, k].tolist()
+            supplies.append(([ps[i] for i, c in enumerate(col) if c], [c for c in col if c]))
+            caps.append(max(col) * mult_max)
+        return rt, supplies, caps
+
+    def _add_coverage_copies(
+        self, spec: _TypeSpec, length: int, mult: tuple[int, int | None], mult_max: int
+    ) -> tuple[RunType, list[tuple[list[int], list[int]]], list[int]]:
+        """Positional encoding: ``x[k, off]`` tasks of kind ``k`` start at offset ``off``; at
+        most ``m`` of them cover any offset (an interval matrix: exact for identical runs)."""
+        rt = RunType(spec.bins, spec.spec, np.zeros((0, len(spec.spec)), dtype=np.int64), (), [])
+        cover: dict[int, list[int]] = defaultdict(list)
+        supplies, caps = [], []
+        for k, (d, offsets) in enumerate(spec.spec):
+            xs = []
+            for off in offsets:
+                var = self._sink.new_var(0, mult_max)
+                rt.x.append((k, off, var))
+                xs.append(var)
+                for q in range(off, off + d):
+                    cover[q].append(var)
+            supplies.append((xs, [1] * len(xs)))
+            caps.append(mult_max * (length // d))
+        for vars_ in cover.values():
+            self._copies_at_most(vars_, mult)
+        return rt, supplies, caps
+
+    def _add_kind_supply(self, rt: RunType, spec: _TypeSpec,
+                         supplies: list[tuple[list[int], list[int]]], caps: list[int]) -> None:
+        """The tasks of a kind's groups placed in a type are at most the kind's supply."""
+        t = len(self._cm.run_types)
+        self._cm.run_types.append(rt)
+        for k, kind in enumerate(spec.spec):
             zs = []
-            for gi in by_kind[kind]:
-                z = model.new_int_var(0, min(counts[gi], caps[k]), "")
+            for gi in spec.by_kind[kind]:
+                z = self._sink.new_var(0, min(self.counts[gi], caps[k]))
                 rt.kind_of[gi] = k
-                cm.split.append((t, k, gi, z))
-                terms[gi].append(z)
+                self._cm.split.append((t, k, gi, z))
+                self._terms[gi].append(z)
                 zs.append(z)
-            model.add(sum(zs) <= supplies[k])
+            idx, coeffs = supplies[k]
+            self._sink.add_row([*zs, *idx], [1] * len(zs) + [-c for c in coeffs], -INF, 0)
 
-    for bins in run_groups.values():
-        add_run_type(bins, len(bins), len(bins))
-    if extra_days_max > 0:
-        cm.extra_days = model.new_int_var(0, extra_days_max, "extra_days")
-        add_run_type([], cm.extra_days, extra_days_max)
-
-    for bins in host_groups.values():
-        t = len(cm.host_types)
-        cm.host_types.append(bins)
-        ys = []
-        for gi in active:
-            if problem.starts(groups[gi], bins[0]):
-                var = model.new_int_var(0, min(len(bins), counts[gi]), "")
-                cm.host_y.append((t, gi, var))
-                terms[gi].append(var)
+    def _add_host_blocks(self) -> None:
+        """Embeddable host blocks: each takes at most one guest."""
+        for spec in self.host_types:
+            t = len(self._cm.host_types)
+            self._cm.host_types.append(spec.bins)
+            ys = []
+            for gi in sorted(gi for gis in spec.by_kind.values() for gi in gis):
+                var = self._sink.new_var(0, min(len(spec.bins), self.counts[gi]))
+                self._cm.host_y.append((t, gi, var))
+                self._terms[gi].append(var)
                 ys.append(var)
-        if len(ys) > 1:
-            model.add(sum(ys) <= len(bins))
+            if len(ys) > 1:
+                self._sink.add_row(ys, [1] * len(ys), -INF, len(spec.bins))
 
-    for gi, c in enumerate(counts):
-        var = model.new_int_var(c if place_all else 0, c, f"placed_{gi}")
-        model.add(var == sum(terms[gi]))
-        cm.placed.append(var)
-    if place_all:
-        if cm.extra_days is not None:
-            model.minimize(cm.extra_days)
-    else:
-        model.maximize(sum(g.duration * v for g, v in zip(groups, cm.placed, strict=True)))
-    return cm
+    def _add_group_totals(self) -> None:
+        """``placed[g]`` = Σ of the group's split and guest variables (= count with place_all)."""
+        for gi, c in enumerate(self.counts):
+            var = self._sink.new_var(c if self.place_all else 0, c)
+            terms = self._terms[gi]
+            self._sink.add_row([var, *terms], [1] + [-1] * len(terms), 0, 0)
+            self._cm.placed.append(var)
+
+    def _set_objective(self) -> None:
+        """Maximise the placed periods, or (placing all) minimise the extra days."""
+        cm = self._cm
+        if not self.place_all:
+            self._sink.set_objective(cm.placed, cm.durations, maximize=True)
+        elif cm.extra_days is not None:
+            self._sink.set_objective([cm.extra_days], [1], maximize=False)
 
 
-def decode(problem: Problem, cm: CountModel, solver: Any) -> list[Placement]:
-    """Turn a solution's pattern and split counts into placements of concrete tasks."""
+def build(
+    problem: Problem,
+    counts: list[int] | None = None,
+    *,
+    place_all: bool = False,
+    extra_days_max: int = 0,
+) -> CountModel:
+    """Build the CP-SAT counting model (see :class:`CountModelBuilder` for the parameters)."""
+    builder = CountModelBuilder(problem, counts, place_all=place_all,
+                                extra_days_max=extra_days_max)
+    return builder.build(CpSatSink())
+
+
+# ---------------------------------------------------------------------------------- solutions
+def decode(problem: Problem, cm: CountModel, values: Sequence[int]) -> list[Placement]:
+    """Turn a solution's pattern and split counts (``values[var]``) into placements of concrete
+    tasks."""
     queues = [list(g.task_ids) for g in problem.groups]
     out: list[Placement] = []
     items: dict[tuple[int, int], list[tuple[Bin, int]]] = defaultdict(list)  # (type, kind)
@@ -221,7 +387,7 @@ def decode(problem: Problem, cm: CountModel, solver: Any) -> list[Placement]:
         if not rt.bins:
             continue
         intervals = sorted((off, off + rt.spec[k][0] - 1, k)
-                           for k, off, var in rt.x for _ in range(int(solver.value(var))))
+                           for k, off, var in rt.x for _ in range(int(values[var])))
         last_end = [-1] * len(rt.bins)
         for s0, e0, k in intervals:
             # Interval-graph colouring by start: a copy whose last interval ended is always free.
@@ -230,7 +396,7 @@ def decode(problem: Problem, cm: CountModel, solver: Any) -> list[Placement]:
             items[(t, k)].append((rt.bins[c], s0))
         copy = 0
         for i, var in enumerate(rt.p):
-            for _ in range(int(solver.value(var))):
+            for _ in range(int(values[var])):
                 b = rt.bins[copy]
                 copy += 1
                 lay = rt.layouts[i]
@@ -241,14 +407,14 @@ def decode(problem: Problem, cm: CountModel, solver: Any) -> list[Placement]:
             continue
         d = problem.groups[gi].duration
         pool = items[(t, k)]
-        for _ in range(int(solver.value(z))):
+        for _ in range(int(values[z])):
             b, off = pool.pop()
             s = b.slot_start + off
             out.append(Placement(queues[gi].pop(0), b.day, s, s + d - 1))
     used: dict[int, int] = defaultdict(int)
     for t, gi, var in cm.host_y:
         g = problem.groups[gi]
-        for _ in range(int(solver.value(var))):
+        for _ in range(int(values[var])):
             b = cm.host_types[t][used[t]]
             used[t] += 1
             s = problem.starts(g, b)[0]
@@ -258,7 +424,8 @@ def decode(problem: Problem, cm: CountModel, solver: Any) -> list[Placement]:
 
 
 def add_hint(problem: Problem, cm: CountModel, placements: list[Placement]) -> None:
-    """Hint every variable of ``cm`` with the counts of a concrete (partial) placement."""
+    """Hint every variable of ``cm`` (built into a :class:`CpSatSink`) with the counts of a
+    concrete (partial) placement."""
     where = {(b.day, b.slot_start): (t, b) for t, rt in enumerate(cm.run_types) for b in rt.bins}
     run_starts: dict[int, list[int]] = defaultdict(list)
     for b in problem.runs:
@@ -297,22 +464,150 @@ def add_hint(problem: Problem, cm: CountModel, placements: list[Placement]) -> N
         t, _ = where[(day, start)]
         dominating = np.flatnonzero((cm.run_types[t].counts >= vec).all(axis=1))
         ps[(t, int(dominating[0]))] += 1
-    model = cm.model
+    sink = cm.sink
     for t, rt in enumerate(cm.run_types):
         used_copies = sum(v for (tt, _), v in ps.items() if tt == t)
         free_copies = len(rt.bins) - used_copies
         for i, var in enumerate(rt.p):
             # Unused copies take the first pattern: harmless, supply may exceed demand.
             extra = free_copies if i == 0 else 0
-            model.add_hint(var, ps.get((t, i), 0) + extra)
+            sink.hint(var, ps.get((t, i), 0) + extra)
         for k, off, var in rt.x:
-            model.add_hint(var, xs.get((t, k, off), 0))
+            sink.hint(var, xs.get((t, k, off), 0))
     for t, k, gi, z in cm.split:
-        model.add_hint(z, zs.get((t, k, gi), 0))
+        sink.hint(z, zs.get((t, k, gi), 0))
     for t, gi, var in cm.host_y:
-        model.add_hint(var, ys.get((t, gi), 0))
+        sink.hint(var, ys.get((t, gi), 0))
     for gi, var in enumerate(cm.placed):
-        model.add_hint(var, placed[gi])
+        sink.hint(var, placed[gi])
+
+
+def round_down(cm: CountModel, x: np.ndarray) -> list[int]:
+    """An integer solution of ``cm`` below a fractional point ``x`` (the relaxation's optimum).
+
+    Copies (pattern and coverage variables) and guests are rounded down, which keeps every
+    multiplicity row; each kind's split is then cut to the supply that is left, and the group
+    totals are recounted.
+    """
+    v = np.floor(np.asarray(x, dtype=float) + 1e-9).astype(np.int64)
+    v = np.maximum(v, 0)
+    by_type_kind: dict[tuple[int, int], list[int]] = defaultdict(list)
+    terms: list[list[int]] = [[] for _ in cm.placed]
+    for t, k, gi, z in cm.split:
+        by_type_kind[(t, k)].append(z)
+        terms[gi].append(z)
+    for _, gi, y in cm.host_y:
+        terms[gi].append(y)
+    for t, rt in enumerate(cm.run_types):
+        supply = np.zeros(len(rt.spec), dtype=np.int64)
+        for k, _, var in rt.x:
+            supply[k] += v[var]
+        if rt.p:
+            supply += rt.counts.T @ v[rt.p]
+        for k in range(len(rt.spec)):
+            left = int(supply[k])
+            for z in by_type_kind[(t, k)]:
+                v[z] = min(int(v[z]), left)
+                left -= int(v[z])
+    for gi, var in enumerate(cm.placed):
+        v[var] = int(v[terms[gi]].sum()) if terms[gi] else 0
+    return [int(a) for a in v]
+
+
+def residual(problem: Problem, placements: Sequence[Placement]) -> Problem:
+    """The problem left once ``placements`` are made: their tasks, periods and host blocks
+    are gone."""
+    owner = problem.owner.copy()
+    for pl in placements:
+        if pl.embed_host is None:
+            owner[pl.day - 1, pl.slot_start - 1 : pl.slot_end] = pl.task_id
+    days, starts, lengths = runs(owner == 0)
+    free = [Bin(int(d) + 1, int(s) + 1, int(s + n)) for d, s, n in
+            zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)]
+    guests = {(pl.day, pl.embed_host, pl.slot_start) for pl in placements
+              if pl.embed_host is not None}
+    hosts = [b for b in problem.hosts if not any(
+        (b.day, b.host, s) in guests for s in range(b.slot_start, b.slot_end + 1))]
+    placed = {pl.task_id for pl in placements}
+    groups = [replace(g, task_ids=[t for t in g.task_ids if t not in placed])
+              for g in problem.groups]
+    return replace(problem, groups=groups, runs=free, hosts=hosts, owner=owner)
+
+
+# ---------------------------------------------------------------------------------- questions
+# What proved a CountResult: "complete" (the placement holds every counted task),
+# "relaxation" (it meets the relaxation's certified bound) or "cp-sat" (CP-SAT's own proof,
+# or none when unproven).
+ProofKind = Literal["complete", "relaxation", "cp-sat"]
+
+
+@dataclass
+class CountResult:
+    status: SolveStatus
+    best: int  # best placed slots found (a lower bound on the maximum)
+    bound: int  # proven upper bound on the maximum
+    witness: list[Placement]
+    runtime_s: float
+    proof: ProofKind = "cp-sat"
+
+    @property
+    def proven(self) -> bool:
+        return self.status.proven or self.best == self.bound
+
+
+def _slots(placements: list[Placement]) -> int:
+    return sum(p.length for p in placements)
+
+
+def _pack_orders(
+    problem: Problem, counts: Sequence[int], orders: Sequence[Any], best: list[Placement],
+    target: int, end: float,
+) -> list[Placement]:
+    """The best of ``best`` and the greedy packings in ``orders``, stopping once one reaches
+    ``target`` periods or the clock reaches ``end``."""
+    for order in orders:
+        if _slots(best) >= target or time.perf_counter() > end:
+            break
+        placed = best_fit_decreasing(problem, counts, order, end)
+        if _slots(placed) > _slots(best):
+            best = placed
+    return best
+
+
+def _relaxation_path(
+    problem: Problem, counts: list[int], builder: CountModelBuilder, greedy: list[Placement],
+    end: float,
+) -> tuple[list[Placement], int]:
+    """The relaxation's certified bound and the best placement it leads to.
+
+    Returns ``(placements, bound)``. The placement is the relaxation's optimum when it is
+    integral, else its rounding down completed by the greedy orders on what is left (stopping
+    as soon as one meets the bound); ``greedy`` when neither beats it.
+    """
+    required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
+    cm = builder.build(MatrixSink())
+    relaxed = solve_relaxation(cm.sink, time_limit_s=end - time.perf_counter())
+    bound = required if relaxed.bound is None else min(required, relaxed.bound)
+    best = greedy
+    if _slots(best) >= bound or relaxed.solution is None:
+        return best, bound
+    if relaxed.values is not None:
+        return decode(problem, cm, relaxed.values), bound
+    values = round_down(cm, relaxed.solution)
+    if not is_solution(cm.sink, values):  # not expected; the rounding keeps every row
+        return best, bound
+    base = decode(problem, cm, values)
+    rest = residual(problem, base)
+    left = [g.count for g in rest.groups]  # the counted tasks the rounding did not place
+    for gi, g in enumerate(problem.groups):
+        left[gi] = max(0, counts[gi] - (g.count - left[gi]))
+    for order in PACK_ORDERS:
+        if _slots(best) >= bound or time.perf_counter() > end:
+            break
+        found = base + best_fit_decreasing(rest, left, order, end)
+        if _slots(found) > _slots(best):
+            best = found
+    return best, bound
 
 
 def max_placeable(
@@ -325,34 +620,64 @@ def max_placeable(
     deterministic: bool = False,
     deterministic_time: float | None = None,
     deadline: float | None = None,
+    relaxation: bool = True,
 ) -> CountResult:
     """The exact maximum of placeable periods (``best == bound`` when proven).
 
-    Best-fit-decreasing greedies run first: when one places everything, its placement proves
-    feasibility and CP-SAT is not called; otherwise the best is the CP-SAT model's hint.
-    ``deterministic`` also bounds CP-SAT's deterministic time (half the limit), so a search cut
-    short ends at the same point on a busy machine (proposals rely on it); ``deterministic_time``
-    sets that bound explicitly instead. The wall clock (``time_limit_s``, or ``deadline`` when
-    it comes first) covers the greedies and the model building too: past it, the greedy's
-    placement is returned unproven.
+    Best-fit-decreasing greedies and the safe bound of the linear relaxation run first (see the
+    module docstring): when a greedy places everything, or meets the bound, or the relaxation's
+    optimum is integral, CP-SAT is not called; otherwise the best packing is the CP-SAT model's
+    hint and the bound a cut. ``relaxation=False`` skips the relaxation (the plain model, for
+    comparisons). ``deterministic`` also bounds CP-SAT's deterministic time (half the limit), so
+    a search cut short ends at the same point on a busy machine (proposals rely on it);
+    ``deterministic_time`` sets that bound explicitly instead. The wall clock (``time_limit_s``,
+    or ``deadline`` when it comes first) covers the greedies and the model building too: past
+    it, the best packing is returned unproven.
     """
     t0 = time.perf_counter()
     counts = [g.count for g in problem.groups] if counts is None else counts
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
+
+    def answer(status: SolveStatus, best: list[Placement], bound: int,
+               proof: ProofKind = "cp-sat") -> CountResult:
+        return CountResult(status, _slots(best), bound, best, time.perf_counter() - t0, proof)
+
     if required == 0:
-        return CountResult(SolveStatus.OPTIMAL, 0, 0, [], time.perf_counter() - t0)
+        return answer(SolveStatus.OPTIMAL, [], 0, "complete")
     end = t0 + max(time_limit_s, MIN_WORK_S)
     if deadline is not None:
         end = min(end, deadline)
-    greedy = best_pack(problem, counts, deadline=end)
-    greedy_slots = sum(p.length for p in greedy)
-    if greedy_slots == required:
-        return CountResult(SolveStatus.OPTIMAL, required, required, greedy,
-                           time.perf_counter() - t0)
+    # The first order may run a little past the deadline: a complete greedy is worth more to
+    # the caller than a cut one (as in best_pack).
+    greedy = best_fit_decreasing(problem, counts, PACK_ORDERS[0], end + GREEDY_GRACE_S)
+    if _slots(greedy) == required:
+        return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
+    bound = required
+    orders: Sequence[Any] = PACK_ORDERS[1:]
+    capacity = problem.free_slots + problem.embed_slots
+    if len(problem.runs) + len(problem.hosts) <= GREEDY_FIRST_MAX_BINS and required <= capacity:
+        # Small windows that may fit: the other orders cost less than the relaxation.
+        greedy = _pack_orders(problem, counts, orders, greedy, required, end)
+        if _slots(greedy) == required:
+            return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
+        orders = ()
+    builder = CountModelBuilder(problem, counts)
+    if relaxation and time.perf_counter() < end:
+        found, bound = _relaxation_path(problem, counts, builder, greedy, end)
+        if _slots(found) > _slots(greedy):
+            greedy = found
+        if _slots(greedy) == bound:
+            return answer(SolveStatus.OPTIMAL, greedy, bound,
+                          "complete" if bound == required else "relaxation")
+    greedy = _pack_orders(problem, counts, orders, greedy, bound, end)
+    if _slots(greedy) == bound:
+        return answer(SolveStatus.OPTIMAL, greedy, bound,
+                      "complete" if bound == required else "relaxation")
     if time.perf_counter() > end:
-        return CountResult(SolveStatus.UNKNOWN, greedy_slots, required, greedy,
-                           time.perf_counter() - t0)
-    cm = build(problem, counts)
+        return answer(SolveStatus.UNKNOWN, greedy, bound)
+    cm = builder.build(CpSatSink())
+    if bound < required:  # a proven cut: CP-SAT stops as soon as it meets it
+        cm.sink.add_row(cm.placed, cm.durations, -INF, bound)
     add_hint(problem, cm, greedy)
     # The limit covers the greedy and the model building too (issue 12); the deterministic
     # bound stays a share of the whole limit (or the caller's own), so it does not depend on
@@ -364,25 +689,46 @@ def max_placeable(
     status = status_of(solver.solve(cm.model))
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         best = round(solver.objective_value)
-        bound = min(required, int(solver.best_objective_bound + 1e-6))
         if status == SolveStatus.OPTIMAL:
             bound = best
-        placements = decode(problem, cm, solver) if witness else []
-        if best < greedy_slots:  # cannot happen with a feasible hint; kept as a guard
-            best, placements = greedy_slots, greedy
-    else:
-        best, bound, placements = greedy_slots, required, greedy
-    return CountResult(status, best, max(best, bound), placements, time.perf_counter() - t0)
+        else:
+            bound = min(bound, int(solver.best_objective_bound + 1e-6))
+        if best > _slots(greedy):  # else the greedy is as good (a feasible hint is kept)
+            placements = decode(problem, cm, CpSatSink.values(solver)) if witness else []
+            return CountResult(status, best, max(best, bound), placements,
+                               time.perf_counter() - t0)
+    return answer(status if status != SolveStatus.INFEASIBLE else SolveStatus.UNKNOWN, greedy,
+                  max(bound, _slots(greedy)))
+
+
+def relaxation_bound(problem: Problem, counts: Sequence[int] | None = None, *,
+                     time_limit_s: float) -> int | None:
+    """A proven upper bound on the placeable periods of ``counts`` tasks (default: all): the
+    certified bound of the counting model's linear relaxation, ``None`` if none was certified."""
+    cm = CountModelBuilder(problem, counts).build(MatrixSink())
+    return solve_relaxation(cm.sink, time_limit_s=time_limit_s).bound
 
 
 def all_fit(
     problem: Problem, counts: list[int], *, time_limit_s: float, num_workers: int
 ) -> bool | None:
-    """Whether all ``counts`` tasks fit at once: True / False (proven) / None (time limit)."""
+    """Whether all ``counts`` tasks fit at once: True / False (proven) / None (time limit).
+
+    A greedy packing of everything proves True and a safe relaxation bound below the required
+    periods proves False; only the rest goes to CP-SAT.
+    """
     if not any(counts):
         return True
     t0 = time.perf_counter()
-    cm = build(problem, counts, place_all=True)
+    required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
+    end = t0 + max(time_limit_s, MIN_WORK_S)
+    if _slots(best_fit_decreasing(problem, counts, PACK_ORDERS[0], end)) == required:
+        return True
+    bound = relaxation_bound(problem, counts,
+                             time_limit_s=max(end - time.perf_counter(), MIN_TIME_LIMIT_S))
+    if bound is not None and bound < required:
+        return False
+    cm = CountModelBuilder(problem, counts, place_all=True).build(CpSatSink())
     solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),
                          num_workers)
     status = status_of(solver.solve(cm.model))
@@ -412,5 +758,5 @@ def min_extra_days(
     if status == SolveStatus.INFEASIBLE:
         return None, True
     if status == SolveStatus.OPTIMAL:
-        return int(solver.value(cm.extra_days)), True
+        return int(CpSatSink.values(solver)[cm.extra_days or 0]), True
     return None, False

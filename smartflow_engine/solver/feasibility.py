@@ -21,12 +21,12 @@ reason code of a proven infeasibility still gets one short solve (``MIN_SOLVE_S`
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..state import ScheduleState
 from ._cpsat import MIN_WORK_S
 from .counting import all_fit, max_placeable, min_extra_days
-from .problem import Placement, Problem, build_problem
+from .problem import Placement, Problem, Rule, build_problem
 
 REASON_CODES = ("ok", "insufficient_capacity", "fragmented", "class_window", "unknown")
 
@@ -126,6 +126,7 @@ def check_feasibility(
     num_workers: int = 1,
     include_suggested: bool = False,
     explain: bool = True,
+    relaxation: bool = True,
 ) -> FeasibilityReport:
     """Decide exactly whether every pending task fits, and how much does.
 
@@ -141,6 +142,9 @@ def check_feasibility(
         Also re-plan the movable suggested tasks (their current places count as free).
     explain
         When infeasible, compute the :class:`Bottleneck` (extra solves, within the budget).
+    relaxation
+        Use the certified linear-relaxation shortcut before CP-SAT (the default; ``False``
+        gives the plain greedy-then-CP-SAT path, kept for side-by-side benchmarks).
 
     Returns
     -------
@@ -154,15 +158,15 @@ def check_feasibility(
     problem = build_problem(state, include_suggested=include_suggested)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
-    res = max_placeable(problem, time_limit_s=_left(deadline), num_workers=num_workers)
+    res = max_placeable(problem, time_limit_s=_left(deadline), num_workers=num_workers,
+                        relaxation=relaxation)
 
     if res.best == required:
         feasible: bool | None = True
         reason = "ok"
     elif res.proven:
         feasible = False
-        reason = _reason(state, problem, required, capacity, deadline, num_workers,
-                         include_suggested)
+        reason = _reason(problem, required, capacity, deadline, num_workers, relaxation)
     else:
         feasible, reason = None, "unknown"
     proven = feasible is not None
@@ -200,24 +204,30 @@ MIN_SOLVE_S = 0.02
 
 
 def _reason(
-    state: ScheduleState,
     problem: Problem,
     required: int,
     capacity: int,
     deadline: float,
     num_workers: int,
-    include_suggested: bool,
+    relaxation: bool = True,
 ) -> str:
     """Classify a proven infeasibility: count, classes, or fragmentation."""
     if required > capacity:
         return "insufficient_capacity"
     if not any(g.rule.class_id is not None for g in problem.groups):
         return "fragmented"
-    relaxed = build_problem(state, include_suggested=include_suggested, lift_banned=True,
-                            lift_windows=True)
-    res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,
-                        witness=False)
+    res = max_placeable(lift_class_rules(problem), time_limit_s=_left(deadline),
+                        num_workers=num_workers, witness=False, relaxation=relaxation)
     return "class_window" if res.best == required else "fragmented"
+
+
+def lift_class_rules(problem: Problem) -> Problem:
+    """``problem`` with every class's day window and banned periods lifted: what
+    ``build_problem(state, lift_banned=True, lift_windows=True)`` gives, without reading the
+    state again (the bins do not depend on the rules, and every group keeps its tasks)."""
+    num_days = problem.num_days
+    return replace(problem, groups=[replace(g, rule=Rule(g.rule.class_id, 1, num_days, (), True))
+                                    for g in problem.groups])
 
 
 def explain_bottleneck(

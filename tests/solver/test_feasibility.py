@@ -131,7 +131,9 @@ def _keep_pending(state: ScheduleState, keep: set[int]) -> ScheduleState:
 
 def test_tiny_time_limit_is_unproven_not_wrong() -> None:
     """Tests that a time limit too short for a proof gives is_feasible=None and no gap."""
-    state = synthetic_window(1, 120, variant="tight", pending=300, with_task_classes=True)
+    # 1000 days: the relaxation proves 120-day windows inside the 50 ms every call may use
+    # (issue 10), so the window must be one whose proof needs far more than that anywhere.
+    state = synthetic_window(4, 1000, variant="tight", with_task_classes=True)
     report = check_feasibility(state, time_limit_s=0.001, explain=False)
     full = check_feasibility(state, time_limit_s=10.0, explain=False)
     assert full.proven and full.is_feasible is False  # the instance needs a real proof
@@ -217,3 +219,19 @@ def test_feasible_window_needs_nothing(roomy_window: ScheduleState) -> None:
     """Tests the figures of a feasible window: nothing to cut, no extra day."""
     figures = negotiation_figures(roomy_window)
     assert (figures.is_feasible, figures.slots_to_cut, figures.extra_days_needed) == (True, 0, 0)
+
+
+@pytest.mark.parametrize("variant", ["plain", "tight", "fragmented"])
+def test_lifting_class_rules_equals_rebuilding_without_them(variant: str) -> None:
+    """Tests that lifting the class rules of a built problem (the reason code's question) gives
+    the groups and bins build_problem gives with lift_banned and lift_windows."""
+    from smartflow_engine.solver.feasibility import lift_class_rules
+    from smartflow_engine.solver.problem import build_problem
+
+    state = synthetic_window(2, 30, variant=variant, with_task_classes=True)
+    for include_suggested in (False, True):
+        lifted = lift_class_rules(build_problem(state, include_suggested=include_suggested))
+        rebuilt = build_problem(state, include_suggested=include_suggested, lift_banned=True,
+                                lift_windows=True)
+        assert lifted.groups == rebuilt.groups
+        assert (lifted.runs, lifted.hosts) == (rebuilt.runs, rebuilt.hosts)

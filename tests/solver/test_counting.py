@@ -1,0 +1,118 @@
+"""Tests of the counting model: its builder, its two sinks, and the exact shortcuts of
+max_placeable / all_fit against the plain CP-SAT model and brute force."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+from solver_windows import apply_placements, oracle, tiny_windows
+
+from smartflow_engine import ScheduleState
+from smartflow_engine.solver._cpsat import SolveStatus, make_solver, status_of
+from smartflow_engine.solver.counting import (
+    CountModelBuilder,
+    CpSatSink,
+    all_fit,
+    max_placeable,
+    residual,
+)
+from smartflow_engine.solver.problem import build_problem
+from smartflow_engine.solver.relaxation import MatrixSink
+from smartflow_engine.state.synthetic import synthetic_window
+
+
+@settings(max_examples=120, deadline=None)
+@given(state=tiny_windows(max_pending=6), include_suggested=st.booleans())
+def test_shortcuts_agree_with_plain_model_and_brute_force(state: ScheduleState,
+                                                          include_suggested: bool) -> None:
+    """Tests that max_placeable with its shortcuts (greedy, certified relaxation bound,
+    rounding) gives the brute-force maximum, as the plain CP-SAT model does, proven, with a
+    witness of that many periods that applies cleanly."""
+    note(state.to_json(indent=None))
+    truth = oracle(state, include_suggested)
+    problem = build_problem(state, include_suggested=include_suggested)
+    fast = max_placeable(problem, time_limit_s=5.0, num_workers=1)
+    plain = max_placeable(problem, time_limit_s=5.0, num_workers=1, relaxation=False)
+    assert fast.proven and plain.proven
+    assert fast.best == fast.bound == plain.best == truth.best
+    assert sum(p.length for p in fast.witness) == truth.best
+    apply_placements(state, fast.witness, truth.replanned)
+
+
+@settings(max_examples=80, deadline=None)
+@given(state=tiny_windows(max_pending=6), data=st.data())
+def test_all_fit_agrees_with_the_place_all_model(state: ScheduleState,
+                                                 data: st.DataObject) -> None:
+    """Tests that all_fit (greedy, then the relaxation bound, then CP-SAT) answers as the plain
+    place-all CP-SAT model does, on random subsets of the tasks."""
+    note(state.to_json(indent=None))
+    problem = build_problem(state)
+    counts = [data.draw(st.integers(0, g.count)) for g in problem.groups]
+    cm = CountModelBuilder(problem, counts, place_all=True).build(CpSatSink())
+    status = status_of(make_solver(5.0, 1).solve(cm.model))
+    assert status in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE)
+    assert all_fit(problem, counts, time_limit_s=5.0, num_workers=1) is (
+        status == SolveStatus.OPTIMAL)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tight_class_windows_need_no_cp_sat(seed: int) -> None:
+    """Tests that the 120-day tight windows with task classes of the benchmark are decided
+    without CP-SAT, with the maximum the plain model proves (greedy and relaxation proofs)."""
+    problem = build_problem(synthetic_window(seed, 120, variant="tight", pending=300,
+                                             with_task_classes=True))
+    fast = max_placeable(problem, time_limit_s=30.0, num_workers=1)
+    assert fast.proven and fast.proof in ("complete", "relaxation")
+    assert sum(p.length for p in fast.witness) == fast.best
+    if seed in (1, 6, 9):  # windows where the greedy alone falls short of the maximum
+        plain = max_placeable(problem, time_limit_s=30.0, num_workers=1, relaxation=False)
+        assert plain.proven and plain.best == fast.best
+
+
+@pytest.mark.parametrize("variant", ["plain", "tight", "fragmented"])
+def test_both_sinks_receive_the_same_model(variant: str) -> None:
+    """Tests that the builder writes the same variables and rows into CP-SAT and into the
+    relaxation, with the extra-days family too."""
+    problem = build_problem(synthetic_window(3, 30, variant=variant, with_task_classes=True))
+    builder = CountModelBuilder(problem, place_all=True, extra_days_max=4)
+    cp = builder.build(CpSatSink())
+    lp = builder.build(MatrixSink())
+    assert len(cp.sink.vars) == len(lp.sink.lb)
+    assert len(cp.model.proto.constraints) == len(lp.sink.row_lb)
+    assert (cp.split, cp.host_y, cp.placed, cp.extra_days) == (
+        lp.split, lp.host_y, lp.placed, lp.extra_days)
+
+
+def test_residual_removes_placed_tasks_periods_and_hosts(embed_window: ScheduleState) -> None:
+    """Tests that the residual problem drops the placed task, its host block and nothing else."""
+    problem = build_problem(embed_window)
+    res = max_placeable(problem, time_limit_s=5.0, num_workers=1)
+    (guest,) = res.witness
+    rest = residual(problem, res.witness)
+    assert rest.hosts == []
+    assert [g.task_ids for g in rest.groups if g.task_ids] == [
+        [t for g in problem.groups for t in g.task_ids if t != guest.task_id]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(state=tiny_windows(max_pending=6))
+def test_cp_sat_with_the_bound_as_a_cut(state: ScheduleState) -> None:
+    """Tests the last resort: when the relaxation yields only its bound (no usable point),
+    CP-SAT with the bound as a cut still finds and proves the brute-force maximum."""
+    from smartflow_engine.solver import counting
+    from smartflow_engine.solver.relaxation import Relaxation, solve_relaxation
+
+    def bound_only(sink: MatrixSink, *, time_limit_s: float) -> Relaxation:
+        return Relaxation(solve_relaxation(sink, time_limit_s=time_limit_s).bound, None, None)
+
+    note(state.to_json(indent=None))
+    truth = oracle(state)
+    problem = build_problem(state)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(counting, "solve_relaxation", bound_only)
+        mp.setattr(counting, "PACK_ORDERS", counting.PACK_ORDERS[:1])
+        res = max_placeable(problem, time_limit_s=5.0, num_workers=1)
+    assert res.proven and res.best == res.bound == truth.best
+    assert sum(p.length for p in res.witness) == truth.best
+    apply_placements(state, res.witness)
