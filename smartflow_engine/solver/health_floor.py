@@ -29,8 +29,9 @@ schedule of the population, hence no schedule is lexicographically below the flo
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,11 +82,19 @@ def movable_study(state: ScheduleState, task: Task) -> bool:
 def health_floor(state: ScheduleState, level: str = "normal",
                  report: FeasibilityReport | None = None,
                  dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
-                 pending_periods: int | None = None) -> HealthFloor:
+                 pending_periods: int | None = None,
+                 scope: Collection[int] | None = None) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
     the suggested tasks), or ``None``; ``pending_periods``: pending periods every schedule of
-    the population places (default: from ``report``, else none)."""
+    the population places (default: from ``report``, else none); ``scope``: when given, only
+    the pending tasks and these may move (e.g. a proposal that keeps the suggested tasks where
+    they stand: its own floor), every other task stays fixed."""
+
+    def movable(t: Task) -> bool:
+        return movable_study(state, t) and (scope is None or t.status == "pending"
+                                            or t.state_id in scope)
+
     num_days, spd = state.num_days, state.slots_per_day
     rules = {(r.dimension, r.rule): r for dim in ("load", "subjects", "context", "tolerance")
              for r in rules_for(dim, level)}
@@ -94,7 +103,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
     pending_slots = 0
     movable_by_subject: dict[str, int] = {}
     for t in state.tasks:
-        if not movable_study(state, t):
+        if not movable(t):
             continue
         name = study_subject(t) or ""
         periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
@@ -108,6 +117,15 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 fixed_owner[b.day - 1, b.slot_start - 1:b.slot_end] = 0
     fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
     free = spd - fixed_load
+    # The periods a movable task may take: inside its class's day window (pending tasks and
+    # suggested ones standing inside it) and off its class's banned periods; the loads can only
+    # grow there (``reachable``: free periods some movable task may use, per day).
+    reach = np.zeros((num_days, spd), dtype=bool)
+    for t in state.tasks:
+        if movable(t):
+            lo, hi, banned = _reach(state, t)
+            reach[lo - 1:hi] |= banned[None, :]
+    reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
     # block is counted among the periods, so its guest room only lowers the periods placed)
     host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
@@ -149,8 +167,8 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 floor.unfixable[("day_utilization", d + 1, None)] = sev
             crit0 += sev == "critical"
             warn0 += 1
-    forced_w = _forced_days(fixed_load, free, p_min, warn_t)
-    forced_c = _forced_days(fixed_load, free, p_min, crit_t)
+    forced_w = _forced_days(fixed_load, reachable, p_min, warn_t)
+    forced_c = _forced_days(fixed_load, reachable, p_min, crit_t)
     window: list[int] = [1, num_days]
     # Task-class day windows: the periods of the tasks confined to a span of days must fit in
     # that span (host blocks there aside), which may force more days over a load.
@@ -161,7 +179,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
         # The engine's own tasks keep to their class's days: the pending ones (when all of them
         # are placed) and the suggested ones standing inside them now. An existing task, or a
         # suggested one left outside by a class change, may stand anywhere (DESIGN).
-        if not movable_study(state, t) or t.status == "existing":
+        if not movable(t) or t.status == "existing":
             continue
         if t.status == "pending" and not everything:
             continue
@@ -179,9 +197,9 @@ def health_floor(state: ScheduleState, level: str = "normal",
                    for b in t.slots if lo <= b.day <= hi)
         part = slice(lo - 1, hi)
         need = max(0, demand - room)
-        fw = _forced_days(fixed_load[part], free[part], need, warn_t)
-        fc = _forced_days(fixed_load[part], free[part], need, crit_t)
-        if (fc, fw) > (forced_c, forced_w) or fw > forced_w:
+        fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
+        fc = _forced_days(fixed_load[part], reachable[part], need, crit_t)
+        if fc >= forced_c and fw >= forced_w and fw > 0:  # (a span names the cause)
             window = [lo, hi]
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
     util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
@@ -191,14 +209,14 @@ def health_floor(state: ScheduleState, level: str = "normal",
     if util_cw != (crit0, warn0):
         add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), {
             "kind": "capacity", "periods_to_place": p_min, "days": window,
-            "room_below_warning": int(np.minimum(free, np.maximum(0, warn_t - 1 - fixed_load))
+            "room_below_warning": int(np.minimum(reachable, np.maximum(0, warn_t - 1 - fixed_load))
                                       [fixed_load < warn_t].sum()),
             "days_forced_over_warning": forced_w, "days_forced_over_critical": forced_c,
             "warning_load": warn_t, "critical_load": crit_t})
 
     # -- context switches between fixed study periods
     ctx = rules[("context", "context_switch")]
-    study = _fixed_study(state)
+    study = _fixed_study(state, movable)
     left, right = study[:, :-1], study[:, 1:]
     switches = np.count_nonzero((left > 0) & (right > 0) & (left != right), axis=1)
     for d in np.flatnonzero(switches).tolist():
@@ -229,7 +247,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
 
     # -- load spread (water-filling)
     # std is not monotone in the total placed outside hosts: try every total
-    stds, spreads = _water_fill(fixed_load, free, np.arange(p_min, p_max + 1))
+    stds, spreads = _water_fill(fixed_load, reachable, np.arange(p_min, p_max + 1))
     std_lb, range_lb = float(stds.min()), float(spreads.min())
     if math.isfinite(std_lb):
         std_v = r4(max(0.0, std_lb - _EPS))
@@ -253,7 +271,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
         class_ids.setdefault(name, [])
         if t.category_id is not None and t.category_id not in class_ids[name]:
             class_ids[name].append(t.category_id)
-        if not movable_study(state, t) and t.status != "pending":
+        if not movable(t) and t.status != "pending":
             fixed_by_subject[name] = fixed_by_subject.get(name, 0) + sum(
                 b.length for b in t.slots)
     for name, ids in class_ids.items():
@@ -268,12 +286,137 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 "kind": "budget", "category": name, "max_used_slots": most,
                 "total_slots": tc.total_slots, "days_to_end": tc.end_day - 1})
 
+    # -- subject gaps forced by class windows, fixed blocks and days without room
+    gap_rule = rules[("subjects", "subject_gap")]
+    for name, forced in _forced_gaps(state, movable, fixed_owner, everything).items():
+        gap, left, right = forced
+        sev = severity(gap_rule, {"max_gap": gap})
+        if sev in ("critical", "warning"):
+            add("subject_gap", _sev_cw(sev), {
+                "kind": "forced_gap", "category": name, "min_max_gap": gap,
+                "after_day": left, "before_day": right})
+
     # -- feasibility: more study periods than room, however they are arranged
     room = free_total + host_room
     if report is not None and report.is_feasible is False and placed_movable + pending_slots > room:
         add("capacity_gap", (1, 1), {"kind": "capacity", "study_periods":
                                      placed_movable + pending_slots, "room": room})
     return floor
+
+
+def _reach(state: ScheduleState, t: Task) -> tuple[int, int, np.ndarray]:
+    """(first day, last day, allowed periods mask) a movable task may take in the population:
+    its class's window and banned periods for a pending task or a suggested one standing inside
+    its window; anywhere for the others (DESIGN: an existing task may stand anywhere)."""
+    spd = state.slots_per_day
+    anywhere = (1, state.num_days, np.ones(spd, dtype=bool))
+    if t.status == "existing":
+        return anywhere
+    cls = rule_for(state, t)
+    if t.status != "pending" and not all(cls.start_day <= b.day <= cls.end_day for b in t.slots):
+        return anywhere
+    allowed = np.ones(spd, dtype=bool)
+    for p in cls.banned:
+        if 1 <= p <= spd:
+            allowed[p - 1] = False
+    return max(1, cls.start_day), min(state.num_days, cls.end_day), allowed
+
+
+def _forced_gaps(state: ScheduleState, movable: Callable[[Task], bool],
+                 fixed_owner: np.ndarray, all_pending: bool) -> dict[str, tuple[int, int, int]]:
+    """Per subject, the least largest gap (in days) every schedule of the population has,
+    with the two days it lies between: (gap, after_day, before_day); only subjects with a
+    positive forced gap.
+
+    Present days: the days of the subject's fixed blocks (*forced*), and at most ``k`` days
+    (``k``: the movable blocks of the subject) among the days a movable block of it may take
+    (its class window, a free run or an unlocked host block long enough). Every task placed
+    now stays placed, and so does a pending one when all are placed: each such task anchors a
+    present day inside its own reachable days. Between two anchors (the second beginning after
+    the first ends) the present days in between are forced days or movable ones, so the
+    largest gap there is at least the least largest gap any choice of at most ``k`` reachable
+    days gives (greedy, per stretch between forced days): a sound bound."""
+    num_days = state.num_days
+    free_mask = fixed_owner == 0
+    rows, _, lengths = runs(free_mask)
+    max_run = np.zeros(num_days, dtype=np.int64)
+    np.maximum.at(max_run, rows, lengths)
+    max_host = np.zeros(num_days, dtype=np.int64)
+    for t in state.tasks:
+        if t.can_embed and not t.locked:
+            for b in t.slots:
+                max_host[b.day - 1] = max(max_host[b.day - 1], b.length)
+    forced_days: dict[str, set[int]] = {}
+    anchors: dict[str, list[tuple[int, int]]] = {}
+    avail: dict[str, np.ndarray] = {}
+    blocks: dict[str, int] = {}
+    for t in state.tasks:
+        name = study_subject(t)
+        if name is None or (t.status == "pending" and not movable(t)):
+            continue
+        if not movable(t):
+            forced_days.setdefault(name, set()).update(b.day for b in t.slots)
+            continue
+        lo, hi, _ = _reach(state, t)
+        n = t.need()
+        fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
+        days = np.zeros(num_days, dtype=bool)
+        days[lo - 1:hi] = fits[lo - 1:hi]
+        avail[name] = avail.get(name, np.zeros(num_days, dtype=bool)) | days
+        blocks[name] = blocks.get(name, 0) + (1 if t.status == "pending" else len(t.slots))
+        if (t.status != "pending" or all_pending) and days.any():
+            on = np.flatnonzero(days)
+            anchors.setdefault(name, []).append((int(on[0]) + 1, int(on[-1]) + 1))
+    out: dict[str, tuple[int, int, int]] = {}
+    for name in set(forced_days) | set(anchors):
+        fixed = sorted(forced_days.get(name, ()))
+        marks = [(d, d) for d in fixed] + anchors.get(name, [])
+        free_days = np.flatnonzero(avail.get(name, np.zeros(num_days, dtype=bool))) + 1
+        k = blocks.get(name, 0)
+        best = (0, 0, 0)
+        for _, hi in marks:
+            later = [lo2 for lo2, _ in marks if lo2 > hi]
+            if not later:
+                continue
+            right = min(later)
+            gap = _least_max_gap(hi, right, fixed, free_days, k)
+            best = max(best, (gap, hi, right))
+        if best[0] > 0:
+            out[name] = best
+    return out
+
+
+def _least_max_gap(left: int, right: int, fixed: Sequence[int], free_days: np.ndarray,
+                   k: int) -> int:
+    """Least largest gap between present days ``left`` < ``right`` when the days strictly
+    between them hold the ``fixed`` ones and at most ``k`` of ``free_days``."""
+    inner = [d for d in fixed if left < d < right]
+    cuts = [left, *inner, right]
+    stretches = list(itertools.pairwise(cuts))
+    cand = free_days[(free_days > left) & (free_days < right)].tolist()
+
+    def needs(limit: int) -> int | None:
+        """Fewest free days keeping every gap <= limit (None: impossible)."""
+        total = 0
+        for a, b in stretches:
+            cur = a
+            while b - cur - 1 > limit:
+                reach = [d for d in cand if cur < d <= cur + limit + 1]
+                if not reach:
+                    return None
+                cur = reach[-1]
+                total += 1
+        return total
+
+    lo, hi = 0, right - left - 1  # the gap with nothing in between is always reachable
+    while lo < hi:
+        mid = (lo + hi) // 2
+        got = needs(mid)
+        if got is not None and got <= k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: int) -> int:
@@ -316,14 +459,14 @@ def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray
     return std, spread
 
 
-def _fixed_study(state: ScheduleState) -> np.ndarray:
+def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.ndarray:
     """Subject codes (>0) of fixed study periods that no guest can cover; 0 elsewhere."""
     owner = state.grid.owner
     out = np.zeros(owner.shape, dtype=np.int64)
     codes: dict[str, int] = {}
     for t in state.tasks:
         name = study_subject(t)
-        if name is None or movable_study(state, t) or t.embed_host is not None or t.can_embed:
+        if name is None or movable(t) or t.embed_host is not None or t.can_embed:
             continue
         code = codes.setdefault(name, len(codes) + 1)
         for b in t.slots:

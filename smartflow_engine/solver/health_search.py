@@ -39,6 +39,10 @@ REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lis
 SWAP_SHARE = 0.2  # of the moves that are swaps
 GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
 SCAN_SHARE = 0.02  # of the steps that scan every place of one task and take the best
+GAP_SCAN_SHARE = 0.3  # of the steps (while a subject gap warns) that scan gap-filling moves
+UNLOAD_SCAN_SHARE = 0.15  # of the steps that scan moves off a day with an issue
+GAP_SOURCES, GAP_DAYS, GAP_PLACES = 4, 3, 2  # the gap scan's blocks, middle days, places a day
+UNLOAD_TASKS, UNLOAD_DAYS = 2, 6  # the unload scan's blocks and lightest days
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,141 @@ class _Search:
         ev.place(best[1])
         return [(tid, old, best[1])], evals
 
+    # ------------------------------------------------------------------ targeted scans
+    def scan(self, candidates: list[list[tuple[int, Placement]]], cur: HealthCounts
+             ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
+        """Evaluate every candidate (a list of (task, new place) whose places are free once
+        the candidate's own tasks are lifted) and make the best one if it is not worse than
+        ``cur`` in (critical, warning, slack); the undo list (or None) and the evaluations."""
+        ev = self.ev
+        best: tuple[tuple[int, int, float, float], int] | None = None
+        for i, cand in enumerate(candidates):
+            changes = self._make(cand)
+            c = ev.counts_now()
+            key = (c.critical, c.warning, c.slack, float(self.rng.random()))
+            if best is None or key < best[0]:
+                best = (key, i)
+            self.undo(changes)
+        if best is None or best[0][:3] > (cur.critical, cur.warning, cur.slack + 1e-9):
+            return None, len(candidates)
+        return self._make(candidates[best[1]]), len(candidates)
+
+    def _make(self, cand: list[tuple[int, Placement]]) -> list[tuple[int, Placement, Placement]]:
+        ev = self.ev
+        olds = [ev.remove(tid, refresh=False) for tid, _ in cand]
+        for _, new in cand:
+            ev.place(new, refresh=False)
+        ev.refresh([pl.day for pl in olds] + [new.day for _, new in cand])
+        return [(tid, old, new) for (tid, new), old in zip(cand, olds, strict=True)]
+
+    def _places(self, tid: int, day: int, limit: int) -> list[Placement]:
+        """Up to ``limit`` free allowed places of ``tid`` on ``day`` (edge ones first)."""
+        g = self.problem.groups[self.group_of[tid]]
+        if not g.rule.allows_day(day, self.problem.num_days):
+            return []
+        here = self.ev.placed_scope[tid]
+        places = [p for p in self.starts_on(g, day)
+                  if not (day == here.day and p[0] == here.slot_start and p[1] == here.embed_host)]
+        if len(places) > limit:
+            edge = [p for p in places if p[1] is not None or self._touches(day, p[0], g.duration)]
+            rest = [p for p in places if p not in edge]
+            order = self.rng.permutation(len(edge)).tolist()
+            places = [edge[i] for i in order][:limit]
+            if len(places) < limit:
+                order = self.rng.permutation(len(rest)).tolist()
+                places += [rest[i] for i in order][:limit - len(places)]
+        return [Placement(tid, day, s, s + g.duration - 1, host) for s, host in places]
+
+    def _swaps(self, tid: int, day: int, limit: int) -> list[list[tuple[int, Placement]]]:
+        """Up to ``limit`` trades of ``tid`` with a task of another subject and the same length
+        standing on ``day`` (both allowed at the other's place)."""
+        ev = self.ev
+        pa = ev.placed_scope[tid]
+        if pa.embed_host is not None:
+            return []
+        out: list[list[tuple[int, Placement]]] = []
+        others = [u for u, pl in ev.placed_scope.items() if pl.day == day and u != tid]
+        for j in self.rng.permutation(len(others)).tolist():
+            u = others[j]
+            pb = ev.placed_scope[u]
+            if (pb.length != pa.length or pb.embed_host is not None
+                    or ev.code_of_task[u] == ev.code_of_task[tid]):
+                continue
+            na = Placement(tid, pb.day, pb.slot_start, pb.slot_end)
+            nb = Placement(u, pa.day, pa.slot_start, pa.slot_end)
+            if self.allows(tid, na) and self.allows(u, nb):
+                out.append([(tid, na), (u, nb)])
+                if len(out) >= limit:
+                    break
+        return out
+
+    def gap_candidates(self) -> list[list[tuple[int, Placement]]]:
+        """Moves that put a block of a subject with a long gap (at the warning threshold or
+        more) into the middle of that gap: from the days where removing it opens no long gap,
+        to a free place on the gap's middle days, or trading places with a block there."""
+        ev = self.ev
+        spans = [(code, span) for code, span in enumerate(ev.gap_span)
+                 if span is not None and span[1] - span[0] - 1 >= self.gap_warn]
+        if not spans:
+            return []
+        code, (a, b) = spans[int(self.rng.integers(len(spans)))]
+        col = ev.counts[:, code]
+        present = (np.flatnonzero(col) + 1).tolist()
+        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        if not mine:
+            return []
+        ranked: list[tuple[int, float, int]] = []
+        for t in mine:
+            d = ev.placed_scope[t].day
+            if col[d - 1] > 1:
+                opened = 0
+            else:
+                i = present.index(d)
+                lo = present[i - 1] if i > 0 else None
+                hi = present[i + 1] if i + 1 < len(present) else None
+                opened = hi - lo - 1 if lo is not None and hi is not None else 0
+            ranked.append((opened, float(self.rng.random()), t))
+        ranked.sort()
+        sources = [t for _, _, t in ranked[:GAP_SOURCES]]
+        days = sorted(range(a + 1, b), key=lambda t: (max(t - a - 1, b - t - 1),
+                                                     float(self.rng.random())))[:GAP_DAYS]
+        out: list[list[tuple[int, Placement]]] = []
+        for t in sources:
+            for d in days:
+                places = self._places(t, d, GAP_PLACES)
+                out += [[(t, pl)] for pl in places]
+                if not places:
+                    out += self._swaps(t, d, 2)
+        return out
+
+    def unload_candidates(self) -> list[list[tuple[int, Placement]]]:
+        """Moves of a block off a day with a day issue (utilisation, switches) or without a
+        buffer, to the lightest allowed days or elsewhere on the same day."""
+        ev = self.ev
+        bad = np.flatnonzero(ev.day_cw.any(axis=1) | (ev.day_usable < 2)) + 1
+        if bad.size == 0:
+            return []
+        mine_by_day: dict[int, list[int]] = {}
+        for t, pl in ev.placed_scope.items():
+            mine_by_day.setdefault(pl.day, []).append(t)
+        bad_days = [int(d) for d in bad.tolist() if int(d) in mine_by_day]
+        if not bad_days:
+            return []
+        day = bad_days[int(self.rng.integers(len(bad_days)))]
+        tasks = sorted(mine_by_day[day])
+        picks = [tasks[i] for i in self.rng.permutation(len(tasks))[:UNLOAD_TASKS].tolist()]
+        out: list[list[tuple[int, Placement]]] = []
+        for t in picks:
+            days = self.allowed_days[self.group_of[t]]
+            if days.size == 0:
+                continue
+            noise = self.rng.random(days.size)
+            order = np.lexsort((noise, ev.day_total[days - 1]))
+            targets = [int(d) for d in days[order].tolist() if int(d) != day][:UNLOAD_DAYS]
+            for d in [*targets, day]:
+                out += [[(t, pl)] for pl in self._places(t, d, 2)]
+        return out
+
     def _touches(self, day: int, s: int, n: int) -> bool:
         row = self.ev.owner[day - 1]
         left = s - 2 < 0 or row[s - 2] != 0
@@ -309,6 +448,21 @@ def search_health(
             if time.perf_counter() > safety:
                 break
             hot = _hot_tasks(ev, tids) or tids
+        draw = rng.random()
+        if draw < GAP_SCAN_SHARE + UNLOAD_SCAN_SHARE:
+            cands = (search.gap_candidates() if draw < GAP_SCAN_SHARE
+                     else search.unload_candidates())
+            if cands:
+                changes, spent = search.scan(cands, cur)
+                evals += spent
+                if changes is not None and (max_moves is None or search.moved() <= max_moves):
+                    cur = ev.counts_now()
+                    if cur.key < best_key:
+                        best_key = cur.key
+                        best = dict(ev.placed_scope)
+                elif changes is not None:
+                    search.undo(changes)
+                continue
         draw = rng.random()
         if draw < SCAN_SHARE:
             changes, spent = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
