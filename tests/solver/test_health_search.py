@@ -204,17 +204,20 @@ def test_evaluator_updates_match_a_rebuild() -> None:
 
 
 # ------------------------------------------------------------------ the floor
-def _schedules(state: ScheduleState, pending_min: int, cap: int = 400) -> list[ScheduleState] | None:
+def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
+               fixed: frozenset[int] = frozenset()) -> list[ScheduleState] | None:
     """Every schedule of the floor's population (movable study tasks anywhere free or inside an
-    unlocked fixed host block, inside their class's days, off its banned periods), or None
-    beyond ``cap``."""
+    unlocked fixed host block, inside their class's days, off its banned periods; the tasks of
+    ``fixed`` stay), or None beyond ``cap``."""
     from smartflow_engine.solver.health_floor import movable_study
     from smartflow_engine.solver.problem import rule_for
 
     data = json.loads(state.to_json())
     spd = state.slots_per_day
-    movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1]
-    if any(movable_study(state, t) and len(t.slots) > 1 for t in state.tasks):
+    movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1
+               and t.state_id not in fixed]
+    if any(movable_study(state, t) and len(t.slots) > 1 and t.state_id not in fixed
+           for t in state.tasks):
         return None
     ids = {t.state_id for t in movable}
     busy = set()
@@ -412,3 +415,120 @@ def test_floor_counts_class_windows() -> None:
     for sched in schedules:
         c, w = health_key(sched, "normal")
         assert c >= floor.critical and c + w >= floor.critical + floor.warning
+
+
+# ------------------------------------------------------------------ floors of the cross-day rules
+@st.composite
+def gap_windows(draw: st.DrawFn) -> ScheduleState:
+    """6-8 days of 2 periods: locked study blocks of subject c10 on some days, locked courses
+    filling others, a class for c10 with a day window, suggested and pending c10 tasks (at most
+    two movable), so gaps of 4 days and more are forced or avoidable."""
+    days = draw(st.integers(6, 8))
+    tasks: list[dict[str, Any]] = []
+    for day in range(1, days + 1):
+        kind = draw(st.sampled_from(["free", "free", "free", "study", "course", "half"]))
+        if kind == "study":
+            tasks.append(_study(day, 1, 1, 10, status="existing", locked=True))
+        elif kind == "course":
+            tasks.append(_course(day, 1, 2))
+        elif kind == "half":
+            tasks.append(_course(day, 2, 2))
+    start = draw(st.integers(1, days))
+    end = draw(st.integers(start, days))
+    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end,
+                "excluded_slots": []}]
+    movable = draw(st.integers(1, 2))
+    for _ in range(movable):
+        if draw(st.booleans()):
+            tasks.append({"status": "pending", "duration": draw(st.integers(1, 2)),
+                          "category_id": 10, "category": "c10"})
+        else:
+            day = draw(st.integers(1, days))
+            tasks.append(_study(day, 1, 1, 10))
+    try:
+        return make_state(days, 2, tasks, classes)
+    except Exception:  # a suggested block on a busy period
+        assume(False)
+        raise
+
+
+def _floor_vs_exhaustive(state: ScheduleState, level: str, scope: set[int] | None = None,
+                         in_hypothesis: bool = False) -> tuple[Any, list[tuple[int, int]]]:
+    from smartflow_engine.solver import check_feasibility
+    from smartflow_engine.solver.health_floor import health_floor
+
+    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
+    floor = health_floor(state, level, report, scope=scope)
+    pending = sum(t.need() for t in state.pending_tasks())
+    pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
+    fixed = frozenset(t.state_id for t in state.tasks if t.status != "pending"
+                      and scope is not None and t.state_id not in scope)
+    schedules = _schedules(state, pending_min, fixed=fixed)
+    if in_hypothesis:
+        assume(schedules)
+    assert schedules
+    feas = 1 if any(b["rule"] == "capacity_gap" for b in floor.binding) else 0
+    keys = []
+    for sched in schedules:
+        c, w = health_key(sched, level)
+        keys.append((c + feas, w))
+        assert c + feas >= floor.critical
+        assert c + feas + w >= floor.critical + floor.warning
+    return floor, keys
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+@given(state=gap_windows(), level=st.sampled_from(LEVELS), keep_suggested=st.booleans())
+def test_forced_gap_floor_is_never_beaten(state: ScheduleState, level: str,
+                                          keep_suggested: bool) -> None:
+    """Tests, against exhaustive search over every placement on windows where class windows,
+    fixed study blocks and full days force subject gaps, that no schedule is below the proven
+    floor: over every movable task, and over the pending ones alone (a proposal's scope)."""
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
+                         in_hypothesis=True)
+
+
+def test_gap_forced_by_class_window_is_tight() -> None:
+    """Tests that a locked c10 block on day 1 and a pending c10 task confined to days 7-10 force
+    a gap of 5 days (a warning), named in the floor, and that a schedule attains the floor."""
+    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 10, "excluded_slots": []}]
+    tasks = [_study(1, 1, 1, 10, status="existing", locked=True),
+             {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}]
+    state = make_state(10, 2, tasks, classes)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_gap")
+    assert (why["min_max_gap"], why["after_day"], why["before_day"]) == (5, 1, 7)
+    # tight in critical + warning: the task on day 7 (its day then lacks a buffer too)
+    assert min(c + w for c, w in keys) == floor.critical + floor.warning
+
+
+def test_gap_forced_by_days_without_room() -> None:
+    """Tests that days whose free periods are too short for the subject's task force a gap:
+    c10 stands on days 1 and 8, only day 2 between has a free run of 2 periods, so the pending
+    2-period task leaves a gap of at least 5 days (warning) in every schedule."""
+    tasks = [_study(1, 1, 1, 10, status="existing", locked=True),
+             _study(8, 1, 1, 10, status="existing", locked=True)]
+    tasks += [_course(d, 2, 2) for d in range(3, 8)]
+    tasks.append({"status": "pending", "duration": 2, "category_id": 10, "category": "c10"})
+    state = make_state(8, 3, tasks)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_gap")
+    assert why["min_max_gap"] == 5
+    assert floor.critical + floor.warning <= min(c + w for c, w in keys)
+
+
+def test_banned_periods_force_loads_in_the_floor() -> None:
+    """Tests that banned periods shrink the room the floor pours periods into: three 4-period
+    tasks whose class bans period 5 of 5 must fill periods 1-4 of each of three days (load
+    0.8, a warning each), which the floor counts (free periods alone would allow 2) and no
+    schedule beats."""
+    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 3, "excluded_slots": [5]}]
+    tasks = [{"status": "pending", "duration": 4, "category_id": 10, "category": "c10"}
+             for _ in range(3)]
+    state = make_state(3, 5, tasks, classes)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "day_utilization"
+               and b["why"]["kind"] == "capacity")
+    assert why["days_forced_over_warning"] == 3
+    assert floor.critical + floor.warning >= 3
