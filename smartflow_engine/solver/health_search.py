@@ -39,8 +39,8 @@ REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lis
 SWAP_SHARE = 0.2  # of the moves that are swaps
 GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
 SCAN_SHARE = 0.02  # of the steps that scan every place of one task and take the best
-GAP_SCAN_SHARE = 0.3  # of the steps (while a subject gap warns) that scan gap-filling moves
-UNLOAD_SCAN_SHARE = 0.15  # of the steps that scan moves off a day with an issue
+GAP_SCAN_SHARE = 0.15  # of the steps (while a subject gap warns) that scan gap-filling moves
+UNLOAD_SCAN_SHARE = 0.05  # of the steps that scan moves off a day with an issue
 GAP_SOURCES, GAP_DAYS, GAP_PLACES = 4, 3, 2  # the gap scan's blocks, middle days, places a day
 UNLOAD_TASKS, UNLOAD_DAYS = 2, 6  # the unload scan's blocks and lightest days
 
@@ -540,7 +540,7 @@ def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
 
 
 
-HEALTH_SHARE = 0.3  # of a proposal's time limit for the close stage (estimated seconds)
+HEALTH_SHARE = 0.4  # of a proposal's time limit for the close stage (estimated seconds)
 
 
 def prefer_lexicographic(
