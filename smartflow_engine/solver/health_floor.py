@@ -288,13 +288,13 @@ def health_floor(state: ScheduleState, level: str = "normal",
 
     # -- subject gaps forced by class windows, fixed blocks and days without room
     gap_rule = rules[("subjects", "subject_gap")]
-    for name, (least, left, right) in _forced_gaps(state, movable, fixed_owner,
-                                                    everything).items():
+    for name, (least, after_day, before_day) in _forced_gaps(state, movable, fixed_owner,
+                                                              everything).items():
         sev = severity(gap_rule, {"max_gap": least})
         if sev in ("critical", "warning"):
             add("subject_gap", _sev_cw(sev), {
                 "kind": "forced_gap", "category": name, "min_max_gap": least,
-                "after_day": left, "before_day": right})
+                "after_day": after_day, "before_day": before_day})
 
     # -- feasibility: more study periods than room, however they are arranged
     room = free_total + host_room
