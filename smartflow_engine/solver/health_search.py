@@ -29,6 +29,7 @@ import numpy as np
 
 from ..state import ScheduleState
 from .health_eval import HealthCounts, HealthEvaluator
+from .health_floor import health_floor
 from .problem import Bin, Group, Placement, Problem, allowed_starts
 
 # Estimated seconds per evaluation (process time measured on the shared 2-core machine: 110-160
@@ -414,7 +415,9 @@ def search_health(
         start); ``None`` is no limit.
     floor
         A proven floor (critical, warning) of these placements, feasibility issue aside: the
-        search stops once it is met (nothing can be better).
+        search stops once it is met (nothing can be better). The search also takes the floor
+        of its own population (only the scope tasks move, the placed ones stay placed, see
+        :func:`.health_floor.health_floor`'s ``scope``) and stops at the higher of the two.
 
     Returns
     -------
@@ -422,6 +425,9 @@ def search_health(
         Never worse counts than the start; among equal counts, fewer moved tasks.
     """
     scope = {tid for g in problem.groups for tid in g.task_ids}
+    pending_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
+    own = health_floor(state, level, pending_periods=pending_placed, scope=scope)
+    floor = _higher(floor, (own.critical, own.warning))
     ev = HealthEvaluator(state, scope, level, feasibility_critical)
     ev.set_placements(placements)
     origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
@@ -530,6 +536,15 @@ def search_health(
     out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     moved = sum(1 for pl in out if origin_map.get(pl.task_id) != pl)
     return HealthSearchResult(out, final, start, moved, evals, evals * cost)
+
+
+def _higher(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:
+    """The floor that both floors ``a`` and ``b`` (each bounding critical and critical + warning
+    from below) give together."""
+    if a is None:
+        return b
+    critical = max(a[0], b[0])
+    return critical, max(a[0] + a[1], b[0] + b[1]) - critical
 
 
 def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:

@@ -16,7 +16,7 @@ from smartflow_engine.rules import LEVELS
 from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.health_eval import HealthEvaluator, health_counts
 from smartflow_engine.solver.health_search import search_health
-from smartflow_engine.solver.problem import build_problem
+from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.state.strategies import windows
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -536,3 +536,24 @@ def test_banned_periods_force_loads_in_the_floor() -> None:
     assert why["days_forced_over_warning"] == 3
     assert floor.critical + floor.warning >= 3
     assert all(c + w >= 3 for c, w in keys)
+
+
+def test_search_stops_at_its_own_floor() -> None:
+    """Tests that the close stage stops without work when the start meets the floor of its own
+    population: suggested blocks fill day 1 (a critical day the pending-only scope cannot
+    change), and the pending task already stands where the floor says it should."""
+    tasks = [_study(1, 1, 3, 10), _study(1, 4, 6, 10),
+             {"status": "pending", "duration": 2, "category_id": 11, "category": "c11"}]
+    state = make_state(3, 6, tasks)
+    problem = build_problem(state, by_subject=True)  # the suggested blocks stay
+    start = [Placement(3, 2, 1, 2)]
+    result = search_health(state, problem, start, seed=0, budget_s=1.0)
+    assert result.evaluations == 0
+    assert result.counts.key == result.start_counts.key == health_key(
+        apply_placements(state, start), "normal")
+    # the floor over every movable task (the suggested ones too) is lower: the search works
+    moved = build_problem(state, include_suggested=True, by_subject=True)
+    again = search_health(state, moved, [*moved.current.values(), Placement(3, 2, 1, 2)],
+                          seed=0, budget_s=0.05)
+    assert again.evaluations > 0
+    assert again.counts.key < result.counts.key
