@@ -286,15 +286,24 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 "kind": "budget", "category": name, "max_used_slots": most,
                 "total_slots": tc.total_slots, "days_to_end": tc.end_day - 1})
 
-    # -- subject gaps forced by class windows, fixed blocks and days without room
+    # -- subject gaps and concentration forced by class windows, fixed blocks and full days
+    subjects, capacity = _subjects(state, movable, fixed_owner, everything)
     gap_rule = rules[("subjects", "subject_gap")]
-    for name, (least, after_day, before_day) in _forced_gaps(state, movable, fixed_owner,
-                                                              everything).items():
+    for name, (least, after_day, before_day) in _forced_gaps(subjects).items():
         sev = severity(gap_rule, {"max_gap": least})
         if sev in ("critical", "warning"):
             add("subject_gap", _sev_cw(sev), {
                 "kind": "forced_gap", "category": name, "min_max_gap": least,
                 "after_day": after_day, "before_day": before_day})
+    conc_rule = rules[("subjects", "subject_concentration")]
+    for name, sub in subjects.items():
+        conc = _least_concentration(sub, capacity, num_days)
+        sev = severity(conc_rule, {"concentration": r4(conc)}) if conc is not None else None
+        if sev in ("critical", "warning"):
+            add("subject_concentration", _sev_cw(sev), {
+                "kind": "forced_concentration", "category": name,
+                "min_concentration": r4(conc or 0.0),
+                "days_reachable": int(np.count_nonzero(sub.reach | (sub.fixed > 0)))})
 
     # -- feasibility: more study periods than room, however they are arranged
     room = free_total + host_room
@@ -322,8 +331,80 @@ def _reach(state: ScheduleState, t: Task) -> tuple[int, int, np.ndarray]:
     return max(1, cls.start_day), min(state.num_days, cls.end_day), allowed
 
 
-def _forced_gaps(state: ScheduleState, movable: Callable[[Task], bool],
-                 fixed_owner: np.ndarray, all_pending: bool) -> dict[str, tuple[int, int, int]]:
+@dataclass
+class _Subject:
+    """What the floor knows of one subject: ``fixed``: periods of its fixed blocks per day
+    (0-based days), ``fixed_blocks``; ``reach``: days a movable block of it may take (class
+    window, and a free run or an unlocked host block long enough); ``blocks`` / ``periods``:
+    its movable blocks and their periods (pending ones included; a fixed study host's blocks
+    count as movable ones: a guest may cover them); ``anchors``: for each task that stays
+    placed, the first and last day it may take (1-based); ``complete``: the subject's periods
+    per day are known but for the movable blocks, all of which every schedule places."""
+
+    fixed: np.ndarray
+    reach: np.ndarray
+    fixed_blocks: int = 0
+    blocks: int = 0
+    periods: int = 0
+    anchors: list[tuple[int, int]] = field(default_factory=list)
+    complete: bool = True
+
+
+def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner: np.ndarray,
+              all_pending: bool) -> tuple[dict[str, _Subject], np.ndarray]:
+    """Per subject, its :class:`_Subject`; and per day the periods a study block may take at
+    most besides the fixed ones (free periods plus unlocked host blocks)."""
+    num_days = state.num_days
+    rows, _, lengths = runs(fixed_owner == 0)
+    max_run = np.zeros(num_days, dtype=np.int64)
+    np.maximum.at(max_run, rows, lengths)
+    max_host = np.zeros(num_days, dtype=np.int64)
+    capacity = np.count_nonzero(fixed_owner == 0, axis=1).astype(np.int64)
+    for t in state.tasks:
+        if t.can_embed and not t.locked:
+            for b in t.slots:
+                max_host[b.day - 1] = max(max_host[b.day - 1], b.length)
+                capacity[b.day - 1] += b.length
+    out: dict[str, _Subject] = {}
+    for t in state.tasks:
+        name = study_subject(t)
+        if name is None or (t.status == "pending" and not movable(t)):
+            continue
+        sub = out.setdefault(name, _Subject(np.zeros(num_days, dtype=np.int64),
+                                            np.zeros(num_days, dtype=bool)))
+        if not movable(t) and t.can_embed:
+            # a fixed study host: a guest may cover its periods (its subject then leaves the
+            # day), so its days are only possible present days, and its periods uncertain
+            for b in t.slots:
+                sub.reach[b.day - 1] = True
+            sub.blocks += len(t.slots)
+            sub.complete = False
+            continue
+        if not movable(t):
+            for b in t.slots:
+                sub.fixed[b.day - 1] += b.length
+            sub.fixed_blocks += len(t.slots)
+            continue
+        lo, hi, _ = _reach(state, t)
+        n = t.need()
+        fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
+        days = np.zeros(num_days, dtype=bool)
+        days[lo - 1:hi] = fits[lo - 1:hi]
+        sub.reach |= days
+        if t.status == "pending":
+            sub.blocks += 1
+            sub.periods += n
+            sub.complete = sub.complete and all_pending
+        else:
+            sub.blocks += len(t.slots)
+            sub.periods += sum(b.length for b in t.slots)
+        if (t.status != "pending" or all_pending) and days.any():
+            on = np.flatnonzero(days)
+            sub.anchors.append((int(on[0]) + 1, int(on[-1]) + 1))
+    return out, capacity
+
+
+def _forced_gaps(subjects: dict[str, _Subject]) -> dict[str, tuple[int, int, int]]:
     """Per subject, the least largest gap (in days) every schedule of the population has,
     with the two days it lies between: (gap, after_day, before_day); only subjects with a
     positive forced gap.
@@ -336,54 +417,53 @@ def _forced_gaps(state: ScheduleState, movable: Callable[[Task], bool],
     the first ends) the present days in between are forced days or movable ones, so the
     largest gap there is at least the least largest gap any choice of at most ``k`` reachable
     days gives (greedy, per stretch between forced days): a sound bound."""
-    num_days = state.num_days
-    free_mask = fixed_owner == 0
-    rows, _, lengths = runs(free_mask)
-    max_run = np.zeros(num_days, dtype=np.int64)
-    np.maximum.at(max_run, rows, lengths)
-    max_host = np.zeros(num_days, dtype=np.int64)
-    for t in state.tasks:
-        if t.can_embed and not t.locked:
-            for b in t.slots:
-                max_host[b.day - 1] = max(max_host[b.day - 1], b.length)
-    forced_days: dict[str, set[int]] = {}
-    anchors: dict[str, list[tuple[int, int]]] = {}
-    avail: dict[str, np.ndarray] = {}
-    blocks: dict[str, int] = {}
-    for t in state.tasks:
-        name = study_subject(t)
-        if name is None or (t.status == "pending" and not movable(t)):
-            continue
-        if not movable(t):
-            forced_days.setdefault(name, set()).update(b.day for b in t.slots)
-            continue
-        lo, hi, _ = _reach(state, t)
-        n = t.need()
-        fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
-        days = np.zeros(num_days, dtype=bool)
-        days[lo - 1:hi] = fits[lo - 1:hi]
-        avail[name] = avail.get(name, np.zeros(num_days, dtype=bool)) | days
-        blocks[name] = blocks.get(name, 0) + (1 if t.status == "pending" else len(t.slots))
-        if (t.status != "pending" or all_pending) and days.any():
-            on = np.flatnonzero(days)
-            anchors.setdefault(name, []).append((int(on[0]) + 1, int(on[-1]) + 1))
     out: dict[str, tuple[int, int, int]] = {}
-    for name in set(forced_days) | set(anchors):
-        fixed = sorted(forced_days.get(name, ()))
-        marks = [(d, d) for d in fixed] + anchors.get(name, [])
-        free_days = np.flatnonzero(avail.get(name, np.zeros(num_days, dtype=bool))) + 1
-        k = blocks.get(name, 0)
+    for name, sub in subjects.items():
+        fixed = (np.flatnonzero(sub.fixed) + 1).tolist()
+        marks = [(d, d) for d in fixed] + sub.anchors
+        free_days = np.flatnonzero(sub.reach) + 1
         best = (0, 0, 0)
         for _, hi in marks:
             later = [lo2 for lo2, _ in marks if lo2 > hi]
             if not later:
                 continue
             right = min(later)
-            gap = _least_max_gap(hi, right, fixed, free_days, k)
+            gap = _least_max_gap(hi, right, fixed, free_days, sub.blocks)
             best = max(best, (gap, hi, right))
         if best[0] > 0:
             out[name] = best
     return out
+
+
+def _least_concentration(sub: _Subject, capacity: np.ndarray, num_days: int) -> float | None:
+    """A lower bound of the subject's concentration (normalised HHI of its periods per present
+    day, :func:`..rules.concentration`) over the population, or None when its periods are not
+    fixed in number (some pending blocks may stay unplaced) or it has none.
+
+    The HHI is a convex sum of squares of the per-day periods, whose total and block count are
+    fixed; its least value over real daily amounts (fixed periods where they are, movable ones
+    poured into reachable days, at most ``capacity`` more a day) is the water-filled one, a
+    lower bound of every integer placement's (tight when the subject has no movable block)."""
+    total = int(sub.fixed.sum()) + sub.periods
+    if not sub.complete or total == 0:
+        return None
+    n = min(sub.fixed_blocks + sub.blocks, num_days)
+    if n <= 1:
+        return 0.0
+    lo = sub.fixed.astype(float)
+    hi = lo + np.where(sub.reach, capacity, 0).astype(float)
+    if hi.sum() < total - _EPS:
+        return None  # the population is empty: nothing to bound
+    a, b = float(lo.min()), float(hi.max())
+    for _ in range(60):  # bisection on the water level
+        mid = (a + b) / 2
+        if np.clip(mid, lo, hi).sum() < total:
+            a = mid
+        else:
+            b = mid
+    x = np.clip(b, lo, hi)
+    hhi = float(((x / total) ** 2).sum())
+    return max(0.0, min(1.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n)) - 1e-7)
 
 
 def _least_max_gap(left: int, right: int, fixed: Sequence[int], free_days: np.ndarray,

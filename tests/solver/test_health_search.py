@@ -557,3 +557,61 @@ def test_search_stops_at_its_own_floor() -> None:
                           seed=0, budget_s=0.05)
     assert again.evaluations > 0
     assert again.counts.key < result.counts.key
+
+
+@st.composite
+def concentration_windows(draw: st.DrawFn) -> ScheduleState:
+    """3-4 days of 3-4 periods: locked c10 blocks, courses, a short c10 class window, a
+    suggested c10 block and pending c10 tasks, so c10's periods may be forced onto few days."""
+    days = draw(st.integers(3, 4))
+    spd = draw(st.integers(3, 4))
+    tasks: list[dict[str, Any]] = []
+    for day in range(1, days + 1):
+        kind = draw(st.sampled_from(["free", "study", "study2", "course"]))
+        if kind == "study":
+            tasks.append(_study(day, 1, 1, 10, status="existing", locked=True))
+        elif kind == "study2":
+            tasks.append(_study(day, 1, 2, 10, status="existing", locked=True))
+        elif kind == "course":
+            tasks.append(_course(day, spd - 1, spd))
+    start = draw(st.integers(1, days))
+    end = draw(st.integers(start, min(days, start + 1)))
+    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end,
+                "excluded_slots": []}]
+    if draw(st.booleans()):
+        tasks.append(_study(draw(st.integers(start, end)), spd, spd, 10))
+    for _ in range(draw(st.integers(1, 2))):
+        tasks.append({"status": "pending", "duration": draw(st.integers(1, 2)),
+                      "category_id": 10, "category": "c10"})
+    try:
+        return make_state(days, spd, tasks, classes)
+    except Exception:  # a suggested block on a busy period
+        assume(False)
+        raise
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+@given(state=concentration_windows(), level=st.sampled_from(LEVELS),
+       keep_suggested=st.booleans())
+def test_forced_concentration_floor_is_never_beaten(state: ScheduleState, level: str,
+                                                    keep_suggested: bool) -> None:
+    """Tests, against exhaustive search on windows where class windows and locked blocks force
+    a subject onto few days, that no schedule is below the proven floor (over every movable
+    task, and over the pending ones alone)."""
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
+                         in_hypothesis=True)
+
+
+def test_concentration_forced_by_a_one_day_class_is_tight() -> None:
+    """Tests that three c10 blocks confined by their class to day 2 of 3 (N = 3 blocks, all on
+    one day: concentration 1.0) give a critical in the floor that every schedule meets."""
+    classes = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
+    tasks = [{"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}
+             for _ in range(3)]
+    state = make_state(3, 6, tasks, classes)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
+    assert why["min_concentration"] == 1.0 and why["category"] == "c10"
+    assert all(c >= 1 for c, _ in keys)
+    assert min(keys)[0] == floor.critical  # tight in criticals
