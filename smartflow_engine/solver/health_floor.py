@@ -24,6 +24,16 @@ schedule of the population, hence no schedule is lexicographically below the flo
   capacity, the total fixed) have the least sample std-dev and range of all (majorisation).
 - ``budget_lag``: a subject whose fixed and movable periods together stay below its budget
   threshold near its end day lags in every schedule.
+- ``subject_gap``: between two days the subject must be present on (a fixed block, or the
+  reachable days of a task that stays placed) only its reachable days can fill the gap, at
+  most one per movable block: the least largest gap of such a choice (greedy) is forced.
+- ``subject_concentration``: with all its blocks placed, the subject's HHI is at least the
+  water-filled one (movable periods poured into its reachable days); tight when nothing of it
+  moves.
+
+Loads (utilisation, spread) only grow in the free periods some movable task's class allows
+(day window, banned periods). ``scope`` narrows the population to a proposal's: only the
+pending tasks and the scope move, so the floor is the proposal's own.
 - ``feasibility``: more periods to place than free periods and host blocks hold.
 """
 

@@ -292,25 +292,15 @@ def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.filter_too_much])
-@given(state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS))
-def test_proven_floor_is_never_beaten(state: ScheduleState, level: str) -> None:
+@given(state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS),
+       keep_suggested=st.booleans())
+def test_proven_floor_is_never_beaten(state: ScheduleState, level: str,
+                                      keep_suggested: bool) -> None:
     """Tests, against exhaustive search over every placement of the movable study tasks on tiny
-    windows, that no schedule is below the proven floor (critical, and critical + warning)."""
-    from smartflow_engine.solver import check_feasibility
-    from smartflow_engine.solver.health_floor import health_floor
-
-    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
-    floor = health_floor(state, level, report)
-    pending = sum(t.need() for t in state.pending_tasks())
-    pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
-    schedules = _schedules(state, pending_min)
-    assume(schedules)
-    assert schedules is not None
-    feas = 1 if any(b["rule"] == "capacity_gap" for b in floor.binding) else 0
-    for sched in schedules:
-        c, w = health_key(sched, level)
-        assert c + feas >= floor.critical
-        assert c + feas + w >= floor.critical + floor.warning
+    windows, that no schedule is below the proven floor (critical, and critical + warning):
+    over every movable task, and over the pending ones alone (a proposal's own floor)."""
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
+                         in_hypothesis=True)
 
 
 def test_floor_names_fixed_days_and_capacity() -> None:
