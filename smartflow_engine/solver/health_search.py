@@ -585,6 +585,26 @@ def prefer_lexicographic(
     return best
 
 
+def health_of_moves(state: ScheduleState, moves: Sequence[tuple[Placement, Placement]],
+                    level: str = "normal") -> tuple[HealthCounts, HealthCounts]:
+    """analyze_health's (critical, warning) before and after ``moves`` ((before, after) places
+    of placed tasks), feasibility issue aside: the re-optimising tools rank these first."""
+    ev = HealthEvaluator(state, {before.task_id for before, _ in moves}, level)
+    ev.set_placements([before for before, _ in moves])
+    start = ev.counts_now()
+    ev.set_placements([after for _, after in moves])
+    return start, ev.counts_now()
+
+
+def health_worse(state: ScheduleState, moves: Sequence[tuple[Placement, Placement]],
+                 level: str = "normal") -> bool:
+    """``moves`` leave analyze_health's (critical, warning) lexicographically worse: a
+    re-optimising tool (spread_even, min_context_switch) then keeps the current places, since
+    its own measure only ranks after (critical, warning)."""
+    before, after = health_of_moves(state, moves, level)
+    return after.key > before.key
+
+
 def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_s: float,
                       num_workers: int) -> int:
     """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
@@ -599,5 +619,5 @@ def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_
     return 1 if report.is_feasible is False else 0
 
 
-__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "prefer_lexicographic",
-           "search_health", "unplaced_critical"]
+__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "health_of_moves",
+           "health_worse", "prefer_lexicographic", "search_health", "unplaced_critical"]

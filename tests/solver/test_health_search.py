@@ -605,3 +605,32 @@ def test_concentration_forced_by_a_one_day_class_is_tight() -> None:
     assert why["min_concentration"] == 1.0 and why["category"] == "c10"
     assert all(c >= 1 for c, _ in keys)
     assert min(keys)[0] == floor.critical  # tight in criticals
+
+
+def _spread_window() -> ScheduleState:
+    """Six days of 4 periods: c10's two suggested blocks on days 1-2; locked courses hold 3 of
+    the 4 periods of days 4-6, so the even spread (one block in days 4-6) puts a day at 100 %
+    (critical utilisation)."""
+    tasks = [_study(1, 1, 1, 10), _study(2, 1, 1, 10)]
+    tasks += [_course(d, 1, 3) for d in (4, 5, 6)]
+    return make_state(6, 4, tasks)
+
+
+def test_spread_even_ranks_health_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that spread_even keeps the current places when its even spread would add a
+    critical issue (critical, warning rank before the spread), and that without that rank it
+    would have moved a block onto a full day."""
+    import smartflow_engine.solver.reoptimize as reopt
+    from smartflow_engine.solver.health_search import health_of_moves
+
+    state = _spread_window()
+    ranked = reopt.spread_even(state, "c10", time_limit_s=2.0)
+    assert ranked.moves == [] and ranked.status == "unchanged"
+    monkeypatch.setattr(reopt, "health_worse", lambda *_: False)
+    unranked = reopt.spread_even(state, "c10", time_limit_s=2.0)
+    assert unranked.moves
+    before, after = health_of_moves(state, unranked.moves)
+    assert after.key > before.key
+    applied = apply_placements(state, [after_pl for _, after_pl in unranked.moves],
+                               [b.task_id for b, _ in unranked.moves])
+    assert after.key == health_key(applied, "normal")
