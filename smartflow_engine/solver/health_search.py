@@ -40,6 +40,7 @@ REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lis
 SWAP_SHARE = 0.2  # of the moves that are swaps
 GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
 SCAN_SHARE = 0.02  # of the steps that scan every place of one task and take the best
+SCAN_DAYS = 16  # days such a scan looks at, at most (a random sample on longer windows)
 GAP_SCAN_SHARE = 0.15  # of the steps (while a subject gap warns) that scan gap-filling moves
 UNLOAD_SCAN_SHARE = 0.05  # of the steps that scan moves off a day with an issue
 GAP_SOURCES, GAP_DAYS, GAP_PLACES = 4, 3, 2  # the gap scan's blocks, middle days, places a day
@@ -185,9 +186,9 @@ class _Search:
 
     def best_relocation(self, tid: int, cur: HealthCounts
                         ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
-        """Scan every allowed free place of ``tid``; move it to the best one if that is not
-        worse than ``cur`` (ties broken by slack, then at random). Returns the undo list (or
-        None) and the evaluations spent."""
+        """Scan every allowed free place of ``tid`` (on at most ``SCAN_DAYS`` of its days); move
+        it to the best one if that is not worse than ``cur`` (ties broken by slack, then at
+        random). Returns the undo list (or None) and the evaluations spent."""
         ev = self.ev
         gi = self.group_of[tid]
         g = self.problem.groups[gi]
@@ -195,7 +196,10 @@ class _Search:
         ev.refresh((old.day,))
         best: tuple[tuple[int, int, float, float], Placement] | None = None
         evals = 0
-        for day in self.allowed_days[gi].tolist():
+        days = self.allowed_days[gi]
+        if days.size > SCAN_DAYS:  # long windows: a random sample of the days (sorted)
+            days = np.sort(self.rng.choice(days, size=SCAN_DAYS, replace=False))
+        for day in days.tolist():
             for s, host in self.starts_on(g, int(day)):
                 pl = Placement(tid, int(day), s, s + g.duration - 1, host)
                 if pl == old:
