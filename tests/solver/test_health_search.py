@@ -634,3 +634,24 @@ def test_spread_even_ranks_health_first(monkeypatch: pytest.MonkeyPatch) -> None
     applied = apply_placements(state, [after_pl for _, after_pl in unranked.moves],
                                [b.task_id for b, _ in unranked.moves])
     assert after.key == health_key(applied, "normal")
+
+
+def test_forced_subject_floors_read_in_student_terms() -> None:
+    """Tests that the binding entries of the forced gap and concentration floors get a Chinese
+    sentence with their figures (not the raw data)."""
+    from smartflow_engine.solver.health_floor import health_floor
+    from smartflow_engine.tools_adapter.close_text import binding_text
+
+    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 7, "excluded_slots": []}]
+    tasks = [_study(1, 1, 1, 10, status="existing", locked=True)]
+    tasks += [{"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}
+              for _ in range(3)]
+    floor = health_floor(make_state(10, 4, tasks, classes), "normal", pending_periods=3)
+    texts = {b["rule"]: binding_text(b["rule"], b["why"]) for b in floor.binding}
+    assert texts["subject_gap"] == ("c10在第1天与第7天之间只能排在任务类时间窗内、有足够空位的"
+                                    "日子，最长间隔至少5天。")
+    one_day = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
+    floor = health_floor(make_state(3, 6, tasks[1:], one_day), "normal", pending_periods=3)
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
+    assert binding_text("subject_concentration", why) == (
+        "c10的任务只能落在1天内（任务类时间窗、固定块或空位所限），集中度至少1.0。")
