@@ -34,6 +34,8 @@ schedule of the population, hence no schedule is lexicographically below the flo
 Loads (utilisation, spread) only grow in the free periods some movable task's class allows
 (day window, banned periods). ``scope`` narrows the population to a proposal's: only the
 pending tasks and the scope move, so the floor is the proposal's own.
+- ``free_fragmentation``: a free period alone between fixed periods stays a fragment unless a
+  one-period block fills it, and placing only shrinks the free periods.
 - ``feasibility``: more periods to place than free periods and host blocks hold.
 """
 
@@ -254,6 +256,26 @@ def health_floor(state: ScheduleState, level: str = "normal",
             "kind": "capacity", "days": num_days, "days_without_room": hopeless,
             "free_periods": free_total, "periods_to_place": p_min,
             "buffer_periods": MIN_BUFFER, "days_without_buffer": no_buffer})
+
+    # -- free-period fragmentation: a free period alone between fixed periods (or the day's
+    # edge) stays a fragment unless a one-period block fills it; placing only shrinks the free
+    # periods, so the rate is at least (isolated - one-period blocks) / (free - periods placed)
+    isolated = free_total - int(usable.sum())
+    singles = 0  # movable one-period blocks
+    for t in state.tasks:
+        if movable(t):
+            singles += (t.need() == 1 if t.status == "pending"
+                        else sum(b.length == 1 for b in t.slots))
+    free_left = free_total - p_min
+    if isolated > singles and free_left > 0:
+        rate = max(0.0, float((isolated - singles) / free_left) - _EPS)
+        sev = severity(rules[("tolerance", "free_fragmentation")],
+                       {"days_without_buffer": 0, "fragmentation_rate": r4(rate)})
+        if sev in ("critical", "warning"):
+            add("free_fragmentation", _sev_cw(sev), {
+                "kind": "isolated_periods", "isolated_periods": isolated,
+                "one_period_blocks": singles, "free_periods_left_max": free_left,
+                "min_fragmentation_rate": r4(rate)})
 
     # -- load spread (water-filling)
     # std is not monotone in the total placed outside hosts: try every total

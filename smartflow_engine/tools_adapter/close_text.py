@@ -40,6 +40,10 @@ def binding_text(rule: str, why: dict[str, Any]) -> str:
     if rule == "subject_concentration":
         return (f"{why['category']}的任务只能落在{why['days_reachable']}天内（任务类时间窗、"
                 f"固定块或空位所限），集中度至少{why['min_concentration']}。")
+    if rule == "free_fragmentation":
+        return (f"固定占用之间有{why['isolated_periods']}节孤立的单节空位，只有"
+                f"{why['one_period_blocks']}个单节任务能填，空闲碎片率至少"
+                f"{why['min_fragmentation_rate']}。")
     if rule == "capacity_gap":
         return f"学习任务共{why['study_periods']}节，窗口内空位和可嵌入时段只有{why['room']}节。"
     return f"{rule}：{why}"

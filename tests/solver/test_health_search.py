@@ -655,3 +655,20 @@ def test_forced_subject_floors_read_in_student_terms() -> None:
     why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
     assert binding_text("subject_concentration", why) == (
         "c10的任务只能落在1天内（任务类时间窗、固定块或空位所限），集中度至少1.0。")
+
+
+def test_fragmentation_forced_by_locked_courses_is_tight() -> None:
+    """Tests that locked courses at periods 2 and 4 of a 5-period day leave three isolated free
+    periods; one one-period task fills one, so every schedule keeps a fragmentation rate of 1.0
+    (critical), which the floor proves with its figures."""
+    from smartflow_engine.tools_adapter.close_text import binding_text
+
+    tasks = [_course(1, 2, 2), _course(1, 4, 4),
+             {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}]
+    state = make_state(1, 5, tasks)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "free_fragmentation")
+    assert (why["isolated_periods"], why["one_period_blocks"], why["min_fragmentation_rate"]) \
+        == (3, 1, 1.0)
+    assert "3节孤立的单节空位" in binding_text("free_fragmentation", why)
+    assert min(keys)[0] == floor.critical  # tight in criticals
