@@ -453,29 +453,24 @@ def search_health(
         c = key[0] - feasibility_critical
         return c <= floor[0] and c + key[1] <= floor[0] + floor[1]
 
+    next_refresh = 0
     while evals < limit and tids and not at_floor(best_key):
-        if evals % REFRESH_EVERY == 0:
+        if evals >= next_refresh:  # (scans spend many evaluations at once)
+            next_refresh = evals + REFRESH_EVERY
             if time.perf_counter() > safety:
                 break
             hot = _hot_tasks(ev, tids) or tids
         draw = rng.random()
+        scanned = None  # a scan's (undo list or None, evaluations spent)
         if draw < GAP_SCAN_SHARE + UNLOAD_SCAN_SHARE:
             cands = (search.gap_candidates() if draw < GAP_SCAN_SHARE
                      else search.unload_candidates())
             if cands:
-                changes, spent = search.scan(cands, cur)
-                evals += spent
-                if changes is not None and (max_moves is None or search.moved() <= max_moves):
-                    cur = ev.counts_now()
-                    if cur.key < best_key:
-                        best_key = cur.key
-                        best = dict(ev.placed_scope)
-                elif changes is not None:
-                    search.undo(changes)
-                continue
-        draw = rng.random()
-        if draw < SCAN_SHARE:
-            changes, spent = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
+                scanned = search.scan(cands, cur)
+        if scanned is None and rng.random() < SCAN_SHARE:
+            scanned = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
+        if scanned is not None:
+            changes, spent = scanned
             evals += spent
             if changes is not None and (max_moves is None or search.moved() <= max_moves):
                 cur = ev.counts_now()
@@ -518,6 +513,8 @@ def search_health(
     ev.set_placements(list(best.values()))
     final = ev.counts_now()
     for tid in sorted(best):
+        if time.perf_counter() > safety:
+            break  # (what is sent back so far keeps the best counts)
         home = origin_map.get(tid)
         here = ev.placed_scope.get(tid)
         if home is None or here is None or home == here:
