@@ -674,24 +674,30 @@ def test_fragmentation_forced_by_locked_courses_is_tight() -> None:
     assert min(keys)[0] == floor.critical  # tight in criticals
 
 
+def _search_at_start(state: ScheduleState) -> tuple[Any, list[Placement], HealthEvaluator, Any]:
+    """The close stage's search over every movable placed task, standing at the start."""
+    import numpy as np
+
+    from smartflow_engine.solver.health_search import _Search
+
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    start = list(problem.current.values())
+    ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
+    ev.set_placements(start)
+    search = _Search(ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0),
+                     None)
+    return problem, start, ev, search
+
+
 def test_gap_scan_moves_a_doubled_block_into_the_gap_middle() -> None:
     """Tests the targeted gap scan: subject c10 stands on day 1 (two blocks) and day 8 (a
     critical gap of 6 days); every candidate moves a c10 block whose day keeps c10 or ends its
     run (a day-1 block, or the lone day-8 one) onto the gap's middlemost days (4 and 5 leave
     gaps of at most 3; one of 3 and 6 completes the three days looked at), and the best one
     removes the gap issue."""
-    import numpy as np
-
-    from smartflow_engine.solver.health_search import _Search
-
     state = _gap_window()
-    problem = build_problem(state, include_suggested=True, by_subject=True)
-    start = list(problem.current.values())
-    ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
-    ev.set_placements(start)
+    _, start, ev, search = _search_at_start(state)
     cur = ev.counts_now()
-    search = _Search(ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0),
-                     None)
     cands = search.gap_candidates()
     assert cands
     assert {pl.task_id for pl in start} == {tid for cand in cands for tid, _ in cand}
@@ -711,17 +717,8 @@ def test_unload_scan_moves_blocks_off_a_busy_day() -> None:
     """Tests the targeted unload scan: day 1 holds 10 of 12 periods (a utilisation warning);
     its candidates move day-1 blocks to the lightest days (or elsewhere on day 1), and the best
     one removes the warning."""
-    import numpy as np
-
-    from smartflow_engine.solver.health_search import _Search
-
     state = _day_util_window()
-    problem = build_problem(state, include_suggested=True, by_subject=True)
-    start = list(problem.current.values())
-    ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
-    ev.set_placements(start)
-    search = _Search(ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0),
-                     None)
+    problem, _, ev, search = _search_at_start(state)
     cands = search.unload_candidates()
     assert cands and all(len(c) == 1 and problem.current[c[0][0]].day == 1 for c in cands)
     assert {c[0][1].day for c in cands} >= {2, 3, 4}
