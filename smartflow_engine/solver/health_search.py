@@ -45,6 +45,7 @@ GAP_SCAN_SHARE = 0.15  # of the steps (while a subject gap warns) that scan gap-
 UNLOAD_SCAN_SHARE = 0.05  # of the steps that scan moves off a day with an issue
 GAP_SOURCES, GAP_DAYS, GAP_PLACES = 4, 3, 2  # the gap scan's blocks, middle days, places a day
 UNLOAD_TASKS, UNLOAD_DAYS = 2, 6  # the unload scan's blocks and lightest days
+UNLOAD_EXCHANGE_DAYS = 3  # of those, the days where it also trades for a shorter block
 
 
 @dataclass(frozen=True)
@@ -88,22 +89,32 @@ class _Search:
                  if g.rule.allows_day(d, problem.num_days)], dtype=np.int64)
 
     # ------------------------------------------------------------------ places
-    def starts_on(self, g: Group, day: int) -> list[tuple[int, int | None]]:
-        """Free (start, host) places of ``g`` on ``day`` in the current state (1-based)."""
-        ev = self.ev
+    def free_starts(self, g: Group, day: int, lifted: Sequence[Placement] = ()) -> list[int]:
+        """Starts (1-based) of ``g`` in free periods of ``day``, the ``lifted`` places counting
+        as free, off the group's banned periods."""
         banned = self.banned[id(g)]
         n = g.duration
-        row = ev.owner[day - 1].tolist()
-        out: list[tuple[int, int | None]] = []
+        row = self.ev.owner[day - 1].tolist()
+        for pl in lifted:
+            if pl.day == day and pl.embed_host is None:
+                row[pl.slot_start - 1:pl.slot_end] = [0] * pl.length
+        out: list[int] = []
         run = 0
         for i, v in enumerate([*row, 1]):
             if v == 0:
                 run += 1
                 continue
             if run >= n:  # free periods i-run .. i-1 (0-based)
-                out += [(s + 1, None) for s in range(i - run, i - n + 1)
-                        if not any(banned[s:s + n])]
+                out += [s + 1 for s in range(i - run, i - n + 1) if not any(banned[s:s + n])]
             run = 0
+        return out
+
+    def starts_on(self, g: Group, day: int) -> list[tuple[int, int | None]]:
+        """Free (start, host) places of ``g`` on ``day`` in the current state (1-based)."""
+        ev = self.ev
+        banned = self.banned[id(g)]
+        n = g.duration
+        out: list[tuple[int, int | None]] = [(s, None) for s in self.free_starts(g, day)]
         if g.can_guest:
             for b in self.hosts_by_day.get(day, ()):
                 if b.length >= n and ev.guest_free(day, b.slot_start, b.slot_end):
@@ -350,6 +361,34 @@ class _Search:
             targets = [int(d) for d in days[order].tolist() if int(d) != day][:UNLOAD_DAYS]
             for d in [*targets, day]:
                 out += [[(t, pl)] for pl in self._places(t, d, 2)]
+            for d in targets[:UNLOAD_EXCHANGE_DAYS]:
+                out += self._exchanges(t, d)
+        return out
+
+    def _exchanges(self, tid: int, day: int) -> list[list[tuple[int, Placement]]]:
+        """Trades of ``tid`` with a shorter block standing on ``day`` (another task; both in
+        free periods, each where the other's leaving frees room): the busy day sheds the
+        difference without the light day reaching the busy day's load."""
+        ev = self.ev
+        pa = ev.placed_scope[tid]
+        if pa.embed_host is not None or pa.day == day:
+            return []
+        ga = self.problem.groups[self.group_of[tid]]
+        shorter = sorted(u for u, pl in ev.placed_scope.items()
+                         if pl.day == day and pl.embed_host is None and pl.length < pa.length)
+        out: list[list[tuple[int, Placement]]] = []
+        for j in self.rng.permutation(len(shorter))[:2].tolist():
+            u = shorter[j]
+            pb = ev.placed_scope[u]
+            gb = self.problem.groups[self.group_of[u]]
+            if not gb.rule.allows_day(pa.day, self.problem.num_days):
+                continue
+            lifted = (pa, pb)
+            sa = self.free_starts(ga, day, lifted)
+            sb = self.free_starts(gb, pa.day, lifted)
+            if sa and sb:
+                out.append([(tid, Placement(tid, day, sa[0], sa[0] + ga.duration - 1)),
+                            (u, Placement(u, pa.day, sb[0], sb[0] + gb.duration - 1))])
         return out
 
     def _touches(self, day: int, s: int, n: int) -> bool:

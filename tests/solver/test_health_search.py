@@ -728,3 +728,21 @@ def test_unload_scan_moves_blocks_off_a_busy_day() -> None:
                                [tid for tid, _, _ in changes])
     assert not [i for i in analyze_health(applied, check_feasibility=False).issues
                 if i.rule == "day_utilization"]
+
+
+def test_unload_scan_trades_for_a_shorter_block() -> None:
+    """Tests the unload scan's trade: day 1 holds 8 course periods and a 2-period block (10 of
+    12, a warning), day 2 7 course periods and a 1-period block; moving the long block alone
+    puts day 2 at 10, while trading the two blocks leaves both days at 9 (no warning)."""
+    tasks = [_course(1, 1, 8), _course(2, 1, 7), _study(1, 9, 10, 10), _study(2, 8, 8, 11)]
+    state = make_state(2, 12, tasks)
+    _, _, ev, search = _search_at_start(state)
+    cands = search.unload_candidates()
+    trades = [c for c in cands if len(c) == 2]
+    assert trades and all({tid for tid, _ in c} == {3, 4} for c in trades)
+    changes, _ = search.scan(cands, ev.counts_now())
+    assert changes is not None and len(changes) == 2
+    applied = apply_placements(state, [new for _, _, new in changes],
+                               [tid for tid, _, _ in changes])
+    assert not [i for i in analyze_health(applied, check_feasibility=False).issues
+                if i.rule == "day_utilization"]
