@@ -17,7 +17,8 @@ schedule of the population, hence no schedule is lexicographically below the flo
   the periods to place that do not fit below the warning (critical) load of the other days
   force that many more days over it (fewest days: the roomiest first), in the whole window and
   in each task-class day window for the tasks confined to it.
-- ``context_switch``: switches between fixed study periods (no host block in between) only grow.
+- ``context_switch``: switches between fixed study periods (no host block in between) only grow,
+  and the day's study periods stay within the periods no course holds for good.
 - ``buffer``: a day needs two usable free periods; days whose fixed content leaves fewer never
   get them, and the free periods left after placing, halved, bound the days that can.
 - ``load_imbalance``: the water-filled daily loads (each day between its fixed load and its
@@ -231,15 +232,25 @@ def health_floor(state: ScheduleState, level: str = "normal",
     study = _fixed_study(state, movable)
     left, right = study[:, :-1], study[:, 1:]
     switches = np.count_nonzero((left > 0) & (right > 0) & (left != right), axis=1)
+    # a day's study periods stay within the periods no course or event holds for good (an
+    # unlocked water course may host a guest): fragmentation = switches / (study periods - 1)
+    # is at least the fixed switches over that
+    never = np.zeros(num_days, dtype=np.int64)
+    for t in state.tasks:
+        if study_subject(t) is None and not (t.can_embed and not t.locked):
+            for b in t.slots:
+                never[b.day - 1] += b.length
     for d in np.flatnonzero(switches).tolist():
         sw = int(switches[d])
-        # fragmentation can fall as periods are added, so only the switch-count band counts
-        sev = severity(ctx, {"switch_count": sw, "fragmentation": 0.0})
-        if sev == "warning":
-            add("context_switch", (0, 1), {"kind": "fixed_switches", "day": d + 1,
-                                           "fixed_switches": sw})
+        most = spd - int(never[d])
+        frag = r4(max(0.0, sw / max(most - 1, 1) - _EPS))
+        sev = severity(ctx, {"switch_count": sw, "fragmentation": frag})
+        if sev in ("critical", "warning"):
+            add("context_switch", _sev_cw(sev), {"kind": "fixed_switches", "day": d + 1,
+                                                 "fixed_switches": sw,
+                                                 "min_fragmentation": frag})
             if "context" in dimensions:
-                floor.unfixable[("context_switch", d + 1, None)] = "warning"
+                floor.unfixable[("context_switch", d + 1, None)] = sev
 
     # -- buffer days
     rows, _, lengths = runs(fixed_owner == 0)

@@ -746,3 +746,24 @@ def test_unload_scan_trades_for_a_shorter_block() -> None:
                                [tid for tid, _, _ in changes])
     assert not [i for i in analyze_health(applied, check_feasibility=False).issues
                 if i.rule == "day_utilization"]
+
+
+def test_context_switch_critical_forced_by_locked_blocks() -> None:
+    """Tests that locked study blocks alternating two subjects over a 6-period day (5 switches,
+    fragmentation 1.0) give a critical context-switch floor that no schedule beats and that
+    analyze_health marks unfixable; on a 12-period day with 6 periods free the same blocks
+    only force a warning (the free periods could lower the fragmentation)."""
+    locked = [_study(1, s, s, 10 + s % 2, status="existing", locked=True) for s in range(1, 7)]
+    pending = [{"status": "pending", "duration": 1, "category_id": 12, "category": "c12"}]
+    state = make_state(2, 6, locked + pending)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "context_switch")
+    assert (why["fixed_switches"], why["min_fragmentation"]) == (5, 1.0)
+    assert floor.unfixable[("context_switch", 1, None)] == "critical"
+    assert all(c >= 1 for c, _ in keys)
+    day1 = [i for i in analyze_health(state, check_feasibility=False).issues
+            if i.rule == "context_switch" and i.day == 1]
+    assert day1 and day1[0].severity == "critical" and day1[0].fixable is False
+    wide = make_state(2, 12, locked + pending)
+    floor, _ = _floor_vs_exhaustive(wide, "normal")
+    assert floor.unfixable[("context_switch", 1, None)] == "warning"
