@@ -187,6 +187,7 @@ class HealthEvaluator:
         rules = {(r.dimension, r.rule): r for dim in ("load", "subjects", "context", "tolerance")
                  for r in rules_for(dim, level)}
         self.rules = rules
+        self._sev_memo: dict[tuple[object, ...], tuple[int, int]] = {}
         util = rules[("load", "day_utilization")]
         self.util_cw = [_cw(severity(util, {"utilization": r4(t / spd)}))
                         for t in range(spd + 1)]
@@ -328,21 +329,18 @@ class HealthEvaluator:
         crit = self.sum_c + self.feasibility_critical
         warn = self.sum_w
         slack = self.sum_slack
-        rules = self.rules
         std = self._std()
         totals = self.totals
         rng = max(totals) - min(totals)
-        c, w = _cw(severity(rules[("load", "load_imbalance")],
-                            {"load_std_dev": std, "load_range": rng}))
+        c, w = self._memo("load_imbalance", std, rng)
         crit, warn = crit + c, warn + w
         slack += max(0.0, std - 1.5)
         total_free, usable = self.sum_free, self.sum_usable
-        tol = {"days_without_buffer": self.no_buffer,
-               "fragmentation_rate": r4((total_free - usable) / total_free) if total_free else 0.0}
+        frag = r4((total_free - usable) / total_free) if total_free else 0.0
         for name in ("buffer", "free_fragmentation"):
-            c, w = _cw(severity(rules[("tolerance", name)], tol))
+            c, w = self._memo(name, self.no_buffer, frag)
             crit, warn = crit + c, warn + w
-        slack += 4.0 * max(0.0, tol["fragmentation_rate"] - 0.3)
+        slack += 4.0 * max(0.0, frag - 0.3)
         for code in self.dirty:
             if code:
                 self.subject_cw[code] = self._subject(code)
@@ -369,40 +367,61 @@ class HealthEvaluator:
 
     def _subject(self, code: int) -> tuple[int, int, float]:
         """(critical, warning, slack) of one subject's rules: gap, concentration, budget."""
-        rules = self.rules
-        col = self.counts[:, code].tolist()
-        present = [d for d, v in enumerate(col) if v]
+        col = self.counts[:, code]
+        present = np.flatnonzero(col)
         crit = warn = 0
         slack = 0.0
         self.gap_span[code] = None
-        if present:
+        if present.size:
             max_gap: int | None = None
-            if len(present) > 1:
-                a, b = max(itertools.pairwise(present), key=lambda p: p[1] - p[0])
-                max_gap = b - a - 1
-                self.gap_span[code] = (a + 1, b + 1)
-            on_days = [col[d] for d in present]
+            if present.size > 1:
+                steps = np.diff(present)
+                i = int(steps.argmax())  # the first largest gap, as the analyzers take it
+                max_gap = int(steps[i]) - 1
+                self.gap_span[code] = (int(present[i]) + 1, int(present[i + 1]) + 1)
+            on_days = col[present].tolist()
             conc = concentration(on_days, int(self.fixed_blocks[code] + self.scope_blocks[code]),
                                  self.num_days)
             used = int(sum(on_days))
         else:
             max_gap, conc, used = None, None, 0
         if max_gap is not None:
-            c, w = _cw(severity(rules[("subjects", "subject_gap")], {"max_gap": max_gap}))
+            c, w = self._memo("subject_gap", max_gap)
             crit, warn = crit + c, warn + w
             slack += max(0, max_gap - self.gap_warn + 2)
         if conc is not None:
-            c, w = _cw(severity(rules[("subjects", "subject_concentration")],
-                                {"concentration": conc}))
+            c, w = self._memo("subject_concentration", conc)
             crit, warn = crit + c, warn + w
             slack += 4.0 * max(0.0, conc - 0.5)
         total = self.budget_total[code]
         if total:
-            c, w = _cw(severity(rules[("subjects", "budget_lag")],
+            c, w = _cw(severity(self.rules[("subjects", "budget_lag")],
                                 {"budget_progress": r4(used / total),
                                  "days_to_end": self.days_to_end[code]}))
             crit, warn = crit + c, warn + w
         return crit, warn, slack
+
+    def _memo(self, name: str, *values: float) -> tuple[int, int]:
+        """(critical, warning) of a one-entity rule on its metric values, memoised (the rule
+        table is immutable, so a value's severity never changes)."""
+        key = (name, *values)
+        got = self._sev_memo.get(key)
+        if got is None:
+            rule, metrics = _MEMO_RULES[name]
+            got = _cw(severity(self.rules[rule], dict(zip(metrics, values, strict=True))))
+            self._sev_memo[key] = got
+        return got
+
+
+# rule name -> ((dimension, rule), metric names in the order :meth:`HealthEvaluator._memo` takes)
+_MEMO_RULES: dict[str, tuple[tuple[str, str], tuple[str, ...]]] = {
+    "subject_gap": (("subjects", "subject_gap"), ("max_gap",)),
+    "subject_concentration": (("subjects", "subject_concentration"), ("concentration",)),
+    "load_imbalance": (("load", "load_imbalance"), ("load_std_dev", "load_range")),
+    "buffer": (("tolerance", "buffer"), ("days_without_buffer", "fragmentation_rate")),
+    "free_fragmentation": (("tolerance", "free_fragmentation"),
+                           ("days_without_buffer", "fragmentation_rate")),
+}
 
 
 def _first_value(rule: Rule, metric: str) -> float:

@@ -17,20 +17,34 @@ schedule of the population, hence no schedule is lexicographically below the flo
   the periods to place that do not fit below the warning (critical) load of the other days
   force that many more days over it (fewest days: the roomiest first), in the whole window and
   in each task-class day window for the tasks confined to it.
-- ``context_switch``: switches between fixed study periods (no host block in between) only grow.
+- ``context_switch``: switches between fixed study periods (no host block in between) only grow,
+  and the day's study periods stay within the periods no course holds for good.
 - ``buffer``: a day needs two usable free periods; days whose fixed content leaves fewer never
   get them, and the free periods left after placing, halved, bound the days that can.
 - ``load_imbalance``: the water-filled daily loads (each day between its fixed load and its
   capacity, the total fixed) have the least sample std-dev and range of all (majorisation).
 - ``budget_lag``: a subject whose fixed and movable periods together stay below its budget
   threshold near its end day lags in every schedule.
+- ``subject_gap``: between two days the subject must be present on (a fixed block, or the
+  reachable days of a task that stays placed) only its reachable days can fill the gap, at
+  most one per movable block: the least largest gap of such a choice (greedy) is forced.
+- ``subject_concentration``: with all its blocks placed, the subject's HHI is at least the
+  water-filled one (movable periods poured into its reachable days); tight when nothing of it
+  moves.
+
+Loads (utilisation, spread) only grow in the free periods some movable task's class allows
+(day window, banned periods). ``scope`` narrows the population to a proposal's: only the
+pending tasks and the scope move, so the floor is the proposal's own.
+- ``free_fragmentation``: a free period alone between fixed periods stays a fragment unless a
+  one-period block fills it, and placing only shrinks the free periods.
 - ``feasibility``: more periods to place than free periods and host blocks hold.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,11 +95,19 @@ def movable_study(state: ScheduleState, task: Task) -> bool:
 def health_floor(state: ScheduleState, level: str = "normal",
                  report: FeasibilityReport | None = None,
                  dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
-                 pending_periods: int | None = None) -> HealthFloor:
+                 pending_periods: int | None = None,
+                 scope: Collection[int] | None = None) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
     the suggested tasks), or ``None``; ``pending_periods``: pending periods every schedule of
-    the population places (default: from ``report``, else none)."""
+    the population places (default: from ``report``, else none); ``scope``: when given, only
+    the pending tasks and these may move (e.g. a proposal that keeps the suggested tasks where
+    they stand: its own floor), every other task stays fixed."""
+
+    def movable(t: Task) -> bool:
+        return movable_study(state, t) and (scope is None or t.status == "pending"
+                                            or t.state_id in scope)
+
     num_days, spd = state.num_days, state.slots_per_day
     rules = {(r.dimension, r.rule): r for dim in ("load", "subjects", "context", "tolerance")
              for r in rules_for(dim, level)}
@@ -94,7 +116,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
     pending_slots = 0
     movable_by_subject: dict[str, int] = {}
     for t in state.tasks:
-        if not movable_study(state, t):
+        if not movable(t):
             continue
         name = study_subject(t) or ""
         periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
@@ -108,6 +130,15 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 fixed_owner[b.day - 1, b.slot_start - 1:b.slot_end] = 0
     fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
     free = spd - fixed_load
+    # The periods a movable task may take: inside its class's day window (pending tasks and
+    # suggested ones standing inside it) and off its class's banned periods; the loads can only
+    # grow there (``reachable``: free periods some movable task may use, per day).
+    reach = np.zeros((num_days, spd), dtype=bool)
+    for t in state.tasks:
+        if movable(t):
+            lo, hi, banned = _reach(state, t)
+            reach[lo - 1:hi] |= banned[None, :]
+    reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
     # block is counted among the periods, so its guest room only lowers the periods placed)
     host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
@@ -149,8 +180,8 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 floor.unfixable[("day_utilization", d + 1, None)] = sev
             crit0 += sev == "critical"
             warn0 += 1
-    forced_w = _forced_days(fixed_load, free, p_min, warn_t)
-    forced_c = _forced_days(fixed_load, free, p_min, crit_t)
+    forced_w = _forced_days(fixed_load, reachable, p_min, warn_t)
+    forced_c = _forced_days(fixed_load, reachable, p_min, crit_t)
     window: list[int] = [1, num_days]
     # Task-class day windows: the periods of the tasks confined to a span of days must fit in
     # that span (host blocks there aside), which may force more days over a load.
@@ -161,7 +192,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
         # The engine's own tasks keep to their class's days: the pending ones (when all of them
         # are placed) and the suggested ones standing inside them now. An existing task, or a
         # suggested one left outside by a class change, may stand anywhere (DESIGN).
-        if not movable_study(state, t) or t.status == "existing":
+        if not movable(t) or t.status == "existing":
             continue
         if t.status == "pending" and not everything:
             continue
@@ -179,9 +210,9 @@ def health_floor(state: ScheduleState, level: str = "normal",
                    for b in t.slots if lo <= b.day <= hi)
         part = slice(lo - 1, hi)
         need = max(0, demand - room)
-        fw = _forced_days(fixed_load[part], free[part], need, warn_t)
-        fc = _forced_days(fixed_load[part], free[part], need, crit_t)
-        if (fc, fw) > (forced_c, forced_w) or fw > forced_w:
+        fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
+        fc = _forced_days(fixed_load[part], reachable[part], need, crit_t)
+        if fc >= forced_c and fw >= forced_w and fw > 0:  # (a span names the cause)
             window = [lo, hi]
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
     util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
@@ -191,25 +222,35 @@ def health_floor(state: ScheduleState, level: str = "normal",
     if util_cw != (crit0, warn0):
         add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), {
             "kind": "capacity", "periods_to_place": p_min, "days": window,
-            "room_below_warning": int(np.minimum(free, np.maximum(0, warn_t - 1 - fixed_load))
+            "room_below_warning": int(np.minimum(reachable, np.maximum(0, warn_t - 1 - fixed_load))
                                       [fixed_load < warn_t].sum()),
             "days_forced_over_warning": forced_w, "days_forced_over_critical": forced_c,
             "warning_load": warn_t, "critical_load": crit_t})
 
     # -- context switches between fixed study periods
     ctx = rules[("context", "context_switch")]
-    study = _fixed_study(state)
+    study = _fixed_study(state, movable)
     left, right = study[:, :-1], study[:, 1:]
     switches = np.count_nonzero((left > 0) & (right > 0) & (left != right), axis=1)
+    # a day's study periods stay within the periods no course or event holds for good (an
+    # unlocked water course may host a guest): fragmentation = switches / (study periods - 1)
+    # is at least the fixed switches over that
+    never = np.zeros(num_days, dtype=np.int64)
+    for t in state.tasks:
+        if study_subject(t) is None and not (t.can_embed and not t.locked):
+            for b in t.slots:
+                never[b.day - 1] += b.length
     for d in np.flatnonzero(switches).tolist():
         sw = int(switches[d])
-        # fragmentation can fall as periods are added, so only the switch-count band counts
-        sev = severity(ctx, {"switch_count": sw, "fragmentation": 0.0})
-        if sev == "warning":
-            add("context_switch", (0, 1), {"kind": "fixed_switches", "day": d + 1,
-                                           "fixed_switches": sw})
+        most = spd - int(never[d])
+        frag = r4(max(0.0, sw / max(most - 1, 1) - _EPS))
+        sev = severity(ctx, {"switch_count": sw, "fragmentation": frag})
+        if sev in ("critical", "warning"):
+            add("context_switch", _sev_cw(sev), {"kind": "fixed_switches", "day": d + 1,
+                                                 "fixed_switches": sw,
+                                                 "min_fragmentation": frag})
             if "context" in dimensions:
-                floor.unfixable[("context_switch", d + 1, None)] = "warning"
+                floor.unfixable[("context_switch", d + 1, None)] = sev
 
     # -- buffer days
     rows, _, lengths = runs(fixed_owner == 0)
@@ -227,9 +268,29 @@ def health_floor(state: ScheduleState, level: str = "normal",
             "free_periods": free_total, "periods_to_place": p_min,
             "buffer_periods": MIN_BUFFER, "days_without_buffer": no_buffer})
 
+    # -- free-period fragmentation: a free period alone between fixed periods (or the day's
+    # edge) stays a fragment unless a one-period block fills it; placing only shrinks the free
+    # periods, so the rate is at least (isolated - one-period blocks) / (free - periods placed)
+    isolated = free_total - int(usable.sum())
+    singles = 0  # movable one-period blocks
+    for t in state.tasks:
+        if movable(t):
+            singles += (t.need() == 1 if t.status == "pending"
+                        else sum(b.length == 1 for b in t.slots))
+    free_left = free_total - p_min
+    if isolated > singles and free_left > 0:
+        rate = max(0.0, float((isolated - singles) / free_left) - _EPS)
+        sev = severity(rules[("tolerance", "free_fragmentation")],
+                       {"days_without_buffer": 0, "fragmentation_rate": r4(rate)})
+        if sev in ("critical", "warning"):
+            add("free_fragmentation", _sev_cw(sev), {
+                "kind": "isolated_periods", "isolated_periods": isolated,
+                "one_period_blocks": singles, "free_periods_left_max": free_left,
+                "min_fragmentation_rate": r4(rate)})
+
     # -- load spread (water-filling)
     # std is not monotone in the total placed outside hosts: try every total
-    stds, spreads = _water_fill(fixed_load, free, np.arange(p_min, p_max + 1))
+    stds, spreads = _water_fill(fixed_load, reachable, np.arange(p_min, p_max + 1))
     std_lb, range_lb = float(stds.min()), float(spreads.min())
     if math.isfinite(std_lb):
         std_v = r4(max(0.0, std_lb - _EPS))
@@ -253,7 +314,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
         class_ids.setdefault(name, [])
         if t.category_id is not None and t.category_id not in class_ids[name]:
             class_ids[name].append(t.category_id)
-        if not movable_study(state, t) and t.status != "pending":
+        if not movable(t) and t.status != "pending":
             fixed_by_subject[name] = fixed_by_subject.get(name, 0) + sum(
                 b.length for b in t.slots)
     for name, ids in class_ids.items():
@@ -268,12 +329,217 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 "kind": "budget", "category": name, "max_used_slots": most,
                 "total_slots": tc.total_slots, "days_to_end": tc.end_day - 1})
 
+    # -- subject gaps and concentration forced by class windows, fixed blocks and full days
+    subjects, capacity = _subjects(state, movable, fixed_owner, everything)
+    gap_rule = rules[("subjects", "subject_gap")]
+    for name, (least, after_day, before_day) in _forced_gaps(subjects).items():
+        sev = severity(gap_rule, {"max_gap": least})
+        if sev in ("critical", "warning"):
+            add("subject_gap", _sev_cw(sev), {
+                "kind": "forced_gap", "category": name, "min_max_gap": least,
+                "after_day": after_day, "before_day": before_day})
+    conc_rule = rules[("subjects", "subject_concentration")]
+    for name, sub in subjects.items():
+        conc = _least_concentration(sub, capacity, num_days)
+        sev = severity(conc_rule, {"concentration": r4(conc)}) if conc is not None else None
+        if sev in ("critical", "warning"):
+            add("subject_concentration", _sev_cw(sev), {
+                "kind": "forced_concentration", "category": name,
+                "min_concentration": r4(conc or 0.0),
+                "days_reachable": int(np.count_nonzero(sub.reach | (sub.fixed > 0)))})
+
     # -- feasibility: more study periods than room, however they are arranged
     room = free_total + host_room
     if report is not None and report.is_feasible is False and placed_movable + pending_slots > room:
         add("capacity_gap", (1, 1), {"kind": "capacity", "study_periods":
                                      placed_movable + pending_slots, "room": room})
     return floor
+
+
+def _reach(state: ScheduleState, t: Task) -> tuple[int, int, np.ndarray]:
+    """(first day, last day, allowed periods mask) a movable task may take in the population:
+    its class's window and banned periods for a pending task or a suggested one standing inside
+    its window; anywhere for the others (DESIGN: an existing task may stand anywhere)."""
+    spd = state.slots_per_day
+    anywhere = (1, state.num_days, np.ones(spd, dtype=bool))
+    if t.status == "existing":
+        return anywhere
+    cls = rule_for(state, t)
+    if t.status != "pending" and not all(cls.start_day <= b.day <= cls.end_day for b in t.slots):
+        return anywhere
+    allowed = np.ones(spd, dtype=bool)
+    for p in cls.banned:
+        if 1 <= p <= spd:
+            allowed[p - 1] = False
+    return max(1, cls.start_day), min(state.num_days, cls.end_day), allowed
+
+
+@dataclass
+class _Subject:
+    """What the floor knows of one subject: ``fixed``: periods of its fixed blocks per day
+    (0-based days), ``fixed_blocks``; ``reach``: days a movable block of it may take (class
+    window, and a free run or an unlocked host block long enough); ``blocks`` / ``periods``:
+    its movable blocks and their periods (pending ones included; a fixed study host's blocks
+    count as movable ones: a guest may cover them); ``anchors``: for each task that stays
+    placed, the first and last day it may take (1-based); ``complete``: the subject's periods
+    per day are known but for the movable blocks, all of which every schedule places."""
+
+    fixed: np.ndarray
+    reach: np.ndarray
+    fixed_blocks: int = 0
+    blocks: int = 0
+    periods: int = 0
+    anchors: list[tuple[int, int]] = field(default_factory=list)
+    complete: bool = True
+
+
+def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner: np.ndarray,
+              all_pending: bool) -> tuple[dict[str, _Subject], np.ndarray]:
+    """Per subject, its :class:`_Subject`; and per day the periods a study block may take at
+    most besides the fixed ones (free periods plus unlocked host blocks)."""
+    num_days = state.num_days
+    rows, _, lengths = runs(fixed_owner == 0)
+    max_run = np.zeros(num_days, dtype=np.int64)
+    np.maximum.at(max_run, rows, lengths)
+    max_host = np.zeros(num_days, dtype=np.int64)
+    capacity = np.count_nonzero(fixed_owner == 0, axis=1).astype(np.int64)
+    for t in state.tasks:
+        if t.can_embed and not t.locked:
+            for b in t.slots:
+                max_host[b.day - 1] = max(max_host[b.day - 1], b.length)
+                capacity[b.day - 1] += b.length
+    out: dict[str, _Subject] = {}
+    for t in state.tasks:
+        name = study_subject(t)
+        if name is None or (t.status == "pending" and not movable(t)):
+            continue
+        sub = out.setdefault(name, _Subject(np.zeros(num_days, dtype=np.int64),
+                                            np.zeros(num_days, dtype=bool)))
+        if not movable(t) and t.can_embed:
+            # a fixed study host: a guest may cover its periods (its subject then leaves the
+            # day), so its days are only possible present days, and its periods uncertain
+            for b in t.slots:
+                sub.reach[b.day - 1] = True
+            sub.blocks += len(t.slots)
+            sub.complete = False
+            continue
+        if not movable(t):
+            for b in t.slots:
+                sub.fixed[b.day - 1] += b.length
+            sub.fixed_blocks += len(t.slots)
+            continue
+        lo, hi, _ = _reach(state, t)
+        n = t.need()
+        fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
+        days = np.zeros(num_days, dtype=bool)
+        days[lo - 1:hi] = fits[lo - 1:hi]
+        sub.reach |= days
+        if t.status == "pending":
+            sub.blocks += 1
+            sub.periods += n
+            sub.complete = sub.complete and all_pending
+        else:
+            sub.blocks += len(t.slots)
+            sub.periods += sum(b.length for b in t.slots)
+        if (t.status != "pending" or all_pending) and days.any():
+            on = np.flatnonzero(days)
+            sub.anchors.append((int(on[0]) + 1, int(on[-1]) + 1))
+    return out, capacity
+
+
+def _forced_gaps(subjects: dict[str, _Subject]) -> dict[str, tuple[int, int, int]]:
+    """Per subject, the least largest gap (in days) every schedule of the population has,
+    with the two days it lies between: (gap, after_day, before_day); only subjects with a
+    positive forced gap.
+
+    Present days: the days of the subject's fixed blocks (*forced*), and at most ``k`` days
+    (``k``: the movable blocks of the subject) among the days a movable block of it may take
+    (its class window, a free run or an unlocked host block long enough). Every task placed
+    now stays placed, and so does a pending one when all are placed: each such task anchors a
+    present day inside its own reachable days. Between two anchors (the second beginning after
+    the first ends) the present days in between are forced days or movable ones, so the
+    largest gap there is at least the least largest gap any choice of at most ``k`` reachable
+    days gives (greedy, per stretch between forced days): a sound bound."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for name, sub in subjects.items():
+        fixed = (np.flatnonzero(sub.fixed) + 1).tolist()
+        marks = [(d, d) for d in fixed] + sub.anchors
+        free_days = np.flatnonzero(sub.reach) + 1
+        best = (0, 0, 0)
+        for _, hi in marks:
+            later = [lo2 for lo2, _ in marks if lo2 > hi]
+            if not later:
+                continue
+            right = min(later)
+            gap = _least_max_gap(hi, right, fixed, free_days, sub.blocks)
+            best = max(best, (gap, hi, right))
+        if best[0] > 0:
+            out[name] = best
+    return out
+
+
+def _least_concentration(sub: _Subject, capacity: np.ndarray, num_days: int) -> float | None:
+    """A lower bound of the subject's concentration (normalised HHI of its periods per present
+    day, :func:`..rules.concentration`) over the population, or None when its periods are not
+    fixed in number (some pending blocks may stay unplaced) or it has none.
+
+    The HHI is a convex sum of squares of the per-day periods, whose total and block count are
+    fixed; its least value over real daily amounts (fixed periods where they are, movable ones
+    poured into reachable days, at most ``capacity`` more a day) is the water-filled one, a
+    lower bound of every integer placement's (tight when the subject has no movable block)."""
+    total = int(sub.fixed.sum()) + sub.periods
+    if not sub.complete or total == 0:
+        return None
+    n = min(sub.fixed_blocks + sub.blocks, num_days)
+    if n <= 1:
+        return 0.0
+    lo = sub.fixed.astype(float)
+    hi = lo + np.where(sub.reach, capacity, 0).astype(float)
+    if hi.sum() < total - _EPS:
+        return None  # the population is empty: nothing to bound
+    a, b = float(lo.min()), float(hi.max())
+    for _ in range(60):  # bisection on the water level
+        mid = (a + b) / 2
+        if np.clip(mid, lo, hi).sum() < total:
+            a = mid
+        else:
+            b = mid
+    x = np.clip(b, lo, hi)
+    hhi = float(((x / total) ** 2).sum())
+    return max(0.0, min(1.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n)) - 1e-7)
+
+
+def _least_max_gap(left: int, right: int, fixed: Sequence[int], free_days: np.ndarray,
+                   k: int) -> int:
+    """Least largest gap between present days ``left`` < ``right`` when the days strictly
+    between them hold the ``fixed`` ones and at most ``k`` of ``free_days``."""
+    inner = [d for d in fixed if left < d < right]
+    cuts = [left, *inner, right]
+    stretches = list(itertools.pairwise(cuts))
+    cand = free_days[(free_days > left) & (free_days < right)].tolist()
+
+    def needs(limit: int) -> int | None:
+        """Fewest free days keeping every gap <= limit (None: impossible)."""
+        total = 0
+        for a, b in stretches:
+            cur = a
+            while b - cur - 1 > limit:
+                reach = [d for d in cand if cur < d <= cur + limit + 1]
+                if not reach:
+                    return None
+                cur = reach[-1]
+                total += 1
+        return total
+
+    lo, hi = 0, right - left - 1  # the gap with nothing in between is always reachable
+    while lo < hi:
+        mid = (lo + hi) // 2
+        got = needs(mid)
+        if got is not None and got <= k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: int) -> int:
@@ -316,14 +582,14 @@ def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray
     return std, spread
 
 
-def _fixed_study(state: ScheduleState) -> np.ndarray:
+def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.ndarray:
     """Subject codes (>0) of fixed study periods that no guest can cover; 0 elsewhere."""
     owner = state.grid.owner
     out = np.zeros(owner.shape, dtype=np.int64)
     codes: dict[str, int] = {}
     for t in state.tasks:
         name = study_subject(t)
-        if name is None or movable_study(state, t) or t.embed_host is not None or t.can_embed:
+        if name is None or movable(t) or t.embed_host is not None or t.can_embed:
             continue
         code = codes.setdefault(name, len(codes) + 1)
         for b in t.slots:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..state import ScheduleState
 from .health_eval import HealthCounts, HealthEvaluator
+from .health_floor import health_floor
 from .problem import Bin, Group, Placement, Problem, allowed_starts
 
 # Estimated seconds per evaluation (process time measured on the shared 2-core machine: 110-160
@@ -39,6 +40,12 @@ REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lis
 SWAP_SHARE = 0.2  # of the moves that are swaps
 GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
 SCAN_SHARE = 0.02  # of the steps that scan every place of one task and take the best
+SCAN_DAYS = 16  # days such a scan looks at, at most (a random sample on longer windows)
+GAP_SCAN_SHARE = 0.15  # of the steps (while a subject gap warns) that scan gap-filling moves
+UNLOAD_SCAN_SHARE = 0.05  # of the steps that scan moves off a day with an issue
+GAP_SOURCES, GAP_DAYS, GAP_PLACES = 4, 3, 2  # the gap scan's blocks, middle days, places a day
+UNLOAD_TASKS, UNLOAD_DAYS = 2, 6  # the unload scan's blocks and lightest days
+UNLOAD_EXCHANGE_DAYS = 3  # of those, the days where it also trades for a shorter block
 
 
 @dataclass(frozen=True)
@@ -82,22 +89,32 @@ class _Search:
                  if g.rule.allows_day(d, problem.num_days)], dtype=np.int64)
 
     # ------------------------------------------------------------------ places
-    def starts_on(self, g: Group, day: int) -> list[tuple[int, int | None]]:
-        """Free (start, host) places of ``g`` on ``day`` in the current state (1-based)."""
-        ev = self.ev
+    def free_starts(self, g: Group, day: int, lifted: Sequence[Placement] = ()) -> list[int]:
+        """Starts (1-based) of ``g`` in free periods of ``day``, the ``lifted`` places counting
+        as free, off the group's banned periods."""
         banned = self.banned[id(g)]
         n = g.duration
-        row = ev.owner[day - 1].tolist()
-        out: list[tuple[int, int | None]] = []
+        row = self.ev.owner[day - 1].tolist()
+        for pl in lifted:
+            if pl.day == day and pl.embed_host is None:
+                row[pl.slot_start - 1:pl.slot_end] = [0] * pl.length
+        out: list[int] = []
         run = 0
         for i, v in enumerate([*row, 1]):
             if v == 0:
                 run += 1
                 continue
             if run >= n:  # free periods i-run .. i-1 (0-based)
-                out += [(s + 1, None) for s in range(i - run, i - n + 1)
-                        if not any(banned[s:s + n])]
+                out += [s + 1 for s in range(i - run, i - n + 1) if not any(banned[s:s + n])]
             run = 0
+        return out
+
+    def starts_on(self, g: Group, day: int) -> list[tuple[int, int | None]]:
+        """Free (start, host) places of ``g`` on ``day`` in the current state (1-based)."""
+        ev = self.ev
+        banned = self.banned[id(g)]
+        n = g.duration
+        out: list[tuple[int, int | None]] = [(s, None) for s in self.free_starts(g, day)]
         if g.can_guest:
             for b in self.hosts_by_day.get(day, ()):
                 if b.length >= n and ev.guest_free(day, b.slot_start, b.slot_end):
@@ -180,9 +197,9 @@ class _Search:
 
     def best_relocation(self, tid: int, cur: HealthCounts
                         ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
-        """Scan every allowed free place of ``tid``; move it to the best one if that is not
-        worse than ``cur`` (ties broken by slack, then at random). Returns the undo list (or
-        None) and the evaluations spent."""
+        """Scan every allowed free place of ``tid`` (on at most ``SCAN_DAYS`` of its days); move
+        it to the best one if that is not worse than ``cur`` (ties broken by slack, then at
+        random). Returns the undo list (or None) and the evaluations spent."""
         ev = self.ev
         gi = self.group_of[tid]
         g = self.problem.groups[gi]
@@ -190,7 +207,10 @@ class _Search:
         ev.refresh((old.day,))
         best: tuple[tuple[int, int, float, float], Placement] | None = None
         evals = 0
-        for day in self.allowed_days[gi].tolist():
+        days = self.allowed_days[gi]
+        if days.size > SCAN_DAYS:  # long windows: a random sample of the days (sorted)
+            days = np.sort(self.rng.choice(days, size=SCAN_DAYS, replace=False))
+        for day in days.tolist():
             for s, host in self.starts_on(g, int(day)):
                 pl = Placement(tid, int(day), s, s + g.duration - 1, host)
                 if pl == old:
@@ -207,6 +227,169 @@ class _Search:
             return None, evals
         ev.place(best[1])
         return [(tid, old, best[1])], evals
+
+    # ------------------------------------------------------------------ targeted scans
+    def scan(self, candidates: list[list[tuple[int, Placement]]], cur: HealthCounts
+             ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
+        """Evaluate every candidate (a list of (task, new place) whose places are free once
+        the candidate's own tasks are lifted) and make the best one if it is not worse than
+        ``cur`` in (critical, warning, slack); the undo list (or None) and the evaluations."""
+        ev = self.ev
+        best: tuple[tuple[int, int, float, float], int] | None = None
+        for i, cand in enumerate(candidates):
+            changes = self._make(cand)
+            c = ev.counts_now()
+            key = (c.critical, c.warning, c.slack, float(self.rng.random()))
+            if best is None or key < best[0]:
+                best = (key, i)
+            self.undo(changes)
+        if best is None or best[0][:3] > (cur.critical, cur.warning, cur.slack + 1e-9):
+            return None, len(candidates)
+        return self._make(candidates[best[1]]), len(candidates)
+
+    def _make(self, cand: list[tuple[int, Placement]]) -> list[tuple[int, Placement, Placement]]:
+        ev = self.ev
+        olds = [ev.remove(tid, refresh=False) for tid, _ in cand]
+        for _, new in cand:
+            ev.place(new, refresh=False)
+        ev.refresh([pl.day for pl in olds] + [new.day for _, new in cand])
+        return [(tid, old, new) for (tid, new), old in zip(cand, olds, strict=True)]
+
+    def _places(self, tid: int, day: int, limit: int) -> list[Placement]:
+        """Up to ``limit`` free allowed places of ``tid`` on ``day`` (edge ones first)."""
+        g = self.problem.groups[self.group_of[tid]]
+        if not g.rule.allows_day(day, self.problem.num_days):
+            return []
+        here = self.ev.placed_scope[tid]
+        places = [p for p in self.starts_on(g, day)
+                  if not (day == here.day and p[0] == here.slot_start and p[1] == here.embed_host)]
+        if len(places) > limit:
+            edge = [p for p in places if p[1] is not None or self._touches(day, p[0], g.duration)]
+            rest = [p for p in places if p not in edge]
+            order = self.rng.permutation(len(edge)).tolist()
+            places = [edge[i] for i in order][:limit]
+            if len(places) < limit:
+                order = self.rng.permutation(len(rest)).tolist()
+                places += [rest[i] for i in order][:limit - len(places)]
+        return [Placement(tid, day, s, s + g.duration - 1, host) for s, host in places]
+
+    def _swaps(self, tid: int, day: int, limit: int) -> list[list[tuple[int, Placement]]]:
+        """Up to ``limit`` trades of ``tid`` with a task of another subject and the same length
+        standing on ``day`` (both allowed at the other's place)."""
+        ev = self.ev
+        pa = ev.placed_scope[tid]
+        if pa.embed_host is not None:
+            return []
+        out: list[list[tuple[int, Placement]]] = []
+        others = [u for u, pl in ev.placed_scope.items() if pl.day == day and u != tid]
+        for j in self.rng.permutation(len(others)).tolist():
+            u = others[j]
+            pb = ev.placed_scope[u]
+            if (pb.length != pa.length or pb.embed_host is not None
+                    or ev.code_of_task[u] == ev.code_of_task[tid]):
+                continue
+            na = Placement(tid, pb.day, pb.slot_start, pb.slot_end)
+            nb = Placement(u, pa.day, pa.slot_start, pa.slot_end)
+            if self.allows(tid, na) and self.allows(u, nb):
+                out.append([(tid, na), (u, nb)])
+                if len(out) >= limit:
+                    break
+        return out
+
+    def gap_candidates(self) -> list[list[tuple[int, Placement]]]:
+        """Moves that put a block of a subject with a long gap (at the warning threshold or
+        more) into the middle of that gap: from the days where removing it opens no long gap,
+        to a free place on the gap's middle days, or trading places with a block there."""
+        ev = self.ev
+        spans = [(code, span) for code, span in enumerate(ev.gap_span)
+                 if span is not None and span[1] - span[0] - 1 >= self.gap_warn]
+        if not spans:
+            return []
+        code, (a, b) = spans[int(self.rng.integers(len(spans)))]
+        col = ev.counts[:, code]
+        present = (np.flatnonzero(col) + 1).tolist()
+        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        if not mine:
+            return []
+        ranked: list[tuple[int, float, int]] = []
+        for t in mine:
+            d = ev.placed_scope[t].day
+            if col[d - 1] > 1:
+                opened = 0
+            else:
+                i = present.index(d)
+                lo = present[i - 1] if i > 0 else None
+                hi = present[i + 1] if i + 1 < len(present) else None
+                opened = hi - lo - 1 if lo is not None and hi is not None else 0
+            ranked.append((opened, float(self.rng.random()), t))
+        ranked.sort()
+        sources = [t for _, _, t in ranked[:GAP_SOURCES]]
+        days = sorted(range(a + 1, b), key=lambda t: (max(t - a - 1, b - t - 1),
+                                                     float(self.rng.random())))[:GAP_DAYS]
+        out: list[list[tuple[int, Placement]]] = []
+        for t in sources:
+            for d in days:
+                places = self._places(t, d, GAP_PLACES)
+                out += [[(t, pl)] for pl in places]
+                if not places:
+                    out += self._swaps(t, d, 2)
+        return out
+
+    def unload_candidates(self) -> list[list[tuple[int, Placement]]]:
+        """Moves of a block off a day with a day issue (utilisation, switches) or without a
+        buffer, to the lightest allowed days or elsewhere on the same day."""
+        ev = self.ev
+        bad = np.flatnonzero(ev.day_cw.any(axis=1) | (ev.day_usable < 2)) + 1
+        if bad.size == 0:
+            return []
+        mine_by_day: dict[int, list[int]] = {}
+        for t, pl in ev.placed_scope.items():
+            mine_by_day.setdefault(pl.day, []).append(t)
+        bad_days = [int(d) for d in bad.tolist() if int(d) in mine_by_day]
+        if not bad_days:
+            return []
+        day = bad_days[int(self.rng.integers(len(bad_days)))]
+        tasks = sorted(mine_by_day[day])
+        picks = [tasks[i] for i in self.rng.permutation(len(tasks))[:UNLOAD_TASKS].tolist()]
+        out: list[list[tuple[int, Placement]]] = []
+        for t in picks:
+            days = self.allowed_days[self.group_of[t]]
+            if days.size == 0:
+                continue
+            noise = self.rng.random(days.size)
+            order = np.lexsort((noise, ev.day_total[days - 1]))
+            targets = [int(d) for d in days[order].tolist() if int(d) != day][:UNLOAD_DAYS]
+            for d in [*targets, day]:
+                out += [[(t, pl)] for pl in self._places(t, d, 2)]
+            for d in targets[:UNLOAD_EXCHANGE_DAYS]:
+                out += self._exchanges(t, d)
+        return out
+
+    def _exchanges(self, tid: int, day: int) -> list[list[tuple[int, Placement]]]:
+        """Trades of ``tid`` with a shorter block standing on ``day`` (another task; both in
+        free periods, each where the other's leaving frees room): the busy day sheds the
+        difference without the light day reaching the busy day's load."""
+        ev = self.ev
+        pa = ev.placed_scope[tid]
+        if pa.embed_host is not None or pa.day == day:
+            return []
+        ga = self.problem.groups[self.group_of[tid]]
+        shorter = sorted(u for u, pl in ev.placed_scope.items()
+                         if pl.day == day and pl.embed_host is None and pl.length < pa.length)
+        out: list[list[tuple[int, Placement]]] = []
+        for j in self.rng.permutation(len(shorter))[:2].tolist():
+            u = shorter[j]
+            pb = ev.placed_scope[u]
+            gb = self.problem.groups[self.group_of[u]]
+            if not gb.rule.allows_day(pa.day, self.problem.num_days):
+                continue
+            lifted = (pa, pb)
+            sa = self.free_starts(ga, day, lifted)
+            sb = self.free_starts(gb, pa.day, lifted)
+            if sa and sb:
+                out.append([(tid, Placement(tid, day, sa[0], sa[0] + ga.duration - 1)),
+                            (u, Placement(u, pa.day, sb[0], sb[0] + gb.duration - 1))])
+        return out
 
     def _touches(self, day: int, s: int, n: int) -> bool:
         row = self.ev.owner[day - 1]
@@ -275,7 +458,9 @@ def search_health(
         start); ``None`` is no limit.
     floor
         A proven floor (critical, warning) of these placements, feasibility issue aside: the
-        search stops once it is met (nothing can be better).
+        search stops once it is met (nothing can be better). The search also takes the floor
+        of its own population (only the scope tasks move, the placed ones stay placed, see
+        :func:`.health_floor.health_floor`'s ``scope``) and stops at the higher of the two.
 
     Returns
     -------
@@ -283,6 +468,9 @@ def search_health(
         Never worse counts than the start; among equal counts, fewer moved tasks.
     """
     scope = {tid for g in problem.groups for tid in g.task_ids}
+    pending_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
+    own = health_floor(state, level, pending_periods=pending_placed, scope=scope)
+    floor = _higher(floor, (own.critical, own.warning))
     ev = HealthEvaluator(state, scope, level, feasibility_critical)
     ev.set_placements(placements)
     origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
@@ -304,14 +492,24 @@ def search_health(
         c = key[0] - feasibility_critical
         return c <= floor[0] and c + key[1] <= floor[0] + floor[1]
 
+    next_refresh = 0
     while evals < limit and tids and not at_floor(best_key):
-        if evals % REFRESH_EVERY == 0:
+        if evals >= next_refresh:  # (scans spend many evaluations at once)
+            next_refresh = evals + REFRESH_EVERY
             if time.perf_counter() > safety:
                 break
             hot = _hot_tasks(ev, tids) or tids
         draw = rng.random()
-        if draw < SCAN_SHARE:
-            changes, spent = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
+        scanned = None  # a scan's (undo list or None, evaluations spent)
+        if draw < GAP_SCAN_SHARE + UNLOAD_SCAN_SHARE:
+            cands = (search.gap_candidates() if draw < GAP_SCAN_SHARE
+                     else search.unload_candidates())
+            if cands:
+                scanned = search.scan(cands, cur)
+        if scanned is None and rng.random() < SCAN_SHARE:
+            scanned = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
+        if scanned is not None:
+            changes, spent = scanned
             evals += spent
             if changes is not None and (max_moves is None or search.moved() <= max_moves):
                 cur = ev.counts_now()
@@ -354,6 +552,8 @@ def search_health(
     ev.set_placements(list(best.values()))
     final = ev.counts_now()
     for tid in sorted(best):
+        if time.perf_counter() > safety:
+            break  # (what is sent back so far keeps the best counts)
         home = origin_map.get(tid)
         here = ev.placed_scope.get(tid)
         if home is None or here is None or home == here:
@@ -378,6 +578,15 @@ def search_health(
     return HealthSearchResult(out, final, start, moved, evals, evals * cost)
 
 
+def _higher(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:
+    """The floor that both floors ``a`` and ``b`` (each bounding critical and critical + warning
+    from below) give together."""
+    if a is None:
+        return b
+    critical = max(a[0], b[0])
+    return critical, max(a[0] + a[1], b[0] + b[1]) - critical
+
+
 def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
     """Tasks on days with an issue or slack, or of a subject whose presence is uneven."""
     bad_days = set((np.flatnonzero(ev.day_cw.any(axis=1) | (ev.day_slack > 0)) + 1).tolist())
@@ -386,7 +595,7 @@ def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
 
 
 
-HEALTH_SHARE = 0.3  # of a proposal's time limit for the close stage (estimated seconds)
+HEALTH_SHARE = 0.4  # of a proposal's time limit for the close stage (estimated seconds)
 
 
 def prefer_lexicographic(
@@ -416,6 +625,26 @@ def prefer_lexicographic(
     return best
 
 
+def health_of_moves(state: ScheduleState, moves: Sequence[tuple[Placement, Placement]],
+                    level: str = "normal") -> tuple[HealthCounts, HealthCounts]:
+    """analyze_health's (critical, warning) before and after ``moves`` ((before, after) places
+    of placed tasks), feasibility issue aside: the re-optimising tools rank these first."""
+    ev = HealthEvaluator(state, {before.task_id for before, _ in moves}, level)
+    ev.set_placements([before for before, _ in moves])
+    start = ev.counts_now()
+    ev.set_placements([after for _, after in moves])
+    return start, ev.counts_now()
+
+
+def health_worse(state: ScheduleState, moves: Sequence[tuple[Placement, Placement]],
+                 level: str = "normal") -> bool:
+    """``moves`` leave analyze_health's (critical, warning) lexicographically worse: a
+    re-optimising tool (spread_even, min_context_switch) then keeps the current places, since
+    its own measure only ranks after (critical, warning)."""
+    before, after = health_of_moves(state, moves, level)
+    return after.key > before.key
+
+
 def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_s: float,
                       num_workers: int) -> int:
     """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
@@ -430,5 +659,5 @@ def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_
     return 1 if report.is_feasible is False else 0
 
 
-__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "prefer_lexicographic",
-           "search_health", "unplaced_critical"]
+__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "health_of_moves",
+           "health_worse", "prefer_lexicographic", "search_health", "unplaced_critical"]

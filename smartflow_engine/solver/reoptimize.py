@@ -29,6 +29,7 @@ from .budget import (
     SPREAD_WEIGHT,
     SWITCH_WEIGHT,
 )
+from .health_search import health_worse
 from .objective import evaluate, resolve_weights
 from .problem import Placement, Problem, build_problem, movable
 from .submodel import Lin, SubModel, WindowData
@@ -193,6 +194,8 @@ def _reoptimize(
         fresh = sub.placements(solver, pool, before_map)
         after_places = _same_day(fresh, before_map, group_of) if mode == "switch" else fresh
     moves = _moves(current, after_places)
+    if moves and health_worse(state, moves):  # (critical, warning) rank first (issue 10)
+        moves = []
     after = _measures(problem, after_places, w, mode, first, last) if moves else dict(before)
     if moves and mode != "spread":
         # The student's switch count (analyze_context's, see .switches) must drop, else

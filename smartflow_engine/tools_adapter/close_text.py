@@ -34,6 +34,16 @@ def binding_text(rule: str, why: dict[str, Any]) -> str:
     if rule == "budget_lag":
         return (f"{why['category']}全部任务排上也只有{why['max_used_slots']}节，低于预算"
                 f"{why['total_slots']}节的40%，且距截止仅{why['days_to_end']}天。")
+    if rule == "subject_gap":
+        return (f"{why['category']}在第{why['after_day']}天与第{why['before_day']}天之间只能排在"
+                f"任务类时间窗内、有足够空位的日子，最长间隔至少{why['min_max_gap']}天。")
+    if rule == "subject_concentration":
+        return (f"{why['category']}的任务只能落在{why['days_reachable']}天内（任务类时间窗、"
+                f"固定块或空位所限），集中度至少{why['min_concentration']}。")
+    if rule == "free_fragmentation":
+        return (f"固定占用之间有{why['isolated_periods']}节孤立的单节空位，只有"
+                f"{why['one_period_blocks']}个单节任务能填，空闲碎片率至少"
+                f"{why['min_fragmentation_rate']}。")
     if rule == "capacity_gap":
         return f"学习任务共{why['study_periods']}节，窗口内空位和可嵌入时段只有{why['room']}节。"
     return f"{rule}：{why}"

@@ -16,7 +16,7 @@ from smartflow_engine.rules import LEVELS
 from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.health_eval import HealthEvaluator, health_counts
 from smartflow_engine.solver.health_search import search_health
-from smartflow_engine.solver.problem import build_problem
+from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.state.strategies import windows
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -204,17 +204,20 @@ def test_evaluator_updates_match_a_rebuild() -> None:
 
 
 # ------------------------------------------------------------------ the floor
-def _schedules(state: ScheduleState, pending_min: int, cap: int = 400) -> list[ScheduleState] | None:
+def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
+               fixed: frozenset[int] = frozenset()) -> list[ScheduleState] | None:
     """Every schedule of the floor's population (movable study tasks anywhere free or inside an
-    unlocked fixed host block, inside their class's days, off its banned periods), or None
-    beyond ``cap``."""
+    unlocked fixed host block, inside their class's days, off its banned periods; the tasks of
+    ``fixed`` stay), or None beyond ``cap``."""
     from smartflow_engine.solver.health_floor import movable_study
     from smartflow_engine.solver.problem import rule_for
 
     data = json.loads(state.to_json())
     spd = state.slots_per_day
-    movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1]
-    if any(movable_study(state, t) and len(t.slots) > 1 for t in state.tasks):
+    movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1
+               and t.state_id not in fixed]
+    if any(movable_study(state, t) and len(t.slots) > 1 and t.state_id not in fixed
+           for t in state.tasks):
         return None
     ids = {t.state_id for t in movable}
     busy = set()
@@ -289,25 +292,15 @@ def _schedules(state: ScheduleState, pending_min: int, cap: int = 400) -> list[S
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.filter_too_much])
-@given(state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS))
-def test_proven_floor_is_never_beaten(state: ScheduleState, level: str) -> None:
+@given(state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS),
+       keep_suggested=st.booleans())
+def test_proven_floor_is_never_beaten(state: ScheduleState, level: str,
+                                      keep_suggested: bool) -> None:
     """Tests, against exhaustive search over every placement of the movable study tasks on tiny
-    windows, that no schedule is below the proven floor (critical, and critical + warning)."""
-    from smartflow_engine.solver import check_feasibility
-    from smartflow_engine.solver.health_floor import health_floor
-
-    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
-    floor = health_floor(state, level, report)
-    pending = sum(t.need() for t in state.pending_tasks())
-    pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
-    schedules = _schedules(state, pending_min)
-    assume(schedules)
-    assert schedules is not None
-    feas = 1 if any(b["rule"] == "capacity_gap" for b in floor.binding) else 0
-    for sched in schedules:
-        c, w = health_key(sched, level)
-        assert c + feas >= floor.critical
-        assert c + feas + w >= floor.critical + floor.warning
+    windows, that no schedule is below the proven floor (critical, and critical + warning):
+    over every movable task, and over the pending ones alone (a proposal's own floor)."""
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
+                         in_hypothesis=True)
 
 
 def test_floor_names_fixed_days_and_capacity() -> None:
@@ -412,3 +405,365 @@ def test_floor_counts_class_windows() -> None:
     for sched in schedules:
         c, w = health_key(sched, "normal")
         assert c >= floor.critical and c + w >= floor.critical + floor.warning
+
+
+# ------------------------------------------------------------------ floors of the cross-day rules
+@st.composite
+def gap_windows(draw: st.DrawFn) -> ScheduleState:
+    """6-8 days of 2 periods: locked study blocks of subject c10 on some days, locked courses
+    filling others, a class for c10 with a day window, suggested and pending c10 tasks (at most
+    two movable), so gaps of 4 days and more are forced or avoidable."""
+    days = draw(st.integers(6, 8))
+    tasks: list[dict[str, Any]] = []
+    ends = {1, days}  # c10 stands near the ends more often, so the middle may have to be bridged
+    for day in range(1, days + 1):
+        kinds = ["study", "study", "free"] if day in ends else [
+            "free", "free", "study", "course", "course", "half"]
+        kind = draw(st.sampled_from(kinds))
+        if kind == "study":
+            tasks.append(_study(day, 1, 1, 10, status="existing", locked=True))
+        elif kind == "course":
+            tasks.append(_course(day, 1, 2))
+        elif kind == "half":
+            tasks.append(_course(day, 2, 2))
+    start = draw(st.integers(1, days))
+    end = draw(st.integers(start, min(days, start + 2)))
+    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end,
+                "excluded_slots": []}]
+    movable = draw(st.integers(1, 2))
+    for _ in range(movable):
+        if draw(st.booleans()):
+            tasks.append({"status": "pending", "duration": draw(st.integers(1, 2)),
+                          "category_id": 10, "category": "c10"})
+        else:
+            day = draw(st.integers(1, days))
+            tasks.append(_study(day, 1, 1, 10))
+    try:
+        return make_state(days, 2, tasks, classes)
+    except Exception:  # a suggested block on a busy period
+        assume(False)
+        raise
+
+
+def _floor_vs_exhaustive(state: ScheduleState, level: str, scope: set[int] | None = None,
+                         in_hypothesis: bool = False) -> tuple[Any, list[tuple[int, int]]]:
+    from smartflow_engine.solver import check_feasibility
+    from smartflow_engine.solver.health_floor import health_floor
+
+    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
+    floor = health_floor(state, level, report, scope=scope)
+    pending = sum(t.need() for t in state.pending_tasks())
+    pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
+    fixed = frozenset(t.state_id for t in state.tasks if t.status != "pending"
+                      and scope is not None and t.state_id not in scope)
+    schedules = _schedules(state, pending_min, fixed=fixed)
+    if in_hypothesis:
+        assume(schedules)
+    assert schedules
+    feas = 1 if any(b["rule"] == "capacity_gap" for b in floor.binding) else 0
+    keys = []
+    for sched in schedules:
+        c, w = health_key(sched, level)
+        keys.append((c + feas, w))
+        assert c + feas >= floor.critical
+        assert c + feas + w >= floor.critical + floor.warning
+    return floor, keys
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+@given(state=gap_windows(), level=st.sampled_from(LEVELS), keep_suggested=st.booleans())
+def test_forced_gap_floor_is_never_beaten(state: ScheduleState, level: str,
+                                          keep_suggested: bool) -> None:
+    """Tests, against exhaustive search over every placement on windows where class windows,
+    fixed study blocks and full days force subject gaps, that no schedule is below the proven
+    floor: over every movable task, and over the pending ones alone (a proposal's scope)."""
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
+                         in_hypothesis=True)
+
+
+def test_gap_forced_by_class_window_is_tight() -> None:
+    """Tests that a locked c10 block on day 1 and a pending c10 task confined to days 7-10 force
+    a gap of 5 days (a warning), named in the floor, and that a schedule attains the floor."""
+    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 10, "excluded_slots": []}]
+    tasks = [_study(1, 1, 1, 10, status="existing", locked=True),
+             {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}]
+    state = make_state(10, 2, tasks, classes)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_gap")
+    assert (why["min_max_gap"], why["after_day"], why["before_day"]) == (5, 1, 7)
+    # tight in critical + warning: the task on day 7 (its day then lacks a buffer too)
+    assert min(c + w for c, w in keys) == floor.critical + floor.warning
+
+
+def test_gap_forced_by_days_without_room() -> None:
+    """Tests that days whose free periods are too short for the subject's task force a gap:
+    c10 stands on days 1 and 8, only day 2 between has a free run of 2 periods, so the pending
+    2-period task leaves a gap of at least 5 days (warning) in every schedule."""
+    tasks = [_study(1, 1, 1, 10, status="existing", locked=True),
+             _study(8, 1, 1, 10, status="existing", locked=True)]
+    tasks += [_course(d, 2, 2) for d in range(3, 8)]
+    tasks.append({"status": "pending", "duration": 2, "category_id": 10, "category": "c10"})
+    state = make_state(8, 3, tasks)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_gap")
+    assert why["min_max_gap"] == 5
+    assert floor.critical + floor.warning <= min(c + w for c, w in keys)
+
+
+def test_banned_periods_force_loads_in_the_floor() -> None:
+    """Tests that banned periods shrink the room the floor pours periods into: three 4-period
+    tasks whose class bans period 5 of 5 must fill periods 1-4 of each of three days (load
+    0.8, a warning each), which the floor counts (free periods alone would allow 2) and no
+    schedule beats."""
+    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 3, "excluded_slots": [5]}]
+    tasks = [{"status": "pending", "duration": 4, "category_id": 10, "category": "c10"}
+             for _ in range(3)]
+    state = make_state(3, 5, tasks, classes)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "day_utilization"
+               and b["why"]["kind"] == "capacity")
+    assert why["days_forced_over_warning"] == 3
+    assert floor.critical + floor.warning >= 3
+    assert all(c + w >= 3 for c, w in keys)
+
+
+def test_search_stops_at_its_own_floor() -> None:
+    """Tests that the close stage stops without work when the start meets the floor of its own
+    population: suggested blocks fill day 1 (a critical day the pending-only scope cannot
+    change), and the pending task already stands where the floor says it should."""
+    tasks = [_study(1, 1, 3, 10), _study(1, 4, 6, 10),
+             {"status": "pending", "duration": 2, "category_id": 11, "category": "c11"}]
+    state = make_state(3, 6, tasks)
+    problem = build_problem(state, by_subject=True)  # the suggested blocks stay
+    start = [Placement(3, 2, 1, 2)]
+    result = search_health(state, problem, start, seed=0, budget_s=1.0)
+    assert result.evaluations == 0
+    assert result.counts.key == result.start_counts.key == health_key(
+        apply_placements(state, start), "normal")
+    # the floor over every movable task (the suggested ones too) is lower: the search works
+    moved = build_problem(state, include_suggested=True, by_subject=True)
+    again = search_health(state, moved, [*moved.current.values(), Placement(3, 2, 1, 2)],
+                          seed=0, budget_s=0.05)
+    assert again.evaluations > 0
+    assert again.counts.key < result.counts.key
+
+
+@st.composite
+def concentration_windows(draw: st.DrawFn) -> ScheduleState:
+    """3-4 days of 3-4 periods: locked c10 blocks, courses, a short c10 class window, a
+    suggested c10 block and pending c10 tasks, so c10's periods may be forced onto few days."""
+    days = draw(st.integers(3, 4))
+    spd = draw(st.integers(3, 4))
+    tasks: list[dict[str, Any]] = []
+    for day in range(1, days + 1):
+        kind = draw(st.sampled_from(["free", "study", "study2", "course"]))
+        if kind == "study":
+            tasks.append(_study(day, 1, 1, 10, status="existing", locked=True))
+        elif kind == "study2":
+            tasks.append(_study(day, 1, 2, 10, status="existing", locked=True))
+        elif kind == "course":
+            tasks.append(_course(day, spd - 1, spd))
+    start = draw(st.integers(1, days))
+    end = draw(st.integers(start, min(days, start + 1)))
+    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end,
+                "excluded_slots": []}]
+    if draw(st.booleans()):
+        tasks.append(_study(draw(st.integers(start, end)), spd, spd, 10))
+    for _ in range(draw(st.integers(1, 2))):
+        tasks.append({"status": "pending", "duration": draw(st.integers(1, 2)),
+                      "category_id": 10, "category": "c10"})
+    try:
+        return make_state(days, spd, tasks, classes)
+    except Exception:  # a suggested block on a busy period
+        assume(False)
+        raise
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+@given(state=concentration_windows(), level=st.sampled_from(LEVELS),
+       keep_suggested=st.booleans())
+def test_forced_concentration_floor_is_never_beaten(state: ScheduleState, level: str,
+                                                    keep_suggested: bool) -> None:
+    """Tests, against exhaustive search on windows where class windows and locked blocks force
+    a subject onto few days, that no schedule is below the proven floor (over every movable
+    task, and over the pending ones alone)."""
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
+                         in_hypothesis=True)
+
+
+def test_concentration_forced_by_a_one_day_class_is_tight() -> None:
+    """Tests that three c10 blocks confined by their class to day 2 of 3 (N = 3 blocks, all on
+    one day: concentration 1.0) give a critical in the floor that every schedule meets."""
+    classes = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
+    tasks = [{"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}
+             for _ in range(3)]
+    state = make_state(3, 6, tasks, classes)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
+    assert why["min_concentration"] == 1.0 and why["category"] == "c10"
+    assert all(c >= 1 for c, _ in keys)
+    assert min(keys)[0] == floor.critical  # tight in criticals
+
+
+def _spread_window() -> ScheduleState:
+    """Six days of 4 periods: c10's two suggested blocks on days 1-2; locked courses hold 3 of
+    the 4 periods of days 4-6, so the even spread (one block in days 4-6) puts a day at 100 %
+    (critical utilisation)."""
+    tasks = [_study(1, 1, 1, 10), _study(2, 1, 1, 10)]
+    tasks += [_course(d, 1, 3) for d in (4, 5, 6)]
+    return make_state(6, 4, tasks)
+
+
+def test_spread_even_ranks_health_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that spread_even keeps the current places when its even spread would add a
+    critical issue (critical, warning rank before the spread), and that without that rank it
+    would have moved a block onto a full day."""
+    import smartflow_engine.solver.reoptimize as reopt
+    from smartflow_engine.solver.health_search import health_of_moves
+
+    state = _spread_window()
+    ranked = reopt.spread_even(state, "c10", time_limit_s=2.0)
+    assert ranked.moves == [] and ranked.status == "unchanged"
+    monkeypatch.setattr(reopt, "health_worse", lambda *_: False)
+    unranked = reopt.spread_even(state, "c10", time_limit_s=2.0)
+    assert unranked.moves
+    before, after = health_of_moves(state, unranked.moves)
+    assert after.key > before.key
+    applied = apply_placements(state, [after_pl for _, after_pl in unranked.moves],
+                               [b.task_id for b, _ in unranked.moves])
+    assert after.key == health_key(applied, "normal")
+
+
+def test_forced_subject_floors_read_in_student_terms() -> None:
+    """Tests that the binding entries of the forced gap and concentration floors get a Chinese
+    sentence with their figures (not the raw data)."""
+    from smartflow_engine.solver.health_floor import health_floor
+    from smartflow_engine.tools_adapter.close_text import binding_text
+
+    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 7, "excluded_slots": []}]
+    tasks = [_study(1, 1, 1, 10, status="existing", locked=True)]
+    tasks += [{"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}
+              for _ in range(3)]
+    floor = health_floor(make_state(10, 4, tasks, classes), "normal", pending_periods=3)
+    texts = {b["rule"]: binding_text(b["rule"], b["why"]) for b in floor.binding}
+    assert texts["subject_gap"] == ("c10在第1天与第7天之间只能排在任务类时间窗内、有足够空位的"
+                                    "日子，最长间隔至少5天。")
+    one_day = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
+    floor = health_floor(make_state(3, 6, tasks[1:], one_day), "normal", pending_periods=3)
+    why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
+    assert binding_text("subject_concentration", why) == (
+        "c10的任务只能落在1天内（任务类时间窗、固定块或空位所限），集中度至少1.0。")
+
+
+def test_fragmentation_forced_by_locked_courses_is_tight() -> None:
+    """Tests that locked courses at periods 2 and 4 of a 5-period day leave three isolated free
+    periods; one one-period task fills one, so every schedule keeps a fragmentation rate of 1.0
+    (critical), which the floor proves with its figures."""
+    from smartflow_engine.tools_adapter.close_text import binding_text
+
+    tasks = [_course(1, 2, 2), _course(1, 4, 4),
+             {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}]
+    state = make_state(1, 5, tasks)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "free_fragmentation")
+    assert (why["isolated_periods"], why["one_period_blocks"], why["min_fragmentation_rate"]) \
+        == (3, 1, 1.0)
+    assert "3节孤立的单节空位" in binding_text("free_fragmentation", why)
+    assert min(keys)[0] == floor.critical  # tight in criticals
+
+
+def _search_at_start(state: ScheduleState) -> tuple[Any, list[Placement], HealthEvaluator, Any]:
+    """The close stage's search over every movable placed task, standing at the start."""
+    import numpy as np
+
+    from smartflow_engine.solver.health_search import _Search
+
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    start = list(problem.current.values())
+    ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
+    ev.set_placements(start)
+    search = _Search(ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0),
+                     None)
+    return problem, start, ev, search
+
+
+def test_gap_scan_moves_a_doubled_block_into_the_gap_middle() -> None:
+    """Tests the targeted gap scan: subject c10 stands on day 1 (two blocks) and day 8 (a
+    critical gap of 6 days); every candidate moves a c10 block whose day keeps c10 or ends its
+    run (a day-1 block, or the lone day-8 one) onto the gap's middlemost days (4 and 5 leave
+    gaps of at most 3; one of 3 and 6 completes the three days looked at), and the best one
+    removes the gap issue."""
+    state = _gap_window()
+    _, start, ev, search = _search_at_start(state)
+    cur = ev.counts_now()
+    cands = search.gap_candidates()
+    assert cands
+    assert {pl.task_id for pl in start} == {tid for cand in cands for tid, _ in cand}
+    assert all(len(cand) == 1 for cand in cands)
+    days = {cand[0][1].day for cand in cands}
+    assert {4, 5} <= days <= {3, 4, 5, 6} and len(days) == 3
+    changes, spent = search.scan(cands, cur)
+    assert changes is not None and spent == len(cands)
+    applied = apply_placements(state, [new for _, _, new in changes],
+                               [tid for tid, _, _ in changes])
+    assert "subject_gap" not in {i.rule for i in analyze_health(
+        applied, check_feasibility=False).issues if i.severity != "info"}
+    assert ev.counts_now().key == health_key(applied, "normal")
+
+
+def test_unload_scan_moves_blocks_off_a_busy_day() -> None:
+    """Tests the targeted unload scan: day 1 holds 10 of 12 periods (a utilisation warning);
+    its candidates move day-1 blocks to the lightest days (or elsewhere on day 1), and the best
+    one removes the warning."""
+    state = _day_util_window()
+    problem, _, ev, search = _search_at_start(state)
+    cands = search.unload_candidates()
+    assert cands and all(len(c) == 1 and problem.current[c[0][0]].day == 1 for c in cands)
+    assert {c[0][1].day for c in cands} >= {2, 3, 4}
+    changes, _ = search.scan(cands, ev.counts_now())
+    assert changes is not None
+    applied = apply_placements(state, [new for _, _, new in changes],
+                               [tid for tid, _, _ in changes])
+    assert not [i for i in analyze_health(applied, check_feasibility=False).issues
+                if i.rule == "day_utilization"]
+
+
+def test_unload_scan_trades_for_a_shorter_block() -> None:
+    """Tests the unload scan's trade: day 1 holds 8 course periods and a 2-period block (10 of
+    12, a warning), day 2 7 course periods and a 1-period block; moving the long block alone
+    puts day 2 at 10, while trading the two blocks leaves both days at 9 (no warning)."""
+    tasks = [_course(1, 1, 8), _course(2, 1, 7), _study(1, 9, 10, 10), _study(2, 8, 8, 11)]
+    state = make_state(2, 12, tasks)
+    _, _, ev, search = _search_at_start(state)
+    cands = search.unload_candidates()
+    trades = [c for c in cands if len(c) == 2]
+    assert trades and all({tid for tid, _ in c} == {3, 4} for c in trades)
+    changes, _ = search.scan(cands, ev.counts_now())
+    assert changes is not None and len(changes) == 2
+    applied = apply_placements(state, [new for _, _, new in changes],
+                               [tid for tid, _, _ in changes])
+    assert not [i for i in analyze_health(applied, check_feasibility=False).issues
+                if i.rule == "day_utilization"]
+
+
+def test_context_switch_critical_forced_by_locked_blocks() -> None:
+    """Tests that locked study blocks alternating two subjects over a 6-period day (5 switches,
+    fragmentation 1.0) give a critical context-switch floor that no schedule beats and that
+    analyze_health marks unfixable; on a 12-period day with 6 periods free the same blocks
+    only force a warning (the free periods could lower the fragmentation)."""
+    locked = [_study(1, s, s, 10 + s % 2, status="existing", locked=True) for s in range(1, 7)]
+    pending = [{"status": "pending", "duration": 1, "category_id": 12, "category": "c12"}]
+    state = make_state(2, 6, locked + pending)
+    floor, keys = _floor_vs_exhaustive(state, "normal")
+    why = next(b["why"] for b in floor.binding if b["rule"] == "context_switch")
+    assert (why["fixed_switches"], why["min_fragmentation"]) == (5, 1.0)
+    assert floor.unfixable[("context_switch", 1, None)] == "critical"
+    assert all(c >= 1 for c, _ in keys)
+    day1 = [i for i in analyze_health(state, check_feasibility=False).issues
+            if i.rule == "context_switch" and i.day == 1]
+    assert day1 and day1[0].severity == "critical" and day1[0].fixable is False
+    wide = make_state(2, 12, locked + pending)
+    floor, _ = _floor_vs_exhaustive(wide, "normal")
+    assert floor.unfixable[("context_switch", 1, None)] == "warning"
