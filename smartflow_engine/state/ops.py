@@ -221,13 +221,16 @@ def relocate(
     placed_only: bool = False,
     status_after: str | None = None,
     refuse_no_change: bool = False,
+    allow_late: bool = False,
 ) -> OpResult:
     """Apply several placements / moves simultaneously, all or nothing.
 
     A pending task is placed (status → ``status_after`` or ``suggested``); a placed one has one
     block moved (status kept unless ``status_after``). With ``placed_only`` a pending task is
     refused (``pending``), as ``move`` and ``batch_move`` require. With ``refuse_no_change`` a
-    request that puts a block back on its own place is refused (``no_change``).
+    request that puts a block back on its own place is refused (``no_change``). With
+    ``allow_late`` (a proposal the caller asked to run late) a block may lie after its class
+    window's last day; the first day and the banned periods still hold.
     """
     grid = state.grid
     num_days, spd = state.num_days, state.slots_per_day
@@ -258,7 +261,7 @@ def relocate(
         if not (1 <= req.day <= num_days and req.slot_start >= 1 and end <= spd):
             return OpResult.refuse("out_of_window", task_id=task.state_id, day=req.day,
                                    slot_start=req.slot_start, slot_end=end)
-        if rule := _check_class_rules(state, task, req.day, req.slot_start, end):
+        if rule := _check_class_rules(state, task, req.day, req.slot_start, end, allow_late):
             return OpResult(False, [], rule)
         plans.append((task, old, SlotRange(day=req.day, slot_start=req.slot_start, slot_end=end)))
 
@@ -382,14 +385,15 @@ def _check_movable(
 
 
 def _check_class_rules(
-    state: ScheduleState, task: Task, day: int, slot_start: int, slot_end: int
+    state: ScheduleState, task: Task, day: int, slot_start: int, slot_end: int,
+    allow_late: bool = False,
 ) -> Refusal | None:
     """The task class's window and banned periods are rules of every write, as of the solver."""
     tc = state.task_class(task.category_id)
     if tc is None:
         return None
     if (tc.start_day is not None and day < tc.start_day) or (
-            tc.end_day is not None and day > tc.end_day):
+            tc.end_day is not None and day > tc.end_day and not allow_late):
         return Refusal("class_window", task_id=task.state_id, other_id=tc.id, day=day,
                        slot_start=slot_start, slot_end=slot_end)
     banned = sorted(set(tc.excluded_slots) & set(range(slot_start, slot_end + 1)))

@@ -370,7 +370,8 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
     # keep_placed moves tasks of any status: a moved one keeps its status, a placed one is
     # suggested; otherwise every task of the proposal becomes suggested.
     result = relocate(state, requests, op="apply_proposal",
-                      status_after=None if args.keep_placed else "suggested")
+                      status_after=None if args.keep_placed else "suggested",
+                      allow_late=args.allow_late)
     if not result.ok:
         assert result.refusal is not None
         text = refusal_text(state, "batch_move", result.refusal)

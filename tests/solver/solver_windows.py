@@ -201,11 +201,13 @@ def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswe
 
 
 def apply_placements(
-    state: ScheduleState, placements: list[Placement], replanned: list[int] | None = None
+    state: ScheduleState, placements: list[Placement], replanned: list[int] | None = None,
+    allow_late: bool = False,
 ) -> ScheduleState:
     """Apply placements to a copy through the real write path (all at once), self-checked.
 
-    Re-planned suggested tasks that the placements leave out are unplaced first.
+    Re-planned suggested tasks that the placements leave out are unplaced first; ``allow_late``
+    is the write path's own late permission (apply_proposal's ``allow_late``).
     """
     copy = state.copy_state()
     placed = {p.task_id for p in placements}
@@ -214,7 +216,7 @@ def apply_placements(
             assert unplace(copy, tid).ok
     if placements:
         result = relocate(copy, [Request(p.task_id, p.day, p.slot_start) for p in placements],
-                          op="place")
+                          op="place", allow_late=allow_late)
         assert result.ok, result.refusal
         for p, change in zip(placements, result.changes, strict=True):
             assert change.embed_host_after == p.embed_host

@@ -136,7 +136,8 @@ def test_bound_below_the_optimum_and_search_valid(state: ScheduleState, include_
         res.objective)
     if res.optimal:
         assert res.objective == pytest.approx(best)
-    apply_placements(state, res.placements, replanned=sorted(problem.current))
+    apply_placements(state, res.placements, replanned=sorted(problem.current),
+                     allow_late=allow_late)
 
 
 def test_many_subjects_on_one_day_relax_the_programme_soundly() -> None:

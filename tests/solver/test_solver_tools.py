@@ -282,3 +282,26 @@ def test_proposal_tools_count_the_whole_call(tool: str, roomy_window: ScheduleSt
     assert seen["work_limit_s"] == pytest.approx(WORK_SHARE * 1.5)
     assert 0 < seen["time_limit_s"] <= 1.5 - reserve
     assert seen["seed"] == 4
+
+
+def test_apply_proposal_with_allow_late_applies_the_late_block() -> None:
+    """Tests that apply_proposal {allow_late: true} writes the block the proposal puts after its
+    class window (the write path honours the caller's late permission), while a plain move of a
+    task out of its class window is still refused; without allow_late the task stays pending."""
+    course = {"source": "event", "category": "课程", "status": "existing", "locked": True,
+              "slots": [{"day": 1, "slot_start": 1, "slot_end": 3}]}
+    tasks = [course, {"duration": 1, "category_id": 4}, {"duration": 1, "category_id": 4}]
+    classes = [{"id": 4, "name": "作业", "start_day": 1, "end_day": 1}]
+    state = make_state(3, 4, tasks, classes)
+    strict = toolbox(state.copy_state())
+    strict.call("apply_proposal", {})
+    assert sum(t.status == "pending" for t in strict.state.tasks) == 1
+    tb = toolbox(state)
+    reply = tb.call("apply_proposal", {"allow_late": True})
+    assert reply.startswith("已应用粗排方案，2个任务变为已预排"), reply
+    days = sorted(t.slots[0].day for t in state.tasks if t.category_id == 4)
+    assert days == [1, 2]
+    early = next(t for t in state.tasks if t.category_id == 4 and t.slots[0].day == 1)
+    refused = tb.call("move", {"task_id": early.state_id, "new_day": 3, "new_slot_start": 4})
+    assert "不在任务类「作业」的时间窗" in refused
+    assert early.slots[0].day == 1
