@@ -25,17 +25,23 @@ def default_chunk_size(total: int, workers: int) -> int:
     return max(1, min(MAX_CHUNK, math.ceil(total / max(1, 8 * workers))))
 
 
+def _seconds(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= 600
+
+
 def _check_args(jobs: Sequence[str], time_limit_s: float, engine: str,
-                workers: int | None, commit: bool) -> tuple[str, ...]:
+                workers: int | None, commit: bool,
+                work_limit_s: float | None = None) -> tuple[str, ...]:
     if isinstance(jobs, str):
         jobs = [j.strip() for j in jobs.split(",") if j.strip()]
     unknown = [j for j in jobs if j not in JOBS]
     if unknown:
         raise ValueError(f"unknown job(s) {', '.join(map(repr, unknown))}; choose from "
                          f"{', '.join(JOBS)}")
-    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) or not (
-            0 < time_limit_s <= 600):
+    if not _seconds(time_limit_s):
         raise ValueError(f"time_limit_s must be in (0, 600] seconds, got {time_limit_s!r}")
+    if work_limit_s is not None and not _seconds(work_limit_s):
+        raise ValueError(f"work_limit_s must be in (0, 600] seconds, got {work_limit_s!r}")
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
@@ -51,6 +57,7 @@ def run_batch(
     *,
     jobs: Sequence[str] = JOBS,
     time_limit_s: float = 2.0,
+    work_limit_s: float | None = None,
     seed: int = 0,
     engine: str = "local",
     workers: int | None = None,
@@ -72,10 +79,18 @@ def run_batch(
     jobs
         Any of ``feasibility``, ``proposal``, ``health`` (always run in that order).
     time_limit_s
-        Every solver call's time limit (CP-SAT, one worker per call).
+        Every solver call's time limit (CP-SAT, one worker per call). Proposals are the
+        exception: they stop on a deterministic work budget, by default the one a
+        ``propose_placement`` call with this limit gets, under a wall clock of
+        :data:`~.jobs.PROPOSAL_WALL_FACTOR` x the limit (a safety net; a row it cut says so in
+        ``proposal_wall_limited``).
+    work_limit_s
+        The proposals' work budget in estimated seconds of the solver's calibration machine
+        (default ``WORK_SHARE`` x ``time_limit_s``); their wall clock then allows
+        :data:`~.jobs.PROPOSAL_WALL_FACTOR` x the limit this budget corresponds to.
     seed
-        The proposals' seed: the same seed gives the same table whatever the engine and workers
-        (runtime columns aside).
+        The proposals' seed: the same seed gives the same table whatever the engine, workers
+        and load (runtime columns aside), unless a row says ``proposal_wall_limited``.
     engine
         ``local`` (process pool, default), ``ray`` (Ray tasks) or ``loop`` (this process).
     workers
@@ -113,7 +128,7 @@ def run_batch(
     """
     import pandas as pd
 
-    job_tuple = _check_args(jobs, time_limit_s, engine, workers, commit)
+    job_tuple = _check_args(jobs, time_limit_s, engine, workers, commit, work_limit_s)
     src: WindowSource = open_source(source)
     target_store = store if store is not None else (src.store if isinstance(src, StoreSource)
                                                     else None)
@@ -123,7 +138,8 @@ def run_batch(
     total = len(src)
     size = chunk_size or default_chunk_size(total, n_workers)
     config = JobConfig(jobs=job_tuple, time_limit_s=float(time_limit_s), seed=int(seed),
-                       window_timeout_s=window_timeout_s, keep_placements=commit)
+                       window_timeout_s=window_timeout_s, keep_placements=commit,
+                       work_limit_s=None if work_limit_s is None else float(work_limit_s))
 
     if progress is not None:
         progress(0, 0, total)
@@ -158,6 +174,9 @@ def run_batch(
         "failures": failures, "wall_s": wall, "windows_per_s": len(df) / wall if wall else None,
         "peak_rss_mb": dict(sorted(peak.items())), "jobs": list(job_tuple),
         "time_limit_s": float(time_limit_s), "seed": int(seed),
+        "proposal_work_limit_s": config.proposal_work_s() if "proposal" in job_tuple else None,
+        "proposal_wall_limit_s": config.proposal_wall_s() if "proposal" in job_tuple else None,
+        "wall_limited": int(df["proposal_wall_limited"].fillna(False).sum()),
     }
     return df
 

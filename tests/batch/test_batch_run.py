@@ -22,12 +22,14 @@ from smartflow_engine.batch import (
 )
 from smartflow_engine.batch import jobs as batch_jobs
 from smartflow_engine.batch.engines import chunked, run_local
+from smartflow_engine.batch.jobs import PROPOSAL_WALL_FACTOR
 from smartflow_engine.solver import (
     TERM_NAMES,
     check_feasibility,
     negotiation_figures,
     propose_placement,
 )
+from smartflow_engine.solver.placement import WORK_SHARE
 from smartflow_engine.state import Request, relocate
 
 
@@ -36,7 +38,10 @@ def _expected_row(state, seed: int) -> dict:
     pending = state.pending_tasks()
     report = check_feasibility(state, time_limit_s=TIME_LIMIT, num_workers=1)
     figures = negotiation_figures(state, report, time_limit_s=TIME_LIMIT, num_workers=1)
-    proposal = propose_placement(state, time_limit_s=TIME_LIMIT, seed=seed, num_workers=1)
+    # The batch's proposal: the work budget of a call at TIME_LIMIT, under a generous wall clock.
+    proposal = propose_placement(state, time_limit_s=PROPOSAL_WALL_FACTOR * TIME_LIMIT, seed=seed,
+                                 num_workers=1, work_limit_s=WORK_SHARE * TIME_LIMIT)
+    assert not proposal.wall_limited
     after = state.copy_state()
     applied = relocate(after, [Request(p.task_id, p.day, p.slot_start)
                                for p in proposal.placements],
@@ -57,7 +62,8 @@ def _expected_row(state, seed: int) -> dict:
         "lifting_banned_suffices": figures.lifting_banned_suffices,
         "lifting_class_constraints_suffices": figures.lifting_class_constraints_suffices,
         "negotiation_proven": figures.proven,
-        "proposal_status": proposal.status, "placed_tasks": len(proposal.placements),
+        "proposal_status": proposal.status, "proposal_wall_limited": False,
+        "placed_tasks": len(proposal.placements),
         "placed_slots": sum(p.length for p in proposal.placements),
         "unplaced_tasks": len(proposal.unplaced),
         "unplaced_slots": proposal.objective["unplaced_slots"], "max_slots": proposal.max_slots,
@@ -106,6 +112,37 @@ def test_same_table_on_every_engine_and_worker_count():
         assert pool.attrs["batch"]["workers"] == workers
         assert len(pool.attrs["batch"]["peak_rss_mb"]) >= 1
         pd.testing.assert_frame_equal(loop.drop(columns=runtime), pool.drop(columns=runtime))
+    assert not loop["proposal_wall_limited"].any() and loop.attrs["batch"]["wall_limited"] == 0
+
+
+def test_proposals_stop_on_the_given_work_budget():
+    """Tests that work_limit_s is the proposals' work budget: each row equals propose_placement
+    called with that budget under a distant wall clock, and the run records budget and wall."""
+    cohort = tiny_cohort(3)
+    df = run_batch(cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=0.05,
+                   seed=5, engine="loop")
+    run = df.attrs["batch"]
+    assert run["proposal_work_limit_s"] == 0.05
+    assert run["proposal_wall_limit_s"] == PROPOSAL_WALL_FACTOR * max(TIME_LIMIT, 0.05 / WORK_SHARE)
+    for i, state in enumerate(cohort):
+        direct = propose_placement(state, time_limit_s=60.0, seed=5, num_workers=1,
+                                   work_limit_s=0.05)
+        assert not direct.wall_limited and not df["proposal_wall_limited"].iloc[i]
+        assert df["proposal_status"].iloc[i] == direct.status
+        assert df["placed_slots"].iloc[i] == sum(p.length for p in direct.placements)
+        assert df["obj_weighted_total"].iloc[i] == direct.objective["weighted_total"]
+
+
+def test_a_proposal_cut_by_the_wall_clock_says_so(monkeypatch):
+    """Tests that a row whose proposal the wall clock cut (here a safety net shrunk to nothing)
+    is marked proposal_wall_limited and counted in the run's figures."""
+    monkeypatch.setattr(batch_jobs, "PROPOSAL_WALL_FACTOR", 1e-6)
+    cohort = tiny_cohort(2)
+    df = run_batch(cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=30.0,
+                   engine="loop")
+    assert df["error"].isna().all()
+    assert df["proposal_wall_limited"].all()
+    assert df.attrs["batch"]["wall_limited"] == 2
 
 
 BAD_WINDOWS = [
@@ -191,6 +228,8 @@ def test_jobs_subset_leaves_other_columns_null():
     ({"jobs": ("feasibility", "solve")}, "unknown job"),  # a job that does not exist
     ({"time_limit_s": 0}, "time_limit_s"),  # no time to solve
     ({"time_limit_s": True}, "time_limit_s"),  # a bool is not a number of seconds
+    ({"work_limit_s": -1}, "work_limit_s"),  # no work to do
+    ({"work_limit_s": "1"}, "work_limit_s"),  # a string is not a number of seconds
     ({"engine": "spark"}, "unknown engine"),  # an engine that does not exist
     ({"workers": 0}, "workers"),  # no worker
     ({"commit": True, "jobs": ("feasibility",)}, "include the 'proposal' job"),  # nothing to write
