@@ -2,7 +2,9 @@
 
 - ``feasibility``: :func:`~smartflow_engine.solver.check_feasibility`, then
   :func:`~smartflow_engine.solver.negotiation_figures` on its report (free when feasible or
-  unproven; exact extra days / lifting flags / slots to cut when proven infeasible);
+  unproven; exact extra days / lifting flags / slots to cut when proven infeasible, where they
+  cost several times the check's own proof: ``negotiation=False`` skips them, leaving those
+  columns null);
 - ``proposal``: :func:`~smartflow_engine.solver.propose_placement` with the batch's seed, stopped
   by a deterministic work budget (``work_limit_s``; by default the one a call with the batch's
   ``time_limit_s`` would get, ``WORK_SHARE`` × the limit) under a generous wall clock
@@ -107,6 +109,7 @@ class JobConfig:
     window_timeout_s: float | None = None  # None: a generous multiple of the solver budget
     keep_placements: bool = False  # return the proposal's placements (for --commit)
     work_limit_s: float | None = None  # proposals' work budget; None: WORK_SHARE x time_limit_s
+    negotiation: bool = True  # the feasibility job also computes the negotiation figures
 
     def proposal_work_s(self) -> float:
         """The proposals' deterministic work budget (estimated seconds of the calibration
@@ -233,6 +236,9 @@ def _feasibility(state: Any, config: JobConfig, row: dict[str, Any]) -> None:
                feasible_slots=report.feasible_slots, capacity_gap=report.capacity_gap,
                free_capacity_slots=report.free_capacity_slots, slack_slots=report.slack_slots,
                reason_code=report.reason_code)
+    if not config.negotiation:
+        row["feasibility_s"] = time.perf_counter() - t0
+        return
     figures = negotiation_figures(state, report, time_limit_s=config.time_limit_s, num_workers=1)
     row.update(extra_days_needed=figures.extra_days_needed,
                extra_days_possible=figures.extra_days_possible,

@@ -17,12 +17,18 @@ if TYPE_CHECKING:
     from ..store import Store
 
 ProgressFn = Callable[[int, int, int], None]  # (windows done, failures, total)
-MAX_CHUNK = 64
+MAX_CHUNK = 32
+CHUNKS_PER_WORKER = 16
 
 
 def default_chunk_size(total: int, workers: int) -> int:
-    """About eight chunks per worker (balance), at most :data:`MAX_CHUNK` windows (streaming)."""
-    return max(1, min(MAX_CHUNK, math.ceil(total / max(1, 8 * workers))))
+    """About :data:`CHUNKS_PER_WORKER` chunks per worker, at most :data:`MAX_CHUNK` windows.
+
+    Windows vary a hundredfold in cost (a feasible window's check takes milliseconds, an
+    infeasible one's proofs and negotiation figures a few hundred), so small chunks keep the
+    workers evenly loaded to the end; a chunk's shipping costs about a millisecond, paid once.
+    """
+    return max(1, min(MAX_CHUNK, math.ceil(total / max(1, CHUNKS_PER_WORKER * workers))))
 
 
 def _seconds(value: Any) -> bool:
@@ -59,6 +65,7 @@ def run_batch(
     time_limit_s: float = 2.0,
     work_limit_s: float | None = None,
     seed: int = 0,
+    negotiation: bool = True,
     engine: str = "local",
     workers: int | None = None,
     commit: bool = False,
@@ -91,6 +98,10 @@ def run_batch(
     seed
         The proposals' seed: the same seed gives the same table whatever the engine, workers
         and load (runtime columns aside), unless a row says ``proposal_wall_limited``.
+    negotiation
+        Whether the feasibility job also computes the negotiation figures (extra days, lifting
+        flags, slots to cut) of the infeasible windows. Their exact solves cost several times
+        the check's own proof; without them those columns are null and only the check runs.
     engine
         ``local`` (process pool, default), ``ray`` (Ray tasks) or ``loop`` (this process).
     workers
@@ -103,7 +114,8 @@ def run_batch(
         Ray: an existing cluster's address (default: start a local Ray for this batch, or use
         the one already initialised in this process).
     chunk_size
-        Windows per task (default: about eight chunks per worker, at most 64).
+        Windows per task (default: :func:`default_chunk_size`, about 16 chunks per worker, at
+        most 32).
     window_timeout_s
         Wall-clock budget of one window (default: a generous multiple of the solver budget); a
         window over it gets a ``timeout`` error row.
@@ -139,7 +151,8 @@ def run_batch(
     size = chunk_size or default_chunk_size(total, n_workers)
     config = JobConfig(jobs=job_tuple, time_limit_s=float(time_limit_s), seed=int(seed),
                        window_timeout_s=window_timeout_s, keep_placements=commit,
-                       work_limit_s=None if work_limit_s is None else float(work_limit_s))
+                       work_limit_s=None if work_limit_s is None else float(work_limit_s),
+                       negotiation=bool(negotiation))
 
     if progress is not None:
         progress(0, 0, total)
@@ -173,6 +186,7 @@ def run_batch(
         "engine": engine, "workers": n_workers, "chunk_size": size, "windows": len(df),
         "failures": failures, "wall_s": wall, "windows_per_s": len(df) / wall if wall else None,
         "peak_rss_mb": dict(sorted(peak.items())), "jobs": list(job_tuple),
+        "negotiation": bool(negotiation),
         "time_limit_s": float(time_limit_s), "seed": int(seed),
         "proposal_work_limit_s": config.proposal_work_s() if "proposal" in job_tuple else None,
         "proposal_wall_limit_s": config.proposal_wall_s() if "proposal" in job_tuple else None,

@@ -214,6 +214,23 @@ def test_a_window_that_kills_its_worker_gets_an_error_row(monkeypatch):
         assert rows[i]["error"] is None and rows[i]["is_feasible"] is not None
 
 
+def test_feasibility_without_negotiation_leaves_only_the_figures_null():
+    """Tests that negotiation=False keeps every figure of the check (equal to the full run's)
+    and leaves the negotiation columns null, infeasible windows included."""
+    cohort = tiny_cohort(6)
+    full = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    check = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop",
+                      negotiation=False)
+    assert (full["is_feasible"] == False).any()  # noqa: E712
+    figures = ["extra_days_needed", "extra_days_possible", "slots_to_cut",
+               "lifting_banned_suffices", "lifting_class_constraints_suffices",
+               "negotiation_proven"]
+    assert check[figures].isna().all().all() and full[figures].notna().all().all()
+    same = [c for c in columns() if c not in figures and not c.endswith("_s")]
+    pd.testing.assert_frame_equal(full[same], check[same])
+    assert check.attrs["batch"]["negotiation"] is False
+
+
 def test_jobs_subset_leaves_other_columns_null():
     """Tests that feasibility alone fills the feasibility columns and leaves proposal and health
     columns null, and that the columns are the same whatever the jobs."""
