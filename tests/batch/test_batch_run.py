@@ -306,3 +306,39 @@ def test_a_solver_failure_is_an_error_row_with_the_figures_before_it(monkeypatch
             assert df["error"].iloc[i] == "proposal_error: RuntimeError: boom"
             assert df["is_feasible"].iloc[i] is not pd.NA  # feasibility ran before
             assert df["proposal_status"].iloc[i] is pd.NA and df["critical"].iloc[i] is pd.NA
+
+
+def test_stream_chunks_keeps_a_bounded_number_in_flight():
+    """Tests the pool's and Ray's shared submission loop: every chunk is submitted once and
+    yielded once, never more than `in_flight` are outstanding, and the source is read lazily
+    (topped up as chunks come back, in the order they finish)."""
+    from smartflow_engine.batch.engines import stream_chunks
+
+    read: list[int] = []
+
+    def source():
+        for k in range(7):
+            read.append(k)
+            yield [k]
+
+    outstanding: set[int] = set()
+    peak = 0
+
+    def submit(chunk):
+        nonlocal peak
+        outstanding.add(chunk[0])
+        peak = max(peak, len(outstanding))
+        return chunk[0]
+
+    def wait_any(handles):
+        done = max(handles)  # the newest finishes first: order must follow finishing
+        outstanding.discard(done)
+        return [done]
+
+    got = []
+    for handle, chunk in stream_chunks(source(), submit, wait_any, in_flight=3):
+        assert chunk == [handle]
+        got.append(handle)
+        assert len(read) <= len(got) + 3  # never more than in_flight ahead of the results
+    assert sorted(got) == list(range(7)) and peak == 3
+    assert got[:2] == [2, 3]  # 0, 1, 2 in flight; 2 finishes, 3 is submitted and finishes next
