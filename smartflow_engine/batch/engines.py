@@ -37,8 +37,9 @@ ChunkResult = tuple[list[WindowResult], dict[str, Any]]
 H = TypeVar("H", bound=Hashable)
 
 # Modules the local pool's forkserver imports once, before forking any worker.
-PRELOAD: tuple[str, ...] = ("smartflow_engine.solver", "smartflow_engine.analyzers",
-                            "smartflow_engine.batch.jobs")
+# (The solver imports OR-Tools lazily, on its first solve: preload it too.)
+PRELOAD: tuple[str, ...] = ("ortools.sat.python.cp_model", "smartflow_engine.solver",
+                            "smartflow_engine.analyzers", "smartflow_engine.batch.jobs")
 
 
 class EngineError(RuntimeError):
@@ -99,6 +100,9 @@ def _warm(jobs: tuple[str, ...]) -> None:
     """Pool initializer: import the solver stack once per worker, outside any window's clock
     (a no-op in a worker forked from a preloaded forkserver)."""
     from .. import analyzers, solver  # noqa: F401
+    from ..solver._cpsat import cp_model
+
+    cp_model()  # OR-Tools, imported lazily by the solver's first solve
 
     if "proposal" in jobs:
         from ..solver._kernels import warm_up

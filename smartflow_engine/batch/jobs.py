@@ -307,10 +307,13 @@ def _health(state: Any, placements: list[tuple[int, int, int]] | None, config: J
 
 
 def run_chunk(items: Sequence[Any], config: JobConfig) -> tuple[list[WindowResult], dict[str, Any]]:
-    """Run a chunk of windows in this process; also report the process's peak memory."""
+    """Run a chunk of windows in this process; also report the CPU time the chunk took (this
+    process, every thread) and the process's peak memory."""
     import os
     import resource
 
+    cpu0 = time.process_time()
     results = [run_window(item, config) for item in items]
+    cpu = time.process_time() - cpu0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return results, {"pid": os.getpid(), "peak_rss_mb": peak_kb / 1024.0}
+    return results, {"pid": os.getpid(), "peak_rss_mb": peak_kb / 1024.0, "cpu_s": cpu}

@@ -129,8 +129,9 @@ def run_batch(
     -------
     pandas.DataFrame
         Columns :func:`~.jobs.columns` with nullable dtypes; ``error`` is null on a good row.
-        ``df.attrs["batch"]`` holds the run's figures (wall time, windows/s, peak memory per
-        worker process, engine, workers, chunk size).
+        ``df.attrs["batch"]`` holds the run's figures (wall time, windows/s, CPU seconds spent
+        by the workers on their chunks and by this process, peak memory per worker process,
+        engine, workers, chunk size, proposal budgets, wall-limited proposals).
 
     Raises
     ------
@@ -157,6 +158,8 @@ def run_batch(
     if progress is not None:
         progress(0, 0, total)
     started = time.perf_counter()
+    driver_cpu = time.process_time()
+    worker_cpu = 0.0
     rows: dict[int, dict[str, Any]] = {}
     peak: dict[int, float] = {}
     failures = 0
@@ -166,6 +169,7 @@ def run_batch(
                                     if engine != "loop" else None, address=address):
         if info.get("pid") is not None:
             peak[info["pid"]] = max(peak.get(info["pid"], 0.0), info["peak_rss_mb"])
+            worker_cpu += info.get("cpu_s", 0.0)
         for res in results:
             if commit and target_store is not None:
                 status, detail = commit_result(target_store, res)
@@ -176,6 +180,7 @@ def run_batch(
         if progress is not None:
             progress(len(rows), failures, total)
     wall = time.perf_counter() - started
+    driver_cpu = time.process_time() - driver_cpu - (worker_cpu if engine == "loop" else 0.0)
 
     cols = columns(commit)
     ordered = [rows[i] for i in sorted(rows)]
@@ -185,7 +190,8 @@ def run_batch(
     df.attrs["batch"] = {
         "engine": engine, "workers": n_workers, "chunk_size": size, "windows": len(df),
         "failures": failures, "wall_s": wall, "windows_per_s": len(df) / wall if wall else None,
-        "peak_rss_mb": dict(sorted(peak.items())), "jobs": list(job_tuple),
+        "peak_rss_mb": dict(sorted(peak.items())),
+        "worker_cpu_s": worker_cpu, "driver_cpu_s": max(0.0, driver_cpu), "jobs": list(job_tuple),
         "negotiation": bool(negotiation),
         "time_limit_s": float(time_limit_s), "seed": int(seed),
         "proposal_work_limit_s": config.proposal_work_s() if "proposal" in job_tuple else None,

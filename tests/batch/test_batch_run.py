@@ -111,6 +111,7 @@ def test_same_table_on_every_engine_and_worker_count():
                          workers=workers, chunk_size=chunk)
         assert pool.attrs["batch"]["workers"] == workers
         assert len(pool.attrs["batch"]["peak_rss_mb"]) >= 1
+        assert pool.attrs["batch"]["worker_cpu_s"] > 0  # the workers report their CPU time
         pd.testing.assert_frame_equal(loop.drop(columns=runtime), pool.drop(columns=runtime))
     assert not loop["proposal_wall_limited"].any() and loop.attrs["batch"]["wall_limited"] == 0
 
