@@ -36,6 +36,7 @@ import pandas as pd
 from rich.console import Console
 
 from smartflow_engine.batch import run_batch
+from smartflow_engine.batch.engines import HASH_SEED
 from smartflow_engine.solver.placement import WORK_SHARE
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
@@ -306,7 +307,10 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
     lines += ["", "Tables identical across engines and worker counts (runtime columns aside): "
               + "; ".join(f"{name}: {'yes' if same else 'NO'}" for name, same in identical.items())
               + ". Proposals cut by their wall-clock safety net (`proposal_wall_limited`): "
-              + ", ".join(f"{k} {v}" for k, v in wall_limited.items()) + ".", ""]
+              + ", ".join(f"{k} {v}" for k, v in wall_limited.items()) + ". Workers hash "
+              f"strings with PYTHONHASHSEED={HASH_SEED}; this process (the loop) with "
+              f"{os.environ.get('PYTHONHASHSEED', 'a random seed')} (a proposal that a "
+              "string-hash-order tie decides differs between seeds).", ""]
 
     overhead = []
     for w in (1, 2):
@@ -404,4 +408,7 @@ def _duration(seconds: float) -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("PYTHONHASHSEED") != HASH_SEED:  # the loop hashes like the workers
+        os.execve(sys.executable, [sys.executable, "-m", "benchmarks.bench_batch", *sys.argv[1:]],
+                  {**os.environ, "PYTHONHASHSEED": HASH_SEED})
     print(run(quick="--quick" in sys.argv))

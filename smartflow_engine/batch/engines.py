@@ -6,18 +6,22 @@ order they finish; :func:`~.run.run_batch` puts the rows back in source order. T
 share one submission loop, :func:`stream_chunks`: a bounded number of chunks in flight (the source
 is read as the batch goes), the next chunk submitted as soon as one comes back.
 
-- ``loop``: :func:`~.jobs.run_chunk` in this process, chunk after chunk (the baseline).
+- ``loop``: :func:`~.jobs.run_chunk` in this process, chunk after chunk (the baseline). Its
+  proposals equal the workers' when this process was started with ``PYTHONHASHSEED=0``
+  (:data:`HASH_SEED`); otherwise a proposal that a string-hash-order tie decides may differ (a
+  solver property, see docs/decisions.md).
 - ``local``: :class:`concurrent.futures.ProcessPoolExecutor` with ``workers`` processes (default:
   the machine's cores), ``forkserver`` start method: the server process imports the engine once
   (never running a solver, so it holds no solver threads to fork), and every worker of every
-  pool of this process is forked from it, already imported; the workers stay up for the whole
-  batch. A worker that dies (a crash in native code) breaks the pool: a fresh pool takes over,
-  and the windows of the chunks that were in flight are run again at the end one at a time,
-  each in a one-process pool, so only the window that kills a worker gets an error row.
-- ``ray``: one Ray task per chunk on a local Ray (``workers`` CPUs) or on an existing cluster
-  (``address``); the package must be importable on the cluster's nodes. Results are collected
-  with ``ray.wait`` as tasks finish. A task that fails (its worker died) turns its windows into
-  error rows.
+  pool of this process is forked from it, already imported and with the fixed string-hash seed
+  :data:`HASH_SEED`; the workers stay up for the whole batch. A worker that dies (a crash in
+  native code) breaks the pool: a fresh pool takes over, and the windows of the chunks that were
+  in flight are run again at the end one at a time, each in a one-process pool, so only the
+  window that kills a worker gets an error row.
+- ``ray``: one Ray task per chunk (its workers with :data:`HASH_SEED`) on a local Ray
+  (``workers`` CPUs) or on an existing cluster (``address``); the package must be importable on
+  the cluster's nodes. Results are collected with ``ray.wait`` as tasks finish. A task that
+  fails (its worker died) turns its windows into error rows.
 """
 
 from __future__ import annotations
@@ -40,6 +44,12 @@ H = TypeVar("H", bound=Hashable)
 # (The solver imports OR-Tools lazily, on its first solve: preload it too.)
 PRELOAD: tuple[str, ...] = ("ortools.sat.python.cp_model", "smartflow_engine.solver",
                             "smartflow_engine.analyzers", "smartflow_engine.batch.jobs")
+
+
+# Worker processes hash strings with this fixed seed (PYTHONHASHSEED): the solver's proposals
+# depend on the interpreter's string-hash seed (a tie broken by set or dict order), so workers
+# started with random seeds would not give the same table from run to run or engine to engine.
+HASH_SEED = "0"
 
 
 class EngineError(RuntimeError):
@@ -115,7 +125,20 @@ def _context(name: str) -> Any:
 
     ctx = multiprocessing.get_context(name)
     if name == "forkserver":
+        from multiprocessing import forkserver
+
         ctx.set_forkserver_preload(list(PRELOAD))  # no effect once the server runs
+        # The server's hash seed is every forked worker's: start it with the fixed one (a no-op
+        # when it already runs, started by an earlier batch of this process).
+        previous = os.environ.get("PYTHONHASHSEED")
+        os.environ["PYTHONHASHSEED"] = HASH_SEED
+        try:
+            forkserver.ensure_running()
+        finally:
+            if previous is None:
+                del os.environ["PYTHONHASHSEED"]
+            else:
+                os.environ["PYTHONHASHSEED"] = previous
     return ctx
 
 
@@ -220,7 +243,9 @@ _REMOTE: dict[str, Any] = {}  # the remote function, defined once Ray is importe
 def _remote_chunk() -> Any:
     if "chunk" not in _REMOTE:
         ray = _ray()
-        _REMOTE["chunk"] = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
+        _REMOTE["chunk"] = ray.remote(
+            num_cpus=1, max_retries=0,
+            runtime_env={"env_vars": {"PYTHONHASHSEED": HASH_SEED}})(run_chunk)
     return _REMOTE["chunk"]
 
 
