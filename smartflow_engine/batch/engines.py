@@ -1,35 +1,55 @@
 """Where the windows run: a plain loop in this process, a local process pool, or Ray tasks.
 
 Every engine takes chunks of :class:`~.sources.WindowItem` (so that per-task overhead is paid once
-per chunk, not per window), keeps a bounded number of chunks in flight (the source is read as the
-batch goes), and yields each chunk's results as soon as it finishes, in whatever order they
-finish; :func:`~.run.run_batch` puts the rows back in source order.
+per chunk, not per window) and yields each chunk's results as soon as it finishes, in whatever
+order they finish; :func:`~.run.run_batch` puts the rows back in source order. The pool and Ray
+share one submission loop, :func:`stream_chunks`: a bounded number of chunks in flight (the source
+is read as the batch goes), the next chunk submitted as soon as one comes back.
 
-- ``loop``: :func:`~.jobs.run_chunk` in this process, chunk after chunk (the baseline).
+- ``loop``: :func:`~.jobs.run_chunk` in this process, chunk after chunk (the baseline). Its
+  proposals equal the workers' when this process was started with ``PYTHONHASHSEED=0``
+  (:data:`HASH_SEED`); otherwise a proposal that a string-hash-order tie decides may differ (a
+  solver property, see docs/decisions.md).
 - ``local``: :class:`concurrent.futures.ProcessPoolExecutor` with ``workers`` processes (default:
-  the machine's cores), ``spawn`` start method (no fork of a process holding solver threads). A
-  worker that dies (a crash in native code) breaks the pool: the chunks in flight are run again
-  one window at a time in a fresh pool, so only the window that kills a worker gets an error row.
-- ``ray``: one Ray task per chunk on a local Ray (``workers`` CPUs) or on an existing cluster
-  (``address``); the package must be importable on the cluster's nodes. Results are collected
-  with ``ray.wait`` as tasks finish. A task that fails (its worker died) turns its windows into
-  error rows.
+  the machine's cores), ``forkserver`` start method: the server process imports the engine once
+  (never running a solver, so it holds no solver threads to fork), and every worker of every
+  pool of this process is forked from it, already imported and with the fixed string-hash seed
+  :data:`HASH_SEED`; the workers stay up for the whole batch. A worker that dies (a crash in
+  native code) breaks the pool: a fresh pool takes over, and the windows of the chunks that were
+  in flight are run again at the end one at a time, each in a one-process pool, so only the
+  window that kills a worker gets an error row.
+- ``ray``: one Ray task per chunk (its workers with :data:`HASH_SEED`) on a local Ray
+  (``workers`` CPUs) or on an existing cluster (``address``); the package must be importable on
+  the cluster's nodes. Results are collected with ``ray.wait`` as tasks finish. A task that
+  fails (its worker died) turns its windows into error rows.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, TypeVar
 
 from .jobs import JobConfig, WindowResult, run_chunk
 
 ENGINES: tuple[str, ...] = ("local", "ray", "loop")
 Chunk = list[Any]
 ChunkResult = tuple[list[WindowResult], dict[str, Any]]
+H = TypeVar("H", bound=Hashable)
+
+# Modules the local pool's forkserver imports once, before forking any worker.
+# (The solver imports OR-Tools lazily, on its first solve: preload it too.)
+PRELOAD: tuple[str, ...] = ("ortools.sat.python.cp_model", "smartflow_engine.solver",
+                            "smartflow_engine.analyzers", "smartflow_engine.batch.jobs")
+
+
+# Worker processes hash strings with this fixed seed (PYTHONHASHSEED): the solver's proposals
+# depend on the interpreter's string-hash seed (a tie broken by set or dict order), so workers
+# started with random seeds would not give the same table from run to run or engine to engine.
+HASH_SEED = "0"
 
 
 class EngineError(RuntimeError):
@@ -50,6 +70,27 @@ def chunked(items: Iterable[Any], size: int) -> Iterator[Chunk]:
         yield chunk
 
 
+def stream_chunks(chunks: Iterable[Chunk], submit: Callable[[Chunk], H],
+                  wait_any: Callable[[list[H]], Iterable[H]],
+                  in_flight: int) -> Iterator[tuple[H, Chunk]]:
+    """The shared submission loop of the pool and Ray engines.
+
+    Keeps up to ``in_flight`` chunks submitted (``submit`` returns a handle: a future, an object
+    ref), waits for any to finish (``wait_any`` returns the finished handles) and yields
+    ``(handle, chunk)`` in the order they finish, topping up from ``chunks`` before each wait.
+    Reading the result (and what a failure means) is the caller's.
+    """
+    source = iter(chunks)
+    pending: dict[H, Chunk] = {}
+    while True:
+        while len(pending) < in_flight and (chunk := next(source, None)) is not None:
+            pending[submit(chunk)] = chunk
+        if not pending:
+            return
+        for handle in wait_any(list(pending)):
+            yield handle, pending.pop(handle)
+
+
 def _crashed(item: Any, what: str) -> WindowResult:
     row = {"window_id": item.window_id, "user_id": item.user_id,
            "error": f"worker_crash: {what}"}
@@ -66,8 +107,12 @@ def run_loop(chunks: Iterable[Chunk], config: JobConfig) -> Iterator[ChunkResult
 
 # ---------------------------------------------------------------------------------- local
 def _warm(jobs: tuple[str, ...]) -> None:
-    """Pool initializer: import the solver stack once per worker, outside any window's clock."""
+    """Pool initializer: import the solver stack once per worker, outside any window's clock
+    (a no-op in a worker forked from a preloaded forkserver)."""
     from .. import analyzers, solver  # noqa: F401
+    from ..solver._cpsat import cp_model
+
+    cp_model()  # OR-Tools, imported lazily by the solver's first solve
 
     if "proposal" in jobs:
         from ..solver._kernels import warm_up
@@ -75,54 +120,71 @@ def _warm(jobs: tuple[str, ...]) -> None:
         warm_up()
 
 
+def _context(name: str) -> Any:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context(name)
+    if name == "forkserver":
+        from multiprocessing import forkserver
+
+        ctx.set_forkserver_preload(list(PRELOAD))  # no effect once the server runs
+        # The server's hash seed is every forked worker's: start it with the fixed one (a no-op
+        # when it already runs, started by an earlier batch of this process).
+        previous = os.environ.get("PYTHONHASHSEED")
+        os.environ["PYTHONHASHSEED"] = HASH_SEED
+        try:
+            forkserver.ensure_running()
+        finally:
+            if previous is None:
+                del os.environ["PYTHONHASHSEED"]
+            else:
+                os.environ["PYTHONHASHSEED"] = previous
+    return ctx
+
+
 def _pool(workers: int, ctx: Any, config: JobConfig) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm,
                                initargs=(config.jobs,))
 
 
-def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
-              mp_context: str = "spawn") -> Iterator[ChunkResult]:
-    import multiprocessing
+def _wait_futures(futures: list[Future[ChunkResult]]) -> Iterable[Future[ChunkResult]]:
+    return wait(futures, return_when=FIRST_COMPLETED)[0]
 
-    ctx = multiprocessing.get_context(mp_context)
-    in_flight = max(2, 2 * workers)
-    source = iter(chunks)
+
+def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
+              mp_context: str = "forkserver") -> Iterator[ChunkResult]:
+    ctx = _context(mp_context)
     retry: list[Any] = []  # windows of chunks that were in flight when a worker died
-    pool = _pool(workers, ctx, config)
+    pools = [_pool(workers, ctx, config)]  # the last one takes new chunks
+    owner: dict[Future[ChunkResult], ProcessPoolExecutor] = {}
+
+    def replace(broken: ProcessPoolExecutor) -> None:
+        if broken is pools[-1]:
+            broken.shutdown(wait=False, cancel_futures=True)
+            pools.append(_pool(workers, ctx, config))
+
+    def submit(chunk: Chunk) -> Future[ChunkResult]:
+        try:
+            fut = pools[-1].submit(run_chunk, chunk, config)
+        except BrokenProcessPool:  # it broke since the last result came back
+            replace(pools[-1])
+            fut = pools[-1].submit(run_chunk, chunk, config)
+        owner[fut] = pools[-1]
+        return fut
+
     try:
-        pending: dict[Future[ChunkResult], Chunk] = {}
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < in_flight:
-                chunk = next(source, None)
-                if chunk is None:
-                    exhausted = True
-                    break
-                pending[pool.submit(run_chunk, chunk, config)] = chunk
-            if not pending:
-                break
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            broken = False
-            for fut in done:
-                chunk = pending.pop(fut)
-                try:
-                    yield fut.result()
-                except BrokenProcessPool:
-                    broken = True
-                    retry.extend(chunk)
-            if broken:
-                for fut, chunk in pending.items():
-                    try:
-                        yield fut.result()
-                    except BrokenProcessPool:
-                        retry.extend(chunk)
-                pending.clear()
-                pool.shutdown(wait=False, cancel_futures=True)
-                yield from _isolate(retry, config, ctx)
-                retry = []
-                pool = _pool(workers, ctx, config)
+        for fut, chunk in stream_chunks(chunks, submit, _wait_futures, max(2, 2 * workers)):
+            pool = owner.pop(fut)
+            try:
+                yield fut.result()
+            except BrokenProcessPool:
+                retry.extend(chunk)
+                replace(pool)
+        if retry:
+            yield from _isolate(retry, config, ctx)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _isolate(items: list[Any], config: JobConfig, ctx: Any) -> Iterator[ChunkResult]:
@@ -181,7 +243,9 @@ _REMOTE: dict[str, Any] = {}  # the remote function, defined once Ray is importe
 def _remote_chunk() -> Any:
     if "chunk" not in _REMOTE:
         ray = _ray()
-        _REMOTE["chunk"] = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
+        _REMOTE["chunk"] = ray.remote(
+            num_cpus=1, max_retries=0,
+            runtime_env={"env_vars": {"PYTHONHASHSEED": HASH_SEED}})(run_chunk)
     return _REMOTE["chunk"]
 
 
@@ -192,31 +256,25 @@ def run_ray(chunks: Iterable[Chunk], config: JobConfig, workers: int | None,
     try:
         remote = _remote_chunk()
         cpus = int(ray.cluster_resources().get("CPU", workers or 1))
-        in_flight = max(2, 2 * cpus)
         config_ref = ray.put(config)
-        source = iter(chunks)
-        pending: dict[Any, Chunk] = {}
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < in_flight:
-                chunk = next(source, None)
-                if chunk is None:
-                    exhausted = True
-                    break
-                pending[remote.remote(chunk, config_ref)] = chunk
-            if not pending:
-                break
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                chunk = pending.pop(ref)
-                try:
-                    yield ray.get(ref)
-                except Exception as exc:  # the task's worker died, or the task raised
-                    what = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-                    yield [_crashed(item, what) for item in chunk], {}
+
+        def wait_any(refs: list[Any]) -> list[Any]:
+            return list(ray.wait(refs, num_returns=1)[0])
+
+        for ref, chunk in stream_chunks(chunks, lambda c: remote.remote(c, config_ref),
+                                        wait_any, max(2, 2 * cpus)):
+            try:
+                yield ray.get(ref)
+            except Exception as exc:  # the task's worker died, or the task raised
+                yield [_crashed(item, _one_line(exc)) for item in chunk], {}
     finally:
         if started:
             ray.shutdown()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def run_engine(engine: str, chunks: Iterable[Chunk], config: JobConfig, workers: int | None,

@@ -2,8 +2,14 @@
 
 - ``feasibility``: :func:`~smartflow_engine.solver.check_feasibility`, then
   :func:`~smartflow_engine.solver.negotiation_figures` on its report (free when feasible or
-  unproven; exact extra days / lifting flags / slots to cut when proven infeasible);
-- ``proposal``: :func:`~smartflow_engine.solver.propose_placement` with the batch's seed;
+  unproven; exact extra days / lifting flags / slots to cut when proven infeasible, where they
+  cost several times the check's own proof: ``negotiation=False`` skips them, leaving those
+  columns null);
+- ``proposal``: :func:`~smartflow_engine.solver.propose_placement` with the batch's seed, stopped
+  by a deterministic work budget (``work_limit_s``; by default the one a call with the batch's
+  ``time_limit_s`` would get, ``WORK_SHARE`` × the limit) under a generous wall clock
+  (:data:`PROPOSAL_WALL_FACTOR` × the limit), so the same seed gives the same row on any engine,
+  worker count or load; ``proposal_wall_limited`` says when the wall clock cut one anyway;
 - ``health``: :func:`~smartflow_engine.analyzers.analyze_health` on the window as the proposal
   would leave it (its placements applied as ``suggested``) when a proposal ran, else on the
   window as loaded; the close signal is read defensively (``reason``, ``best_achievable`` and
@@ -39,7 +45,7 @@ FEASIBILITY_COLUMNS: tuple[str, ...] = (
     "lifting_class_constraints_suffices", "negotiation_proven",
 )
 PROPOSAL_HEAD: tuple[str, ...] = (
-    "proposal_status", "placed_tasks", "placed_slots", "unplaced_tasks", "unplaced_slots",
+    "proposal_status", "proposal_wall_limited", "placed_tasks", "placed_slots", "unplaced_tasks", "unplaced_slots",
     "max_slots", "objective_bound",
 )
 HEALTH_COLUMNS: tuple[str, ...] = (
@@ -60,7 +66,8 @@ COMMIT_COLUMNS: tuple[str, ...] = ("commit_status", "commit_detail")
 _STRING = ("window_id", "reason_code", "proposal_status", "health_of", "close_reason", "error",
            "commit_status", "commit_detail")
 _BOOLEAN = ("is_feasible", "proven", "extra_days_possible", "lifting_banned_suffices",
-            "lifting_class_constraints_suffices", "negotiation_proven", "acceptable_to_close",
+            "lifting_class_constraints_suffices", "negotiation_proven", "proposal_wall_limited",
+            "acceptable_to_close",
             "best_achievable", "floor_proven")
 _FLOAT = ("unplaced_slots", "objective_bound", *RUNTIME_COLUMNS)
 
@@ -86,6 +93,12 @@ class WindowTimeout(BaseException):  # not an Exception: solver code must not ca
     """The window's wall-clock budget ran out."""
 
 
+PROPOSAL_WALL_FACTOR = 10.0
+"""A batch proposal's wall clock is this many times its limit: a safety net only, so that the
+work budget, not the machine's load, decides where each search stops (a loaded shared machine
+ran the pure-Python stages 2-7x slower than the calibration, see docs/decisions.md)."""
+
+
 @dataclass(frozen=True)
 class JobConfig:
     """What every window of a batch runs with (shipped to the workers once per chunk)."""
@@ -95,12 +108,33 @@ class JobConfig:
     seed: int = 0
     window_timeout_s: float | None = None  # None: a generous multiple of the solver budget
     keep_placements: bool = False  # return the proposal's placements (for --commit)
+    work_limit_s: float | None = None  # proposals' work budget; None: WORK_SHARE x time_limit_s
+    negotiation: bool = True  # the feasibility job also computes the negotiation figures
+
+    def proposal_work_s(self) -> float:
+        """The proposals' deterministic work budget (estimated seconds of the calibration
+        machine)."""
+        if self.work_limit_s is not None:
+            return self.work_limit_s
+        from ..solver.placement import WORK_SHARE
+
+        return WORK_SHARE * self.time_limit_s
+
+    def proposal_wall_s(self) -> float:
+        """The proposals' wall-clock safety net: :data:`PROPOSAL_WALL_FACTOR` x the limit the
+        work budget corresponds to (never less than ``time_limit_s``)."""
+        from ..solver.placement import WORK_SHARE
+
+        return PROPOSAL_WALL_FACTOR * max(self.time_limit_s,
+                                          self.proposal_work_s() / WORK_SHARE)
 
     def timeout(self) -> float:
         if self.window_timeout_s is not None:
             return self.window_timeout_s
-        # generous: each job makes one or two solver calls of time_limit_s each
-        return 10.0 + 6.0 * self.time_limit_s * max(1, len(self.jobs))
+        # generous: each job makes one or two solver calls of time_limit_s each; a proposal
+        # may run to its wall-clock safety net
+        proposal = self.proposal_wall_s() if "proposal" in self.jobs else 0.0
+        return 10.0 + 6.0 * self.time_limit_s * max(1, len(self.jobs)) + proposal
 
 
 @dataclass
@@ -202,6 +236,9 @@ def _feasibility(state: Any, config: JobConfig, row: dict[str, Any]) -> None:
                feasible_slots=report.feasible_slots, capacity_gap=report.capacity_gap,
                free_capacity_slots=report.free_capacity_slots, slack_slots=report.slack_slots,
                reason_code=report.reason_code)
+    if not config.negotiation:
+        row["feasibility_s"] = time.perf_counter() - t0
+        return
     figures = negotiation_figures(state, report, time_limit_s=config.time_limit_s, num_workers=1)
     row.update(extra_days_needed=figures.extra_days_needed,
                extra_days_possible=figures.extra_days_possible,
@@ -216,10 +253,11 @@ def _proposal(state: Any, config: JobConfig, row: dict[str, Any]) -> list[tuple[
     from ..solver import propose_placement
 
     t0 = time.perf_counter()
-    proposal = propose_placement(state, time_limit_s=config.time_limit_s, seed=config.seed,
-                                 num_workers=1)
+    proposal = propose_placement(state, time_limit_s=config.proposal_wall_s(), seed=config.seed,
+                                 num_workers=1, work_limit_s=config.proposal_work_s())
     objective = proposal.objective
-    row.update(proposal_status=proposal.status, placed_tasks=len(proposal.placements),
+    row.update(proposal_status=proposal.status, proposal_wall_limited=proposal.wall_limited,
+               placed_tasks=len(proposal.placements),
                placed_slots=sum(p.length for p in proposal.placements),
                unplaced_tasks=len(proposal.unplaced),
                unplaced_slots=_num(objective.get("unplaced_slots")),
@@ -269,10 +307,13 @@ def _health(state: Any, placements: list[tuple[int, int, int]] | None, config: J
 
 
 def run_chunk(items: Sequence[Any], config: JobConfig) -> tuple[list[WindowResult], dict[str, Any]]:
-    """Run a chunk of windows in this process; also report the process's peak memory."""
+    """Run a chunk of windows in this process; also report the CPU time the chunk took (this
+    process, every thread) and the process's peak memory."""
     import os
     import resource
 
+    cpu0 = time.process_time()
     results = [run_window(item, config) for item in items]
+    cpu = time.process_time() - cpu0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return results, {"pid": os.getpid(), "peak_rss_mb": peak_kb / 1024.0}
+    return results, {"pid": os.getpid(), "peak_rss_mb": peak_kb / 1024.0, "cpu_s": cpu}

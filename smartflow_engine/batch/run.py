@@ -17,25 +17,37 @@ if TYPE_CHECKING:
     from ..store import Store
 
 ProgressFn = Callable[[int, int, int], None]  # (windows done, failures, total)
-MAX_CHUNK = 64
+MAX_CHUNK = 32
+CHUNKS_PER_WORKER = 16
 
 
 def default_chunk_size(total: int, workers: int) -> int:
-    """About eight chunks per worker (balance), at most :data:`MAX_CHUNK` windows (streaming)."""
-    return max(1, min(MAX_CHUNK, math.ceil(total / max(1, 8 * workers))))
+    """About :data:`CHUNKS_PER_WORKER` chunks per worker, at most :data:`MAX_CHUNK` windows.
+
+    Windows vary a hundredfold in cost (a feasible window's check takes milliseconds, an
+    infeasible one's proofs and negotiation figures a few hundred), so small chunks keep the
+    workers evenly loaded to the end; a chunk's shipping costs about a millisecond, paid once.
+    """
+    return max(1, min(MAX_CHUNK, math.ceil(total / max(1, CHUNKS_PER_WORKER * workers))))
+
+
+def _seconds(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= 600
 
 
 def _check_args(jobs: Sequence[str], time_limit_s: float, engine: str,
-                workers: int | None, commit: bool) -> tuple[str, ...]:
+                workers: int | None, commit: bool,
+                work_limit_s: float | None = None) -> tuple[str, ...]:
     if isinstance(jobs, str):
         jobs = [j.strip() for j in jobs.split(",") if j.strip()]
     unknown = [j for j in jobs if j not in JOBS]
     if unknown:
         raise ValueError(f"unknown job(s) {', '.join(map(repr, unknown))}; choose from "
                          f"{', '.join(JOBS)}")
-    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) or not (
-            0 < time_limit_s <= 600):
+    if not _seconds(time_limit_s):
         raise ValueError(f"time_limit_s must be in (0, 600] seconds, got {time_limit_s!r}")
+    if work_limit_s is not None and not _seconds(work_limit_s):
+        raise ValueError(f"work_limit_s must be in (0, 600] seconds, got {work_limit_s!r}")
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
@@ -51,7 +63,9 @@ def run_batch(
     *,
     jobs: Sequence[str] = JOBS,
     time_limit_s: float = 2.0,
+    work_limit_s: float | None = None,
     seed: int = 0,
+    negotiation: bool = True,
     engine: str = "local",
     workers: int | None = None,
     commit: bool = False,
@@ -72,10 +86,22 @@ def run_batch(
     jobs
         Any of ``feasibility``, ``proposal``, ``health`` (always run in that order).
     time_limit_s
-        Every solver call's time limit (CP-SAT, one worker per call).
+        Every solver call's time limit (CP-SAT, one worker per call). Proposals are the
+        exception: they stop on a deterministic work budget, by default the one a
+        ``propose_placement`` call with this limit gets, under a wall clock of
+        :data:`~.jobs.PROPOSAL_WALL_FACTOR` x the limit (a safety net; a row it cut says so in
+        ``proposal_wall_limited``).
+    work_limit_s
+        The proposals' work budget in estimated seconds of the solver's calibration machine
+        (default ``WORK_SHARE`` x ``time_limit_s``); their wall clock then allows
+        :data:`~.jobs.PROPOSAL_WALL_FACTOR` x the limit this budget corresponds to.
     seed
-        The proposals' seed: the same seed gives the same table whatever the engine and workers
-        (runtime columns aside).
+        The proposals' seed: the same seed gives the same table whatever the engine, workers
+        and load (runtime columns aside), unless a row says ``proposal_wall_limited``.
+    negotiation
+        Whether the feasibility job also computes the negotiation figures (extra days, lifting
+        flags, slots to cut) of the infeasible windows. Their exact solves cost several times
+        the check's own proof; without them those columns are null and only the check runs.
     engine
         ``local`` (process pool, default), ``ray`` (Ray tasks) or ``loop`` (this process).
     workers
@@ -88,7 +114,8 @@ def run_batch(
         Ray: an existing cluster's address (default: start a local Ray for this batch, or use
         the one already initialised in this process).
     chunk_size
-        Windows per task (default: about eight chunks per worker, at most 64).
+        Windows per task (default: :func:`default_chunk_size`, about 16 chunks per worker, at
+        most 32).
     window_timeout_s
         Wall-clock budget of one window (default: a generous multiple of the solver budget); a
         window over it gets a ``timeout`` error row.
@@ -102,8 +129,9 @@ def run_batch(
     -------
     pandas.DataFrame
         Columns :func:`~.jobs.columns` with nullable dtypes; ``error`` is null on a good row.
-        ``df.attrs["batch"]`` holds the run's figures (wall time, windows/s, peak memory per
-        worker process, engine, workers, chunk size).
+        ``df.attrs["batch"]`` holds the run's figures (wall time, windows/s, CPU seconds spent
+        by the workers on their chunks and by this process, peak memory per worker process,
+        engine, workers, chunk size, proposal budgets, wall-limited proposals).
 
     Raises
     ------
@@ -113,7 +141,7 @@ def run_batch(
     """
     import pandas as pd
 
-    job_tuple = _check_args(jobs, time_limit_s, engine, workers, commit)
+    job_tuple = _check_args(jobs, time_limit_s, engine, workers, commit, work_limit_s)
     src: WindowSource = open_source(source)
     target_store = store if store is not None else (src.store if isinstance(src, StoreSource)
                                                     else None)
@@ -123,11 +151,15 @@ def run_batch(
     total = len(src)
     size = chunk_size or default_chunk_size(total, n_workers)
     config = JobConfig(jobs=job_tuple, time_limit_s=float(time_limit_s), seed=int(seed),
-                       window_timeout_s=window_timeout_s, keep_placements=commit)
+                       window_timeout_s=window_timeout_s, keep_placements=commit,
+                       work_limit_s=None if work_limit_s is None else float(work_limit_s),
+                       negotiation=bool(negotiation))
 
     if progress is not None:
         progress(0, 0, total)
     started = time.perf_counter()
+    driver_cpu = time.process_time()
+    worker_cpu = 0.0
     rows: dict[int, dict[str, Any]] = {}
     peak: dict[int, float] = {}
     failures = 0
@@ -137,6 +169,7 @@ def run_batch(
                                     if engine != "loop" else None, address=address):
         if info.get("pid") is not None:
             peak[info["pid"]] = max(peak.get(info["pid"], 0.0), info["peak_rss_mb"])
+            worker_cpu += info.get("cpu_s", 0.0)
         for res in results:
             if commit and target_store is not None:
                 status, detail = commit_result(target_store, res)
@@ -147,6 +180,7 @@ def run_batch(
         if progress is not None:
             progress(len(rows), failures, total)
     wall = time.perf_counter() - started
+    driver_cpu = time.process_time() - driver_cpu - (worker_cpu if engine == "loop" else 0.0)
 
     cols = columns(commit)
     ordered = [rows[i] for i in sorted(rows)]
@@ -156,8 +190,13 @@ def run_batch(
     df.attrs["batch"] = {
         "engine": engine, "workers": n_workers, "chunk_size": size, "windows": len(df),
         "failures": failures, "wall_s": wall, "windows_per_s": len(df) / wall if wall else None,
-        "peak_rss_mb": dict(sorted(peak.items())), "jobs": list(job_tuple),
+        "peak_rss_mb": dict(sorted(peak.items())),
+        "worker_cpu_s": worker_cpu, "driver_cpu_s": max(0.0, driver_cpu), "jobs": list(job_tuple),
+        "negotiation": bool(negotiation),
         "time_limit_s": float(time_limit_s), "seed": int(seed),
+        "proposal_work_limit_s": config.proposal_work_s() if "proposal" in job_tuple else None,
+        "proposal_wall_limit_s": config.proposal_wall_s() if "proposal" in job_tuple else None,
+        "wall_limited": int(df["proposal_wall_limited"].fillna(False).sum()),
     }
     return df
 

@@ -22,12 +22,14 @@ from smartflow_engine.batch import (
 )
 from smartflow_engine.batch import jobs as batch_jobs
 from smartflow_engine.batch.engines import chunked, run_local
+from smartflow_engine.batch.jobs import PROPOSAL_WALL_FACTOR
 from smartflow_engine.solver import (
     TERM_NAMES,
     check_feasibility,
     negotiation_figures,
     propose_placement,
 )
+from smartflow_engine.solver.placement import WORK_SHARE
 from smartflow_engine.state import Request, relocate
 
 
@@ -36,7 +38,10 @@ def _expected_row(state, seed: int) -> dict:
     pending = state.pending_tasks()
     report = check_feasibility(state, time_limit_s=TIME_LIMIT, num_workers=1)
     figures = negotiation_figures(state, report, time_limit_s=TIME_LIMIT, num_workers=1)
-    proposal = propose_placement(state, time_limit_s=TIME_LIMIT, seed=seed, num_workers=1)
+    # The batch's proposal: the work budget of a call at TIME_LIMIT, under a generous wall clock.
+    proposal = propose_placement(state, time_limit_s=PROPOSAL_WALL_FACTOR * TIME_LIMIT, seed=seed,
+                                 num_workers=1, work_limit_s=WORK_SHARE * TIME_LIMIT)
+    assert not proposal.wall_limited
     after = state.copy_state()
     applied = relocate(after, [Request(p.task_id, p.day, p.slot_start)
                                for p in proposal.placements],
@@ -57,7 +62,8 @@ def _expected_row(state, seed: int) -> dict:
         "lifting_banned_suffices": figures.lifting_banned_suffices,
         "lifting_class_constraints_suffices": figures.lifting_class_constraints_suffices,
         "negotiation_proven": figures.proven,
-        "proposal_status": proposal.status, "placed_tasks": len(proposal.placements),
+        "proposal_status": proposal.status, "proposal_wall_limited": False,
+        "placed_tasks": len(proposal.placements),
         "placed_slots": sum(p.length for p in proposal.placements),
         "unplaced_tasks": len(proposal.unplaced),
         "unplaced_slots": proposal.objective["unplaced_slots"], "max_slots": proposal.max_slots,
@@ -105,7 +111,39 @@ def test_same_table_on_every_engine_and_worker_count():
                          workers=workers, chunk_size=chunk)
         assert pool.attrs["batch"]["workers"] == workers
         assert len(pool.attrs["batch"]["peak_rss_mb"]) >= 1
+        assert pool.attrs["batch"]["worker_cpu_s"] > 0  # the workers report their CPU time
         pd.testing.assert_frame_equal(loop.drop(columns=runtime), pool.drop(columns=runtime))
+    assert not loop["proposal_wall_limited"].any() and loop.attrs["batch"]["wall_limited"] == 0
+
+
+def test_proposals_stop_on_the_given_work_budget():
+    """Tests that work_limit_s is the proposals' work budget: each row equals propose_placement
+    called with that budget under a distant wall clock, and the run records budget and wall."""
+    cohort = tiny_cohort(3)
+    df = run_batch(cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=0.05,
+                   seed=5, engine="loop")
+    run = df.attrs["batch"]
+    assert run["proposal_work_limit_s"] == 0.05
+    assert run["proposal_wall_limit_s"] == PROPOSAL_WALL_FACTOR * max(TIME_LIMIT, 0.05 / WORK_SHARE)
+    for i, state in enumerate(cohort):
+        direct = propose_placement(state, time_limit_s=60.0, seed=5, num_workers=1,
+                                   work_limit_s=0.05)
+        assert not direct.wall_limited and not df["proposal_wall_limited"].iloc[i]
+        assert df["proposal_status"].iloc[i] == direct.status
+        assert df["placed_slots"].iloc[i] == sum(p.length for p in direct.placements)
+        assert df["obj_weighted_total"].iloc[i] == direct.objective["weighted_total"]
+
+
+def test_a_proposal_cut_by_the_wall_clock_says_so(monkeypatch):
+    """Tests that a row whose proposal the wall clock cut (here a safety net shrunk to nothing)
+    is marked proposal_wall_limited and counted in the run's figures."""
+    monkeypatch.setattr(batch_jobs, "PROPOSAL_WALL_FACTOR", 1e-6)
+    cohort = tiny_cohort(2)
+    df = run_batch(cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=30.0,
+                   engine="loop")
+    assert df["error"].isna().all()
+    assert df["proposal_wall_limited"].all()
+    assert df.attrs["batch"]["wall_limited"] == 2
 
 
 BAD_WINDOWS = [
@@ -177,6 +215,23 @@ def test_a_window_that_kills_its_worker_gets_an_error_row(monkeypatch):
         assert rows[i]["error"] is None and rows[i]["is_feasible"] is not None
 
 
+def test_feasibility_without_negotiation_leaves_only_the_figures_null():
+    """Tests that negotiation=False keeps every figure of the check (equal to the full run's)
+    and leaves the negotiation columns null, infeasible windows included."""
+    cohort = tiny_cohort(6)
+    full = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    check = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop",
+                      negotiation=False)
+    assert (full["is_feasible"] == False).any()  # noqa: E712
+    figures = ["extra_days_needed", "extra_days_possible", "slots_to_cut",
+               "lifting_banned_suffices", "lifting_class_constraints_suffices",
+               "negotiation_proven"]
+    assert check[figures].isna().all().all() and full[figures].notna().all().all()
+    same = [c for c in columns() if c not in figures and not c.endswith("_s")]
+    pd.testing.assert_frame_equal(full[same], check[same])
+    assert check.attrs["batch"]["negotiation"] is False
+
+
 def test_jobs_subset_leaves_other_columns_null():
     """Tests that feasibility alone fills the feasibility columns and leaves proposal and health
     columns null, and that the columns are the same whatever the jobs."""
@@ -191,6 +246,8 @@ def test_jobs_subset_leaves_other_columns_null():
     ({"jobs": ("feasibility", "solve")}, "unknown job"),  # a job that does not exist
     ({"time_limit_s": 0}, "time_limit_s"),  # no time to solve
     ({"time_limit_s": True}, "time_limit_s"),  # a bool is not a number of seconds
+    ({"work_limit_s": -1}, "work_limit_s"),  # no work to do
+    ({"work_limit_s": "1"}, "work_limit_s"),  # a string is not a number of seconds
     ({"engine": "spark"}, "unknown engine"),  # an engine that does not exist
     ({"workers": 0}, "workers"),  # no worker
     ({"commit": True, "jobs": ("feasibility",)}, "include the 'proposal' job"),  # nothing to write
@@ -250,3 +307,74 @@ def test_a_solver_failure_is_an_error_row_with_the_figures_before_it(monkeypatch
             assert df["error"].iloc[i] == "proposal_error: RuntimeError: boom"
             assert df["is_feasible"].iloc[i] is not pd.NA  # feasibility ran before
             assert df["proposal_status"].iloc[i] is pd.NA and df["critical"].iloc[i] is pd.NA
+
+
+def test_stream_chunks_keeps_a_bounded_number_in_flight():
+    """Tests the pool's and Ray's shared submission loop: every chunk is submitted once and
+    yielded once, never more than `in_flight` are outstanding, and the source is read lazily
+    (topped up as chunks come back, in the order they finish)."""
+    from smartflow_engine.batch.engines import stream_chunks
+
+    read: list[int] = []
+
+    def source():
+        for k in range(7):
+            read.append(k)
+            yield [k]
+
+    outstanding: set[int] = set()
+    peak = 0
+
+    def submit(chunk):
+        nonlocal peak
+        outstanding.add(chunk[0])
+        peak = max(peak, len(outstanding))
+        return chunk[0]
+
+    def wait_any(handles):
+        done = max(handles)  # the newest finishes first: order must follow finishing
+        outstanding.discard(done)
+        return [done]
+
+    got = []
+    for handle, chunk in stream_chunks(source(), submit, wait_any, in_flight=3):
+        assert chunk == [handle]
+        got.append(handle)
+        assert len(read) <= len(got) + 3  # never more than in_flight ahead of the results
+    assert sorted(got) == list(range(7)) and peak == 3
+    assert got[:2] == [2, 3]  # 0, 1, 2 in flight; 2 finishes, 3 is submitted and finishes next
+
+
+def _proposal_with_hash_seed(text: str, hash_seed: str) -> str:
+    """The proposal's objective for one window, computed in a fresh interpreter whose string
+    hashes use ``hash_seed`` (the solver's ties follow hash order)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, json; from smartflow_engine.state import ScheduleState; "
+            "from smartflow_engine.solver import propose_placement; "
+            "s = ScheduleState.from_json(sys.stdin.read()); "
+            "p = propose_placement(s, time_limit_s=60.0, seed=0, num_workers=1, "
+            "work_limit_s=0.08); print(json.dumps(p.objective, sort_keys=True))")
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
+                         text=True, env=env, check=True, timeout=300)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_pool_workers_hash_strings_with_the_fixed_seed():
+    """Tests that the pool's proposals are those of an interpreter started with
+    PYTHONHASHSEED=HASH_SEED, whatever this process's own seed: a window whose proposal depends
+    on string-hash order (seed 12 of the benchmark cohort) gets the same row on every run."""
+    import json
+
+    from smartflow_engine.batch.engines import HASH_SEED
+    from smartflow_engine.state.synthetic import synthetic_window
+
+    text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
+    expected = json.loads(_proposal_with_hash_seed(text, HASH_SEED))
+    df = run_batch([text], jobs=("proposal",), time_limit_s=5.0, work_limit_s=0.08,
+                   engine="local", workers=1)
+    assert not df["proposal_wall_limited"].iloc[0]
+    assert df["obj_weighted_total"].iloc[0] == expected["weighted_total"]
+    assert df["obj_context_switch"].iloc[0] == expected["context_switch"]
