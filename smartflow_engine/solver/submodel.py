@@ -275,7 +275,7 @@ class SubModel:
             by_subject: dict[str, list[Any]] = defaultdict(list)
             for v, _, k in day_vars.get(day, []):
                 by_subject[k].append(v)
-            for k in self.win.scope_subjects:
+            for k in sorted(self.win.scope_subjects):
                 fixed = self.p.fixed_counts.get((k, day), 0)
                 vars_ = by_subject.get(k, [])
                 if k in self.win.cluster:
@@ -327,7 +327,7 @@ class SubModel:
                 exprs: list[Lin] = []
                 if a_free and b_free:
                     occ_b = self._occ(day, q + 1)
-                    for k in {k for _, k in self.cover.get((day, q), [])}:
+                    for k in sorted({k for _, k in self.cover.get((day, q), [])}):
                         cat_a = self._occ(day, q, k)
                         cat_b = [(v, -1) for v, _ in self._occ(day, q + 1, k)]
                         exprs.append(Lin(cat_a + occ_b + cat_b, -1))
