@@ -357,17 +357,22 @@ def negotiation_figures(
         days, days_proven = min_extra_days(problem, time_limit_s=_left(deadline),
                                            num_workers=num_workers)
     possible: bool | None = (days is not None) if days_proven else None
-    lifts: list[bool | None] = []
-    for lift_windows in (False, True):
+    # Lifting the class windows too relaxes lifting the banned periods alone, so the wider lift
+    # runs first: when even it cannot place everything (proven), neither can the narrower one.
+    lifts: list[bool | None] = [None, None]  # [banned periods only, banned periods and windows]
+    for lift_windows in (True, False):
         if _past(deadline):
-            lifts.append(None)
+            continue
+        if not lift_windows and lifts[1] is False:
+            lifts[0] = False
             continue
         relaxed = build_problem(state, include_suggested=include_suggested, lift_banned=True,
                                 lift_windows=lift_windows)
         res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,
                             witness=False)
         required = relaxed.required_slots
-        lifts.append(True if res.best == required else (False if res.proven else None))
+        lifts[int(lift_windows)] = (True if res.best == required
+                                    else (False if res.proven else None))
     proven = days_proven and all(v is not None for v in lifts)
     return NegotiationFigures(False, report.capacity_gap, days, possible, lifts[0], lifts[1],
                               proven, time.perf_counter() - t0)

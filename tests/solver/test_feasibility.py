@@ -235,3 +235,25 @@ def test_lifting_class_rules_equals_rebuilding_without_them(variant: str) -> Non
                                 lift_windows=True)
         assert lifted.groups == rebuilt.groups
         assert (lifted.runs, lifted.hosts) == (rebuilt.runs, rebuilt.hosts)
+
+
+@settings(max_examples=40, deadline=None)
+@given(state=tiny_windows(max_pending=5))
+def test_lifting_flags_equal_each_lift_solved_alone(state: ScheduleState) -> None:
+    """Tests on tiny windows (class windows, banned periods, hosts) that the two lifting flags,
+    which skip the narrower lift when the wider one is proven not to suffice, equal what each
+    relaxed window gives when solved on its own."""
+    from smartflow_engine.solver.counting import max_placeable
+    from smartflow_engine.solver.problem import build_problem
+
+    note(state.to_json(indent=None))
+    figures = negotiation_figures(state, time_limit_s=20.0)
+    if figures.is_feasible is not False:
+        return
+    assert figures.proven
+    for lift_windows, flag in ((False, figures.lifting_banned_suffices),
+                               (True, figures.lifting_class_constraints_suffices)):
+        relaxed = build_problem(state, lift_banned=True, lift_windows=lift_windows)
+        res = max_placeable(relaxed, time_limit_s=20.0, num_workers=1, witness=False)
+        assert res.proven
+        assert flag is (res.best == relaxed.required_slots)
