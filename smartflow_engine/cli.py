@@ -319,6 +319,12 @@ def batch(
                                               "(default: each user's task classes).")] = None,
     chunk_size: Annotated[int | None, typer.Option(help="Windows per task (default: about "
                                                    "eight chunks per worker).")] = None,
+    work_limit: Annotated[float | None, typer.Option(help="Proposals stop on this deterministic "
+                                                     "work budget, seconds (default: what a "
+                                                     "--time-limit call gets).")] = None,
+    negotiation: Annotated[bool, typer.Option(help="Compute the negotiation figures of "
+                                              "infeasible windows (--no-negotiation: the "
+                                              "check alone).")] = True,
 ) -> None:
     """A cohort of windows at once: feasibility, proposals and health as one table."""
     from rich.progress import (
@@ -370,7 +376,8 @@ def batch(
 
             df = run_batch(src, jobs=jobs.split(","), time_limit_s=time_limit, seed=seed,
                            engine=engine, workers=workers, commit=commit, address=address,
-                           chunk_size=chunk_size, progress=progress)
+                           chunk_size=chunk_size, progress=progress, work_limit_s=work_limit,
+                           negotiation=negotiation)
     except (SourceError, EngineError, ValueError) as exc:
         raise fail(str(exc)) from None
     except Exception as exc:  # the database cannot be reached, ...

@@ -45,6 +45,27 @@ def test_batch_files_to_parquet_with_summary(window_dir, tmp_path):
     assert errors is not None and int(errors.group(1)) == 1
 
 
+def test_batch_no_negotiation_and_work_limit(window_dir, tmp_path):
+    """Tests that `--no-negotiation` runs the check alone (negotiation columns empty, verdicts
+    and gaps as with them) and `--work-limit` reaches the proposals' work budget."""
+    full, bare = tmp_path / "full.csv", tmp_path / "bare.csv"
+    common = [str(window_dir), "--engine", "loop", "--time-limit", "3",
+              "--jobs", "feasibility,proposal", "--work-limit", "0.05"]
+    for out, extra in ((full, []), (bare, ["--no-negotiation"])):
+        res = runner.invoke(app, ["batch", *common, "--out", str(out), *extra])
+        assert res.exit_code == 0, res.stdout + res.stderr
+    a, b = read_table(full), read_table(bare)
+    infeasible = a["is_feasible"] == False  # noqa: E712
+    assert infeasible.any()
+    assert a["extra_days_needed"][infeasible].notna().any()
+    assert b["extra_days_needed"].isna().all()
+    assert list(a["is_feasible"]) == list(b["is_feasible"])
+    assert list(a["capacity_gap"].fillna(-1)) == list(b["capacity_gap"].fillna(-1))
+    assert list(a["obj_weighted_total"].fillna(-1)) == list(b["obj_weighted_total"].fillna(-1))
+    res = runner.invoke(app, ["batch", *common[:-1], "0", "--out", str(bare)])
+    assert res.exit_code == 2 and "work_limit_s" in res.stderr
+
+
 def test_batch_database_commit_to_csv(tmp_path):
     """Tests `smartflow batch --db URL --weeks 1-1 --users 1-3 --commit --out x.csv`: the users'
     feasible proposals are committed and the table says so."""
