@@ -37,7 +37,7 @@ from rich.console import Console
 
 from smartflow_engine.batch import run_batch
 from smartflow_engine.batch.engines import HASH_SEED
-from smartflow_engine.solver.placement import WORK_SHARE
+from smartflow_engine.solver.budget import WORK_SHARE
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 

@@ -116,14 +116,14 @@ class JobConfig:
         machine)."""
         if self.work_limit_s is not None:
             return self.work_limit_s
-        from ..solver.placement import WORK_SHARE
+        from ..solver.budget import WORK_SHARE
 
         return WORK_SHARE * self.time_limit_s
 
     def proposal_wall_s(self) -> float:
         """The proposals' wall-clock safety net: :data:`PROPOSAL_WALL_FACTOR` x the limit the
         work budget corresponds to (never less than ``time_limit_s``)."""
-        from ..solver.placement import WORK_SHARE
+        from ..solver.budget import WORK_SHARE
 
         return PROPOSAL_WALL_FACTOR * max(self.time_limit_s,
                                           self.proposal_work_s() / WORK_SHARE)

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..state import ScheduleState, runs
+from ..state import ScheduleState
 from ._cpsat import OutOfTime, SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
 from .budget import (
@@ -59,7 +59,7 @@ from .budget import (
     WORK_SHARE,
 )
 from .columns import ColumnSearch, search
-from .counting import max_placeable
+from .counting import max_placeable, residual
 from .health_floor import health_floor
 from .health_search import (
     HEALTH_SHARE,
@@ -70,7 +70,7 @@ from .health_search import (
 from .local_search import improve
 from .neighbourhood import neighbourhood_search
 from .objective import TERM_NAMES, Proof, evaluate, resolve_weights
-from .problem import Bin, Placement, Problem, build_problem
+from .problem import Placement, build_problem
 from .progress import report
 from .submodel import SubModel, WindowData
 
@@ -194,7 +194,7 @@ def propose_placement(
         candidates.insert(0, ("greedy", greedy))
     elif greedy and greedy_slots < target and time.perf_counter() < search_stop:
         # Repair: place the greedy's leftovers exactly in the space it left.
-        rest = max_placeable(_residual(problem, greedy), time_limit_s=time_limit_s * REPAIR_SHARE,
+        rest = max_placeable(residual(problem, greedy), time_limit_s=time_limit_s * REPAIR_SHARE,
                              num_workers=num_workers,
                              deterministic_time=effort * REPAIR_SHARE * DETERMINISTIC_SHARE,
                              deadline=search_stop)
@@ -355,32 +355,6 @@ def _full_model(win: WindowData, w: Mapping[str, float], target: int,
                 problem, list(current.values()), w)["weighted_total"]:
             return {pl.task_id: pl for pl in found}, bound
     return current, bound
-
-
-def _residual(problem: Problem, placements: Sequence[Placement]) -> Problem:
-    """The problem left once ``placements`` are made: their tasks and places are gone."""
-    owner = problem.owner.copy()
-    used_hosts: set[tuple[int, int | None]] = set()
-    for pl in placements:
-        if pl.embed_host is None:
-            owner[pl.day - 1, pl.slot_start - 1 : pl.slot_end] = pl.task_id
-        else:
-            used_hosts.add((pl.day, pl.embed_host))
-    placed = {pl.task_id for pl in placements}
-    days, starts, lengths = runs(owner == 0)
-    free_bins = [Bin(int(d) + 1, int(st) + 1, int(st + n)) for d, st, n in
-                 zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)]
-    hosts = [b for b in problem.hosts
-             if not any(d == b.day and h == b.host for d, h in used_hosts)
-             or not _holds_guest(b, placements)]
-    groups = [replace(g, task_ids=[t for t in g.task_ids if t not in placed])
-              for g in problem.groups]
-    return replace(problem, groups=groups, runs=free_bins, hosts=hosts, owner=owner)
-
-
-def _holds_guest(b: Bin, placements: Sequence[Placement]) -> bool:
-    return any(pl.embed_host == b.host and pl.day == b.day
-               and b.slot_start <= pl.slot_start <= b.slot_end for pl in placements)
 
 
 __all__ = ["TERM_NAMES", "Proposal", "propose_placement"]

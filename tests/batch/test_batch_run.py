@@ -29,7 +29,7 @@ from smartflow_engine.solver import (
     negotiation_figures,
     propose_placement,
 )
-from smartflow_engine.solver.placement import WORK_SHARE
+from smartflow_engine.solver.budget import WORK_SHARE
 from smartflow_engine.state import Request, relocate
 
 
