@@ -51,7 +51,10 @@ UNLOAD_EXCHANGE_DAYS = 3  # of those, the days where it also trades for a shorte
 @dataclass(frozen=True)
 class HealthSearchResult:
     """``placements`` of the scope tasks; ``counts`` their (critical, warning); ``moved``: tasks
-    away from ``origin``; ``evaluations``: the work done; ``work_s`` its estimate in seconds."""
+    away from ``origin``; ``evaluations``: the work done; ``work_s`` its estimate in seconds;
+    ``floor``: the proven (critical, warning) floor of every placement of this scope placing as
+    many pending periods, feasibility issue included, as :meth:`.HealthFloor.meets` reads it
+    (critical bounds critical, the sum bounds critical + warning)."""
 
     placements: list[Placement]
     counts: HealthCounts
@@ -59,6 +62,7 @@ class HealthSearchResult:
     moved: int
     evaluations: int
     work_s: float
+    floor: tuple[int, int] | None = None
 
 
 def eval_cost(num_days: int) -> float:
@@ -575,7 +579,8 @@ def search_health(
         final = start
     out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     moved = sum(1 for pl in out if origin_map.get(pl.task_id) != pl)
-    return HealthSearchResult(out, final, start, moved, evals, evals * cost)
+    return HealthSearchResult(out, final, start, moved, evals, evals * cost,
+                              floor=(floor[0] + feasibility_critical, floor[1]))
 
 
 def _higher(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:

@@ -106,6 +106,10 @@ class Proposal:
     warning: int | None = None
     threshold: str = "normal"
     start_health: tuple[int, int] | None = None  # (critical, warning) before the close stage
+    # The proven floor of (critical, warning) over every placement of the tasks this proposal
+    # may move that places as many periods (critical bounds critical, the sum bounds critical +
+    # warning); the proposal is at its floor when it meets both.
+    floor: tuple[int, int] | None = None
     # True when the wall-clock safety net may have cut a stage (a slow or overloaded machine):
     # the same seed then need not give the same proposal. False: every stage stopped on its
     # deterministic work budget, so the proposal is the one this seed always gives.
@@ -320,6 +324,7 @@ def propose_placement(
         warning=counts.warning,
         threshold=threshold,
         start_health=close.start_counts.key,
+        floor=close.floor,
         wall_limited=wall_limited,
     )
 

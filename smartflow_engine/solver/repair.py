@@ -80,6 +80,7 @@ def repair_placement(
         warning=result.counts.warning,
         threshold=threshold,
         start_health=result.start_counts.key,
+        floor=result.floor,
     )
 
 

@@ -272,6 +272,12 @@ def _health_line(proposal: Proposal) -> str:
         line += f"（调整前 {proposal.start_health[0]}/{proposal.start_health[1]}）"
     if proposal.start == "current":
         line += f"；移动了{proposal.local_moves}个已落位任务"
+    if proposal.floor is not None:
+        fc, fw = proposal.floor
+        at_floor = (proposal.critical <= fc
+                    and proposal.critical + proposal.warning <= fc + fw)
+        line += (f"；已证明同范围的任何方案至少有 critical {fc} 个、critical 与 warning 合计 "
+                 f"{fc + fw} 个，" + ("本方案已达此下限" if at_floor else "本方案尚高于此下限"))
     return line + "。"
 
 

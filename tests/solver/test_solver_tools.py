@@ -305,3 +305,25 @@ def test_apply_proposal_with_allow_late_applies_the_late_block() -> None:
     refused = tb.call("move", {"task_id": early.state_id, "new_day": 3, "new_slot_start": 4})
     assert "不在任务类「作业」的时间窗" in refused
     assert early.slots[0].day == 1
+
+
+def test_propose_reply_states_the_proposals_own_floor() -> None:
+    """Tests that the proposal reply states the proven floor of its own scope and whether the
+    proposal meets it, consistently with its own counts (and, for a search the wall clock did
+    not cut, with the proposal's figures)."""
+    import re
+
+    for seed, variant in ((1, "plain"), (2, "fragmented")):
+        state = synthetic_window(seed, 13, variant=variant, with_task_classes=True)
+        proposal = propose_placement(state, time_limit_s=1.0, seed=0)
+        reply = toolbox(state).call("propose_placement", {"time_limit_s": 1.0, "seed": 0})
+        counts = re.search(r"应用后 critical (\d+) 个、warning (\d+) 个", reply)
+        floor = re.search(r"已证明同范围的任何方案至少有 critical (\d+) 个、critical 与 warning "
+                          r"合计 (\d+) 个，本方案(已达|尚高于)此下限", reply)
+        assert counts is not None and floor is not None, reply
+        c, w = int(counts.group(1)), int(counts.group(2))
+        fc, fsum = int(floor.group(1)), int(floor.group(2))
+        assert c >= fc and c + w >= fsum
+        assert (floor.group(3) == "已达") is (c <= fc and c + w <= fsum)
+        if not proposal.wall_limited and "搜索被时限截断" not in reply:
+            assert proposal.floor == (fc, fsum - fc)
