@@ -19,7 +19,7 @@ from ..analyzers.destinations import (
     movable,
     preferred_days,
     rank_destinations,
-    target_tasks,
+    search_targets,
 )
 from ..analyzers.result import NextAction
 from ..state import Change, ScheduleState, SlotRange, StateError, Task
@@ -33,8 +33,6 @@ Name = Annotated[str, Field(min_length=1, max_length=64)]
 ActionId = Annotated[str, Field(min_length=1, max_length=128,
                                 description="最近一次 analyze_health 给出的 action_id")]
 MAX_EXTRA_DAYS = 60
-MEASURED = 12  # tasks whose best destination query_target_tasks measures (the rest unranked)
-MEASURE_BUDGET = 240  # health recomputations in all (at most 80 per task)
 MAX_LISTED = 50
 
 
@@ -81,10 +79,11 @@ def left_places(ctx: ToolContext, task_id: int) -> set[tuple[int, int]]:
 
 
 def ranked(ctx: ToolContext, task_id: int, dests: list[Any]) -> list[dict[str, Any]]:
-    """Destinations best first, those returning the task to a place it left last."""
+    """Destinations best first: those that help the action (``helps``: clean and strictly
+    better) before the rest, those returning the task to a place it left last."""
     left = left_places(ctx, task_id)
     rows = []
-    for d in sorted(dests, key=lambda d: ((d.day, d.slot_start) in left, d.score())):
+    for d in sorted(dests, key=lambda d: ((d.day, d.slot_start) in left, not d.helps, d.score())):
         row = d.to_dict()
         if (d.day, d.slot_start) in left:
             row["returns_to_earlier_place"] = True
@@ -114,7 +113,8 @@ def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- query_target_tasks
 class TargetFilter(Args):
-    source: Name | None = Field(default=None, description="task_item=学习任务 / event=课程")
+    source: Name | None = Field(default=None, description="task_item=任务类 / event=课程表"
+                                                 "（query_range、list_tasks 中的「来源」）")
     locked: StrictBool | None = None
     status: list[Literal["existing", "suggested", "pending"]] | None = Field(default=None,
                                                                             max_length=3)
@@ -146,25 +146,23 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
         return _fail(tool, "invalid_args", act)
     tf = args.target_filter.model_dump(exclude_none=True) if args.target_filter else {}
     sc = args.candidate_scope.model_dump(exclude_none=True) if args.candidate_scope else {}
-    tasks = target_tasks(state, act, tf, sc)
     level = _level(ctx)
     work = state.copy_state()
     before = health_issues(work, level)
     focus = act.issue_ids if act is not None else ()
-    days = preferred_days(state, act)
+    # The same search as the fixable check of analyze_health (same tasks, candidates and
+    # budgets), measuring every task within the budget instead of stopping at the first.
+    search = search_targets(state, act, level, work, before, first_only=False,
+                            target_filter=tf, scope=sc)
+    tasks = search.targets
     measured: list[tuple[Task, dict[str, Any] | None, tuple[Any, ...]]] = []
-    budget = MEASURE_BUDGET
-    for task in tasks[:MEASURED]:
-        if budget <= 0:
-            break
-        ranking = rank_destinations(state, task.state_id, days=days, level=level, focus=focus,
-                                    work=work, before=before, budget=min(budget, 80))
-        budget -= len(ranking.destinations)
+    for task, ranking in search.measured:
         listed = ranked(ctx, task.state_id, ranking.destinations)
         best = listed[0] if listed else None
         order: tuple[Any, ...] = (2,)
         if best is not None:
-            order = (int(bool(best.get("returns_to_earlier_place"))), best["critical_delta"],
+            order = (int(bool(best.get("returns_to_earlier_place"))), not best["helps"],
+                     best["critical_delta"],
                      best["warning_delta"], -len(set(best["resolves"]) & set(focus)),
                      len(best["creates"]))
         measured.append((task, best, order))
@@ -373,6 +371,20 @@ def _relaxed(state: ScheduleState, args: ResolveArgs) -> dict[str, Any] | str:
     return data
 
 
+def _lifted_text(state: ScheduleState, args: ResolveArgs) -> str:
+    """``解除任务类[3]复习的时间窗；解除任务类[2]阅读的禁排第1、2节``."""
+    parts = []
+    for cid in args.lift_class_windows or []:
+        tc = state.task_class(cid)
+        parts.append(f"解除任务类[{cid}]{tc.name if tc else ''}的时间窗")
+    for lift in args.lift_banned or []:
+        tc = state.task_class(lift.class_id)
+        slots = lift.slots if lift.slots is not None else (tc.excluded_slots if tc else [])
+        parts.append(f"解除任务类[{lift.class_id}]{tc.name if tc else ''}的禁排第"
+                     f"{'、'.join(str(x) for x in sorted(slots)) or '（无）'}节")
+    return "；".join(parts)
+
+
 def _reduced(ctx: ToolContext, state: ScheduleState, ids: list[int]
              ) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
     logged = {c.task_id for c in ctx.changes}
@@ -417,37 +429,126 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
                 f"{state.num_days + args.extra_days}天")
     elif args.choice == "relax_constraints":
         data = _relaxed(state, args)
-        what = "放松约束（relax_constraints）"
+        what = f"放松约束（relax_constraints），{_lifted_text(state, args)}"
     else:
         reduced = _reduced(ctx, state, args.task_ids or [])
         if isinstance(reduced, str):
             return refused(f"{head}{reduced}协商状态未变。")
         data, aside = reduced
-        what = f"缩小本轮范围（reduce_scope），移出{len(aside)}个待安排任务"
+        names = "、".join(f"[{t['state_id']}]{t['name']}" for t in aside[:10])
+        more = "等" if len(aside) > 10 else ""
+        what = f"缩小本轮范围（reduce_scope），移出{len(aside)}个待安排任务（{names}{more}）"
     if isinstance(data, str):
         return refused(f"{head}{data}协商状态未变。")
     try:
         new_state = ScheduleState.from_json(data)
     except StateError as exc:
         return refused(f"{head}调整后的窗口无效（{exc}）。协商状态未变。")
+    change = _window_change(loop, args.choice, what, state, aside)
+    verdict = _regate(ctx, loop, new_state, entry)
+    loop.set_aside.extend(aside)
+    loop.window_changes.append(change)
+    entry["window_change"] = change["seq"]
+    loop.log_write(entry)
+    return (f"已记录用户选择：{what}。重新判定可行性：{verdict}\n"
+            f"这是窗口调整记录 #{change['seq']}（可用 undo_window_change 撤销）；它只在本会话中生效，"
+            "commit 不会把它写入数据库（commit 的预览会逐项说明）。")
+
+
+def _window_change(loop: LoopState, choice: str, what: str, before: ScheduleState,
+                   aside: list[dict[str, Any]]) -> dict[str, Any]:
+    """The window-change log entry of ``choice``: what it did and the window before it."""
+    data = before.to_dict()
+    seq = max((int(w.get("seq", 0)) for w in loop.window_changes), default=0) + 1
+    return {"seq": seq, "choice": choice, "summary": what,
+            "before": {"window": data["window"], "task_classes": data.get("task_classes", [])},
+            "breaks_before": sorted(t.state_id for t, _ in rule_breaks(before)),
+            "aside_ids": [t["state_id"] for t in aside]}
+
+
+def _regate(ctx: ToolContext, loop: LoopState, new_state: ScheduleState,
+            entry: dict[str, Any]) -> str:
+    """Adopt ``new_state`` (a changed window), re-run the feasibility gate, and say its verdict."""
     from ..solver import check_feasibility
 
     report = check_feasibility(new_state, time_limit_s=min(2.0, ctx.max_time_limit_s),
                                num_workers=ctx.num_workers)
     ctx.state = new_state
-    loop.set_aside.extend(aside)
     loop.reset_best()
     loop.gate_open = report.is_feasible is False
     entry.update(is_feasible=report.is_feasible, capacity_gap=report.capacity_gap)
-    loop.log_write(entry)
     if report.is_feasible is False:
-        verdict = (f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
-                   "门禁保持，请再与用户协商。")
-    elif report.is_feasible is None:
-        verdict = "在时限内未能判定（未证明不可行），已解除门禁；请调用 analyze_health 开始新一轮。"
-    else:
-        verdict = "可行（缺口0），已解除门禁；请调用 analyze_health 开始新一轮。"
-    return f"已记录用户选择：{what}。重新判定可行性：{verdict}"
+        return (f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
+                "门禁保持，请再与用户协商。")
+    if report.is_feasible is None:
+        return "在时限内未能判定（未证明不可行），已解除门禁；请调用 analyze_health 开始新一轮。"
+    return "可行（缺口0），已解除门禁；请调用 analyze_health 开始新一轮。"
+
+
+def rule_breaks(state: ScheduleState) -> list[tuple[Task, str]]:
+    """Placed study tasks outside their class window or on a banned period, with the reason."""
+    out: list[tuple[Task, str]] = []
+    for task in state.tasks:
+        tc = state.task_class(task.category_id)
+        if tc is None or task.source == "event" or task.status == "pending":
+            continue
+        lo, hi = tc.start_day or 1, tc.end_day or state.num_days
+        for b in task.slots:
+            if not lo <= b.day <= hi:
+                out.append((task, f"{block_text(b)}不在任务类「{tc.name}」的时间窗（第{lo}-{hi}天）内"))
+                break
+            banned = sorted(set(tc.excluded_slots) & set(range(b.slot_start, b.slot_end + 1)))
+            if banned:
+                out.append((task, f"{block_text(b)}占用任务类「{tc.name}」的禁排节次"
+                                  f"（第{'、'.join(map(str, banned))}节）"))
+                break
+    return out
+
+
+# ---------------------------------------------------------------------------------- undo_window_change
+class UndoWindowArgs(Args):
+    pass
+
+
+def undo_window_change_tool(ctx: ToolContext, _args: UndoWindowArgs) -> str:
+    state, loop = ctx.state, ctx.loop
+    assert state is not None
+    head = "undo_window_change 未执行："
+    if loop is None:
+        return refused(f"{head}只有会话（Session）记录窗口调整。")
+    if not loop.window_changes:
+        return refused(f"{head}本会话没有可撤销的窗口调整（expand_window / relax_constraints / "
+                       "reduce_scope）。")
+    change = loop.window_changes[-1]
+    before = change["before"]
+    old_days = int(before["window"]["total_days"])
+    outside = [t for t in state.tasks for b in t.slots if b.day > old_days]
+    if outside:
+        names = "、".join(dict.fromkeys(t.label for t in outside))
+        return refused(f"{head}{names} 在要撤销的新增天（第{old_days + 1}天起）上，请先移走或"
+                       "unplace。窗口未变。")
+    data = state.to_dict()
+    data["window"], data["task_classes"] = before["window"], before["task_classes"]
+    back = [t for t in loop.set_aside if t.get("state_id") in set(change.get("aside_ids") or [])]
+    data["tasks"] = data["tasks"] + back
+    try:
+        new_state = ScheduleState.from_json(data)
+    except StateError as exc:
+        return refused(f"{head}恢复后的窗口无效（{exc}）。窗口未变。")
+    known = set(change.get("breaks_before") or [])
+    breaks = [(t, why) for t, why in rule_breaks(new_state) if t.state_id not in known]
+    if breaks:
+        lines = "；".join(f"{t.label} {why}" for t, why in breaks[:10])
+        return refused(f"{head}撤销后这些任务会违反恢复的约束：{lines}。请先移走它们。窗口未变。")
+    entry: dict[str, Any] = {"tool": "undo_window_change", "window_change": change["seq"],
+                             "changes": 0}
+    verdict = _regate(ctx, loop, new_state, entry)
+    loop.window_changes.pop()
+    loop.set_aside = [t for t in loop.set_aside if t not in back]
+    loop.log_write(entry)
+    return (f"已撤销窗口调整 #{change['seq']}：{change['summary']}。"
+            f"窗口恢复为第1-{old_days}天" + (f"，{len(back)}个任务回到待安排" if back else "")
+            + f"。重新判定可行性：{verdict}")
 
 
 LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
@@ -479,10 +580,17 @@ LOOP_WRITE_TOOLS: tuple[ToolSpec, ...] = (
         "记入变更日志，之后仍可继续调整。",
     ),
     ToolSpec(
+        "undo_window_change", "write", UndoWindowArgs, undo_window_change_tool,
+        "撤销本会话最近一次窗口调整（resolve_negotiation 的 expand_window / relax_constraints / "
+        "reduce_scope）：恢复原来的天数、任务类时间窗与禁排节次，移出的任务回到待安排，并重新判定可行性。"
+        "新增天上仍有任务、或任务会违反恢复的约束时拒绝并点名。",
+    ),
+    ToolSpec(
         "resolve_negotiation", "write", ResolveArgs, resolve_negotiation_tool,
         "窗口被判定不可行后，记录用户在四个协商选项中的选择：expand_window（extra_days）、"
         "relax_constraints（lift_class_windows/lift_banned）、reduce_scope（task_ids）、accept_risk。"
-        "改变窗口的选择会重新判定可行性；记录之前放置/移动类写操作会被拒绝。",
+        "改变窗口的选择会重新判定可行性，并记入窗口调整记录（可用 undo_window_change 撤销；只在会话中"
+        "生效，commit 不写入数据库）；记录之前放置/移动类写操作会被拒绝。",
     ),
 )
 
