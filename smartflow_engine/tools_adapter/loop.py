@@ -76,7 +76,7 @@ class LoopState:
     set_aside: list[dict[str, Any]] = field(default_factory=list)  # tasks reduce_scope took out
     close_reason: CloseReason | None = None
     # The window-change log: each expand_window / relax_constraints / reduce_scope recorded by
-    # resolve_negotiation, with what undo_window_change needs to take it back. Kept apart from
+    # resolve_negotiation, with what its choice ``undo`` needs to take it back. Kept apart from
     # the task change log (``ToolContext.changes``), which is per task and goes to the database.
     window_changes: list[dict[str, Any]] = field(default_factory=list)
 

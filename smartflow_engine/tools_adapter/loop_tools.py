@@ -137,13 +137,23 @@ class TargetArgs(Args):
     limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回任务数")
 
 
-def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
-    tool = "query_target_tasks"
+def _query_start(ctx: ToolContext, tool: str, action_id: str | None
+                 ) -> tuple[ScheduleState, NextAction | None] | str:
+    """The state and the session's action ``action_id`` of a query tool, or its failure reply."""
     state = ctx.state
     assert state is not None
-    act = _action(ctx, args.action_id)
+    act = _action(ctx, action_id)
     if isinstance(act, str):
         return _fail(tool, "invalid_args", act)
+    return state, act
+
+
+def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
+    tool = "query_target_tasks"
+    start = _query_start(ctx, tool, args.action_id)
+    if isinstance(start, str):
+        return start
+    state, act = start
     tf = args.target_filter.model_dump(exclude_none=True) if args.target_filter else {}
     sc = args.candidate_scope.model_dump(exclude_none=True) if args.candidate_scope else {}
     level = _level(ctx)
@@ -186,11 +196,10 @@ class SlotsArgs(Args):
 
 def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     tool = "query_available_slots"
-    state = ctx.state
-    assert state is not None
-    act = _action(ctx, args.action_id)
-    if isinstance(act, str):
-        return _fail(tool, "invalid_args", act)
+    start = _query_start(ctx, tool, args.action_id)
+    if isinstance(start, str):
+        return start
+    state, act = start
     task = state.task(args.task_id)
     if task is None:
         return _fail(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
@@ -272,15 +281,25 @@ def adopt(current: ScheduleState, best: ScheduleState, task_ids: set[int]) -> No
             grid.put(task.state_id, block, as_guest=task.embed_host is not None)
 
 
+def _in_session(ctx: ToolContext, head: str, keeps: str
+                ) -> tuple[ScheduleState, LoopState] | str:
+    """The state and the loop of a session-only write, or its refusal (a bare Toolbox)."""
+    state, loop = ctx.state, ctx.loop
+    assert state is not None
+    if loop is None:
+        return refused(f"{head}只有会话（Session）{keeps}。")
+    return state, loop
+
+
 class RestoreArgs(Args):
     pass
 
 
 def restore_best_tool(ctx: ToolContext, _args: RestoreArgs) -> str:
-    state, loop = ctx.state, ctx.loop
-    assert state is not None
-    if loop is None:
-        return refused("restore_best 未执行：只有会话（Session）记录各轮的最佳状态。")
+    started = _in_session(ctx, "restore_best 未执行：", "记录各轮的最佳状态")
+    if isinstance(started, str):
+        return started
+    state, loop = started
     if loop.best_state is None:
         return refused("restore_best 未执行：还没有完成任何一轮 analyze_health，没有可恢复的最佳状态。")
     best = ScheduleState.from_json(loop.best_state)
@@ -311,9 +330,11 @@ class BannedLift(Args):
 
 
 class ResolveArgs(Args):
-    choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk"] = Field(
+    choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk",
+                    "undo"] = Field(
         description="用户的选择：expand_window 扩展时间窗 / relax_constraints 放松约束 / "
-                    "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口")
+                    "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口；"
+                    "undo 撤销最近一次窗口调整（随时可用）")
     extra_days: int | None = Field(default=None, strict=True, ge=1, le=MAX_EXTRA_DAYS,
                                    description="expand_window：在窗口末尾新增的空白天数")
     lift_class_windows: list[Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID)]] | None = (
@@ -329,7 +350,8 @@ class ResolveArgs(Args):
         need = {"expand_window": (self.extra_days is not None, "extra_days"),
                 "relax_constraints": (bool(self.lift_class_windows or self.lift_banned),
                                       "lift_class_windows 或 lift_banned"),
-                "reduce_scope": (bool(self.task_ids), "task_ids"), "accept_risk": (True, "")}
+                "reduce_scope": (bool(self.task_ids), "task_ids"), "accept_risk": (True, ""),
+                "undo": (True, "")}
         ok, what = need[self.choice]
         return None if ok else what
 
@@ -403,11 +425,13 @@ def _reduced(ctx: ToolContext, state: ScheduleState, ids: list[int]
 
 
 def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
-    state, loop = ctx.state, ctx.loop
-    assert state is not None
     head = "resolve_negotiation 未执行："
-    if loop is None:
-        return refused(f"{head}只有会话（Session）记录协商状态。")
+    started = _in_session(ctx, head, "记录协商状态")
+    if isinstance(started, str):
+        return started
+    state, loop = started
+    if args.choice == "undo":
+        return _undo_window_change(ctx, state, loop, head)
     if not loop.gate_open:
         return refused(f"{head}最近一次 analyze_health 没有判定窗口不可行，无需协商。")
     missing = args.missing()
@@ -451,7 +475,7 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
     entry["window_change"] = change["seq"]
     loop.log_write(entry)
     return (f"已记录用户选择：{what}。重新判定可行性：{verdict}\n"
-            f"这是窗口调整记录 #{change['seq']}（可用 undo_window_change 撤销）；它只在本会话中生效，"
+            f"这是窗口调整记录 #{change['seq']}（可用 resolve_negotiation 的 choice=undo 撤销）；它只在本会话中生效，"
             "commit 不会把它写入数据库（commit 的预览会逐项说明）。")
 
 
@@ -505,17 +529,11 @@ def rule_breaks(state: ScheduleState) -> list[tuple[Task, str]]:
     return out
 
 
-# ---------------------------------------------------------------------------------- undo_window_change
-class UndoWindowArgs(Args):
-    pass
-
-
-def undo_window_change_tool(ctx: ToolContext, _args: UndoWindowArgs) -> str:
-    state, loop = ctx.state, ctx.loop
-    assert state is not None
-    head = "undo_window_change 未执行："
-    if loop is None:
-        return refused(f"{head}只有会话（Session）记录窗口调整。")
+# ---------------------------------------------------------------------------------- undo
+def _undo_window_change(ctx: ToolContext, state: ScheduleState, loop: LoopState,
+                        head: str) -> str:
+    """resolve_negotiation(choice=undo): take back the last window change, if nothing stands on
+    what it added; then re-run the gate."""
     if not loop.window_changes:
         return refused(f"{head}本会话没有可撤销的窗口调整（expand_window / relax_constraints / "
                        "reduce_scope）。")
@@ -540,8 +558,8 @@ def undo_window_change_tool(ctx: ToolContext, _args: UndoWindowArgs) -> str:
     if breaks:
         lines = "；".join(f"{t.label} {why}" for t, why in breaks[:10])
         return refused(f"{head}撤销后这些任务会违反恢复的约束：{lines}。请先移走它们。窗口未变。")
-    entry: dict[str, Any] = {"tool": "undo_window_change", "window_change": change["seq"],
-                             "changes": 0}
+    entry: dict[str, Any] = {"tool": "resolve_negotiation", "choice": "undo",
+                             "window_change": change["seq"], "changes": 0}
     verdict = _regate(ctx, loop, new_state, entry)
     loop.window_changes.pop()
     loop.set_aside = [t for t in loop.set_aside if t not in back]
@@ -580,17 +598,12 @@ LOOP_WRITE_TOOLS: tuple[ToolSpec, ...] = (
         "记入变更日志，之后仍可继续调整。",
     ),
     ToolSpec(
-        "undo_window_change", "write", UndoWindowArgs, undo_window_change_tool,
-        "撤销本会话最近一次窗口调整（resolve_negotiation 的 expand_window / relax_constraints / "
-        "reduce_scope）：恢复原来的天数、任务类时间窗与禁排节次，移出的任务回到待安排，并重新判定可行性。"
-        "新增天上仍有任务、或任务会违反恢复的约束时拒绝并点名。",
-    ),
-    ToolSpec(
         "resolve_negotiation", "write", ResolveArgs, resolve_negotiation_tool,
         "窗口被判定不可行后，记录用户在四个协商选项中的选择：expand_window（extra_days）、"
         "relax_constraints（lift_class_windows/lift_banned）、reduce_scope（task_ids）、accept_risk。"
-        "改变窗口的选择会重新判定可行性，并记入窗口调整记录（可用 undo_window_change 撤销；只在会话中"
-        "生效，commit 不写入数据库）；记录之前放置/移动类写操作会被拒绝。",
+        "改变窗口的选择会重新判定可行性，并记入窗口调整记录（只在会话中生效，commit 不写入数据库）；"
+        "choice=undo 撤销最近一次窗口调整（恢复天数、任务类时间窗与禁排、移出的任务，并重新判定可行性；"
+        "新增天上仍有任务或任务会违反恢复的约束时拒绝并点名）。记录选择之前放置/移动类写操作会被拒绝。",
     ),
 )
 

@@ -33,8 +33,8 @@ ACTION_WRITES: frozenset[str] = frozenset({
 
 _READS = ("get_overview", "query_range", "find_free", "list_tasks", "get_task_info")
 _MOVES = ("place", "move", "swap", "batch_move", "unplace")
-_LOOP = ("get_round_log", "restore_best", "resolve_negotiation", "undo_window_change",
-         "upsert_task_class", "commit", "reload")
+_LOOP = ("get_round_log", "restore_best", "resolve_negotiation", "upsert_task_class", "commit",
+         "reload")
 _GLOBAL = ("analyze_health", "check_feasibility", "propose_placement", "apply_proposal",
            "analyze_load", "analyze_subjects", "analyze_context", "analyze_tolerance",
            *_READS, "query_target_tasks", "query_available_slots", *_MOVES, "spread_even", *_LOOP)
