@@ -118,8 +118,10 @@ def closes(key: tuple[int, int, float]) -> bool:
 def improves(dest: dict[str, Any]) -> bool:
     """The agent's only judgement: a destination is worth writing when the tool says it helps
     the action (resolves or eases one of its issues, creates none, health strictly better), or
-    when its reported counts get better (a trade)."""
-    return bool(dest["helps"]) or (dest["critical_delta"], dest["warning_delta"]) < (0, 0)
+    when its reported deltas make the loop's key (critical, warning, total impact) strictly
+    better (a trade: it may create an issue while resolving a worse one)."""
+    key = (dest["critical_delta"], dest["warning_delta"], dest["impact_delta"])
+    return bool(dest["helps"]) or key < (0, 0, 0.0)
 
 
 def run_agent(state: ScheduleState) -> AgentRun:

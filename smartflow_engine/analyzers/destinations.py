@@ -308,8 +308,9 @@ def ordered_targets(state: ScheduleState, action: NextAction | None, level: str,
                     scope: dict[str, Any] | None = None) -> list[Task]:
     """:func:`target_tasks`, the first ``SCREEN`` reordered by what taking each out does: those
     whose removal resolves one of the action's issues first, then those whose removal creates no
-    new critical/warning issue (moving them cannot open a new problem where they stood, e.g. a
-    subject gap), then the rest; ties keep :func:`target_tasks`' order."""
+    new critical/warning issue and makes none of the action's own worse (moving them cannot open
+    a new problem where they stood, e.g. a subject gap), then the rest; ties keep
+    :func:`target_tasks`' order."""
     tasks = target_tasks(state, action, target_filter, scope)
     focus = set(action.issue_ids) if action is not None else set()
     base = severe(before)
@@ -322,7 +323,9 @@ def ordered_targets(state: ScheduleState, action: NextAction | None, level: str,
         after = _removed_issues(work, wt, level)
         resolves = sum(1 for i in focus if i in base and i not in after)
         creates = sum(1 for i in after if i not in base)
-        keys[task.state_id] = (-resolves, int(creates > 0), index)
+        # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
+        worsens = sum(1 for i in focus if i in base and i in after and _eased(after[i], base[i]))
+        keys[task.state_id] = (-resolves, int(creates > 0 or worsens > 0), index)
     head = sorted(tasks[:SCREEN], key=lambda t: keys[t.state_id])
     return head + tasks[SCREEN:]
 
