@@ -179,6 +179,7 @@ def run_agent(state: ScheduleState) -> AgentRun:
             else:
                 result = s.invoke("move", {"task_id": task["task_id"], "new_day": dest["day"],
                                            "new_slot_start": dest["slot_start"],
+                                           "from_day": dest.get("from_day"),
                                            "action_id": aid})
             run.writes += 1
             if result.status == "error" or not result.changes:
@@ -227,17 +228,17 @@ def run_climb(state: ScheduleState) -> ClimbRun:
     while not closes(key) and run.steps < MAX_ROUNDS:
         work = state.copy_state()
         before = health_result(state).issues
-        best: tuple[tuple[int, int, float], int, int, int] | None = None
+        best: tuple[tuple[int, int, float], int, int, int, int | None] | None = None
         for tid in issue_tasks(state):
             ranking = rank_destinations(state, tid, budget=CLIMB_BUDGET, work=work, before=before)
             for d in ranking.destinations:
                 cand = (key[0] + d.critical_delta, key[1] + d.warning_delta, d.impact_after)
                 if cand < key and (best is None or cand < best[0]):
-                    best = (cand, tid, d.day, d.slot_start)
+                    best = (cand, tid, d.day, d.slot_start, d.from_day)
         if best is None:
             break
-        _, tid, day, start = best
-        relocate(state, [Request(tid, day, start)], op="climb")
+        _, tid, day, start, from_day = best
+        relocate(state, [Request(tid, day, start, from_day)], op="climb")
         key = key_of(state)
         run.steps += 1
     run.closed = closes(key)

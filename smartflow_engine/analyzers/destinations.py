@@ -44,6 +44,7 @@ class Destination:
     resolves_focus: int = 0  # how many of the action's own issues it resolves
     impact_delta: float = 0.0  # change of the total critical/warning impact (negative: better)
     eases_focus: int = 0  # the action's issues it resolves, or lowers in severity or impact
+    from_day: int | None = None  # the block moved, for a task with several (move's from_day)
 
     @property
     def helps(self) -> bool:
@@ -63,7 +64,7 @@ class Destination:
                 "embed_host": self.embed_host, "resolves": list(self.resolves),
                 "creates": list(self.creates), "critical_delta": self.critical_delta,
                 "warning_delta": self.warning_delta, "impact_delta": self.impact_delta,
-                "helps": self.helps}
+                "helps": self.helps, **({"from_day": self.from_day} if self.from_day else {})}
 
 
 @dataclass
@@ -91,12 +92,15 @@ def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult
 
 # ---------------------------------------------------------------------------------- targets
 def movable(state: ScheduleState, task: Task) -> bool:
-    """A study task a single write can put elsewhere: pending, or placed on one own block."""
+    """A study task single writes can put elsewhere: pending, or placed with at most one block a
+    day (a block of a task with several is moved with ``from_day``) and no guest embedded."""
     if is_course(task) or state.is_locked(task):
         return False
     if task.status == "pending":
         return True
-    return len(task.slots) == 1 and task.state_id not in state.guests_by_host()
+    days = [b.day for b in task.slots]
+    return bool(days) and len(set(days)) == len(days) and (
+        task.state_id not in state.guests_by_host())
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -150,31 +154,43 @@ def target_tasks(state: ScheduleState, action: NextAction | None = None,
 
 
 # ---------------------------------------------------------------------------------- destinations
-def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]) -> list[tuple[int, int]]:
-    need = task.need()
+def _pieces(task: Task) -> list[tuple[int | None, int]]:
+    """``(from_day, periods)`` of what one write moves: the whole task (``from_day`` None), or
+    each block of a task with several."""
+    if task.status == "pending" or len(task.slots) <= 1:
+        return [(None, task.need())]
+    return [(b.day, b.length) for b in task.slots]
+
+
+def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]
+                      ) -> list[tuple[int, int, int | None, int]]:
+    """``(day, start, from_day, periods)`` to try: per piece, the first and last fitting start
+    of each free run and each free water-course block, inside the class window and outside its
+    banned periods; a block of a multi-block task never onto a day holding another of its
+    blocks."""
     tc = state.task_class(task.category_id)
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
     banned = set(tc.excluded_slots) if tc is not None else set()
     grid = state.grid
     own = {(b.day, b.slot_start) for b in task.slots}
-    out: list[tuple[int, int]] = []
     wanted = [d for d in days if lo <= d <= hi]
-    for day in wanted:
-        for _, s0, s1 in grid.free_runs(need, day):
-            starts = [s0, s1 - need + 1]
-            for start in dict.fromkeys(starts):
-                if not banned & set(range(start, start + need)) and (day, start) not in own:
-                    out.append((day, start))
-    if task.can_embed:
-        return out
-    for host in state.tasks:
-        if not host.can_embed or state.is_locked(host) or host.state_id == task.state_id:
-            continue
-        for b in host.slots:
-            if b.day in wanted and b.length >= need and not banned & set(
+    hosts = [] if task.can_embed else [
+        b for host in state.tasks if host.can_embed and not state.is_locked(host)
+        and host.state_id != task.state_id for b in host.slots]
+    out: list[tuple[int, int, int | None, int]] = []
+    for from_day, need in _pieces(task):
+        taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
+        days_ok = [d for d in wanted if d not in taken]
+        for day in days_ok:
+            for _, s0, s1 in grid.free_runs(need, day):
+                for start in dict.fromkeys([s0, s1 - need + 1]):
+                    if not banned & set(range(start, start + need)) and (day, start) not in own:
+                        out.append((day, start, from_day, need))
+        for b in hosts:
+            if b.day in days_ok and b.length >= need and not banned & set(
                     range(b.slot_start, b.slot_start + need)):
-                out.append((b.day, b.slot_start))
+                out.append((b.day, b.slot_start, from_day, need))
     return out
 
 
@@ -219,11 +235,11 @@ def rank_destinations(
     assert wt is not None
     saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
     day_list = list(days) if days is not None else list(range(1, state.num_days + 1))
-    for day, start in _candidate_starts(state, task, day_list):
+    for day, start, from_day, need in _candidate_starts(state, task, day_list):
         if budget <= 0:
             ranking.complete = False
             break
-        result = relocate(work, [Request(task_id, day, start)], op="probe")
+        result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
         if not result.ok:
             continue
         budget -= 1
@@ -236,11 +252,11 @@ def rank_destinations(
         resolves = tuple(i for i in base if i not in after)
         impact_after = round(sum(i.impact_score for i in after.values()), 4)
         dest = Destination(
-            day, start, start + task.need() - 1, host, resolves,
+            day, start, start + need - 1, host, resolves,
             tuple(i for i in after if i not in base), crit - base_crit,
             (len(after) - crit) - base_warn, impact_after,
             sum(1 for i in resolves if i in focus_set), round(impact_after - base_impact, 4),
-            sum(1 for i in focus_set if i in base and _eased(base[i], after.get(i))))
+            sum(1 for i in focus_set if i in base and _eased(base[i], after.get(i))), from_day)
         ranking.destinations.append(dest)
         if stop is not None and stop(dest):
             ranking.complete = False
@@ -394,7 +410,8 @@ def _check(state: ScheduleState, act: NextAction, work: ScheduleState, before: l
         return
     act.fixable = False
     if not search.targets:
-        act.fixable_reason = "范围内没有可移动的任务（固定课程、嵌有任务或多时段块的任务不可单独移动）。"
+        act.fixable_reason = ("范围内没有可移动的任务（固定任务、课程、嵌有任务或同一天有多个时段块的"
+                              "任务不可移动）。")
     elif search.partial:
         act.fixable_reason = (
             f"在检查预算内（{len(search.measured)}/{len(search.targets)}个可移动任务、共"

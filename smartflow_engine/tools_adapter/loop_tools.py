@@ -204,8 +204,8 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     if task is None:
         return _fail(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
     if not movable(state, task):
-        return _fail(tool, "not_movable", f"{task.label} 不能单独移动（固定任务、课程、嵌有任务或"
-                                          f"多时段块的任务）。")
+        return _fail(tool, "not_movable", f"{task.label} 不能移动（固定任务、课程、嵌有任务或"
+                                          f"同一天有多个时段块的任务）。")
     days = preferred_days(state, act)
     if args.day_range is not None:
         lo, hi = sorted(args.day_range)
@@ -580,7 +580,9 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "query_available_slots", "read", SlotsArgs, query_available_slots_tool,
         "列出一个任务的所有合法落点（空闲时段与可嵌入的水课块，在任务类时间窗内、避开禁排时段），按对"
-        "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta。返回 JSON。",
+        "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta/impact_delta 与 "
+        "helps（解决或缓解本动作的问题、不新增严重/警告问题且体检变好）；有多个时段块的任务逐块给出"
+        "落点并带 from_day（move 时传入）。返回 JSON。",
         output="json", error_reply=lambda code, msg: _fail("query_available_slots", code, msg),
     ),
     ToolSpec(

@@ -658,3 +658,24 @@ def test_commit_preview_says_window_changes_stay_in_the_session(tmp_path):
         assert moved is not None and [b.day for b in moved.slots] == [15]
     finally:
         store.dispose()
+
+
+def test_a_multi_block_task_is_offered_block_by_block():
+    """Tests that a study task with blocks on two days is a target, each destination names the
+    block (from_day), and move with that from_day takes exactly that block there."""
+    state = make_state(3, [{"slots": block(1, 1, 4) + block(2, 1, 2)},
+                           {"slots": block(1, 5, 8)}, {"slots": block(1, 9, 12)}])
+    s = Session(state)
+    env = health(s)
+    act = next(a for a in env["next_actions"] if a["intent_code"] == "rebalance_load")
+    tasks = json.loads(s.call("query_target_tasks", {"action_id": act["action_id"]}))
+    assert 1 in [t["task_id"] for t in tasks["metrics"]["tasks"]]
+    slots = json.loads(s.call("query_available_slots", {"task_id": 1, "limit": 50}))
+    rows = slots["metrics"]["slots"]
+    assert rows and {d["from_day"] for d in rows} == {1, 2}
+    assert all(d["day"] != 2 for d in rows if d["from_day"] == 1)  # not onto its other block's day
+    dest = next(d for d in rows if d["from_day"] == 1)
+    reply = s.call("move", {"task_id": 1, "new_day": dest["day"],
+                            "new_slot_start": dest["slot_start"], "from_day": 1})
+    assert reply.startswith("已将"), reply
+    assert sorted(b.day for b in s.state.task(1).slots) == sorted([dest["day"], 2])
