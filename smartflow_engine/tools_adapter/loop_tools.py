@@ -149,8 +149,7 @@ def _query_start(ctx: ToolContext, tool: str, action_id: str | None
 
 
 def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
-    tool = "query_target_tasks"
-    start = _query_start(ctx, tool, args.action_id)
+    start = _query_start(ctx, "query_target_tasks", args.action_id)
     if isinstance(start, str):
         return start
     state, act = start
@@ -181,7 +180,7 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     for task, best, _ in measured:
         rows.append({**task_row(state, task), "best_destination": best})
     rows += [{**task_row(state, t), "best_destination": None} for t in tasks[len(measured):]]
-    return _envelope(tool, {"action_id": args.action_id, "count": len(tasks),
+    return _envelope("query_target_tasks", {"action_id": args.action_id, "count": len(tasks),
                             "tasks": rows[:args.limit]})
 
 
