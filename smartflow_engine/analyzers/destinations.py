@@ -321,13 +321,16 @@ def _removed_issues(work: ScheduleState, task: Task, level: str) -> dict[str, Is
 def ordered_targets(state: ScheduleState, action: NextAction | None, level: str,
                     work: ScheduleState, before: list[Issue],
                     target_filter: dict[str, Any] | None = None,
-                    scope: dict[str, Any] | None = None) -> list[Task]:
+                    scope: dict[str, Any] | None = None,
+                    removed: dict[int, dict[str, Issue]] | None = None) -> list[Task]:
     """:func:`target_tasks`, the first ``SCREEN`` reordered by what taking each out does: those
     whose removal resolves one of the action's issues first, then those whose removal creates no
     new critical/warning issue and makes none of the action's own worse (moving them cannot open
     a new problem where they stood, e.g. a subject gap), then the rest; ties keep
-    :func:`target_tasks`' order."""
+    :func:`target_tasks`' order. ``removed`` caches each task's removal issues across the
+    actions of one health call (they do not depend on the action)."""
     tasks = target_tasks(state, action, target_filter, scope)
+    removed = {} if removed is None else removed
     focus = set(action.issue_ids) if action is not None else set()
     base = severe(before)
     keys: dict[int, tuple[int, int, int]] = {}
@@ -336,7 +339,9 @@ def ordered_targets(state: ScheduleState, action: NextAction | None, level: str,
         if task.status == "pending" or wt is None:
             keys[task.state_id] = (0, 0, index)
             continue
-        after = _removed_issues(work, wt, level)
+        after = removed.get(task.state_id)
+        if after is None:
+            after = removed[task.state_id] = _removed_issues(work, wt, level)
         resolves = sum(1 for i in focus if i in base and i not in after)
         creates = sum(1 for i in after if i not in base)
         # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
@@ -368,14 +373,15 @@ class TargetSearch:
 def search_targets(state: ScheduleState, action: NextAction | None, level: str,
                    work: ScheduleState, before: list[Issue], *, first_only: bool,
                    target_filter: dict[str, Any] | None = None,
-                   scope: dict[str, Any] | None = None) -> TargetSearch:
+                   scope: dict[str, Any] | None = None,
+                   removed: dict[int, dict[str, Issue]] | None = None) -> TargetSearch:
     """Search the action's targets in :func:`ordered_targets` order, each on the action's
     preferred days with at most ``PER_TASK`` health recomputations (``EVAL_BUDGET`` in all, at
     most ``MAX_TARGETS`` tasks). ``first_only`` stops at the first helpful task (the fixable
     check); otherwise every task within the budget is measured (``query_target_tasks``). Both
     walk the same tasks and candidates in the same order, so the task the fixable check found
     is the one the query tool shows."""
-    targets = ordered_targets(state, action, level, work, before, target_filter, scope)
+    targets = ordered_targets(state, action, level, work, before, target_filter, scope, removed)
     out = TargetSearch(targets)
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
@@ -401,10 +407,10 @@ def search_targets(state: ScheduleState, action: NextAction | None, level: str,
 
 
 def _check(state: ScheduleState, act: NextAction, work: ScheduleState, before: list[Issue],
-           level: str) -> None:
+           level: str, removed: dict[int, dict[str, Issue]]) -> None:
     """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason``."""
     act.fixable_checked = True
-    search = search_targets(state, act, level, work, before, first_only=True)
+    search = search_targets(state, act, level, work, before, first_only=True, removed=removed)
     if search.helpful is not None:
         act.fixable, act.fixable_reason = True, ""
         return
@@ -445,6 +451,7 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
     before = [i for i in issues if i.dimension != "feasibility"]
     critical = sum(1 for i in issues if i.severity == "critical")
     checked = actions[:2 * keep]
+    removed: dict[int, dict[str, Issue]] = {}
     for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
@@ -456,7 +463,7 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
                "operator": "not_contains", "value": iid} for iid in act.issue_ids),
             {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
         ]}
-        _check(state, act, work, before, level)
+        _check(state, act, work, before, level, removed)
         if sum(1 for a in checked if a.fixable is True) >= keep:
             checked = checked[:checked.index(act) + 1]
             break
