@@ -38,6 +38,7 @@ from smartflow_engine.analyzers.destinations import (
     rank_destinations,
 )
 from smartflow_engine.solver import propose_placement
+from smartflow_engine.solver.placement import WORK_SHARE
 from smartflow_engine.state import Request, ScheduleState, move, relocate
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter import Session
@@ -46,6 +47,7 @@ SIZES = (13, 30, 60)
 MAX_ROUNDS = 60
 CLIMB_BUDGET = 150  # destinations the hill climb measures per task and step
 SEEDS = {13: range(6), 30: range(6), 60: range(3)}
+WALL_LIMIT_S = 120.0  # the proposals' safety net; their deterministic work budget decides
 
 
 @dataclass
@@ -79,7 +81,11 @@ class ClimbRun:
 def disturbed_window(seed: int, num_days: int, time_limit_s: float) -> ScheduleState:
     """The proposal applied, then 3-6 study tasks moved onto the busiest days they fit on."""
     state = synthetic_window(seed, num_days, with_task_classes=True)
-    proposal = propose_placement(state, time_limit_s=time_limit_s, seed=0)
+    # The deterministic work budget of a ``time_limit_s`` proposal under a wall limit a loaded
+    # machine does not reach: the same seed gives the same window under any load.
+    proposal = propose_placement(state, time_limit_s=WALL_LIMIT_S, seed=0,
+                                 work_limit_s=WORK_SHARE * time_limit_s)
+    assert not proposal.wall_limited, "the proposal hit the wall limit: the window would vary"
     requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
     result = relocate(state, requests, op="apply_proposal", status_after="suggested")
     assert result.ok, result.refusal
