@@ -22,8 +22,10 @@ from .criteria import SEVERE, severe
 from .frame import is_course, subject_of
 from .result import DIMENSIONS, AnalysisResult, Issue, NextAction
 
-MAX_TARGETS = 12  # tasks the fixable check measures
-EVAL_BUDGET = 160  # health recomputations per ranking (each ~2-4 ms on a 60-day window)
+MAX_TARGETS = 12  # tasks an action's search measures
+EVAL_BUDGET = 240  # health recomputations per search or ranking (each ~2-4 ms on 60 days)
+PER_TASK = 40  # health recomputations per task within an action's search
+SCREEN = 30  # targets whose removal effect orders an action's search
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,18 @@ class Destination:
     warning_delta: int
     impact_after: float
     resolves_focus: int = 0  # how many of the action's own issues it resolves
+    impact_delta: float = 0.0  # change of the total critical/warning impact (negative: better)
+    eases_focus: int = 0  # the action's issues it resolves, or lowers in severity or impact
+    from_day: int | None = None  # the block moved, for a task with several (move's from_day)
+
+    @property
+    def helps(self) -> bool:
+        """Usable for the action: it resolves or eases one of the action's own issues, creates
+        no new critical/warning issue, and the health key (critical, warning, total impact) gets
+        strictly (lexicographically) better, so the loop counts the write as progress (a critical
+        issue eased to a warning counts one warning more and one critical less)."""
+        return (self.eases_focus > 0 and not self.creates
+                and (self.critical_delta, self.warning_delta, self.impact_delta) < (0, 0, 0.0))
 
     def score(self) -> tuple[int, int, int, int, float, int, int]:
         return (self.critical_delta, self.warning_delta, -self.resolves_focus, len(self.creates),
@@ -49,7 +63,8 @@ class Destination:
         return {"day": self.day, "slot_start": self.slot_start, "slot_end": self.slot_end,
                 "embed_host": self.embed_host, "resolves": list(self.resolves),
                 "creates": list(self.creates), "critical_delta": self.critical_delta,
-                "warning_delta": self.warning_delta}
+                "warning_delta": self.warning_delta, "impact_delta": self.impact_delta,
+                "helps": self.helps, **({"from_day": self.from_day} if self.from_day else {})}
 
 
 @dataclass
@@ -77,12 +92,15 @@ def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult
 
 # ---------------------------------------------------------------------------------- targets
 def movable(state: ScheduleState, task: Task) -> bool:
-    """A study task a single write can put elsewhere: pending, or placed on one own block."""
+    """A study task single writes can put elsewhere: pending, or placed with at most one block a
+    day (a block of a task with several is moved with ``from_day``) and no guest embedded."""
     if is_course(task) or state.is_locked(task):
         return False
     if task.status == "pending":
         return True
-    return len(task.slots) == 1 and task.state_id not in state.guests_by_host()
+    days = [b.day for b in task.slots]
+    return bool(days) and len(set(days)) == len(days) and (
+        task.state_id not in state.guests_by_host())
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -136,31 +154,43 @@ def target_tasks(state: ScheduleState, action: NextAction | None = None,
 
 
 # ---------------------------------------------------------------------------------- destinations
-def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]) -> list[tuple[int, int]]:
-    need = task.need()
+def _pieces(task: Task) -> list[tuple[int | None, int]]:
+    """``(from_day, periods)`` of what one write moves: the whole task (``from_day`` None), or
+    each block of a task with several."""
+    if task.status == "pending" or len(task.slots) <= 1:
+        return [(None, task.need())]
+    return [(b.day, b.length) for b in task.slots]
+
+
+def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]
+                      ) -> list[tuple[int, int, int | None, int]]:
+    """``(day, start, from_day, periods)`` to try: per piece, the first and last fitting start
+    of each free run and each free water-course block, inside the class window and outside its
+    banned periods; a block of a multi-block task never onto a day holding another of its
+    blocks."""
     tc = state.task_class(task.category_id)
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
     banned = set(tc.excluded_slots) if tc is not None else set()
     grid = state.grid
     own = {(b.day, b.slot_start) for b in task.slots}
-    out: list[tuple[int, int]] = []
     wanted = [d for d in days if lo <= d <= hi]
-    for day in wanted:
-        for _, s0, s1 in grid.free_runs(need, day):
-            starts = [s0, s1 - need + 1]
-            for start in dict.fromkeys(starts):
-                if not banned & set(range(start, start + need)) and (day, start) not in own:
-                    out.append((day, start))
-    if task.can_embed:
-        return out
-    for host in state.tasks:
-        if not host.can_embed or state.is_locked(host) or host.state_id == task.state_id:
-            continue
-        for b in host.slots:
-            if b.day in wanted and b.length >= need and not banned & set(
+    hosts = [] if task.can_embed else [
+        b for host in state.tasks if host.can_embed and not state.is_locked(host)
+        and host.state_id != task.state_id for b in host.slots]
+    out: list[tuple[int, int, int | None, int]] = []
+    for from_day, need in _pieces(task):
+        taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
+        days_ok = [d for d in wanted if d not in taken]
+        for day in days_ok:
+            for _, s0, s1 in grid.free_runs(need, day):
+                for start in dict.fromkeys([s0, s1 - need + 1]):
+                    if not banned & set(range(start, start + need)) and (day, start) not in own:
+                        out.append((day, start, from_day, need))
+        for b in hosts:
+            if b.day in days_ok and b.length >= need and not banned & set(
                     range(b.slot_start, b.slot_start + need)):
-                out.append((b.day, b.slot_start))
+                out.append((b.day, b.slot_start, from_day, need))
     return out
 
 
@@ -199,16 +229,17 @@ def rank_destinations(
     base = severe(before if before is not None else health_issues(work, level))
     base_crit = sum(1 for i in base.values() if i.severity == "critical")
     base_warn = len(base) - base_crit
+    base_impact = round(sum(i.impact_score for i in base.values()), 4)
     focus_set = set(focus)
     wt = work.task(task_id)
     assert wt is not None
     saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
     day_list = list(days) if days is not None else list(range(1, state.num_days + 1))
-    for day, start in _candidate_starts(state, task, day_list):
+    for day, start, from_day, need in _candidate_starts(state, task, day_list):
         if budget <= 0:
             ranking.complete = False
             break
-        result = relocate(work, [Request(task_id, day, start)], op="probe")
+        result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
         if not result.ok:
             continue
         budget -= 1
@@ -219,18 +250,28 @@ def rank_destinations(
         _undo(work, moved, saved)
         crit = sum(1 for i in after.values() if i.severity == "critical")
         resolves = tuple(i for i in base if i not in after)
+        impact_after = round(sum(i.impact_score for i in after.values()), 4)
         dest = Destination(
-            day, start, start + task.need() - 1, host, resolves,
+            day, start, start + need - 1, host, resolves,
             tuple(i for i in after if i not in base), crit - base_crit,
-            (len(after) - crit) - base_warn,
-            round(sum(i.impact_score for i in after.values()), 4),
-            sum(1 for i in resolves if i in focus_set))
+            (len(after) - crit) - base_warn, impact_after,
+            sum(1 for i in resolves if i in focus_set), round(impact_after - base_impact, 4),
+            sum(1 for i in focus_set if i in base and _eased(base[i], after.get(i))), from_day)
         ranking.destinations.append(dest)
         if stop is not None and stop(dest):
             ranking.complete = False
             break
     ranking.destinations.sort(key=Destination.score)
     return ranking
+
+
+def _eased(before: Issue, after: Issue | None) -> bool:
+    """The issue is gone, or lower in severity, or of the same severity with a smaller impact."""
+    if after is None:
+        return True
+    if after.severity != before.severity:
+        return after.severity == "warning"  # critical → warning (both are in ``severe``)
+    return after.impact_score < before.impact_score
 
 
 def _undo(work: ScheduleState, task: Task,
@@ -258,45 +299,138 @@ def preferred_days(state: ScheduleState, action: NextAction | None) -> list[int]
 
 
 def _helps(dest: Destination) -> bool:
-    """A destination an action can use: it resolves one of the action's own issues and creates
-    no new critical or warning issue."""
-    return dest.resolves_focus > 0 and not dest.creates
+    """A destination an action can use (:attr:`Destination.helps`)."""
+    return dest.helps
+
+
+def _removed_issues(work: ScheduleState, task: Task, level: str) -> dict[str, Issue]:
+    """The critical/warning issues of ``work`` with ``task`` taken out (made pending), restored
+    afterwards."""
+    saved = (list(task.slots), task.status, task.duration, task.embed_host)
+    for block in task.slots:
+        work.grid.clear(block, as_guest=task.embed_host is not None)
+    task.duration = task.need()
+    task.slots, task.status, task.embed_host = [], "pending", None
+    try:
+        return severe(health_issues(work, level))
+    finally:
+        task.slots = []
+        _undo(work, task, saved)
+
+
+def ordered_targets(state: ScheduleState, action: NextAction | None, level: str,
+                    work: ScheduleState, before: list[Issue],
+                    target_filter: dict[str, Any] | None = None,
+                    scope: dict[str, Any] | None = None,
+                    removed: dict[int, dict[str, Issue]] | None = None) -> list[Task]:
+    """:func:`target_tasks`, the first ``SCREEN`` reordered by what taking each out does: those
+    whose removal resolves one of the action's issues first, then those whose removal creates no
+    new critical/warning issue and makes none of the action's own worse (moving them cannot open
+    a new problem where they stood, e.g. a subject gap), then the rest; ties keep
+    :func:`target_tasks`' order. ``removed`` caches each task's removal issues across the
+    actions of one health call (they do not depend on the action)."""
+    tasks = target_tasks(state, action, target_filter, scope)
+    removed = {} if removed is None else removed
+    focus = set(action.issue_ids) if action is not None else set()
+    base = severe(before)
+    keys: dict[int, tuple[int, int, int]] = {}
+    for index, task in enumerate(tasks[:SCREEN]):
+        wt = work.task(task.state_id)
+        if task.status == "pending" or wt is None:
+            keys[task.state_id] = (0, 0, index)
+            continue
+        after = removed.get(task.state_id)
+        if after is None:
+            after = removed[task.state_id] = _removed_issues(work, wt, level)
+        resolves = sum(1 for i in focus if i in base and i not in after)
+        creates = sum(1 for i in after if i not in base)
+        # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
+        worsens = sum(1 for i in focus if i in base and i in after and _eased(after[i], base[i]))
+        keys[task.state_id] = (-resolves, int(creates > 0 or worsens > 0), index)
+    head = sorted(tasks[:SCREEN], key=lambda t: keys[t.state_id])
+    return head + tasks[SCREEN:]
+
+
+@dataclass
+class TargetSearch:
+    """The destination search of one action over its ordered targets (see :func:`search_targets`).
+
+    ``measured``: each searched task with its ranking (at most ``PER_TASK`` destinations each,
+    stopping at the first helpful one); ``helpful``: the first task and destination that
+    :attr:`Destination.helps`; ``partial``: a task's or the whole search's budget ran out before
+    every candidate was tried."""
+
+    targets: list[Task]
+    measured: list[tuple[Task, Ranking]] = field(default_factory=list)
+    helpful: tuple[Task, Destination] | None = None
+    partial: bool = False
+
+    @property
+    def legal(self) -> int:
+        return sum(len(r.destinations) for _, r in self.measured)
+
+
+def search_targets(state: ScheduleState, action: NextAction | None, level: str,
+                   work: ScheduleState, before: list[Issue], *, first_only: bool,
+                   target_filter: dict[str, Any] | None = None,
+                   scope: dict[str, Any] | None = None,
+                   removed: dict[int, dict[str, Issue]] | None = None) -> TargetSearch:
+    """Search the action's targets in :func:`ordered_targets` order, each on the action's
+    preferred days with at most ``PER_TASK`` health recomputations (``EVAL_BUDGET`` in all, at
+    most ``MAX_TARGETS`` tasks). ``first_only`` stops at the first helpful task (the fixable
+    check); otherwise every task within the budget is measured (``query_target_tasks``). Both
+    walk the same tasks and candidates in the same order, so the task the fixable check found
+    is the one the query tool shows."""
+    targets = ordered_targets(state, action, level, work, before, target_filter, scope, removed)
+    out = TargetSearch(targets)
+    focus = action.issue_ids if action is not None else ()
+    days = preferred_days(state, action)
+    budget, searched = EVAL_BUDGET, 0
+    for task in targets:
+        if budget <= 0 or searched >= MAX_TARGETS:
+            out.partial = True
+            break
+        ranking = rank_destinations(state, task.state_id, days=days, level=level, focus=focus,
+                                    budget=min(PER_TASK, budget), stop=_helps, work=work,
+                                    before=before)
+        budget -= len(ranking.destinations)
+        searched += bool(ranking.destinations)  # a task without a legal candidate costs nothing
+        out.measured.append((task, ranking))
+        found = next((d for d in ranking.destinations if _helps(d)), None)
+        if found is not None and out.helpful is None:
+            out.helpful = (task, found)
+            if first_only:
+                return out
+        elif found is None and not ranking.complete:
+            out.partial = True
+    return out
 
 
 def _check(state: ScheduleState, act: NextAction, work: ScheduleState, before: list[Issue],
-           level: str) -> None:
-    """Set ``act.fixable`` / ``fixable_reason`` by searching its targets' destinations."""
+           level: str, removed: dict[int, dict[str, Issue]]) -> None:
+    """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason``."""
     act.fixable_checked = True
-    targets = target_tasks(state, act)
-    if not targets:
-        act.fixable = False
-        act.fixable_reason = "范围内没有可移动的任务（固定课程、嵌有任务或多时段块的任务不可单独移动）。"
+    search = search_targets(state, act, level, work, before, first_only=True, removed=removed)
+    if search.helpful is not None:
+        act.fixable, act.fixable_reason = True, ""
         return
-    budget, legal, exhausted = EVAL_BUDGET, 0, False
-    days = preferred_days(state, act)
-    for task in targets[:MAX_TARGETS]:
-        ranking = rank_destinations(state, task.state_id, days=days, level=level,
-                                    focus=act.issue_ids, budget=budget, stop=_helps, work=work,
-                                    before=before)
-        budget -= len(ranking.destinations)
-        legal += len(ranking.destinations)
-        if any(_helps(d) for d in ranking.destinations):
-            act.fixable, act.fixable_reason = True, ""
-            return
-        if not ranking.complete or budget <= 0:
-            exhausted = True
-            break
-    if exhausted or len(targets) > MAX_TARGETS:
-        act.fixable = None
-        act.fixable_reason = "检查预算内未找到解决本动作问题且不新增严重/警告问题的落点。"
-    elif legal == 0:
-        act.fixable = False
+    act.fixable = False
+    if not search.targets:
+        act.fixable_reason = ("范围内没有可移动的任务（固定任务、课程、嵌有任务或同一天有多个时段块的"
+                              "任务不可移动）。")
+    elif search.partial:
+        act.fixable_reason = (
+            f"在检查预算内（{len(search.measured)}/{len(search.targets)}个可移动任务、共"
+            f"{search.legal}个候选落点）未找到解决或缓解本动作问题、不新增严重/警告问题且使体检结果变好的落点；"
+            "其余候选未检查，可用 query_target_tasks/query_available_slots 换筛选条件继续查找，"
+            "或处理下一个动作。")
+    elif search.legal == 0:
         act.fixable_reason = ("范围内的可移动任务在允许的天里没有合法落点（空闲时段不够长、"
                               "超出任务类时间窗或落在禁排时段）。")
     else:
-        act.fixable = False
         act.fixable_reason = ("范围内每个可移动任务的每个候选落点（每段空闲的首尾起点、可嵌入的水课块）"
-                              "都解决不了本动作的问题，或会新增严重/警告问题。")
+                              "都解决不了也缓解不了本动作的问题，或会新增严重/警告问题（单次移动"
+                              "无法改善；可考虑先处理下一个动作）。")
 
 
 def make_actionable(state: ScheduleState, actions: list[NextAction], issues: list[Issue],
@@ -306,9 +440,10 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
     Each action's ``required_reads`` point to the two query tools and its ``success_criteria``
     name fields ``analyze_health`` returns (its issues gone, critical not above today's). Actions
     are checked in rank order (at most ``2 * keep``): ``fixable`` is True when one of its target
-    tasks has a legal destination resolving one of its issues and creating no new critical or
-    warning issue, False (with the reason) when none has, None when the search budget ran out.
-    Fixable actions are offered first, each group in rank order.
+    tasks has a legal destination resolving or easing one of its issues, creating no new
+    critical or warning issue and making the health key strictly better
+    (:attr:`Destination.helps`), else False with the reason (naming a search the budget cut
+    short). Fixable actions are offered first, each group in rank order.
     """
     if not actions:
         return []
@@ -316,6 +451,7 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
     before = [i for i in issues if i.dimension != "feasibility"]
     critical = sum(1 for i in issues if i.severity == "critical")
     checked = actions[:2 * keep]
+    removed: dict[int, dict[str, Issue]] = {}
     for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
@@ -327,7 +463,7 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
                "operator": "not_contains", "value": iid} for iid in act.issue_ids),
             {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
         ]}
-        _check(state, act, work, before, level)
+        _check(state, act, work, before, level, removed)
         if sum(1 for a in checked if a.fixable is True) >= keep:
             checked = checked[:checked.index(act) + 1]
             break
@@ -335,6 +471,6 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
     return sorted(checked, key=lambda a: (a.fixable is not True, rank[id(a)]))[:keep]
 
 
-__all__ = ["SEVERE", "Destination", "Ranking", "health_issues", "health_result",
-           "make_actionable", "matches", "movable", "preferred_days", "rank_destinations",
-           "target_tasks"]
+__all__ = ["SEVERE", "Destination", "Ranking", "TargetSearch", "health_issues", "health_result",
+           "make_actionable", "matches", "movable", "ordered_targets", "preferred_days",
+           "rank_destinations", "search_targets", "target_tasks"]

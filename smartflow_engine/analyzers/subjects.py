@@ -39,6 +39,7 @@ from .schema import metric_schema
 TOOL = "analyze_subjects"
 DETAILS = ("summary", "full")
 MAX_ACTIONS = 5
+MAX_GAP_DAYS = 10  # gap days a fill_subject_gap action prefers, from the middle out
 
 
 @dataclass
@@ -235,13 +236,18 @@ def subjects_actions(state: ScheduleState, metrics: dict[str, Any], issues: list
             if gap is None:
                 continue
             lo, hi = gap[0] + 1, gap[1] - 1
+            mid = (lo + hi) // 2
+            inside = sorted(range(lo, hi + 1), key=lambda d: (abs(d - mid), d))
+            # The gap closes by a task moving into it (its middle first) or by the lone task at
+            # its edge joining the others (e.g. one left outside its class window), so the
+            # scope is the window and the gap's days are only preferred.
             actions.append(action(
                 "fill_subject_gap", cat,
-                candidate_scope=candidate_scope(range(lo, hi + 1), categories=[cat],
+                candidate_scope=candidate_scope(window, categories=[cat],
                                                 task_pool="pending" if pending else "placed"),
                 target_filter={**STUDY_POOL, "categories": [cat],
                                "status": ["pending"] if pending else ["suggested", "existing"]},
-                slot_filter={"day_range": [lo, hi], "prefer_days": [(lo + hi) // 2]},
+                slot_filter={"gap_days": [lo, hi], "prefer_days": inside[:MAX_GAP_DAYS]},
                 required_reads=[{"tool": "list_tasks", "args": {"category": cat}},
                                 *find_free_read(needs.get(cat) or needs_placed.get(cat, []))],
                 success_criteria={"recheck_tool": TOOL, "conditions": [{

@@ -75,6 +75,10 @@ class LoopState:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     set_aside: list[dict[str, Any]] = field(default_factory=list)  # tasks reduce_scope took out
     close_reason: CloseReason | None = None
+    # The window-change log: each expand_window / relax_constraints / reduce_scope recorded by
+    # resolve_negotiation, with what its choice ``undo`` needs to take it back. Kept apart from
+    # the task change log (``ToolContext.changes``), which is per task and goes to the database.
+    window_changes: list[dict[str, Any]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +90,7 @@ class LoopState:
             "negotiation": self.negotiation, "level": self.level,
             "last_actions": self.last_actions, "rounds": self.rounds,
             "set_aside": self.set_aside, "close_reason": self.close_reason,
+            "window_changes": self.window_changes,
         }
 
     @classmethod
@@ -109,7 +114,10 @@ class LoopState:
             close_reason=data.get("close_reason") if data.get("close_reason") in (
                 "rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted")
             else None,
+            window_changes=list(data.get("window_changes") or []),
         )
+        if not all(isinstance(w, dict) for w in out.window_changes):
+            raise TypeError("window_changes must be a list of objects")
         if out.best_state is not None and not isinstance(out.best_state, dict):
             raise TypeError("best_state must be an object")
         return out
@@ -269,6 +277,8 @@ class LoopState:
                 "gate_open": self.gate_open, "risk_accepted": self.risk_accepted,
                 "close_reason": self.close_reason,
                 "set_aside_task_ids": [t.get("state_id") for t in self.set_aside],
+                "window_changes": [{k: w.get(k) for k in ("seq", "choice", "summary")}
+                                   for w in self.window_changes],
                 "rounds": self.rounds}
 
 

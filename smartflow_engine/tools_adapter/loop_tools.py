@@ -19,7 +19,7 @@ from ..analyzers.destinations import (
     movable,
     preferred_days,
     rank_destinations,
-    target_tasks,
+    search_targets,
 )
 from ..analyzers.result import NextAction
 from ..state import Change, ScheduleState, SlotRange, StateError, Task
@@ -33,8 +33,6 @@ Name = Annotated[str, Field(min_length=1, max_length=64)]
 ActionId = Annotated[str, Field(min_length=1, max_length=128,
                                 description="最近一次 analyze_health 给出的 action_id")]
 MAX_EXTRA_DAYS = 60
-MEASURED = 12  # tasks whose best destination query_target_tasks measures (the rest unranked)
-MEASURE_BUDGET = 240  # health recomputations in all (at most 80 per task)
 MAX_LISTED = 50
 
 
@@ -81,10 +79,11 @@ def left_places(ctx: ToolContext, task_id: int) -> set[tuple[int, int]]:
 
 
 def ranked(ctx: ToolContext, task_id: int, dests: list[Any]) -> list[dict[str, Any]]:
-    """Destinations best first, those returning the task to a place it left last."""
+    """Destinations best first: those that help the action (``helps``: clean and strictly
+    better) before the rest, those returning the task to a place it left last."""
     left = left_places(ctx, task_id)
     rows = []
-    for d in sorted(dests, key=lambda d: ((d.day, d.slot_start) in left, d.score())):
+    for d in sorted(dests, key=lambda d: ((d.day, d.slot_start) in left, not d.helps, d.score())):
         row = d.to_dict()
         if (d.day, d.slot_start) in left:
             row["returns_to_earlier_place"] = True
@@ -114,7 +113,8 @@ def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- query_target_tasks
 class TargetFilter(Args):
-    source: Name | None = Field(default=None, description="task_item=学习任务 / event=课程")
+    source: Name | None = Field(default=None, description="task_item=任务类 / event=课程表"
+                                                 "（query_range、list_tasks 中的「来源」）")
     locked: StrictBool | None = None
     status: list[Literal["existing", "suggested", "pending"]] | None = Field(default=None,
                                                                             max_length=3)
@@ -137,34 +137,41 @@ class TargetArgs(Args):
     limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回任务数")
 
 
-def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
-    tool = "query_target_tasks"
+def _query_start(ctx: ToolContext, tool: str, action_id: str | None
+                 ) -> tuple[ScheduleState, NextAction | None] | str:
+    """The state and the session's action ``action_id`` of a query tool, or its failure reply."""
     state = ctx.state
     assert state is not None
-    act = _action(ctx, args.action_id)
+    act = _action(ctx, action_id)
     if isinstance(act, str):
         return _fail(tool, "invalid_args", act)
+    return state, act
+
+
+def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
+    start = _query_start(ctx, "query_target_tasks", args.action_id)
+    if isinstance(start, str):
+        return start
+    state, act = start
     tf = args.target_filter.model_dump(exclude_none=True) if args.target_filter else {}
     sc = args.candidate_scope.model_dump(exclude_none=True) if args.candidate_scope else {}
-    tasks = target_tasks(state, act, tf, sc)
     level = _level(ctx)
     work = state.copy_state()
     before = health_issues(work, level)
     focus = act.issue_ids if act is not None else ()
-    days = preferred_days(state, act)
+    # The same search as the fixable check of analyze_health (same tasks, candidates and
+    # budgets), measuring every task within the budget instead of stopping at the first.
+    search = search_targets(state, act, level, work, before, first_only=False,
+                            target_filter=tf, scope=sc)
+    tasks = search.targets
     measured: list[tuple[Task, dict[str, Any] | None, tuple[Any, ...]]] = []
-    budget = MEASURE_BUDGET
-    for task in tasks[:MEASURED]:
-        if budget <= 0:
-            break
-        ranking = rank_destinations(state, task.state_id, days=days, level=level, focus=focus,
-                                    work=work, before=before, budget=min(budget, 80))
-        budget -= len(ranking.destinations)
+    for task, ranking in search.measured:
         listed = ranked(ctx, task.state_id, ranking.destinations)
         best = listed[0] if listed else None
         order: tuple[Any, ...] = (2,)
         if best is not None:
-            order = (int(bool(best.get("returns_to_earlier_place"))), best["critical_delta"],
+            order = (int(bool(best.get("returns_to_earlier_place"))), not best["helps"],
+                     best["critical_delta"],
                      best["warning_delta"], -len(set(best["resolves"]) & set(focus)),
                      len(best["creates"]))
         measured.append((task, best, order))
@@ -173,7 +180,7 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     for task, best, _ in measured:
         rows.append({**task_row(state, task), "best_destination": best})
     rows += [{**task_row(state, t), "best_destination": None} for t in tasks[len(measured):]]
-    return _envelope(tool, {"action_id": args.action_id, "count": len(tasks),
+    return _envelope("query_target_tasks", {"action_id": args.action_id, "count": len(tasks),
                             "tasks": rows[:args.limit]})
 
 
@@ -188,17 +195,16 @@ class SlotsArgs(Args):
 
 def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     tool = "query_available_slots"
-    state = ctx.state
-    assert state is not None
-    act = _action(ctx, args.action_id)
-    if isinstance(act, str):
-        return _fail(tool, "invalid_args", act)
+    start = _query_start(ctx, tool, args.action_id)
+    if isinstance(start, str):
+        return start
+    state, act = start
     task = state.task(args.task_id)
     if task is None:
         return _fail(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
     if not movable(state, task):
-        return _fail(tool, "not_movable", f"{task.label} 不能单独移动（固定任务、课程、嵌有任务或"
-                                          f"多时段块的任务）。")
+        return _fail(tool, "not_movable", f"{task.label} 不能移动（固定任务、课程、嵌有任务或"
+                                          f"同一天有多个时段块的任务）。")
     days = preferred_days(state, act)
     if args.day_range is not None:
         lo, hi = sorted(args.day_range)
@@ -274,15 +280,25 @@ def adopt(current: ScheduleState, best: ScheduleState, task_ids: set[int]) -> No
             grid.put(task.state_id, block, as_guest=task.embed_host is not None)
 
 
+def _in_session(ctx: ToolContext, head: str, keeps: str
+                ) -> tuple[ScheduleState, LoopState] | str:
+    """The state and the loop of a session-only write, or its refusal (a bare Toolbox)."""
+    state, loop = ctx.state, ctx.loop
+    assert state is not None
+    if loop is None:
+        return refused(f"{head}只有会话（Session）{keeps}。")
+    return state, loop
+
+
 class RestoreArgs(Args):
     pass
 
 
 def restore_best_tool(ctx: ToolContext, _args: RestoreArgs) -> str:
-    state, loop = ctx.state, ctx.loop
-    assert state is not None
-    if loop is None:
-        return refused("restore_best 未执行：只有会话（Session）记录各轮的最佳状态。")
+    started = _in_session(ctx, "restore_best 未执行：", "记录各轮的最佳状态")
+    if isinstance(started, str):
+        return started
+    state, loop = started
     if loop.best_state is None:
         return refused("restore_best 未执行：还没有完成任何一轮 analyze_health，没有可恢复的最佳状态。")
     best = ScheduleState.from_json(loop.best_state)
@@ -313,9 +329,11 @@ class BannedLift(Args):
 
 
 class ResolveArgs(Args):
-    choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk"] = Field(
+    choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk",
+                    "undo"] = Field(
         description="用户的选择：expand_window 扩展时间窗 / relax_constraints 放松约束 / "
-                    "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口")
+                    "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口；"
+                    "undo 撤销最近一次窗口调整（随时可用）")
     extra_days: int | None = Field(default=None, strict=True, ge=1, le=MAX_EXTRA_DAYS,
                                    description="expand_window：在窗口末尾新增的空白天数")
     lift_class_windows: list[Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID)]] | None = (
@@ -331,7 +349,8 @@ class ResolveArgs(Args):
         need = {"expand_window": (self.extra_days is not None, "extra_days"),
                 "relax_constraints": (bool(self.lift_class_windows or self.lift_banned),
                                       "lift_class_windows 或 lift_banned"),
-                "reduce_scope": (bool(self.task_ids), "task_ids"), "accept_risk": (True, "")}
+                "reduce_scope": (bool(self.task_ids), "task_ids"), "accept_risk": (True, ""),
+                "undo": (True, "")}
         ok, what = need[self.choice]
         return None if ok else what
 
@@ -373,6 +392,20 @@ def _relaxed(state: ScheduleState, args: ResolveArgs) -> dict[str, Any] | str:
     return data
 
 
+def _lifted_text(state: ScheduleState, args: ResolveArgs) -> str:
+    """``解除任务类[3]复习的时间窗；解除任务类[2]阅读的禁排第1、2节``."""
+    parts = []
+    for cid in args.lift_class_windows or []:
+        tc = state.task_class(cid)
+        parts.append(f"解除任务类[{cid}]{tc.name if tc else ''}的时间窗")
+    for lift in args.lift_banned or []:
+        tc = state.task_class(lift.class_id)
+        slots = lift.slots if lift.slots is not None else (tc.excluded_slots if tc else [])
+        parts.append(f"解除任务类[{lift.class_id}]{tc.name if tc else ''}的禁排第"
+                     f"{'、'.join(str(x) for x in sorted(slots)) or '（无）'}节")
+    return "；".join(parts)
+
+
 def _reduced(ctx: ToolContext, state: ScheduleState, ids: list[int]
              ) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
     logged = {c.task_id for c in ctx.changes}
@@ -391,11 +424,13 @@ def _reduced(ctx: ToolContext, state: ScheduleState, ids: list[int]
 
 
 def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
-    state, loop = ctx.state, ctx.loop
-    assert state is not None
     head = "resolve_negotiation 未执行："
-    if loop is None:
-        return refused(f"{head}只有会话（Session）记录协商状态。")
+    started = _in_session(ctx, head, "记录协商状态")
+    if isinstance(started, str):
+        return started
+    state, loop = started
+    if args.choice == "undo":
+        return _undo_window_change(ctx, state, loop, head)
     if not loop.gate_open:
         return refused(f"{head}最近一次 analyze_health 没有判定窗口不可行，无需协商。")
     missing = args.missing()
@@ -417,37 +452,120 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
                 f"{state.num_days + args.extra_days}天")
     elif args.choice == "relax_constraints":
         data = _relaxed(state, args)
-        what = "放松约束（relax_constraints）"
+        what = f"放松约束（relax_constraints），{_lifted_text(state, args)}"
     else:
         reduced = _reduced(ctx, state, args.task_ids or [])
         if isinstance(reduced, str):
             return refused(f"{head}{reduced}协商状态未变。")
         data, aside = reduced
-        what = f"缩小本轮范围（reduce_scope），移出{len(aside)}个待安排任务"
+        names = "、".join(f"[{t['state_id']}]{t['name']}" for t in aside[:10])
+        more = "等" if len(aside) > 10 else ""
+        what = f"缩小本轮范围（reduce_scope），移出{len(aside)}个待安排任务（{names}{more}）"
     if isinstance(data, str):
         return refused(f"{head}{data}协商状态未变。")
     try:
         new_state = ScheduleState.from_json(data)
     except StateError as exc:
         return refused(f"{head}调整后的窗口无效（{exc}）。协商状态未变。")
+    change = _window_change(loop, args.choice, what, state, aside)
+    verdict = _regate(ctx, loop, new_state, entry)
+    loop.set_aside.extend(aside)
+    loop.window_changes.append(change)
+    entry["window_change"] = change["seq"]
+    loop.log_write(entry)
+    return (f"已记录用户选择：{what}。重新判定可行性：{verdict}\n"
+            f"这是窗口调整记录 #{change['seq']}（可用 resolve_negotiation 的 choice=undo 撤销）；它只在本会话中生效，"
+            "commit 不会把它写入数据库（commit 的预览会逐项说明）。")
+
+
+def _window_change(loop: LoopState, choice: str, what: str, before: ScheduleState,
+                   aside: list[dict[str, Any]]) -> dict[str, Any]:
+    """The window-change log entry of ``choice``: what it did and the window before it."""
+    data = before.to_dict()
+    seq = max((int(w.get("seq", 0)) for w in loop.window_changes), default=0) + 1
+    return {"seq": seq, "choice": choice, "summary": what,
+            "before": {"window": data["window"], "task_classes": data.get("task_classes", [])},
+            "breaks_before": sorted(t.state_id for t, _ in rule_breaks(before)),
+            "aside_ids": [t["state_id"] for t in aside]}
+
+
+def _regate(ctx: ToolContext, loop: LoopState, new_state: ScheduleState,
+            entry: dict[str, Any]) -> str:
+    """Adopt ``new_state`` (a changed window), re-run the feasibility gate, and say its verdict."""
     from ..solver import check_feasibility
 
     report = check_feasibility(new_state, time_limit_s=min(2.0, ctx.max_time_limit_s),
                                num_workers=ctx.num_workers)
     ctx.state = new_state
-    loop.set_aside.extend(aside)
     loop.reset_best()
     loop.gate_open = report.is_feasible is False
     entry.update(is_feasible=report.is_feasible, capacity_gap=report.capacity_gap)
-    loop.log_write(entry)
     if report.is_feasible is False:
-        verdict = (f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
-                   "门禁保持，请再与用户协商。")
-    elif report.is_feasible is None:
-        verdict = "在时限内未能判定（未证明不可行），已解除门禁；请调用 analyze_health 开始新一轮。"
-    else:
-        verdict = "可行（缺口0），已解除门禁；请调用 analyze_health 开始新一轮。"
-    return f"已记录用户选择：{what}。重新判定可行性：{verdict}"
+        return (f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
+                "门禁保持，请再与用户协商。")
+    if report.is_feasible is None:
+        return "在时限内未能判定（未证明不可行），已解除门禁；请调用 analyze_health 开始新一轮。"
+    return "可行（缺口0），已解除门禁；请调用 analyze_health 开始新一轮。"
+
+
+def rule_breaks(state: ScheduleState) -> list[tuple[Task, str]]:
+    """Placed study tasks outside their class window or on a banned period, with the reason."""
+    out: list[tuple[Task, str]] = []
+    for task in state.tasks:
+        tc = state.task_class(task.category_id)
+        if tc is None or task.source == "event" or task.status == "pending":
+            continue
+        lo, hi = tc.start_day or 1, tc.end_day or state.num_days
+        for b in task.slots:
+            if not lo <= b.day <= hi:
+                out.append((task, f"{block_text(b)}不在任务类「{tc.name}」的时间窗（第{lo}-{hi}天）内"))
+                break
+            banned = sorted(set(tc.excluded_slots) & set(range(b.slot_start, b.slot_end + 1)))
+            if banned:
+                out.append((task, f"{block_text(b)}占用任务类「{tc.name}」的禁排节次"
+                                  f"（第{'、'.join(map(str, banned))}节）"))
+                break
+    return out
+
+
+# ---------------------------------------------------------------------------------- undo
+def _undo_window_change(ctx: ToolContext, state: ScheduleState, loop: LoopState,
+                        head: str) -> str:
+    """resolve_negotiation(choice=undo): take back the last window change, if nothing stands on
+    what it added; then re-run the gate."""
+    if not loop.window_changes:
+        return refused(f"{head}本会话没有可撤销的窗口调整（expand_window / relax_constraints / "
+                       "reduce_scope）。")
+    change = loop.window_changes[-1]
+    before = change["before"]
+    old_days = int(before["window"]["total_days"])
+    outside = [t for t in state.tasks for b in t.slots if b.day > old_days]
+    if outside:
+        names = "、".join(dict.fromkeys(t.label for t in outside))
+        return refused(f"{head}{names} 在要撤销的新增天（第{old_days + 1}天起）上，请先移走或"
+                       "unplace。窗口未变。")
+    data = state.to_dict()
+    data["window"], data["task_classes"] = before["window"], before["task_classes"]
+    back = [t for t in loop.set_aside if t.get("state_id") in set(change.get("aside_ids") or [])]
+    data["tasks"] = data["tasks"] + back
+    try:
+        new_state = ScheduleState.from_json(data)
+    except StateError as exc:
+        return refused(f"{head}恢复后的窗口无效（{exc}）。窗口未变。")
+    known = set(change.get("breaks_before") or [])
+    breaks = [(t, why) for t, why in rule_breaks(new_state) if t.state_id not in known]
+    if breaks:
+        lines = "；".join(f"{t.label} {why}" for t, why in breaks[:10])
+        return refused(f"{head}撤销后这些任务会违反恢复的约束：{lines}。请先移走它们。窗口未变。")
+    entry: dict[str, Any] = {"tool": "resolve_negotiation", "choice": "undo",
+                             "window_change": change["seq"], "changes": 0}
+    verdict = _regate(ctx, loop, new_state, entry)
+    loop.window_changes.pop()
+    loop.set_aside = [t for t in loop.set_aside if t not in back]
+    loop.log_write(entry)
+    return (f"已撤销窗口调整 #{change['seq']}：{change['summary']}。"
+            f"窗口恢复为第1-{old_days}天" + (f"，{len(back)}个任务回到待安排" if back else "")
+            + f"。重新判定可行性：{verdict}")
 
 
 LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
@@ -461,7 +579,9 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "query_available_slots", "read", SlotsArgs, query_available_slots_tool,
         "列出一个任务的所有合法落点（空闲时段与可嵌入的水课块，在任务类时间窗内、避开禁排时段），按对"
-        "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta。返回 JSON。",
+        "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta/impact_delta 与 "
+        "helps（解决或缓解本动作的问题、不新增严重/警告问题且体检变好）；有多个时段块的任务逐块给出"
+        "落点并带 from_day（move 时传入）。返回 JSON。",
         output="json", error_reply=lambda code, msg: _fail("query_available_slots", code, msg),
     ),
     ToolSpec(
@@ -482,7 +602,9 @@ LOOP_WRITE_TOOLS: tuple[ToolSpec, ...] = (
         "resolve_negotiation", "write", ResolveArgs, resolve_negotiation_tool,
         "窗口被判定不可行后，记录用户在四个协商选项中的选择：expand_window（extra_days）、"
         "relax_constraints（lift_class_windows/lift_banned）、reduce_scope（task_ids）、accept_risk。"
-        "改变窗口的选择会重新判定可行性；记录之前放置/移动类写操作会被拒绝。",
+        "改变窗口的选择会重新判定可行性，并记入窗口调整记录（只在会话中生效，commit 不写入数据库）；"
+        "choice=undo 撤销最近一次窗口调整（恢复天数、任务类时间窗与禁排、移出的任务，并重新判定可行性；"
+        "新增天上仍有任务或任务会违反恢复的约束时拒绝并点名）。记录选择之前放置/移动类写操作会被拒绝。",
     ),
 )
 

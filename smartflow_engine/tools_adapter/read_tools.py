@@ -15,13 +15,13 @@ from .args import Args, Day, Duration, NoArgs, Slot, TaskId
 from .render import (
     MAX_INLINE,
     MAX_LINES,
-    SOURCE_WORDS,
     STATUS_WORDS,
     capped,
     day_span,
     embeddable,
     left_out,
     periods,
+    source_word,
     task_tags,
 )
 from .spec import ToolContext, ToolSpec, refused
@@ -94,12 +94,15 @@ def _cell_text(state: ScheduleState, owner: int, guest: int) -> str:
         return "空"
     task = state.task(owner)
     assert task is not None
-    notes = []
+    # The spec's notes (固定, 可嵌入) between the task's category and its source, so an action's
+    # target_filter (categories / source) can be checked on this reply (docs/decisions.md).
+    notes = [task.category or "未分类"]
     if state.is_locked(task):
         notes.append("固定")
     if embeddable(state, task):
         notes.append("可嵌入")
-    text = task.label + (f"（{'，'.join(notes)}）" if notes else "")
+    notes.append(source_word(task))
+    text = task.label + f"（{'，'.join(notes)}）"
     if guest:
         g = state.task(guest)
         text += f"，嵌入 {g.label if g else guest}"
@@ -228,7 +231,7 @@ class ListTasksArgs(Args):
 
 
 def _placed_line(state: ScheduleState, task: Task) -> str:
-    tags = ",".join([task.category or "未分类", *task_tags(state, task)])
+    tags = ",".join([task.category or "未分类", *task_tags(state, task), source_word(task)])
     blocks = " ".join(f"第{b.day}天({periods(b.slot_start, b.slot_end)}节)" for b in task.slots)
     return f"{task.label}({tags}) — {blocks}"
 
@@ -246,7 +249,8 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
         shown, more = capped(chosen, MAX_LINES)
         if args.status == "pending":
             lines += [
-                f"{t.label} — 需{t.need()}个连续时段，类别：{t.category or '未分类'}" for t in shown
+                f"{t.label} — 需{t.need()}个连续时段，类别：{t.category or '未分类'}，"
+                f"来源：{source_word(t)}" for t in shown
             ]
         else:
             lines += [_placed_line(state, t) for t in shown]
@@ -270,7 +274,8 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
     if groups["pending"]:
         lines += ["", "待安排："]
         shown, more = capped(groups["pending"], MAX_LINES)
-        lines += [f"  {t.label}({t.category or '未分类'}) — 需{t.need()}时段" for t in shown]
+        lines += [f"  {t.label}({t.category or '未分类'},{source_word(t)}) — 需{t.need()}时段"
+                  for t in shown]
         lines += [f"  {left_out(more, '个', hint)}"] if more else []
     return "\n".join(lines)
 
@@ -289,7 +294,7 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
     lines = [
         task.label,
         f"类别：{task.category or '未分类'} | 状态：{status}",
-        f"来源：{SOURCE_WORDS.get(task.source, task.source)}",
+        f"来源：{source_word(task)}",
     ]
     tc = state.task_class(task.category_id)
     if tc is not None:
@@ -331,7 +336,8 @@ READ_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "query_range", "read", QueryRangeArgs, query_range,
-        "查看某天（或某天某段节次）的细粒度占用：每段由谁占用、是否固定/可嵌入、连续空闲区。",
+        "查看某天（或某天某段节次）的细粒度占用：每段由谁占用（括号内为类别、是否固定/可嵌入、"
+        "来源 课程表/任务类）、连续空闲区。",
     ),
     ToolSpec(
         "find_free", "read", FindFreeArgs, find_free,
@@ -339,7 +345,8 @@ READ_TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "list_tasks", "read", ListTasksArgs, list_tasks,
-        "列出任务清单，可按类别和状态（existing/suggested/pending/all）过滤；显示每个任务的时段或所需时长。",
+        "列出任务清单，可按类别和状态（existing/suggested/pending/all）过滤；显示每个任务的类别、"
+        "来源（课程表/任务类）、时段或所需时长。",
     ),
     ToolSpec(
         "get_task_info", "read", TaskInfoArgs, get_task_info,

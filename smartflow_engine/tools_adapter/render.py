@@ -17,6 +17,11 @@ STATUS_WORDS = {"existing": "已安排", "suggested": "已预排", "pending": "�
 SOURCE_WORDS = {"event": "课程表", "task_item": "任务类"}
 
 
+def source_word(task: Task) -> str:
+    """Where a task comes from, as the read tools write it (``课程表`` / ``任务类``)."""
+    return SOURCE_WORDS.get(task.source, task.source)
+
+
 def periods(start: int, end: int) -> str:
     """``1-2`` or ``3`` (a single period)."""
     return f"{start}-{end}" if end != start else f"{start}"

@@ -273,10 +273,40 @@ def _failure(ctx: ToolContext, result: Any, word: str) -> str:
     return f"{word}失败：数据库写入出错，已回滚，没有写入任何内容，会话中的修改仍然保留。"
 
 
+WINDOW_NOTES = {
+    "expand_window": "数据库没有保存规划窗口天数的表，新增的天不会写入；放在新增天上的任务会按"
+                     "周次映射（day_mapping）写成对应日期的日程节次",
+    "relax_constraints": "数据库中的任务类时间窗与禁排节次保持原样（需要长期生效请用 "
+                         "upsert_task_class 修改任务类）；重新加载后约束恢复",
+    "reduce_scope": "移出的任务在数据库中保持未安排",
+}
+
+
+def window_note(ctx: ToolContext) -> str:
+    """What commit does with the session's window changes (resolve_negotiation): nothing, said
+    item by item; empty without any."""
+    changes = ctx.loop.window_changes if ctx.loop is not None else []
+    if not changes:
+        return ""
+    lines = [f"注意：本会话的{len(changes)}项窗口调整只在会话中生效，提交不会写入数据库："]
+    for w in changes:
+        lines.append(f"- #{w.get('seq')} {w.get('summary')}：{WINDOW_NOTES.get(w.get('choice'), '')}")
+    return "\n".join(lines)
+
+
+def _with_window_note(ctx: ToolContext, text: str) -> str:
+    note = window_note(ctx)
+    return f"{text}\n{note}" if note else text
+
+
 def commit_preview(ctx: ToolContext, _args: CommitArgs) -> str:
     refusal = _store_refusal(ctx)
     if refusal is not None:
         return refusal
+    return _with_window_note(ctx, _commit_preview(ctx))
+
+
+def _commit_preview(ctx: ToolContext) -> str:
     if not ctx.changes:
         return "本会话没有未提交的修改，确认后不会写入任何内容。"
     assert ctx.state is not None
@@ -294,14 +324,14 @@ def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
     if refusal is not None:
         return f"提交失败：{refusal}"
     if not ctx.changes:
-        return "没有需要提交的修改。"
+        return _with_window_note(ctx, "没有需要提交的修改。")
     assert ctx.state is not None
     count = len(ctx.changes)
     result = ctx.store.commit(ctx.user_id, ctx.state, ctx.changes)
     if not result.ok:
         return _failure(ctx, result, "提交")
     ctx.changes.clear()  # the database now holds them; the next commit starts from here
-    return f"已提交 {count} 项修改到数据库（一个事务）：\n" + _counts(result)
+    return _with_window_note(ctx, f"已提交 {count} 项修改到数据库（一个事务）：\n" + _counts(result))
 
 
 def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
@@ -325,6 +355,9 @@ def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
     dropped = len(ctx.changes)
     ctx.state = state
     ctx.changes.clear()
+    if ctx.loop is not None:  # the database's window: the session's window changes are gone
+        ctx.loop.window_changes.clear()
+        ctx.loop.set_aside.clear()
     pending = sum(1 for t in state.tasks if t.status == "pending")
     note = f"，丢弃了 {dropped} 项未提交的修改" if dropped else ""
     return (f"已从数据库重新加载第1-{state.window.total_days}天的日程{note}：共 {len(state.tasks)} 个任务，"

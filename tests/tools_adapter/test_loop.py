@@ -466,3 +466,216 @@ def test_hidden_tool_stays_hidden_on_http():
                          json={"tool": "min_context_switch",
                                "args": {"time_limit_s": 0.5}}).json()
     assert called["error_code"] != "not_available"
+
+
+# ---------------------------------------------------------------------------------- actionable actions
+def long_gap() -> ScheduleState:
+    """复习 twice on day 1 and twice on day 14: a 12-day gap (critical) no single move can close,
+    but one move into its middle eases (its impact falls to 0)."""
+    return make_state(14, [{"slots": block(1, 1, 2)}, {"slots": block(1, 3, 4)},
+                           {"slots": block(14, 1, 2)}, {"slots": block(14, 3, 4)}])
+
+
+def reads_find_help(s: Session, act: dict[str, Any]) -> dict[str, Any] | None:
+    """The agent's two reads for ``act``: the first target whose best destination helps, then
+    that task's first helping slot (None when the reads find none)."""
+    aid = act["action_id"]
+    tasks = json.loads(s.call("query_target_tasks", {"action_id": aid}))["metrics"]["tasks"]
+    first = next((t for t in tasks if (t.get("best_destination") or {}).get("helps")), None)
+    if first is None:
+        return None
+    slots = json.loads(s.call("query_available_slots", {"task_id": first["task_id"],
+                                                        "action_id": aid}))["metrics"]["slots"]
+    dest = next((d for d in slots if d["helps"]), None)
+    return None if dest is None else {"task_id": first["task_id"], **dest}
+
+
+def no_room() -> ScheduleState:
+    """Day 1 full of study work, day 2 full of a locked course: nothing can move anywhere."""
+    return make_state(2, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)},
+                          {"slots": block(1, 9, 12)},
+                          {"source": "event", "locked": True, "status": "existing",
+                           "category": "课程", "slots": block(2, 1, 12)}])
+
+
+@pytest.mark.parametrize("make", [overloaded, long_gap, no_room])
+def test_fixable_is_a_bool_and_the_two_reads_agree_with_it(make):
+    """Tests item 1 of the follow-up: every action's fixable is a bool (with a reason when false),
+    and the two query tools find a destination that helps exactly when fixable is true."""
+    s = Session(make())
+    env = health(s)
+    assert env["next_actions"]
+    for act in env["next_actions"]:
+        assert isinstance(act["fixable"], bool)
+        found = reads_find_help(s, act)
+        if act["fixable"]:
+            assert found is not None, act
+        else:
+            assert act["fixable_reason"] and found is None, act
+
+
+def test_a_move_that_only_eases_its_issue_helps_and_counts_as_progress():
+    """Tests that an action whose issue no single move can resolve (a 12-day subject gap) is
+    still fixable when a move eases it without creating anything, and that the loop counts that
+    write as progress (the health key gets strictly better)."""
+    s = Session(long_gap())
+    env = health(s)
+    gap = next(a for a in env["next_actions"] if a["intent_code"] == "fill_subject_gap")
+    assert gap["fixable"] is True
+    found = reads_find_help(s, gap)
+    assert found is not None and not found["resolves"] and not found["creates"]
+    assert found["impact_delta"] < 0 and 5 <= found["day"] <= 10
+    reply = s.call("move", {"task_id": found["task_id"], "new_day": found["day"],
+                            "new_slot_start": found["slot_start"],
+                            "action_id": gap["action_id"]})
+    assert reply.startswith("已将") and "新增 0 项" in reply
+    sig = signal(s)
+    assert sig["rounds_without_progress"] == 0 and sig["round"] == 2
+
+
+def test_helps_is_a_clean_strict_improvement_of_an_own_issue():
+    """Tests Destination.helps: it needs an eased own issue, nothing created, and a key that is
+    lexicographically better (a critical eased to a warning counts)."""
+    from smartflow_engine.analyzers.destinations import Destination
+
+    def dest(**kw: Any) -> Destination:
+        base: dict[str, Any] = {"day": 1, "slot_start": 1, "slot_end": 2, "embed_host": None,
+                                "resolves": (), "creates": (), "critical_delta": 0,
+                                "warning_delta": 0, "impact_after": 0.0, "eases_focus": 1,
+                                "impact_delta": -0.5}
+        return Destination(**{**base, **kw})
+
+    assert dest().helps
+    assert dest(critical_delta=-1, warning_delta=1, impact_delta=0.2).helps  # critical → warning
+    assert not dest(eases_focus=0).helps  # another issue only
+    assert not dest(creates=("issue_x",), warning_delta=-1).helps  # a trade
+    assert not dest(impact_delta=0.0).helps  # not strictly better
+    assert not dest(critical_delta=1, warning_delta=-2).helps
+
+
+def test_removal_that_resolves_the_issue_orders_the_targets_first():
+    """Tests that query_target_tasks puts first the task whose leaving resolves the action's
+    issue: on an overloaded day the 4-period block, not the two 2-period ones."""
+    state = make_state(3, [{"slots": block(1, 1, 2)}, {"slots": block(1, 3, 4)},
+                           {"slots": block(1, 5, 12)}])
+    s = Session(state)
+    env = health(s)
+    act = next(a for a in env["next_actions"] if a["intent_code"] == "rebalance_load")
+    tasks = json.loads(s.call("query_target_tasks", {"action_id": act["action_id"]}))
+    assert tasks["metrics"]["tasks"][0]["task_id"] == 3
+
+
+# ---------------------------------------------------------------------------------- window changes
+def test_window_changes_are_logged_and_undone():
+    """Tests item 4: expand_window is a window-change entry (in the round log and the snapshot);
+    resolve_negotiation(choice=undo) takes it back, re-runs the gate (infeasible again) and empties the log."""
+    s = Session(infeasible())
+    health(s)
+    reply = s.call("resolve_negotiation", {"choice": "expand_window", "extra_days": 2})
+    assert "窗口调整记录 #1" in reply and "commit 不会把它写入数据库" in reply
+    log = json.loads(s.call("get_round_log", {}))["metrics"]
+    assert [w["choice"] for w in log["window_changes"]] == ["expand_window"]
+    restored = Session.restore(s.to_json())
+    assert restored.toolbox.ctx.loop.window_changes == s.toolbox.ctx.loop.window_changes
+    undo = restored.invoke("resolve_negotiation", {"choice": "undo"})
+    assert undo.status == "ok" and "已撤销窗口调整 #1" in undo.reply and "仍不可行" in undo.reply
+    assert restored.state.num_days == 1 and restored.toolbox.ctx.loop.gate_open is True
+    assert restored.toolbox.ctx.loop.window_changes == []
+    again = restored.invoke("resolve_negotiation", {"choice": "undo"})
+    assert again.status == "error" and "没有可撤销的窗口调整" in again.reply
+
+
+def test_undo_is_refused_while_a_task_sits_on_an_added_day():
+    """Tests that undoing expand_window is refused, naming the task, while a task occupies one
+    of the added days; state and window log unchanged."""
+    s = Session(infeasible())
+    health(s)
+    s.call("resolve_negotiation", {"choice": "expand_window", "extra_days": 1})
+    assert s.call("place", {"task_id": 2, "day": 2, "slot_start": 1}).startswith("已将")
+    before = s.state.to_json()
+    result = s.invoke("resolve_negotiation", {"choice": "undo"})
+    assert result.status == "error" and "[2]任务2" in result.reply and "第2天起" in result.reply
+    assert s.state.to_json() == before and len(s.toolbox.ctx.loop.window_changes) == 1
+
+
+def test_undo_of_a_lifted_ban_is_refused_while_a_task_uses_it():
+    """Tests that undoing relax_constraints is refused while a task placed after it uses a lifted
+    banned period, and succeeds once the task is moved off it."""
+    state = make_state(1, [{"status": "pending", "duration": 2, "category_id": 7},
+                           {"source": "event", "locked": True, "status": "existing",
+                            "category": "课程", "slots": block(1, 3, 12)}],
+                       classes=[{"id": 7, "name": "复习", "excluded_slots": [1, 2]}])
+    s = Session(state)
+    assert health(s)["feasibility"]["is_feasible"] is False
+    reply = s.call("resolve_negotiation", {"choice": "relax_constraints",
+                                           "lift_banned": [{"class_id": 7}]})
+    assert "解除任务类[7]复习的禁排第1、2节" in reply and "已解除门禁" in reply
+    assert s.call("place", {"task_id": 1, "day": 1, "slot_start": 1}).startswith("已将")
+    refused = s.invoke("resolve_negotiation", {"choice": "undo"})
+    assert refused.status == "error" and "禁排节次" in refused.reply and "[1]任务1" in refused.reply
+    assert s.state.task_classes[0].excluded_slots == []
+    assert s.call("unplace", {"task_id": 1}).startswith("已将")
+    assert s.invoke("resolve_negotiation", {"choice": "undo"}).status == "ok"
+    assert s.state.task_classes[0].excluded_slots == [1, 2]
+
+
+def test_undo_of_reduce_scope_brings_the_tasks_back():
+    """Tests that undoing reduce_scope puts the set-aside tasks back as pending."""
+    s = Session(infeasible())
+    health(s)
+    s.call("resolve_negotiation", {"choice": "reduce_scope", "task_ids": [2]})
+    assert s.state.task(2) is None
+    assert s.invoke("resolve_negotiation", {"choice": "undo"}).status == "ok"
+    assert s.state.task(2).status == "pending" and s.toolbox.ctx.loop.set_aside == []
+
+
+def test_commit_preview_says_window_changes_stay_in_the_session(tmp_path):
+    """Tests that commit's preview and reply say, item by item, that the window changes are not
+    written (no table holds a window's days; task-class rules change only by
+    upsert_task_class), while a task placed on an added day is written by its week and weekday."""
+    from smartflow_engine.store import Store, window_days
+
+    store = Store.from_url(f"sqlite:///{tmp_path / 'w.db'}")
+    try:
+        store.seed_from_state(7, ScheduleState.from_json(
+            load_window("sample_window").to_dict()))
+        state = store.load_window(7, window_days((7, 1), (8, 7)))
+        s = Session(state, store=store, db_user_id=7)
+        health(s)
+        s.toolbox.ctx.loop.gate_open = True  # stand-in for an infeasible round (this one fits)
+        s.call("resolve_negotiation", {"choice": "expand_window", "extra_days": 1})
+        pending = next(t for t in s.state.tasks if t.status == "pending" and t.category_id == 10)
+        assert s.call("place", {"task_id": pending.state_id, "day": 15,
+                                "slot_start": 1}).startswith("已将")
+        held = s.invoke("commit", {})
+        assert held.status == "pending_confirm"
+        assert "1项窗口调整只在会话中生效，提交不会写入数据库" in held.reply
+        assert "#1 扩展时间窗（expand_window），新增第15-15天" in held.reply
+        done = s.confirm(held.confirm_token or "")
+        assert done.reply.startswith("已提交 1 项修改") and "不会写入数据库" in done.reply
+        again = store.load_window(7, s.state.window.day_mapping)
+        moved = again.task(pending.state_id)
+        assert moved is not None and [b.day for b in moved.slots] == [15]
+    finally:
+        store.dispose()
+
+
+def test_a_multi_block_task_is_offered_block_by_block():
+    """Tests that a study task with blocks on two days is a target, each destination names the
+    block (from_day), and move with that from_day takes exactly that block there."""
+    state = make_state(3, [{"slots": block(1, 1, 4) + block(2, 1, 2)},
+                           {"slots": block(1, 5, 8)}, {"slots": block(1, 9, 12)}])
+    s = Session(state)
+    env = health(s)
+    act = next(a for a in env["next_actions"] if a["intent_code"] == "rebalance_load")
+    tasks = json.loads(s.call("query_target_tasks", {"action_id": act["action_id"]}))
+    assert 1 in [t["task_id"] for t in tasks["metrics"]["tasks"]]
+    slots = json.loads(s.call("query_available_slots", {"task_id": 1, "limit": 50}))
+    rows = slots["metrics"]["slots"]
+    assert rows and {d["from_day"] for d in rows} == {1, 2}
+    assert all(d["day"] != 2 for d in rows if d["from_day"] == 1)  # not onto its other block's day
+    dest = next(d for d in rows if d["from_day"] == 1)
+    reply = s.call("move", {"task_id": 1, "new_day": dest["day"],
+                            "new_slot_start": dest["slot_start"], "from_day": 1})
+    assert reply.startswith("已将"), reply
+    assert sorted(b.day for b in s.state.task(1).slots) == sorted([dest["day"], 2])

@@ -39,14 +39,16 @@ def test_get_overview_shows_guest(tools: Toolbox):
     assert "可嵌入时段：第7天 [10]思政(1-2节,已嵌入[7]写实验报告)" in reply
 
 
-# tool-layer-design.md §4.2, "返回示例（查整天）", verbatim.
+# tool-layer-design.md §4.2, "返回示例（查整天）", with each task's category first and its source
+# last in the parentheses (issue 11: an action's target_filter must be checkable on this reply;
+# docs/decisions.md). Everything else verbatim.
 SPEC_QUERY_DAY_4 = """第4天 全天：
 
-第1-2节：[1]高等数学（固定）
-第3-4节：[6]线代
+第1-2节：[1]高等数学（课程，固定，课程表）
+第3-4节：[6]线代（学习，任务类）
 第5-6节：空
 第7-8节：空
-第9-10节：[8]程序设计
+第9-10节：[8]程序设计（课程，课程表）
 第11-12节：空
 
 连续空闲区：第5-8节(4时段)、第11-12节(2时段)
@@ -54,8 +56,9 @@ SPEC_QUERY_DAY_4 = """第4天 全天：
 
 
 def test_query_range_whole_day_matches_spec(tools: Toolbox):
-    """Tests the whole-day layout of query_range against the spec's day-4 example, verbatim
-    (its 可嵌入 line names the fixed block and why nothing embeds there)."""
+    """Tests the whole-day layout of query_range against the spec's day-4 example (category and
+    source added in the parentheses; its 可嵌入 line names the fixed block and why nothing embeds
+    there)."""
     assert tools.call("query_range", {"day": 4}) == SPEC_QUERY_DAY_4
 
 
@@ -93,7 +96,7 @@ def test_query_range_span_matches_spec(tools: Toolbox):
 def test_query_range_mixed_and_embeddable(tools: Toolbox):
     """Tests the mixed-range summary and the embeddable note of a day with a water course."""
     reply = tools.call("query_range", {"day": 7, "slot_start": 2, "slot_end": 3})
-    assert "第2节：[10]思政（可嵌入）" in reply and "第3节：空" in reply
+    assert "第2节：[10]思政（课程，可嵌入，课程表）" in reply and "第3节：空" in reply
     assert reply.endswith("该范围2个时段中空闲1个，已占用1个。")
     day = tools.call("query_range", {"day": 7})
     assert "可嵌入：第1-2节已有[10]思政（可嵌入，当前无嵌入任务）" in day
@@ -104,7 +107,7 @@ def test_query_range_only_start_runs_to_end_of_day(tools: Toolbox):
     """Tests that slot_start alone covers the rest of the day."""
     reply = tools.call("query_range", {"day": 4, "slot_start": 9})
     assert reply.startswith("第4天 第9-12节：")
-    assert "第10节：[8]程序设计" in reply
+    assert "第10节：[8]程序设计（课程，课程表）" in reply
 
 
 @pytest.mark.parametrize(
@@ -141,26 +144,28 @@ def test_find_free_nothing_long_enough(tools: Toolbox):
 
 
 def test_list_tasks_all_matches_spec(tools: Toolbox):
-    """Tests list_tasks' full listing against the spec's lines."""
+    """Tests list_tasks' full listing against the spec's lines (each task's source added as the
+    last tag, so a target_filter on source can be checked)."""
     lines = tools.call("list_tasks", {}).splitlines()
     assert lines[0] == "共10个任务，已安排7个，待安排3个。"
     for line in [
-        "  [1]高等数学(课程,固定) — 第1天(1-2节) 第4天(1-2节) 第8天(1-2节)",
-        "  [2]英语(课程) — 第1天(3-4节) 第6天(1-2节)",
-        "  [6]线代(学习) — 第4天(3-4节)",
-        "  [10]思政(课程,可嵌入) — 第7天(1-2节)",
-        "  [3]复习线代(学习) — 需3时段",
+        "  [1]高等数学(课程,固定,课程表) — 第1天(1-2节) 第4天(1-2节) 第8天(1-2节)",
+        "  [2]英语(课程,课程表) — 第1天(3-4节) 第6天(1-2节)",
+        "  [6]线代(学习,任务类) — 第4天(3-4节)",
+        "  [10]思政(课程,可嵌入,课程表) — 第7天(1-2节)",
+        "  [3]复习线代(学习,任务类) — 需3时段",
     ]:
         assert line in lines
 
 
 def test_list_tasks_pending_matches_spec(tools: Toolbox):
-    """Tests list_tasks(status=pending) against the spec's example verbatim."""
+    """Tests list_tasks(status=pending) against the spec's example (the source added after the
+    category)."""
     assert tools.call("list_tasks", {"status": "pending"}) == "\n".join([
         "待安排任务共3个：", "",
-        "[3]复习线代 — 需3个连续时段，类别：学习",
-        "[7]写实验报告 — 需2个连续时段，类别：作业",
-        "[9]小组讨论 — 需2个连续时段，类别：学习",
+        "[3]复习线代 — 需3个连续时段，类别：学习，来源：任务类",
+        "[7]写实验报告 — 需2个连续时段，类别：作业，来源：任务类",
+        "[9]小组讨论 — 需2个连续时段，类别：学习，来源：任务类",
     ])
 
 
@@ -169,7 +174,7 @@ def test_list_tasks_filters_and_suggested_group(tools: Toolbox):
     tools.call("place", {"task_id": 3, "day": 5, "slot_start": 1})
     reply = tools.call("list_tasks", {"category": "学习"})
     assert reply.splitlines()[0] == "类别「学习」共3个任务，已安排1个，已预排1个，待安排1个。"
-    assert "已预排：\n  [3]复习线代(学习) — 第5天(1-3节)" in reply
+    assert "已预排：\n  [3]复习线代(学习,任务类) — 第5天(1-3节)" in reply
     assert tools.call("list_tasks", {"category": "不存在"}) == "类别「不存在」没有任务。"
     assert tools.call("list_tasks", {"status": "suggested", "category": "作业"}) == \
         "类别「作业」没有已预排任务。"
@@ -235,7 +240,7 @@ def test_locked_water_course_is_not_shown_as_embeddable():
     assert "当前嵌入任务" not in info
     overview = tb.call("get_overview", {})
     assert "第7天：占2/12 — [10]思政(1-2节)" in overview and "可嵌入时段：无" in overview
-    assert "[10]思政(课程,固定) — 第7天(1-2节)" in tb.call("list_tasks", {})
+    assert "[10]思政(课程,固定,课程表) — 第7天(1-2节)" in tb.call("list_tasks", {})
     assert tb.call("query_range", {"day": 7}).splitlines()[-1] == (
         "可嵌入：第1-2节已有[10]思政（固定，不可嵌入）")
     assert "第7天 第1-2节" not in tb.call("find_free", {"duration": 2, "day": 7}).split("可嵌入")[1]
