@@ -55,9 +55,15 @@ def test_conflict_set_of_one_task_reads_as_one(fragmented_window: ScheduleState)
     assert "去掉其中任意一个" not in reply
 
 
-def test_check_feasibility_capped_time_limit_is_unknown() -> None:
+def test_check_feasibility_capped_time_limit_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests that the server cap on time limits applies and a time-out reads as unknown."""
-    # 1000 days: 120-day windows are now proven inside the 50 ms every call may use (issue 10).
+    # Without the 50 ms every call may use (MIN_WORK_S), inside which a quiet machine proves
+    # even this 1000-day window, 1 ms cannot build its problem on any machine.
+    import smartflow_engine.solver.counting as counting_module
+    import smartflow_engine.solver.feasibility as feasibility_module
+
+    monkeypatch.setattr(feasibility_module, "MIN_WORK_S", 0.0)
+    monkeypatch.setattr(counting_module, "MIN_WORK_S", 0.0)
     state = synthetic_window(4, 1000, variant="tight", with_task_classes=True)
     reply = toolbox(state, max_time_limit_s=0.001).call("check_feasibility",
                                                          {"time_limit_s": 30})
