@@ -22,7 +22,7 @@ from .criteria import SEVERE, severe
 from .frame import is_course, subject_of
 from .result import DIMENSIONS, AnalysisResult, Issue, NextAction
 
-MAX_TARGETS = 12  # tasks an action's search measures
+MAX_TARGETS = 30  # tasks an action's search measures (as many as SCREEN orders; the budget binds)
 EVAL_BUDGET = 240  # health recomputations per search or ranking (each ~2-4 ms on 60 days)
 PER_TASK = 40  # health recomputations per task within an action's search
 SCREEN = 30  # targets whose removal effect orders an action's search
