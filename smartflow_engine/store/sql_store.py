@@ -14,7 +14,7 @@ optimistic checks lock the rows they read with ``SELECT ... FOR UPDATE``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
@@ -142,21 +142,17 @@ class Store:
         and ``ok`` is false with an ``error_code`` from :data:`~.commit.COMMIT_ERRORS`."""
         if not changes:
             return CommitResult(ok=True)
-        try:
+
+        def write() -> CommitResult:
             with self.session(write=True) as s:
-                result = commit_changes(s, user_id, state, changes)
-        except CommitFailure as exc:
-            return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id,
-                                detail=exc.detail)
-        except IntegrityError as exc:
-            return CommitResult(ok=False, error_code="conflict", error=_first_line(exc))
-        except SQLAlchemyError as exc:
-            log.warning("commit failed: %s", exc)
-            return CommitResult(ok=False, error_code="db_error", error=_first_line(exc))
-        for state_id, source_id in result.source_ids.items():
-            task = state.task(state_id)
-            if task is not None:
-                task.source_id = source_id
+                return commit_changes(s, user_id, state, changes)
+
+        result = _refusal_or(write, log_db_errors=True)
+        if result.ok:
+            for state_id, source_id in result.source_ids.items():
+                task = state.task(state_id)
+                if task is not None:
+                    task.source_id = source_id
         return result
 
     def preview_commit(
@@ -167,21 +163,17 @@ class Store:
         not touched."""
         if not changes:
             return CommitResult(ok=True)
-        try:
+
+        def dry_run() -> CommitResult:
             with self._sessions() as s, s.begin() as tx:
                 if self.engine.dialect.name == "sqlite":
                     s.connection(execution_options={"sqlite_immediate": True})
                 try:
-                    result = commit_changes(s, user_id, state, changes)
+                    return commit_changes(s, user_id, state, changes)
                 finally:
                     tx.rollback()
-        except CommitFailure as exc:
-            return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id,
-                                detail=exc.detail)
-        except IntegrityError as exc:
-            return CommitResult(ok=False, error_code="conflict", error=_first_line(exc))
-        except SQLAlchemyError as exc:
-            return CommitResult(ok=False, error_code="db_error", error=_first_line(exc))
+
+        result = _refusal_or(dry_run, log_db_errors=False)
         result.source_ids = {}
         return result
 
@@ -227,6 +219,22 @@ class Store:
                     query = query.where(table.user_id == user_id)
                 out[table.__tablename__] = int(s.scalar(query) or 0)
         return out
+
+
+def _refusal_or(run: Callable[[], CommitResult], *, log_db_errors: bool) -> CommitResult:
+    """``run()``'s result, or the refusal a commit's failure means: the commit's own checks
+    (``CommitFailure``), a uniqueness violation (``conflict``) or another database error."""
+    try:
+        return run()
+    except CommitFailure as exc:
+        return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id,
+                            detail=exc.detail)
+    except IntegrityError as exc:
+        return CommitResult(ok=False, error_code="conflict", error=_first_line(exc))
+    except SQLAlchemyError as exc:
+        if log_db_errors:
+            log.warning("commit failed: %s", exc)
+        return CommitResult(ok=False, error_code="db_error", error=_first_line(exc))
 
 
 def _first_line(exc: Exception) -> str:
