@@ -39,15 +39,14 @@ def test_ray_windows_over_their_timeout_get_timeout_rows(local_ray):
 def test_ray_workers_hash_strings_with_the_fixed_seed(local_ray):
     """Tests that Ray's workers get the pool's fixed string-hash seed: a proposal that depends on
     hash order equals the one an interpreter started with PYTHONHASHSEED=HASH_SEED computes."""
-    import json
 
-    from test_batch_run import _proposal_with_hash_seed
+    from fresh_interpreter import proposal_with_hash_seed
 
     from smartflow_engine.batch.engines import HASH_SEED
     from smartflow_engine.state.synthetic import synthetic_window
 
     text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
-    expected = json.loads(_proposal_with_hash_seed(text, HASH_SEED))
+    expected = proposal_with_hash_seed(text, HASH_SEED)["objective"]
     df = run_batch([text], jobs=("proposal",), time_limit_s=5.0, work_limit_s=0.08,
                    engine="ray")
     assert df["error"].isna().all()

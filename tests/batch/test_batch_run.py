@@ -9,6 +9,7 @@ import os
 import pandas as pd
 import pytest
 from batch_windows import TIME_LIMIT, runtime_columns, tiny_cohort
+from fresh_interpreter import proposal_with_hash_seed
 
 from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.batch import (
@@ -345,34 +346,16 @@ def test_stream_chunks_keeps_a_bounded_number_in_flight():
     assert got[:2] == [2, 3]  # 0, 1, 2 in flight; 2 finishes, 3 is submitted and finishes next
 
 
-def _proposal_with_hash_seed(text: str, hash_seed: str) -> str:
-    """The proposal's objective for one window, computed in a fresh interpreter whose string
-    hashes use ``hash_seed`` (the solver's ties follow hash order)."""
-    import subprocess
-    import sys
-
-    code = ("import sys, json; from smartflow_engine.state import ScheduleState; "
-            "from smartflow_engine.solver import propose_placement; "
-            "s = ScheduleState.from_json(sys.stdin.read()); "
-            "p = propose_placement(s, time_limit_s=60.0, seed=0, num_workers=1, "
-            "work_limit_s=0.08); print(json.dumps(p.objective, sort_keys=True))")
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    out = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
-                         text=True, env=env, check=True, timeout=300)
-    return out.stdout.strip().splitlines()[-1]
-
-
 def test_pool_workers_hash_strings_with_the_fixed_seed():
     """Tests that the pool's proposals are those of an interpreter started with
     PYTHONHASHSEED=HASH_SEED, whatever this process's own seed: a window whose proposal depends
     on string-hash order (seed 12 of the benchmark cohort) gets the same row on every run."""
-    import json
 
     from smartflow_engine.batch.engines import HASH_SEED
     from smartflow_engine.state.synthetic import synthetic_window
 
     text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
-    expected = json.loads(_proposal_with_hash_seed(text, HASH_SEED))
+    expected = proposal_with_hash_seed(text, HASH_SEED)["objective"]
     df = run_batch([text], jobs=("proposal",), time_limit_s=5.0, work_limit_s=0.08,
                    engine="local", workers=1)
     assert not df["proposal_wall_limited"].iloc[0]

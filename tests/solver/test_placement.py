@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import json
 import threading
 from typing import Any
 
 import pytest
+from fresh_interpreter import proposal_with_hash_seed
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from solver_windows import apply_placements, make_state, oracle, tiny_windows
@@ -350,26 +349,11 @@ def test_local_moves_improve_a_long_window(variant: str) -> None:
     apply_placements(state, result.placements)
 
 
-def _proposal_in_fresh_interpreter(text: str, hash_seed: str) -> str:
-    """The proposal (objective and placements) of one window at a fixed work budget, computed in
-    a fresh interpreter whose string hashes use ``hash_seed``."""
-    code = ("import sys, json; from smartflow_engine.state import ScheduleState; "
-            "from smartflow_engine.solver import propose_placement; "
-            "s = ScheduleState.from_json(sys.stdin.read()); "
-            "p = propose_placement(s, time_limit_s=60.0, seed=0, num_workers=1, "
-            "work_limit_s=0.08); assert not p.wall_limited; "
-            "print(json.dumps([p.objective, [(x.task_id, x.day, x.slot_start) "
-            "for x in p.placements]], sort_keys=True))")
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    out = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
-                         text=True, env=env, check=True, timeout=300)
-    return out.stdout.strip().splitlines()[-1]
-
-
 def test_proposal_does_not_depend_on_string_hash_order() -> None:
     """Tests that a proposal is the same in interpreters with different string-hash seeds (the
     model is built walking subjects in sorted order, not set order): on this window the
     objective used to be 139, 140 or 144 depending on PYTHONHASHSEED."""
     text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
-    answers = {_proposal_in_fresh_interpreter(text, seed) for seed in ("0", "1", "2", "3")}
+    answers = {json.dumps(proposal_with_hash_seed(text, seed), sort_keys=True)
+               for seed in ("0", "1", "2", "3")}
     assert len(answers) == 1
