@@ -102,15 +102,36 @@ def _run(source: Path, name: str, engine: str, workers: int, head: int | None = 
             source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     marks: list[tuple[float, int]] = []
     load = os.getloadavg()[0]
+    stat0 = _cpu_ticks()
     t0 = time.perf_counter()
     df = run_batch(source, seed=0, engine=engine, workers=workers if engine != "loop" else None,
                    progress=lambda done, _f, _t: marks.append((time.perf_counter() - t0, done)),
                    **kwargs)
     df.attrs["progress"] = marks
     df.attrs["load"] = (load, os.getloadavg()[0])
+    df.attrs["steal"] = _steal_share(stat0, _cpu_ticks())
     df.attrs["own_group"] = {pid: _autogroup(pid) != _autogroup(os.getpid())
                              for pid in df.attrs["batch"]["peak_rss_mb"] if _autogroup(pid)}
     return df
+
+
+def _cpu_ticks() -> list[int]:
+    """The machine's CPU time counters (``/proc/stat``'s first line; empty if unreadable)."""
+    try:
+        return [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except (OSError, ValueError):
+        return []
+
+
+def _steal_share(before: list[int], after: list[int]) -> float:
+    """The share of the machine's CPU time the hypervisor gave to other guests between two
+    readings (``steal``, the 8th counter), NaN when unknown: on a virtual machine this time is
+    neither this benchmark's CPU time nor idle, and wall-clock rates lose it."""
+    if len(before) < 8 or len(after) < 8:
+        return float("nan")
+    delta = [a - b for a, b in zip(after, before, strict=False)]
+    total = sum(delta[:8])
+    return delta[7] / total if total > 0 else float("nan")
 
 
 def _autogroup(pid: int) -> str | None:
@@ -189,7 +210,8 @@ def run(quick: bool = False) -> str:
                             f1, f2 = _figures(one), _figures(two)
                             ratios[name].append((f1["steady"], f2["steady"],
                                                  one.attrs["load"][0], two.attrs["load"][1],
-                                                 f1["cpu_ms"], f2["cpu_ms"]))
+                                                 f1["cpu_ms"], f2["cpu_ms"],
+                                                 one.attrs["steal"], two.attrs["steal"]))
                         console.print(f"bench_batch: pair {rep + 1} of {name}: "
                                       f"{_figures(two)['steady'] / _figures(one)['steady']:.2f}x")
             elif engine == "ray":
@@ -226,6 +248,8 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
     wall_limited = {f"{e} x{w}": int(tables[(PROPOSAL, e, w)]["proposal_wall_limited"].sum())
                     for e, w in engines}
     loads = [df.attrs["load"][0] for df in tables.values()]
+    steals = [df.attrs["steal"] for df in tables.values() if df.attrs["steal"] == df.attrs["steal"]]
+    steals = steals or [float("nan")]
 
     lines = [
         "## Batch (run_batch: loop, local process pool, Ray)",
@@ -242,8 +266,10 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
            "hold the shared machine for tens of minutes)" if not quick else "")
         + f"; *null*: ship and parse only. Load average (1 min) on this shared 2-core machine: "
         f"{load_before[0]:.1f} before, {load_after[0]:.1f} after, {min(loads):.1f}-"
-        f"{max(loads):.1f} at the start of the runs: other engineers' jobs ran meanwhile, so "
-        "absolute rates are low and noisy; compare engines within a row group.",
+        f"{max(loads):.1f} at the start of the runs; the hypervisor gave "
+        f"{min(steals):.0%}-{max(steals):.0%} of the machine's CPU time to other guests during "
+        "the runs (steal), which wall-clock rates lose and CPU times do not. Compare engines "
+        "within a row group.",
         "",
         "*windows/s* counts the whole wall time (a local pool's start-up included: the first "
         "pool also starts the forkserver, which imports the engine once); *steady* counts from "
@@ -277,12 +303,13 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
               "the workers' own CPU cost allows when each has a core (a projection from CPU time, "
               "insensitive to how the shared cores were split).", "",
               "| jobs | pair | 1 worker (windows/s) | 2 workers (windows/s) | wall ratio | worker "
-              "CPU ms per window (1 / 2 workers) | CPU ratio | load |",
-              "|---|---:|---:|---:|---:|---:|---:|---|"]
+              "CPU ms per window (1 / 2 workers) | CPU ratio | load | steal (1 / 2 workers) |",
+              "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for name, pairs in ratios.items():
-        for k, (r1, r2, l1, l2, c1, c2) in enumerate(pairs, start=1):
+        for k, (r1, r2, l1, l2, c1, c2, s1, s2) in enumerate(pairs, start=1):
             lines.append(f"| {name} | {k} | {r1:.1f} | {r2:.1f} | {r2 / r1:.2f}x | "
-                         f"{c1:.2f} / {c2:.2f} | {2 * c1 / c2:.2f}x | {l1:.1f} / {l2:.1f} |")
+                         f"{c1:.2f} / {c2:.2f} | {2 * c1 / c2:.2f}x | {l1:.1f} / {l2:.1f} | "
+                         f"{s1:.0%} / {s2:.0%} |")
     groups = []
     for e in ("local", "ray"):
         seen = [v for (_, e2, _), df in tables.items() if e2 == e
@@ -366,7 +393,7 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
               "worker CPU time per window with one local worker, scaled by the 2-worker CPU "
               "efficiency (median CPU ratio / 2), on machines of 2 dedicated cores (a core per "
               "worker), assumed to scale the same way across machines; the wall-clock rates above "
-              "were taken on a shared machine and would give several times longer.", "",
+              "were taken on a shared virtual machine and would give longer.", "",
               "| jobs | s per window (1 worker) | 2-worker efficiency | 1 machine | 10 machines | "
               "50 machines |", "|---|---:|---:|---:|---:|---:|"]
     for name in (CHECK, NEGOTIATION, PROPOSAL):
@@ -378,9 +405,9 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
         lines.append(f"| {name} | {c:.4f} | {eff:.0%} | "
                      + " | ".join(_duration(x) for x in cells) + " |")
     lines += ["", f"_Measured with `python -m benchmarks.bench_batch` on "
-              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 2 cores shared with other "
-              f"engineers' jobs (load average {min(loads):.1f}-{max(loads):.1f} at the start of "
-              "the runs)._"]
+              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 2 virtual cores (load "
+              f"average {min(loads):.1f}-{max(loads):.1f} at the start of the runs, steal "
+              f"{min(steals):.0%}-{max(steals):.0%})._"]
     return "\n".join(lines)
 
 

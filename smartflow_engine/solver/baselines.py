@@ -14,6 +14,7 @@ changes the state.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..state import ScheduleState
 from .budget import GREEDY_GRACE_S
-from .problem import Bin, Group, Placement, Problem, allowed_starts, build_problem
+from .problem import Bin, Group, Placement, Problem, Rule, build_problem
 
 
 def _banned_mask(group: Group, spd: int) -> np.ndarray:
@@ -42,6 +43,25 @@ def _first_start(banned: np.ndarray, duration: int, start: int, end: int) -> int
             return s
         s += int(np.flatnonzero(window)[-1]) + 1
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _start_table(banned: tuple[int, ...], duration: int, spd: int) -> tuple[int, ...]:
+    """``table[s]``: the first start ``>= s`` whose ``duration`` periods avoid ``banned`` and end
+    by period ``spd`` (``spd + 1`` past the last one; indices ``0..spd + 1``). A place starting at
+    ``s`` and ending by ``e`` exists iff ``table[s] + duration - 1 <= e``."""
+    bad = set(banned)
+    table = [spd + 1] * (spd + 2)
+    for s in range(spd - duration + 1, 0, -1):
+        ok = not any(p in bad for p in range(s, s + duration))
+        table[s] = s if ok else table[s + 1]
+    return tuple(table)
+
+
+@functools.lru_cache(maxsize=4096)
+def _day_table(rule: Rule, last_day: int, num_days: int) -> tuple[bool, ...]:
+    """``table[day]``: whether ``rule`` allows ``day`` (``0..last_day``)."""
+    return (False, *(rule.allows_day(day, num_days) for day in range(1, last_day + 1)))
 
 
 def first_fit(state: ScheduleState, *, include_suggested: bool = False) -> list[Placement]:
@@ -156,6 +176,7 @@ def best_fit_decreasing(
     counts = [g.count for g in problem.groups] if counts is None else counts
     segments: list[_Segment] = [_Segment(b.length, b.day, b.slot_start) for b in problem.runs]
     hosts = list(problem.hosts)
+    last_day = max((b.day for b in (*problem.runs, *problem.hosts)), default=0)
     out: list[Placement] = []
     for gi in sorted((gi for gi, c in enumerate(counts) if c > 0),
                      key=lambda gi: order(problem.groups[gi])):
@@ -165,33 +186,32 @@ def best_fit_decreasing(
         d = g.duration
         ids = g.task_ids[: counts[gi]]
         k = 0
+        day_ok = _day_table(g.rule, last_day, num_days)
+        first = _start_table(tuple(g.rule.banned), d, spd)
         # Host blocks first, tightest first: a guest costs no free period.
         if g.can_guest:
             cands = sorted(
-                (b for b in hosts if b.length >= d and g.rule.allows_day(b.day, num_days)),
+                (b for b in hosts if b.length >= d and day_ok[b.day]),
                 key=lambda b: (b.length, b.day, b.slot_start),
             )
             for b in cands:
                 if k == len(ids):
                     break
-                starts = allowed_starts(g.rule.banned, d, b.slot_start, b.slot_end, spd)
-                if starts:
-                    out.append(Placement(ids[k], b.day, starts[0], starts[0] + d - 1, b.host))
+                s = first[b.slot_start]
+                if s + d - 1 <= b.slot_end:
+                    out.append(Placement(ids[k], b.day, s, s + d - 1, b.host))
                     hosts.remove(b)
                     k += 1
         if k == len(ids):
             continue
-        banned = _banned_mask(g, spd)
-        heap = [seg for seg in segments
-                if seg.length >= d and g.rule.allows_day(seg.day, num_days)]
-        rest = [seg for seg in segments
-                if not (seg.length >= d and g.rule.allows_day(seg.day, num_days))]
+        heap = [seg for seg in segments if seg.length >= d and day_ok[seg.day]]
+        rest = [seg for seg in segments if not (seg.length >= d and day_ok[seg.day])]
         heapq.heapify(heap)
         while heap and k < len(ids):
             seg = heapq.heappop(heap)
             end = seg.start + seg.length - 1
-            s = _first_start(banned, d, seg.start, end)
-            if s is None:
+            s = first[seg.start]
+            if s + d - 1 > end:
                 rest.append(seg)
                 continue
             out.append(Placement(ids[k], seg.day, s, s + d - 1))

@@ -251,7 +251,8 @@ class ScheduleState(BaseModel):
     def _check_invariants(self) -> ScheduleState:
         _validate(self)
         for task in self.tasks:  # derived from the guests' embed_host from here on
-            task.embedded_by = None
+            if task.embedded_by is not None:
+                task.embedded_by = None
         self._index = {t.state_id: t for t in self.tasks}
         self._grid = None
         return self
@@ -277,7 +278,57 @@ def _read_text(path: Path) -> str:
 def _bad_value(data: Any) -> str | None:
     """The first value JSON cannot carry faithfully: a string (or key) with a lone UTF-16
     surrogate (it cannot be written as UTF-8), a NaN or infinite number (not standard JSON), or
-    nesting deeper than :data:`MAX_NESTING`. Iterative, so no input exhausts the stack."""
+    nesting deeper than :data:`MAX_NESTING`. Iterative, so no input exhausts the stack.
+
+    Every state loaded pays this check (a cohort batch parses thousands), so the common case is
+    decided by :func:`_clean`, which builds no paths; the path-naming walk runs only when it
+    finds something (or cannot tell), to name where."""
+    return None if _clean(data) else _first_bad_value(data)
+
+
+def _clean(data: Any) -> bool:
+    """Whether ``data`` surely holds no bad value: walked level by level, containers only
+    descended, every string (and key) encoded once at the end. ``False`` also when it meets a
+    type other than JSON's (the naming walk then decides)."""
+    level = [data]
+    strings: list[str] = []
+    for _depth in range(MAX_NESTING + 1):
+        if not level:
+            break
+        below: list[Any] = []
+        for value in level:
+            kind = type(value)
+            if kind is dict:
+                strings.extend(value)  # keys: a non-string one fails the join below
+                items: Any = value.values()
+            elif kind is list:
+                items = value
+            else:
+                items = (value,)
+            for v in items:
+                kind = type(v)
+                if kind is str:
+                    strings.append(v)
+                elif kind is dict or kind is list:
+                    below.append(v)
+                elif kind is float:
+                    if not math.isfinite(v):
+                        return False
+                elif kind is not int and kind is not bool and v is not None:
+                    return False
+        level = below
+        if _depth == MAX_NESTING - 1 and level:
+            return False  # a container MAX_NESTING levels down
+    try:
+        "".join(strings).encode("utf-8")
+    except (TypeError, UnicodeEncodeError):
+        return False  # a key that is not a string, or a lone surrogate somewhere
+    return True
+
+
+def _first_bad_value(data: Any) -> str | None:
+    """:func:`_bad_value`'s answer, naming the path of the first bad value (slow: builds a path
+    for every value)."""
     stack: list[tuple[str, Any, int]] = [("", data, 0)]
     while stack:
         path, value, depth = stack.pop()
@@ -324,6 +375,10 @@ def _first_error_line(exc: Exception) -> str:
     return str(exc).splitlines()[0]
 
 
+def _who(task: Task) -> str:
+    return f"task [{task.state_id}] {task.name}"
+
+
 def _fmt(block: SlotRange) -> str:
     return f"day {block.day} periods {block.slot_start}-{block.slot_end}"
 
@@ -352,23 +407,22 @@ def _validate(state: ScheduleState) -> None:
             raise StateError(f"duplicate state_id {task.state_id} "
                              f"({seen[task.state_id].name} and {task.name})")
         seen[task.state_id] = task
-        who = f"task [{task.state_id}] {task.name}"
         if task.duration is not None and not 1 <= task.duration <= spd:
-            raise StateError(f"{who}: duration {task.duration} outside 1-{spd}")
+            raise StateError(f"{_who(task)}: duration {task.duration} outside 1-{spd}")
         if task.status == "pending":
             if task.slots:
-                raise StateError(f"{who}: pending task has slots ({_fmt(task.slots[0])})")
+                raise StateError(f"{_who(task)}: pending task has slots ({_fmt(task.slots[0])})")
             if task.duration is None:
-                raise StateError(f"{who}: pending task has no duration")
+                raise StateError(f"{_who(task)}: pending task has no duration")
             if task.embed_host is not None:
-                raise StateError(f"{who}: pending task has embed_host {task.embed_host}")
+                raise StateError(f"{_who(task)}: pending task has embed_host {task.embed_host}")
         elif not task.slots:
-            raise StateError(f"{who}: {task.status} task has no slots")
+            raise StateError(f"{_who(task)}: {task.status} task has no slots")
         for block in task.slots:
             if not 1 <= block.day <= num_days:
-                raise StateError(f"{who}: {_fmt(block)} is outside the window (days 1-{num_days})")
+                raise StateError(f"{_who(task)}: {_fmt(block)} is outside the window (days 1-{num_days})")
             if not 1 <= block.slot_start <= block.slot_end <= spd:
-                raise StateError(f"{who}: {_fmt(block)} is not a period range within 1-{spd}")
+                raise StateError(f"{_who(task)}: {_fmt(block)} is not a period range within 1-{spd}")
     class_ids: dict[int, TaskClass] = {}
     for tc in state.task_classes:
         if tc.id in class_ids:
@@ -402,9 +456,9 @@ def _validate(state: ScheduleState) -> None:
                 owner[(block.day, slot)] = task
     used_host_blocks: dict[tuple[int, int, int], Task] = {}
     for task in state.tasks:
-        who = f"task [{task.state_id}] {task.name}"
         if task.embed_host is None:
             continue
+        who = f"task [{task.state_id}] {task.name}"
         host = seen.get(task.embed_host)
         if host is None:
             raise StateError(f"{who}: embed_host {task.embed_host} does not exist")

@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.state import StateError
+from smartflow_engine.state.model import MAX_NESTING, _bad_value, _clean, _first_bad_value
 from smartflow_engine.state.synthetic import VARIANTS, synthetic_window
 
 DATA = Path(__file__).parent.parent / "data"
@@ -230,3 +233,40 @@ def test_non_utf8_file_refused(tmp_path, encoding, words):
         ScheduleState.from_json(path)
     for word in words:
         assert word in str(info.value)
+
+
+_JSON_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(),
+    st.sampled_from([float("nan"), float("inf"), -float("inf"), "\ud800", "x\udfff"]),
+    st.text(alphabet=st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=3),
+    st.text(max_size=3),
+)
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(st.text(max_size=2), st.integers(0, 3),
+                                  st.sampled_from(["\ud800", "a\udfff"])), inner, max_size=3),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON_VALUES, depth=st.sampled_from([0, 1, MAX_NESTING - 2, MAX_NESTING - 1,
+                                                   MAX_NESTING, MAX_NESTING + 3]))
+def test_fast_value_check_agrees_with_the_naming_walk(value, depth):
+    """Tests that the fast check a state's load runs decides exactly as the path-naming walk:
+    whenever it calls a value clean the walk finds nothing, so no surrogate, NaN or deep nesting
+    slips through (random JSON-like values, lone surrogates in strings and keys, depths around
+    the limit)."""
+    data = {"window": {"meta": _nested_in(value, depth)}, "tasks": []}
+    if _clean(data):
+        assert _first_bad_value(data) is None
+    assert _bad_value(data) == _first_bad_value(data)
+
+
+def _nested_in(value, depth):
+    for _ in range(depth):
+        value = [value]
+    return value
