@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.state import StateError
-from smartflow_engine.state.model import MAX_NESTING, _bad_value, _clean, _first_bad_value
+from smartflow_engine.state.model import (
+    MAX_NESTING,
+    _bad_value,
+    _clean,
+    _first_bad_value,
+    _loads,
+)
 from smartflow_engine.state.synthetic import VARIANTS, synthetic_window
 
 DATA = Path(__file__).parent.parent / "data"
@@ -270,3 +276,18 @@ def _nested_in(value, depth):
     for _ in range(depth):
         value = [value]
     return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES, ascii_only=st.booleans())
+def test_fast_json_parser_reads_what_the_standard_one_reads(value, ascii_only):
+    """Tests that the loader's fast JSON parser gives exactly what the standard library's gives
+    on any JSON text our writers produce (surrogates, NaN and infinities included: where the
+    fast parser refuses, the standard one decides), so a state parses the same either way."""
+    try:
+        text = json.dumps({"v": value}, ensure_ascii=ascii_only)
+    except (TypeError, ValueError):
+        return  # a key JSON cannot carry
+    expected = json.loads(text)
+    got = _loads(text)
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
