@@ -155,7 +155,7 @@ def check_feasibility(
     """
     t0 = time.perf_counter()
     deadline = t0 + max(time_limit_s, MIN_WORK_S)
-    problem = build_problem(state, include_suggested=include_suggested)
+    problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
     res = max_placeable(problem, time_limit_s=_left(deadline), num_workers=num_workers,
@@ -350,7 +350,7 @@ def negotiation_figures(
     if report.is_feasible is None:
         return NegotiationFigures(None, None, None, None, None, None, False,
                                   time.perf_counter() - t0)
-    problem = build_problem(state, include_suggested=include_suggested)
+    problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     days: int | None = None
     days_proven = False
     if not _past(deadline):
@@ -366,8 +366,8 @@ def negotiation_figures(
         if not lift_windows and lifts[1] is False:
             lifts[0] = False
             continue
-        relaxed = build_problem(state, include_suggested=include_suggested, lift_banned=True,
-                                lift_windows=lift_windows)
+        relaxed = build_problem(state, include_suggested=include_suggested, subjects=False,
+                                lift_banned=True, lift_windows=lift_windows)
         res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,
                             witness=False)
         required = relaxed.required_slots

@@ -219,6 +219,7 @@ def build_problem(
     lift_windows: bool = False,
     allow_late: bool = False,
     task_ids: Iterable[int] | None = None,
+    subjects: bool = True,
 ) -> Problem:
     """Extract the scope, its groups and the bins from ``state`` (the state is not changed).
 
@@ -234,6 +235,11 @@ def build_problem(
         Let class tasks run past their class's end day (a soft ``late`` term in proposals).
     task_ids
         Explicit scope instead of the default one (each must be pending or movable).
+    subjects
+        Also fill ``subjects``, ``fixed_counts`` and ``task_subjects`` (what the placement
+        objective reads). ``False`` leaves them empty (``subjects`` of shape ``(0, 0)``, so a
+        reader fails loudly): the counting models of feasibility never read them, and a cohort
+        batch checks thousands of windows.
     """
     grid = state.grid
     if task_ids is not None:
@@ -286,10 +292,15 @@ def build_problem(
                 hosts.append(Bin(b.day, b.slot_start, b.slot_end, t.state_id))
     hosts.sort(key=lambda b: (b.day, b.slot_start))
 
+    classes = {tc.id: tc for tc in state.task_classes}
+    groups_list = list(groups.values())
+    if not subjects:
+        return Problem(state.num_days, state.slots_per_day, groups_list, free_bins, hosts, owner,
+                       np.empty((0, 0), dtype=object), current, {}, {}, classes)
     subj_of_id = {t.state_id: subject_of(t) for t in state.tasks}
-    subjects = np.full(owner.shape, "", dtype=object)
+    subject_grid = np.full(owner.shape, "", dtype=object)
     occupied = np.nonzero(owner)
-    subjects[occupied] = [subj_of_id[int(i)] for i in owner[occupied].tolist()]
+    subject_grid[occupied] = [subj_of_id[int(i)] for i in owner[occupied].tolist()]
     fixed_counts: dict[tuple[str, int], int] = {}
     for t in state.tasks:
         if t.state_id in scope_ids:
@@ -297,7 +308,6 @@ def build_problem(
         for b in t.slots:
             where = (subj_of_id[t.state_id], b.day)
             fixed_counts[where] = fixed_counts.get(where, 0) + 1
-    classes = {tc.id: tc for tc in state.task_classes}
-    return Problem(state.num_days, state.slots_per_day, list(groups.values()), free_bins, hosts,
-                   owner, subjects, current, fixed_counts,
+    return Problem(state.num_days, state.slots_per_day, groups_list, free_bins, hosts,
+                   owner, subject_grid, current, fixed_counts,
                    {t.state_id: subj_of_id[t.state_id] for t in scope}, classes)

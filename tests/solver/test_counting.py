@@ -149,3 +149,17 @@ def test_random_orders_meet_the_bound_before_cp_sat(seed: int, monkeypatch) -> N
     assert fast.proven and fast.proof == "relaxation" and fast.best == plain.best
     assert sum(p.length for p in fast.witness) == fast.best
     assert fast.witness == again.witness
+
+
+@pytest.mark.parametrize("variant", ["plain", "tight", "fragmented"])
+def test_problem_without_subjects_is_the_same_problem(variant: str) -> None:
+    """Tests that the feasibility's lighter problem (no subject data) has the same groups, bins,
+    grid and current places as the full one, and that its subject data is empty rather than
+    wrong (a reader of the subject grid fails on its (0, 0) shape)."""
+    state = synthetic_window(5, 30, variant=variant, with_task_classes=True)
+    full, light = build_problem(state), build_problem(state, subjects=False)
+    assert light.groups == full.groups and light.runs == full.runs
+    assert light.hosts == full.hosts and light.current == full.current
+    assert (light.owner == full.owner).all() and light.classes == full.classes
+    assert light.subjects.shape == (0, 0) and not light.fixed_counts and not light.task_subjects
+    assert full.subjects.shape == full.owner.shape and full.task_subjects
