@@ -218,6 +218,27 @@ def _ray() -> Any:
     return ray
 
 
+RAY_WORKER_NICENESS = 0
+"""How much a local Ray lowers its workers' priority below the process that starts it (Ray's
+default, 15, leaves its workers only the CPU that every normal-priority process leaves over:
+beside anything else busy on the machine, the driver included, they fall behind the local
+pool's workers, which run at the driver's priority)."""
+
+
+def local_ray_options(workers: int) -> dict[str, Any]:
+    """``ray.init`` arguments for the local Ray a batch starts: ``workers`` CPUs, no dashboard,
+    workers at :data:`RAY_WORKER_NICENESS`, and this process's ``PYTHONPATH`` (so that the
+    workers import the package the way this process did). An existing cluster keeps its own
+    settings."""
+    options: dict[str, Any] = {
+        "num_cpus": workers, "include_dashboard": False, "log_to_driver": False,
+        "configure_logging": False, "_system_config": {"worker_niceness": RAY_WORKER_NICENESS}}
+    pythonpath = os.environ.get("PYTHONPATH")
+    if pythonpath:
+        options["runtime_env"] = {"env_vars": {"PYTHONPATH": pythonpath}}
+    return options
+
+
 def ray_init(address: str | None = None, workers: int | None = None) -> bool:
     """Connect to ``address`` or start a local Ray with ``workers`` CPUs, unless Ray is already
     initialised in this process. Returns whether this call started the connection (the caller
@@ -225,16 +246,11 @@ def ray_init(address: str | None = None, workers: int | None = None) -> bool:
     ray = _ray()
     if ray.is_initialized():
         return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                              "configure_logging": False}
     if address:
-        kwargs["address"] = address
+        kwargs: dict[str, Any] = {"address": address, "include_dashboard": False,
+                                  "log_to_driver": False, "configure_logging": False}
     else:
-        kwargs["num_cpus"] = workers or default_workers()
-    # Local workers import the package the way this process did.
-    pythonpath = os.environ.get("PYTHONPATH")
-    if pythonpath and not address:
-        kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": pythonpath}}
+        kwargs = local_ray_options(workers or default_workers())
     try:
         ray.init(**kwargs)
     except Exception as exc:  # connection refused, bad address, ...

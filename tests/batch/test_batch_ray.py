@@ -51,3 +51,16 @@ def test_ray_workers_hash_strings_with_the_fixed_seed(local_ray):
                    engine="ray")
     assert df["error"].isna().all()
     assert df["obj_weighted_total"].iloc[0] == expected["weighted_total"]
+
+
+def test_local_ray_workers_run_at_the_pools_priority(local_ray):
+    """Tests that a local Ray started with the batch's options runs its tasks at this process's
+    priority, as the local pool's workers do (Ray's default lowers them by 15, which starves
+    them beside any busy process)."""
+    import os
+
+    @local_ray.remote(num_cpus=1)
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert local_ray.get(niceness.remote()) == os.nice(0)

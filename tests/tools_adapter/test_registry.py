@@ -17,7 +17,7 @@ from mcp import Client
 from pydantic import BaseModel
 
 from smartflow_engine import Toolbox
-from smartflow_engine.tools_adapter import registry
+from smartflow_engine.tools_adapter import registry, solver_tools
 from smartflow_engine.tools_adapter.analysis_tools import ANALYSIS_TOOLS
 from smartflow_engine.tools_adapter.http_api import create_app
 from smartflow_engine.tools_adapter.mcp_server import build_server
@@ -208,8 +208,13 @@ def _all_replies(spec: ToolSpec, args: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", TOOL_IDS)
-def test_every_tool_same_reply_through_every_adapter(name):
+def test_every_tool_same_reply_through_every_adapter(name, monkeypatch):
     """Tests that a valid call gives the same reply through Toolbox, Session, HTTP and MCP."""
+    # A proposal stops on its work budget, the same for every adapter, unless the wall clock
+    # cuts it first (then its reply says so and may differ). An eighth of the usual budget
+    # keeps the 1 s calls work-limited on a machine many times slower than the calibration one
+    # (a loaded CI machine cut one at the usual share).
+    monkeypatch.setattr(solver_tools, "WORK_SHARE", solver_tools.WORK_SHARE / 8)
     spec = registry.REGISTRY[name]
     replies = _all_replies(spec, example_args(spec, load_window()))
     assert replies["toolbox"], name
