@@ -1,16 +1,19 @@
-"""Tests of run_batch: rows equal the public entry points called one by one, the same table on
+"""Tests of run_batch: rows equal the public entry points (and the check_feasibility tool's
+reply) called one by one, the same table on
 every engine and worker count, error rows for bad windows, and argument checks."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 
 import pandas as pd
 import pytest
 from batch_windows import TIME_LIMIT, runtime_columns, tiny_cohort
 from fresh_interpreter import proposal_with_hash_seed
 
+from smartflow_engine import Toolbox
 from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.batch import (
     JOBS,
@@ -99,6 +102,51 @@ def test_rows_equal_the_entry_points_called_one_by_one():
         assert got["window_id"] == str(i)
         for column, value in expected.items():
             assert _value(got[column]) == value, (i, column)
+
+
+def _tool_figures(reply: str) -> dict:
+    """The figures a check_feasibility tool reply states, by the batch's column names (only
+    those the reply states: a feasible window's reply has no negotiation line)."""
+    verdict = re.match(r"可行性：(可行|不可行|未知)", reply)
+    assert verdict, reply
+    out: dict = {"is_feasible": {"可行": True, "不可行": False, "未知": None}[verdict[1]],
+                 "proven": verdict[1] != "未知"}
+    patterns = {
+        "reason_code": r"原因：[^（]*（([a-z_]+)）", "required_task_slots": r"共需(\d+)个时段",
+        "feasible_slots": r"最多可同时放下(\d+)个时段", "capacity_gap": r"缺口(-?\d+)个",
+        "free_capacity_slots": r"空闲容量(\d+)个时段", "slack_slots": r"余量(-?\d+)个",
+        "extra_days_needed": r"末尾追加(\d+)个空白天后可全部放下",
+        "slots_to_cut": r"删减任务需减少(\d+)个时段",
+    }
+    for column, pattern in patterns.items():
+        if found := re.search(pattern, reply):
+            out[column] = found[1] if column == "reason_code" else int(found[1])
+    if "追加空白天无法全部放下" in reply:
+        out["extra_days_possible"] = False
+    for column, what in (("lifting_banned_suffices", "取消禁排时段"),
+                         ("lifting_class_constraints_suffices", "取消任务类时间窗与禁排时段")):
+        if f"{what}后可全部放下" in reply:
+            out[column] = True
+        elif f"{what}后仍放不下" in reply:
+            out[column] = False
+    return out
+
+
+def test_rows_equal_the_check_feasibility_tool_called_one_by_one():
+    """Tests that a batch row's feasibility and negotiation figures are what the
+    check_feasibility tool tells an agent about the same window, figure by figure."""
+    cohort = tiny_cohort()
+    df = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    stated = set()
+    for i, state in enumerate(cohort):
+        reply = Toolbox(state).call("check_feasibility", {"time_limit_s": TIME_LIMIT})
+        figures = _tool_figures(reply)
+        stated |= figures.keys()
+        for column, value in figures.items():
+            assert _value(df[column].iloc[i]) == value, (i, column, reply)
+    # the cohort's infeasible window states its negotiation figures too
+    assert {"reason_code", "capacity_gap", "extra_days_needed", "slots_to_cut",
+            "lifting_banned_suffices", "lifting_class_constraints_suffices"} <= stated
 
 
 def test_same_table_on_every_engine_and_worker_count():
