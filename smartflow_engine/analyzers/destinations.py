@@ -13,7 +13,7 @@ longest free run on the day); embeddable host blocks are tried at their first pe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,16 +91,21 @@ def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult
 
 
 # ---------------------------------------------------------------------------------- targets
-def movable(state: ScheduleState, task: Task) -> bool:
+def movable(state: ScheduleState, task: Task,
+            hosts: Container[int] | None = None) -> bool:
     """A study task single writes can put elsewhere: pending, or placed with at most one block a
-    day (a block of a task with several is moved with ``from_day``) and no guest embedded."""
+    day (a block of a task with several is moved with ``from_day``) and no guest embedded.
+
+    ``hosts``: the ids of tasks that hold a guest (``state.guests_by_host()``), when the caller
+    asks about many tasks of one state (computed here otherwise, a pass over every task)."""
     if is_course(task) or state.is_locked(task):
         return False
     if task.status == "pending":
         return True
     days = [b.day for b in task.slots]
-    return bool(days) and len(set(days)) == len(days) and (
-        task.state_id not in state.guests_by_host())
+    if not days or len(set(days)) != len(days):
+        return False
+    return task.state_id not in (state.guests_by_host() if hosts is None else hosts)
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -144,7 +149,8 @@ def target_tasks(state: ScheduleState, action: NextAction | None = None,
     sc = dict(action.candidate_scope if action is not None else {})
     sc.update(scope or {})
     hot = set(_as_list(tf.get("days")) or ())
-    found = [t for t in state.tasks if movable(state, t) and matches(state, t, tf, sc)]
+    hosts = state.guests_by_host()
+    found = [t for t in state.tasks if movable(state, t, hosts) and matches(state, t, tf, sc)]
 
     def key(t: Task) -> tuple[int, int, int]:
         on_hot = sum(1 for b in t.slots if b.day in hot)

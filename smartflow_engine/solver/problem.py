@@ -13,7 +13,7 @@ Two facts make the models small (issue 4, "Modelling note"):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -175,11 +175,16 @@ def subject_of(task: Task) -> str:
     return task.category or task.name
 
 
-def movable(state: ScheduleState, task: Task) -> bool:
-    """A placed task the solver may re-plan: unlocked, one block, no guest, not a host itself."""
+def movable(state: ScheduleState, task: Task, hosts: Container[int] | None = None) -> bool:
+    """A placed task the solver may re-plan: unlocked, one block, no guest, not a host itself.
+
+    ``hosts``: the ids of tasks that hold a guest (``state.guests_by_host()``), when the caller
+    asks about many tasks of one state (computed here otherwise, a pass over every task)."""
     if task.status == "pending" or state.is_locked(task) or len(task.slots) != 1:
         return False
-    if task.can_embed or task.state_id in state.guests_by_host():
+    if task.can_embed:
+        return False
+    if task.state_id in (state.guests_by_host() if hosts is None else hosts):
         return False
     return task.source != "event"
 
@@ -242,13 +247,14 @@ def build_problem(
         batch checks thousands of windows.
     """
     grid = state.grid
+    holding = state.guests_by_host()
     if task_ids is not None:
         wanted = set(task_ids)
         scope = [t for t in state.tasks if t.state_id in wanted
-                 and (t.status == "pending" or movable(state, t))]
+                 and (t.status == "pending" or movable(state, t, holding))]
     else:
-        scope = [t for t in state.tasks if t.status == "pending"
-                 or (include_suggested and t.status == "suggested" and movable(state, t))]
+        scope = [t for t in state.tasks if t.status == "pending" or (
+            include_suggested and t.status == "suggested" and movable(state, t, holding))]
     owner = grid.owner.copy()
     guest = grid.guest.copy()
     current: dict[int, Placement] = {}

@@ -91,8 +91,9 @@ def spread_even(
     there are tasks (or days, if fewer); the primary objective is Σ |tasks in bucket − even
     share|, then the proposal's soft terms, then the number of tasks moved.
     """
+    hosts = state.guests_by_host()
     ids = [t.state_id for t in state.tasks
-           if t.category == category and t.status != "pending" and movable(state, t)]
+           if t.category == category and t.status != "pending" and movable(state, t, hosts)]
     return _reoptimize(state, ids, "spread", time_limit_s, seed, num_workers, weights)
 
 
@@ -114,8 +115,9 @@ def min_context_switch(
     """
     first = 1 if day_from is None else day_from
     last = state.num_days if day_to is None else day_to
-    ids = [t.state_id for t in state.tasks
-           if t.status != "pending" and movable(state, t) and first <= t.slots[0].day <= last]
+    hosts = state.guests_by_host()
+    ids = [t.state_id for t in state.tasks if t.status != "pending" and movable(state, t, hosts)
+           and first <= t.slots[0].day <= last]
     mode = "switch_cross" if allow_cross_day else "switch"
     return _reoptimize(state, ids, mode, time_limit_s, seed, num_workers, weights,
                        days=(first, last))

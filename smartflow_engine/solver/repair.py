@@ -50,7 +50,9 @@ def repair_placement(
                                   threshold=threshold, num_workers=num_workers)
         placed_pending, unplaced = first.placements, first.unplaced
         status, max_slots = first.status, first.max_slots
-    ids = [t.state_id for t in pending] + [t.state_id for t in state.tasks if movable(state, t)]
+    hosts = state.guests_by_host()
+    ids = [t.state_id for t in pending] + [t.state_id for t in state.tasks
+                                           if movable(state, t, hosts)]
     problem = build_problem(state, by_subject=True, task_ids=ids)
     start = list(problem.current.values()) + placed_pending
     budget = min(HEALTH_SHARE * time_limit_s, max(0.0, deadline - time.perf_counter()) * 0.8)

@@ -58,3 +58,28 @@ def test_actions_point_at_movable_study_tasks_only(state: ScheduleState, level: 
                 reply: Any = tb.call(read["tool"], read["args"])
                 assert not reply.startswith(("参数错误", "未知工具")), (read, reply)
                 assert "超出规划窗口" not in reply, (read, reply)
+
+
+def test_a_study_task_holding_a_guest_is_not_movable() -> None:
+    """Tests that a placed study task that holds a guest cannot be moved by single writes (the
+    guest would be left behind), whether or not the caller passes the state's hosts, and that
+    the same task without its guest can."""
+    from smartflow_engine.analyzers.destinations import movable
+
+    def window(with_guest: bool) -> ScheduleState:
+        tasks: list[dict[str, Any]] = [
+            {"state_id": 1, "name": "讨论课", "category": "复习", "status": "suggested",
+             "can_embed": True, "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
+        ]
+        if with_guest:
+            tasks.append({"state_id": 2, "name": "作业", "category": "作业", "status": "suggested",
+                          "embed_host": 1, "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]})
+        return ScheduleState.from_json({"window": {"total_days": 2}, "tasks": tasks})
+
+    held, free = window(True), window(False)
+    host = held.task(1)
+    assert host is not None and free.task(1) is not None
+    assert movable(held, host) is False
+    assert movable(held, host, held.guests_by_host()) is False
+    assert movable(free, free.task(1)) is True
+    assert movable(free, free.task(1), free.guests_by_host()) is True
