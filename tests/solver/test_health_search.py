@@ -771,3 +771,44 @@ def test_context_switch_critical_forced_by_locked_blocks() -> None:
     wide = make_state(2, 12, locked + pending)
     floor, _ = _floor_vs_exhaustive(wide, "normal")
     assert floor.unfixable[("context_switch", 1, None)] == "warning"
+
+
+def _water_fill_by_bisection(lo: Any, room: Any, periods: Any) -> tuple[Any, Any]:
+    """The reference: bisection on the water level of every total (the floor's old method)."""
+    import numpy as np
+
+    lo_f, hi_f = lo.astype(float)[None, :], (lo + room).astype(float)[None, :]
+    target = float(lo.sum()) + periods.astype(float)
+    a = np.full(periods.shape, float(lo_f.min()))
+    b = np.full(periods.shape, float(hi_f.max()))
+    for _ in range(80):
+        mid = (a + b) / 2
+        low = np.clip(mid[:, None], lo_f, hi_f).sum(axis=1) < target
+        a, b = np.where(low, mid, a), np.where(low, b, mid)
+    x = np.clip(b[:, None], lo_f, hi_f)
+    fits = periods <= int(room.sum())
+    return (np.where(fits, x.std(axis=1, ddof=1), np.inf),
+            np.where(fits, x.max(axis=1) - x.min(axis=1), np.inf))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 24).flatmap(lambda spd: st.lists(
+    st.tuples(st.integers(0, spd), st.integers(0, spd)), min_size=2, max_size=40).map(
+        lambda days: (spd, days))))
+def test_water_filling_levels_equal_a_bisection(window: Any) -> None:
+    """Tests that the floor's exact water-filling (levels interpolated between the volume's
+    kinks, days grouped by their bounds) gives the least std-dev and range a bisection on the
+    level gives, for every total from nothing to more than fits."""
+    import numpy as np
+
+    from smartflow_engine.solver.health_floor import _water_fill
+
+    spd, days = window
+    lo = np.array([a for a, _ in days], dtype=np.int64)
+    room = np.array([min(r, spd - a) for a, r in days], dtype=np.int64)
+    periods = np.arange(0, int(room.sum()) + 3)
+    for got, want in zip(_water_fill(lo, room, periods),
+                         _water_fill_by_bisection(lo, room, periods), strict=True):
+        assert (np.isfinite(got) == np.isfinite(want)).all()
+        finite = np.isfinite(want)
+        assert np.allclose(got[finite], want[finite], rtol=0, atol=1e-9)

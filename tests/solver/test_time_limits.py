@@ -140,3 +140,41 @@ def test_kernels_release_the_interpreter_lock() -> None:
     does not block the others)."""
     for kernel in (day_kernel, totals_kernel, lagrange_kernel):
         assert kernel.targetoptions.get("nogil") is True
+
+
+def test_the_health_floor_stops_at_its_deadline(long_window: ScheduleState) -> None:
+    """Tests that health_floor raises OutOfTime once its deadline has passed (a floor is never
+    half computed) and that a distant deadline changes nothing. On this window the floor takes
+    about half a second; it ran past a proposal's limit before it took a deadline."""
+    from smartflow_engine.solver._cpsat import OutOfTime
+    from smartflow_engine.solver.health_floor import health_floor
+
+    with pytest.raises(OutOfTime):
+        health_floor(long_window, deadline=time.perf_counter() - 1.0)
+    free, timed_out = health_floor(long_window), health_floor(
+        long_window, deadline=time.perf_counter() + 600.0)
+    assert (free.critical, free.warning, free.binding) == (
+        timed_out.critical, timed_out.warning, timed_out.binding)
+
+
+def test_a_proposal_gives_its_floors_its_own_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that both floors a proposal computes (its population's and the close search's own)
+    get a deadline inside the call's limit, and that a floor cut by it is not claimed."""
+    from smartflow_engine.solver import health_search, placement
+    from smartflow_engine.solver._cpsat import OutOfTime
+
+    seen: list[float | None] = []
+
+    def out_of_time(*args: Any, deadline: float | None = None, **kwargs: Any) -> Any:
+        seen.append(deadline)
+        raise OutOfTime
+
+    monkeypatch.setattr(placement, "health_floor", out_of_time)
+    monkeypatch.setattr(health_search, "health_floor", out_of_time)
+    state = synthetic_window(3, 14, variant="tight")
+    t0 = time.perf_counter()
+    proposal = propose_placement(state, time_limit_s=0.5, seed=0)
+    assert len(seen) == 2
+    assert all(d is not None and d <= t0 + 0.5 for d in seen)
+    assert proposal.floor is None
+    assert proposal.placements  # the proposal itself stands
