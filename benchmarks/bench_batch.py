@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 from rich.console import Console
@@ -176,10 +176,10 @@ def run(quick: bool = False) -> str:
         engines += [("ray", 1), ("ray", 2)]
     results: dict[tuple[str, str, int], dict[str, Any]] = {}
     tables: dict[tuple[str, str, int], pd.DataFrame] = {}
-    ratios: dict[str, list[tuple[float, ...]]] = {CHECK: [], NEGOTIATION: []}
+    ratios: dict[str, list[Pair]] = {CHECK: [], NEGOTIATION: []}
     ray_init_s: dict[int, float] = {}
     # (pool, Ray) steady rates and CPU per window, load, steal per back-to-back pair
-    ray_pairs: dict[str, list[tuple[float, ...]]] = {CHECK: [], NEGOTIATION: []}
+    ray_pairs: dict[str, list[Pair]] = {CHECK: [], NEGOTIATION: []}
 
     with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
         source = write_jsonl(windows, Path(tmp) / "cohort.jsonl")
@@ -208,14 +208,11 @@ def run(quick: bool = False) -> str:
                         two = once(name, "local", 2)
                         keep(name, "local", 1, one)
                         keep(name, "local", 2, two)
+                        pair = _pair(one, two)
                         if name in ratios:
-                            f1, f2 = _figures(one), _figures(two)
-                            ratios[name].append((f1["steady"], f2["steady"],
-                                                 one.attrs["load"][0], two.attrs["load"][1],
-                                                 f1["cpu_ms"], f2["cpu_ms"],
-                                                 one.attrs["steal"], two.attrs["steal"]))
+                            ratios[name].append(pair)
                         console.print(f"bench_batch: pair {rep + 1} of {name}: "
-                                      f"{_figures(two)['steady'] / _figures(one)['steady']:.2f}x")
+                                      f"{pair.second / pair.first:.2f}x")
             elif engine == "ray":
                 from smartflow_engine.batch import ray_init
 
@@ -234,17 +231,10 @@ def run(quick: bool = False) -> str:
                         # Ray-vs-pool ratio: the machine's speed drifts between the blocks above.
                         for name in ray_pairs:
                             for rep in range(pairs):
-                                pool_df = once(name, "local", 2)
-                                ray_df = once(name, "ray", 2)
-                                fp, fr = _figures(pool_df), _figures(ray_df)
-                                ray_pairs[name].append((fp["steady"], fr["steady"],
-                                                        fp["cpu_ms"], fr["cpu_ms"],
-                                                        pool_df.attrs["load"][0],
-                                                        ray_df.attrs["load"][1],
-                                                        pool_df.attrs["steal"],
-                                                        ray_df.attrs["steal"]))
+                                pair = _pair(once(name, "local", 2), once(name, "ray", 2))
+                                ray_pairs[name].append(pair)
                                 console.print(f"bench_batch: Ray pair {rep + 1} of {name}: "
-                                              f"{fr['steady'] / fp['steady']:.2f}x the pool")
+                                              f"{pair.second / pair.first:.2f}x the pool")
                 finally:
                     ray.shutdown()
     load_after = os.getloadavg()
@@ -252,11 +242,44 @@ def run(quick: bool = False) -> str:
                    ray_init_s, load_before, load_after)
 
 
+class Pair(NamedTuple):
+    """Two runs back to back: steady rates, worker CPU ms per window, the load average at the
+    start of the first and the end of the second, and each run's steal share."""
+
+    first: float
+    second: float
+    cpu_first: float
+    cpu_second: float
+    load_first: float
+    load_second: float
+    steal_first: float
+    steal_second: float
+
+
+def _pair(first: pd.DataFrame, second: pd.DataFrame) -> Pair:
+    a, b = _figures(first), _figures(second)
+    return Pair(a["steady"], b["steady"], a["cpu_ms"], b["cpu_ms"], first.attrs["load"][0],
+                second.attrs["load"][1], first.attrs["steal"], second.attrs["steal"])
+
+
+def _pair_rows(pairs: dict[str, list[Pair]], cpu_ratio: bool) -> list[str]:
+    """The rows of a pairs table (``cpu_ratio``: the 1-vs-2-worker CPU ratio column)."""
+    rows = []
+    for name, runs in pairs.items():
+        for k, p in enumerate(runs, start=1):
+            cpu = f" {2 * p.cpu_first / p.cpu_second:.2f}x |" if cpu_ratio else ""
+            rows.append(f"| {name} | {k} | {p.first:.1f} | {p.second:.1f} | "
+                        f"{p.second / p.first:.2f}x | {p.cpu_first:.2f} / {p.cpu_second:.2f} |"
+                        f"{cpu} {p.load_first:.1f} / {p.load_second:.1f} | "
+                        f"{p.steal_first:.0%} / {p.steal_second:.0%} |")
+    return rows
+
+
 def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]],
             results: dict[tuple[str, str, int], dict[str, Any]],
             tables: dict[tuple[str, str, int], pd.DataFrame],
-            ratios: dict[str, list[tuple[float, ...]]],
-            ray_pairs: dict[str, list[tuple[float, ...]]],
+            ratios: dict[str, list[Pair]],
+            ray_pairs: dict[str, list[Pair]],
             ray_init_s: dict[int, float], load_before: tuple[float, ...],
             load_after: tuple[float, ...]) -> str:
     base = tables[(NEGOTIATION, "loop", 1)]
@@ -324,11 +347,7 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
               "| jobs | pair | 1 worker (windows/s) | 2 workers (windows/s) | wall ratio | worker "
               "CPU ms per window (1 / 2 workers) | CPU ratio | load | steal (1 / 2 workers) |",
               "|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for name, pairs in ratios.items():
-        for k, (r1, r2, l1, l2, c1, c2, s1, s2) in enumerate(pairs, start=1):
-            lines.append(f"| {name} | {k} | {r1:.1f} | {r2:.1f} | {r2 / r1:.2f}x | "
-                         f"{c1:.2f} / {c2:.2f} | {2 * c1 / c2:.2f}x | {l1:.1f} / {l2:.1f} | "
-                         f"{s1:.0%} / {s2:.0%} |")
+    lines += _pair_rows(ratios, cpu_ratio=True)
     if any(ray_pairs.values()):
         lines += ["", "Ray vs the local pool, 2 workers each, back-to-back pairs (the pool, then "
                   "Ray, with Ray's daemons up for both; steady rates; load average at the start "
@@ -338,10 +357,7 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
                   "| jobs | pair | local pool (windows/s) | Ray (windows/s) | Ray / pool | "
                   "worker CPU ms per window (pool / Ray) | load | steal (pool / Ray) |",
                   "|---|---:|---:|---:|---:|---:|---|---|"]
-        for name, pairs in ray_pairs.items():
-            for k, (rp, rr, cp, cr, lp, lr, sp, sr) in enumerate(pairs, start=1):
-                lines.append(f"| {name} | {k} | {rp:.1f} | {rr:.1f} | {rr / rp:.2f}x | "
-                             f"{cp:.2f} / {cr:.2f} | {lp:.1f} / {lr:.1f} | {sp:.0%} / {sr:.0%} |")
+        lines += _pair_rows(ray_pairs, cpu_ratio=False)
     groups = []
     for e in ("local", "ray"):
         seen = [v for (_, e2, _), df in tables.items() if e2 == e
@@ -393,15 +409,15 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
               "on the infeasible windows, not the per-window overhead, dominate the mean.", ""]
 
     def med(name: str) -> float:
-        return statistics.median(p[1] / p[0] for p in ratios[name])
+        return statistics.median(p.second / p.first for p in ratios[name])
 
     def cpu_med(name: str) -> float:
-        return statistics.median(2 * p[4] / p[5] for p in ratios[name])
+        return statistics.median(2 * p.cpu_first / p.cpu_second for p in ratios[name])
 
     goals = []
     for name in (CHECK, NEGOTIATION):
-        f2 = max(p[1] for p in ratios[name])
-        cpu2 = statistics.median(p[5] for p in ratios[name])
+        f2 = max(p.second for p in ratios[name])
+        cpu2 = statistics.median(p.cpu_second for p in ratios[name])
         goals.append(f"- {name}, local pool: 2 workers vs 1, median of {len(ratios[name])} "
                      f"back-to-back pairs {med(name):.2f}x wall-clock under the load above (goal "
                      f">= 1.8x: {'met' if med(name) >= 1.8 else 'not met'}), {cpu_med(name):.2f}x "
@@ -414,8 +430,8 @@ def _report(n_feas: int, n_prop: int, quick: bool, engines: list[tuple[str, int]
     for name, pairs in ray_pairs.items():
         if not pairs:
             continue
-        wall = statistics.median(p[1] / p[0] for p in pairs)
-        cpu = statistics.median(p[2] / p[3] for p in pairs)
+        wall = statistics.median(p.second / p.first for p in pairs)
+        cpu = statistics.median(p.cpu_first / p.cpu_second for p in pairs)
         goals.append(f"- Ray vs local pool, {name}, 2 workers: median of {len(pairs)} "
                      f"back-to-back pairs {wall:.2f}x the pool's steady rate (goal: within 15%: "
                      f"{'met' if wall >= 0.85 else 'not met'}); {cpu:.2f}x the pool's rate from "

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from rich.progress import Progress
 
+from smartflow_engine.batch.jobs import apply_placements
 from smartflow_engine.solver import (
     TERM_NAMES,
     check_feasibility,
@@ -49,7 +50,7 @@ from smartflow_engine.solver.health_search import unplaced_critical
 from smartflow_engine.solver.objective import resolve_weights
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.solver.submodel import SubModel, WindowData
-from smartflow_engine.state import Request, ScheduleState, relocate
+from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
 SIZES = {"small": (13, 10), "medium": (30, 60), "large": (120, 300)}
@@ -361,8 +362,7 @@ def _greedy_health(state: ScheduleState, problem: Problem,
     ``suggested``, counted as a proposal's are (the feasibility issue when tasks stay unplaced
     and the window is proven infeasible)."""
     after = state.copy_state()
-    applied = relocate(after, [Request(p.task_id, p.day, p.slot_start) for p in greedy],
-                       op="apply_proposal", status_after="suggested")
+    applied = apply_placements(after, [(p.task_id, p.day, p.slot_start) for p in greedy])
     assert applied.ok, applied.refusal
     placed = {p.task_id for p in greedy}
     unplaced = [t for g in problem.groups for t in g.task_ids if t not in placed]

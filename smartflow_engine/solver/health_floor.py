@@ -94,6 +94,24 @@ def movable_study(state: ScheduleState, task: Task) -> bool:
     return task.source != "event" and not state.is_locked(task)
 
 
+def _ticker(deadline: float | None) -> Callable[[], None]:
+    """A check that raises :class:`~._cpsat.OutOfTime` once ``deadline`` has passed (a no-op
+    without one)."""
+    if deadline is None:
+        return _never
+    clock = time.perf_counter
+
+    def tick() -> None:
+        if clock() > deadline:
+            raise OutOfTime
+
+    return tick
+
+
+def _never() -> None:
+    return None
+
+
 def health_floor(state: ScheduleState, level: str = "normal",
                  report: FeasibilityReport | None = None,
                  dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
@@ -374,24 +392,6 @@ def health_floor(state: ScheduleState, level: str = "normal",
     return floor
 
 
-def _ticker(deadline: float | None) -> Callable[[], None]:
-    """A check that raises :class:`~._cpsat.OutOfTime` once ``deadline`` has passed (a no-op
-    without one)."""
-    if deadline is None:
-        return _never
-    clock = time.perf_counter
-
-    def tick() -> None:
-        if clock() > deadline:
-            raise OutOfTime
-
-    return tick
-
-
-def _never() -> None:
-    return None
-
-
 def _reach(state: ScheduleState, t: Task) -> tuple[int, int, np.ndarray]:
     """(first day, last day, allowed periods mask) a movable task may take in the population:
     its class's window and banned periods for a pending task or a suggested one standing inside
@@ -484,7 +484,7 @@ def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner
 
 
 def _forced_gaps(subjects: dict[str, _Subject],
-                 tick: Callable[[], None] | None = None) -> dict[str, tuple[int, int, int]]:
+                 tick: Callable[[], None] = _never) -> dict[str, tuple[int, int, int]]:
     """Per subject, the least largest gap (in days) every schedule of the population has,
     with the two days it lies between: (gap, after_day, before_day); only subjects with a
     positive forced gap.
@@ -504,8 +504,7 @@ def _forced_gaps(subjects: dict[str, _Subject],
         free_days = np.flatnonzero(sub.reach) + 1
         best = (0, 0, 0)
         for _, hi in marks:
-            if tick is not None:
-                tick()
+            tick()
             later = [lo2 for lo2, _ in marks if lo2 > hi]
             if not later:
                 continue
@@ -597,7 +596,7 @@ def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: 
 
 
 def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray,
-                tick: Callable[[], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                tick: Callable[[], None] = _never) -> tuple[np.ndarray, np.ndarray]:
     """Least sample std-dev and range of daily loads ``lo + x`` with ``0 <= x <= room`` and
     ``sum(x) = p``, for each ``p`` of ``periods`` (continuous relaxation: a lower bound for
     integer loads; ``inf`` where ``p`` does not fit).
@@ -619,8 +618,7 @@ def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray,
     low, high, weight = pairs[:, 0].astype(float), pairs[:, 1].astype(float), counts.astype(float)
     kinks = np.unique(np.concatenate([low, high]))
     held = (np.clip(kinks[:, None], low, high) * weight).sum(axis=1)  # volume at each kink
-    if tick is not None:
-        tick()
+    tick()
     target = float(base.sum()) + periods.astype(float)
     k = np.clip(np.searchsorted(held, target, side="left"), 1, max(kinks.size - 1, 1))
     if kinks.size == 1:  # no room anywhere: every day stays at its fixed load
