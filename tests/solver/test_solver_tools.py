@@ -326,7 +326,11 @@ def test_propose_reply_states_the_proposals_own_floor() -> None:
         counts = re.search(r"应用后 critical (\d+) 个、warning (\d+) 个", reply)
         floor = re.search(r"已证明同范围的任何方案至少有 critical (\d+) 个、critical 与 warning "
                           r"合计 (\d+) 个，本方案(已达|尚高于)此下限", reply)
-        assert counts is not None and floor is not None, reply
+        assert counts is not None, reply
+        # only a search the wall clock cut may go without its floor (never claimed unfinished)
+        assert floor is not None or "搜索被时限截断" in reply, reply
+        if floor is None:
+            continue
         c, w = int(counts.group(1)), int(counts.group(2))
         fc, fsum = int(floor.group(1)), int(floor.group(2))
         assert c >= fc and c + w >= fsum
