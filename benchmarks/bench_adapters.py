@@ -60,9 +60,14 @@ Call = tuple[str, dict[str, Any]]
 def _calls(state: ScheduleState) -> list[tuple[str, list[Call]]]:
     """Per label, a cycle of calls that leaves the state as it found it."""
     guests = state.guests_by_host()
-    movable = next(t for t in state.placed_tasks()
-                   if not state.is_locked(t) and len(t.slots) == 1 and t.embed_host is None
-                   and t.state_id not in guests)
+    movable = next(
+        t
+        for t in state.placed_tasks()
+        if not state.is_locked(t)
+        and len(t.slots) == 1
+        and t.embed_host is None
+        and t.state_id not in guests
+    )
     home = movable.slots[0]
     day, start, _ = state.grid.free_runs(min_len=home.length)[-1]
     tid = movable.state_id
@@ -71,10 +76,13 @@ def _calls(state: ScheduleState) -> list[tuple[str, list[Call]]]:
         ("query_range (day)", [("query_range", {"day": home.day})]),
         ("find_free", [("find_free", {"duration": 2})]),
         ("get_task_info", [("get_task_info", {"task_id": tid})]),
-        ("move there and back", [
-            ("move", {"task_id": tid, "new_day": day, "new_slot_start": start}),
-            ("move", {"task_id": tid, "new_day": home.day, "new_slot_start": home.slot_start}),
-        ]),
+        (
+            "move there and back",
+            [
+                ("move", {"task_id": tid, "new_day": day, "new_slot_start": start}),
+                ("move", {"task_id": tid, "new_day": home.day, "new_slot_start": home.slot_start}),
+            ],
+        ),
     ]
 
 
@@ -112,8 +120,9 @@ class _Loopback:
         app.post("/bench/echo")(_echo)  # the framework floor, served by the same process
         config = uvicorn.Config(app, log_level="warning", lifespan="off")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
         self.thread.start()
         while not self.server.started:
             time.sleep(0.01)
@@ -150,9 +159,11 @@ def _mcp_floor(cycles: list[tuple[str, list[Call]]], repeats: int) -> dict[str, 
         out: dict[str, float] = {}
         async with Client(server) as client:
             for label, calls in cycles:
+
                 async def cycle(calls: list[Call] = calls) -> None:
                     for _name, args in calls:
                         await client.call_tool("echo", {"text": json.dumps(args)})
+
                 out[label] = await _amedian_ms(cycle, repeats) / len(calls)
         return out
 
@@ -160,8 +171,7 @@ def _mcp_floor(cycles: list[tuple[str, list[Call]]], repeats: int) -> dict[str, 
 
 
 def _http_cycle(client: Any, state: ScheduleState, calls: list[Call]) -> Callable[[], None]:
-    created = client.post("/v1/sessions", headers=AUTH,
-                          json={"state": state.to_dict()}).json()
+    created = client.post("/v1/sessions", headers=AUTH, json={"state": state.to_dict()}).json()
     url = f"/v1/sessions/{created['session_id']}/calls"
 
     def cycle() -> None:
@@ -172,49 +182,57 @@ def _http_cycle(client: Any, state: ScheduleState, calls: list[Call]) -> Callabl
     return cycle
 
 
-def _mcp_memory(state: ScheduleState, cycles: list[tuple[str, list[Call]]],
-                repeats: int) -> dict[str, float]:
+def _mcp_memory(
+    state: ScheduleState, cycles: list[tuple[str, list[Call]]], repeats: int
+) -> dict[str, float]:
     session = Session(state.copy_state(), self_check=False)
 
     async def go() -> dict[str, float]:
         out: dict[str, float] = {}
         async with Client(build_server(session)) as client:
             for label, calls in cycles:
+
                 async def cycle(calls: list[Call] = calls) -> None:
                     for name, args in calls:
                         result = await client.call_tool(name, args)
                         assert not result.is_error
+
                 out[label] = await _amedian_ms(cycle, repeats) / len(calls)
         return out
 
     return anyio.run(go)
 
 
-def _mcp_stdio(state: ScheduleState, cycles: list[tuple[str, list[Call]]],
-               repeats: int) -> dict[str, float]:
+def _mcp_stdio(
+    state: ScheduleState, cycles: list[tuple[str, list[Call]]], repeats: int
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "state.json"
         path.write_text(state.to_json(), encoding="utf-8")
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "smartflow_engine.tools_adapter.mcp_server", "--state", str(path)])
+            args=["-m", "smartflow_engine.tools_adapter.mcp_server", "--state", str(path)],
+        )
 
         async def go() -> dict[str, float]:
             out: dict[str, float] = {}
             async with Client(params, read_timeout_seconds=60) as client:
                 for label, calls in cycles:
+
                     async def cycle(calls: list[Call] = calls) -> None:
                         for name, args in calls:
                             result = await client.call_tool(name, args)
                             assert not result.is_error
+
                     out[label] = await _amedian_ms(cycle, repeats) / len(calls)
             return out
 
         return anyio.run(go)
 
 
-def _measure_window(state: ScheduleState, repeats: int, loopback: _Loopback,
-                    asgi: TestClient) -> dict[tuple[str, str], float]:
+def _measure_window(
+    state: ScheduleState, repeats: int, loopback: _Loopback, asgi: TestClient
+) -> dict[tuple[str, str], float]:
     """Median ms per call, for every (adapter, label), on one window."""
     cycles = _calls(state)
     before = state.to_json()
@@ -222,6 +240,7 @@ def _measure_window(state: ScheduleState, repeats: int, loopback: _Loopback,
     toolbox = Toolbox(state.copy_state(), self_check=False)
     session = Session(state.copy_state(), self_check=False)
     for label, calls in cycles:
+
         def direct(calls: list[Call] = calls) -> None:
             for name, args in calls:
                 toolbox.call(name, args)
@@ -234,8 +253,9 @@ def _measure_window(state: ScheduleState, repeats: int, loopback: _Loopback,
         out[("toolbox", label)] = _median_ms(direct, repeats) / per
         out[("session", label)] = _median_ms(through_session, repeats) / per
         out[("http_asgi", label)] = _median_ms(_http_cycle(asgi, state, calls), repeats) / per
-        out[("http_loopback", label)] = _median_ms(
-            _http_cycle(loopback.client, state, calls), repeats) / per
+        out[("http_loopback", label)] = (
+            _median_ms(_http_cycle(loopback.client, state, calls), repeats) / per
+        )
         out[("http_floor", label)] = _median_ms(_http_floor(loopback.client, calls), repeats) / per
     for label, value in _mcp_memory(state, cycles, repeats).items():
         out[("mcp_memory", label)] = value
@@ -243,7 +263,9 @@ def _measure_window(state: ScheduleState, repeats: int, loopback: _Loopback,
         out[("mcp_floor", label)] = value
     for label, value in _mcp_stdio(state, cycles, max(10, repeats // 4)).items():
         out[("mcp_stdio", label)] = value
-    assert toolbox.state is not None and toolbox.state.to_json() == before, "a cycle changed the window"
+    assert toolbox.state is not None and toolbox.state.to_json() == before, (
+        "a cycle changed the window"
+    )
     return out
 
 
@@ -265,7 +287,8 @@ def run(quick: bool = False, services: bool = True) -> str:
                     state = synthetic_window(seed, days, variant="plain")
                     reply_bytes[days] = len(Toolbox(state).call("get_overview", {}).encode())
                     for (adapter, label), value in _measure_window(
-                            state, repeats, loopback, asgi).items():
+                        state, repeats, loopback, asgi
+                    ).items():
                         samples.setdefault((adapter, label, days), []).append(value)
                     progress.advance(job)
     finally:
@@ -291,18 +314,27 @@ def run(quick: bool = False, services: bool = True) -> str:
         "",
         "### Mean over the calls",
         "",
-        "| adapter | " + " | ".join(f"{d} days (ms)" for d in sizes) + " | " +
-        " | ".join(f"added {d}d (ms)" for d in sizes) + " | " +
-        " | ".join(f"x baseline {d}d" for d in sizes) + " |",
+        "| adapter | "
+        + " | ".join(f"{d} days (ms)" for d in sizes)
+        + " | "
+        + " | ".join(f"added {d}d (ms)" for d in sizes)
+        + " | "
+        + " | ".join(f"x baseline {d}d" for d in sizes)
+        + " |",
         "|---|" + "---:|" * (3 * len(sizes)),
     ]
     for adapter in (*ADAPTERS, *FLOORS.values()):
         base = [mean_over("toolbox", d) for d in sizes]
         ours = [mean_over(adapter, d) for d in sizes]
         lines.append(
-            f"| {LABELS[adapter]} | " + " | ".join(f"{v:.3f}" for v in ours) + " | " +
-            " | ".join(f"{v - b:+.3f}" for v, b in zip(ours, base, strict=True)) + " | " +
-            " | ".join(f"{v / b:.1f}x" for v, b in zip(ours, base, strict=True)) + " |")
+            f"| {LABELS[adapter]} | "
+            + " | ".join(f"{v:.3f}" for v in ours)
+            + " | "
+            + " | ".join(f"{v - b:+.3f}" for v, b in zip(ours, base, strict=True))
+            + " | "
+            + " | ".join(f"{v / b:.1f}x" for v, b in zip(ours, base, strict=True))
+            + " |"
+        )
     days = 30 if 30 in sizes else sizes[-1]
     lines += [
         "",
@@ -318,8 +350,10 @@ def run(quick: bool = False, services: bool = True) -> str:
         for adapter in ADAPTERS[1:]:
             added = med(adapter, label, days) - base
             if adapter == "http_loopback":
-                worst_http = max(worst_http, max(med(adapter, label, d) - med("toolbox", label, d)
-                                                 for d in sizes))
+                worst_http = max(
+                    worst_http,
+                    max(med(adapter, label, d) - med("toolbox", label, d) for d in sizes),
+                )
                 flag = " ✗" if added >= GOAL_HTTP_MS else ""
             else:
                 flag = ""
@@ -330,25 +364,33 @@ def run(quick: bool = False, services: bool = True) -> str:
         "",
         "### Against the bare framework (peers: the same stack with no engine behind it)",
         "",
-        "| adapter | peer | " + " | ".join(f"ours / peer {d}d" for d in sizes) + " | " +
-        " | ".join(f"ours - peer {d}d (ms)" for d in sizes) + " |",
+        "| adapter | peer | "
+        + " | ".join(f"ours / peer {d}d" for d in sizes)
+        + " | "
+        + " | ".join(f"ours - peer {d}d (ms)" for d in sizes)
+        + " |",
         "|---|---|" + "---:|" * (2 * len(sizes)),
     ]
     for adapter, floor in FLOORS.items():
         ours = [mean_over(adapter, d) for d in sizes]
         peer = [mean_over(floor, d) for d in sizes]
         lines.append(
-            f"| {LABELS[adapter]} | {LABELS[floor]} | " +
-            " | ".join(f"{o / p:.2f}x" for o, p in zip(ours, peer, strict=True)) + " | " +
-            " | ".join(f"{o - p:+.3f}" for o, p in zip(ours, peer, strict=True)) + " |")
+            f"| {LABELS[adapter]} | {LABELS[floor]} | "
+            + " | ".join(f"{o / p:.2f}x" for o, p in zip(ours, peer, strict=True))
+            + " | "
+            + " | ".join(f"{o - p:+.3f}" for o, p in zip(ours, peer, strict=True))
+            + " |"
+        )
     lines += [
         "",
         f"get_overview reply size: {sizes_text} (the reply travels JSON-encoded in every adapter).",
         "",
-        f"HTTP loopback goal (< {GOAL_HTTP_MS:.0f} ms added per call): " +
-        (f"met; worst added {worst_http:.2f} ms over every call and size."
-         if worst_http < GOAL_HTTP_MS else
-         f"missed; worst added {worst_http:.2f} ms (✗)."),
+        f"HTTP loopback goal (< {GOAL_HTTP_MS:.0f} ms added per call): "
+        + (
+            f"met; worst added {worst_http:.2f} ms over every call and size."
+            if worst_http < GOAL_HTTP_MS
+            else f"missed; worst added {worst_http:.2f} ms (✗)."
+        ),
         "",
     ]
     if services:  # Redis session store, 1 vs 2 workers, /health under proposals

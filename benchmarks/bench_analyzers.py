@@ -117,8 +117,11 @@ PAIRS: list[tuple[str, Callable[[ScheduleState], Any], Callable[[ScheduleState],
     ("analyze_subjects", analyze_subjects, _ref_subjects),
     ("analyze_context", analyze_context, _ref_context),
     ("analyze_tolerance", analyze_tolerance, _ref_tolerance),
-    ("analyze_health (no feasibility)",
-     lambda s: analyze_health(s, check_feasibility=False), _ref_health),
+    (
+        "analyze_health (no feasibility)",
+        lambda s: analyze_health(s, check_feasibility=False),
+        _ref_health,
+    ),
 ]
 
 
@@ -128,13 +131,22 @@ def _all_days(state: ScheduleState) -> np.ndarray:
 
 # Metrics only: ours builds the Frame (grid lookups) and the numpy metrics; the reference loops.
 METRIC_PAIRS: list[tuple[str, Callable[[ScheduleState], Any], Callable[[ScheduleState], Any]]] = [
-    ("load", lambda s: load_metrics(Frame.build(s), _all_days(s)),
-     lambda s: reference_load(s, range(1, s.num_days + 1))),
+    (
+        "load",
+        lambda s: load_metrics(Frame.build(s), _all_days(s)),
+        lambda s: reference_load(s, range(1, s.num_days + 1)),
+    ),
     ("subjects", lambda s: subjects_metrics(Frame.build(s)), reference_subjects),
-    ("context", lambda s: context_metrics(Frame.build(s), _all_days(s)),
-     lambda s: reference_context(s, range(1, s.num_days + 1))),
-    ("tolerance", lambda s: tolerance_metrics(Frame.build(s), _all_days(s)),
-     lambda s: reference_tolerance(s, range(1, s.num_days + 1))),
+    (
+        "context",
+        lambda s: context_metrics(Frame.build(s), _all_days(s)),
+        lambda s: reference_context(s, range(1, s.num_days + 1)),
+    ),
+    (
+        "tolerance",
+        lambda s: tolerance_metrics(Frame.build(s), _all_days(s)),
+        lambda s: reference_tolerance(s, range(1, s.num_days + 1)),
+    ),
 ]
 
 
@@ -148,8 +160,9 @@ def _time(fn: Callable[[], object], repeats: int) -> float:
 
 
 # ----------------------------------------------------------------------------------- batch peers
-def python_core(window: list[list[int]], min_usable_size: int = 2,
-                min_daily_buffer: int = 2) -> tuple[int, ...]:
+def python_core(
+    window: list[list[int]], min_usable_size: int = 2, min_daily_buffer: int = 2
+) -> tuple[int, ...]:
     """The batch's core metrics of one window, by plain loops over its nested-list kinds."""
     used, course, free, usable, short = [], 0, 0, 0, 0
     for day in window:
@@ -172,8 +185,16 @@ def python_core(window: list[list[int]], min_usable_size: int = 2,
         short += day_usable < min_daily_buffer
     total = sum(used)
     std = statistics.stdev(used) if len(used) > 1 else 0.0
-    return (total, course, total - course, round(std, 6), max(used) - min(used), free, usable,
-            short)
+    return (
+        total,
+        course,
+        total - course,
+        round(std, 6),
+        max(used) - min(used),
+        free,
+        usable,
+        short,
+    )
 
 
 def _batch_section(quick: bool) -> list[str]:
@@ -196,8 +217,12 @@ def _batch_section(quick: bool) -> list[str]:
     check = batch_core_metrics(kinds[:sample])
     for i, row in enumerate(loop):
         got = check.row(i)
-        assert (got["total_used"], got["course_used"], got["usable_slots"],
-                got["days_without_buffer"]) == (row[0], row[1], row[6], row[7])
+        assert (
+            got["total_used"],
+            got["course_used"],
+            got["usable_slots"],
+            got["days_without_buffer"],
+        ) == (row[0], row[1], row[6], row[7])
         assert abs(got["load_std_dev"] - row[3]) < 1e-5
     rate = n / (batch_ms / 1000)
     flag = "✓" if rate >= GOAL_BATCH_PER_S else "✗"
@@ -247,11 +272,13 @@ def run(quick: bool = False) -> str:
                     mine.append(_time(lambda f=ours, s=state: f(s), repeats))
                     theirs.append(_time(lambda f=peer, s=state: f(s), max(5, repeats // 10)))
                 tb = Toolbox(state)
-                mine, _ = rows.setdefault(("analyze_health via Toolbox.call (CP-SAT + JSON text)", days),
-                                          ([], []))
+                mine, _ = rows.setdefault(
+                    ("analyze_health via Toolbox.call (CP-SAT + JSON text)", days), ([], [])
+                )
                 mine.append(_time(lambda t=tb: t.call("analyze_health", {}), max(5, repeats // 4)))
-                feas.setdefault(days, []).append(_time(
-                    lambda s=state: analyze_health(s, time_limit_s=5.0), max(5, repeats // 4)))
+                feas.setdefault(days, []).append(
+                    _time(lambda s=state: analyze_health(s, time_limit_s=5.0), max(5, repeats // 4))
+                )
                 assert state.to_json() == before, "an analyzer changed the window"
                 progress.advance(job)
     lines = [
@@ -262,9 +289,13 @@ def run(quick: bool = False) -> str:
         "the same issue/action code. Goals on 30 days: each analyzer ≤ 0.5 ms, health without "
         "feasibility ≤ 2 ms.",
         "",
-        "| analyzer | " + " | ".join(f"{d} days (ms)" for d in sizes) + " | " +
-        " | ".join(f"reference {d}d (ms)" for d in sizes) + " | " +
-        " | ".join(f"speed-up {d}d" for d in sizes) + " |",
+        "| analyzer | "
+        + " | ".join(f"{d} days (ms)" for d in sizes)
+        + " | "
+        + " | ".join(f"reference {d}d (ms)" for d in sizes)
+        + " | "
+        + " | ".join(f"speed-up {d}d" for d in sizes)
+        + " |",
         "|---|" + "---:|" * (3 * len(sizes)),
     ]
     missed: list[str] = []
@@ -286,10 +317,17 @@ def run(quick: bool = False) -> str:
                 refs.append("–")
                 ratios.append("–")
         lines.append(f"| {label} | " + " | ".join(cells + refs + ratios) + " |")
-    lines.append("| analyze_health with the CP-SAT feasibility step | " + " | ".join(
-        f"{statistics.median(feas[d]):.3f}" for d in sizes) + " |" + " – |" * (2 * len(sizes)))
-    lines += ["", "30-day goals: " + ("met by every analyzer." if not missed else
-                                      "missed by " + ", ".join(missed) + " (✗).")]
+    lines.append(
+        "| analyze_health with the CP-SAT feasibility step | "
+        + " | ".join(f"{statistics.median(feas[d]):.3f}" for d in sizes)
+        + " |"
+        + " – |" * (2 * len(sizes))
+    )
+    lines += [
+        "",
+        "30-day goals: "
+        + ("met by every analyzer." if not missed else "missed by " + ", ".join(missed) + " (✗)."),
+    ]
     lines += [
         "",
         "### Metrics only",
@@ -297,18 +335,27 @@ def run(quick: bool = False) -> str:
         "The metric step alone (ours: Frame from the grid + numpy; reference: pure-Python loops "
         "over the task list), without issues, actions or the envelope.",
         "",
-        "| metrics | " + " | ".join(f"ours {d}d (ms)" for d in sizes) + " | " +
-        " | ".join(f"reference {d}d (ms)" for d in sizes) + " | " +
-        " | ".join(f"speed-up {d}d" for d in sizes) + " |",
+        "| metrics | "
+        + " | ".join(f"ours {d}d (ms)" for d in sizes)
+        + " | "
+        + " | ".join(f"reference {d}d (ms)" for d in sizes)
+        + " | "
+        + " | ".join(f"speed-up {d}d" for d in sizes)
+        + " |",
         "|---|" + "---:|" * (3 * len(sizes)),
     ]
     for label in dict.fromkeys(label for label, _ in metric_rows):
         ours_ms = [statistics.median(metric_rows[(label, d)][0]) for d in sizes]
         ref_ms = [statistics.median(metric_rows[(label, d)][1]) for d in sizes]
-        lines.append(f"| {label} | " + " | ".join(f"{m:.3f}" for m in ours_ms) + " | " +
-                     " | ".join(f"{p:.3f}" for p in ref_ms) + " | " +
-                     " | ".join(f"{p / m:.1f}x" for m, p in zip(ours_ms, ref_ms, strict=True))
-                     + " |")
+        lines.append(
+            f"| {label} | "
+            + " | ".join(f"{m:.3f}" for m in ours_ms)
+            + " | "
+            + " | ".join(f"{p:.3f}" for p in ref_ms)
+            + " | "
+            + " | ".join(f"{p / m:.1f}x" for m, p in zip(ours_ms, ref_ms, strict=True))
+            + " |"
+        )
     lines += _batch_section(quick)
     return "\n".join(lines) + "\n"
 

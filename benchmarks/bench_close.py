@@ -77,8 +77,9 @@ def six_term(state: ScheduleState, limit: float, seed: int = 0) -> Any:
         placement_module.HEALTH_SHARE = saved
 
 
-def hill_climb(state: ScheduleState, problem: Problem, start: list[Placement],
-               seconds: float, seed: int = 0) -> list[Placement]:
+def hill_climb(
+    state: ScheduleState, problem: Problem, start: list[Placement], seconds: float, seed: int = 0
+) -> list[Placement]:
     """First-improvement single moves (one task to another allowed free place) on the exact
     (critical, warning), for ``seconds`` of wall time."""
     ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
@@ -103,8 +104,9 @@ def hill_climb(state: ScheduleState, problem: Problem, start: list[Placement],
                     continue
                 row = ev.owner[day - 1]
                 for s in range(1, spd - g.duration + 2):
-                    if row[s - 1:s - 1 + g.duration].any() or any(
-                            p in g.rule.banned for p in range(s, s + g.duration)):
+                    if row[s - 1 : s - 1 + g.duration].any() or any(
+                        p in g.rule.banned for p in range(s, s + g.duration)
+                    ):
                         continue
                     pl = Placement(tid, day, s, s + g.duration - 1)
                     ev.place(pl)
@@ -133,8 +135,12 @@ def bench(quick: bool, progress: Progress) -> list[Row]:
     task = progress.add_task("close", total=len(cells))
     rows: list[Row] = []
     for days, variant, classes, seed in cells:
-        state = synthetic_window(500 + seed, days, variant=variant,  # type: ignore[arg-type]
-                                 with_task_classes=classes)
+        state = synthetic_window(
+            500 + seed,
+            days,
+            variant=variant,  # type: ignore[arg-type]
+            with_task_classes=classes,
+        )
         report = check_feasibility(state, time_limit_s=5.0)
         row = Row(days, variant, classes, seed, report.is_feasible, {}, {})
         rows.append(row)
@@ -156,27 +162,35 @@ def bench(quick: bool, progress: Progress) -> list[Row]:
         row.counts["greedy"] = _counts(state, problem, greedy).key
         t = time.perf_counter()
         half = six_term(state, limit / 2)
-        hill = hill_climb(state, problem, half.placements,
-                          max(0.0, limit - (time.perf_counter() - t)))
+        hill = hill_climb(
+            state, problem, half.placements, max(0.0, limit - (time.perf_counter() - t))
+        )
         row.runtime["hill"] = time.perf_counter() - t
         row.counts["hill"] = _counts(state, problem, hill).key
         applied = state.copy_state()
         from smartflow_engine.state import Request, relocate
 
-        ok = relocate(applied, [Request(p.task_id, p.day, p.slot_start) for p in new.placements],
-                      op="apply_proposal", status_after="suggested").ok
+        ok = relocate(
+            applied,
+            [Request(p.task_id, p.day, p.slot_start) for p in new.placements],
+            op="apply_proposal",
+            status_after="suggested",
+        ).ok
         assert ok
         health = analyze_health(applied, time_limit_s=2.0)
         signal = health.metrics["close_signal"]
         assert (signal["critical"], signal["warning"]) == row.counts["new"], "counts differ"
         floor = signal["floor"]
         row.floor = (floor["critical"], floor["warning"])
-        row.floor_blocks_close = floor["proven"] and (floor["critical"] > 0
-                                                      or floor["warning"] > 1)
+        row.floor_blocks_close = floor["proven"] and (floor["critical"] > 0 or floor["warning"] > 1)
         row.best_achievable = signal["best_achievable"]
         placed = sum(p.length for p in new.placements if problem.current.get(p.task_id) is None)
-        own = health_floor(state, "normal", pending_periods=placed,
-                           scope={t for g in problem.groups for t in g.task_ids})
+        own = health_floor(
+            state,
+            "normal",
+            pending_periods=placed,
+            scope={t for g in problem.groups for t in g.task_ids},
+        )
         if new.max_slots is not None and own.proven:  # level 1 proven: as many periods
             row.scope_floor = (own.critical, own.warning)
             row.scope_blocks_close = own.critical > 0 or own.warning > 1
@@ -196,23 +210,27 @@ def _pct(n: int, d: int) -> str:
 
 
 def section(rows: list[Row], quick: bool) -> list[str]:
-    lines = ["## Closing after the proposal (issue 10)", "",
-             "Feasible windows whose `analyze_health` closes (`critical=0 && warning<=1`) right "
-             "after each method, every method given the same time limit "
-             f"({'1' if quick else '2'} s); counts are the exact health counts (checked equal to "
-             "`analyze_health` on the applied new proposal). Over the windows the new proposal "
-             "does not close: `own floor blocks` = the proven floor of the proposal's own "
-             "population (placements of the pending tasks placing as many periods, every other "
-             "task where it stands, as `apply_proposal {}` does) shows that none of them "
-             "closes; `health floor blocks` = the same with analyze_health's floor, whose "
-             "population may also move the suggested and existing study tasks; `at floor` = "
-             "the proposal meets its own floor; `above floor` = median of (critical + warning) "
-             "− (own floor critical + warning). The machine was shared by several engineers "
-             "on 2 cores: runtimes are noisy.", "",
-             "| days | variant | classes | feasible | new | six-term | greedy | hill | "
-             "own floor blocks | health floor blocks | at floor | above floor | new s | "
-             "six-term s | hill s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Closing after the proposal (issue 10)",
+        "",
+        "Feasible windows whose `analyze_health` closes (`critical=0 && warning<=1`) right "
+        "after each method, every method given the same time limit "
+        f"({'1' if quick else '2'} s); counts are the exact health counts (checked equal to "
+        "`analyze_health` on the applied new proposal). Over the windows the new proposal "
+        "does not close: `own floor blocks` = the proven floor of the proposal's own "
+        "population (placements of the pending tasks placing as many periods, every other "
+        "task where it stands, as `apply_proposal {}` does) shows that none of them "
+        "closes; `health floor blocks` = the same with analyze_health's floor, whose "
+        "population may also move the suggested and existing study tasks; `at floor` = "
+        "the proposal meets its own floor; `above floor` = median of (critical + warning) "
+        "− (own floor critical + warning). The machine was shared by several engineers "
+        "on 2 cores: runtimes are noisy.",
+        "",
+        "| days | variant | classes | feasible | new | six-term | greedy | hill | "
+        "own floor blocks | health floor blocks | at floor | above floor | new s | "
+        "six-term s | hill s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     groups: dict[tuple[int, str, bool], list[Row]] = {}
     for r in rows:
         groups.setdefault((r.days, r.variant, r.classes), []).append(r)
@@ -233,23 +251,30 @@ def section(rows: list[Row], quick: bool) -> list[str]:
         total_at += at
         total_health += health_blocked
         above = [sum(r.counts["new"]) - sum(r.scope_floor) for r in open_rows]
-        med = {m: statistics.median([r.runtime[m] for r in feas]) if feas else 0.0
-               for m in ("new", "six-term", "hill")}
+        med = {
+            m: statistics.median([r.runtime[m] for r in feas]) if feas else 0.0
+            for m in ("new", "six-term", "hill")
+        }
         lines.append(
             f"| {days} | {variant} | {'yes' if classes else 'no'} | {len(feas)}/{len(group)} | "
             + " | ".join(_pct(closes[m], len(feas)) for m in METHODS)
             + f" | {_pct(blocked, len(open_rows))} | {_pct(health_blocked, len(open_rows))} | "
             f"{_pct(at, len(open_rows))} | "
             f"{statistics.median(above) if above else '–'} | {med['new']:.2f} | "
-            f"{med['six-term']:.2f} | {med['hill']:.2f} |")
-    lines += ["", "Totals over feasible windows: " + ", ".join(
-        f"{m} closes {_pct(totals[m], total_feasible)}" for m in METHODS)
+            f"{med['six-term']:.2f} | {med['hill']:.2f} |"
+        )
+    lines += [
+        "",
+        "Totals over feasible windows: "
+        + ", ".join(f"{m} closes {_pct(totals[m], total_feasible)}" for m in METHODS)
         + f"; of the {total_open} windows the new proposal leaves open, its own proven floor "
         f"shows closing impossible on {_pct(total_blocked, total_open)} (analyze_health's "
         f"floor, moving the suggested tasks too: {_pct(total_health, total_open)}) and the "
-        f"proposal is at its own floor on {_pct(total_at, total_open)}."]
-    both = sum(1 for r in rows if r.feasible and _closes(r.counts["hill"])
-               and not _closes(r.counts["new"]))
+        f"proposal is at its own floor on {_pct(total_at, total_open)}.",
+    ]
+    both = sum(
+        1 for r in rows if r.feasible and _closes(r.counts["hill"]) and not _closes(r.counts["new"])
+    )
     lines += [f"Windows the hill climb closes but the new proposal does not: {both}."]
     return lines
 
@@ -259,8 +284,11 @@ def run(quick: bool = False) -> str:
     with Progress(transient=True) as progress:
         rows = bench(quick, progress)
     lines = section(rows, quick)
-    lines += ["", f"_Close benchmark wall time: {time.perf_counter() - started:.0f} s "
-                  f"({'quick' if quick else 'full'} run)._"]
+    lines += [
+        "",
+        f"_Close benchmark wall time: {time.perf_counter() - started:.0f} s "
+        f"({'quick' if quick else 'full'} run)._",
+    ]
     return "\n".join(lines)
 
 

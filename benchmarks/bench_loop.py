@@ -83,8 +83,9 @@ def disturbed_window(seed: int, num_days: int, time_limit_s: float) -> ScheduleS
     state = synthetic_window(seed, num_days, with_task_classes=True)
     # The deterministic work budget of a ``time_limit_s`` proposal under a wall limit a loaded
     # machine does not reach: the same seed gives the same window under any load.
-    proposal = propose_placement(state, time_limit_s=WALL_LIMIT_S, seed=0,
-                                 work_limit_s=WORK_SHARE * time_limit_s)
+    proposal = propose_placement(
+        state, time_limit_s=WALL_LIMIT_S, seed=0, work_limit_s=WORK_SHARE * time_limit_s
+    )
     assert not proposal.wall_limited, "the proposal hit the wall limit: the window would vary"
     requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
     result = relocate(state, requests, op="apply_proposal", status_after="suggested")
@@ -98,7 +99,7 @@ def disturbed_window(seed: int, num_days: int, time_limit_s: float) -> ScheduleS
         if moved >= k:
             break
         load = state.grid.day_load()
-        for day in np.argsort(-load, kind="stable")[:max(3, num_days // 4)].tolist():
+        for day in np.argsort(-load, kind="stable")[: max(3, num_days // 4)].tolist():
             runs = state.grid.free_runs(task.need(), day + 1)
             if task.slots[0].day == day + 1 or not runs:
                 continue
@@ -158,14 +159,17 @@ def run_agent(state: ScheduleState) -> AgentRun:
             aid = act["action_id"]
             fixable = act.get("fixable")
             targets = json.loads(s.call("query_target_tasks", {"action_id": aid}))
-            rows = [t for t in targets["metrics"].get("tasks", [])
-                    if t.get("best_destination") is not None
-                    and improves(t["best_destination"])]
+            rows = [
+                t
+                for t in targets["metrics"].get("tasks", [])
+                if t.get("best_destination") is not None and improves(t["best_destination"])
+            ]
             dest, task = None, None
             if rows:
                 task = rows[0]
-                slots = json.loads(s.call("query_available_slots",
-                                          {"task_id": task["task_id"], "action_id": aid}))
+                slots = json.loads(
+                    s.call("query_available_slots", {"task_id": task["task_id"], "action_id": aid})
+                )
                 listed = [d for d in slots["metrics"].get("slots") or [] if improves(d)]
                 dest = listed[0] if listed else None
             helped = dest is not None and bool(dest["helps"])
@@ -180,13 +184,26 @@ def run_agent(state: ScheduleState) -> AgentRun:
                 continue
             run.trades += not helped
             if task["status"] == "pending":
-                result = s.invoke("place", {"task_id": task["task_id"], "day": dest["day"],
-                                            "slot_start": dest["slot_start"], "action_id": aid})
+                result = s.invoke(
+                    "place",
+                    {
+                        "task_id": task["task_id"],
+                        "day": dest["day"],
+                        "slot_start": dest["slot_start"],
+                        "action_id": aid,
+                    },
+                )
             else:
-                result = s.invoke("move", {"task_id": task["task_id"], "new_day": dest["day"],
-                                           "new_slot_start": dest["slot_start"],
-                                           "from_day": dest.get("from_day"),
-                                           "action_id": aid})
+                result = s.invoke(
+                    "move",
+                    {
+                        "task_id": task["task_id"],
+                        "new_day": dest["day"],
+                        "new_slot_start": dest["slot_start"],
+                        "from_day": dest.get("from_day"),
+                        "action_id": aid,
+                    },
+                )
             run.writes += 1
             if result.status == "error" or not result.changes:
                 run.refused += 1
@@ -208,9 +225,17 @@ def run_agent(state: ScheduleState) -> AgentRun:
             continue  # the next health counts a round without progress
     log = json.loads(s.call("get_round_log", {}))["metrics"]
     run.closed = run.close_reason in ("rules_met", "best_achievable", "risk_accepted") or (
-        run.close_reason is not None and closes(key_of(s.state)))  # type: ignore[arg-type]
-    first_write = next((r["round"] for r in log["rounds"] for w in r["writes"]
-                        if w["tool"] not in ("resolve_negotiation",)), None)
+        run.close_reason is not None and closes(key_of(s.state))
+    )  # type: ignore[arg-type]
+    first_write = next(
+        (
+            r["round"]
+            for r in log["rounds"]
+            for w in r["writes"]
+            if w["tool"] not in ("resolve_negotiation",)
+        ),
+        None,
+    )
     if run.negotiated_round is not None and first_write is not None:
         run.wrote_before_negotiation = first_write < run.negotiated_round
     run.seconds = time.perf_counter() - started
@@ -222,8 +247,11 @@ def issue_tasks(state: ScheduleState) -> list[int]:
     issues = [i for i in health_result(state).issues if i.severity != "info"]
     days = {i.day for i in issues if i.day is not None}
     cats = {i.category for i in issues if i.category is not None}
-    out = [t.state_id for t in state.tasks if movable(state, t) and (
-        any(b.day in days for b in t.slots) or t.category in cats)]
+    out = [
+        t.state_id
+        for t in state.tasks
+        if movable(state, t) and (any(b.day in days for b in t.slots) or t.category in cats)
+    ]
     return out
 
 
@@ -266,22 +294,26 @@ def run_negotiation(seeds: range, num_days: int = 30) -> str:
             continue
         infeasible += 1
         reached_r1 += env["metrics"]["close_signal"]["round"] == 1 and any(
-            a["intent_code"] == "ask_expand_window" for a in env["next_actions"])
+            a["intent_code"] == "ask_expand_window" for a in env["next_actions"]
+        )
         pending = s.state.pending_tasks()[0]
         free = s.state.grid.free_runs(pending.need())
         if free:
-            probe = s.invoke("place", {"task_id": pending.state_id, "day": free[0][0],
-                                       "slot_start": free[0][1]})
+            probe = s.invoke(
+                "place", {"task_id": pending.state_id, "day": free[0][0], "slot_start": free[0][1]}
+            )
             probes_refused += probe.error_code == "negotiation_required"
         else:
             probes_refused += 1
         wrote_before += bool(s.changes)
         s.call("resolve_negotiation", {"choice": "accept_risk"})
-    return (f"Infeasible-window check ({num_days}-day tight windows, seeds {seeds.start}-"
-            f"{seeds.stop - 1}): {infeasible} proven infeasible; negotiation reached in round 1: "
-            f"{reached_r1}/{infeasible}; probing place before the choice refused: "
-            f"{probes_refused}/{infeasible}; windows with a write before resolve_negotiation: "
-            f"{wrote_before}.\n")
+    return (
+        f"Infeasible-window check ({num_days}-day tight windows, seeds {seeds.start}-"
+        f"{seeds.stop - 1}): {infeasible} proven infeasible; negotiation reached in round 1: "
+        f"{reached_r1}/{infeasible}; probing place before the choice refused: "
+        f"{probes_refused}/{infeasible}; windows with a write before resolve_negotiation: "
+        f"{wrote_before}.\n"
+    )
 
 
 # ---------------------------------------------------------------------------------- report
@@ -307,10 +339,12 @@ def run(quick: bool = False) -> str:
             base = disturbed_window(seed, num_days, time_limit)
             agents.append(run_agent(ScheduleState.from_json(base.to_dict())))
             climbs.append(run_climb(ScheduleState.from_json(base.to_dict())))
-            print(f"  {num_days}d seed {seed}: agent {agents[-1].close_reason} "
-                  f"r{agents[-1].rounds} ({agents[-1].seconds:.1f}s), climb "
-                  f"{climbs[-1].closed} s{climbs[-1].steps} ({climbs[-1].seconds:.1f}s)",
-                  file=sys.stderr)
+            print(
+                f"  {num_days}d seed {seed}: agent {agents[-1].close_reason} "
+                f"r{agents[-1].rounds} ({agents[-1].seconds:.1f}s), climb "
+                f"{climbs[-1].closed} s{climbs[-1].steps} ({climbs[-1].seconds:.1f}s)",
+                file=sys.stderr,
+            )
         n = len(agents)
         seen = sum(a.actions_seen for a in agents)
         closed_rounds = [a.rounds for a in agents if a.closed and a.close_reason == "rules_met"]
@@ -329,12 +363,13 @@ def run(quick: bool = False) -> str:
             f"{sum(a.created_issues for a in agents)} | {sum(a.oscillations for a in agents)} | "
             f"{statistics.median(c.steps for c in climbs):.0f} | "
             f"{statistics.median(a.seconds for a in agents):.1f} / "
-            f"{statistics.median(c.seconds for c in climbs):.1f} |")
+            f"{statistics.median(c.seconds for c in climbs):.1f} |"
+        )
     header = [
         "## The execute loop (tools-only agent vs single-move hill climb)",
         "",
         f"{'Quick' if quick else 'Full'} run; seeds per size "
-        f"{ {n: len(r) for n, r in SEEDS.items()} if not quick else 2}; windows with task classes, the "
+        f"{ {n: len(r) for n, r in SEEDS.items()} if not quick else 2 }; windows with task classes, the "
         "proposal applied, then 3-6 study tasks moved onto the busiest days. Closed = the close "
         "rule holds when the agent stops (rules_met, or the analyzers' best_achievable). An action "
         "is actionable when its two reads (query_target_tasks → query_available_slots) lead to a "

@@ -39,8 +39,9 @@ GOAL_WORKER_SPEEDUP = 1.6
 GOAL_HEALTH_P99_MS = 50.0
 
 
-def _median_ms(fn: Callable[[Any], object], repeats: int,
-               setup: Callable[[], Any] = lambda: None) -> float:
+def _median_ms(
+    fn: Callable[[Any], object], repeats: int, setup: Callable[[], Any] = lambda: None
+) -> float:
     """Median ms of ``fn(setup())`` (``setup`` untimed, before every sample), less what ``fn``
     returns (seconds spent in the tool call itself, when it says)."""
     fn(setup())
@@ -49,8 +50,7 @@ def _median_ms(fn: Callable[[Any], object], repeats: int,
         arg = setup()
         t0 = time.perf_counter()
         inner = fn(arg)
-        samples.append(time.perf_counter() - t0
-                       - (inner if isinstance(inner, float) else 0.0))
+        samples.append(time.perf_counter() - t0 - (inner if isinstance(inner, float) else 0.0))
     return statistics.median(samples) * 1000
 
 
@@ -103,8 +103,9 @@ def _store_cost(days: int, repeats: int, prefix: str) -> dict[str, float]:
             store._cache.clear()  # another worker: nothing cached
             return sid
 
-        def used(sid: str, act: Callable[[Any], None], read_only: bool = False,
-                 store: Any = store) -> float:
+        def used(
+            sid: str, act: Callable[[Any], None], read_only: bool = False, store: Any = store
+        ) -> float:
             """The request; returns the seconds of the call itself (subtracted)."""
             with store.use("u", sid, read_only=read_only) as session:
                 t0 = time.perf_counter()
@@ -139,9 +140,20 @@ def _server(*args: str) -> Iterator[tuple[str, int]]:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SMARTFLOW_API_TOKENS": f"{TOKEN}:bench"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from smartflow_engine.cli import main; main()", "serve",
-         "--port", str(port), *args],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-c",
+            "from smartflow_engine.cli import main; main()",
+            "serve",
+            "--port",
+            str(port),
+            *args,
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):
@@ -171,8 +183,9 @@ def _tree_cpu_s(pid: int) -> float:
     return total
 
 
-async def _load(port: int, request: bytes, total: int, connections: int,
-                per_connection: int = 16) -> None:
+async def _load(
+    port: int, request: bytes, total: int, connections: int, per_connection: int = 16
+) -> None:
     """``total`` requests over ``connections`` concurrent keep-alive connections, each closed
     and reopened every ``per_connection`` requests (so a multi-worker server's connections
     spread over its workers). A raw HTTP/1.1 client: a few dozen microseconds per request, so
@@ -225,22 +238,27 @@ def _session_server(workers: int, prefix: str) -> Iterator[tuple[int, int, bytes
     its port, pid and the raw request of a ``get_overview`` call on that session."""
     import json
 
-    with _server("--workers", str(workers), "--session-store", REDIS_URL,
-                 "--session-prefix", prefix) as (url, pid):
+    with _server(
+        "--workers", str(workers), "--session-store", REDIS_URL, "--session-prefix", prefix
+    ) as (url, pid):
         headers = {"Authorization": f"Bearer {TOKEN}"}
         state = synthetic_window(2, 30, variant="plain").to_dict()
-        sid = httpx.post(f"{url}/v1/sessions", headers=headers,
-                         json={"state": state}).json()["session_id"]
+        sid = httpx.post(f"{url}/v1/sessions", headers=headers, json={"state": state}).json()[
+            "session_id"
+        ]
         body = json.dumps({"tool": "get_overview", "args": {}}).encode()
         port = int(url.rsplit(":", 1)[1])
-        request = (f"POST /v1/sessions/{sid}/calls HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                   f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
-                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        request = (
+            f"POST /v1/sessions/{sid}/calls HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
         yield port, pid, request
 
 
-def _throughput(prefix: str, rounds: int, requests: int,
-                connections: int = 16) -> list[dict[str, float]]:
+def _throughput(
+    prefix: str, rounds: int, requests: int, connections: int = 16
+) -> list[dict[str, float]]:
     """Back-to-back measurements of one server with 1 worker and one with 2 (both running, each
     idle while the other is measured), alternating which goes first, ``rounds`` times: per
     round the requests/s of each, the server's CPU ms per request, and the 1-minute load
@@ -252,7 +270,7 @@ def _throughput(prefix: str, rounds: int, requests: int,
             _run_load(port, request, 8 * connections, connections)
         for r in range(rounds):
             row: dict[str, float] = {"load": os.getloadavg()[0]}
-            for w in ((1, 2) if r % 2 == 0 else (2, 1)):
+            for w in (1, 2) if r % 2 == 0 else (2, 1):
                 port, pid, request = servers[w]
                 cpu = _tree_cpu_s(pid)
                 seconds = _run_load(port, request, requests, connections)
@@ -266,15 +284,20 @@ def _throughput(prefix: str, rounds: int, requests: int,
 def _health_under_proposals(solver_processes: int) -> list[float]:
     with _server("--solver-processes", str(solver_processes)) as (url, _):
         headers = {"Authorization": f"Bearer {TOKEN}"}
-        windows = [synthetic_window(s, 200, pending=600, slots_per_day=24).to_dict()
-                   for s in (12, 13)]
+        windows = [
+            synthetic_window(s, 200, pending=600, slots_per_day=24).to_dict() for s in (12, 13)
+        ]
         done = threading.Event()
         left = [len(windows)]
         lock = threading.Lock()
 
         def propose(window: dict[str, Any]) -> None:
-            httpx.post(f"{url}/v1/proposal", headers=headers, timeout=300,
-                       json={"state": window, "args": {"time_limit_s": 1.0}})
+            httpx.post(
+                f"{url}/v1/proposal",
+                headers=headers,
+                timeout=300,
+                json={"state": window, "args": {"time_limit_s": 1.0}},
+            )
             with lock:
                 left[0] -= 1
                 if not left[0]:
@@ -332,11 +355,13 @@ def run(quick: bool = False) -> str:
         "| days | store | store cost (ms) | the call itself (ms, bare session) |",
         "|---:|---|---:|---:|",
     ]
-    labels = {"memory warm": ("memory, write", "memory call only"),
-              "memory read": ("memory, read", "memory read only"),
-              "redis warm": ("redis warm, write", "redis call only"),
-              "redis read": ("redis warm, read", "redis read only"),
-              "redis cold": ("redis cold, write", "redis call only")}
+    labels = {
+        "memory warm": ("memory, write", "memory call only"),
+        "memory read": ("memory, read", "memory read only"),
+        "redis warm": ("redis warm, write", "redis call only"),
+        "redis read": ("redis warm, read", "redis read only"),
+        "redis cold": ("redis cold, write", "redis call only"),
+    }
     for days, c in costs.items():
         for key, (label, alone_key) in labels.items():
             lines.append(f"| {days} | {label} | {c[key]:.3f} | {c[alone_key]:.3f} |")
@@ -355,9 +380,11 @@ def run(quick: bool = False) -> str:
         "| CPU/request 2w (ms) |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [f"| {i + 1} | {r['load']:.2f} | {r['rps1']:.0f} | {r['rps2']:.0f} | "
-              f"{r['ratio']:.2f}x | {r['cpu1']:.2f} | {r['cpu2']:.2f} |"
-              for i, r in enumerate(rows)]
+    lines += [
+        f"| {i + 1} | {r['load']:.2f} | {r['rps1']:.0f} | {r['rps2']:.0f} | "
+        f"{r['ratio']:.2f}x | {r['cpu1']:.2f} | {r['cpu2']:.2f} |"
+        for i, r in enumerate(rows)
+    ]
     lines += [
         "",
         f"Median ratio {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x, max "
@@ -371,8 +398,10 @@ def run(quick: bool = False) -> str:
     ]
     names = {1: "worker process (ours)", 0: "request thread (peer: before)"}
     for p, lat in health.items():
-        lines.append(f"| {names[p]} | {len(lat)} | {_p(lat, 0.5):.1f} | {_p(lat, 0.99):.1f} | "
-                     f"{max(lat):.1f} |")
+        lines.append(
+            f"| {names[p]} | {len(lat)} | {_p(lat, 0.5):.1f} | {_p(lat, 0.99):.1f} | "
+            f"{max(lat):.1f} |"
+        )
     lines += ["", f"Goal: p99 ≤ {GOAL_HEALTH_P99_MS:.0f} ms."]
     return "\n".join(lines)
 

@@ -55,8 +55,7 @@ from smartflow_engine.state.synthetic import synthetic_window
 
 SIZES = {"small": (13, 10), "medium": (30, 60), "large": (120, 300)}
 VARIANTS = ("plain", "tight", "fragmented")
-GOALS_MS = {("medium", False): 10, ("large", False): 50, ("medium", True): 50,
-            ("large", True): 250}
+GOALS_MS = {("medium", False): 10, ("large", False): 50, ("medium", True): 50, ("large", True): 250}
 ROW_GOALS_MS = {("large", "tight", True): 20}  # issue 10: from 128 ms; every other row <= 5 ms
 # Reference runs for the medium quality figures: (time limit in s, seeds) per mode. The search is
 # bounded by deterministic work (~40% of the limit), so a 20 s run takes ~10 s of wall time.
@@ -111,9 +110,13 @@ def highs_max_slots(problem: Problem, time_limit_s: float) -> tuple[int | None, 
         r_idx += [i] * len(rows[k])
         c_idx += rows[k]
     a = coo_matrix((np.ones(len(r_idx)), (r_idx, c_idx)), shape=(len(keys), len(cost)))
-    res = milp(np.array(cost), integrality=np.ones(len(cost)), bounds=Bounds(0, 1),
-               constraints=LinearConstraint(a.tocsr(), -np.inf, np.array([ub[k] for k in keys])),
-               options={"time_limit": time_limit_s, "disp": False})
+    res = milp(
+        np.array(cost),
+        integrality=np.ones(len(cost)),
+        bounds=Bounds(0, 1),
+        constraints=LinearConstraint(a.tocsr(), -np.inf, np.array([ub[k] for k in keys])),
+        options={"time_limit": time_limit_s, "disp": False},
+    )
     elapsed = time.perf_counter() - t0
     if res.x is None:
         return None, False, elapsed
@@ -193,8 +196,16 @@ class FeasRow:
 
 def _windows(size: str, variant: str, classes: bool, seeds: range) -> list[ScheduleState]:
     days, pending = SIZES[size]
-    return [synthetic_window(seed, days, variant=variant, pending=pending,  # type: ignore[arg-type]
-                             with_task_classes=classes) for seed in seeds]
+    return [
+        synthetic_window(
+            seed,
+            days,
+            variant=variant,
+            pending=pending,  # type: ignore[arg-type]
+            with_task_classes=classes,
+        )
+        for seed in seeds
+    ]
 
 
 def bench_feasibility(quick: bool, progress: Progress) -> list[FeasRow]:
@@ -223,8 +234,9 @@ def bench_feasibility(quick: bool, progress: Progress) -> list[FeasRow]:
             row.n += 1
             row.proven += report.proven
             row.fast_path += report.proven and not _needed_cpsat(problem)
-            row.no_cpsat += max_placeable(problem, time_limit_s=10.0,
-                                          num_workers=1).proof != "cp-sat"
+            row.no_cpsat += (
+                max_placeable(problem, time_limit_s=10.0, num_workers=1).proof != "cp-sat"
+            )
             row.model_alone.append(counting_alone(problem, 10.0))
             value, proven, seconds = highs_max_slots(problem, 30.0)
             row.highs.append(seconds)
@@ -249,8 +261,9 @@ def bench_feasibility(quick: bool, progress: Progress) -> list[FeasRow]:
 
 def _timed_check(state: ScheduleState, relaxation: bool) -> tuple[FeasibilityReport, float]:
     t0 = time.perf_counter()
-    report = check_feasibility(state, time_limit_s=10.0, num_workers=1, explain=False,
-                               relaxation=relaxation)
+    report = check_feasibility(
+        state, time_limit_s=10.0, num_workers=1, explain=False, relaxation=relaxation
+    )
     return report, time.perf_counter() - t0
 
 
@@ -296,10 +309,16 @@ def feasibility_section(rows: list[FeasRow], quick: bool) -> list[str]:
             f"{f'{naive / ours:.0f}×' if naive else 'n/a'} | {_median(r.highs) / ours:.0f}× | "
             f"{r.agree}/{r.compared} | {r.proven}/{r.n} | {r.fast_path}/{r.n} | "
             f"{r.no_cpsat}/{r.n} | "
-            f"{f'{r.naive_proven}/{len(r.naive)}' if r.naive else 'n/a'} |")
-    out += ["", "Per size over all variants (medians, ms):", "",
-            "| size | classes | ours | goal | no relax. | model alone | HiGHS | naive ÷ ours "
-            "(median of per-window ratios) |", "|---|---|---|---|---|---|---|---|"]
+            f"{f'{r.naive_proven}/{len(r.naive)}' if r.naive else 'n/a'} |"
+        )
+    out += [
+        "",
+        "Per size over all variants (medians, ms):",
+        "",
+        "| size | classes | ours | goal | no relax. | model alone | HiGHS | naive ÷ ours "
+        "(median of per-window ratios) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for size in SIZES:
         for classes in (False, True):
             sel = [r for r in rows if r.size == size and r.classes == classes]
@@ -312,7 +331,8 @@ def feasibility_section(rows: list[FeasRow], quick: bool) -> list[str]:
                 f"{_ms(_median([v for r in sel for v in r.plain]))} | "
                 f"{_ms(_median([v for r in sel for v in r.model_alone]))} | "
                 f"{_ms(_median([v for r in sel for v in r.highs]))} | "
-                f"{f'{_median(ratios):.0f}×' if ratios else 'n/a'} |")
+                f"{f'{_median(ratios):.0f}×' if ratios else 'n/a'} |"
+            )
     feas = sum(r.feasible for r in rows if r.variant != "plain")
     wrong = sum(r.greedy_false_infeasible for r in rows if r.variant != "plain")
     feas_all = sum(r.feasible for r in rows)
@@ -356,8 +376,9 @@ class PropRow:
     health: dict[float, tuple[int, int]] = field(default_factory=dict)
 
 
-def _greedy_health(state: ScheduleState, problem: Problem,
-                   greedy: list[Placement]) -> tuple[int, int]:
+def _greedy_health(
+    state: ScheduleState, problem: Problem, greedy: list[Placement]
+) -> tuple[int, int]:
     """analyze_health's (critical, warning) once the greedy's placement is applied as
     ``suggested``, counted as a proposal's are (the feasibility issue when tasks stay unplaced
     and the window is proven infeasible)."""
@@ -394,17 +415,31 @@ def bench_proposals(quick: bool, progress: Progress) -> list[PropRow]:
                 status[limit], own[limit] = proposal.status, proposal.bound
                 placements[limit] = proposal.placements
                 health[limit] = (int(proposal.critical or 0), int(proposal.warning or 0))
-            row = PropRow(size, variant, classes, greedy, runs, None, runtime, status=status,
-                          own_bound=own, health=health,
-                          greedy_health=_greedy_health(state, problem, greedy_placements))
+            row = PropRow(
+                size,
+                variant,
+                classes,
+                greedy,
+                runs,
+                None,
+                runtime,
+                status=status,
+                own_bound=own,
+                health=health,
+                greedy_health=_greedy_health(state, problem, greedy_placements),
+            )
             if size == "medium":
                 row.bound = _bound(problem, placements[1.0], 1.0)
                 if not (quick and classes):  # quick: the windows without classes only
                     _reference(row, state, problem, quick)
             elif not quick:
                 best = min(placements, key=lambda t: runs[t]["weighted_total"])
-                row.column = column_bound(problem, int(runs[best]["placed_slots"]),
-                                          placements[best], budget_s=COLUMN_BUDGET[quick])
+                row.column = column_bound(
+                    problem,
+                    int(runs[best]["placed_slots"]),
+                    placements[best],
+                    budget_s=COLUMN_BUDGET[quick],
+                )
             rows.append(row)
             progress.advance(task)
     return rows
@@ -432,8 +467,12 @@ def _bound(problem: Problem, start: list[Placement], limit: float) -> float:
     1 s proposal ``start``, one worker, ``limit`` seconds."""
     w = resolve_weights(None)
     win = WindowData.build(problem, w, sum(p.length for p in start if p.embed_host is None))
-    sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
-                    sum(p.length for p in start))
+    sub = SubModel(
+        win,
+        range(1, problem.num_days + 1),
+        [g.count for g in problem.groups],
+        sum(p.length for p in start),
+    )
     sub.hint(start)
     solver = make_solver(limit, 1, exact=False)
     solver.solve(sub.model)
@@ -441,7 +480,7 @@ def _bound(problem: Problem, start: list[Placement], limit: float) -> float:
 
 
 def _versus(ours: tuple[int, int, float], theirs: tuple[int, int, float]) -> str:
-    """"better", "same" or "worse": (critical, warning) first, then the soft objective."""
+    """ "better", "same" or "worse": (critical, warning) first, then the soft objective."""
     if ours[:2] != theirs[:2]:
         return "better" if ours[:2] < theirs[:2] else "worse"
     if math.isclose(ours[2], theirs[2], abs_tol=1e-9):
@@ -459,7 +498,7 @@ def proposal_section(rows: list[PropRow]) -> list[str]:
         "with the placement applied; *soft*: the weighted objective (lower is better). "
         "*greedy*: `baselines.balanced_greedy`; *ours @ t*: "
         "`propose_placement(time_limit_s=t, seed=0)`, one worker. *better than greedy*: "
-        "lexicographically, in that order (\"places more\" when the greedy places fewer periods "
+        'lexicographically, in that order ("places more" when the greedy places fewer periods '
         "than the proven maximum); the percentage is ours' soft objective against the greedy's "
         "(+: higher, what a proposal may give up for fewer issues). Medium windows are measured against the best known "
         "solution and a proven lower bound in the next section.",
@@ -496,32 +535,56 @@ def proposal_section(rows: list[PropRow]) -> list[str]:
                 cells += ["", ""]
         last = r.runs[best_limit]["weighted_total"]
         verdict = _versus((*r.health[best_limit], last), (*r.greedy_health, g))
-        better = (f"{verdict} (soft {100 * (last - g) / g:+.1f}%)" if same and g
-                  else verdict if same else "places more")
+        better = (
+            f"{verdict} (soft {100 * (last - g) / g:+.1f}%)"
+            if same and g
+            else verdict
+            if same
+            else "places more"
+        )
         gc, gw = r.greedy_health
-        out.append(f"| {r.size} | {r.variant} | {'yes' if r.classes else 'no'} | "
-                   f"{placed:.0f} / {target:.0f} | {gc}/{gw} | {g:.1f} | {' | '.join(cells)} | "
-                   f"{better} |")
-    out += ["", "Median change of the soft objective against the greedy (same periods placed; "
-            "positive: ours lower), and the wall time used "
-            "as a share of the limit (every stage is bounded by deterministic work; the wall "
-            "clock is only a safety net, so the share shows the margin against a slower or "
-            "busy machine):", "",
-            "| size | time limit | median | min | max | n | wall / limit (median, max) |",
-            "|---|---|---|---|---|---|---|"]
+        out.append(
+            f"| {r.size} | {r.variant} | {'yes' if r.classes else 'no'} | "
+            f"{placed:.0f} / {target:.0f} | {gc}/{gw} | {g:.1f} | {' | '.join(cells)} | "
+            f"{better} |"
+        )
+    out += [
+        "",
+        "Median change of the soft objective against the greedy (same periods placed; "
+        "positive: ours lower), and the wall time used "
+        "as a share of the limit (every stage is bounded by deterministic work; the wall "
+        "clock is only a safety net, so the share shows the margin against a slower or "
+        "busy machine):",
+        "",
+        "| size | time limit | median | min | max | n | wall / limit (median, max) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for (size, limit), vals in sorted(improvements.items()):
         sh = shares[(size, limit)]
-        out.append(f"| {size} | {limit:.0f} s | {100 * _median(vals):.1f}% | "
-                   f"{100 * min(vals):.1f}% | {100 * max(vals):.1f}% | {len(vals)} | "
-                   f"{100 * _median(sh):.0f}%, {100 * max(sh):.0f}% |")
-    out += ["", "- Proposals (same periods placed as the greedy, every limit) with fewer issues "
-            f"(critical, then warning) than the greedy: {fewer_issues}; as many issues and a "
-            f"lower soft objective: {softer}; lexicographically worse than the greedy: {worse}."]
-    out += ["", "Soft terms, mean over the windows where the greedy places the maximum:", "",
-            "| size | term | greedy | ours @1 s | ours @5 s |", "|---|---|---|---|---|"]
+        out.append(
+            f"| {size} | {limit:.0f} s | {100 * _median(vals):.1f}% | "
+            f"{100 * min(vals):.1f}% | {100 * max(vals):.1f}% | {len(vals)} | "
+            f"{100 * _median(sh):.0f}%, {100 * max(sh):.0f}% |"
+        )
+    out += [
+        "",
+        "- Proposals (same periods placed as the greedy, every limit) with fewer issues "
+        f"(critical, then warning) than the greedy: {fewer_issues}; as many issues and a "
+        f"lower soft objective: {softer}; lexicographically worse than the greedy: {worse}.",
+    ]
+    out += [
+        "",
+        "Soft terms, mean over the windows where the greedy places the maximum:",
+        "",
+        "| size | term | greedy | ours @1 s | ours @5 s |",
+        "|---|---|---|---|---|",
+    ]
     for size in ("medium", "large"):
-        sel = [r for r in rows if r.size == size
-               and r.greedy["placed_slots"] == r.runs[max(r.runs)]["placed_slots"]]
+        sel = [
+            r
+            for r in rows
+            if r.size == size and r.greedy["placed_slots"] == r.runs[max(r.runs)]["placed_slots"]
+        ]
         if not sel:
             continue
         for term in (*TERM_NAMES, "weighted_total"):
@@ -599,7 +662,8 @@ def quality_section(rows: list[PropRow], quick: bool) -> list[str]:
             f"| {r.variant} | {'yes' if r.classes else 'no'} | {ours:.2f} | {r.status[1.0]} | "
             f"{own_txt} | {lb:.2f} | {'yes' if r.column.complete else 'no'} | {best:.2f} | "
             f"{_pct(gap)} | {_pct(best_gap)} | {r.day_bound.value:.1f} | {old} | "
-            f"{r.column.runtime_s:.1f} |")
+            f"{r.column.runtime_s:.1f} |"
+        )
     if not sel:
         return [*out, "", "- No medium windows measured."]
     within = sum(g <= QUALITY_GOAL for g in gaps)
@@ -639,13 +703,18 @@ def quality_section(rows: list[PropRow], quick: bool) -> list[str]:
                     cells += [f"{r.runs[t]['weighted_total']:.1f}", _pct(g), r.status[t]]
                 else:
                     cells += ["", "", ""]
-            out.append(f"| {r.variant} | {'yes' if r.classes else 'no'} | "
-                       f"{r.column.value:.1f} | {'yes' if r.column.complete else 'no'} | "
-                       + " | ".join(cells) + " |")
+            out.append(
+                f"| {r.variant} | {'yes' if r.classes else 'no'} | "
+                f"{r.column.value:.1f} | {'yes' if r.column.complete else 'no'} | "
+                + " | ".join(cells)
+                + " |"
+            )
         out += ["", "| large | median gap to bound | max gap | within 5% |", "|---|---|---|---|"]
         for t, vals in sorted(by_limit.items()):
-            out.append(f"| ours @{t:.0f} s | {_pct(_median(vals))} | {_pct(max(vals))} | "
-                       f"{sum(v <= QUALITY_GOAL for v in vals)}/{len(vals)} |")
+            out.append(
+                f"| ours @{t:.0f} s | {_pct(_median(vals))} | {_pct(max(vals))} | "
+                f"{sum(v <= QUALITY_GOAL for v in vals)}/{len(vals)} |"
+            )
     return out
 
 
@@ -664,8 +733,9 @@ def convergence_figure(path: Path = FIGURE) -> list[str]:
     warm = _windows("small", "plain", False, range(1))[0]  # imports and compiled kernels
     propose_placement(warm, time_limit_s=0.2)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, (size, variant) in zip(axes, (("medium", "plain"), ("large", "fragmented")),
-                                   strict=True):
+    for ax, (size, variant) in zip(
+        axes, (("medium", "plain"), ("large", "fragmented")), strict=True
+    ):
         state = _windows(size, variant, True, range(1))[0]
         problem = build_problem(state, by_subject=True)
         start = balanced_greedy(problem)
@@ -684,11 +754,15 @@ def convergence_figure(path: Path = FIGURE) -> list[str]:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return ["### Column generation: best schedule and proven bound over time", "",
-            f"![convergence]({path.name})", "",
-            "From the load/category-aware greedy, one worker: each step of the bound is a "
-            "pricing round (a Lagrangian bound for every free total), each step of the "
-            "schedule an integer master. Where the two meet, the schedule is proven optimal."]
+    return [
+        "### Column generation: best schedule and proven bound over time",
+        "",
+        f"![convergence]({path.name})",
+        "",
+        "From the load/category-aware greedy, one worker: each step of the bound is a "
+        "pricing round (a Lagrangian bound for every free total), each step of the "
+        "schedule an integer master. Where the two meet, the schedule is proven optimal.",
+    ]
 
 
 # ---------------------------------------------------------------------------------- time limits
@@ -728,13 +802,19 @@ def _entry_points(state: ScheduleState, limit: float) -> list[tuple[str, Any]]:
     start = balanced_greedy(problem)
 
     def columns() -> tuple[bool, str]:
-        b = column_bound(problem, sum(p.length for p in start), start, budget_s=limit,
-                         time_limit_s=limit)
+        b = column_bound(
+            problem, sum(p.length for p in start), start, budget_s=limit, time_limit_s=limit
+        )
         return b.complete, "complete" if b.complete else "cut"
 
-    return [("check_feasibility", feasibility), ("propose_placement", proposal),
-            ("spread_even", spread), ("min_context_switch", switches),
-            ("day_decomposition_bound", decomposition), ("column_bound", columns)]
+    return [
+        ("check_feasibility", feasibility),
+        ("propose_placement", proposal),
+        ("spread_even", spread),
+        ("min_context_switch", switches),
+        ("day_decomposition_bound", decomposition),
+        ("column_bound", columns),
+    ]
 
 
 def time_limit_section(quick: bool) -> list[str]:
@@ -743,15 +823,19 @@ def time_limit_section(quick: bool) -> list[str]:
 
     warm_up()
     cp_model()
-    lines = ["### Time limits on long windows (wall clock, model building included)", "",
-             "Issue 12: every entry point returns within its limit + 0.5 s on windows up to "
-             "1000 days × 24 periods (`synthetic_window(12, days, pending=3 × days, "
-             "slots_per_day=24)`). One run each; one-time costs (importing OR-Tools, loading the "
-             "compiled kernels) are paid before the clock starts. *proven*: the answer's own "
-             "claim (feasibility decided, proposal optimal, re-optimisation optimal, bound "
-             "complete).", "",
-             "| days | entry point | limit s | wall s | over limit s | wall ÷ limit | answer | "
-             "proven |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "### Time limits on long windows (wall clock, model building included)",
+        "",
+        "Issue 12: every entry point returns within its limit + 0.5 s on windows up to "
+        "1000 days × 24 periods (`synthetic_window(12, days, pending=3 × days, "
+        "slots_per_day=24)`). One run each; one-time costs (importing OR-Tools, loading the "
+        "compiled kernels) are paid before the clock starts. *proven*: the answer's own "
+        "claim (feasibility decided, proposal optimal, re-optimisation optimal, bound "
+        "complete).",
+        "",
+        "| days | entry point | limit s | wall s | over limit s | wall ÷ limit | answer | proven |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     worst = 0.0
     for days in LIMIT_WINDOWS[quick]:
         state = synthetic_window(12, days, pending=3 * days, slots_per_day=24)
@@ -761,11 +845,16 @@ def time_limit_section(quick: bool) -> list[str]:
                 proven, answer = call()
                 wall = time.perf_counter() - t0
                 worst = max(worst, wall - limit)
-                lines.append(f"| {days} | `{name}` | {limit:g} | {wall:.3f} | "
-                             f"{wall - limit:+.3f} | {wall / limit:.1f} | {answer} | "
-                             f"{'yes' if proven else 'no'} |")
-    lines += ["", f"Largest overrun: {worst:+.3f} s (goal: at most +0.5 s). Measured on the "
-                  "shared 2-core machine while other jobs ran."]
+                lines.append(
+                    f"| {days} | `{name}` | {limit:g} | {wall:.3f} | "
+                    f"{wall - limit:+.3f} | {wall / limit:.1f} | {answer} | "
+                    f"{'yes' if proven else 'no'} |"
+                )
+    lines += [
+        "",
+        f"Largest overrun: {worst:+.3f} s (goal: at most +0.5 s). Measured on the "
+        "shared 2-core machine while other jobs ran.",
+    ]
     return lines
 
 
@@ -782,26 +871,33 @@ def apply_section(quick: bool) -> list[str]:
     from smartflow_engine.tools_adapter.session import Session
 
     propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports and kernels warm
-    lines = ["### `apply_proposal {}` through the tool layer (whole call, wall clock)", "",
-             "Issue 10 item 6: at its default limit (2 s) a whole `apply_proposal {}` call ≤ 2 s "
-             "on 30-day and ≤ 5 s on 120-day windows. Each call runs in a fresh first_full "
-             "`Session` on `synthetic_window(500 + seed, days, variant, with_task_classes)`: "
-             "argument parsing, the session's health evidence before and after the write, the "
-             "proposal, applying it and the Chinese reply. The limit is the whole call's: the "
-             "solver gets the wall time the call has not spent, less a reserve for the reply, "
-             "with the deterministic work of the full limit (so a seed still gives the proposal "
-             "`propose_placement` shows).", "",
-             "| days | variant | task classes | calls | median s | max s | goal s | "
-             "load avg (1 min) |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "### `apply_proposal {}` through the tool layer (whole call, wall clock)",
+        "",
+        "Issue 10 item 6: at its default limit (2 s) a whole `apply_proposal {}` call ≤ 2 s "
+        "on 30-day and ≤ 5 s on 120-day windows. Each call runs in a fresh first_full "
+        "`Session` on `synthetic_window(500 + seed, days, variant, with_task_classes)`: "
+        "argument parsing, the session's health evidence before and after the write, the "
+        "proposal, applying it and the Chinese reply. The limit is the whole call's: the "
+        "solver gets the wall time the call has not spent, less a reserve for the reply, "
+        "with the deterministic work of the full limit (so a seed still gives the proposal "
+        "`propose_placement` shows).",
+        "",
+        "| days | variant | task classes | calls | median s | max s | goal s | load avg (1 min) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     worst: dict[int, float] = {}
     for days in APPLY_SIZES[quick]:
         for variant in VARIANTS:
             for classes in (False, True):
                 walls: list[float] = []
                 for seed in APPLY_SEEDS[quick]:
-                    state = synthetic_window(500 + seed, days,
-                                             variant=variant,  # type: ignore[arg-type]
-                                             with_task_classes=classes)
+                    state = synthetic_window(
+                        500 + seed,
+                        days,
+                        variant=variant,  # type: ignore[arg-type]
+                        with_task_classes=classes,
+                    )
                     session = Session(state)
                     t0 = time.perf_counter()
                     reply = session.call("apply_proposal", {})
@@ -809,13 +905,19 @@ def apply_section(quick: bool) -> list[str]:
                     if not reply.startswith("已应用粗排方案"):
                         raise RuntimeError(f"apply_proposal did not apply: {reply[:80]}")
                 worst[days] = max(worst.get(days, 0.0), *walls)
-                lines.append(f"| {days} | {variant} | {'yes' if classes else 'no'} | "
-                             f"{len(walls)} | {_median(walls):.2f} | {max(walls):.2f} | "
-                             f"{APPLY_GOALS_S[days]:g} | {os.getloadavg()[0]:.1f} |")
+                lines.append(
+                    f"| {days} | {variant} | {'yes' if classes else 'no'} | "
+                    f"{len(walls)} | {_median(walls):.2f} | {max(walls):.2f} | "
+                    f"{APPLY_GOALS_S[days]:g} | {os.getloadavg()[0]:.1f} |"
+                )
     met = all(worst[d] <= APPLY_GOALS_S[d] for d in worst)
-    lines += ["", "Slowest call: " + ", ".join(f"{worst[d]:.2f} s on {d} days" for d in worst)
-              + f" ({'every goal met' if met else 'a goal MISSED'}). Measured on the shared "
-              "2-core machine while other jobs ran."]
+    lines += [
+        "",
+        "Slowest call: "
+        + ", ".join(f"{worst[d]:.2f} s on {d} days" for d in worst)
+        + f" ({'every goal met' if met else 'a goal MISSED'}). Measured on the shared "
+        "2-core machine while other jobs ran.",
+    ]
     return lines
 
 
@@ -839,8 +941,11 @@ def run(quick: bool = False) -> str:
     if not quick:  # the committed picture comes from full runs only
         lines += [""]
         lines += convergence_figure()
-    lines += ["", f"_Solver benchmark wall time: {time.perf_counter() - started:.0f} s "
-                  f"({'quick' if quick else 'full'} run)._"]
+    lines += [
+        "",
+        f"_Solver benchmark wall time: {time.perf_counter() - started:.0f} s "
+        f"({'quick' if quick else 'full'} run)._",
+    ]
     return "\n".join(lines)
 
 
@@ -852,10 +957,13 @@ def feasibility_only(quick: bool = False) -> str:
         feas = bench_feasibility(quick, progress)
     load_after = os.getloadavg()
     lines = feasibility_section(feas, quick)
-    lines += ["", f"_Feasibility tables: {time.perf_counter() - started:.0f} s "
-                  f"({'quick' if quick else 'full'} run); 1-minute load average "
-                  f"{load_before[0]:.1f} before and {load_after[0]:.1f} after, on the shared "
-                  f"{os.cpu_count()}-core machine._"]
+    lines += [
+        "",
+        f"_Feasibility tables: {time.perf_counter() - started:.0f} s "
+        f"({'quick' if quick else 'full'} run); 1-minute load average "
+        f"{load_before[0]:.1f} before and {load_after[0]:.1f} after, on the shared "
+        f"{os.cpu_count()}-core machine._",
+    ]
     return "\n".join(lines)
 
 

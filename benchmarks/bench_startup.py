@@ -62,14 +62,24 @@ def _child(cache: Path, mode: str | None) -> dict[str, float]:
     env.pop("SMARTFLOW_KERNELS", None)
     if mode is not None:
         env["SMARTFLOW_KERNELS"] = mode
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True,
-                         text=True, timeout=900, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def measure(repeats: int) -> dict[str, list[dict[str, float]]]:
-    runs: dict[str, list[dict[str, float]]] = {"cold": [], "cold, compile in-process": [],
-                                               "warm": []}
+    runs: dict[str, list[dict[str, float]]] = {
+        "cold": [],
+        "cold, compile in-process": [],
+        "warm": [],
+    }
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as cold:
             runs["cold"].append(_child(Path(cold), None))
@@ -110,7 +120,8 @@ def run(quick: bool = False) -> str:
             f"| {name} | {med(rows, 'import'):.2f} | {med(rows, 'feasibility'):.2f} | "
             f"{first:.2f} | {med(rows, 'to_proposal'):.2f} | {med(rows, 'again'):.2f} | "
             f"{first - warm_first:+.2f} | {cols}/{len(rows)} | {med(rows, 'objective'):.2f} | "
-            f"{optimal}/{len(rows)} |")
+            f"{optimal}/{len(rows)} |"
+        )
     cold_delta = med(runs["cold"], "proposal") - warm_first
     lines += [
         "",

@@ -46,8 +46,10 @@ LABELS = {
 }
 SERVER_URLS = {
     "postgresql": ("SMARTFLOW_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"),
-    "mariadb": ("SMARTFLOW_MARIADB_URL",
-                "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4"),
+    "mariadb": (
+        "SMARTFLOW_MARIADB_URL",
+        "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4",
+    ),
 }
 
 
@@ -69,8 +71,9 @@ def _server_databases() -> Iterator[dict[str, str]]:
             with admin.connect() as conn:
                 conn.execute(text(f"CREATE DATABASE {name}"))
         except Exception as exc:
-            print(f"bench_store: {kind} at {url} unreachable ({exc}); not measured",
-                  file=sys.stderr)
+            print(
+                f"bench_store: {kind} at {url} unreachable ({exc}); not measured", file=sys.stderr
+            )
             admin.dispose()
             continue
         admins[kind] = admin
@@ -173,9 +176,10 @@ def _server_thread(store: Store) -> int | None:
     MariaDB's connection thread; ``None`` when /proc does not show it."""
     from sqlalchemy import text
 
-    query = {"postgresql": "SELECT pg_backend_pid()",
-             "mysql": "SELECT TID FROM information_schema.PROCESSLIST "
-                      "WHERE ID = CONNECTION_ID()"}.get(store.engine.dialect.name)
+    query = {
+        "postgresql": "SELECT pg_backend_pid()",
+        "mysql": "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
+    }.get(store.engine.dialect.name)
     if query is None:
         return None
     with store.engine.connect() as conn:
@@ -213,11 +217,15 @@ def _measure(state: ScheduleState, backend: str, repeats: int, tmp: Path) -> dic
             if tid is not None and _server_thread(store) == tid:
                 server_cpu.append(after[1][0] - before[1][0])
                 waits.append(after[0][1] - before[0][1] + after[1][1] - before[1][1])
-    return {"seed": statistics.median(seeds), "load": statistics.median(loads),
-            "commit": statistics.median(commits), "commit_cpu": statistics.median(cpus),
-            "commit_min": min(commits),
-            "server_cpu": statistics.median(server_cpu) if server_cpu else float("nan"),
-            "cpu_wait": statistics.median(waits) if waits else float("nan")}
+    return {
+        "seed": statistics.median(seeds),
+        "load": statistics.median(loads),
+        "commit": statistics.median(commits),
+        "commit_cpu": statistics.median(cpus),
+        "commit_min": min(commits),
+        "server_cpu": statistics.median(server_cpu) if server_cpu else float("nan"),
+        "cpu_wait": statistics.median(waits) if waits else float("nan"),
+    }
 
 
 def _ms(value: float) -> str:
@@ -238,9 +246,15 @@ def _measure_json(state: ScheduleState, repeats: int, tmp: Path) -> dict[str, fl
         tb = _session(loaded)
         assert tb.state is not None
         commits.append(_timed(partial(_save, path, tb.state))[0])
-    return {"seed": statistics.median(saves), "load": statistics.median(loads),
-            "commit": statistics.median(commits), "commit_cpu": float("nan"),
-            "commit_min": min(commits), "server_cpu": float("nan"), "cpu_wait": float("nan")}
+    return {
+        "seed": statistics.median(saves),
+        "load": statistics.median(loads),
+        "commit": statistics.median(commits),
+        "commit_cpu": float("nan"),
+        "commit_min": min(commits),
+        "server_cpu": float("nan"),
+        "cpu_wait": float("nan"),
+    }
 
 
 def run(quick: bool = False, repeats: int | None = None) -> str:
@@ -250,8 +264,11 @@ def run(quick: bool = False, repeats: int | None = None) -> str:
     rows: dict[tuple[str, int], dict[str, float]] = {}
     info: dict[int, tuple[int, int, int]] = {}
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory() as tmp_dir, _server_databases() as servers, Progress(
-            transient=True, console=Console(stderr=True)) as progress:
+    with (
+        tempfile.TemporaryDirectory() as tmp_dir,
+        _server_databases() as servers,
+        Progress(transient=True, console=Console(stderr=True)) as progress,
+    ):
         _SERVERS.clear()
         _SERVERS.update(servers)
         backends = [b for b in BACKENDS if b.startswith("sqlite") or b in servers]
@@ -300,7 +317,8 @@ def run(quick: bool = False, repeats: int | None = None) -> str:
                 f"| {LABELS[backend]} | {days} | {r['seed']:.2f} | {r['load']:.2f} | "
                 f"{r['commit']:.2f} | {r['commit_min']:.2f} | {_ms(r['commit_cpu'])} | "
                 f"{_ms(r['server_cpu'])} | {_ms(r['cpu_wait'])} | "
-                f"{r['load'] / base['load']:.1f}x | {r['commit'] / base['commit']:.1f}x |")
+                f"{r['load'] / base['load']:.1f}x | {r['commit'] / base['commit']:.1f}x |"
+            )
     for kind in ("postgresql", "mariadb"):
         if kind not in backends:
             lines += ["", f"{LABELS[kind]} not measured (server unreachable or set off)."]

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-AREAS = ("tools", "solver", "analyzers", "adapters", "store", "startup", "batch", "loop",
-         "close")
+AREAS = ("tools", "solver", "analyzers", "adapters", "store", "startup", "batch", "loop", "close")
 
 
 def run_all(quick: bool = False, console: Console | None = None) -> str:

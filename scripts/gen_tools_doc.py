@@ -56,39 +56,69 @@ EXAMPLES: dict[str, tuple[list[Call], dict[str, Any]]] = {
     "analyze_context": ([], {"day_from": 1, "day_to": 3}),
     "analyze_tolerance": ([], {}),
     "place": ([], {"task_id": 15, "day": 3, "slot_start": 3}),
-    "move": ([("place", {"task_id": 11, "day": 6, "slot_start": 1})],
-             {"task_id": 11, "new_day": 7, "new_slot_start": 1}),
+    "move": (
+        [("place", {"task_id": 11, "day": 6, "slot_start": 1})],
+        {"task_id": 11, "new_day": 7, "new_slot_start": 1},
+    ),
     "swap": ([("place", {"task_id": 12, "day": 6, "slot_start": 5})], {"task_a": 9, "task_b": 12}),
-    "batch_move": ([], {"moves": [{"task_id": 9, "new_day": 6, "new_slot_start": 1},
-                                  {"task_id": 10, "new_day": 6, "new_slot_start": 3}]}),
+    "batch_move": (
+        [],
+        {
+            "moves": [
+                {"task_id": 9, "new_day": 6, "new_slot_start": 1},
+                {"task_id": 10, "new_day": 6, "new_slot_start": 3},
+            ]
+        },
+    ),
     "unplace": ([], {"task_id": 9}),
     "check_feasibility": ([], {"time_limit_s": 5}),
     "propose_placement": (_SOLVER_SETUP, {"time_limit_s": 5, "seed": 0}),
     "apply_proposal": (_SOLVER_SETUP, {"time_limit_s": 5, "seed": 0}),
-    "spread_even": ([("place", {"task_id": 12, "day": 6, "slot_start": 1}),
-                     ("place", {"task_id": 14, "day": 6, "slot_start": 3}),
-                     ("place", {"task_id": 18, "day": 6, "slot_start": 5})],
-                    {"category": "作业", "time_limit_s": 5}),
-    "min_context_switch": ([("place", {"task_id": 11, "day": 6, "slot_start": 1}),
-                            ("place", {"task_id": 12, "day": 6, "slot_start": 4}),
-                            ("place", {"task_id": 17, "day": 6, "slot_start": 6}),
-                            ("place", {"task_id": 14, "day": 6, "slot_start": 8})],
-                           {"day_from": 6, "day_to": 6, "time_limit_s": 5}),
+    "spread_even": (
+        [
+            ("place", {"task_id": 12, "day": 6, "slot_start": 1}),
+            ("place", {"task_id": 14, "day": 6, "slot_start": 3}),
+            ("place", {"task_id": 18, "day": 6, "slot_start": 5}),
+        ],
+        {"category": "作业", "time_limit_s": 5},
+    ),
+    "min_context_switch": (
+        [
+            ("place", {"task_id": 11, "day": 6, "slot_start": 1}),
+            ("place", {"task_id": 12, "day": 6, "slot_start": 4}),
+            ("place", {"task_id": 17, "day": 6, "slot_start": 6}),
+            ("place", {"task_id": 14, "day": 6, "slot_start": 8}),
+        ],
+        {"day_from": 6, "day_to": 6, "time_limit_s": 5},
+    ),
     "query_target_tasks": ([], {"target_filter": {"status": ["pending"]}, "limit": 2}),
     "query_available_slots": ([], {"task_id": 9, "limit": 3}),
-    "get_round_log": ([("analyze_health", {}),
-                       ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})], {}),
-    "restore_best": ([("analyze_health", {}),
-                      ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})], {}),
+    "get_round_log": (
+        [("analyze_health", {}), ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})],
+        {},
+    ),
+    "restore_best": (
+        [("analyze_health", {}), ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})],
+        {},
+    ),
     "commit": ([("place", {"task_id": 11, "day": 6, "slot_start": 1})], {}),
     "reload": ([("place", {"task_id": 11, "day": 6, "slot_start": 1})], {"discard_changes": True}),
     "resolve_negotiation": ([], {"choice": "accept_risk"}),
-    "upsert_task_class": ([], {
-        "task_class": {"name": "考研英语", "start": {"week": 7, "day_of_week": 3},
-                       "end": {"week": 9, "day_of_week": 7}, "total_slots": 12,
-                       "strategy": "steady", "excluded_slots": [11, 12]},
-        "items": [{"content": "背单词", "duration": 2}, {"content": "真题阅读", "duration": 3}],
-        "source": "chat"}),
+    "upsert_task_class": (
+        [],
+        {
+            "task_class": {
+                "name": "考研英语",
+                "start": {"week": 7, "day_of_week": 3},
+                "end": {"week": 9, "day_of_week": 7},
+                "total_slots": 12,
+                "strategy": "steady",
+                "excluded_slots": [11, 12],
+            },
+            "items": [{"content": "背单词", "duration": 2}, {"content": "真题阅读", "duration": 3}],
+            "source": "chat",
+        },
+    ),
 }
 
 
@@ -136,12 +166,18 @@ def _arguments(schema: dict[str, Any]) -> list[str]:
     required = set(schema.get("required", []))
     rows = ["| argument | type | required | default | description |", "|---|---|---|---|---|"]
     for name, prop in props.items():
-        default = ("" if name in required or "default" not in prop
-                   else f"`{json.dumps(prop['default'], ensure_ascii=False)}`")
+        default = (
+            ""
+            if name in required or "default" not in prop
+            else f"`{json.dumps(prop['default'], ensure_ascii=False)}`"
+        )
         desc = prop.get("description") or next(
-            (p.get("description") for p in prop.get("anyOf", []) if p.get("description")), "")
-        rows.append(f"| `{name}` | {_cell(_type(prop, defs))} | "
-                    f"{'yes' if name in required else 'no'} | {_cell(default)} | {_cell(desc)} |")
+            (p.get("description") for p in prop.get("anyOf", []) if p.get("description")), ""
+        )
+        rows.append(
+            f"| `{name}` | {_cell(_type(prop, defs))} | "
+            f"{'yes' if name in required else 'no'} | {_cell(default)} | {_cell(desc)} |"
+        )
     return rows
 
 
@@ -159,8 +195,14 @@ def _fresh_toolbox() -> Any:
     # rounds, evidence lines and round log)
     from smartflow_engine.tools_adapter import registry
 
-    return Toolbox(state, store=store, user_id=USER, self_check=True, loop=True,
-                   enabled_tools=[spec.name for spec in registry.TOOLS])
+    return Toolbox(
+        state,
+        store=store,
+        user_id=USER,
+        self_check=True,
+        loop=True,
+        enabled_tools=[spec.name for spec in registry.TOOLS],
+    )
 
 
 def _reply(name: str, output: str) -> tuple[str, dict[str, Any], bool, str]:
@@ -229,8 +271,9 @@ def generate() -> str:
         "|---|---|---|---|",
     ]
     for spec in TOOLS:
-        out.append(f"| [`{spec.name}`](#{spec.name}) | {kind(spec)} | {spec.output} | "
-                   f"{modes(spec)} |")
+        out.append(
+            f"| [`{spec.name}`](#{spec.name}) | {kind(spec)} | {spec.output} | {modes(spec)} |"
+        )
     for spec in TOOLS:
         reply, args, has_example, setup = _reply(spec.name, spec.output)
         needs = "yes" if spec.needs_state else "no"
@@ -251,8 +294,11 @@ def generate() -> str:
         call = f"tb.call({spec.name!r}, {args!r})"
         out += ["```python", call, "```", ""]
         if not has_example:
-            out += ["(No example arguments yet: this is the reply to `{}`; add an entry to "
-                    "`EXAMPLES` in `scripts/gen_tools_doc.py`.)", ""]
+            out += [
+                "(No example arguments yet: this is the reply to `{}`; add an entry to "
+                "`EXAMPLES` in `scripts/gen_tools_doc.py`.)",
+                "",
+            ]
         out += ["```json" if spec.output == "json" else "```text", reply, "```"]
     return "\n".join(out) + "\n"
 
@@ -267,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     if opts.check:
         current = opts.out.read_text(encoding="utf-8") if opts.out.exists() else ""
         if current != text:
-            print(f"{opts.out} is out of date: run python scripts/gen_tools_doc.py", file=sys.stderr)
+            print(
+                f"{opts.out} is out of date: run python scripts/gen_tools_doc.py", file=sys.stderr
+            )
             return 1
         return 0
     opts.out.parent.mkdir(parents=True, exist_ok=True)

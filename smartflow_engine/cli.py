@@ -52,8 +52,9 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        err_console.print(Text(f"smartflow: cannot write {path}: {reason}", style="red"),
-                          soft_wrap=True)
+        err_console.print(
+            Text(f"smartflow: cannot write {path}: {reason}", style="red"), soft_wrap=True
+        )
         raise typer.Exit(2) from None
 
 
@@ -74,9 +75,16 @@ def call(
     tool: Annotated[str, typer.Argument(help="Tool name, e.g. get_overview, place.")],
     state: Annotated[Path, typer.Option("--state", help="State JSON file.")],
     args: Annotated[str, typer.Option("--args", help="Tool arguments as a JSON object.")] = "{}",
-    out: Annotated[Path | None, typer.Option("--out", help="Write the resulting state here.")] = None,
-    yes: Annotated[bool, typer.Option("--yes", help="The user confirmed: run a tool that needs "
-                                      "confirmation (e.g. upsert_task_class).")] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the resulting state here.")
+    ] = None,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            help="The user confirmed: run a tool that needs confirmation (e.g. upsert_task_class).",
+        ),
+    ] = False,
 ) -> None:
     """Call one tool on a state file and print its reply.
 
@@ -96,8 +104,9 @@ def call(
     tb = Toolbox(loaded)
     # The solving tools show the solver's status line above a second (their default limit is 2 s).
     limit = parsed.get("time_limit_s", 2.0) if isinstance(parsed, dict) else 0.0
-    solving = tool in _STATUS_TOOLS and isinstance(limit, int | float) \
-        and not isinstance(limit, bool)
+    solving = (
+        tool in _STATUS_TOOLS and isinstance(limit, int | float) and not isinstance(limit, bool)
+    )
     with solver_status(float(limit) if solving else 0.0):
         reply = tb.invoke(tool, parsed, confirm=yes)
     _print_reply(reply)
@@ -116,8 +125,12 @@ def feasibility(
 ) -> None:
     """Exact feasibility and capacity gap of a window (CP-SAT, proven or said to be unproven)."""
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
-    _print_reply(tb.invoke("check_feasibility", {"time_limit_s": time_limit,
-                                                 "include_suggested": include_suggested}))
+    _print_reply(
+        tb.invoke(
+            "check_feasibility",
+            {"time_limit_s": time_limit, "include_suggested": include_suggested},
+        )
+    )
 
 
 def _progress_text(p: Any) -> str:
@@ -137,8 +150,10 @@ def solver_status(time_limit: float) -> Iterator[None]:
     from .solver.progress import progress_listener
 
     if err_console.is_terminal:
-        with err_console.status("solver: starting") as status, \
-                progress_listener(lambda p: status.update(_progress_text(p))):
+        with (
+            err_console.status("solver: starting") as status,
+            progress_listener(lambda p: status.update(_progress_text(p))),
+        ):
             yield
     else:
         with progress_listener(lambda p: err_console.print(Text(_progress_text(p)))):
@@ -150,8 +165,10 @@ def propose(
     state: StateFile,
     time_limit: Annotated[float, typer.Option(help="Solver time limit, seconds.")] = 2.0,
     seed: Annotated[int, typer.Option(help="Solver seed (same seed, same proposal).")] = 0,
-    out: Annotated[Path | None, typer.Option("--out", help="Apply the proposal and write the "
-                                             "resulting state here.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Apply the proposal and write the resulting state here."),
+    ] = None,
 ) -> None:
     """A rough placement of the pending tasks; with --out, applied and saved."""
     tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
@@ -172,15 +189,22 @@ def propose(
 def show(
     state: StateFile,
     out: Annotated[Path, typer.Option("--out", help="Picture file (.png, .svg, .pdf).")] = Path(
-        "schedule.png"),
+        "schedule.png"
+    ),
     title: Annotated[str | None, typer.Option(help="Title above the grid.")] = None,
-    level: Annotated[str, typer.Option(help="Threshold level for the flagged days and the load "
-                                       "lines: strict | normal | relaxed.")] = "normal",
+    level: Annotated[
+        str,
+        typer.Option(
+            help="Threshold level for the flagged days and the load "
+            "lines: strict | normal | relaxed."
+        ),
+    ] = "normal",
 ) -> None:
     """Draw the window as a days x periods grid with the day loads (needs the `plot` extra)."""
     if level not in ("strict", "normal", "relaxed"):
-        err_console.print(f"[red]smartflow show: unknown --level {level!r} "
-                          "(strict | normal | relaxed)[/red]")
+        err_console.print(
+            f"[red]smartflow show: unknown --level {level!r} (strict | normal | relaxed)[/red]"
+        )
         raise typer.Exit(2)
     loaded = _load(state)
     written = _picture(loaded, out, title=title or state.name, level=level)
@@ -193,8 +217,9 @@ def _picture(state: ScheduleState, out: Path, **kwargs: Any) -> Path | None:
     try:
         from .plot import save_window
     except ImportError:
-        err_console.print("[red]smartflow: drawing needs matplotlib: "
-                          "pip install 'smartflow-engine[plot]'[/red]")
+        err_console.print(
+            "[red]smartflow: drawing needs matplotlib: pip install 'smartflow-engine[plot]'[/red]"
+        )
         return None
     try:
         return save_window(state, out, **kwargs)
@@ -218,26 +243,44 @@ def warm_up() -> None:
 def serve(
     host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
-    max_time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit a client "
-                                                  "asks for, seconds.")] = 10.0,
-    workers: Annotated[int, typer.Option(help="Server worker processes (>1 needs a shared "
-                                         "--session-store).")] = 1,
-    session_store: Annotated[str, typer.Option(help="Where sessions live: memory, or "
-                                               "redis://host:port/db (shared by workers, "
-                                               "survives restarts).")] = "memory",
+    max_time_limit: Annotated[
+        float, typer.Option(help="Cap on any solver time limit a client asks for, seconds.")
+    ] = 10.0,
+    workers: Annotated[
+        int, typer.Option(help="Server worker processes (>1 needs a shared --session-store).")
+    ] = 1,
+    session_store: Annotated[
+        str,
+        typer.Option(
+            help="Where sessions live: memory, or "
+            "redis://host:port/db (shared by workers, "
+            "survives restarts)."
+        ),
+    ] = "memory",
     session_prefix: Annotated[str, typer.Option(help="Redis key prefix.")] = "smartflow",
-    db: Annotated[str | None, typer.Option(help="Database URL: sessions can be opened on its "
-                                           "windows and commit to it.")] = None,
-    solver_processes: Annotated[int, typer.Option(help="Worker processes for solving tool "
-                                                  "calls (0: in the request thread).")] = 1,
+    db: Annotated[
+        str | None,
+        typer.Option(help="Database URL: sessions can be opened on its windows and commit to it."),
+    ] = None,
+    solver_processes: Annotated[
+        int,
+        typer.Option(help="Worker processes for solving tool calls (0: in the request thread)."),
+    ] = 1,
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
     from .tools_adapter.http_api import serve as serve_http
 
     try:
-        serve_http(host=host, port=port, max_time_limit_s=max_time_limit, workers=workers,
-                   session_store=session_store, session_prefix=session_prefix, db_url=db,
-                   solver_processes=solver_processes)
+        serve_http(
+            host=host,
+            port=port,
+            max_time_limit_s=max_time_limit,
+            workers=workers,
+            session_store=session_store,
+            session_prefix=session_prefix,
+            db_url=db,
+            solver_processes=solver_processes,
+        )
     except ValueError as exc:
         err_console.print(f"[red]smartflow serve: {exc}[/red]")
         raise typer.Exit(2) from None
@@ -246,15 +289,32 @@ def serve(
 @app.command()
 def mcp(
     state: Annotated[Path | None, typer.Option("--state", help="State JSON file.")] = None,
-    mode: Annotated[str, typer.Option(help="first_full | local_adjust | global_reopt")] = "first_full",
-    save: Annotated[Path | None, typer.Option(help="Write the state here after each change.")] = None,
-    enable: Annotated[list[str] | None, typer.Option(help="Offer a tool hidden in this mode "
-                                                     "(repeatable), e.g. min_context_switch.")] = None,
-    time_limit: Annotated[float, typer.Option(help="Cap on any solver time limit, seconds.")] = 10.0,
-    db: Annotated[str | None, typer.Option(help="Database URL: load the window from it (with "
-                                           "--user, --from, --to); commit writes back.")] = None,
+    mode: Annotated[
+        str, typer.Option(help="first_full | local_adjust | global_reopt")
+    ] = "first_full",
+    save: Annotated[
+        Path | None, typer.Option(help="Write the state here after each change.")
+    ] = None,
+    enable: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Offer a tool hidden in this mode (repeatable), e.g. min_context_switch."
+        ),
+    ] = None,
+    time_limit: Annotated[
+        float, typer.Option(help="Cap on any solver time limit, seconds.")
+    ] = 10.0,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            help="Database URL: load the window from it (with "
+            "--user, --from, --to); commit writes back."
+        ),
+    ] = None,
     user: Annotated[int | None, typer.Option(help="Database user id.")] = None,
-    from_: Annotated[str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")] = None,
+    from_: Annotated[
+        str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")
+    ] = None,
     to: Annotated[str | None, typer.Option(help="Last day: WEEK-DAY, e.g. 8-7.")] = None,
 ) -> None:
     """Run the MCP server over stdio (on a state file, or on a window of the database)."""
@@ -267,9 +327,16 @@ def mcp(
             from .store import Store
 
             database = Store.from_url(db)
-        run_stdio(state, mode=mode, save_path=save, enabled_tools=tuple(enable or ()),
-                  max_time_limit_s=time_limit, database=database, db_user_id=user,
-                  window=window)
+        run_stdio(
+            state,
+            mode=mode,
+            save_path=save,
+            enabled_tools=tuple(enable or ()),
+            max_time_limit_s=time_limit,
+            database=database,
+            db_user_id=user,
+            window=window,
+        )
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")
         raise typer.Exit(2) from None
@@ -282,8 +349,9 @@ def _week_day(text: str | None, name: str) -> tuple[int, int]:
     return int(week), int(dow)
 
 
-def _db_window(user: int | None, start: str | None, end: str | None,
-               state: Path | None) -> tuple[tuple[int, int], tuple[int, int]]:
+def _db_window(
+    user: int | None, start: str | None, end: str | None, state: Path | None
+) -> tuple[tuple[int, int], tuple[int, int]]:
     if state is not None:
         raise ValueError("give either --state or --db, not both")
     if user is None:
@@ -293,38 +361,70 @@ def _db_window(user: int | None, start: str | None, end: str | None,
 
 @app.command()
 def batch(
-    source: Annotated[str | None, typer.Argument(
-        help="A directory or glob of state JSON files, or a .jsonl file of states "
-             "(omit it with --db).")] = None,
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            help="A directory or glob of state JSON files, or a .jsonl file of states "
+            "(omit it with --db)."
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Results table: .parquet or .csv.")] = Path(
-        "results.parquet"),
-    engine: Annotated[str, typer.Option(help="local (process pool) | ray | loop "
-                                        "(this process).")] = "local",
-    workers: Annotated[int | None, typer.Option(help="Processes, or CPUs of a local Ray "
-                                                "(default: the machine's cores).")] = None,
-    address: Annotated[str | None, typer.Option(help="Ray: an existing cluster's address "
-                                                "(default: a local Ray).")] = None,
-    time_limit: Annotated[float, typer.Option(help="Each solver call's time limit, "
-                                              "seconds.")] = 2.0,
+        "results.parquet"
+    ),
+    engine: Annotated[
+        str, typer.Option(help="local (process pool) | ray | loop (this process).")
+    ] = "local",
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Processes, or CPUs of a local Ray (default: the machine's cores)."),
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Ray: an existing cluster's address (default: a local Ray).")
+    ] = None,
+    time_limit: Annotated[
+        float, typer.Option(help="Each solver call's time limit, seconds.")
+    ] = 2.0,
     seed: Annotated[int, typer.Option(help="Proposal seed (same seed, same table).")] = 0,
-    jobs: Annotated[str, typer.Option(help="Comma-separated: feasibility, proposal, "
-                                      "health.")] = "feasibility,proposal,health",
-    commit: Annotated[bool, typer.Option(help="Write each feasible proposal back to --db as "
-                                         "suggested (one transaction per user).")] = False,
-    db: Annotated[str | None, typer.Option(help="Database URL: the cohort is its users with "
-                                           "pending work.")] = None,
-    users: Annotated[str | None, typer.Option(help="With --db: user ids A-B (default: every "
-                                              "user with pending work).")] = None,
-    weeks: Annotated[str | None, typer.Option(help="With --db: the window, weeks A-B "
-                                              "(default: each user's task classes).")] = None,
-    chunk_size: Annotated[int | None, typer.Option(help="Windows per task (default: about "
-                                                   "eight chunks per worker).")] = None,
-    work_limit: Annotated[float | None, typer.Option(help="Proposals stop on this deterministic "
-                                                     "work budget, seconds (default: what a "
-                                                     "--time-limit call gets).")] = None,
-    negotiation: Annotated[bool, typer.Option(help="Compute the negotiation figures of "
-                                              "infeasible windows (--no-negotiation: the "
-                                              "check alone).")] = True,
+    jobs: Annotated[
+        str, typer.Option(help="Comma-separated: feasibility, proposal, health.")
+    ] = "feasibility,proposal,health",
+    commit: Annotated[
+        bool,
+        typer.Option(
+            help="Write each feasible proposal back to --db as "
+            "suggested (one transaction per user)."
+        ),
+    ] = False,
+    db: Annotated[
+        str | None, typer.Option(help="Database URL: the cohort is its users with pending work.")
+    ] = None,
+    users: Annotated[
+        str | None,
+        typer.Option(help="With --db: user ids A-B (default: every user with pending work)."),
+    ] = None,
+    weeks: Annotated[
+        str | None,
+        typer.Option(help="With --db: the window, weeks A-B (default: each user's task classes)."),
+    ] = None,
+    chunk_size: Annotated[
+        int | None, typer.Option(help="Windows per task (default: about eight chunks per worker).")
+    ] = None,
+    work_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="Proposals stop on this deterministic "
+            "work budget, seconds (default: what a "
+            "--time-limit call gets)."
+        ),
+    ] = None,
+    negotiation: Annotated[
+        bool,
+        typer.Option(
+            help="Compute the negotiation figures of "
+            "infeasible windows (--no-negotiation: the "
+            "check alone)."
+        ),
+    ] = True,
 ) -> None:
     """A cohort of windows at once: feasibility, proposals and health as one table."""
     from rich.progress import (
@@ -340,8 +440,10 @@ def batch(
         from .batch import SourceError, from_db, parse_range, run_batch, write_table
         from .batch.sinks import sink_kind
     except ImportError as exc:
-        err_console.print(f"[red]smartflow batch needs pandas and pyarrow: pip install "
-                          f"'smartflow-engine[batch]' ({exc})[/red]")
+        err_console.print(
+            f"[red]smartflow batch needs pandas and pyarrow: pip install "
+            f"'smartflow-engine[batch]' ({exc})[/red]"
+        )
         raise typer.Exit(2) from None
     from .batch.engines import EngineError
 
@@ -362,22 +464,38 @@ def batch(
             src: Any = from_db(db, ids, span)
         else:
             src = source
-        with Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("failures {task.fields[failures]}"),
-                      TextColumn("{task.fields[rate]} windows/s"), TimeElapsedColumn(),
-                      TextColumn("ETA"), TimeRemainingColumn(), console=console) as bar:
+        with Progress(
+            TextColumn("[bold]batch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("failures {task.fields[failures]}"),
+            TextColumn("{task.fields[rate]} windows/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+        ) as bar:
             task = bar.add_task("windows", total=None, failures=0, rate="-")
             t0 = time.perf_counter()
 
             def progress(done: int, failures: int, total: int) -> None:
                 rate = done / max(time.perf_counter() - t0, 1e-9)
-                bar.update(task, completed=done, total=total, failures=failures,
-                           rate=f"{rate:.1f}")
+                bar.update(task, completed=done, total=total, failures=failures, rate=f"{rate:.1f}")
 
-            df = run_batch(src, jobs=jobs.split(","), time_limit_s=time_limit, seed=seed,
-                           engine=engine, workers=workers, commit=commit, address=address,
-                           chunk_size=chunk_size, progress=progress, work_limit_s=work_limit,
-                           negotiation=negotiation)
+            df = run_batch(
+                src,
+                jobs=jobs.split(","),
+                time_limit_s=time_limit,
+                seed=seed,
+                engine=engine,
+                workers=workers,
+                commit=commit,
+                address=address,
+                chunk_size=chunk_size,
+                progress=progress,
+                work_limit_s=work_limit,
+                negotiation=negotiation,
+            )
     except (SourceError, EngineError, ValueError) as exc:
         raise fail(str(exc)) from None
     except Exception as exc:  # the database cannot be reached, ...
@@ -394,8 +512,9 @@ def _batch_summary(df: Any) -> Any:
 
     run = df.attrs.get("batch", {})
     ok = df["error"].isna()
-    table = Table(title=f"batch: {len(df)} windows, {run.get('engine')} engine, "
-                        f"{run.get('workers')} workers")
+    table = Table(
+        title=f"batch: {len(df)} windows, {run.get('engine')} engine, {run.get('workers')} workers"
+    )
     table.add_column("figure")
     table.add_column("value", justify="right")
     if "feasibility" in run.get("jobs", []):
@@ -418,14 +537,20 @@ def _batch_summary(df: Any) -> Any:
 @app.command()
 def bench(
     quick: Annotated[bool, typer.Option(help="Small sizes and few repeats (a smoke run).")] = False,
-    out: Annotated[Path | None, typer.Option(help="Results file (default benchmarks/RESULTS.md; "
-                                             "not written with --quick).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Results file (default benchmarks/RESULTS.md; not written with --quick)."
+        ),
+    ] = None,
 ) -> None:
     """Run every benchmark in benchmarks/ side by side and write the result tables."""
     root = Path(__file__).resolve().parent.parent
     if not (root / "benchmarks" / "run.py").exists():
-        err_console.print("[red]smartflow bench: run from a source checkout "
-                          "(benchmarks/ is not installed with the package)[/red]")
+        err_console.print(
+            "[red]smartflow bench: run from a source checkout "
+            "(benchmarks/ is not installed with the package)[/red]"
+        )
         raise typer.Exit(2)
     sys.path.insert(0, str(root))
     from benchmarks.run import run_all
@@ -441,8 +566,9 @@ def bench(
 
 @app.command()
 def demo(
-    workdir: Annotated[Path, typer.Option(help="Where the demo writes its SQLite file and state.")] = Path(
-        "smartflow-demo"),
+    workdir: Annotated[
+        Path, typer.Option(help="Where the demo writes its SQLite file and state.")
+    ] = Path("smartflow-demo"),
 ) -> None:
     """Walk through the engine on the bundled sample window, as an agent would.
 
@@ -486,19 +612,24 @@ def demo(
     assert state is not None
     again = store.load_window(DEMO_USER, mapping)
     same = again.to_dict() == state.to_dict()
-    console.print(f"committed {count} changes in one transaction; rows now "
-                  f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}",
-                  soft_wrap=True)
-    _show("另一个会话（提交前打开）· place", rival.call("place", {"task_id": 11, "day": 2,
-                                                                "slot_start": 7}))
+    console.print(
+        f"committed {count} changes in one transaction; rows now "
+        f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}",
+        soft_wrap=True,
+    )
+    _show(
+        "另一个会话（提交前打开）· place",
+        rival.call("place", {"task_id": 11, "day": 2, "slot_start": 7}),
+    )
     token = rival.invoke("commit", {}).confirm_token or ""
     _show("另一个会话提交（数据库已变）· commit → confirm", rival.confirm(token).reply)
     _show("另一个会话刷新 · reload", rival.call("reload", {"discard_changes": True}))
     out = workdir / "state_after_demo.json"
     out.write_text(state.to_json(), encoding="utf-8")
     console.print(f"state written to {out}")
-    after = _picture(state, workdir / "schedule_after.png",
-                     title="sample window, after the proposal")
+    after = _picture(
+        state, workdir / "schedule_after.png", title="sample window, after the proposal"
+    )
     if before is not None and after is not None:
         console.print(f"pictures: {before} (before), {after} (after the proposal)", soft_wrap=True)
 
@@ -512,9 +643,16 @@ DEMO_STEPS: list[tuple[str, dict[str, Any], str]] = [
     ("place", {"task_id": 12, "day": 1, "slot_start": 1}, "放置（冲突，状态不变）"),
     ("place", {"task_id": 15, "day": 3, "slot_start": 3}, "放置到水课（嵌入）"),
     ("move", {"task_id": 1, "new_day": 6, "new_slot_start": 5}, "移动固定课程（拒绝）"),
-    ("batch_move", {"moves": [{"task_id": 11, "new_day": 7, "new_slot_start": 1},
-                              {"task_id": 9, "new_day": 6, "new_slot_start": 1}]},
-     "批量移动（同时生效）"),
+    (
+        "batch_move",
+        {
+            "moves": [
+                {"task_id": 11, "new_day": 7, "new_slot_start": 1},
+                {"task_id": 9, "new_day": 6, "new_slot_start": 1},
+            ]
+        },
+        "批量移动（同时生效）",
+    ),
     ("check_feasibility", {}, "可行性（CP-SAT，精确）"),
     ("analyze_health", {}, "整体体检"),
     ("apply_proposal", {}, "粗排：应用 CP-SAT 方案"),
@@ -537,8 +675,10 @@ def _health_digest(reply: str) -> str:
         lines.append(f"feasibility: {json.dumps(feas, ensure_ascii=False)}")
     for issue in env.get("issues", [])[:6]:
         trig = issue.get("trigger", {})
-        lines.append(f"[{issue.get('severity')}] {issue.get('issue_id')}: {trig.get('metric')} "
-                     f"{trig.get('actual')} {trig.get('operator')} {trig.get('threshold')}")
+        lines.append(
+            f"[{issue.get('severity')}] {issue.get('issue_id')}: {trig.get('metric')} "
+            f"{trig.get('actual')} {trig.get('operator')} {trig.get('threshold')}"
+        )
     for action in env.get("next_actions", []):
         lines.append(f"next: {action.get('intent_code')} {action.get('candidate_scope', {})}")
     return "\n".join(lines) or "no issues"

@@ -34,13 +34,43 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 _CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
-_ENGLISH = {"课程": "course", "作业": "homework", "复习": "review", "项目": "project",
-            "预习": "preview", "阅读": "reading", "考试": "exam", "实验": "lab", "未分类": "other"}
-_CJK_FAMILIES = ("Noto Sans CJK", "Noto Serif CJK", "Source Han", "WenQuanYi", "Droid Sans Fallback",
-                 "SimHei", "Microsoft YaHei", "PingFang", "Hiragino Sans GB", "Heiti", "AR PL",
-                 "Sarasa")
-_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7",
-            "#9c755f", "#e15759", "#bab0ac")
+_ENGLISH = {
+    "课程": "course",
+    "作业": "homework",
+    "复习": "review",
+    "项目": "project",
+    "预习": "preview",
+    "阅读": "reading",
+    "考试": "exam",
+    "实验": "lab",
+    "未分类": "other",
+}
+_CJK_FAMILIES = (
+    "Noto Sans CJK",
+    "Noto Serif CJK",
+    "Source Han",
+    "WenQuanYi",
+    "Droid Sans Fallback",
+    "SimHei",
+    "Microsoft YaHei",
+    "PingFang",
+    "Hiragino Sans GB",
+    "Heiti",
+    "AR PL",
+    "Sarasa",
+)
+_PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#b07aa1",
+    "#edc948",
+    "#76b7b2",
+    "#ff9da7",
+    "#9c755f",
+    "#e15759",
+    "#bab0ac",
+)
 _COURSE = "#8c96a3"
 _WATER = "#d9dde3"
 _TASK_LOAD = "#3b5470"
@@ -78,8 +108,9 @@ class WindowPicture:
     categories: list[str] = field(default_factory=list)
 
 
-def window_picture(state: ScheduleState, *, level: str = "normal",
-                   issues: bool = True) -> WindowPicture:
+def window_picture(
+    state: ScheduleState, *, level: str = "normal", issues: bool = True
+) -> WindowPicture:
     """Collect the grid, the banned free periods, the flagged days and the day loads."""
     spd = state.slots_per_day
     blocks: list[Block] = []
@@ -95,8 +126,19 @@ def window_picture(state: ScheduleState, *, level: str = "normal",
         else:
             kind = "task"
         for s in task.slots:
-            blocks.append(Block(task.state_id, s.day, s.slot_start, s.slot_end, kind,
-                                task.category or "未分类", task.status, task.locked, task.name))
+            blocks.append(
+                Block(
+                    task.state_id,
+                    s.day,
+                    s.slot_start,
+                    s.slot_end,
+                    kind,
+                    task.category or "未分类",
+                    task.status,
+                    task.locked,
+                    task.name,
+                )
+            )
             if kind != "guest":
                 occupied.update((s.day, p) for p in range(s.slot_start, s.slot_end + 1))
     banned: dict[tuple[int, int], list[str]] = {}
@@ -125,12 +167,17 @@ def window_picture(state: ScheduleState, *, level: str = "normal",
             course_used[b.day - 1] += b.slot_end - b.slot_start + 1
     categories = sorted({b.category for b in blocks if b.kind in ("task", "guest")})
     return WindowPicture(
-        num_days=state.num_days, slots_per_day=spd, blocks=blocks, banned=banned,
-        day_severity=day_severity, utilization=[u / spd for u in used],
+        num_days=state.num_days,
+        slots_per_day=spd,
+        blocks=blocks,
+        banned=banned,
+        day_severity=day_severity,
+        utilization=[u / spd for u in used],
         course_share=[c / spd for c in course_used],
         warning_line=threshold("load", "day_utilization", "warning", "utilization", level),
         critical_line=threshold("load", "day_utilization", "critical", "utilization", level),
-        categories=categories)
+        categories=categories,
+    )
 
 
 @cache
@@ -140,8 +187,10 @@ def cjk_font() -> str | None:
     from matplotlib.ft2font import FT2Font
 
     probe = [ord(c) for c in "课程作业复习"]
-    entries = sorted(font_manager.fontManager.ttflist,
-                     key=lambda f: not any(f.name.startswith(n) for n in _CJK_FAMILIES))
+    entries = sorted(
+        font_manager.fontManager.ttflist,
+        key=lambda f: not any(f.name.startswith(n) for n in _CJK_FAMILIES),
+    )
     for entry in entries:
         if "Last Resort" in entry.name:  # matplotlib's own fallback: a box for every glyph
             continue
@@ -158,8 +207,14 @@ def _text(value: str, fallback: str, cjk: bool) -> str:
     return value if cjk or not _CJK.search(value) else fallback
 
 
-def plot_window(state: ScheduleState, *, title: str | None = None, level: str = "normal",
-                issues: bool = True, cjk: bool | None = None) -> Figure:
+def plot_window(
+    state: ScheduleState,
+    *,
+    title: str | None = None,
+    level: str = "normal",
+    issues: bool = True,
+    cjk: bool | None = None,
+) -> Figure:
     """Draw the window (grid + day loads) and return the matplotlib figure.
 
     ``level`` is the analyzers' threshold level (``strict`` / ``normal`` / ``relaxed``) for the
@@ -176,50 +231,85 @@ def plot_window(state: ScheduleState, *, title: str | None = None, level: str = 
     use_cjk = font is not None
     families = [font, "DejaVu Sans"] if font else ["DejaVu Sans"]
     colour = {c: _PALETTE[i % len(_PALETTE)] for i, c in enumerate(pic.categories)}
-    cat_label = {c: _text(c, _ENGLISH.get(c, f"cat. {i + 1}"), use_cjk)
-                 for i, c in enumerate(pic.categories)}
+    cat_label = {
+        c: _text(c, _ENGLISH.get(c, f"cat. {i + 1}"), use_cjk) for i, c in enumerate(pic.categories)
+    }
     D, S = pic.num_days, pic.slots_per_day
 
     with matplotlib.rc_context({"font.family": families}):
         width = min(4.0 + 0.62 * D, 40.0)
         fig = Figure(figsize=(width, 0.36 * S + 3.6), layout="constrained")
-        grid_ax, load_ax = fig.subplots(2, 1, sharex=True,
-                                        gridspec_kw={"height_ratios": [S * 0.36, 1.5]})
+        grid_ax, load_ax = fig.subplots(
+            2, 1, sharex=True, gridspec_kw={"height_ratios": [S * 0.36, 1.5]}
+        )
         grid_ax.set_xlim(0.5, D + 0.5)
         grid_ax.set_ylim(S + 0.5, 0.5)
         for (day, p), _names in pic.banned.items():
-            grid_ax.add_patch(Rectangle((day - 0.5, p - 0.5), 1, 1, facecolor="#fbeaea",
-                                        edgecolor="#e7a9a9", hatch="x", linewidth=0))
+            grid_ax.add_patch(
+                Rectangle(
+                    (day - 0.5, p - 0.5),
+                    1,
+                    1,
+                    facecolor="#fbeaea",
+                    edgecolor="#e7a9a9",
+                    hatch="x",
+                    linewidth=0,
+                )
+            )
         for b in pic.blocks:
             top, height = b.slot_start - 0.5, b.slot_end - b.slot_start + 1
             name = _text(b.name, "", use_cjk)
             label = f"[{b.task_id}]{name}" if name else f"[{b.task_id}]"
             if b.kind == "guest":
-                rect = Rectangle((b.day - 0.36, top + 0.12), 0.72, height - 0.24,
-                                 facecolor=colour[b.category], edgecolor="black", linewidth=0.8,
-                                 hatch="///" if b.status == "suggested" else None, alpha=0.95)
+                rect = Rectangle(
+                    (b.day - 0.36, top + 0.12),
+                    0.72,
+                    height - 0.24,
+                    facecolor=colour[b.category],
+                    edgecolor="black",
+                    linewidth=0.8,
+                    hatch="///" if b.status == "suggested" else None,
+                    alpha=0.95,
+                )
             elif b.kind in ("course", "water"):
-                rect = Rectangle((b.day - 0.46, top + 0.04), 0.92, height - 0.08,
-                                 facecolor=_WATER if b.kind == "water" else _COURSE,
-                                 edgecolor="black" if b.locked else "#555555",
-                                 linewidth=1.6 if b.locked else 1.0,
-                                 linestyle="--" if b.kind == "water" else "-")
+                rect = Rectangle(
+                    (b.day - 0.46, top + 0.04),
+                    0.92,
+                    height - 0.08,
+                    facecolor=_WATER if b.kind == "water" else _COURSE,
+                    edgecolor="black" if b.locked else "#555555",
+                    linewidth=1.6 if b.locked else 1.0,
+                    linestyle="--" if b.kind == "water" else "-",
+                )
             else:
                 suggested = b.status == "suggested"
-                rect = Rectangle((b.day - 0.46, top + 0.04), 0.92, height - 0.08,
-                                 facecolor=colour[b.category], alpha=0.55 if suggested else 0.95,
-                                 hatch="///" if suggested else None,
-                                 edgecolor="black" if b.locked else colour[b.category],
-                                 linewidth=1.6 if b.locked else 0.8)
+                rect = Rectangle(
+                    (b.day - 0.46, top + 0.04),
+                    0.92,
+                    height - 0.08,
+                    facecolor=colour[b.category],
+                    alpha=0.55 if suggested else 0.95,
+                    hatch="///" if suggested else None,
+                    edgecolor="black" if b.locked else colour[b.category],
+                    linewidth=1.6 if b.locked else 0.8,
+                )
             grid_ax.add_patch(rect)
             if b.kind != "water" or not any(
-                    g.kind == "guest" and g.day == b.day and b.slot_start <= g.slot_start
-                    <= b.slot_end for g in pic.blocks):
+                g.kind == "guest" and g.day == b.day and b.slot_start <= g.slot_start <= b.slot_end
+                for g in pic.blocks
+            ):
                 limit = 5 if use_cjk else 9
                 text = label if len(label) <= limit + 2 else label[: limit + 1] + "…"
-                grid_ax.text(b.day, top + height / 2, text, ha="center", va="center",
-                             fontsize=6.5, clip_on=True,
-                             color="white" if b.kind == "course" else "black")
+                grid_ax.text(
+                    b.day,
+                    top + height / 2,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    clip_on=True,
+                    color="white" if b.kind == "course" else "black",
+                )
         grid_ax.set_yticks(range(1, S + 1))
         grid_ax.set_ylabel("period")
         grid_ax.set_xticks(range(1, D + 1))
@@ -230,10 +320,15 @@ def plot_window(state: ScheduleState, *, title: str | None = None, level: str = 
                 tick.set_color(_SEVERITY_COLOUR[sev])
                 tick.set_fontweight("bold")
         for day, sev in pic.day_severity.items():
-            grid_ax.axvspan(day - 0.5, day + 0.5, color=_SEVERITY_COLOUR[sev], alpha=0.07,
-                            zorder=0)
-            grid_ax.plot([day - 0.5, day + 0.5], [0.5, 0.5], color=_SEVERITY_COLOUR[sev],
-                         linewidth=5, solid_capstyle="butt", clip_on=False)
+            grid_ax.axvspan(day - 0.5, day + 0.5, color=_SEVERITY_COLOUR[sev], alpha=0.07, zorder=0)
+            grid_ax.plot(
+                [day - 0.5, day + 0.5],
+                [0.5, 0.5],
+                color=_SEVERITY_COLOUR[sev],
+                linewidth=5,
+                solid_capstyle="butt",
+                clip_on=False,
+            )
         for x in range(1, D):
             grid_ax.axvline(x + 0.5, color="#e3e3e3", linewidth=0.6, zorder=0)
         for y in range(1, S):
@@ -242,13 +337,28 @@ def plot_window(state: ScheduleState, *, title: str | None = None, level: str = 
 
         days = range(1, D + 1)
         load_ax.bar(days, pic.course_share, color=_COURSE, width=0.7, label="courses")
-        load_ax.bar(days, [u - c for u, c in zip(pic.utilization, pic.course_share,
-                                                   strict=True)],
-                    bottom=pic.course_share, color=_TASK_LOAD, width=0.7, label="tasks")
-        load_ax.axhline(pic.warning_line, color=_SEVERITY_COLOUR["warning"], linestyle="--",
-                        linewidth=1.2, gid="warning_line")
-        load_ax.axhline(pic.critical_line, color=_SEVERITY_COLOUR["critical"], linestyle="--",
-                        linewidth=1.2, gid="critical_line")
+        load_ax.bar(
+            days,
+            [u - c for u, c in zip(pic.utilization, pic.course_share, strict=True)],
+            bottom=pic.course_share,
+            color=_TASK_LOAD,
+            width=0.7,
+            label="tasks",
+        )
+        load_ax.axhline(
+            pic.warning_line,
+            color=_SEVERITY_COLOUR["warning"],
+            linestyle="--",
+            linewidth=1.2,
+            gid="warning_line",
+        )
+        load_ax.axhline(
+            pic.critical_line,
+            color=_SEVERITY_COLOUR["critical"],
+            linestyle="--",
+            linewidth=1.2,
+            gid="critical_line",
+        )
         load_ax.set_ylim(0, 1.05)
         load_ax.set_ylabel("day load")
         load_ax.set_xlabel("day")
@@ -257,26 +367,43 @@ def plot_window(state: ScheduleState, *, title: str | None = None, level: str = 
 
         handles: list[Any] = [
             Patch(facecolor=_COURSE, edgecolor="black", linewidth=1.6, label="course (locked)"),
-            Patch(facecolor=_WATER, edgecolor="#555555", linestyle="--",
-                  label="water course (guests inside)"),
+            Patch(
+                facecolor=_WATER,
+                edgecolor="#555555",
+                linestyle="--",
+                label="water course (guests inside)",
+            ),
             *[Patch(facecolor=colour[c], label=cat_label[c]) for c in pic.categories],
             Patch(facecolor="white", edgecolor="#444444", label="existing"),
             Patch(facecolor="white", edgecolor="#444444", hatch="///", label="suggested"),
-            Patch(facecolor="#fbeaea", edgecolor="#e7a9a9", hatch="x",
-                  label="free, banned for a task class"),
+            Patch(
+                facecolor="#fbeaea",
+                edgecolor="#e7a9a9",
+                hatch="x",
+                label="free, banned for a task class",
+            ),
             Patch(facecolor=_COURSE, label="day load: courses"),
             Patch(facecolor=_TASK_LOAD, label="day load: tasks"),
-            Line2D([], [], color=_SEVERITY_COLOUR["warning"], linewidth=4,
-                   label=f"warning day / load ≥ {pic.warning_line:g}"),
-            Line2D([], [], color=_SEVERITY_COLOUR["critical"], linewidth=4,
-                   label=f"critical day / load ≥ {pic.critical_line:g}"),
+            Line2D(
+                [],
+                [],
+                color=_SEVERITY_COLOUR["warning"],
+                linewidth=4,
+                label=f"warning day / load ≥ {pic.warning_line:g}",
+            ),
+            Line2D(
+                [],
+                [],
+                color=_SEVERITY_COLOUR["critical"],
+                linewidth=4,
+                label=f"critical day / load ≥ {pic.critical_line:g}",
+            ),
         ]
         fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
     return fig
 
 
-def save_window(state: ScheduleState, path: str | Path, *, dpi: int = 110,
-                **kwargs: Any) -> Path:
+def save_window(state: ScheduleState, path: str | Path, *, dpi: int = 110, **kwargs: Any) -> Path:
     """Draw the window with :func:`plot_window` and write it (format from the suffix)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -85,12 +85,19 @@ class Rule:
     def merge_key(self, day: int | None, category: str | None) -> tuple[str, str, object]:
         """Issues with the same key are the same problem (merged by ``analyze_health``): the
         same dimension and rule about the same day, subject or (``overall``) the window."""
-        return (self.dimension, self.rule, day if self.entity == "day"
-                else category if self.entity == "subject" else None)
+        return (
+            self.dimension,
+            self.rule,
+            day if self.entity == "day" else category if self.entity == "subject" else None,
+        )
 
     def at(self, level: str) -> Rule:
-        return Rule(self.dimension, self.rule, self.entity, tuple(
-            Band(b.severity, tuple(c.shifted(level) for c in b.conds)) for b in self.bands))
+        return Rule(
+            self.dimension,
+            self.rule,
+            self.entity,
+            tuple(Band(b.severity, tuple(c.shifted(level) for c in b.conds)) for b in self.bands),
+        )
 
 
 def _c(metric: str, op: Literal[">=", ">", "<=", "<"], value: float, integer: bool = False) -> Cond:
@@ -100,44 +107,82 @@ def _c(metric: str, op: Literal[">=", ">", "<=", "<"], value: float, integer: bo
 # The normal level (spec p1 §4.3-§4.6). Bands the spec leaves vague ("info: ... 轻微波动") get
 # a concrete value here, one step below the warning band.
 RULES: tuple[Rule, ...] = (
-    Rule("load", "day_utilization", "day", (
-        Band("critical", (_c("utilization", ">=", 0.90),)),
-        Band("warning", (_c("utilization", ">=", 0.80),)),
-    )),
-    Rule("load", "load_imbalance", "overall", (
-        Band("critical", (_c("load_std_dev", ">=", 3.0), _c("load_range", ">=", 7, True))),
-        Band("warning", (_c("load_std_dev", ">=", 2.0),)),
-        Band("info", (_c("load_std_dev", ">=", 1.0),)),
-    )),
-    Rule("subjects", "subject_gap", "subject", (
-        Band("critical", (_c("max_gap", ">=", 6, True),)),
-        Band("warning", (_c("max_gap", ">=", 4, True),)),
-        Band("info", (_c("max_gap", ">=", 3, True),)),
-    )),
-    Rule("subjects", "subject_concentration", "subject", (
-        Band("critical", (_c("concentration", ">=", 0.85),)),
-        Band("warning", (_c("concentration", ">=", 0.70),)),
-    )),
-    Rule("subjects", "budget_lag", "subject", (
-        Band("critical", (_c("budget_progress", "<", 0.4), _c("days_to_end", "<=", 7, True))),
-    )),
-    Rule("context", "context_switch", "day", (
-        Band("critical", (_c("switch_count", ">=", 5, True), _c("fragmentation", ">=", 0.75))),
-        Band("warning", (_c("switch_count", ">=", 3, True),)),
-        Band("warning", (_c("fragmentation", ">=", 0.55),)),
-    )),
-    Rule("context", "heavy_adjacent", "day", (
-        Band("info", (_c("heavy_adjacent", ">=", 1, True),)),
-    )),
-    Rule("tolerance", "buffer", "overall", (
-        Band("critical", (_c("days_without_buffer", ">=", 2, True),)),
-        Band("warning", (_c("days_without_buffer", ">=", 1, True),)),
-    )),
-    Rule("tolerance", "free_fragmentation", "overall", (
-        Band("critical", (_c("fragmentation_rate", ">=", 0.65),)),
-        Band("warning", (_c("fragmentation_rate", ">=", 0.45),)),
-        Band("info", (_c("fragmentation_rate", ">=", 0.30),)),
-    )),
+    Rule(
+        "load",
+        "day_utilization",
+        "day",
+        (
+            Band("critical", (_c("utilization", ">=", 0.90),)),
+            Band("warning", (_c("utilization", ">=", 0.80),)),
+        ),
+    ),
+    Rule(
+        "load",
+        "load_imbalance",
+        "overall",
+        (
+            Band("critical", (_c("load_std_dev", ">=", 3.0), _c("load_range", ">=", 7, True))),
+            Band("warning", (_c("load_std_dev", ">=", 2.0),)),
+            Band("info", (_c("load_std_dev", ">=", 1.0),)),
+        ),
+    ),
+    Rule(
+        "subjects",
+        "subject_gap",
+        "subject",
+        (
+            Band("critical", (_c("max_gap", ">=", 6, True),)),
+            Band("warning", (_c("max_gap", ">=", 4, True),)),
+            Band("info", (_c("max_gap", ">=", 3, True),)),
+        ),
+    ),
+    Rule(
+        "subjects",
+        "subject_concentration",
+        "subject",
+        (
+            Band("critical", (_c("concentration", ">=", 0.85),)),
+            Band("warning", (_c("concentration", ">=", 0.70),)),
+        ),
+    ),
+    Rule(
+        "subjects",
+        "budget_lag",
+        "subject",
+        (Band("critical", (_c("budget_progress", "<", 0.4), _c("days_to_end", "<=", 7, True))),),
+    ),
+    Rule(
+        "context",
+        "context_switch",
+        "day",
+        (
+            Band("critical", (_c("switch_count", ">=", 5, True), _c("fragmentation", ">=", 0.75))),
+            Band("warning", (_c("switch_count", ">=", 3, True),)),
+            Band("warning", (_c("fragmentation", ">=", 0.55),)),
+        ),
+    ),
+    Rule(
+        "context", "heavy_adjacent", "day", (Band("info", (_c("heavy_adjacent", ">=", 1, True),)),)
+    ),
+    Rule(
+        "tolerance",
+        "buffer",
+        "overall",
+        (
+            Band("critical", (_c("days_without_buffer", ">=", 2, True),)),
+            Band("warning", (_c("days_without_buffer", ">=", 1, True),)),
+        ),
+    ),
+    Rule(
+        "tolerance",
+        "free_fragmentation",
+        "overall",
+        (
+            Band("critical", (_c("fragmentation_rate", ">=", 0.65),)),
+            Band("warning", (_c("fragmentation_rate", ">=", 0.45),)),
+            Band("info", (_c("fragmentation_rate", ">=", 0.30),)),
+        ),
+    ),
 )
 
 

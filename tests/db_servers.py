@@ -25,8 +25,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 PG_URL = os.environ.get("SMARTFLOW_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-MARIADB_URL = os.environ.get("SMARTFLOW_MARIADB_URL",
-                             "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4")
+MARIADB_URL = os.environ.get(
+    "SMARTFLOW_MARIADB_URL", "mysql+pymysql://root@127.0.0.1:3306/test?charset=utf8mb4"
+)
 REDIS_URL = os.environ.get("SMARTFLOW_REDIS_URL", "redis://127.0.0.1:6379/0")
 RUN_ID = uuid.uuid4().hex[:10]
 SERVER_BACKENDS = ("postgresql", "mariadb")
@@ -37,8 +38,11 @@ _ENV = {"postgresql": "SMARTFLOW_PG_URL", "mariadb": "SMARTFLOW_MARIADB_URL"}
 
 def _unreachable(kind: str, exc: Exception) -> None:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    pytest.fail(f"{kind} at {_URLS[kind]} is unreachable ({first}). The tests use the running "
-                f"server of this machine; start it or point {_ENV[kind]} at one.", pytrace=False)
+    pytest.fail(
+        f"{kind} at {_URLS[kind]} is unreachable ({first}). The tests use the running "
+        f"server of this machine; start it or point {_ENV[kind]} at one.",
+        pytrace=False,
+    )
 
 
 def _server_database(kind: str) -> Iterator[str]:
@@ -49,8 +53,9 @@ def _server_database(kind: str) -> Iterator[str]:
     try:
         with admin.connect() as conn:
             if kind == "mariadb":
-                conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4 "
-                                  "COLLATE utf8mb4_bin"))
+                conn.execute(
+                    text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+                )
             else:
                 conn.execute(text(f"CREATE DATABASE {name}"))
     except Exception as exc:  # any driver error: the server is not there
@@ -93,9 +98,11 @@ def redis_prefix() -> Iterator[str]:
     try:
         client.ping()
     except Exception as exc:
-        pytest.fail(f"Redis at {REDIS_URL} is unreachable ({exc}). The tests use the running "
-                    "server of this machine; start it or point SMARTFLOW_REDIS_URL at one.",
-                    pytrace=False)
+        pytest.fail(
+            f"Redis at {REDIS_URL} is unreachable ({exc}). The tests use the running "
+            "server of this machine; start it or point SMARTFLOW_REDIS_URL at one.",
+            pytrace=False,
+        )
     prefix = f"smartflow-test-{RUN_ID}"
     try:
         yield prefix

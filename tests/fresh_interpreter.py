@@ -25,7 +25,14 @@ def proposal_with_hash_seed(text: str, hash_seed: str) -> dict[str, Any]:
     work budget (0.08 s, under a wall limit no machine reaches), computed by a fresh interpreter
     started with ``PYTHONHASHSEED=hash_seed``."""
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    out = subprocess.run([sys.executable, "-c", _CODE], input=text, capture_output=True,
-                         text=True, env=env, check=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _CODE],
+        input=text,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result

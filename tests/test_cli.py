@@ -17,8 +17,17 @@ runner = CliRunner()
 
 def test_call_read_tool():
     """Tests `smartflow call` on a read tool prints the reply."""
-    res = runner.invoke(app, ["call", "get_task_info", "--state", str(DATA / "spec_example.json"),
-                              "--args", '{"task_id": 1}'])
+    res = runner.invoke(
+        app,
+        [
+            "call",
+            "get_task_info",
+            "--state",
+            str(DATA / "spec_example.json"),
+            "--args",
+            '{"task_id": 1}',
+        ],
+    )
     assert res.exit_code == 0
     assert res.stdout.startswith("[1]高等数学\n类别：课程 | 状态：已安排（固定）")
 
@@ -26,39 +35,76 @@ def test_call_read_tool():
 def test_call_write_tool_writes_state(tmp_path):
     """Tests `smartflow call place --out` writes the changed state."""
     out = tmp_path / "after.json"
-    res = runner.invoke(app, ["call", "place", "--state", str(DATA / "spec_example.json"),
-                              "--args", '{"task_id": 3, "day": 5, "slot_start": 1}',
-                              "--out", str(out)])
+    res = runner.invoke(
+        app,
+        [
+            "call",
+            "place",
+            "--state",
+            str(DATA / "spec_example.json"),
+            "--args",
+            '{"task_id": 3, "day": 5, "slot_start": 1}',
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0 and "已将 [3]复习线代 放到第5天第1-3节。" in res.stdout
     after = ScheduleState.from_json(out)
     assert after.task(3).status == "suggested" and after.task(3).slots[0].day == 5
 
 
-@pytest.mark.parametrize(("tool", "args", "words"), [
-    # a refusal in the spec's words: printed unchanged, exit code 1
-    ("move", '{"task_id": 1, "new_day": 3, "new_slot_start": 1}', "移动失败：[1]高等数学 是固定课程"),
-    ("nope", "{}", "未知工具：nope。"),  # an unknown tool
-    ("place", '{"task_id": 3, "day": "五", "slot_start": 1}', "参数错误：参数 day 应为整数"),
-    ("get_task_info", '{"task_id": 42}', "查询失败：任务 [42] 不存在。"),
-    # a confirm-required tool without --yes runs nothing
-    ("upsert_task_class", '{"task_class": {"name": "复习"}}', "需要用户确认"),
-])
+@pytest.mark.parametrize(
+    ("tool", "args", "words"),
+    [
+        # a refusal in the spec's words: printed unchanged, exit code 1
+        (
+            "move",
+            '{"task_id": 1, "new_day": 3, "new_slot_start": 1}',
+            "移动失败：[1]高等数学 是固定课程",
+        ),
+        ("nope", "{}", "未知工具：nope。"),  # an unknown tool
+        ("place", '{"task_id": 3, "day": "五", "slot_start": 1}', "参数错误：参数 day 应为整数"),
+        ("get_task_info", '{"task_id": 42}', "查询失败：任务 [42] 不存在。"),
+        # a confirm-required tool without --yes runs nothing
+        ("upsert_task_class", '{"task_class": {"name": "复习"}}', "需要用户确认"),
+    ],
+)
 def test_call_refusals_exit_1(tmp_path, tool, args, words):
     """Tests that `smartflow call` prints the reply and exits 1 (as scripts expect) on unknown
     tools, argument errors, refusals and a confirm-required tool without --yes; --out is not
     written then."""
     out = tmp_path / "after.json"
-    res = runner.invoke(app, ["call", tool, "--state", str(DATA / "spec_example.json"),
-                              "--args", args, "--out", str(out)])
+    res = runner.invoke(
+        app,
+        [
+            "call",
+            tool,
+            "--state",
+            str(DATA / "spec_example.json"),
+            "--args",
+            args,
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 1 and words in res.stdout, res.stdout
     assert not out.exists()
 
 
 def test_call_confirm_tool_with_yes_runs():
     """Tests that --yes runs a confirm-required tool (here it then says no database is set)."""
-    res = runner.invoke(app, ["call", "upsert_task_class", "--yes", "--state",
-                              str(DATA / "spec_example.json"), "--args",
-                              '{"task_class": {"name": "复习"}}'])
+    res = runner.invoke(
+        app,
+        [
+            "call",
+            "upsert_task_class",
+            "--yes",
+            "--state",
+            str(DATA / "spec_example.json"),
+            "--args",
+            '{"task_class": {"name": "复习"}}',
+        ],
+    )
     reply = json.loads(res.stdout)
     assert reply["error_code"] == "no_store" and res.exit_code == 1
 
@@ -68,20 +114,38 @@ def _write_state(path: Path, text: str, encoding: str = "utf-8") -> Path:
     return path
 
 
-@pytest.mark.parametrize(("make", "words"), [
-    # deeply nested JSON (json raises RecursionError)
-    (lambda p: _write_state(p, "[" * 200_000 + "]" * 200_000), "nested too deeply"),
-    # a state file in GBK, and in UTF-16 with a BOM
-    (lambda p: _write_state(p, (DATA / "spec_example.json").read_text(encoding="utf-8"), "gbk"),
-     "not UTF-8"),
-    (lambda p: _write_state(p, (DATA / "spec_example.json").read_text(encoding="utf-8"),
-                            "utf-16"), "UTF-16"),
-    # a lone surrogate in a task name
-    (lambda p: _write_state(p, (DATA / "spec_example.json").read_text(encoding="utf-8")
-                            .replace("高等数学", "\\ud800x")), "surrogate"),
-    # a directory where the file should be
-    (lambda p: (p.mkdir(), p)[1], "cannot read state file"),
-])
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        # deeply nested JSON (json raises RecursionError)
+        (lambda p: _write_state(p, "[" * 200_000 + "]" * 200_000), "nested too deeply"),
+        # a state file in GBK, and in UTF-16 with a BOM
+        (
+            lambda p: _write_state(
+                p, (DATA / "spec_example.json").read_text(encoding="utf-8"), "gbk"
+            ),
+            "not UTF-8",
+        ),
+        (
+            lambda p: _write_state(
+                p, (DATA / "spec_example.json").read_text(encoding="utf-8"), "utf-16"
+            ),
+            "UTF-16",
+        ),
+        # a lone surrogate in a task name
+        (
+            lambda p: _write_state(
+                p,
+                (DATA / "spec_example.json")
+                .read_text(encoding="utf-8")
+                .replace("高等数学", "\\ud800x"),
+            ),
+            "surrogate",
+        ),
+        # a directory where the file should be
+        (lambda p: (p.mkdir(), p)[1], "cannot read state file"),
+    ],
+)
 def test_hostile_state_files_are_one_line_errors(tmp_path, make, words):
     """Tests that hostile state files end in one clear line and exit code 2, never a traceback."""
     path = make(tmp_path / "state.json")
@@ -92,8 +156,17 @@ def test_hostile_state_files_are_one_line_errors(tmp_path, make, words):
 
 def test_deeply_nested_args_is_a_clear_error():
     """Tests that --args nested deeper than json can parse is exit code 2 with one line."""
-    res = runner.invoke(app, ["call", "get_overview", "--state", str(DATA / "spec_example.json"),
-                              "--args", "[" * 200_000 + "]" * 200_000])
+    res = runner.invoke(
+        app,
+        [
+            "call",
+            "get_overview",
+            "--state",
+            str(DATA / "spec_example.json"),
+            "--args",
+            "[" * 200_000 + "]" * 200_000,
+        ],
+    )
     assert res.exit_code == 2 and "nested too deeply" in res.stderr
 
 
@@ -104,10 +177,19 @@ def test_out_that_cannot_be_written(tmp_path, where):
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
     out = tmp_path if where == "directory" else blocker / "sub" / "after.json"
-    for argv in (["call", "place", "--state", str(DATA / "spec_example.json"), "--args",
-                  '{"task_id": 3, "day": 5, "slot_start": 1}', "--out", str(out)],
-                 ["propose", str(DATA / "spec_example.json"), "--time-limit", "0.5",
-                  "--out", str(out)]):
+    for argv in (
+        [
+            "call",
+            "place",
+            "--state",
+            str(DATA / "spec_example.json"),
+            "--args",
+            '{"task_id": 3, "day": 5, "slot_start": 1}',
+            "--out",
+            str(out),
+        ],
+        ["propose", str(DATA / "spec_example.json"), "--time-limit", "0.5", "--out", str(out)],
+    ):
         res = runner.invoke(app, argv)
         assert res.exit_code == 2 and "cannot write" in res.stderr, (res.stderr, res.exception)
         assert "已将" in res.stdout or "已应用" in res.stdout
@@ -118,8 +200,16 @@ def test_feasibility_names_a_one_day_class_window(tmp_path):
     data = json.loads((DATA / "spec_example.json").read_text(encoding="utf-8"))
     data["task_classes"] = [{"id": 7, "name": "复习", "start_day": 1, "end_day": 1}]
     data["tasks"][2]["category_id"] = 7  # [3], 3 periods, only on day 1 (periods 3-12 free)
-    data["tasks"].append({"state_id": 4, "name": "复习二", "category": "学习", "status": "pending",
-                          "duration": 8, "category_id": 7})  # 3 + 8 > 10 free periods
+    data["tasks"].append(
+        {
+            "state_id": 4,
+            "name": "复习二",
+            "category": "学习",
+            "status": "pending",
+            "duration": 8,
+            "category_id": 7,
+        }
+    )  # 3 + 8 > 10 free periods
     path = _write_state(tmp_path / "state.json", json.dumps(data, ensure_ascii=False))
     res = runner.invoke(app, ["feasibility", str(path), "--time-limit", "2"])
     assert res.exit_code == 0 and "不可行（已证明）" in res.stdout, res.stdout
@@ -134,8 +224,9 @@ def test_bad_state_file_and_args(tmp_path):
     bad.write_text(json.dumps({"window": {"total_days": 0}, "tasks": []}), encoding="utf-8")
     invalid = runner.invoke(app, ["call", "get_overview", "--state", str(bad)])
     assert invalid.exit_code == 2 and "total_days" in invalid.stderr
-    args = runner.invoke(app, ["call", "get_overview", "--state", str(DATA / "spec_example.json"),
-                               "--args", "{oops"])
+    args = runner.invoke(
+        app, ["call", "get_overview", "--state", str(DATA / "spec_example.json"), "--args", "{oops"]
+    )
     assert args.exit_code == 2 and "--args is not JSON" in args.stderr
 
 
@@ -143,8 +234,13 @@ def test_demo_runs_on_sample_window(tmp_path):
     """Tests that `smartflow demo` walks the sample window through SQLite and commits the result."""
     res = runner.invoke(app, ["demo", "--workdir", str(tmp_path)])
     assert res.exit_code == 0, res.stdout
-    for text in ("规划窗口共14天", "已将 [11]复习线代 放到第6天第1-3节。", "放置失败：第1天第1-2节已被 [1]高等数学 占用。",
-                 "嵌入到第3天第3节", "移动失败：[1]高等数学 是固定课程，不可移动。"):
+    for text in (
+        "规划窗口共14天",
+        "已将 [11]复习线代 放到第6天第1-3节。",
+        "放置失败：第1天第1-2节已被 [1]高等数学 占用。",
+        "嵌入到第3天第3节",
+        "移动失败：[1]高等数学 是固定课程，不可移动。",
+    ):
         assert text in res.stdout
     assert "未知工具" not in res.stdout and "内部错误" not in res.stdout
     assert "reloaded window equals the session's: True" in res.stdout

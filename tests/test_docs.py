@@ -40,8 +40,9 @@ def _blocks(lang: str, text: str | None = None) -> list[str]:
 
 
 def _gen_tools_doc() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_tools_doc",
-                                                  ROOT / "scripts" / "gen_tools_doc.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_tools_doc", ROOT / "scripts" / "gen_tools_doc.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -67,7 +68,7 @@ def test_readme_first_screen_has_commands_picture_and_three_ways_in():
     assert pictures and all((ROOT / p).is_file() for p in pictures)
     for way, lang in (("**Python**", "python"), ("**MCP**", "json"), ("**HTTP**", "sh")):
         assert way in head
-        blocks = _blocks(lang, head[head.index(way):])
+        blocks = _blocks(lang, head[head.index(way) :])
         assert blocks, way
         code = [ln for ln in blocks[0].splitlines() if ln.strip()]
         assert len(code) <= 5, (way, code)
@@ -82,8 +83,11 @@ def test_readme_mcp_configuration_starts_a_working_server(tmp_path: Path):
     window = tmp_path / "window.json"
     window.write_text(sample_window_path().read_text(encoding="utf-8"), encoding="utf-8")
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "smartflow_engine.cli", *server["args"]],
-        cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(ROOT)})
+        command=sys.executable,
+        args=["-m", "smartflow_engine.cli", *server["args"]],
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
     async def go() -> tuple[str, str]:
         async with Client(params, read_timeout_seconds=60) as client:
@@ -108,7 +112,7 @@ def test_readme_http_example_works_against_a_real_server(tmp_path: Path):
     """Tests the README's HTTP example: `smartflow serve` started with the README's token
     variable, then the README's curl request (its URL, headers and body, with window.json being
     the sample window) answered over a real socket."""
-    block = _blocks("sh", _readme()[_readme().index("**HTTP**"):])[0]
+    block = _blocks("sh", _readme()[_readme().index("**HTTP**") :])[0]
     serve_line, curl_text = block.split("\n", 1)
     env_assign, serve_cmd = serve_line.split(" ", 1)
     name, value = env_assign.split("=", 1)
@@ -125,7 +129,9 @@ def test_readme_http_example_works_against_a_real_server(tmp_path: Path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "smartflow_engine.cli", *serve_args[1:]],
         env={**os.environ, name: shlex.split(value)[0], "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         for _ in range(600):  # up to a minute for the server to come up
@@ -163,8 +169,9 @@ def _anchor(heading: str) -> str:
 
 
 def _anchors(path: Path) -> set[str]:
-    return {_anchor(h) for h in re.findall(r"^#+\s+(.*)$", path.read_text(encoding="utf-8"),
-                                           flags=re.M)}
+    return {
+        _anchor(h) for h in re.findall(r"^#+\s+(.*)$", path.read_text(encoding="utf-8"), flags=re.M)
+    }
 
 
 def link_problems(path: Path, root: Path = ROOT) -> list[str]:
@@ -202,15 +209,18 @@ def test_every_doc_link_stays_inside_the_repository():
     assert problems == []
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("see [design](../shared/DESIGN.md)", "leaves the repository"),
-    ("see [site](https://example.org/x)", "points outside the repository"),
-    ("<img src=\"http://example.org/a.png\">", "points outside the repository"),
-    ("[gone](docs/missing.md)", "does not exist"),
-    ("[ref]: https://example.org", "points outside the repository"),
-    ("as in `../shared/spec/tool-layer-design.md` §4", "outside the repository"),
-    ("[tools](docs/tools.md#no-such-heading)", "heading that does not exist"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see [design](../shared/DESIGN.md)", "leaves the repository"),
+        ("see [site](https://example.org/x)", "points outside the repository"),
+        ('<img src="http://example.org/a.png">', "points outside the repository"),
+        ("[gone](docs/missing.md)", "does not exist"),
+        ("[ref]: https://example.org", "points outside the repository"),
+        ("as in `../shared/spec/tool-layer-design.md` §4", "outside the repository"),
+        ("[tools](docs/tools.md#no-such-heading)", "heading that does not exist"),
+    ],
+)
 def test_link_check_catches_bad_links(tmp_path: Path, text: str, expected: str):
     """Tests that the link check itself fails on each kind of bad link."""
     repo = tmp_path / "repo"
@@ -271,8 +281,12 @@ def test_generator_picks_up_a_tool_added_to_the_registry(monkeypatch: pytest.Mon
 
 # ---------------------------------------------------------------------------------- notebook
 def _images(nb: Any) -> int:
-    return sum("image/png" in out.get("data", {}) for cell in nb.cells
-               if cell.cell_type == "code" for out in cell.get("outputs", []))
+    return sum(
+        "image/png" in out.get("data", {})
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
 
 
 def test_quickstart_notebook_is_committed_with_its_pictures():
@@ -290,10 +304,13 @@ def test_quickstart_notebook_executes():
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={
-        "metadata": {"path": str(ROOT)}}).execute()
+    NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
     outputs = "".join(
-        out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+        out.get("text", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
         for out in cell.get("outputs", [])
     )
     assert "规划窗口共14天" in outputs
@@ -304,10 +321,12 @@ def test_cohort_notebook_executes():
     """Tests that notebooks/cohort.ipynb runs a batch on its small cohort (one broken window) and
     draws its four charts."""
     nb = nbformat.read(ROOT / "notebooks" / "cohort.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={
-        "metadata": {"path": str(ROOT)}}).execute()
-    outputs = [out for cell in nb.cells if cell.cell_type == "code"
-               for out in cell.get("outputs", [])]
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
+    outputs = [
+        out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+    ]
     text = "".join(out.get("text", "") for out in outputs)
     assert "windows: 19, errors: 1" in text
     assert "infeasible" in text and "closing rate overall:" in text

@@ -57,8 +57,11 @@ def test_flagged_days_are_the_health_issue_days() -> None:
     state = synthetic_window(3, 14, occupancy=0.7, pending=10, with_task_classes=True)
     expected: dict[int, str] = {}
     for issue in analyze_health(state).issues:
-        if (issue.day is not None and issue.severity in ("critical", "warning")
-                and expected.get(issue.day) != "critical"):
+        if (
+            issue.day is not None
+            and issue.severity in ("critical", "warning")
+            and expected.get(issue.day) != "critical"
+        ):
             expected[issue.day] = issue.severity
     assert "critical" in expected.values() and "warning" in expected.values()
     assert window_picture(state).day_severity == expected
@@ -69,12 +72,15 @@ def test_load_lines_come_from_the_threshold_table(sample: ScheduleState, level: 
     """Tests that the warning/critical utilisation lines drawn are the analyzers' thresholds at
     the requested level (not constants)."""
     fig = plot_window(sample, level=level, issues=False)
-    lines = {ln.get_gid(): ln.get_ydata()[0] for ax in fig.axes for ln in ax.get_lines()
-             if ln.get_gid()}
-    assert lines["warning_line"] == threshold("load", "day_utilization", "warning",
-                                              "utilization", level)
-    assert lines["critical_line"] == threshold("load", "day_utilization", "critical",
-                                               "utilization", level)
+    lines = {
+        ln.get_gid(): ln.get_ydata()[0] for ax in fig.axes for ln in ax.get_lines() if ln.get_gid()
+    }
+    assert lines["warning_line"] == threshold(
+        "load", "day_utilization", "warning", "utilization", level
+    )
+    assert lines["critical_line"] == threshold(
+        "load", "day_utilization", "critical", "utilization", level
+    )
 
 
 def test_without_cjk_font_no_chinese_text_and_no_missing_glyphs(sample: ScheduleState) -> None:
@@ -105,8 +111,9 @@ def test_show_command(tmp_path: Path) -> None:
     res = runner.invoke(app, ["show", str(sample_window_path()), "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert out.read_bytes().startswith(PNG)
-    bad = runner.invoke(app, ["show", str(sample_window_path()), "--out", str(out),
-                              "--level", "lax"])
+    bad = runner.invoke(
+        app, ["show", str(sample_window_path()), "--out", str(out), "--level", "lax"]
+    )
     assert bad.exit_code == 2 and "unknown --level" in bad.stderr
     missing = runner.invoke(app, ["show", str(tmp_path / "nope.json"), "--out", str(out)])
     assert missing.exit_code == 2 and "cannot read state file" in missing.stderr
@@ -128,8 +135,17 @@ def test_propose_shows_status_line_above_one_second() -> None:
 def test_call_apply_proposal_shows_status_line_above_one_second(tmp_path: Path) -> None:
     """Tests that `smartflow call apply_proposal` (default limit 2 s) reports the solver's stages
     on stderr, as `smartflow propose` does, and a read tool shows none."""
-    res = runner.invoke(app, ["call", "apply_proposal", "--state", str(sample_window_path()),
-                              "--out", str(tmp_path / "after.json")])
+    res = runner.invoke(
+        app,
+        [
+            "call",
+            "apply_proposal",
+            "--state",
+            str(sample_window_path()),
+            "--out",
+            str(tmp_path / "after.json"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "solver: max periods" in res.stderr
     assert sum(ln.startswith("solver: done") for ln in res.stderr.splitlines()) == 1

@@ -56,8 +56,10 @@ def stack_kinds(states: Sequence[ScheduleState]) -> np.ndarray:
     shape = (states[0].num_days, states[0].slots_per_day)
     for i, state in enumerate(states):
         if (state.num_days, state.slots_per_day) != shape:
-            raise ValueError(f"state {i} has shape {(state.num_days, state.slots_per_day)}, "
-                             f"the first has {shape}")
+            raise ValueError(
+                f"state {i} has shape {(state.num_days, state.slots_per_day)}, "
+                f"the first has {shape}"
+            )
     return np.stack([Frame.build(s).kind.astype(np.int8) for s in states])
 
 
@@ -69,16 +71,19 @@ def _digits(slots: int, base: int) -> np.ndarray:
 
 def _usable_of(free: np.ndarray, min_usable_size: int) -> np.ndarray:
     row, _, length = runs(free)
-    return np.bincount(row, weights=np.where(length >= min_usable_size, length, 0),
-                       minlength=free.shape[0]).astype(np.int16)
+    return np.bincount(
+        row, weights=np.where(length >= min_usable_size, length, 0), minlength=free.shape[0]
+    ).astype(np.int16)
 
 
 @cache
 def base3_tables(slots: int) -> tuple[np.ndarray, np.ndarray]:
     """Per base-3 day code (digit = kind of a period): free count, course count."""
     digits = _digits(slots, 3)
-    return ((digits == FREE).sum(axis=1).astype(np.int16),
-            (digits == COURSE).sum(axis=1).astype(np.int16))
+    return (
+        (digits == FREE).sum(axis=1).astype(np.int16),
+        (digits == COURSE).sum(axis=1).astype(np.int16),
+    )
 
 
 @cache
@@ -106,8 +111,9 @@ def _usable_by_runs(free: np.ndarray, min_usable_size: int) -> np.ndarray:
     return _usable_of(free.reshape(n * d, s), min_usable_size).reshape(n, d).astype(np.int64)
 
 
-def batch_core_metrics(kinds: np.ndarray, *, min_usable_size: int = 2,
-                       min_daily_buffer: int = 2) -> BatchCoreMetrics:
+def batch_core_metrics(
+    kinds: np.ndarray, *, min_usable_size: int = 2, min_daily_buffer: int = 2
+) -> BatchCoreMetrics:
     """Core metrics of every window of a ``(n, days, slots)`` kind stack (see :func:`stack_kinds`).
 
     Parameters

@@ -12,7 +12,8 @@ from .result import SEVERITY_RANK, AnalysisResult, Issue, NextAction, ParamError
 
 # Write tools an action may name. min_context_switch is never offered (spec P1-B / §4.5).
 WRITE_TOOLS: frozenset[str] = frozenset(
-    {"place", "move", "swap", "batch_move", "unplace", "spread_even", "upsert_task_class"})
+    {"place", "move", "swap", "batch_move", "unplace", "spread_even", "upsert_task_class"}
+)
 STUDY_POOL: dict[str, Any] = {"source": "task_item", "locked": False}
 MAX_LISTED_DAYS = 5  # days named in one action's filters
 
@@ -36,7 +37,8 @@ def evaluate(
         else:
             triggers = tuple(
                 Trigger(c.metric, c.op, _number(c.value, c.integer), values[c.metric])
-                for c in band.conds)
+                for c in band.conds
+            )
             return Issue(
                 issue_id=issue_id(rule.dimension, rule.rule, day=day, category=category),
                 dimension=rule.dimension,
@@ -51,8 +53,9 @@ def evaluate(
     return None
 
 
-def issue_id(dimension: str, rule: str, *, day: int | None = None,
-             category: str | None = None) -> str:
+def issue_id(
+    dimension: str, rule: str, *, day: int | None = None, category: str | None = None
+) -> str:
     out = f"issue_{dimension}_{rule}"
     if day is not None:
         out += f"_d{day}"
@@ -63,23 +66,34 @@ def issue_id(dimension: str, rule: str, *, day: int | None = None,
 
 def impact(trigger: Trigger) -> float:
     """How far past its threshold the trigger is, relative to the threshold (0 at the boundary)."""
-    over = (trigger.actual - trigger.threshold if trigger.operator in (">=", ">")
-            else trigger.threshold - trigger.actual)
+    over = (
+        trigger.actual - trigger.threshold
+        if trigger.operator in (">=", ">")
+        else trigger.threshold - trigger.actual
+    )
     return r4(over / abs(trigger.threshold)) if trigger.threshold else r4(over)
 
 
 def issue_sort_key(issue: Issue) -> tuple[int, int, float, int]:
     """severity → feasibility first → impact score (larger first) → recency (earlier day first)."""
-    return (SEVERITY_RANK[issue.severity], 0 if issue.dimension == "feasibility" else 1,
-            -issue.impact_score, issue.day or 0)
+    return (
+        SEVERITY_RANK[issue.severity],
+        0 if issue.dimension == "feasibility" else 1,
+        -issue.impact_score,
+        issue.day or 0,
+    )
 
 
 def sort_issues(issues: Iterable[Issue]) -> list[Issue]:
     return sorted(issues, key=issue_sort_key)
 
 
-def candidate_scope(days: Iterable[int], *, categories: Iterable[str] = (), task_pool: str = "placed",
-          ) -> dict[str, Any]:
+def candidate_scope(
+    days: Iterable[int],
+    *,
+    categories: Iterable[str] = (),
+    task_pool: str = "placed",
+) -> dict[str, Any]:
     """``candidate_scope``: the day range spanned by ``days`` (1-based), categories, task pool."""
     listed = list(days)
     span = [min(listed), max(listed)] if listed else []
@@ -100,8 +114,9 @@ def find_free_read(lengths: Iterable[int]) -> list[dict[str, Any]]:
 def action(intent: str, key: str, **fields: Any) -> NextAction:
     tools = fields.pop("candidate_write_tools")
     assert set(tools) <= WRITE_TOOLS, tools
-    return NextAction(action_id=f"na_{intent}_{key}", intent_code=intent,
-                      candidate_write_tools=tools, **fields)
+    return NextAction(
+        action_id=f"na_{intent}_{key}", intent_code=intent, candidate_write_tools=tools, **fields
+    )
 
 
 def number_actions(actions: list[NextAction], limit: int | None = None) -> list[NextAction]:
@@ -114,8 +129,9 @@ def number_actions(actions: list[NextAction], limit: int | None = None) -> list[
 def order_actions(actions: list[NextAction], issues: list[Issue]) -> list[NextAction]:
     """Actions in the order of the best-ranked issue each addresses."""
     rank = {issue.issue_id: i for i, issue in enumerate(issues)}
-    return sorted(actions, key=lambda a: min((rank.get(i, len(rank)) for i in a.issue_ids),
-                                             default=len(rank)))
+    return sorted(
+        actions, key=lambda a: min((rank.get(i, len(rank)) for i in a.issue_ids), default=len(rank))
+    )
 
 
 P = ParamSpec("P")

@@ -50,8 +50,9 @@ def same_subject_runs(study: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return starts // (spd + 1), starts % (spd + 1), lengths, codes
 
 
-def context_metrics(frame: Frame, days: np.ndarray, *, hard_categories: Sequence[str] = (),
-                    detail: str = "summary") -> dict[str, Any]:
+def context_metrics(
+    frame: Frame, days: np.ndarray, *, hard_categories: Sequence[str] = (), detail: str = "summary"
+) -> dict[str, Any]:
     """Switch metrics of the selected ``days``; ``{}`` when no study task is placed there."""
     study = frame.study[days]
     occupied = np.count_nonzero(study, axis=1)
@@ -82,17 +83,23 @@ def context_metrics(frame: Frame, days: np.ndarray, *, hard_categories: Sequence
         "block_count": int(run_len.size),
         "avg_block_length": r4(study_slots / run_len.size),
         "longest_block": {
-            "day": int(days[run_row[best]]) + 1, "category": names[run_code[best]],
+            "day": int(days[run_row[best]]) + 1,
+            "category": names[run_code[best]],
             "slot_start": int(run_start[best]) + 1,
-            "slot_end": int(run_start[best] + run_len[best]), "length": int(run_len[best])},
+            "slot_end": int(run_start[best] + run_len[best]),
+            "length": int(run_len[best]),
+        },
         "heavy_adjacent": int(heavy_count.sum()),
     }
     rows: list[dict[str, Any]] = []
     for i in np.flatnonzero(occupied).tolist():
         row: dict[str, Any] = {
-            "day": int(days[i]) + 1, "occupied_slots": int(occupied[i]),
-            "switch_count": int(switches[i]), "fragmentation": r4(fragmentation[i]),
-            "block_count": int(blocks[i]), "heavy_adjacent": int(heavy_count[i]),
+            "day": int(days[i]) + 1,
+            "occupied_slots": int(occupied[i]),
+            "switch_count": int(switches[i]),
+            "fragmentation": r4(fragmentation[i]),
+            "block_count": int(blocks[i]),
+            "heavy_adjacent": int(heavy_count[i]),
         }
         if detail == "day_detail":
             codes = study[i].tolist()
@@ -100,12 +107,21 @@ def context_metrics(frame: Frame, days: np.ndarray, *, hard_categories: Sequence
             mine = run_row == i
             row["blocks"] = [
                 {"category": names[c], "slot_start": s + 1, "slot_end": s + n}
-                for s, n, c in zip(run_start[mine].tolist(), run_len[mine].tolist(),
-                                   run_code[mine].tolist(), strict=True)]
+                for s, n, c in zip(
+                    run_start[mine].tolist(),
+                    run_len[mine].tolist(),
+                    run_code[mine].tolist(),
+                    strict=True,
+                )
+            ]
             row["adjacent_pairs"] = [
-                {"slot": s + 1, "categories": [names[codes[s]], names[codes[s + 1]]],
-                 "heavy": bool(heavy[i, s])}
-                for s in np.flatnonzero(switch[i]).tolist()]
+                {
+                    "slot": s + 1,
+                    "categories": [names[codes[s]], names[codes[s + 1]]],
+                    "heavy": bool(heavy[i, s]),
+                }
+                for s in np.flatnonzero(switch[i]).tolist()
+            ]
         rows.append(row)
     return {"overall": overall, "days": rows}
 
@@ -121,14 +137,18 @@ def context_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
     return sort_issues(issues)
 
 
-def context_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
-                    level: str) -> list[NextAction]:
+def context_actions(
+    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: str
+) -> list[NextAction]:
     """Group same-subject study blocks with move/swap; never ``min_context_switch`` (p1 §4.5)."""
     if not any(i.severity != "info" for i in issues):
         return []
     movable = movable_days(state)
-    worst = [i for i in issues if i.rule == "context_switch" and i.severity != "info"
-             and i.day in movable]
+    worst = [
+        i
+        for i in issues
+        if i.rule == "context_switch" and i.severity != "info" and i.day in movable
+    ]
     if not worst:
         return []
     worst = worst[:ACTION_DAYS]
@@ -136,40 +156,68 @@ def context_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[
     categories = {t.category for d in days for t in movable[d]}
     conditions: list[dict[str, Any]] = []
     for d in days:
-        conditions.append({"metric": "days[].switch_count", "day": d, "operator": "<",
-                           "value": int(threshold("context", "context_switch", "warning",
-                                                  "switch_count", level))})
-        conditions.append({"metric": "days[].fragmentation", "day": d, "operator": "<",
-                           "value": threshold("context", "context_switch", "warning",
-                                              "fragmentation", level)})
-    return number_actions([action(
-        "reduce_switch", "days_" + "_".join(str(d) for d in days),
-        candidate_scope=candidate_scope(days, categories=categories, task_pool="placed"),
-        target_filter={**STUDY_POOL, "days": days, "status": ["suggested", "existing"]},
-        slot_filter={"days": days, "prefer": "adjacent_to_same_category"},
-        required_reads=reads_for_days(days),
-        success_criteria={"recheck_tool": TOOL, "conditions": conditions},
-        candidate_write_tools=["move", "swap", "batch_move"],
-        issue_ids=[i.issue_id for i in worst],
-    )])
+        conditions.append(
+            {
+                "metric": "days[].switch_count",
+                "day": d,
+                "operator": "<",
+                "value": int(
+                    threshold("context", "context_switch", "warning", "switch_count", level)
+                ),
+            }
+        )
+        conditions.append(
+            {
+                "metric": "days[].fragmentation",
+                "day": d,
+                "operator": "<",
+                "value": threshold("context", "context_switch", "warning", "fragmentation", level),
+            }
+        )
+    return number_actions(
+        [
+            action(
+                "reduce_switch",
+                "days_" + "_".join(str(d) for d in days),
+                candidate_scope=candidate_scope(days, categories=categories, task_pool="placed"),
+                target_filter={**STUDY_POOL, "days": days, "status": ["suggested", "existing"]},
+                slot_filter={"days": days, "prefer": "adjacent_to_same_category"},
+                required_reads=reads_for_days(days),
+                success_criteria={"recheck_tool": TOOL, "conditions": conditions},
+                candidate_write_tools=["move", "swap", "batch_move"],
+                issue_ids=[i.issue_id for i in worst],
+            )
+        ]
+    )
 
 
-def run_context(frame: Frame, days: np.ndarray, hard_categories: Sequence[str], detail: str,
-                level: str) -> AnalysisResult:
+def run_context(
+    frame: Frame, days: np.ndarray, hard_categories: Sequence[str], detail: str, level: str
+) -> AnalysisResult:
     metrics = context_metrics(frame, days, hard_categories=hard_categories, detail=detail)
     issues = context_issues(metrics, level)
     actions = order_actions(context_actions(frame.state, metrics, issues, level), issues)
-    return AnalysisResult(tool=TOOL, success=True, metric_schema=metric_schema(TOOL),
-                          metrics=metrics, issues=issues, next_actions=actions)
+    return AnalysisResult(
+        tool=TOOL,
+        success=True,
+        metric_schema=metric_schema(TOOL),
+        metrics=metrics,
+        issues=issues,
+        next_actions=actions,
+    )
 
 
 def check_categories(name: str, value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list | tuple) or len(value) > MAX_HARD or not all(
-            isinstance(v, str) and v.strip() for v in value):
-        raise ParamError("invalid_args",
-                         f"参数 {name} 应为最多 {MAX_HARD} 个非空字符串的数组，收到 {value!r}。")
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) > MAX_HARD
+        or not all(isinstance(v, str) and v.strip() for v in value)
+    ):
+        raise ParamError(
+            "invalid_args", f"参数 {name} 应为最多 {MAX_HARD} 个非空字符串的数组，收到 {value!r}。"
+        )
     return tuple(value)
 
 
@@ -197,6 +245,10 @@ def analyze_context(
         ``strict``, ``normal`` or ``relaxed``.
     """
     days = resolve_days(state, day_from=day_from, day_to=day_to)
-    return run_context(Frame.build(state), days, check_categories("hard_categories",
-                                                                  hard_categories),
-                       check_choice("detail", detail, DETAILS), check_level(threshold))
+    return run_context(
+        Frame.build(state),
+        days,
+        check_categories("hard_categories", hard_categories),
+        check_choice("detail", detail, DETAILS),
+        check_level(threshold),
+    )

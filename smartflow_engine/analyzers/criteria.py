@@ -20,7 +20,12 @@ from .result import SEVERITY_RANK, Issue
 
 SEVERE = ("critical", "warning")
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+}
 
 
 @dataclass(frozen=True)
@@ -33,8 +38,11 @@ class IssueDiff:
     created: tuple[str, ...]
 
     def to_dict(self) -> dict[str, list[str]]:
-        return {"resolved": list(self.resolved), "worse": list(self.worse),
-                "created": list(self.created)}
+        return {
+            "resolved": list(self.resolved),
+            "worse": list(self.worse),
+            "created": list(self.created),
+        }
 
 
 @dataclass(frozen=True)
@@ -60,9 +68,14 @@ def diff_issues(before: Iterable[Issue], after: Iterable[Issue]) -> IssueDiff:
     resolved = tuple(i for i in old if i not in new)
     created = tuple(i for i in new if i not in old)
     worse = tuple(
-        i for i, issue in new.items() if i in old and (
+        i
+        for i, issue in new.items()
+        if i in old
+        and (
             SEVERITY_RANK[issue.severity] < SEVERITY_RANK[old[i].severity]
-            or (issue.severity == old[i].severity and issue.impact_score > old[i].impact_score)))
+            or (issue.severity == old[i].severity and issue.impact_score > old[i].impact_score)
+        )
+    )
     return IssueDiff(resolved, worse, created)
 
 

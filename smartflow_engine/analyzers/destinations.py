@@ -52,19 +52,37 @@ class Destination:
         no new critical/warning issue, and the health key (critical, warning, total impact) gets
         strictly (lexicographically) better, so the loop counts the write as progress (a critical
         issue eased to a warning counts one warning more and one critical less)."""
-        return (self.eases_focus > 0 and not self.creates
-                and (self.critical_delta, self.warning_delta, self.impact_delta) < (0, 0, 0.0))
+        return (
+            self.eases_focus > 0
+            and not self.creates
+            and (self.critical_delta, self.warning_delta, self.impact_delta) < (0, 0, 0.0)
+        )
 
     def score(self) -> tuple[int, int, int, int, float, int, int]:
-        return (self.critical_delta, self.warning_delta, -self.resolves_focus, len(self.creates),
-                self.impact_after, self.day, self.slot_start)
+        return (
+            self.critical_delta,
+            self.warning_delta,
+            -self.resolves_focus,
+            len(self.creates),
+            self.impact_after,
+            self.day,
+            self.slot_start,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"day": self.day, "slot_start": self.slot_start, "slot_end": self.slot_end,
-                "embed_host": self.embed_host, "resolves": list(self.resolves),
-                "creates": list(self.creates), "critical_delta": self.critical_delta,
-                "warning_delta": self.warning_delta, "impact_delta": self.impact_delta,
-                "helps": self.helps, **({"from_day": self.from_day} if self.from_day else {})}
+        return {
+            "day": self.day,
+            "slot_start": self.slot_start,
+            "slot_end": self.slot_end,
+            "embed_host": self.embed_host,
+            "resolves": list(self.resolves),
+            "creates": list(self.creates),
+            "critical_delta": self.critical_delta,
+            "warning_delta": self.warning_delta,
+            "impact_delta": self.impact_delta,
+            "helps": self.helps,
+            **({"from_day": self.from_day} if self.from_day else {}),
+        }
 
 
 @dataclass
@@ -86,13 +104,11 @@ def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult
     """The health envelope of ``state`` without feasibility and without the destination search."""
     from .health import run_health
 
-    return run_health(state, list(DIMENSIONS), [], "summary", level, None, None,
-                      actionable=False)
+    return run_health(state, list(DIMENSIONS), [], "summary", level, None, None, actionable=False)
 
 
 # ---------------------------------------------------------------------------------- targets
-def movable(state: ScheduleState, task: Task,
-            hosts: Container[int] | None = None) -> bool:
+def movable(state: ScheduleState, task: Task, hosts: Container[int] | None = None) -> bool:
     """A study task single writes can put elsewhere: pending, or placed with at most one block a
     day (a block of a task with several is moved with ``from_day``) and no guest embedded.
 
@@ -114,8 +130,9 @@ def _as_list(value: Any) -> list[Any] | None:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def matches(state: ScheduleState, task: Task, target_filter: dict[str, Any],
-            scope: dict[str, Any]) -> bool:
+def matches(
+    state: ScheduleState, task: Task, target_filter: dict[str, Any], scope: dict[str, Any]
+) -> bool:
     """Does ``task`` pass an action's ``target_filter`` and ``candidate_scope``?"""
     sources = _as_list(target_filter.get("source"))
     if sources is not None and task.source not in sources:
@@ -140,9 +157,12 @@ def matches(state: ScheduleState, task: Task, target_filter: dict[str, Any],
     return not (pool == "pending" and task.status != "pending")
 
 
-def target_tasks(state: ScheduleState, action: NextAction | None = None,
-                 target_filter: dict[str, Any] | None = None,
-                 scope: dict[str, Any] | None = None) -> list[Task]:
+def target_tasks(
+    state: ScheduleState,
+    action: NextAction | None = None,
+    target_filter: dict[str, Any] | None = None,
+    scope: dict[str, Any] | None = None,
+) -> list[Task]:
     """Movable tasks passing the filters, those on the action's issue days and longer ones first."""
     tf = dict(action.target_filter if action is not None else {})
     tf.update(target_filter or {})
@@ -168,8 +188,9 @@ def _pieces(task: Task) -> list[tuple[int | None, int]]:
     return [(b.day, b.length) for b in task.slots]
 
 
-def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]
-                      ) -> list[tuple[int, int, int | None, int]]:
+def _candidate_starts(
+    state: ScheduleState, task: Task, days: Iterable[int]
+) -> list[tuple[int, int, int | None, int]]:
     """``(day, start, from_day, periods)`` to try: per piece, the first and last fitting start
     of each free run and each free water-course block, inside the class window and outside its
     banned periods; a block of a multi-block task never onto a day holding another of its
@@ -181,9 +202,16 @@ def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]
     grid = state.grid
     own = {(b.day, b.slot_start) for b in task.slots}
     wanted = [d for d in days if lo <= d <= hi]
-    hosts = [] if task.can_embed else [
-        b for host in state.tasks if host.can_embed and not state.is_locked(host)
-        and host.state_id != task.state_id for b in host.slots]
+    hosts = (
+        []
+        if task.can_embed
+        else [
+            b
+            for host in state.tasks
+            if host.can_embed and not state.is_locked(host) and host.state_id != task.state_id
+            for b in host.slots
+        ]
+    )
     out: list[tuple[int, int, int | None, int]] = []
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
@@ -194,8 +222,11 @@ def _candidate_starts(state: ScheduleState, task: Task, days: Iterable[int]
                     if not banned & set(range(start, start + need)) and (day, start) not in own:
                         out.append((day, start, from_day, need))
         for b in hosts:
-            if b.day in days_ok and b.length >= need and not banned & set(
-                    range(b.slot_start, b.slot_start + need)):
+            if (
+                b.day in days_ok
+                and b.length >= need
+                and not banned & set(range(b.slot_start, b.slot_start + need))
+            ):
                 out.append((b.day, b.slot_start, from_day, need))
     return out
 
@@ -258,11 +289,20 @@ def rank_destinations(
         resolves = tuple(i for i in base if i not in after)
         impact_after = round(sum(i.impact_score for i in after.values()), 4)
         dest = Destination(
-            day, start, start + need - 1, host, resolves,
-            tuple(i for i in after if i not in base), crit - base_crit,
-            (len(after) - crit) - base_warn, impact_after,
-            sum(1 for i in resolves if i in focus_set), round(impact_after - base_impact, 4),
-            sum(1 for i in focus_set if i in base and _eased(base[i], after.get(i))), from_day)
+            day,
+            start,
+            start + need - 1,
+            host,
+            resolves,
+            tuple(i for i in after if i not in base),
+            crit - base_crit,
+            (len(after) - crit) - base_warn,
+            impact_after,
+            sum(1 for i in resolves if i in focus_set),
+            round(impact_after - base_impact, 4),
+            sum(1 for i in focus_set if i in base and _eased(base[i], after.get(i))),
+            from_day,
+        )
         ranking.destinations.append(dest)
         if stop is not None and stop(dest):
             ranking.complete = False
@@ -280,8 +320,9 @@ def _eased(before: Issue, after: Issue | None) -> bool:
     return after.impact_score < before.impact_score
 
 
-def _undo(work: ScheduleState, task: Task,
-          saved: tuple[list[SlotRange], Any, int | None, int | None]) -> None:
+def _undo(
+    work: ScheduleState, task: Task, saved: tuple[list[SlotRange], Any, int | None, int | None]
+) -> None:
     """Put a probed task back exactly as it was (even where today's rules would refuse it)."""
     for block in task.slots:
         work.grid.clear(block, as_guest=task.embed_host is not None)
@@ -324,11 +365,16 @@ def _removed_issues(work: ScheduleState, task: Task, level: str) -> dict[str, Is
         _undo(work, task, saved)
 
 
-def ordered_targets(state: ScheduleState, action: NextAction | None, level: str,
-                    work: ScheduleState, before: list[Issue],
-                    target_filter: dict[str, Any] | None = None,
-                    scope: dict[str, Any] | None = None,
-                    removed: dict[int, dict[str, Issue]] | None = None) -> list[Task]:
+def ordered_targets(
+    state: ScheduleState,
+    action: NextAction | None,
+    level: str,
+    work: ScheduleState,
+    before: list[Issue],
+    target_filter: dict[str, Any] | None = None,
+    scope: dict[str, Any] | None = None,
+    removed: dict[int, dict[str, Issue]] | None = None,
+) -> list[Task]:
     """:func:`target_tasks`, the first ``SCREEN`` reordered by what taking each out does: those
     whose removal resolves one of the action's issues first, then those whose removal creates no
     new critical/warning issue and makes none of the action's own worse (moving them cannot open
@@ -376,11 +422,18 @@ class TargetSearch:
         return sum(len(r.destinations) for _, r in self.measured)
 
 
-def search_targets(state: ScheduleState, action: NextAction | None, level: str,
-                   work: ScheduleState, before: list[Issue], *, first_only: bool,
-                   target_filter: dict[str, Any] | None = None,
-                   scope: dict[str, Any] | None = None,
-                   removed: dict[int, dict[str, Issue]] | None = None) -> TargetSearch:
+def search_targets(
+    state: ScheduleState,
+    action: NextAction | None,
+    level: str,
+    work: ScheduleState,
+    before: list[Issue],
+    *,
+    first_only: bool,
+    target_filter: dict[str, Any] | None = None,
+    scope: dict[str, Any] | None = None,
+    removed: dict[int, dict[str, Issue]] | None = None,
+) -> TargetSearch:
     """Search the action's targets in :func:`ordered_targets` order, each on the action's
     preferred days with at most ``PER_TASK`` health recomputations (``EVAL_BUDGET`` in all, at
     most ``MAX_TARGETS`` tasks). ``first_only`` stops at the first helpful task (the fixable
@@ -396,9 +449,17 @@ def search_targets(state: ScheduleState, action: NextAction | None, level: str,
         if budget <= 0 or searched >= MAX_TARGETS:
             out.partial = True
             break
-        ranking = rank_destinations(state, task.state_id, days=days, level=level, focus=focus,
-                                    budget=min(PER_TASK, budget), stop=_helps, work=work,
-                                    before=before)
+        ranking = rank_destinations(
+            state,
+            task.state_id,
+            days=days,
+            level=level,
+            focus=focus,
+            budget=min(PER_TASK, budget),
+            stop=_helps,
+            work=work,
+            before=before,
+        )
         budget -= len(ranking.destinations)
         searched += bool(ranking.destinations)  # a task without a legal candidate costs nothing
         out.measured.append((task, ranking))
@@ -412,8 +473,14 @@ def search_targets(state: ScheduleState, action: NextAction | None, level: str,
     return out
 
 
-def _check(state: ScheduleState, act: NextAction, work: ScheduleState, before: list[Issue],
-           level: str, removed: dict[int, dict[str, Issue]]) -> None:
+def _check(
+    state: ScheduleState,
+    act: NextAction,
+    work: ScheduleState,
+    before: list[Issue],
+    level: str,
+    removed: dict[int, dict[str, Issue]],
+) -> None:
     """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason``."""
     act.fixable_checked = True
     search = search_targets(state, act, level, work, before, first_only=True, removed=removed)
@@ -422,25 +489,32 @@ def _check(state: ScheduleState, act: NextAction, work: ScheduleState, before: l
         return
     act.fixable = False
     if not search.targets:
-        act.fixable_reason = ("范围内没有可移动的任务（固定任务、课程、嵌有任务或同一天有多个时段块的"
-                              "任务不可移动）。")
+        act.fixable_reason = (
+            "范围内没有可移动的任务（固定任务、课程、嵌有任务或同一天有多个时段块的任务不可移动）。"
+        )
     elif search.partial:
         act.fixable_reason = (
             f"在检查预算内（{len(search.measured)}/{len(search.targets)}个可移动任务、共"
             f"{search.legal}个候选落点）未找到解决或缓解本动作问题、不新增严重/警告问题且使体检结果变好的落点；"
             "其余候选未检查，可用 query_target_tasks/query_available_slots 换筛选条件继续查找，"
-            "或处理下一个动作。")
+            "或处理下一个动作。"
+        )
     elif search.legal == 0:
-        act.fixable_reason = ("范围内的可移动任务在允许的天里没有合法落点（空闲时段不够长、"
-                              "超出任务类时间窗或落在禁排时段）。")
+        act.fixable_reason = (
+            "范围内的可移动任务在允许的天里没有合法落点（空闲时段不够长、"
+            "超出任务类时间窗或落在禁排时段）。"
+        )
     else:
-        act.fixable_reason = ("范围内每个可移动任务的每个候选落点（每段空闲的首尾起点、可嵌入的水课块）"
-                              "都解决不了也缓解不了本动作的问题，或会新增严重/警告问题（单次移动"
-                              "无法改善；可考虑先处理下一个动作）。")
+        act.fixable_reason = (
+            "范围内每个可移动任务的每个候选落点（每段空闲的首尾起点、可嵌入的水课块）"
+            "都解决不了也缓解不了本动作的问题，或会新增严重/警告问题（单次移动"
+            "无法改善；可考虑先处理下一个动作）。"
+        )
 
 
-def make_actionable(state: ScheduleState, actions: list[NextAction], issues: list[Issue],
-                    level: str, keep: int) -> list[NextAction]:
+def make_actionable(
+    state: ScheduleState, actions: list[NextAction], issues: list[Issue], level: str, keep: int
+) -> list[NextAction]:
     """The ``keep`` actions health offers, each made actionable.
 
     Each action's ``required_reads`` point to the two query tools and its ``success_criteria``
@@ -456,27 +530,53 @@ def make_actionable(state: ScheduleState, actions: list[NextAction], issues: lis
     work = state.copy_state()
     before = [i for i in issues if i.dimension != "feasibility"]
     critical = sum(1 for i in issues if i.severity == "critical")
-    checked = actions[:2 * keep]
+    checked = actions[: 2 * keep]
     removed: dict[int, dict[str, Issue]] = {}
     for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
-            {"tool": "query_available_slots", "args": {"action_id": act.action_id},
-             "needs": ["task_id"]},
+            {
+                "tool": "query_available_slots",
+                "args": {"action_id": act.action_id},
+                "needs": ["task_id"],
+            },
         ]
-        act.success_criteria = {"recheck_tool": "analyze_health", "conditions": [
-            *({"metric": "issues[].issue_id", "where": {"severity": list(SEVERE)},
-               "operator": "not_contains", "value": iid} for iid in act.issue_ids),
-            {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
-        ]}
+        act.success_criteria = {
+            "recheck_tool": "analyze_health",
+            "conditions": [
+                *(
+                    {
+                        "metric": "issues[].issue_id",
+                        "where": {"severity": list(SEVERE)},
+                        "operator": "not_contains",
+                        "value": iid,
+                    }
+                    for iid in act.issue_ids
+                ),
+                {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
+            ],
+        }
         _check(state, act, work, before, level, removed)
         if sum(1 for a in checked if a.fixable is True) >= keep:
-            checked = checked[:checked.index(act) + 1]
+            checked = checked[: checked.index(act) + 1]
             break
     rank = {id(a): i for i, a in enumerate(checked)}
     return sorted(checked, key=lambda a: (a.fixable is not True, rank[id(a)]))[:keep]
 
 
-__all__ = ["SEVERE", "Destination", "Ranking", "TargetSearch", "health_issues", "health_result",
-           "make_actionable", "matches", "movable", "ordered_targets", "preferred_days",
-           "rank_destinations", "search_targets", "target_tasks"]
+__all__ = [
+    "SEVERE",
+    "Destination",
+    "Ranking",
+    "TargetSearch",
+    "health_issues",
+    "health_result",
+    "make_actionable",
+    "matches",
+    "movable",
+    "ordered_targets",
+    "preferred_days",
+    "rank_destinations",
+    "search_targets",
+    "target_tasks",
+]

@@ -112,8 +112,9 @@ def week_numbers(state: ScheduleState) -> np.ndarray:
 # ---------------------------------------------------------------------------------- parameters
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise ParamError("invalid_args",
-                         f"参数 {name} 取值无效（可选：{'/'.join(choices)}），收到 {value!r}。")
+        raise ParamError(
+            "invalid_args", f"参数 {name} 取值无效（可选：{'/'.join(choices)}），收到 {value!r}。"
+        )
     return value
 
 
@@ -138,8 +139,9 @@ def check_bool(name: str, value: Any) -> bool:
 def check_day(state: ScheduleState, name: str, value: Any) -> int | None:
     day = check_int(name, value)
     if day is not None and not 1 <= day <= state.num_days:
-        raise ParamError("out_of_range",
-                         f"参数 {name}={day} 超出规划窗口（第1-{state.num_days}天）。")
+        raise ParamError(
+            "out_of_range", f"参数 {name}={day} 超出规划窗口（第1-{state.num_days}天）。"
+        )
     return day
 
 
@@ -175,8 +177,9 @@ def resolve_days(
             d1 = state.num_days if d1 is None else d1
     if scope == "full":
         if has_days or has_weeks:
-            raise ParamError("invalid_args",
-                             "scope=full 时不接受 day_from/day_to/week_from/week_to。")
+            raise ParamError(
+                "invalid_args", "scope=full 时不接受 day_from/day_to/week_from/week_to。"
+            )
         return np.arange(state.num_days)
     if scope == "day_range":
         if has_weeks:
@@ -203,8 +206,11 @@ def resolve_days(
 def movable_study_tasks(state: ScheduleState) -> list[Task]:
     """Placed, unlocked study tasks that hold periods of their own (not guests)."""
     return [
-        t for t in state.tasks
-        if not is_course(t) and t.status != "pending" and t.embed_host is None
+        t
+        for t in state.tasks
+        if not is_course(t)
+        and t.status != "pending"
+        and t.embed_host is None
         and not state.is_locked(t)
     ]
 

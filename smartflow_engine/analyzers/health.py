@@ -45,8 +45,12 @@ TOOL = "analyze_health"
 DETAILS = ("summary", "full")
 MAX_ACTIONS = 3
 CLOSE_RULE = "critical=0 && warning<=1"
-NEGOTIATION_INTENTS = ("ask_expand_window", "ask_relax_constraints", "ask_reduce_scope_or_budget",
-                       "accept_risk_and_close")
+NEGOTIATION_INTENTS = (
+    "ask_expand_window",
+    "ask_relax_constraints",
+    "ask_reduce_scope_or_budget",
+    "accept_risk_and_close",
+)
 
 
 def check_dimensions(value: Any) -> tuple[list[str], list[str]]:
@@ -58,8 +62,10 @@ def check_dimensions(value: Any) -> tuple[list[str], list[str]]:
     valid = [d for d in DIMENSIONS if d in value]
     ignored = [str(d) for d in value if d not in DIMENSIONS]
     if not valid:
-        raise ParamError("invalid_args", "参数 dimensions 没有合法维度（可选："
-                         f"{'/'.join(DIMENSIONS)}），收到 {value!r}。")
+        raise ParamError(
+            "invalid_args",
+            f"参数 dimensions 没有合法维度（可选：{'/'.join(DIMENSIONS)}），收到 {value!r}。",
+        )
     return valid, ignored
 
 
@@ -75,8 +81,11 @@ def merge_issues(issues: Sequence[Issue]) -> list[Issue]:
     out: list[Issue] = []
     for issue in sort_issues(issues):
         rule = _RULES.get((issue.dimension, issue.rule))
-        key = (rule.merge_key(issue.day, issue.category) if rule is not None
-               else (issue.dimension, issue.rule, (issue.day, issue.category)))
+        key = (
+            rule.merge_key(issue.day, issue.category)
+            if rule is not None
+            else (issue.dimension, issue.rule, (issue.day, issue.category))
+        )
         first = kept.get(key)
         if first is None:
             kept[key] = issue
@@ -89,13 +98,20 @@ def merge_issues(issues: Sequence[Issue]) -> list[Issue]:
 def feasibility_issue(report: FeasibilityReport) -> Issue:
     gap = int(report.capacity_gap or 0)
     trigger = Trigger("capacity_gap", ">", 0, gap)
-    return Issue(issue_id="issue_feasibility_capacity_gap", dimension="feasibility",
-                 severity="critical", rule="capacity_gap", trigger=trigger, conditions=(trigger,),
-                 impact_score=r4(gap / max(report.required_task_slots, 1)))
+    return Issue(
+        issue_id="issue_feasibility_capacity_gap",
+        dimension="feasibility",
+        severity="critical",
+        rule="capacity_gap",
+        trigger=trigger,
+        conditions=(trigger,),
+        impact_score=r4(gap / max(report.required_task_slots, 1)),
+    )
 
 
-def negotiation_actions(state: ScheduleState, report: FeasibilityReport,
-                        figures: NegotiationFigures | None) -> list[NextAction]:
+def negotiation_actions(
+    state: ScheduleState, report: FeasibilityReport, figures: NegotiationFigures | None
+) -> list[NextAction]:
     """The four options of P1-F, carrying the solver's figures; the user decides, so no writes
     other than a task-class update are named."""
     pending = state.pending_tasks()
@@ -106,47 +122,90 @@ def negotiation_actions(state: ScheduleState, report: FeasibilityReport,
         "candidate_scope": candidate_scope(window, categories=cats, task_pool="pending"),
         "target_filter": {"source": "task_item", "status": ["pending"]},
         "slot_filter": {},
-        "required_reads": [{"tool": "get_overview", "args": {}},
-                           {"tool": "list_tasks", "args": {"status": "pending"}}],
+        "required_reads": [
+            {"tool": "get_overview", "args": {}},
+            {"tool": "list_tasks", "args": {"status": "pending"}},
+        ],
         "issue_ids": ["issue_feasibility_capacity_gap"],
     }
-    fixed = {"recheck_tool": TOOL, "conditions": [
-        {"metric": "feasibility.capacity_gap", "operator": "<=", "value": 0}]}
+    fixed = {
+        "recheck_tool": TOOL,
+        "conditions": [{"metric": "feasibility.capacity_gap", "operator": "<=", "value": 0}],
+    }
     bottleneck = report.bottleneck
-    short = [{"class_id": c.class_id, "name": c.name, "required_slots": c.required_slots,
-              "placeable_slots": c.placeable_slots}
-             for c in (bottleneck.classes if bottleneck is not None else ())]
+    short = [
+        {
+            "class_id": c.class_id,
+            "name": c.name,
+            "required_slots": c.required_slots,
+            "placeable_slots": c.placeable_slots,
+        }
+        for c in (bottleneck.classes if bottleneck is not None else ())
+    ]
     f = figures
-    return number_actions([
-        action("ask_expand_window", "feasibility", **common, success_criteria=fixed,
-               candidate_write_tools=[],
-               figures={"capacity_gap": gap,
-                        "extra_days_needed": f.extra_days_needed if f else None,
-                        "extra_days_possible": f.extra_days_possible if f else None}),
-        action("ask_relax_constraints", "feasibility", **common, success_criteria=fixed,
-               candidate_write_tools=["upsert_task_class"],
-               figures={"reason_code": report.reason_code,
-                        "lifting_banned_suffices": f.lifting_banned_suffices if f else None,
-                        "lifting_class_constraints_suffices":
-                            f.lifting_class_constraints_suffices if f else None,
-                        "short_classes": short}),
-        action("ask_reduce_scope_or_budget", "feasibility", **common, success_criteria=fixed,
-               candidate_write_tools=["upsert_task_class"],
-               figures={"slots_to_cut": f.slots_to_cut if f else gap,
-                        "required_task_slots": report.required_task_slots,
-                        "feasible_slots": report.feasible_slots}),
-        action("accept_risk_and_close", "feasibility", **common,
-               success_criteria={"user_confirmed": True}, candidate_write_tools=[],
-               figures={"unplaceable_slots": gap}),
-    ])
+    return number_actions(
+        [
+            action(
+                "ask_expand_window",
+                "feasibility",
+                **common,
+                success_criteria=fixed,
+                candidate_write_tools=[],
+                figures={
+                    "capacity_gap": gap,
+                    "extra_days_needed": f.extra_days_needed if f else None,
+                    "extra_days_possible": f.extra_days_possible if f else None,
+                },
+            ),
+            action(
+                "ask_relax_constraints",
+                "feasibility",
+                **common,
+                success_criteria=fixed,
+                candidate_write_tools=["upsert_task_class"],
+                figures={
+                    "reason_code": report.reason_code,
+                    "lifting_banned_suffices": f.lifting_banned_suffices if f else None,
+                    "lifting_class_constraints_suffices": f.lifting_class_constraints_suffices
+                    if f
+                    else None,
+                    "short_classes": short,
+                },
+            ),
+            action(
+                "ask_reduce_scope_or_budget",
+                "feasibility",
+                **common,
+                success_criteria=fixed,
+                candidate_write_tools=["upsert_task_class"],
+                figures={
+                    "slots_to_cut": f.slots_to_cut if f else gap,
+                    "required_task_slots": report.required_task_slots,
+                    "feasible_slots": report.feasible_slots,
+                },
+            ),
+            action(
+                "accept_risk_and_close",
+                "feasibility",
+                **common,
+                success_criteria={"user_confirmed": True},
+                candidate_write_tools=[],
+                figures={"unplaceable_slots": gap},
+            ),
+        ]
+    )
 
 
 def snapshot(report: FeasibilityReport) -> dict[str, Any]:
-    return {**report.snapshot(), "proven": report.proven,
-            "required_task_slots": report.required_task_slots,
-            "feasible_slots": report.feasible_slots,
-            "free_capacity_slots": report.free_capacity_slots,
-            "slack_slots": report.slack_slots, "runtime_s": r4(report.runtime_s)}
+    return {
+        **report.snapshot(),
+        "proven": report.proven,
+        "required_task_slots": report.required_task_slots,
+        "feasible_slots": report.feasible_slots,
+        "free_capacity_slots": report.free_capacity_slots,
+        "slack_slots": report.slack_slots,
+        "runtime_s": r4(report.runtime_s),
+    }
 
 
 def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
@@ -157,8 +216,9 @@ def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, An
         "subject_count": len(rows),
         "max_gap": max(gaps) if gaps else None,
         "max_concentration": max(concs) if concs else None,
-        "lagging_budget": sorted({i.category for i in issues
-                                  if i.rule == "budget_lag" and i.category is not None}),
+        "lagging_budget": sorted(
+            {i.category for i in issues if i.rule == "budget_lag" and i.category is not None}
+        ),
     }
 
 
@@ -181,8 +241,9 @@ def run_health(
     if "subjects" in dimensions:
         parts["subjects"] = run_subjects(frame, None, True, detail, level)
     if "context" in dimensions:
-        parts["context"] = run_context(frame, everything, (),
-                                       "day_detail" if detail == "full" else "summary", level)
+        parts["context"] = run_context(
+            frame, everything, (), "day_detail" if detail == "full" else "summary", level
+        )
     if "tolerance" in dimensions:
         parts["tolerance"] = run_tolerance(frame, everything, 2, 2, detail, level)
 
@@ -231,24 +292,36 @@ def run_health(
     # The current schedule is one of the floor's population only when no pending period that
     # could be placed is left (see .solver.health_floor).
     pending = sum(t.need() for t in state.pending_tasks())
-    complete = pending == 0 or (report is not None and report.proven
-                                and report.capacity_gap is not None
-                                and pending <= report.capacity_gap)
+    complete = pending == 0 or (
+        report is not None
+        and report.proven
+        and report.capacity_gap is not None
+        and pending <= report.capacity_gap
+    )
     best = floor.proven and complete and floor.meets(counts["critical"], counts["warning"])
     metrics["close_signal"] = {
         "acceptable_to_close": acceptable,
-        "critical": counts["critical"], "warning": counts["warning"], "rule": CLOSE_RULE,
+        "critical": counts["critical"],
+        "warning": counts["warning"],
+        "rule": CLOSE_RULE,
         "reason": "rules_met" if acceptable else "best_achievable" if best else "open",
         "best_achievable": best,
-        "floor": floor.to_dict()}
+        "floor": floor.to_dict(),
+    }
     if ignored:
         metrics["ignored_dimensions"] = ignored
     if detail == "full":
         metrics["details"] = {name: part.metrics for name, part in parts.items()}
     return AnalysisResult(
-        tool=TOOL, success=True, metric_schema=metric_schema(TOOL), metrics=metrics,
-        issues=issues, next_actions=actions,
-        feasibility=snapshot(report) if report is not None else None, has_feasibility=True)
+        tool=TOOL,
+        success=True,
+        metric_schema=metric_schema(TOOL),
+        metrics=metrics,
+        issues=issues,
+        next_actions=actions,
+        feasibility=snapshot(report) if report is not None else None,
+        has_feasibility=True,
+    )
 
 
 @guarded(TOOL)
@@ -290,18 +363,28 @@ def analyze_health(
     report: FeasibilityReport | None = None
     figures: NegotiationFigures | None = None
     if check_bool("check_feasibility", check_feasibility):
-        if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) or not (
-                0 < time_limit_s <= 60):
-            raise ParamError("invalid_args", f"参数 time_limit_s 应在 (0, 60] 内，收到 "
-                             f"{time_limit_s!r}。")
+        if (
+            isinstance(time_limit_s, bool)
+            or not isinstance(time_limit_s, int | float)
+            or not (0 < time_limit_s <= 60)
+        ):
+            raise ParamError(
+                "invalid_args", f"参数 time_limit_s 应在 (0, 60] 内，收到 {time_limit_s!r}。"
+            )
         from ..solver import check_feasibility as solve
         from ..solver import negotiation_figures
 
         # The suggested tasks count as movable (include_suggested): after a proposal has placed
         # them, the gap and the negotiation figures keep the meaning they had before.
-        report = solve(state, time_limit_s=float(time_limit_s), num_workers=num_workers,
-                       include_suggested=True)
+        report = solve(
+            state, time_limit_s=float(time_limit_s), num_workers=num_workers, include_suggested=True
+        )
         if report.is_feasible is False:
-            figures = negotiation_figures(state, report, time_limit_s=float(time_limit_s),
-                                          num_workers=num_workers, include_suggested=True)
+            figures = negotiation_figures(
+                state,
+                report,
+                time_limit_s=float(time_limit_s),
+                num_workers=num_workers,
+                include_suggested=True,
+            )
     return run_health(state, valid, ignored, detail, level, report, figures)

@@ -47,8 +47,14 @@ def _subject(task: Task) -> str:
     return task.category or "未分类"
 
 
-def reference_load(state: ScheduleState, days: Sequence[int], *, granularity: str = "day",
-                   detail: str = "summary", level: str = "normal") -> dict[str, Any]:
+def reference_load(
+    state: ScheduleState,
+    days: Sequence[int],
+    *,
+    granularity: str = "day",
+    detail: str = "summary",
+    level: str = "normal",
+) -> dict[str, Any]:
     """``days`` are 1-based, ascending."""
     owner, _ = _cells(state)
     spd = state.slots_per_day
@@ -67,9 +73,14 @@ def reference_load(state: ScheduleState, days: Sequence[int], *, granularity: st
     for day in days:
         course, task = counts(day)
         total = course + task
-        row: dict[str, Any] = {"day": day, "week": _week(state, day), "total_used": total,
-                               "course_used": course, "task_used": task,
-                               "utilization": _r4(total / spd)}
+        row: dict[str, Any] = {
+            "day": day,
+            "week": _week(state, day),
+            "total_used": total,
+            "course_used": course,
+            "task_used": task,
+            "utilization": _r4(total / spd),
+        }
         for name, lo, hi in PARTS:
             last = spd if hi is None else min(hi, spd)
             row[name] = sum(1 for s in range(lo, last + 1) if (day, s) in owner)
@@ -111,11 +122,17 @@ def reference_load(state: ScheduleState, days: Sequence[int], *, granularity: st
         for week in sorted(weeks):
             members = weeks[week]
             used = sum(r["total_used"] for r in members)
-            out["weeks"].append({
-                "week": week, "days": len(members), "capacity": len(members) * spd,
-                "total_used": used, "course_used": sum(r["course_used"] for r in members),
-                "task_used": sum(r["task_used"] for r in members),
-                "utilization": _r4(used / (len(members) * spd))})
+            out["weeks"].append(
+                {
+                    "week": week,
+                    "days": len(members),
+                    "capacity": len(members) * spd,
+                    "total_used": used,
+                    "course_used": sum(r["course_used"] for r in members),
+                    "task_used": sum(r["task_used"] for r in members),
+                    "utilization": _r4(used / (len(members) * spd)),
+                }
+            )
     if granularity == "time_of_day" or detail == "full":
         tod = {}
         for name, lo, hi in PARTS:
@@ -124,15 +141,24 @@ def reference_load(state: ScheduleState, days: Sequence[int], *, granularity: st
             kinds = [_kind(owner.get((d, s))) for d in days for s in slots]
             used = sum(1 for k in kinds if k != "free")
             cap = len(days) * len(slots)
-            tod[name] = {"used": used, "course_used": kinds.count("course"),
-                         "task_used": kinds.count("task"), "capacity": cap,
-                         "utilization": _r4(used / cap) if cap else 0.0}
+            tod[name] = {
+                "used": used,
+                "course_used": kinds.count("course"),
+                "task_used": kinds.count("task"),
+                "capacity": cap,
+                "utilization": _r4(used / cap) if cap else 0.0,
+            }
         out["time_of_day"] = tod
     return out
 
 
-def reference_subjects(state: ScheduleState, *, category: str | None = None,
-                       include_pending: bool = True, detail: str = "summary") -> dict[str, Any]:
+def reference_subjects(
+    state: ScheduleState,
+    *,
+    category: str | None = None,
+    include_pending: bool = True,
+    detail: str = "summary",
+) -> dict[str, Any]:
     order: list[str] = []
     tasks: dict[str, list[Task]] = {}
     for task in state.tasks:
@@ -158,9 +184,11 @@ def reference_subjects(state: ScheduleState, *, category: str | None = None,
                 daily[block.day] = daily.get(block.day, 0) + block.length
         present = sorted(daily)
         used = sum(daily.values())
-        row: dict[str, Any] = {"category": name,
-                               "task_count": len(mine) if include_pending else len(placed),
-                               "placed": len(placed)}
+        row: dict[str, Any] = {
+            "category": name,
+            "task_count": len(mine) if include_pending else len(placed),
+            "placed": len(placed),
+        }
         if include_pending:
             row["pending"] = len(pending)
         row["used_slots"] = used
@@ -214,8 +242,12 @@ def reference_subjects(state: ScheduleState, *, category: str | None = None,
     return {"summary": summary, "subjects": rows}
 
 
-def _study_sequence(state: ScheduleState, owner: dict[tuple[int, int], Task],
-                    guest: dict[tuple[int, int], Task], day: int) -> list[str | None]:
+def _study_sequence(
+    state: ScheduleState,
+    owner: dict[tuple[int, int], Task],
+    guest: dict[tuple[int, int], Task],
+    day: int,
+) -> list[str | None]:
     seq: list[str | None] = []
     for slot in range(1, state.slots_per_day + 1):
         task = guest.get((day, slot)) or owner.get((day, slot))
@@ -223,9 +255,13 @@ def _study_sequence(state: ScheduleState, owner: dict[tuple[int, int], Task],
     return seq
 
 
-def reference_context(state: ScheduleState, days: Sequence[int], *,
-                      hard_categories: Sequence[str] = (), detail: str = "summary"
-                      ) -> dict[str, Any]:
+def reference_context(
+    state: ScheduleState,
+    days: Sequence[int],
+    *,
+    hard_categories: Sequence[str] = (),
+    detail: str = "summary",
+) -> dict[str, Any]:
     owner, guest = _cells(state)
     hard = set(hard_categories)
     rows = []
@@ -256,9 +292,14 @@ def reference_context(state: ScheduleState, days: Sequence[int], *,
             blocks.append({"category": seq[s], "slot_start": s + 1, "slot_end": e + 1})
             all_blocks.append((day, str(seq[s]), s + 1, e + 1))
             s = e + 1
-        row: dict[str, Any] = {"day": day, "occupied_slots": occupied, "switch_count": switches,
-                               "fragmentation": _r4(switches / max(occupied - 1, 1)),
-                               "block_count": len(blocks), "heavy_adjacent": heavy}
+        row: dict[str, Any] = {
+            "day": day,
+            "occupied_slots": occupied,
+            "switch_count": switches,
+            "fragmentation": _r4(switches / max(occupied - 1, 1)),
+            "block_count": len(blocks),
+            "heavy_adjacent": heavy,
+        }
         if detail == "day_detail":
             row["sequence"] = seq
             row["blocks"] = blocks
@@ -279,17 +320,27 @@ def reference_context(state: ScheduleState, days: Sequence[int], *,
             "max_daily_switches": max(r["switch_count"] for r in rows),
             "block_count": len(all_blocks),
             "avg_block_length": _r4(study_slots / len(all_blocks)),
-            "longest_block": {"day": longest[0], "category": longest[1],
-                              "slot_start": longest[2], "slot_end": longest[3],
-                              "length": longest[3] - longest[2] + 1},
+            "longest_block": {
+                "day": longest[0],
+                "category": longest[1],
+                "slot_start": longest[2],
+                "slot_end": longest[3],
+                "length": longest[3] - longest[2] + 1,
+            },
             "heavy_adjacent": sum(r["heavy_adjacent"] for r in rows),
         },
         "days": rows,
     }
 
 
-def reference_tolerance(state: ScheduleState, days: Sequence[int], *, min_usable_size: int = 2,
-                        min_daily_buffer: int = 2, detail: str = "summary") -> dict[str, Any]:
+def reference_tolerance(
+    state: ScheduleState,
+    days: Sequence[int],
+    *,
+    min_usable_size: int = 2,
+    min_daily_buffer: int = 2,
+    detail: str = "summary",
+) -> dict[str, Any]:
     owner, _ = _cells(state)
     spd = state.slots_per_day
     rows: list[dict[str, Any]] = []
@@ -304,18 +355,27 @@ def reference_tolerance(state: ScheduleState, days: Sequence[int], *, min_usable
             while e + 1 <= spd and (day, e + 1) not in owner:
                 e += 1
             n = e - s + 1
-            blocks.append({"slot_start": s, "slot_end": e, "length": n,
-                           "usable": n >= min_usable_size,
-                           "before": "edge" if s == 1 else _kind(owner[(day, s - 1)]),
-                           "after": "edge" if e == spd else _kind(owner[(day, e + 1)])})
+            blocks.append(
+                {
+                    "slot_start": s,
+                    "slot_end": e,
+                    "length": n,
+                    "usable": n >= min_usable_size,
+                    "before": "edge" if s == 1 else _kind(owner[(day, s - 1)]),
+                    "after": "edge" if e == spd else _kind(owner[(day, e + 1)]),
+                }
+            )
             s = e + 1
         free = sum(b["length"] for b in blocks)
         usable = sum(b["length"] for b in blocks if b["usable"])
         row: dict[str, Any] = {
-            "day": day, "free_slots": free, "usable_slots": usable,
+            "day": day,
+            "free_slots": free,
+            "usable_slots": usable,
             "fragmented_slots": free - usable,
             "largest_free_block": max((b["length"] for b in blocks), default=0),
-            "buffer_sufficient": usable >= min_daily_buffer}
+            "buffer_sufficient": usable >= min_daily_buffer,
+        }
         if detail == "full":
             row["free_blocks"] = blocks
         rows.append(row)
@@ -339,8 +399,9 @@ def reference_tolerance(state: ScheduleState, days: Sequence[int], *, min_usable
     }
 
 
-def reference_core(state: ScheduleState, *, min_usable_size: int = 2,
-                   min_daily_buffer: int = 2) -> dict[str, Any]:
+def reference_core(
+    state: ScheduleState, *, min_usable_size: int = 2, min_daily_buffer: int = 2
+) -> dict[str, Any]:
     """The batch entry point's core metrics of one window, by loops (unrounded)."""
     owner, _ = _cells(state)
     spd = state.slots_per_day
@@ -362,11 +423,16 @@ def reference_core(state: ScheduleState, *, min_usable_size: int = 2,
         short += day_usable < min_daily_buffer
     total = sum(used)
     return {
-        "total_used": total, "course_used": course, "task_used": total - course,
+        "total_used": total,
+        "course_used": course,
+        "task_used": total - course,
         "utilization_rate": total / (state.num_days * spd),
         "load_std_dev": statistics.stdev(used) if len(used) > 1 else 0.0,
-        "load_range": max(used) - min(used), "peak_load": max(used),
-        "total_free": free, "usable_slots": usable, "fragmented_slots": free - usable,
+        "load_range": max(used) - min(used),
+        "peak_load": max(used),
+        "total_free": free,
+        "usable_slots": usable,
+        "fragmented_slots": free - usable,
         "fragmentation_rate": (free - usable) / free if free else 0.0,
         "days_without_buffer": short,
     }

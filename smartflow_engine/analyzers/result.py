@@ -33,8 +33,12 @@ class Trigger:
     actual: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "operator": self.operator,
-                "threshold": self.threshold, "actual": self.actual}
+        return {
+            "metric": self.metric,
+            "operator": self.operator,
+            "threshold": self.threshold,
+            "actual": self.actual,
+        }
 
 
 @dataclass

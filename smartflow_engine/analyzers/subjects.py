@@ -92,12 +92,18 @@ def gap_stats(present: list[int]) -> dict[str, Any]:
     n = len(gaps)
     mean = sum(gaps) / n
     std = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (n - 1)) if n > 1 else 0.0
-    return {"gaps": gaps, "avg_gap": r4(mean), "max_gap": max(gaps), "min_gap": min(gaps),
-            "std_gap": r4(std)}
+    return {
+        "gaps": gaps,
+        "avg_gap": r4(mean),
+        "max_gap": max(gaps),
+        "min_gap": min(gaps),
+        "std_gap": r4(std),
+    }
 
 
-def budget_fields(state: ScheduleState, name: str, info: SubjectTasks, used: int,
-                  include_pending: bool) -> dict[str, Any]:
+def budget_fields(
+    state: ScheduleState, name: str, info: SubjectTasks, used: int, include_pending: bool
+) -> dict[str, Any]:
     tc = task_class_for(state, name, info)
     total = tc.total_slots if tc is not None else None
     end_day = tc.end_day if tc is not None else None
@@ -113,9 +119,14 @@ def budget_fields(state: ScheduleState, name: str, info: SubjectTasks, used: int
     return out
 
 
-def subjects_metrics(frame: Frame, *, category: str | None = None, include_pending: bool = True,
-                     detail: str = "summary", infos: dict[str, SubjectTasks] | None = None
-                     ) -> dict[str, Any]:
+def subjects_metrics(
+    frame: Frame,
+    *,
+    category: str | None = None,
+    include_pending: bool = True,
+    detail: str = "summary",
+    infos: dict[str, SubjectTasks] | None = None,
+) -> dict[str, Any]:
     """Per-subject metrics; ``{}`` when no subject matches (p1 §4.4: not a failure)."""
     state = frame.state
     num_days = frame.num_days
@@ -153,8 +164,9 @@ def subjects_metrics(frame: Frame, *, category: str | None = None, include_pendi
         row["concentration"] = concentration(on_days, info.blocks, num_days)
         row.update(budget_fields(state, name, info, used, include_pending))
         if detail == "full":
-            row["daily_slots"] = [{"day": d, "slots": v} for d, v in zip(present, on_days,
-                                                                          strict=True)]
+            row["daily_slots"] = [
+                {"day": d, "slots": v} for d, v in zip(present, on_days, strict=True)
+            ]
         rows.append(row)
     if not rows:
         return {}
@@ -188,9 +200,13 @@ def _largest_gap(present: list[int]) -> tuple[int, int] | None:
     return best
 
 
-def subjects_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
-                     level: str, infos: dict[str, SubjectTasks] | None = None
-                     ) -> list[NextAction]:
+def subjects_actions(
+    state: ScheduleState,
+    metrics: dict[str, Any],
+    issues: list[Issue],
+    level: str,
+    infos: dict[str, SubjectTasks] | None = None,
+) -> list[NextAction]:
     if not any(i.severity != "info" for i in issues):
         return []
     rows = {r["category"]: r for r in metrics.get("subjects", [])}
@@ -217,20 +233,40 @@ def subjects_actions(state: ScheduleState, metrics: dict[str, Any], issues: list
         if issue.rule == "subject_concentration" and moved_days:
             dense = sorted(moved_days, key=lambda d: (-per_day[d], d))[:MAX_LISTED_DAYS]
             absent = [d for d in window if d not in row["present_days"]]
-            actions.append(action(
-                "spread_subject", cat,
-                candidate_scope=candidate_scope(window, categories=[cat], task_pool="placed"),
-                target_filter={**STUDY_POOL, "categories": [cat], "days": dense,
-                               "status": ["suggested", "existing"]},
-                slot_filter={"avoid_days": dense, "prefer_days": absent[:MAX_LISTED_DAYS]},
-                required_reads=[{"tool": "list_tasks", "args": {"category": cat}}],
-                success_criteria={"recheck_tool": TOOL, "conditions": [{
-                    "metric": "subjects[].concentration", "category": cat, "operator": "<",
-                    "value": threshold("subjects", "subject_concentration", "warning",
-                                       "concentration", level)}]},
-                candidate_write_tools=["spread_even", "move", "batch_move"],
-                issue_ids=[issue.issue_id],
-            ))
+            actions.append(
+                action(
+                    "spread_subject",
+                    cat,
+                    candidate_scope=candidate_scope(window, categories=[cat], task_pool="placed"),
+                    target_filter={
+                        **STUDY_POOL,
+                        "categories": [cat],
+                        "days": dense,
+                        "status": ["suggested", "existing"],
+                    },
+                    slot_filter={"avoid_days": dense, "prefer_days": absent[:MAX_LISTED_DAYS]},
+                    required_reads=[{"tool": "list_tasks", "args": {"category": cat}}],
+                    success_criteria={
+                        "recheck_tool": TOOL,
+                        "conditions": [
+                            {
+                                "metric": "subjects[].concentration",
+                                "category": cat,
+                                "operator": "<",
+                                "value": threshold(
+                                    "subjects",
+                                    "subject_concentration",
+                                    "warning",
+                                    "concentration",
+                                    level,
+                                ),
+                            }
+                        ],
+                    },
+                    candidate_write_tools=["spread_even", "move", "batch_move"],
+                    issue_ids=[issue.issue_id],
+                )
+            )
         elif issue.rule == "subject_gap" and (pending or moved_days):
             gap = _largest_gap(row["present_days"])
             if gap is None:
@@ -241,52 +277,93 @@ def subjects_actions(state: ScheduleState, metrics: dict[str, Any], issues: list
             # The gap closes by a task moving into it (its middle first) or by the lone task at
             # its edge joining the others (e.g. one left outside its class window), so the
             # scope is the window and the gap's days are only preferred.
-            actions.append(action(
-                "fill_subject_gap", cat,
-                candidate_scope=candidate_scope(window, categories=[cat],
-                                                task_pool="pending" if pending else "placed"),
-                target_filter={**STUDY_POOL, "categories": [cat],
-                               "status": ["pending"] if pending else ["suggested", "existing"]},
-                slot_filter={"gap_days": [lo, hi], "prefer_days": inside[:MAX_GAP_DAYS]},
-                required_reads=[{"tool": "list_tasks", "args": {"category": cat}},
-                                *find_free_read(needs.get(cat) or needs_placed.get(cat, []))],
-                success_criteria={"recheck_tool": TOOL, "conditions": [{
-                    "metric": "subjects[].max_gap", "category": cat, "operator": "<",
-                    "value": int(threshold("subjects", "subject_gap", "warning", "max_gap",
-                                           level))}]},
-                candidate_write_tools=["place"] if pending else ["move"],
-                issue_ids=[issue.issue_id],
-            ))
+            actions.append(
+                action(
+                    "fill_subject_gap",
+                    cat,
+                    candidate_scope=candidate_scope(
+                        window, categories=[cat], task_pool="pending" if pending else "placed"
+                    ),
+                    target_filter={
+                        **STUDY_POOL,
+                        "categories": [cat],
+                        "status": ["pending"] if pending else ["suggested", "existing"],
+                    },
+                    slot_filter={"gap_days": [lo, hi], "prefer_days": inside[:MAX_GAP_DAYS]},
+                    required_reads=[
+                        {"tool": "list_tasks", "args": {"category": cat}},
+                        *find_free_read(needs.get(cat) or needs_placed.get(cat, [])),
+                    ],
+                    success_criteria={
+                        "recheck_tool": TOOL,
+                        "conditions": [
+                            {
+                                "metric": "subjects[].max_gap",
+                                "category": cat,
+                                "operator": "<",
+                                "value": int(
+                                    threshold(
+                                        "subjects", "subject_gap", "warning", "max_gap", level
+                                    )
+                                ),
+                            }
+                        ],
+                    },
+                    candidate_write_tools=["place"] if pending else ["move"],
+                    issue_ids=[issue.issue_id],
+                )
+            )
         elif issue.rule == "budget_lag" and pending:
             end = row["end_day"] or state.num_days
-            actions.append(action(
-                "boost_subject_budget", cat,
-                candidate_scope=candidate_scope(range(1, end + 1), categories=[cat],
-                                                task_pool="pending"),
-                target_filter={**STUDY_POOL, "categories": [cat], "status": ["pending"]},
-                slot_filter={"day_range": [1, end]},
-                required_reads=[{"tool": "list_tasks", "args": {"category": cat,
-                                                                "status": "pending"}},
-                                *find_free_read(needs.get(cat, []))],
-                success_criteria={"recheck_tool": TOOL, "conditions": [{
-                    "metric": "subjects[].budget_progress", "category": cat, "operator": ">=",
-                    "value": threshold("subjects", "budget_lag", "critical", "budget_progress",
-                                       level)}]},
-                candidate_write_tools=["place"],
-                issue_ids=[issue.issue_id],
-            ))
+            actions.append(
+                action(
+                    "boost_subject_budget",
+                    cat,
+                    candidate_scope=candidate_scope(
+                        range(1, end + 1), categories=[cat], task_pool="pending"
+                    ),
+                    target_filter={**STUDY_POOL, "categories": [cat], "status": ["pending"]},
+                    slot_filter={"day_range": [1, end]},
+                    required_reads=[
+                        {"tool": "list_tasks", "args": {"category": cat, "status": "pending"}},
+                        *find_free_read(needs.get(cat, [])),
+                    ],
+                    success_criteria={
+                        "recheck_tool": TOOL,
+                        "conditions": [
+                            {
+                                "metric": "subjects[].budget_progress",
+                                "category": cat,
+                                "operator": ">=",
+                                "value": threshold(
+                                    "subjects", "budget_lag", "critical", "budget_progress", level
+                                ),
+                            }
+                        ],
+                    },
+                    candidate_write_tools=["place"],
+                    issue_ids=[issue.issue_id],
+                )
+            )
     return number_actions(order_actions(actions, issues), MAX_ACTIONS)
 
 
-def run_subjects(frame: Frame, category: str | None, include_pending: bool, detail: str,
-                 level: str) -> AnalysisResult:
+def run_subjects(
+    frame: Frame, category: str | None, include_pending: bool, detail: str, level: str
+) -> AnalysisResult:
     infos = subject_tasks(frame.state)
-    metrics = subjects_metrics(frame, category=category, include_pending=include_pending,
-                               detail=detail, infos=infos)
+    metrics = subjects_metrics(
+        frame, category=category, include_pending=include_pending, detail=detail, infos=infos
+    )
     issues = subjects_issues(metrics, level)
     return AnalysisResult(
-        tool=TOOL, success=True, metric_schema=metric_schema(TOOL), metrics=metrics,
-        issues=issues, next_actions=subjects_actions(frame.state, metrics, issues, level, infos))
+        tool=TOOL,
+        success=True,
+        metric_schema=metric_schema(TOOL),
+        metrics=metrics,
+        issues=issues,
+        next_actions=subjects_actions(frame.state, metrics, issues, level, infos),
+    )
 
 
 @guarded(TOOL)
@@ -314,5 +391,10 @@ def analyze_subjects(
     """
     if category is not None and (not isinstance(category, str) or not category.strip()):
         raise ParamError("invalid_args", f"参数 category 应为非空字符串，收到 {category!r}。")
-    return run_subjects(Frame.build(state), category, check_bool("include_pending", include_pending),
-                        check_choice("detail", detail, DETAILS), check_level(threshold))
+    return run_subjects(
+        Frame.build(state),
+        category,
+        check_bool("include_pending", include_pending),
+        check_choice("detail", detail, DETAILS),
+        check_level(threshold),
+    )

@@ -50,8 +50,14 @@ def _side(kind_row: np.ndarray, idx: int) -> str:
     return "course" if kind_row[idx] == COURSE else "task"
 
 
-def tolerance_metrics(frame: Frame, days: np.ndarray, *, min_usable_size: int = 2,
-                      min_daily_buffer: int = 2, detail: str = "summary") -> dict[str, Any]:
+def tolerance_metrics(
+    frame: Frame,
+    days: np.ndarray,
+    *,
+    min_usable_size: int = 2,
+    min_daily_buffer: int = 2,
+    detail: str = "summary",
+) -> dict[str, Any]:
     kind = frame.kind[days]
     free = kind == FREE
     k = int(days.size)
@@ -77,20 +83,38 @@ def tolerance_metrics(frame: Frame, days: np.ndarray, *, min_usable_size: int = 
         "min_daily_buffer": min_daily_buffer,
     }
     rows: list[dict[str, Any]] = [
-        {"day": d + 1, "free_slots": f, "usable_slots": u, "fragmented_slots": fr,
-         "largest_free_block": lg, "buffer_sufficient": b}
-        for d, f, u, fr, lg, b in zip(days.tolist(), free_day.tolist(), usable_day.tolist(),
-                                      frag_day.tolist(), largest_day.tolist(), buffered.tolist(),
-                                      strict=True)
+        {
+            "day": d + 1,
+            "free_slots": f,
+            "usable_slots": u,
+            "fragmented_slots": fr,
+            "largest_free_block": lg,
+            "buffer_sufficient": b,
+        }
+        for d, f, u, fr, lg, b in zip(
+            days.tolist(),
+            free_day.tolist(),
+            usable_day.tolist(),
+            frag_day.tolist(),
+            largest_day.tolist(),
+            buffered.tolist(),
+            strict=True,
+        )
     ]
     if detail == "full":
         for entry in rows:
             entry["free_blocks"] = []
         for r, s, n in zip(row.tolist(), start.tolist(), length.tolist(), strict=True):
-            rows[r]["free_blocks"].append({
-                "slot_start": s + 1, "slot_end": s + n, "length": n,
-                "usable": n >= min_usable_size,
-                "before": _side(kind[r], s - 1), "after": _side(kind[r], s + n)})
+            rows[r]["free_blocks"].append(
+                {
+                    "slot_start": s + 1,
+                    "slot_end": s + n,
+                    "length": n,
+                    "usable": n >= min_usable_size,
+                    "before": _side(kind[r], s - 1),
+                    "after": _side(kind[r], s + n),
+                }
+            )
     return {"overall": overall, "days": rows}
 
 
@@ -99,8 +123,9 @@ def tolerance_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
     return sort_issues(i for i in issues if i is not None)
 
 
-def tolerance_actions(state: ScheduleState, metrics: dict[str, Any], issues: list[Issue],
-                      level: str) -> list[NextAction]:
+def tolerance_actions(
+    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: str
+) -> list[NextAction]:
     """Move study tasks off days without buffer; merge one-period islands (p1 §4.6)."""
     if not any(i.severity != "info" for i in issues):
         return []
@@ -114,62 +139,126 @@ def tolerance_actions(state: ScheduleState, metrics: dict[str, Any], issues: lis
             continue
         if issue.rule == "buffer":
             short = [r["day"] for r in rows if not r["buffer_sufficient"] and r["day"] in movable]
-            roomy = sorted((r for r in rows if r["usable_slots"] >= buffer + 2),
-                           key=lambda r: (-r["usable_slots"], r["day"]))
+            roomy = sorted(
+                (r for r in rows if r["usable_slots"] >= buffer + 2),
+                key=lambda r: (-r["usable_slots"], r["day"]),
+            )
             if not short:
                 continue
             short = short[:MAX_LISTED_DAYS]
-            actions.append(action(
-                "increase_tolerance", "buffer",
-                candidate_scope=candidate_scope([r["day"] for r in rows], task_pool="placed"),
-                target_filter={**STUDY_POOL, "days": short, "status": ["suggested", "existing"]},
-                slot_filter={"avoid_days": short,
-                             "prefer_days": [r["day"] for r in roomy][:MAX_LISTED_DAYS],
-                             "keep_free_run_min": overall["min_usable_size"]},
-                required_reads=reads_for_days(short) + find_free_read(
-                    b.length for d in short for t in movable[d] for b in t.slots if b.day == d),
-                success_criteria={"recheck_tool": TOOL, "conditions": [{
-                    "metric": "overall.days_without_buffer", "operator": "<",
-                    "value": int(threshold("tolerance", "buffer", "warning",
-                                           "days_without_buffer", level))}]},
-                candidate_write_tools=["move", "batch_move"],
-                issue_ids=[issue.issue_id],
-            ))
+            actions.append(
+                action(
+                    "increase_tolerance",
+                    "buffer",
+                    candidate_scope=candidate_scope([r["day"] for r in rows], task_pool="placed"),
+                    target_filter={
+                        **STUDY_POOL,
+                        "days": short,
+                        "status": ["suggested", "existing"],
+                    },
+                    slot_filter={
+                        "avoid_days": short,
+                        "prefer_days": [r["day"] for r in roomy][:MAX_LISTED_DAYS],
+                        "keep_free_run_min": overall["min_usable_size"],
+                    },
+                    required_reads=reads_for_days(short)
+                    + find_free_read(
+                        b.length for d in short for t in movable[d] for b in t.slots if b.day == d
+                    ),
+                    success_criteria={
+                        "recheck_tool": TOOL,
+                        "conditions": [
+                            {
+                                "metric": "overall.days_without_buffer",
+                                "operator": "<",
+                                "value": int(
+                                    threshold(
+                                        "tolerance",
+                                        "buffer",
+                                        "warning",
+                                        "days_without_buffer",
+                                        level,
+                                    )
+                                ),
+                            }
+                        ],
+                    },
+                    candidate_write_tools=["move", "batch_move"],
+                    issue_ids=[issue.issue_id],
+                )
+            )
         elif issue.rule == "free_fragmentation":
-            broken = sorted((r for r in rows if r["fragmented_slots"] > 0 and r["day"] in movable),
-                            key=lambda r: (-r["fragmented_slots"], r["day"]))
+            broken = sorted(
+                (r for r in rows if r["fragmented_slots"] > 0 and r["day"] in movable),
+                key=lambda r: (-r["fragmented_slots"], r["day"]),
+            )
             if not broken:
                 continue
             days = [r["day"] for r in broken][:MAX_LISTED_DAYS]
-            actions.append(action(
-                "merge_free_fragments", "days",
-                candidate_scope=candidate_scope(days, task_pool="placed"),
-                target_filter={**STUDY_POOL, "days": days, "status": ["suggested", "existing"]},
-                slot_filter={"days": days, "prefer": "close_single_period_gaps",
-                             "keep_free_run_min": overall["min_usable_size"]},
-                required_reads=reads_for_days(days),
-                success_criteria={"recheck_tool": TOOL, "conditions": [{
-                    "metric": "overall.fragmentation_rate", "operator": "<",
-                    "value": threshold("tolerance", "free_fragmentation", "warning",
-                                       "fragmentation_rate", level)}]},
-                candidate_write_tools=["move", "swap", "batch_move"],
-                issue_ids=[issue.issue_id],
-            ))
+            actions.append(
+                action(
+                    "merge_free_fragments",
+                    "days",
+                    candidate_scope=candidate_scope(days, task_pool="placed"),
+                    target_filter={**STUDY_POOL, "days": days, "status": ["suggested", "existing"]},
+                    slot_filter={
+                        "days": days,
+                        "prefer": "close_single_period_gaps",
+                        "keep_free_run_min": overall["min_usable_size"],
+                    },
+                    required_reads=reads_for_days(days),
+                    success_criteria={
+                        "recheck_tool": TOOL,
+                        "conditions": [
+                            {
+                                "metric": "overall.fragmentation_rate",
+                                "operator": "<",
+                                "value": threshold(
+                                    "tolerance",
+                                    "free_fragmentation",
+                                    "warning",
+                                    "fragmentation_rate",
+                                    level,
+                                ),
+                            }
+                        ],
+                    },
+                    candidate_write_tools=["move", "swap", "batch_move"],
+                    issue_ids=[issue.issue_id],
+                )
+            )
     return number_actions(order_actions(actions, issues))
 
 
-def run_tolerance(frame: Frame, days: np.ndarray, min_usable_size: int, min_daily_buffer: int,
-                  detail: str, level: str) -> AnalysisResult:
-    metrics = tolerance_metrics(frame, days, min_usable_size=min_usable_size,
-                                min_daily_buffer=min_daily_buffer, detail=detail)
+def run_tolerance(
+    frame: Frame,
+    days: np.ndarray,
+    min_usable_size: int,
+    min_daily_buffer: int,
+    detail: str,
+    level: str,
+) -> AnalysisResult:
+    metrics = tolerance_metrics(
+        frame,
+        days,
+        min_usable_size=min_usable_size,
+        min_daily_buffer=min_daily_buffer,
+        detail=detail,
+    )
     issues = tolerance_issues(metrics, level)
     return AnalysisResult(
-        tool=TOOL, success=True, metric_schema=metric_schema(TOOL), metrics=metrics,
-        issues=issues, next_actions=tolerance_actions(frame.state, metrics, issues, level))
+        tool=TOOL,
+        success=True,
+        metric_schema=metric_schema(TOOL),
+        metrics=metrics,
+        issues=issues,
+        next_actions=tolerance_actions(frame.state, metrics, issues, level),
+    )
 
 
-def check_sizes(state: ScheduleState, min_usable_size: Any, min_daily_buffer: Any
-                ) -> tuple[int, int]:
+def check_sizes(
+    state: ScheduleState, min_usable_size: Any, min_daily_buffer: Any
+) -> tuple[int, int]:
     spd = state.slots_per_day
     size = check_int("min_usable_size", min_usable_size, optional=False)
     buffer = check_int("min_daily_buffer", min_daily_buffer, optional=False)
@@ -214,8 +303,15 @@ def analyze_tolerance(
     threshold
         ``strict``, ``normal`` or ``relaxed``.
     """
-    days = resolve_days(state, scope=scope, week_from=week_from, week_to=week_to,
-                        day_from=day_from, day_to=day_to)
+    days = resolve_days(
+        state, scope=scope, week_from=week_from, week_to=week_to, day_from=day_from, day_to=day_to
+    )
     size, buffer = check_sizes(state, min_usable_size, min_daily_buffer)
-    return run_tolerance(Frame.build(state), days, size, buffer,
-                         check_choice("detail", detail, DETAILS), check_level(threshold))
+    return run_tolerance(
+        Frame.build(state),
+        days,
+        size,
+        buffer,
+        check_choice("detail", detail, DETAILS),
+        check_level(threshold),
+    )

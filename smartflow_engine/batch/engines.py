@@ -43,10 +43,13 @@ H = TypeVar("H", bound=Hashable)
 # Modules the local pool's forkserver imports once, before forking any worker.
 # (The solver imports OR-Tools lazily, on its first solve, and GLOP's wrapper on its first
 # relaxation, ~75 ms: preload them too.)
-PRELOAD: tuple[str, ...] = ("ortools.sat.python.cp_model",
-                            "ortools.linear_solver.python.model_builder_helper",
-                            "smartflow_engine.solver", "smartflow_engine.analyzers",
-                            "smartflow_engine.batch.jobs")
+PRELOAD: tuple[str, ...] = (
+    "ortools.sat.python.cp_model",
+    "ortools.linear_solver.python.model_builder_helper",
+    "smartflow_engine.solver",
+    "smartflow_engine.analyzers",
+    "smartflow_engine.batch.jobs",
+)
 
 
 # Worker processes hash strings with this fixed seed (PYTHONHASHSEED): the solver's proposals
@@ -73,9 +76,12 @@ def chunked(items: Iterable[Any], size: int) -> Iterator[Chunk]:
         yield chunk
 
 
-def stream_chunks(chunks: Iterable[Chunk], submit: Callable[[Chunk], H],
-                  wait_any: Callable[[list[H]], Iterable[H]],
-                  in_flight: int) -> Iterator[tuple[H, Chunk]]:
+def stream_chunks(
+    chunks: Iterable[Chunk],
+    submit: Callable[[Chunk], H],
+    wait_any: Callable[[list[H]], Iterable[H]],
+    in_flight: int,
+) -> Iterator[tuple[H, Chunk]]:
     """The shared submission loop of the pool and Ray engines.
 
     Keeps up to ``in_flight`` chunks submitted (``submit`` returns a handle: a future, an object
@@ -95,10 +101,14 @@ def stream_chunks(chunks: Iterable[Chunk], submit: Callable[[Chunk], H],
 
 
 def _crashed(item: Any, what: str) -> WindowResult:
-    row = {"window_id": item.window_id, "user_id": item.user_id,
-           "error": f"worker_crash: {what}"}
-    return WindowResult(item.index, row, user_id=item.user_id, fingerprint=item.fingerprint,
-                        day_mapping=item.day_mapping)
+    row = {"window_id": item.window_id, "user_id": item.user_id, "error": f"worker_crash: {what}"}
+    return WindowResult(
+        item.index,
+        row,
+        user_id=item.user_id,
+        fingerprint=item.fingerprint,
+        day_mapping=item.day_mapping,
+    )
 
 
 # ---------------------------------------------------------------------------------- loop
@@ -149,16 +159,18 @@ def _context(name: str) -> Any:
 
 
 def _pool(workers: int, ctx: Any, config: JobConfig) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm,
-                               initargs=(config.jobs,))
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_warm, initargs=(config.jobs,)
+    )
 
 
 def _wait_futures(futures: list[Future[ChunkResult]]) -> Iterable[Future[ChunkResult]]:
     return wait(futures, return_when=FIRST_COMPLETED)[0]
 
 
-def run_local(chunks: Iterable[Chunk], config: JobConfig, workers: int,
-              mp_context: str = "forkserver") -> Iterator[ChunkResult]:
+def run_local(
+    chunks: Iterable[Chunk], config: JobConfig, workers: int, mp_context: str = "forkserver"
+) -> Iterator[ChunkResult]:
     ctx = _context(mp_context)
     retry: list[Any] = []  # windows of chunks that were in flight when a worker died
     pools = [_pool(workers, ctx, config)]  # the last one takes new chunks
@@ -231,8 +243,12 @@ def local_ray_options(workers: int) -> dict[str, Any]:
     workers import the package the way this process did). An existing cluster keeps its own
     settings."""
     options: dict[str, Any] = {
-        "num_cpus": workers, "include_dashboard": False, "log_to_driver": False,
-        "configure_logging": False, "_system_config": {"worker_niceness": RAY_WORKER_NICENESS}}
+        "num_cpus": workers,
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "configure_logging": False,
+        "_system_config": {"worker_niceness": RAY_WORKER_NICENESS},
+    }
     pythonpath = os.environ.get("PYTHONPATH")
     if pythonpath:
         options["runtime_env"] = {"env_vars": {"PYTHONPATH": pythonpath}}
@@ -247,15 +263,20 @@ def ray_init(address: str | None = None, workers: int | None = None) -> bool:
     if ray.is_initialized():
         return False
     if address:
-        kwargs: dict[str, Any] = {"address": address, "include_dashboard": False,
-                                  "log_to_driver": False, "configure_logging": False}
+        kwargs: dict[str, Any] = {
+            "address": address,
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "configure_logging": False,
+        }
     else:
         kwargs = local_ray_options(workers or default_workers())
     try:
         ray.init(**kwargs)
     except Exception as exc:  # connection refused, bad address, ...
-        raise EngineError(f"cannot start Ray{' at ' + address if address else ''}: "
-                          f"{type(exc).__name__}: {exc}") from None
+        raise EngineError(
+            f"cannot start Ray{' at ' + address if address else ''}: {type(exc).__name__}: {exc}"
+        ) from None
     return True
 
 
@@ -266,13 +287,14 @@ def _remote_chunk() -> Any:
     if "chunk" not in _REMOTE:
         ray = _ray()
         _REMOTE["chunk"] = ray.remote(
-            num_cpus=1, max_retries=0,
-            runtime_env={"env_vars": {"PYTHONHASHSEED": HASH_SEED}})(run_chunk)
+            num_cpus=1, max_retries=0, runtime_env={"env_vars": {"PYTHONHASHSEED": HASH_SEED}}
+        )(run_chunk)
     return _REMOTE["chunk"]
 
 
-def run_ray(chunks: Iterable[Chunk], config: JobConfig, workers: int | None,
-            address: str | None = None) -> Iterator[ChunkResult]:
+def run_ray(
+    chunks: Iterable[Chunk], config: JobConfig, workers: int | None, address: str | None = None
+) -> Iterator[ChunkResult]:
     ray = _ray()
     started = ray_init(address, workers)
     try:
@@ -283,8 +305,9 @@ def run_ray(chunks: Iterable[Chunk], config: JobConfig, workers: int | None,
         def wait_any(refs: list[Any]) -> list[Any]:
             return list(ray.wait(refs, num_returns=1)[0])
 
-        for ref, chunk in stream_chunks(chunks, lambda c: remote.remote(c, config_ref),
-                                        wait_any, max(2, 2 * cpus)):
+        for ref, chunk in stream_chunks(
+            chunks, lambda c: remote.remote(c, config_ref), wait_any, max(2, 2 * cpus)
+        ):
             try:
                 yield ray.get(ref)
             except Exception as exc:  # the task's worker died, or the task raised
@@ -299,8 +322,13 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def run_engine(engine: str, chunks: Iterable[Chunk], config: JobConfig, workers: int | None,
-               address: str | None = None) -> Iterator[ChunkResult]:
+def run_engine(
+    engine: str,
+    chunks: Iterable[Chunk],
+    config: JobConfig,
+    workers: int | None,
+    address: str | None = None,
+) -> Iterator[ChunkResult]:
     """Dispatch to one engine (see the module docstring)."""
     if engine == "loop":
         return run_loop(chunks, config)

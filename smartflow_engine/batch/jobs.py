@@ -36,21 +36,50 @@ JOBS: tuple[str, ...] = ("feasibility", "proposal", "health")
 # The table's columns, in order (runtime columns end in ``_s``; the rest is deterministic for a
 # given seed). Objective columns come from the solver's term names at import time.
 BASE_COLUMNS: tuple[str, ...] = (
-    "window_id", "user_id", "days", "slots_per_day", "tasks", "pending_tasks", "pending_slots",
+    "window_id",
+    "user_id",
+    "days",
+    "slots_per_day",
+    "tasks",
+    "pending_tasks",
+    "pending_slots",
 )
 FEASIBILITY_COLUMNS: tuple[str, ...] = (
-    "is_feasible", "proven", "required_task_slots", "feasible_slots", "capacity_gap",
-    "free_capacity_slots", "slack_slots", "reason_code",
-    "extra_days_needed", "extra_days_possible", "slots_to_cut", "lifting_banned_suffices",
-    "lifting_class_constraints_suffices", "negotiation_proven",
+    "is_feasible",
+    "proven",
+    "required_task_slots",
+    "feasible_slots",
+    "capacity_gap",
+    "free_capacity_slots",
+    "slack_slots",
+    "reason_code",
+    "extra_days_needed",
+    "extra_days_possible",
+    "slots_to_cut",
+    "lifting_banned_suffices",
+    "lifting_class_constraints_suffices",
+    "negotiation_proven",
 )
 PROPOSAL_HEAD: tuple[str, ...] = (
-    "proposal_status", "proposal_wall_limited", "placed_tasks", "placed_slots", "unplaced_tasks", "unplaced_slots",
-    "max_slots", "objective_bound",
+    "proposal_status",
+    "proposal_wall_limited",
+    "placed_tasks",
+    "placed_slots",
+    "unplaced_tasks",
+    "unplaced_slots",
+    "max_slots",
+    "objective_bound",
 )
 HEALTH_COLUMNS: tuple[str, ...] = (
-    "health_of", "critical", "warning", "acceptable_to_close", "close_reason", "best_achievable",
-    "floor_critical", "floor_warning", "floor_proven",
+    "health_of",
+    "critical",
+    "warning",
+    "acceptable_to_close",
+    "close_reason",
+    "best_achievable",
+    "floor_critical",
+    "floor_warning",
+    "floor_proven",
 )
 RUNTIME_COLUMNS: tuple[str, ...] = ("feasibility_s", "proposal_s", "health_s", "total_s")
 
@@ -63,19 +92,43 @@ def objective_columns() -> tuple[str, ...]:
 
 COMMIT_COLUMNS: tuple[str, ...] = ("commit_status", "commit_detail")
 
-_STRING = ("window_id", "reason_code", "proposal_status", "health_of", "close_reason", "error",
-           "commit_status", "commit_detail")
-_BOOLEAN = ("is_feasible", "proven", "extra_days_possible", "lifting_banned_suffices",
-            "lifting_class_constraints_suffices", "negotiation_proven", "proposal_wall_limited",
-            "acceptable_to_close",
-            "best_achievable", "floor_proven")
+_STRING = (
+    "window_id",
+    "reason_code",
+    "proposal_status",
+    "health_of",
+    "close_reason",
+    "error",
+    "commit_status",
+    "commit_detail",
+)
+_BOOLEAN = (
+    "is_feasible",
+    "proven",
+    "extra_days_possible",
+    "lifting_banned_suffices",
+    "lifting_class_constraints_suffices",
+    "negotiation_proven",
+    "proposal_wall_limited",
+    "acceptable_to_close",
+    "best_achievable",
+    "floor_proven",
+)
 _FLOAT = ("unplaced_slots", "objective_bound", *RUNTIME_COLUMNS)
 
 
 def columns(commit: bool = False) -> tuple[str, ...]:
     """Every column of a batch table, in order (``commit_*`` only for a committing run)."""
-    return (*BASE_COLUMNS, *FEASIBILITY_COLUMNS, *PROPOSAL_HEAD, *objective_columns(),
-            *HEALTH_COLUMNS, *RUNTIME_COLUMNS, "error", *(COMMIT_COLUMNS if commit else ()))
+    return (
+        *BASE_COLUMNS,
+        *FEASIBILITY_COLUMNS,
+        *PROPOSAL_HEAD,
+        *objective_columns(),
+        *HEALTH_COLUMNS,
+        *RUNTIME_COLUMNS,
+        "error",
+        *(COMMIT_COLUMNS if commit else ()),
+    )
 
 
 def column_dtype(name: str) -> str:
@@ -125,8 +178,7 @@ class JobConfig:
         work budget corresponds to (never less than ``time_limit_s``)."""
         from ..solver.budget import WORK_SHARE
 
-        return PROPOSAL_WALL_FACTOR * max(self.time_limit_s,
-                                          self.proposal_work_s() / WORK_SHARE)
+        return PROPOSAL_WALL_FACTOR * max(self.time_limit_s, self.proposal_work_s() / WORK_SHARE)
 
     def timeout(self) -> float:
         if self.window_timeout_s is not None:
@@ -179,8 +231,13 @@ def _num(value: Any) -> Any:
 def run_window(item: Any, config: JobConfig) -> WindowResult:
     """The row of one :class:`~.sources.WindowItem` (never raises for a bad window)."""
     row: dict[str, Any] = {"window_id": item.window_id, "user_id": item.user_id, "error": None}
-    result = WindowResult(item.index, row, user_id=item.user_id, fingerprint=item.fingerprint,
-                          day_mapping=item.day_mapping)
+    result = WindowResult(
+        item.index,
+        row,
+        user_id=item.user_id,
+        fingerprint=item.fingerprint,
+        day_mapping=item.day_mapping,
+    )
     if item.error is not None:
         row["error"] = item.error
         return result
@@ -196,9 +253,13 @@ def run_window(item: Any, config: JobConfig) -> WindowResult:
                 row["error"] = f"invalid_state: {exc}"
                 return result
             pending = state.pending_tasks()
-            row.update(days=state.num_days, slots_per_day=state.slots_per_day,
-                       tasks=len(state.tasks), pending_tasks=len(pending),
-                       pending_slots=sum(t.need() for t in pending))
+            row.update(
+                days=state.num_days,
+                slots_per_day=state.slots_per_day,
+                tasks=len(state.tasks),
+                pending_tasks=len(pending),
+                pending_slots=sum(t.need() for t in pending),
+            )
             placements = None
             if "feasibility" in config.jobs:
                 stage = "feasibility"
@@ -229,23 +290,31 @@ def _feasibility(state: Any, config: JobConfig, row: dict[str, Any]) -> None:
     from ..solver import check_feasibility, negotiation_figures
 
     t0 = time.perf_counter()
-    report = check_feasibility(state, time_limit_s=config.time_limit_s, num_workers=1,
-                               explain=False)
-    row.update(is_feasible=report.is_feasible, proven=report.proven,
-               required_task_slots=report.required_task_slots,
-               feasible_slots=report.feasible_slots, capacity_gap=report.capacity_gap,
-               free_capacity_slots=report.free_capacity_slots, slack_slots=report.slack_slots,
-               reason_code=report.reason_code)
+    report = check_feasibility(
+        state, time_limit_s=config.time_limit_s, num_workers=1, explain=False
+    )
+    row.update(
+        is_feasible=report.is_feasible,
+        proven=report.proven,
+        required_task_slots=report.required_task_slots,
+        feasible_slots=report.feasible_slots,
+        capacity_gap=report.capacity_gap,
+        free_capacity_slots=report.free_capacity_slots,
+        slack_slots=report.slack_slots,
+        reason_code=report.reason_code,
+    )
     if not config.negotiation:
         row["feasibility_s"] = time.perf_counter() - t0
         return
     figures = negotiation_figures(state, report, time_limit_s=config.time_limit_s, num_workers=1)
-    row.update(extra_days_needed=figures.extra_days_needed,
-               extra_days_possible=figures.extra_days_possible,
-               slots_to_cut=figures.slots_to_cut,
-               lifting_banned_suffices=figures.lifting_banned_suffices,
-               lifting_class_constraints_suffices=figures.lifting_class_constraints_suffices,
-               negotiation_proven=figures.proven)
+    row.update(
+        extra_days_needed=figures.extra_days_needed,
+        extra_days_possible=figures.extra_days_possible,
+        slots_to_cut=figures.slots_to_cut,
+        lifting_banned_suffices=figures.lifting_banned_suffices,
+        lifting_class_constraints_suffices=figures.lifting_class_constraints_suffices,
+        negotiation_proven=figures.proven,
+    )
     row["feasibility_s"] = time.perf_counter() - t0
 
 
@@ -253,15 +322,24 @@ def _proposal(state: Any, config: JobConfig, row: dict[str, Any]) -> list[tuple[
     from ..solver import propose_placement
 
     t0 = time.perf_counter()
-    proposal = propose_placement(state, time_limit_s=config.proposal_wall_s(), seed=config.seed,
-                                 num_workers=1, work_limit_s=config.proposal_work_s())
+    proposal = propose_placement(
+        state,
+        time_limit_s=config.proposal_wall_s(),
+        seed=config.seed,
+        num_workers=1,
+        work_limit_s=config.proposal_work_s(),
+    )
     objective = proposal.objective
-    row.update(proposal_status=proposal.status, proposal_wall_limited=proposal.wall_limited,
-               placed_tasks=len(proposal.placements),
-               placed_slots=sum(p.length for p in proposal.placements),
-               unplaced_tasks=len(proposal.unplaced),
-               unplaced_slots=_num(objective.get("unplaced_slots")),
-               max_slots=proposal.max_slots, objective_bound=_num(proposal.bound))
+    row.update(
+        proposal_status=proposal.status,
+        proposal_wall_limited=proposal.wall_limited,
+        placed_tasks=len(proposal.placements),
+        placed_slots=sum(p.length for p in proposal.placements),
+        unplaced_tasks=len(proposal.unplaced),
+        unplaced_slots=_num(objective.get("unplaced_slots")),
+        max_slots=proposal.max_slots,
+        objective_bound=_num(proposal.bound),
+    )
     for column in objective_columns():
         row[column] = _num(objective.get(column.removeprefix("obj_")))
     row["proposal_s"] = time.perf_counter() - t0
@@ -280,8 +358,12 @@ def apply_placements(state: Any, placements: Sequence[tuple[int, int, int]]) -> 
     return relocate(state, requests, op="apply_proposal", status_after="suggested")
 
 
-def _health(state: Any, placements: list[tuple[int, int, int]] | None, config: JobConfig,
-            row: dict[str, Any]) -> None:
+def _health(
+    state: Any,
+    placements: list[tuple[int, int, int]] | None,
+    config: JobConfig,
+    row: dict[str, Any],
+) -> None:
     from ..analyzers import analyze_health
 
     t0 = time.perf_counter()
@@ -298,11 +380,16 @@ def _health(state: Any, placements: list[tuple[int, int, int]] | None, config: J
         raise RuntimeError(f"analyze_health: {result.error_code}: {result.error}")
     close = result.metrics.get("close_signal") or {}
     floor = close.get("floor") or {}
-    row.update(critical=close.get("critical"), warning=close.get("warning"),
-               acceptable_to_close=close.get("acceptable_to_close"),
-               close_reason=close.get("reason"), best_achievable=close.get("best_achievable"),
-               floor_critical=floor.get("critical"), floor_warning=floor.get("warning"),
-               floor_proven=floor.get("proven"))
+    row.update(
+        critical=close.get("critical"),
+        warning=close.get("warning"),
+        acceptable_to_close=close.get("acceptable_to_close"),
+        close_reason=close.get("reason"),
+        best_achievable=close.get("best_achievable"),
+        floor_critical=floor.get("critical"),
+        floor_warning=floor.get("warning"),
+        floor_proven=floor.get("proven"),
+    )
     row["health_s"] = time.perf_counter() - t0
 
 

@@ -35,23 +35,30 @@ def _seconds(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= 600
 
 
-def _check_args(jobs: Sequence[str], time_limit_s: float, engine: str,
-                workers: int | None, commit: bool,
-                work_limit_s: float | None = None) -> tuple[str, ...]:
+def _check_args(
+    jobs: Sequence[str],
+    time_limit_s: float,
+    engine: str,
+    workers: int | None,
+    commit: bool,
+    work_limit_s: float | None = None,
+) -> tuple[str, ...]:
     if isinstance(jobs, str):
         jobs = [j.strip() for j in jobs.split(",") if j.strip()]
     unknown = [j for j in jobs if j not in JOBS]
     if unknown:
-        raise ValueError(f"unknown job(s) {', '.join(map(repr, unknown))}; choose from "
-                         f"{', '.join(JOBS)}")
+        raise ValueError(
+            f"unknown job(s) {', '.join(map(repr, unknown))}; choose from {', '.join(JOBS)}"
+        )
     if not _seconds(time_limit_s):
         raise ValueError(f"time_limit_s must be in (0, 600] seconds, got {time_limit_s!r}")
     if work_limit_s is not None and not _seconds(work_limit_s):
         raise ValueError(f"work_limit_s must be in (0, 600] seconds, got {work_limit_s!r}")
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if commit and "proposal" not in jobs:
         raise ValueError("commit writes proposals back: include the 'proposal' job")
@@ -143,17 +150,23 @@ def run_batch(
 
     job_tuple = _check_args(jobs, time_limit_s, engine, workers, commit, work_limit_s)
     src: WindowSource = open_source(source)
-    target_store = store if store is not None else (src.store if isinstance(src, StoreSource)
-                                                    else None)
+    target_store = (
+        store if store is not None else (src.store if isinstance(src, StoreSource) else None)
+    )
     if commit and target_store is None:
         raise SourceError("commit needs a database source (or a store to commit into)")
     n_workers = workers or (1 if engine == "loop" else default_workers())
     total = len(src)
     size = chunk_size or default_chunk_size(total, n_workers)
-    config = JobConfig(jobs=job_tuple, time_limit_s=float(time_limit_s), seed=int(seed),
-                       window_timeout_s=window_timeout_s, keep_placements=commit,
-                       work_limit_s=None if work_limit_s is None else float(work_limit_s),
-                       negotiation=bool(negotiation))
+    config = JobConfig(
+        jobs=job_tuple,
+        time_limit_s=float(time_limit_s),
+        seed=int(seed),
+        window_timeout_s=window_timeout_s,
+        keep_placements=commit,
+        work_limit_s=None if work_limit_s is None else float(work_limit_s),
+        negotiation=bool(negotiation),
+    )
 
     if progress is not None:
         progress(0, 0, total)
@@ -165,8 +178,13 @@ def run_batch(
     failures = 0
     from .writeback import commit_result
 
-    for results, info in run_engine(engine, chunked(src, size), config, workers=n_workers
-                                    if engine != "loop" else None, address=address):
+    for results, info in run_engine(
+        engine,
+        chunked(src, size),
+        config,
+        workers=n_workers if engine != "loop" else None,
+        address=address,
+    ):
         if info.get("pid") is not None:
             peak[info["pid"]] = max(peak.get(info["pid"], 0.0), info["peak_rss_mb"])
             worker_cpu += info.get("cpu_s", 0.0)
@@ -184,16 +202,27 @@ def run_batch(
 
     cols = columns(commit)
     ordered = [rows[i] for i in sorted(rows)]
-    df = pd.DataFrame.from_records(ordered, columns=list(cols)) if ordered else pd.DataFrame(
-        columns=list(cols))
+    df = (
+        pd.DataFrame.from_records(ordered, columns=list(cols))
+        if ordered
+        else pd.DataFrame(columns=list(cols))
+    )
     df = df.astype({c: column_dtype(c) for c in cols})
     df.attrs["batch"] = {
-        "engine": engine, "workers": n_workers, "chunk_size": size, "windows": len(df),
-        "failures": failures, "wall_s": wall, "windows_per_s": len(df) / wall if wall else None,
+        "engine": engine,
+        "workers": n_workers,
+        "chunk_size": size,
+        "windows": len(df),
+        "failures": failures,
+        "wall_s": wall,
+        "windows_per_s": len(df) / wall if wall else None,
         "peak_rss_mb": dict(sorted(peak.items())),
-        "worker_cpu_s": worker_cpu, "driver_cpu_s": max(0.0, driver_cpu), "jobs": list(job_tuple),
+        "worker_cpu_s": worker_cpu,
+        "driver_cpu_s": max(0.0, driver_cpu),
+        "jobs": list(job_tuple),
         "negotiation": bool(negotiation),
-        "time_limit_s": float(time_limit_s), "seed": int(seed),
+        "time_limit_s": float(time_limit_s),
+        "seed": int(seed),
         "proposal_work_limit_s": config.proposal_work_s() if "proposal" in job_tuple else None,
         "proposal_wall_limit_s": config.proposal_wall_s() if "proposal" in job_tuple else None,
         "wall_limited": int(df["proposal_wall_limited"].fillna(False).sum()),
@@ -201,14 +230,20 @@ def run_batch(
     return df
 
 
-def from_db(url_or_store: Any, users: Iterable[int] | tuple[int, int] | None = None,
-            weeks: tuple[int, int] | None = None) -> StoreSource:
+def from_db(
+    url_or_store: Any,
+    users: Iterable[int] | tuple[int, int] | None = None,
+    weeks: tuple[int, int] | None = None,
+) -> StoreSource:
     """A database source: ``users`` as ids or an inclusive ``(first, last)`` range (``None``:
     every user with pending work); ``weeks`` the window (default: each user's task classes)."""
     from ..store import Store
 
-    store = url_or_store if isinstance(url_or_store, Store) else Store.from_url(
-        str(url_or_store), create=False)
+    store = (
+        url_or_store
+        if isinstance(url_or_store, Store)
+        else Store.from_url(str(url_or_store), create=False)
+    )
     ids: Iterable[int] | None = users
     if isinstance(users, tuple) and len(users) == 2 and all(isinstance(u, int) for u in users):
         ids = range(users[0], users[1] + 1)

@@ -89,8 +89,9 @@ class FileSource(WindowSource):
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                yield WindowItem(i, self._name(path), None,
-                                 error=f"unreadable: {type(exc).__name__}: {exc}")
+                yield WindowItem(
+                    i, self._name(path), None, error=f"unreadable: {type(exc).__name__}: {exc}"
+                )
                 continue
             yield WindowItem(i, self._name(path), text)
 
@@ -140,9 +141,12 @@ def _jsonl_item(index: int, default_id: str, line: str) -> WindowItem:
             data = None
         if isinstance(data, dict) and isinstance(data.get("state"), dict):
             user = data.get("user_id")
-            return WindowItem(index, str(data.get("window_id", default_id)),
-                              json.dumps(data["state"], ensure_ascii=False),
-                              user_id=user if isinstance(user, int) else None)
+            return WindowItem(
+                index,
+                str(data.get("window_id", default_id)),
+                json.dumps(data["state"], ensure_ascii=False),
+                user_id=user if isinstance(user, int) else None,
+            )
     return WindowItem(index, default_id, line)
 
 
@@ -158,8 +162,9 @@ class ListSource(WindowSource):
         if ids is not None and len(ids) != len(windows):
             raise SourceError(f"{len(ids)} ids for {len(windows)} windows")
         self.windows = list(windows)
-        self.ids = [str(x) for x in ids] if ids is not None else [str(i) for i in
-                                                                  range(len(windows))]
+        self.ids = (
+            [str(x) for x in ids] if ids is not None else [str(i) for i in range(len(windows))]
+        )
 
     def __len__(self) -> int:
         return len(self.windows)
@@ -173,8 +178,9 @@ class ListSource(WindowSource):
             elif hasattr(window, "to_json"):
                 text = window.to_json(indent=None)
             else:
-                yield WindowItem(i, wid, None, error=f"invalid_state: a {type(window).__name__} "
-                                 "is not a state")
+                yield WindowItem(
+                    i, wid, None, error=f"invalid_state: a {type(window).__name__} is not a state"
+                )
                 continue
             yield WindowItem(i, wid, text)
 
@@ -189,8 +195,13 @@ class StoreSource(WindowSource):
 
     kind = "db"
 
-    def __init__(self, store: Store, users: Iterable[int] | None = None,
-                 weeks: tuple[int, int] | None = None, slots_per_day: int = 12) -> None:
+    def __init__(
+        self,
+        store: Store,
+        users: Iterable[int] | None = None,
+        weeks: tuple[int, int] | None = None,
+        slots_per_day: int = 12,
+    ) -> None:
         from ..store.cohort import pending_class_spans, users_with_pending_work
 
         self.store = store
@@ -210,8 +221,10 @@ class StoreSource(WindowSource):
         else:
             span = self.spans.get(user)
             if span is None or span.start is None or span.end is None:
-                return ("no_window: the user's task classes give no start and end dates; "
-                        "give the window (--weeks A-B)")
+                return (
+                    "no_window: the user's task classes give no start and end dates; "
+                    "give the window (--weeks A-B)"
+                )
             start, end = span.start, span.end
             if start > end:
                 return f"no_window: the task classes' span {start} .. {end} is empty"
@@ -228,19 +241,24 @@ class StoreSource(WindowSource):
                 continue
             try:
                 state = self.store.load_window(
-                    user, [{"day_index": d, "week": w, "day_of_week": dow}
-                           for d, w, dow in mapping], slots_per_day=self.slots_per_day)
+                    user,
+                    [{"day_index": d, "week": w, "day_of_week": dow} for d, w, dow in mapping],
+                    slots_per_day=self.slots_per_day,
+                )
             except StoreError as exc:
-                yield WindowItem(i, wid, None, user_id=user, error=f"invalid_state: {exc}",
-                                 day_mapping=mapping)
+                yield WindowItem(
+                    i, wid, None, user_id=user, error=f"invalid_state: {exc}", day_mapping=mapping
+                )
                 continue
             text = state.to_json(indent=None)
-            yield WindowItem(i, wid, text, user_id=user, fingerprint=fingerprint(text),
-                             day_mapping=mapping)
+            yield WindowItem(
+                i, wid, text, user_id=user, fingerprint=fingerprint(text), day_mapping=mapping
+            )
 
 
-def day_mapping_between(start: tuple[int, int], end: tuple[int, int]) -> tuple[
-        tuple[int, int, int], ...]:
+def day_mapping_between(
+    start: tuple[int, int], end: tuple[int, int]
+) -> tuple[tuple[int, int, int], ...]:
     """Every day from ``(week, day_of_week)`` ``start`` to ``end``, both included."""
     out: list[tuple[int, int, int]] = []
     week, dow = start
@@ -291,8 +309,9 @@ def open_source(source: Any) -> WindowSource:
             return JsonlSource(path)
         return FileSource([path], root=path.parent)
     if globlib.has_magic(str(source)):
-        matches = sorted(Path(p) for p in globlib.glob(str(source), recursive=True)
-                         if Path(p).is_file())
+        matches = sorted(
+            Path(p) for p in globlib.glob(str(source), recursive=True) if Path(p).is_file()
+        )
         if not matches:
             raise SourceError(f"no file matches {source}")
         prefix: list[str] = []

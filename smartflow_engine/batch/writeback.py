@@ -34,15 +34,18 @@ def commit_result(store: Store, result: WindowResult) -> tuple[CommitStatus, str
     if row.get("is_feasible") is False:
         return "skipped", "infeasible: the proposal cannot place every pending task"
     if row.get("proposal_status") not in _PROPOSED or row.get("unplaced_tasks"):
-        return "skipped", (f"proposal {row.get('proposal_status')} leaves "
-                           f"{row.get('unplaced_tasks')} tasks unplaced")
+        return "skipped", (
+            f"proposal {row.get('proposal_status')} leaves "
+            f"{row.get('unplaced_tasks')} tasks unplaced"
+        )
     placements = result.placements or []
     if not placements:
         return "skipped", "nothing to place"
     mapping = [{"day_index": d, "week": w, "day_of_week": dow} for d, w, dow in result.day_mapping]
     try:
-        state = store.load_window(result.user_id, mapping,
-                                  slots_per_day=int(row.get("slots_per_day") or 12))
+        state = store.load_window(
+            result.user_id, mapping, slots_per_day=int(row.get("slots_per_day") or 12)
+        )
     except StoreError as exc:
         return "stale", f"the window no longer loads: {exc}"
     if fingerprint(state.to_json(indent=None)) != result.fingerprint:
@@ -53,8 +56,7 @@ def commit_result(store: Store, result: WindowResult) -> tuple[CommitStatus, str
     out = store.commit(result.user_id, state, applied.changes)
     if out.ok:
         return "committed", f"{out.tasks_written} tasks suggested"
-    status: CommitStatus = out.error_code if out.error_code in ("stale", "conflict") \
-        else "failed"  # type: ignore[assignment]
+    status: CommitStatus = out.error_code if out.error_code in ("stale", "conflict") else "failed"  # type: ignore[assignment]
     return status, f"{out.error_code}: {out.error}"
 
 

@@ -96,5 +96,15 @@ def make_solver(
     return solver
 
 
-__all__ = ["DETERMINISTIC_SHARE", "MIN_TIME_LIMIT_S", "MIN_WORK_S", "OutOfTime", "SolveStatus",
-           "check_deadline", "cp_model", "make_solver", "status_of", "time_left"]
+__all__ = [
+    "DETERMINISTIC_SHARE",
+    "MIN_TIME_LIMIT_S",
+    "MIN_WORK_S",
+    "OutOfTime",
+    "SolveStatus",
+    "check_deadline",
+    "cp_model",
+    "make_solver",
+    "status_of",
+    "time_left",
+]

@@ -44,8 +44,11 @@ def _dispatchers() -> dict[str, Any]:
 
     from . import _kernels
 
-    return {name: obj for name, obj in vars(_kernels).items()
-            if isinstance(obj, Dispatcher) and not name.startswith("_")}
+    return {
+        name: obj
+        for name, obj in vars(_kernels).items()
+        if isinstance(obj, Dispatcher) and not name.startswith("_")
+    }
 
 
 def cached_signatures(dispatcher: Any) -> list[Any] | None:
@@ -108,8 +111,12 @@ def _spawn() -> subprocess.Popen[bytes]:
     env.pop(ENV_MODE, None)
     return subprocess.Popen(
         [sys.executable, "-m", "smartflow_engine.solver._jit", "--lock"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def kernels_ready(mode: str | None = None) -> bool:

@@ -51,8 +51,17 @@ def day_kernel(
     hopt_hi: np.ndarray,
     hopt_k: np.ndarray,  # (guest options,) subject
     hopt_cost: np.ndarray,  # (guest options,) reduced cost
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-           np.ndarray, np.ndarray, int]:
+) -> tuple[
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    int,
+]:
     inf = np.inf
     num_states = OCC + num_subjects
     num_runs = run_a.shape[0]
@@ -198,8 +207,7 @@ def day_kernel(
                         host_value[h + 1, m_to, n] = nv
                         host_choice[h, m_to, n] = o
                         host_mask[h, m_to, n] = m
-    return (value, p_state, p_mask, p_how, run_end_state, host_value, host_choice, host_mask,
-            ops)
+    return (value, p_state, p_mask, p_how, run_end_state, host_value, host_choice, host_mask, ops)
 
 
 @njit(cache=True, nogil=True)
@@ -212,8 +220,9 @@ def _after_task(mask: int, bit: int, change: float) -> tuple[int, float]:
 
 
 @njit(cache=True, nogil=True)
-def totals_kernel(cost: np.ndarray, fixed: np.ndarray, totals: np.ndarray,
-                  w_load: float, max_ops: int) -> tuple[np.ndarray, int]:
+def totals_kernel(
+    cost: np.ndarray, fixed: np.ndarray, totals: np.ndarray, w_load: float, max_ops: int
+) -> tuple[np.ndarray, int]:
     """Per total ``T``: min Σ_d cost[d, n_d] + w_load·|fixed_d + n_d − mean_T| over Σ n_d = T
     (``inf`` where no split exists); ``cost[d, n]`` is ``inf`` where day ``d`` cannot take
     ``n`` free periods.
@@ -252,9 +261,17 @@ def totals_kernel(cost: np.ndarray, fixed: np.ndarray, totals: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def lagrange_kernel(table: np.ndarray, days: np.ndarray, rep_fixed: np.ndarray,
-                    fixed_sum: float, num_days: int, w_load: float, base: float,
-                    totals: np.ndarray, max_ops: int) -> np.ndarray:
+def lagrange_kernel(
+    table: np.ndarray,
+    days: np.ndarray,
+    rep_fixed: np.ndarray,
+    fixed_sum: float,
+    num_days: int,
+    w_load: float,
+    base: float,
+    totals: np.ndarray,
+    max_ops: int,
+) -> np.ndarray:
     """Per total ``T``: max over ``ν`` of
     ``base + ν·T + Σ_i days_i · min_n (table[i, n] + w_load·|rep_fixed_i + n − mean_T| − ν·n)``
     by ternary search (concave in ``ν``; any ``ν`` gives a valid bound, the search only makes
@@ -287,18 +304,22 @@ def lagrange_kernel(table: np.ndarray, days: np.ndarray, rep_fixed: np.ndarray,
             a = lo + (hi - lo) / 3
             b = hi - (hi - lo) / 3
             if _lagrange_value(shifted, days, base, total, a) < _lagrange_value(
-                    shifted, days, base, total, b):
+                shifted, days, base, total, b
+            ):
                 lo = a
             else:
                 hi = b
-        out[i] = max(_lagrange_value(shifted, days, base, total, lo),
-                     _lagrange_value(shifted, days, base, total, 0.0))
+        out[i] = max(
+            _lagrange_value(shifted, days, base, total, lo),
+            _lagrange_value(shifted, days, base, total, 0.0),
+        )
     return out
 
 
 @njit(cache=True, nogil=True)
-def _lagrange_value(shifted: np.ndarray, days: np.ndarray, base: float, total: int,
-                    nu: float) -> float:
+def _lagrange_value(
+    shifted: np.ndarray, days: np.ndarray, base: float, total: int, nu: float
+) -> float:
     types, width = shifted.shape
     value = base + nu * total
     for r in range(types):
@@ -320,12 +341,38 @@ def warm_up() -> None:
     """
     ints = np.zeros(1, dtype=np.int64)
     one = np.ones(1, dtype=np.int64)
-    day_kernel(1, 1, 2, 1.0, 1.0, np.full(1, -1, dtype=np.int64), np.zeros(1), one, one,
-               np.full(1, OCC_NONE, dtype=np.int64), np.full(1, -1, dtype=np.int64),
-               np.array([0, 2], dtype=np.int64), np.zeros(2, dtype=np.int64),
-               np.array([0, 0], dtype=np.int64), ints, one, np.zeros(1),
-               np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-               np.zeros(0, dtype=np.int64), np.zeros(0))
+    day_kernel(
+        1,
+        1,
+        2,
+        1.0,
+        1.0,
+        np.full(1, -1, dtype=np.int64),
+        np.zeros(1),
+        one,
+        one,
+        np.full(1, OCC_NONE, dtype=np.int64),
+        np.full(1, -1, dtype=np.int64),
+        np.array([0, 2], dtype=np.int64),
+        np.zeros(2, dtype=np.int64),
+        np.array([0, 0], dtype=np.int64),
+        ints,
+        one,
+        np.zeros(1),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0),
+    )
     totals_kernel(np.zeros((1, 2)), np.zeros(1), np.zeros(1, dtype=np.int64), 1.0, 10**6)
-    lagrange_kernel(np.zeros((1, 2)), np.ones(1), np.zeros(1), 0.0, 1, 1.0, 0.0,
-                    np.zeros(1, dtype=np.int64), 10**6)
+    lagrange_kernel(
+        np.zeros((1, 2)),
+        np.ones(1),
+        np.zeros(1),
+        0.0,
+        1,
+        1.0,
+        0.0,
+        np.zeros(1, dtype=np.int64),
+        10**6,
+    )

@@ -130,8 +130,9 @@ def by_density(g: Group) -> tuple[float, ...]:
 PACK_ORDERS = (longest_first, narrowest_first, ending_first, by_density)
 
 
-def best_pack(problem: Problem, counts: Sequence[int] | None = None,
-              deadline: float | None = None) -> list[Placement]:
+def best_pack(
+    problem: Problem, counts: Sequence[int] | None = None, deadline: float | None = None
+) -> list[Placement]:
     """The best of :func:`best_fit_decreasing` under each of :data:`PACK_ORDERS` (stops early
     when one places everything, and after the first order once ``deadline`` has passed)."""
     counts = [g.count for g in problem.groups] if counts is None else counts
@@ -141,8 +142,9 @@ def best_pack(problem: Problem, counts: Sequence[int] | None = None,
     for order in PACK_ORDERS:
         # The first order may run a little past the deadline: a complete greedy is worth more
         # to the caller than a cut one (it is the level-1 witness).
-        placed = best_fit_decreasing(problem, counts, order,
-                                     None if deadline is None else deadline + GREEDY_GRACE_S)
+        placed = best_fit_decreasing(
+            problem, counts, order, None if deadline is None else deadline + GREEDY_GRACE_S
+        )
         slots = sum(p.length for p in placed)
         if slots > best_slots:
             best, best_slots = placed, slots
@@ -170,8 +172,9 @@ def best_fit_decreasing(
     hosts = list(problem.hosts)
     last_day = max((b.day for b in (*problem.runs, *problem.hosts)), default=0)
     out: list[Placement] = []
-    for gi in sorted((gi for gi, c in enumerate(counts) if c > 0),
-                     key=lambda gi: order(problem.groups[gi])):
+    for gi in sorted(
+        (gi for gi, c in enumerate(counts) if c > 0), key=lambda gi: order(problem.groups[gi])
+    ):
         if deadline is not None and time.perf_counter() > deadline:
             break  # what is placed so far is a valid (partial) placement
         g = problem.groups[gi]
@@ -220,8 +223,9 @@ def best_fit_decreasing(
     return out
 
 
-def balanced_greedy(problem: Problem, weights: Mapping[str, float] | None = None,
-                    deadline: float | None = None) -> list[Placement]:
+def balanced_greedy(
+    problem: Problem, weights: Mapping[str, float] | None = None, deadline: float | None = None
+) -> list[Placement]:
     """Load/category-aware greedy: longest tasks first, each where a local score is lowest.
 
     Raises :class:`._cpsat.OutOfTime` once ``deadline`` (a ``time.perf_counter()`` value) has
@@ -266,8 +270,7 @@ def balanced_greedy(problem: Problem, weights: Mapping[str, float] | None = None
             check_deadline(deadline)
             present = count[k] > 0
             same = (~present if k in cluster else present).astype(float)
-            score = (w["load_imbalance"] * load + w["same_category"] * spd * same
-                     + w["late"] * late)
+            score = w["load_imbalance"] * load + w["same_category"] * spd * same + w["late"] * late
             score = np.where(allowed, score, np.inf)
             best: tuple[float, int, int, int | None] | None = None  # score, day, start, host
             tried = 0
@@ -343,7 +346,10 @@ def _day_candidates(
             for nb in (s - 1, e + 1):
                 if 1 <= nb <= spd and not row_free[nb - 1] and row_subj[nb - 1] != subject:
                     switch += 1
-            c = (w["isolated_free"] * iso + w["context_switch"] * switch
-                 + w["time_of_day"] * off_preference(pref, s, e))
+            c = (
+                w["isolated_free"] * iso
+                + w["context_switch"] * switch
+                + w["time_of_day"] * off_preference(pref, s, e)
+            )
             out.append((c, s, None))
     return out

@@ -114,15 +114,29 @@ def column_bound(
     ``time_limit_s`` the wall clock, building included (the bound stays valid, only weaker).
     """
     t0 = time.perf_counter()
-    res = search(problem, slots, start, weights, budget_s=budget_s,
-                 deadline=t0 + (3 * budget_s + 5.0 if time_limit_s is None else time_limit_s),
-                 num_workers=num_workers)
-    open_totals = [t for t, v in res.totals.items() if v < res.objective - 1e-6
-                   and t not in res.explored]
+    res = search(
+        problem,
+        slots,
+        start,
+        weights,
+        budget_s=budget_s,
+        deadline=t0 + (3 * budget_s + 5.0 if time_limit_s is None else time_limit_s),
+        num_workers=num_workers,
+    )
+    open_totals = [
+        t for t, v in res.totals.items() if v < res.objective - 1e-6 and t not in res.explored
+    ]
     complete = math.isfinite(res.bound) and not open_totals  # a cut search proves nothing
-    return ColumnBound(res.bound, res.converged, complete, res.objective,
-                       res.placements, len(res.explored), len(res.totals),
-                       time.perf_counter() - t0)
+    return ColumnBound(
+        res.bound,
+        res.converged,
+        complete,
+        res.objective,
+        res.placements,
+        len(res.explored),
+        len(res.totals),
+        time.perf_counter() - t0,
+    )
 
 
 __all__ = ["ColumnBound", "DayBound", "column_bound", "day_decomposition_bound"]

@@ -108,20 +108,32 @@ def search(
     try:
         pricer = Pricer(problem, w, deadline - 0.01)
     except OutOfTime:  # the window's day data alone does not fit the time limit
-        value = evaluate(problem, start, w)["weighted_total"] if start_value is None \
-            else start_value
-        return ColumnSearch(placements=list(start), objective=value, bound=-INF, optimal=False,
-                            start_objective=value, totals={}, explored=[], converged=False,
-                            runtime_s=time.perf_counter() - t0, abandoned=True)
+        value = (
+            evaluate(problem, start, w)["weighted_total"] if start_value is None else start_value
+        )
+        return ColumnSearch(
+            placements=list(start),
+            objective=value,
+            bound=-INF,
+            optimal=False,
+            start_objective=value,
+            totals={},
+            explored=[],
+            converged=False,
+            runtime_s=time.perf_counter() - t0,
+            abandoned=True,
+        )
     start_patterns = pricer.from_placements(start)
     start_total = sum(pat.free for pat in start_patterns)
     best_patterns = list(start_patterns)
     best = start_value = pattern_value(pricer, best_patterns)
     try:
-        totals = day_decomposition_totals(pricer, slots,
-                                          max_ops=int(DD_BUDGET_FACTOR * budget_s
-                                                      * TOTALS_OPS_PER_S),
-                                          deadline=deadline - 0.01)
+        totals = day_decomposition_totals(
+            pricer,
+            slots,
+            max_ops=int(DD_BUDGET_FACTOR * budget_s * TOTALS_OPS_PER_S),
+            deadline=deadline - 0.01,
+        )
     except OutOfTime:
         totals = {}
     totals.setdefault(start_total, -INF)  # not expected: the start's total is always covered
@@ -151,8 +163,11 @@ def search(
             candidates = [t for t in totals if t not in explored and totals[t] < best - tol]
             if not candidates:
                 break
-            total = start_total if start_total in candidates else min(
-                candidates, key=lambda t: (totals[t], abs(t - start_total)))
+            total = (
+                start_total
+                if start_total in candidates
+                else min(candidates, key=lambda t: (totals[t], abs(t - start_total)))
+            )
             explored.append(total)
             master = Master(pricer, slots, total, pool)
             lp_until = work() + (1 - INTEGER_SHARE) * (budget_s - work())
@@ -162,16 +177,22 @@ def search(
                 # is what the search is for); a longer one is cut (1000-day windows).
                 done, step = master.round(deadline + ROUND_GRACE_S)
                 solver_work += step
-                if explored == [total] and not done and master.rounds <= 3 and (
-                        work() - before) * (MIN_ROUNDS - master.rounds) > lp_until - work():
+                if (
+                    explored == [total]
+                    and not done
+                    and master.rounds <= 3
+                    and (work() - before) * (MIN_ROUNDS - master.rounds) > lp_until - work()
+                ):
                     # The rounds a first master needs (costlier as columns accumulate) do not fit
                     # the budget: leave it to the caller's other searches rather than spend it on
                     # an unfinished relaxation.
                     abandoned = True
                     break
                 open_totals = [t for t in totals if t != total and totals[t] < best - tol]
-                cap = int(max(0.0, min(budget_s - work(), deadline - 0.01 - time.perf_counter()))
-                          * TOTALS_OPS_PER_S)
+                cap = int(
+                    max(0.0, min(budget_s - work(), deadline - 0.01 - time.perf_counter()))
+                    * TOTALS_OPS_PER_S
+                )
                 for t, value in lagrange_totals(pricer, master, open_totals, cap).items():
                     totals[t] = max(totals[t], value)
                 if master.bound > -INF:
@@ -186,11 +207,17 @@ def search(
             if master.rounds and master.bound > -INF:
                 totals[total] = max(totals[total], master.bound)
             if totals[total] < best - tol and left():
-                det = max(0.01, (budget_s - work()) / WALL_PER_DET
-                          * (0.5 if len(totals) > 1 else 1))
+                det = max(
+                    0.01, (budget_s - work()) / WALL_PER_DET * (0.5 if len(totals) > 1 else 1)
+                )
                 chosen, value, step = master.integer(
-                    best_patterns, best, det, max(0.01, deadline - time.perf_counter()),
-                    num_workers, seed)
+                    best_patterns,
+                    best,
+                    det,
+                    max(0.01, deadline - time.perf_counter()),
+                    num_workers,
+                    seed,
+                )
                 solver_work += step
                 if chosen is not None and value < best - 1e-9:
                     best, best_patterns = value, chosen
@@ -202,10 +229,21 @@ def search(
     placements = _to_placements(problem, best_patterns, start)
     optimal = math.isfinite(bound) and proof.meets(evaluate(problem, placements, w), bound)
     return ColumnSearch(
-        placements=placements, objective=best, bound=bound, optimal=optimal,
-        start_objective=start_value, totals=totals, explored=explored, converged=converged,
-        rounds=rounds, columns=len(pool), work_s=work(), runtime_s=time.perf_counter() - t0,
-        history=history, abandoned=abandoned)
+        placements=placements,
+        objective=best,
+        bound=bound,
+        optimal=optimal,
+        start_objective=start_value,
+        totals=totals,
+        explored=explored,
+        converged=converged,
+        rounds=rounds,
+        columns=len(pool),
+        work_s=work(),
+        runtime_s=time.perf_counter() - t0,
+        history=history,
+        abandoned=abandoned,
+    )
 
 
 def _useful(master: Master, best: Sequence[Pattern]) -> list[Pattern]:
@@ -214,14 +252,18 @@ def _useful(master: Master, best: Sequence[Pattern]) -> list[Pattern]:
     return list(best) + master.support
 
 
-def _to_placements(problem: Problem, patterns: Sequence[Pattern],
-                   keep: Sequence[Placement] = ()) -> list[Placement]:
+def _to_placements(
+    problem: Problem, patterns: Sequence[Pattern], keep: Sequence[Placement] = ()
+) -> list[Placement]:
     """Task ids for the patterns' places, keeping a task where it already is when a place of
     its group is reused (so a proposal that changes little reads as little change)."""
     group_of = problem.group_of()
     pools = {gi: sorted(g.task_ids) for gi, g in enumerate(problem.groups)}
-    where = {(gi, pl.day, pl.slot_start, pl.embed_host): pl.task_id
-             for pl in keep for gi in [group_of[pl.task_id]]}
+    where = {
+        (gi, pl.day, pl.slot_start, pl.embed_host): pl.task_id
+        for pl in keep
+        for gi in [group_of[pl.task_id]]
+    }
     wanted: list[tuple[int, int, int, int | None]] = []
     for pat in patterns:
         for kind, idx, gi, s in pat.items:

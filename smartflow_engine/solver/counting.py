@@ -69,11 +69,9 @@ class LinearSink(Protocol):
 
     def new_var(self, lb: int, ub: int) -> int: ...
 
-    def add_row(self, idx: Sequence[int], coeffs: Sequence[int], lb: float, ub: float) -> None:
-        ...
+    def add_row(self, idx: Sequence[int], coeffs: Sequence[int], lb: float, ub: float) -> None: ...
 
-    def set_objective(self, idx: Sequence[int], coeffs: Sequence[int], maximize: bool) -> None:
-        ...
+    def set_objective(self, idx: Sequence[int], coeffs: Sequence[int], maximize: bool) -> None: ...
 
 
 class CpSatSink:
@@ -163,8 +161,9 @@ class _TypeSpec:
 def _offsets(length: int, duration: int, banned: tuple[int, ...]) -> tuple[int, ...]:
     """Offsets where a task of ``duration`` may start in a run of ``length`` periods whose
     banned periods sit at offsets ``banned`` (the pure-Python twin of ``allowed_starts``)."""
-    return tuple(o for o in range(length - duration + 1)
-                 if not any(o <= q < o + duration for q in banned))
+    return tuple(
+        o for o in range(length - duration + 1) if not any(o <= q < o + duration for q in banned)
+    )
 
 
 class CountModelBuilder:
@@ -184,8 +183,14 @@ class CountModelBuilder:
         Allow up to this many empty days appended after the window (a variable, minimised).
     """
 
-    def __init__(self, problem: Problem, counts: Sequence[int] | None = None, *,
-                 place_all: bool = False, extra_days_max: int = 0) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        counts: Sequence[int] | None = None,
+        *,
+        place_all: bool = False,
+        extra_days_max: int = 0,
+    ) -> None:
         self.problem = problem
         groups = problem.groups
         self.counts = [g.count for g in groups] if counts is None else list(counts)
@@ -195,24 +200,36 @@ class CountModelBuilder:
         rules = list(dict.fromkeys(groups[gi].rule for gi in self.active))
         rule_index = {r: i for i, r in enumerate(rules)}
         # Per active group: (index, rule index, duration, banned periods, may be a guest).
-        self._group_facts = [(gi, rule_index[groups[gi].rule], groups[gi].duration,
-                              groups[gi].rule.banned, groups[gi].can_guest)
-                             for gi in self.active]
+        self._group_facts = [
+            (
+                gi,
+                rule_index[groups[gi].rule],
+                groups[gi].duration,
+                groups[gi].rule.banned,
+                groups[gi].can_guest,
+            )
+            for gi in self.active
+        ]
         self._banned_sets = list(dict.fromkeys(r.banned for r in rules if r.banned))
         num_days = problem.num_days
-        self._day_sig = [tuple(r.allows_day(day, num_days) for r in rules)
-                         for day in range(num_days + 2)]
-        self.run_types = [t for t in (self._type_of(bins) for bins in self._typed(problem.runs))
-                          if t.spec]
+        self._day_sig = [
+            tuple(r.allows_day(day, num_days) for r in rules) for day in range(num_days + 2)
+        ]
+        self.run_types = [
+            t for t in (self._type_of(bins) for bins in self._typed(problem.runs)) if t.spec
+        ]
         spd = problem.slots_per_day
         self.extra_type = self._type_of([], Bin(num_days + 1, 1, spd)) if extra_days_max else None
-        self.host_types = [t for t in (self._type_of(bins) for bins in self._typed(problem.hosts))
-                           if t.spec]
+        self.host_types = [
+            t for t in (self._type_of(bins) for bins in self._typed(problem.hosts)) if t.spec
+        ]
 
     # -- typing the bins ------------------------------------------------------------------
     def _relative(self, b: Bin) -> tuple[tuple[int, ...], ...]:
-        return tuple(tuple(p - b.slot_start for p in bs if b.slot_start <= p <= b.slot_end)
-                     for bs in self._banned_sets)
+        return tuple(
+            tuple(p - b.slot_start for p in bs if b.slot_start <= p <= b.slot_end)
+            for bs in self._banned_sets
+        )
 
     def _typed(self, bins: list[Bin]) -> list[list[Bin]]:
         """Bins grouped by (length, allowed rules, banned offsets), in first-seen order."""
@@ -241,8 +258,9 @@ class CountModelBuilder:
         """Write the whole model into ``sink``."""
         self._sink = sink
         self._terms: list[list[int]] = [[] for _ in self.problem.groups]
-        self._cm = CountModel(sink, self.counts, [],
-                              durations=[g.duration for g in self.problem.groups])
+        self._cm = CountModel(
+            sink, self.counts, [], durations=[g.duration for g in self.problem.groups]
+        )
         self._add_run_types()
         self._add_extra_days()
         self._add_host_blocks()
@@ -318,8 +336,13 @@ class CountModelBuilder:
             self._copies_at_most(vars_, mult)
         return rt, supplies, caps
 
-    def _add_kind_supply(self, rt: RunType, spec: _TypeSpec,
-                         supplies: list[tuple[list[int], list[int]]], caps: list[int]) -> None:
+    def _add_kind_supply(
+        self,
+        rt: RunType,
+        spec: _TypeSpec,
+        supplies: list[tuple[list[int], list[int]]],
+        caps: list[int],
+    ) -> None:
         """The tasks of a kind's groups placed in a type are at most the kind's supply."""
         t = len(self._cm.run_types)
         self._cm.run_types.append(rt)
@@ -373,8 +396,7 @@ def build(
     extra_days_max: int = 0,
 ) -> CountModel:
     """Build the CP-SAT counting model (see :class:`CountModelBuilder` for the parameters)."""
-    builder = CountModelBuilder(problem, counts, place_all=place_all,
-                                extra_days_max=extra_days_max)
+    builder = CountModelBuilder(problem, counts, place_all=place_all, extra_days_max=extra_days_max)
     return builder.build(CpSatSink())
 
 
@@ -388,8 +410,11 @@ def decode(problem: Problem, cm: CountModel, values: Sequence[int]) -> list[Plac
     for t, rt in enumerate(cm.run_types):
         if not rt.bins:
             continue
-        intervals = sorted((off, off + rt.spec[k][0] - 1, k)
-                           for k, off, var in rt.x for _ in range(int(values[var])))
+        intervals = sorted(
+            (off, off + rt.spec[k][0] - 1, k)
+            for k, off, var in rt.x
+            for _ in range(int(values[var]))
+        )
         last_end = [-1] * len(rt.bins)
         for s0, e0, k in intervals:
             # Interval-graph colouring by start: a copy whose last interval ended is always free.
@@ -432,8 +457,9 @@ def add_hint(problem: Problem, cm: CountModel, placements: list[Placement]) -> N
     run_starts: dict[int, list[int]] = defaultdict(list)
     for b in problem.runs:
         run_starts[b.day].append(b.slot_start)
-    host_type = {(b.day, b.slot_start, b.host): t
-                 for t, bins in enumerate(cm.host_types) for b in bins}
+    host_type = {
+        (b.day, b.slot_start, b.host): t for t, bins in enumerate(cm.host_types) for b in bins
+    }
     host_blocks: dict[tuple[int, int | None], list[Bin]] = defaultdict(list)
     for b in problem.hosts:
         host_blocks[(b.day, b.host)].append(b)
@@ -447,8 +473,11 @@ def add_hint(problem: Problem, cm: CountModel, placements: list[Placement]) -> N
         gi = group_of[p.task_id]
         placed[gi] += 1
         if p.embed_host is not None:
-            hb = next(b for b in host_blocks[(p.day, p.embed_host)]
-                      if b.slot_start <= p.slot_start and p.slot_end <= b.slot_end)
+            hb = next(
+                b
+                for b in host_blocks[(p.day, p.embed_host)]
+                if b.slot_start <= p.slot_start and p.slot_end <= b.slot_end
+            )
             ys[(host_type[(hb.day, hb.slot_start, hb.host)], gi)] += 1
             continue
         start = max(s for s in run_starts[p.day] if s <= p.slot_start)
@@ -524,15 +553,22 @@ def residual(problem: Problem, placements: Sequence[Placement]) -> Problem:
         if pl.embed_host is None:
             owner[pl.day - 1, pl.slot_start - 1 : pl.slot_end] = pl.task_id
     days, starts, lengths = runs(owner == 0)
-    free = [Bin(int(d) + 1, int(s) + 1, int(s + n)) for d, s, n in
-            zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)]
-    guests = {(pl.day, pl.embed_host, pl.slot_start) for pl in placements
-              if pl.embed_host is not None}
-    hosts = [b for b in problem.hosts if not any(
-        (b.day, b.host, s) in guests for s in range(b.slot_start, b.slot_end + 1))]
+    free = [
+        Bin(int(d) + 1, int(s) + 1, int(s + n))
+        for d, s, n in zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)
+    ]
+    guests = {
+        (pl.day, pl.embed_host, pl.slot_start) for pl in placements if pl.embed_host is not None
+    }
+    hosts = [
+        b
+        for b in problem.hosts
+        if not any((b.day, b.host, s) in guests for s in range(b.slot_start, b.slot_end + 1))
+    ]
     placed = {pl.task_id for pl in placements}
-    groups = [replace(g, task_ids=[t for t in g.task_ids if t not in placed])
-              for g in problem.groups]
+    groups = [
+        replace(g, task_ids=[t for t in g.task_ids if t not in placed]) for g in problem.groups
+    ]
     return replace(problem, groups=groups, runs=free, hosts=hosts, owner=owner)
 
 
@@ -566,8 +602,12 @@ def _slots(placements: list[Placement]) -> int:
 
 
 def _pack_orders(
-    problem: Problem, counts: Sequence[int], orders: Sequence[Any], best: list[Placement],
-    target: int, end: float,
+    problem: Problem,
+    counts: Sequence[int],
+    orders: Sequence[Any],
+    best: list[Placement],
+    target: int,
+    end: float,
 ) -> list[Placement]:
     """The best of ``best`` and the greedy packings in ``orders``, stopping once one reaches
     ``target`` periods or the clock reaches ``end``."""
@@ -581,7 +621,10 @@ def _pack_orders(
 
 
 def _relaxation_path(
-    problem: Problem, counts: list[int], builder: CountModelBuilder, greedy: list[Placement],
+    problem: Problem,
+    counts: list[int],
+    builder: CountModelBuilder,
+    greedy: list[Placement],
     end: float,
 ) -> tuple[list[Placement], int]:
     """The relaxation's certified bound and the best placement it leads to.
@@ -631,22 +674,29 @@ def _keyed(keys: dict[int, tuple[float, ...]]) -> Callable[[Group], tuple[float,
 
 
 def _shuffled_packs(
-    problem: Problem, counts: list[int], base: list[Placement], rest: Problem, left: list[int],
-    best: list[Placement], bound: int, end: float,
+    problem: Problem,
+    counts: list[int],
+    base: list[Placement],
+    rest: Problem,
+    left: list[int],
+    best: list[Placement],
+    bound: int,
+    end: float,
 ) -> list[Placement]:
     """The best of ``best`` and greedy packings under seeded random group orders: the
     rounding's ``base`` completed on its residual ``rest`` (any order), then the whole problem
     (longest first, ties random). Stops at ``bound`` or ``end``; deterministic."""
     rng = random.Random(0)
     for tries, target, target_counts, start, longest in (
-            (RANDOM_ORDERS[0], rest, left, base, False),
-            (RANDOM_ORDERS[1], problem, counts, [], True)):
+        (RANDOM_ORDERS[0], rest, left, base, False),
+        (RANDOM_ORDERS[1], problem, counts, [], True),
+    ):
         for _ in range(tries):
             if _slots(best) >= bound or time.perf_counter() > end:
                 return best
             keys: dict[int, tuple[float, ...]] = {
-                id(g): ((-g.duration,) if longest else ()) + (rng.random(),)
-                for g in target.groups}
+                id(g): ((-g.duration,) if longest else ()) + (rng.random(),) for g in target.groups
+            }
             found = start + best_fit_decreasing(target, target_counts, _keyed(keys), end)
             if _slots(found) > _slots(best):
                 best = found
@@ -681,8 +731,9 @@ def max_placeable(
     counts = [g.count for g in problem.groups] if counts is None else counts
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
 
-    def answer(status: SolveStatus, best: list[Placement], bound: int,
-               proof: ProofKind = "cp-sat") -> CountResult:
+    def answer(
+        status: SolveStatus, best: list[Placement], bound: int, proof: ProofKind = "cp-sat"
+    ) -> CountResult:
         return CountResult(status, _slots(best), bound, best, time.perf_counter() - t0, proof)
 
     if required == 0:
@@ -710,12 +761,17 @@ def max_placeable(
         if _slots(found) > _slots(greedy):
             greedy = found
         if _slots(greedy) == bound:
-            return answer(SolveStatus.OPTIMAL, greedy, bound,
-                          "complete" if bound == required else "relaxation")
+            return answer(
+                SolveStatus.OPTIMAL,
+                greedy,
+                bound,
+                "complete" if bound == required else "relaxation",
+            )
     greedy = _pack_orders(problem, counts, orders, greedy, bound, end)
     if _slots(greedy) == bound:
-        return answer(SolveStatus.OPTIMAL, greedy, bound,
-                      "complete" if bound == required else "relaxation")
+        return answer(
+            SolveStatus.OPTIMAL, greedy, bound, "complete" if bound == required else "relaxation"
+        )
     if time.perf_counter() > end:
         return answer(SolveStatus.UNKNOWN, greedy, bound)
     cm = builder.build(CpSatSink())
@@ -727,8 +783,11 @@ def max_placeable(
     # the machine's load.
     if deterministic_time is None and deterministic:
         deterministic_time = DETERMINISTIC_SHARE * time_limit_s
-    solver = make_solver(max(end - time.perf_counter(), MIN_TIME_LIMIT_S),
-                         num_workers, deterministic_time=deterministic_time)
+    solver = make_solver(
+        max(end - time.perf_counter(), MIN_TIME_LIMIT_S),
+        num_workers,
+        deterministic_time=deterministic_time,
+    )
     status = status_of(solver.solve(cm.model))
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         best = round(solver.objective_value)
@@ -738,14 +797,17 @@ def max_placeable(
             bound = min(bound, int(solver.best_objective_bound + 1e-6))
         if best > _slots(greedy):  # else the greedy is as good (a feasible hint is kept)
             placements = decode(problem, cm, CpSatSink.values(solver)) if witness else []
-            return CountResult(status, best, max(best, bound), placements,
-                               time.perf_counter() - t0)
-    return answer(status if status != SolveStatus.INFEASIBLE else SolveStatus.UNKNOWN, greedy,
-                  max(bound, _slots(greedy)))
+            return CountResult(status, best, max(best, bound), placements, time.perf_counter() - t0)
+    return answer(
+        status if status != SolveStatus.INFEASIBLE else SolveStatus.UNKNOWN,
+        greedy,
+        max(bound, _slots(greedy)),
+    )
 
 
-def relaxation_bound(problem: Problem, counts: Sequence[int] | None = None, *,
-                     time_limit_s: float) -> int | None:
+def relaxation_bound(
+    problem: Problem, counts: Sequence[int] | None = None, *, time_limit_s: float
+) -> int | None:
     """A proven upper bound on the placeable periods of ``counts`` tasks (default: all): the
     certified bound of the counting model's linear relaxation, ``None`` if none was certified."""
     cm = CountModelBuilder(problem, counts).build(MatrixSink())
@@ -767,13 +829,15 @@ def all_fit(
     end = t0 + max(time_limit_s, MIN_WORK_S)
     if _slots(best_fit_decreasing(problem, counts, PACK_ORDERS[0], end)) == required:
         return True
-    bound = relaxation_bound(problem, counts,
-                             time_limit_s=max(end - time.perf_counter(), MIN_TIME_LIMIT_S))
+    bound = relaxation_bound(
+        problem, counts, time_limit_s=max(end - time.perf_counter(), MIN_TIME_LIMIT_S)
+    )
     if bound is not None and bound < required:
         return False
     cm = CountModelBuilder(problem, counts, place_all=True).build(CpSatSink())
-    solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),
-                         num_workers)
+    solver = make_solver(
+        max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S), num_workers
+    )
     status = status_of(solver.solve(cm.model))
     if status == SolveStatus.INFEASIBLE:
         return False
@@ -795,8 +859,9 @@ def min_extra_days(
         return 0, True
     t0 = time.perf_counter()
     cm = build(problem, place_all=True, extra_days_max=upper)
-    solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),
-                         num_workers)
+    solver = make_solver(
+        max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S), num_workers
+    )
     status = status_of(solver.solve(cm.model))
     if status == SolveStatus.INFEASIBLE:
         return None, True

@@ -158,8 +158,9 @@ def check_feasibility(
     problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
-    res = max_placeable(problem, time_limit_s=_left(deadline), num_workers=num_workers,
-                        relaxation=relaxation)
+    res = max_placeable(
+        problem, time_limit_s=_left(deadline), num_workers=num_workers, relaxation=relaxation
+    )
 
     if res.best == required:
         feasible: bool | None = True
@@ -216,8 +217,13 @@ def _reason(
         return "insufficient_capacity"
     if not any(g.rule.class_id is not None for g in problem.groups):
         return "fragmented"
-    res = max_placeable(lift_class_rules(problem), time_limit_s=_left(deadline),
-                        num_workers=num_workers, witness=False, relaxation=relaxation)
+    res = max_placeable(
+        lift_class_rules(problem),
+        time_limit_s=_left(deadline),
+        num_workers=num_workers,
+        witness=False,
+        relaxation=relaxation,
+    )
     return "class_window" if res.best == required else "fragmented"
 
 
@@ -226,8 +232,12 @@ def lift_class_rules(problem: Problem) -> Problem:
     ``build_problem(state, lift_banned=True, lift_windows=True)`` gives, without reading the
     state again (the bins do not depend on the rules, and every group keeps its tasks)."""
     num_days = problem.num_days
-    return replace(problem, groups=[replace(g, rule=Rule(g.rule.class_id, 1, num_days, (), True))
-                                    for g in problem.groups])
+    return replace(
+        problem,
+        groups=[
+            replace(g, rule=Rule(g.rule.class_id, 1, num_days, (), True)) for g in problem.groups
+        ],
+    )
 
 
 def explain_bottleneck(
@@ -254,13 +264,21 @@ def explain_bottleneck(
             cut = True
             break
         counts = [g.count if g.duration >= d else 0 for g in groups]
-        res = max_placeable(problem, counts=counts, time_limit_s=_left(deadline),
-                            num_workers=num_workers, witness=False)
+        res = max_placeable(
+            problem,
+            counts=counts,
+            time_limit_s=_left(deadline),
+            num_workers=num_workers,
+            witness=False,
+        )
         req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
         if res.proven and res.best < req:
             bins = [b for b in (*problem.runs, *problem.hosts) if b.length >= d]
-            durations.append(DurationShortfall(d, sum(counts), req, res.best, len(bins),
-                                               tuple(sorted({b.day for b in bins}))))
+            durations.append(
+                DurationShortfall(
+                    d, sum(counts), req, res.best, len(bins), tuple(sorted({b.day for b in bins}))
+                )
+            )
             candidates.append(counts)
             break  # smaller thresholds only add tasks: the largest one is the tightest
 
@@ -272,14 +290,29 @@ def explain_bottleneck(
         if _past(deadline):
             cut = True
             break
-        res = max_placeable(problem, counts=counts, time_limit_s=_left(deadline),
-                            num_workers=num_workers, witness=False)
+        res = max_placeable(
+            problem,
+            counts=counts,
+            time_limit_s=_left(deadline),
+            num_workers=num_workers,
+            witness=False,
+        )
         req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
         if res.proven and res.best < req:
             rule = next(g.rule for g, c in zip(groups, counts, strict=True) if c)
-            classes.append(ClassShortfall(
-                tc.id, tc.name, rule.start_day, rule.end_day, rule.banned, sum(counts), req,
-                res.best, _window_free(problem, rule.start_day, rule.end_day, rule.banned)))
+            classes.append(
+                ClassShortfall(
+                    tc.id,
+                    tc.name,
+                    rule.start_day,
+                    rule.end_day,
+                    rule.banned,
+                    sum(counts),
+                    req,
+                    res.best,
+                    _window_free(problem, rule.start_day, rule.end_day, rule.banned),
+                )
+            )
             candidates.append(counts)
 
     candidates.append(full)
@@ -343,19 +376,26 @@ def negotiation_figures(
     t0 = time.perf_counter()
     deadline = t0 + time_limit_s
     if report is None:
-        report = check_feasibility(state, time_limit_s=time_limit_s, num_workers=num_workers,
-                                   include_suggested=include_suggested, explain=False)
+        report = check_feasibility(
+            state,
+            time_limit_s=time_limit_s,
+            num_workers=num_workers,
+            include_suggested=include_suggested,
+            explain=False,
+        )
     if report.is_feasible is True:
         return NegotiationFigures(True, 0, 0, True, True, True, True, time.perf_counter() - t0)
     if report.is_feasible is None:
-        return NegotiationFigures(None, None, None, None, None, None, False,
-                                  time.perf_counter() - t0)
+        return NegotiationFigures(
+            None, None, None, None, None, None, False, time.perf_counter() - t0
+        )
     problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     days: int | None = None
     days_proven = False
     if not _past(deadline):
-        days, days_proven = min_extra_days(problem, time_limit_s=_left(deadline),
-                                           num_workers=num_workers)
+        days, days_proven = min_extra_days(
+            problem, time_limit_s=_left(deadline), num_workers=num_workers
+        )
     possible: bool | None = (days is not None) if days_proven else None
     # Lifting the class windows too relaxes lifting the banned periods alone, so the wider lift
     # runs first: when even it cannot place everything (proven), neither can the narrower one.
@@ -366,13 +406,26 @@ def negotiation_figures(
         if not lift_windows and lifts[1] is False:
             lifts[0] = False
             continue
-        relaxed = build_problem(state, include_suggested=include_suggested, subjects=False,
-                                lift_banned=True, lift_windows=lift_windows)
-        res = max_placeable(relaxed, time_limit_s=_left(deadline), num_workers=num_workers,
-                            witness=False)
+        relaxed = build_problem(
+            state,
+            include_suggested=include_suggested,
+            subjects=False,
+            lift_banned=True,
+            lift_windows=lift_windows,
+        )
+        res = max_placeable(
+            relaxed, time_limit_s=_left(deadline), num_workers=num_workers, witness=False
+        )
         required = relaxed.required_slots
-        lifts[int(lift_windows)] = (True if res.best == required
-                                    else (False if res.proven else None))
+        lifts[int(lift_windows)] = True if res.best == required else (False if res.proven else None)
     proven = days_proven and all(v is not None for v in lifts)
-    return NegotiationFigures(False, report.capacity_gap, days, possible, lifts[0], lifts[1],
-                              proven, time.perf_counter() - t0)
+    return NegotiationFigures(
+        False,
+        report.capacity_gap,
+        days,
+        possible,
+        lifts[0],
+        lifts[1],
+        proven,
+        time.perf_counter() - t0,
+    )

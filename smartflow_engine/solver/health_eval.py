@@ -91,8 +91,13 @@ class HealthEvaluator:
         1 when ``analyze_health`` would add its ``feasibility`` issue (proven infeasible), else 0.
     """
 
-    def __init__(self, state: ScheduleState, scope_ids: Iterable[int], level: str = "normal",
-                 feasibility_critical: int = 0) -> None:
+    def __init__(
+        self,
+        state: ScheduleState,
+        scope_ids: Iterable[int],
+        level: str = "normal",
+        feasibility_critical: int = 0,
+    ) -> None:
         self.state = state
         self.level = level
         self.feasibility_critical = feasibility_critical
@@ -143,7 +148,7 @@ class HealthEvaluator:
             if t.state_id in scope:
                 for b in t.slots:
                     target = guest if t.embed_host is not None else owner
-                    target[b.day - 1, b.slot_start - 1:b.slot_end] = 0
+                    target[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
         self.owner = owner
         self.guest = guest
         ids = np.array([t.state_id for t in state.tasks], dtype=np.int64)
@@ -184,21 +189,26 @@ class HealthEvaluator:
         """Per-day rule severities as lookup tables over the integer inputs (the analyzers'
         rounding included), and the warning thresholds the slack measures against."""
         level, spd = self.level, self.spd
-        rules = {(r.dimension, r.rule): r for dim in ("load", "subjects", "context", "tolerance")
-                 for r in rules_for(dim, level)}
+        rules = {
+            (r.dimension, r.rule): r
+            for dim in ("load", "subjects", "context", "tolerance")
+            for r in rules_for(dim, level)
+        }
         self.rules = rules
         self._sev_memo: dict[tuple[object, ...], tuple[int, int]] = {}
         util = rules[("load", "day_utilization")]
-        self.util_cw = [_cw(severity(util, {"utilization": r4(t / spd)}))
-                        for t in range(spd + 1)]
+        self.util_cw = [_cw(severity(util, {"utilization": r4(t / spd)})) for t in range(spd + 1)]
         warn_total = [t for t in range(spd + 1) if any(self.util_cw[t])]
         self.util_warn_total = warn_total[0] if warn_total else spd + 1
         ctx = rules[("context", "context_switch")]
         heavy = rules[("context", "heavy_adjacent")]
         self.ctx_cw = [[(0, 0)] * (spd + 1) for _ in range(spd + 1)]
         for sw, occ in itertools.product(range(spd + 1), range(1, spd + 1)):
-            vals = {"switch_count": sw, "fragmentation": r4(sw / max(occ - 1, 1)),
-                    "heavy_adjacent": 0}
+            vals = {
+                "switch_count": sw,
+                "fragmentation": r4(sw / max(occ - 1, 1)),
+                "heavy_adjacent": 0,
+            }
             c, w = _cw(severity(ctx, vals))
             hc, hw = _cw(severity(heavy, vals))
             self.ctx_cw[sw][occ] = (c + hc, w + hw)
@@ -209,8 +219,12 @@ class HealthEvaluator:
         """Recompute day ``d``'s cached figures (plain Python: a row is a dozen periods)."""
         krow = self.kind[d].tolist()
         gmask = self.guest_mask[d].tolist()
-        srow = [g if m else o for g, m, o in zip(self.guest_code[d].tolist(), gmask,
-                                                  self.own_study[d].tolist(), strict=True)]
+        srow = [
+            g if m else o
+            for g, m, o in zip(
+                self.guest_code[d].tolist(), gmask, self.own_study[d].tolist(), strict=True
+            )
+        ]
         total = 0
         usable = 0
         run = 0
@@ -245,8 +259,9 @@ class HealthEvaluator:
         self.day_cw[d] = (c, w)
         self.sum_free += (self.spd - total) - int(self.day_free[d])
         self.sum_usable += usable - int(self.day_usable[d])
-        self.no_buffer += int(usable < MIN_BUFFER) - int(self.day_usable_init[d] and
-                                                         self.day_usable[d] < MIN_BUFFER)
+        self.no_buffer += int(usable < MIN_BUFFER) - int(
+            self.day_usable_init[d] and self.day_usable[d] < MIN_BUFFER
+        )
         self.day_usable_init[d] = True
         old_total = self.totals[d]
         self.sum_load += total - old_total
@@ -255,8 +270,9 @@ class HealthEvaluator:
         self.day_total[d] = total
         self.day_free[d] = self.spd - total
         self.day_usable[d] = usable
-        slack = max(0, total - self.util_warn_total + 1) + max(0, MIN_BUFFER - usable) + max(
-            0, sw - 2)
+        slack = (
+            max(0, total - self.util_warn_total + 1) + max(0, MIN_BUFFER - usable) + max(0, sw - 2)
+        )
         self.sum_slack += slack - float(self.day_slack[d])
         self.day_slack[d] = slack
         old = self.counts[d].tolist()
@@ -269,10 +285,10 @@ class HealthEvaluator:
     # ------------------------------------------------------------------ updates
     def free_at(self, day: int, slot_start: int, slot_end: int) -> bool:
         """No task holds the periods (1-based, inclusive) now."""
-        return not self.owner[day - 1, slot_start - 1:slot_end].any()
+        return not self.owner[day - 1, slot_start - 1 : slot_end].any()
 
     def guest_free(self, day: int, slot_start: int, slot_end: int) -> bool:
-        return not self.guest_mask[day - 1, slot_start - 1:slot_end].any()
+        return not self.guest_mask[day - 1, slot_start - 1 : slot_end].any()
 
     def place(self, pl: Placement, refresh: bool = True) -> None:
         d, a, b = pl.day - 1, pl.slot_start - 1, pl.slot_end
@@ -380,8 +396,9 @@ class HealthEvaluator:
                 max_gap = int(steps[i]) - 1
                 self.gap_span[code] = (int(present[i]) + 1, int(present[i + 1]) + 1)
             on_days = col[present].tolist()
-            conc = concentration(on_days, int(self.fixed_blocks[code] + self.scope_blocks[code]),
-                                 self.num_days)
+            conc = concentration(
+                on_days, int(self.fixed_blocks[code] + self.scope_blocks[code]), self.num_days
+            )
             used = int(sum(on_days))
         else:
             max_gap, conc, used = None, None, 0
@@ -395,9 +412,12 @@ class HealthEvaluator:
             slack += 4.0 * max(0.0, conc - 0.5)
         total = self.budget_total[code]
         if total:
-            c, w = _cw(severity(self.rules[("subjects", "budget_lag")],
-                                {"budget_progress": r4(used / total),
-                                 "days_to_end": self.days_to_end[code]}))
+            c, w = _cw(
+                severity(
+                    self.rules[("subjects", "budget_lag")],
+                    {"budget_progress": r4(used / total), "days_to_end": self.days_to_end[code]},
+                )
+            )
             crit, warn = crit + c, warn + w
         return crit, warn, slack
 
@@ -419,20 +439,24 @@ _MEMO_RULES: dict[str, tuple[tuple[str, str], tuple[str, ...]]] = {
     "subject_concentration": (("subjects", "subject_concentration"), ("concentration",)),
     "load_imbalance": (("load", "load_imbalance"), ("load_std_dev", "load_range")),
     "buffer": (("tolerance", "buffer"), ("days_without_buffer", "fragmentation_rate")),
-    "free_fragmentation": (("tolerance", "free_fragmentation"),
-                           ("days_without_buffer", "fragmentation_rate")),
+    "free_fragmentation": (
+        ("tolerance", "free_fragmentation"),
+        ("days_without_buffer", "fragmentation_rate"),
+    ),
 }
 
 
 def _first_value(rule: Rule, metric: str) -> float:
     """The loosest threshold of ``metric`` in ``rule`` (its last band that tests it)."""
-    values = [c.value for b in rule.bands if b.severity != "info" for c in b.conds
-              if c.metric == metric]
+    values = [
+        c.value for b in rule.bands if b.severity != "info" for c in b.conds if c.metric == metric
+    ]
     return values[-1] if values else 0.0
 
 
-def health_counts(state: ScheduleState, level: str = "normal",
-                  feasibility_critical: int = 0) -> HealthCounts:
+def health_counts(
+    state: ScheduleState, level: str = "normal", feasibility_critical: int = 0
+) -> HealthCounts:
     """The counts of ``state`` as it is (no scope)."""
     return HealthEvaluator(state, (), level, feasibility_critical).counts_now()
 

@@ -80,8 +80,12 @@ class HealthFloor:
         return critical <= self.critical and critical + warning <= self.critical + self.warning
 
     def to_dict(self) -> dict[str, Any]:
-        return {"critical": self.critical, "warning": self.warning, "proven": self.proven,
-                "binding": [dict(b) for b in self.binding]}
+        return {
+            "critical": self.critical,
+            "warning": self.warning,
+            "proven": self.proven,
+            "binding": [dict(b) for b in self.binding],
+        }
 
 
 def _sev_cw(sev: str | None) -> tuple[int, int]:
@@ -112,12 +116,15 @@ def _never() -> None:
     return None
 
 
-def health_floor(state: ScheduleState, level: str = "normal",
-                 report: FeasibilityReport | None = None,
-                 dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
-                 pending_periods: int | None = None,
-                 scope: Collection[int] | None = None,
-                 deadline: float | None = None) -> HealthFloor:
+def health_floor(
+    state: ScheduleState,
+    level: str = "normal",
+    report: FeasibilityReport | None = None,
+    dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
+    pending_periods: int | None = None,
+    scope: Collection[int] | None = None,
+    deadline: float | None = None,
+) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
     the suggested tasks), or ``None``; ``pending_periods``: pending periods every schedule of
@@ -132,12 +139,16 @@ def health_floor(state: ScheduleState, level: str = "normal",
     tick = _ticker(deadline)
 
     def movable(t: Task) -> bool:
-        return movable_study(state, t) and (scope is None or t.status == "pending"
-                                            or t.state_id in scope)
+        return movable_study(state, t) and (
+            scope is None or t.status == "pending" or t.state_id in scope
+        )
 
     num_days, spd = state.num_days, state.slots_per_day
-    rules = {(r.dimension, r.rule): r for dim in ("load", "subjects", "context", "tolerance")
-             for r in rules_for(dim, level)}
+    rules = {
+        (r.dimension, r.rule): r
+        for dim in ("load", "subjects", "context", "tolerance")
+        for r in rules_for(dim, level)
+    }
     fixed_owner = state.grid.owner.copy()
     placed_movable = 0  # periods of movable study tasks placed now
     pending_slots = 0
@@ -154,7 +165,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
         for b in t.slots:
             placed_movable += b.length
             if t.embed_host is None:
-                fixed_owner[b.day - 1, b.slot_start - 1:b.slot_end] = 0
+                fixed_owner[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
     tick()
     fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
     free = spd - fixed_load
@@ -165,13 +176,12 @@ def health_floor(state: ScheduleState, level: str = "normal",
     for t in state.tasks:
         if movable(t):
             lo, hi, banned = _reach(state, t)
-            reach[lo - 1:hi] |= banned[None, :]
+            reach[lo - 1 : hi] |= banned[None, :]
     tick()
     reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
     # block is counted among the periods, so its guest room only lowers the periods placed)
-    host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
-                    for b in t.slots)
+    host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked for b in t.slots)
     pending_min = 0
     if pending_periods is not None:
         pending_min = min(pending_slots, pending_periods)
@@ -203,8 +213,7 @@ def health_floor(state: ScheduleState, level: str = "normal",
     for d in range(num_days):
         sev = band_at[int(fixed_load[d])]
         if sev in ("critical", "warning"):
-            fixed_days.append({"day": d + 1, "fixed_periods": int(fixed_load[d]),
-                               "severity": sev})
+            fixed_days.append({"day": d + 1, "fixed_periods": int(fixed_load[d]), "severity": sev})
             if "load" in dimensions:
                 floor.unfixable[("day_utilization", d + 1, None)] = sev
             crit0 += sev == "critical"
@@ -226,8 +235,9 @@ def health_floor(state: ScheduleState, level: str = "normal",
         if t.status == "pending" and not everything:
             continue
         cls = rule_for(state, t)
-        if t.status != "pending" and not all(cls.start_day <= b.day <= cls.end_day
-                                             for b in t.slots):
+        if t.status != "pending" and not all(
+            cls.start_day <= b.day <= cls.end_day for b in t.slots
+        ):
             continue
         if (cls.start_day, cls.end_day) != (1, num_days):
             periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
@@ -235,8 +245,13 @@ def health_floor(state: ScheduleState, level: str = "normal",
             spans[(cls.start_day, cls.end_day)] = 0
     for lo, hi in spans:
         demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
-        room = sum(b.length for t in state.tasks if t.can_embed and not t.locked
-                   for b in t.slots if lo <= b.day <= hi)
+        room = sum(
+            b.length
+            for t in state.tasks
+            if t.can_embed and not t.locked
+            for b in t.slots
+            if lo <= b.day <= hi
+        )
         part = slice(lo - 1, hi)
         need = max(0, demand - room)
         fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
@@ -246,15 +261,30 @@ def health_floor(state: ScheduleState, level: str = "normal",
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
     util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
     if fixed_days:
-        add("day_utilization", (crit0, warn0), {
-            "kind": "fixed_load", "days": fixed_days, "slots_per_day": spd})
+        add(
+            "day_utilization",
+            (crit0, warn0),
+            {"kind": "fixed_load", "days": fixed_days, "slots_per_day": spd},
+        )
     if util_cw != (crit0, warn0):
-        add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), {
-            "kind": "capacity", "periods_to_place": p_min, "days": window,
-            "room_below_warning": int(np.minimum(reachable, np.maximum(0, warn_t - 1 - fixed_load))
-                                      [fixed_load < warn_t].sum()),
-            "days_forced_over_warning": forced_w, "days_forced_over_critical": forced_c,
-            "warning_load": warn_t, "critical_load": crit_t})
+        add(
+            "day_utilization",
+            (util_cw[0] - crit0, util_cw[1] - warn0),
+            {
+                "kind": "capacity",
+                "periods_to_place": p_min,
+                "days": window,
+                "room_below_warning": int(
+                    np.minimum(reachable, np.maximum(0, warn_t - 1 - fixed_load))[
+                        fixed_load < warn_t
+                    ].sum()
+                ),
+                "days_forced_over_warning": forced_w,
+                "days_forced_over_critical": forced_c,
+                "warning_load": warn_t,
+                "critical_load": crit_t,
+            },
+        )
 
     # -- context switches between fixed study periods
     tick()
@@ -276,28 +306,47 @@ def health_floor(state: ScheduleState, level: str = "normal",
         frag = r4(max(0.0, sw / max(most - 1, 1) - _EPS))
         sev = severity(ctx, {"switch_count": sw, "fragmentation": frag})
         if sev in ("critical", "warning"):
-            add("context_switch", _sev_cw(sev), {"kind": "fixed_switches", "day": d + 1,
-                                                 "fixed_switches": sw,
-                                                 "min_fragmentation": frag})
+            add(
+                "context_switch",
+                _sev_cw(sev),
+                {
+                    "kind": "fixed_switches",
+                    "day": d + 1,
+                    "fixed_switches": sw,
+                    "min_fragmentation": frag,
+                },
+            )
             if "context" in dimensions:
                 floor.unfixable[("context_switch", d + 1, None)] = sev
 
     # -- buffer days
     tick()
     rows, _, lengths = runs(fixed_owner == 0)
-    usable = np.bincount(rows, weights=np.where(lengths >= MIN_USABLE, lengths, 0),
-                         minlength=num_days)
+    usable = np.bincount(
+        rows, weights=np.where(lengths >= MIN_USABLE, lengths, 0), minlength=num_days
+    )
     hopeless = int(np.count_nonzero(usable < MIN_BUFFER))
     free_total = int(free.sum())
     can_buffer = min(num_days - hopeless, max(0, free_total - p_min) // MIN_BUFFER)
     no_buffer = num_days - can_buffer
-    sev = severity(rules[("tolerance", "buffer")], {"days_without_buffer": no_buffer,
-                                                     "fragmentation_rate": 0.0})
+    sev = severity(
+        rules[("tolerance", "buffer")],
+        {"days_without_buffer": no_buffer, "fragmentation_rate": 0.0},
+    )
     if sev is not None:
-        add("buffer", _sev_cw(sev), {
-            "kind": "capacity", "days": num_days, "days_without_room": hopeless,
-            "free_periods": free_total, "periods_to_place": p_min,
-            "buffer_periods": MIN_BUFFER, "days_without_buffer": no_buffer})
+        add(
+            "buffer",
+            _sev_cw(sev),
+            {
+                "kind": "capacity",
+                "days": num_days,
+                "days_without_room": hopeless,
+                "free_periods": free_total,
+                "periods_to_place": p_min,
+                "buffer_periods": MIN_BUFFER,
+                "days_without_buffer": no_buffer,
+            },
+        )
 
     # -- free-period fragmentation: a free period alone between fixed periods (or the day's
     # edge) stays a fragment unless a one-period block fills it; placing only shrinks the free
@@ -306,18 +355,28 @@ def health_floor(state: ScheduleState, level: str = "normal",
     singles = 0  # movable one-period blocks
     for t in state.tasks:
         if movable(t):
-            singles += (t.need() == 1 if t.status == "pending"
-                        else sum(b.length == 1 for b in t.slots))
+            singles += (
+                t.need() == 1 if t.status == "pending" else sum(b.length == 1 for b in t.slots)
+            )
     free_left = free_total - p_min
     if isolated > singles and free_left > 0:
         rate = max(0.0, float((isolated - singles) / free_left) - _EPS)
-        sev = severity(rules[("tolerance", "free_fragmentation")],
-                       {"days_without_buffer": 0, "fragmentation_rate": r4(rate)})
+        sev = severity(
+            rules[("tolerance", "free_fragmentation")],
+            {"days_without_buffer": 0, "fragmentation_rate": r4(rate)},
+        )
         if sev in ("critical", "warning"):
-            add("free_fragmentation", _sev_cw(sev), {
-                "kind": "isolated_periods", "isolated_periods": isolated,
-                "one_period_blocks": singles, "free_periods_left_max": free_left,
-                "min_fragmentation_rate": r4(rate)})
+            add(
+                "free_fragmentation",
+                _sev_cw(sev),
+                {
+                    "kind": "isolated_periods",
+                    "isolated_periods": isolated,
+                    "one_period_blocks": singles,
+                    "free_periods_left_max": free_left,
+                    "min_fragmentation_rate": r4(rate),
+                },
+            )
 
     # -- load spread (water-filling)
     # std is not monotone in the total placed outside hosts: try every total
@@ -327,12 +386,21 @@ def health_floor(state: ScheduleState, level: str = "normal",
     if math.isfinite(std_lb):
         std_v = r4(max(0.0, std_lb - _EPS))
         range_v = math.ceil(range_lb - _EPS)
-        sev = severity(rules[("load", "load_imbalance")],
-                       {"load_std_dev": std_v, "load_range": range_v})
+        sev = severity(
+            rules[("load", "load_imbalance")], {"load_std_dev": std_v, "load_range": range_v}
+        )
         if sev in ("critical", "warning"):
-            add("load_imbalance", _sev_cw(sev), {
-                "kind": "water_filling", "min_load_std_dev": std_v, "min_load_range": range_v,
-                "fixed_periods": int(fixed_load.sum()), "periods_to_place_min": p_min})
+            add(
+                "load_imbalance",
+                _sev_cw(sev),
+                {
+                    "kind": "water_filling",
+                    "min_load_std_dev": std_v,
+                    "min_load_range": range_v,
+                    "fixed_periods": int(fixed_load.sum()),
+                    "periods_to_place_min": p_min,
+                },
+            )
 
     # -- budget lag
     tick()
@@ -348,19 +416,27 @@ def health_floor(state: ScheduleState, level: str = "normal",
         if t.category_id is not None and t.category_id not in class_ids[name]:
             class_ids[name].append(t.category_id)
         if not movable(t) and t.status != "pending":
-            fixed_by_subject[name] = fixed_by_subject.get(name, 0) + sum(
-                b.length for b in t.slots)
+            fixed_by_subject[name] = fixed_by_subject.get(name, 0) + sum(b.length for b in t.slots)
     for name, ids in class_ids.items():
         tc = subject_class(state, name, ids)
         if tc is None or not tc.total_slots or tc.end_day is None:
             continue
         most = fixed_by_subject.get(name, 0) + movable_by_subject.get(name, 0)
-        sev = severity(budget, {"budget_progress": r4(most / tc.total_slots),
-                                "days_to_end": tc.end_day - 1})
+        sev = severity(
+            budget, {"budget_progress": r4(most / tc.total_slots), "days_to_end": tc.end_day - 1}
+        )
         if sev is not None:
-            add("budget_lag", _sev_cw(sev), {
-                "kind": "budget", "category": name, "max_used_slots": most,
-                "total_slots": tc.total_slots, "days_to_end": tc.end_day - 1})
+            add(
+                "budget_lag",
+                _sev_cw(sev),
+                {
+                    "kind": "budget",
+                    "category": name,
+                    "max_used_slots": most,
+                    "total_slots": tc.total_slots,
+                    "days_to_end": tc.end_day - 1,
+                },
+            )
 
     # -- subject gaps and concentration forced by class windows, fixed blocks and full days
     tick()
@@ -370,25 +446,42 @@ def health_floor(state: ScheduleState, level: str = "normal",
     for name, (least, after_day, before_day) in _forced_gaps(subjects, tick).items():
         sev = severity(gap_rule, {"max_gap": least})
         if sev in ("critical", "warning"):
-            add("subject_gap", _sev_cw(sev), {
-                "kind": "forced_gap", "category": name, "min_max_gap": least,
-                "after_day": after_day, "before_day": before_day})
+            add(
+                "subject_gap",
+                _sev_cw(sev),
+                {
+                    "kind": "forced_gap",
+                    "category": name,
+                    "min_max_gap": least,
+                    "after_day": after_day,
+                    "before_day": before_day,
+                },
+            )
     conc_rule = rules[("subjects", "subject_concentration")]
     for name, sub in subjects.items():
         tick()
         conc = _least_concentration(sub, capacity, num_days)
         sev = severity(conc_rule, {"concentration": r4(conc)}) if conc is not None else None
         if sev in ("critical", "warning"):
-            add("subject_concentration", _sev_cw(sev), {
-                "kind": "forced_concentration", "category": name,
-                "min_concentration": r4(conc or 0.0),
-                "days_reachable": int(np.count_nonzero(sub.reach | (sub.fixed > 0)))})
+            add(
+                "subject_concentration",
+                _sev_cw(sev),
+                {
+                    "kind": "forced_concentration",
+                    "category": name,
+                    "min_concentration": r4(conc or 0.0),
+                    "days_reachable": int(np.count_nonzero(sub.reach | (sub.fixed > 0))),
+                },
+            )
 
     # -- feasibility: more study periods than room, however they are arranged
     room = free_total + host_room
     if report is not None and report.is_feasible is False and placed_movable + pending_slots > room:
-        add("capacity_gap", (1, 1), {"kind": "capacity", "study_periods":
-                                     placed_movable + pending_slots, "room": room})
+        add(
+            "capacity_gap",
+            (1, 1),
+            {"kind": "capacity", "study_periods": placed_movable + pending_slots, "room": room},
+        )
     return floor
 
 
@@ -429,8 +522,12 @@ class _Subject:
     complete: bool = True
 
 
-def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner: np.ndarray,
-              all_pending: bool) -> tuple[dict[str, _Subject], np.ndarray]:
+def _subjects(
+    state: ScheduleState,
+    movable: Callable[[Task], bool],
+    fixed_owner: np.ndarray,
+    all_pending: bool,
+) -> tuple[dict[str, _Subject], np.ndarray]:
     """Per subject, its :class:`_Subject`; and per day the periods a study block may take at
     most besides the fixed ones (free periods plus unlocked host blocks)."""
     num_days = state.num_days
@@ -449,8 +546,9 @@ def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner
         name = study_subject(t)
         if name is None or (t.status == "pending" and not movable(t)):
             continue
-        sub = out.setdefault(name, _Subject(np.zeros(num_days, dtype=np.int64),
-                                            np.zeros(num_days, dtype=bool)))
+        sub = out.setdefault(
+            name, _Subject(np.zeros(num_days, dtype=np.int64), np.zeros(num_days, dtype=bool))
+        )
         if not movable(t) and t.can_embed:
             # a fixed study host: a guest may cover its periods (its subject then leaves the
             # day), so its days are only possible present days, and its periods uncertain
@@ -468,7 +566,7 @@ def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner
         n = t.need()
         fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
         days = np.zeros(num_days, dtype=bool)
-        days[lo - 1:hi] = fits[lo - 1:hi]
+        days[lo - 1 : hi] = fits[lo - 1 : hi]
         sub.reach |= days
         if t.status == "pending":
             sub.blocks += 1
@@ -483,8 +581,9 @@ def _subjects(state: ScheduleState, movable: Callable[[Task], bool], fixed_owner
     return out, capacity
 
 
-def _forced_gaps(subjects: dict[str, _Subject],
-                 tick: Callable[[], None] = _never) -> dict[str, tuple[int, int, int]]:
+def _forced_gaps(
+    subjects: dict[str, _Subject], tick: Callable[[], None] = _never
+) -> dict[str, tuple[int, int, int]]:
     """Per subject, the least largest gap (in days) every schedule of the population has,
     with the two days it lies between: (gap, after_day, before_day); only subjects with a
     positive forced gap.
@@ -547,8 +646,9 @@ def _least_concentration(sub: _Subject, capacity: np.ndarray, num_days: int) -> 
     return max(0.0, min(1.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n)) - 1e-7)
 
 
-def _least_max_gap(left: int, right: int, fixed: Sequence[int], free_days: np.ndarray,
-                   k: int) -> int:
+def _least_max_gap(
+    left: int, right: int, fixed: Sequence[int], free_days: np.ndarray, k: int
+) -> int:
     """Least largest gap between present days ``left`` < ``right`` when the days strictly
     between them hold the ``fixed`` ones and at most ``k`` of ``free_days``."""
     inner = [d for d in fixed if left < d < right]
@@ -595,8 +695,9 @@ def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: 
     return idx + 1 if idx < extra.size else int(extra.size)
 
 
-def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray,
-                tick: Callable[[], None] = _never) -> tuple[np.ndarray, np.ndarray]:
+def _water_fill(
+    lo: np.ndarray, room: np.ndarray, periods: np.ndarray, tick: Callable[[], None] = _never
+) -> tuple[np.ndarray, np.ndarray]:
     """Least sample std-dev and range of daily loads ``lo + x`` with ``0 <= x <= room`` and
     ``sum(x) = p``, for each ``p`` of ``periods`` (continuous relaxation: a lower bound for
     integer loads; ``inf`` where ``p`` does not fit).
@@ -613,8 +714,9 @@ def _water_fill(lo: np.ndarray, room: np.ndarray, periods: np.ndarray,
         zero = np.zeros(periods.shape)
         return np.where(fits, zero, np.inf), np.where(fits, zero, np.inf)
     base = lo.astype(np.int64)
-    pairs, counts = np.unique(np.stack([base, base + room.astype(np.int64)], axis=1), axis=0,
-                              return_counts=True)
+    pairs, counts = np.unique(
+        np.stack([base, base + room.astype(np.int64)], axis=1), axis=0, return_counts=True
+    )
     low, high, weight = pairs[:, 0].astype(float), pairs[:, 1].astype(float), counts.astype(float)
     kinks = np.unique(np.concatenate([low, high]))
     held = (np.clip(kinks[:, None], low, high) * weight).sum(axis=1)  # volume at each kink
@@ -647,7 +749,7 @@ def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.nd
             continue
         code = codes.setdefault(name, len(codes) + 1)
         for b in t.slots:
-            out[b.day - 1, b.slot_start - 1:b.slot_end] = code
+            out[b.day - 1, b.slot_start - 1 : b.slot_end] = code
     return out
 
 

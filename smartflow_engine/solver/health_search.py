@@ -73,8 +73,14 @@ def eval_cost(num_days: int) -> float:
 
 
 class _Search:
-    def __init__(self, ev: HealthEvaluator, problem: Problem, origin: Mapping[int, Placement],
-                 rng: np.random.Generator, max_moves: int | None) -> None:
+    def __init__(
+        self,
+        ev: HealthEvaluator,
+        problem: Problem,
+        origin: Mapping[int, Placement],
+        rng: np.random.Generator,
+        max_moves: int | None,
+    ) -> None:
         self.ev = ev
         self.problem = problem
         self.origin = origin
@@ -87,12 +93,18 @@ class _Search:
             self.hosts_by_day.setdefault(b.day, []).append(b)
         spd = problem.slots_per_day
         self.banned: dict[int, list[bool]] = {
-            id(g): [p + 1 in set(g.rule.banned) for p in range(spd)] for g in problem.groups}
+            id(g): [p + 1 in set(g.rule.banned) for p in range(spd)] for g in problem.groups
+        }
         self.allowed_days: dict[int, np.ndarray] = {}
         for gi, g in enumerate(problem.groups):
             self.allowed_days[gi] = np.array(
-                [d for d in range(1, problem.num_days + 1)
-                 if g.rule.allows_day(d, problem.num_days)], dtype=np.int64)
+                [
+                    d
+                    for d in range(1, problem.num_days + 1)
+                    if g.rule.allows_day(d, problem.num_days)
+                ],
+                dtype=np.int64,
+            )
 
     # ------------------------------------------------------------------ places
     def free_starts(self, g: Group, day: int, lifted: Sequence[Placement] = ()) -> list[int]:
@@ -103,7 +115,7 @@ class _Search:
         row = self.ev.owner[day - 1].tolist()
         for pl in lifted:
             if pl.day == day and pl.embed_host is None:
-                row[pl.slot_start - 1:pl.slot_end] = [0] * pl.length
+                row[pl.slot_start - 1 : pl.slot_end] = [0] * pl.length
         out: list[int] = []
         run = 0
         for i, v in enumerate([*row, 1]):
@@ -111,7 +123,7 @@ class _Search:
                 run += 1
                 continue
             if run >= n:  # free periods i-run .. i-1 (0-based)
-                out += [s + 1 for s in range(i - run, i - n + 1) if not any(banned[s:s + n])]
+                out += [s + 1 for s in range(i - run, i - n + 1) if not any(banned[s : s + n])]
             run = 0
         return out
 
@@ -124,8 +136,11 @@ class _Search:
         if g.can_guest:
             for b in self.hosts_by_day.get(day, ()):
                 if b.length >= n and ev.guest_free(day, b.slot_start, b.slot_end):
-                    out += [(s + 1, b.host) for s in range(b.slot_start - 1, b.slot_end - n + 1)
-                            if not any(banned[s:s + n])]
+                    out += [
+                        (s + 1, b.host)
+                        for s in range(b.slot_start - 1, b.slot_end - n + 1)
+                        if not any(banned[s : s + n])
+                    ]
         return out
 
     def allows(self, tid: int, pl: Placement) -> bool:
@@ -133,15 +148,19 @@ class _Search:
         g = self.problem.groups[self.group_of[tid]]
         if not g.rule.allows_day(pl.day, self.problem.num_days) or pl.embed_host is not None:
             return False
-        return bool(allowed_starts(g.rule.banned, g.duration, pl.slot_start, pl.slot_end,
-                                   self.problem.slots_per_day))
+        return bool(
+            allowed_starts(
+                g.rule.banned, g.duration, pl.slot_start, pl.slot_end, self.problem.slots_per_day
+            )
+        )
 
     def moved(self) -> int:
         return sum(1 for tid, pl in self.ev.placed_scope.items() if self.origin.get(tid) != pl)
 
     # ------------------------------------------------------------------ moves
-    def relocate(self, tid: int, day_choice: str | int
-                 ) -> list[tuple[int, Placement, Placement]] | None:
+    def relocate(
+        self, tid: int, day_choice: str | int
+    ) -> list[tuple[int, Placement, Placement]] | None:
         """Move ``tid`` to a random allowed free place on a day drawn by ``day_choice``
         (``light``: the lighter of two, ``any``, or a given day); the undo list or None."""
         ev = self.ev
@@ -161,8 +180,11 @@ class _Search:
             day = int(self.rng.choice(days))
         old = ev.remove(tid, refresh=False)
         places = self.starts_on(g, day)
-        places = [p for p in places if not (p[0] == old.slot_start and day == old.day
-                                            and p[1] == old.embed_host)]
+        places = [
+            p
+            for p in places
+            if not (p[0] == old.slot_start and day == old.day and p[1] == old.embed_host)
+        ]
         if not places:
             ev.place(old, refresh=False)
             return None
@@ -179,8 +201,11 @@ class _Search:
         """A task of a subject with a long gap moves into the middle part of that gap (from the
         day where the subject has the most blocks)."""
         ev = self.ev
-        spans = [(code, span) for code, span in enumerate(ev.gap_span)
-                 if span is not None and span[1] - span[0] - 1 >= self.gap_warn - 1]
+        spans = [
+            (code, span)
+            for code, span in enumerate(ev.gap_span)
+            if span is not None and span[1] - span[0] - 1 >= self.gap_warn - 1
+        ]
         if not spans:
             return None
         code, (a, b) = spans[int(self.rng.integers(len(spans)))]
@@ -197,12 +222,16 @@ class _Search:
         if lo > hi:
             return None
         third = max(1, (hi - lo + 1) // 3)
-        day = int(self.rng.integers(lo + (third if hi - lo >= 2 else 0),
-                                    hi - (third if hi - lo >= 2 else 0) + 1))
+        day = int(
+            self.rng.integers(
+                lo + (third if hi - lo >= 2 else 0), hi - (third if hi - lo >= 2 else 0) + 1
+            )
+        )
         return self.relocate(tid, day)
 
-    def best_relocation(self, tid: int, cur: HealthCounts
-                        ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
+    def best_relocation(
+        self, tid: int, cur: HealthCounts
+    ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
         """Scan every allowed free place of ``tid`` (on at most ``SCAN_DAYS`` of its days); move
         it to the best one if that is not worse than ``cur`` (ties broken by slack, then at
         random). Returns the undo list (or None) and the evaluations spent."""
@@ -235,8 +264,9 @@ class _Search:
         return [(tid, old, best[1])], evals
 
     # ------------------------------------------------------------------ targeted scans
-    def scan(self, candidates: list[list[tuple[int, Placement]]], cur: HealthCounts
-             ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
+    def scan(
+        self, candidates: list[list[tuple[int, Placement]]], cur: HealthCounts
+    ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
         """Evaluate every candidate (a list of (task, new place) whose places are free once
         the candidate's own tasks are lifted) and make the best one if it is not worse than
         ``cur`` in (critical, warning, slack); the undo list (or None) and the evaluations."""
@@ -267,8 +297,11 @@ class _Search:
         if not g.rule.allows_day(day, self.problem.num_days):
             return []
         here = self.ev.placed_scope[tid]
-        places = [p for p in self.starts_on(g, day)
-                  if not (day == here.day and p[0] == here.slot_start and p[1] == here.embed_host)]
+        places = [
+            p
+            for p in self.starts_on(g, day)
+            if not (day == here.day and p[0] == here.slot_start and p[1] == here.embed_host)
+        ]
         if len(places) > limit:
             edge = [p for p in places if p[1] is not None or self._touches(day, p[0], g.duration)]
             rest = [p for p in places if p not in edge]
@@ -276,7 +309,7 @@ class _Search:
             places = [edge[i] for i in order][:limit]
             if len(places) < limit:
                 order = self.rng.permutation(len(rest)).tolist()
-                places += [rest[i] for i in order][:limit - len(places)]
+                places += [rest[i] for i in order][: limit - len(places)]
         return [Placement(tid, day, s, s + g.duration - 1, host) for s, host in places]
 
     def _swaps(self, tid: int, day: int, limit: int) -> list[list[tuple[int, Placement]]]:
@@ -291,8 +324,11 @@ class _Search:
         for j in self.rng.permutation(len(others)).tolist():
             u = others[j]
             pb = ev.placed_scope[u]
-            if (pb.length != pa.length or pb.embed_host is not None
-                    or ev.code_of_task[u] == ev.code_of_task[tid]):
+            if (
+                pb.length != pa.length
+                or pb.embed_host is not None
+                or ev.code_of_task[u] == ev.code_of_task[tid]
+            ):
                 continue
             na = Placement(tid, pb.day, pb.slot_start, pb.slot_end)
             nb = Placement(u, pa.day, pa.slot_start, pa.slot_end)
@@ -307,8 +343,11 @@ class _Search:
         more) into the middle of that gap: from the days where removing it opens no long gap,
         to a free place on the gap's middle days, or trading places with a block there."""
         ev = self.ev
-        spans = [(code, span) for code, span in enumerate(ev.gap_span)
-                 if span is not None and span[1] - span[0] - 1 >= self.gap_warn]
+        spans = [
+            (code, span)
+            for code, span in enumerate(ev.gap_span)
+            if span is not None and span[1] - span[0] - 1 >= self.gap_warn
+        ]
         if not spans:
             return []
         code, (a, b) = spans[int(self.rng.integers(len(spans)))]
@@ -330,8 +369,9 @@ class _Search:
             ranked.append((opened, float(self.rng.random()), t))
         ranked.sort()
         sources = [t for _, _, t in ranked[:GAP_SOURCES]]
-        days = sorted(range(a + 1, b), key=lambda t: (max(t - a - 1, b - t - 1),
-                                                     float(self.rng.random())))[:GAP_DAYS]
+        days = sorted(
+            range(a + 1, b), key=lambda t: (max(t - a - 1, b - t - 1), float(self.rng.random()))
+        )[:GAP_DAYS]
         out: list[list[tuple[int, Placement]]] = []
         for t in sources:
             for d in days:
@@ -380,8 +420,11 @@ class _Search:
         if pa.embed_host is not None or pa.day == day:
             return []
         ga = self.problem.groups[self.group_of[tid]]
-        shorter = sorted(u for u, pl in ev.placed_scope.items()
-                         if pl.day == day and pl.embed_host is None and pl.length < pa.length)
+        shorter = sorted(
+            u
+            for u, pl in ev.placed_scope.items()
+            if pl.day == day and pl.embed_host is None and pl.length < pa.length
+        )
         out: list[list[tuple[int, Placement]]] = []
         for j in self.rng.permutation(len(shorter))[:2].tolist():
             u = shorter[j]
@@ -393,8 +436,12 @@ class _Search:
             sa = self.free_starts(ga, day, lifted)
             sb = self.free_starts(gb, pa.day, lifted)
             if sa and sb:
-                out.append([(tid, Placement(tid, day, sa[0], sa[0] + ga.duration - 1)),
-                            (u, Placement(u, pa.day, sb[0], sb[0] + gb.duration - 1))])
+                out.append(
+                    [
+                        (tid, Placement(tid, day, sa[0], sa[0] + ga.duration - 1)),
+                        (u, Placement(u, pa.day, sb[0], sb[0] + gb.duration - 1)),
+                    ]
+                )
         return out
 
     def _touches(self, day: int, s: int, n: int) -> bool:
@@ -476,8 +523,9 @@ def search_health(
     scope = {tid for g in problem.groups for tid in g.task_ids}
     pending_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
     try:
-        own = health_floor(state, level, pending_periods=pending_placed, scope=scope,
-                           deadline=deadline)
+        own = health_floor(
+            state, level, pending_periods=pending_placed, scope=scope, deadline=deadline
+        )
         floor = _higher(floor, (own.critical, own.warning))
     except OutOfTime:  # no time left for it: the search stops on the clock anyway
         pass
@@ -496,6 +544,7 @@ def search_health(
     tids = sorted(ev.placed_scope)
     hot: list[int] = tids
     safety = deadline if deadline is not None else float("inf")
+
     def at_floor(key: tuple[int, int]) -> bool:
         if floor is None:
             return key == (0, 0)
@@ -512,8 +561,7 @@ def search_health(
         draw = rng.random()
         scanned = None  # a scan's (undo list or None, evaluations spent)
         if draw < GAP_SCAN_SHARE + UNLOAD_SCAN_SHARE:
-            cands = (search.gap_candidates() if draw < GAP_SCAN_SHARE
-                     else search.unload_candidates())
+            cands = search.gap_candidates() if draw < GAP_SCAN_SHARE else search.unload_candidates()
             if cands:
                 scanned = search.scan(cands, cur)
         if scanned is None and rng.random() < SCAN_SHARE:
@@ -539,8 +587,11 @@ def search_health(
             b = tids[int(rng.integers(len(tids)))]
             changes = search.swap(a, b) if a != b else None
         else:
-            tid = hot[int(rng.integers(len(hot)))] if rng.random() < 0.7 else tids[
-                int(rng.integers(len(tids)))]
+            tid = (
+                hot[int(rng.integers(len(hot)))]
+                if rng.random() < 0.7
+                else tids[int(rng.integers(len(tids)))]
+            )
             changes = search.relocate(tid, "light" if rng.random() < 0.5 else "any")
         if changes is None:
             evals += 1  # a failed draw still costs a scan
@@ -569,8 +620,11 @@ def search_health(
         if home is None or here is None or home == here:
             continue
         ev.remove(tid)
-        ok = (ev.free_at(home.day, home.slot_start, home.slot_end) if home.embed_host is None
-              else ev.guest_free(home.day, home.slot_start, home.slot_end))
+        ok = (
+            ev.free_at(home.day, home.slot_start, home.slot_end)
+            if home.embed_host is None
+            else ev.guest_free(home.day, home.slot_start, home.slot_end)
+        )
         if ok:
             ev.place(home)
             after = ev.counts_now()
@@ -585,9 +639,15 @@ def search_health(
         final = start
     out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     moved = sum(1 for pl in out if origin_map.get(pl.task_id) != pl)
-    return HealthSearchResult(out, final, start, moved, evals, evals * cost,
-                              floor=None if floor is None
-                              else (floor[0] + feasibility_critical, floor[1]))
+    return HealthSearchResult(
+        out,
+        final,
+        start,
+        moved,
+        evals,
+        evals * cost,
+        floor=None if floor is None else (floor[0] + feasibility_critical, floor[1]),
+    )
 
 
 def _higher(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:
@@ -603,8 +663,6 @@ def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
     """Tasks on days with an issue or slack, or of a subject whose presence is uneven."""
     bad_days = set((np.flatnonzero(ev.day_cw.any(axis=1) | (ev.day_slack > 0)) + 1).tolist())
     return [t for t in tids if ev.placed_scope[t].day in bad_days]
-
-
 
 
 HEALTH_SHARE = 0.4  # of a proposal's time limit for the close stage (estimated seconds)
@@ -625,20 +683,24 @@ def prefer_lexicographic(
 
     if sum(pl.length for pl in other) != sum(pl.length for pl in best[0]):
         return best
-    ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, level,
-                         feasibility_critical)
+    ev = HealthEvaluator(
+        state, {t for g in problem.groups for t in g.task_ids}, level, feasibility_critical
+    )
     ev.set_placements(other)
     counts = ev.counts_now()
     objective = evaluate(problem, other, weights)
-    if (*counts.key, objective["weighted_total"]) < (*best[2].key,
-                                                       best[1]["weighted_total"] - 1e-9):
+    if (*counts.key, objective["weighted_total"]) < (
+        *best[2].key,
+        best[1]["weighted_total"] - 1e-9,
+    ):
         ordered = sorted(other, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
         return ordered, objective, counts
     return best
 
 
-def health_of_moves(state: ScheduleState, moves: Sequence[tuple[Placement, Placement]],
-                    level: str = "normal") -> tuple[HealthCounts, HealthCounts]:
+def health_of_moves(
+    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: str = "normal"
+) -> tuple[HealthCounts, HealthCounts]:
     """analyze_health's (critical, warning) before and after ``moves`` ((before, after) places
     of placed tasks), feasibility issue aside: the re-optimising tools rank these first."""
     ev = HealthEvaluator(state, {before.task_id for before, _ in moves}, level)
@@ -648,8 +710,9 @@ def health_of_moves(state: ScheduleState, moves: Sequence[tuple[Placement, Place
     return start, ev.counts_now()
 
 
-def health_worse(state: ScheduleState, moves: Sequence[tuple[Placement, Placement]],
-                 level: str = "normal") -> bool:
+def health_worse(
+    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: str = "normal"
+) -> bool:
     """``moves`` leave analyze_health's (critical, warning) lexicographically worse: a
     re-optimising tool (spread_even, min_context_switch) then keeps the current places, since
     its own measure only ranks after (critical, warning)."""
@@ -657,8 +720,9 @@ def health_worse(state: ScheduleState, moves: Sequence[tuple[Placement, Placemen
     return after.key > before.key
 
 
-def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_s: float,
-                      num_workers: int) -> int:
+def unplaced_critical(
+    state: ScheduleState, unplaced: Sequence[int], time_limit_s: float, num_workers: int
+) -> int:
     """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
     tasks are left unplaced and the same check it runs (suggested tasks re-planned) proves the
     window infeasible."""
@@ -666,10 +730,23 @@ def unplaced_critical(state: ScheduleState, unplaced: Sequence[int], time_limit_
         return 0
     from .feasibility import check_feasibility
 
-    report = check_feasibility(state, time_limit_s=max(time_limit_s, 0.05),
-                               num_workers=num_workers, include_suggested=True, explain=False)
+    report = check_feasibility(
+        state,
+        time_limit_s=max(time_limit_s, 0.05),
+        num_workers=num_workers,
+        include_suggested=True,
+        explain=False,
+    )
     return 1 if report.is_feasible is False else 0
 
 
-__all__ = ["HEALTH_SHARE", "HealthSearchResult", "eval_cost", "health_of_moves",
-           "health_worse", "prefer_lexicographic", "search_health", "unplaced_critical"]
+__all__ = [
+    "HEALTH_SHARE",
+    "HealthSearchResult",
+    "eval_cost",
+    "health_of_moves",
+    "health_worse",
+    "prefer_lexicographic",
+    "search_health",
+    "unplaced_critical",
+]

@@ -45,8 +45,9 @@ class LocalSearchResult:
 class _Days:
     """The mutable per-day picture the moves read and change."""
 
-    def __init__(self, problem: Problem, w: Mapping[str, float],
-                 placements: Sequence[Placement]) -> None:
+    def __init__(
+        self, problem: Problem, w: Mapping[str, float], placements: Sequence[Placement]
+    ) -> None:
         self.p = problem
         self.w_load = w["load_imbalance"]
         self.w_same = w["same_category"]
@@ -130,8 +131,13 @@ class _Days:
             if free and not prev_free and (q == spd - 1 or own[q + 1] != 0):
                 iso += 1
             prev_free = free
-            if q and sub[q] and sub[q - 1] and sub[q] != sub[q - 1] and (
-                    own[q] > 0 or own[q - 1] > 0):
+            if (
+                q
+                and sub[q]
+                and sub[q - 1]
+                and sub[q] != sub[q - 1]
+                and (own[q] > 0 or own[q - 1] > 0)
+            ):
                 sw += 1
         return self.w_iso * iso + self.w_sw * sw
 
@@ -164,8 +170,7 @@ class _Days:
         return out
 
     # ------------------------------------------------------------------ moves
-    def try_relocate(self, tid: int, days: Sequence[int], limit: float = 0.0
-                     ) -> tuple[float, int]:
+    def try_relocate(self, tid: int, days: Sequence[int], limit: float = 0.0) -> tuple[float, int]:
         """Move ``tid`` to its best start on ``days`` if that worsens the objective by at most
         ``limit``.
 
@@ -191,10 +196,15 @@ class _Days:
                 offset = -base_a
             else:
                 la, lb, m = self.load[a], self.load[b], self.mean
-                d_load = self.w_load * (abs(la - dur - m) - abs(la - m)
-                                        + abs(lb + dur - m) - abs(lb - m))
-                d_same = (self.same(k, cnt[a] - 1) - self.same(k, cnt[a])
-                          + self.same(k, cnt[b] + 1) - self.same(k, cnt[b]))
+                d_load = self.w_load * (
+                    abs(la - dur - m) - abs(la - m) + abs(lb + dur - m) - abs(lb - m)
+                )
+                d_same = (
+                    self.same(k, cnt[a] - 1)
+                    - self.same(k, cnt[a])
+                    + self.same(k, cnt[b] + 1)
+                    - self.same(k, cnt[b])
+                )
                 offset = d_load + d_same + row_a - base_a - self.row_cost[b]
             for s in self.starts_on(b, dur, self.banned[gi]):
                 if b == a and s == pl.slot_start:
@@ -240,8 +250,9 @@ class _Days:
 
     def _days_cost(self, days: set[int], keys: set[tuple[int, int]]) -> float:
         m = self.mean
-        return (sum(self.w_load * abs(self.load[d] - m) + self.row_cost[d] for d in days)
-                + sum(self.same(k, self.counts[k][d]) for k, d in keys))
+        return sum(self.w_load * abs(self.load[d] - m) + self.row_cost[d] for d in days) + sum(
+            self.same(k, self.counts[k][d]) for k, d in keys
+        )
 
     def try_exchange(self, t1: int, t2: int, limit: float = 0.0) -> tuple[float, int]:
         """``t1`` goes to ``t2``'s day and ``t2`` to ``t1``'s, each at its best start there once
@@ -257,9 +268,11 @@ class _Days:
             return 0.0, 1
         days = {a, b}
         keys = {(k1, a), (k1, b), (k2, a), (k2, b)}
-        before = (self._days_cost(days, keys)
-                  + self.place_cost(g1, a, p1.slot_start, p1.slot_end)
-                  + self.place_cost(g2, b, p2.slot_start, p2.slot_end))
+        before = (
+            self._days_cost(days, keys)
+            + self.place_cost(g1, a, p1.slot_start, p1.slot_end)
+            + self.place_cost(g2, b, p2.slot_start, p2.slot_end)
+        )
         self._clear(a, p1.slot_start, p1.slot_end)
         self._clear(b, p2.slot_start, p2.slot_end)
 
@@ -286,12 +299,15 @@ class _Days:
             old_rows = {d: self.row_cost[d] for d in days}
             for d, v in rows.items():
                 self.row_cost[d] = v
-            after = (self._days_cost(days, keys)
-                     + self.place_cost(g1, b, s1, s1 + p1.length - 1)
-                     + self.place_cost(g2, a, s2, s2 + p2.length - 1))
+            after = (
+                self._days_cost(days, keys)
+                + self.place_cost(g1, b, s1, s1 + p1.length - 1)
+                + self.place_cost(g2, a, s2, s2 + p2.length - 1)
+            )
             delta = after - before
             if (delta <= limit + 1e-9 and (s1, s2) != (p2.slot_start, p1.slot_start)) or (
-                    delta < -1e-9):
+                delta < -1e-9
+            ):
                 self.where[t1] = Placement(t1, b, s1, s1 + p1.length - 1)
                 self.where[t2] = Placement(t2, a, s2, s2 + p2.length - 1)
                 return delta, evals
@@ -320,12 +336,15 @@ class _Days:
             return 0.0, False
         b1, b2 = self.banned[g1], self.banned[g2]
         if any(b1[q] for q in range(p2.slot_start, p2.slot_end + 1)) or any(
-                b2[q] for q in range(p1.slot_start, p1.slot_end + 1)):
+            b2[q] for q in range(p1.slot_start, p1.slot_end + 1)
+        ):
             return 0.0, False
-        before = (self.place_cost(g1, p1.day, p1.slot_start, p1.slot_end)
-                  + self.place_cost(g2, p2.day, p2.slot_start, p2.slot_end))
-        after = (self.place_cost(g1, p2.day, p2.slot_start, p2.slot_end)
-                 + self.place_cost(g2, p1.day, p1.slot_start, p1.slot_end))
+        before = self.place_cost(g1, p1.day, p1.slot_start, p1.slot_end) + self.place_cost(
+            g2, p2.day, p2.slot_start, p2.slot_end
+        )
+        after = self.place_cost(g1, p2.day, p2.slot_start, p2.slot_end) + self.place_cost(
+            g2, p1.day, p1.slot_start, p1.slot_end
+        )
         days = {p1.day, p2.day}
         old_rows = sum(self.row_cost[d] for d in days)
         self._fill(p1.day, p1.slot_start, p1.slot_end, t2, k2)
@@ -334,10 +353,16 @@ class _Days:
         d_same = 0.0
         if p1.day != p2.day:
             c1, c2 = self.counts[k1], self.counts[k2]
-            d_same = (self.same(k1, c1[p1.day] - 1) - self.same(k1, c1[p1.day])
-                      + self.same(k1, c1[p2.day] + 1) - self.same(k1, c1[p2.day])
-                      + self.same(k2, c2[p2.day] - 1) - self.same(k2, c2[p2.day])
-                      + self.same(k2, c2[p1.day] + 1) - self.same(k2, c2[p1.day]))
+            d_same = (
+                self.same(k1, c1[p1.day] - 1)
+                - self.same(k1, c1[p1.day])
+                + self.same(k1, c1[p2.day] + 1)
+                - self.same(k1, c1[p2.day])
+                + self.same(k2, c2[p2.day] - 1)
+                - self.same(k2, c2[p2.day])
+                + self.same(k2, c2[p1.day] + 1)
+                - self.same(k2, c2[p1.day])
+            )
         delta = sum(new_rows.values()) - old_rows + d_same + after - before
         if delta > limit + 1e-9:
             self._fill(p1.day, p1.slot_start, p1.slot_end, t1, k1)

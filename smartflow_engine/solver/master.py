@@ -40,8 +40,9 @@ from .pricing import INF, Pattern, Pricer, pattern_value
 class Master:
     """The master problem of one free total ``T``: its LP, its columns, its bound."""
 
-    def __init__(self, pricer: Pricer, slots: int, free_total: int,
-                 pool: Sequence[Pattern]) -> None:
+    def __init__(
+        self, pricer: Pricer, slots: int, free_total: int, pool: Sequence[Pattern]
+    ) -> None:
         from ortools.linear_solver import pywraplp
 
         self.pywraplp = pywraplp
@@ -73,8 +74,12 @@ class Master:
         big = 1e3 * max(1.0, *pricer.w.values())
         # Artificial columns keep the LP feasible at any free total (a start placing another
         # total gives no feasible combination at first); their cost drives them out.
-        for row, sign in ((self.total, 1.0), (self.total, -1.0), (self.free_row, 1.0),
-                          (self.free_row, -1.0)):
+        for row, sign in (
+            (self.total, 1.0),
+            (self.total, -1.0),
+            (self.free_row, 1.0),
+            (self.free_row, -1.0),
+        ):
             var = lp.NumVar(0.0, lp.infinity(), "")
             row.SetCoefficient(var, sign)
             self.objective.SetCoefficient(var, big)
@@ -125,16 +130,20 @@ class Master:
             self.converged = False
             return True, work
         self.lp_value = self.objective.Value()
-        self.support = [pat for pat, var in zip(self.columns, self.vars, strict=True)
-                        if var.solution_value() > 1e-9]
+        self.support = [
+            pat
+            for pat, var in zip(self.columns, self.vars, strict=True)
+            if var.solution_value() > 1e-9
+        ]
         pi = np.minimum(np.array([c.dual_value() for c in self.cnt]), 0.0)
         mu, nu = self.total.dual_value(), self.free_row.dual_value()
         sigma = np.array([c.dual_value() for c in self.conv])
         # Lagrangian bound: valid for any multipliers of this sign pattern, since the pricing
         # minimises over (a superset of) every day's fillings.
         lagrange = float(pi @ self.counts) + mu * self.slots + nu * self.free_total
-        magnitude = float(np.abs(pi) @ self.counts) + abs(mu) * self.slots + abs(
-            nu) * self.free_total
+        magnitude = (
+            float(np.abs(pi) @ self.counts) + abs(mu) * self.slots + abs(nu) * self.free_total
+        )
         new = 0
         width = self.load_cost.shape[1]
         for rep, days in pricer.days_of.items():
@@ -147,19 +156,31 @@ class Master:
             for d in days:
                 for pat in patterns:
                     moved = pricer.move(pat, d)
-                    rc = self.cost(moved) - float(sum(pi[gi] * c for gi, c in pat.counts)) \
-                        - mu * pat.periods - nu * pat.free - sigma[d - 1]
+                    rc = (
+                        self.cost(moved)
+                        - float(sum(pi[gi] * c for gi, c in pat.counts))
+                        - mu * pat.periods
+                        - nu * pat.free
+                        - sigma[d - 1]
+                    )
                     if rc < -1e-6 and self.add(moved):
                         new += 1
         self.bound = max(self.bound, lagrange - float_margin(magnitude, pricer.summands))
         self.duals = (pi, mu)
         self.converged = new == 0 or self.lp_value - self.bound <= 1e-6 * max(
-            1.0, abs(self.lp_value))
+            1.0, abs(self.lp_value)
+        )
         return self.converged, work
 
-    def integer(self, start: Sequence[Pattern], upper: float, deterministic_time: float,
-                wall_s: float, num_workers: int,
-                seed: int) -> tuple[list[Pattern] | None, float, float]:
+    def integer(
+        self,
+        start: Sequence[Pattern],
+        upper: float,
+        deterministic_time: float,
+        wall_s: float,
+        num_workers: int,
+        seed: int,
+    ) -> tuple[list[Pattern] | None, float, float]:
         """The best choice of one generated pattern per day at this free total (CP-SAT), if
         it beats ``upper``.
 
@@ -189,13 +210,18 @@ class Master:
                 per_day[pat.day].append((rc, j, pat))
         if len(per_day) < p.num_days:
             return None, INF, work
-        kept = [pat for d in sorted(per_day)
-                for _, _, pat in sorted(per_day[d], key=lambda e: (e[0], e[1]))[:INTEGER_PER_DAY]]
+        kept = [
+            pat
+            for d in sorted(per_day)
+            for _, _, pat in sorted(per_day[d], key=lambda e: (e[0], e[1]))[:INTEGER_PER_DAY]
+        ]
         lin = cp_model().LinearExpr
         m = cp_model().CpModel()
         num_days = p.num_days
-        unit = integer_weights(self.pricer.w, model_magnitude(
-            num_days, p.slots_per_day)).scale * num_days
+        unit = (
+            integer_weights(self.pricer.w, model_magnitude(num_days, p.slots_per_day)).scale
+            * num_days
+        )
         variables = [m.new_bool_var("") for _ in kept]
         by_day: dict[int, list[Any]] = defaultdict(list)
         by_group: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
@@ -214,22 +240,26 @@ class Master:
         if sum(pat.free for pat in start) == self.free_total:
             for pat, v in zip(kept, variables, strict=True):
                 m.add_hint(v, 1 if (pat.day, pat.items) in start_keys else 0)
-        solver = make_solver(wall_s, num_workers, seed=seed, exact=False,
-                             deterministic_time=deterministic_time)
+        solver = make_solver(
+            wall_s, num_workers, seed=seed, exact=False, deterministic_time=deterministic_time
+        )
         status = status_of(solver.solve(m))
         work += WALL_PER_DET * solver.deterministic_time + BUILD_COST * len(kept)
         if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
             return None, INF, work
-        chosen = sorted((pat for pat, v in zip(kept, variables, strict=True)
-                         if solver.value(v)), key=lambda pat: pat.day)
+        chosen = sorted(
+            (pat for pat, v in zip(kept, variables, strict=True) if solver.value(v)),
+            key=lambda pat: pat.day,
+        )
         return chosen, self.value(chosen), work
 
     def value(self, patterns: Sequence[Pattern]) -> float:
         return pattern_value(self.pricer, patterns)
 
 
-def lagrange_totals(pricer: Pricer, master: Master, totals: Sequence[int],
-                    max_ops: int = 2**62) -> dict[int, float]:
+def lagrange_totals(
+    pricer: Pricer, master: Master, totals: Sequence[int], max_ops: int = 2**62
+) -> dict[int, float]:
     """Lagrangian bounds at every free total from the last pricing of ``master``.
 
     ``max_ops`` caps the kernel's work: the totals with the lowest bounds so far come first,
@@ -265,14 +295,22 @@ def lagrange_totals(pricer: Pricer, master: Master, totals: Sequence[int],
     from ._kernels import lagrange_kernel
 
     t_arr = np.array(list(totals), dtype=np.int64)
-    best = lagrange_kernel(table, days, rep_fixed.astype(float), float(fixed.sum()), num_days,
-                           float(w_load), base, t_arr, max_ops)
+    best = lagrange_kernel(
+        table,
+        days,
+        rep_fixed.astype(float),
+        float(fixed.sum()),
+        num_days,
+        float(w_load),
+        base,
+        t_arr,
+        max_ops,
+    )
     pricer.ops += 10 + len(t_arr) * len(reps) // 2
     # Magnitude of the numbers summed: the base, ν·T and the day terms, with |ν| at most the
     # span the kernel searches (its values' range + 1 around 0).
     finite = np.abs(table[np.isfinite(table)])
-    big = float(finite.max(initial=0.0)) + w_load * (width + float(fixed.max(initial=0.0))
-                                                     + width)
+    big = float(finite.max(initial=0.0)) + w_load * (width + float(fixed.max(initial=0.0)) + width)
     scale = float(np.abs(pi) @ master.counts) + abs(mu) * master.slots
     out: dict[int, float] = {}
     for t, v in zip(t_arr.tolist(), best.tolist(), strict=True):

@@ -88,15 +88,28 @@ def neighbourhood_search(
         for gi, g in enumerate(problem.groups):
             pool[gi].extend(tid for tid in g.task_ids if tid not in current)
         counts = [len(pool.get(gi, [])) for gi in range(len(problem.groups))]
-        sub = SubModel(win, days, counts, sum(pl.length for pl in inside),
-                        free_slots=sum(pl.length for pl in inside if pl.embed_host is None))
+        sub = SubModel(
+            win,
+            days,
+            counts,
+            sum(pl.length for pl in inside),
+            free_slots=sum(pl.length for pl in inside if pl.embed_host is None),
+        )
         hinted = sub.hint(inside)
-        solver = make_solver(max(stop - time.perf_counter(), 0.01), num_workers,
-                             seed=seed + iterations, exact=False, deterministic_time=LNS_STEP)
+        solver = make_solver(
+            max(stop - time.perf_counter(), 0.01),
+            num_workers,
+            seed=seed + iterations,
+            exact=False,
+            deterministic_time=LNS_STEP,
+        )
         status = status_of(solver.solve(sub.model))
         # Deterministic stand-in for the time spent (calibrated on the CI machine).
-        spent += (LNS_SOLVE_COST + WALL_PER_DET * solver.deterministic_time
-                  + LNS_BUILD_COST * (len(sub.x) + len(sub.aux)))
+        spent += (
+            LNS_SOLVE_COST
+            + WALL_PER_DET * solver.deterministic_time
+            + LNS_BUILD_COST * (len(sub.x) + len(sub.aux))
+        )
         _trace(iterations, spent, time.perf_counter())
         if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) or hinted is None:
             continue

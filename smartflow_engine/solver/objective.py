@@ -48,15 +48,27 @@ class Term:
 
 
 TERMS: tuple[Term, ...] = (
-    Term("load_imbalance", 1.0, "periods",
-         "Σ over days of |day load − mean day load| (occupied periods, guests excluded)"),
-    Term("same_category", 2.0, "tasks",
-         "per subject and day, tasks beyond the first (or, for a class preferring to cluster, "
-         "the number of days the subject appears on)"),
+    Term(
+        "load_imbalance",
+        1.0,
+        "periods",
+        "Σ over days of |day load − mean day load| (occupied periods, guests excluded)",
+    ),
+    Term(
+        "same_category",
+        2.0,
+        "tasks",
+        "per subject and day, tasks beyond the first (or, for a class preferring to cluster, "
+        "the number of days the subject appears on)",
+    ),
     Term("isolated_free", 1.0, "periods", "free periods with no free neighbour on their day"),
-    Term("context_switch", 1.0, "switches",
-         "adjacent occupied periods holding different subjects, at least one of them a scope "
-         "task's (switches between fixed tasks are not the proposal's doing)"),
+    Term(
+        "context_switch",
+        1.0,
+        "switches",
+        "adjacent occupied periods holding different subjects, at least one of them a scope "
+        "task's (switches between fixed tasks are not the proposal's doing)",
+    ),
     Term("late", 4.0, "days", "days past a class's end day (only when late placement is allowed)"),
     Term("time_of_day", 0.5, "periods", "periods outside a class's preferred part of the day"),
 )
@@ -114,8 +126,9 @@ class IntWeights:
     exact: bool
 
 
-def integer_weights(weights: Mapping[str, float], magnitude: float = 1.0,
-                    extra: Iterable[float] = ()) -> IntWeights:
+def integer_weights(
+    weights: Mapping[str, float], magnitude: float = 1.0, extra: Iterable[float] = ()
+) -> IntWeights:
     """Scale ``weights`` to integers exactly when the scale fits, else round them down.
 
     ``magnitude`` is the most the model's objective can reach per unit of scaled weight (a
@@ -212,7 +225,8 @@ def clustered_subjects(problem: Problem) -> frozenset[str]:
             continue
         extra = tc.model_extra or {}
         if (tc.strategy or "").lower() in CLUSTER_STRATEGIES or extra.get(
-                "same_category_aggregation_preference") is True:
+            "same_category_aggregation_preference"
+        ) is True:
             out.add(problem.task_subjects[g.task_ids[0]])
     return frozenset(out)
 
@@ -290,8 +304,9 @@ def evaluate(
     loads = np.count_nonzero(owner, axis=1).astype(float)
     load_imbalance = float(np.abs(loads - loads.mean()).sum())
     cluster = clustered_subjects(problem)
-    same = sum((1 if n > 0 else 0) if k in cluster else max(0, n - 1)
-               for (k, _), n in counts.items())
+    same = sum(
+        (1 if n > 0 else 0) if k in cluster else max(0, n - 1) for (k, _), n in counts.items()
+    )
     _, _, lengths = runs(owner == 0)
     isolated = int(np.count_nonzero(lengths == 1))
     left, right = subj[:, :-1], subj[:, 1:]

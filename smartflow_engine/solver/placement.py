@@ -168,8 +168,9 @@ def propose_placement(
     t0 = time.perf_counter()
     report("max periods", t0)
     w = resolve_weights(weights)
-    problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
-                            allow_late=allow_late)
+    problem = build_problem(
+        state, include_suggested=include_suggested, by_subject=True, allow_late=allow_late
+    )
     proof = Proof(w, problem.num_days)
     # ``effort``: the limit the deterministic budgets are computed from (the wall clock's own
     # limit unless the caller fixes the work separately).
@@ -179,10 +180,13 @@ def propose_placement(
     # below stops by ``stop`` and the answer says what was proven; the margin is for the answer
     # itself (the lexicographic guard, the evaluation, the Proposal).
     stop = deadline - DEADLINE_MARGIN_S
-    level1 = max_placeable(problem, time_limit_s=time_limit_s * LEVEL1_SHARE,
-                           num_workers=num_workers,
-                           deterministic_time=effort * LEVEL1_SHARE * DETERMINISTIC_SHARE,
-                           deadline=stop)
+    level1 = max_placeable(
+        problem,
+        time_limit_s=time_limit_s * LEVEL1_SHARE,
+        num_workers=num_workers,
+        deterministic_time=effort * LEVEL1_SHARE * DETERMINISTIC_SHARE,
+        deadline=stop,
+    )
     level1_cut = level1.runtime_s >= time_limit_s * LEVEL1_SHARE - 0.01
     target = level1.best
     # When tasks must stay unplaced, the feasibility check analyze_health runs on the result
@@ -199,10 +203,13 @@ def propose_placement(
         candidates.insert(0, ("greedy", greedy))
     elif greedy and greedy_slots < target and time.perf_counter() < search_stop:
         # Repair: place the greedy's leftovers exactly in the space it left.
-        rest = max_placeable(residual(problem, greedy), time_limit_s=time_limit_s * REPAIR_SHARE,
-                             num_workers=num_workers,
-                             deterministic_time=effort * REPAIR_SHARE * DETERMINISTIC_SHARE,
-                             deadline=search_stop)
+        rest = max_placeable(
+            residual(problem, greedy),
+            time_limit_s=time_limit_s * REPAIR_SHARE,
+            num_workers=num_workers,
+            deterministic_time=effort * REPAIR_SHARE * DETERMINISTIC_SHARE,
+            deadline=search_stop,
+        )
         level1_cut = level1_cut or rest.runtime_s >= time_limit_s * REPAIR_SHARE - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
@@ -214,23 +221,48 @@ def propose_placement(
     #    better first master for the column generation.
     pre_budget = PRE_LOCAL_SHARE * effort
     report("local moves", t0, start_obj["weighted_total"])
-    pre = improve(problem, w, start, seed=seed, deadline=search_stop, budget_s=pre_budget,
-                  stall_s=LOCAL_STALL * pre_budget)
+    pre = improve(
+        problem,
+        w,
+        start,
+        seed=seed,
+        deadline=search_stop,
+        budget_s=pre_budget,
+        stall_s=LOCAL_STALL * pre_budget,
+    )
     local_moves = pre.moves
     best = pre.placements
     # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
     #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
-    report("column search" if compiled else "no column search (kernels compiling)", t0,
-           start_obj["weighted_total"] + pre.delta)
+    report(
+        "column search" if compiled else "no column search (kernels compiling)",
+        t0,
+        start_obj["weighted_total"] + pre.delta,
+    )
     if compiled:
-        columns = search(problem, target, best, w, budget_s=COLUMN_SHARE * effort,
-                         deadline=search_stop, num_workers=num_workers, seed=seed,
-                         start_value=start_obj["weighted_total"] + pre.delta)
+        columns = search(
+            problem,
+            target,
+            best,
+            w,
+            budget_s=COLUMN_SHARE * effort,
+            deadline=search_stop,
+            num_workers=num_workers,
+            seed=seed,
+            start_value=start_obj["weighted_total"] + pre.delta,
+        )
     else:
         obj = evaluate(problem, best, w)["weighted_total"]
-        columns = ColumnSearch(placements=list(best), objective=obj, bound=math.inf,
-                               optimal=False, start_objective=obj, totals={}, explored=[],
-                               converged=False)
+        columns = ColumnSearch(
+            placements=list(best),
+            objective=obj,
+            bound=math.inf,
+            optimal=False,
+            start_objective=obj,
+            totals={},
+            explored=[],
+            converged=False,
+        )
     bound: float | None = columns.bound if math.isfinite(columns.bound) else None
     if columns.objective < columns.start_objective:
         best = columns.placements
@@ -244,26 +276,42 @@ def propose_placement(
             local_budget = min(LOCAL_SHARE * effort, max(0.0, total_budget - work))
             so_far = min(columns.objective, columns.start_objective)
             report("local moves", t0, so_far, bound)
-            local = improve(problem, w, best, seed=seed + 1, deadline=search_stop,
-                            budget_s=local_budget, stall_s=LOCAL_STALL * local_budget)
+            local = improve(
+                problem,
+                w,
+                best,
+                seed=seed + 1,
+                deadline=search_stop,
+                budget_s=local_budget,
+                stall_s=LOCAL_STALL * local_budget,
+            )
             local_moves += local.moves
             work += local.work_s
             current = {pl.task_id: pl for pl in local.placements}
-            win = WindowData.build(problem, w,
-                                   sum(pl.length for pl in best if pl.embed_host is None),
-                                   deadline=search_stop)
-            report("full model" if problem.num_days <= FULL_MODEL_MAX_DAYS else "neighbourhoods",
-                   t0, so_far + local.delta, bound)
+            win = WindowData.build(
+                problem,
+                w,
+                sum(pl.length for pl in best if pl.embed_host is None),
+                deadline=search_stop,
+            )
+            report(
+                "full model" if problem.num_days <= FULL_MODEL_MAX_DAYS else "neighbourhoods",
+                t0,
+                so_far + local.delta,
+                bound,
+            )
             if problem.num_days <= FULL_MODEL_MAX_DAYS:
                 iterations = 1
-                current, model_bound = _full_model(win, w, target, current, proof, effort,
-                                                   search_stop, seed, num_workers)
+                current, model_bound = _full_model(
+                    win, w, target, current, proof, effort, search_stop, seed, num_workers
+                )
                 if model_bound is not None:
                     bound = model_bound if bound is None else max(bound, model_bound)
             else:
                 budget = max(0.0, total_budget - work)
-                current, iterations = neighbourhood_search(win, current, search_stop, budget,
-                                                           seed, num_workers)
+                current, iterations = neighbourhood_search(
+                    win, current, search_stop, budget, seed, num_workers
+                )
     except OutOfTime:
         pass  # ``current`` holds the last complete placement found before the deadline
 
@@ -287,13 +335,22 @@ def propose_placement(
         except OutOfTime:  # a floor not computed in time is not claimed
             floor = None
     feasibility = unplaced_critical(
-        state, unplaced, min(UNPLACED_CHECK_SHARE * time_limit_s,
-                             max(0.0, stop - time.perf_counter())), num_workers)
+        state,
+        unplaced,
+        min(UNPLACED_CHECK_SHARE * time_limit_s, max(0.0, stop - time.perf_counter())),
+        num_workers,
+    )
     close = search_health(
-        state, problem, placements, level=threshold, seed=seed,
-        budget_s=HEALTH_SHARE * effort, deadline=stop,
+        state,
+        problem,
+        placements,
+        level=threshold,
+        seed=seed,
+        budget_s=HEALTH_SHARE * effort,
+        deadline=stop,
         feasibility_critical=feasibility,
-        floor=(floor.critical, floor.warning) if floor is not None else None)
+        floor=(floor.critical, floor.warning) if floor is not None else None,
+    )
     wall_limited = wall_limited or time.perf_counter() >= stop - 0.01
     if close.counts.key < close.start_counts.key:
         placements = close.placements
@@ -302,7 +359,8 @@ def propose_placement(
     counts = close.counts
     if HEALTH_SHARE > 0:  # (zero turns the whole close stage off, as benchmarks compare)
         placements, objective, counts = prefer_lexicographic(
-            state, problem, threshold, feasibility, w, (placements, objective, counts), greedy)
+            state, problem, threshold, feasibility, w, (placements, objective, counts), greedy
+        )
     report("done", t0, objective["weighted_total"], bound)
     if not level1.proven:
         name = "unknown"
@@ -334,9 +392,17 @@ def propose_placement(
     )
 
 
-def _full_model(win: WindowData, w: Mapping[str, float], target: int,
-                current: dict[int, Placement], proof: Proof, effort: float, stop: float,
-                seed: int, num_workers: int) -> tuple[dict[int, Placement], float | None]:
+def _full_model(
+    win: WindowData,
+    w: Mapping[str, float],
+    target: int,
+    current: dict[int, Placement],
+    proof: Proof,
+    effort: float,
+    stop: float,
+    seed: int,
+    num_workers: int,
+) -> tuple[dict[int, Placement], float | None]:
     """Solve the whole window's model (short windows), hinted with ``current``.
 
     Returns the better placement (``current`` itself when the model finds nothing better) and
@@ -345,8 +411,13 @@ def _full_model(win: WindowData, w: Mapping[str, float], target: int,
     problem = win.problem
     sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups], target)
     hinted = sub.hint(list(current.values()))
-    solver = make_solver(max(stop - time.perf_counter(), 0.01), num_workers, seed=seed,
-                         exact=False, deterministic_time=FULL_MODEL_DET_SHARE * effort)
+    solver = make_solver(
+        max(stop - time.perf_counter(), 0.01),
+        num_workers,
+        seed=seed,
+        exact=False,
+        deterministic_time=FULL_MODEL_DET_SHARE * effort,
+    )
     # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1 limit,
     # measured); the hinted search without it keeps to the limit.
     solver.parameters.cp_model_presolve = False
@@ -361,8 +432,11 @@ def _full_model(win: WindowData, w: Mapping[str, float], target: int,
         pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
         found = sub.placements(solver, pool, current)
         # With rounded-down weights the model's best may be worse in real terms.
-        if win.exact or evaluate(problem, found, w)["weighted_total"] <= evaluate(
-                problem, list(current.values()), w)["weighted_total"]:
+        if (
+            win.exact
+            or evaluate(problem, found, w)["weighted_total"]
+            <= evaluate(problem, list(current.values()), w)["weighted_total"]
+        ):
             return {pl.task_id: pl for pl in found}, bound
     return current, bound
 

@@ -69,7 +69,6 @@ class Pattern:
     cost: float
 
 
-
 # ---------------------------------------------------------------------------------- day data
 @dataclass
 class _DayData:
@@ -122,8 +121,9 @@ class _KernelData:
 class Pricer:
     """Day data and the pricing programme for one window."""
 
-    def __init__(self, problem: Problem, weights: Mapping[str, float],
-                 deadline: float | None = None) -> None:
+    def __init__(
+        self, problem: Problem, weights: Mapping[str, float], deadline: float | None = None
+    ) -> None:
         """Raises :class:`._cpsat.OutOfTime` when building passes ``deadline``."""
         self.p = problem
         self.w = dict(weights)
@@ -143,10 +143,11 @@ class Pricer:
         signatures: dict[tuple[Any, ...], int] = {}
         for day in range(1, problem.num_days + 1):
             check_deadline(deadline)
-            data = self._day(day, sorted(runs_by_day.get(day, []),
-                                         key=lambda r: problem.runs[r].slot_start),
-                             sorted(hosts_by_day.get(day, []),
-                                    key=lambda h: problem.hosts[h].slot_start))
+            data = self._day(
+                day,
+                sorted(runs_by_day.get(day, []), key=lambda r: problem.runs[r].slot_start),
+                sorted(hosts_by_day.get(day, []), key=lambda h: problem.hosts[h].slot_start),
+            )
             self.days.append(data)
             key = self._signature(data)
             if key not in signatures:
@@ -165,8 +166,12 @@ class Pricer:
         self.relaxed_totals = 0  # free totals the decomposition programme could not reach
         # Longest chain of float additions in a bound: a day's programme (periods, host blocks,
         # the day's constants) and the sum over days and the multipliers.
-        self.summands = 2 * problem.num_days + 2 * problem.slots_per_day + max(
-            (len(h) for h in hosts_by_day.values()), default=0) + 8
+        self.summands = (
+            2 * problem.num_days
+            + 2 * problem.slots_per_day
+            + max((len(h) for h in hosts_by_day.values()), default=0)
+            + 8
+        )
 
     # ------------------------------------------------------------------ building
     def _subject_state(self, subject: str) -> int:
@@ -179,8 +184,9 @@ class Pricer:
         left, right = [], []
         for ri in run_ids:
             b = p.runs[ri]
-            left.append(self._subject_state(str(row[b.slot_start - 2])) if b.slot_start > 1
-                        else OCC_NONE)
+            left.append(
+                self._subject_state(str(row[b.slot_start - 2])) if b.slot_start > 1 else OCC_NONE
+            )
             rs = str(row[b.slot_end]) if b.slot_end < spd else ""
             right.append(self.subject_index[rs] if rs else -1)
         const = 0.0
@@ -194,7 +200,8 @@ class Pricer:
         def base(gi: int, start: int) -> float:
             g = p.groups[gi]
             cost = w["late"] * lateness(g.rule, day) + w["time_of_day"] * off_preference(
-                self.prefs[gi], start, start + g.duration - 1)
+                self.prefs[gi], start, start + g.duration - 1
+            )
             if g.subject not in self.cluster:  # every task pays; the first of a day gets it back
                 cost += w["same_category"]
             return cost
@@ -202,8 +209,11 @@ class Pricer:
         run_options: list[list[tuple[int, int, int, float]]] = []
         for ri in run_ids:
             b = p.runs[ri]
-            opts = [(s, gi, g.duration, base(gi, s))
-                    for gi, g in enumerate(p.groups) for s in p.starts(g, b)]
+            opts = [
+                (s, gi, g.duration, base(gi, s))
+                for gi, g in enumerate(p.groups)
+                for s in p.starts(g, b)
+            ]
             run_options.append(sorted(opts))
         host_options: list[list[tuple[int, int, float]]] = []
         for hi in host_ids:
@@ -224,8 +234,16 @@ class Pricer:
         opts = tuple(tuple((s, g, round(c, 9)) for s, g, _, c in o) for o in data.run_options)
         hopts = tuple(tuple((g, s, round(c, 9)) for g, s, c in o) for o in data.host_options)
         fixed = tuple(p.fixed_counts.get((k, data.day), 0) for k in self.scope)
-        return (runs, hosts, tuple(data.left), tuple(data.right), round(data.const, 9), opts,
-                hopts, fixed)
+        return (
+            runs,
+            hosts,
+            tuple(data.left),
+            tuple(data.right),
+            round(data.const, 9),
+            opts,
+            hopts,
+            fixed,
+        )
 
     def first_use(self, day: int) -> dict[int, tuple[int, float]]:
         """Scope subjects whose first task of the day changes the cost: subject -> (bit, change).
@@ -257,7 +275,8 @@ class Pricer:
             g = p.groups[gi]
             counts[g.subject] += 1
             cost += w["late"] * lateness(g.rule, day) + w["time_of_day"] * off_preference(
-                self.prefs[gi], s, s + g.duration - 1)
+                self.prefs[gi], s, s + g.duration - 1
+            )
             if kind == "r":
                 for q in range(s - 1, s - 1 + g.duration):
                     row[q], free[q], mine[q] = g.subject, False, True
@@ -276,9 +295,15 @@ class Pricer:
         return cost
 
     # ------------------------------------------------------------------ pricing
-    def price(self, rep: int, group_dual: np.ndarray, period_dual: float,
-              day_cost: np.ndarray, below: float = -INF,
-              extra: int = 0) -> tuple[float, list[Pattern]]:
+    def price(
+        self,
+        rep: int,
+        group_dual: np.ndarray,
+        period_dual: float,
+        day_cost: np.ndarray,
+        below: float = -INF,
+        extra: int = 0,
+    ) -> tuple[float, list[Pattern]]:
         """The best pattern of the days of type ``rep`` under the duals.
 
         ``group_dual[g]`` is subtracted per task of group ``g``, ``period_dual`` per period
@@ -293,8 +318,7 @@ class Pricer:
         table, back = self._programme(data, group_dual, period_dual)
         values = table + day_cost[: table.shape[0]] + data.const
         finite = np.abs(day_cost[np.isfinite(day_cost)])
-        self.magnitude = self.kernel_magnitude + abs(data.const) + float(
-            finite.max(initial=0.0))
+        self.magnitude = self.kernel_magnitude + abs(data.const) + float(finite.max(initial=0.0))
         order = np.argsort(values, kind="stable")
         self.tables[rep] = table + data.const
         patterns = [self._pattern(data, back, int(order[0]))]
@@ -310,8 +334,9 @@ class Pricer:
         table, _ = self._programme(data, np.zeros(len(self.p.groups)), 0.0)
         return table + data.const
 
-    def _programme(self, data: _DayData, group_dual: np.ndarray,
-                   period_dual: float) -> tuple[np.ndarray, tuple[Any, ...]]:
+    def _programme(
+        self, data: _DayData, group_dual: np.ndarray, period_dual: float
+    ) -> tuple[np.ndarray, tuple[Any, ...]]:
         """Run the compiled programme (:func:`._kernels.day_kernel`) under the duals.
 
         Returns the least value per number of free periods filled (whatever the final mask)
@@ -323,16 +348,37 @@ class Pricer:
         opt_cost = kd.opt_base - group_dual[kd.opt_group] - period_dual * kd.opt_len
         hopt_cost = kd.hopt_base - group_dual[kd.hopt_group] - period_dual * kd.hopt_len
         # Largest absolute partial sum the programme can form (for the float margin).
-        step = (float(np.abs(opt_cost).max(initial=0.0)) + float(np.abs(hopt_cost).max(
-            initial=0.0)) + float(np.abs(kd.first_change).max(initial=0.0))
-            + abs(self.w["isolated_free"]) + abs(self.w["context_switch"]))
+        step = (
+            float(np.abs(opt_cost).max(initial=0.0))
+            + float(np.abs(hopt_cost).max(initial=0.0))
+            + float(np.abs(kd.first_change).max(initial=0.0))
+            + abs(self.w["isolated_free"])
+            + abs(self.w["context_switch"])
+        )
         self.kernel_magnitude = step * (self.p.slots_per_day + len(data.hosts) + 1)
         out = day_kernel(
-            kd.num_subjects, kd.num_masks, self.p.slots_per_day + 1,
-            float(self.w["isolated_free"]), float(self.w["context_switch"]),
-            kd.first_bit, kd.first_change, kd.run_a, kd.run_e, kd.run_left, kd.run_right,
-            kd.run_off, kd.opt_lo, kd.opt_hi, kd.opt_k, kd.opt_len, opt_cost,
-            kd.hopt_lo, kd.hopt_hi, kd.hopt_k, hopt_cost)
+            kd.num_subjects,
+            kd.num_masks,
+            self.p.slots_per_day + 1,
+            float(self.w["isolated_free"]),
+            float(self.w["context_switch"]),
+            kd.first_bit,
+            kd.first_change,
+            kd.run_a,
+            kd.run_e,
+            kd.run_left,
+            kd.run_right,
+            kd.run_off,
+            kd.opt_lo,
+            kd.opt_hi,
+            kd.opt_k,
+            kd.opt_len,
+            opt_cost,
+            kd.hopt_lo,
+            kd.hopt_hi,
+            kd.hopt_k,
+            hopt_cost,
+        )
         self.ops += 8 + int(out[-1]) // KERNEL_OPS_PER_OP
         final = out[5][-1]
         return final.min(axis=0), out
@@ -342,10 +388,16 @@ class Pricer:
         if data.kernel is not None:
             return data.kernel
         p = self.p
-        used = {self.subject_index[p.groups[gi].subject]
-                for opts in data.run_options for _, gi, _, _ in opts}
-        used |= {self.subject_index[p.groups[gi].subject]
-                 for opts in data.host_options for gi, _, _ in opts}
+        used = {
+            self.subject_index[p.groups[gi].subject]
+            for opts in data.run_options
+            for _, gi, _, _ in opts
+        }
+        used |= {
+            self.subject_index[p.groups[gi].subject]
+            for opts in data.host_options
+            for gi, _, _ in opts
+        }
         used |= {left - OCC for left in data.left if left >= OCC}
         used |= {right for right in data.right if right >= 0}
         first = self.first_use(data.day)
@@ -401,19 +453,32 @@ class Pricer:
         left = [OCC + local[v - OCC] if v >= OCC else v for v in data.left]
         right = [local[v] if v >= 0 else -1 for v in data.right]
         data.kernel = _KernelData(
-            num_subjects=num_subjects, num_masks=1 << bits, first_bit=first_bit,
-            first_change=first_change, run_a=ints(runs_a), run_e=ints(runs_e),
-            run_left=ints(left), run_right=ints(right), run_off=ints(offs),
-            opt_lo=opt_lo.astype(np.int64), opt_hi=opt_hi.astype(np.int64),
-            opt_k=ints([o[1] for o in opts]), opt_len=ints([o[2] for o in opts]),
-            opt_group=ints([o[3] for o in opts]), opt_start=ints([o[4] for o in opts]),
+            num_subjects=num_subjects,
+            num_masks=1 << bits,
+            first_bit=first_bit,
+            first_change=first_change,
+            run_a=ints(runs_a),
+            run_e=ints(runs_e),
+            run_left=ints(left),
+            run_right=ints(right),
+            run_off=ints(offs),
+            opt_lo=opt_lo.astype(np.int64),
+            opt_hi=opt_hi.astype(np.int64),
+            opt_k=ints([o[1] for o in opts]),
+            opt_len=ints([o[2] for o in opts]),
+            opt_group=ints([o[3] for o in opts]),
+            opt_start=ints([o[4] for o in opts]),
             opt_run=ints([o[5] for o in opts]),
             opt_base=np.array([o[6] for o in opts], dtype=float),
-            hopt_lo=ints(hopt_lo), hopt_hi=ints(hopt_hi), hopt_k=ints([h[1] for h in hopts]),
+            hopt_lo=ints(hopt_lo),
+            hopt_hi=ints(hopt_hi),
+            hopt_k=ints([h[1] for h in hopts]),
             hopt_group=ints([h[2] for h in hopts]),
             hopt_len=ints([p.groups[h[2]].duration for h in hopts]),
             hopt_start=ints([h[3] for h in hopts]),
-            hopt_base=np.array([h[4] for h in hopts], dtype=float), relaxed=relaxed)
+            hopt_base=np.array([h[4] for h in hopts], dtype=float),
+            relaxed=relaxed,
+        )
         return data.kernel
 
     def _pattern(self, data: _DayData, out: tuple[Any, ...], n: int) -> Pattern:
@@ -438,8 +503,9 @@ class Pricer:
                 if how == -1:  # a free cell
                     i -= 1
                 else:
-                    items.append(("r", int(kd.opt_run[how]), int(kd.opt_group[how]),
-                                  int(kd.opt_start[how])))
+                    items.append(
+                        ("r", int(kd.opt_run[how]), int(kd.opt_group[how]), int(kd.opt_start[how]))
+                    )
                     i -= int(kd.opt_len[how])
                     n -= int(kd.opt_len[how])
                 st, mask = ps, pm
@@ -455,8 +521,14 @@ class Pricer:
             periods += p.groups[gi].duration
             if kind == "r":
                 free += p.groups[gi].duration
-        return Pattern(day, tuple(items), tuple(sorted(counts.items())), free, periods,
-                       self.pattern_cost(day, items))
+        return Pattern(
+            day,
+            tuple(items),
+            tuple(sorted(counts.items())),
+            free,
+            periods,
+            self.pattern_cost(day, items),
+        )
 
     def move(self, pattern: Pattern, day: int) -> Pattern:
         """The same filling on another day of the same type."""
@@ -465,28 +537,41 @@ class Pricer:
         src, dst = self.days[pattern.day - 1], self.days[day - 1]
         run_map = dict(zip(src.runs, dst.runs, strict=True))
         host_map = dict(zip(src.hosts, dst.hosts, strict=True))
-        items = tuple((kind, run_map[i] if kind == "r" else host_map[i], gi, s)
-                      for kind, i, gi, s in pattern.items)
-        return Pattern(day, items, pattern.counts, pattern.free, pattern.periods,
-                       self.pattern_cost(day, items))
+        items = tuple(
+            (kind, run_map[i] if kind == "r" else host_map[i], gi, s)
+            for kind, i, gi, s in pattern.items
+        )
+        return Pattern(
+            day, items, pattern.counts, pattern.free, pattern.periods, self.pattern_cost(day, items)
+        )
 
     def from_placements(self, placements: Sequence[Placement]) -> list[Pattern]:
         """The patterns of a complete placement, one per day (empty days included)."""
         p = self.p
         group_of = p.group_of()
         by_day: dict[int, list[tuple[str, int, int, int]]] = defaultdict(list)
-        run_of = {(b.day, q): ri for ri, b in enumerate(p.runs)
-                  for q in range(b.slot_start, b.slot_end + 1)}
+        run_of = {
+            (b.day, q): ri
+            for ri, b in enumerate(p.runs)
+            for q in range(b.slot_start, b.slot_end + 1)
+        }
         host_of = {(b.day, b.host): hi for hi, b in enumerate(p.hosts)}
         for pl in placements:
             gi = group_of[pl.task_id]
             if pl.embed_host is None:
                 by_day[pl.day].append(("r", run_of[(pl.day, pl.slot_start)], gi, pl.slot_start))
             else:
-                hi = next(h for h, b in enumerate(p.hosts) if b.day == pl.day
-                          and b.host == pl.embed_host
-                          and b.slot_start <= pl.slot_start <= b.slot_end) \
-                    if (pl.day, pl.embed_host) in host_of else -1
+                hi = (
+                    next(
+                        h
+                        for h, b in enumerate(p.hosts)
+                        if b.day == pl.day
+                        and b.host == pl.embed_host
+                        and b.slot_start <= pl.slot_start <= b.slot_end
+                    )
+                    if (pl.day, pl.embed_host) in host_of
+                    else -1
+                )
                 by_day[pl.day].append(("h", hi, gi, pl.slot_start))
         return [self.make(d, by_day.get(d, [])) for d in range(1, p.num_days + 1)]
 
@@ -495,12 +580,15 @@ def pattern_value(pricer: Pricer, patterns: Sequence[Pattern]) -> float:
     """The weighted objective of one pattern per day (load term with the actual mean)."""
     fixed = np.count_nonzero(pricer.p.owner, axis=1).astype(float)
     loads = fixed + np.array([pat.free for pat in patterns], dtype=float)
-    return float(sum(pat.cost for pat in patterns)
-                 + pricer.w["load_imbalance"] * np.abs(loads - loads.mean()).sum())
+    return float(
+        sum(pat.cost for pat in patterns)
+        + pricer.w["load_imbalance"] * np.abs(loads - loads.mean()).sum()
+    )
 
 
-def day_decomposition_totals(pricer: Pricer, slots: int, *, max_ops: int = 2**62,
-                             deadline: float | None = None) -> dict[int, float]:
+def day_decomposition_totals(
+    pricer: Pricer, slots: int, *, max_ops: int = 2**62, deadline: float | None = None
+) -> dict[int, float]:
     """Per free total ``T``: the day-decomposition lower bound (group counts relaxed).
 
     Each day's least cost per number of free periods comes from the pricing programme with
@@ -526,22 +614,35 @@ def day_decomposition_totals(pricer: Pricer, slots: int, *, max_ops: int = 2**62
             cost[d - 1, : minima[rep].shape[0]] = minima[rep]
     fixed = np.count_nonzero(p.owner, axis=1).astype(float)
     free_cells = int(np.count_nonzero(p.owner == 0))
-    guest_max = min(slots, sum(max((g.duration for g in p.groups if p.starts(g, b)), default=0)
-                               for b in p.hosts))
+    guest_max = min(
+        slots,
+        sum(max((g.duration for g in p.groups if p.starts(g, b)), default=0) for b in p.hosts),
+    )
     candidates = list(range(max(0, slots - guest_max), min(slots, free_cells) + 1))
-    values, pricer.relaxed_totals = _programme_all(cost, fixed, candidates,
-                                                   pricer.w["load_imbalance"], max_ops, deadline)
+    values, pricer.relaxed_totals = _programme_all(
+        cost, fixed, candidates, pricer.w["load_imbalance"], max_ops, deadline
+    )
     pricer.ops += num_days * width * max(1, len(candidates) // 10)
     finite = np.abs(cost[np.isfinite(cost)])
-    magnitude = num_days * (float(finite.max(initial=0.0)) + pricer.w["load_imbalance"] * (
-        2 * width + float(fixed.max(initial=0.0))))
-    return {t: v - float_margin(magnitude, pricer.summands)
-            for t, v in zip(candidates, values, strict=True) if math.isfinite(v)}
+    magnitude = num_days * (
+        float(finite.max(initial=0.0))
+        + pricer.w["load_imbalance"] * (2 * width + float(fixed.max(initial=0.0)))
+    )
+    return {
+        t: v - float_margin(magnitude, pricer.summands)
+        for t, v in zip(candidates, values, strict=True)
+        if math.isfinite(v)
+    }
 
 
-def _programme_all(cost: np.ndarray, fixed: np.ndarray, totals: Sequence[int],
-                   w_load: float, max_ops: int = 2**62,
-                   deadline: float | None = None) -> tuple[list[float], int]:
+def _programme_all(
+    cost: np.ndarray,
+    fixed: np.ndarray,
+    totals: Sequence[int],
+    w_load: float,
+    max_ops: int = 2**62,
+    deadline: float | None = None,
+) -> tuple[list[float], int]:
     """Per total ``T``: min Σ_d cost[d, n_d] + w_load · |fixed_d + n_d − mean_T| subject to
     Σ_d n_d = T (compiled: :func:`._kernels.totals_kernel`), within ``max_ops`` steps and the
     ``deadline`` (checked between calls of at most ``TOTALS_CHUNK_S`` estimated seconds); the

@@ -147,8 +147,9 @@ class Problem:
             return []
         if b.host is not None and not group.can_guest:
             return []
-        return allowed_starts(group.rule.banned, group.duration, b.slot_start, b.slot_end,
-                              self.slots_per_day)
+        return allowed_starts(
+            group.rule.banned, group.duration, b.slot_start, b.slot_end, self.slots_per_day
+        )
 
 
 def allowed_starts(
@@ -250,11 +251,18 @@ def build_problem(
     holding = state.guests_by_host()
     if task_ids is not None:
         wanted = set(task_ids)
-        scope = [t for t in state.tasks if t.state_id in wanted
-                 and (t.status == "pending" or movable(state, t, holding))]
+        scope = [
+            t
+            for t in state.tasks
+            if t.state_id in wanted and (t.status == "pending" or movable(state, t, holding))
+        ]
     else:
-        scope = [t for t in state.tasks if t.status == "pending" or (
-            include_suggested and t.status == "suggested" and movable(state, t, holding))]
+        scope = [
+            t
+            for t in state.tasks
+            if t.status == "pending"
+            or (include_suggested and t.status == "suggested" and movable(state, t, holding))
+        ]
     owner = grid.owner.copy()
     guest = grid.guest.copy()
     current: dict[int, Placement] = {}
@@ -274,8 +282,9 @@ def build_problem(
     for t in sorted(scope, key=lambda t: t.state_id):
         rule = rules.get(t.category_id)
         if rule is None:
-            rule = rule_for(state, t, lift_banned=lift_banned, lift_windows=lift_windows,
-                            allow_late=allow_late)
+            rule = rule_for(
+                state, t, lift_banned=lift_banned, lift_windows=lift_windows, allow_late=allow_late
+            )
             rule = rules[t.category_id] = same.setdefault(rule, rule)
         duration = t.need()
         can_guest = not t.can_embed
@@ -286,8 +295,10 @@ def build_problem(
         groups[key].task_ids.append(t.state_id)
 
     days, starts, lengths = runs(owner == 0)
-    free_bins = [Bin(int(d) + 1, int(s) + 1, int(s + n)) for d, s, n in
-                 zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)]
+    free_bins = [
+        Bin(int(d) + 1, int(s) + 1, int(s + n))
+        for d, s, n in zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)
+    ]
     scope_ids = {t.state_id for t in scope}
     hosts: list[Bin] = []
     for t in state.tasks:
@@ -301,8 +312,19 @@ def build_problem(
     classes = {tc.id: tc for tc in state.task_classes}
     groups_list = list(groups.values())
     if not subjects:
-        return Problem(state.num_days, state.slots_per_day, groups_list, free_bins, hosts, owner,
-                       np.empty((0, 0), dtype=object), current, {}, {}, classes)
+        return Problem(
+            state.num_days,
+            state.slots_per_day,
+            groups_list,
+            free_bins,
+            hosts,
+            owner,
+            np.empty((0, 0), dtype=object),
+            current,
+            {},
+            {},
+            classes,
+        )
     subj_of_id = {t.state_id: subject_of(t) for t in state.tasks}
     subject_grid = np.full(owner.shape, "", dtype=object)
     occupied = np.nonzero(owner)
@@ -314,6 +336,16 @@ def build_problem(
         for b in t.slots:
             where = (subj_of_id[t.state_id], b.day)
             fixed_counts[where] = fixed_counts.get(where, 0) + 1
-    return Problem(state.num_days, state.slots_per_day, groups_list, free_bins, hosts,
-                   owner, subject_grid, current, fixed_counts,
-                   {t.state_id: subj_of_id[t.state_id] for t in scope}, classes)
+    return Problem(
+        state.num_days,
+        state.slots_per_day,
+        groups_list,
+        free_bins,
+        hosts,
+        owner,
+        subject_grid,
+        current,
+        fixed_counts,
+        {t.state_id: subj_of_id[t.state_id] for t in scope},
+        classes,
+    )

@@ -43,8 +43,9 @@ def progress_listener(listener: Listener) -> Iterator[None]:
         _listener.reset(token)
 
 
-def report(stage: str, started: float, best: float | None = None,
-           bound: float | None = None) -> None:
+def report(
+    stage: str, started: float, best: float | None = None, bound: float | None = None
+) -> None:
     """Tell the listener, if any, that ``stage`` starts (``started``: ``time.perf_counter()``)."""
     listener = _listener.get()
     if listener is not None:

@@ -100,10 +100,14 @@ def solve_relaxation(sink: MatrixSink, *, time_limit_s: float) -> Relaxation:
     data = _Data.of(sink)
     model = mbh.ModelBuilderHelper()
     n = len(data.lb)
-    model.add_var_array_with_bounds(data.lb.astype(float), data.ub.astype(float),
-                                    np.zeros(n, dtype=bool), "")
-    new_row, set_lb, set_ub = (model.add_linear_constraint, model.set_constraint_lower_bound,
-                               model.set_constraint_upper_bound)
+    model.add_var_array_with_bounds(
+        data.lb.astype(float), data.ub.astype(float), np.zeros(n, dtype=bool), ""
+    )
+    new_row, set_lb, set_ub = (
+        model.add_linear_constraint,
+        model.set_constraint_lower_bound,
+        model.set_constraint_upper_bound,
+    )
     for lo, hi in zip(sink.row_lb, sink.row_ub, strict=True):
         r = new_row()
         set_lb(r, lo)
@@ -153,20 +157,33 @@ class _Data:
         sign = 1 if sink.maximize else -1
         for j, v in sink.objective.items():
             c[j] = sign * v
-        return cls(np.array(sink.lb, dtype=np.int64), np.array(sink.ub, dtype=np.int64),
-                   np.array(sink.row_of, dtype=np.int64), np.array(sink.col_of, dtype=np.int64),
-                   np.array(sink.coef, dtype=np.int64), np.array(sink.row_lb, dtype=float),
-                   np.array(sink.row_ub, dtype=float), c)
+        return cls(
+            np.array(sink.lb, dtype=np.int64),
+            np.array(sink.ub, dtype=np.int64),
+            np.array(sink.row_of, dtype=np.int64),
+            np.array(sink.col_of, dtype=np.int64),
+            np.array(sink.coef, dtype=np.int64),
+            np.array(sink.row_lb, dtype=float),
+            np.array(sink.row_ub, dtype=float),
+            c,
+        )
 
     def _magnitude_ok(self, multiplier: float) -> bool:
         finite = [np.abs(a[np.isfinite(a)]).max(initial=0) for a in (self.row_lb, self.row_ub)]
-        big = max(int(np.abs(self.lb).max(initial=0)), int(np.abs(self.ub).max(initial=0)),
-                  int(max(finite)), int(np.abs(self.coef).max(initial=0)),
-                  int(np.abs(self.c).max(initial=0)), 1)
+        big = max(
+            int(np.abs(self.lb).max(initial=0)),
+            int(np.abs(self.ub).max(initial=0)),
+            int(max(finite)),
+            int(np.abs(self.coef).max(initial=0)),
+            int(np.abs(self.c).max(initial=0)),
+            1,
+        )
         entries = len(self.coef) + len(self.lb) + len(self.row_lb) + 1
         # |Y| <= D·multiplier + 1: every product and sum below stays inside int64.
-        return math.log2(DUAL_SCALE * (multiplier + 1)) + 2 * math.log2(big) + math.log2(
-            entries) + 2 < 62
+        return (
+            math.log2(DUAL_SCALE * (multiplier + 1)) + 2 * math.log2(big) + math.log2(entries) + 2
+            < 62
+        )
 
     def safe_bound(self, y: np.ndarray) -> int | None:
         """floor of the weak-duality bound for multipliers ``y`` (exact integer arithmetic)."""
@@ -218,7 +235,8 @@ def certified_bound(sink: MatrixSink, multipliers: Sequence[float]) -> int | Non
 def is_solution(sink: MatrixSink, values: Sequence[int]) -> bool:
     """Whether ``values`` is an integer solution of the recorded model (checked exactly)."""
     return len(values) == len(sink.lb) and _Data.of(sink).feasible(
-        np.asarray(values, dtype=np.int64))
+        np.asarray(values, dtype=np.int64)
+    )
 
 
 __all__ = ["MatrixSink", "Relaxation", "certified_bound", "is_solution", "solve_relaxation"]

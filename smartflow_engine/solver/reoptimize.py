@@ -92,8 +92,11 @@ def spread_even(
     share|, then the proposal's soft terms, then the number of tasks moved.
     """
     hosts = state.guests_by_host()
-    ids = [t.state_id for t in state.tasks
-           if t.category == category and t.status != "pending" and movable(state, t, hosts)]
+    ids = [
+        t.state_id
+        for t in state.tasks
+        if t.category == category and t.status != "pending" and movable(state, t, hosts)
+    ]
     return _reoptimize(state, ids, "spread", time_limit_s, seed, num_workers, weights)
 
 
@@ -116,11 +119,15 @@ def min_context_switch(
     first = 1 if day_from is None else day_from
     last = state.num_days if day_to is None else day_to
     hosts = state.guests_by_host()
-    ids = [t.state_id for t in state.tasks if t.status != "pending" and movable(state, t, hosts)
-           and first <= t.slots[0].day <= last]
+    ids = [
+        t.state_id
+        for t in state.tasks
+        if t.status != "pending" and movable(state, t, hosts) and first <= t.slots[0].day <= last
+    ]
     mode = "switch_cross" if allow_cross_day else "switch"
-    return _reoptimize(state, ids, mode, time_limit_s, seed, num_workers, weights,
-                       days=(first, last))
+    return _reoptimize(
+        state, ids, mode, time_limit_s, seed, num_workers, weights, days=(first, last)
+    )
 
 
 def _reoptimize(
@@ -160,8 +167,9 @@ def _reoptimize(
     def extra(sub: SubModel) -> None:
         d_scale = problem.num_days
         # Moving costs a little: reward each variable at a current place.
-        here = {(pl.day, pl.slot_start, group_of[pl.task_id]) for pl in current
-                if pl.embed_host is None}
+        here = {
+            (pl.day, pl.slot_start, group_of[pl.task_id]) for pl in current if pl.embed_host is None
+        }
         for (ri, gi, s), var in sub.x.items():
             if (problem.runs[ri].day, s, gi) in here:
                 sub.cost.append((var, -round(sub.win.scale * MOVE_WEIGHT * d_scale)))
@@ -177,20 +185,35 @@ def _reoptimize(
     # The wall clock holds the whole call, model building included (issue 12).
     deadline = t0 + max(time_limit_s, MIN_WORK_S)
     try:
-        win = WindowData.build(problem, model_w, free_now, (MOVE_WEIGHT, SPREAD_WEIGHT),
-                            deadline=deadline - DEADLINE_MARGIN_S)
-        sub = SubModel(win, day_range, [g.count for g in problem.groups], required, extra,
-                        free_slots=free_now)
+        win = WindowData.build(
+            problem,
+            model_w,
+            free_now,
+            (MOVE_WEIGHT, SPREAD_WEIGHT),
+            deadline=deadline - DEADLINE_MARGIN_S,
+        )
+        sub = SubModel(
+            win, day_range, [g.count for g in problem.groups], required, extra, free_slots=free_now
+        )
         hinted = sub.hint(current)
     except OutOfTime:
-        return Reoptimization("unknown", [], before, dict(before), sorted(ids), False,
-                              time.perf_counter() - t0)
-    solver = make_solver(time_left(deadline), num_workers, seed=seed, exact=False,
-                         deterministic_time=DETERMINISTIC_SHARE * time_limit_s)
+        return Reoptimization(
+            "unknown", [], before, dict(before), sorted(ids), False, time.perf_counter() - t0
+        )
+    solver = make_solver(
+        time_left(deadline),
+        num_workers,
+        seed=seed,
+        exact=False,
+        deterministic_time=DETERMINISTIC_SHARE * time_limit_s,
+    )
     status = status_of(solver.solve(sub.model))
     after_places = current
-    if (status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) and hinted is not None
-            and solver.objective_value < hinted - 1e-9):
+    if (
+        status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
+        and hinted is not None
+        and solver.objective_value < hinted - 1e-9
+    ):
         pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
         before_map = {pl.task_id: pl for pl in current}
         fresh = sub.placements(solver, pool, before_map)
@@ -220,8 +243,9 @@ def _reoptimize(
     )
 
 
-def _switches_after(state: ScheduleState, moves: list[tuple[Placement, Placement]], first: int,
-                    last: int) -> int | None:
+def _switches_after(
+    state: ScheduleState, moves: list[tuple[Placement, Placement]], first: int, last: int
+) -> int | None:
     """The study-layer switches on days ``first..last`` once ``moves`` are made (applied to a
     copy through the write path the tool uses); None if the write path refuses them."""
     copy = state.copy_state()
@@ -269,8 +293,11 @@ def _same_day(
     by_key: dict[tuple[int, int], list[int]] = defaultdict(list)
     for tid, pl in sorted(before.items()):
         by_key[(group_of[tid], pl.day)].append(tid)
-    stays = {tid for tid, pl in before.items()
-             if any(f.task_id == tid and f.day == pl.day for f in fresh)}
+    stays = {
+        tid
+        for tid, pl in before.items()
+        if any(f.task_id == tid and f.day == pl.day for f in fresh)
+    }
     out: list[Placement] = []
     for f in fresh:
         key = (group_of[f.task_id], f.day)
@@ -286,9 +313,7 @@ def _same_day(
     return out
 
 
-def _moves(
-    before: list[Placement], after: list[Placement]
-) -> list[tuple[Placement, Placement]]:
+def _moves(before: list[Placement], after: list[Placement]) -> list[tuple[Placement, Placement]]:
     old = {pl.task_id: pl for pl in before}
     out = []
     for pl in sorted(after, key=lambda p: p.task_id):
@@ -299,8 +324,13 @@ def _moves(
 
 
 def _measures(
-    problem: Problem, places: list[Placement], w: Mapping[str, float], mode: str, first: int,
-    last: int, state: ScheduleState | None = None,
+    problem: Problem,
+    places: list[Placement],
+    w: Mapping[str, float],
+    mode: str,
+    first: int,
+    last: int,
+    state: ScheduleState | None = None,
 ) -> dict[str, float]:
     """The soft terms of ``places``; for min_context_switch (given the ``state`` the places
     are current in) ``context_switch`` is the student's count of :mod:`.switches` on days

@@ -46,21 +46,33 @@ def repair_placement(
     unplaced: list[int] = []
     status, max_slots = "optimal", None
     if pending:
-        first = propose_placement(state, time_limit_s=PENDING_SHARE * time_limit_s, seed=seed,
-                                  threshold=threshold, num_workers=num_workers)
+        first = propose_placement(
+            state,
+            time_limit_s=PENDING_SHARE * time_limit_s,
+            seed=seed,
+            threshold=threshold,
+            num_workers=num_workers,
+        )
         placed_pending, unplaced = first.placements, first.unplaced
         status, max_slots = first.status, first.max_slots
     hosts = state.guests_by_host()
-    ids = [t.state_id for t in pending] + [t.state_id for t in state.tasks
-                                           if movable(state, t, hosts)]
+    ids = [t.state_id for t in pending] + [
+        t.state_id for t in state.tasks if movable(state, t, hosts)
+    ]
     problem = build_problem(state, by_subject=True, task_ids=ids)
     start = list(problem.current.values()) + placed_pending
     budget = min(HEALTH_SHARE * time_limit_s, max(0.0, deadline - time.perf_counter()) * 0.8)
     result = search_health(
-        state, problem, start, level=threshold, seed=seed, budget_s=budget,
-        deadline=deadline - 0.02, max_moves=max_moves,
-        feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s,
-                                               num_workers))
+        state,
+        problem,
+        start,
+        level=threshold,
+        seed=seed,
+        budget_s=budget,
+        deadline=deadline - 0.02,
+        max_moves=max_moves,
+        feasibility_critical=unplaced_critical(state, unplaced, 0.1 * time_limit_s, num_workers),
+    )
     final = result.placements
     changed = [pl for pl in final if problem.current.get(pl.task_id) != pl]
     objective = evaluate(problem, final, w)

@@ -48,8 +48,7 @@ class Lin:
 
     def expr(self) -> Any:
         lin = cp_model().LinearExpr
-        return lin.weighted_sum([v for v, _ in self.terms], [c for _, c in self.terms]) + \
-            self.const
+        return lin.weighted_sum([v for v, _ in self.terms], [c for _, c in self.terms]) + self.const
 
     def value(self, values: Mapping[int, int]) -> int:
         return self.const + sum(c * values[v.index] for v, c in self.terms)
@@ -74,8 +73,14 @@ class WindowData:
     deadline: float | None = None  # building a model past it raises OutOfTime
 
     @classmethod
-    def build(cls, problem: Problem, weights: dict[str, float], free_slots: int,
-              extra: Sequence[float] = (), deadline: float | None = None) -> WindowData:
+    def build(
+        cls,
+        problem: Problem,
+        weights: dict[str, float],
+        free_slots: int,
+        extra: Sequence[float] = (),
+        deadline: float | None = None,
+    ) -> WindowData:
         """``free_slots``: periods the start solution places outside host blocks; ``extra``:
         other coefficients the integer scale should cover (see .objective.integer_weights).
         Building this and every model of it raises :class:`._cpsat.OutOfTime` past
@@ -90,8 +95,9 @@ class WindowData:
                 if starts:
                     host_start[(hi, gi)] = guest_start(prefs[gi], starts, g.duration)
         fixed_load = np.count_nonzero(problem.owner, axis=1)
-        iw = integer_weights(weights, model_magnitude(problem.num_days, problem.slots_per_day),
-                             extra)
+        iw = integer_weights(
+            weights, model_magnitude(problem.num_days, problem.slots_per_day), extra
+        )
         return cls(
             problem=problem,
             weights=iw.ints,
@@ -112,9 +118,15 @@ class WindowData:
 class SubModel:
     """The placement model restricted to ``days``: one builder method per constraint family."""
 
-    def __init__(self, win: WindowData, days: Sequence[int], counts: Sequence[int],
-                 slots: int, extra: Callable[[SubModel], None] | None = None,
-                 free_slots: int | None = None) -> None:
+    def __init__(
+        self,
+        win: WindowData,
+        days: Sequence[int],
+        counts: Sequence[int],
+        slots: int,
+        extra: Callable[[SubModel], None] | None = None,
+        free_slots: int | None = None,
+    ) -> None:
         """A model of ``days`` placing up to ``counts`` tasks per group, ``slots`` periods in all.
 
         ``free_slots`` (periods outside host blocks) is held fixed when given, which keeps the
@@ -139,11 +151,18 @@ class SubModel:
         # Per cell: the placement variables covering it, with their subject.
         self.cover: dict[tuple[int, int], list[tuple[Any, str]]] = defaultdict(list)
         self._day_vars_cache: dict[int, list[tuple[Any, int, str]]] | None = None
-        for family in (self._add_variables, self._add_no_overlap, self._add_one_guest_per_host,
-                       self._add_group_counts, self._add_level_one_total,
-                       self._add_load_imbalance, self._add_same_category,
-                       self._add_isolated_free, self._add_context_switch,
-                       self._add_late_and_time_of_day):
+        for family in (
+            self._add_variables,
+            self._add_no_overlap,
+            self._add_one_guest_per_host,
+            self._add_group_counts,
+            self._add_level_one_total,
+            self._add_load_imbalance,
+            self._add_same_category,
+            self._add_isolated_free,
+            self._add_context_switch,
+            self._add_late_and_time_of_day,
+        ):
             check_deadline(win.deadline)
             family()
         if extra is not None:
@@ -151,8 +170,9 @@ class SubModel:
             extra(self)
         check_deadline(win.deadline)
         lin = cp_model().LinearExpr
-        self.model.minimize(lin.weighted_sum([v for v, _ in self.cost],
-                                             [c for _, c in self.cost]) + self.const)
+        self.model.minimize(
+            lin.weighted_sum([v for v, _ in self.cost], [c for _, c in self.cost]) + self.const
+        )
 
     # -------------------------------------------------------------- variables
     def _add_variables(self) -> None:
@@ -216,12 +236,12 @@ class SubModel:
         groups = self.p.groups
         total = [(v, groups[gi].duration) for gi, vs in self._group_vars().items() for v in vs]
         lin = cp_model().LinearExpr
-        self.model.add(lin.weighted_sum([v for v, _ in total], [c for _, c in total])
-                       == self.slots)
+        self.model.add(lin.weighted_sum([v for v, _ in total], [c for _, c in total]) == self.slots)
         if self.free_slots is not None:
             free = [(var, groups[gi].duration) for (_, gi, _), var in self.x.items()]
-            self.model.add(lin.weighted_sum([v for v, _ in free], [c for _, c in free])
-                           == self.free_slots)
+            self.model.add(
+                lin.weighted_sum([v for v, _ in free], [c for _, c in free]) == self.free_slots
+            )
 
     # -------------------------------------------------------------- soft terms
     def _day_vars(self) -> dict[int, list[tuple[Any, int, str]]]:
@@ -291,8 +311,9 @@ class SubModel:
                     self.const += w * (fixed - 1)
 
     def _occ(self, day: int, slot: int, subject: str | None = None) -> list[tuple[Any, int]]:
-        return [(v, 1) for v, k in self.cover.get((day, slot), [])
-                if subject is None or k == subject]
+        return [
+            (v, 1) for v, k in self.cover.get((day, slot), []) if subject is None or k == subject
+        ]
 
     def _add_isolated_free(self) -> None:
         w = self.win.weights["isolated_free"] * self.p.num_days
@@ -349,14 +370,16 @@ class SubModel:
         for (ri, gi, s), var in self.x.items():
             g = groups[gi]
             c = w_late * lateness(g.rule, self.p.runs[ri].day) + w_tod * off_preference(
-                prefs[gi], s, s + g.duration - 1)
+                prefs[gi], s, s + g.duration - 1
+            )
             if c:
                 self.cost.append((var, c))
         for (hi, gi), var in self.y.items():
             g = groups[gi]
             s = self.win.host_start[(hi, gi)]
             c = w_late * lateness(g.rule, self.p.hosts[hi].day) + w_tod * off_preference(
-                prefs[gi], s, s + g.duration - 1)
+                prefs[gi], s, s + g.duration - 1
+            )
             if c:
                 self.cost.append((var, c))
 
@@ -366,13 +389,19 @@ class SubModel:
         hint's objective, or None when it breaks the model's level-1 total."""
         p = self.p
         group_of = p.group_of()
-        run_at = {(p.runs[ri].day, p.runs[ri].slot_start): ri
-                  for d in self.days for ri in self.win.runs_by_day.get(d, [])}
+        run_at = {
+            (p.runs[ri].day, p.runs[ri].slot_start): ri
+            for d in self.days
+            for ri in self.win.runs_by_day.get(d, [])
+        }
         run_starts: dict[int, list[int]] = defaultdict(list)
-        for (d, s) in run_at:
+        for d, s in run_at:
             run_starts[d].append(s)
-        host_at = {(p.hosts[hi].day, p.hosts[hi].host, p.hosts[hi].slot_start): hi
-                   for d in self.days for hi in self.win.hosts_by_day.get(d, [])}
+        host_at = {
+            (p.hosts[hi].day, p.hosts[hi].host, p.hosts[hi].slot_start): hi
+            for d in self.days
+            for hi in self.win.hosts_by_day.get(d, [])
+        }
         check_deadline(self.win.deadline)
         values: dict[int, int] = {}
         for var in (*self.x.values(), *self.y.values()):
@@ -381,9 +410,16 @@ class SubModel:
         for pl in placements:
             gi = group_of[pl.task_id]
             if pl.embed_host is not None:
-                hi = next((h for (d, host, s), h in host_at.items()
-                           if d == pl.day and host == pl.embed_host
-                           and s <= pl.slot_start <= p.hosts[h].slot_end), None)
+                hi = next(
+                    (
+                        h
+                        for (d, host, s), h in host_at.items()
+                        if d == pl.day
+                        and host == pl.embed_host
+                        and s <= pl.slot_start <= p.hosts[h].slot_end
+                    ),
+                    None,
+                )
                 var = self.y.get((hi, gi)) if hi is not None else None
             else:
                 starts = [s for s in run_starts.get(pl.day, []) if s <= pl.slot_start]
@@ -406,8 +442,9 @@ class SubModel:
             m.add_hint(aux, values[aux.index])
         return self.const + sum(c * values[v.index] for v, c in self.cost)
 
-    def placements(self, solver: Any, pool: dict[int, list[int]],
-                   before: dict[int, Placement]) -> list[Placement]:
+    def placements(
+        self, solver: Any, pool: dict[int, list[int]], before: dict[int, Placement]
+    ) -> list[Placement]:
         """The solution as placements, keeping tasks where they were when a place is reused."""
         p = self.p
         wanted: dict[int, list[Placement]] = defaultdict(list)  # group -> places, no task yet
@@ -423,8 +460,11 @@ class SubModel:
         out: list[Placement] = []
         for gi, places in wanted.items():
             free_ids = list(pool.get(gi, []))
-            where = {(pl.day, pl.slot_start, pl.embed_host): tid for tid in free_ids
-                     if (pl := before.get(tid)) is not None}
+            where = {
+                (pl.day, pl.slot_start, pl.embed_host): tid
+                for tid in free_ids
+                if (pl := before.get(tid)) is not None
+            }
             rest: list[Placement] = []
             for pl in places:
                 tid = where.get((pl.day, pl.slot_start, pl.embed_host))

@@ -272,8 +272,10 @@ def _read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         bom = {b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}.get(raw[:2])
         found = f" (it looks like {bom})" if bom else ""
-        raise StateError(f"state file {path} is not UTF-8 text{found}: byte {exc.start} "
-                         f"cannot be decoded; save it as UTF-8") from None
+        raise StateError(
+            f"state file {path} is not UTF-8 text{found}: byte {exc.start} "
+            f"cannot be decoded; save it as UTF-8"
+        ) from None
 
 
 def _loads(text: str) -> Any:
@@ -358,8 +360,11 @@ def _first_bad_value(data: Any) -> str | None:
             for key, sub in items:
                 if isinstance(key, str) and _has_surrogate(key):
                     return f"{where}: a key holds a lone UTF-16 surrogate (not valid Unicode text)"
-                name = f"{path}[{key}]" if isinstance(key, int) else (
-                    f"{path}.{key}" if path else str(key))
+                name = (
+                    f"{path}[{key}]"
+                    if isinstance(key, int)
+                    else (f"{path}.{key}" if path else str(key))
+                )
                 stack.append((name, sub, depth + 1))
     return None
 
@@ -407,17 +412,21 @@ def _validate(state: ScheduleState) -> None:
         calendar: dict[tuple[int, int], int] = {}
         for i, dm in enumerate(window.day_mapping, start=1):
             if dm.day_index != i:
-                raise StateError(f"window.day_mapping[{i - 1}] has day_index {dm.day_index}, "
-                                 f"expected {i}")
+                raise StateError(
+                    f"window.day_mapping[{i - 1}] has day_index {dm.day_index}, expected {i}"
+                )
             first = calendar.setdefault((dm.week, dm.day_of_week), i)
             if first != i:
-                raise StateError(f"window.day_mapping: days {first} and {i} are both week "
-                                 f"{dm.week} day_of_week {dm.day_of_week}")
+                raise StateError(
+                    f"window.day_mapping: days {first} and {i} are both week "
+                    f"{dm.week} day_of_week {dm.day_of_week}"
+                )
     seen: dict[int, Task] = {}
     for task in state.tasks:
         if task.state_id in seen:
-            raise StateError(f"duplicate state_id {task.state_id} "
-                             f"({seen[task.state_id].name} and {task.name})")
+            raise StateError(
+                f"duplicate state_id {task.state_id} ({seen[task.state_id].name} and {task.name})"
+            )
         seen[task.state_id] = task
         if task.duration is not None and not 1 <= task.duration <= spd:
             raise StateError(f"{_who(task)}: duration {task.duration} outside 1-{spd}")
@@ -432,26 +441,37 @@ def _validate(state: ScheduleState) -> None:
             raise StateError(f"{_who(task)}: {task.status} task has no slots")
         for block in task.slots:
             if not 1 <= block.day <= num_days:
-                raise StateError(f"{_who(task)}: {_fmt(block)} is outside the window (days 1-{num_days})")
+                raise StateError(
+                    f"{_who(task)}: {_fmt(block)} is outside the window (days 1-{num_days})"
+                )
             if not 1 <= block.slot_start <= block.slot_end <= spd:
-                raise StateError(f"{_who(task)}: {_fmt(block)} is not a period range within 1-{spd}")
+                raise StateError(
+                    f"{_who(task)}: {_fmt(block)} is not a period range within 1-{spd}"
+                )
     class_ids: dict[int, TaskClass] = {}
     for tc in state.task_classes:
         if tc.id in class_ids:
-            raise StateError(f"duplicate task class id {tc.id} ({class_ids[tc.id].name} and "
-                             f"{tc.name})")
+            raise StateError(
+                f"duplicate task class id {tc.id} ({class_ids[tc.id].name} and {tc.name})"
+            )
         class_ids[tc.id] = tc
     for tc in state.task_classes:
         bad = [s for s in tc.excluded_slots if not 1 <= s <= spd]
         if bad:
-            raise StateError(f"task class [{tc.id}] {tc.name}: excluded_slots {bad} outside 1-{spd}")
+            raise StateError(
+                f"task class [{tc.id}] {tc.name}: excluded_slots {bad} outside 1-{spd}"
+            )
         for name, value in (("start_day", tc.start_day), ("end_day", tc.end_day)):
             if value is not None and not 1 <= value <= num_days:
-                raise StateError(f"task class [{tc.id}] {tc.name}: {name} {value} is outside "
-                                 f"the window (days 1-{num_days})")
+                raise StateError(
+                    f"task class [{tc.id}] {tc.name}: {name} {value} is outside "
+                    f"the window (days 1-{num_days})"
+                )
         if tc.start_day is not None and tc.end_day is not None and tc.start_day > tc.end_day:
-            raise StateError(f"task class [{tc.id}] {tc.name}: start_day {tc.start_day} is after "
-                             f"end_day {tc.end_day} (no day left)")
+            raise StateError(
+                f"task class [{tc.id}] {tc.name}: start_day {tc.start_day} is after "
+                f"end_day {tc.end_day} (no day left)"
+            )
 
     # Occupancy: non-guest tasks may not share a period; a guest lies inside one host block.
     owner: dict[tuple[int, int], Task] = {}
@@ -463,8 +483,10 @@ def _validate(state: ScheduleState) -> None:
                 other = owner.get((block.day, slot))
                 if other is not None:
                     what = "itself" if other is task else f"task [{other.state_id}] {other.name}"
-                    raise StateError(f"task [{task.state_id}] {task.name} overlaps {what} on "
-                                     f"day {block.day} period {slot}")
+                    raise StateError(
+                        f"task [{task.state_id}] {task.name} overlaps {what} on "
+                        f"day {block.day} period {slot}"
+                    )
                 owner[(block.day, slot)] = task
     used_host_blocks: dict[tuple[int, int, int], Task] = {}
     for task in state.tasks:
@@ -482,18 +504,24 @@ def _validate(state: ScheduleState) -> None:
             raise StateError(f"{who}: a guest must hold exactly one block")
         block = task.slots[0]
         inside = [
-            hb for hb in host.slots
-            if hb.day == block.day and hb.slot_start <= block.slot_start
+            hb
+            for hb in host.slots
+            if hb.day == block.day
+            and hb.slot_start <= block.slot_start
             and block.slot_end <= hb.slot_end
         ]
         if not inside:
-            raise StateError(f"{who}: guest {_fmt(block)} is not inside a block of host "
-                             f"[{host.state_id}] {host.name}")
+            raise StateError(
+                f"{who}: guest {_fmt(block)} is not inside a block of host "
+                f"[{host.state_id}] {host.name}"
+            )
         key = (inside[0].day, inside[0].slot_start, host.state_id)
         if key in used_host_blocks:
             prev = used_host_blocks[key]
-            raise StateError(f"{who}: host [{host.state_id}] {host.name} block {_fmt(inside[0])} "
-                             f"already holds guest [{prev.state_id}] {prev.name}")
+            raise StateError(
+                f"{who}: host [{host.state_id}] {host.name} block {_fmt(inside[0])} "
+                f"already holds guest [{prev.state_id}] {prev.name}"
+            )
         used_host_blocks[key] = task
     for task in state.tasks:
         if task.embedded_by is None:
@@ -502,5 +530,7 @@ def _validate(state: ScheduleState) -> None:
         for gid in claimed:
             guest = seen.get(gid)
             if guest is None or guest.embed_host != task.state_id:
-                raise StateError(f"task [{task.state_id}] {task.name}: embedded_by {gid} but that "
-                                 f"task's embed_host is not {task.state_id}")
+                raise StateError(
+                    f"task [{task.state_id}] {task.name}: embedded_by {gid} but that "
+                    f"task's embed_host is not {task.state_id}"
+                )

@@ -148,13 +148,21 @@ def place(state: ScheduleState, task_id: int, day: int, slot_start: int) -> OpRe
 
 
 def move(
-    state: ScheduleState, task_id: int, new_day: int, new_slot_start: int,
+    state: ScheduleState,
+    task_id: int,
+    new_day: int,
+    new_slot_start: int,
     from_day: int | None = None,
 ) -> OpResult:
     """Move one block of a placed task; status is kept. A move onto the block's own place is
     refused (``no_change``), so the change log records only real changes."""
-    return relocate(state, [Request(task_id, new_day, new_slot_start, from_day)], op="move",
-                    placed_only=True, refuse_no_change=True)
+    return relocate(
+        state,
+        [Request(task_id, new_day, new_slot_start, from_day)],
+        op="move",
+        placed_only=True,
+        refuse_no_change=True,
+    )
 
 
 def batch_move(state: ScheduleState, moves: Sequence[Request]) -> OpResult:
@@ -189,7 +197,8 @@ def swap(state: ScheduleState, task_a: int, task_b: int) -> OpResult:
     return relocate(
         state,
         [Request(a.state_id, bb.day, bb.slot_start), Request(b.state_id, ba.day, ba.slot_start)],
-        op="swap", placed_only=True,
+        op="swap",
+        placed_only=True,
     )
 
 
@@ -255,12 +264,22 @@ def relocate(
             old = _pick_block(task, req.from_day)
             length = old.length
             if refuse_no_change and (old.day, old.slot_start) == (req.day, req.slot_start):
-                return OpResult.refuse("no_change", task_id=task.state_id, day=old.day,
-                                       slot_start=old.slot_start, slot_end=old.slot_end)
+                return OpResult.refuse(
+                    "no_change",
+                    task_id=task.state_id,
+                    day=old.day,
+                    slot_start=old.slot_start,
+                    slot_end=old.slot_end,
+                )
         end = req.slot_start + length - 1
         if not (1 <= req.day <= num_days and req.slot_start >= 1 and end <= spd):
-            return OpResult.refuse("out_of_window", task_id=task.state_id, day=req.day,
-                                   slot_start=req.slot_start, slot_end=end)
+            return OpResult.refuse(
+                "out_of_window",
+                task_id=task.state_id,
+                day=req.day,
+                slot_start=req.slot_start,
+                slot_end=end,
+            )
         if rule := _check_class_rules(state, task, req.day, req.slot_start, end, allow_late):
             return OpResult(False, [], rule)
         plans.append((task, old, SlotRange(day=req.day, slot_start=req.slot_start, slot_end=end)))
@@ -271,7 +290,8 @@ def relocate(
     for task, old, _ in plans:
         if old is not None:
             (guest if task.embed_host is not None else owner)[
-                old.day - 1, old.slot_start - 1 : old.slot_end] = 0
+                old.day - 1, old.slot_start - 1 : old.slot_end
+            ] = 0
     new_blocks: dict[int, SlotRange] = {}
     hosts: dict[int, int | None] = {}
     for task, _, new in plans:
@@ -289,10 +309,15 @@ def relocate(
             taken = guest[d, host_block.slot_start - 1 : host_block.slot_end]
             if taken.any():
                 gid = int(taken[taken != 0][0])
-                return OpResult.refuse("embed_taken", task_id=task.state_id, other_id=gid,
-                                       day=new.day, slot_start=new.slot_start,
-                                       slot_end=new.slot_end, blockers=(Blocker(
-                                           host_id, new.slot_start, new.slot_end),))
+                return OpResult.refuse(
+                    "embed_taken",
+                    task_id=task.state_id,
+                    other_id=gid,
+                    day=new.day,
+                    slot_start=new.slot_start,
+                    slot_end=new.slot_end,
+                    blockers=(Blocker(host_id, new.slot_start, new.slot_end),),
+                )
             guest[d, s0:s1] = task.state_id
             hosts[task.state_id] = host_id
         new_blocks[task.state_id] = new
@@ -317,8 +342,18 @@ def relocate(
         elif task.status == "pending":
             task.status = "suggested"
         grid.put(task.state_id, new, as_guest=task.embed_host is not None)
-        changes.append(Change(op, task.state_id, before_status, task.status, old, new,
-                              before_host, task.embed_host))
+        changes.append(
+            Change(
+                op,
+                task.state_id,
+                before_status,
+                task.status,
+                old,
+                new,
+                before_host,
+                task.embed_host,
+            )
+        )
     return OpResult(True, changes)
 
 
@@ -337,8 +372,11 @@ def host_blocks(
         for b in host.slots:
             if day is not None and b.day != day:
                 continue
-            inside = [g for g in guests.get((host.state_id, b.day), [])
-                      if b.slot_start <= g.slots[0].slot_start <= b.slot_end]
+            inside = [
+                g
+                for g in guests.get((host.state_id, b.day), [])
+                if b.slot_start <= g.slots[0].slot_start <= b.slot_end
+            ]
             out.append((host, b, inside[0] if inside else None))
     out.sort(key=lambda h: (h[1].day, h[1].slot_start))
     return out
@@ -371,8 +409,9 @@ def _check_movable(
             return Refusal("multi_block", task_id=task.state_id, blocks=tuple(task.slots))
     elif from_day is not None and task.slots[0].day != from_day:
         # from_day names the block to move: a single-block task must have it on that day
-        return Refusal("no_block_on_day", task_id=task.state_id, day=from_day,
-                       blocks=tuple(task.slots))
+        return Refusal(
+            "no_block_on_day", task_id=task.state_id, day=from_day, blocks=tuple(task.slots)
+        )
     block = _pick_block(task, from_day)
     for gid in state.guests_by_host().get(task.state_id, []):
         g = state.task(gid)
@@ -385,7 +424,11 @@ def _check_movable(
 
 
 def _check_class_rules(
-    state: ScheduleState, task: Task, day: int, slot_start: int, slot_end: int,
+    state: ScheduleState,
+    task: Task,
+    day: int,
+    slot_start: int,
+    slot_end: int,
     allow_late: bool = False,
 ) -> Refusal | None:
     """The task class's window and banned periods are rules of every write, as of the solver."""
@@ -393,14 +436,27 @@ def _check_class_rules(
     if tc is None:
         return None
     if (tc.start_day is not None and day < tc.start_day) or (
-            tc.end_day is not None and day > tc.end_day and not allow_late):
-        return Refusal("class_window", task_id=task.state_id, other_id=tc.id, day=day,
-                       slot_start=slot_start, slot_end=slot_end)
+        tc.end_day is not None and day > tc.end_day and not allow_late
+    ):
+        return Refusal(
+            "class_window",
+            task_id=task.state_id,
+            other_id=tc.id,
+            day=day,
+            slot_start=slot_start,
+            slot_end=slot_end,
+        )
     banned = sorted(set(tc.excluded_slots) & set(range(slot_start, slot_end + 1)))
     if banned:
-        return Refusal("banned_period", task_id=task.state_id, other_id=tc.id, day=day,
-                       slot_start=slot_start, slot_end=slot_end,
-                       blockers=tuple(Blocker(0, b, b) for b in banned))
+        return Refusal(
+            "banned_period",
+            task_id=task.state_id,
+            other_id=tc.id,
+            day=day,
+            slot_start=slot_start,
+            slot_end=slot_end,
+            blockers=tuple(Blocker(0, b, b) for b in banned),
+        )
     return None
 
 
@@ -451,5 +507,11 @@ def _conflict(
         for a, b in itertools.pairwise(cuts)
         if row[a] != 0
     ]
-    return Refusal("conflict", task_id=task.state_id, day=new.day, slot_start=new.slot_start,
-                   slot_end=new.slot_end, blockers=tuple(blockers))
+    return Refusal(
+        "conflict",
+        task_id=task.state_id,
+        day=new.day,
+        slot_start=new.slot_start,
+        slot_end=new.slot_end,
+        blockers=tuple(blockers),
+    )

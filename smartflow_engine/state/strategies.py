@@ -30,8 +30,11 @@ def windows(
     classes = draw(st.booleans()) if task_classes is None else task_classes
     seed = draw(st.integers(0, 2**32 - 1))
     return synthetic_window(
-        seed, days, variant=variant,  # type: ignore[arg-type]
-        pending=max(1, int(days * pending_per_day)), with_task_classes=classes,
+        seed,
+        days,
+        variant=variant,  # type: ignore[arg-type]
+        pending=max(1, int(days * pending_per_day)),
+        with_task_classes=classes,
     )
 
 
@@ -48,14 +51,20 @@ def _slot(state: ScheduleState) -> st.SearchStrategy[int]:
     return st.one_of(st.integers(1, state.slots_per_day), st.integers(-1, state.slots_per_day + 3))
 
 
-_GARBAGE = st.one_of(st.none(), st.text(max_size=3), st.floats(allow_nan=True), st.booleans(),
-                     st.lists(st.integers(), max_size=2))
+_GARBAGE = st.one_of(
+    st.none(),
+    st.text(max_size=3),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
 
 
 def _targets(state: ScheduleState, length: int) -> st.SearchStrategy[tuple[int, int]]:
     """Starts ``(day, slot)`` where ``length`` periods fit: free runs and free host blocks."""
     starts = [
-        (d, s0 + k) for d, s0, e in state.grid.free_runs(min_len=length)
+        (d, s0 + k)
+        for d, s0, e in state.grid.free_runs(min_len=length)
         for k in range(e - s0 + 2 - length)
     ]
     for _, b, guest in host_blocks(state):
@@ -67,8 +76,11 @@ def _targets(state: ScheduleState, length: int) -> st.SearchStrategy[tuple[int, 
 
 def _movable(state: ScheduleState) -> list[int]:
     hosts = state.guests_by_host()
-    return [t.state_id for t in state.tasks if t.is_placed and not state.is_locked(t)
-            and len(t.slots) == 1 and t.state_id not in hosts]
+    return [
+        t.state_id
+        for t in state.tasks
+        if t.is_placed and not state.is_locked(t) and len(t.slots) == 1 and t.state_id not in hosts
+    ]
 
 
 @st.composite
@@ -76,8 +88,9 @@ def _sensible_call(draw: st.DrawFn, state: ScheduleState) -> tuple[str, dict[str
     """A call that has a fair chance to succeed: real ids and free targets."""
     pending = [t.state_id for t in state.pending_tasks()]
     movable = _movable(state)
-    kinds = (["place"] if pending else []) + (["move", "unplace", "swap", "batch_move"]
-                                              if movable else [])
+    kinds = (["place"] if pending else []) + (
+        ["move", "unplace", "swap", "batch_move"] if movable else []
+    )
     if not kinds:
         return "get_overview", {}
     kind = draw(st.sampled_from(kinds))
@@ -122,7 +135,10 @@ def write_calls(state: ScheduleState) -> st.SearchStrategy[tuple[str, dict[str, 
     )
     broken = st.tuples(
         st.sampled_from(["place", "move", "swap", "batch_move", "unplace", "no_such_tool"]),
-        st.dictionaries(st.sampled_from(["task_id", "day", "slot_start", "moves", "task_a", "zzz"]),
-                        _GARBAGE, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["task_id", "day", "slot_start", "moves", "task_a", "zzz"]),
+            _GARBAGE,
+            max_size=3,
+        ),
     )
     return st.one_of(_sensible_call(state), _sensible_call(state), wellformed, broken)

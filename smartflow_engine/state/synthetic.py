@@ -22,8 +22,22 @@ from .model import ScheduleState
 Variant = Literal["plain", "tight", "fragmented"]
 VARIANTS: tuple[Variant, ...] = ("plain", "tight", "fragmented")
 
-_COURSES = ["高等数学", "线性代数", "大学物理", "程序设计", "大学英语", "概率论", "数据结构",
-            "电路原理", "离散数学", "体育", "思政", "形势与政策", "军事理论", "心理健康"]
+_COURSES = [
+    "高等数学",
+    "线性代数",
+    "大学物理",
+    "程序设计",
+    "大学英语",
+    "概率论",
+    "数据结构",
+    "电路原理",
+    "离散数学",
+    "体育",
+    "思政",
+    "形势与政策",
+    "军事理论",
+    "心理健康",
+]
 _CATEGORIES = [(10, "复习"), (11, "作业"), (12, "实验"), (13, "阅读"), (14, "项目")]
 _DURATIONS = np.array([1, 2, 3, 4])
 _DURATION_P = np.array([0.1, 0.5, 0.25, 0.15])
@@ -83,13 +97,19 @@ def synthetic_window(
         for (wd, start), (course, length) in weekly.items():
             if wd == dow:
                 course_blocks.setdefault(course, []).append(
-                    {"day": day, "slot_start": start, "slot_end": start + length - 1})
+                    {"day": day, "slot_start": start, "slot_end": start + length - 1}
+                )
     for course, blocks in sorted(course_blocks.items()):
         water = rng.random() < embeddable
         task: dict[str, Any] = {
-            "state_id": next_id, "source": "event", "source_id": 100 + course,
-            "name": _COURSES[course] + ("（水课）" if water else ""), "category": "课程",
-            "status": "existing", "locked": not water, "slots": blocks,
+            "state_id": next_id,
+            "source": "event",
+            "source_id": 100 + course,
+            "name": _COURSES[course] + ("（水课）" if water else ""),
+            "category": "课程",
+            "status": "existing",
+            "locked": not water,
+            "slots": blocks,
         }
         if water:
             task["can_embed"] = True
@@ -106,8 +126,9 @@ def synthetic_window(
         _, e = np.nonzero(diff == -1)
         return [(int(a) + 1, int(b) + 1, int(c - b)) for a, b, c in zip(r, s, e, strict=True)]
 
-    def occupy(name: str, category: str, cid: int | None, status: str, length: int,
-               locked: bool = False) -> None:
+    def occupy(
+        name: str, category: str, cid: int | None, status: str, length: int, locked: bool = False
+    ) -> None:
         nonlocal next_id
         runs = [run for run in free_runs() if run[2] >= length]
         if not runs:
@@ -116,9 +137,13 @@ def synthetic_window(
         s0 = start + int(rng.integers(n - length + 1))
         owner[day - 1, s0 - 1 : s0 - 1 + length] = next_id
         task: dict[str, Any] = {
-            "state_id": next_id, "source": "event" if cid is None else "task_item",
-            "source_id": 500 + next_id, "name": name, "category": category,
-            "status": status, "locked": locked,
+            "state_id": next_id,
+            "source": "event" if cid is None else "task_item",
+            "source_id": 500 + next_id,
+            "name": name,
+            "category": category,
+            "status": status,
+            "locked": locked,
             "slots": [{"day": day, "slot_start": s0, "slot_end": s0 + length - 1}],
         }
         if cid is not None:
@@ -148,11 +173,18 @@ def synthetic_window(
     for i, d in enumerate(durations):
         cid, cname = _CATEGORIES[int(rng.integers(len(_CATEGORIES)))]
         used_classes.setdefault(cid, []).append(d)
-        tasks.append({
-            "state_id": next_id, "source": "task_item", "source_id": 1000 + i,
-            "name": f"{cname}{i + 1}", "category": cname, "status": "pending",
-            "duration": d, "category_id": cid,
-        })
+        tasks.append(
+            {
+                "state_id": next_id,
+                "source": "task_item",
+                "source_id": 1000 + i,
+                "name": f"{cname}{i + 1}",
+                "category": cname,
+                "status": "pending",
+                "duration": d,
+                "category_id": cid,
+            }
+        )
         next_id += 1
 
     task_classes: list[dict[str, Any]] = []
@@ -166,12 +198,17 @@ def synthetic_window(
             # item 13: with one or two periods a day they would be invalid or ban every one).
             ban = rng.random() < 0.5  # drawn on every day length, so windows do not shift
             banned = [spd - 1, spd] if ban and spd >= 3 else []
-            task_classes.append({
-                "id": cid, "name": cname, "strategy": "steady",
-                "total_slots": int(sum(used_classes[cid]) * rng.uniform(1.0, 1.3)),
-                "start_day": start_day, "end_day": max(start_day, end_day),
-                "excluded_slots": banned,
-            })
+            task_classes.append(
+                {
+                    "id": cid,
+                    "name": cname,
+                    "strategy": "steady",
+                    "total_slots": int(sum(used_classes[cid]) * rng.uniform(1.0, 1.3)),
+                    "start_day": start_day,
+                    "end_day": max(start_day, end_day),
+                    "excluded_slots": banned,
+                }
+            )
 
     mapping = [
         {"day_index": d, "week": 1 + (d - 1) // 7, "day_of_week": (d - 1) % 7 + 1}

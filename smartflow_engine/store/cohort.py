@@ -62,11 +62,18 @@ def pending_class_spans(store: Store, user_ids: Collection[int]) -> dict[int, Cl
     rows: dict[int, list[tuple[int | None, int | None, int | None, int | None]]] = {}
     with store.session() as s:
         result = s.execute(
-            select(m.TaskClassItem.user_id, m.TaskClass.start_week, m.TaskClass.start_day_of_week,
-                   m.TaskClass.end_week, m.TaskClass.end_day_of_week)
+            select(
+                m.TaskClassItem.user_id,
+                m.TaskClass.start_week,
+                m.TaskClass.start_day_of_week,
+                m.TaskClass.end_week,
+                m.TaskClass.end_day_of_week,
+            )
             .join(m.TaskClass, m.TaskClass.id == m.TaskClassItem.category_id)
-            .where(m.TaskClassItem.status == "pending",
-                   m.TaskClassItem.user_id.between(ids[0], ids[-1]))
+            .where(
+                m.TaskClassItem.status == "pending",
+                m.TaskClassItem.user_id.between(ids[0], ids[-1]),
+            )
         ).all()
     wanted = set(ids)
     for user, sw, sd, ew, ed in result:
@@ -78,6 +85,11 @@ def pending_class_spans(store: Store, user_ids: Collection[int]) -> dict[int, Cl
         starts = [(sw, sd) for sw, sd, _, _ in items if sw is not None and sd is not None]
         ends = [(ew, ed) for _, _, ew, ed in items if ew is not None and ed is not None]
         unbounded = sum(1 for sw, sd, ew, ed in items if None in (sw, sd, ew, ed))
-        spans[user] = ClassSpan(user, min(starts) if starts else None,
-                                max(ends) if ends else None, len(items), unbounded)
+        spans[user] = ClassSpan(
+            user,
+            min(starts) if starts else None,
+            max(ends) if ends else None,
+            len(items),
+            unbounded,
+        )
     return spans

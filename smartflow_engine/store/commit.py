@@ -95,8 +95,14 @@ class CommitFailure(Exception):
     periods and names involved.
     """
 
-    def __init__(self, code: str, message: str, task_id: int | None = None,
-                 reason: str = "bad_log", **detail: Any) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        task_id: int | None = None,
+        reason: str = "bad_log",
+        **detail: Any,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.task_id = task_id
@@ -127,8 +133,11 @@ def net_changes(state: ScheduleState, changes: Sequence[Change]) -> list[NetChan
     for ch in changes:
         task = tasks.get(ch.task_id)
         if task is None:
-            raise CommitFailure("invalid_changes", f"the change log names task [{ch.task_id}], "
-                                "which the state does not hold", ch.task_id)
+            raise CommitFailure(
+                "invalid_changes",
+                f"the change log names task [{ch.task_id}], which the state does not hold",
+                ch.task_id,
+            )
         net = nets.setdefault(ch.task_id, NetChange(task, ch.status_before))
         if ch.block_before is not None:
             if ch.block_before in net.added:
@@ -145,12 +154,19 @@ def net_changes(state: ScheduleState, changes: Sequence[Change]) -> list[NetChan
                 net.added.remove(block)
         for block in net.added:
             if block not in task.slots:
-                raise CommitFailure("invalid_changes", f"task [{task.state_id}] {task.name}: the "
-                                    f"log puts it on day {block.day} periods {block.slot_start}-"
-                                    f"{block.slot_end}, the state does not", task.state_id)
+                raise CommitFailure(
+                    "invalid_changes",
+                    f"task [{task.state_id}] {task.name}: the "
+                    f"log puts it on day {block.day} periods {block.slot_start}-"
+                    f"{block.slot_end}, the state does not",
+                    task.state_id,
+                )
         if task.status == "pending" and task.slots:
-            raise CommitFailure("invalid_changes", f"task [{task.state_id}] {task.name} is "
-                                "pending but holds periods", task.state_id)
+            raise CommitFailure(
+                "invalid_changes",
+                f"task [{task.state_id}] {task.name} is pending but holds periods",
+                task.state_id,
+            )
     return list(nets.values())
 
 
@@ -189,10 +205,10 @@ def _in_ids(conn: Connection, column: Any, ids: Any) -> Any:
     if _is_pg(conn):
         # Untyped (no ``::VARCHAR`` bind cast): PostgreSQL then types the parameter itself as
         # BIGINT[] from the CAST, a plain array parameter the planner matches to the index.
-        return column == any_(sql_cast(bindparam(None, _pg_array(ids), type_=NullType()),
-                                       ARRAY(BigInteger)))
-    return column.in_(bindparam(None, ids, type_=BigInteger, expanding=True,
-                                literal_execute=True))
+        return column == any_(
+            sql_cast(bindparam(None, _pg_array(ids), type_=NullType()), ARRAY(BigInteger))
+        )
+    return column.in_(bindparam(None, ids, type_=BigInteger, expanding=True, literal_execute=True))
 
 
 def _pg_array(values: Sequence[Any]) -> str:
@@ -213,8 +229,9 @@ def _pg_array(values: Sequence[Any]) -> str:
     return "{" + ",".join(out) + "}"
 
 
-def _mysql_insert(conn: Connection, table: Table, rows: Sequence[dict[str, Any]],
-                  returning: str = "") -> Any:
+def _mysql_insert(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], returning: str = ""
+) -> Any:
     """One multi-row ``INSERT ... VALUES`` on MariaDB/MySQL with the integers, booleans and
     NULLs written out and only the strings bound (``%s``, escaped by the driver): PyMySQL's
     ``executemany`` escapes every value in Python, which for a 120-day commit's 568 schedule
@@ -237,8 +254,9 @@ def _mysql_insert(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]
                 cells.append(mark)
                 params.append(v)
         values.append("(" + ",".join(cells) + ")")
-    sql = (f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES {', '.join(values)}"
-           + (f" RETURNING {returning}" if returning else ""))
+    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES {', '.join(values)}" + (
+        f" RETURNING {returning}" if returning else ""
+    )
     return conn.exec_driver_sql(sql, tuple(params))
 
 
@@ -250,16 +268,28 @@ def _is_mysql(conn: Connection) -> bool:
 _PG_INSERT_SCHEDULES = text(
     "INSERT INTO schedules (user_id, event_id, week, day_of_week, section) "
     "SELECT * FROM unnest(CAST(:user_id AS BIGINT[]), CAST(:event_id AS BIGINT[]), "
-    "CAST(:week AS SMALLINT[]), CAST(:day_of_week AS SMALLINT[]), CAST(:section AS SMALLINT[]))")
-_EVENT_COLUMNS = ("user_id", "name", "type", "can_be_embedded", "task_class_id", "task_item_id",
-                  "status", "duration", "locked", "category")
+    "CAST(:week AS SMALLINT[]), CAST(:day_of_week AS SMALLINT[]), CAST(:section AS SMALLINT[]))"
+)
+_EVENT_COLUMNS = (
+    "user_id",
+    "name",
+    "type",
+    "can_be_embedded",
+    "task_class_id",
+    "task_item_id",
+    "status",
+    "duration",
+    "locked",
+    "category",
+)
 _PG_INSERT_EVENTS = text(
     f"INSERT INTO schedule_events ({', '.join(_EVENT_COLUMNS)}) "
     "SELECT * FROM unnest(CAST(:user_id AS BIGINT[]), CAST(:name AS VARCHAR[]), "
     "CAST(:type AS VARCHAR[]), CAST(:can_be_embedded AS BOOLEAN[]), "
     "CAST(:task_class_id AS BIGINT[]), CAST(:task_item_id AS BIGINT[]), "
     "CAST(:status AS VARCHAR[]), CAST(:duration AS SMALLINT[]), CAST(:locked AS BOOLEAN[]), "
-    "CAST(:category AS VARCHAR[])) RETURNING id, task_item_id")
+    "CAST(:category AS VARCHAR[])) RETURNING id, task_item_id"
+)
 
 
 def _columns(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, str]:
@@ -280,24 +310,33 @@ class _Rows:
     all locked ``FOR UPDATE`` where the database supports it (always in this order, so two
     commits wait for each other instead of deadlocking)."""
 
-    def __init__(self, session: Session, user_id: int, days: DayIndex,
-                 tasks: Sequence[Task]) -> None:
+    def __init__(
+        self, session: Session, user_id: int, days: DayIndex, tasks: Sequence[Task]
+    ) -> None:
         self.s, self.user_id, self.days = session, user_id, days
         item_ids = {t.source_id for t in tasks if t.source == "task_item"}
         event_ids = {t.source_id for t in tasks if t.source == "event"}
         # Core rows (read-only snapshots of the locked rows), not ORM objects: the writes below
         # are set-based Core statements, so no unit of work has to track or flush them.
         conn = session.connection()
-        items = conn.execute(select(ITEMS.c.id, ITEMS.c.status, ITEMS.c.duration,
-                                    ITEMS.c.content, ITEMS.c.category_id).where(
-            ITEMS.c.user_id == user_id, _in_ids(conn, ITEMS.c.id, item_ids))
-            .order_by(ITEMS.c.id).with_for_update()).all()
-        events = conn.execute(select(EVENTS.c.id, EVENTS.c.task_item_id, EVENTS.c.status,
-                                     EVENTS.c.duration).where(
-            EVENTS.c.user_id == user_id,
-            _in_ids(conn, EVENTS.c.id, event_ids)
-            | _in_ids(conn, EVENTS.c.task_item_id, item_ids))
-            .order_by(EVENTS.c.id).with_for_update()).all()
+        items = conn.execute(
+            select(
+                ITEMS.c.id, ITEMS.c.status, ITEMS.c.duration, ITEMS.c.content, ITEMS.c.category_id
+            )
+            .where(ITEMS.c.user_id == user_id, _in_ids(conn, ITEMS.c.id, item_ids))
+            .order_by(ITEMS.c.id)
+            .with_for_update()
+        ).all()
+        events = conn.execute(
+            select(EVENTS.c.id, EVENTS.c.task_item_id, EVENTS.c.status, EVENTS.c.duration)
+            .where(
+                EVENTS.c.user_id == user_id,
+                _in_ids(conn, EVENTS.c.id, event_ids)
+                | _in_ids(conn, EVENTS.c.task_item_id, item_ids),
+            )
+            .order_by(EVENTS.c.id)
+            .with_for_update()
+        ).all()
         by_item = {e.task_item_id: e for e in events if e.task_item_id is not None}
         by_id = {e.id: e for e in events}
         item_by_id = {it.id: it for it in items}
@@ -313,11 +352,19 @@ class _Rows:
         self.cells: dict[Cell, _Row] = {
             (w, d, sec): _Row(rid, eid, gid)
             for rid, eid, w, d, sec, gid in conn.execute(
-                select(m.Schedule.id, m.Schedule.event_id, m.Schedule.week,
-                       m.Schedule.day_of_week, m.Schedule.section, m.Schedule.embedded_event_id)
-                .where(m.Schedule.user_id == user_id, m.Schedule.week >= first,
-                       m.Schedule.week <= last)
-                .with_for_update())
+                select(
+                    m.Schedule.id,
+                    m.Schedule.event_id,
+                    m.Schedule.week,
+                    m.Schedule.day_of_week,
+                    m.Schedule.section,
+                    m.Schedule.embedded_event_id,
+                )
+                .where(
+                    m.Schedule.user_id == user_id, m.Schedule.week >= first, m.Schedule.week <= last
+                )
+                .with_for_update()
+            )
         }
 
     def item(self, task: Task) -> Any:
@@ -337,8 +384,10 @@ class _Rows:
         """The WHERE clause of a block's rows (the user's rows on that day, those sections)."""
         week, dow = self.days.weekday(block.day)
         return (
-            (m.Schedule.user_id == self.user_id) & (m.Schedule.week == week)
-            & (m.Schedule.day_of_week == dow) & m.Schedule.section.in_(list(expand(block)))
+            (m.Schedule.user_id == self.user_id)
+            & (m.Schedule.week == week)
+            & (m.Schedule.day_of_week == dow)
+            & m.Schedule.section.in_(list(expand(block)))
         )
 
 
@@ -370,8 +419,11 @@ def commit_changes(
     # 2. Removed blocks.
     conn = session.connection()
     if to_clear:
-        conn.execute(update(SCHEDULES).where(_in_ids(conn, SCHEDULES.c.id, to_clear))
-                     .values(embedded_event_id=None))
+        conn.execute(
+            update(SCHEDULES)
+            .where(_in_ids(conn, SCHEDULES.c.id, to_clear))
+            .values(embedded_event_id=None)
+        )
         result.guests_cleared = len(to_clear)
     if to_delete:
         conn.execute(delete(SCHEDULES).where(_in_ids(conn, SCHEDULES.c.id, to_delete)))
@@ -392,14 +444,29 @@ def commit_changes(
                 held = rows.cells.get((week, dow, section))
                 if held is not None and held.id not in to_delete:
                     t = net.task
-                    name = session.scalar(select(m.ScheduleEvent.name)
-                                          .where(m.ScheduleEvent.id == held.event_id))
-                    raise CommitFailure("conflict", f"task [{t.state_id}] {t.name}: day "
-                                        f"{block.day} period {section} is held by {name!r} in "
-                                        "the database", t.state_id, "period_taken",
-                                        day=block.day, slot=section, holder=name)
-                inserts.append({"user_id": user_id, "event_id": ev.id, "week": week,
-                                "day_of_week": dow, "section": section})
+                    name = session.scalar(
+                        select(m.ScheduleEvent.name).where(m.ScheduleEvent.id == held.event_id)
+                    )
+                    raise CommitFailure(
+                        "conflict",
+                        f"task [{t.state_id}] {t.name}: day "
+                        f"{block.day} period {section} is held by {name!r} in "
+                        "the database",
+                        t.state_id,
+                        "period_taken",
+                        day=block.day,
+                        slot=section,
+                        holder=name,
+                    )
+                inserts.append(
+                    {
+                        "user_id": user_id,
+                        "event_id": ev.id,
+                        "week": week,
+                        "day_of_week": dow,
+                        "section": section,
+                    }
+                )
     insert_rows(conn, inserts)
     result.rows_inserted = len(inserts)
     for net in nets:
@@ -409,24 +476,42 @@ def commit_changes(
         assert ev is not None
         for block in net.added:
             if host_ev is None:
-                raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: its "
-                                    "host holds no periods in the database", net.task.state_id,
-                                    "host_not_free", day=block.day,
-                                    host=net.task.embed_host)
-            out = conn.execute(update(SCHEDULES).where(
-                rows.where(block), SCHEDULES.c.event_id == host_ev.id,
-                SCHEDULES.c.embedded_event_id.is_(None)).values(embedded_event_id=ev.id))
+                raise CommitFailure(
+                    "conflict",
+                    f"task [{net.task.state_id}] {net.task.name}: its "
+                    "host holds no periods in the database",
+                    net.task.state_id,
+                    "host_not_free",
+                    day=block.day,
+                    host=net.task.embed_host,
+                )
+            out = conn.execute(
+                update(SCHEDULES)
+                .where(
+                    rows.where(block),
+                    SCHEDULES.c.event_id == host_ev.id,
+                    SCHEDULES.c.embedded_event_id.is_(None),
+                )
+                .values(embedded_event_id=ev.id)
+            )
             if int(out.rowcount) != block.length:
-                raise CommitFailure("conflict", f"task [{net.task.state_id}] {net.task.name}: the "
-                                    f"host's periods on day {block.day} are not free to embed "
-                                    "into in the database", net.task.state_id, "host_not_free",
-                                    day=block.day, host=net.task.embed_host)
+                raise CommitFailure(
+                    "conflict",
+                    f"task [{net.task.state_id}] {net.task.name}: the "
+                    f"host's periods on day {block.day} are not free to embed "
+                    "into in the database",
+                    net.task.state_id,
+                    "host_not_free",
+                    day=block.day,
+                    host=net.task.embed_host,
+                )
             result.guests_marked += block.length
     session.flush()
     result.tasks_written = len(nets)
     result.items_updated = sum(1 for n in nets if n.task.source == "task_item")
-    result.events_updated = sum(1 for n in nets if n.task.source == "event"
-                                and n.task.state_id not in new_ids)
+    result.events_updated = sum(
+        1 for n in nets if n.task.source == "event" and n.task.state_id not in new_ids
+    )
     result.source_ids = new_ids
     return result
 
@@ -446,8 +531,10 @@ def insert_rows(session: Session | Connection, rows: Sequence[dict[str, Any]]) -
     """
     conn = session.connection() if isinstance(session, Session) else session
     if rows and _is_pg(conn):
-        conn.execute(_PG_INSERT_SCHEDULES, _columns(rows, ("user_id", "event_id", "week",
-                                                           "day_of_week", "section")))
+        conn.execute(
+            _PG_INSERT_SCHEDULES,
+            _columns(rows, ("user_id", "event_id", "week", "day_of_week", "section")),
+        )
     elif rows and _is_mysql(conn):
         _mysql_insert(conn, SCHEDULES, rows)
     elif rows:
@@ -463,13 +550,19 @@ def task_index(state: ScheduleState) -> dict[int, Task]:
 def _host(tasks: dict[int, Task], host_id: int) -> Task:
     host = tasks.get(host_id)
     if host is None:
-        raise CommitFailure("invalid_changes", f"embed host [{host_id}] is not in the state",
-                            host_id, host=host_id)
+        raise CommitFailure(
+            "invalid_changes", f"embed host [{host_id}] is not in the state", host_id, host=host_id
+        )
     return host
 
 
-def _check(tasks: dict[int, Task], rows: _Rows, net: NetChange,
-           to_delete: dict[int, tuple[Task, SlotRange]], to_clear: set[int]) -> None:
+def _check(
+    tasks: dict[int, Task],
+    rows: _Rows,
+    net: NetChange,
+    to_delete: dict[int, tuple[Task, SlotRange]],
+    to_clear: set[int],
+) -> None:
     """The optimistic check: the task's rows are as the session found them."""
     t = net.task
     who = f"task [{t.state_id}] {t.name}"
@@ -478,29 +571,49 @@ def _check(tasks: dict[int, Task], rows: _Rows, net: NetChange,
     if t.source == "task_item":
         item = rows.item(t)
         if item is None:
-            raise CommitFailure("stale", f"{who}: task item {t.source_id} no longer exists",
-                                t.state_id, "item_gone")
+            raise CommitFailure(
+                "stale", f"{who}: task item {t.source_id} no longer exists", t.state_id, "item_gone"
+            )
         if was_pending and (item.status != "pending" or ev is not None):
-            raise CommitFailure("stale", f"{who}: task item {t.source_id} was scheduled "
-                                "meanwhile", t.state_id, "item_scheduled")
+            raise CommitFailure(
+                "stale",
+                f"{who}: task item {t.source_id} was scheduled meanwhile",
+                t.state_id,
+                "item_scheduled",
+            )
         if not was_pending and ev is None:
-            raise CommitFailure("stale", f"{who}: task item {t.source_id} is no longer "
-                                "scheduled", t.state_id, "item_unscheduled")
+            raise CommitFailure(
+                "stale",
+                f"{who}: task item {t.source_id} is no longer scheduled",
+                t.state_id,
+                "item_unscheduled",
+            )
     elif t.source == "event":
         if ev is None:
-            raise CommitFailure("stale", f"{who}: event {t.source_id} no longer exists",
-                                t.state_id, "event_gone")
+            raise CommitFailure(
+                "stale", f"{who}: event {t.source_id} no longer exists", t.state_id, "event_gone"
+            )
         if was_pending != (ev.status == "pending"):
-            raise CommitFailure("stale", f"{who}: event {t.source_id} is now {ev.status}",
-                                t.state_id, "event_status", status=ev.status)
+            raise CommitFailure(
+                "stale",
+                f"{who}: event {t.source_id} is now {ev.status}",
+                t.state_id,
+                "event_status",
+                status=ev.status,
+            )
     else:
         raise CommitFailure("invalid_changes", f"{who}: unknown source {t.source!r}", t.state_id)
     for block, host in net.removed:
         assert ev is not None
         host_ev = rows.event(_host(tasks, host)) if host is not None else None
         if host is not None and host_ev is None:
-            raise CommitFailure("stale", f"{who}: its host [{host}] holds no periods any more",
-                                t.state_id, "host_gone", host=host)
+            raise CommitFailure(
+                "stale",
+                f"{who}: its host [{host}] holds no periods any more",
+                t.state_id,
+                "host_gone",
+                host=host,
+            )
         for cell in rows.block_cells(block):
             row = rows.cells.get(cell)
             if host_ev is None:
@@ -508,11 +621,17 @@ def _check(tasks: dict[int, Task], rows: _Rows, net: NetChange,
             else:
                 ok = row is not None and row.event_id == host_ev.id and row.guest_id == ev.id
             if not ok:
-                raise CommitFailure("stale", f"{who}: its periods {block.slot_start}-"
-                                    f"{block.slot_end} on day {block.day} changed in the "
-                                    "database meanwhile", t.state_id, "periods_changed",
-                                    day=block.day, slot_start=block.slot_start,
-                                    slot_end=block.slot_end)
+                raise CommitFailure(
+                    "stale",
+                    f"{who}: its periods {block.slot_start}-"
+                    f"{block.slot_end} on day {block.day} changed in the "
+                    "database meanwhile",
+                    t.state_id,
+                    "periods_changed",
+                    day=block.day,
+                    slot_start=block.slot_start,
+                    slot_end=block.slot_end,
+                )
             assert row is not None
             if host_ev is not None:
                 to_clear.add(row.id)
@@ -520,8 +639,9 @@ def _check(tasks: dict[int, Task], rows: _Rows, net: NetChange,
                 to_delete[row.id] = (t, block)
 
 
-def _check_no_new_guests(session: Session, rows: _Rows,
-                         to_delete: dict[int, tuple[Task, SlotRange]], to_clear: set[int]) -> None:
+def _check_no_new_guests(
+    session: Session, rows: _Rows, to_delete: dict[int, tuple[Task, SlotRange]], to_clear: set[int]
+) -> None:
     """An owner block leaving its rows must not carry a guest the commit does not move out too:
     the session saw the block without one (a host with a guest cannot move), so the guest was
     embedded by another commit meanwhile, and deleting the rows would lose its placement."""
@@ -530,17 +650,28 @@ def _check_no_new_guests(session: Session, rows: _Rows,
         row = by_id[row_id]
         if row.guest_id is None or row_id in to_clear:
             continue
-        name = session.scalar(select(m.ScheduleEvent.name)
-                              .where(m.ScheduleEvent.id == row.guest_id))
-        raise CommitFailure("stale", f"task [{t.state_id}] {t.name}: its periods "
-                            f"{block.slot_start}-{block.slot_end} on day {block.day} now carry "
-                            f"the embedded {name!r} in the database", t.state_id, "guest_added",
-                            day=block.day, slot_start=block.slot_start, slot_end=block.slot_end,
-                            guest=name)
+        name = session.scalar(
+            select(m.ScheduleEvent.name).where(m.ScheduleEvent.id == row.guest_id)
+        )
+        raise CommitFailure(
+            "stale",
+            f"task [{t.state_id}] {t.name}: its periods "
+            f"{block.slot_start}-{block.slot_end} on day {block.day} now carry "
+            f"the embedded {name!r} in the database",
+            t.state_id,
+            "guest_added",
+            day=block.day,
+            slot_start=block.slot_start,
+            slot_end=block.slot_end,
+            guest=name,
+        )
 
 
 def _update_statuses(
-    session: Session, rows: _Rows, nets: Sequence[NetChange], result: CommitResult,
+    session: Session,
+    rows: _Rows,
+    nets: Sequence[NetChange],
+    result: CommitResult,
     new_ids: dict[int, int],
 ) -> None:
     """Item and event rows follow their tasks' final statuses (see the module docstring), as
@@ -566,12 +697,23 @@ def _update_statuses(
             duration = t.duration if t.duration is not None else item.duration
             item_sets[item.id] = (item, "scheduled", duration)
             if ev is None:
-                created.append((t, {
-                    "user_id": rows.user_id, "name": item.content, "type": "task",
-                    "can_be_embedded": t.can_embed, "task_class_id": item.category_id,
-                    "task_item_id": item.id, "status": t.status, "duration": t.duration,
-                    "locked": True if t.locked else None, "category": None,
-                }))
+                created.append(
+                    (
+                        t,
+                        {
+                            "user_id": rows.user_id,
+                            "name": item.content,
+                            "type": "task",
+                            "can_be_embedded": t.can_embed,
+                            "task_class_id": item.category_id,
+                            "task_item_id": item.id,
+                            "status": t.status,
+                            "duration": t.duration,
+                            "locked": True if t.locked else None,
+                            "category": None,
+                        },
+                    )
+                )
             else:
                 event_sets[ev.id] = (ev, t.status, ev.duration)
             continue
@@ -583,32 +725,54 @@ def _update_statuses(
             taken_off.append((t, ev))
     _set_status_duration(conn, ITEMS, rows.user_id, item_sets.values())
     if dropped:
-        conn.execute(update(SCHEDULES).where(
-            _in_ids(conn, SCHEDULES.c.embedded_event_id, dropped))
-                     .values(embedded_event_id=None))
-        gone = conn.execute(delete(SCHEDULES).where(
-            _in_ids(conn, SCHEDULES.c.event_id, dropped)))
+        conn.execute(
+            update(SCHEDULES)
+            .where(_in_ids(conn, SCHEDULES.c.embedded_event_id, dropped))
+            .values(embedded_event_id=None)
+        )
+        gone = conn.execute(delete(SCHEDULES).where(_in_ids(conn, SCHEDULES.c.event_id, dropped)))
         result.rows_deleted += int(gone.rowcount)
         conn.execute(delete(EVENTS).where(_in_ids(conn, EVENTS.c.id, dropped)))
         result.events_deleted += len(dropped)
     left: dict[int, int] = {}
     if taken_off:
-        left = {eid: int(n) for eid, n in conn.execute(
-            select(SCHEDULES.c.event_id, func.count()).where(
-                _in_ids(conn, SCHEDULES.c.event_id, [ev.id for _, ev in taken_off]))
-            .group_by(SCHEDULES.c.event_id)).all()}
+        left = {
+            eid: int(n)
+            for eid, n in conn.execute(
+                select(SCHEDULES.c.event_id, func.count())
+                .where(_in_ids(conn, SCHEDULES.c.event_id, [ev.id for _, ev in taken_off]))
+                .group_by(SCHEDULES.c.event_id)
+            ).all()
+        }
     split = [ev.id for _, ev in taken_off if left.get(ev.id)]
-    full = {row.id: row for row in conn.execute(
-        select(EVENTS).where(_in_ids(conn, EVENTS.c.id, split)))} if split else {}
+    full = (
+        {
+            row.id: row
+            for row in conn.execute(select(EVENTS).where(_in_ids(conn, EVENTS.c.id, split)))
+        }
+        if split
+        else {}
+    )
     for t, ev in taken_off:
         if left.get(ev.id):  # other weeks still hold it: the occurrence becomes its own event
             ev = full[ev.id]
-            created.append((t, {
-                "user_id": ev.user_id, "name": ev.name, "type": ev.type,
-                "can_be_embedded": ev.can_be_embedded, "task_class_id": ev.task_class_id,
-                "task_item_id": None, "status": "pending", "duration": t.duration,
-                "locked": ev.locked, "category": ev.category,
-            }))
+            created.append(
+                (
+                    t,
+                    {
+                        "user_id": ev.user_id,
+                        "name": ev.name,
+                        "type": ev.type,
+                        "can_be_embedded": ev.can_be_embedded,
+                        "task_class_id": ev.task_class_id,
+                        "task_item_id": None,
+                        "status": "pending",
+                        "duration": t.duration,
+                        "locked": ev.locked,
+                        "category": ev.category,
+                    },
+                )
+            )
         else:
             event_sets[ev.id] = (ev, "pending", t.duration)
     _set_status_duration(conn, EVENTS, rows.user_id, event_sets.values())
@@ -617,14 +781,22 @@ def _update_statuses(
     of_items = [values for _, values in created if values["task_item_id"] is not None]
     ids_by_item: dict[int, int] = {}
     if of_items and _is_pg(conn):
-        ids_by_item = {item_id: eid for eid, item_id in conn.execute(
-            _PG_INSERT_EVENTS, _columns(of_items, _EVENT_COLUMNS))}
+        ids_by_item = {
+            item_id: eid
+            for eid, item_id in conn.execute(_PG_INSERT_EVENTS, _columns(of_items, _EVENT_COLUMNS))
+        }
     elif of_items and _is_mysql(conn):
-        ids_by_item = {item_id: eid for eid, item_id in _mysql_insert(
-            conn, EVENTS, of_items, returning="id, task_item_id")}
+        ids_by_item = {
+            item_id: eid
+            for eid, item_id in _mysql_insert(conn, EVENTS, of_items, returning="id, task_item_id")
+        }
     elif of_items:
-        ids_by_item = {item_id: eid for eid, item_id in conn.execute(
-            insert(EVENTS).returning(EVENTS.c.id, EVENTS.c.task_item_id), of_items)}
+        ids_by_item = {
+            item_id: eid
+            for eid, item_id in conn.execute(
+                insert(EVENTS).returning(EVENTS.c.id, EVENTS.c.task_item_id), of_items
+            )
+        }
     for t, values in created:
         item_id = values["task_item_id"]
         if item_id is not None:
@@ -637,8 +809,9 @@ def _update_statuses(
     result.events_created += len(created)
 
 
-def _set_status_duration(conn: Connection, table: Table, user_id: int,
-                         targets: Iterable[tuple[Any, str, int | None]]) -> None:
+def _set_status_duration(
+    conn: Connection, table: Table, user_id: int, targets: Iterable[tuple[Any, str, int | None]]
+) -> None:
     """Give each (locked) row its target ``status`` and ``duration``: one ``UPDATE ... WHERE id
     IN (...)`` per distinct value that differs from the row as read, so a commit that places
     many items in their own durations costs one statement, not one per duration."""
@@ -653,9 +826,14 @@ def _set_status_duration(conn: Connection, table: Table, user_id: int,
     # (user_id, status) index where it would otherwise scan the whole table (PostgreSQL on
     # tables without statistics yet, matching every row against the id array).
     for status, ids in statuses.items():
-        conn.execute(update(table).where(table.c.user_id == user_id,
-                                         _in_ids(conn, table.c.id, ids)).values(status=status))
+        conn.execute(
+            update(table)
+            .where(table.c.user_id == user_id, _in_ids(conn, table.c.id, ids))
+            .values(status=status)
+        )
     for duration, ids in durations.items():
-        conn.execute(update(table).where(table.c.user_id == user_id,
-                                         _in_ids(conn, table.c.id, ids))
-                     .values(duration=duration))
+        conn.execute(
+            update(table)
+            .where(table.c.user_id == user_id, _in_ids(conn, table.c.id, ids))
+            .values(duration=duration)
+        )

@@ -55,8 +55,10 @@ class DayIndex:
         for i in range(1, len(ords)):
             if ords[i] <= ords[i - 1]:
                 d = entries[i]
-                raise StoreError(f"day_mapping: day {d.day_index} (week {d.week}, day_of_week "
-                                 f"{d.day_of_week}) does not come after day {d.day_index - 1}")
+                raise StoreError(
+                    f"day_mapping: day {d.day_index} (week {d.week}, day_of_week "
+                    f"{d.day_of_week}) does not come after day {d.day_index - 1}"
+                )
         by_weekday = {(d.week, d.day_of_week): d.day_index for d in entries}
         return cls(tuple(entries), by_weekday, tuple(ords))
 
@@ -140,13 +142,19 @@ def window_days(start: WeekDay, end: WeekDay) -> list[DayMapping]:
     """
     for name, (week, dow) in (("start", start), ("end", end)):
         if week < 1 or not 1 <= dow <= 7:
-            raise StoreError(f"window {name} (week {week}, day_of_week {dow}) is not a date: "
-                             "week >= 1, day_of_week 1..7")
+            raise StoreError(
+                f"window {name} (week {week}, day_of_week {dow}) is not a date: "
+                "week >= 1, day_of_week 1..7"
+            )
     first, last = ordinal(*start), ordinal(*end)
     if last < first:
-        raise StoreError(f"window end (week {end[0]}, day_of_week {end[1]}) comes before its "
-                         f"start (week {start[0]}, day_of_week {start[1]})")
+        raise StoreError(
+            f"window end (week {end[0]}, day_of_week {end[1]}) comes before its "
+            f"start (week {start[0]}, day_of_week {start[1]})"
+        )
     if last - first + 1 > MAX_WINDOW_DAYS:
         raise StoreError(f"window of {last - first + 1} days exceeds {MAX_WINDOW_DAYS} days")
-    return [DayMapping(day_index=i + 1, week=o // 7, day_of_week=o % 7 + 1)
-            for i, o in enumerate(range(first, last + 1))]
+    return [
+        DayMapping(day_index=i + 1, week=o // 7, day_of_week=o % 7 + 1)
+        for i, o in enumerate(range(first, last + 1))
+    ]

@@ -36,9 +36,11 @@ class _Placed:
 
     owner: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
     guest: dict[tuple[int, int], list[int]] = field(  # (day, host event) -> sections
-        default_factory=lambda: defaultdict(list))
+        default_factory=lambda: defaultdict(list)
+    )
     hosted: dict[tuple[int, int], list[int]] = field(  # (day, guest event) -> sections
-        default_factory=lambda: defaultdict(list))
+        default_factory=lambda: defaultdict(list)
+    )
 
 
 def derived_locked(event_type: str, can_be_embedded: bool) -> bool:
@@ -51,9 +53,7 @@ def derived_category(event_type: str, class_name: str | None) -> str:
     return COURSE_CATEGORY if event_type == "course" else (class_name or "")
 
 
-def class_window(
-    days: DayIndex, row: m.TaskClass
-) -> tuple[int | None, int | None, bool]:
+def class_window(days: DayIndex, row: m.TaskClass) -> tuple[int | None, int | None, bool]:
     """``(start_day, end_day, meets_window)`` of a class's stored window on this planning window.
 
     Ends beyond the window are clamped to its first/last day; a window that misses the planning
@@ -94,18 +94,27 @@ def load_window(
     # Periods held in the window (one query, the unique key's index serves it).
     placed: dict[int, _Placed] = defaultdict(_Placed)
     rows = session.execute(
-        select(m.Schedule.event_id, m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section,
-               m.Schedule.embedded_event_id)
-        .where(m.Schedule.user_id == user_id, m.Schedule.week >= first_week,
-               m.Schedule.week <= last_week)
+        select(
+            m.Schedule.event_id,
+            m.Schedule.week,
+            m.Schedule.day_of_week,
+            m.Schedule.section,
+            m.Schedule.embedded_event_id,
+        ).where(
+            m.Schedule.user_id == user_id,
+            m.Schedule.week >= first_week,
+            m.Schedule.week <= last_week,
+        )
     ).all()
     for event_id, week, dow, section, guest_id in rows:
         day = days.day_of(week, dow)
         if day is None:
             continue
         if not 1 <= section <= slots_per_day:
-            raise StoreError(f"schedules row of event {event_id} at week {week} day_of_week {dow} "
-                             f"has section {section}, outside 1-{slots_per_day}")
+            raise StoreError(
+                f"schedules row of event {event_id} at week {week} day_of_week {dow} "
+                f"has section {section}, outside 1-{slots_per_day}"
+            )
         placed[event_id].owner[day].append(section)
         if guest_id is not None:
             placed[guest_id].guest[(day, event_id)].append(section)
@@ -131,7 +140,8 @@ def load_window(
     if task_class_ids is not None:
         item_filter &= m.TaskClassItem.category_id.in_(list(task_class_ids))
     items = {
-        it.id: it for it in session.scalars(
+        it.id: it
+        for it in session.scalars(
             select(m.TaskClassItem).where(
                 m.TaskClassItem.user_id == user_id,
                 or_(m.TaskClassItem.id.in_(linked), item_filter),
@@ -142,9 +152,11 @@ def load_window(
     class_ids = {it.category_id for it in items.values()}
     class_ids |= {e.task_class_id for e in events if e.task_class_id is not None}
     classes = {
-        c.id: c for c in session.scalars(
-            select(m.TaskClass).where(m.TaskClass.user_id == user_id,
-                                      m.TaskClass.id.in_(list(class_ids)))
+        c.id: c
+        for c in session.scalars(
+            select(m.TaskClass).where(
+                m.TaskClass.user_id == user_id, m.TaskClass.id.in_(list(class_ids))
+            )
         )
     }
     counts: dict[int, int] = dict(
@@ -162,8 +174,10 @@ def load_window(
     for event in events:
         item = items.get(event.task_item_id) if event.task_item_id is not None else None
         if event.task_item_id is not None and item is None:
-            raise StoreError(f"event {event.id} is the placement of task item "
-                             f"{event.task_item_id}, which the user does not own")
+            raise StoreError(
+                f"event {event.id} is the placement of task item "
+                f"{event.task_item_id}, which the user does not own"
+            )
         task = _event_task(event, item, classes, placed.get(event.id), host_of)
         if task is None:
             continue
@@ -176,14 +190,23 @@ def load_window(
         if not windows.get(item.category_id, (None, None, True))[2]:
             continue  # its class's window misses this planning window
         row = classes.get(item.category_id)
-        tasks.append({
-            "source": "task_item", "source_id": item.id, "name": item.content,
-            "category": row.name if row is not None else "", "status": "pending",
-            "duration": min(item.duration, slots_per_day) if item.duration else
-            fallback_duration(row.total_slots if row is not None else None,
-                              counts.get(item.category_id, 0), slots_per_day),
-            "category_id": item.category_id,
-        })
+        tasks.append(
+            {
+                "source": "task_item",
+                "source_id": item.id,
+                "name": item.content,
+                "category": row.name if row is not None else "",
+                "status": "pending",
+                "duration": min(item.duration, slots_per_day)
+                if item.duration
+                else fallback_duration(
+                    row.total_slots if row is not None else None,
+                    counts.get(item.category_id, 0),
+                    slots_per_day,
+                ),
+                "category_id": item.category_id,
+            }
+        )
 
     tasks.sort(key=lambda t: (t["source_id"], _SOURCE_RANK[t["source"]]))
     for sid, task in enumerate(tasks, start=1):
@@ -199,16 +222,20 @@ def load_window(
             task_classes.append(out)
 
     data = {
-        "window": {"total_days": days.num_days, "slots_per_day": slots_per_day,
-                   "day_mapping": [d.model_dump() for d in days.mapping]},
+        "window": {
+            "total_days": days.num_days,
+            "slots_per_day": slots_per_day,
+            "day_mapping": [d.model_dump() for d in days.mapping],
+        },
         "tasks": tasks,
         "task_classes": task_classes,
     }
     try:
         return ScheduleState.model_validate(data)
     except (StateError, ValueError) as exc:
-        raise StoreError(f"the stored window of user {user_id} is not a valid state: "
-                         f"{str(exc).splitlines()[0]}") from None
+        raise StoreError(
+            f"the stored window of user {user_id} is not a valid state: {str(exc).splitlines()[0]}"
+        ) from None
 
 
 def _event_task(
@@ -225,10 +252,12 @@ def _event_task(
         "source": "task_item" if item is not None else "event",
         "source_id": item.id if item is not None else event.id,
         "name": item.content if item is not None else event.name,
-        "category": event.category if event.category is not None else derived_category(
-            event.type, row.name if row is not None else None),
-        "locked": event.locked if event.locked is not None else derived_locked(
-            event.type, event.can_be_embedded),
+        "category": event.category
+        if event.category is not None
+        else derived_category(event.type, row.name if row is not None else None),
+        "locked": event.locked
+        if event.locked is not None
+        else derived_locked(event.type, event.can_be_embedded),
     }
     if event.can_be_embedded:
         task["can_embed"] = True
@@ -239,8 +268,9 @@ def _event_task(
         task["duration"] = duration
     if event.status == "pending":
         if held is not None:
-            raise StoreError(f"event {event.id} ({event.name}) is pending but holds periods "
-                             f"in the window")
+            raise StoreError(
+                f"event {event.id} ({event.name}) is pending but holds periods in the window"
+            )
         task["status"] = "pending"
         if duration is None:
             task["duration"] = DEFAULT_DURATION
@@ -264,11 +294,17 @@ def _event_task(
     return task
 
 
-def _class_dict(row: m.TaskClass, window: tuple[int | None, int | None, bool]) -> dict[str, Any] | None:
+def _class_dict(
+    row: m.TaskClass, window: tuple[int | None, int | None, bool]
+) -> dict[str, Any] | None:
     start, end, _ = window
     out: dict[str, Any] = {
-        "id": row.id, "name": row.name, "total_slots": row.total_slots,
-        "start_day": start, "end_day": end, "excluded_slots": list(row.excluded_slots or []),
+        "id": row.id,
+        "name": row.name,
+        "total_slots": row.total_slots,
+        "start_day": start,
+        "end_day": end,
+        "excluded_slots": list(row.excluded_slots or []),
         "strategy": row.strategy,
     }
     if row.tolerance_preference is not None:
@@ -277,6 +313,7 @@ def _class_dict(row: m.TaskClass, window: tuple[int | None, int | None, bool]) -
         out.setdefault(key, value)
     constrains = (
         any(out[k] is not None for k in ("total_slots", "start_day", "end_day", "strategy"))
-        or bool(out["excluded_slots"]) or len(out) > 7
+        or bool(out["excluded_slots"])
+        or len(out) > 7
     )
     return out if constrains else None

@@ -59,8 +59,11 @@ class Base(DeclarativeBase):
 
 
 # Table options for MariaDB/MySQL (ignored by the other dialects).
-MYSQL_OPTIONS = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4",
-                 "mysql_collate": "utf8mb4_bin"}
+MYSQL_OPTIONS = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_bin",
+}
 
 
 class TaskClass(Base):
@@ -90,8 +93,9 @@ class TaskClass(Base):
     preferences: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
     source: Mapped[str | None] = mapped_column(String(16))  # chat | memory | web | seed
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now,
-                                                 onupdate=_now)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=_now, onupdate=_now
+    )
 
 
 class TaskClassItem(Base):
@@ -109,7 +113,8 @@ class TaskClassItem(Base):
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     category_id: Mapped[int] = mapped_column(
-        IdType, ForeignKey("task_classes.id", ondelete="CASCADE"), nullable=False, index=True)
+        IdType, ForeignKey("task_classes.id", ondelete="CASCADE"), nullable=False, index=True
+    )
     content: Mapped[str] = mapped_column(String(NAME_LEN), nullable=False)
     duration: Mapped[int | None] = mapped_column(SmallInteger)
     priority: Mapped[int | None] = mapped_column(SmallInteger)
@@ -141,9 +146,11 @@ class ScheduleEvent(Base):
     type: Mapped[str] = mapped_column(String(8), nullable=False)
     can_be_embedded: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     task_class_id: Mapped[int | None] = mapped_column(
-        IdType, ForeignKey("task_classes.id", ondelete="SET NULL"), index=True)
+        IdType, ForeignKey("task_classes.id", ondelete="SET NULL"), index=True
+    )
     task_item_id: Mapped[int | None] = mapped_column(
-        IdType, ForeignKey("task_class_items.id", ondelete="CASCADE"), unique=True)
+        IdType, ForeignKey("task_class_items.id", ondelete="CASCADE"), unique=True
+    )
     status: Mapped[str] = mapped_column(String(16), nullable=False, default="existing")
     duration: Mapped[int | None] = mapped_column(SmallInteger)
     locked: Mapped[bool | None] = mapped_column(Boolean)
@@ -156,8 +163,9 @@ class Schedule(Base):
 
     __tablename__ = "schedules"
     __table_args__ = (
-        UniqueConstraint("user_id", "week", "day_of_week", "section",
-                         name="uq_schedules_user_period"),
+        UniqueConstraint(
+            "user_id", "week", "day_of_week", "section", name="uq_schedules_user_period"
+        ),
         CheckConstraint("day_of_week BETWEEN 1 AND 7", name="ck_schedules_day_of_week"),
         CheckConstraint("section >= 1", name="ck_schedules_section"),
         MYSQL_OPTIONS,
@@ -166,12 +174,14 @@ class Schedule(Base):
     id: Mapped[int] = mapped_column(IdType, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     event_id: Mapped[int] = mapped_column(
-        IdType, ForeignKey("schedule_events.id", ondelete="CASCADE"), nullable=False, index=True)
+        IdType, ForeignKey("schedule_events.id", ondelete="CASCADE"), nullable=False, index=True
+    )
     week: Mapped[int] = mapped_column(SmallInteger, nullable=False)
     day_of_week: Mapped[int] = mapped_column(SmallInteger, nullable=False)
     section: Mapped[int] = mapped_column(SmallInteger, nullable=False)
     embedded_event_id: Mapped[int | None] = mapped_column(
-        IdType, ForeignKey("schedule_events.id", ondelete="SET NULL"), index=True)
+        IdType, ForeignKey("schedule_events.id", ondelete="SET NULL"), index=True
+    )
 
 
 TABLES = (TaskClass, TaskClassItem, ScheduleEvent, Schedule)

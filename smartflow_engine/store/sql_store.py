@@ -42,7 +42,11 @@ class ScheduleStore(Protocol):
     task classes (the ``upsert_task_class`` tool). Every method acts on one user's rows only."""
 
     def load_window(
-        self, user_id: int, day_mapping: DayMappingLike, *, slots_per_day: int = 12,
+        self,
+        user_id: int,
+        day_mapping: DayMappingLike,
+        *,
+        slots_per_day: int = 12,
         task_class_ids: Collection[int] | None = None,
     ) -> ScheduleState: ...
 
@@ -51,8 +55,12 @@ class ScheduleStore(Protocol):
     ) -> CommitResult: ...
 
     def upsert_task_class(
-        self, user_id: int, class_id: int, task_class: TaskClassInput,
-        items: Sequence[TaskItemInput] = (), source: str | None = None,
+        self,
+        user_id: int,
+        class_id: int,
+        task_class: TaskClassInput,
+        items: Sequence[TaskItemInput] = (),
+        source: str | None = None,
     ) -> UpsertResult: ...
 
 
@@ -74,8 +82,9 @@ class Store:
             self.create_tables()
 
     @classmethod
-    def from_url(cls, url: str, *, create: bool = True, echo: bool = False,
-                 **engine_kwargs: Any) -> Store:
+    def from_url(
+        cls, url: str, *, create: bool = True, echo: bool = False, **engine_kwargs: Any
+    ) -> Store:
         """A store on ``url``: ``sqlite:///path.db``, ``sqlite://`` (in memory, one shared
         connection), ``postgresql+psycopg://...``, ``mysql+pymysql://...`` or ``mariadb://...``
         (``charset=utf8mb4`` is added when the URL names none). Tables are created unless
@@ -123,7 +132,11 @@ class Store:
 
     # ------------------------------------------------------------------ the protocol
     def load_window(
-        self, user_id: int, day_mapping: DayMappingLike, *, slots_per_day: int = 12,
+        self,
+        user_id: int,
+        day_mapping: DayMappingLike,
+        *,
+        slots_per_day: int = 12,
         task_class_ids: Collection[int] | None = None,
     ) -> ScheduleState:
         """The user's window over ``day_mapping`` (§3.3-3.5); see :mod:`.load`.
@@ -134,8 +147,9 @@ class Store:
             A bad day mapping, or stored rows that do not make a valid window.
         """
         with self.session() as s:
-            return load_window(s, user_id, day_mapping, slots_per_day=slots_per_day,
-                               task_class_ids=task_class_ids)
+            return load_window(
+                s, user_id, day_mapping, slots_per_day=slots_per_day, task_class_ids=task_class_ids
+            )
 
     def commit(self, user_id: int, state: ScheduleState, changes: Sequence[Change]) -> CommitResult:
         """Write a session's change log in one transaction; on any failure nothing is written
@@ -178,8 +192,12 @@ class Store:
         return result
 
     def upsert_task_class(
-        self, user_id: int, class_id: int, task_class: TaskClassInput,
-        items: Sequence[TaskItemInput] = (), source: str | None = None,
+        self,
+        user_id: int,
+        class_id: int,
+        task_class: TaskClassInput,
+        items: Sequence[TaskItemInput] = (),
+        source: str | None = None,
     ) -> UpsertResult:
         """Create (``class_id=0``) or update a task class and its items; written only when the
         post-write validation passes (otherwise rolled back, ``issues`` say what to repair)."""
@@ -193,8 +211,9 @@ class Store:
             return result
         except SQLAlchemyError as exc:
             log.warning("upsert_task_class failed: %s", exc)
-            return UpsertResult(False, None, False, error_code="db_error",
-                                detail={"error": _first_line(exc)})
+            return UpsertResult(
+                False, None, False, error_code="db_error", detail={"error": _first_line(exc)}
+            )
 
     # ------------------------------------------------------------------ import / inspection
     def seed_from_state(
@@ -227,8 +246,9 @@ def _refusal_or(run: Callable[[], CommitResult], *, log_db_errors: bool) -> Comm
     try:
         return run()
     except CommitFailure as exc:
-        return CommitResult(ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id,
-                            detail=exc.detail)
+        return CommitResult(
+            ok=False, error_code=exc.code, error=str(exc), task_id=exc.task_id, detail=exc.detail
+        )
     except IntegrityError as exc:
         return CommitResult(ok=False, error_code="conflict", error=_first_line(exc))
     except SQLAlchemyError as exc:

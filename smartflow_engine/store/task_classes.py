@@ -91,8 +91,12 @@ class ValidationIssue:
     expected: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "field": self.field, "actual": self.actual,
-                "expected": self.expected}
+        return {
+            "code": self.code,
+            "field": self.field,
+            "actual": self.actual,
+            "expected": self.expected,
+        }
 
 
 @dataclass
@@ -143,19 +147,29 @@ def validate_task_class(snap: ClassSnapshot) -> list[ValidationIssue]:
     elif snap.name.strip() in snap.other_class_names:
         add("duplicate_class_name", f"{tc}.name", snap.name)
     # Key fields of p1 §4.8 (a missing one fails validation, §4.9).
-    for key, value in (("start", snap.start), ("end", snap.end),
-                       ("total_slots", snap.total_slots), ("strategy", snap.strategy),
-                       ("tolerance_preference", snap.tolerance_preference)):
+    for key, value in (
+        ("start", snap.start),
+        ("end", snap.end),
+        ("total_slots", snap.total_slots),
+        ("strategy", snap.strategy),
+        ("tolerance_preference", snap.tolerance_preference),
+    ):
         if value is None:
             add("missing_field", f"{tc}.{key}")
     if not snap.excluded_slots_given:
         add("missing_field", f"{tc}.excluded_slots")
     if snap.strategy is not None and snap.strategy not in STRATEGIES:
         add("invalid_value", f"{tc}.strategy", snap.strategy, list(STRATEGIES))
-    if (snap.tolerance_preference is not None
-            and snap.tolerance_preference not in TOLERANCE_PREFERENCES):
-        add("invalid_value", f"{tc}.tolerance_preference", snap.tolerance_preference,
-            list(TOLERANCE_PREFERENCES))
+    if (
+        snap.tolerance_preference is not None
+        and snap.tolerance_preference not in TOLERANCE_PREFERENCES
+    ):
+        add(
+            "invalid_value",
+            f"{tc}.tolerance_preference",
+            snap.tolerance_preference,
+            list(TOLERANCE_PREFERENCES),
+        )
 
     window_days: int | None = None
     if snap.start is not None and snap.end is not None:
@@ -164,9 +178,12 @@ def validate_task_class(snap: ClassSnapshot) -> list[ValidationIssue]:
                 add("invalid_value", f"{tc}.{key}.day_of_week", dow, "1-7")
         span = ordinal(*snap.end) - ordinal(*snap.start) + 1
         if span < 1:
-            add("time_window_reversed", f"{tc}.end",
+            add(
+                "time_window_reversed",
+                f"{tc}.end",
                 {"week": snap.end[0], "day_of_week": snap.end[1]},
-                {"week": snap.start[0], "day_of_week": snap.start[1]})
+                {"week": snap.start[0], "day_of_week": snap.start[1]},
+            )
         elif span > MAX_WINDOW_DAYS:
             add("time_window_too_long", f"{tc}.end", span, MAX_WINDOW_DAYS)
         else:
@@ -239,8 +256,11 @@ def _dependency_issues(items: Sequence[ItemSnapshot]) -> list[ValidationIssue]:
             if dep == me:
                 issues.append(ValidationIssue("self_dependency", f"{it.path}.depends_on", dep))
             elif dep not in names:
-                issues.append(ValidationIssue("unknown_dependency", f"{it.path}.depends_on", dep,
-                                              sorted(names)))
+                issues.append(
+                    ValidationIssue(
+                        "unknown_dependency", f"{it.path}.depends_on", dep, sorted(names)
+                    )
+                )
             else:
                 graph.setdefault(me, []).append(dep)
     # A cycle: depth-first search with colours (0 new, 1 on the stack, 2 done).
@@ -261,9 +281,10 @@ def _dependency_issues(items: Sequence[ItemSnapshot]) -> list[ValidationIssue]:
                 stack.append((nxt, iter(graph.get(nxt, ()))))
             elif colour[nxt] == 1:
                 on_stack = [n for n, _ in stack]
-                cycle = [*on_stack[on_stack.index(nxt):], nxt]
-                issues.append(ValidationIssue("dependency_cycle",
-                                              f"{names[node].path}.depends_on", cycle))
+                cycle = [*on_stack[on_stack.index(nxt) :], nxt]
+                issues.append(
+                    ValidationIssue("dependency_cycle", f"{names[node].path}.depends_on", cycle)
+                )
                 return issues
     return issues
 
@@ -284,17 +305,22 @@ def upsert_task_class(
     else:
         found = session.get(m.TaskClass, class_id)
         if found is None or found.user_id != user_id:  # another user's id reads as missing
-            return UpsertResult(False, None, False, error_code="not_found",
-                                detail={"task_class_id": class_id})
+            return UpsertResult(
+                False, None, False, error_code="not_found", detail={"task_class_id": class_id}
+            )
         row = found
     _write_class(row, fields)
     if source is not None:
         row.source = source
     session.flush()
 
-    stored = list(session.scalars(
-        select(m.TaskClassItem).where(m.TaskClassItem.category_id == row.id)
-        .order_by(m.TaskClassItem.position, m.TaskClassItem.id)))
+    stored = list(
+        session.scalars(
+            select(m.TaskClassItem)
+            .where(m.TaskClassItem.category_id == row.id)
+            .order_by(m.TaskClassItem.position, m.TaskClassItem.id)
+        )
+    )
     by_id = {it.id: it for it in stored}
     by_content = {it.content: it for it in reversed(stored)}
     claimed: set[int] = set()
@@ -305,15 +331,26 @@ def upsert_task_class(
         if inp.id is not None:
             target = by_id.get(inp.id)
             if target is None:
-                return UpsertResult(False, None if created else row.id, False,
-                                    error_code="not_found", detail={"item_id": inp.id})
+                return UpsertResult(
+                    False,
+                    None if created else row.id,
+                    False,
+                    error_code="not_found",
+                    detail={"item_id": inp.id},
+                )
         elif inp.content is not None:
             match = by_content.get(inp.content.strip())
             if match is not None and match.id not in claimed:
                 target = match
         if target is None:
-            target = m.TaskClassItem(user_id=user_id, category_id=row.id, content="",
-                                     status="pending", position=next_pos, depends_on=[])
+            target = m.TaskClassItem(
+                user_id=user_id,
+                category_id=row.id,
+                content="",
+                status="pending",
+                position=next_pos,
+                depends_on=[],
+            )
             next_pos += 1
             session.add(target)
         else:
@@ -332,27 +369,43 @@ def upsert_task_class(
 
     # Post-write validation on what the tables now hold.
     session.refresh(row)
-    written = list(session.scalars(
-        select(m.TaskClassItem).where(m.TaskClassItem.category_id == row.id)
-        .order_by(m.TaskClassItem.position, m.TaskClassItem.id)))
-    others = set(session.scalars(select(m.TaskClass.name).where(
-        m.TaskClass.user_id == user_id, m.TaskClass.id != row.id)))
+    written = list(
+        session.scalars(
+            select(m.TaskClassItem)
+            .where(m.TaskClassItem.category_id == row.id)
+            .order_by(m.TaskClassItem.position, m.TaskClassItem.id)
+        )
+    )
+    others = set(
+        session.scalars(
+            select(m.TaskClass.name).where(m.TaskClass.user_id == user_id, m.TaskClass.id != row.id)
+        )
+    )
     snap = ClassSnapshot(
         name=row.name,
         start=_pair(row.start_week, row.start_day_of_week),
         end=_pair(row.end_week, row.end_day_of_week),
-        total_slots=row.total_slots, strategy=row.strategy,
+        total_slots=row.total_slots,
+        strategy=row.strategy,
         tolerance_preference=row.tolerance_preference,
         excluded_slots=list(row.excluded_slots or []),
-        items=[ItemSnapshot(paths.get(it.id, f"items(id={it.id})"), it.content, it.duration,
-                            list(it.depends_on or [])) for it in written],
+        items=[
+            ItemSnapshot(
+                paths.get(it.id, f"items(id={it.id})"),
+                it.content,
+                it.duration,
+                list(it.depends_on or []),
+            )
+            for it in written
+        ],
         other_class_names={n.strip() for n in others},
         excluded_slots_given=not created or fields.excluded_slots is not None,
     )
     issues = validate_task_class(snap)
     if issues:
-        return UpsertResult(False, None if created else row.id, False, issues,
-                            error_code="validation_failed")
+        return UpsertResult(
+            False, None if created else row.id, False, issues, error_code="validation_failed"
+        )
     return UpsertResult(True, row.id, created)
 
 

@@ -29,11 +29,17 @@ from .spec import ToolContext, ToolSpec, json_error
 
 Level = Literal["strict", "normal", "relaxed"]
 Scope = Literal["full", "week", "day_range"]
-Week = Annotated[int, Field(strict=True, ge=0, le=10_000, description="周次（与 day_mapping 的 week 一致）")]
+Week = Annotated[
+    int, Field(strict=True, ge=0, le=10_000, description="周次（与 day_mapping 的 week 一致）")
+]
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 
-_LEVEL: Any = Field(default="normal", description="阈值档位：strict 提前约10%触发，relaxed 延后约10%")
-_SCOPE: Any = Field(default=None, description="full=全窗口 / week=按周 / day_range=按天；不传时按给出的范围推断")
+_LEVEL: Any = Field(
+    default="normal", description="阈值档位：strict 提前约10%触发，relaxed 延后约10%"
+)
+_SCOPE: Any = Field(
+    default=None, description="full=全窗口 / week=按周 / day_range=按天；不传时按给出的范围推断"
+)
 _DAY_FROM: Any = Field(default=None, description="起始天（scope=day_range 时必填）")
 _DAY_TO: Any = Field(default=None, description="结束天（scope=day_range 时必填）")
 _WEEK_FROM: Any = Field(default=None, description="起始周（scope=week 时可选）")
@@ -47,7 +53,8 @@ class LoadArgs(Args):
     day_from: Day | None = _DAY_FROM
     day_to: Day | None = _DAY_TO
     granularity: Literal["day", "week", "time_of_day"] = Field(
-        default="day", description="day=按天 / week=附加周聚合 / time_of_day=附加上午/下午/晚上拆分")
+        default="day", description="day=按天 / week=附加周聚合 / time_of_day=附加上午/下午/晚上拆分"
+    )
     detail: Literal["summary", "full"] = Field(default="summary", description="full 附加全部聚合")
     threshold: Level = _LEVEL
 
@@ -55,8 +62,9 @@ class LoadArgs(Args):
 class SubjectsArgs(Args):
     category: Name | None = Field(default=None, description="只看某科目（任务类别）；不传为全部")
     include_pending: StrictBool = Field(default=True, description="是否统计待安排任务")
-    detail: Literal["summary", "full"] = Field(default="summary",
-                                               description="full 附加每日时段分布")
+    detail: Literal["summary", "full"] = Field(
+        default="summary", description="full 附加每日时段分布"
+    )
     threshold: Level = _LEVEL
 
 
@@ -64,9 +72,11 @@ class ContextArgs(Args):
     day_from: Day | None = Field(default=None, description="起始天；不传为第1天")
     day_to: Day | None = Field(default=None, description="结束天；不传为最后一天")
     detail: Literal["summary", "day_detail"] = Field(
-        default="summary", description="day_detail 附加每日科目序列、块与切换对")
+        default="summary", description="day_detail 附加每日科目序列、块与切换对"
+    )
     hard_categories: list[Name] | None = Field(
-        default=None, max_length=50, description="硬科目类别，用于判定硬课相邻")
+        default=None, max_length=50, description="硬科目类别，用于判定硬课相邻"
+    )
     threshold: Level = _LEVEL
 
 
@@ -76,22 +86,33 @@ class ToleranceArgs(Args):
     week_to: Week | None = _WEEK_TO
     day_from: Day | None = _DAY_FROM
     day_to: Day | None = _DAY_TO
-    min_usable_size: int = Field(default=2, strict=True, ge=1, le=MAX_SLOTS_PER_DAY,
-                                 description="≥该长度的连续空位视为可用空窗")
-    min_daily_buffer: int = Field(default=2, strict=True, ge=0, le=MAX_SLOTS_PER_DAY,
-                                  description="每日至少需要的可用空闲时段")
-    detail: Literal["summary", "full"] = Field(default="summary",
-                                               description="full 附加每日空窗块及两侧占用类型")
+    min_usable_size: int = Field(
+        default=2,
+        strict=True,
+        ge=1,
+        le=MAX_SLOTS_PER_DAY,
+        description="≥该长度的连续空位视为可用空窗",
+    )
+    min_daily_buffer: int = Field(
+        default=2, strict=True, ge=0, le=MAX_SLOTS_PER_DAY, description="每日至少需要的可用空闲时段"
+    )
+    detail: Literal["summary", "full"] = Field(
+        default="summary", description="full 附加每日空窗块及两侧占用类型"
+    )
     threshold: Level = _LEVEL
 
 
 class HealthArgs(Args):
     dimensions: list[Annotated[str, Field(max_length=32)]] | None = Field(
-        default=None, min_length=1, max_length=8,
-        description="要体检的维度：load/subjects/context/tolerance，默认全部；非法维度被忽略")
+        default=None,
+        min_length=1,
+        max_length=8,
+        description="要体检的维度：load/subjects/context/tolerance，默认全部；非法维度被忽略",
+    )
     threshold: Level = _LEVEL
-    detail: Literal["summary", "full"] = Field(default="summary",
-                                               description="full 附加各维度完整指标")
+    detail: Literal["summary", "full"] = Field(
+        default="summary", description="full 附加各维度完整指标"
+    )
 
 
 def _reply(result: AnalysisResult) -> str:
@@ -110,10 +131,15 @@ def _handler(name: str, fn: Callable[..., AnalysisResult]) -> Callable[[ToolCont
 
 def _health(ctx: ToolContext, args: HealthArgs) -> str:
     if ctx.state is None:
-        return json_error("analyze_health", "no_state", "当前没有加载日程，无法调用 analyze_health。")
+        return json_error(
+            "analyze_health", "no_state", "当前没有加载日程，无法调用 analyze_health。"
+        )
     result = analyze_health(
-        ctx.state, **args.model_dump(exclude_none=True),
-        time_limit_s=min(2.0, ctx.max_time_limit_s), num_workers=ctx.num_workers)
+        ctx.state,
+        **args.model_dump(exclude_none=True),
+        time_limit_s=min(2.0, ctx.max_time_limit_s),
+        num_workers=ctx.num_workers,
+    )
     if result.success:
         annotate_close_signal(result.metrics)  # the floor's figures in the student's words
     return _reply(result)
@@ -121,31 +147,45 @@ def _health(ctx: ToolContext, args: HealthArgs) -> str:
 
 ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "analyze_health", "read", HealthArgs, _health,
+        "analyze_health",
+        "read",
+        HealthArgs,
+        _health,
         "整体体检（首次编排/全局重优化的默认入口）：先做可行性判定，再合并负载、科目、切换、容错"
         "各维度的问题，按严重度排序，给出最多3条建议动作和“可接受收口”信号；不可行时给出"
         "四类协商选项。返回 JSON。",
         output="json",
     ),
     ToolSpec(
-        "analyze_load", "read", LoadArgs, _handler("analyze_load", analyze_load),
+        "analyze_load",
+        "read",
+        LoadArgs,
+        _handler("analyze_load", analyze_load),
         "负载分析：利用率、课程/任务占用拆分、每日负载标准差与极差、上午/下午/晚上拆分、"
         "峰谷日；发现过满的天与波动过大。返回 JSON。",
         output="json",
     ),
     ToolSpec(
-        "analyze_subjects", "read", SubjectsArgs, _handler("analyze_subjects", analyze_subjects),
+        "analyze_subjects",
+        "read",
+        SubjectsArgs,
+        _handler("analyze_subjects", analyze_subjects),
         "科目节奏分析：每个科目的出现天、间隔、集中度（归一化 HHI）、预算进度与距截止天数。"
         "返回 JSON。",
         output="json",
     ),
     ToolSpec(
-        "analyze_context", "read", ContextArgs, _handler("analyze_context", analyze_context),
+        "analyze_context",
+        "read",
+        ContextArgs,
+        _handler("analyze_context", analyze_context),
         "认知负荷分析：每天学习任务的科目切换次数、连续同科目块、碎片度、硬科目相邻。返回 JSON。",
         output="json",
     ),
     ToolSpec(
-        "analyze_tolerance", "read", ToleranceArgs,
+        "analyze_tolerance",
+        "read",
+        ToleranceArgs,
         _handler("analyze_tolerance", analyze_tolerance),
         "容错分析：空闲时段、可用空窗与碎片空窗、碎片率、缺少缓冲的天数。返回 JSON。",
         output="json",

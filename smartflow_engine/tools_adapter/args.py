@@ -35,8 +35,9 @@ class Args(BaseModel):
         found = find_lone_surrogate(data)
         if found is not None:
             path, char = found
-            raise PydanticCustomError("lone_surrogate", "lone surrogate",
-                                      {"path": path, "char": f"U+{ord(char):04X}"})
+            raise PydanticCustomError(
+                "lone_surrogate", "lone surrogate", {"path": path, "char": f"U+{ord(char):04X}"}
+            )
         return data
 
 
@@ -106,15 +107,29 @@ def short_name(name: str, limit: int = MAX_ECHO) -> str:
 
 
 _TYPE_WORDS = {
-    "int_type": "整数", "int_parsing": "整数", "int_from_float": "整数",
-    "string_type": "字符串", "bool_type": "布尔值", "bool_parsing": "布尔值",
-    "list_type": "数组", "tuple_type": "数组", "set_type": "数组",
-    "dict_type": "对象", "model_type": "对象", "model_attributes_type": "对象",
-    "float_type": "数字", "float_parsing": "数字", "decimal_type": "数字",
+    "int_type": "整数",
+    "int_parsing": "整数",
+    "int_from_float": "整数",
+    "string_type": "字符串",
+    "bool_type": "布尔值",
+    "bool_parsing": "布尔值",
+    "list_type": "数组",
+    "tuple_type": "数组",
+    "set_type": "数组",
+    "dict_type": "对象",
+    "model_type": "对象",
+    "model_attributes_type": "对象",
+    "float_type": "数字",
+    "float_parsing": "数字",
+    "decimal_type": "数字",
     "none_required": "null",
 }
-_BOUND_OPS = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤",
-              "less_than": "<"}
+_BOUND_OPS = {
+    "greater_than_equal": "≥",
+    "greater_than": ">",
+    "less_than_equal": "≤",
+    "less_than": "<",
+}
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -145,15 +160,18 @@ def describe_validation_error(exc: ValidationError) -> str:
     name = _loc(loc[:-1] if is_key else loc)
     value = summarize(err.get("input"))
     if kind == "lone_surrogate":
-        return (f"参数 {short_name(str(ctx.get('path', name)))} 含无法编码的字符"
-                f"（孤立的 UTF-16 代理项 {ctx.get('char', '')}），请改用正常的文本。")
+        return (
+            f"参数 {short_name(str(ctx.get('path', name)))} 含无法编码的字符"
+            f"（孤立的 UTF-16 代理项 {ctx.get('char', '')}），请改用正常的文本。"
+        )
     if kind == "missing":
         return f"缺少必填参数 {name}。"
     if kind == "extra_forbidden":
         return f"未知参数 {name}。"
     if is_key:
         return f"参数 {name} 的键 {value} 无效" + (
-            f"（可选：{_choices(ctx['expected'])}）。" if "expected" in ctx else "。")
+            f"（可选：{_choices(ctx['expected'])}）。" if "expected" in ctx else "。"
+        )
     if kind in _TYPE_WORDS:
         return f"参数 {name} 应为{_TYPE_WORDS[kind]}，收到 {value}。"
     if kind == "finite_number":

@@ -11,5 +11,12 @@ from .api import (
     serve,
 )
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "TOKENS_ENV", "ApiError", "app_from_env", "create_app",
-           "parse_tokens", "serve"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "TOKENS_ENV",
+    "ApiError",
+    "app_from_env",
+    "create_app",
+    "parse_tokens",
+    "serve",
+]

@@ -35,12 +35,17 @@ CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap"
 NO_PROGRESS_ROUNDS = 3
 ROUND_CAP = 60
 # Writes refused while the window is known infeasible and the user has not chosen (P1-F).
-GATED: frozenset[str] = frozenset({"place", "move", "swap", "batch_move", "apply_proposal",
-                                   "spread_even", "min_context_switch"})
+GATED: frozenset[str] = frozenset(
+    {"place", "move", "swap", "batch_move", "apply_proposal", "spread_even", "min_context_switch"}
+)
 # Writes that get an evidence line (every write that moves tasks).
 EVIDENCE: frozenset[str] = frozenset({*GATED, "unplace", "restore_best"})
-NEGOTIATION_INTENTS = ("ask_expand_window", "ask_relax_constraints",
-                       "ask_reduce_scope_or_budget", "accept_risk_and_close")
+NEGOTIATION_INTENTS = (
+    "ask_expand_window",
+    "ask_relax_constraints",
+    "ask_reduce_scope_or_budget",
+    "accept_risk_and_close",
+)
 CHOICES = ("expand_window", "relax_constraints", "reduce_scope", "accept_risk")
 
 
@@ -69,7 +74,9 @@ class LoopState:
     rounds_without_progress: int = 0
     gate_open: bool = False
     risk_accepted: bool = False
-    negotiation: dict[str, Any] = field(default_factory=dict)  # figures of the last infeasible round
+    negotiation: dict[str, Any] = field(
+        default_factory=dict
+    )  # figures of the last infeasible round
     level: str = "normal"
     last_actions: dict[str, dict[str, Any]] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
@@ -83,13 +90,19 @@ class LoopState:
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
         return {
-            "round": self.round, "best_key": list(self.best_key) if self.best_key else None,
-            "best_round": self.best_round, "best_state": self.best_state,
+            "round": self.round,
+            "best_key": list(self.best_key) if self.best_key else None,
+            "best_round": self.best_round,
+            "best_state": self.best_state,
             "rounds_without_progress": self.rounds_without_progress,
-            "gate_open": self.gate_open, "risk_accepted": self.risk_accepted,
-            "negotiation": self.negotiation, "level": self.level,
-            "last_actions": self.last_actions, "rounds": self.rounds,
-            "set_aside": self.set_aside, "close_reason": self.close_reason,
+            "gate_open": self.gate_open,
+            "risk_accepted": self.risk_accepted,
+            "negotiation": self.negotiation,
+            "level": self.level,
+            "last_actions": self.last_actions,
+            "rounds": self.rounds,
+            "set_aside": self.set_aside,
+            "close_reason": self.close_reason,
             "window_changes": self.window_changes,
         }
 
@@ -111,8 +124,9 @@ class LoopState:
             last_actions=dict(data.get("last_actions") or {}),
             rounds=list(data.get("rounds") or []),
             set_aside=list(data.get("set_aside") or []),
-            close_reason=data.get("close_reason") if data.get("close_reason") in (
-                "rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted")
+            close_reason=data.get("close_reason")
+            if data.get("close_reason")
+            in ("rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted")
             else None,
             window_changes=list(data.get("window_changes") or []),
         )
@@ -130,8 +144,9 @@ class LoopState:
         action_id = getattr(parsed, "action_id", None)
         if action_id is not None and action_id not in self.last_actions:
             offered = "、".join(self.last_actions) or "无（请先调用 analyze_health）"
-            return "invalid_args", (f"action_id {action_id} 不是最近一次 analyze_health 给出的动作"
-                                    f"（可用：{offered}）。")
+            return "invalid_args", (
+                f"action_id {action_id} 不是最近一次 analyze_health 给出的动作（可用：{offered}）。"
+            )
         return None
 
     def issues_before(self, ctx: ToolContext, spec: ToolSpec) -> list[Issue] | None:
@@ -139,15 +154,21 @@ class LoopState:
             return None
         return health_result(ctx.state, self.level).issues
 
-    def after(self, ctx: ToolContext, spec: ToolSpec, parsed: Any, reply: str,
-              applied: tuple[Any, ...], before: list[Issue] | None) -> str:
+    def after(
+        self,
+        ctx: ToolContext,
+        spec: ToolSpec,
+        parsed: Any,
+        reply: str,
+        applied: tuple[Any, ...],
+        before: list[Issue] | None,
+    ) -> str:
         if spec.name == "analyze_health":
             return self._on_health(ctx, parsed, reply)
         if not spec.is_write or not applied or ctx.state is None:
             return reply
         action_id = getattr(parsed, "action_id", None)
-        entry: dict[str, Any] = {"tool": spec.name, "action_id": action_id,
-                                 "changes": len(applied)}
+        entry: dict[str, Any] = {"tool": spec.name, "action_id": action_id, "changes": len(applied)}
         if before is not None:
             after = health_result(ctx.state, self.level)
             diff = diff_issues(before, after.issues)
@@ -171,9 +192,11 @@ class LoopState:
         current["writes"].append(entry)
         if current.get("worked_on") is None and entry.get("action_id"):
             act = self.last_actions.get(entry["action_id"], {})
-            current["worked_on"] = {"action_id": entry["action_id"],
-                                    "intent_code": act.get("intent_code"),
-                                    "issue_ids": act.get("issue_ids", [])}
+            current["worked_on"] = {
+                "action_id": entry["action_id"],
+                "intent_code": act.get("intent_code"),
+                "issue_ids": act.get("issue_ids", []),
+            }
 
     def reset_best(self) -> None:
         """The window itself changed: earlier states are no longer comparable."""
@@ -192,8 +215,14 @@ class LoopState:
         issues = env.get("issues", [])
         critical = sum(1 for i in issues if i.get("severity") == "critical")
         warning = sum(1 for i in issues if i.get("severity") == "warning")
-        impact = round(sum(float(i.get("impact_score", 0.0)) for i in issues
-                           if i.get("severity") in ("critical", "warning")), 4)
+        impact = round(
+            sum(
+                float(i.get("impact_score", 0.0))
+                for i in issues
+                if i.get("severity") in ("critical", "warning")
+            ),
+            4,
+        )
         key = (critical, warning, impact)
         self.round += 1
         self.level = getattr(parsed, "threshold", "normal")
@@ -209,30 +238,49 @@ class LoopState:
         self.gate_open = infeasible and not self.risk_accepted
         actions = env.get("next_actions", [])
         if infeasible:
-            self.negotiation = {"capacity_gap": feas.get("capacity_gap"),
-                                "reason_code": feas.get("reason_code"),
-                                "figures": {a["intent_code"]: a.get("figures", {})
-                                            for a in actions if a.get("intent_code")
-                                            in NEGOTIATION_INTENTS}}
+            self.negotiation = {
+                "capacity_gap": feas.get("capacity_gap"),
+                "reason_code": feas.get("reason_code"),
+                "figures": {
+                    a["intent_code"]: a.get("figures", {})
+                    for a in actions
+                    if a.get("intent_code") in NEGOTIATION_INTENTS
+                },
+            }
         if self.risk_accepted:
             actions = [a for a in actions if a.get("intent_code") not in NEGOTIATION_INTENTS]
             env["next_actions"] = actions
         self.last_actions = {a["action_id"]: a for a in actions if "action_id" in a}
         reason = self._close_reason(signal)
         self.close_reason = reason
-        signal.update(round=self.round, rounds_without_progress=self.rounds_without_progress,
-                      should_close=reason is not None, close_reason=reason)
-        self.rounds.append({
-            "round": self.round, "critical": critical, "warning": warning,
-            "total_impact": impact, "is_feasible": feas.get("is_feasible"),
-            "progress": progress, "best_round": self.best_round,
-            "rounds_without_progress": self.rounds_without_progress,
-            "should_close": reason is not None, "close_reason": reason,
-            "issue_ids": [i.get("issue_id") for i in issues
-                          if i.get("severity") in ("critical", "warning")],
-            "actions": [a.get("action_id") for a in actions],
-            "worked_on": None, "writes": [],
-        })
+        signal.update(
+            round=self.round,
+            rounds_without_progress=self.rounds_without_progress,
+            should_close=reason is not None,
+            close_reason=reason,
+        )
+        self.rounds.append(
+            {
+                "round": self.round,
+                "critical": critical,
+                "warning": warning,
+                "total_impact": impact,
+                "is_feasible": feas.get("is_feasible"),
+                "progress": progress,
+                "best_round": self.best_round,
+                "rounds_without_progress": self.rounds_without_progress,
+                "should_close": reason is not None,
+                "close_reason": reason,
+                "issue_ids": [
+                    i.get("issue_id")
+                    for i in issues
+                    if i.get("severity") in ("critical", "warning")
+                ],
+                "actions": [a.get("action_id") for a in actions],
+                "worked_on": None,
+                "writes": [],
+            }
+        )
         return json.dumps(env, ensure_ascii=False)
 
     def _close_reason(self, signal: dict[str, Any]) -> CloseReason | None:
@@ -255,31 +303,39 @@ class LoopState:
         neg = self.negotiation
         figs = neg.get("figures", {})
         days = figs.get("ask_expand_window", {}).get("extra_days_needed")
-        cut = figs.get("ask_reduce_scope_or_budget", {}).get("slots_to_cut",
-                                                             neg.get("capacity_gap"))
+        cut = figs.get("ask_reduce_scope_or_budget", {}).get(
+            "slots_to_cut", neg.get("capacity_gap")
+        )
         lift = figs.get("ask_relax_constraints", {}).get("lifting_banned_suffices")
-        return "\n".join([
-            f"{tool} 未执行：最近一次 analyze_health 判定当前窗口不可行（缺口{neg.get('capacity_gap')}"
-            f"个时段，原因 {neg.get('reason_code')}），在用户选择协商方案之前不再放置或移动任务。"
-            "请先询问用户，再用 resolve_negotiation 记录选择：",
-            f"1. expand_window：扩展时间窗（{f'约需增加{days}天' if days else '增加天数'}）",
-            "2. relax_constraints：放松禁排时段或任务类时间窗"
-            + ("（解除禁排即可放下）" if lift else ""),
-            f"3. reduce_scope：缩小本轮范围（需削减{cut}个时段）",
-            "4. accept_risk：接受风险，按当前约束收口",
-        ])
+        return "\n".join(
+            [
+                f"{tool} 未执行：最近一次 analyze_health 判定当前窗口不可行（缺口{neg.get('capacity_gap')}"
+                f"个时段，原因 {neg.get('reason_code')}），在用户选择协商方案之前不再放置或移动任务。"
+                "请先询问用户，再用 resolve_negotiation 记录选择：",
+                f"1. expand_window：扩展时间窗（{f'约需增加{days}天' if days else '增加天数'}）",
+                "2. relax_constraints：放松禁排时段或任务类时间窗"
+                + ("（解除禁排即可放下）" if lift else ""),
+                f"3. reduce_scope：缩小本轮范围（需削减{cut}个时段）",
+                "4. accept_risk：接受风险，按当前约束收口",
+            ]
+        )
 
     def round_log(self) -> dict[str, Any]:
         """The ``get_round_log`` envelope's metrics."""
-        return {"round": self.round, "best_round": self.best_round,
-                "best_key": list(self.best_key) if self.best_key else None,
-                "rounds_without_progress": self.rounds_without_progress,
-                "gate_open": self.gate_open, "risk_accepted": self.risk_accepted,
-                "close_reason": self.close_reason,
-                "set_aside_task_ids": [t.get("state_id") for t in self.set_aside],
-                "window_changes": [{k: w.get(k) for k in ("seq", "choice", "summary")}
-                                   for w in self.window_changes],
-                "rounds": self.rounds}
+        return {
+            "round": self.round,
+            "best_round": self.best_round,
+            "best_key": list(self.best_key) if self.best_key else None,
+            "rounds_without_progress": self.rounds_without_progress,
+            "gate_open": self.gate_open,
+            "risk_accepted": self.risk_accepted,
+            "close_reason": self.close_reason,
+            "set_aside_task_ids": [t.get("state_id") for t in self.set_aside],
+            "window_changes": [
+                {k: w.get(k) for k in ("seq", "choice", "summary")} for w in self.window_changes
+            ],
+            "rounds": self.rounds,
+        }
 
 
 def best_state(loop: LoopState) -> ScheduleState | None:

@@ -30,22 +30,43 @@ from .render import block_text
 from .spec import ToolContext, ToolSpec, refused
 
 Name = Annotated[str, Field(min_length=1, max_length=64)]
-ActionId = Annotated[str, Field(min_length=1, max_length=128,
-                                description="最近一次 analyze_health 给出的 action_id")]
+ActionId = Annotated[
+    str, Field(min_length=1, max_length=128, description="最近一次 analyze_health 给出的 action_id")
+]
 MAX_EXTRA_DAYS = 60
 MAX_LISTED = 50
 
 
 def _envelope(tool: str, metrics: dict[str, Any]) -> str:
-    return json.dumps({"tool": tool, "success": True, "metric_schema": {}, "metrics": metrics,
-                       "issues": [], "next_actions": [], "error": "", "error_code": ""},
-                      ensure_ascii=False)
+    return json.dumps(
+        {
+            "tool": tool,
+            "success": True,
+            "metric_schema": {},
+            "metrics": metrics,
+            "issues": [],
+            "next_actions": [],
+            "error": "",
+            "error_code": "",
+        },
+        ensure_ascii=False,
+    )
 
 
 def _fail(tool: str, code: str, msg: str) -> str:
-    return json.dumps({"tool": tool, "success": False, "metric_schema": {}, "metrics": {},
-                       "issues": [], "next_actions": [], "error": msg, "error_code": code},
-                      ensure_ascii=False)
+    return json.dumps(
+        {
+            "tool": tool,
+            "success": False,
+            "metric_schema": {},
+            "metrics": {},
+            "issues": [],
+            "next_actions": [],
+            "error": msg,
+            "error_code": code,
+        },
+        ensure_ascii=False,
+    )
 
 
 def _action(ctx: ToolContext, action_id: str | None) -> NextAction | str | None:
@@ -60,13 +81,16 @@ def _action(ctx: ToolContext, action_id: str | None) -> NextAction | str | None:
         offered = "、".join(loop.last_actions) or "无（请先调用 analyze_health）"
         return f"action_id {action_id} 不是最近一次 analyze_health 给出的动作（可用：{offered}）。"
     return NextAction(
-        action_id=action_id, intent_code=str(act.get("intent_code", "")),
+        action_id=action_id,
+        intent_code=str(act.get("intent_code", "")),
         candidate_scope=dict(act.get("candidate_scope") or {}),
         target_filter=dict(act.get("target_filter") or {}),
-        slot_filter=dict(act.get("slot_filter") or {}), required_reads=[],
+        slot_filter=dict(act.get("slot_filter") or {}),
+        required_reads=[],
         success_criteria=dict(act.get("success_criteria") or {}),
         candidate_write_tools=list(act.get("candidate_write_tools") or []),
-        issue_ids=list(act.get("issue_ids") or []))
+        issue_ids=list(act.get("issue_ids") or []),
+    )
 
 
 def left_places(ctx: ToolContext, task_id: int) -> set[tuple[int, int]]:
@@ -74,8 +98,11 @@ def left_places(ctx: ToolContext, task_id: int) -> set[tuple[int, int]]:
     destination there would undo an earlier write (an A→B→A oscillation)."""
     if ctx.loop is None:
         return set()
-    return {(c.block_before.day, c.block_before.slot_start) for c in ctx.changes
-            if c.task_id == task_id and c.block_before is not None}
+    return {
+        (c.block_before.day, c.block_before.slot_start)
+        for c in ctx.changes
+        if c.task_id == task_id and c.block_before is not None
+    }
 
 
 def ranked(ctx: ToolContext, task_id: int, dests: list[Any]) -> list[dict[str, Any]]:
@@ -99,33 +126,50 @@ def class_window(state: ScheduleState, task: Task) -> dict[str, Any] | None:
     tc = state.task_class(task.category_id)
     if tc is None:
         return None
-    return {"class_id": tc.id, "name": tc.name, "start_day": tc.start_day or 1,
-            "end_day": tc.end_day or state.num_days, "excluded_slots": list(tc.excluded_slots)}
+    return {
+        "class_id": tc.id,
+        "name": tc.name,
+        "start_day": tc.start_day or 1,
+        "end_day": tc.end_day or state.num_days,
+        "excluded_slots": list(tc.excluded_slots),
+    }
 
 
 def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
-    return {"task_id": task.state_id, "name": task.name, "category": task.category,
-            "source": task.source, "status": task.status, "locked": state.is_locked(task),
-            "duration": task.need(),
-            "blocks": [b.model_dump() for b in task.slots], "embed_host": task.embed_host,
-            "class_window": class_window(state, task)}
+    return {
+        "task_id": task.state_id,
+        "name": task.name,
+        "category": task.category,
+        "source": task.source,
+        "status": task.status,
+        "locked": state.is_locked(task),
+        "duration": task.need(),
+        "blocks": [b.model_dump() for b in task.slots],
+        "embed_host": task.embed_host,
+        "class_window": class_window(state, task),
+    }
 
 
 # ---------------------------------------------------------------------------------- query_target_tasks
 class TargetFilter(Args):
-    source: Name | None = Field(default=None, description="task_item=任务类 / event=课程表"
-                                                 "（query_range、list_tasks 中的「来源」）")
+    source: Name | None = Field(
+        default=None,
+        description="task_item=任务类 / event=课程表（query_range、list_tasks 中的「来源」）",
+    )
     locked: StrictBool | None = None
-    status: list[Literal["existing", "suggested", "pending"]] | None = Field(default=None,
-                                                                            max_length=3)
+    status: list[Literal["existing", "suggested", "pending"]] | None = Field(
+        default=None, max_length=3
+    )
     categories: list[Name] | None = Field(default=None, max_length=20)
-    days: list[Day] | None = Field(default=None, max_length=60,
-                                   description="任务需在这些天之一有时段块")
+    days: list[Day] | None = Field(
+        default=None, max_length=60, description="任务需在这些天之一有时段块"
+    )
 
 
 class CandidateScope(Args):
-    day_range: list[Day] | None = Field(default=None, min_length=2, max_length=2,
-                                        description="[起始天, 结束天]")
+    day_range: list[Day] | None = Field(
+        default=None, min_length=2, max_length=2, description="[起始天, 结束天]"
+    )
     categories: list[Name] | None = Field(default=None, max_length=20)
     task_pool: Literal["placed", "pending", "mixed"] | None = None
 
@@ -137,8 +181,9 @@ class TargetArgs(Args):
     limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回任务数")
 
 
-def _query_start(ctx: ToolContext, tool: str, action_id: str | None
-                 ) -> tuple[ScheduleState, NextAction | None] | str:
+def _query_start(
+    ctx: ToolContext, tool: str, action_id: str | None
+) -> tuple[ScheduleState, NextAction | None] | str:
     """The state and the session's action ``action_id`` of a query tool, or its failure reply."""
     state = ctx.state
     assert state is not None
@@ -161,8 +206,9 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     focus = act.issue_ids if act is not None else ()
     # The same search as the fixable check of analyze_health (same tasks, candidates and
     # budgets), measuring every task within the budget instead of stopping at the first.
-    search = search_targets(state, act, level, work, before, first_only=False,
-                            target_filter=tf, scope=sc)
+    search = search_targets(
+        state, act, level, work, before, first_only=False, target_filter=tf, scope=sc
+    )
     tasks = search.targets
     measured: list[tuple[Task, dict[str, Any] | None, tuple[Any, ...]]] = []
     for task, ranking in search.measured:
@@ -170,26 +216,36 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
         best = listed[0] if listed else None
         order: tuple[Any, ...] = (2,)
         if best is not None:
-            order = (int(bool(best.get("returns_to_earlier_place"))), not best["helps"],
-                     best["critical_delta"],
-                     best["warning_delta"], -len(set(best["resolves"]) & set(focus)),
-                     len(best["creates"]))
+            order = (
+                int(bool(best.get("returns_to_earlier_place"))),
+                not best["helps"],
+                best["critical_delta"],
+                best["warning_delta"],
+                -len(set(best["resolves"]) & set(focus)),
+                len(best["creates"]),
+            )
         measured.append((task, best, order))
     measured.sort(key=lambda p: p[2])
     rows = []
     for task, best, _ in measured:
         rows.append({**task_row(state, task), "best_destination": best})
-    rows += [{**task_row(state, t), "best_destination": None} for t in tasks[len(measured):]]
-    return _envelope("query_target_tasks", {"action_id": args.action_id, "count": len(tasks),
-                            "tasks": rows[:args.limit]})
+    rows += [{**task_row(state, t), "best_destination": None} for t in tasks[len(measured) :]]
+    return _envelope(
+        "query_target_tasks",
+        {"action_id": args.action_id, "count": len(tasks), "tasks": rows[: args.limit]},
+    )
 
 
 # ---------------------------------------------------------------------------------- query_available_slots
 class SlotsArgs(Args):
     task_id: TaskId
     action_id: ActionId | None = None
-    day_range: list[Day] | None = Field(default=None, min_length=2, max_length=2,
-                                        description="[起始天, 结束天]；不传时按动作的 slot_filter")
+    day_range: list[Day] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=2,
+        description="[起始天, 结束天]；不传时按动作的 slot_filter",
+    )
     limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回落点数")
 
 
@@ -203,26 +259,43 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     if task is None:
         return _fail(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
     if not movable(state, task):
-        return _fail(tool, "not_movable", f"{task.label} 不能移动（固定任务、课程、嵌有任务或"
-                                          f"同一天有多个时段块的任务）。")
+        return _fail(
+            tool,
+            "not_movable",
+            f"{task.label} 不能移动（固定任务、课程、嵌有任务或同一天有多个时段块的任务）。",
+        )
     days = preferred_days(state, act)
     if args.day_range is not None:
         lo, hi = sorted(args.day_range)
         if hi > state.num_days:
             return _fail(tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。")
         days = list(range(lo, hi + 1))
-    ranking = rank_destinations(state, task.state_id, days=days, level=_level(ctx),
-                                focus=act.issue_ids if act is not None else (), budget=400)
-    rows = ranked(ctx, task.state_id, ranking.destinations)[:args.limit]
-    return _envelope(tool, {"task": task_row(state, task), "action_id": args.action_id,
-                            "count": len(ranking.destinations), "complete": ranking.complete,
-                            "slots": rows})
+    ranking = rank_destinations(
+        state,
+        task.state_id,
+        days=days,
+        level=_level(ctx),
+        focus=act.issue_ids if act is not None else (),
+        budget=400,
+    )
+    rows = ranked(ctx, task.state_id, ranking.destinations)[: args.limit]
+    return _envelope(
+        tool,
+        {
+            "task": task_row(state, task),
+            "action_id": args.action_id,
+            "count": len(ranking.destinations),
+            "complete": ranking.complete,
+            "slots": rows,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------- get_round_log
 class RoundLogArgs(Args):
-    last: int | None = Field(default=None, strict=True, ge=1, le=1000,
-                             description="只返回最近几轮；不传返回全部")
+    last: int | None = Field(
+        default=None, strict=True, ge=1, le=1000, description="只返回最近几轮；不传返回全部"
+    )
 
 
 def get_round_log_tool(ctx: ToolContext, args: RoundLogArgs) -> str:
@@ -231,20 +304,25 @@ def get_round_log_tool(ctx: ToolContext, args: RoundLogArgs) -> str:
         return _fail(tool, "no_session", "get_round_log 只在会话中可用（会话才有轮次记录）。")
     metrics = ctx.loop.round_log()
     if args.last is not None:
-        metrics["rounds"] = metrics["rounds"][-args.last:]
+        metrics["rounds"] = metrics["rounds"][-args.last :]
     return _envelope(tool, metrics)
 
 
 # ---------------------------------------------------------------------------------- restore_best
 def _state_key(task: Task) -> tuple[Any, ...]:
-    return (task.status, [(b.day, b.slot_start, b.slot_end) for b in task.slots], task.embed_host,
-            task.duration if task.status == "pending" else None)
+    return (
+        task.status,
+        [(b.day, b.slot_start, b.slot_end) for b in task.slots],
+        task.embed_host,
+        task.duration if task.status == "pending" else None,
+    )
 
 
 def restore_changes(current: ScheduleState, best: ScheduleState) -> list[Change] | str:
     """The change-log entries that take ``current`` to ``best`` (or why it cannot)."""
     if current.window.total_days != best.window.total_days or {
-            t.state_id for t in current.tasks} != {t.state_id for t in best.tasks}:
+        t.state_id for t in current.tasks
+    } != {t.state_id for t in best.tasks}:
         return "最佳状态与当前窗口的天数或任务集合不一致。"
     changes: list[Change] = []
     for task in current.tasks:
@@ -255,10 +333,18 @@ def restore_changes(current: ScheduleState, best: ScheduleState) -> list[Change]
         removed = [b for b in task.slots if b not in target.slots]
         added = [b for b in target.slots if b not in task.slots]
         for i in range(max(len(removed), len(added), 1)):
-            changes.append(Change(
-                "restore_best", task.state_id, task.status, target.status,
-                removed[i] if i < len(removed) else None, added[i] if i < len(added) else None,
-                task.embed_host, target.embed_host))
+            changes.append(
+                Change(
+                    "restore_best",
+                    task.state_id,
+                    task.status,
+                    target.status,
+                    removed[i] if i < len(removed) else None,
+                    added[i] if i < len(added) else None,
+                    task.embed_host,
+                    target.embed_host,
+                )
+            )
     return changes
 
 
@@ -273,15 +359,17 @@ def adopt(current: ScheduleState, best: ScheduleState, task_ids: set[int]) -> No
         target = best.task(task.state_id)
         assert target is not None
         task.slots = [SlotRange.model_validate(b.model_dump()) for b in target.slots]
-        task.status, task.duration, task.embed_host = (target.status, target.duration,
-                                                       target.embed_host)
+        task.status, task.duration, task.embed_host = (
+            target.status,
+            target.duration,
+            target.embed_host,
+        )
     for task in tasks:
         for block in task.slots:
             grid.put(task.state_id, block, as_guest=task.embed_host is not None)
 
 
-def _in_session(ctx: ToolContext, head: str, keeps: str
-                ) -> tuple[ScheduleState, LoopState] | str:
+def _in_session(ctx: ToolContext, head: str, keeps: str) -> tuple[ScheduleState, LoopState] | str:
     """The state and the loop of a session-only write, or its refusal (a bare Toolbox)."""
     state, loop = ctx.state, ctx.loop
     assert state is not None
@@ -300,7 +388,9 @@ def restore_best_tool(ctx: ToolContext, _args: RestoreArgs) -> str:
         return started
     state, loop = started
     if loop.best_state is None:
-        return refused("restore_best 未执行：还没有完成任何一轮 analyze_health，没有可恢复的最佳状态。")
+        return refused(
+            "restore_best 未执行：还没有完成任何一轮 analyze_health，没有可恢复的最佳状态。"
+        )
     best = ScheduleState.from_json(loop.best_state)
     changes = restore_changes(state, best)
     if isinstance(changes, str):
@@ -324,33 +414,48 @@ def restore_best_tool(ctx: ToolContext, _args: RestoreArgs) -> str:
 # ---------------------------------------------------------------------------------- resolve_negotiation
 class BannedLift(Args):
     class_id: int = Field(strict=True, ge=1, le=MAX_TASK_ID)
-    slots: list[Slot] | None = Field(default=None, max_length=24,
-                                     description="要解除的禁排节次；不传解除该任务类全部禁排")
+    slots: list[Slot] | None = Field(
+        default=None, max_length=24, description="要解除的禁排节次；不传解除该任务类全部禁排"
+    )
 
 
 class ResolveArgs(Args):
-    choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk",
-                    "undo"] = Field(
-        description="用户的选择：expand_window 扩展时间窗 / relax_constraints 放松约束 / "
-                    "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口；"
-                    "undo 撤销最近一次窗口调整（随时可用）")
-    extra_days: int | None = Field(default=None, strict=True, ge=1, le=MAX_EXTRA_DAYS,
-                                   description="expand_window：在窗口末尾新增的空白天数")
+    choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk", "undo"] = (
+        Field(
+            description="用户的选择：expand_window 扩展时间窗 / relax_constraints 放松约束 / "
+            "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口；"
+            "undo 撤销最近一次窗口调整（随时可用）"
+        )
+    )
+    extra_days: int | None = Field(
+        default=None,
+        strict=True,
+        ge=1,
+        le=MAX_EXTRA_DAYS,
+        description="expand_window：在窗口末尾新增的空白天数",
+    )
     lift_class_windows: list[Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID)]] | None = (
-        Field(default=None, max_length=50,
-              description="relax_constraints：解除时间窗的任务类 id"))
+        Field(default=None, max_length=50, description="relax_constraints：解除时间窗的任务类 id")
+    )
     lift_banned: list[BannedLift] | None = Field(
-        default=None, max_length=50, description="relax_constraints：解除的禁排时段")
-    task_ids: list[TaskId] | None = Field(default=None, max_length=200,
-                                          description="reduce_scope：移出本轮范围的待安排任务")
+        default=None, max_length=50, description="relax_constraints：解除的禁排时段"
+    )
+    task_ids: list[TaskId] | None = Field(
+        default=None, max_length=200, description="reduce_scope：移出本轮范围的待安排任务"
+    )
 
     def missing(self) -> str | None:
         """The argument ``choice`` needs and lacks, if any."""
-        need = {"expand_window": (self.extra_days is not None, "extra_days"),
-                "relax_constraints": (bool(self.lift_class_windows or self.lift_banned),
-                                      "lift_class_windows 或 lift_banned"),
-                "reduce_scope": (bool(self.task_ids), "task_ids"), "accept_risk": (True, ""),
-                "undo": (True, "")}
+        need = {
+            "expand_window": (self.extra_days is not None, "extra_days"),
+            "relax_constraints": (
+                bool(self.lift_class_windows or self.lift_banned),
+                "lift_class_windows 或 lift_banned",
+            ),
+            "reduce_scope": (bool(self.task_ids), "task_ids"),
+            "accept_risk": (True, ""),
+            "undo": (True, ""),
+        }
         ok, what = need[self.choice]
         return None if ok else what
 
@@ -401,13 +506,16 @@ def _lifted_text(state: ScheduleState, args: ResolveArgs) -> str:
     for lift in args.lift_banned or []:
         tc = state.task_class(lift.class_id)
         slots = lift.slots if lift.slots is not None else (tc.excluded_slots if tc else [])
-        parts.append(f"解除任务类[{lift.class_id}]{tc.name if tc else ''}的禁排第"
-                     f"{'、'.join(str(x) for x in sorted(slots)) or '（无）'}节")
+        parts.append(
+            f"解除任务类[{lift.class_id}]{tc.name if tc else ''}的禁排第"
+            f"{'、'.join(str(x) for x in sorted(slots)) or '（无）'}节"
+        )
     return "；".join(parts)
 
 
-def _reduced(ctx: ToolContext, state: ScheduleState, ids: list[int]
-             ) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
+def _reduced(
+    ctx: ToolContext, state: ScheduleState, ids: list[int]
+) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
     logged = {c.task_id for c in ctx.changes}
     for tid in ids:
         task = state.task(tid)
@@ -441,15 +549,19 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
         loop.risk_accepted, loop.gate_open = True, False
         loop.log_write(entry)
         gap = loop.negotiation.get("capacity_gap")
-        return (f"已记录用户选择：接受风险收口（accept_risk）。保留{gap}个时段的缺口；之后的 "
-                "analyze_health 不再给出协商选项，close_signal 为 should_close=true、"
-                "close_reason=risk_accepted。")
+        return (
+            f"已记录用户选择：接受风险收口（accept_risk）。保留{gap}个时段的缺口；之后的 "
+            "analyze_health 不再给出协商选项，close_signal 为 should_close=true、"
+            "close_reason=risk_accepted。"
+        )
     aside: list[dict[str, Any]] = []
     if args.choice == "expand_window":
         assert args.extra_days is not None
         data: dict[str, Any] | str = _expanded(state, args.extra_days)
-        what = (f"扩展时间窗（expand_window），新增第{state.num_days + 1}-"
-                f"{state.num_days + args.extra_days}天")
+        what = (
+            f"扩展时间窗（expand_window），新增第{state.num_days + 1}-"
+            f"{state.num_days + args.extra_days}天"
+        )
     elif args.choice == "relax_constraints":
         data = _relaxed(state, args)
         what = f"放松约束（relax_constraints），{_lifted_text(state, args)}"
@@ -473,36 +585,47 @@ def resolve_negotiation_tool(ctx: ToolContext, args: ResolveArgs) -> str:
     loop.window_changes.append(change)
     entry["window_change"] = change["seq"]
     loop.log_write(entry)
-    return (f"已记录用户选择：{what}。重新判定可行性：{verdict}\n"
-            f"这是窗口调整记录 #{change['seq']}（可用 resolve_negotiation 的 choice=undo 撤销）；它只在本会话中生效，"
-            "commit 不会把它写入数据库（commit 的预览会逐项说明）。")
+    return (
+        f"已记录用户选择：{what}。重新判定可行性：{verdict}\n"
+        f"这是窗口调整记录 #{change['seq']}（可用 resolve_negotiation 的 choice=undo 撤销）；它只在本会话中生效，"
+        "commit 不会把它写入数据库（commit 的预览会逐项说明）。"
+    )
 
 
-def _window_change(loop: LoopState, choice: str, what: str, before: ScheduleState,
-                   aside: list[dict[str, Any]]) -> dict[str, Any]:
+def _window_change(
+    loop: LoopState, choice: str, what: str, before: ScheduleState, aside: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The window-change log entry of ``choice``: what it did and the window before it."""
     data = before.to_dict()
     seq = max((int(w.get("seq", 0)) for w in loop.window_changes), default=0) + 1
-    return {"seq": seq, "choice": choice, "summary": what,
-            "before": {"window": data["window"], "task_classes": data.get("task_classes", [])},
-            "breaks_before": sorted(t.state_id for t, _ in rule_breaks(before)),
-            "aside_ids": [t["state_id"] for t in aside]}
+    return {
+        "seq": seq,
+        "choice": choice,
+        "summary": what,
+        "before": {"window": data["window"], "task_classes": data.get("task_classes", [])},
+        "breaks_before": sorted(t.state_id for t, _ in rule_breaks(before)),
+        "aside_ids": [t["state_id"] for t in aside],
+    }
 
 
-def _regate(ctx: ToolContext, loop: LoopState, new_state: ScheduleState,
-            entry: dict[str, Any]) -> str:
+def _regate(
+    ctx: ToolContext, loop: LoopState, new_state: ScheduleState, entry: dict[str, Any]
+) -> str:
     """Adopt ``new_state`` (a changed window), re-run the feasibility gate, and say its verdict."""
     from ..solver import check_feasibility
 
-    report = check_feasibility(new_state, time_limit_s=min(2.0, ctx.max_time_limit_s),
-                               num_workers=ctx.num_workers)
+    report = check_feasibility(
+        new_state, time_limit_s=min(2.0, ctx.max_time_limit_s), num_workers=ctx.num_workers
+    )
     ctx.state = new_state
     loop.reset_best()
     loop.gate_open = report.is_feasible is False
     entry.update(is_feasible=report.is_feasible, capacity_gap=report.capacity_gap)
     if report.is_feasible is False:
-        return (f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
-                "门禁保持，请再与用户协商。")
+        return (
+            f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
+            "门禁保持，请再与用户协商。"
+        )
     if report.is_feasible is None:
         return "在时限内未能判定（未证明不可行），已解除门禁；请调用 analyze_health 开始新一轮。"
     return "可行（缺口0），已解除门禁；请调用 analyze_health 开始新一轮。"
@@ -518,32 +641,42 @@ def rule_breaks(state: ScheduleState) -> list[tuple[Task, str]]:
         lo, hi = tc.start_day or 1, tc.end_day or state.num_days
         for b in task.slots:
             if not lo <= b.day <= hi:
-                out.append((task, f"{block_text(b)}不在任务类「{tc.name}」的时间窗（第{lo}-{hi}天）内"))
+                out.append(
+                    (task, f"{block_text(b)}不在任务类「{tc.name}」的时间窗（第{lo}-{hi}天）内")
+                )
                 break
             banned = sorted(set(tc.excluded_slots) & set(range(b.slot_start, b.slot_end + 1)))
             if banned:
-                out.append((task, f"{block_text(b)}占用任务类「{tc.name}」的禁排节次"
-                                  f"（第{'、'.join(map(str, banned))}节）"))
+                out.append(
+                    (
+                        task,
+                        f"{block_text(b)}占用任务类「{tc.name}」的禁排节次"
+                        f"（第{'、'.join(map(str, banned))}节）",
+                    )
+                )
                 break
     return out
 
 
 # ---------------------------------------------------------------------------------- undo
-def _undo_window_change(ctx: ToolContext, state: ScheduleState, loop: LoopState,
-                        head: str) -> str:
+def _undo_window_change(ctx: ToolContext, state: ScheduleState, loop: LoopState, head: str) -> str:
     """resolve_negotiation(choice=undo): take back the last window change, if nothing stands on
     what it added; then re-run the gate."""
     if not loop.window_changes:
-        return refused(f"{head}本会话没有可撤销的窗口调整（expand_window / relax_constraints / "
-                       "reduce_scope）。")
+        return refused(
+            f"{head}本会话没有可撤销的窗口调整（expand_window / relax_constraints / "
+            "reduce_scope）。"
+        )
     change = loop.window_changes[-1]
     before = change["before"]
     old_days = int(before["window"]["total_days"])
     outside = [t for t in state.tasks for b in t.slots if b.day > old_days]
     if outside:
         names = "、".join(dict.fromkeys(t.label for t in outside))
-        return refused(f"{head}{names} 在要撤销的新增天（第{old_days + 1}天起）上，请先移走或"
-                       "unplace。窗口未变。")
+        return refused(
+            f"{head}{names} 在要撤销的新增天（第{old_days + 1}天起）上，请先移走或"
+            "unplace。窗口未变。"
+        )
     data = state.to_dict()
     data["window"], data["task_classes"] = before["window"], before["task_classes"]
     back = [t for t in loop.set_aside if t.get("state_id") in set(change.get("aside_ids") or [])]
@@ -557,49 +690,74 @@ def _undo_window_change(ctx: ToolContext, state: ScheduleState, loop: LoopState,
     if breaks:
         lines = "；".join(f"{t.label} {why}" for t, why in breaks[:10])
         return refused(f"{head}撤销后这些任务会违反恢复的约束：{lines}。请先移走它们。窗口未变。")
-    entry: dict[str, Any] = {"tool": "resolve_negotiation", "choice": "undo",
-                             "window_change": change["seq"], "changes": 0}
+    entry: dict[str, Any] = {
+        "tool": "resolve_negotiation",
+        "choice": "undo",
+        "window_change": change["seq"],
+        "changes": 0,
+    }
     verdict = _regate(ctx, loop, new_state, entry)
     loop.window_changes.pop()
     loop.set_aside = [t for t in loop.set_aside if t not in back]
     loop.log_write(entry)
-    return (f"已撤销窗口调整 #{change['seq']}：{change['summary']}。"
-            f"窗口恢复为第1-{old_days}天" + (f"，{len(back)}个任务回到待安排" if back else "")
-            + f"。重新判定可行性：{verdict}")
+    return (
+        f"已撤销窗口调整 #{change['seq']}：{change['summary']}。"
+        f"窗口恢复为第1-{old_days}天"
+        + (f"，{len(back)}个任务回到待安排" if back else "")
+        + f"。重新判定可行性：{verdict}"
+    )
 
 
 LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "query_target_tasks", "read", TargetArgs, query_target_tasks_tool,
+        "query_target_tasks",
+        "read",
+        TargetArgs,
+        query_target_tasks_tool,
         "列出某个动作（action_id）可以移动的任务：id、名称、类别、来源、状态、是否固定、时段块、任务类"
         "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。"
         "返回 JSON。",
-        output="json", error_reply=lambda code, msg: _fail("query_target_tasks", code, msg),
+        output="json",
+        error_reply=lambda code, msg: _fail("query_target_tasks", code, msg),
     ),
     ToolSpec(
-        "query_available_slots", "read", SlotsArgs, query_available_slots_tool,
+        "query_available_slots",
+        "read",
+        SlotsArgs,
+        query_available_slots_tool,
         "列出一个任务的所有合法落点（空闲时段与可嵌入的水课块，在任务类时间窗内、避开禁排时段），按对"
         "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta/impact_delta 与 "
         "helps（解决或缓解本动作的问题、不新增严重/警告问题且体检变好）；有多个时段块的任务逐块给出"
         "落点并带 from_day（move 时传入）。返回 JSON。",
-        output="json", error_reply=lambda code, msg: _fail("query_available_slots", code, msg),
+        output="json",
+        error_reply=lambda code, msg: _fail("query_available_slots", code, msg),
     ),
     ToolSpec(
-        "get_round_log", "read", RoundLogArgs, get_round_log_tool,
+        "get_round_log",
+        "read",
+        RoundLogArgs,
+        get_round_log_tool,
         "本会话的轮次日志：每轮 analyze_health 的严重/警告数、是否进步、收口信号、本轮针对的动作"
         "和每次写操作的证据。返回 JSON。",
-        output="json", error_reply=lambda code, msg: _fail("get_round_log", code, msg),
+        output="json",
+        error_reply=lambda code, msg: _fail("get_round_log", code, msg),
     ),
 )
 
 LOOP_WRITE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "restore_best", "write", RestoreArgs, restore_best_tool,
+        "restore_best",
+        "write",
+        RestoreArgs,
+        restore_best_tool,
         "把日程恢复到本会话各轮 analyze_health 中最好的一轮（严重、警告、影响分依次最小）的状态；"
         "记入变更日志，之后仍可继续调整。",
     ),
     ToolSpec(
-        "resolve_negotiation", "write", ResolveArgs, resolve_negotiation_tool,
+        "resolve_negotiation",
+        "write",
+        ResolveArgs,
+        resolve_negotiation_tool,
         "窗口被判定不可行后，记录用户在四个协商选项中的选择：expand_window（extra_days）、"
         "relax_constraints（lift_class_windows/lift_banned）、reduce_scope（task_ids）、accept_risk。"
         "改变窗口的选择会重新判定可行性，并记入窗口调整记录（只在会话中生效，commit 不写入数据库）；"

@@ -118,8 +118,12 @@ def _spec_tool(session: Session, spec: ToolSpec, after_call: Callable[[CallResul
         return result
 
     return _tool(
-        spec.name, tool_description(spec), mcp_input_schema(spec.args_model), mcp_annotations(spec),
-        run, dict(ENVELOPE_SCHEMA) if spec.output == "json" else None,
+        spec.name,
+        tool_description(spec),
+        mcp_input_schema(spec.args_model),
+        mcp_annotations(spec),
+        run,
+        dict(ENVELOPE_SCHEMA) if spec.output == "json" else None,
     )
 
 
@@ -141,8 +145,12 @@ def build_server(session: Session, *, save_path: str | Path | None = None) -> MC
     specs = session.visible_specs()
     tools = [_spec_tool(session, spec, after_call) for spec in specs]
     if any(spec.needs_confirm for spec in specs):
-        gate = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
-                "openWorldHint": False}
+        gate = {
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        }
         token_schema = mcp_input_schema(TokenArgs)
 
         def confirm(arguments: dict[str, Any]) -> CallResult:
@@ -150,31 +158,59 @@ def build_server(session: Session, *, save_path: str | Path | None = None) -> MC
             after_call(result)
             return result
 
-        tools.append(_tool("confirm", "执行一个需要确认的调用：参数 token 为预览给出的确认令牌。"
-                           "只有在用户明确同意后才能调用。", token_schema, gate, confirm, None))
-        tools.append(_tool("reject", "放弃一个需要确认的调用：参数 token 为预览给出的确认令牌，"
-                           "不做任何修改。", token_schema, gate,
-                           lambda a: _with_token(a, session.reject, "reject"), None))
+        tools.append(
+            _tool(
+                "confirm",
+                "执行一个需要确认的调用：参数 token 为预览给出的确认令牌。"
+                "只有在用户明确同意后才能调用。",
+                token_schema,
+                gate,
+                confirm,
+                None,
+            )
+        )
+        tools.append(
+            _tool(
+                "reject",
+                "放弃一个需要确认的调用：参数 token 为预览给出的确认令牌，不做任何修改。",
+                token_schema,
+                gate,
+                lambda a: _with_token(a, session.reject, "reject"),
+                None,
+            )
+        )
 
     server: MCPServer = MCPServer(
-        SERVER_NAME, instructions=session.rules(), version=__version__, tools=tools,
+        SERVER_NAME,
+        instructions=session.rules(),
+        version=__version__,
+        tools=tools,
         log_level="WARNING",
     )
-    server.add_resource(FunctionResource(
-        uri="smartflow://state", name="state", mime_type="application/json",
-        description="当前日程状态（规格 §3.1 的 JSON）",
-        fn=lambda: session.state.to_json() if session.state is not None else "null",
-    ))
-    server.add_resource(FunctionResource(
-        uri="smartflow://changes", name="changes", mime_type="application/json",
-        description="本会话已应用的变更记录",
-        fn=lambda: json.dumps([c.to_dict() for c in session.changes], ensure_ascii=False),
-    ))
+    server.add_resource(
+        FunctionResource(
+            uri="smartflow://state",
+            name="state",
+            mime_type="application/json",
+            description="当前日程状态（规格 §3.1 的 JSON）",
+            fn=lambda: session.state.to_json() if session.state is not None else "null",
+        )
+    )
+    server.add_resource(
+        FunctionResource(
+            uri="smartflow://changes",
+            name="changes",
+            mime_type="application/json",
+            description="本会话已应用的变更记录",
+            fn=lambda: json.dumps([c.to_dict() for c in session.changes], ensure_ascii=False),
+        )
+    )
     return server
 
 
-def _with_token(arguments: dict[str, Any], action: Callable[[str], CallResult],
-                name: str) -> CallResult:
+def _with_token(
+    arguments: dict[str, Any], action: Callable[[str], CallResult], name: str
+) -> CallResult:
     token = arguments.get("token")
     extra = sorted(set(arguments) - {"token"})
     if extra:
@@ -218,11 +254,14 @@ def parse_error_reply(line: str) -> mcp_types.JSONRPCError | None:
         return None
     if isinstance(request_id, str) and request_id.encode("utf-8", "replace").decode() != request_id:
         return None  # an id with a lone surrogate cannot be written back
-    code, message = ((mcp_types.PARSE_ERROR, "Parse error: the line is not valid JSON")
-                     if not_json else
-                     (mcp_types.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC message"))
-    return mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                                  error=mcp_types.ErrorData(code=code, message=message))
+    code, message = (
+        (mcp_types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+        if not_json
+        else (mcp_types.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC message")
+    )
+    return mcp_types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(code=code, message=message)
+    )
 
 
 class _ReplyingLines:
@@ -255,8 +294,7 @@ async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) 
     """Serve ``server`` over stdio (or the given text streams) until stdin closes, answering
     malformed lines that carry an id (see the module docstring)."""
     if stdin is None:
-        stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8",
-                                              errors="replace"))
+        stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
     lines = _ReplyingLines(stdin)
     async with stdio_server(stdin=cast(Any, lines), stdout=stdout) as (read_stream, write_stream):
         lines.attach(write_stream)
@@ -301,25 +339,43 @@ def run_stdio(
         from ..store import window_days
 
         state = database.load_window(db_user_id, window_days(*window))
-    session = Session(state, mode=mode, enabled_tools=enabled_tools,
-                      max_time_limit_s=max_time_limit_s, num_workers=num_workers,
-                      store=database, db_user_id=db_user_id)
+    session = Session(
+        state,
+        mode=mode,
+        enabled_tools=enabled_tools,
+        max_time_limit_s=max_time_limit_s,
+        num_workers=num_workers,
+        store=database,
+        db_user_id=db_user_id,
+    )
     anyio.run(serve_stdio, build_server(session, save_path=save_path))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="smartflow-mcp", description="SmartFlow MCP server (stdio)")
+    parser = argparse.ArgumentParser(
+        prog="smartflow-mcp", description="SmartFlow MCP server (stdio)"
+    )
     parser.add_argument("--state", help="state JSON file (the spec's §3.1 format)")
     parser.add_argument("--mode", default=Mode.FIRST_FULL.value, choices=[m.value for m in Mode])
     parser.add_argument("--save", help="write the state here after every change")
-    parser.add_argument("--enable", action="append", default=[],
-                        help="offer a tool hidden in this mode (repeatable)")
-    parser.add_argument("--time-limit", type=float, default=10.0,
-                        help="cap on any solver time limit, seconds")
+    parser.add_argument(
+        "--enable",
+        action="append",
+        default=[],
+        help="offer a tool hidden in this mode (repeatable)",
+    )
+    parser.add_argument(
+        "--time-limit", type=float, default=10.0, help="cap on any solver time limit, seconds"
+    )
     ns = parser.parse_args(argv)
     try:
-        run_stdio(ns.state, mode=ns.mode, save_path=ns.save, enabled_tools=tuple(ns.enable),
-                  max_time_limit_s=ns.time_limit)
+        run_stdio(
+            ns.state,
+            mode=ns.mode,
+            save_path=ns.save,
+            enabled_tools=tuple(ns.enable),
+            max_time_limit_s=ns.time_limit,
+        )
     except ValueError as exc:  # StateError / SessionError: one line, no traceback
         print(f"smartflow mcp: {exc}", file=sys.stderr)
         return 2

@@ -89,8 +89,12 @@ def lookup(
     spec = specs.get(name)
     names = "、".join(offered) or "无"
     if spec is None:
-        return CallResult(name, refused(f"未知工具：{short_name(str(name))}。可用工具：{names}。"),
-                          status="error", error_code="unknown_tool")
+        return CallResult(
+            name,
+            refused(f"未知工具：{short_name(str(name))}。可用工具：{names}。"),
+            status="error",
+            error_code="unknown_tool",
+        )
     if not is_offered(name):
         return refusal(spec, "not_available", f"工具 {name} {unavailable}。可用工具：{names}。")
     return spec
@@ -130,7 +134,9 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
     except Exception as exc:  # a bug must not reach the model as a traceback
         log.exception("tool %s failed", spec.name)
         ctx.applied = []
-        return refusal(spec, "internal_error", f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。")
+        return refusal(
+            spec, "internal_error", f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。"
+        )
     applied, ctx.applied = tuple(ctx.applied), []
     ctx.changes.extend(applied)  # the one place the change log grows
     if spec.is_write and check and ctx.state is not None:
@@ -138,8 +144,14 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
     if is_refusal(reply, spec.output):  # the tool refused: nothing was done
         data = json.loads(reply) if spec.output == "json" else None
         code = data.get("error_code") if isinstance(data, dict) else None
-        return CallResult(spec.name, reply, spec.output, "error",
-                          code if isinstance(code, str) and code else "refused", changes=applied)
+        return CallResult(
+            spec.name,
+            reply,
+            spec.output,
+            "error",
+            code if isinstance(code, str) and code else "refused",
+            changes=applied,
+        )
     if loop is not None:
         reply = loop.after(ctx, spec, parsed, reply, applied, before)
     return CallResult(spec.name, reply, spec.output, changes=applied)

@@ -74,19 +74,30 @@ def get_overview(ctx: ToolContext, _args: NoArgs) -> str:
         taken = f",已嵌入{guest.label}" if guest is not None else ""
         hosts.append(f"第{day}天 {host.label}({periods(s, e)}节{taken})")
     shown, more = capped(hosts, MAX_INLINE)
-    lines += ["", "可嵌入时段：" + ("、".join(shown) if shown else "无")
-              + (left_out(more, "处") if more else "")]
+    lines += [
+        "",
+        "可嵌入时段："
+        + ("、".join(shown) if shown else "无")
+        + (left_out(more, "处") if more else ""),
+    ]
     shown, more = capped([f"{t.label}(需{t.need()}时段)" for t in pending], MAX_INLINE)
-    lines.append("待安排：" + (" ".join(shown) or "无")
-                 + (left_out(more, "个", "可用 list_tasks 按类别查看") if more else ""))
+    lines.append(
+        "待安排："
+        + (" ".join(shown) or "无")
+        + (left_out(more, "个", "可用 list_tasks 按类别查看") if more else "")
+    )
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------- query_range
 class QueryRangeArgs(Args):
     day: Day
-    slot_start: Slot | None = Field(default=None, description="起始节次；不传且不传 slot_end 则查整天")
-    slot_end: Slot | None = Field(default=None, description="结束节次；只传 slot_start 时查到当天最后一节")
+    slot_start: Slot | None = Field(
+        default=None, description="起始节次；不传且不传 slot_end 则查整天"
+    )
+    slot_end: Slot | None = Field(
+        default=None, description="结束节次；只传 slot_start 时查到当天最后一节"
+    )
 
 
 def _cell_text(state: ScheduleState, owner: int, guest: int) -> str:
@@ -147,8 +158,11 @@ def _query_day(state: ScheduleState, day: int, owner: np.ndarray, guest: np.ndar
         o, g = int(owner[slot - 1]), int(guest[slot - 1])
         end = slot
         # A task's run stays whole; free time is split at the standard pairs (1-2, 3-4, ...).
-        while end < spd and int(owner[end]) == o and int(guest[end]) == g and not (
-            o == 0 and end % 2 == 0
+        while (
+            end < spd
+            and int(owner[end]) == o
+            and int(guest[end]) == g
+            and not (o == 0 and end % 2 == 0)
         ):
             end += 1
         lines.append(f"第{periods(slot, end)}节：{_cell_text(state, o, g)}")
@@ -177,10 +191,15 @@ def _embed_notes(state: ScheduleState, day: int) -> str:
             if locked:
                 why = "固定，不可嵌入"
             else:
-                guest = next((g for h, hb, g in host_blocks(state, day)
-                              if h is task and hb == b), None)
-                why = "可嵌入，" + (f"已嵌入{guest.label}" if guest is not None else "当前无嵌入任务")
-            notes.append((b.slot_start, f"第{periods(b.slot_start, b.slot_end)}节已有{task.label}（{why}）"))
+                guest = next(
+                    (g for h, hb, g in host_blocks(state, day) if h is task and hb == b), None
+                )
+                why = "可嵌入，" + (
+                    f"已嵌入{guest.label}" if guest is not None else "当前无嵌入任务"
+                )
+            notes.append(
+                (b.slot_start, f"第{periods(b.slot_start, b.slot_end)}节已有{task.label}（{why}）")
+            )
     return "、".join(text for _, text in sorted(notes))
 
 
@@ -224,10 +243,12 @@ def find_free(ctx: ToolContext, args: FindFreeArgs) -> str:
 
 # ---------------------------------------------------------------------------------- list_tasks
 class ListTasksArgs(Args):
-    category: str | None = Field(default=None, max_length=64,
-                                 description="按类别过滤（TaskClass.Name，如“课程”“学习”）")
+    category: str | None = Field(
+        default=None, max_length=64, description="按类别过滤（TaskClass.Name，如“课程”“学习”）"
+    )
     status: Literal["existing", "suggested", "pending", "all"] = Field(
-        default="all", description="existing=已安排 / suggested=已预排 / pending=待安排 / all=全部")
+        default="all", description="existing=已安排 / suggested=已预排 / pending=待安排 / all=全部"
+    )
 
 
 def _placed_line(state: ScheduleState, task: Task) -> str:
@@ -250,7 +271,8 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
         if args.status == "pending":
             lines += [
                 f"{t.label} — 需{t.need()}个连续时段，类别：{t.category or '未分类'}，"
-                f"来源：{source_word(t)}" for t in shown
+                f"来源：{source_word(t)}"
+                for t in shown
             ]
         else:
             lines += [_placed_line(state, t) for t in shown]
@@ -274,8 +296,10 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
     if groups["pending"]:
         lines += ["", "待安排："]
         shown, more = capped(groups["pending"], MAX_LINES)
-        lines += [f"  {t.label}({t.category or '未分类'},{source_word(t)}) — 需{t.need()}时段"
-                  for t in shown]
+        lines += [
+            f"  {t.label}({t.category or '未分类'},{source_word(t)}) — 需{t.need()}时段"
+            for t in shown
+        ]
         lines += [f"  {left_out(more, '个', hint)}"] if more else []
     return "\n".join(lines)
 
@@ -303,7 +327,9 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
             extra.append(day_span(tc.start_day or 1, tc.end_day or state.num_days))
         if tc.excluded_slots:
             extra.append("禁排第" + "、".join(str(s) for s in sorted(tc.excluded_slots)) + "节")
-        lines.append(f"所属任务类：[{tc.id}]{tc.name}" + (f"（{'，'.join(extra)}）" if extra else ""))
+        lines.append(
+            f"所属任务类：[{tc.id}]{tc.name}" + (f"（{'，'.join(extra)}）" if extra else "")
+        )
     if embeddable(state, task):
         lines.append("可嵌入：是（允许在此时段嵌入其他任务）")
     elif task.can_embed:  # a locked water course takes no guest (DESIGN: nothing embeds there)
@@ -322,7 +348,8 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
         guests = [state.task(g) for g in state.guests_by_host().get(task.state_id, [])]
         hosted = "、".join(
             f"{g.label}（第{g.slots[0].day}天第{periods(g.slots[0].slot_start, g.slots[0].slot_end)}节）"
-            for g in guests if g is not None
+            for g in guests
+            if g is not None
         )
         lines.append("当前嵌入任务：" + (hosted or "无"))
     return "\n".join(lines)
@@ -330,26 +357,41 @@ def get_task_info(ctx: ToolContext, args: TaskInfoArgs) -> str:
 
 READ_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "get_overview", "read", NoArgs, get_overview,
+        "get_overview",
+        "read",
+        NoArgs,
+        get_overview,
         "获取规划窗口总览：总时段、已占用/空闲数、每天的占用与任务、可嵌入时段、待安排任务。"
         "用于建立全局感知，无参数。",
     ),
     ToolSpec(
-        "query_range", "read", QueryRangeArgs, query_range,
+        "query_range",
+        "read",
+        QueryRangeArgs,
+        query_range,
         "查看某天（或某天某段节次）的细粒度占用：每段由谁占用（括号内为类别、是否固定/可嵌入、"
         "来源 课程表/任务类）、连续空闲区。",
     ),
     ToolSpec(
-        "find_free", "read", FindFreeArgs, find_free,
+        "find_free",
+        "read",
+        FindFreeArgs,
+        find_free,
         "查找至少有 duration 个连续空闲时段的位置（可限定某天），并列出可嵌入的水课时段。",
     ),
     ToolSpec(
-        "list_tasks", "read", ListTasksArgs, list_tasks,
+        "list_tasks",
+        "read",
+        ListTasksArgs,
+        list_tasks,
         "列出任务清单，可按类别和状态（existing/suggested/pending/all）过滤；显示每个任务的类别、"
         "来源（课程表/任务类）、时段或所需时长。",
     ),
     ToolSpec(
-        "get_task_info", "read", TaskInfoArgs, get_task_info,
+        "get_task_info",
+        "read",
+        TaskInfoArgs,
+        get_task_info,
         "查询单个任务的详细信息：类别、状态、是否固定、来源、占用时段、嵌入关系。",
     ),
 )

@@ -27,37 +27,84 @@ from .spec import Mode, ToolSpec
 from .store_tools import STORE_TOOLS
 from .write_tools import WRITE_TOOLS
 
-ACTION_WRITES: frozenset[str] = frozenset({
-    "place", "move", "swap", "batch_move", "unplace", "apply_proposal", "spread_even",
-    "min_context_switch"})
+ACTION_WRITES: frozenset[str] = frozenset(
+    {
+        "place",
+        "move",
+        "swap",
+        "batch_move",
+        "unplace",
+        "apply_proposal",
+        "spread_even",
+        "min_context_switch",
+    }
+)
 
 _READS = ("get_overview", "query_range", "find_free", "list_tasks", "get_task_info")
 _MOVES = ("place", "move", "swap", "batch_move", "unplace")
-_LOOP = ("get_round_log", "restore_best", "resolve_negotiation", "upsert_task_class", "commit",
-         "reload")
-_GLOBAL = ("analyze_health", "check_feasibility", "propose_placement", "apply_proposal",
-           "analyze_load", "analyze_subjects", "analyze_context", "analyze_tolerance",
-           *_READS, "query_target_tasks", "query_available_slots", *_MOVES, "spread_even", *_LOOP)
+_LOOP = (
+    "get_round_log",
+    "restore_best",
+    "resolve_negotiation",
+    "upsert_task_class",
+    "commit",
+    "reload",
+)
+_GLOBAL = (
+    "analyze_health",
+    "check_feasibility",
+    "propose_placement",
+    "apply_proposal",
+    "analyze_load",
+    "analyze_subjects",
+    "analyze_context",
+    "analyze_tolerance",
+    *_READS,
+    "query_target_tasks",
+    "query_available_slots",
+    *_MOVES,
+    "spread_even",
+    *_LOOP,
+)
 MODE_TOOLS: dict[Mode, frozenset[str]] = {
     Mode.FIRST_FULL: frozenset(_GLOBAL),
     Mode.GLOBAL_REOPT: frozenset(_GLOBAL),
-    Mode.LOCAL_ADJUST: frozenset({"query_target_tasks", "query_available_slots", *_READS,
-                                  *_MOVES, "apply_proposal", "analyze_health", *_LOOP}),
+    Mode.LOCAL_ADJUST: frozenset(
+        {
+            "query_target_tasks",
+            "query_available_slots",
+            *_READS,
+            *_MOVES,
+            "apply_proposal",
+            "analyze_health",
+            *_LOOP,
+        }
+    ),
 }
 MODE_LEAD: dict[Mode, tuple[str, ...]] = {
-    Mode.FIRST_FULL: ("analyze_health", "check_feasibility", "propose_placement",
-                      "apply_proposal"),
-    Mode.GLOBAL_REOPT: ("analyze_health", "check_feasibility", "propose_placement",
-                        "apply_proposal"),
+    Mode.FIRST_FULL: ("analyze_health", "check_feasibility", "propose_placement", "apply_proposal"),
+    Mode.GLOBAL_REOPT: (
+        "analyze_health",
+        "check_feasibility",
+        "propose_placement",
+        "apply_proposal",
+    ),
     Mode.LOCAL_ADJUST: ("query_target_tasks", "query_available_slots"),
 }
 
 
 def _with_action_id(spec: ToolSpec) -> ToolSpec:
     base = spec.args_model
-    fields: dict[str, Any] = {"action_id": (ActionId | None, Field(
-        default=None, description="本次写操作针对的动作（最近一次 analyze_health 的 action_id）；"
-                                  "给出时回复末尾的证据行会说明其成功判据是否满足"))}
+    fields: dict[str, Any] = {
+        "action_id": (
+            ActionId | None,
+            Field(
+                default=None,
+                description="本次写操作针对的动作（最近一次 analyze_health 的 action_id）；"
+                "给出时回复末尾的证据行会说明其成功判据是否满足",
+            ),
+        )
+    }
     model: type[BaseModel] = create_model(base.__name__, __base__=base, **fields)
     model.__doc__ = base.__doc__
     return dataclasses.replace(spec, args_model=model)
@@ -71,9 +118,18 @@ def _row(spec: ToolSpec) -> ToolSpec:
     return _with_action_id(out) if spec.name in ACTION_WRITES else out
 
 
-TOOLS: tuple[ToolSpec, ...] = tuple(_row(s) for s in (
-    *READ_TOOLS, *ANALYSIS_TOOLS, *WRITE_TOOLS, *SOLVER_TOOLS, *STORE_TOOLS, *LOOP_READ_TOOLS,
-    *LOOP_WRITE_TOOLS))
+TOOLS: tuple[ToolSpec, ...] = tuple(
+    _row(s)
+    for s in (
+        *READ_TOOLS,
+        *ANALYSIS_TOOLS,
+        *WRITE_TOOLS,
+        *SOLVER_TOOLS,
+        *STORE_TOOLS,
+        *LOOP_READ_TOOLS,
+        *LOOP_WRITE_TOOLS,
+    )
+)
 REGISTRY: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 assert len(REGISTRY) == len(TOOLS), "duplicate tool name in the registry"
 
@@ -107,11 +163,15 @@ def mode_refusal(mode: Mode, name: str, parsed: Any, state: Any) -> str | None:
     if mode is not Mode.LOCAL_ADJUST or name != "apply_proposal":
         return None
     if getattr(parsed, "include_suggested", False):
-        return ("apply_proposal 未执行：局部调整模式（local_adjust）只允许最少改动的修补，"
-                "不能重排已预排任务（include_suggested=true）。")
+        return (
+            "apply_proposal 未执行：局部调整模式（local_adjust）只允许最少改动的修补，"
+            "不能重排已预排任务（include_suggested=true）。"
+        )
     for item in getattr(parsed, "placements", None) or ():
         task = state.task(item.task_id) if state is not None else None
         if task is not None and task.status != "pending":
-            return (f"apply_proposal 未执行：局部调整模式（local_adjust）下只放置待安排任务，"
-                    f"{task.label} 已落位，请用 move。")
+            return (
+                f"apply_proposal 未执行：局部调整模式（local_adjust）下只放置待安排任务，"
+                f"{task.label} 已落位，请用 move。"
+            )
     return None

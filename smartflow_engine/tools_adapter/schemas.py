@@ -166,8 +166,11 @@ def _tool_schema(spec: ToolSpec, fmt: str) -> dict[str, Any]:
             },
         }
     if fmt == "anthropic":
-        return {"name": spec.name, "description": description,
-                "input_schema": input_schema(spec.args_model)}
+        return {
+            "name": spec.name,
+            "description": description,
+            "input_schema": input_schema(spec.args_model),
+        }
     out: dict[str, Any] = {
         "name": spec.name,
         "description": description,
@@ -231,13 +234,20 @@ def _not_nullable(node: Any) -> Any:
         return [_not_nullable(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: ({n: _not_nullable(sub) for n, sub in v.items()} if k in _SCHEMA_MAPS
-               and isinstance(v, dict) else _not_nullable(v)) for k, v in node.items()}
+    out = {
+        k: (
+            {n: _not_nullable(sub) for n, sub in v.items()}
+            if k in _SCHEMA_MAPS and isinstance(v, dict)
+            else _not_nullable(v)
+        )
+        for k, v in node.items()
+    }
     props = out.get("properties")
     if isinstance(props, dict):
         required = set(out.get("required", []))
-        out["properties"] = {name: sub if name in required else _without_null(sub)
-                             for name, sub in props.items()}
+        out["properties"] = {
+            name: sub if name in required else _without_null(sub) for name, sub in props.items()
+        }
     return out
 
 

@@ -46,8 +46,16 @@ log = logging.getLogger(__name__)
 
 MAX_PENDING = 20  # confirmations kept per session; the oldest is dropped beyond this
 
-__all__ = ["MAX_PENDING", "SNAPSHOT_VERSION", "CallResult", "PendingCall", "Session",
-           "SessionError", "SessionLimitError", "Status"]
+__all__ = [
+    "MAX_PENDING",
+    "SNAPSHOT_VERSION",
+    "CallResult",
+    "PendingCall",
+    "Session",
+    "SessionError",
+    "SessionLimitError",
+    "Status",
+]
 
 
 class SessionLimitError(SessionError):
@@ -101,9 +109,15 @@ class Session:
         self.enabled_tools: tuple[str, ...] = enabled
         self.user_id = user_id
         self.session_id = session_id or secrets.token_urlsafe(12)
-        self.toolbox = Toolbox(state, self_check=self_check, max_time_limit_s=max_time_limit_s,
-                               num_workers=num_workers, store=store, user_id=db_user_id,
-                               loop=True)
+        self.toolbox = Toolbox(
+            state,
+            self_check=self_check,
+            max_time_limit_s=max_time_limit_s,
+            num_workers=num_workers,
+            store=store,
+            user_id=db_user_id,
+            loop=True,
+        )
         self.lock = threading.RLock()
         self._pending: dict[str, PendingCall] = {}
         self.created_at = self.last_used = time.time()
@@ -167,8 +181,13 @@ class Session:
         """Run tool ``name`` and report what happened (see :class:`CallResult`)."""
         with self.lock:
             self.last_used = time.time()
-            found = pipeline.lookup(self._specs, name, self.tool_names(), self.is_visible,
-                                    f"在当前模式（{self._mode.value}）下不可用")
+            found = pipeline.lookup(
+                self._specs,
+                name,
+                self.tool_names(),
+                self.is_visible,
+                f"在当前模式（{self._mode.value}）下不可用",
+            )
             if isinstance(found, CallResult):
                 return found
             spec = found
@@ -188,8 +207,12 @@ class Session:
         self.last_used = time.time()
         held = self._pending.pop(token, None)
         if held is None:
-            return CallResult(action, f"{word}失败：令牌 {token} 无效或已处理。",
-                              status="error", error_code="unknown_token")
+            return CallResult(
+                action,
+                f"{word}失败：令牌 {token} 无效或已处理。",
+                status="error",
+                error_code="unknown_token",
+            )
         return held
 
     def confirm(self, token: str) -> CallResult:
@@ -200,8 +223,12 @@ class Session:
                 return held
             spec = self._specs.get(held.tool)
             if spec is None:
-                return CallResult(held.tool, f"确认失败：工具 {held.tool} 已不存在。",
-                                  status="error", error_code="unknown_tool")
+                return CallResult(
+                    held.tool,
+                    f"确认失败：工具 {held.tool} 已不存在。",
+                    status="error",
+                    error_code="unknown_tool",
+                )
             parsed, refusal = pipeline.parse(spec, held.args, self.toolbox.ctx)
             if refusal is not None:
                 return refusal
@@ -217,8 +244,16 @@ class Session:
             spec = self._specs.get(held.tool)
             msg = f"已取消：{held.tool} 未执行，没有任何修改。"
             if spec is not None and spec.output == "json":
-                reply = json.dumps({"tool": held.tool, "success": True, "status": "rejected",
-                                    "error": "", "error_code": ""}, ensure_ascii=False)
+                reply = json.dumps(
+                    {
+                        "tool": held.tool,
+                        "success": True,
+                        "status": "rejected",
+                        "error": "",
+                        "error_code": "",
+                    },
+                    ensure_ascii=False,
+                )
                 return CallResult(held.tool, reply, "json", status="rejected")
             return CallResult(held.tool, msg, status="rejected")
 
@@ -287,15 +322,27 @@ class Session:
         token = secrets.token_urlsafe(9)
         args = parsed.model_dump(mode="json", exclude_unset=True)
         shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
-        what = (spec.preview(self.toolbox.ctx, parsed) if spec.preview is not None
-                else f"参数：{shown}")
-        preview = (f"待确认：{spec.name} 尚未执行，需要用户确认。\n{what}\n"
-                   f"确认令牌：{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。")
+        what = (
+            spec.preview(self.toolbox.ctx, parsed) if spec.preview is not None else f"参数：{shown}"
+        )
+        preview = (
+            f"待确认：{spec.name} 尚未执行，需要用户确认。\n{what}\n"
+            f"确认令牌：{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。"
+        )
         self.hold_call(PendingCall(token, spec.name, args, preview, time.time()))
         if spec.output == "json":
-            reply = json.dumps({"tool": spec.name, "success": True, "status": "pending_confirm",
-                                "confirm_token": token, "preview": {"tool": spec.name, "args": args},
-                                "error": "", "error_code": ""}, ensure_ascii=False)
+            reply = json.dumps(
+                {
+                    "tool": spec.name,
+                    "success": True,
+                    "status": "pending_confirm",
+                    "confirm_token": token,
+                    "preview": {"tool": spec.name, "args": args},
+                    "error": "",
+                    "error_code": "",
+                },
+                ensure_ascii=False,
+            )
         else:
             reply = preview
         return CallResult(spec.name, reply, spec.output, "pending_confirm", confirm_token=token)

@@ -71,8 +71,15 @@ class SessionBackend(Protocol):
     """What the HTTP server needs from a session store. Every method acts on one user's
     sessions only: a user never reaches another user's session."""
 
-    def create(self, user_id: str, state: ScheduleState | None, *, mode: Mode | str = ...,
-               enabled_tools: Iterable[str] = (), db_user_id: int | None = None) -> Session: ...
+    def create(
+        self,
+        user_id: str,
+        state: ScheduleState | None,
+        *,
+        mode: Mode | str = ...,
+        enabled_tools: Iterable[str] = (),
+        db_user_id: int | None = None,
+    ) -> Session: ...
 
     def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session: ...
 
@@ -136,28 +143,46 @@ class MemorySessionStore:
     max_bytes: int = 2 * 1024**3
     idle_ttl_s: float | None = 6 * 3600.0
     session_kwargs: dict[str, Any] = field(default_factory=dict)
-    _entries: OrderedDict[tuple[str, str], _Entry] = field(default_factory=OrderedDict,
-                                                          init=False)
+    _entries: OrderedDict[tuple[str, str], _Entry] = field(default_factory=OrderedDict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     # ------------------------------------------------------------------ protocol
-    def create(self, user_id: str, state: ScheduleState | None, *, mode: Mode | str = Mode.FIRST_FULL,
-               enabled_tools: Iterable[str] = (), db_user_id: int | None = None) -> Session:
+    def create(
+        self,
+        user_id: str,
+        state: ScheduleState | None,
+        *,
+        mode: Mode | str = Mode.FIRST_FULL,
+        enabled_tools: Iterable[str] = (),
+        db_user_id: int | None = None,
+    ) -> Session:
         db_id = db_user_id if db_user_id is not None else db_user(user_id)
-        session = Session(state, mode=mode, user_id=user_id, enabled_tools=enabled_tools,
-                          db_user_id=db_id, **self.session_kwargs)
+        session = Session(
+            state,
+            mode=mode,
+            user_id=user_id,
+            enabled_tools=enabled_tools,
+            db_user_id=db_id,
+            **self.session_kwargs,
+        )
         self.add(session, db_user_id=db_id)
         return session
 
     def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session:
-        session = Session.restore(snapshot, user_id=user_id, session_id=secrets.token_urlsafe(12),
-                                  db_user_id=db_user(user_id), **self.session_kwargs)
+        session = Session.restore(
+            snapshot,
+            user_id=user_id,
+            session_id=secrets.token_urlsafe(12),
+            db_user_id=db_user(user_id),
+            **self.session_kwargs,
+        )
         self.add(session, db_user_id=db_user(user_id))
         return session
 
     @contextmanager
-    def use(self, user_id: str, session_id: str, *,
-            read_only: bool = False) -> Iterator[Session | None]:
+    def use(
+        self, user_id: str, session_id: str, *, read_only: bool = False
+    ) -> Iterator[Session | None]:
         session = self.get(user_id, session_id)
         if session is None:
             yield None
@@ -190,16 +215,19 @@ class MemorySessionStore:
             mine = sum(1 for (uid, _) in self._entries if uid == session.user_id)
             if mine >= self.max_sessions_per_user:
                 raise SessionLimitError(
-                    f"user has {mine} sessions (limit {self.max_sessions_per_user})")
+                    f"user has {mine} sessions (limit {self.max_sessions_per_user})"
+                )
             if len(self._entries) >= self.max_sessions:
-                raise SessionLimitError(f"server holds {len(self._entries)} sessions "
-                                        f"(limit {self.max_sessions})")
+                raise SessionLimitError(
+                    f"server holds {len(self._entries)} sessions (limit {self.max_sessions})"
+                )
             self._entries[key] = entry
             self._fit(keep=key)
             if self.total_bytes() > self.max_bytes:
                 del self._entries[key]
                 raise SessionLimitError(
-                    f"sessions use about {self.total_bytes()} bytes (limit {self.max_bytes})")
+                    f"sessions use about {self.total_bytes()} bytes (limit {self.max_bytes})"
+                )
 
     def get(self, user_id: str, session_id: str) -> Session | None:
         """The live session (rebuilt from its snapshot if it was evicted), or ``None``."""
@@ -212,9 +240,13 @@ class MemorySessionStore:
                 return None
             if entry.session is None:
                 text = zlib.decompress(entry.packed).decode("utf-8")
-                entry.session = Session.restore(text, user_id=user_id, session_id=session_id,
-                                                db_user_id=entry.db_user_id,
-                                                **self.session_kwargs)
+                entry.session = Session.restore(
+                    text,
+                    user_id=user_id,
+                    session_id=session_id,
+                    db_user_id=entry.db_user_id,
+                    **self.session_kwargs,
+                )
                 entry.packed = b""
                 entry.live_bytes = estimate_bytes(entry.session)
             entry.touch()
@@ -290,10 +322,17 @@ class RedisSessionStore:
         As for :class:`MemorySessionStore`.
     """
 
-    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, client: Any = None,
-                 prefix: str = "smartflow", idle_ttl_s: float = 6 * 3600.0,
-                 max_sessions_per_user: int = 32, max_cached: int = 256,
-                 session_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        client: Any = None,
+        prefix: str = "smartflow",
+        idle_ttl_s: float = 6 * 3600.0,
+        max_sessions_per_user: int = 32,
+        max_cached: int = 256,
+        session_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         import redis
 
         self.redis: Any = client if client is not None else redis.Redis.from_url(url)
@@ -315,23 +354,42 @@ class RedisSessionStore:
         return f"{self.prefix}:u:{user_id}"
 
     # ------------------------------------------------------------------ protocol
-    def create(self, user_id: str, state: ScheduleState | None, *, mode: Mode | str = Mode.FIRST_FULL,
-               enabled_tools: Iterable[str] = (), db_user_id: int | None = None) -> Session:
+    def create(
+        self,
+        user_id: str,
+        state: ScheduleState | None,
+        *,
+        mode: Mode | str = Mode.FIRST_FULL,
+        enabled_tools: Iterable[str] = (),
+        db_user_id: int | None = None,
+    ) -> Session:
         db_id = db_user_id if db_user_id is not None else db_user(user_id)
-        session = Session(state, mode=mode, user_id=user_id, enabled_tools=enabled_tools,
-                          db_user_id=db_id, **self.session_kwargs)
+        session = Session(
+            state,
+            mode=mode,
+            user_id=user_id,
+            enabled_tools=enabled_tools,
+            db_user_id=db_id,
+            **self.session_kwargs,
+        )
         self._insert(session, db_id)
         return session
 
     def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session:
-        session = Session.restore(snapshot, user_id=user_id, session_id=secrets.token_urlsafe(12),
-                                  db_user_id=db_user(user_id), **self.session_kwargs)
+        session = Session.restore(
+            snapshot,
+            user_id=user_id,
+            session_id=secrets.token_urlsafe(12),
+            db_user_id=db_user(user_id),
+            **self.session_kwargs,
+        )
         self._insert(session, db_user(user_id))
         return session
 
     @contextmanager
-    def use(self, user_id: str, session_id: str, *,
-            read_only: bool = False) -> Iterator[Session | None]:
+    def use(
+        self, user_id: str, session_id: str, *, read_only: bool = False
+    ) -> Iterator[Session | None]:
         """The session (``None`` if there is none), saved on exit if it changed.
 
         Loading costs one round trip (the version, with the idle TTL restarted); a cached
@@ -353,8 +411,11 @@ class RedisSessionStore:
             except BaseException:
                 self._forget(user_id, session_id)  # it may hold a half-done change
                 raise
-            if (marker is not None and session.state is state
-                    and _unchanged(marker, _marker(session))):
+            if (
+                marker is not None
+                and session.state is state
+                and _unchanged(marker, _marker(session))
+            ):
                 return  # nothing but the state could have changed, and it was only read
             after = session.to_json()
             key = self._key(user_id, session_id)
@@ -369,7 +430,8 @@ class RedisSessionStore:
                 self._forget(user_id, session_id)
                 raise SessionConflictError(
                     f"session {session_id} was changed by another request meanwhile; this "
-                    "request's change was not kept: reload the session and retry")
+                    "request's change was not kept: reload the session and retry"
+                )
             with self._lock:
                 self._cache[(user_id, session_id)] = (new, session, after)
 
@@ -393,15 +455,21 @@ class RedisSessionStore:
     def _insert(self, session: Session, db_id: int | None) -> None:
         user_id, sid = session.user_id, session.session_id
         index = self._index(user_id)
-        live = [raw for raw in self.redis.zrange(index, 0, -1)
-                if self.redis.exists(self._key(user_id, raw.decode()))]
+        live = [
+            raw
+            for raw in self.redis.zrange(index, 0, -1)
+            if self.redis.exists(self._key(user_id, raw.decode()))
+        ]
         if len(live) >= self.max_sessions_per_user:
             raise SessionLimitError(
-                f"user has {len(live)} sessions (limit {self.max_sessions_per_user})")
+                f"user has {len(live)} sessions (limit {self.max_sessions_per_user})"
+            )
         text = session.to_json()
         pipe = self.redis.pipeline()
-        pipe.hset(self._key(user_id, sid), mapping={"v": 1, "s": text,
-                                                     "db": "" if db_id is None else db_id})
+        pipe.hset(
+            self._key(user_id, sid),
+            mapping={"v": 1, "s": text, "db": "" if db_id is None else db_id},
+        )
         pipe.expire(self._key(user_id, sid), self.ttl)
         pipe.zadd(index, {sid: time.time()})
         pipe.execute()
@@ -431,8 +499,9 @@ class RedisSessionStore:
             return None
         version, text = int(raw_version), raw_text.decode("utf-8")
         db_id = int(raw_db) if raw_db else None
-        session = Session.restore(text, user_id=user_id, session_id=session_id,
-                                  db_user_id=db_id, **self.session_kwargs)
+        session = Session.restore(
+            text, user_id=user_id, session_id=session_id, db_user_id=db_id, **self.session_kwargs
+        )
         with self._lock:
             self._cache[(user_id, session_id)] = (version, session, text)
             self._trim()
@@ -456,10 +525,18 @@ def _marker(session: Session) -> tuple[str, Any]:
     data = loop.to_dict() if loop is not None else {}
     best = data.pop("best_state", None)
     changes = session.toolbox.changes
-    text = json.dumps([session.mode.value, list(session.enabled_tools), len(changes),
-                       id(changes[-1]) if changes else None,
-                       [(p.token, p.tool) for p in session.pending()], data],
-                      sort_keys=True, default=str)
+    text = json.dumps(
+        [
+            session.mode.value,
+            list(session.enabled_tools),
+            len(changes),
+            id(changes[-1]) if changes else None,
+            [(p.token, p.tool) for p in session.pending()],
+            data,
+        ],
+        sort_keys=True,
+        default=str,
+    )
     return text, best
 
 
@@ -474,8 +551,9 @@ def session_backend(url: str | None, **kwargs: Any) -> SessionBackend:
     assert url is not None
     if url.startswith(("redis://", "rediss://", "unix://")):
         allowed = {"idle_ttl_s", "max_sessions_per_user", "session_kwargs", "prefix"}
-        return RedisSessionStore(url, **{k: v for k, v in kwargs.items() if k in allowed
-                                        and v is not None})
+        return RedisSessionStore(
+            url, **{k: v for k, v in kwargs.items() if k in allowed and v is not None}
+        )
     raise SessionError(f"unknown session store {url!r}: use 'memory' or a redis:// URL")
 
 

@@ -34,8 +34,13 @@ class PendingCall:
     created_at: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"token": self.token, "tool": self.tool, "args": self.args,
-                "preview": self.preview, "created_at": self.created_at}
+        return {
+            "token": self.token,
+            "tool": self.tool,
+            "args": self.args,
+            "preview": self.preview,
+            "created_at": self.created_at,
+        }
 
     @classmethod
     def from_dict(cls, data: Any) -> PendingCall:
@@ -47,8 +52,9 @@ class PendingCall:
             raise SessionError(f"snapshot.pending: missing {exc.args[0]}") from None
         if not isinstance(token, str) or not isinstance(tool, str) or not isinstance(args, dict):
             raise SessionError("snapshot.pending: token and tool must be strings, args an object")
-        return cls(token, tool, args, str(data.get("preview", "")),
-                   float(data.get("created_at", 0.0)))
+        return cls(
+            token, tool, args, str(data.get("preview", "")), float(data.get("created_at", 0.0))
+        )
 
 
 def take_snapshot(session: Session) -> dict[str, Any]:
@@ -80,8 +86,9 @@ def load_snapshot(snapshot: dict[str, Any] | str) -> dict[str, Any]:
         raise SessionError("snapshot must be a JSON object")
     version = snapshot.get("version")
     if version != SNAPSHOT_VERSION:
-        raise SessionError(f"snapshot version {version!r} is not supported "
-                           f"(expected {SNAPSHOT_VERSION})")
+        raise SessionError(
+            f"snapshot version {version!r} is not supported (expected {SNAPSHOT_VERSION})"
+        )
     return snapshot
 
 

@@ -41,11 +41,14 @@ MAX_MOVES = 20  # least-change repair: most placed tasks one call may move
 REPLY_RESERVE_S = 0.05
 REPLY_RESERVE_PER_TASK_S = 2e-4
 
-TimeLimit = Annotated[float, Field(gt=0, le=600, allow_inf_nan=False,
-                                   description="求解时间上限（秒），受服务端上限约束")]
+TimeLimit = Annotated[
+    float,
+    Field(gt=0, le=600, allow_inf_nan=False, description="求解时间上限（秒），受服务端上限约束"),
+]
 Seed = Annotated[int, Field(strict=True, ge=0, le=2**31 - 1, description="随机种子；同种子同结果")]
 WeightName = Literal[
-    "load_imbalance", "same_category", "isolated_free", "context_switch", "late", "time_of_day"]
+    "load_imbalance", "same_category", "isolated_free", "context_switch", "late", "time_of_day"
+]
 Weight = Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)]
 assert set(WeightName.__args__) == set(TERM_NAMES)  # type: ignore[attr-defined]
 
@@ -93,13 +96,17 @@ def _num(value: float, digits: int = 1) -> str:
 # ---------------------------------------------------------------------------------- check
 class FeasibilityArgs(Args):
     time_limit_s: TimeLimit = 5.0
-    include_suggested: StrictBool = Field(default=False,
-                                          description="是否把已预排任务也当作可重排的范围")
+    include_suggested: StrictBool = Field(
+        default=False, description="是否把已预排任务也当作可重排的范围"
+    )
 
 
-def feasibility_text(state: ScheduleState, report: FeasibilityReport,
-                     figures: NegotiationFigures | None = None,
-                     time_limit_s: float | None = None) -> str:
+def feasibility_text(
+    state: ScheduleState,
+    report: FeasibilityReport,
+    figures: NegotiationFigures | None = None,
+    time_limit_s: float | None = None,
+) -> str:
     """The check_feasibility reply: verdict, figures, bottleneck, negotiation figures.
 
     No wall-clock figure appears, so the same question gets the same reply everywhere.
@@ -114,13 +121,16 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
     lines = [head]
     need = f"范围内任务{report.task_count}个，共需{report.required_task_slots}个时段"
     if report.feasible_slots is not None:
-        lines.append(f"{need}；最多可同时放下{report.feasible_slots}个时段，"
-                     f"缺口{report.capacity_gap}个。")
+        lines.append(
+            f"{need}；最多可同时放下{report.feasible_slots}个时段，缺口{report.capacity_gap}个。"
+        )
     else:
         low, high = report.feasible_slots_bounds
         lines.append(f"{need}；已找到可同时放下{low}个时段的安排，上界{high}个。")
-    lines.append(f"空闲容量{report.free_capacity_slots}个时段（含可嵌入水课时段），"
-                 f"余量{report.slack_slots}个。")
+    lines.append(
+        f"空闲容量{report.free_capacity_slots}个时段（含可嵌入水课时段），"
+        f"余量{report.slack_slots}个。"
+    )
     b = report.bottleneck
     if b is not None and (b.durations or b.classes):
         lines.append("瓶颈：")
@@ -128,13 +138,15 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
             lines.append(
                 f"  需≥{d.min_duration}个连续时段的任务{d.task_count}个（共需{d.required_slots}个时段），"
                 f"最多只能放下{d.placeable_slots}个时段；长度≥{d.min_duration}的空闲段或可嵌入时段"
-                f"共{d.bins}个，分布在：{_days_text(d.days)}。")
+                f"共{d.bins}个，分布在：{_days_text(d.days)}。"
+            )
         for c in b.classes:
-            banned = (f"，禁排第{'、'.join(str(p) for p in c.banned)}节" if c.banned else "")
+            banned = f"，禁排第{'、'.join(str(p) for p in c.banned)}节" if c.banned else ""
             lines.append(
                 f"  任务类[{c.class_id}]{c.name}（{day_span(c.start_day, c.end_day)}{banned}）："
                 f"任务{c.task_count}个共需{c.required_slots}个时段，窗口内可用{c.window_free_slots}"
-                f"个时段，最多放下{c.placeable_slots}个时段。")
+                f"个时段，最多放下{c.placeable_slots}个时段。"
+            )
     if b is not None and b.conflict_set:
         ids = "、".join(_label(state, t) for t in b.conflict_set)
         lines.append(f"无法同时放下的任务组：{ids}（{_conflict_note(report, figures)}）。")
@@ -144,9 +156,10 @@ def feasibility_text(state: ScheduleState, report: FeasibilityReport,
             parts.append(f"窗口末尾追加{figures.extra_days_needed}个空白天后可全部放下")
         elif figures.extra_days_possible is False:
             parts.append("追加空白天无法全部放下（有任务类的截止日早于窗口结束）")
-        for value, what in ((figures.lifting_banned_suffices, "取消禁排时段"),
-                            (figures.lifting_class_constraints_suffices,
-                             "取消任务类时间窗与禁排时段")):
+        for value, what in (
+            (figures.lifting_banned_suffices, "取消禁排时段"),
+            (figures.lifting_class_constraints_suffices, "取消任务类时间窗与禁排时段"),
+        ):
             if value is True:
                 parts.append(f"{what}后可全部放下")
             elif value is False:
@@ -179,13 +192,21 @@ def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
     state = ctx.state
     assert state is not None
     limit = _limit(ctx, args.time_limit_s)
-    report = check_feasibility(state, time_limit_s=limit, num_workers=ctx.num_workers,
-                               include_suggested=args.include_suggested)
+    report = check_feasibility(
+        state,
+        time_limit_s=limit,
+        num_workers=ctx.num_workers,
+        include_suggested=args.include_suggested,
+    )
     figures = None
     if report.is_feasible is False:
-        figures = negotiation_figures(state, report, time_limit_s=limit,
-                                      num_workers=ctx.num_workers,
-                                      include_suggested=args.include_suggested)
+        figures = negotiation_figures(
+            state,
+            report,
+            time_limit_s=limit,
+            num_workers=ctx.num_workers,
+            include_suggested=args.include_suggested,
+        )
     return feasibility_text(state, report, figures, limit)
 
 
@@ -194,33 +215,50 @@ class ProposeArgs(Args):
     time_limit_s: TimeLimit = 2.0
     seed: Seed = 0
     include_suggested: StrictBool = Field(default=False, description="是否同时重排已预排任务")
-    allow_late: StrictBool = Field(default=False,
-                                   description="是否允许任务排在其任务类截止日之后（按超期天数计罚）")
+    allow_late: StrictBool = Field(
+        default=False, description="是否允许任务排在其任务类截止日之后（按超期天数计罚）"
+    )
     weights: dict[WeightName, Weight] | None = Field(
-        default=None, description="软目标权重（缺省用默认值）：load_imbalance 负载不均、"
+        default=None,
+        description="软目标权重（缺省用默认值）：load_imbalance 负载不均、"
         "same_category 同类同日、isolated_free 孤立空闲时段、context_switch 科目切换、"
-        "late 超期天数、time_of_day 偏好外时段")
+        "late 超期天数、time_of_day 偏好外时段",
+    )
     threshold: Literal["strict", "normal", "relaxed"] = Field(
-        default="normal", description="按 analyze_health 的哪档阈值减少 critical/warning 问题")
+        default="normal", description="按 analyze_health 的哪档阈值减少 critical/warning 问题"
+    )
     keep_placed: StrictBool = Field(
-        default=False, description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 "
-        "max_moves 个未锁定任务，以减少体检问题")
-    max_moves: int = Field(default=3, ge=0, le=MAX_MOVES,
-                           description=f"keep_placed 时最多移动的已落位任务数（0-{MAX_MOVES}）")
+        default=False,
+        description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 "
+        "max_moves 个未锁定任务，以减少体检问题",
+    )
+    max_moves: int = Field(
+        default=3,
+        ge=0,
+        le=MAX_MOVES,
+        description=f"keep_placed 时最多移动的已落位任务数（0-{MAX_MOVES}）",
+    )
 
 
 def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
     rows: dict[int, list[str]] = {}
     for p in sorted(placements, key=lambda p: (p.day, p.slot_start, p.task_id)):
         span = periods(p.slot_start, p.slot_end)
-        item = (f"{_label(state, p.task_id)}(嵌入{_label(state, p.embed_host)} {span}节)"
-                if p.embed_host is not None else f"{_label(state, p.task_id)}({span}节)")
+        item = (
+            f"{_label(state, p.task_id)}(嵌入{_label(state, p.embed_host)} {span}节)"
+            if p.embed_host is not None
+            else f"{_label(state, p.task_id)}({span}节)"
+        )
         rows.setdefault(p.day, []).append(item)
     return [f"  第{d}天：{' '.join(items)}" for d, items in sorted(rows.items())]
 
 
-def _objective_line(objective: dict[str, float], start: dict[str, float] | None,
-                    bound: float | None = None, status: str = "") -> str:
+def _objective_line(
+    objective: dict[str, float],
+    start: dict[str, float] | None,
+    bound: float | None = None,
+    status: str = "",
+) -> str:
     terms = "，".join(f"{_TERM_WORDS[k]}{_num(round(objective[k], 1))}" for k in TERM_NAMES)
     tail = ""
     if start is not None:
@@ -230,7 +268,8 @@ def _objective_line(objective: dict[str, float], start: dict[str, float] | None,
         total = objective["weighted_total"]
         gap = (total - bound) / bound * 100 if bound > 0 else None
         tail += f"；证明下界{_num(round(bound, 1))}" + (
-            f"，距最优至多{_num(round(gap, 1))}%" if gap is not None else "")
+            f"，距最优至多{_num(round(gap, 1))}%" if gap is not None else ""
+        )
     return f"目标分项：{terms}；加权合计{_num(round(objective['weighted_total'], 1))}{tail}。"
 
 
@@ -246,9 +285,14 @@ def _proposal(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> Proposal:
     state = ctx.state
     assert state is not None
     if args.keep_placed:
-        return repair_placement(state, max_moves=args.max_moves,
-                                time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
-                                threshold=args.threshold, num_workers=ctx.num_workers)
+        return repair_placement(
+            state,
+            max_moves=args.max_moves,
+            time_limit_s=_limit(ctx, args.time_limit_s),
+            seed=args.seed,
+            threshold=args.threshold,
+            num_workers=ctx.num_workers,
+        )
     limit = _limit(ctx, args.time_limit_s)
     # The limit is the whole call's wall clock (issue 10): the solver gets what the call has not
     # spent yet, less the reply's reserve. Its deterministic work stays that of the asked limit,
@@ -256,28 +300,40 @@ def _proposal(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> Proposal:
     spent = 0.0 if ctx.call_started is None else time.perf_counter() - ctx.call_started
     reserve = REPLY_RESERVE_S + REPLY_RESERVE_PER_TASK_S * len(state.tasks)
     return propose_placement(
-        state, time_limit_s=max(limit - spent - reserve, 0.0), work_limit_s=WORK_SHARE * limit,
-        seed=args.seed, weights=_weights(args.weights), include_suggested=args.include_suggested,
-        num_workers=ctx.num_workers, allow_late=args.allow_late, threshold=args.threshold)
+        state,
+        time_limit_s=max(limit - spent - reserve, 0.0),
+        work_limit_s=WORK_SHARE * limit,
+        seed=args.seed,
+        weights=_weights(args.weights),
+        include_suggested=args.include_suggested,
+        num_workers=ctx.num_workers,
+        allow_late=args.allow_late,
+        threshold=args.threshold,
+    )
 
 
 def _health_line(proposal: Proposal) -> str:
     """The proposal's analyze_health counts (issue 10), and what the close stage changed."""
     if proposal.critical is None or proposal.warning is None:
         return ""
-    line = (f"体检（{proposal.threshold}档）：应用后 critical {proposal.critical} 个、warning "
-            f"{proposal.warning} 个")
-    if proposal.start_health is not None and proposal.start_health != (proposal.critical,
-                                                                        proposal.warning):
+    line = (
+        f"体检（{proposal.threshold}档）：应用后 critical {proposal.critical} 个、warning "
+        f"{proposal.warning} 个"
+    )
+    if proposal.start_health is not None and proposal.start_health != (
+        proposal.critical,
+        proposal.warning,
+    ):
         line += f"（调整前 {proposal.start_health[0]}/{proposal.start_health[1]}）"
     if proposal.start == "current":
         line += f"；移动了{proposal.local_moves}个已落位任务"
     if proposal.floor is not None:
         fc, fw = proposal.floor
-        at_floor = (proposal.critical <= fc
-                    and proposal.critical + proposal.warning <= fc + fw)
-        line += (f"；已证明同范围的任何方案至少有 critical {fc} 个、critical 与 warning 合计 "
-                 f"{fc + fw} 个，" + ("本方案已达此下限" if at_floor else "本方案尚高于此下限"))
+        at_floor = proposal.critical <= fc and proposal.critical + proposal.warning <= fc + fw
+        line += (
+            f"；已证明同范围的任何方案至少有 critical {fc} 个、critical 与 warning 合计 "
+            f"{fc + fw} 个，" + ("本方案已达此下限" if at_floor else "本方案尚高于此下限")
+        )
     return line + "。"
 
 
@@ -288,17 +344,24 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     placed = proposal.placements
     if not placed and not proposal.unplaced:
         if proposal.start == "current":  # keep_placed: nothing to place and no move helps
-            return "最少改动修复：没有找到能减少体检问题的调整，日程保持不变。\n" + _health_line(proposal)
+            return "最少改动修复：没有找到能减少体检问题的调整，日程保持不变。\n" + _health_line(
+                proposal
+            )
         return "没有待安排任务，无需粗排。"
     slots = sum(p.length for p in placed)
-    lines = [f"粗排方案（{_STATUS_WORDS[proposal.status]}）：放置{len(placed)}个任务，共{slots}个"
-             f"时段；未放置{len(proposal.unplaced)}个。"]
+    lines = [
+        f"粗排方案（{_STATUS_WORDS[proposal.status]}）：放置{len(placed)}个任务，共{slots}个"
+        f"时段；未放置{len(proposal.unplaced)}个。"
+    ]
     lines += _by_day(state, placed)
     if proposal.unplaced:
         items = " ".join(f"{_label(state, t)}(需{_need(state, t)}时段)" for t in proposal.unplaced)
         lines.append(f"未放置：{items}")
-    lines.append(_objective_line(proposal.objective, proposal.start_objective, proposal.bound,
-                                 proposal.status))
+    lines.append(
+        _objective_line(
+            proposal.objective, proposal.start_objective, proposal.bound, proposal.status
+        )
+    )
     if health := _health_line(proposal):
         lines.append(health)
     cut = "；搜索被时限截断，同一seed的结果可能不同" if proposal.wall_limited else ""
@@ -327,8 +390,11 @@ class ApplyArgs(Args):
     given, or none: the proposal is computed with the other arguments and applied whole."""
 
     placements: list[PlacementItem] | None = Field(
-        default=None, min_length=1, max_length=MAX_BATCH,
-        description=f"要应用的放置（1-{MAX_BATCH}项）；不传则按其余参数计算粗排方案并整体应用")
+        default=None,
+        min_length=1,
+        max_length=MAX_BATCH,
+        description=f"要应用的放置（1-{MAX_BATCH}项）；不传则按其余参数计算粗排方案并整体应用",
+    )
     time_limit_s: TimeLimit = 2.0
     seed: Seed = 0
     include_suggested: StrictBool = False
@@ -336,17 +402,27 @@ class ApplyArgs(Args):
     weights: dict[WeightName, Weight] | None = None
     threshold: Literal["strict", "normal", "relaxed"] = "normal"
     keep_placed: StrictBool = Field(
-        default=False, description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 "
-        "max_moves 个未锁定任务")
+        default=False,
+        description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 max_moves 个未锁定任务",
+    )
     max_moves: int = Field(default=3, ge=0, le=MAX_MOVES)
 
     @model_validator(mode="after")
     def _one_way(self) -> ApplyArgs:
         if self.placements is not None and self.model_fields_set & {
-                "time_limit_s", "seed", "include_suggested", "allow_late", "weights",
-                "threshold", "keep_placed", "max_moves"}:
-            raise ValueError("placements 与 time_limit_s/seed/include_suggested/allow_late/"
-                             "weights/threshold/keep_placed/max_moves 不能同时给出")
+            "time_limit_s",
+            "seed",
+            "include_suggested",
+            "allow_late",
+            "weights",
+            "threshold",
+            "keep_placed",
+            "max_moves",
+        }:
+            raise ValueError(
+                "placements 与 time_limit_s/seed/include_suggested/allow_late/"
+                "weights/threshold/keep_placed/max_moves 不能同时给出"
+            )
         return self
 
 
@@ -364,8 +440,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
             if task is None:
                 return _apply_refusal(f"任务 [{r.task_id}] 不存在。")
             if task.status == "existing":
-                return _apply_refusal(f"{task.label} 是已安排任务，粗排只放置待安排或"
-                                             f"已预排任务。")
+                return _apply_refusal(f"{task.label} 是已安排任务，粗排只放置待安排或已预排任务。")
     else:
         proposal = _proposal(ctx, args)
         requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
@@ -375,9 +450,13 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
             return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state)
     # keep_placed moves tasks of any status: a moved one keeps its status, a placed one is
     # suggested; otherwise every task of the proposal becomes suggested.
-    result = relocate(state, requests, op="apply_proposal",
-                      status_after=None if args.keep_placed else "suggested",
-                      allow_late=args.allow_late)
+    result = relocate(
+        state,
+        requests,
+        op="apply_proposal",
+        status_after=None if args.keep_placed else "suggested",
+        allow_late=args.allow_late,
+    )
     if not result.ok:
         assert result.refusal is not None
         text = refusal_text(state, "batch_move", result.refusal)
@@ -419,22 +498,26 @@ def _apply_moves(ctx: ToolContext, op: str, result: Reoptimization) -> tuple[boo
     for ch in op_result.changes:
         assert ch.block_before is not None and ch.block_after is not None
         embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
-        lines.append(f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
-                     f"{block_text(ch.block_after)}{embed}")
+        lines.append(
+            f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
+            f"{block_text(ch.block_after)}{embed}"
+        )
         days += [ch.block_before.day, ch.block_after.day]
     lines += [occupancy_line(state, d) for d in sorted(set(days))]
     return True, lines
 
 
 class SpreadArgs(Args):
-    category: str = Field(min_length=1, max_length=64,
-                          description="要均匀分散的任务类别（如“复习”）")
+    category: str = Field(
+        min_length=1, max_length=64, description="要均匀分散的任务类别（如“复习”）"
+    )
     time_limit_s: TimeLimit = 2.0
     seed: Seed = 0
 
 
-def _moves_reply(ctx: ToolContext, tool: str, result: Reoptimization, *, unchanged: str,
-                 head: str) -> str:
+def _moves_reply(
+    ctx: ToolContext, tool: str, result: Reoptimization, *, unchanged: str, head: str
+) -> str:
     """Apply a re-optimisation's moves atomically and reply: ``unchanged`` when nothing moves,
     ``head`` and one line per move when applied, a rollback line when refused."""
     if not result.moves:
@@ -450,28 +533,45 @@ def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
     assert state is not None
     if not any(t.category == args.category for t in state.tasks):
         return refused(f"spread_even 未执行：没有类别为「{args.category}」的任务，日程未变更。")
-    result = spread_even(state, args.category, time_limit_s=_limit(ctx, args.time_limit_s),
-                         seed=args.seed, num_workers=ctx.num_workers)
+    result = spread_even(
+        state,
+        args.category,
+        time_limit_s=_limit(ctx, args.time_limit_s),
+        seed=args.seed,
+        num_workers=ctx.num_workers,
+    )
     if result.status == "empty":
-        return refused(f"spread_even 未执行：类别「{args.category}」没有可移动的已落位任务"
-                       f"（固定、嵌有任务或多时段块的任务不参与），日程未变更。")
+        return refused(
+            f"spread_even 未执行：类别「{args.category}」没有可移动的已落位任务"
+            f"（固定、嵌有任务或多时段块的任务不参与），日程未变更。"
+        )
     b, a = result.before, result.after
-    figures = (f"分布偏差{_num(round(b['spread_deviation'], 1))}→{_num(round(a['spread_deviation'], 1))}，"
-               f"出现天数{int(b['days_used'])}→{int(a['days_used'])}，"
-               f"最长间隔{int(b['max_gap'])}→{int(a['max_gap'])}天")
+    figures = (
+        f"分布偏差{_num(round(b['spread_deviation'], 1))}→{_num(round(a['spread_deviation'], 1))}，"
+        f"出现天数{int(b['days_used'])}→{int(a['days_used'])}，"
+        f"最长间隔{int(b['max_gap'])}→{int(a['max_gap'])}天"
+    )
     return _moves_reply(
-        ctx, "spread_even", result,
-        unchanged=(f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务未移动"
-                   f"（当前分布已是找到的最均匀分布，{figures}）。"),
-        head=(f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务中移动了"
-              f"{len(result.moves)}个，{figures}："))
+        ctx,
+        "spread_even",
+        result,
+        unchanged=(
+            f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务未移动"
+            f"（当前分布已是找到的最均匀分布，{figures}）。"
+        ),
+        head=(
+            f"spread_even 完成：类别「{args.category}」的{len(result.task_ids)}个任务中移动了"
+            f"{len(result.moves)}个，{figures}："
+        ),
+    )
 
 
 class SwitchArgs(Args):
     day_from: Day | None = Field(default=None, description="起始天，缺省为第1天")
     day_to: Day | None = Field(default=None, description="结束天，缺省为最后一天")
-    allow_cross_day: StrictBool = Field(default=False,
-                                        description="是否允许任务换到范围内的其他天（默认只在当天内调整顺序）")
+    allow_cross_day: StrictBool = Field(
+        default=False, description="是否允许任务换到范围内的其他天（默认只在当天内调整顺序）"
+    )
     time_limit_s: TimeLimit = 2.0
     seed: Seed = 0
 
@@ -482,46 +582,79 @@ def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
     first = args.day_from or 1
     last = args.day_to or state.num_days
     if not 1 <= first <= last <= state.num_days:
-        return refused(f"参数错误：天范围第{first}-{last}天无效（规划窗口为第1-{state.num_days}天，"
-                       f"且 day_from ≤ day_to）。")
-    result = min_context_switch(state, first, last, allow_cross_day=args.allow_cross_day,
-                                time_limit_s=_limit(ctx, args.time_limit_s), seed=args.seed,
-                                num_workers=ctx.num_workers)
+        return refused(
+            f"参数错误：天范围第{first}-{last}天无效（规划窗口为第1-{state.num_days}天，"
+            f"且 day_from ≤ day_to）。"
+        )
+    result = min_context_switch(
+        state,
+        first,
+        last,
+        allow_cross_day=args.allow_cross_day,
+        time_limit_s=_limit(ctx, args.time_limit_s),
+        seed=args.seed,
+        num_workers=ctx.num_workers,
+    )
     if result.status == "empty":
-        return refused(f"min_context_switch 未执行：{day_span(first, last)}没有可移动的已落位任务，"
-                       "日程未变更。")
-    figures = (f"科目切换{int(result.before['context_switch'])}→"
-               f"{int(result.after['context_switch'])}次")
+        return refused(
+            f"min_context_switch 未执行：{day_span(first, last)}没有可移动的已落位任务，"
+            "日程未变更。"
+        )
+    figures = (
+        f"科目切换{int(result.before['context_switch'])}→{int(result.after['context_switch'])}次"
+    )
     return _moves_reply(
-        ctx, "min_context_switch", result,
-        unchanged=(f"min_context_switch 完成：{day_span(first, last)}的{len(result.task_ids)}个任务未移动"
-                   f"（{figures}，已是找到的最少切换）。"),
-        head=(f"min_context_switch 完成：{day_span(first, last)}移动了{len(result.moves)}个任务，"
-              f"{figures}："))
+        ctx,
+        "min_context_switch",
+        result,
+        unchanged=(
+            f"min_context_switch 完成：{day_span(first, last)}的{len(result.task_ids)}个任务未移动"
+            f"（{figures}，已是找到的最少切换）。"
+        ),
+        head=(
+            f"min_context_switch 完成：{day_span(first, last)}移动了{len(result.moves)}个任务，"
+            f"{figures}："
+        ),
+    )
 
 
 SOLVER_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "check_feasibility", "read", FeasibilityArgs, check_feasibility_tool,
+        "check_feasibility",
+        "read",
+        FeasibilityArgs,
+        check_feasibility_tool,
         "精确判定所有待安排任务能否同时放下（CP-SAT，考虑连续时段、占用、水课嵌入、任务类时间窗与禁排时段）。"
         "返回是否可行（已证明/未知）、需要与最多可放下的时段数、缺口、原因、瓶颈和协商数据。只读。",
     ),
     ToolSpec(
-        "propose_placement", "read", ProposeArgs, propose_tool,
+        "propose_placement",
+        "read",
+        ProposeArgs,
+        propose_tool,
         "计算一份粗排方案：先放下尽可能多的时段，再按权重优化负载均衡、同类分散、孤立空闲、科目切换等。"
         "只返回方案，不修改日程；用 apply_proposal 应用。",
     ),
     ToolSpec(
-        "apply_proposal", "write", ApplyArgs, apply_proposal_tool,
+        "apply_proposal",
+        "write",
+        ApplyArgs,
+        apply_proposal_tool,
         "应用粗排方案（原子操作）：传 placements 时按给出的放置应用；不传时按同样参数计算 propose_placement 的方案"
         "并整体应用。被放置的任务变为已预排。",
     ),
     ToolSpec(
-        "spread_even", "write", SpreadArgs, spread_even_tool,
+        "spread_even",
+        "write",
+        SpreadArgs,
+        spread_even_tool,
         "把某类别的已落位（非固定）任务在其可用天数内尽量均匀分散（CP-SAT 重排，原子操作）。",
     ),
     ToolSpec(
-        "min_context_switch", "write", SwitchArgs, min_context_switch_tool,
+        "min_context_switch",
+        "write",
+        SwitchArgs,
+        min_context_switch_tool,
         "在指定天范围内重排已落位（非固定）任务以减少科目切换（默认每个任务留在原来那天）。",
         modes=frozenset(),
     ),

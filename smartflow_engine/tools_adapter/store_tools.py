@@ -41,53 +41,86 @@ class TaskClassArgs(Args):
     name: str | None = Field(default=None, max_length=64, description="任务类名称（即类别名）")
     start: WeekDayArg | None = Field(default=None, description="时间窗开始（含当天）")
     end: WeekDayArg | None = Field(default=None, description="时间窗结束（含当天）")
-    total_slots: int | None = Field(default=None, strict=True, ge=0, le=2000,
-                                    description="总预算：全部任务项合计可用的节数")
+    total_slots: int | None = Field(
+        default=None, strict=True, ge=0, le=2000, description="总预算：全部任务项合计可用的节数"
+    )
     strategy: Literal["steady", "rapid"] | None = Field(
-        default=None, description="排布策略：steady=均匀推进，rapid=尽快完成")
+        default=None, description="排布策略：steady=均匀推进，rapid=尽快完成"
+    )
     tolerance_preference: Literal["strict", "normal", "relaxed"] | None = Field(
         default=None,
-        description="容错偏好：strict=留足余量，normal=适中，relaxed=可以排满。新建时必填（关键字段）")
+        description="容错偏好：strict=留足余量，normal=适中，relaxed=可以排满。新建时必填（关键字段）",
+    )
     excluded_slots: list[Annotated[int, Field(strict=True, ge=0, le=24)]] | None = Field(
-        default=None, max_length=24,
-        description="禁排节次（每天都不安排的节次，1-12）；[] 表示没有禁排。新建时必填（关键字段）")
+        default=None,
+        max_length=24,
+        description="禁排节次（每天都不安排的节次，1-12）；[] 表示没有禁排。新建时必填（关键字段）",
+    )
     time_of_day: Literal["morning", "afternoon", "evening", "any"] | None = Field(
-        default=None, description="偏好时段（普通字段）")
-    time_of_day_weight: float | None = Field(default=None, ge=0, le=1,
-                                             description="偏好时段权重 0-1（普通字段）")
+        default=None, description="偏好时段（普通字段）"
+    )
+    time_of_day_weight: float | None = Field(
+        default=None, ge=0, le=1, description="偏好时段权重 0-1（普通字段）"
+    )
     aggregate_same_category: bool | None = Field(
-        default=None, description="是否倾向把同类任务排在一起（普通字段）")
+        default=None, description="是否倾向把同类任务排在一起（普通字段）"
+    )
     milestones: list[Annotated[str, Field(max_length=50)]] | None = Field(
-        default=None, max_length=10, description="里程碑拆分建议（普通字段）")
+        default=None, max_length=10, description="里程碑拆分建议（普通字段）"
+    )
     knowledge_tags: list[Annotated[str, Field(max_length=30)]] | None = Field(
-        default=None, max_length=20, description="知识标签与学习路径备注（普通字段）")
+        default=None, max_length=20, description="知识标签与学习路径备注（普通字段）"
+    )
     notes: str | None = Field(default=None, max_length=500, description="其他备注（普通字段）")
 
 
 class TaskItemArgs(Args):
-    id: int | None = Field(default=None, strict=True, ge=1, le=MAX_TASK_ID,
-                           description="已有任务项的 ID（更新时可选；不填则按名称匹配，匹配不到则新建）")
+    id: int | None = Field(
+        default=None,
+        strict=True,
+        ge=1,
+        le=MAX_TASK_ID,
+        description="已有任务项的 ID（更新时可选；不填则按名称匹配，匹配不到则新建）",
+    )
     content: Text | None = Field(default=None, description="任务项名称")
-    duration: int | None = Field(default=None, strict=True, ge=1, le=24,
-                                 description="需要的连续节数（1-12）")
-    priority: int | None = Field(default=None, strict=True, ge=1, le=5,
-                                 description="优先级 1-5，1 最高")
-    depends_on: list[Text] | None = Field(default=None, max_length=10,
-                                          description="需先完成的任务项名称（同一任务类内）")
+    duration: int | None = Field(
+        default=None, strict=True, ge=1, le=24, description="需要的连续节数（1-12）"
+    )
+    priority: int | None = Field(
+        default=None, strict=True, ge=1, le=5, description="优先级 1-5，1 最高"
+    )
+    depends_on: list[Text] | None = Field(
+        default=None, max_length=10, description="需先完成的任务项名称（同一任务类内）"
+    )
 
 
 class UpsertTaskClassArgs(Args):
-    id: int = Field(default=0, strict=True, ge=0, le=MAX_TASK_ID,
-                    description="0=新建任务类；>0=更新该 ID 的任务类")
+    id: int = Field(
+        default=0,
+        strict=True,
+        ge=0,
+        le=MAX_TASK_ID,
+        description="0=新建任务类；>0=更新该 ID 的任务类",
+    )
     task_class: TaskClassArgs = Field(description="任务类主体字段；更新时未给出的字段保持原值")
-    items: list[TaskItemArgs] = Field(default_factory=list, max_length=50,
-                                      description="任务项（按 ID 或名称更新，其余新建；未列出的保留）")
+    items: list[TaskItemArgs] = Field(
+        default_factory=list,
+        max_length=50,
+        description="任务项（按 ID 或名称更新，其余新建；未列出的保留）",
+    )
     source: Literal["chat", "memory", "web"] | None = Field(
-        default=None, description="字段来源，用于审计：chat=用户对话，memory=记忆，web=常识")
+        default=None, description="字段来源，用于审计：chat=用户对话，memory=记忆，web=常识"
+    )
 
 
-_ORDINARY = ("time_of_day", "time_of_day_weight", "aggregate_same_category", "milestones",
-             "knowledge_tags", "notes")
+_ORDINARY = (
+    "time_of_day",
+    "time_of_day_weight",
+    "aggregate_same_category",
+    "milestones",
+    "knowledge_tags",
+    "notes",
+)
 
 # Chinese text of each validation issue code (smartflow_engine.store.ISSUE_CODES).
 _ISSUE_TEXT = {
@@ -120,9 +153,13 @@ def _issue(issue: Any) -> dict[str, Any]:
     if isinstance(expected, list):
         expected = "、".join(str(e) for e in expected)
     template = _ISSUE_TEXT.get(issue.code, "{field} 有误（{code}）。")
-    out = {"code": issue.code, "field": issue.field,
-           "message": template.format(field=issue.field, actual=actual, expected=expected,
-                                      code=issue.code)}
+    out = {
+        "code": issue.code,
+        "field": issue.field,
+        "message": template.format(
+            field=issue.field, actual=actual, expected=expected, code=issue.code
+        ),
+    }
     if issue.actual is not None:
         out["actual"] = issue.actual
     if issue.expected is not None:
@@ -131,20 +168,29 @@ def _issue(issue: Any) -> dict[str, Any]:
 
 
 def _reply(
-    *, success: bool, task_class_id: int | None = None, created: bool = False,
-    issues: list[dict[str, Any]] | None = None, validated: bool = False, error: str = "",
-    error_code: str = "", source: str | None = None,
+    *,
+    success: bool,
+    task_class_id: int | None = None,
+    created: bool = False,
+    issues: list[dict[str, Any]] | None = None,
+    validated: bool = False,
+    error: str = "",
+    error_code: str = "",
+    source: str | None = None,
 ) -> str:
-    return json.dumps({
-        "tool": TOOL,
-        "success": success,
-        "task_class_id": task_class_id,
-        "created": created,
-        "validation": {"ok": validated and not issues, "issues": issues or []},
-        "source": source,
-        "error": error,
-        "error_code": error_code,
-    }, ensure_ascii=False)
+    return json.dumps(
+        {
+            "tool": TOOL,
+            "success": success,
+            "task_class_id": task_class_id,
+            "created": created,
+            "validation": {"ok": validated and not issues, "issues": issues or []},
+            "source": source,
+            "error": error,
+            "error_code": error_code,
+        },
+        ensure_ascii=False,
+    )
 
 
 def error_reply(error_code: str, error: str) -> str:
@@ -156,18 +202,26 @@ def error_reply(error_code: str, error: str) -> str:
 def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
     source = args.source
     if ctx.store is None:
-        return _reply(success=False, error="未配置数据库，无法保存任务类。", error_code="no_store",
-                      source=source)
+        return _reply(
+            success=False,
+            error="未配置数据库，无法保存任务类。",
+            error_code="no_store",
+            source=source,
+        )
     if ctx.user_id is None:
-        return _reply(success=False, error="未指定用户，无法保存任务类。", error_code="no_user",
-                      source=source)
+        return _reply(
+            success=False, error="未指定用户，无法保存任务类。", error_code="no_user", source=source
+        )
     from ..store import TaskClassInput, TaskItemInput  # the store pulls in SQLAlchemy
 
     tc = args.task_class
     preferences = {k: getattr(tc, k) for k in _ORDINARY if getattr(tc, k) is not None}
     fields = TaskClassInput(
-        name=tc.name, total_slots=tc.total_slots, strategy=tc.strategy,
-        tolerance_preference=tc.tolerance_preference, excluded_slots=tc.excluded_slots,
+        name=tc.name,
+        total_slots=tc.total_slots,
+        strategy=tc.strategy,
+        tolerance_preference=tc.tolerance_preference,
+        excluded_slots=tc.excluded_slots,
         start=tc.start.model_dump() if tc.start else None,
         end=tc.end.model_dump() if tc.end else None,
         preferences=preferences or None,
@@ -175,23 +229,40 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
     items = [TaskItemInput.model_validate(it.model_dump()) for it in args.items]
     result = ctx.store.upsert_task_class(ctx.user_id, args.id, fields, items, source=args.source)
     if result.success:
-        return _reply(success=True, task_class_id=result.task_class_id, created=result.created,
-                      validated=True, source=source)
+        return _reply(
+            success=True,
+            task_class_id=result.task_class_id,
+            created=result.created,
+            validated=True,
+            source=source,
+        )
     code = result.error_code
     if code == "not_found":
         if "item_id" in result.detail:
             error = f"任务项 [{result.detail['item_id']}] 不在该任务类中，未做任何修改。"
         else:
             error = f"任务类 [{args.id}] 不存在，未做任何修改。"
-        return _reply(success=False, task_class_id=None, error=error, error_code=code,
-                      source=source)
+        return _reply(
+            success=False, task_class_id=None, error=error, error_code=code, source=source
+        )
     if code == "validation_failed":
         issues = [_issue(i) for i in result.issues]
-        return _reply(success=False, task_class_id=result.task_class_id, issues=issues,
-                      validated=True, error=f"写后校验未通过（{len(issues)} 项），已回滚，未保存任何"
-                      "修改。请按 validation.issues 修正后重试。", error_code=code, source=source)
-    return _reply(success=False, error="数据库写入失败，已回滚，未保存任何修改。",
-                  error_code=code or "db_error", source=source)
+        return _reply(
+            success=False,
+            task_class_id=result.task_class_id,
+            issues=issues,
+            validated=True,
+            error=f"写后校验未通过（{len(issues)} 项），已回滚，未保存任何"
+            "修改。请按 validation.issues 修正后重试。",
+            error_code=code,
+            source=source,
+        )
+    return _reply(
+        success=False,
+        error="数据库写入失败，已回滚，未保存任何修改。",
+        error_code=code or "db_error",
+        source=source,
+    )
 
 
 # ---------------------------------------------------------------------------------- commit / reload
@@ -209,7 +280,9 @@ class CommitArgs(Args):
 
 class ReloadArgs(Args):
     discard_changes: bool = Field(
-        default=False, description="有未提交的修改时，是否丢弃它们并重新加载（默认 false：拒绝重载）")
+        default=False,
+        description="有未提交的修改时，是否丢弃它们并重新加载（默认 false：拒绝重载）",
+    )
 
 
 def _periods(detail: dict[str, Any]) -> str:
@@ -237,20 +310,22 @@ def _what_changed(ctx: ToolContext, result: Any) -> str:
         "host_gone": f"{who} 所嵌入的{host_name}已不在数据库中的原位置。",
         "periods_changed": f"{who} 原来占用的{day}{_periods(detail)}在数据库中已被修改。",
         "guest_added": f"{who} 原来占用的{day}{_periods(detail)}在数据库中已嵌入"
-                       f"「{detail.get('guest', '?')}」，移走它会丢失该嵌入。",
+        f"「{detail.get('guest', '?')}」，移走它会丢失该嵌入。",
         "period_taken": f"{who} 的目标时段{day}{_periods(detail)}在数据库中已被"
-                        f"「{detail.get('holder', '?')}」占用。",
+        f"「{detail.get('holder', '?')}」占用。",
         "host_not_free": f"{who} 要嵌入的{host_name}在数据库中{day}的时段已不可嵌入（已移走或已有嵌入）。",
     }
     return texts.get(reason, "数据库中的相关数据已被修改。")
 
 
 def _counts(result: Any) -> str:
-    return (f"- 日程事件 schedule_events：新建{result.events_created}个，删除{result.events_deleted}个，"
-            f"更新{result.events_updated}个\n"
-            f"- 日程节次 schedules：新增{result.rows_inserted}行，删除{result.rows_deleted}行\n"
-            f"- 任务项 task_class_items：更新{result.items_updated}个\n"
-            f"- 嵌入 embedded：标记{result.guests_marked}节，清除{result.guests_cleared}节")
+    return (
+        f"- 日程事件 schedule_events：新建{result.events_created}个，删除{result.events_deleted}个，"
+        f"更新{result.events_updated}个\n"
+        f"- 日程节次 schedules：新增{result.rows_inserted}行，删除{result.rows_deleted}行\n"
+        f"- 任务项 task_class_items：更新{result.items_updated}个\n"
+        f"- 嵌入 embedded：标记{result.guests_marked}节，清除{result.guests_cleared}节"
+    )
 
 
 def _store_refusal(ctx: ToolContext) -> str | None:
@@ -265,9 +340,11 @@ def _store_refusal(ctx: ToolContext) -> str | None:
 
 def _failure(ctx: ToolContext, result: Any, word: str) -> str:
     if result.error_code in ("stale", "conflict"):
-        return (f"{word}失败：数据库在本会话加载之后已被修改。{_what_changed(ctx, result)}"
-                "没有写入任何内容，会话中的修改仍然保留；请调用 reload（discard_changes=true）"
-                "获取最新日程后重新调整，或撤回与之冲突的修改后再提交。")
+        return (
+            f"{word}失败：数据库在本会话加载之后已被修改。{_what_changed(ctx, result)}"
+            "没有写入任何内容，会话中的修改仍然保留；请调用 reload（discard_changes=true）"
+            "获取最新日程后重新调整，或撤回与之冲突的修改后再提交。"
+        )
     if result.error_code == "invalid_changes":
         return f"{word}失败：变更记录与当前日程不一致，没有写入任何内容。"
     return f"{word}失败：数据库写入出错，已回滚，没有写入任何内容，会话中的修改仍然保留。"
@@ -275,9 +352,9 @@ def _failure(ctx: ToolContext, result: Any, word: str) -> str:
 
 WINDOW_NOTES = {
     "expand_window": "数据库没有保存规划窗口天数的表，新增的天不会写入；放在新增天上的任务会按"
-                     "周次映射（day_mapping）写成对应日期的日程节次",
+    "周次映射（day_mapping）写成对应日期的日程节次",
     "relax_constraints": "数据库中的任务类时间窗与禁排节次保持原样（需要长期生效请用 "
-                         "upsert_task_class 修改任务类）；重新加载后约束恢复",
+    "upsert_task_class 修改任务类）；重新加载后约束恢复",
     "reduce_scope": "移出的任务在数据库中保持未安排",
 }
 
@@ -290,7 +367,9 @@ def window_note(ctx: ToolContext) -> str:
         return ""
     lines = [f"注意：本会话的{len(changes)}项窗口调整只在会话中生效，提交不会写入数据库："]
     for w in changes:
-        lines.append(f"- #{w.get('seq')} {w.get('summary')}：{WINDOW_NOTES.get(w.get('choice'), '')}")
+        lines.append(
+            f"- #{w.get('seq')} {w.get('summary')}：{WINDOW_NOTES.get(w.get('choice'), '')}"
+        )
     return "\n".join(lines)
 
 
@@ -313,10 +392,14 @@ def _commit_preview(ctx: ToolContext) -> str:
     tasks = len({c.task_id for c in ctx.changes})
     result = ctx.store.preview_commit(ctx.user_id, ctx.state, ctx.changes)
     if not result.ok:
-        return (f"将提交 {len(ctx.changes)} 项修改（涉及 {tasks} 个任务），但按数据库当前内容会失败：\n"
-                + _failure(ctx, result, "提交"))
-    return (f"将在一个事务中提交 {len(ctx.changes)} 项修改（涉及 {tasks} 个任务），各表净变化：\n"
-            + _counts(result))
+        return (
+            f"将提交 {len(ctx.changes)} 项修改（涉及 {tasks} 个任务），但按数据库当前内容会失败：\n"
+            + _failure(ctx, result, "提交")
+        )
+    return (
+        f"将在一个事务中提交 {len(ctx.changes)} 项修改（涉及 {tasks} 个任务），各表净变化：\n"
+        + _counts(result)
+    )
 
 
 def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
@@ -331,7 +414,9 @@ def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
     if not result.ok:
         return _failure(ctx, result, "提交")
     ctx.changes.clear()  # the database now holds them; the next commit starts from here
-    return _with_window_note(ctx, f"已提交 {count} 项修改到数据库（一个事务）：\n" + _counts(result))
+    return _with_window_note(
+        ctx, f"已提交 {count} 项修改到数据库（一个事务）：\n" + _counts(result)
+    )
 
 
 def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
@@ -340,14 +425,17 @@ def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
         return f"重新加载失败：{refusal}"
     assert ctx.state is not None
     if ctx.changes and not args.discard_changes:
-        return (f"重新加载失败：本会话有 {len(ctx.changes)} 项未提交的修改，重新加载会丢弃它们。"
-                "请先 commit，或确认丢弃后以 discard_changes=true 调用 reload。")
+        return (
+            f"重新加载失败：本会话有 {len(ctx.changes)} 项未提交的修改，重新加载会丢弃它们。"
+            "请先 commit，或确认丢弃后以 discard_changes=true 调用 reload。"
+        )
     from ..store import StoreError
 
     old = ctx.state
     try:
-        state = ctx.store.load_window(ctx.user_id, old.window.day_mapping,
-                                      slots_per_day=old.slots_per_day)
+        state = ctx.store.load_window(
+            ctx.user_id, old.window.day_mapping, slots_per_day=old.slots_per_day
+        )
     except StoreError as exc:
         return f"重新加载失败：数据库中的日程无法构成有效窗口（{exc}）。会话状态未改变。"
     except Exception:  # the database is unreachable: the session keeps its state
@@ -360,27 +448,42 @@ def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
         ctx.loop.set_aside.clear()
     pending = sum(1 for t in state.tasks if t.status == "pending")
     note = f"，丢弃了 {dropped} 项未提交的修改" if dropped else ""
-    return (f"已从数据库重新加载第1-{state.window.total_days}天的日程{note}：共 {len(state.tasks)} 个任务，"
-            f"待安排 {pending} 个。")
+    return (
+        f"已从数据库重新加载第1-{state.window.total_days}天的日程{note}：共 {len(state.tasks)} 个任务，"
+        f"待安排 {pending} 个。"
+    )
 
 
 STORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        TOOL, "write", UpsertTaskClassArgs, upsert_task_class_tool,
+        TOOL,
+        "write",
+        UpsertTaskClassArgs,
+        upsert_task_class_tool,
         "创建或更新任务类并写库（id=0 新建，id>0 更新）：先写任务类主体（名称、时间窗、策略、总预算、"
         "容错偏好、禁排节次等），再写任务项；写后校验字段合法性与完整性，不通过则整体回滚并返回可修复的 "
         "validation.issues。关键字段须先经用户确认。不依赖已加载的日程。",
-        output="json", needs_state=False, needs_confirm=True, error_reply=error_reply,
+        output="json",
+        needs_state=False,
+        needs_confirm=True,
+        error_reply=error_reply,
     ),
     ToolSpec(
-        COMMIT_TOOL, "write", CommitArgs, commit_tool,
+        COMMIT_TOOL,
+        "write",
+        CommitArgs,
+        commit_tool,
         "把本会话的全部修改在一个事务中写回数据库（需用户确认）：预览会列出各表的净变化"
         "（日程事件、日程节次、任务项、嵌入）；若数据库在加载后被他人修改，提交失败并说明改了什么，"
         "会话修改保留，可 reload 后重新调整。",
-        needs_confirm=True, preview=commit_preview,
+        needs_confirm=True,
+        preview=commit_preview,
     ),
     ToolSpec(
-        RELOAD_TOOL, "write", ReloadArgs, reload_tool,
+        RELOAD_TOOL,
+        "write",
+        ReloadArgs,
+        reload_tool,
         "从数据库重新加载本会话窗口的最新日程；有未提交修改时需 discard_changes=true 才会丢弃它们。",
     ),
 )

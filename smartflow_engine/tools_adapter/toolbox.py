@@ -76,8 +76,15 @@ class Toolbox:
     ) -> None:
         from .loop import LoopState
 
-        self.ctx = ToolContext(state, [], max_time_limit_s, num_workers, store, user_id,
-                               loop=LoopState() if loop else None)
+        self.ctx = ToolContext(
+            state,
+            [],
+            max_time_limit_s,
+            num_workers,
+            store,
+            user_id,
+            loop=LoopState() if loop else None,
+        )
         self.self_check = _env_self_check() if self_check is None else self_check
         self.enabled_tools: tuple[str, ...] = tuple(dict.fromkeys(enabled_tools))
 
@@ -94,8 +101,11 @@ class Toolbox:
     def tool_names(self, mode: Mode | str | None = None) -> list[str]:
         """The tools this toolbox offers: those of ``mode``, or of any mode when ``None``, plus
         the enabled hidden ones; without a loaded schedule, only those that need none."""
-        base = registry.tool_names(mode) if mode is not None else [
-            s.name for s in registry.TOOLS if s.modes]
+        base = (
+            registry.tool_names(mode)
+            if mode is not None
+            else [s.name for s in registry.TOOLS if s.modes]
+        )
         names = base + [n for n in self.enabled_tools if n not in base and n in registry.REGISTRY]
         if self.ctx.state is None:
             names = [n for n in names if not registry.REGISTRY[n].needs_state]
@@ -115,14 +125,18 @@ class Toolbox:
         from .schemas import tool_schemas
 
         usable = set(self.tool_names(mode))
-        return [s for s in tool_schemas(fmt=fmt, mode=mode, include=self.enabled_tools)
-                if _schema_name(s) in usable]
+        return [
+            s
+            for s in tool_schemas(fmt=fmt, mode=mode, include=self.enabled_tools)
+            if _schema_name(s) in usable
+        ]
 
     # ------------------------------------------------------------------ calling
     def validate(self, name: str, args: Any) -> tuple[ToolSpec | None, Any, str | None]:
         """Parse ``args`` for tool ``name``: ``(spec, parsed, None)`` or ``(spec?, None, reply)``."""
-        found = pipeline.lookup(registry.REGISTRY, name, self.tool_names(), self.is_offered,
-                                _HIDDEN)
+        found = pipeline.lookup(
+            registry.REGISTRY, name, self.tool_names(), self.is_offered, _HIDDEN
+        )
         if isinstance(found, pipeline.CallResult):
             return registry.get_spec(name), None, found.reply
         parsed, rejected = pipeline.parse(found, args, self.ctx)
@@ -130,26 +144,38 @@ class Toolbox:
             return found, None, rejected.reply
         return found, parsed, None
 
-    def invoke(self, name: str, args: dict[str, Any] | None = None, *,
-               confirm: bool = False) -> ToolReply:
+    def invoke(
+        self, name: str, args: dict[str, Any] | None = None, *, confirm: bool = False
+    ) -> ToolReply:
         """As :meth:`call`, with the reply flagged as an error when the tool refused."""
         result = self.invoke_result(name, args, confirm=confirm)
-        return ToolReply(result.tool, result.reply, is_error=result.status == "error",
-                         needs_confirm=result.error_code == "confirm_required")
+        return ToolReply(
+            result.tool,
+            result.reply,
+            is_error=result.status == "error",
+            needs_confirm=result.error_code == "confirm_required",
+        )
 
-    def invoke_result(self, name: str, args: Any = None, *,
-                      confirm: bool = False) -> pipeline.CallResult:
+    def invoke_result(
+        self, name: str, args: Any = None, *, confirm: bool = False
+    ) -> pipeline.CallResult:
         """Run tool ``name`` and report what happened (see :class:`~.pipeline.CallResult`)."""
-        found = pipeline.lookup(registry.REGISTRY, name, self.tool_names(), self.is_offered,
-                                _HIDDEN)
+        found = pipeline.lookup(
+            registry.REGISTRY, name, self.tool_names(), self.is_offered, _HIDDEN
+        )
         if isinstance(found, pipeline.CallResult):
             return found
         parsed, refused_call = pipeline.parse(found, args, self.ctx)
         if refused_call is not None:
             return refused_call
         if found.needs_confirm and not confirm:
-            return pipeline.CallResult(found.name, self._confirm_needed(found, parsed),
-                                       found.output, "error", "confirm_required")
+            return pipeline.CallResult(
+                found.name,
+                self._confirm_needed(found, parsed),
+                found.output,
+                "error",
+                "confirm_required",
+            )
         return pipeline.execute(self.ctx, found, parsed, check=self.self_check)
 
     def call(self, name: str, args: dict[str, Any] | None = None, *, confirm: bool = False) -> str:
@@ -167,8 +193,10 @@ class Toolbox:
 
     def _confirm_needed(self, spec: ToolSpec, parsed: Any) -> str:
         args = parsed.model_dump(mode="json", exclude_unset=True)
-        msg = (f"{spec.name} 需要用户确认后才能执行，本次未执行，没有任何修改。"
-               "请在用户明确同意后以 confirm=True 再次调用。")
+        msg = (
+            f"{spec.name} 需要用户确认后才能执行，本次未执行，没有任何修改。"
+            "请在用户明确同意后以 confirm=True 再次调用。"
+        )
         if spec.output != "json":
             shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
             return refused(f"待确认：{msg}\n参数：{shown}")

@@ -64,8 +64,11 @@ def _blockers_with_blocks(state: ScheduleState, refusal: Refusal) -> str:
         own = "(其新位置)" if b.moving else ""
         if task is not None and not b.moving:
             own = "".join(
-                f"({periods(x.slot_start, x.slot_end)}节)" for x in task.slots
-                if x.day == refusal.day and x.slot_start <= b.slot_end and b.slot_start <= x.slot_end
+                f"({periods(x.slot_start, x.slot_end)}节)"
+                for x in task.slots
+                if x.day == refusal.day
+                and x.slot_start <= b.slot_end
+                and b.slot_start <= x.slot_end
             )
         parts.append(f"{_label(state, b.task_id)}{own}")
     return "、".join(parts)
@@ -85,8 +88,10 @@ def class_rule_text(state: ScheduleState, refusal: Refusal) -> str:
         last = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
         return f"第{refusal.day}天不在任务类「{name}」的时间窗（{day_span(first, last)}）内。"
     banned = "、".join(str(b.slot_start) for b in refusal.blockers)
-    return (f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节含任务类"
-            f"「{name}」的禁排时段（第{banned}节）。")
+    return (
+        f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节含任务类"
+        f"「{name}」的禁排时段（第{banned}节）。"
+    )
 
 
 def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
@@ -102,21 +107,27 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
         day_context = _day_context(state, refusal.day)
     elif kind == "conflict":
         target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
-        return refused(f"{head}，全部回滚，无任何变更。\n冲突：{label} → {target}，该位置已被 "
-                       f"{_blockers_with_blocks(state, refusal)} 占用。")
+        return refused(
+            f"{head}，全部回滚，无任何变更。\n冲突：{label} → {target}，该位置已被 "
+            f"{_blockers_with_blocks(state, refusal)} 占用。"
+        )
     elif kind == "not_found":
         reason = f"任务 [{refusal.task_id}] 不存在。"
     elif kind == "not_pending":
         reason = f"{label} 不是待安排任务，无法放置。"
     elif kind == "pending":
-        reason = (f"{label} 当前为待安排状态，无需移除。" if op == "unplace"
-                  else f"{label} 当前为待安排状态，请使用 place 放置。")
+        reason = (
+            f"{label} 当前为待安排状态，无需移除。"
+            if op == "unplace"
+            else f"{label} 当前为待安排状态，请使用 place 放置。"
+        )
     elif kind == "locked":
         if task is not None and not task.locked and refusal.other_id is not None:
             host = state.task(refusal.other_id)
             host_word = fixed_word(host) if host is not None else "固定任务"
-            reason = (f"{label} 嵌入在{host_word} {_label(state, refusal.other_id)} 中，"
-                      f"不可单独{verb}。")
+            reason = (
+                f"{label} 嵌入在{host_word} {_label(state, refusal.other_id)} 中，不可单独{verb}。"
+            )
         else:
             word = fixed_word(task) if task is not None else "固定任务"
             reason = f"{label} 是{word}，不可{verb}。"
@@ -141,12 +152,16 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
             reason = f"第{refusal.day}天超出规划窗口（第1-{days}天）。"
         else:
             length = (refusal.slot_end or 0) - (refusal.slot_start or 0) + 1
-            reason = (f"{label} 需{length}个时段，从第{refusal.slot_start}节开始到第"
-                      f"{refusal.slot_end}节，超出每天{spd}节。")
+            reason = (
+                f"{label} 需{length}个时段，从第{refusal.slot_start}节开始到第"
+                f"{refusal.slot_end}节，超出每天{spd}节。"
+            )
     elif kind == "embed_taken":
         host_label = _label(state, refusal.blockers[0].task_id if refusal.blockers else None)
         target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
-        reason = f"{target}位于 {host_label} 的可嵌入时段，但已嵌入 {_label(state, refusal.other_id)}。"
+        reason = (
+            f"{target}位于 {host_label} 的可嵌入时段，但已嵌入 {_label(state, refusal.other_id)}。"
+        )
         if op != "batch_move" and refusal.day is not None:
             day_context = _day_context(state, refusal.day)
     elif kind in ("class_window", "banned_period"):
@@ -155,8 +170,10 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
         a, b = state.task(refusal.task_id or 0), state.task(refusal.other_id or 0)
         la = a.slots[0].length if a and a.slots else 0
         lb = b.slots[0].length if b and b.slots else 0
-        reason = (f"{label} 占{la}个时段，{_label(state, refusal.other_id)} 占{lb}个时段，"
-                  f"时长不同无法直接交换。")
+        reason = (
+            f"{label} 占{la}个时段，{_label(state, refusal.other_id)} 占{lb}个时段，"
+            f"时长不同无法直接交换。"
+        )
     elif kind == "same_task":
         reason = f"{label} 不能与自身交换。"
     elif kind == "duplicate_task":
@@ -207,8 +224,10 @@ def place_tool(ctx: ToolContext, args: PlaceArgs) -> str:
     assert ch.block_after is not None
     label = _label(state, ch.task_id)
     if ch.embed_host_after is not None:
-        head = (f"已将 {label} 嵌入到{block_text(ch.block_after)}"
-                f"（宿主：{_label(state, ch.embed_host_after)}）。")
+        head = (
+            f"已将 {label} 嵌入到{block_text(ch.block_after)}"
+            f"（宿主：{_label(state, ch.embed_host_after)}）。"
+        )
     else:
         head = f"已将 {label} 放到{block_text(ch.block_after)}。"
     return "\n".join([head, occupancy_line(state, ch.block_after.day), pending_left_line(state)])
@@ -220,20 +239,24 @@ class MoveArgs(Args):
     new_day: Day
     new_slot_start: Slot
     from_day: Day | None = Field(
-        default=None, description="任务有多个时段块时（如一周两次的课），指定要移动哪一天的块")
+        default=None, description="任务有多个时段块时（如一周两次的课），指定要移动哪一天的块"
+    )
 
 
 def move_tool(ctx: ToolContext, args: MoveArgs) -> str:
     state = ctx.state
     assert state is not None
-    result = _apply(ctx, "move", move(state, args.task_id, args.new_day, args.new_slot_start,
-                                      args.from_day))
+    result = _apply(
+        ctx, "move", move(state, args.task_id, args.new_day, args.new_slot_start, args.from_day)
+    )
     if result.refusal is not None:
         return refusal_text(state, "move", result.refusal)
     ch = result.changes[0]
     assert ch.block_before is not None and ch.block_after is not None
-    head = (f"已将 {_label(state, ch.task_id)} 从{block_text(ch.block_before)}移至"
-            f"{block_text(ch.block_after)}{_embed_note(state, ch.embed_host_after)}。")
+    head = (
+        f"已将 {_label(state, ch.task_id)} 从{block_text(ch.block_before)}移至"
+        f"{block_text(ch.block_after)}{_embed_note(state, ch.embed_host_after)}。"
+    )
     return "\n".join([head, *_days_lines(state, [ch.block_before.day, ch.block_after.day])])
 
 
@@ -253,8 +276,10 @@ def swap_tool(ctx: ToolContext, args: SwapArgs) -> str:
     days: list[int] = []
     for ch in result.changes:
         assert ch.block_before is not None and ch.block_after is not None
-        lines.append(f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
-                     f"{block_text(ch.block_after)}{_embed_note(state, ch.embed_host_after)}")
+        lines.append(
+            f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
+            f"{block_text(ch.block_after)}{_embed_note(state, ch.embed_host_after)}"
+        )
         days += [ch.block_before.day, ch.block_after.day]
     return "\n".join(lines + _days_lines(state, days))
 
@@ -268,8 +293,9 @@ class MoveItem(Args):
 
 
 class BatchMoveArgs(Args):
-    moves: list[MoveItem] = Field(min_length=1, max_length=MAX_BATCH,
-                                  description=f"要同时移动的任务，1-{MAX_BATCH}项")
+    moves: list[MoveItem] = Field(
+        min_length=1, max_length=MAX_BATCH, description=f"要同时移动的任务，1-{MAX_BATCH}项"
+    )
 
 
 def batch_move_tool(ctx: ToolContext, args: BatchMoveArgs) -> str:
@@ -302,35 +328,52 @@ def unplace_tool(ctx: ToolContext, args: UnplaceArgs) -> str:
         return refusal_text(state, "unplace", result.refusal)
     ch = result.changes[0]
     assert ch.block_before is not None
-    return "\n".join([
-        f"已将 {_label(state, ch.task_id)} 从{block_text(ch.block_before)}移除，恢复为待安排状态。",
-        occupancy_line(state, ch.block_before.day),
-        pending_left_line(state),
-    ])
+    return "\n".join(
+        [
+            f"已将 {_label(state, ch.task_id)} 从{block_text(ch.block_before)}移除，恢复为待安排状态。",
+            occupancy_line(state, ch.block_before.day),
+            pending_left_line(state),
+        ]
+    )
 
 
 WRITE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "place", "write", PlaceArgs, place_tool,
+        "place",
+        "write",
+        PlaceArgs,
+        place_tool,
         "把一个待安排（pending）任务放到第 day 天、从 slot_start 节开始的连续时段（长度=任务所需时长），"
         "成功后任务变为已预排。目标完全落在空闲的水课时段内时自动嵌入。冲突或越界时不做任何修改。",
     ),
     ToolSpec(
-        "move", "write", MoveArgs, move_tool,
+        "move",
+        "write",
+        MoveArgs,
+        move_tool,
         "把一个已落位任务移到第 new_day 天、从 new_slot_start 节开始（时长不变）。固定任务不可移动；"
         "有多个时段块的任务需用 from_day 指定块。冲突时不做任何修改。",
     ),
     ToolSpec(
-        "swap", "write", SwapArgs, swap_tool,
+        "swap",
+        "write",
+        SwapArgs,
+        swap_tool,
         "交换两个已落位的单块任务的位置，两者时长必须相同，均不可为固定任务。",
     ),
     ToolSpec(
-        "batch_move", "write", BatchMoveArgs, batch_move_tool,
+        "batch_move",
+        "write",
+        BatchMoveArgs,
+        batch_move_tool,
         "同时移动多个已落位任务（原子操作：全部成功或全部回滚）。所有任务先离开原位再检查新位置，"
         "因此可以在一次调用中互换位置。",
     ),
     ToolSpec(
-        "unplace", "write", UnplaceArgs, unplace_tool,
+        "unplace",
+        "write",
+        UnplaceArgs,
+        unplace_tool,
         "把一个已落位的单块任务移出日程，恢复为待安排状态（时长=原时段长度）。固定任务不可移除。",
     ),
 )

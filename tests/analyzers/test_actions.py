@@ -32,8 +32,10 @@ def _results(state: ScheduleState, level: str) -> list[AnalysisResult]:
     ]
 
 
-@given(state=windows(max_days=14, slots=(4, 12)), level=st.sampled_from(
-    ["strict", "normal", "relaxed"]))
+@given(
+    state=windows(max_days=14, slots=(4, 12)),
+    level=st.sampled_from(["strict", "normal", "relaxed"]),
+)
 def test_actions_point_at_movable_study_tasks_only(state: ScheduleState, level: str) -> None:
     """Tests that every action targets study tasks (source task_item, unlocked), that each day
     it names as a target holds a movable study task (never a course-only day), that it offers
@@ -42,7 +44,8 @@ def test_actions_point_at_movable_study_tasks_only(state: ScheduleState, level: 
     tb = Toolbox(state)
     for result in _results(state, level):
         ids = {i.issue_id for i in result.issues} | {
-            m for i in result.issues for m in i.merged_issue_ids}
+            m for i in result.issues for m in i.merged_issue_ids
+        }
         for act in result.next_actions:
             text = json.dumps(act.to_dict(), ensure_ascii=False)
             assert "min_context_switch" not in text
@@ -68,12 +71,26 @@ def test_a_study_task_holding_a_guest_is_not_movable() -> None:
 
     def window(with_guest: bool) -> ScheduleState:
         tasks: list[dict[str, Any]] = [
-            {"state_id": 1, "name": "讨论课", "category": "复习", "status": "suggested",
-             "can_embed": True, "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
+            {
+                "state_id": 1,
+                "name": "讨论课",
+                "category": "复习",
+                "status": "suggested",
+                "can_embed": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+            },
         ]
         if with_guest:
-            tasks.append({"state_id": 2, "name": "作业", "category": "作业", "status": "suggested",
-                          "embed_host": 1, "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]})
+            tasks.append(
+                {
+                    "state_id": 2,
+                    "name": "作业",
+                    "category": "作业",
+                    "status": "suggested",
+                    "embed_host": 1,
+                    "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}],
+                }
+            )
         return ScheduleState.from_json({"window": {"total_days": 2}, "tasks": tasks})
 
     held, free = window(True), window(False)

@@ -18,15 +18,46 @@ from smartflow_engine.analyzers import (
 )
 from smartflow_engine.analyzers.common import WRITE_TOOLS
 
-ENVELOPE = ["tool", "success", "metric_schema", "metrics", "issues", "next_actions", "error",
-            "error_code"]
-ISSUE_KEYS = {"issue_id", "dimension", "severity", "rule", "day", "category", "trigger",
-              "conditions", "impact_score"}
-ACTION_KEYS = {"action_id", "priority", "intent_code", "target_filter", "slot_filter",
-               "candidate_scope", "required_reads", "success_criteria", "candidate_write_tools",
-               "issue_ids"}
-TOOLS = ["analyze_load", "analyze_subjects", "analyze_context", "analyze_tolerance",
-         "analyze_health"]
+ENVELOPE = [
+    "tool",
+    "success",
+    "metric_schema",
+    "metrics",
+    "issues",
+    "next_actions",
+    "error",
+    "error_code",
+]
+ISSUE_KEYS = {
+    "issue_id",
+    "dimension",
+    "severity",
+    "rule",
+    "day",
+    "category",
+    "trigger",
+    "conditions",
+    "impact_score",
+}
+ACTION_KEYS = {
+    "action_id",
+    "priority",
+    "intent_code",
+    "target_filter",
+    "slot_filter",
+    "candidate_scope",
+    "required_reads",
+    "success_criteria",
+    "candidate_write_tools",
+    "issue_ids",
+}
+TOOLS = [
+    "analyze_load",
+    "analyze_subjects",
+    "analyze_context",
+    "analyze_tolerance",
+    "analyze_health",
+]
 FULL_ARGS: dict[str, dict[str, Any]] = {
     "analyze_load": {"detail": "full"},
     "analyze_subjects": {"detail": "full"},
@@ -108,8 +139,9 @@ def test_every_tool_returns_the_envelope(window: str, tool: str, full: bool) -> 
     before = state.to_json()
     tb = Toolbox(state)
     data = check_envelope(tb.call(tool, FULL_ARGS[tool] if full else {}), tool, success=True)
-    missing = {p for p in metric_paths(data["metrics"]) if p and not covered(p, data[
-        "metric_schema"])}
+    missing = {
+        p for p in metric_paths(data["metrics"]) if p and not covered(p, data["metric_schema"])
+    }
     assert not missing
     assert tb.state is not None and tb.state.to_json() == before
     if tool == "analyze_health":
@@ -158,8 +190,7 @@ TOOLBOX_ERRORS = [
 
 
 @pytest.mark.parametrize(("tool", "args", "code"), TOOLBOX_ERRORS)
-def test_bad_arguments_get_a_stable_error_code(tool: str, args: dict[str, Any],
-                                               code: str) -> None:
+def test_bad_arguments_get_a_stable_error_code(tool: str, args: dict[str, Any], code: str) -> None:
     """Tests that bad arguments come back as success=false with a stable error_code and a
     readable error, never a traceback, and leave the state untouched."""
     state = ScheduleState.from_json("tests/data/sample_window.json")
@@ -192,8 +223,9 @@ def test_direct_calls_refuse_bad_parameters(fn: Any, kwargs: dict[str, Any], cod
     """Tests that the Python API refuses bad parameters with the same envelope."""
     state = ScheduleState.from_json("tests/data/sample_window.json")
     result = fn(state, **kwargs)
-    data = check_envelope(json.dumps(result.to_dict(), ensure_ascii=False), result.tool,
-                          success=False)
+    data = check_envelope(
+        json.dumps(result.to_dict(), ensure_ascii=False), result.tool, success=False
+    )
     assert data["error_code"] == code
 
 
@@ -202,9 +234,13 @@ def test_no_state_is_an_envelope(tool: str) -> None:
     """Tests that calling without a loaded window gives success=false, error_code no_state."""
     data = check_envelope(Toolbox(None).call(tool, {}), tool, success=False)
     assert data["error_code"] == "no_state"
-    fn = {"analyze_load": analyze_load, "analyze_subjects": analyze_subjects,
-          "analyze_context": analyze_context, "analyze_tolerance": analyze_tolerance,
-          "analyze_health": analyze_health}[tool]
+    fn = {
+        "analyze_load": analyze_load,
+        "analyze_subjects": analyze_subjects,
+        "analyze_context": analyze_context,
+        "analyze_tolerance": analyze_tolerance,
+        "analyze_health": analyze_health,
+    }[tool]
     assert fn(None).error_code == "no_state"
 
 

@@ -24,7 +24,8 @@ def overbooked_window() -> ScheduleState:
 
 
 def test_infeasible_window_gets_the_feasibility_issue_and_four_options(
-        overbooked_window: ScheduleState) -> None:
+    overbooked_window: ScheduleState,
+) -> None:
     """Tests that a window proven infeasible reports a critical feasibility issue first and the
     four negotiation actions, carrying the solver's figures (gap 2, one extra day)."""
     result = analyze_health(overbooked_window, time_limit_s=5.0)
@@ -33,8 +34,11 @@ def test_infeasible_window_gets_the_feasibility_issue_and_four_options(
     assert result.feasibility["is_feasible"] is False and result.feasibility["proven"] is True
     assert result.feasibility["capacity_gap"] == 2
     first = result.issues[0]
-    assert (first.dimension, first.severity, first.rule) == ("feasibility", "critical",
-                                                              "capacity_gap")
+    assert (first.dimension, first.severity, first.rule) == (
+        "feasibility",
+        "critical",
+        "capacity_gap",
+    )
     assert (first.trigger.operator, first.trigger.threshold, first.trigger.actual) == (">", 0, 2)
     assert [a.intent_code for a in result.next_actions] == list(NEGOTIATION_INTENTS)
     assert [a.priority for a in result.next_actions] == [1, 2, 3, 4]
@@ -58,9 +62,13 @@ def test_balanced_window_gives_the_close_signal(balanced_window: ScheduleState) 
     signal = result.metrics["close_signal"]
     floor = signal.pop("floor")
     assert signal == {
-        "acceptable_to_close": True, "critical": 0, "warning": counts["warning"],
-        "rule": "critical=0 && warning<=1", "reason": "rules_met",
-        "best_achievable": floor["critical"] == 0 and floor["warning"] >= counts["warning"]}
+        "acceptable_to_close": True,
+        "critical": 0,
+        "warning": counts["warning"],
+        "rule": "critical=0 && warning<=1",
+        "reason": "rules_met",
+        "best_achievable": floor["critical"] == 0 and floor["warning"] >= counts["warning"],
+    }
     assert floor["proven"] is True and floor["critical"] == 0
 
 
@@ -71,29 +79,45 @@ def test_close_signal_follows_the_counts() -> None:
         counts = result.issue_counts()
         assert result.metrics["issue_counts"] == counts
         signal = result.metrics["close_signal"]
-        assert signal["acceptable_to_close"] is (
-            counts["critical"] == 0 and counts["warning"] <= 1)
+        assert signal["acceptable_to_close"] is (counts["critical"] == 0 and counts["warning"] <= 1)
         # reason: rules_met when acceptable, best_achievable only at a proven floor
         floor = signal["floor"]
-        at_floor = floor["proven"] and counts["critical"] <= floor["critical"] and (
-            counts["critical"] + counts["warning"] <= floor["critical"] + floor["warning"])
-        assert signal["reason"] == ("rules_met" if signal["acceptable_to_close"] else
-                                    "best_achievable" if signal["best_achievable"] else "open")
+        at_floor = (
+            floor["proven"]
+            and counts["critical"] <= floor["critical"]
+            and (counts["critical"] + counts["warning"] <= floor["critical"] + floor["warning"])
+        )
+        assert signal["reason"] == (
+            "rules_met"
+            if signal["acceptable_to_close"]
+            else "best_achievable"
+            if signal["best_achievable"]
+            else "open"
+        )
         assert not signal["best_achievable"] or at_floor
         assert counts["critical"] >= floor["critical"]
         assert counts["critical"] + counts["warning"] >= floor["critical"] + floor["warning"]
 
 
 def test_unproven_feasibility_is_never_reported_infeasible(
-        overbooked_window: ScheduleState, monkeypatch: pytest.MonkeyPatch) -> None:
+    overbooked_window: ScheduleState, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Tests that when the solver has no proof (is_feasible None) health claims nothing: no
     feasibility issue and no negotiation actions, and the snapshot says unproven."""
     import smartflow_engine.solver as solver
 
     def unproven(state: ScheduleState, **_: Any) -> FeasibilityReport:
-        return FeasibilityReport(is_feasible=None, proven=False, required_task_slots=6,
-                                 feasible_slots=None, capacity_gap=None, free_capacity_slots=4,
-                                 slack_slots=-2, reason_code="unknown", runtime_s=0.01)
+        return FeasibilityReport(
+            is_feasible=None,
+            proven=False,
+            required_task_slots=6,
+            feasible_slots=None,
+            capacity_gap=None,
+            free_capacity_slots=4,
+            slack_slots=-2,
+            reason_code="unknown",
+            runtime_s=0.01,
+        )
 
     monkeypatch.setattr(solver, "check_feasibility", unproven)
     result = analyze_health(overbooked_window)
@@ -125,19 +149,35 @@ def test_only_the_same_problem_merges() -> None:
     from smartflow_engine.analyzers.health import merge_issues
     from smartflow_engine.analyzers.result import Issue, Trigger
 
-    def issue(rule: str, sev: str, day: int | None = None, cat: str | None = None,
-              n: int = 0) -> Issue:
+    def issue(
+        rule: str, sev: str, day: int | None = None, cat: str | None = None, n: int = 0
+    ) -> Issue:
         t = Trigger("m", ">=", 1, 2)
-        return Issue(f"issue_{rule}_{sev}_{day}_{cat}_{n}", "context", sev, rule, t, (t,), 1.0,
-                     day=day, category=cat)
+        return Issue(
+            f"issue_{rule}_{sev}_{day}_{cat}_{n}",
+            "context",
+            sev,
+            rule,
+            t,
+            (t,),
+            1.0,
+            day=day,
+            category=cat,
+        )
 
-    merged = merge_issues([issue("context_switch", "warning", day=2),
-                           issue("context_switch", "critical", day=2, n=1),
-                           issue("context_switch", "warning", day=3),
-                           issue("heavy_adjacent", "info", day=2)])
+    merged = merge_issues(
+        [
+            issue("context_switch", "warning", day=2),
+            issue("context_switch", "critical", day=2, n=1),
+            issue("context_switch", "warning", day=3),
+            issue("heavy_adjacent", "info", day=2),
+        ]
+    )
     assert [(i.rule, i.severity, i.day) for i in merged] == [
-        ("context_switch", "critical", 2), ("context_switch", "warning", 3),
-        ("heavy_adjacent", "info", 2)]
+        ("context_switch", "critical", 2),
+        ("context_switch", "warning", 3),
+        ("heavy_adjacent", "info", 2),
+    ]
     assert merged[0].merged_issue_ids == ["issue_context_switch_warning_2_None_0"]
 
 
@@ -167,7 +207,8 @@ def test_dimensions_select_and_ignore() -> None:
 
 
 def test_health_tool_uses_the_solver_with_the_context_caps(
-        overbooked_window: ScheduleState) -> None:
+    overbooked_window: ScheduleState,
+) -> None:
     """Tests the registered tool end to end: the JSON reply carries the feasibility snapshot
     and the same figures as the solver's direct answer."""
     data = json.loads(Toolbox(overbooked_window).call("analyze_health", {}))

@@ -11,8 +11,10 @@ TIME_LIMIT = 3.0  # proofs on these windows take milliseconds; the margin is for
 
 def tiny_cohort(n: int = 9) -> list[ScheduleState]:
     """Mixed variants, every other window with task classes; seed 4 is proven infeasible."""
-    return [synthetic_window(i, 7, variant=VARIANTS[i % 3], pending=5,
-                             with_task_classes=i % 2 == 0) for i in range(n)]
+    return [
+        synthetic_window(i, 7, variant=VARIANTS[i % 3], pending=5, with_task_classes=i % 2 == 0)
+        for i in range(n)
+    ]
 
 
 def runtime_columns(columns: list[str]) -> list[str]:

@@ -30,13 +30,21 @@ def test_batch_files_to_parquet_with_summary(window_dir, tmp_path):
     """Tests that `smartflow batch DIR --out x.parquet` writes one row per file and prints the
     closing summary (feasible / infeasible / unproven / errors, gap, median runtime)."""
     out = tmp_path / "results.parquet"
-    res = runner.invoke(app, ["batch", str(window_dir), "--out", str(out), "--engine", "loop",
-                              "--time-limit", "3"])
+    res = runner.invoke(
+        app, ["batch", str(window_dir), "--out", str(out), "--engine", "loop", "--time-limit", "3"]
+    )
     assert res.exit_code == 0, res.stdout + res.stderr
     df = read_table(out)
     assert len(df) == 6 and df["error"].notna().sum() == 1
-    for text in ("feasible", "infeasible (proven)", "unproven", "errors",
-                 "total capacity gap", "median runtime", "results written to"):
+    for text in (
+        "feasible",
+        "infeasible (proven)",
+        "unproven",
+        "errors",
+        "total capacity gap",
+        "median runtime",
+        "results written to",
+    ):
         assert text in res.stdout
     infeasible = int((df["is_feasible"] == False).sum())  # noqa: E712
     shown = re.search(r"infeasible \(proven\)\s*\S\s*(\d+)", res.stdout)
@@ -49,8 +57,17 @@ def test_batch_no_negotiation_and_work_limit(window_dir, tmp_path):
     """Tests that `--no-negotiation` runs the check alone (negotiation columns empty, verdicts
     and gaps as with them) and `--work-limit` reaches the proposals' work budget."""
     full, bare = tmp_path / "full.csv", tmp_path / "bare.csv"
-    common = [str(window_dir), "--engine", "loop", "--time-limit", "3",
-              "--jobs", "feasibility,proposal", "--work-limit", "0.05"]
+    common = [
+        str(window_dir),
+        "--engine",
+        "loop",
+        "--time-limit",
+        "3",
+        "--jobs",
+        "feasibility,proposal",
+        "--work-limit",
+        "0.05",
+    ]
     for out, extra in ((full, []), (bare, ["--no-negotiation"])):
         res = runner.invoke(app, ["batch", *common, "--out", str(out), *extra])
         assert res.exit_code == 0, res.stdout + res.stderr
@@ -75,9 +92,25 @@ def test_batch_database_commit_to_csv(tmp_path):
         store.seed_from_state(user, state, keep_ids=False)
     store.dispose()
     out = tmp_path / "results.csv"
-    res = runner.invoke(app, ["batch", "--db", url, "--users", "1-3", "--weeks", "1-1",
-                              "--commit", "--engine", "loop", "--time-limit", "3",
-                              "--out", str(out)])
+    res = runner.invoke(
+        app,
+        [
+            "batch",
+            "--db",
+            url,
+            "--users",
+            "1-3",
+            "--weeks",
+            "1-1",
+            "--commit",
+            "--engine",
+            "loop",
+            "--time-limit",
+            "3",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.stdout + res.stderr
     df = pd.read_csv(out)
     assert list(df["user_id"]) == [1, 2, 3]
@@ -85,20 +118,31 @@ def test_batch_database_commit_to_csv(tmp_path):
     assert "commit: committed" in res.stdout
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--out", "x.parquet"], "either SOURCE"),  # neither files nor a database
-    (["DIR", "--db", "sqlite://", "--out", "x.parquet"], "not both"),  # both
-    (["DIR", "--commit", "--out", "x.parquet"], "need --db"),  # commit without a database
-    (["DIR", "--out", "x.txt"], ".parquet or .csv"),  # unknown sink
-    (["DIR", "--out", "x.csv", "--engine", "spark"], "unknown engine"),  # unknown engine
-    (["DIR", "--out", "x.csv", "--jobs", "feasibility,magic"], "unknown job"),  # unknown job
-    (["--db", "sqlite://", "--users", "9-1", "--out", "x.csv"], "empty"),  # empty range
-    (["MISSING", "--out", "x.csv"], "no such file"),  # a path that does not exist
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--out", "x.parquet"], "either SOURCE"),  # neither files nor a database
+        (["DIR", "--db", "sqlite://", "--out", "x.parquet"], "not both"),  # both
+        (["DIR", "--commit", "--out", "x.parquet"], "need --db"),  # commit without a database
+        (["DIR", "--out", "x.txt"], ".parquet or .csv"),  # unknown sink
+        (["DIR", "--out", "x.csv", "--engine", "spark"], "unknown engine"),  # unknown engine
+        (["DIR", "--out", "x.csv", "--jobs", "feasibility,magic"], "unknown job"),  # unknown job
+        (["--db", "sqlite://", "--users", "9-1", "--out", "x.csv"], "empty"),  # empty range
+        (["MISSING", "--out", "x.csv"], "no such file"),  # a path that does not exist
+    ],
+)
 def test_batch_refusals_exit_2_with_one_line(window_dir, tmp_path, args, message):
     """Tests that bad command lines exit with code 2 and a one-line reason, writing nothing."""
-    args = [str(window_dir) if a == "DIR" else str(tmp_path / "missing") if a == "MISSING"
-            else str(tmp_path / a) if a.startswith("x.") else a for a in args]
+    args = [
+        str(window_dir)
+        if a == "DIR"
+        else str(tmp_path / "missing")
+        if a == "MISSING"
+        else str(tmp_path / a)
+        if a.startswith("x.")
+        else a
+        for a in args
+    ]
     res = runner.invoke(app, ["batch", *args])
     assert res.exit_code == 2, res.stdout
     assert message in res.stderr

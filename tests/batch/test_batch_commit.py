@@ -37,13 +37,15 @@ def store(request, tmp_path) -> Iterator[Store]:
         admin = create_engine(make_url(PG_URL), isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text(f"CREATE DATABASE {name}"))
-        s = Store.from_url(make_url(PG_URL).set(database=name).render_as_string(
-            hide_password=False))
+        s = Store.from_url(
+            make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+        )
 
         def drop() -> None:
             with admin.connect() as conn:
                 conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             admin.dispose()
+
     cohort = tiny_cohort(5)
     for user, state in enumerate(cohort, start=1):
         s.seed_from_state(user, state, keep_ids=False)
@@ -72,8 +74,16 @@ def test_db_rows_equal_the_file_rows(store):
     assert list(df["window_id"]) == [f"user:{u}" for u in range(1, 6)]
     by_hand = [store.load_window(u, WEEK_1) for u in range(1, 6)]
     ref = run_batch(by_hand, time_limit_s=TIME_LIMIT, engine="loop")
-    figures = ["pending_slots", "is_feasible", "capacity_gap", "reason_code", "proposal_status",
-               "obj_weighted_total", "critical", "warning"]
+    figures = [
+        "pending_slots",
+        "is_feasible",
+        "capacity_gap",
+        "reason_code",
+        "proposal_status",
+        "obj_weighted_total",
+        "critical",
+        "warning",
+    ]
     assert df[figures].equals(ref[figures])
     assert list(df["user_id"]) == [1, 2, 3, 4, 5]
 
@@ -96,8 +106,9 @@ def test_commit_writes_feasible_proposals_as_suggested(store):
     reloaded window holds the proposal's places as suggested and nothing pending; an infeasible
     user is skipped and keeps their rows."""
     before_5 = store.load_window(5, WEEK_1)
-    df = run_batch(from_db(store, weeks=(1, 1)), time_limit_s=TIME_LIMIT, engine="loop",
-                   commit=True)
+    df = run_batch(
+        from_db(store, weeks=(1, 1)), time_limit_s=TIME_LIMIT, engine="loop", commit=True
+    )
     feasible = df["is_feasible"] == True  # noqa: E712
     assert feasible.sum() >= 3
     assert (df.loc[feasible, "commit_status"] == "committed").all()
@@ -106,11 +117,17 @@ def test_commit_writes_feasible_proposals_as_suggested(store):
         after = store.load_window(int(user), WEEK_1)
         assert after.pending_tasks() == []
         placed = df.loc[df["user_id"] == user, "placed_tasks"].item()
-        assert sum(t.status == "suggested" and t.source == "task_item"
-                   for t in after.tasks) >= placed
+        assert (
+            sum(t.status == "suggested" and t.source == "task_item" for t in after.tasks) >= placed
+        )
     assert store.load_window(5, WEEK_1).to_dict() == before_5.to_dict()
-    again = run_batch(from_db(store, weeks=(1, 1)), jobs=("feasibility", "proposal"),
-                      time_limit_s=TIME_LIMIT, engine="loop", commit=True)
+    again = run_batch(
+        from_db(store, weeks=(1, 1)),
+        jobs=("feasibility", "proposal"),
+        time_limit_s=TIME_LIMIT,
+        engine="loop",
+        commit=True,
+    )
     assert list(again["user_id"]) == [5]  # the others have nothing pending any more
 
 
@@ -124,8 +141,9 @@ class _MeddlingSource(StoreSource):
                 tb = Toolbox(self.store.load_window(2, WEEK_1))
                 task = tb.state.pending_tasks()[0]
                 day, start, _ = tb.state.grid.free_runs(min_len=task.need())[0]
-                assert "已将" in tb.call("place", {"task_id": task.state_id, "day": day,
-                                                   "slot_start": start})
+                assert "已将" in tb.call(
+                    "place", {"task_id": task.state_id, "day": day, "slot_start": start}
+                )
                 assert self.store.commit(2, tb.state, tb.changes).ok
             yield item
 
@@ -140,5 +158,10 @@ def test_commit_reports_a_stale_user_and_does_not_overwrite(store):
     assert row["commit_status"] == "stale" and "changed" in row["commit_detail"]
     after = store.load_window(2, WEEK_1)
     assert len(after.pending_tasks()) == row["pending_tasks"] - 1  # only the other writer's task
-    assert (df.loc[(df["user_id"] != 2) & (df["is_feasible"] == True),  # noqa: E712
-                   "commit_status"] == "committed").all()
+    assert (
+        df.loc[
+            (df["user_id"] != 2) & (df["is_feasible"] == True),  # noqa: E712
+            "commit_status",
+        ]
+        == "committed"
+    ).all()

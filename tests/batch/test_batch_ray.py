@@ -31,8 +31,7 @@ def test_ray_init_reuses_a_running_ray(local_ray):
 
 def test_ray_windows_over_their_timeout_get_timeout_rows(local_ray):
     """Tests that the per-window wall-clock budget also holds inside Ray tasks."""
-    df = run_batch(tiny_cohort(2), time_limit_s=TIME_LIMIT, engine="ray",
-                   window_timeout_s=1e-6)
+    df = run_batch(tiny_cohort(2), time_limit_s=TIME_LIMIT, engine="ray", window_timeout_s=1e-6)
     assert df["error"].str.startswith("timeout: ").all()
 
 
@@ -47,8 +46,7 @@ def test_ray_workers_hash_strings_with_the_fixed_seed(local_ray):
 
     text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
     expected = proposal_with_hash_seed(text, HASH_SEED)["objective"]
-    df = run_batch([text], jobs=("proposal",), time_limit_s=5.0, work_limit_s=0.08,
-                   engine="ray")
+    df = run_batch([text], jobs=("proposal",), time_limit_s=5.0, work_limit_s=0.08, engine="ray")
     assert df["error"].isna().all()
     assert df["obj_weighted_total"].iloc[0] == expected["weighted_total"]
 

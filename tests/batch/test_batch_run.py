@@ -43,39 +43,59 @@ def _expected_row(state, seed: int) -> dict:
     report = check_feasibility(state, time_limit_s=TIME_LIMIT, num_workers=1)
     figures = negotiation_figures(state, report, time_limit_s=TIME_LIMIT, num_workers=1)
     # The batch's proposal: the work budget of a call at TIME_LIMIT, under a generous wall clock.
-    proposal = propose_placement(state, time_limit_s=PROPOSAL_WALL_FACTOR * TIME_LIMIT, seed=seed,
-                                 num_workers=1, work_limit_s=WORK_SHARE * TIME_LIMIT)
+    proposal = propose_placement(
+        state,
+        time_limit_s=PROPOSAL_WALL_FACTOR * TIME_LIMIT,
+        seed=seed,
+        num_workers=1,
+        work_limit_s=WORK_SHARE * TIME_LIMIT,
+    )
     assert not proposal.wall_limited
     after = state.copy_state()
-    applied = relocate(after, [Request(p.task_id, p.day, p.slot_start)
-                               for p in proposal.placements],
-                       op="apply_proposal", status_after="suggested")
+    applied = relocate(
+        after,
+        [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements],
+        op="apply_proposal",
+        status_after="suggested",
+    )
     assert applied.ok
     health = analyze_health(after if proposal.placements else state, time_limit_s=TIME_LIMIT)
     close = health.metrics["close_signal"]
     floor = close.get("floor") or {}
     row = {
-        "days": state.num_days, "tasks": len(state.tasks), "pending_tasks": len(pending),
+        "days": state.num_days,
+        "tasks": len(state.tasks),
+        "pending_tasks": len(pending),
         "pending_slots": sum(t.need() for t in pending),
-        "is_feasible": report.is_feasible, "proven": report.proven,
+        "is_feasible": report.is_feasible,
+        "proven": report.proven,
         "required_task_slots": report.required_task_slots,
-        "feasible_slots": report.feasible_slots, "capacity_gap": report.capacity_gap,
-        "free_capacity_slots": report.free_capacity_slots, "slack_slots": report.slack_slots,
-        "reason_code": report.reason_code, "extra_days_needed": figures.extra_days_needed,
-        "extra_days_possible": figures.extra_days_possible, "slots_to_cut": figures.slots_to_cut,
+        "feasible_slots": report.feasible_slots,
+        "capacity_gap": report.capacity_gap,
+        "free_capacity_slots": report.free_capacity_slots,
+        "slack_slots": report.slack_slots,
+        "reason_code": report.reason_code,
+        "extra_days_needed": figures.extra_days_needed,
+        "extra_days_possible": figures.extra_days_possible,
+        "slots_to_cut": figures.slots_to_cut,
         "lifting_banned_suffices": figures.lifting_banned_suffices,
         "lifting_class_constraints_suffices": figures.lifting_class_constraints_suffices,
         "negotiation_proven": figures.proven,
-        "proposal_status": proposal.status, "proposal_wall_limited": False,
+        "proposal_status": proposal.status,
+        "proposal_wall_limited": False,
         "placed_tasks": len(proposal.placements),
         "placed_slots": sum(p.length for p in proposal.placements),
         "unplaced_tasks": len(proposal.unplaced),
-        "unplaced_slots": proposal.objective["unplaced_slots"], "max_slots": proposal.max_slots,
+        "unplaced_slots": proposal.objective["unplaced_slots"],
+        "max_slots": proposal.max_slots,
         "objective_bound": proposal.bound,
-        "critical": close["critical"], "warning": close["warning"],
-        "acceptable_to_close": close["acceptable_to_close"], "close_reason": close.get("reason"),
+        "critical": close["critical"],
+        "warning": close["warning"],
+        "acceptable_to_close": close["acceptable_to_close"],
+        "close_reason": close.get("reason"),
         "best_achievable": close.get("best_achievable"),
-        "floor_critical": floor.get("critical"), "floor_warning": floor.get("warning"),
+        "floor_critical": floor.get("critical"),
+        "floor_warning": floor.get("warning"),
         "floor_proven": floor.get("proven"),
         "health_of": "proposal" if proposal.placements else "window",
     }
@@ -109,12 +129,17 @@ def _tool_figures(reply: str) -> dict:
     those the reply states: a feasible window's reply has no negotiation line)."""
     verdict = re.match(r"可行性：(可行|不可行|未知)", reply)
     assert verdict, reply
-    out: dict = {"is_feasible": {"可行": True, "不可行": False, "未知": None}[verdict[1]],
-                 "proven": verdict[1] != "未知"}
+    out: dict = {
+        "is_feasible": {"可行": True, "不可行": False, "未知": None}[verdict[1]],
+        "proven": verdict[1] != "未知",
+    }
     patterns = {
-        "reason_code": r"原因：[^（]*（([a-z_]+)）", "required_task_slots": r"共需(\d+)个时段",
-        "feasible_slots": r"最多可同时放下(\d+)个时段", "capacity_gap": r"缺口(-?\d+)个",
-        "free_capacity_slots": r"空闲容量(\d+)个时段", "slack_slots": r"余量(-?\d+)个",
+        "reason_code": r"原因：[^（]*（([a-z_]+)）",
+        "required_task_slots": r"共需(\d+)个时段",
+        "feasible_slots": r"最多可同时放下(\d+)个时段",
+        "capacity_gap": r"缺口(-?\d+)个",
+        "free_capacity_slots": r"空闲容量(\d+)个时段",
+        "slack_slots": r"余量(-?\d+)个",
         "extra_days_needed": r"末尾追加(\d+)个空白天后可全部放下",
         "slots_to_cut": r"删减任务需减少(\d+)个时段",
     }
@@ -123,8 +148,10 @@ def _tool_figures(reply: str) -> dict:
             out[column] = found[1] if column == "reason_code" else int(found[1])
     if "追加空白天无法全部放下" in reply:
         out["extra_days_possible"] = False
-    for column, what in (("lifting_banned_suffices", "取消禁排时段"),
-                         ("lifting_class_constraints_suffices", "取消任务类时间窗与禁排时段")):
+    for column, what in (
+        ("lifting_banned_suffices", "取消禁排时段"),
+        ("lifting_class_constraints_suffices", "取消任务类时间窗与禁排时段"),
+    ):
         if f"{what}后可全部放下" in reply:
             out[column] = True
         elif f"{what}后仍放不下" in reply:
@@ -145,8 +172,14 @@ def test_rows_equal_the_check_feasibility_tool_called_one_by_one():
         for column, value in figures.items():
             assert _value(df[column].iloc[i]) == value, (i, column, reply)
     # the cohort's infeasible window states its negotiation figures too
-    assert {"reason_code", "capacity_gap", "extra_days_needed", "slots_to_cut",
-            "lifting_banned_suffices", "lifting_class_constraints_suffices"} <= stated
+    assert {
+        "reason_code",
+        "capacity_gap",
+        "extra_days_needed",
+        "slots_to_cut",
+        "lifting_banned_suffices",
+        "lifting_class_constraints_suffices",
+    } <= stated
 
 
 def test_same_table_on_every_engine_and_worker_count():
@@ -156,8 +189,14 @@ def test_same_table_on_every_engine_and_worker_count():
     loop = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=1, engine="loop")
     runtime = runtime_columns(list(loop.columns))
     for workers, chunk in ((1, None), (2, 1)):
-        pool = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=1, engine="local",
-                         workers=workers, chunk_size=chunk)
+        pool = run_batch(
+            cohort,
+            time_limit_s=TIME_LIMIT,
+            seed=1,
+            engine="local",
+            workers=workers,
+            chunk_size=chunk,
+        )
         assert pool.attrs["batch"]["workers"] == workers
         assert len(pool.attrs["batch"]["peak_rss_mb"]) >= 1
         assert pool.attrs["batch"]["worker_cpu_s"] > 0  # the workers report their CPU time
@@ -169,14 +208,21 @@ def test_proposals_stop_on_the_given_work_budget():
     """Tests that work_limit_s is the proposals' work budget: each row equals propose_placement
     called with that budget under a distant wall clock, and the run records budget and wall."""
     cohort = tiny_cohort(3)
-    df = run_batch(cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=0.05,
-                   seed=5, engine="loop")
+    df = run_batch(
+        cohort,
+        jobs=("proposal",),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=0.05,
+        seed=5,
+        engine="loop",
+    )
     run = df.attrs["batch"]
     assert run["proposal_work_limit_s"] == 0.05
     assert run["proposal_wall_limit_s"] == PROPOSAL_WALL_FACTOR * max(TIME_LIMIT, 0.05 / WORK_SHARE)
     for i, state in enumerate(cohort):
-        direct = propose_placement(state, time_limit_s=60.0, seed=5, num_workers=1,
-                                   work_limit_s=0.05)
+        direct = propose_placement(
+            state, time_limit_s=60.0, seed=5, num_workers=1, work_limit_s=0.05
+        )
         assert not direct.wall_limited and not df["proposal_wall_limited"].iloc[i]
         assert df["proposal_status"].iloc[i] == direct.status
         assert df["placed_slots"].iloc[i] == sum(p.length for p in direct.placements)
@@ -188,8 +234,9 @@ def test_a_proposal_cut_by_the_wall_clock_says_so(monkeypatch):
     is marked proposal_wall_limited and counted in the run's figures."""
     monkeypatch.setattr(batch_jobs, "PROPOSAL_WALL_FACTOR", 1e-6)
     cohort = tiny_cohort(2)
-    df = run_batch(cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=30.0,
-                   engine="loop")
+    df = run_batch(
+        cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=30.0, engine="loop"
+    )
     assert df["error"].isna().all()
     assert df["proposal_wall_limited"].all()
     assert df.attrs["batch"]["wall_limited"] == 2
@@ -198,11 +245,30 @@ def test_a_proposal_cut_by_the_wall_clock_says_so(monkeypatch):
 BAD_WINDOWS = [
     ("{not json", "invalid_state: invalid JSON"),  # malformed text
     (json.dumps({"window": {"total_days": 0}, "tasks": []}), "invalid_state:"),  # invalid window
-    (json.dumps({"window": {"total_days": 2}, "tasks": [  # two tasks on one period
-        {"state_id": 1, "name": "a", "category": "x", "status": "existing",
-         "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
-        {"state_id": 2, "name": "b", "category": "x", "status": "existing",
-         "slots": [{"day": 1, "slot_start": 2, "slot_end": 3}]}]}), "invalid_state:"),
+    (
+        json.dumps(
+            {
+                "window": {"total_days": 2},
+                "tasks": [  # two tasks on one period
+                    {
+                        "state_id": 1,
+                        "name": "a",
+                        "category": "x",
+                        "status": "existing",
+                        "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+                    },
+                    {
+                        "state_id": 2,
+                        "name": "b",
+                        "category": "x",
+                        "status": "existing",
+                        "slots": [{"day": 1, "slot_start": 2, "slot_end": 3}],
+                    },
+                ],
+            }
+        ),
+        "invalid_state:",
+    ),
     (42, "invalid_state: a int is not a state"),  # not a state at all
 ]
 
@@ -213,15 +279,22 @@ def test_bad_windows_give_error_rows_and_never_stop_the_batch():
     good = tiny_cohort(2)
     windows = [good[0], *[w for w, _ in BAD_WINDOWS], good[1]]
     calls = []
-    df = run_batch(windows, time_limit_s=TIME_LIMIT, engine="loop", chunk_size=2,
-                   progress=lambda *args: calls.append(args))
+    df = run_batch(
+        windows,
+        time_limit_s=TIME_LIMIT,
+        engine="loop",
+        chunk_size=2,
+        progress=lambda *args: calls.append(args),
+    )
     assert len(df) == len(windows)
     n = len(windows)
     assert calls[0] == (0, 0, n) and calls[-1] == (n, len(BAD_WINDOWS), n)
     assert [c[0] for c in calls] == sorted(c[0] for c in calls) and len(calls) == 1 + n // 2
     assert df["error"].iloc[0] is pd.NA and df["error"].iloc[-1] is pd.NA
     assert df["is_feasible"].iloc[0] == True and df["proposal_status"].iloc[-1] in (  # noqa: E712
-        "optimal", "feasible")
+        "optimal",
+        "feasible",
+    )
     for k, (_, prefix) in enumerate(BAD_WINDOWS, start=1):
         assert str(df["error"].iloc[k]).startswith(prefix), df["error"].iloc[k]
         assert df["is_feasible"].iloc[k] is pd.NA
@@ -251,8 +324,10 @@ def test_a_window_that_kills_its_worker_gets_an_error_row(monkeypatch):
 
     monkeypatch.setattr(batch_jobs, "run_window", crashing)  # inherited by forked workers
     cohort = tiny_cohort(4)
-    items = [WindowItem(i, "crash" if i == 1 else str(i), s.to_json(indent=None))
-             for i, s in enumerate(cohort)]
+    items = [
+        WindowItem(i, "crash" if i == 1 else str(i), s.to_json(indent=None))
+        for i, s in enumerate(cohort)
+    ]
     config = JobConfig(jobs=("feasibility",), time_limit_s=TIME_LIMIT)
     rows = {}
     for results, _ in run_local(chunked(items, 2), config, workers=2, mp_context="fork"):
@@ -269,12 +344,18 @@ def test_feasibility_without_negotiation_leaves_only_the_figures_null():
     and leaves the negotiation columns null, infeasible windows included."""
     cohort = tiny_cohort(6)
     full = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
-    check = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop",
-                      negotiation=False)
+    check = run_batch(
+        cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop", negotiation=False
+    )
     assert (full["is_feasible"] == False).any()  # noqa: E712
-    figures = ["extra_days_needed", "extra_days_possible", "slots_to_cut",
-               "lifting_banned_suffices", "lifting_class_constraints_suffices",
-               "negotiation_proven"]
+    figures = [
+        "extra_days_needed",
+        "extra_days_possible",
+        "slots_to_cut",
+        "lifting_banned_suffices",
+        "lifting_class_constraints_suffices",
+        "negotiation_proven",
+    ]
     assert check[figures].isna().all().all() and full[figures].notna().all().all()
     same = [c for c in columns() if c not in figures and not c.endswith("_s")]
     pd.testing.assert_frame_equal(full[same], check[same])
@@ -291,17 +372,23 @@ def test_jobs_subset_leaves_other_columns_null():
     assert df.attrs["batch"]["jobs"] == ["feasibility"]
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"jobs": ("feasibility", "solve")}, "unknown job"),  # a job that does not exist
-    ({"time_limit_s": 0}, "time_limit_s"),  # no time to solve
-    ({"time_limit_s": True}, "time_limit_s"),  # a bool is not a number of seconds
-    ({"work_limit_s": -1}, "work_limit_s"),  # no work to do
-    ({"work_limit_s": "1"}, "work_limit_s"),  # a string is not a number of seconds
-    ({"engine": "spark"}, "unknown engine"),  # an engine that does not exist
-    ({"workers": 0}, "workers"),  # no worker
-    ({"commit": True, "jobs": ("feasibility",)}, "include the 'proposal' job"),  # nothing to write
-    ({"commit": True}, "database source"),  # files have no database to commit into
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"jobs": ("feasibility", "solve")}, "unknown job"),  # a job that does not exist
+        ({"time_limit_s": 0}, "time_limit_s"),  # no time to solve
+        ({"time_limit_s": True}, "time_limit_s"),  # a bool is not a number of seconds
+        ({"work_limit_s": -1}, "work_limit_s"),  # no work to do
+        ({"work_limit_s": "1"}, "work_limit_s"),  # a string is not a number of seconds
+        ({"engine": "spark"}, "unknown engine"),  # an engine that does not exist
+        ({"workers": 0}, "workers"),  # no worker
+        (
+            {"commit": True, "jobs": ("feasibility",)},
+            "include the 'proposal' job",
+        ),  # nothing to write
+        ({"commit": True}, "database source"),  # files have no database to commit into
+    ],
+)
 def test_bad_arguments_are_refused_with_a_clear_message(kwargs, message):
     """Tests that bad run_batch arguments raise ValueError naming the problem, before any work."""
     with pytest.raises(ValueError, match=message):
@@ -404,8 +491,9 @@ def test_pool_workers_hash_strings_with_the_fixed_seed():
 
     text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
     expected = proposal_with_hash_seed(text, HASH_SEED)["objective"]
-    df = run_batch([text], jobs=("proposal",), time_limit_s=5.0, work_limit_s=0.08,
-                   engine="local", workers=1)
+    df = run_batch(
+        [text], jobs=("proposal",), time_limit_s=5.0, work_limit_s=0.08, engine="local", workers=1
+    )
     assert not df["proposal_wall_limited"].iloc[0]
     assert df["obj_weighted_total"].iloc[0] == expected["weighted_total"]
     assert df["obj_context_switch"].iloc[0] == expected["context_switch"]

@@ -55,10 +55,12 @@ def test_jsonl_source_bare_wrapped_blank_and_bad_lines(tmp_path):
     wrapper lines by their window_id and user_id, and a bad line an error row in place."""
     a, b = tiny_cohort(2)
     path = tmp_path / "cohort.jsonl"
-    lines = [a.to_json(indent=None), "",
-             json.dumps({"window_id": "alice", "user_id": 7, "state": b.to_dict()},
-                        ensure_ascii=False),
-             "{broken"]
+    lines = [
+        a.to_json(indent=None),
+        "",
+        json.dumps({"window_id": "alice", "user_id": 7, "state": b.to_dict()}, ensure_ascii=False),
+        "{broken",
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     src = open_source(path)
     assert isinstance(src, JsonlSource) and len(src) == 3
@@ -99,11 +101,14 @@ def test_sink_suffix_is_checked(tmp_path):
     assert not (tmp_path / "results.xlsx").exists()
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("1-5000", (1, 5000)),  # a range
-    (" 7 ", (7, 7)),  # a single id
-    ("3 - 4", (3, 4)),  # spaces
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1-5000", (1, 5000)),  # a range
+        (" 7 ", (7, 7)),  # a single id
+        ("3 - 4", (3, 4)),  # spaces
+    ],
+)
 def test_parse_range(text, expected):
     """Tests that user and week ranges parse as inclusive pairs."""
     assert parse_range(text) == expected

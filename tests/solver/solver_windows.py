@@ -27,12 +27,20 @@ def make_state(
     """A state from a compact task list (ids, names and sources filled in)."""
     full = []
     for i, t in enumerate(tasks, start=1):
-        row = {"state_id": i, "name": f"t{i}", "source": "task_item", "category": "学习",
-               "status": "pending"}
+        row = {
+            "state_id": i,
+            "name": f"t{i}",
+            "source": "task_item",
+            "category": "学习",
+            "status": "pending",
+        }
         row.update(t)
         full.append(row)
-    data = {"window": {"total_days": days, "slots_per_day": spd}, "tasks": full,
-            "task_classes": classes or []}
+    data = {
+        "window": {"total_days": days, "slots_per_day": spd},
+        "tasks": full,
+        "task_classes": classes or [],
+    }
     return ScheduleState.model_validate(data)
 
 
@@ -49,41 +57,80 @@ def tiny_windows(draw: st.DrawFn, *, max_pending: int = 5) -> ScheduleState:
     for day in range(1, days + 1):
         slot = 1
         while slot <= spd:
-            kind = draw(st.sampled_from(["free", "free", "course", "host", "locked_host",
-                                         "suggested"]))
+            kind = draw(
+                st.sampled_from(["free", "free", "course", "host", "locked_host", "suggested"])
+            )
             length = draw(st.integers(1, min(3, spd - slot + 1)))
             block = {"day": day, "slot_start": slot, "slot_end": slot + length - 1}
             if kind == "free":
                 slot += draw(st.integers(1, 2))
                 continue
             if kind == "course":
-                tasks.append({"source": "event", "category": "课程", "status": "existing",
-                              "locked": True, "slots": [block]})
+                tasks.append(
+                    {
+                        "source": "event",
+                        "category": "课程",
+                        "status": "existing",
+                        "locked": True,
+                        "slots": [block],
+                    }
+                )
             elif kind in ("host", "locked_host"):
-                tasks.append({"source": "event", "category": "课程", "status": "existing",
-                              "locked": kind == "locked_host", "can_embed": True,
-                              "slots": [block]})
+                tasks.append(
+                    {
+                        "source": "event",
+                        "category": "课程",
+                        "status": "existing",
+                        "locked": kind == "locked_host",
+                        "can_embed": True,
+                        "slots": [block],
+                    }
+                )
                 host_ids.append(len(tasks))
                 if kind == "host" and draw(st.booleans()) and draw(st.booleans()):
                     glen = draw(st.integers(1, length))
-                    tasks.append({"status": "existing", "category_id": 12, "embed_host":
-                                  len(tasks), "slots": [{"day": day, "slot_start": slot,
-                                                         "slot_end": slot + glen - 1}]})
+                    tasks.append(
+                        {
+                            "status": "existing",
+                            "category_id": 12,
+                            "embed_host": len(tasks),
+                            "slots": [
+                                {"day": day, "slot_start": slot, "slot_end": slot + glen - 1}
+                            ],
+                        }
+                    )
             else:
-                tasks.append({"status": "suggested", "category_id": draw(st.sampled_from(
-                    CATEGORY_IDS)), "slots": [block]})
+                tasks.append(
+                    {
+                        "status": "suggested",
+                        "category_id": draw(st.sampled_from(CATEGORY_IDS)),
+                        "slots": [block],
+                    }
+                )
             slot += length
     classes = []
     for cid in draw(st.lists(st.sampled_from(CLASS_IDS), unique=True, max_size=2)):
         start = draw(st.integers(1, days))
         end = draw(st.integers(start, days))
         banned = draw(st.lists(st.integers(1, spd), unique=True, max_size=2))
-        classes.append({"id": cid, "name": f"c{cid}", "start_day": start, "end_day": end,
-                        "excluded_slots": banned})
+        classes.append(
+            {
+                "id": cid,
+                "name": f"c{cid}",
+                "start_day": start,
+                "end_day": end,
+                "excluded_slots": banned,
+            }
+        )
     for _ in range(draw(st.integers(0, max_pending))):
-        tasks.append({"status": "pending", "duration": draw(st.integers(1, min(3, spd))),
-                      "category_id": draw(st.sampled_from(CATEGORY_IDS)),
-                      "can_embed": draw(st.sampled_from([False, False, False, True]))})
+        tasks.append(
+            {
+                "status": "pending",
+                "duration": draw(st.integers(1, min(3, spd))),
+                "category_id": draw(st.sampled_from(CATEGORY_IDS)),
+                "can_embed": draw(st.sampled_from([False, False, False, True])),
+            }
+        )
     return make_state(days, spd, tasks, classes)
 
 
@@ -106,8 +153,9 @@ class Options:
     host_blocks: list[tuple[int, int, int, int]]  # (day, start, end, host task id)
 
 
-def scope_options(state: ScheduleState, include_suggested: bool = False,
-                  allow_late: bool = False) -> Options:
+def scope_options(
+    state: ScheduleState, include_suggested: bool = False, allow_late: bool = False
+) -> Options:
     """The scope (pending tasks, optionally the movable suggested ones) and every place each
     may take: free periods or a free embeddable host block, inside its class's days (to the
     window's end with ``allow_late``) and off its banned periods."""
@@ -119,12 +167,17 @@ def scope_options(state: ScheduleState, include_suggested: bool = False,
 
     def movable(t: Any) -> bool:
         host = state.task(t.embed_host) if t.embed_host is not None else None
-        return (t.status == "suggested" and not t.locked and not (host and host.locked)
-                and len(t.slots) == 1 and not t.can_embed and t.state_id not in guests_of
-                and t.source != "event")
+        return (
+            t.status == "suggested"
+            and not t.locked
+            and not (host and host.locked)
+            and len(t.slots) == 1
+            and not t.can_embed
+            and t.state_id not in guests_of
+            and t.source != "event"
+        )
 
-    scope = [t for t in state.tasks if t.status == "pending"
-             or (include_suggested and movable(t))]
+    scope = [t for t in state.tasks if t.status == "pending" or (include_suggested and movable(t))]
     scope_ids = {t.state_id for t in scope}
     busy: set[tuple[int, int]] = set()
     guest_cells: set[tuple[int, int]] = set()
@@ -173,8 +226,13 @@ def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswe
     required = sum(durations)
     best = [-1, []]
 
-    def dfs(i: int, used: set[tuple[int, int]], hosts: set[int], total: int,
-            chosen: list[tuple[int, int, int]]) -> None:
+    def dfs(
+        i: int,
+        used: set[tuple[int, int]],
+        hosts: set[int],
+        total: int,
+        chosen: list[tuple[int, int, int]],
+    ) -> None:
         if total + sum(durations[i:]) <= best[0]:
             return
         if i == len(scope):
@@ -201,7 +259,9 @@ def oracle(state: ScheduleState, include_suggested: bool = False) -> OracleAnswe
 
 
 def apply_placements(
-    state: ScheduleState, placements: list[Placement], replanned: list[int] | None = None,
+    state: ScheduleState,
+    placements: list[Placement],
+    replanned: list[int] | None = None,
     allow_late: bool = False,
 ) -> ScheduleState:
     """Apply placements to a copy through the real write path (all at once), self-checked.
@@ -215,8 +275,12 @@ def apply_placements(
         if tid not in placed:
             assert unplace(copy, tid).ok
     if placements:
-        result = relocate(copy, [Request(p.task_id, p.day, p.slot_start) for p in placements],
-                          op="place", allow_late=allow_late)
+        result = relocate(
+            copy,
+            [Request(p.task_id, p.day, p.slot_start) for p in placements],
+            op="place",
+            allow_late=allow_late,
+        )
         assert result.ok, result.refusal
         for p, change in zip(placements, result.changes, strict=True):
             assert change.embed_host_after == p.embed_host
@@ -242,14 +306,22 @@ def maximum_placements(
             return None
         return (durations[i], t.category_id, t.category, t.can_embed)
 
-    same_as_previous = [i > 0 and signature(i) is not None and signature(i) == signature(i - 1)
-                        for i in range(len(scope))]
+    same_as_previous = [
+        i > 0 and signature(i) is not None and signature(i) == signature(i - 1)
+        for i in range(len(scope))
+    ]
     suffix = [sum(durations[i:]) for i in range(len(scope) + 1)]
     best = 0
     out: list[list[Placement]] = []
 
-    def dfs(i: int, used: set[tuple[int, int]], taken: set[int], total: int,
-            chosen: list[Placement], last: list[int]) -> None:
+    def dfs(
+        i: int,
+        used: set[tuple[int, int]],
+        taken: set[int],
+        total: int,
+        chosen: list[Placement],
+        last: list[int],
+    ) -> None:
         nonlocal best, out
         if total + suffix[i] < best:
             return

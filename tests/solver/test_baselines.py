@@ -30,8 +30,12 @@ def test_first_fit_takes_the_first_free_place(fragmented_window: ScheduleState) 
 
 
 @settings(max_examples=300, deadline=None)
-@given(banned=st.lists(st.integers(-1, 14), max_size=6), duration=st.integers(1, 13),
-       start=st.integers(1, 12), end=st.integers(1, 12))
+@given(
+    banned=st.lists(st.integers(-1, 14), max_size=6),
+    duration=st.integers(1, 13),
+    start=st.integers(1, 12),
+    end=st.integers(1, 12),
+)
 def test_start_table_gives_the_first_allowed_start(banned, duration, start, end) -> None:
     """Tests that the best-fit greedy's start table finds, for any segment, the first start
     whose periods avoid the banned ones (as ``allowed_starts`` lists them), and none when no

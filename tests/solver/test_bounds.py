@@ -50,14 +50,20 @@ def test_bound_meets_the_optimum_on_one_day_without_hosts(seed: int) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    cost=st.lists(st.lists(st.one_of(st.just(float("inf")), st.integers(0, 5).map(float)),
-                           min_size=4, max_size=4), min_size=1, max_size=3),
+    cost=st.lists(
+        st.lists(
+            st.one_of(st.just(float("inf")), st.integers(0, 5).map(float)), min_size=4, max_size=4
+        ),
+        min_size=1,
+        max_size=3,
+    ),
     fixed=st.lists(st.integers(0, 4), min_size=3, max_size=3),
     total=st.integers(0, 6),
     w_load=st.sampled_from([0.0, 1.0, 2.5]),
 )
-def test_programme_matches_enumeration(cost: list[list[float]], fixed: list[int], total: int,
-                                       w_load: float) -> None:
+def test_programme_matches_enumeration(
+    cost: list[list[float]], fixed: list[int], total: int, w_load: float
+) -> None:
     """Tests that the dynamic programme over days finds the same minimum as trying every split
     of ``total`` periods over the days (infinite cost = impossible count)."""
     arr = np.array(cost)

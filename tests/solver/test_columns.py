@@ -28,8 +28,14 @@ from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.solver.submodel import SubModel, WindowData
 from smartflow_engine.state.synthetic import synthetic_window
 
-WEIGHTS = {"load_imbalance": 1.0, "same_category": 2.0, "isolated_free": 1.5,
-           "context_switch": 0.5, "late": 0.0, "time_of_day": 0.0}
+WEIGHTS = {
+    "load_imbalance": 1.0,
+    "same_category": 2.0,
+    "isolated_free": 1.5,
+    "context_switch": 0.5,
+    "late": 0.0,
+    "time_of_day": 0.0,
+}
 
 
 def fillings(pricer: Pricer, day: int) -> list[list[tuple[str, int, int, int]]]:
@@ -51,8 +57,11 @@ def fillings(pricer: Pricer, day: int) -> list[list[tuple[str, int, int, int]]]:
     result: list[list[tuple[str, int, int, int]]] = [[]]
     for ri in runs:
         b = p.runs[ri]
-        result = [done + [("r", ri, gi, s) for gi, s in f] for done in result
-                  for f in fill_run(b, b.slot_start)]
+        result = [
+            done + [("r", ri, gi, s) for gi, s in f]
+            for done in result
+            for f in fill_run(b, b.slot_start)
+        ]
     for hi in hosts:
         b = p.hosts[hi]
         options: list[list[tuple[str, int, int, int]]] = [[]]
@@ -64,14 +73,17 @@ def fillings(pricer: Pricer, day: int) -> list[list[tuple[str, int, int, int]]]:
     return result
 
 
-def optimum(problem: Problem, slots: int, weights: dict[str, float] | None = None,
-            start: list[Placement] | None = None) -> float:
+def optimum(
+    problem: Problem,
+    slots: int,
+    weights: dict[str, float] | None = None,
+    start: list[Placement] | None = None,
+) -> float:
     """The proven optimum of the full-window placement model (every day, every term)."""
     w = resolve_weights(weights)
     free = sum(p.length for p in (start or []) if p.embed_host is None)
     win = WindowData.build(problem, w, free)
-    sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
-                    slots)
+    sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups], slots)
     solver = make_solver(30.0, 1, exact=False)
     assert status_of(solver.solve(sub.model)) == SolveStatus.OPTIMAL
     return float(solver.objective_value) / (win.scale * problem.num_days)
@@ -88,8 +100,11 @@ def test_pricing_matches_enumeration(state: ScheduleState, data: st.DataObject) 
     if not problem.groups:
         return
     pricer = Pricer(problem, resolve_weights(WEIGHTS))
-    duals = np.array(data.draw(st.lists(st.floats(-5, 0), min_size=len(problem.groups),
-                                        max_size=len(problem.groups))))
+    duals = np.array(
+        data.draw(
+            st.lists(st.floats(-5, 0), min_size=len(problem.groups), max_size=len(problem.groups))
+        )
+    )
     mu = data.draw(st.floats(-3, 3))
     width = problem.slots_per_day + 1
     day_cost = np.array(data.draw(st.lists(st.floats(-4, 4), min_size=width, max_size=width)))
@@ -98,8 +113,12 @@ def test_pricing_matches_enumeration(state: ScheduleState, data: st.DataObject) 
 
         def reduced(items: list[tuple[str, int, int, int]], day: int = day) -> float:
             pat = pricer.make(day, items)
-            return (pat.cost - sum(duals[gi] * c for gi, c in pat.counts) - mu * pat.periods
-                    + day_cost[pat.free])
+            return (
+                pat.cost
+                - sum(duals[gi] * c for gi, c in pat.counts)
+                - mu * pat.periods
+                + day_cost[pat.free]
+            )
 
         brute = min(reduced(f) for f in fillings(pricer, day))
         value, patterns = pricer.price(rep, duals, mu, day_cost)
@@ -109,10 +128,10 @@ def test_pricing_matches_enumeration(state: ScheduleState, data: st.DataObject) 
 
 
 @settings(max_examples=40, deadline=None)
-@given(state=tiny_windows(max_pending=4), include_suggested=st.booleans(),
-       allow_late=st.booleans())
-def test_bound_below_the_optimum_and_search_valid(state: ScheduleState, include_suggested: bool,
-                                                  allow_late: bool) -> None:
+@given(state=tiny_windows(max_pending=4), include_suggested=st.booleans(), allow_late=st.booleans())
+def test_bound_below_the_optimum_and_search_valid(
+    state: ScheduleState, include_suggested: bool, allow_late: bool
+) -> None:
     """Tests on tiny windows (hosts, guests, classes, several days; re-planned suggested tasks
     and late placement too) that the day-decomposition bound ≤ the column bound ≤ the proven
     optimum of the full model, that the search's schedule is valid (applied through relocate),
@@ -120,8 +139,9 @@ def test_bound_below_the_optimum_and_search_valid(state: ScheduleState, include_
     optimum whenever it claims to be optimal."""
     note(state.to_json(indent=None))
     weights = dict(WEIGHTS, late=1.0, time_of_day=0.5)
-    problem = build_problem(state, by_subject=True, include_suggested=include_suggested,
-                            allow_late=allow_late)
+    problem = build_problem(
+        state, by_subject=True, include_suggested=include_suggested, allow_late=allow_late
+    )
     level1 = max_placeable(problem, time_limit_s=5.0, num_workers=1)
     start = balanced_greedy(problem, weights)
     if sum(p.length for p in start) != level1.best:
@@ -133,21 +153,28 @@ def test_bound_below_the_optimum_and_search_valid(state: ScheduleState, include_
     assert res.bound <= best + 1e-6
     assert res.objective <= res.start_objective + 1e-9
     assert evaluate(problem, res.placements, weights)["weighted_total"] == pytest.approx(
-        res.objective)
+        res.objective
+    )
     if res.optimal:
         assert res.objective == pytest.approx(best)
-    apply_placements(state, res.placements, replanned=sorted(problem.current),
-                     allow_late=allow_late)
+    apply_placements(
+        state, res.placements, replanned=sorted(problem.current), allow_late=allow_late
+    )
 
 
 def test_many_subjects_on_one_day_relax_the_programme_soundly() -> None:
     """Tests a day with more first-use subjects than the programme tracks exactly: the
     programme is marked as a relaxation, and the bound stays below the proven optimum."""
     subjects = MAX_MASK_BITS + 2
-    tasks = [{"source": "event", "category": "课程", "status": "existing", "slots": [
-        {"day": 1, "slot_start": 12, "slot_end": 12}]}]
-    tasks += [{"category_id": 100 + k, "category": f"s{k}", "duration": 1}
-              for k in range(subjects)]
+    tasks = [
+        {
+            "source": "event",
+            "category": "课程",
+            "status": "existing",
+            "slots": [{"day": 1, "slot_start": 12, "slot_end": 12}],
+        }
+    ]
+    tasks += [{"category_id": 100 + k, "category": f"s{k}", "duration": 1} for k in range(subjects)]
     state = make_state(1, 12, tasks)
     problem = build_problem(state, by_subject=True)
     pricer = Pricer(problem, resolve_weights(None))
@@ -178,8 +205,13 @@ def test_lagrange_bounds_hold_at_every_free_total() -> None:
     w = resolve_weights(None)
     for total, value in bounds.items():
         win = WindowData.build(problem, w, total)
-        sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups],
-                        slots, free_slots=total)
+        sub = SubModel(
+            win,
+            range(1, problem.num_days + 1),
+            [g.count for g in problem.groups],
+            slots,
+            free_slots=total,
+        )
         solver = make_solver(30.0, 1, exact=False)
         status = status_of(solver.solve(sub.model))
         if status == SolveStatus.INFEASIBLE:
@@ -188,10 +220,13 @@ def test_lagrange_bounds_hold_at_every_free_total() -> None:
         assert value <= solver.objective_value / (win.scale * problem.num_days) + 1e-6
 
 
-@pytest.mark.parametrize(("variant", "classes", "seed"),
-                         [("plain", True, 0), ("tight", False, 0), ("fragmented", True, 0)])
+@pytest.mark.parametrize(
+    ("variant", "classes", "seed"),
+    [("plain", True, 0), ("tight", False, 0), ("fragmented", True, 0)],
+)
 def test_medium_windows_are_proven_optimal_within_a_second(
-        variant: str, classes: bool, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    variant: str, classes: bool, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Tests on 30-day windows (60 pending tasks) that a proposal given a 1 s limit's work reaches
     its proven bound (status optimal), that the bound is what a long column search proves, and
     that the proposal applies cleanly (the soft level alone: the close stage of issue 10, which ranks
@@ -207,8 +242,9 @@ def test_medium_windows_are_proven_optimal_within_a_second(
     assert proposal.bound is not None
     assert proposal.objective["weighted_total"] == pytest.approx(proposal.bound, abs=1e-6)
     problem = build_problem(state, by_subject=True)
-    long = column_bound(problem, int(proposal.objective["placed_slots"]), proposal.placements,
-                        budget_s=10.0)
+    long = column_bound(
+        problem, int(proposal.objective["placed_slots"]), proposal.placements, budget_s=10.0
+    )
     assert long.value == pytest.approx(proposal.bound, abs=1e-6)
     apply_placements(state, proposal.placements)
 

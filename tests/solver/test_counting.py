@@ -24,8 +24,9 @@ from smartflow_engine.state.synthetic import synthetic_window
 
 @settings(max_examples=120, deadline=None)
 @given(state=tiny_windows(max_pending=6), include_suggested=st.booleans())
-def test_shortcuts_agree_with_plain_model_and_brute_force(state: ScheduleState,
-                                                          include_suggested: bool) -> None:
+def test_shortcuts_agree_with_plain_model_and_brute_force(
+    state: ScheduleState, include_suggested: bool
+) -> None:
     """Tests that max_placeable with its shortcuts (greedy, certified relaxation bound,
     rounding) gives the brute-force maximum, as the plain CP-SAT model does, proven, with a
     witness of that many periods that applies cleanly."""
@@ -42,8 +43,7 @@ def test_shortcuts_agree_with_plain_model_and_brute_force(state: ScheduleState,
 
 @settings(max_examples=80, deadline=None)
 @given(state=tiny_windows(max_pending=6), data=st.data())
-def test_all_fit_agrees_with_the_place_all_model(state: ScheduleState,
-                                                 data: st.DataObject) -> None:
+def test_all_fit_agrees_with_the_place_all_model(state: ScheduleState, data: st.DataObject) -> None:
     """Tests that all_fit (greedy, then the relaxation bound, then CP-SAT) answers as the plain
     place-all CP-SAT model does, on random subsets of the tasks."""
     note(state.to_json(indent=None))
@@ -53,15 +53,17 @@ def test_all_fit_agrees_with_the_place_all_model(state: ScheduleState,
     status = status_of(make_solver(5.0, 1).solve(cm.model))
     assert status in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE)
     assert all_fit(problem, counts, time_limit_s=5.0, num_workers=1) is (
-        status == SolveStatus.OPTIMAL)
+        status == SolveStatus.OPTIMAL
+    )
 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_tight_class_windows_need_no_cp_sat(seed: int) -> None:
     """Tests that the 120-day tight windows with task classes of the benchmark are decided
     without CP-SAT, with the maximum the plain model proves (greedy and relaxation proofs)."""
-    problem = build_problem(synthetic_window(seed, 120, variant="tight", pending=300,
-                                             with_task_classes=True))
+    problem = build_problem(
+        synthetic_window(seed, 120, variant="tight", pending=300, with_task_classes=True)
+    )
     fast = max_placeable(problem, time_limit_s=30.0, num_workers=1)
     assert fast.proven and fast.proof in ("complete", "relaxation")
     assert sum(p.length for p in fast.witness) == fast.best
@@ -81,7 +83,11 @@ def test_both_sinks_receive_the_same_model(variant: str) -> None:
     assert len(cp.sink.vars) == len(lp.sink.lb)
     assert len(cp.model.proto.constraints) == len(lp.sink.row_lb)
     assert (cp.split, cp.host_y, cp.placed, cp.extra_days) == (
-        lp.split, lp.host_y, lp.placed, lp.extra_days)
+        lp.split,
+        lp.host_y,
+        lp.placed,
+        lp.extra_days,
+    )
 
 
 def test_residual_removes_placed_tasks_periods_and_hosts(embed_window: ScheduleState) -> None:
@@ -92,7 +98,8 @@ def test_residual_removes_placed_tasks_periods_and_hosts(embed_window: ScheduleS
     rest = residual(problem, res.witness)
     assert rest.hosts == []
     assert [g.task_ids for g in rest.groups if g.task_ids] == [
-        [t for g in problem.groups for t in g.task_ids if t != guest.task_id]]
+        [t for g in problem.groups for t in g.task_ids if t != guest.task_id]
+    ]
 
 
 @settings(max_examples=60, deadline=None)
@@ -130,13 +137,13 @@ def test_random_orders_meet_the_bound_before_cp_sat(seed: int, monkeypatch) -> N
     seeded random orders reach it, so the maximum is proven without CP-SAT (the solver is
     unavailable here), deterministically, with a witness of that many periods; and that the
     plain CP-SAT model proves the same maximum."""
-    problem = build_problem(synthetic_window(seed, 30, variant="tight",
-                                             with_task_classes=True))
+    problem = build_problem(synthetic_window(seed, 30, variant="tight", with_task_classes=True))
     from smartflow_engine.solver import counting
     from smartflow_engine.solver.baselines import PACK_ORDERS, best_fit_decreasing
 
-    fixed = max(sum(p.length for p in best_fit_decreasing(problem, None, order))
-                for order in PACK_ORDERS)
+    fixed = max(
+        sum(p.length for p in best_fit_decreasing(problem, None, order)) for order in PACK_ORDERS
+    )
     plain = max_placeable(problem, time_limit_s=30.0, num_workers=1, relaxation=False)
     assert plain.proven and fixed < plain.best  # the fixed orders alone fall short
 

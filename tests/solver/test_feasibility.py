@@ -20,8 +20,9 @@ def test_agrees_with_brute_force_oracle(state: ScheduleState, include_suggested:
     suggested tasks), and that the witness and the oracle's placement both apply cleanly."""
     note(state.to_json(indent=None))
     truth = oracle(state, include_suggested)
-    report = check_feasibility(state, time_limit_s=5.0, num_workers=1,
-                               include_suggested=include_suggested)
+    report = check_feasibility(
+        state, time_limit_s=5.0, num_workers=1, include_suggested=include_suggested
+    )
     assert report.proven
     assert report.required_task_slots == truth.required
     assert report.feasible_slots == truth.best
@@ -173,11 +174,23 @@ def test_witness_applies_on_synthetic_windows(variant: str) -> None:
 # ---------------------------------------------------------------------------------- negotiation
 def test_extra_days_needed() -> None:
     """Tests that three 4-period tasks on a day with 2 free periods need exactly one extra day."""
-    state = make_state(1, 12, [
-        {"source": "event", "category": "课程", "status": "existing", "locked": True,
-         "slots": [{"day": 1, "slot_start": 1, "slot_end": 10}]},
-        {"duration": 4}, {"duration": 4}, {"duration": 4}, {"duration": 2},
-    ])
+    state = make_state(
+        1,
+        12,
+        [
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "locked": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 10}],
+            },
+            {"duration": 4},
+            {"duration": 4},
+            {"duration": 4},
+            {"duration": 2},
+        ],
+    )
     figures = negotiation_figures(state, time_limit_s=5.0)
     assert figures.is_feasible is False and figures.proven
     assert figures.slots_to_cut == 12
@@ -188,11 +201,22 @@ def test_extra_days_needed() -> None:
 def test_extra_days_respect_banned_periods() -> None:
     """Tests that extra days honour banned periods: two 4-period tasks of a class banning 5-8
     and 9-12 need two extra days (one run of 4 each)."""
-    state = make_state(1, 12, [
-        {"source": "event", "category": "课程", "status": "existing", "locked": True,
-         "slots": [{"day": 1, "slot_start": 1, "slot_end": 12}]},
-        {"duration": 4, "category_id": 10}, {"duration": 4, "category_id": 10},
-    ], [{"id": 10, "name": "复习", "excluded_slots": [5, 6, 7, 8, 9, 10, 11, 12]}])
+    state = make_state(
+        1,
+        12,
+        [
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "locked": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 12}],
+            },
+            {"duration": 4, "category_id": 10},
+            {"duration": 4, "category_id": 10},
+        ],
+        [{"id": 10, "name": "复习", "excluded_slots": [5, 6, 7, 8, 9, 10, 11, 12]}],
+    )
     figures = negotiation_figures(state, time_limit_s=5.0)
     assert figures.extra_days_needed == 2
     assert figures.lifting_banned_suffices is False
@@ -212,11 +236,21 @@ def test_deadline_before_window_end_cannot_be_fixed_by_extra_days(
 
 def test_lifting_banned_suffices() -> None:
     """Tests that a task fitting only in its class's banned periods is fixed by lifting them."""
-    state = make_state(1, 4, [
-        {"source": "event", "category": "课程", "status": "existing", "locked": True,
-         "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
-        {"duration": 2, "category_id": 10},
-    ], [{"id": 10, "name": "复习", "excluded_slots": [4]}])
+    state = make_state(
+        1,
+        4,
+        [
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "locked": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+            },
+            {"duration": 2, "category_id": 10},
+        ],
+        [{"id": 10, "name": "复习", "excluded_slots": [4]}],
+    )
     figures = negotiation_figures(state, time_limit_s=5.0)
     assert figures.lifting_banned_suffices is True
     assert figures.extra_days_needed == 1
@@ -238,8 +272,9 @@ def test_lifting_class_rules_equals_rebuilding_without_them(variant: str) -> Non
     state = synthetic_window(2, 30, variant=variant, with_task_classes=True)
     for include_suggested in (False, True):
         lifted = lift_class_rules(build_problem(state, include_suggested=include_suggested))
-        rebuilt = build_problem(state, include_suggested=include_suggested, lift_banned=True,
-                                lift_windows=True)
+        rebuilt = build_problem(
+            state, include_suggested=include_suggested, lift_banned=True, lift_windows=True
+        )
         assert lifted.groups == rebuilt.groups
         assert (lifted.runs, lifted.hosts) == (rebuilt.runs, rebuilt.hosts)
 
@@ -258,8 +293,10 @@ def test_lifting_flags_equal_each_lift_solved_alone(state: ScheduleState) -> Non
     if figures.is_feasible is not False:
         return
     assert figures.proven
-    for lift_windows, flag in ((False, figures.lifting_banned_suffices),
-                               (True, figures.lifting_class_constraints_suffices)):
+    for lift_windows, flag in (
+        (False, figures.lifting_banned_suffices),
+        (True, figures.lifting_class_constraints_suffices),
+    ):
         relaxed = build_problem(state, lift_banned=True, lift_windows=lift_windows)
         res = max_placeable(relaxed, time_limit_s=20.0, num_workers=1, witness=False)
         assert res.proven

@@ -36,8 +36,9 @@ def test_counts_equal_analyze_health(state: ScheduleState, level: str) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(state=tiny_windows(), level=st.sampled_from(LEVELS), seed=st.integers(0, 5))
-def test_search_counts_equal_health_of_the_applied_schedule(state: ScheduleState, level: str,
-                                                            seed: int) -> None:
+def test_search_counts_equal_health_of_the_applied_schedule(
+    state: ScheduleState, level: str, seed: int
+) -> None:
     """Tests that after the search moved tasks (incremental updates, guests in host blocks,
     class windows, banned periods), the counts it reports equal analyze_health on the schedule
     the placements give through the real write path, and are never worse than the start."""
@@ -49,21 +50,26 @@ def test_search_counts_equal_health_of_the_applied_schedule(state: ScheduleState
     # is already in place.
     kept = {p for p in result.placements if problem.current.get(p.task_id) == p}
     moved = [p for p in result.placements if p not in kept]
-    applied = apply_placements(state, moved,
-                               [t for t, p in problem.current.items() if p not in kept])
+    applied = apply_placements(
+        state, moved, [t for t, p in problem.current.items() if p not in kept]
+    )
     assert result.counts.key == health_key(applied, level)
     assert result.counts.key <= result.start_counts.key
     assert result.start_counts.key == health_key(state, level)
 
 
-@pytest.mark.parametrize(("seed", "days", "variant", "classes", "level"), [
-    (1, 13, "plain", False, "normal"),
-    (2, 13, "fragmented", True, "strict"),
-    (3, 13, "plain", True, "relaxed"),
-    (4, 9, "tight", False, "normal"),  # infeasible: the feasibility issue counts too
-])
-def test_proposal_counts_equal_health_after_apply(seed: int, days: int, variant: Any,
-                                                  classes: bool, level: str) -> None:
+@pytest.mark.parametrize(
+    ("seed", "days", "variant", "classes", "level"),
+    [
+        (1, 13, "plain", False, "normal"),
+        (2, 13, "fragmented", True, "strict"),
+        (3, 13, "plain", True, "relaxed"),
+        (4, 9, "tight", False, "normal"),  # infeasible: the feasibility issue counts too
+    ],
+)
+def test_proposal_counts_equal_health_after_apply(
+    seed: int, days: int, variant: Any, classes: bool, level: str
+) -> None:
     """Tests that propose_placement's (critical, warning) equal what analyze_health (with its
     feasibility step) reports once the proposal is applied, at the requested level."""
     state = synthetic_window(seed, days, variant=variant, with_task_classes=classes)
@@ -85,8 +91,9 @@ def test_search_is_deterministic_for_a_seed() -> None:
     state = synthetic_window(7, 20, variant="fragmented")
     problem = build_problem(state, include_suggested=True, by_subject=True)
     proposal = propose_placement(state, time_limit_s=0.5, seed=0)
-    runs = [search_health(state, problem, proposal.placements, seed=3, budget_s=0.05)
-            for _ in range(2)]
+    runs = [
+        search_health(state, problem, proposal.placements, seed=3, budget_s=0.05) for _ in range(2)
+    ]
     assert runs[0].placements == runs[1].placements
     assert runs[0].evaluations == runs[1].evaluations
 
@@ -97,44 +104,73 @@ def test_move_limit_is_honoured() -> None:
     problem = build_problem(state, include_suggested=True, by_subject=True)
     proposal = propose_placement(state, time_limit_s=0.5, seed=0)
     for k in (0, 1, 3):
-        result = search_health(state, problem, proposal.placements, seed=0, budget_s=0.05,
-                               max_moves=k)
+        result = search_health(
+            state, problem, proposal.placements, seed=0, budget_s=0.05, max_moves=k
+        )
         assert result.moved <= k
         if k == 0:
             assert result.placements == sorted(
-                proposal.placements, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+                proposal.placements, key=lambda pl: (pl.day, pl.slot_start, pl.task_id)
+            )
 
 
 # ------------------------------------------------------------------ each rule avoided when it can
-def _study(day: int, start: int, end: int, category_id: int = 12, status: str = "suggested",
-           **extra: Any) -> dict[str, Any]:
-    return {"status": status, "category_id": category_id, "category": f"c{category_id}",
-            "slots": [{"day": day, "slot_start": start, "slot_end": end}], **extra}
+def _study(
+    day: int, start: int, end: int, category_id: int = 12, status: str = "suggested", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "category_id": category_id,
+        "category": f"c{category_id}",
+        "slots": [{"day": day, "slot_start": start, "slot_end": end}],
+        **extra,
+    }
 
 
 def _course(day: int, start: int, end: int) -> dict[str, Any]:
-    return {"source": "event", "category": "课程", "status": "existing", "locked": True,
-            "slots": [{"day": day, "slot_start": start, "slot_end": end}]}
+    return {
+        "source": "event",
+        "category": "课程",
+        "status": "existing",
+        "locked": True,
+        "slots": [{"day": day, "slot_start": start, "slot_end": end}],
+    }
 
 
-def _rules_after(state: ScheduleState, level: str = "normal") -> tuple[set[str], set[str],
-                                                                        tuple[int, int]]:
-    before = {i.rule for i in analyze_health(state, threshold=level, check_feasibility=False).issues
-              if i.severity != "info"}
+def _rules_after(
+    state: ScheduleState, level: str = "normal"
+) -> tuple[set[str], set[str], tuple[int, int]]:
+    before = {
+        i.rule
+        for i in analyze_health(state, threshold=level, check_feasibility=False).issues
+        if i.severity != "info"
+    }
     problem = build_problem(state, include_suggested=True, by_subject=True)
-    result = search_health(state, problem, list(problem.current.values()), level=level, seed=0,
-                           budget_s=0.3)
+    result = search_health(
+        state, problem, list(problem.current.values()), level=level, seed=0, budget_s=0.3
+    )
     applied = apply_placements(state, result.placements, list(problem.current))
-    after = {i.rule for i in analyze_health(applied, threshold=level,
-                                            check_feasibility=False).issues
-             if i.severity != "info"}
+    after = {
+        i.rule
+        for i in analyze_health(applied, threshold=level, check_feasibility=False).issues
+        if i.severity != "info"
+    }
     return before, after, result.counts.key
 
 
 def _day_util_window() -> ScheduleState:
     """Four days of 12; day 1 holds 10 study periods (utilisation 0.83), the rest are empty."""
-    return make_state(4, 12, [_study(1, 1, 2, 10), _study(1, 3, 4, 11), _study(1, 5, 6, 12),
-                              _study(1, 7, 8, 10), _study(1, 9, 10, 11)])
+    return make_state(
+        4,
+        12,
+        [
+            _study(1, 1, 2, 10),
+            _study(1, 3, 4, 11),
+            _study(1, 5, 6, 12),
+            _study(1, 7, 8, 10),
+            _study(1, 9, 10, 11),
+        ],
+    )
 
 
 def _gap_window() -> ScheduleState:
@@ -150,39 +186,70 @@ def _switch_window() -> ScheduleState:
 
 def _buffer_window() -> ScheduleState:
     """Four days of 6; days 1 and 2 are filled with study blocks (no free run), 3 and 4 empty."""
-    return make_state(4, 6, [_study(1, 1, 3), _study(1, 4, 6, 11), _study(2, 1, 3, 10),
-                             _study(2, 4, 6, 13)])
+    return make_state(
+        4, 6, [_study(1, 1, 3), _study(1, 4, 6, 11), _study(2, 1, 3, 10), _study(2, 4, 6, 13)]
+    )
 
 
 def _fragment_window() -> ScheduleState:
     """Two days of 8: one-period study blocks every other period on day 1 leave four one-period
     islands; a course holds day 2's periods 1-4."""
-    return make_state(2, 8, [_study(1, 2, 2, 10), _study(1, 4, 4, 11), _study(1, 6, 6, 12),
-                             _study(1, 8, 8, 13), _course(2, 1, 4)])
+    return make_state(
+        2,
+        8,
+        [
+            _study(1, 2, 2, 10),
+            _study(1, 4, 4, 11),
+            _study(1, 6, 6, 12),
+            _study(1, 8, 8, 13),
+            _course(2, 1, 4),
+        ],
+    )
 
 
 def _concentration_window() -> ScheduleState:
     """Six days; subject c10's four blocks are all on day 1 besides one on day 2."""
-    return make_state(6, 12, [_study(1, 1, 2, 10), _study(1, 3, 4, 10), _study(1, 5, 6, 10),
-                              _study(1, 7, 8, 10), _study(2, 1, 1, 10)])
+    return make_state(
+        6,
+        12,
+        [
+            _study(1, 1, 2, 10),
+            _study(1, 3, 4, 10),
+            _study(1, 5, 6, 10),
+            _study(1, 7, 8, 10),
+            _study(2, 1, 1, 10),
+        ],
+    )
 
 
 def _imbalance_window() -> ScheduleState:
     """Eight days of 12; day 1 holds 8 study periods, day 2 a locked course of 6, the rest
     empty: std 3.28, range 8 (critical); spread out, std 1.98."""
-    return make_state(8, 12, [_study(1, 1, 2, 10), _study(1, 3, 4, 11), _study(1, 5, 6, 12),
-                              _study(1, 7, 8, 13), _course(2, 1, 6)])
+    return make_state(
+        8,
+        12,
+        [
+            _study(1, 1, 2, 10),
+            _study(1, 3, 4, 11),
+            _study(1, 5, 6, 12),
+            _study(1, 7, 8, 13),
+            _course(2, 1, 6),
+        ],
+    )
 
 
-@pytest.mark.parametrize(("rule", "window"), [
-    ("day_utilization", _day_util_window),
-    ("subject_gap", _gap_window),
-    ("context_switch", _switch_window),
-    ("buffer", _buffer_window),
-    ("free_fragmentation", _fragment_window),
-    ("subject_concentration", _concentration_window),
-    ("load_imbalance", _imbalance_window),
-])
+@pytest.mark.parametrize(
+    ("rule", "window"),
+    [
+        ("day_utilization", _day_util_window),
+        ("subject_gap", _gap_window),
+        ("context_switch", _switch_window),
+        ("buffer", _buffer_window),
+        ("free_fragmentation", _fragment_window),
+        ("subject_concentration", _concentration_window),
+        ("load_imbalance", _imbalance_window),
+    ],
+)
 def test_each_rule_is_avoided_when_it_can_be(rule: str, window: Any) -> None:
     """Tests, rule by rule of the table, that the close stage removes an issue a placement of
     the same tasks avoids, and that its counts do not get worse."""
@@ -210,8 +277,9 @@ def test_evaluator_updates_match_a_rebuild() -> None:
 
 
 # ------------------------------------------------------------------ the floor
-def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
-               fixed: frozenset[int] = frozenset()) -> list[ScheduleState] | None:
+def _schedules(
+    state: ScheduleState, pending_min: int, cap: int = 400, fixed: frozenset[int] = frozenset()
+) -> list[ScheduleState] | None:
     """Every schedule of the floor's population (movable study tasks anywhere free or inside an
     unlocked fixed host block, inside their class's days, off its banned periods; the tasks of
     ``fixed`` stay), or None beyond ``cap``."""
@@ -220,25 +288,43 @@ def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
 
     data = json.loads(state.to_json())
     spd = state.slots_per_day
-    movable = [t for t in state.tasks if movable_study(state, t) and len(t.slots) <= 1
-               and t.state_id not in fixed]
-    if any(movable_study(state, t) and len(t.slots) > 1 and t.state_id not in fixed
-           for t in state.tasks):
+    movable = [
+        t
+        for t in state.tasks
+        if movable_study(state, t) and len(t.slots) <= 1 and t.state_id not in fixed
+    ]
+    if any(
+        movable_study(state, t) and len(t.slots) > 1 and t.state_id not in fixed
+        for t in state.tasks
+    ):
         return None
     ids = {t.state_id for t in movable}
     busy = set()
     for t in state.tasks:
         if t.state_id not in ids and t.embed_host is None:
             busy |= {(b.day, s) for b in t.slots for s in range(b.slot_start, b.slot_end + 1)}
-    taken_hosts = {(b.day, t.embed_host) for t in state.tasks if t.state_id not in ids
-                   and t.embed_host is not None for b in t.slots}
-    hosts = [(b.day, b.slot_start, b.slot_end, t.state_id) for t in state.tasks
-             if t.can_embed and not t.locked and t.state_id not in ids for b in t.slots
-             if (b.day, t.state_id) not in taken_hosts]
+    taken_hosts = {
+        (b.day, t.embed_host)
+        for t in state.tasks
+        if t.state_id not in ids and t.embed_host is not None
+        for b in t.slots
+    }
+    hosts = [
+        (b.day, b.slot_start, b.slot_end, t.state_id)
+        for t in state.tasks
+        if t.can_embed and not t.locked and t.state_id not in ids
+        for b in t.slots
+        if (b.day, t.state_id) not in taken_hosts
+    ]
     out: list[list[tuple[int, int, int, int | None] | None]] = []
 
-    def dfs(i: int, used: set[tuple[int, int]], used_hosts: set[int], chosen: list[Any],
-            pending_placed: int) -> bool:
+    def dfs(
+        i: int,
+        used: set[tuple[int, int]],
+        used_hosts: set[int],
+        chosen: list[Any],
+        pending_placed: int,
+    ) -> bool:
         if len(out) > cap:
             return False
         if i == len(movable):
@@ -255,15 +341,25 @@ def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
                 cells = {(day, p) for p in range(s, s + n)}
                 if not cells & (busy | used):
                     chosen.append((t.state_id, day, s, None))
-                    dfs(i + 1, used | cells, used_hosts, chosen,
-                        pending_placed + (n if t.status == "pending" else 0))
+                    dfs(
+                        i + 1,
+                        used | cells,
+                        used_hosts,
+                        chosen,
+                        pending_placed + (n if t.status == "pending" else 0),
+                    )
                     chosen.pop()
                 if not t.can_embed:
                     for hi, (hd, hs, he, hid) in enumerate(hosts):
                         if hd == day and hs <= s and s + n - 1 <= he and hi not in used_hosts:
                             chosen.append((t.state_id, day, s, hid))
-                            dfs(i + 1, used, used_hosts | {hi}, chosen,
-                                pending_placed + (n if t.status == "pending" else 0))
+                            dfs(
+                                i + 1,
+                                used,
+                                used_hosts | {hi},
+                                chosen,
+                                pending_placed + (n if t.status == "pending" else 0),
+                            )
                             chosen.pop()
         if t.status == "pending":
             chosen.append(None)
@@ -276,8 +372,10 @@ def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
         return None
     states = []
     for choice in out:
-        rows = {row["state_id"]: {k: v for k, v in row.items() if k != "embedded_by"}
-                for row in data["tasks"]}
+        rows = {
+            row["state_id"]: {k: v for k, v in row.items() if k != "embedded_by"}
+            for row in data["tasks"]
+        }
         for t, c in zip(movable, choice, strict=True):
             row = rows[t.state_id]
             if c is None:
@@ -296,17 +394,21 @@ def _schedules(state: ScheduleState, pending_min: int, cap: int = 400,
     return states
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.filter_too_much])
-@given(state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS),
-       keep_suggested=st.booleans())
-def test_proven_floor_is_never_beaten(state: ScheduleState, level: str,
-                                      keep_suggested: bool) -> None:
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS), keep_suggested=st.booleans()
+)
+def test_proven_floor_is_never_beaten(
+    state: ScheduleState, level: str, keep_suggested: bool
+) -> None:
     """Tests, against exhaustive search over every placement of the movable study tasks on tiny
     windows, that no schedule is below the proven floor (critical, and critical + warning):
     over every movable task, and over the pending ones alone (a proposal's own floor)."""
-    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
-                         in_hypothesis=True)
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None, in_hypothesis=True)
 
 
 def test_floor_names_fixed_days_and_capacity() -> None:
@@ -362,8 +464,7 @@ def test_repair_moves_at_most_k_tasks_and_reports_health(k: int) -> None:
     assert len(moved) <= k and proposal.local_moves <= k
     assert (proposal.critical, proposal.warning) <= before
     applied = apply_placements(state, proposal.placements)
-    assert (proposal.critical, proposal.warning) == health_key(applied, "normal",
-                                                               feasibility=True)
+    assert (proposal.critical, proposal.warning) == health_key(applied, "normal", feasibility=True)
     if k == 0:
         assert not moved
 
@@ -377,15 +478,18 @@ def test_apply_proposal_keep_placed_tool() -> None:
     state = _placed_window(22)
     tb = Toolbox(state)
     before = tb.state.to_json()
-    reply = tb.call("propose_placement", {"keep_placed": True, "max_moves": 2,
-                                          "time_limit_s": 1.0})
+    reply = tb.call("propose_placement", {"keep_placed": True, "max_moves": 2, "time_limit_s": 1.0})
     assert "体检（normal档）：应用后 critical" in reply
     assert tb.state.to_json() == before
-    statuses = {t.state_id: (t.status, [(b.day, b.slot_start) for b in t.slots])
-                for t in tb.state.tasks}
+    statuses = {
+        t.state_id: (t.status, [(b.day, b.slot_start) for b in t.slots]) for t in tb.state.tasks
+    }
     tb.call("apply_proposal", {"keep_placed": True, "max_moves": 2, "time_limit_s": 1.0})
-    changed = [t for t in tb.state.tasks
-               if [(b.day, b.slot_start) for b in t.slots] != statuses[t.state_id][1]]
+    changed = [
+        t
+        for t in tb.state.tasks
+        if [(b.day, b.slot_start) for b in t.slots] != statuses[t.state_id][1]
+    ]
     assert len(changed) <= 2
     assert all(t.status == statuses[t.state_id][0] for t in changed)
     refused = tb.call("apply_proposal", {"keep_placed": True, "max_moves": 99})
@@ -423,8 +527,11 @@ def gap_windows(draw: st.DrawFn) -> ScheduleState:
     tasks: list[dict[str, Any]] = []
     ends = {1, days}  # c10 stands near the ends more often, so the middle may have to be bridged
     for day in range(1, days + 1):
-        kinds = ["study", "study", "free"] if day in ends else [
-            "free", "free", "study", "course", "course", "half"]
+        kinds = (
+            ["study", "study", "free"]
+            if day in ends
+            else ["free", "free", "study", "course", "course", "half"]
+        )
         kind = draw(st.sampled_from(kinds))
         if kind == "study":
             tasks.append(_study(day, 1, 1, 10, status="existing", locked=True))
@@ -434,13 +541,18 @@ def gap_windows(draw: st.DrawFn) -> ScheduleState:
             tasks.append(_course(day, 2, 2))
     start = draw(st.integers(1, days))
     end = draw(st.integers(start, min(days, start + 2)))
-    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end,
-                "excluded_slots": []}]
+    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end, "excluded_slots": []}]
     movable = draw(st.integers(1, 2))
     for _ in range(movable):
         if draw(st.booleans()):
-            tasks.append({"status": "pending", "duration": draw(st.integers(1, 2)),
-                          "category_id": 10, "category": "c10"})
+            tasks.append(
+                {
+                    "status": "pending",
+                    "duration": draw(st.integers(1, 2)),
+                    "category_id": 10,
+                    "category": "c10",
+                }
+            )
         else:
             day = draw(st.integers(1, days))
             tasks.append(_study(day, 1, 1, 10))
@@ -451,8 +563,9 @@ def gap_windows(draw: st.DrawFn) -> ScheduleState:
         raise
 
 
-def _floor_vs_exhaustive(state: ScheduleState, level: str, scope: set[int] | None = None,
-                         in_hypothesis: bool = False) -> tuple[Any, list[tuple[int, int]]]:
+def _floor_vs_exhaustive(
+    state: ScheduleState, level: str, scope: set[int] | None = None, in_hypothesis: bool = False
+) -> tuple[Any, list[tuple[int, int]]]:
     from smartflow_engine.solver import check_feasibility
     from smartflow_engine.solver.health_floor import health_floor
 
@@ -460,8 +573,11 @@ def _floor_vs_exhaustive(state: ScheduleState, level: str, scope: set[int] | Non
     floor = health_floor(state, level, report, scope=scope)
     pending = sum(t.need() for t in state.pending_tasks())
     pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
-    fixed = frozenset(t.state_id for t in state.tasks if t.status != "pending"
-                      and scope is not None and t.state_id not in scope)
+    fixed = frozenset(
+        t.state_id
+        for t in state.tasks
+        if t.status != "pending" and scope is not None and t.state_id not in scope
+    )
     schedules = _schedules(state, pending_min, fixed=fixed)
     if in_hypothesis:
         assume(schedules)
@@ -476,24 +592,29 @@ def _floor_vs_exhaustive(state: ScheduleState, level: str, scope: set[int] | Non
     return floor, keys
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(state=gap_windows(), level=st.sampled_from(LEVELS), keep_suggested=st.booleans())
-def test_forced_gap_floor_is_never_beaten(state: ScheduleState, level: str,
-                                          keep_suggested: bool) -> None:
+def test_forced_gap_floor_is_never_beaten(
+    state: ScheduleState, level: str, keep_suggested: bool
+) -> None:
     """Tests, against exhaustive search over every placement on windows where class windows,
     fixed study blocks and full days force subject gaps, that no schedule is below the proven
     floor: over every movable task, and over the pending ones alone (a proposal's scope)."""
-    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
-                         in_hypothesis=True)
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None, in_hypothesis=True)
 
 
 def test_gap_forced_by_class_window_is_tight() -> None:
     """Tests that a locked c10 block on day 1 and a pending c10 task confined to days 7-10 force
     a gap of 5 days (a warning), named in the floor, and that a schedule attains the floor."""
     classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 10, "excluded_slots": []}]
-    tasks = [_study(1, 1, 1, 10, status="existing", locked=True),
-             {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}]
+    tasks = [
+        _study(1, 1, 1, 10, status="existing", locked=True),
+        {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"},
+    ]
     state = make_state(10, 2, tasks, classes)
     floor, keys = _floor_vs_exhaustive(state, "normal")
     why = next(b["why"] for b in floor.binding if b["rule"] == "subject_gap")
@@ -506,8 +627,10 @@ def test_gap_forced_by_days_without_room() -> None:
     """Tests that days whose free periods are too short for the subject's task force a gap:
     c10 stands on days 1 and 8, only day 2 between has a free run of 2 periods, so the pending
     2-period task leaves a gap of at least 5 days (warning) in every schedule."""
-    tasks = [_study(1, 1, 1, 10, status="existing", locked=True),
-             _study(8, 1, 1, 10, status="existing", locked=True)]
+    tasks = [
+        _study(1, 1, 1, 10, status="existing", locked=True),
+        _study(8, 1, 1, 10, status="existing", locked=True),
+    ]
     tasks += [_course(d, 2, 2) for d in range(3, 8)]
     tasks.append({"status": "pending", "duration": 2, "category_id": 10, "category": "c10"})
     state = make_state(8, 3, tasks)
@@ -523,12 +646,16 @@ def test_banned_periods_force_loads_in_the_floor() -> None:
     0.8, a warning each), which the floor counts (free periods alone would allow 2) and no
     schedule beats."""
     classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 3, "excluded_slots": [5]}]
-    tasks = [{"status": "pending", "duration": 4, "category_id": 10, "category": "c10"}
-             for _ in range(3)]
+    tasks = [
+        {"status": "pending", "duration": 4, "category_id": 10, "category": "c10"} for _ in range(3)
+    ]
     state = make_state(3, 5, tasks, classes)
     floor, keys = _floor_vs_exhaustive(state, "normal")
-    why = next(b["why"] for b in floor.binding if b["rule"] == "day_utilization"
-               and b["why"]["kind"] == "capacity")
+    why = next(
+        b["why"]
+        for b in floor.binding
+        if b["rule"] == "day_utilization" and b["why"]["kind"] == "capacity"
+    )
     assert why["days_forced_over_warning"] == 3
     assert floor.critical + floor.warning >= 3
     assert all(c + w >= 3 for c, w in keys)
@@ -538,19 +665,26 @@ def test_search_stops_at_its_own_floor() -> None:
     """Tests that the close stage stops without work when the start meets the floor of its own
     population: suggested blocks fill day 1 (a critical day the pending-only scope cannot
     change), and the pending task already stands where the floor says it should."""
-    tasks = [_study(1, 1, 3, 10), _study(1, 4, 6, 10),
-             {"status": "pending", "duration": 2, "category_id": 11, "category": "c11"}]
+    tasks = [
+        _study(1, 1, 3, 10),
+        _study(1, 4, 6, 10),
+        {"status": "pending", "duration": 2, "category_id": 11, "category": "c11"},
+    ]
     state = make_state(3, 6, tasks)
     problem = build_problem(state, by_subject=True)  # the suggested blocks stay
     start = [Placement(3, 2, 1, 2)]
     result = search_health(state, problem, start, seed=0, budget_s=1.0)
     assert result.evaluations == 0
-    assert result.counts.key == result.start_counts.key == health_key(
-        apply_placements(state, start), "normal")
+    assert (
+        result.counts.key
+        == result.start_counts.key
+        == health_key(apply_placements(state, start), "normal")
+    )
     # the floor over every movable task (the suggested ones too) is lower: the search works
     moved = build_problem(state, include_suggested=True, by_subject=True)
-    again = search_health(state, moved, [*moved.current.values(), Placement(3, 2, 1, 2)],
-                          seed=0, budget_s=0.05)
+    again = search_health(
+        state, moved, [*moved.current.values(), Placement(3, 2, 1, 2)], seed=0, budget_s=0.05
+    )
     assert again.evaluations > 0
     assert again.counts.key < result.counts.key
 
@@ -572,13 +706,18 @@ def concentration_windows(draw: st.DrawFn) -> ScheduleState:
             tasks.append(_course(day, spd - 1, spd))
     start = draw(st.integers(1, days))
     end = draw(st.integers(start, min(days, start + 1)))
-    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end,
-                "excluded_slots": []}]
+    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end, "excluded_slots": []}]
     if draw(st.booleans()):
         tasks.append(_study(draw(st.integers(start, end)), spd, spd, 10))
     for _ in range(draw(st.integers(1, 2))):
-        tasks.append({"status": "pending", "duration": draw(st.integers(1, 2)),
-                      "category_id": 10, "category": "c10"})
+        tasks.append(
+            {
+                "status": "pending",
+                "duration": draw(st.integers(1, 2)),
+                "category_id": 10,
+                "category": "c10",
+            }
+        )
     try:
         return make_state(days, spd, tasks, classes)
     except Exception:  # a suggested block on a busy period
@@ -586,25 +725,28 @@ def concentration_windows(draw: st.DrawFn) -> ScheduleState:
         raise
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.filter_too_much])
-@given(state=concentration_windows(), level=st.sampled_from(LEVELS),
-       keep_suggested=st.booleans())
-def test_forced_concentration_floor_is_never_beaten(state: ScheduleState, level: str,
-                                                    keep_suggested: bool) -> None:
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(state=concentration_windows(), level=st.sampled_from(LEVELS), keep_suggested=st.booleans())
+def test_forced_concentration_floor_is_never_beaten(
+    state: ScheduleState, level: str, keep_suggested: bool
+) -> None:
     """Tests, against exhaustive search on windows where class windows and locked blocks force
     a subject onto few days, that no schedule is below the proven floor (over every movable
     task, and over the pending ones alone)."""
-    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None,
-                         in_hypothesis=True)
+    _floor_vs_exhaustive(state, level, scope=set() if keep_suggested else None, in_hypothesis=True)
 
 
 def test_concentration_forced_by_a_one_day_class_is_tight() -> None:
     """Tests that three c10 blocks confined by their class to day 2 of 3 (N = 3 blocks, all on
     one day: concentration 1.0) give a critical in the floor that every schedule meets."""
     classes = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
-    tasks = [{"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}
-             for _ in range(3)]
+    tasks = [
+        {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"} for _ in range(3)
+    ]
     state = make_state(3, 6, tasks, classes)
     floor, keys = _floor_vs_exhaustive(state, "normal")
     why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
@@ -637,8 +779,9 @@ def test_spread_even_ranks_health_first(monkeypatch: pytest.MonkeyPatch) -> None
     assert unranked.moves
     before, after = health_of_moves(state, unranked.moves)
     assert after.key > before.key
-    applied = apply_placements(state, [after_pl for _, after_pl in unranked.moves],
-                               [b.task_id for b, _ in unranked.moves])
+    applied = apply_placements(
+        state, [after_pl for _, after_pl in unranked.moves], [b.task_id for b, _ in unranked.moves]
+    )
     assert after.key == health_key(applied, "normal")
 
 
@@ -650,17 +793,20 @@ def test_forced_subject_floors_read_in_student_terms() -> None:
 
     classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 7, "excluded_slots": []}]
     tasks = [_study(1, 1, 1, 10, status="existing", locked=True)]
-    tasks += [{"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}
-              for _ in range(3)]
+    tasks += [
+        {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"} for _ in range(3)
+    ]
     floor = health_floor(make_state(10, 4, tasks, classes), "normal", pending_periods=3)
     texts = {b["rule"]: binding_text(b["rule"], b["why"]) for b in floor.binding}
-    assert texts["subject_gap"] == ("c10在第1天与第7天之间只能排在任务类时间窗内、有足够空位的"
-                                    "日子，最长间隔至少5天。")
+    assert texts["subject_gap"] == (
+        "c10在第1天与第7天之间只能排在任务类时间窗内、有足够空位的日子，最长间隔至少5天。"
+    )
     one_day = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
     floor = health_floor(make_state(3, 6, tasks[1:], one_day), "normal", pending_periods=3)
     why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
     assert binding_text("subject_concentration", why) == (
-        "c10的任务只能落在1天内（任务类时间窗、固定块或空位所限），集中度至少1.0。")
+        "c10的任务只能落在1天内（任务类时间窗、固定块或空位所限），集中度至少1.0。"
+    )
 
 
 def test_fragmentation_forced_by_locked_courses_is_tight() -> None:
@@ -669,13 +815,19 @@ def test_fragmentation_forced_by_locked_courses_is_tight() -> None:
     (critical), which the floor proves with its figures."""
     from smartflow_engine.tools_adapter.close_text import binding_text
 
-    tasks = [_course(1, 2, 2), _course(1, 4, 4),
-             {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"}]
+    tasks = [
+        _course(1, 2, 2),
+        _course(1, 4, 4),
+        {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"},
+    ]
     state = make_state(1, 5, tasks)
     floor, keys = _floor_vs_exhaustive(state, "normal")
     why = next(b["why"] for b in floor.binding if b["rule"] == "free_fragmentation")
-    assert (why["isolated_periods"], why["one_period_blocks"], why["min_fragmentation_rate"]) \
-        == (3, 1, 1.0)
+    assert (why["isolated_periods"], why["one_period_blocks"], why["min_fragmentation_rate"]) == (
+        3,
+        1,
+        1.0,
+    )
     assert "3节孤立的单节空位" in binding_text("free_fragmentation", why)
     assert min(keys)[0] == floor.critical  # tight in criticals
 
@@ -690,8 +842,7 @@ def _search_at_start(state: ScheduleState) -> tuple[Any, list[Placement], Health
     start = list(problem.current.values())
     ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
     ev.set_placements(start)
-    search = _Search(ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0),
-                     None)
+    search = _Search(ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0), None)
     return problem, start, ev, search
 
 
@@ -712,10 +863,14 @@ def test_gap_scan_moves_a_doubled_block_into_the_gap_middle() -> None:
     assert {4, 5} <= days <= {3, 4, 5, 6} and len(days) == 3
     changes, spent = search.scan(cands, cur)
     assert changes is not None and spent == len(cands)
-    applied = apply_placements(state, [new for _, _, new in changes],
-                               [tid for tid, _, _ in changes])
-    assert "subject_gap" not in {i.rule for i in analyze_health(
-        applied, check_feasibility=False).issues if i.severity != "info"}
+    applied = apply_placements(
+        state, [new for _, _, new in changes], [tid for tid, _, _ in changes]
+    )
+    assert "subject_gap" not in {
+        i.rule
+        for i in analyze_health(applied, check_feasibility=False).issues
+        if i.severity != "info"
+    }
     assert ev.counts_now().key == health_key(applied, "normal")
 
 
@@ -730,10 +885,14 @@ def test_unload_scan_moves_blocks_off_a_busy_day() -> None:
     assert {c[0][1].day for c in cands} >= {2, 3, 4}
     changes, _ = search.scan(cands, ev.counts_now())
     assert changes is not None
-    applied = apply_placements(state, [new for _, _, new in changes],
-                               [tid for tid, _, _ in changes])
-    assert not [i for i in analyze_health(applied, check_feasibility=False).issues
-                if i.rule == "day_utilization"]
+    applied = apply_placements(
+        state, [new for _, _, new in changes], [tid for tid, _, _ in changes]
+    )
+    assert not [
+        i
+        for i in analyze_health(applied, check_feasibility=False).issues
+        if i.rule == "day_utilization"
+    ]
 
 
 def test_unload_scan_trades_for_a_shorter_block() -> None:
@@ -748,10 +907,14 @@ def test_unload_scan_trades_for_a_shorter_block() -> None:
     assert trades and all({tid for tid, _ in c} == {3, 4} for c in trades)
     changes, _ = search.scan(cands, ev.counts_now())
     assert changes is not None and len(changes) == 2
-    applied = apply_placements(state, [new for _, _, new in changes],
-                               [tid for tid, _, _ in changes])
-    assert not [i for i in analyze_health(applied, check_feasibility=False).issues
-                if i.rule == "day_utilization"]
+    applied = apply_placements(
+        state, [new for _, _, new in changes], [tid for tid, _, _ in changes]
+    )
+    assert not [
+        i
+        for i in analyze_health(applied, check_feasibility=False).issues
+        if i.rule == "day_utilization"
+    ]
 
 
 def test_context_switch_critical_forced_by_locked_blocks() -> None:
@@ -767,8 +930,11 @@ def test_context_switch_critical_forced_by_locked_blocks() -> None:
     assert (why["fixed_switches"], why["min_fragmentation"]) == (5, 1.0)
     assert floor.unfixable[("context_switch", 1, None)] == "critical"
     assert all(c >= 1 for c, _ in keys)
-    day1 = [i for i in analyze_health(state, check_feasibility=False).issues
-            if i.rule == "context_switch" and i.day == 1]
+    day1 = [
+        i
+        for i in analyze_health(state, check_feasibility=False).issues
+        if i.rule == "context_switch" and i.day == 1
+    ]
     assert day1 and day1[0].severity == "critical" and day1[0].fixable is False
     wide = make_state(2, 12, locked + pending)
     floor, _ = _floor_vs_exhaustive(wide, "normal")
@@ -789,14 +955,20 @@ def _water_fill_by_bisection(lo: Any, room: Any, periods: Any) -> tuple[Any, Any
         a, b = np.where(low, mid, a), np.where(low, b, mid)
     x = np.clip(b[:, None], lo_f, hi_f)
     fits = periods <= int(room.sum())
-    return (np.where(fits, x.std(axis=1, ddof=1), np.inf),
-            np.where(fits, x.max(axis=1) - x.min(axis=1), np.inf))
+    return (
+        np.where(fits, x.std(axis=1, ddof=1), np.inf),
+        np.where(fits, x.max(axis=1) - x.min(axis=1), np.inf),
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 24).flatmap(lambda spd: st.lists(
-    st.tuples(st.integers(0, spd), st.integers(0, spd)), min_size=2, max_size=40).map(
-        lambda days: (spd, days))))
+@given(
+    st.integers(1, 24).flatmap(
+        lambda spd: st.lists(
+            st.tuples(st.integers(0, spd), st.integers(0, spd)), min_size=2, max_size=40
+        ).map(lambda days: (spd, days))
+    )
+)
 def test_water_filling_levels_equal_a_bisection(window: Any) -> None:
     """Tests that the floor's exact water-filling (levels interpolated between the volume's
     kinks, days grouped by their bounds) gives the least std-dev and range a bisection on the
@@ -809,8 +981,9 @@ def test_water_filling_levels_equal_a_bisection(window: Any) -> None:
     lo = np.array([a for a, _ in days], dtype=np.int64)
     room = np.array([min(r, spd - a) for a, r in days], dtype=np.int64)
     periods = np.arange(0, int(room.sum()) + 3)
-    for got, want in zip(_water_fill(lo, room, periods),
-                         _water_fill_by_bisection(lo, room, periods), strict=True):
+    for got, want in zip(
+        _water_fill(lo, room, periods), _water_fill_by_bisection(lo, room, periods), strict=True
+    ):
         assert (np.isfinite(got) == np.isfinite(want)).all()
         finite = np.isfinite(want)
         assert np.allclose(got[finite], want[finite], rtol=0, atol=1e-9)

@@ -21,8 +21,15 @@ def _run(code: str, cache_dir: Path, mode: str | None = None) -> dict[str, objec
     env.pop("SMARTFLOW_KERNELS", None)
     if mode is not None:
         env["SMARTFLOW_KERNELS"] = mode
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -45,7 +52,8 @@ PROPOSE = """
 
 @pytest.mark.slow
 def test_cold_cache_first_proposal_skips_columns_then_background_fills_cache(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Tests that with an empty numba cache the first proposal does not compile in-process (no
     column search, no column bound, still the proven maximum of periods), that the background
     process fills the cache, and that the next proposal in the same process uses the kernels;
@@ -91,8 +99,7 @@ def test_warm_up_covers_every_signature_a_proposal_uses() -> None:
     _jit.compile_now()
     before = {n: set(d.signatures) for n, d in _jit._dispatchers().items()}
     propose_placement(ScheduleState.from_json(sample_window_path()), time_limit_s=0.5)
-    propose_placement(synthetic_window(3, 30, pending=60, with_task_classes=True),
-                      time_limit_s=0.5)
+    propose_placement(synthetic_window(3, 30, pending=60, with_task_classes=True), time_limit_s=0.5)
     after = {n: set(d.signatures) for n, d in _jit._dispatchers().items()}
     assert after == before
 
@@ -101,12 +108,21 @@ def test_warm_up_command_fills_an_empty_cache(tmp_path: Path) -> None:
     """Tests that `smartflow warm-up` compiles the kernels into an empty numba cache, so a
     fresh process then finds every kernel there."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
-    subprocess.run([sys.executable, "-m", "smartflow_engine.cli", "warm-up"], env=env,
-                   cwd=ROOT, check=True, capture_output=True, timeout=600)
-    out = _run("""
+    subprocess.run(
+        [sys.executable, "-m", "smartflow_engine.cli", "warm-up"],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    out = _run(
+        """
         import json
         from smartflow_engine.solver import _jit
         print(json.dumps({n: len(_jit.cached_signatures(d) or [])
                           for n, d in _jit._dispatchers().items()}))
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out and all(v >= 1 for v in out.values())

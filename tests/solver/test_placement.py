@@ -46,7 +46,8 @@ def test_proposal_places_the_exact_maximum(state: ScheduleState) -> None:
     assert proposal.objective["placed_slots"] == truth.best
     placed = {p.task_id for p in proposal.placements}
     assert sorted(placed | set(proposal.unplaced)) == sorted(
-        t.state_id for t in state.pending_tasks())
+        t.state_id for t in state.pending_tasks()
+    )
     assert not placed & set(proposal.unplaced)
     apply_placements(state, proposal.placements)
 
@@ -60,9 +61,17 @@ def test_model_objective_equals_numpy_evaluation(state: ScheduleState) -> None:
     problem = build_problem(state, by_subject=True)
     placements = balanced_greedy(problem)
     slots = sum(p.length for p in placements)
-    weights = {"load_imbalance": 1.0, "same_category": 2.0, "isolated_free": 1.5,
-               "context_switch": 0.5, "late": 0.0, "time_of_day": 0.0}
-    win = WindowData.build(problem, weights, sum(p.length for p in placements if p.embed_host is None))
+    weights = {
+        "load_imbalance": 1.0,
+        "same_category": 2.0,
+        "isolated_free": 1.5,
+        "context_switch": 0.5,
+        "late": 0.0,
+        "time_of_day": 0.0,
+    }
+    win = WindowData.build(
+        problem, weights, sum(p.length for p in placements if p.embed_host is None)
+    )
     sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups], slots)
     value = sub.hint(placements)
     assert value is not None
@@ -84,7 +93,8 @@ def test_never_fewer_slots_than_proven_maximum(variant: str) -> None:
     assert proposal.objective["placed_slots"] == report.feasible_slots
     assert proposal.start_health is not None
     assert (proposal.critical, proposal.warning) < proposal.start_health or (
-        proposal.objective["weighted_total"] <= proposal.start_objective["weighted_total"])
+        proposal.objective["weighted_total"] <= proposal.start_objective["weighted_total"]
+    )
     apply_placements(state, proposal.placements)
 
 
@@ -163,23 +173,42 @@ def test_load_imbalance_term() -> None:
 
 def test_same_category_term_spreads() -> None:
     """Tests that two tasks of one category go to different days when only that term counts."""
-    state = make_state(2, 6, [{"duration": 1, "category_id": 5}, {"duration": 1, "category_id": 5},
-                              {"source": "event", "category": "课程", "status": "existing",
-                               "locked": True,
-                               "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]}])
+    state = make_state(
+        2,
+        6,
+        [
+            {"duration": 1, "category_id": 5},
+            {"duration": 1, "category_id": 5},
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "locked": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}],
+            },
+        ],
+    )
     proposal = propose_placement(state, time_limit_s=2.0, weights=only("same_category"))
     assert sorted(_days_of(proposal).values()) == [1, 2]
     assert proposal.objective["same_category"] == 0
 
 
 def test_same_category_term_clusters_for_a_clustering_class(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Tests that a class with strategy 'cluster' keeps its tasks on one day (the soft level
     alone: the close stage, which ranks analyze_health's concentration rule first, is off)."""
     monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
-    state = make_state(3, 6, [{"duration": 1, "category_id": 5}, {"duration": 1, "category_id": 5},
-                              {"duration": 1, "category_id": 5}],
-                       [{"id": 5, "name": "项目", "strategy": "cluster"}])
+    state = make_state(
+        3,
+        6,
+        [
+            {"duration": 1, "category_id": 5},
+            {"duration": 1, "category_id": 5},
+            {"duration": 1, "category_id": 5},
+        ],
+        [{"id": 5, "name": "项目", "strategy": "cluster"}],
+    )
     proposal = propose_placement(state, time_limit_s=2.0, weights=only("same_category"))
     assert len(set(_days_of(proposal).values())) == 1
     assert proposal.objective["same_category"] == 1
@@ -198,12 +227,20 @@ def test_isolated_free_term() -> None:
 def test_context_switch_term() -> None:
     """Tests that a task of subject A goes next to a fixed task of A and one of subject B keeps
     away from both, for zero switches."""
-    state = make_state(1, 6, [
-        {"status": "existing", "locked": True, "category_id": 7,
-         "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]},
-        {"duration": 1, "category_id": 7},
-        {"duration": 1, "category_id": 8},
-    ])
+    state = make_state(
+        1,
+        6,
+        [
+            {
+                "status": "existing",
+                "locked": True,
+                "category_id": 7,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}],
+            },
+            {"duration": 1, "category_id": 7},
+            {"duration": 1, "category_id": 8},
+        ],
+    )
     proposal = propose_placement(state, time_limit_s=2.0, weights=only("context_switch"))
     starts = {p.task_id: p.slot_start for p in proposal.placements}
     assert starts[2] == 2
@@ -216,8 +253,13 @@ def test_late_term_with_allow_late(monkeypatch: pytest.MonkeyPatch) -> None:
     to the first day after it (one day late), and without it stays unplaced (the soft level
     alone: the close stage, which would move day 1's task off the full day, is off)."""
     monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
-    course = {"source": "event", "category": "课程", "status": "existing", "locked": True,
-              "slots": [{"day": 1, "slot_start": 1, "slot_end": 3}]}
+    course = {
+        "source": "event",
+        "category": "课程",
+        "status": "existing",
+        "locked": True,
+        "slots": [{"day": 1, "slot_start": 1, "slot_end": 3}],
+    }
     tasks = [course, {"duration": 1, "category_id": 4}, {"duration": 1, "category_id": 4}]
     classes = [{"id": 4, "name": "作业", "start_day": 1, "end_day": 1}]
     state = make_state(3, 4, tasks, classes)
@@ -230,11 +272,21 @@ def test_late_term_with_allow_late(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_time_of_day_term() -> None:
     """Tests that a class preferring mornings gets its task within periods 1-4 of 12."""
-    state = make_state(1, 12, [
-        {"source": "event", "category": "课程", "status": "existing", "locked": True,
-         "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]},
-        {"duration": 2, "category_id": 3},
-    ], [{"id": 3, "name": "阅读", "time_of_day": "morning"}])
+    state = make_state(
+        1,
+        12,
+        [
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "locked": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}],
+            },
+            {"duration": 2, "category_id": 3},
+        ],
+        [{"id": 3, "name": "阅读", "time_of_day": "morning"}],
+    )
     proposal = propose_placement(state, time_limit_s=2.0, weights=only("time_of_day"))
     (p,) = proposal.placements
     assert p.slot_start >= 1 and p.slot_end <= 4
@@ -256,9 +308,10 @@ def test_greedy_is_never_better_on_synthetic_windows() -> None:
         ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
         ev.set_placements(placements)
         if greedy["placed_slots"] == proposal.objective["placed_slots"]:
-            assert (proposal.critical, proposal.warning,
-                    proposal.objective["weighted_total"]) <= (
-                *ev.counts_now().key, greedy["weighted_total"] + 1e-9)
+            assert (proposal.critical, proposal.warning, proposal.objective["weighted_total"]) <= (
+                *ev.counts_now().key,
+                greedy["weighted_total"] + 1e-9,
+            )
 
 
 # ---------------------------------------------------------------------------------- determinism
@@ -327,7 +380,8 @@ def test_local_moves_report_their_exact_gain(state: ScheduleState, seed: int) ->
     assert after["placed_slots"] == before["placed_slots"]
     assert sorted(p.task_id for p in result.placements) == sorted(p.task_id for p in start)
     assert {p for p in result.placements if p.embed_host is not None} == {
-        p for p in start if p.embed_host is not None}
+        p for p in start if p.embed_host is not None
+    }
     assert after["weighted_total"] == pytest.approx(before["weighted_total"] + result.delta)
     assert result.delta <= 1e-9
     apply_placements(state, result.placements)
@@ -354,6 +408,8 @@ def test_proposal_does_not_depend_on_string_hash_order() -> None:
     model is built walking subjects in sorted order, not set order): on this window the
     objective used to be 139, 140 or 144 depending on PYTHONHASHSEED."""
     text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
-    answers = {json.dumps(proposal_with_hash_seed(text, seed), sort_keys=True)
-               for seed in ("0", "1", "2", "3")}
+    answers = {
+        json.dumps(proposal_with_hash_seed(text, seed), sort_keys=True)
+        for seed in ("0", "1", "2", "3")
+    }
     assert len(answers) == 1

@@ -55,38 +55,69 @@ def random_window(rng: np.random.Generator) -> ScheduleState:
                 slot += 1
                 continue
             if kind == "course":
-                tasks.append({"source": "event", "category": str(rng.choice(["课程", "实验"])),
-                              "status": "existing", "locked": True, "slots": [block]})
+                tasks.append(
+                    {
+                        "source": "event",
+                        "category": str(rng.choice(["课程", "实验"])),
+                        "status": "existing",
+                        "locked": True,
+                        "slots": [block],
+                    }
+                )
             elif kind == "host":
-                tasks.append({"source": "event", "category": "水课", "status": "existing",
-                              "can_embed": True, "slots": [block]})
+                tasks.append(
+                    {
+                        "source": "event",
+                        "category": "水课",
+                        "status": "existing",
+                        "can_embed": True,
+                        "slots": [block],
+                    }
+                )
                 if rng.random() < 0.2:
-                    tasks.append({"status": "existing", "category_id": 12,
-                                  "embed_host": len(tasks),
-                                  "slots": [{"day": day, "slot_start": slot,
-                                             "slot_end": slot}]})
+                    tasks.append(
+                        {
+                            "status": "existing",
+                            "category_id": 12,
+                            "embed_host": len(tasks),
+                            "slots": [{"day": day, "slot_start": slot, "slot_end": slot}],
+                        }
+                    )
             else:
-                tasks.append({"status": "suggested", "category_id": int(rng.choice([10, 11, 12])),
-                              "slots": [block]})
+                tasks.append(
+                    {
+                        "status": "suggested",
+                        "category_id": int(rng.choice([10, 11, 12])),
+                        "slots": [block],
+                    }
+                )
             slot += length
     classes = []
     for cid in (10, 11):
         if rng.random() < 0.6:
             start = int(rng.integers(1, days + 1))
             end = int(rng.integers(start, days + 1))
-            row: dict[str, Any] = {"id": cid, "name": f"c{cid}", "start_day": start,
-                                   "end_day": end,
-                                   "excluded_slots": [int(rng.integers(1, spd + 1))]
-                                   if rng.random() < 0.3 else []}
+            row: dict[str, Any] = {
+                "id": cid,
+                "name": f"c{cid}",
+                "start_day": start,
+                "end_day": end,
+                "excluded_slots": [int(rng.integers(1, spd + 1))] if rng.random() < 0.3 else [],
+            }
             if rng.random() < 0.3:
                 row["strategy"] = "rapid"
             if rng.random() < 0.3:
                 row["time_of_day"] = str(rng.choice(["morning", "evening"]))
             classes.append(row)
     for _ in range(int(rng.integers(2, 5))):
-        tasks.append({"status": "pending", "duration": int(rng.integers(1, 4)),
-                      "category_id": int(rng.choice([10, 11, 12])),
-                      "can_embed": bool(rng.random() < 0.15)})
+        tasks.append(
+            {
+                "status": "pending",
+                "duration": int(rng.integers(1, 4)),
+                "category_id": int(rng.choice([10, 11, 12])),
+                "can_embed": bool(rng.random() < 0.15),
+            }
+        )
     return make_state(days, spd, tasks, classes)
 
 
@@ -101,20 +132,36 @@ class Tally:
     violations: list[str] = field(default_factory=list)
 
 
-def check_window(state: ScheduleState, weights: dict[str, float], limit: float,
-                 include_suggested: bool, allow_late: bool, seed: int, tally: Tally) -> None:
+def check_window(
+    state: ScheduleState,
+    weights: dict[str, float],
+    limit: float,
+    include_suggested: bool,
+    allow_late: bool,
+    seed: int,
+    tally: Tally,
+) -> None:
     """Every proof of one proposal and one feasibility check against the enumeration."""
-    where = (f"seed={seed} limit={limit} suggested={include_suggested} late={allow_late} "
-             f"weights={weights}")
+    where = (
+        f"seed={seed} limit={limit} suggested={include_suggested} late={allow_late} "
+        f"weights={weights}"
+    )
     most, every = maximum_placements(state, include_suggested, allow_late)
-    problem = build_problem(state, include_suggested=include_suggested, by_subject=True,
-                            allow_late=allow_late)
+    problem = build_problem(
+        state, include_suggested=include_suggested, by_subject=True, allow_late=allow_late
+    )
     optimum = min(evaluate(problem, pl, weights)["weighted_total"] for pl in every)
     tally.windows += 1
     tally.placements += len(every)
 
-    proposal = propose_placement(state, time_limit_s=limit, seed=seed, weights=weights,
-                                 include_suggested=include_suggested, allow_late=allow_late)
+    proposal = propose_placement(
+        state,
+        time_limit_s=limit,
+        seed=seed,
+        weights=weights,
+        include_suggested=include_suggested,
+        allow_late=allow_late,
+    )
     total = proposal.objective["weighted_total"]
     if proposal.status != "unknown" and proposal.max_slots != most:
         tally.violations.append(f"max_slots {proposal.max_slots} != {most}: {where}")
@@ -155,8 +202,15 @@ def test_every_proof_holds_on_hundreds_of_tiny_windows() -> None:
         rng = np.random.default_rng(seed)
         state = random_window(rng)
         weights = {name: random_weight(rng) for name in TERM_NAMES}
-        check_window(state, weights, float(rng.choice(TIME_LIMITS)), bool(rng.random() < 0.4),
-                     bool(rng.random() < 0.4), seed, tally)
+        check_window(
+            state,
+            weights,
+            float(rng.choice(TIME_LIMITS)),
+            bool(rng.random() < 0.4),
+            bool(rng.random() < 0.4),
+            seed,
+            tally,
+        )
     assert tally.violations == []
     assert tally.windows == WINDOWS
     assert tally.placements > 20 * WINDOWS  # the enumeration is not trivial
@@ -169,13 +223,23 @@ def test_every_proof_holds_on_hundreds_of_tiny_windows() -> None:
 def _water_course_window() -> ScheduleState:
     """Issue 16, case 1: 2 days of 12 periods, a water course on day 1 at 10-11; pending 阅读1
     (1 period), 复习2 (2 periods, class 复习 on day 2 only, ``rapid``) and 作业3 (3 periods)."""
-    return make_state(2, 12, [
-        {"source": "event", "category": "水课", "status": "existing", "can_embed": True,
-         "slots": [{"day": 1, "slot_start": 10, "slot_end": 11}]},
-        {"name": "阅读1", "duration": 1, "category_id": 12},
-        {"name": "复习2", "duration": 2, "category_id": 10},
-        {"name": "作业3", "duration": 3, "category_id": 11},
-    ], [{"id": 10, "name": "复习", "start_day": 2, "end_day": 2, "strategy": "rapid"}])
+    return make_state(
+        2,
+        12,
+        [
+            {
+                "source": "event",
+                "category": "水课",
+                "status": "existing",
+                "can_embed": True,
+                "slots": [{"day": 1, "slot_start": 10, "slot_end": 11}],
+            },
+            {"name": "阅读1", "duration": 1, "category_id": 12},
+            {"name": "复习2", "duration": 2, "category_id": 10},
+            {"name": "作业3", "duration": 3, "category_id": 11},
+        ],
+        [{"id": 10, "name": "复习", "start_day": 2, "end_day": 2, "strategy": "rapid"}],
+    )
 
 
 @pytest.mark.parametrize("limit", [0.01, 0.1, 1.0])
@@ -201,8 +265,12 @@ def test_issue_16_four_small_weights_at_a_tiny_limit() -> None:
     """Tests issue 16's second case (3 days, 4 pending tasks, 0.015 on four terms, limit 0.01
     s, seed 0): ``optimal`` is never claimed above the optimum and the bound never exceeds
     its own objective nor the optimum."""
-    weights = {"load_imbalance": 0.015, "isolated_free": 0.015, "context_switch": 0.015,
-               "time_of_day": 0.015}
+    weights = {
+        "load_imbalance": 0.015,
+        "isolated_free": 0.015,
+        "context_switch": 0.015,
+        "time_of_day": 0.015,
+    }
     for seed in range(6):
         state = random_window(np.random.default_rng(1000 + seed))
         _, every = maximum_placements(state)
@@ -216,13 +284,17 @@ def test_issue_16_four_small_weights_at_a_tiny_limit() -> None:
             assert total == pytest.approx(optimum, abs=TOL)
 
 
-@pytest.mark.parametrize(("weights", "scale", "exact"), [
-    ({"a": 1.0, "b": 0.5}, 2, True),  # the defaults' kind: scale 2
-    ({"a": 0.015}, 200, True),  # issue 16: exactly 3/200
-    ({"a": 1 / 3}, None, False),  # no small common denominator: rounded down
-])
-def test_integer_weights_are_exact_or_below(weights: dict[str, float], scale: int | None,
-                                            exact: bool) -> None:
+@pytest.mark.parametrize(
+    ("weights", "scale", "exact"),
+    [
+        ({"a": 1.0, "b": 0.5}, 2, True),  # the defaults' kind: scale 2
+        ({"a": 0.015}, 200, True),  # issue 16: exactly 3/200
+        ({"a": 1 / 3}, None, False),  # no small common denominator: rounded down
+    ],
+)
+def test_integer_weights_are_exact_or_below(
+    weights: dict[str, float], scale: int | None, exact: bool
+) -> None:
     """Tests that the integer weights of a CP-SAT model are the real weights times the scale
     when a small scale exists, and never above them otherwise."""
     iw = integer_weights(weights)

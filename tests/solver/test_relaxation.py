@@ -20,8 +20,9 @@ from smartflow_engine.solver.relaxation import (
 
 @settings(max_examples=120, deadline=None)
 @given(state=tiny_windows(max_pending=6), include_suggested=st.booleans())
-def test_bound_and_points_against_brute_force(state: ScheduleState,
-                                              include_suggested: bool) -> None:
+def test_bound_and_points_against_brute_force(
+    state: ScheduleState, include_suggested: bool
+) -> None:
     """Tests on tiny windows (class windows, banned periods, host blocks) that the certified
     bound is never below the brute-force maximum, and that the integral optimum (when there is
     one) and the rounded-down optimum are solutions whose placements apply cleanly."""
@@ -69,8 +70,9 @@ def test_bound_is_exact_on_tight_class_windows() -> None:
     from smartflow_engine.state.synthetic import synthetic_window
 
     for seed in (1, 6):
-        problem = build_problem(synthetic_window(seed, 120, variant="tight", pending=300,
-                                                 with_task_classes=True))
+        problem = build_problem(
+            synthetic_window(seed, 120, variant="tight", pending=300, with_task_classes=True)
+        )
         sink = CountModelBuilder(problem).build(MatrixSink()).sink
         relaxed = solve_relaxation(sink, time_limit_s=5.0)
         plain = max_placeable(problem, time_limit_s=30.0, num_workers=1, relaxation=False)

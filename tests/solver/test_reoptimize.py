@@ -37,7 +37,8 @@ def test_study_layer_is_the_analyzers(seed: int) -> None:
 
 
 def test_spec_window_moves_nothing_when_the_student_sees_no_switch(
-        spec_tools_window: ScheduleState) -> None:
+    spec_tools_window: ScheduleState,
+) -> None:
     """Tests issue 12 item 10 on the spec window: analyze_context reports no switch, so
     min_context_switch reports 0 -> 0 and moves nothing (it used to report 1 -> 0 and move a
     task)."""
@@ -76,9 +77,14 @@ def test_alternating_day_is_regrouped() -> None:
     """Tests that an alternating day of two subjects (3 switches as analyze_context counts
     them) is regrouped to 1 switch."""
     tasks: list[dict[str, Any]] = [
-        {"status": "suggested", "category": name, "category_id": cid,
-         "slots": [{"day": 1, "slot_start": i + 1, "slot_end": i + 1}]}
-        for i, (cid, name) in enumerate([(10, "复习"), (11, "作业"), (10, "复习"), (11, "作业")])]
+        {
+            "status": "suggested",
+            "category": name,
+            "category_id": cid,
+            "slots": [{"day": 1, "slot_start": i + 1, "slot_end": i + 1}],
+        }
+        for i, (cid, name) in enumerate([(10, "复习"), (11, "作业"), (10, "复习"), (11, "作业")])
+    ]
     state = make_state(1, 4, tasks)
     result = min_context_switch(state, time_limit_s=5.0)
     assert (result.before["context_switch"], result.after["context_switch"]) == (3, 1)
@@ -90,8 +96,12 @@ def test_task_class_without_days_is_refused(start: int, end: int) -> None:
     """Tests that a task class whose start_day is after its end_day (issue 12 item 6: start =
     end + 1 made spread_even divide by zero) is refused on load, naming the class."""
     with pytest.raises((StateError, ValueError), match=r"task class \[10\] 复习: start_day"):
-        make_state(5, 4, [{"duration": 1, "category_id": 10}],
-                   [{"id": 10, "name": "复习", "start_day": start, "end_day": end}])
+        make_state(
+            5,
+            4,
+            [{"duration": 1, "category_id": 10}],
+            [{"id": 10, "name": "复习", "start_day": start, "end_day": end}],
+        )
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -102,11 +112,17 @@ def test_spread_even_on_any_accepted_class_window(seed: int) -> None:
     days = int(rng.integers(1, 6))
     day = int(rng.integers(1, days + 1))
     tasks: list[dict[str, Any]] = [
-        {"status": "suggested", "category": "复习", "category_id": 10,
-         "slots": [{"day": int(rng.integers(day, days + 1)), "slot_start": s, "slot_end": s}]}
-        for s in (1, 2)]
-    state = make_state(days, 2, tasks, [{"id": 10, "name": "复习", "start_day": day,
-                                         "end_day": days}])
+        {
+            "status": "suggested",
+            "category": "复习",
+            "category_id": 10,
+            "slots": [{"day": int(rng.integers(day, days + 1)), "slot_start": s, "slot_end": s}],
+        }
+        for s in (1, 2)
+    ]
+    state = make_state(
+        days, 2, tasks, [{"id": 10, "name": "复习", "start_day": day, "end_day": days}]
+    )
     result = spread_even(state, "复习", time_limit_s=1.0)
     if result.moves:
         assert result.after["spread_deviation"] <= result.before["spread_deviation"]

@@ -32,8 +32,10 @@ def test_check_feasibility_infeasible_reply(class_window_window: ScheduleState) 
     assert "不可行（已证明）" in reply and "class_window" in reply
     assert "缺口2个" in reply
     assert "任务类[10]复习（第1天，禁排第4节）" in reply
-    assert ("无法同时放下的任务组：[1]t1、[2]t2（这一组任务本身就无法全部放下；去掉其中任意一个，"
-            "组内其余任务都能放下；整个窗口仍需减少2个时段才能全部放下）。") in reply
+    assert (
+        "无法同时放下的任务组：[1]t1、[2]t2（这一组任务本身就无法全部放下；去掉其中任意一个，"
+        "组内其余任务都能放下；整个窗口仍需减少2个时段才能全部放下）。"
+    ) in reply
     assert "取消禁排时段后可全部放下" in reply
     assert "删减任务需减少2个时段" in reply
 
@@ -43,8 +45,10 @@ def test_conflict_set_reply_separates_group_from_window(overfull_window: Schedul
     one lets the rest of the group fit, and what the whole window still needs (periods to cut
     or days to add), never "remove one and everything fits"."""
     reply = toolbox(overfull_window).call("check_feasibility", {"time_limit_s": 5})
-    assert ("无法同时放下的任务组：[1]t1、[2]t2、[3]t3（这一组任务本身就无法全部放下；去掉其中任意一个，"
-            "组内其余任务都能放下；整个窗口仍需减少1个时段（或在末尾追加1天）才能全部放下）。") in reply
+    assert (
+        "无法同时放下的任务组：[1]t1、[2]t2、[3]t3（这一组任务本身就无法全部放下；去掉其中任意一个，"
+        "组内其余任务都能放下；整个窗口仍需减少1个时段（或在末尾追加1天）才能全部放下）。"
+    ) in reply
     assert "其余都能放下" not in reply
 
 
@@ -65,8 +69,7 @@ def test_check_feasibility_capped_time_limit_is_unknown(monkeypatch: pytest.Monk
     monkeypatch.setattr(feasibility_module, "MIN_WORK_S", 0.0)
     monkeypatch.setattr(counting_module, "MIN_WORK_S", 0.0)
     state = synthetic_window(4, 1000, variant="tight", with_task_classes=True)
-    reply = toolbox(state, max_time_limit_s=0.001).call("check_feasibility",
-                                                         {"time_limit_s": 30})
+    reply = toolbox(state, max_time_limit_s=0.001).call("check_feasibility", {"time_limit_s": 30})
     assert reply.startswith("可行性：未知（0.001秒内未得出证明）。")
     assert "不可行" not in reply
 
@@ -83,15 +86,18 @@ def test_check_feasibility_capped_time_limit_is_unknown(monkeypatch: pytest.Monk
         ("propose_placement", {"weights": {"late": -1}}),  # negative weight
         ("apply_proposal", {"placements": []}),  # empty list
         ("apply_proposal", {"placements": [{"task_id": 1, "day": 1}]}),  # missing slot_start
-        ("apply_proposal", {"placements": [{"task_id": 1, "day": 1, "slot_start": 1}],
-                            "seed": 2}),  # both ways at once
+        (
+            "apply_proposal",
+            {"placements": [{"task_id": 1, "day": 1, "slot_start": 1}], "seed": 2},
+        ),  # both ways at once
         ("spread_even", {}),  # category missing
         ("spread_even", {"category": ""}),  # empty category
         ("min_context_switch", {"day_from": 0}),  # day < 1
     ],
 )
-def test_bad_arguments_are_a_reply(tool: str, args: dict[str, Any],
-                                   roomy_window: ScheduleState) -> None:
+def test_bad_arguments_are_a_reply(
+    tool: str, args: dict[str, Any], roomy_window: ScheduleState
+) -> None:
     """Tests that bad arguments give a 参数错误 reply and leave the state unchanged."""
     tb = toolbox(roomy_window, enabled_tools=[tool])
     before = roomy_window.to_json()
@@ -164,8 +170,15 @@ def test_apply_proposal_compute_mode_matches_propose() -> None:
 def test_apply_explicit_placements(roomy_window: ScheduleState) -> None:
     """Tests that explicit placements are applied as given, with the day's occupancy."""
     tb = toolbox(roomy_window)
-    reply = tb.call("apply_proposal", {"placements": [
-        {"task_id": 1, "day": 1, "slot_start": 1}, {"task_id": 2, "day": 1, "slot_start": 3}]})
+    reply = tb.call(
+        "apply_proposal",
+        {
+            "placements": [
+                {"task_id": 1, "day": 1, "slot_start": 1},
+                {"task_id": 2, "day": 1, "slot_start": 3},
+            ]
+        },
+    )
     assert reply.splitlines()[0] == "已应用粗排方案，2个任务变为已预排："
     assert "第1天当前占用：[1]t1(1-2节) [2]t2(3-4节)，占用4/6。" in reply
     assert "待安排任务剩余：0个。" in reply
@@ -174,15 +187,18 @@ def test_apply_explicit_placements(roomy_window: ScheduleState) -> None:
 @pytest.mark.parametrize(
     ("placements", "expected"),
     [
-        ([{"task_id": 1, "day": 1, "slot_start": 1},
-          {"task_id": 2, "day": 1, "slot_start": 2}], "冲突"),  # overlap within the batch
+        (
+            [{"task_id": 1, "day": 1, "slot_start": 1}, {"task_id": 2, "day": 1, "slot_start": 2}],
+            "冲突",
+        ),  # overlap within the batch
         ([{"task_id": 9, "day": 1, "slot_start": 1}], "不存在"),  # unknown task
         ([{"task_id": 1, "day": 2, "slot_start": 1}], "超出规划窗口"),  # day 2 of 1
         ([{"task_id": 1, "day": 1, "slot_start": 6}], "超出每天6节"),  # runs past period 6
     ],
 )
-def test_apply_refusal_changes_nothing(placements: list[dict[str, int]], expected: str,
-                                       roomy_window: ScheduleState) -> None:
+def test_apply_refusal_changes_nothing(
+    placements: list[dict[str, int]], expected: str, roomy_window: ScheduleState
+) -> None:
     """Tests that a refused application rolls everything back and says why."""
     tb = toolbox(roomy_window)
     before = roomy_window.to_json()
@@ -194,10 +210,12 @@ def test_apply_refusal_changes_nothing(placements: list[dict[str, int]], expecte
 
 def test_apply_refuses_existing_tasks() -> None:
     """Tests that an existing (confirmed) task is not re-placed by apply_proposal."""
-    state = make_state(1, 4, [{"status": "existing", "slots": [
-        {"day": 1, "slot_start": 1, "slot_end": 1}]}])
-    reply = toolbox(state).call("apply_proposal", {"placements": [
-        {"task_id": 1, "day": 1, "slot_start": 3}]})
+    state = make_state(
+        1, 4, [{"status": "existing", "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]}]
+    )
+    reply = toolbox(state).call(
+        "apply_proposal", {"placements": [{"task_id": 1, "day": 1, "slot_start": 3}]}
+    )
     assert "已安排任务" in reply and reply.startswith("应用方案失败")
 
 
@@ -206,8 +224,14 @@ def _suggested_cluster() -> ScheduleState:
     tasks: list[dict[str, Any]] = []
     for i in range(6):
         day, start = 1 + i // 3, 1 + 2 * (i % 3)
-        tasks.append({"status": "suggested", "category": "复习", "category_id": 10,
-                      "slots": [{"day": day, "slot_start": start, "slot_end": start + 1}]})
+        tasks.append(
+            {
+                "status": "suggested",
+                "category": "复习",
+                "category_id": 10,
+                "slots": [{"day": day, "slot_start": start, "slot_end": start + 1}],
+            }
+        )
     return make_state(12, 6, tasks)
 
 
@@ -234,9 +258,19 @@ def test_spread_even_spreads_and_is_atomic() -> None:
 )
 def test_spread_even_nothing_to_do(category: str, expected: str) -> None:
     """Tests the replies when spread_even has nothing to move; the state is unchanged."""
-    state = make_state(2, 4, [{"source": "event", "category": "课程", "status": "existing",
-                               "locked": True,
-                               "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]}])
+    state = make_state(
+        2,
+        4,
+        [
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "locked": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+            }
+        ],
+    )
     before = state.to_json()
     assert expected in toolbox(state).call("spread_even", {"category": category})
     assert state.to_json() == before
@@ -247,9 +281,14 @@ def test_min_context_switch_regroups_within_days() -> None:
     alternating day by reordering it, with every task staying on its day."""
     subjects = [10, 11, 10, 11]
     tasks: list[dict[str, Any]] = [
-        {"status": "suggested", "category_id": c, "category": f"科目{c}",
-         "slots": [{"day": 1, "slot_start": i + 1, "slot_end": i + 1}]}
-        for i, c in enumerate(subjects)]
+        {
+            "status": "suggested",
+            "category_id": c,
+            "category": f"科目{c}",
+            "slots": [{"day": 1, "slot_start": i + 1, "slot_end": i + 1}],
+        }
+        for i, c in enumerate(subjects)
+    ]
     state = make_state(2, 4, tasks)
     tb = toolbox(state, enabled_tools=["min_context_switch"])  # hidden unless enabled
     for mode in Mode:
@@ -267,8 +306,9 @@ def test_tool_replies_are_deterministic(roomy_window: ScheduleState) -> None:
 
 
 @pytest.mark.parametrize("tool", ["propose_placement", "apply_proposal"])
-def test_proposal_tools_count_the_whole_call(tool: str, roomy_window: ScheduleState,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_proposal_tools_count_the_whole_call(
+    tool: str, roomy_window: ScheduleState, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Tests that a proposal tool gives the solver the wall time its call has left (less the
     reply's reserve) but the deterministic work of the asked limit, so the limit holds for the
     whole call and a seed gives the same proposal in both tools and in a direct call."""
@@ -282,8 +322,9 @@ def test_proposal_tools_count_the_whole_call(tool: str, roomy_window: ScheduleSt
         return propose_placement(state, **kw)
 
     monkeypatch.setattr(solver_tools, "propose_placement", spy)
-    reserve = (solver_tools.REPLY_RESERVE_S
-               + solver_tools.REPLY_RESERVE_PER_TASK_S * len(roomy_window.tasks))
+    reserve = solver_tools.REPLY_RESERVE_S + solver_tools.REPLY_RESERVE_PER_TASK_S * len(
+        roomy_window.tasks
+    )
     toolbox(roomy_window).call(tool, {"time_limit_s": 1.5, "seed": 4})
     assert seen["work_limit_s"] == pytest.approx(WORK_SHARE * 1.5)
     assert 0 < seen["time_limit_s"] <= 1.5 - reserve
@@ -294,8 +335,13 @@ def test_apply_proposal_with_allow_late_applies_the_late_block() -> None:
     """Tests that apply_proposal {allow_late: true} writes the block the proposal puts after its
     class window (the write path honours the caller's late permission), while a plain move of a
     task out of its class window is still refused; without allow_late the task stays pending."""
-    course = {"source": "event", "category": "课程", "status": "existing", "locked": True,
-              "slots": [{"day": 1, "slot_start": 1, "slot_end": 3}]}
+    course = {
+        "source": "event",
+        "category": "课程",
+        "status": "existing",
+        "locked": True,
+        "slots": [{"day": 1, "slot_start": 1, "slot_end": 3}],
+    }
     tasks = [course, {"duration": 1, "category_id": 4}, {"duration": 1, "category_id": 4}]
     classes = [{"id": 4, "name": "作业", "start_day": 1, "end_day": 1}]
     state = make_state(3, 4, tasks, classes)
@@ -324,8 +370,11 @@ def test_propose_reply_states_the_proposals_own_floor() -> None:
         proposal = propose_placement(state, time_limit_s=1.0, seed=0)
         reply = toolbox(state).call("propose_placement", {"time_limit_s": 1.0, "seed": 0})
         counts = re.search(r"应用后 critical (\d+) 个、warning (\d+) 个", reply)
-        floor = re.search(r"已证明同范围的任何方案至少有 critical (\d+) 个、critical 与 warning "
-                          r"合计 (\d+) 个，本方案(已达|尚高于)此下限", reply)
+        floor = re.search(
+            r"已证明同范围的任何方案至少有 critical (\d+) 个、critical 与 warning "
+            r"合计 (\d+) 个，本方案(已达|尚高于)此下限",
+            reply,
+        )
         assert counts is not None, reply
         # only a search the wall clock cut may go without its floor (never claimed unfinished)
         assert floor is not None or "搜索被时限截断" in reply, reply

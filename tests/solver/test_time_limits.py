@@ -47,14 +47,28 @@ def one_day_classes_window(days: int = 200) -> ScheduleState:
     tasks: list[dict[str, Any]] = []
     classes = []
     for day in range(1, days + 1):
-        classes.append({"id": day, "name": f"c{day}", "start_day": day, "end_day": day,
-                        "excluded_slots": []})
+        classes.append(
+            {"id": day, "name": f"c{day}", "start_day": day, "end_day": day, "excluded_slots": []}
+        )
         for _ in range(5):
-            tasks.append({"state_id": len(tasks) + 1, "name": f"t{len(tasks) + 1}",
-                          "source": "task_item", "category": f"c{day}", "category_id": day,
-                          "status": "pending", "duration": 3})
-    return ScheduleState.model_validate({"window": {"total_days": days, "slots_per_day": 12},
-                                         "tasks": tasks, "task_classes": classes})
+            tasks.append(
+                {
+                    "state_id": len(tasks) + 1,
+                    "name": f"t{len(tasks) + 1}",
+                    "source": "task_item",
+                    "category": f"c{day}",
+                    "category_id": day,
+                    "status": "pending",
+                    "duration": 3,
+                }
+            )
+    return ScheduleState.model_validate(
+        {
+            "window": {"total_days": days, "slots_per_day": 12},
+            "tasks": tasks,
+            "task_classes": classes,
+        }
+    )
 
 
 def timed(call: Callable[[], Any]) -> tuple[Any, float]:
@@ -82,10 +96,11 @@ def test_reoptimisation_on_500_days(long_window: ScheduleState, limit: float) ->
     """Tests that spread_even and min_context_switch return within the margin on the 500-day
     window (model building took 6 and 18 s) and that a cut-short answer moves nothing and
     claims no proof."""
-    category = next(t.category for t in long_window.tasks
-                    if t.status == "suggested" and t.category)
-    for run in (lambda: spread_even(long_window, category, time_limit_s=limit),
-                lambda: min_context_switch(long_window, time_limit_s=limit)):
+    category = next(t.category for t in long_window.tasks if t.status == "suggested" and t.category)
+    for run in (
+        lambda: spread_even(long_window, category, time_limit_s=limit),
+        lambda: min_context_switch(long_window, time_limit_s=limit),
+    ):
         result, wall = timed(run)
         assert wall <= limit + MARGIN_S
         if result.status == "unknown":
@@ -117,12 +132,16 @@ def test_bounds_hold_their_limit(long_window: ScheduleState) -> None:
     dd, wall = timed(lambda: day_decomposition_bound(problem, slots, time_limit_s=0.05))
     assert wall <= 0.05 + MARGIN_S
     assert dd.value <= start.objective["weighted_total"] + 1e-9
-    cb, wall = timed(lambda: column_bound(problem, slots, start.placements, budget_s=5.0,
-                                          time_limit_s=0.05))
+    cb, wall = timed(
+        lambda: column_bound(problem, slots, start.placements, budget_s=5.0, time_limit_s=0.05)
+    )
     assert wall <= 0.05 + MARGIN_S
     assert cb.value <= start.objective["weighted_total"] + 1e-9
-    res, wall = timed(lambda: search(problem, slots, start.placements, budget_s=5.0,
-                                     deadline=time.perf_counter() + 0.05))
+    res, wall = timed(
+        lambda: search(
+            problem, slots, start.placements, budget_s=5.0, deadline=time.perf_counter() + 0.05
+        )
+    )
     assert wall <= 0.05 + MARGIN_S
     assert not res.optimal or res.objective <= res.bound + 1e-9
 
@@ -151,10 +170,15 @@ def test_the_health_floor_stops_at_its_deadline(long_window: ScheduleState) -> N
 
     with pytest.raises(OutOfTime):
         health_floor(long_window, deadline=time.perf_counter() - 1.0)
-    free, timed_out = health_floor(long_window), health_floor(
-        long_window, deadline=time.perf_counter() + 600.0)
+    free, timed_out = (
+        health_floor(long_window),
+        health_floor(long_window, deadline=time.perf_counter() + 600.0),
+    )
     assert (free.critical, free.warning, free.binding) == (
-        timed_out.critical, timed_out.warning, timed_out.binding)
+        timed_out.critical,
+        timed_out.warning,
+        timed_out.binding,
+    )
 
 
 def test_a_proposal_gives_its_floors_its_own_deadline(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,8 +64,12 @@ def test_synthetic_round_trip(variant):
 def test_embedded_by_is_derived_on_output():
     """Tests that a host's embedded_by is written from its guest's embed_host."""
     data = copy.deepcopy(SPEC)
-    data["tasks"][2].update(status="suggested", slots=[{"day": 2, "slot_start": 1, "slot_end": 2}],
-                            embed_host=2, duration=2)
+    data["tasks"][2].update(
+        status="suggested",
+        slots=[{"day": 2, "slot_start": 1, "slot_end": 2}],
+        embed_host=2,
+        duration=2,
+    )
     state = ScheduleState.from_json(data)
     host = next(t for t in state.to_dict()["tasks"] if t["state_id"] == 2)
     assert host["embedded_by"] == 3
@@ -84,24 +88,38 @@ def _add(data, **task):
 
 INVALID = [
     # two non-guest tasks share day 1 periods 1-2: names both tasks, the day and the period
-    (lambda d: _add(d, state_id=4, status="existing",
-                    slots=[{"day": 1, "slot_start": 2, "slot_end": 3}]),
-     ["[4]", "[1]", "day 1", "period 2"]),
+    (
+        lambda d: _add(
+            d, state_id=4, status="existing", slots=[{"day": 1, "slot_start": 2, "slot_end": 3}]
+        ),
+        ["[4]", "[1]", "day 1", "period 2"],
+    ),
     # a block beyond the window's last day
-    (lambda d: _add(d, state_id=4, status="existing",
-                    slots=[{"day": 14, "slot_start": 1, "slot_end": 2}]),
-     ["[4]", "day 14", "outside the window"]),
+    (
+        lambda d: _add(
+            d, state_id=4, status="existing", slots=[{"day": 14, "slot_start": 1, "slot_end": 2}]
+        ),
+        ["[4]", "day 14", "outside the window"],
+    ),
     # periods beyond 12
-    (lambda d: _add(d, state_id=4, status="existing",
-                    slots=[{"day": 3, "slot_start": 11, "slot_end": 13}]),
-     ["[4]", "day 3", "periods 11-13"]),
+    (
+        lambda d: _add(
+            d, state_id=4, status="existing", slots=[{"day": 3, "slot_start": 11, "slot_end": 13}]
+        ),
+        ["[4]", "day 3", "periods 11-13"],
+    ),
     # reversed range
-    (lambda d: _add(d, state_id=4, status="existing",
-                    slots=[{"day": 3, "slot_start": 5, "slot_end": 4}]),
-     ["[4]", "periods 5-4"]),
+    (
+        lambda d: _add(
+            d, state_id=4, status="existing", slots=[{"day": 3, "slot_start": 5, "slot_end": 4}]
+        ),
+        ["[4]", "periods 5-4"],
+    ),
     # a pending task holding slots
-    (lambda d: d["tasks"][2].update(slots=[{"day": 3, "slot_start": 1, "slot_end": 3}]),
-     ["[3]", "pending task has slots", "day 3"]),
+    (
+        lambda d: d["tasks"][2].update(slots=[{"day": 3, "slot_start": 1, "slot_end": 3}]),
+        ["[3]", "pending task has slots", "day 3"],
+    ),
     # a placed task without slots
     (lambda d: d["tasks"][1].update(slots=[]), ["[2]", "no slots"]),
     # a pending task without a duration
@@ -109,23 +127,58 @@ INVALID = [
     # duplicate ids
     (lambda d: _add(d, state_id=3, status="pending", duration=2), ["duplicate state_id 3"]),
     # a guest sticking out of its host block
-    (lambda d: _add(d, state_id=4, status="suggested", embed_host=2,
-                    slots=[{"day": 2, "slot_start": 2, "slot_end": 3}]),
-     ["[4]", "not inside", "[2]"]),
+    (
+        lambda d: _add(
+            d,
+            state_id=4,
+            status="suggested",
+            embed_host=2,
+            slots=[{"day": 2, "slot_start": 2, "slot_end": 3}],
+        ),
+        ["[4]", "not inside", "[2]"],
+    ),
     # a guest on a host that is not can_embed
-    (lambda d: _add(d, state_id=4, status="suggested", embed_host=1,
-                    slots=[{"day": 1, "slot_start": 1, "slot_end": 2}]),
-     ["[4]", "not can_embed"]),
+    (
+        lambda d: _add(
+            d,
+            state_id=4,
+            status="suggested",
+            embed_host=1,
+            slots=[{"day": 1, "slot_start": 1, "slot_end": 2}],
+        ),
+        ["[4]", "not can_embed"],
+    ),
     # a guest whose host does not exist
-    (lambda d: _add(d, state_id=4, status="suggested", embed_host=99,
-                    slots=[{"day": 2, "slot_start": 1, "slot_end": 2}]),
-     ["[4]", "99", "does not exist"]),
+    (
+        lambda d: _add(
+            d,
+            state_id=4,
+            status="suggested",
+            embed_host=99,
+            slots=[{"day": 2, "slot_start": 1, "slot_end": 2}],
+        ),
+        ["[4]", "99", "does not exist"],
+    ),
     # two guests in one host block
-    (lambda d: (_add(d, state_id=4, status="suggested", embed_host=2,
-                     slots=[{"day": 2, "slot_start": 1, "slot_end": 1}]),
-                _add(d, state_id=5, status="suggested", embed_host=2,
-                     slots=[{"day": 2, "slot_start": 2, "slot_end": 2}])),
-     ["[5]", "already holds guest [4]"]),
+    (
+        lambda d: (
+            _add(
+                d,
+                state_id=4,
+                status="suggested",
+                embed_host=2,
+                slots=[{"day": 2, "slot_start": 1, "slot_end": 1}],
+            ),
+            _add(
+                d,
+                state_id=5,
+                status="suggested",
+                embed_host=2,
+                slots=[{"day": 2, "slot_start": 2, "slot_end": 2}],
+            ),
+        ),
+        ["[5]", "already holds guest [4]"],
+    ),
     # embedded_by that no guest confirms
     (lambda d: d["tasks"][1].update(embedded_by=3), ["[2]", "embedded_by 3"]),
     # a day_mapping that does not match total_days
@@ -139,13 +192,17 @@ INVALID = [
     # a lone surrogate in an extra field's key
     (lambda d: d["tasks"][0].update({"\udfffnote": 1}), ["tasks[0]", "surrogate"]),
     # two days mapped to the same (week, day_of_week)
-    (lambda d: d["window"]["day_mapping"][1].update(day_of_week=1),
-     ["days 1 and 2", "week 5 day_of_week 1"]),
+    (
+        lambda d: d["window"]["day_mapping"][1].update(day_of_week=1),
+        ["days 1 and 2", "week 5 day_of_week 1"],
+    ),
     # a negative week
     (lambda d: d["window"]["day_mapping"][0].update(week=-1), ["day_mapping.0.week"]),
     # two task classes with one id
-    (lambda d: d.update(task_classes=[{"id": 10, "name": "学习"}, {"id": 10, "name": "作业"}]),
-     ["duplicate task class id 10", "学习", "作业"]),
+    (
+        lambda d: d.update(task_classes=[{"id": 10, "name": "学习"}, {"id": 10, "name": "作业"}]),
+        ["duplicate task class id 10", "学习", "作业"],
+    ),
     # lax integers: a string, a boolean and a float where the file must hold an integer
     (lambda d: d["tasks"][0].update(state_id="1"), ["tasks.0.state_id", "integer"]),
     (lambda d: d["tasks"][2].update(duration=True), ["tasks.2.duration", "integer"]),
@@ -188,8 +245,13 @@ def test_invalid_json_text_refused():
 def test_guest_of_locked_host_is_locked():
     """Tests lock inheritance: a guest of a locked host counts as locked."""
     data = _with(lambda d: d["tasks"][1].update(locked=True))
-    _add(data, state_id=4, status="suggested", embed_host=2,
-         slots=[{"day": 2, "slot_start": 1, "slot_end": 2}])
+    _add(
+        data,
+        state_id=4,
+        status="suggested",
+        embed_host=2,
+        slots=[{"day": 2, "slot_start": 1, "slot_end": 2}],
+    )
     state = ScheduleState.from_json(data)
     assert state.is_locked(state.task(4))
     assert not state.task(4).locked
@@ -199,8 +261,13 @@ def test_guest_of_locked_host_is_written_locked():
     """Tests that to_json writes `locked: true` for a guest inside a locked host, so the file says
     what the engine does (the guest acts locked), and that it reloads the same."""
     data = _with(lambda d: d["tasks"][1].update(locked=True))
-    _add(data, state_id=4, status="suggested", embed_host=2,
-         slots=[{"day": 2, "slot_start": 1, "slot_end": 2}])
+    _add(
+        data,
+        state_id=4,
+        status="suggested",
+        embed_host=2,
+        slots=[{"day": 2, "slot_start": 1, "slot_end": 2}],
+    )
     state = ScheduleState.from_json(data)
     written = next(t for t in state.to_dict()["tasks"] if t["state_id"] == 4)
     assert written["locked"] is True
@@ -212,8 +279,11 @@ def test_guest_of_locked_host_is_written_locked():
     ("payload", "words"),
     [
         ("[" * 100_000 + "]" * 100_000, ["nested too deeply"]),  # RecursionError in json
-        ('{"window": {"total_days": 1}, "tasks": [{"state_id": 1, "name": "\\ud800x", '
-         '"status": "pending", "duration": 1}]}', ["tasks[0].name", "surrogate"]),
+        (
+            '{"window": {"total_days": 1}, "tasks": [{"state_id": 1, "name": "\\ud800x", '
+            '"status": "pending", "duration": 1}]}',
+            ["tasks[0].name", "surrogate"],
+        ),
         ('{"window": {"total_days": 1, "x": NaN}}', ["window.x", "finite"]),
     ],
 )
@@ -227,10 +297,13 @@ def test_hostile_json_text_refused(tmp_path, payload, words):
         assert word in str(info.value)
 
 
-@pytest.mark.parametrize(("encoding", "words"), [
-    ("gbk", ["not UTF-8"]),  # a Chinese name in GBK
-    ("utf-16", ["not UTF-8", "UTF-16"]),  # with a BOM
-])
+@pytest.mark.parametrize(
+    ("encoding", "words"),
+    [
+        ("gbk", ["not UTF-8"]),  # a Chinese name in GBK
+        ("utf-16", ["not UTF-8", "UTF-16"]),  # with a BOM
+    ],
+)
 def test_non_utf8_file_refused(tmp_path, encoding, words):
     """Tests that a state file in GBK or UTF-16 is refused with a clear StateError."""
     path = tmp_path / "state.json"
@@ -242,7 +315,10 @@ def test_non_utf8_file_refused(tmp_path, encoding, words):
 
 
 _JSON_LEAVES = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
     st.sampled_from([float("nan"), float("inf"), -float("inf"), "\ud800", "x\udfff"]),
     st.text(alphabet=st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=3),
     st.text(max_size=3),
@@ -251,16 +327,23 @@ _JSON_VALUES = st.recursive(
     _JSON_LEAVES,
     lambda inner: st.one_of(
         st.lists(inner, max_size=3),
-        st.dictionaries(st.one_of(st.text(max_size=2), st.integers(0, 3),
-                                  st.sampled_from(["\ud800", "a\udfff"])), inner, max_size=3),
+        st.dictionaries(
+            st.one_of(
+                st.text(max_size=2), st.integers(0, 3), st.sampled_from(["\ud800", "a\udfff"])
+            ),
+            inner,
+            max_size=3,
+        ),
     ),
     max_leaves=20,
 )
 
 
 @settings(max_examples=400, deadline=None)
-@given(value=_JSON_VALUES, depth=st.sampled_from([0, 1, MAX_NESTING - 2, MAX_NESTING - 1,
-                                                   MAX_NESTING, MAX_NESTING + 3]))
+@given(
+    value=_JSON_VALUES,
+    depth=st.sampled_from([0, 1, MAX_NESTING - 2, MAX_NESTING - 1, MAX_NESTING, MAX_NESTING + 3]),
+)
 def test_fast_value_check_agrees_with_the_naming_walk(value, depth):
     """Tests that the fast check a state's load runs decides exactly as the path-naming walk:
     whenever it calls a value clean the walk finds nothing, so no surrogate, NaN or deep nesting

@@ -23,8 +23,11 @@ def _snapshot(state: ScheduleState):
 
 def _unchanged(state: ScheduleState, snap) -> bool:
     text, owner, guest = snap
-    return (state.to_json() == text and (state.grid.owner == owner).all()
-            and (state.grid.guest == guest).all())
+    return (
+        state.to_json() == text
+        and (state.grid.owner == owner).all()
+        and (state.grid.guest == guest).all()
+    )
 
 
 def test_place_sets_suggested_and_grid(spec_tools_window):
@@ -126,15 +129,29 @@ def test_partial_overlap_with_host_is_a_conflict(spec_tools_window):
 
 def test_guest_of_locked_host_cannot_move():
     """Tests that a guest loaded inside a locked host is itself immovable."""
-    s = ScheduleState.from_json({
-        "window": {"total_days": 3},
-        "tasks": [
-            {"state_id": 1, "name": "水课", "category": "课程", "status": "existing",
-             "locked": True, "can_embed": True, "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
-            {"state_id": 2, "name": "背单词", "status": "suggested", "embed_host": 1,
-             "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}]},
-        ],
-    })
+    s = ScheduleState.from_json(
+        {
+            "window": {"total_days": 3},
+            "tasks": [
+                {
+                    "state_id": 1,
+                    "name": "水课",
+                    "category": "课程",
+                    "status": "existing",
+                    "locked": True,
+                    "can_embed": True,
+                    "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+                },
+                {
+                    "state_id": 2,
+                    "name": "背单词",
+                    "status": "suggested",
+                    "embed_host": 1,
+                    "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}],
+                },
+            ],
+        }
+    )
     res = move(s, 2, 2, 1)
     assert res.refusal.kind == "locked" and res.refusal.other_id == 1
     # and nothing new may embed into a locked host
@@ -207,18 +224,34 @@ def test_one_guest_per_host_block_even_without_overlap():
     Found by the state machine: a batch moved a host and embedded two one-period guests side by
     side in its new block.
     """
-    s = ScheduleState.from_json({
-        "window": {"total_days": 2},
-        "tasks": [
-            {"state_id": 1, "name": "水课", "category": "课程", "status": "existing",
-             "can_embed": True, "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
-            {"state_id": 2, "name": "a", "status": "existing",
-             "slots": [{"day": 2, "slot_start": 1, "slot_end": 1}]},
-            {"state_id": 3, "name": "b", "status": "existing",
-             "slots": [{"day": 2, "slot_start": 3, "slot_end": 3}]},
-            {"state_id": 4, "name": "c", "status": "pending", "duration": 1},
-        ],
-    })
+    s = ScheduleState.from_json(
+        {
+            "window": {"total_days": 2},
+            "tasks": [
+                {
+                    "state_id": 1,
+                    "name": "水课",
+                    "category": "课程",
+                    "status": "existing",
+                    "can_embed": True,
+                    "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+                },
+                {
+                    "state_id": 2,
+                    "name": "a",
+                    "status": "existing",
+                    "slots": [{"day": 2, "slot_start": 1, "slot_end": 1}],
+                },
+                {
+                    "state_id": 3,
+                    "name": "b",
+                    "status": "existing",
+                    "slots": [{"day": 2, "slot_start": 3, "slot_end": 3}],
+                },
+                {"state_id": 4, "name": "c", "status": "pending", "duration": 1},
+            ],
+        }
+    )
     res = batch_move(s, [Request(1, 2, 11), Request(2, 2, 11), Request(3, 2, 12)])
     assert res.refusal.kind == "embed_taken" and res.refusal.other_id == 2
     assert move(s, 2, 1, 1).ok

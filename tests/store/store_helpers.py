@@ -39,8 +39,9 @@ def cell_view(state: ScheduleState) -> tuple[dict[int, dict[str, Any]], list[dic
     tasks = {}
     for t in state.tasks:
         data = t.model_dump(mode="json", exclude={"slots", "embedded_by"}, exclude_none=True)
-        data["cells"] = sorted((b.day, s) for b in t.slots
-                               for s in range(b.slot_start, b.slot_end + 1))
+        data["cells"] = sorted(
+            (b.day, s) for b in t.slots for s in range(b.slot_start, b.slot_end + 1)
+        )
         tasks[t.state_id] = data
     classes = [tc.model_dump(mode="json") for tc in state.task_classes]
     return tasks, classes

@@ -39,11 +39,16 @@ def test_commit_previews_then_writes_in_one_transaction(sample_store: Store):
     assert done.status == "ok" and done.reply.startswith("已提交 2 项修改"), done.reply
     assert session.changes == []
     with sample_store.session() as s:
-        item_event = s.scalars(select(m.ScheduleEvent.id)
-                               .where(m.ScheduleEvent.task_item_id == 301)).one()
-        cells = sorted(s.execute(select(m.Schedule.week, m.Schedule.day_of_week,
-                                        m.Schedule.section)
-                                 .where(m.Schedule.event_id == item_event)).all())
+        item_event = s.scalars(
+            select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 301)
+        ).one()
+        cells = sorted(
+            s.execute(
+                select(m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section).where(
+                    m.Schedule.event_id == item_event
+                )
+            ).all()
+        )
         status = s.scalar(select(m.TaskClassItem.status).where(m.TaskClassItem.id == 301))
     assert cells == [(7, 6, 1), (7, 6, 2), (7, 6, 3)] and status == "scheduled"
     assert session.state is not None
@@ -91,11 +96,14 @@ def test_without_a_database_commit_and_reload_refuse():
     assert len(session.changes) == 1
 
 
-@pytest.mark.parametrize("start,end,message", [
-    ((7, 0), (7, 3), "day_of_week 1..7"),  # no day 0 of a week
-    ((8, 1), (7, 1), "comes before"),  # reversed
-    ((1, 1), (200, 7), "exceeds 1000"),  # too long
-])
+@pytest.mark.parametrize(
+    "start,end,message",
+    [
+        ((7, 0), (7, 3), "day_of_week 1..7"),  # no day 0 of a week
+        ((8, 1), (7, 1), "comes before"),  # reversed
+        ((1, 1), (200, 7), "exceeds 1000"),  # too long
+    ],
+)
 def test_window_days_refuses_bad_windows(start, end, message):
     """Tests that a window named by (week, day_of_week) ends is checked with a clear message."""
     with pytest.raises(StoreError, match=message):
@@ -106,7 +114,11 @@ def test_window_days_counts_consecutive_days():
     """Tests that a window from week 7 Monday to week 8 Sunday is 14 days, across the week."""
     days = window_days((7, 6), (8, 2))
     assert [(d.day_index, d.week, d.day_of_week) for d in days] == [
-        (1, 7, 6), (2, 7, 7), (3, 8, 1), (4, 8, 2)]
+        (1, 7, 6),
+        (2, 7, 7),
+        (3, 8, 1),
+        (4, 8, 2),
+    ]
 
 
 def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
@@ -124,9 +136,23 @@ def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
     root = Path(__file__).resolve().parents[2]
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "from smartflow_engine.cli import main; main()", "mcp", "--db", url,
-              "--user", str(USER), "--from", "7-1", "--to", "8-7", "--mode", "local_adjust"],
-        cwd=str(root), env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        args=[
+            "-c",
+            "from smartflow_engine.cli import main; main()",
+            "mcp",
+            "--db",
+            url,
+            "--user",
+            str(USER),
+            "--from",
+            "7-1",
+            "--to",
+            "8-7",
+            "--mode",
+            "local_adjust",
+        ],
+        cwd=str(root),
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
     )
 
     async def go() -> list[str]:
@@ -144,7 +170,10 @@ def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
     assert done.startswith("已提交 1 项修改"), done
     with sample_store.session() as s:
         status = s.scalar(select(m.TaskClassItem.status).where(m.TaskClassItem.id == 301))
-        rows = s.scalar(select(func.count()).select_from(m.Schedule).join(
-            m.ScheduleEvent, m.Schedule.event_id == m.ScheduleEvent.id).where(
-            m.ScheduleEvent.task_item_id == 301))
+        rows = s.scalar(
+            select(func.count())
+            .select_from(m.Schedule)
+            .join(m.ScheduleEvent, m.Schedule.event_id == m.ScheduleEvent.id)
+            .where(m.ScheduleEvent.task_item_id == 301)
+        )
     assert status == "scheduled" and rows == 3

@@ -22,22 +22,44 @@ def _add(store: Store, *rows: Any) -> None:
             s.flush()
 
 
-def _periods(store: Store, user: int, event_id: int, week: int, dow: int, sections: Any,
-             guest: int | None = None) -> None:
-    _add(store, *[m.Schedule(user_id=user, event_id=event_id, week=week, day_of_week=dow,
-                             section=s, embedded_event_id=guest) for s in sections])
+def _periods(
+    store: Store,
+    user: int,
+    event_id: int,
+    week: int,
+    dow: int,
+    sections: Any,
+    guest: int | None = None,
+) -> None:
+    _add(
+        store,
+        *[
+            m.Schedule(
+                user_id=user,
+                event_id=event_id,
+                week=week,
+                day_of_week=dow,
+                section=s,
+                embedded_event_id=guest,
+            )
+            for s in sections
+        ],
+    )
 
 
 def test_spec_example_rows_load_as_the_spec_state(store: Store):
     """Tests that the rows behind the spec's §3.1 example (courses per period, a pending task
     item of class 学习) load as exactly that JSON."""
     spec = load_window("spec_example")
-    _add(store,
-         m.TaskClass(id=10, user_id=USER, name="学习", excluded_slots=[], preferences={}),
-         m.TaskClassItem(id=201, user_id=USER, category_id=10, content="复习线代", duration=3),
-         m.ScheduleEvent(id=101, user_id=USER, name="高等数学", type="course"),
-         m.ScheduleEvent(id=102, user_id=USER, name="思政（水课）", type="course",
-                         can_be_embedded=True))
+    _add(
+        store,
+        m.TaskClass(id=10, user_id=USER, name="学习", excluded_slots=[], preferences={}),
+        m.TaskClassItem(id=201, user_id=USER, category_id=10, content="复习线代", duration=3),
+        m.ScheduleEvent(id=101, user_id=USER, name="高等数学", type="course"),
+        m.ScheduleEvent(
+            id=102, user_id=USER, name="思政（水课）", type="course", can_be_embedded=True
+        ),
+    )
     for week, dow in [(5, 1), (5, 4), (6, 1)]:
         _periods(store, USER, 101, week, dow, [1, 2])
     _periods(store, USER, 102, 5, 2, [2, 1])  # row order does not matter
@@ -45,49 +67,82 @@ def test_spec_example_rows_load_as_the_spec_state(store: Store):
     assert state.to_dict() == spec.to_dict()
 
 
-@pytest.mark.parametrize("kind,embeddable,locked,category,class_name,want_locked,want_category", [
-    ("course", False, None, None, None, True, "课程"),  # a course is locked
-    ("course", True, None, None, None, False, "课程"),  # a water course is not
-    ("task", False, None, None, "作业", False, "作业"),  # a task: its class's name
-    ("task", False, None, None, None, False, ""),  # a task without a class
-    ("course", False, False, None, None, False, "课程"),  # stored lock override
-    ("task", False, None, "活动", None, False, "活动"),  # stored category override
-])
+@pytest.mark.parametrize(
+    "kind,embeddable,locked,category,class_name,want_locked,want_category",
+    [
+        ("course", False, None, None, None, True, "课程"),  # a course is locked
+        ("course", True, None, None, None, False, "课程"),  # a water course is not
+        ("task", False, None, None, "作业", False, "作业"),  # a task: its class's name
+        ("task", False, None, None, None, False, ""),  # a task without a class
+        ("course", False, False, None, None, False, "课程"),  # stored lock override
+        ("task", False, None, "活动", None, False, "活动"),  # stored category override
+    ],
+)
 def test_locked_and_category_follow_the_spec(
-    store: Store, kind: str, embeddable: bool, locked: bool | None, category: str | None,
-    class_name: str | None, want_locked: bool, want_category: str,
+    store: Store,
+    kind: str,
+    embeddable: bool,
+    locked: bool | None,
+    category: str | None,
+    class_name: str | None,
+    want_locked: bool,
+    want_category: str,
 ):
     """Tests §3.3: locked = type course and not can_be_embedded, category 课程 for a course else
     the task class's name; the optional override columns win when set."""
     rows: list[Any] = []
     if class_name is not None:
-        rows.append(m.TaskClass(id=3, user_id=USER, name=class_name, excluded_slots=[],
-                                preferences={}))
-    rows.append(m.ScheduleEvent(id=40, user_id=USER, name="x", type=kind,
-                                can_be_embedded=embeddable, locked=locked, category=category,
-                                task_class_id=3 if class_name else None))
+        rows.append(
+            m.TaskClass(id=3, user_id=USER, name=class_name, excluded_slots=[], preferences={})
+        )
+    rows.append(
+        m.ScheduleEvent(
+            id=40,
+            user_id=USER,
+            name="x",
+            type=kind,
+            can_be_embedded=embeddable,
+            locked=locked,
+            category=category,
+            task_class_id=3 if class_name else None,
+        )
+    )
     _add(store, *rows)
     _periods(store, USER, 40, 5, 3, [5, 6])
     (task,) = store.load_window(USER, WEEK5).tasks
-    assert (task.locked, task.category, task.can_embed) == (want_locked, want_category,
-                                                            embeddable)
+    assert (task.locked, task.category, task.can_embed) == (want_locked, want_category, embeddable)
     assert [(b.day, b.slot_start, b.slot_end) for b in task.slots] == [(3, 5, 6)]
 
 
-@pytest.mark.parametrize("duration,total,count,expected", [
-    (3, 10, 4, 3),  # the item's own duration
-    (None, 10, 4, 2),  # total_slots / items = 10 // 4
-    (None, 9, 2, 4),  # 9 // 2
-    (None, 100, 2, 12),  # capped at the periods of a day
-    (None, None, 3, 2),  # no budget: fixed 2
-])
-def test_pending_duration_follows_the_spec(store: Store, duration: int | None,
-                                           total: int | None, count: int, expected: int):
+@pytest.mark.parametrize(
+    "duration,total,count,expected",
+    [
+        (3, 10, 4, 3),  # the item's own duration
+        (None, 10, 4, 2),  # total_slots / items = 10 // 4
+        (None, 9, 2, 4),  # 9 // 2
+        (None, 100, 2, 12),  # capped at the periods of a day
+        (None, None, 3, 2),  # no budget: fixed 2
+    ],
+)
+def test_pending_duration_follows_the_spec(
+    store: Store, duration: int | None, total: int | None, count: int, expected: int
+):
     """Tests §3.3: a pending item's duration is its own, else TotalSlots / item count, else 2."""
-    _add(store, m.TaskClass(id=1, user_id=USER, name="复习", total_slots=total,
-                            excluded_slots=[], preferences={}))
-    _add(store, *[m.TaskClassItem(id=10 + i, user_id=USER, category_id=1, content=f"项{i}",
-                                  duration=duration) for i in range(count)])
+    _add(
+        store,
+        m.TaskClass(
+            id=1, user_id=USER, name="复习", total_slots=total, excluded_slots=[], preferences={}
+        ),
+    )
+    _add(
+        store,
+        *[
+            m.TaskClassItem(
+                id=10 + i, user_id=USER, category_id=1, content=f"项{i}", duration=duration
+            )
+            for i in range(count)
+        ],
+    )
     state = store.load_window(USER, WEEK5)
     assert [t.duration for t in state.tasks] == [expected] * count
     assert all(t.status == "pending" and t.category == "复习" for t in state.tasks)
@@ -96,9 +151,11 @@ def test_pending_duration_follows_the_spec(store: Store, duration: int | None,
 def test_sections_compress_to_runs_and_days_map_back(store: Store):
     """Tests §3.4/§3.5: periods 1,2,3 and 5 on (week 6, Tuesday) become blocks 1-3 and 5 on the
     window day that maps to that date; rows outside the window are not loaded."""
-    mapping = [{"day_index": 1, "week": 5, "day_of_week": 7},
-               {"day_index": 2, "week": 6, "day_of_week": 1},
-               {"day_index": 3, "week": 6, "day_of_week": 2}]
+    mapping = [
+        {"day_index": 1, "week": 5, "day_of_week": 7},
+        {"day_index": 2, "week": 6, "day_of_week": 1},
+        {"day_index": 3, "week": 6, "day_of_week": 2},
+    ]
     _add(store, m.ScheduleEvent(id=5, user_id=USER, name="实验", type="course"))
     _periods(store, USER, 5, 6, 2, [3, 1, 5, 2])
     _periods(store, USER, 5, 6, 3, [1, 2])  # the day after the window
@@ -117,14 +174,25 @@ def test_an_event_outside_the_window_is_not_loaded(store: Store):
 def test_a_host_run_with_two_guests_is_split_between_them(store: Store):
     """Tests that one run of a water course holding two guests (touching blocks merged by the
     table) loads as two host blocks, one guest in each."""
-    _add(store, m.TaskClass(id=1, user_id=USER, name="复习", excluded_slots=[], preferences={}),
-         m.TaskClassItem(id=11, user_id=USER, category_id=1, content="单词", status="scheduled"),
-         m.TaskClassItem(id=12, user_id=USER, category_id=1, content="听力", status="scheduled"),
-         m.ScheduleEvent(id=1, user_id=USER, name="思政", type="course", can_be_embedded=True),
-         m.ScheduleEvent(id=2, user_id=USER, name="单词", type="task", task_item_id=11,
-                         task_class_id=1),
-         m.ScheduleEvent(id=3, user_id=USER, name="听力", type="task", task_item_id=12,
-                         task_class_id=1, status="suggested"))
+    _add(
+        store,
+        m.TaskClass(id=1, user_id=USER, name="复习", excluded_slots=[], preferences={}),
+        m.TaskClassItem(id=11, user_id=USER, category_id=1, content="单词", status="scheduled"),
+        m.TaskClassItem(id=12, user_id=USER, category_id=1, content="听力", status="scheduled"),
+        m.ScheduleEvent(id=1, user_id=USER, name="思政", type="course", can_be_embedded=True),
+        m.ScheduleEvent(
+            id=2, user_id=USER, name="单词", type="task", task_item_id=11, task_class_id=1
+        ),
+        m.ScheduleEvent(
+            id=3,
+            user_id=USER,
+            name="听力",
+            type="task",
+            task_item_id=12,
+            task_class_id=1,
+            status="suggested",
+        ),
+    )
     _periods(store, USER, 1, 5, 2, [1], guest=2)
     _periods(store, USER, 1, 5, 2, [2, 3])
     _periods(store, USER, 1, 5, 2, [4], guest=3)
@@ -140,17 +208,40 @@ def test_class_windows_map_to_day_indexes_and_clamp(store: Store):
     """Tests that a class window starting before and ending inside the planning window maps to
     days 1..its end day; a class whose window misses the planning window keeps its pending items
     out, and a class that constrains nothing is not listed."""
-    _add(store,
-         m.TaskClass(id=1, user_id=USER, name="复习", start_week=4, start_day_of_week=3,
-                     end_week=5, end_day_of_week=5, excluded_slots=[12], strategy="steady",
-                     preferences={}),
-         m.TaskClass(id=2, user_id=USER, name="往期", start_week=1, start_day_of_week=1,
-                     end_week=2, end_day_of_week=7, excluded_slots=[], preferences={}),
-         m.TaskClass(id=3, user_id=USER, name="杂项", excluded_slots=[], preferences={}))
-    _add(store, m.TaskClassItem(id=1, user_id=USER, category_id=1, content="a", duration=2),
-         m.TaskClassItem(id=2, user_id=USER, category_id=2, content="b", duration=2),
-         m.TaskClassItem(id=3, user_id=USER, category_id=3, content="c", duration=2),
-         m.TaskClassItem(id=4, user_id=USER, category_id=1, content="d", status="done"))
+    _add(
+        store,
+        m.TaskClass(
+            id=1,
+            user_id=USER,
+            name="复习",
+            start_week=4,
+            start_day_of_week=3,
+            end_week=5,
+            end_day_of_week=5,
+            excluded_slots=[12],
+            strategy="steady",
+            preferences={},
+        ),
+        m.TaskClass(
+            id=2,
+            user_id=USER,
+            name="往期",
+            start_week=1,
+            start_day_of_week=1,
+            end_week=2,
+            end_day_of_week=7,
+            excluded_slots=[],
+            preferences={},
+        ),
+        m.TaskClass(id=3, user_id=USER, name="杂项", excluded_slots=[], preferences={}),
+    )
+    _add(
+        store,
+        m.TaskClassItem(id=1, user_id=USER, category_id=1, content="a", duration=2),
+        m.TaskClassItem(id=2, user_id=USER, category_id=2, content="b", duration=2),
+        m.TaskClassItem(id=3, user_id=USER, category_id=3, content="c", duration=2),
+        m.TaskClassItem(id=4, user_id=USER, category_id=1, content="d", status="done"),
+    )
     state = store.load_window(USER, WEEK5)
     assert [t.name for t in state.tasks] == ["a", "c"]
     (tc,) = state.task_classes
@@ -160,13 +251,20 @@ def test_class_windows_map_to_day_indexes_and_clamp(store: Store):
 def test_task_class_filter_limits_pending_work_only(store: Store):
     """Tests that task_class_ids restricts the pending items loaded, while placed tasks of other
     classes still occupy their periods."""
-    _add(store, *[m.TaskClass(id=i, user_id=USER, name=f"类{i}", excluded_slots=[],
-                              preferences={}) for i in (1, 2)])
-    _add(store, m.TaskClassItem(id=1, user_id=USER, category_id=1, content="a", duration=1),
-         m.TaskClassItem(id=2, user_id=USER, category_id=2, content="b", duration=1),
-         m.TaskClassItem(id=3, user_id=USER, category_id=2, content="c", status="scheduled"),
-         m.ScheduleEvent(id=9, user_id=USER, name="c", type="task", task_item_id=3,
-                         task_class_id=2))
+    _add(
+        store,
+        *[
+            m.TaskClass(id=i, user_id=USER, name=f"类{i}", excluded_slots=[], preferences={})
+            for i in (1, 2)
+        ],
+    )
+    _add(
+        store,
+        m.TaskClassItem(id=1, user_id=USER, category_id=1, content="a", duration=1),
+        m.TaskClassItem(id=2, user_id=USER, category_id=2, content="b", duration=1),
+        m.TaskClassItem(id=3, user_id=USER, category_id=2, content="c", status="scheduled"),
+        m.ScheduleEvent(id=9, user_id=USER, name="c", type="task", task_item_id=3, task_class_id=2),
+    )
     _periods(store, USER, 9, 5, 1, [1])
     state = store.load_window(USER, WEEK5, task_class_ids=[1])
     assert [(t.name, t.status) for t in state.tasks] == [("a", "pending"), ("c", "existing")]
@@ -174,23 +272,32 @@ def test_task_class_filter_limits_pending_work_only(store: Store):
 
 def test_state_ids_follow_source_ids(store: Store):
     """Tests that state ids are assigned 1.. by (source_id, source), whatever the insert order."""
-    _add(store, m.TaskClass(id=1, user_id=USER, name="类", excluded_slots=[], preferences={}),
-         m.TaskClassItem(id=7, user_id=USER, category_id=1, content="item7", duration=1),
-         m.ScheduleEvent(id=9, user_id=USER, name="event9", type="course"),
-         m.ScheduleEvent(id=3, user_id=USER, name="event3", type="course"),
-         m.TaskClassItem(id=3, user_id=USER, category_id=1, content="item3", duration=1))
+    _add(
+        store,
+        m.TaskClass(id=1, user_id=USER, name="类", excluded_slots=[], preferences={}),
+        m.TaskClassItem(id=7, user_id=USER, category_id=1, content="item7", duration=1),
+        m.ScheduleEvent(id=9, user_id=USER, name="event9", type="course"),
+        m.ScheduleEvent(id=3, user_id=USER, name="event3", type="course"),
+        m.TaskClassItem(id=3, user_id=USER, category_id=1, content="item3", duration=1),
+    )
     _periods(store, USER, 9, 5, 1, [1])
     _periods(store, USER, 3, 5, 1, [2])
     state = store.load_window(USER, WEEK5)
     assert [(t.state_id, t.name) for t in state.tasks] == [
-        (1, "event3"), (2, "item3"), (3, "item7"), (4, "event9")]
+        (1, "event3"),
+        (2, "item3"),
+        (3, "item7"),
+        (4, "event9"),
+    ]
 
 
 def test_other_users_rows_are_invisible(store: Store):
     """Tests that rows of another user in the same weeks never reach this user's window."""
-    _add(store, m.ScheduleEvent(id=1, user_id=OTHER_USER, name="别人的课", type="course"),
-         m.TaskClass(id=1, user_id=OTHER_USER, name="别人的类", excluded_slots=[],
-                     preferences={}))
+    _add(
+        store,
+        m.ScheduleEvent(id=1, user_id=OTHER_USER, name="别人的课", type="course"),
+        m.TaskClass(id=1, user_id=OTHER_USER, name="别人的类", excluded_slots=[], preferences={}),
+    )
     _add(store, m.TaskClassItem(id=1, user_id=OTHER_USER, category_id=1, content="别人的任务"))
     _periods(store, OTHER_USER, 1, 5, 1, [1, 2])
     assert store.load_window(USER, WEEK5).tasks == []
@@ -205,15 +312,17 @@ def test_a_section_beyond_the_day_is_refused_on_load(store: Store):
         store.load_window(USER, WEEK5)
 
 
-@pytest.mark.parametrize("field,value", [
-    ("section", 0),  # periods start at 1
-    ("day_of_week", 8),  # seven weekdays
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("section", 0),  # periods start at 1
+        ("day_of_week", 8),  # seven weekdays
+    ],
+)
 def test_the_tables_refuse_impossible_periods(store: Store, field: str, value: int):
     """Tests that the CHECK constraints keep impossible periods out of the schedules table."""
     _add(store, m.ScheduleEvent(id=1, user_id=USER, name="课", type="course"))
-    row = {"user_id": USER, "event_id": 1, "week": 5, "day_of_week": 1, "section": 1,
-           field: value}
+    row = {"user_id": USER, "event_id": 1, "week": 5, "day_of_week": 1, "section": 1, field: value}
     # IntegrityError on SQLite/PostgreSQL; pymysql reports MariaDB's CHECK error 4025 as an
     # OperationalError: both are DBAPIErrors naming the constraint.
     with pytest.raises(DBAPIError, match="ck_schedules_"), store.session(write=True) as s:

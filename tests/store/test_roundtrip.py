@@ -34,16 +34,20 @@ def test_fixture_windows_round_trip_exactly(store: Store, name: str):
     assert reload(store, state).to_dict() == state.to_dict()
 
 
-@pytest.mark.parametrize("seed,days,variant,classes", [
-    (0, 13, "plain", True),
-    (1, 30, "tight", False),
-    (2, 30, "fragmented", True),
-    (3, 120, "plain", True),
-    (4, 21, "fragmented", False),
-    (5, 7, "tight", True),
-])
-def test_synthetic_windows_round_trip(store: Store, seed: int, days: int, variant: Any,
-                                      classes: bool):
+@pytest.mark.parametrize(
+    "seed,days,variant,classes",
+    [
+        (0, 13, "plain", True),
+        (1, 30, "tight", False),
+        (2, 30, "fragmented", True),
+        (3, 120, "plain", True),
+        (4, 21, "fragmented", False),
+        (5, 7, "tight", True),
+    ],
+)
+def test_synthetic_windows_round_trip(
+    store: Store, seed: int, days: int, variant: Any, classes: bool
+):
     """Tests that seeded synthetic windows (13 to 120 days, every variant) read back with the
     same tasks, periods and classes, and exactly the same JSON when no blocks touch."""
     state = synthetic_window(seed, days, variant=variant, with_task_classes=classes)
@@ -60,8 +64,11 @@ def test_spec_section_rows_are_written_per_period(store: Store):
     state = load_window("spec_example")
     store.seed_from_state(USER, state)
     with store.session() as s:
-        rows = s.execute(select(m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section)
-                         .where(m.Schedule.event_id == 101)).all()
+        rows = s.execute(
+            select(m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section).where(
+                m.Schedule.event_id == 101
+            )
+        ).all()
     # 高等数学: days 1, 4, 8 periods 1-2 → (5,1), (5,4), (6,1)
     assert sorted(rows) == [(5, 1, 1), (5, 1, 2), (5, 4, 1), (5, 4, 2), (6, 1, 1), (6, 1, 2)]
 
@@ -80,8 +87,11 @@ def test_seed_writes_one_row_per_period_and_guests_on_their_host(store: Store):
     held = sum(b.length for t in tb_state.tasks if t.embed_host is None for b in t.slots)
     assert result.schedule_rows == held
     with store.session() as s:
-        marked = s.execute(select(m.Schedule.event_id, m.Schedule.section)
-                           .where(m.Schedule.embedded_event_id.is_not(None))).all()
+        marked = s.execute(
+            select(m.Schedule.event_id, m.Schedule.section).where(
+                m.Schedule.embedded_event_id.is_not(None)
+            )
+        ).all()
     assert sorted(marked) == [(106, 3)]  # host event 106, day 3 period 3
     assert reload(store, tb_state).to_dict() == tb_state.to_dict()
 
@@ -151,14 +161,17 @@ def _descending_mapping(d: dict[str, Any]) -> None:
     d["window"]["day_mapping"][1]["week"] = 1
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (_no_mapping, "day_mapping"),  # days cannot be turned into (week, day_of_week)
-    (_item_without_class, "category_id"),  # a task item belongs to a task class
-    (_unknown_source, "source"),  # neither event nor task_item
-    (_duplicate_source, "share source"),  # two tasks, one row
-    (_category_differs_from_class, "differs from its task class"),  # item category = class name
-    (_descending_mapping, "does not come after"),  # dates must go forward
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (_no_mapping, "day_mapping"),  # days cannot be turned into (week, day_of_week)
+        (_item_without_class, "category_id"),  # a task item belongs to a task class
+        (_unknown_source, "source"),  # neither event nor task_item
+        (_duplicate_source, "share source"),  # two tasks, one row
+        (_category_differs_from_class, "differs from its task class"),  # item category = class name
+        (_descending_mapping, "does not come after"),  # dates must go forward
+    ],
+)
 def test_seed_refuses_states_the_tables_cannot_hold(store: Store, mutate: Any, message: str):
     """Tests that a state the tables cannot represent is refused with a one-line reason and that
     nothing at all is written."""
@@ -168,18 +181,25 @@ def test_seed_refuses_states_the_tables_cannot_hold(store: Store, mutate: Any, m
     assert table_rows(store) == before
 
 
-MAPPING = [{"day_index": 1, "week": 5, "day_of_week": 1},
-           {"day_index": 2, "week": 5, "day_of_week": 2}]
+MAPPING = [
+    {"day_index": 1, "week": 5, "day_of_week": 1},
+    {"day_index": 2, "week": 5, "day_of_week": 2},
+]
 
 
-@pytest.mark.parametrize("mapping,message", [
-    ([], "empty"),  # no day at all
-    ([MAPPING[0], {**MAPPING[1], "day_index": 3}], "expected 2"),  # gap in the day indexes
-    ([MAPPING[0], {**MAPPING[1], "day_of_week": 1}], "does not come after"),  # same date twice
-    ([{**MAPPING[1], "day_index": 1}, {**MAPPING[0], "day_index": 2}],
-     "does not come after"),  # dates backwards
-    ([{**MAPPING[0], "day_of_week": 8}], "invalid"),  # no eighth weekday
-])
+@pytest.mark.parametrize(
+    "mapping,message",
+    [
+        ([], "empty"),  # no day at all
+        ([MAPPING[0], {**MAPPING[1], "day_index": 3}], "expected 2"),  # gap in the day indexes
+        ([MAPPING[0], {**MAPPING[1], "day_of_week": 1}], "does not come after"),  # same date twice
+        (
+            [{**MAPPING[1], "day_index": 1}, {**MAPPING[0], "day_index": 2}],
+            "does not come after",
+        ),  # dates backwards
+        ([{**MAPPING[0], "day_of_week": 8}], "invalid"),  # no eighth weekday
+    ],
+)
 def test_load_refuses_bad_day_mappings(sample_store: Store, mapping: Any, message: str):
     """Tests that load_window refuses a malformed day mapping with a clear StoreError."""
     with pytest.raises(StoreError, match=message):

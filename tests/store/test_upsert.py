@@ -16,17 +16,31 @@ from smartflow_engine.store import ISSUE_CODES, Store
 from smartflow_engine.store import models as m
 from smartflow_engine.tools_adapter.session import Session
 
-REPLY_KEYS = {"tool", "success", "task_class_id", "created", "validation", "source", "error",
-              "error_code"}
-WEEK5_6 = [{"day_index": d, "week": 5 + (d - 1) // 7, "day_of_week": (d - 1) % 7 + 1}
-           for d in range(1, 15)]
+REPLY_KEYS = {
+    "tool",
+    "success",
+    "task_class_id",
+    "created",
+    "validation",
+    "source",
+    "error",
+    "error_code",
+}
+WEEK5_6 = [
+    {"day_index": d, "week": 5 + (d - 1) // 7, "day_of_week": (d - 1) % 7 + 1} for d in range(1, 15)
+]
 
 VALID: dict[str, Any] = {
     "task_class": {
-        "name": "考研英语", "start": {"week": 5, "day_of_week": 3},
-        "end": {"week": 8, "day_of_week": 7}, "total_slots": 20, "strategy": "steady",
-        "tolerance_preference": "normal", "excluded_slots": [11, 12],
-        "time_of_day": "morning", "milestones": ["第6周完成词汇"],
+        "name": "考研英语",
+        "start": {"week": 5, "day_of_week": 3},
+        "end": {"week": 8, "day_of_week": 7},
+        "total_slots": 20,
+        "strategy": "steady",
+        "tolerance_preference": "normal",
+        "excluded_slots": [11, 12],
+        "time_of_day": "morning",
+        "milestones": ["第6周完成词汇"],
     },
     "items": [
         {"content": "背单词", "duration": 2, "priority": 1},
@@ -57,20 +71,38 @@ def test_create_writes_the_class_and_its_items(store: Store):
     out = _call(store, VALID)
     assert set(out) == REPLY_KEYS
     assert (out["success"], out["created"], out["validation"], out["error_code"]) == (
-        True, True, {"ok": True, "issues": []}, "")
+        True,
+        True,
+        {"ok": True, "issues": []},
+        "",
+    )
     with store.session() as s:
         row = s.get(m.TaskClass, out["task_class_id"])
-        items = s.scalars(select(m.TaskClassItem).where(
-            m.TaskClassItem.category_id == out["task_class_id"])
-            .order_by(m.TaskClassItem.position)).all()
+        items = s.scalars(
+            select(m.TaskClassItem)
+            .where(m.TaskClassItem.category_id == out["task_class_id"])
+            .order_by(m.TaskClassItem.position)
+        ).all()
     assert row is not None and row.user_id == USER
     assert (row.name, row.total_slots, row.strategy, row.excluded_slots, row.source) == (
-        "考研英语", 20, "steady", [11, 12], "chat")
-    assert (row.start_week, row.start_day_of_week, row.end_week, row.end_day_of_week) == (5, 3, 8, 7)
+        "考研英语",
+        20,
+        "steady",
+        [11, 12],
+        "chat",
+    )
+    assert (row.start_week, row.start_day_of_week, row.end_week, row.end_day_of_week) == (
+        5,
+        3,
+        8,
+        7,
+    )
     assert row.preferences == {"time_of_day": "morning", "milestones": ["第6周完成词汇"]}
     assert [(i.content, i.duration, i.status, i.user_id) for i in items] == [
-        ("背单词", 2, "pending", USER), ("真题阅读", 3, "pending", USER),
-        ("作文模板", None, "pending", USER)]
+        ("背单词", 2, "pending", USER),
+        ("真题阅读", 3, "pending", USER),
+        ("作文模板", None, "pending", USER),
+    ]
     assert items[1].depends_on == ["背单词"]
 
 
@@ -81,27 +113,49 @@ def test_created_class_loads_into_a_window(store: Store):
     state = store.load_window(USER, WEEK5_6)
     (tc,) = state.task_classes
     assert (tc.id, tc.name, tc.start_day, tc.end_day, tc.excluded_slots) == (
-        class_id, "考研英语", 3, 14, [11, 12])
+        class_id,
+        "考研英语",
+        3,
+        14,
+        [11, 12],
+    )
     assert [(t.name, t.status, t.duration) for t in state.tasks] == [
-        ("背单词", "pending", 2), ("真题阅读", "pending", 3), ("作文模板", "pending", 6)]
+        ("背单词", "pending", 2),
+        ("真题阅读", "pending", 3),
+        ("作文模板", "pending", 6),
+    ]
 
 
 def test_update_keeps_the_id_and_matches_items(store: Store):
     """Tests that id>0 updates in place: given fields change, others stay; items are matched by
     content (no duplicates), a new one is added, items not sent are kept."""
     class_id = _create(store)
-    out = _call(store, {"id": class_id,
-                        "task_class": {"total_slots": 24, "excluded_slots": []},
-                        "items": [{"content": "真题阅读", "duration": 4},
-                                  {"content": "听力精听", "duration": 2}]})
+    out = _call(
+        store,
+        {
+            "id": class_id,
+            "task_class": {"total_slots": 24, "excluded_slots": []},
+            "items": [
+                {"content": "真题阅读", "duration": 4},
+                {"content": "听力精听", "duration": 2},
+            ],
+        },
+    )
     assert (out["success"], out["task_class_id"], out["created"]) == (True, class_id, False)
     with store.session() as s:
         row = s.get(m.TaskClass, class_id)
-        items = s.execute(select(m.TaskClassItem.content, m.TaskClassItem.duration).where(
-            m.TaskClassItem.category_id == class_id).order_by(m.TaskClassItem.position)).all()
+        items = s.execute(
+            select(m.TaskClassItem.content, m.TaskClassItem.duration)
+            .where(m.TaskClassItem.category_id == class_id)
+            .order_by(m.TaskClassItem.position)
+        ).all()
     assert row is not None
     assert (row.name, row.total_slots, row.excluded_slots, row.strategy) == (
-        "考研英语", 24, [], "steady")
+        "考研英语",
+        24,
+        [],
+        "steady",
+    )
     assert items == [("背单词", 2), ("真题阅读", 4), ("作文模板", None), ("听力精听", 2)]
 
 
@@ -109,10 +163,17 @@ def test_update_by_item_id_renames(store: Store):
     """Tests that an item given by id is updated (renamed) rather than created."""
     class_id = _create(store)
     with store.session() as s:
-        item_id = s.scalars(select(m.TaskClassItem.id).where(
-            m.TaskClassItem.content == "作文模板")).one()
-    out = _call(store, {"id": class_id, "task_class": {},
-                        "items": [{"id": item_id, "content": "大作文模板", "duration": 2}]})
+        item_id = s.scalars(
+            select(m.TaskClassItem.id).where(m.TaskClassItem.content == "作文模板")
+        ).one()
+    out = _call(
+        store,
+        {
+            "id": class_id,
+            "task_class": {},
+            "items": [{"id": item_id, "content": "大作文模板", "duration": 2}],
+        },
+    )
     assert out["success"], out
     with store.session() as s:
         item = s.get(m.TaskClassItem, item_id)
@@ -141,48 +202,84 @@ INVALID = [
     (_with("task_class.total_slots", ...), "missing_field", "task_class.total_slots"),  # no budget
     (_with("task_class.strategy", ...), "missing_field", "task_class.strategy"),  # no strategy
     # key fields of p1 §4.8: no tolerance preference, no banned-period list
-    (_with("task_class.tolerance_preference", ...), "missing_field",
-     "task_class.tolerance_preference"),
+    (
+        _with("task_class.tolerance_preference", ...),
+        "missing_field",
+        "task_class.tolerance_preference",
+    ),
     (_with("task_class.excluded_slots", ...), "missing_field", "task_class.excluded_slots"),
     (_with("items", []), "missing_field", "items"),  # a class without items
-    (_with("task_class.end", {"week": 4, "day_of_week": 1}), "time_window_reversed",
-     "task_class.end"),  # ends before it starts
-    (_with("task_class.end", {"week": 40, "day_of_week": 1}), "time_window_too_long",
-     "task_class.end"),  # over half a year
-    (_with("task_class.total_slots", 6), "total_slots_too_small",
-     "task_class.total_slots"),  # 6 < 2 + 3 + 6 // 3
+    (
+        _with("task_class.end", {"week": 4, "day_of_week": 1}),
+        "time_window_reversed",
+        "task_class.end",
+    ),  # ends before it starts
+    (
+        _with("task_class.end", {"week": 40, "day_of_week": 1}),
+        "time_window_too_long",
+        "task_class.end",
+    ),  # over half a year
+    (
+        _with("task_class.total_slots", 6),
+        "total_slots_too_small",
+        "task_class.total_slots",
+    ),  # 6 < 2 + 3 + 6 // 3
     (_with("task_class.total_slots", 0), "invalid_value", "task_class.total_slots"),  # no budget
-    (_with("task_class.total_slots", 1000), "total_slots_exceeds_window",
-     "task_class.total_slots"),  # 26 days × 10 allowed periods = 260
-    (_with("task_class.excluded_slots", [13]), "slot_out_of_range",
-     "task_class.excluded_slots"),  # a 13th period
-    (_with("task_class.excluded_slots", [3, 3]), "duplicate_value",
-     "task_class.excluded_slots"),  # listed twice
-    (_with("task_class.excluded_slots", list(range(1, 13))), "no_allowed_slot",
-     "task_class.excluded_slots"),  # every period banned
-    (_with("task_class.excluded_slots", [3, 6, 9, 12]), "duration_exceeds_allowed_run",
-     "items[1].duration"),  # 3 periods, longest allowed run 2
+    (
+        _with("task_class.total_slots", 1000),
+        "total_slots_exceeds_window",
+        "task_class.total_slots",
+    ),  # 26 days × 10 allowed periods = 260
+    (
+        _with("task_class.excluded_slots", [13]),
+        "slot_out_of_range",
+        "task_class.excluded_slots",
+    ),  # a 13th period
+    (
+        _with("task_class.excluded_slots", [3, 3]),
+        "duplicate_value",
+        "task_class.excluded_slots",
+    ),  # listed twice
+    (
+        _with("task_class.excluded_slots", list(range(1, 13))),
+        "no_allowed_slot",
+        "task_class.excluded_slots",
+    ),  # every period banned
+    (
+        _with("task_class.excluded_slots", [3, 6, 9, 12]),
+        "duration_exceeds_allowed_run",
+        "items[1].duration",
+    ),  # 3 periods, longest allowed run 2
     (_with("items.1.content", "背单词"), "duplicate_item_name", "items[1].content"),  # same name
     (_with("items.0.content", " "), "missing_field", "items[0].content"),  # blank item
     (_with("items.0.duration", 13), "invalid_value", "items[0].duration"),  # longer than a day
-    (_with("items.1.depends_on", ["口语"]), "unknown_dependency",
-     "items[1].depends_on"),  # no such item
-    (_with("items.1.depends_on", ["真题阅读"]), "self_dependency",
-     "items[1].depends_on"),  # itself
-    (_with("items.0.depends_on", ["真题阅读"]), "dependency_cycle",
-     "items[1].depends_on"),  # 背单词 ↔ 真题阅读: reported where the cycle closes
+    (
+        _with("items.1.depends_on", ["口语"]),
+        "unknown_dependency",
+        "items[1].depends_on",
+    ),  # no such item
+    (_with("items.1.depends_on", ["真题阅读"]), "self_dependency", "items[1].depends_on"),  # itself
+    (
+        _with("items.0.depends_on", ["真题阅读"]),
+        "dependency_cycle",
+        "items[1].depends_on",
+    ),  # 背单词 ↔ 真题阅读: reported where the cycle closes
 ]
 
 
 @pytest.mark.parametrize("args,code,field", INVALID)
-def test_validation_failure_rolls_back_with_repairable_issues(store: Store, args: dict[str, Any],
-                                                               code: str, field: str):
+def test_validation_failure_rolls_back_with_repairable_issues(
+    store: Store, args: dict[str, Any], code: str, field: str
+):
     """Tests that a write failing the post-write validation is rolled back (no row written) and
     replies success=false, error_code validation_failed and an issue naming the field to fix."""
     before = table_rows(store)
     out = _call(store, args)
-    assert (out["success"], out["error_code"], out["created"]) == (False, "validation_failed",
-                                                                   False)
+    assert (out["success"], out["error_code"], out["created"]) == (
+        False,
+        "validation_failed",
+        False,
+    )
     assert out["validation"]["ok"] is False
     issues = {(i["code"], i["field"]) for i in out["validation"]["issues"]}
     assert (code, field) in issues, out["validation"]["issues"]
@@ -196,7 +293,8 @@ def test_duplicate_class_name_is_an_issue(store: Store):
     _create(store)
     out = _call(store, VALID)
     assert ("duplicate_class_name", "task_class.name") in {
-        (i["code"], i["field"]) for i in out["validation"]["issues"]}
+        (i["code"], i["field"]) for i in out["validation"]["issues"]
+    }
     assert _call(store, VALID, OTHER_USER)["success"]
 
 
@@ -205,10 +303,19 @@ def test_failed_update_keeps_the_stored_class(store: Store):
     names the class in the reply."""
     class_id = _create(store)
     before = table_rows(store)
-    out = _call(store, {"id": class_id, "task_class": {"total_slots": 3},
-                        "items": [{"content": "新增项", "duration": 2}]})
+    out = _call(
+        store,
+        {
+            "id": class_id,
+            "task_class": {"total_slots": 3},
+            "items": [{"content": "新增项", "duration": 2}],
+        },
+    )
     assert (out["success"], out["task_class_id"], out["error_code"]) == (
-        False, class_id, "validation_failed")
+        False,
+        class_id,
+        "validation_failed",
+    )
     assert table_rows(store) == before
 
 
@@ -221,7 +328,8 @@ def test_another_users_class_reads_as_not_found(store: Store):
     missing = _call(store, {"id": theirs + 1000, "task_class": {"name": "改名"}})
     assert (out["success"], out["error_code"], out["task_class_id"]) == (False, "not_found", None)
     assert out["error"].replace(str(theirs), "N") == missing["error"].replace(
-        str(theirs + 1000), "N")
+        str(theirs + 1000), "N"
+    )
     assert table_rows(store) == before
 
 
@@ -230,22 +338,26 @@ def test_an_item_of_another_class_is_not_found(store: Store):
     first = _create(store)
     second = _call(store, {**VALID, "task_class": {**VALID["task_class"], "name": "数学"}})
     with store.session() as s:
-        foreign = s.scalars(select(m.TaskClassItem.id).where(
-            m.TaskClassItem.category_id == second["task_class_id"])).first()
+        foreign = s.scalars(
+            select(m.TaskClassItem.id).where(m.TaskClassItem.category_id == second["task_class_id"])
+        ).first()
     before = table_rows(store)
-    out = _call(store, {"id": first, "task_class": {}, "items": [{"id": foreign,
-                                                                    "content": "x"}]})
+    out = _call(store, {"id": first, "task_class": {}, "items": [{"id": foreign, "content": "x"}]})
     assert (out["success"], out["error_code"]) == (False, "not_found")
     assert str(foreign) in out["error"]
     assert table_rows(store) == before
 
 
-@pytest.mark.parametrize("store_given,user,code", [
-    (False, USER, "no_store"),  # the Toolbox has no database
-    (True, None, "no_user"),  # the Toolbox does not know whose data it is
-])
-def test_without_store_or_user_nothing_is_written(store: Store, store_given: bool,
-                                                  user: int | None, code: str):
+@pytest.mark.parametrize(
+    "store_given,user,code",
+    [
+        (False, USER, "no_store"),  # the Toolbox has no database
+        (True, None, "no_user"),  # the Toolbox does not know whose data it is
+    ],
+)
+def test_without_store_or_user_nothing_is_written(
+    store: Store, store_given: bool, user: int | None, code: str
+):
     """Tests that without a configured store or user the tool replies success=false with a
     stable error code, in the same reply shape."""
     before = table_rows(store)
@@ -255,20 +367,23 @@ def test_without_store_or_user_nothing_is_written(store: Store, store_given: boo
     assert table_rows(store) == before
 
 
-@pytest.mark.parametrize("args", [
-    _with("task_class.strategy", "fast"),  # not steady / rapid
-    _with("task_class.tolerance_preference", "loose"),  # not strict / normal / relaxed
-    _with("task_class.start", {"week": 0, "day_of_week": 1}),  # week 0
-    _with("task_class.end", {"week": 5, "day_of_week": 8}),  # no eighth weekday
-    _with("task_class.total_slots", "20"),  # a string, not an integer
-    _with("task_class.excluded_slots", list(range(25))),  # over 24 entries
-    _with("items", [{"content": f"项{i}"} for i in range(51)]),  # over 50 items per call
-    _with("items.0.priority", 9),  # priorities are 1-5
-    _with("source", "email"),  # chat / memory / web only
-    {**VALID, "owner": 3},  # unknown argument
-    {"id": -1, "task_class": {}},  # negative id
-    {"items": []},  # task_class missing
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        _with("task_class.strategy", "fast"),  # not steady / rapid
+        _with("task_class.tolerance_preference", "loose"),  # not strict / normal / relaxed
+        _with("task_class.start", {"week": 0, "day_of_week": 1}),  # week 0
+        _with("task_class.end", {"week": 5, "day_of_week": 8}),  # no eighth weekday
+        _with("task_class.total_slots", "20"),  # a string, not an integer
+        _with("task_class.excluded_slots", list(range(25))),  # over 24 entries
+        _with("items", [{"content": f"项{i}"} for i in range(51)]),  # over 50 items per call
+        _with("items.0.priority", 9),  # priorities are 1-5
+        _with("source", "email"),  # chat / memory / web only
+        {**VALID, "owner": 3},  # unknown argument
+        {"id": -1, "task_class": {}},  # negative id
+        {"items": []},  # task_class missing
+    ],
+)
 def test_bad_arguments_are_refused_before_any_write(store: Store, args: dict[str, Any]):
     """Tests that ill-typed or out-of-bound arguments are refused by the argument model with
     error_code invalid_args, and nothing is written."""
@@ -291,8 +406,12 @@ def test_confirm_gate_holds_the_write_until_confirmed(store: Store):
     assert again.confirm_token is not None
     done = json.loads(session.confirm(again.confirm_token).reply)
     assert done["success"] and done["created"]
-    assert store.row_counts(USER) == {"task_classes": 1, "task_class_items": 3,
-                                      "schedule_events": 0, "schedules": 0}
+    assert store.row_counts(USER) == {
+        "task_classes": 1,
+        "task_class_items": 3,
+        "schedule_events": 0,
+        "schedules": 0,
+    }
 
 
 def test_works_beside_a_loaded_window(store: Store):
@@ -314,7 +433,10 @@ def test_error_reply_has_the_tools_shape():
     out = json.loads(error_reply("invalid_args", "参数错误"))
     assert set(out) == REPLY_KEYS
     assert (out["success"], out["error_code"], out["validation"]) == (
-        False, "invalid_args", {"ok": False, "issues": []})
+        False,
+        "invalid_args",
+        {"ok": False, "issues": []},
+    )
 
 
 def test_source_is_echoed(store: Store):

@@ -42,12 +42,14 @@ def example_args(spec: ToolSpec, state: ScheduleState | None) -> dict[str, Any]:
     return _value(input_schema(spec.args_model), "", state, top=True)
 
 
-def _value(schema: dict[str, Any], name: str, state: ScheduleState | None,
-           top: bool = False) -> Any:
+def _value(
+    schema: dict[str, Any], name: str, state: ScheduleState | None, top: bool = False
+) -> Any:
     if "anyOf" in schema:
         options = [s for s in schema["anyOf"] if s.get("type") != "null"]
-        return _value({**options[0], **{k: v for k, v in schema.items() if k != "anyOf"}},
-                      name, state)
+        return _value(
+            {**options[0], **{k: v for k, v in schema.items() if k != "anyOf"}}, name, state
+        )
     if "enum" in schema:
         return schema["enum"][0]
     kind = schema.get("type")
@@ -124,8 +126,12 @@ class NoteArgs(Args):
 
 
 def note_tool(
-    journal: list[str], *, confirm: bool = True, output: str = "text",
-    modes: frozenset[Mode] = ALL_MODES, name: str = "record_note",
+    journal: list[str],
+    *,
+    confirm: bool = True,
+    output: str = "text",
+    modes: frozenset[Mode] = ALL_MODES,
+    name: str = "record_note",
 ) -> ToolSpec:
     """A write tool that appends to ``journal`` (a stand-in for a database write such as
     ``upsert_task_class``): works without a state, needs confirm by default."""
@@ -133,13 +139,29 @@ def note_tool(
     def handler(_ctx: ToolContext, args: NoteArgs) -> str:
         journal.append(args.text)
         if output == "json":
-            return json.dumps({"tool": name, "success": True, "recorded": args.text,
-                               "error": "", "error_code": ""}, ensure_ascii=False)
+            return json.dumps(
+                {
+                    "tool": name,
+                    "success": True,
+                    "recorded": args.text,
+                    "error": "",
+                    "error_code": "",
+                },
+                ensure_ascii=False,
+            )
         return f"已记录：{args.text}"
 
-    return ToolSpec(name, "write", NoteArgs, handler, "记录一条备注（测试用写工具）。",
-                    output="json" if output == "json" else "text", needs_state=False,
-                    needs_confirm=confirm, modes=modes)
+    return ToolSpec(
+        name,
+        "write",
+        NoteArgs,
+        handler,
+        "记录一条备注（测试用写工具）。",
+        output="json" if output == "json" else "text",
+        needs_state=False,
+        needs_confirm=confirm,
+        modes=modes,
+    )
 
 
 def specs_with(*extra: ToolSpec) -> list[ToolSpec]:

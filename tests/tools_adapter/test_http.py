@@ -35,8 +35,9 @@ def journal() -> list[str]:
 @pytest.fixture
 def client(journal: list[str]) -> TestClient:
     """An app whose sessions also offer a confirm-required test tool (record_note)."""
-    store = MemorySessionStore(session_kwargs={"specs": specs_with(note_tool(journal)),
-                                         "self_check": True})
+    store = MemorySessionStore(
+        session_kwargs={"specs": specs_with(note_tool(journal)), "self_check": True}
+    )
     return TestClient(create_app(TOKENS, sessions=store))
 
 
@@ -55,21 +56,27 @@ def test_session_end_to_end_with_confirm(client, journal):
     info = client.get(f"/v1/sessions/{sid}", headers=ALICE).json()
     assert info["mode"] == "local_adjust" and "move" in info["tools"]
 
-    looked = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                         json={"tool": "get_overview", "args": {}}).json()
+    looked = client.post(
+        f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "get_overview", "args": {}}
+    ).json()
     assert looked["reply"] == direct.call("get_overview", {}) and looked["status"] == "ok"
-    moved = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                        json={"tool": "move", "args": MOVE}).json()
+    moved = client.post(
+        f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "move", "args": MOVE}
+    ).json()
     assert moved["reply"] == direct.call("move", MOVE)
     assert [c["op"] for c in moved["changes"]] == ["move"]
 
-    held = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                       json={"tool": "record_note", "args": {"text": "落库"}}).json()
+    held = client.post(
+        f"/v1/sessions/{sid}/calls",
+        headers=ALICE,
+        json={"tool": "record_note", "args": {"text": "落库"}},
+    ).json()
     assert held["status"] == "pending_confirm" and journal == []
     pending = client.get(f"/v1/sessions/{sid}", headers=ALICE).json()["pending"]
     assert [p["token"] for p in pending] == [held["confirm_token"]]
-    done = client.post(f"/v1/sessions/{sid}/confirm", headers=ALICE,
-                       json={"token": held["confirm_token"]})
+    done = client.post(
+        f"/v1/sessions/{sid}/confirm", headers=ALICE, json={"token": held["confirm_token"]}
+    )
     assert done.status_code == 200 and done.json()["reply"] == "已记录：落库"
     assert journal == ["落库"]
 
@@ -82,8 +89,11 @@ def test_session_end_to_end_with_confirm(client, journal):
 def test_reject_writes_nothing_and_spent_tokens_are_404(client, journal):
     """Tests that reject drops the held call and a spent or unknown token is a typed 404."""
     sid = _create(client)
-    token = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                        json={"tool": "record_note", "args": {"text": "不要"}}).json()["confirm_token"]
+    token = client.post(
+        f"/v1/sessions/{sid}/calls",
+        headers=ALICE,
+        json={"tool": "record_note", "args": {"text": "不要"}},
+    ).json()["confirm_token"]
     dropped = client.post(f"/v1/sessions/{sid}/reject", headers=ALICE, json={"token": token})
     assert dropped.status_code == 200 and dropped.json()["status"] == "rejected"
     again = client.post(f"/v1/sessions/{sid}/confirm", headers=ALICE, json={"token": token})
@@ -95,10 +105,14 @@ def test_tool_refusals_are_replies_not_http_errors(client):
     """Tests that bad tool arguments and unknown tools come back as 200 replies for the model,
     with status error, and the state unchanged."""
     sid = _create(client)
-    for body, code in [({"tool": "move", "args": {"task_id": 6}}, "invalid_args"),
-                       ({"tool": "teleport", "args": {}}, "unknown_tool"),
-                       ({"tool": "min_context_switch", "args": {}}, "unknown_tool"
-                        if "min_context_switch" not in registry.REGISTRY else "not_available")]:
+    for body, code in [
+        ({"tool": "move", "args": {"task_id": 6}}, "invalid_args"),
+        ({"tool": "teleport", "args": {}}, "unknown_tool"),
+        (
+            {"tool": "min_context_switch", "args": {}},
+            "unknown_tool" if "min_context_switch" not in registry.REGISTRY else "not_available",
+        ),
+    ]:
         out = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE, json=body)
         assert out.status_code == 200
         assert out.json()["status"] == "error" and out.json()["error_code"] == code
@@ -136,16 +150,23 @@ def test_snapshot_and_restore_over_http(client, journal):
     confirmation, and the held call can be confirmed there."""
     sid = _create(client, mode="global_reopt")
     client.post(f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "move", "args": MOVE})
-    token = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                        json={"tool": "record_note", "args": {"text": "恢复"}}).json()["confirm_token"]
+    token = client.post(
+        f"/v1/sessions/{sid}/calls",
+        headers=ALICE,
+        json={"tool": "record_note", "args": {"text": "恢复"}},
+    ).json()["confirm_token"]
     snapshot = client.get(f"/v1/sessions/{sid}/snapshot", headers=ALICE).json()
     restored = client.post("/v1/restore", headers=ALICE, json={"snapshot": snapshot})
     assert restored.status_code == 201
     new = restored.json()
     assert new["session_id"] != sid and new["mode"] == "global_reopt"
     assert [p["token"] for p in new["pending"]] == [token] and new["change_count"] == 1
-    assert client.post(f"/v1/sessions/{new['session_id']}/confirm", headers=ALICE,
-                       json={"token": token}).json()["reply"] == "已记录：恢复"
+    assert (
+        client.post(
+            f"/v1/sessions/{new['session_id']}/confirm", headers=ALICE, json={"token": token}
+        ).json()["reply"]
+        == "已记录：恢复"
+    )
     assert journal == ["恢复"]
     bad = client.post("/v1/restore", headers=ALICE, json={"snapshot": {"version": 7}})
     assert bad.status_code == 422 and bad.json()["error_code"] == "invalid_snapshot"
@@ -179,12 +200,15 @@ def test_other_users_session_is_404_everywhere(client, method, suffix, body):
     assert client.get("/v1/sessions", headers=BOB).json() == {"sessions": []}
 
 
-@pytest.mark.parametrize("headers", [
-    {},  # no Authorization header
-    {"Authorization": "Bearer wrong"},  # unknown token
-    {"Authorization": "Basic dG9rLWFsaWNlOg=="},  # another scheme
-    {"Authorization": "Bearer "},  # empty token
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},  # no Authorization header
+        {"Authorization": "Bearer wrong"},  # unknown token
+        {"Authorization": "Basic dG9rLWFsaWNlOg=="},  # another scheme
+        {"Authorization": "Bearer "},  # empty token
+    ],
+)
 def test_missing_or_bad_token_is_401(client, headers):
     """Tests that /v1 routes need a known bearer token: a typed 401 with WWW-Authenticate."""
     out = client.post("/v1/sessions", headers=headers, json={"state": window_dict()})
@@ -202,8 +226,12 @@ def test_delete_removes_the_session(client):
 BAD_REQUESTS = [
     ("/v1/sessions", {"state": {"tasks": []}}, 422, "invalid_state"),  # state without window
     ("/v1/sessions", {"state": window_dict(), "mode": "fast"}, 422, "invalid_request"),  # bad mode
-    ("/v1/sessions", {"state": window_dict(), "enable_tools": ["teleport"]}, 422,
-     "invalid_request"),  # enabling an unknown tool
+    (
+        "/v1/sessions",
+        {"state": window_dict(), "enable_tools": ["teleport"]},
+        422,
+        "invalid_request",
+    ),  # enabling an unknown tool
     ("/v1/sessions", {"state": window_dict(), "colour": "red"}, 422, "invalid_request"),  # extra
     ("/v1/tools/teleport/call", {"state": window_dict()}, 404, "unknown_tool"),  # no such tool
     ("/v1/analyze/get_overview", {"state": window_dict()}, 404, "unknown_tool"),  # not an analyzer
@@ -225,30 +253,42 @@ def test_malformed_json_and_oversized_bodies():
     json_headers = {**ALICE, "content-type": "application/json"}
     broken = client.post("/v1/sessions", headers=json_headers, content=b'{"state": ')
     assert broken.status_code == 422 and broken.json()["error_code"] == "invalid_request"
-    deep = client.post("/v1/sessions", headers=json_headers, content=b"[" * 100_000 + b"]" * 100_000)
+    deep = client.post(
+        "/v1/sessions", headers=json_headers, content=b"[" * 100_000 + b"]" * 100_000
+    )
     assert deep.status_code == 400 and deep.json()["error_code"] == "bad_request"
-    big = client.post("/v1/sessions", headers=ALICE,
-                      json={"state": window_dict(), "enable_tools": ["x" * 60] * 6000})
+    big = client.post(
+        "/v1/sessions",
+        headers=ALICE,
+        json={"state": window_dict(), "enable_tools": ["x" * 60] * 6000},
+    )
     assert big.status_code == 413 and big.json()["error_code"] == "request_too_large"
 
 
 def test_stateless_calls_return_the_state_after_a_write(client):
     """Tests that a stateless write returns its reply and the new state; a read returns no state."""
-    wrote = client.post("/v1/tools/move/call", headers=ALICE,
-                        json={"state": window_dict(), "args": MOVE}).json()
+    wrote = client.post(
+        "/v1/tools/move/call", headers=ALICE, json={"state": window_dict(), "args": MOVE}
+    ).json()
     direct = Toolbox(load_window(), loop=True)
     assert wrote["reply"] == direct.call("move", MOVE)
     assert wrote["state"] == direct.state.to_dict()
-    read = client.post("/v1/tools/get_overview/call", headers=ALICE,
-                       json={"state": window_dict()}).json()
-    assert read["state"] is None and read["reply"] == Toolbox(load_window()).call("get_overview", {})
+    read = client.post(
+        "/v1/tools/get_overview/call", headers=ALICE, json={"state": window_dict()}
+    ).json()
+    assert read["state"] is None and read["reply"] == Toolbox(load_window()).call(
+        "get_overview", {}
+    )
 
 
 def test_confirm_tools_are_refused_statelessly(journal):
     """Tests that a confirm-required tool cannot be called without a session."""
     app = create_app(TOKENS, specs=specs_with(note_tool(journal)))
-    out = TestClient(app).post("/v1/tools/record_note/call", headers=ALICE,
-                               json={"state": window_dict(), "args": {"text": "x"}})
+    out = TestClient(app).post(
+        "/v1/tools/record_note/call",
+        headers=ALICE,
+        json={"state": window_dict(), "args": {"text": "x"}},
+    )
     assert out.status_code == 422 and out.json()["error_code"] == "needs_session"
     assert journal == []
 
@@ -311,24 +351,37 @@ def test_oversized_chunked_body_is_413():
     assert small.status_code == 422  # parsed: "x" is not a tool, a typed 422 not a 413
 
 
-GOOD_CHANGE = {"op": "move", "task_id": 6, "status_before": "existing",
-               "status_after": "existing", "block_before": {"day": 3, "slot_start": 3,
-                                                            "slot_end": 4},
-               "block_after": {"day": 5, "slot_start": 3, "slot_end": 4},
-               "embed_host_before": None, "embed_host_after": None}
+GOOD_CHANGE = {
+    "op": "move",
+    "task_id": 6,
+    "status_before": "existing",
+    "status_after": "existing",
+    "block_before": {"day": 3, "slot_start": 3, "slot_end": 4},
+    "block_after": {"day": 5, "slot_start": 3, "slot_end": 4},
+    "embed_host_before": None,
+    "embed_host_after": None,
+}
 BAD_SNAPSHOTS = [
     ({"created_at": "abc"}, "snapshot.created_at"),  # a timestamp that is text
     ({"created_at": []}, "snapshot.created_at"),  # a timestamp that is a list
     ({"created_at": float("inf")}, "snapshot.created_at"),  # not finite
-    ({"changes": [{**GOOD_CHANGE, "task_id": float("inf")}]},
-     "snapshot.changes.0.task_id"),  # Infinity as an id (JSON's non-standard literal)
-    ({"changes": [{**GOOD_CHANGE, "embed_host_before": "zz"}]},
-     "snapshot.changes.0.embed_host_before"),  # a host id that is text
-    ({"changes": [{**GOOD_CHANGE, "block_after": {"day": 1, "slot_start": 0, "slot_end": 2}}]},
-     "snapshot.changes.0.block_after.slot_start"),  # period 0
+    (
+        {"changes": [{**GOOD_CHANGE, "task_id": float("inf")}]},
+        "snapshot.changes.0.task_id",
+    ),  # Infinity as an id (JSON's non-standard literal)
+    (
+        {"changes": [{**GOOD_CHANGE, "embed_host_before": "zz"}]},
+        "snapshot.changes.0.embed_host_before",
+    ),  # a host id that is text
+    (
+        {"changes": [{**GOOD_CHANGE, "block_after": {"day": 1, "slot_start": 0, "slot_end": 2}}]},
+        "snapshot.changes.0.block_after.slot_start",
+    ),  # period 0
     ({"changes": {"op": "move"}}, "snapshot.changes"),  # not a list
-    ({"pending": [{"token": "t", "tool": "move", "args": [], "preview": ""}]},
-     "snapshot.pending.0.args"),  # arguments that are not an object
+    (
+        {"pending": [{"token": "t", "tool": "move", "args": [], "preview": ""}]},
+        "snapshot.pending.0.args",
+    ),  # arguments that are not an object
     ({"mode": "fast"}, "snapshot.mode"),  # an unknown mode
 ]
 
@@ -341,8 +394,11 @@ def test_restore_validates_snapshots_fully(client, patch, field):
     snapshot = {**client.get(f"/v1/sessions/{sid}/snapshot", headers=ALICE).json(), **patch}
     before = len(client.get("/v1/sessions", headers=ALICE).json()["sessions"])
     # Python's json writes Infinity as the non-standard literal a sloppy client would send.
-    out = client.post("/v1/restore", headers={**ALICE, "content-type": "application/json"},
-                      content=json.dumps({"snapshot": snapshot}))
+    out = client.post(
+        "/v1/restore",
+        headers={**ALICE, "content-type": "application/json"},
+        content=json.dumps({"snapshot": snapshot}),
+    )
     assert out.status_code == 422 and out.json()["error_code"] == "invalid_snapshot", out.text
     assert out.json()["error"].startswith(field + ":"), out.json()
     assert len(client.get("/v1/sessions", headers=ALICE).json()["sessions"]) == before
@@ -352,8 +408,10 @@ def test_a_restored_change_log_is_served(client):
     """Tests that a restored session with a well-formed change log answers GET .../changes
     with that log (the route that used to fail on every call after a bad restore)."""
     sid = _create(client)
-    snapshot = {**client.get(f"/v1/sessions/{sid}/snapshot", headers=ALICE).json(),
-                "changes": [GOOD_CHANGE]}
+    snapshot = {
+        **client.get(f"/v1/sessions/{sid}/snapshot", headers=ALICE).json(),
+        "changes": [GOOD_CHANGE],
+    }
     new = client.post("/v1/restore", headers=ALICE, json={"snapshot": snapshot}).json()
     out = client.get(f"/v1/sessions/{new['session_id']}/changes", headers=ALICE)
     assert out.status_code == 200 and out.json()["changes"] == [GOOD_CHANGE]
@@ -389,25 +447,33 @@ def test_a_session_on_the_database_commits_through_http(database):
     from smartflow_engine.store import models as m
 
     client = TestClient(create_app(DB_TOKENS, database=database))
-    made = client.post("/v1/sessions", headers=U7, json={"window": WEEKS_7_8,
-                                                          "mode": "local_adjust"})
+    made = client.post(
+        "/v1/sessions", headers=U7, json={"window": WEEKS_7_8, "mode": "local_adjust"}
+    )
     assert made.status_code == 201 and made.json()["db_user_id"] == 7, made.text
     sid = made.json()["session_id"]
 
     def call(tool, args):
-        return client.post(f"/v1/sessions/{sid}/calls", headers=U7,
-                           json={"tool": tool, "args": args}).json()
+        return client.post(
+            f"/v1/sessions/{sid}/calls", headers=U7, json={"tool": tool, "args": args}
+        ).json()
 
     assert call("place", {"task_id": 11, "day": 6, "slot_start": 1})["changes"]
     held = call("commit", {})
     assert held["status"] == "pending_confirm" and "schedules：新增3行" in held["reply"]
-    done = client.post(f"/v1/sessions/{sid}/confirm", headers=U7,
-                       json={"token": held["confirm_token"]}).json()
+    done = client.post(
+        f"/v1/sessions/{sid}/confirm", headers=U7, json={"token": held["confirm_token"]}
+    ).json()
     assert done["status"] == "ok" and done["reply"].startswith("已提交 1 项修改"), done
     with database.session() as s:
         ev = s.scalars(select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 301)).one()
-        cells = sorted(s.execute(select(m.Schedule.week, m.Schedule.day_of_week,
-                                        m.Schedule.section).where(m.Schedule.event_id == ev)))
+        cells = sorted(
+            s.execute(
+                select(m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section).where(
+                    m.Schedule.event_id == ev
+                )
+            )
+        )
     assert cells == [(7, 6, 1), (7, 6, 2), (7, 6, 3)]
     other = client.post("/v1/sessions", headers=U7, json={"window": WEEKS_7_8}).json()
     state = client.get(f"/v1/sessions/{other['session_id']}/state", headers=U7).json()["state"]
@@ -415,13 +481,20 @@ def test_a_session_on_the_database_commits_through_http(database):
     assert placed["slots"] == [{"day": 6, "slot_start": 1, "slot_end": 3}]
 
 
-@pytest.mark.parametrize(("headers", "body", "status", "code"), [
-    (U8, {"window": WEEKS_7_8, "db_user_id": 7}, 403, "forbidden"),  # another user's rows
-    (ALICE, {"window": WEEKS_7_8}, 422, "no_db_user"),  # a token with no database user
-    (U7, {"window": {**WEEKS_7_8, "end": {"week": 6, "day_of_week": 1}}}, 422,
-     "invalid_window"),  # end before start
-    (U7, {"window": WEEKS_7_8, "state": {}}, 422, "invalid_request"),  # both sources
-])
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "code"),
+    [
+        (U8, {"window": WEEKS_7_8, "db_user_id": 7}, 403, "forbidden"),  # another user's rows
+        (ALICE, {"window": WEEKS_7_8}, 422, "no_db_user"),  # a token with no database user
+        (
+            U7,
+            {"window": {**WEEKS_7_8, "end": {"week": 6, "day_of_week": 1}}},
+            422,
+            "invalid_window",
+        ),  # end before start
+        (U7, {"window": WEEKS_7_8, "state": {}}, 422, "invalid_request"),  # both sources
+    ],
+)
 def test_database_sessions_refuse_bad_requests(database, headers, body, status, code):
     """Tests that opening a database window checks whose rows they are and the window."""
     client = TestClient(create_app(DB_TOKENS, database=database))
@@ -431,8 +504,9 @@ def test_database_sessions_refuse_bad_requests(database, headers, body, status, 
 
 def test_without_a_database_a_window_session_is_refused():
     """Tests that a server without a database answers a window session with a typed 422."""
-    out = TestClient(create_app(DB_TOKENS)).post("/v1/sessions", headers=U7,
-                                                 json={"window": WEEKS_7_8})
+    out = TestClient(create_app(DB_TOKENS)).post(
+        "/v1/sessions", headers=U7, json={"window": WEEKS_7_8}
+    )
     assert out.status_code == 422 and out.json()["error_code"] == "no_database"
 
 
@@ -448,8 +522,10 @@ SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", FUZZ_APP)
 # - negative_data_rejection: the test sends the bearer token on every call (so a "missing
 #   Authorization" case still carries it), and unknown query parameters are ignored, as HTTP APIs
 #   conventionally do.
-EXCLUDED_CHECKS = [schemathesis.checks.positive_data_acceptance,
-                   schemathesis.checks.negative_data_rejection]
+EXCLUDED_CHECKS = [
+    schemathesis.checks.positive_data_acceptance,
+    schemathesis.checks.negative_data_rejection,
+]
 
 
 @SCHEMA.parametrize()
@@ -457,8 +533,9 @@ EXCLUDED_CHECKS = [schemathesis.checks.positive_data_acceptance,
 def test_openapi_no_server_errors(case):
     """Tests every operation of the OpenAPI schema with generated requests: no 5xx, responses
     conform to the documented schemas, status codes and headers."""
-    case.call_and_validate(headers={"Authorization": f"Bearer {FUZZ_TOKEN}"},
-                           excluded_checks=EXCLUDED_CHECKS)
+    case.call_and_validate(
+        headers={"Authorization": f"Bearer {FUZZ_TOKEN}"}, excluded_checks=EXCLUDED_CHECKS
+    )
 
 
 def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
@@ -480,8 +557,9 @@ def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
     def racing(ctx: ToolContext, _args: NoArgs) -> str:
         with other.use("alice", holder["sid"]) as session:  # the other worker, meanwhile
             session.call("move", MOVE)
-        return move.handler(ctx, move.args_model.model_validate(
-            {"task_id": 6, "new_day": 2, "new_slot_start": 9}))
+        return move.handler(
+            ctx, move.args_model.model_validate({"task_id": 6, "new_day": 2, "new_slot_start": 9})
+        )
 
     tool = ToolSpec("racing_move", "write", NoArgs, racing, "测试用：并发写。")
     kwargs = {"specs": specs_with(tool)}
@@ -489,15 +567,18 @@ def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
     other = RedisSessionStore(REDIS_URL, prefix=prefix, session_kwargs=kwargs)
     client = TestClient(create_app(TOKENS, sessions=mine, specs=specs_with(tool)))
     holder["sid"] = sid = _create(client, mode="local_adjust")
-    lost = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                       json={"tool": "racing_move", "args": {}})
+    lost = client.post(
+        f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "racing_move", "args": {}}
+    )
     assert lost.status_code == 409 and lost.json()["error_code"] == "session_conflict"
     assert "retry" in lost.json()["error"]
     changes = client.get(f"/v1/sessions/{sid}/changes", headers=ALICE).json()["changes"]
     assert [c["block_after"]["day"] for c in changes] == [MOVE["new_day"]]  # the other's kept
-    again = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                        json={"tool": "move", "args": {"task_id": 6, "new_day": 2,
-                                                       "new_slot_start": 9}})
+    again = client.post(
+        f"/v1/sessions/{sid}/calls",
+        headers=ALICE,
+        json={"tool": "move", "args": {"task_id": 6, "new_day": 2, "new_slot_start": 9}},
+    )
     assert again.status_code == 200 and again.json()["changes"]
 
 
@@ -514,13 +595,15 @@ def test_read_requests_write_no_session_back(redis_prefix):
         return int(store.redis.hget(f"{store.prefix}:s:alice:{sid}", "v"))
 
     for tool, args in (("get_overview", {}), ("list_tasks", {}), ("find_free", {"duration": 2})):
-        reply = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                            json={"tool": tool, "args": args})
+        reply = client.post(
+            f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": tool, "args": args}
+        )
         assert reply.status_code == 200 and reply.json()["status"] == "ok", reply.text
     for path in ("", "/state", "/changes", "/snapshot", "/tools"):
         assert client.get(f"/v1/sessions/{sid}{path}", headers=ALICE).status_code == 200
     assert version() == 1
-    moved = client.post(f"/v1/sessions/{sid}/calls", headers=ALICE,
-                        json={"tool": "move", "args": MOVE})
+    moved = client.post(
+        f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "move", "args": MOVE}
+    )
     assert moved.status_code == 200 and moved.json()["changes"]
     assert version() == 2

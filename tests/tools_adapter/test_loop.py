@@ -16,15 +16,21 @@ from smartflow_engine.tools_adapter.loop import LoopState
 from smartflow_engine.tools_adapter.spec import Mode
 
 
-def make_state(num_days: int, tasks: list[dict[str, Any]],
-               classes: list[dict[str, Any]] | None = None) -> ScheduleState:
+def make_state(
+    num_days: int, tasks: list[dict[str, Any]], classes: list[dict[str, Any]] | None = None
+) -> ScheduleState:
     out = []
     for i, t in enumerate(tasks, start=1):
-        row = {"state_id": i, "name": f"任务{i}", "source": "task_item", "category": "复习",
-               "status": "suggested", **t}
+        row = {
+            "state_id": i,
+            "name": f"任务{i}",
+            "source": "task_item",
+            "category": "复习",
+            "status": "suggested",
+            **t,
+        }
         out.append(row)
-    data: dict[str, Any] = {"window": {"total_days": num_days, "slots_per_day": 12},
-                            "tasks": out}
+    data: dict[str, Any] = {"window": {"total_days": num_days, "slots_per_day": 12}, "tasks": out}
     if classes:
         data["task_classes"] = classes
     return ScheduleState.from_json(data)
@@ -36,15 +42,26 @@ def block(day: int, start: int, end: int) -> list[dict[str, int]]:
 
 def overloaded() -> ScheduleState:
     """Day 1 is full of movable study work, days 2-4 are empty: critical load on day 1."""
-    return make_state(4, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)},
-                          {"slots": block(1, 9, 12)}])
+    return make_state(
+        4, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)}, {"slots": block(1, 9, 12)}]
+    )
 
 
 def infeasible() -> ScheduleState:
     """One day, a locked course on every period and a pending task: proven infeasible."""
-    return make_state(1, [{"source": "event", "locked": True, "category": "课程",
-                           "status": "existing", "slots": block(1, 1, 12)},
-                          {"status": "pending", "duration": 2}])
+    return make_state(
+        1,
+        [
+            {
+                "source": "event",
+                "locked": True,
+                "category": "课程",
+                "status": "existing",
+                "slots": block(1, 1, 12),
+            },
+            {"status": "pending", "duration": 2},
+        ],
+    )
 
 
 def health(session: Session) -> dict[str, Any]:
@@ -86,8 +103,17 @@ def test_progress_resets_the_count():
 
 def test_rules_met_closes():
     """Tests that critical=0 && warning<=1 gives should_close with rules_met."""
-    s = Session(make_state(4, [{"slots": block(1, 1, 2)}, {"slots": block(2, 1, 2)},
-                               {"slots": block(3, 1, 2)}, {"slots": block(4, 1, 2)}]))
+    s = Session(
+        make_state(
+            4,
+            [
+                {"slots": block(1, 1, 2)},
+                {"slots": block(2, 1, 2)},
+                {"slots": block(3, 1, 2)},
+                {"slots": block(4, 1, 2)},
+            ],
+        )
+    )
     sig = signal(s)
     assert sig["acceptable_to_close"] is True
     assert sig["should_close"] is True and sig["close_reason"] == "rules_met"
@@ -105,12 +131,15 @@ def test_round_cap_closes_at_round_60():
     assert sig["should_close"] is True and sig["close_reason"] == "round_cap"
 
 
-@pytest.mark.parametrize("given, reason", [
-    ({"acceptable_to_close": False, "best_achievable": True}, "best_achievable"),
-    ({"acceptable_to_close": False, "reason": "best_achievable"}, "best_achievable"),
-    ({"acceptable_to_close": False, "best_achievable": {"critical": 1}}, None),  # not a verdict
-    ({"acceptable_to_close": True, "best_achievable": True}, "rules_met"),
-])
+@pytest.mark.parametrize(
+    "given, reason",
+    [
+        ({"acceptable_to_close": False, "best_achievable": True}, "best_achievable"),
+        ({"acceptable_to_close": False, "reason": "best_achievable"}, "best_achievable"),
+        ({"acceptable_to_close": False, "best_achievable": {"critical": 1}}, None),  # not a verdict
+        ({"acceptable_to_close": True, "best_achievable": True}, "rules_met"),
+    ],
+)
 def test_best_achievable_from_the_analyzers_closes(given, reason):
     """Tests that the analyzers' best_achievable verdict (when present) closes the round."""
     loop = LoopState(round=2)
@@ -212,17 +241,29 @@ def test_reduce_scope_takes_tasks_out_and_reruns_the_gate():
 
 def test_relax_constraints_lifts_a_class_window():
     """Tests that relax_constraints lifts a named class window and the gate with it."""
-    state = make_state(3, [{"status": "pending", "duration": 2, "category_id": 7},
-                           {"source": "event", "locked": True, "status": "existing",
-                            "category": "课程", "slots": block(1, 1, 12)}],
-                       classes=[{"id": 7, "name": "复习", "start_day": 1, "end_day": 1}])
+    state = make_state(
+        3,
+        [
+            {"status": "pending", "duration": 2, "category_id": 7},
+            {
+                "source": "event",
+                "locked": True,
+                "status": "existing",
+                "category": "课程",
+                "slots": block(1, 1, 12),
+            },
+        ],
+        classes=[{"id": 7, "name": "复习", "start_day": 1, "end_day": 1}],
+    )
     s = Session(state)
     assert health(s)["feasibility"]["is_feasible"] is False
-    still = s.call("resolve_negotiation", {"choice": "relax_constraints",
-                                           "lift_banned": [{"class_id": 7}]})
+    still = s.call(
+        "resolve_negotiation", {"choice": "relax_constraints", "lift_banned": [{"class_id": 7}]}
+    )
     assert "仍不可行" in still
-    reply = s.call("resolve_negotiation", {"choice": "relax_constraints",
-                                           "lift_class_windows": [7]})
+    reply = s.call(
+        "resolve_negotiation", {"choice": "relax_constraints", "lift_class_windows": [7]}
+    )
     assert "已解除门禁" in reply and s.state.task_classes[0].end_day is None
 
 
@@ -242,17 +283,26 @@ def test_write_with_action_id_reports_its_success_criteria():
     s = Session(overloaded())
     env = health(s)
     act = env["next_actions"][0]
-    slots = json.loads(s.call("query_available_slots", {"task_id": 3,
-                                                        "action_id": act["action_id"]}))
+    slots = json.loads(
+        s.call("query_available_slots", {"task_id": 3, "action_id": act["action_id"]})
+    )
     best = slots["metrics"]["slots"][0]
-    reply = s.call("move", {"task_id": 3, "new_day": best["day"],
-                            "new_slot_start": best["slot_start"], "action_id": act["action_id"]})
+    reply = s.call(
+        "move",
+        {
+            "task_id": 3,
+            "new_day": best["day"],
+            "new_slot_start": best["slot_start"],
+            "action_id": act["action_id"],
+        },
+    )
     last = reply.splitlines()[-1]
     assert last.startswith("证据：解决") and f"行动 {act['action_id']} 的成功判据" in last
     after = health(s)
     issues = {i["issue_id"] for i in after["issues"] if i["severity"] != "info"}
     met = all(i not in issues for i in act["issue_ids"]) and (
-        after["metrics"]["close_signal"]["critical"] <= env["metrics"]["close_signal"]["critical"])
+        after["metrics"]["close_signal"]["critical"] <= env["metrics"]["close_signal"]["critical"]
+    )
     assert ("已满足" in last) is met
 
 
@@ -272,8 +322,9 @@ def test_unknown_action_id_is_refused_before_acting():
     s = Session(overloaded())
     health(s)
     before = s.state.to_json()
-    result = s.invoke("move", {"task_id": 3, "new_day": 2, "new_slot_start": 1,
-                               "action_id": "na_nothing"})
+    result = s.invoke(
+        "move", {"task_id": 3, "new_day": 2, "new_slot_start": 1, "action_id": "na_nothing"}
+    )
     assert result.status == "error" and "na_nothing" in result.reply
     assert s.state.to_json() == before
 
@@ -307,24 +358,49 @@ def test_old_snapshot_without_loop_restores():
 
 # ---------------------------------------------------------------------------------- class rules
 def classed() -> ScheduleState:
-    return make_state(30, [{"status": "pending", "duration": 2, "category_id": 7},
-                           {"slots": block(10, 1, 2), "category_id": 7},
-                           {"slots": block(12, 1, 2), "category_id": 7}],
-                      classes=[{"id": 7, "name": "复习", "start_day": 7, "end_day": 29,
-                                "excluded_slots": [11, 12]}])
+    return make_state(
+        30,
+        [
+            {"status": "pending", "duration": 2, "category_id": 7},
+            {"slots": block(10, 1, 2), "category_id": 7},
+            {"slots": block(12, 1, 2), "category_id": 7},
+        ],
+        classes=[
+            {"id": 7, "name": "复习", "start_day": 7, "end_day": 29, "excluded_slots": [11, 12]}
+        ],
+    )
 
 
-@pytest.mark.parametrize("tool, args, expected", [
-    ("place", {"task_id": 1, "day": 1, "slot_start": 1},
-     "放置失败：第1天不在任务类「复习」的时间窗（第7-29天）内。"),
-    ("move", {"task_id": 2, "new_day": 30, "new_slot_start": 1},
-     "移动失败：第30天不在任务类「复习」的时间窗（第7-29天）内。"),
-    ("move", {"task_id": 2, "new_day": 9, "new_slot_start": 10},
-     "移动失败：第9天第10-11节含任务类「复习」的禁排时段（第11节）。"),
-    ("batch_move", {"moves": [{"task_id": 2, "new_day": 8, "new_slot_start": 1},
-                              {"task_id": 3, "new_day": 2, "new_slot_start": 1}]},
-     "批量移动失败，全部回滚，无任何变更。\n原因：第2天不在任务类「复习」的时间窗（第7-29天）内。"),
-])
+@pytest.mark.parametrize(
+    "tool, args, expected",
+    [
+        (
+            "place",
+            {"task_id": 1, "day": 1, "slot_start": 1},
+            "放置失败：第1天不在任务类「复习」的时间窗（第7-29天）内。",
+        ),
+        (
+            "move",
+            {"task_id": 2, "new_day": 30, "new_slot_start": 1},
+            "移动失败：第30天不在任务类「复习」的时间窗（第7-29天）内。",
+        ),
+        (
+            "move",
+            {"task_id": 2, "new_day": 9, "new_slot_start": 10},
+            "移动失败：第9天第10-11节含任务类「复习」的禁排时段（第11节）。",
+        ),
+        (
+            "batch_move",
+            {
+                "moves": [
+                    {"task_id": 2, "new_day": 8, "new_slot_start": 1},
+                    {"task_id": 3, "new_day": 2, "new_slot_start": 1},
+                ]
+            },
+            "批量移动失败，全部回滚，无任何变更。\n原因：第2天不在任务类「复习」的时间窗（第7-29天）内。",
+        ),
+    ],
+)
 def test_class_window_and_banned_periods_are_write_rules(tool, args, expected):
     """Tests that writes outside a task's class window or on its banned periods are refused in
     the spec's style, state unchanged."""
@@ -337,11 +413,17 @@ def test_class_window_and_banned_periods_are_write_rules(tool, args, expected):
 
 def test_swap_across_a_class_window_is_refused():
     """Tests that a swap putting a task outside its class window is refused."""
-    state = make_state(30, [{"slots": block(10, 1, 2), "category_id": 7},
-                            {"slots": block(2, 1, 2), "category": "作业"}],
-                       classes=[{"id": 7, "name": "复习", "start_day": 7, "end_day": 29}])
+    state = make_state(
+        30,
+        [
+            {"slots": block(10, 1, 2), "category_id": 7},
+            {"slots": block(2, 1, 2), "category": "作业"},
+        ],
+        classes=[{"id": 7, "name": "复习", "start_day": 7, "end_day": 29}],
+    )
     assert Toolbox(state).call("swap", {"task_a": 1, "task_b": 2}) == (
-        "交换失败：第2天不在任务类「复习」的时间窗（第7-29天）内。")
+        "交换失败：第2天不在任务类「复习」的时间窗（第7-29天）内。"
+    )
 
 
 # ---------------------------------------------------------------------------------- query tools
@@ -357,8 +439,9 @@ def test_available_slots_are_legal_and_measured():
     for d in slots[:5]:
         probe = Session(ScheduleState.from_json(state.to_dict()))
         before = {i["issue_id"] for i in health(probe)["issues"] if i["severity"] != "info"}
-        assert probe.call("move", {"task_id": 2, "new_day": d["day"],
-                                   "new_slot_start": d["slot_start"]}).startswith("已将")
+        assert probe.call(
+            "move", {"task_id": 2, "new_day": d["day"], "new_slot_start": d["slot_start"]}
+        ).startswith("已将")
         after = {i["issue_id"] for i in health(probe)["issues"] if i["severity"] != "info"}
         assert sorted(before - after) == sorted(d["resolves"])
         assert sorted(after - before) == sorted(d["creates"])
@@ -371,8 +454,10 @@ def test_health_actions_point_to_the_query_tools_and_are_fixable():
     env = health(s)
     assert env["next_actions"]
     for act in env["next_actions"]:
-        assert [r["tool"] for r in act["required_reads"]] == ["query_target_tasks",
-                                                              "query_available_slots"]
+        assert [r["tool"] for r in act["required_reads"]] == [
+            "query_target_tasks",
+            "query_available_slots",
+        ]
         for cond in act["success_criteria"]["conditions"]:
             assert cond["metric"].split(".")[0].removesuffix("[]") in env
         assert "fixable" in act
@@ -431,10 +516,21 @@ def test_hidden_tool_stays_hidden_on_a_bare_toolbox_unless_enabled():
 def test_action_without_a_destination_says_it_is_not_fixable():
     """Tests that an action whose tasks have no legal destination carries fixable=false and the
     reason, and that query_available_slots indeed lists none."""
-    state = make_state(2, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)},
-                           {"slots": block(1, 9, 12)},
-                           {"source": "event", "locked": True, "status": "existing",
-                            "category": "课程", "slots": block(2, 1, 12)}])
+    state = make_state(
+        2,
+        [
+            {"slots": block(1, 1, 4)},
+            {"slots": block(1, 5, 8)},
+            {"slots": block(1, 9, 12)},
+            {
+                "source": "event",
+                "locked": True,
+                "status": "existing",
+                "category": "课程",
+                "slots": block(2, 1, 12),
+            },
+        ],
+    )
     s = Session(state)
     env = health(s)
     assert env["next_actions"]
@@ -454,17 +550,20 @@ def test_hidden_tool_stays_hidden_on_http():
     client = TestClient(create_app({"tok": "alice"}))
     auth = {"Authorization": "Bearer tok"}
     state = overloaded().to_dict()
-    out = client.post("/v1/tools/min_context_switch/call", headers=auth,
-                      json={"state": state, "args": {}}).json()
+    out = client.post(
+        "/v1/tools/min_context_switch/call", headers=auth, json={"state": state, "args": {}}
+    ).json()
     assert out["status"] == "error" and out["state"] is None
     listed = client.get("/v1/tools?fmt=anthropic", headers=auth).json()["tools"]
     assert all(t["name"] != "min_context_switch" for t in listed)
-    sid = client.post("/v1/sessions", headers=auth,
-                      json={"state": state, "enable_tools": ["min_context_switch"]}
-                      ).json()["session_id"]
-    called = client.post(f"/v1/sessions/{sid}/calls", headers=auth,
-                         json={"tool": "min_context_switch",
-                               "args": {"time_limit_s": 0.5}}).json()
+    sid = client.post(
+        "/v1/sessions", headers=auth, json={"state": state, "enable_tools": ["min_context_switch"]}
+    ).json()["session_id"]
+    called = client.post(
+        f"/v1/sessions/{sid}/calls",
+        headers=auth,
+        json={"tool": "min_context_switch", "args": {"time_limit_s": 0.5}},
+    ).json()
     assert called["error_code"] != "not_available"
 
 
@@ -472,8 +571,15 @@ def test_hidden_tool_stays_hidden_on_http():
 def long_gap() -> ScheduleState:
     """复习 twice on day 1 and twice on day 14: a 12-day gap (critical) no single move can close,
     but one move into its middle eases (its impact falls to 0)."""
-    return make_state(14, [{"slots": block(1, 1, 2)}, {"slots": block(1, 3, 4)},
-                           {"slots": block(14, 1, 2)}, {"slots": block(14, 3, 4)}])
+    return make_state(
+        14,
+        [
+            {"slots": block(1, 1, 2)},
+            {"slots": block(1, 3, 4)},
+            {"slots": block(14, 1, 2)},
+            {"slots": block(14, 3, 4)},
+        ],
+    )
 
 
 def reads_find_help(s: Session, act: dict[str, Any]) -> dict[str, Any] | None:
@@ -484,18 +590,30 @@ def reads_find_help(s: Session, act: dict[str, Any]) -> dict[str, Any] | None:
     first = next((t for t in tasks if (t.get("best_destination") or {}).get("helps")), None)
     if first is None:
         return None
-    slots = json.loads(s.call("query_available_slots", {"task_id": first["task_id"],
-                                                        "action_id": aid}))["metrics"]["slots"]
+    slots = json.loads(
+        s.call("query_available_slots", {"task_id": first["task_id"], "action_id": aid})
+    )["metrics"]["slots"]
     dest = next((d for d in slots if d["helps"]), None)
     return None if dest is None else {"task_id": first["task_id"], **dest}
 
 
 def no_room() -> ScheduleState:
     """Day 1 full of study work, day 2 full of a locked course: nothing can move anywhere."""
-    return make_state(2, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)},
-                          {"slots": block(1, 9, 12)},
-                          {"source": "event", "locked": True, "status": "existing",
-                           "category": "课程", "slots": block(2, 1, 12)}])
+    return make_state(
+        2,
+        [
+            {"slots": block(1, 1, 4)},
+            {"slots": block(1, 5, 8)},
+            {"slots": block(1, 9, 12)},
+            {
+                "source": "event",
+                "locked": True,
+                "status": "existing",
+                "category": "课程",
+                "slots": block(2, 1, 12),
+            },
+        ],
+    )
 
 
 @pytest.mark.parametrize("make", [overloaded, long_gap, no_room])
@@ -525,9 +643,15 @@ def test_a_move_that_only_eases_its_issue_helps_and_counts_as_progress():
     found = reads_find_help(s, gap)
     assert found is not None and not found["resolves"] and not found["creates"]
     assert found["impact_delta"] < 0 and 5 <= found["day"] <= 10
-    reply = s.call("move", {"task_id": found["task_id"], "new_day": found["day"],
-                            "new_slot_start": found["slot_start"],
-                            "action_id": gap["action_id"]})
+    reply = s.call(
+        "move",
+        {
+            "task_id": found["task_id"],
+            "new_day": found["day"],
+            "new_slot_start": found["slot_start"],
+            "action_id": gap["action_id"],
+        },
+    )
     assert reply.startswith("已将") and "新增 0 项" in reply
     sig = signal(s)
     assert sig["rounds_without_progress"] == 0 and sig["round"] == 2
@@ -539,10 +663,19 @@ def test_helps_is_a_clean_strict_improvement_of_an_own_issue():
     from smartflow_engine.analyzers.destinations import Destination
 
     def dest(**kw: Any) -> Destination:
-        base: dict[str, Any] = {"day": 1, "slot_start": 1, "slot_end": 2, "embed_host": None,
-                                "resolves": (), "creates": (), "critical_delta": 0,
-                                "warning_delta": 0, "impact_after": 0.0, "eases_focus": 1,
-                                "impact_delta": -0.5}
+        base: dict[str, Any] = {
+            "day": 1,
+            "slot_start": 1,
+            "slot_end": 2,
+            "embed_host": None,
+            "resolves": (),
+            "creates": (),
+            "critical_delta": 0,
+            "warning_delta": 0,
+            "impact_after": 0.0,
+            "eases_focus": 1,
+            "impact_delta": -0.5,
+        }
         return Destination(**{**base, **kw})
 
     assert dest().helps
@@ -556,8 +689,9 @@ def test_helps_is_a_clean_strict_improvement_of_an_own_issue():
 def test_removal_that_resolves_the_issue_orders_the_targets_first():
     """Tests that query_target_tasks puts first the task whose leaving resolves the action's
     issue: on an overloaded day the 4-period block, not the two 2-period ones."""
-    state = make_state(3, [{"slots": block(1, 1, 2)}, {"slots": block(1, 3, 4)},
-                           {"slots": block(1, 5, 12)}])
+    state = make_state(
+        3, [{"slots": block(1, 1, 2)}, {"slots": block(1, 3, 4)}, {"slots": block(1, 5, 12)}]
+    )
     s = Session(state)
     env = health(s)
     act = next(a for a in env["next_actions"] if a["intent_code"] == "rebalance_load")
@@ -601,14 +735,25 @@ def test_undo_is_refused_while_a_task_sits_on_an_added_day():
 def test_undo_of_a_lifted_ban_is_refused_while_a_task_uses_it():
     """Tests that undoing relax_constraints is refused while a task placed after it uses a lifted
     banned period, and succeeds once the task is moved off it."""
-    state = make_state(1, [{"status": "pending", "duration": 2, "category_id": 7},
-                           {"source": "event", "locked": True, "status": "existing",
-                            "category": "课程", "slots": block(1, 3, 12)}],
-                       classes=[{"id": 7, "name": "复习", "excluded_slots": [1, 2]}])
+    state = make_state(
+        1,
+        [
+            {"status": "pending", "duration": 2, "category_id": 7},
+            {
+                "source": "event",
+                "locked": True,
+                "status": "existing",
+                "category": "课程",
+                "slots": block(1, 3, 12),
+            },
+        ],
+        classes=[{"id": 7, "name": "复习", "excluded_slots": [1, 2]}],
+    )
     s = Session(state)
     assert health(s)["feasibility"]["is_feasible"] is False
-    reply = s.call("resolve_negotiation", {"choice": "relax_constraints",
-                                           "lift_banned": [{"class_id": 7}]})
+    reply = s.call(
+        "resolve_negotiation", {"choice": "relax_constraints", "lift_banned": [{"class_id": 7}]}
+    )
     assert "解除任务类[7]复习的禁排第1、2节" in reply and "已解除门禁" in reply
     assert s.call("place", {"task_id": 1, "day": 1, "slot_start": 1}).startswith("已将")
     refused = s.invoke("resolve_negotiation", {"choice": "undo"})
@@ -637,16 +782,16 @@ def test_commit_preview_says_window_changes_stay_in_the_session(tmp_path):
 
     store = Store.from_url(f"sqlite:///{tmp_path / 'w.db'}")
     try:
-        store.seed_from_state(7, ScheduleState.from_json(
-            load_window("sample_window").to_dict()))
+        store.seed_from_state(7, ScheduleState.from_json(load_window("sample_window").to_dict()))
         state = store.load_window(7, window_days((7, 1), (8, 7)))
         s = Session(state, store=store, db_user_id=7)
         health(s)
         s.toolbox.ctx.loop.gate_open = True  # stand-in for an infeasible round (this one fits)
         s.call("resolve_negotiation", {"choice": "expand_window", "extra_days": 1})
         pending = next(t for t in s.state.tasks if t.status == "pending" and t.category_id == 10)
-        assert s.call("place", {"task_id": pending.state_id, "day": 15,
-                                "slot_start": 1}).startswith("已将")
+        assert s.call(
+            "place", {"task_id": pending.state_id, "day": 15, "slot_start": 1}
+        ).startswith("已将")
         held = s.invoke("commit", {})
         assert held.status == "pending_confirm"
         assert "1项窗口调整只在会话中生效，提交不会写入数据库" in held.reply
@@ -663,8 +808,14 @@ def test_commit_preview_says_window_changes_stay_in_the_session(tmp_path):
 def test_a_multi_block_task_is_offered_block_by_block():
     """Tests that a study task with blocks on two days is a target, each destination names the
     block (from_day), and move with that from_day takes exactly that block there."""
-    state = make_state(3, [{"slots": block(1, 1, 4) + block(2, 1, 2)},
-                           {"slots": block(1, 5, 8)}, {"slots": block(1, 9, 12)}])
+    state = make_state(
+        3,
+        [
+            {"slots": block(1, 1, 4) + block(2, 1, 2)},
+            {"slots": block(1, 5, 8)},
+            {"slots": block(1, 9, 12)},
+        ],
+    )
     s = Session(state)
     env = health(s)
     act = next(a for a in env["next_actions"] if a["intent_code"] == "rebalance_load")
@@ -675,7 +826,9 @@ def test_a_multi_block_task_is_offered_block_by_block():
     assert rows and {d["from_day"] for d in rows} == {1, 2}
     assert all(d["day"] != 2 for d in rows if d["from_day"] == 1)  # not onto its other block's day
     dest = next(d for d in rows if d["from_day"] == 1)
-    reply = s.call("move", {"task_id": 1, "new_day": dest["day"],
-                            "new_slot_start": dest["slot_start"], "from_day": 1})
+    reply = s.call(
+        "move",
+        {"task_id": 1, "new_day": dest["day"], "new_slot_start": dest["slot_start"], "from_day": 1},
+    )
     assert reply.startswith("已将"), reply
     assert sorted(b.day for b in s.state.task(1).slots) == sorted([dest["day"], 2])

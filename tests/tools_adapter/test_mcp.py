@@ -179,9 +179,16 @@ def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
     out = tmp_path / "saved.json"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "smartflow_engine.tools_adapter.mcp_server",
-              "--state", str(DATA / f"{EXAMPLE_WINDOW}.json"), "--mode", "local_adjust",
-              "--save", str(out)],
+        args=[
+            "-m",
+            "smartflow_engine.tools_adapter.mcp_server",
+            "--state",
+            str(DATA / f"{EXAMPLE_WINDOW}.json"),
+            "--mode",
+            "local_adjust",
+            "--save",
+            str(out),
+        ],
     )
 
     async def go() -> Any:
@@ -195,16 +202,19 @@ def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
     direct = Toolbox(load_window(), loop=True)
     assert instructions == prompt_rules(Mode.LOCAL_ADJUST)
     offered = registry.tool_names(Mode.LOCAL_ADJUST)
-    assert names[: len(offered)] == offered and set(names[len(offered):]) <= {"confirm", "reject"}
+    assert names[: len(offered)] == offered and set(names[len(offered) :]) <= {"confirm", "reject"}
     assert _text(moved) == direct.call("move", MOVE)
     assert bad.is_error and _text(bad) == "参数错误：缺少必填参数 new_day。"
     assert out.read_text(encoding="utf-8") == direct.state.to_json()
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--state", "/no/such/file.json"], "cannot read state file"),  # a missing file
-    (["--state", str(DATA / "spec_example.json"), "--enable", "teleport"], "unknown tool"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--state", "/no/such/file.json"], "cannot read state file"),  # a missing file
+        (["--state", str(DATA / "spec_example.json"), "--enable", "teleport"], "unknown tool"),
+    ],
+)
 def test_stdio_entry_point_reports_bad_input_in_one_line(argv, message, capsys):
     """Tests that the module's main() exits with code 2 and one line on stderr for bad input."""
     from smartflow_engine.tools_adapter.mcp_server import main
@@ -217,8 +227,15 @@ def test_stdio_entry_point_reports_bad_input_in_one_line(argv, message, capsys):
 def _server_params(*extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "smartflow_engine.tools_adapter.mcp_server",
-              "--state", str(DATA / f"{EXAMPLE_WINDOW}.json"), "--mode", "local_adjust", *extra],
+        args=[
+            "-m",
+            "smartflow_engine.tools_adapter.mcp_server",
+            "--state",
+            str(DATA / f"{EXAMPLE_WINDOW}.json"),
+            "--mode",
+            "local_adjust",
+            *extra,
+        ],
     )
 
 
@@ -231,12 +248,16 @@ def test_stdio_refusals_are_errors_and_optional_integers_are_numbers():
         async with Client(_server_params(), read_timeout_seconds=60) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             conflict = await client.call_tool("place", {"task_id": 3, "day": 1, "slot_start": 1})
-            locked = await client.call_tool("move", {"task_id": 1, "new_day": 9,
-                                                     "new_slot_start": 1})
+            locked = await client.call_tool(
+                "move", {"task_id": 1, "new_day": 9, "new_slot_start": 1}
+            )
             day = tools["find_free"].input_schema["properties"]["day"]
             # what a client converting by the top-level `type` sends: a JSON number
-            sent = {"duration": 2, "day": 7} if day.get("type") == "integer" else {
-                "duration": 2, "day": "7"}
+            sent = (
+                {"duration": 2, "day": 7}
+                if day.get("type") == "integer"
+                else {"duration": 2, "day": "7"}
+            )
             found = await client.call_tool("find_free", sent)
             placed = await client.call_tool("place", {"task_id": 3, "day": 5, "slot_start": 1})
             return day, conflict, locked, found, placed
@@ -251,16 +272,27 @@ def test_stdio_refusals_are_errors_and_optional_integers_are_numbers():
     assert placed.is_error is False and _text(placed).startswith("已将 [3]复习线代 放到第5天")
 
 
-@pytest.mark.parametrize(("line", "code", "request_id"), [
-    # truncated JSON that carries an id: parse error with that id
-    ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_ov', -32700, 7),
-    # a lone surrogate escape (the SDK's parser rejects it as invalid JSON)
-    ('{"jsonrpc": "2.0", "id": "a-1", "method": "tools/call", "params": {"name": '
-     '"get_overview", "arguments": {"x": "\\ud800"}}}', -32700, "a-1"),
-    # valid JSON that is not a JSON-RPC message: invalid request with that id
-    ('{"jsonrpc": "2.0", "id": 8, "method": 5}', -32600, 8),
-    ('{"jsonrpc": "1.0", "id": 9, "method": "ping"}', -32600, 9),
-])
+@pytest.mark.parametrize(
+    ("line", "code", "request_id"),
+    [
+        # truncated JSON that carries an id: parse error with that id
+        (
+            '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_ov',
+            -32700,
+            7,
+        ),
+        # a lone surrogate escape (the SDK's parser rejects it as invalid JSON)
+        (
+            '{"jsonrpc": "2.0", "id": "a-1", "method": "tools/call", "params": {"name": '
+            '"get_overview", "arguments": {"x": "\\ud800"}}}',
+            -32700,
+            "a-1",
+        ),
+        # valid JSON that is not a JSON-RPC message: invalid request with that id
+        ('{"jsonrpc": "2.0", "id": 8, "method": 5}', -32600, 8),
+        ('{"jsonrpc": "1.0", "id": 9, "method": "ping"}', -32600, 9),
+    ],
+)
 def test_stdio_malformed_line_with_an_id_gets_an_error(line, code, request_id):
     """Tests that the stdio server answers a malformed JSON-RPC line carrying an id with a
     JSON-RPC error for that id (the SDK alone drops it and the client hangs), and keeps serving:
@@ -270,16 +302,31 @@ def test_stdio_malformed_line_with_an_id_gets_an_error(line, code, request_id):
     import subprocess
     import threading
 
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "raw", "version": "0"}}}
-    lines = [_json.dumps(init), _json.dumps({"jsonrpc": "2.0", "method":
-                                            "notifications/initialized"}),
-             line, _json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    lines = [
+        _json.dumps(init),
+        _json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        line,
+        _json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ]
     params = _server_params()
-    proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            encoding="utf-8")
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+    )
     assert proc.stdin is not None and proc.stdout is not None
     replies: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [replies.put(x) for x in proc.stdout], daemon=True).start()

@@ -66,18 +66,36 @@ def test_query_range_whole_day_lists_every_block_kind():
     """Tests the 可嵌入 line on a day with a fixed course, a free water course and a locked
     water course: each block with why it is or is not embeddable, in period order."""
     data = window_dict()
-    data["tasks"].append({"state_id": 11, "source": "event", "name": "形势政策", "category": "课程",
-                          "status": "existing", "locked": True, "can_embed": True,
-                          "slots": [{"day": 7, "slot_start": 5, "slot_end": 6}]})
-    data["tasks"].append({"state_id": 12, "source": "event", "name": "军理", "category": "课程",
-                          "status": "existing", "locked": True,
-                          "slots": [{"day": 7, "slot_start": 9, "slot_end": 9}]})
+    data["tasks"].append(
+        {
+            "state_id": 11,
+            "source": "event",
+            "name": "形势政策",
+            "category": "课程",
+            "status": "existing",
+            "locked": True,
+            "can_embed": True,
+            "slots": [{"day": 7, "slot_start": 5, "slot_end": 6}],
+        }
+    )
+    data["tasks"].append(
+        {
+            "state_id": 12,
+            "source": "event",
+            "name": "军理",
+            "category": "课程",
+            "status": "existing",
+            "locked": True,
+            "slots": [{"day": 7, "slot_start": 9, "slot_end": 9}],
+        }
+    )
     tb = Toolbox(ScheduleState.from_json(data))
     tb.call("place", {"task_id": 9, "day": 7, "slot_start": 1})
     reply = tb.call("query_range", {"day": 7})
     assert reply.splitlines()[-1] == (
         "可嵌入：第1-2节已有[10]思政（可嵌入，已嵌入[9]小组讨论）、"
-        "第5-6节已有[11]形势政策（固定，不可嵌入）、第9节已有[12]军理（固定，不可嵌入）")
+        "第5-6节已有[11]形势政策（固定，不可嵌入）、第9节已有[12]军理（固定，不可嵌入）"
+    )
 
 
 def test_query_range_whole_day_without_blocks_says_none(tools: Toolbox):
@@ -87,10 +105,18 @@ def test_query_range_whole_day_without_blocks_says_none(tools: Toolbox):
 
 def test_query_range_span_matches_spec(tools: Toolbox):
     """Tests the period-range layout of query_range against the spec's example."""
-    assert tools.call("query_range", {"day": 4, "slot_start": 5, "slot_end": 8}) == "\n".join([
-        "第4天 第5-8节：", "", "第5节：空", "第6节：空", "第7节：空", "第8节：空", "",
-        "该范围4个时段全部空闲。",
-    ])
+    assert tools.call("query_range", {"day": 4, "slot_start": 5, "slot_end": 8}) == "\n".join(
+        [
+            "第4天 第5-8节：",
+            "",
+            "第5节：空",
+            "第6节：空",
+            "第7节：空",
+            "第8节：空",
+            "",
+            "该范围4个时段全部空闲。",
+        ]
+    )
 
 
 def test_query_range_mixed_and_embeddable(tools: Toolbox):
@@ -126,8 +152,10 @@ def test_find_free_lists_runs_and_hosts(tools: Toolbox):
     """Tests find_free: maximal runs at least `duration` long, and free host blocks."""
     reply = tools.call("find_free", {"duration": 2, "day": 7})
     assert reply.splitlines() == [
-        "第7天满足2个连续空闲时段的位置：", "",
-        "第7天 第3-12节（10时段连续空闲）", "",
+        "第7天满足2个连续空闲时段的位置：",
+        "",
+        "第7天 第3-12节（10时段连续空闲）",
+        "",
         "可嵌入位置（水课时段，可叠加任务）：",
         "第7天 第1-2节（[10]思政，当前无嵌入任务）",
     ]
@@ -161,12 +189,15 @@ def test_list_tasks_all_matches_spec(tools: Toolbox):
 def test_list_tasks_pending_matches_spec(tools: Toolbox):
     """Tests list_tasks(status=pending) against the spec's example (the source added after the
     category)."""
-    assert tools.call("list_tasks", {"status": "pending"}) == "\n".join([
-        "待安排任务共3个：", "",
-        "[3]复习线代 — 需3个连续时段，类别：学习，来源：任务类",
-        "[7]写实验报告 — 需2个连续时段，类别：作业，来源：任务类",
-        "[9]小组讨论 — 需2个连续时段，类别：学习，来源：任务类",
-    ])
+    assert tools.call("list_tasks", {"status": "pending"}) == "\n".join(
+        [
+            "待安排任务共3个：",
+            "",
+            "[3]复习线代 — 需3个连续时段，类别：学习，来源：任务类",
+            "[7]写实验报告 — 需2个连续时段，类别：作业，来源：任务类",
+            "[9]小组讨论 — 需2个连续时段，类别：学习，来源：任务类",
+        ]
+    )
 
 
 def test_list_tasks_filters_and_suggested_group(tools: Toolbox):
@@ -176,20 +207,36 @@ def test_list_tasks_filters_and_suggested_group(tools: Toolbox):
     assert reply.splitlines()[0] == "类别「学习」共3个任务，已安排1个，已预排1个，待安排1个。"
     assert "已预排：\n  [3]复习线代(学习,任务类) — 第5天(1-3节)" in reply
     assert tools.call("list_tasks", {"category": "不存在"}) == "类别「不存在」没有任务。"
-    assert tools.call("list_tasks", {"status": "suggested", "category": "作业"}) == \
-        "类别「作业」没有已预排任务。"
+    assert (
+        tools.call("list_tasks", {"status": "suggested", "category": "作业"})
+        == "类别「作业」没有已预排任务。"
+    )
 
 
 def test_get_task_info_matches_spec(tools: Toolbox):
     """Tests get_task_info for a locked course and a water course against the spec verbatim."""
-    assert tools.call("get_task_info", {"task_id": 1}) == "\n".join([
-        "[1]高等数学", "类别：课程 | 状态：已安排（固定）", "来源：课程表", "占用时段：",
-        "  第1天 第1-2节", "  第4天 第1-2节", "  第8天 第1-2节",
-    ])
-    assert tools.call("get_task_info", {"task_id": 10}) == "\n".join([
-        "[10]思政", "类别：课程 | 状态：已安排", "来源：课程表",
-        "可嵌入：是（允许在此时段嵌入其他任务）", "占用时段：", "  第7天 第1-2节", "当前嵌入任务：无",
-    ])
+    assert tools.call("get_task_info", {"task_id": 1}) == "\n".join(
+        [
+            "[1]高等数学",
+            "类别：课程 | 状态：已安排（固定）",
+            "来源：课程表",
+            "占用时段：",
+            "  第1天 第1-2节",
+            "  第4天 第1-2节",
+            "  第8天 第1-2节",
+        ]
+    )
+    assert tools.call("get_task_info", {"task_id": 10}) == "\n".join(
+        [
+            "[10]思政",
+            "类别：课程 | 状态：已安排",
+            "来源：课程表",
+            "可嵌入：是（允许在此时段嵌入其他任务）",
+            "占用时段：",
+            "  第7天 第1-2节",
+            "当前嵌入任务：无",
+        ]
+    )
 
 
 def test_get_task_info_pending_guest_and_missing(tools: Toolbox):
@@ -197,7 +244,9 @@ def test_get_task_info_pending_guest_and_missing(tools: Toolbox):
     assert tools.call("get_task_info", {"task_id": 7}).splitlines()[-1] == "需要时段：2个连续时段"
     tools.call("place", {"task_id": 7, "day": 7, "slot_start": 1})
     assert "嵌入宿主：[10]思政" in tools.call("get_task_info", {"task_id": 7})
-    assert "当前嵌入任务：[7]写实验报告（第7天第1-2节）" in tools.call("get_task_info", {"task_id": 10})
+    assert "当前嵌入任务：[7]写实验报告（第7天第1-2节）" in tools.call(
+        "get_task_info", {"task_id": 10}
+    )
     assert tools.call("get_task_info", {"task_id": 77}) == "查询失败：任务 [77] 不存在。"
 
 
@@ -210,9 +259,13 @@ def test_get_task_info_shows_task_class(sample_window):
 def test_read_tools_change_nothing(tools: Toolbox):
     """Tests that read tools leave the state and change log untouched."""
     before = tools.state.to_json()
-    for name, args in [("get_overview", {}), ("query_range", {"day": 1}),
-                       ("find_free", {"duration": 1}), ("list_tasks", {}),
-                       ("get_task_info", {"task_id": 2})]:
+    for name, args in [
+        ("get_overview", {}),
+        ("query_range", {"day": 1}),
+        ("find_free", {"duration": 1}),
+        ("list_tasks", {}),
+        ("get_task_info", {"task_id": 2}),
+    ]:
         tools.call(name, args)
     assert tools.state.to_json() == before and tools.changes == []
 
@@ -222,7 +275,7 @@ def test_find_free_lists_short_hosts_as_in_spec(tools: Toolbox):
     可嵌入 section, as the spec's duration-3 example does."""
     lines = tools.call("find_free", {"duration": 3}).splitlines()
     at = lines.index("可嵌入位置（水课时段，可叠加任务）：")
-    assert lines[at - 1] == "" and lines[at + 1:] == ["第7天 第1-2节（[10]思政，当前无嵌入任务）"]
+    assert lines[at - 1] == "" and lines[at + 1 :] == ["第7天 第1-2节（[10]思政，当前无嵌入任务）"]
 
 
 def _locked_water_course_window() -> ScheduleState:
@@ -242,15 +295,24 @@ def test_locked_water_course_is_not_shown_as_embeddable():
     assert "第7天：占2/12 — [10]思政(1-2节)" in overview and "可嵌入时段：无" in overview
     assert "[10]思政(课程,固定,课程表) — 第7天(1-2节)" in tb.call("list_tasks", {})
     assert tb.call("query_range", {"day": 7}).splitlines()[-1] == (
-        "可嵌入：第1-2节已有[10]思政（固定，不可嵌入）")
+        "可嵌入：第1-2节已有[10]思政（固定，不可嵌入）"
+    )
     assert "第7天 第1-2节" not in tb.call("find_free", {"duration": 2, "day": 7}).split("可嵌入")[1]
 
 
 def _many_pending(count: int) -> ScheduleState:
     data = window_dict()
     base = len(data["tasks"])
-    data["tasks"] += [{"state_id": 100 + i, "name": f"练习{i}", "category": "学习",
-                       "status": "pending", "duration": 1 + i % 3} for i in range(count - 3)]
+    data["tasks"] += [
+        {
+            "state_id": 100 + i,
+            "name": f"练习{i}",
+            "category": "学习",
+            "status": "pending",
+            "duration": 1 + i % 3,
+        }
+        for i in range(count - 3)
+    ]
     assert len([t for t in data["tasks"] if t["status"] == "pending"]) == count
     assert len(data["tasks"]) == base + count - 3
     return ScheduleState.from_json(data)

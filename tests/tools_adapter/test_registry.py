@@ -27,19 +27,50 @@ from smartflow_engine.tools_adapter.spec import Mode, ToolSpec
 
 # The tool names and kinds DESIGN.md fixes ("Tools exposed (names exact)").
 DESIGN_READ = {
-    "get_overview", "query_range", "find_free", "list_tasks", "get_task_info", "analyze_load",
-    "analyze_subjects", "analyze_context", "analyze_tolerance", "analyze_health",
-    "check_feasibility", "propose_placement", "query_target_tasks", "query_available_slots",
+    "get_overview",
+    "query_range",
+    "find_free",
+    "list_tasks",
+    "get_task_info",
+    "analyze_load",
+    "analyze_subjects",
+    "analyze_context",
+    "analyze_tolerance",
+    "analyze_health",
+    "check_feasibility",
+    "propose_placement",
+    "query_target_tasks",
+    "query_available_slots",
     "get_round_log",
 }
 DESIGN_WRITE = {
-    "place", "move", "swap", "batch_move", "unplace", "apply_proposal", "spread_even",
-    "min_context_switch", "upsert_task_class", "restore_best", "resolve_negotiation",
-    "commit", "reload",  # the Confirm commit to the database and its refresh (issue 14)
+    "place",
+    "move",
+    "swap",
+    "batch_move",
+    "unplace",
+    "apply_proposal",
+    "spread_even",
+    "min_context_switch",
+    "upsert_task_class",
+    "restore_best",
+    "resolve_negotiation",
+    "commit",
+    "reload",  # the Confirm commit to the database and its refresh (issue 14)
 }
 # The lead's read/write tools: present from the start, offered in every mode.
-CORE = ["get_overview", "query_range", "find_free", "list_tasks", "get_task_info",
-        "place", "move", "swap", "batch_move", "unplace"]
+CORE = [
+    "get_overview",
+    "query_range",
+    "find_free",
+    "list_tasks",
+    "get_task_info",
+    "place",
+    "move",
+    "swap",
+    "batch_move",
+    "unplace",
+]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TOKEN = "t-registry"
 
@@ -144,24 +175,30 @@ def test_argument_models_are_strict_and_bounded(name):
 # ---------------------------------------------------------------------------------- adapters
 def _http_reply(client: TestClient, name: str, args: Any) -> str:
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    created = client.post("/v1/sessions", headers=headers,
-                          json={"state": window_dict(), "enable_tools": [name]})
+    created = client.post(
+        "/v1/sessions", headers=headers, json={"state": window_dict(), "enable_tools": [name]}
+    )
     assert created.status_code == 201, created.text
     sid = created.json()["session_id"]
-    out = client.post(f"/v1/sessions/{sid}/calls", headers=headers,
-                      json={"tool": name, "args": args})
+    out = client.post(
+        f"/v1/sessions/{sid}/calls", headers=headers, json={"tool": name, "args": args}
+    )
     assert out.status_code == 200, out.text
     body = out.json()
     if body["status"] == "pending_confirm":
-        body = client.post(f"/v1/sessions/{sid}/confirm", headers=headers,
-                           json={"token": body["confirm_token"]}).json()
+        body = client.post(
+            f"/v1/sessions/{sid}/confirm", headers=headers, json={"token": body["confirm_token"]}
+        ).json()
     reply: str = body["reply"]
     return reply
 
 
 def _http_stateless_reply(client: TestClient, name: str, args: Any) -> str:
-    out = client.post(f"/v1/tools/{name}/call", headers={"Authorization": f"Bearer {TOKEN}"},
-                      json={"state": window_dict(), "args": args})
+    out = client.post(
+        f"/v1/tools/{name}/call",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        json={"state": window_dict(), "args": args},
+    )
     assert out.status_code == 200, out.text
     reply: str = out.json()["reply"]
     return reply
@@ -195,9 +232,9 @@ def _all_replies(spec: ToolSpec, args: Any) -> dict[str, Any]:
     client = TestClient(create_app({TOKEN: "registry-user"}))
     replies = {
         # the other adapters confirm a held call, so the Toolbox is called with confirm=True
-        "toolbox": Toolbox(load_window(), self_check=True, loop=True,
-                           enabled_tools=[spec.name]).call(spec.name, args,
-                                                           confirm=spec.needs_confirm),
+        "toolbox": Toolbox(
+            load_window(), self_check=True, loop=True, enabled_tools=[spec.name]
+        ).call(spec.name, args, confirm=spec.needs_confirm),
         "session": _session_reply(spec.name, args),
         "http_session": _http_reply(client, spec.name, args),
         "mcp": _mcp_reply(spec.name, args)[0],

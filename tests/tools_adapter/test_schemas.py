@@ -28,8 +28,19 @@ from smartflow_engine.tools_adapter.spec import Mode, ToolSpec
 MODES: list[Mode | None] = [None, *Mode]
 TOOL_IDS = registry.tool_names()
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-STRICT_FORBIDDEN = {"$ref", "$defs", "default", "title", "allOf", "oneOf", "not",
-                    "patternProperties", "if", "then", "else"}
+STRICT_FORBIDDEN = {
+    "$ref",
+    "$defs",
+    "default",
+    "title",
+    "allOf",
+    "oneOf",
+    "not",
+    "patternProperties",
+    "if",
+    "then",
+    "else",
+}
 
 
 def _name(entry: dict[str, Any], fmt: str) -> str:
@@ -47,8 +58,9 @@ def _objects(node: Any, path: str = "$") -> list[tuple[str, dict[str, Any]]]:
     """Every object-typed schema node under ``node``."""
     found: list[tuple[str, dict[str, Any]]] = []
     if isinstance(node, dict):
-        if node.get("type") == "object" or (isinstance(node.get("type"), list)
-                                            and "object" in node["type"]):
+        if node.get("type") == "object" or (
+            isinstance(node.get("type"), list) and "object" in node["type"]
+        ):
             found.append((path, node))
         for key, value in node.items():
             if key == "properties":
@@ -91,8 +103,11 @@ def test_schemas_are_valid_json_schema_2020_12(fmt, mode):
     """Tests that every format's parameter schemas are valid 2020-12 JSON Schemas for every mode,
     list exactly the tools offered in that mode, and carry valid function names."""
     entries = tool_schemas(fmt, mode)
-    offered = registry.tool_names(mode) if mode is not None else [
-        s.name for s in registry.TOOLS if s.modes]  # a hidden tool is listed nowhere
+    offered = (
+        registry.tool_names(mode)
+        if mode is not None
+        else [s.name for s in registry.TOOLS if s.modes]
+    )  # a hidden tool is listed nowhere
     assert [_name(e, fmt) for e in entries] == offered
     for entry in entries:
         assert NAME_RE.match(_name(entry, fmt))
@@ -156,7 +171,9 @@ def _as_strict_call(value: Any, schema: dict[str, Any]) -> Any:
     options = [schema, *schema.get("anyOf", [])]
     for option in options:
         if isinstance(value, dict) and "properties" in option:
-            return {k: _as_strict_call(value.get(k), sub) for k, sub in option["properties"].items()}
+            return {
+                k: _as_strict_call(value.get(k), sub) for k, sub in option["properties"].items()
+            }
         if isinstance(value, list) and "items" in option:
             return [_as_strict_call(v, option["items"]) for v in value]
     return value
@@ -176,7 +193,9 @@ INVALID_MOVES = [
 @pytest.mark.parametrize("args", INVALID_MOVES)
 def test_schema_and_model_reject_the_same_moves(args):
     """Tests that what the schema rejects, the Toolbox refuses with an argument error."""
-    assert not Draft202012Validator(input_schema(registry.REGISTRY["move"].args_model)).is_valid(args)
+    assert not Draft202012Validator(input_schema(registry.REGISTRY["move"].args_model)).is_valid(
+        args
+    )
     reply = Toolbox(load_window()).call("move", args)
     assert reply.startswith("参数错误："), reply
 
@@ -188,9 +207,12 @@ def test_strict_nulls_mean_omitted():
     nulls = session.call("list_tasks", {"category": None, "status": None})
     assert nulls == Toolbox(load_window()).call("list_tasks", {})
     moved = Session(load_window()).call(
-        "batch_move", {"moves": [{"task_id": 6, "new_day": 5, "new_slot_start": 3, "from_day": None}]})
+        "batch_move",
+        {"moves": [{"task_id": 6, "new_day": 5, "new_slot_start": 3, "from_day": None}]},
+    )
     direct = Toolbox(load_window(), loop=True).call(
-        "batch_move", {"moves": [{"task_id": 6, "new_day": 5, "new_slot_start": 3}]})
+        "batch_move", {"moves": [{"task_id": 6, "new_day": 5, "new_slot_start": 3}]}
+    )
     assert moved == direct and moved.startswith("批量移动完成")
 
 
@@ -214,8 +236,10 @@ def test_include_offers_a_hidden_tool():
     hidden = note_tool([], modes=frozenset())
     specs = specs_with(hidden)
     base = [e["name"] for e in tool_schemas("anthropic", Mode.LOCAL_ADJUST, specs=specs)]
-    more = [e["name"] for e in tool_schemas("anthropic", Mode.LOCAL_ADJUST, specs=specs,
-                                            include=[hidden.name])]
+    more = [
+        e["name"]
+        for e in tool_schemas("anthropic", Mode.LOCAL_ADJUST, specs=specs, include=[hidden.name])
+    ]
     assert hidden.name not in base and more == [*base, hidden.name]
 
 
@@ -234,7 +258,9 @@ def test_toolbox_schemas_delegate_here(spec_tools_window):
 class _MapArgs(Args):
     """A test-only model with the two kinds of map an argument model may hold."""
 
-    weights: dict[Literal["load", "late"], Annotated[float, Field(strict=True, ge=0, le=10)]] | None = None
+    weights: (
+        dict[Literal["load", "late"], Annotated[float, Field(strict=True, ge=0, le=10)]] | None
+    ) = None
 
 
 class _OpenMapArgs(Args):
@@ -242,18 +268,27 @@ class _OpenMapArgs(Args):
 
 
 def _map_tool(model: type[Args]) -> ToolSpec:
-    return ToolSpec("map_tool", "read", model, lambda _ctx, _args: "ok", "映射参数（测试用）。",
-                    needs_state=False)
+    return ToolSpec(
+        "map_tool",
+        "read",
+        model,
+        lambda _ctx, _args: "ok",
+        "映射参数（测试用）。",
+        needs_state=False,
+    )
 
 
-@pytest.mark.parametrize(("weights", "valid"), [
-    ({"load": 2.0}, True),  # one known key
-    ({"load": 2.0, "late": 0.5}, True),  # every key
-    ({}, True),  # no key
-    ({"speed": 1.0}, False),  # an unknown key
-    ({"load": 11.0}, False),  # a value above its bound
-    ({"load": "2"}, False),  # a value of the wrong type
-])
+@pytest.mark.parametrize(
+    ("weights", "valid"),
+    [
+        ({"load": 2.0}, True),  # one known key
+        ({"load": 2.0, "late": 0.5}, True),  # every key
+        ({}, True),  # no key
+        ({"speed": 1.0}, False),  # an unknown key
+        ({"load": 11.0}, False),  # a value above its bound
+        ({"load": "2"}, False),  # a value of the wrong type
+    ],
+)
 def test_enumerated_key_maps_agree_with_the_model(weights, valid):
     """Tests that a dict with Literal keys is published as an object of those keys (strict: one
     nullable property each) and that schema and model accept and reject the same maps."""
@@ -280,8 +315,11 @@ def test_strict_is_claimed_only_when_it_holds():
     assert closed["strict"] is True and open_["strict"] is False
     tags = open_["parameters"]["properties"]["tags"]
     assert _allows_null(tags)  # optional, so nullable like every other optional field
-    assert tags["anyOf"][0]["additionalProperties"] == {"maximum": 9, "minimum": 0,
-                                                        "type": "integer"}
+    assert tags["anyOf"][0]["additionalProperties"] == {
+        "maximum": 9,
+        "minimum": 0,
+        "type": "integer",
+    }
 
 
 # ---------------------------------------------------------------------------------- per client
@@ -323,8 +361,12 @@ def test_mcp_optional_integer_has_a_top_level_type():
     bounds, so a client converting by the top-level `type` sends a number; Anthropic keeps
     pydantic's anyOf form."""
     mcp = next(e for e in tool_schemas("mcp") if e["name"] == "find_free")["inputSchema"]
-    assert mcp["properties"]["day"] == {"description": "限定某天；不传则搜索全部天",
-                                        "maximum": 1000, "minimum": 1, "type": "integer"}
+    assert mcp["properties"]["day"] == {
+        "description": "限定某天；不传则搜索全部天",
+        "maximum": 1000,
+        "minimum": 1,
+        "type": "integer",
+    }
     anthropic = next(e for e in tool_schemas("anthropic") if e["name"] == "find_free")
     day = anthropic["input_schema"]["properties"]["day"]
     assert {"type": "null"} in day["anyOf"]
@@ -339,8 +381,7 @@ def test_openai_strict_schemas_carry_no_string_limits(name):
 
     from openai.lib._pydantic import _ensure_strict_json_schema
 
-    (entry,) = [e for e in tool_schemas("openai", include=[name])
-                if e["function"]["name"] == name]
+    (entry,) = [e for e in tool_schemas("openai", include=[name]) if e["function"]["name"] == name]
     params = entry["function"]["parameters"]
     for path, node in _walk(params):
         assert "maxLength" not in node and "minLength" not in node, path
@@ -358,6 +399,8 @@ def test_openai_string_limits_stay_enforced(tools: Toolbox):
     spread = next(e for e in tool_schemas("openai") if e["function"]["name"] == "spread_even")
     assert "1-64个字符" in spread["function"]["parameters"]["properties"]["category"]["description"]
     assert tools.call("spread_even", {"category": "复" * 65}).startswith(
-        "参数错误：参数 category 最多 64 个字符")
+        "参数错误：参数 category 最多 64 个字符"
+    )
     assert tools.call("spread_even", {"category": ""}).startswith(
-        "参数错误：参数 category 至少 1 个字符")
+        "参数错误：参数 category 至少 1 个字符"
+    )

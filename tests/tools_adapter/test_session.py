@@ -72,13 +72,16 @@ def test_unknown_tokens_are_refused(gated, journal, token):
     assert journal == []
 
 
-@pytest.mark.parametrize("args", [
-    {},  # missing text
-    {"text": ""},  # too short
-    {"text": "x" * 41},  # too long
-    {"text": "ok", "extra": 1},  # unknown key
-    [1, 2],  # not an object
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},  # missing text
+        {"text": ""},  # too short
+        {"text": "x" * 41},  # too long
+        {"text": "ok", "extra": 1},  # unknown key
+        [1, 2],  # not an object
+    ],
+)
 def test_bad_arguments_are_refused_before_a_token_is_issued(gated, journal, args):
     """Tests that a confirm-required call with bad arguments gets an argument error, no token."""
     result = gated.invoke("record_note", args)
@@ -95,13 +98,19 @@ def test_json_confirm_tool_previews_in_json(journal):
     assert held.data["status"] == "pending_confirm"
     assert held.data["confirm_token"] == held.confirm_token
     assert session.confirm(held.confirm_token).data == {
-        "tool": "record_note", "success": True, "recorded": "a", "error": "", "error_code": ""}
+        "tool": "record_note",
+        "success": True,
+        "recorded": "a",
+        "error": "",
+        "error_code": "",
+    }
 
 
 def test_pending_confirmations_are_capped(gated, journal):
     """Tests that at most MAX_PENDING calls are held; the oldest is dropped first."""
-    tokens = [gated.invoke("record_note", {"text": f"n{i}"}).confirm_token
-              for i in range(MAX_PENDING + 3)]
+    tokens = [
+        gated.invoke("record_note", {"text": f"n{i}"}).confirm_token for i in range(MAX_PENDING + 3)
+    ]
     assert [p.token for p in gated.pending()] == tokens[3:]
     assert gated.confirm(tokens[0]).error_code == "unknown_token"
     assert journal == []
@@ -150,11 +159,14 @@ def test_enabled_tools_unhide_a_tool():
     assert hidden.name not in Session(None, specs=specs_with(hidden)).tool_names()
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"mode": "full"},  # not a mode
-    {"mode": ""},  # empty mode
-    {"enabled_tools": ["no_such_tool"]},  # enabling an unknown tool
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"mode": "full"},  # not a mode
+        {"mode": ""},  # empty mode
+        {"enabled_tools": ["no_such_tool"]},  # enabling an unknown tool
+    ],
+)
 def test_bad_session_arguments_raise_session_error(kwargs):
     """Tests that a bad mode or an unknown tool to enable is a SessionError naming it."""
     with pytest.raises(SessionError):
@@ -182,8 +194,9 @@ def test_snapshot_round_trip_keeps_mode_changes_and_pending(journal):
     """Tests that a session restored from its snapshot has the same state, mode, change log,
     enabled tools and pending confirmations, and that a held call can be confirmed after resume."""
     specs = specs_with(note_tool(journal))
-    session = Session(load_window(), mode="local_adjust", specs=specs, user_id="u1",
-                      enabled_tools=["record_note"])
+    session = Session(
+        load_window(), mode="local_adjust", specs=specs, user_id="u1", enabled_tools=["record_note"]
+    )
     assert session.invoke("move", {"task_id": 6, "new_day": 5, "new_slot_start": 3}).changes
     token = session.invoke("record_note", {"text": "恢复后确认"}).confirm_token
     text = json.dumps(session.snapshot(), ensure_ascii=False)
@@ -321,8 +334,14 @@ def test_calls_to_one_session_are_serialised():
             active -= 1
         return "ok"
 
-    spec = ToolSpec("slow_read", "read", registry.REGISTRY["get_overview"].args_model, slow,
-                    "慢速读取（测试用）。", needs_state=False)
+    spec = ToolSpec(
+        "slow_read",
+        "read",
+        registry.REGISTRY["get_overview"].args_model,
+        slow,
+        "慢速读取（测试用）。",
+        needs_state=False,
+    )
     session = Session(None, specs=[spec])
     threads = [threading.Thread(target=session.call, args=("slow_read", {})) for _ in range(8)]
     for t in threads:
@@ -337,13 +356,14 @@ def test_refusals_leave_the_session_unchanged():
     nor the change log."""
     session = Session(load_window(), self_check=True)
     before = session.state.to_json()
-    for name, args in [("move", {"task_id": 1, "new_day": 3, "new_slot_start": 1}),  # locked
-                       ("place", {"task_id": 3}),  # missing arguments
-                       ("min_context_switch", {})]:  # not offered
+    for name, args in [
+        ("move", {"task_id": 1, "new_day": 3, "new_slot_start": 1}),  # locked
+        ("place", {"task_id": 3}),  # missing arguments
+        ("min_context_switch", {}),
+    ]:  # not offered
         result = session.invoke(name, args)
         assert result.changes == ()
     assert session.state.to_json() == before and session.changes == []
-
 
 
 # ---------------------------------------------------------------------------------- prompt rules
@@ -370,8 +390,12 @@ def test_prompt_rules_cover_p1c():
     assert all(f"`{name}`" in local for name in ("get_task_info", "query_range", "find_free"))
     for text in texts.values():
         assert "先定范围再写入" in text and "自主选目标" in text and "不可行时先协商" in text
-        for action in ("ask_expand_window", "ask_relax_constraints",
-                       "ask_reduce_scope_or_budget", "accept_risk_and_close"):
+        for action in (
+            "ask_expand_window",
+            "ask_relax_constraints",
+            "ask_reduce_scope_or_budget",
+            "accept_risk_and_close",
+        ):
             assert action in text
 
 
@@ -383,13 +407,16 @@ def test_unknown_prompt_part_is_refused(name):
 
 
 # ---------------------------------------------------------------------------------- refusal flag
-@pytest.mark.parametrize(("tool", "args", "code"), [
-    ("place", {"task_id": 3, "day": 1, "slot_start": 1}, "refused"),  # a conflict
-    ("move", {"task_id": 1, "new_day": 9, "new_slot_start": 1}, "refused"),  # a locked course
-    ("get_task_info", {"task_id": 99}, "refused"),  # an id that does not exist
-    ("query_range", {"day": 14}, "refused"),  # a day outside the window
-    ("analyze_load", {"day_from": 14}, None),  # a JSON tool's success=false keeps its own code
-])
+@pytest.mark.parametrize(
+    ("tool", "args", "code"),
+    [
+        ("place", {"task_id": 3, "day": 1, "slot_start": 1}, "refused"),  # a conflict
+        ("move", {"task_id": 1, "new_day": 9, "new_slot_start": 1}, "refused"),  # a locked course
+        ("get_task_info", {"task_id": 99}, "refused"),  # an id that does not exist
+        ("query_range", {"day": 14}, "refused"),  # a day outside the window
+        ("analyze_load", {"day_from": 14}, None),  # a JSON tool's success=false keeps its own code
+    ],
+)
 def test_tool_refusals_are_status_error(tool, args, code):
     """Tests that a tool's own refusal is status "error" from Session.invoke (is_error true),
     with the reply text exactly the Toolbox's, and no change logged."""

@@ -93,8 +93,9 @@ def prefix(redis_prefix: str) -> str:
 
 
 def _redis(prefix: str, **kwargs) -> RedisSessionStore:
-    return RedisSessionStore(REDIS_URL, prefix=prefix, session_kwargs={"self_check": True},
-                             **kwargs)
+    return RedisSessionStore(
+        REDIS_URL, prefix=prefix, session_kwargs={"self_check": True}, **kwargs
+    )
 
 
 def test_redis_session_continues_in_another_worker(prefix):
@@ -195,13 +196,29 @@ class Server:
         self.port = port or _free_port()
         env = {**os.environ, "PYTHONPATH": str(ROOT), "SMARTFLOW_API_TOKENS": "tok-7:7"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from smartflow_engine.cli import main; main()", "serve",
-             "--port", str(self.port), "--max-time-limit", "3", *args],
-            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-c",
+                "from smartflow_engine.cli import main; main()",
+                "serve",
+                "--port",
+                str(self.port),
+                "--max-time-limit",
+                "3",
+                *args,
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.url = f"http://127.0.0.1:{self.port}"
         for _ in range(600):  # wait until it answers (or died)
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stderr.read() if self.proc.stderr else ''}")
+                raise RuntimeError(
+                    f"server exited: {self.proc.stderr.read() if self.proc.stderr else ''}"
+                )
             try:
                 if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
                     return
@@ -210,8 +227,9 @@ class Server:
         raise RuntimeError("server did not start")
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": "Bearer tok-7"},
-                            timeout=60)
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": "Bearer tok-7"}, timeout=60
+        )
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -244,10 +262,12 @@ def test_a_session_survives_a_restart_and_moves_between_servers(servers, prefix)
     b = Server(*store)
     servers.append(b)
     with a.client() as ca:
-        sid = ca.post("/v1/sessions", json={"state": _window(),
-                                            "mode": "local_adjust"}).json()["session_id"]
-        assert ca.post(f"/v1/sessions/{sid}/calls",
-                       json={"tool": "move", "args": MOVE}).json()["changes"]
+        sid = ca.post("/v1/sessions", json={"state": _window(), "mode": "local_adjust"}).json()[
+            "session_id"
+        ]
+        assert ca.post(f"/v1/sessions/{sid}/calls", json={"tool": "move", "args": MOVE}).json()[
+            "changes"
+        ]
     with b.client() as cb:
         info = cb.get(f"/v1/sessions/{sid}").json()
         assert info["change_count"] == 1
@@ -273,14 +293,19 @@ def test_two_workers_serve_one_session(servers, prefix):
     server = Server("--workers", "2", "--session-store", REDIS_URL, "--session-prefix", prefix)
     servers.append(server)
     with server.client() as c:
-        sid = c.post("/v1/sessions", json={"state": _window(),
-                                           "mode": "local_adjust"}).json()["session_id"]
+        sid = c.post("/v1/sessions", json={"state": _window(), "mode": "local_adjust"}).json()[
+            "session_id"
+        ]
     days = [5, 2, 5, 2, 5, 2, 5, 2]
     for day in days:
         with server.client() as c:  # a new connection each time
-            out = c.post(f"/v1/sessions/{sid}/calls",
-                         json={"tool": "move", "args": {**MOVE, "new_day": day,
-                                                         "new_slot_start": 9 if day == 2 else 3}})
+            out = c.post(
+                f"/v1/sessions/{sid}/calls",
+                json={
+                    "tool": "move",
+                    "args": {**MOVE, "new_day": day, "new_slot_start": 9 if day == 2 else 3},
+                },
+            )
             assert out.status_code == 200 and out.json()["changes"], out.text
     with server.client() as c:
         assert c.get(f"/v1/sessions/{sid}").json()["change_count"] == len(days)
@@ -289,10 +314,22 @@ def test_two_workers_serve_one_session(servers, prefix):
 def test_several_workers_need_a_shared_store():
     """Tests that ``--workers 2`` with the in-memory store is refused with a clear message."""
     done = subprocess.run(
-        [sys.executable, "-c", "from smartflow_engine.cli import main; main()", "serve",
-         "--workers", "2", "--port", str(_free_port())],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "SMARTFLOW_API_TOKENS": "t:7"}, cwd=ROOT,
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-c",
+            "from smartflow_engine.cli import main; main()",
+            "serve",
+            "--workers",
+            "2",
+            "--port",
+            str(_free_port()),
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "SMARTFLOW_API_TOKENS": "t:7"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "shared session store" in done.stderr
 
 
@@ -313,8 +350,7 @@ def test_health_answers_while_a_long_proposal_runs(servers):
         with server.client() as c:
             start = time.perf_counter()
             out = c.post("/v1/proposal", json={"state": window, "args": {"time_limit_s": 0.5}})
-            reply.update(status=out.status_code, body=out.json(),
-                         wall=time.perf_counter() - start)
+            reply.update(status=out.status_code, body=out.json(), wall=time.perf_counter() - start)
         finished.set()
 
     worker = threading.Thread(target=propose)
@@ -354,8 +390,11 @@ def test_a_killed_server_leaves_no_solver_process(servers):
     with server.client() as c:
         out = c.post("/v1/feasibility", json={"state": _window(), "args": {}})
         assert out.status_code == 200
-    workers = [p for p in _children(server.proc.pid)
-               if "spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+    workers = [
+        p
+        for p in _children(server.proc.pid)
+        if "spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+    ]
     assert workers, "the solver call ran in no worker process"
     server.proc.kill()
     server.proc.wait()

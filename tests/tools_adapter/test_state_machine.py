@@ -27,8 +27,7 @@ class ToolMachine(RuleBasedStateMachine):
     def load(self, state: ScheduleState) -> None:
         self.tb = Toolbox(state, self_check=True)
         self.locked = {
-            t.state_id: [b.model_dump() for b in t.slots]
-            for t in state.tasks if state.is_locked(t)
+            t.state_id: [b.model_dump() for b in t.slots] for t in state.tasks if state.is_locked(t)
         }
 
     @rule(data=st.data())
@@ -77,8 +76,11 @@ class ToolMachine(RuleBasedStateMachine):
             host = state.task(t.embed_host)
             assert host is not None and host.can_embed
             (g,) = t.slots
-            blocks = [b for b in host.slots if b.day == g.day
-                      and b.slot_start <= g.slot_start and g.slot_end <= b.slot_end]
+            blocks = [
+                b
+                for b in host.slots
+                if b.day == g.day and b.slot_start <= g.slot_start and g.slot_end <= b.slot_end
+            ]
             assert len(blocks) == 1
             key = (host.state_id, g.day, blocks[0].slot_start)
             assert key not in used
@@ -100,7 +102,8 @@ class ToolMachine(RuleBasedStateMachine):
 
 # SMARTFLOW_SM_EXAMPLES=2000 for a long local run; CI keeps it short.
 ToolMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("SMARTFLOW_SM_EXAMPLES", "40")), stateful_step_count=30,
+    max_examples=int(os.environ.get("SMARTFLOW_SM_EXAMPLES", "40")),
+    stateful_step_count=30,
     deadline=None,
 )
 TestToolMachine = ToolMachine.TestCase

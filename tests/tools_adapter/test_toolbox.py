@@ -25,13 +25,21 @@ BAD_CALLS = [
     # an ill-typed argument (a string where an integer belongs)
     ("place", {"task_id": 3, "day": "五", "slot_start": 1}, "参数错误：参数 day 应为整数"),
     # a float is not an integer
-    ("move", {"task_id": 6, "new_day": 2.5, "new_slot_start": 1}, "参数错误：参数 new_day 应为整数"),
+    (
+        "move",
+        {"task_id": 6, "new_day": 2.5, "new_slot_start": 1},
+        "参数错误：参数 new_day 应为整数",
+    ),
     # booleans are not ids
     ("unplace", {"task_id": True}, "参数错误：参数 task_id 应为整数"),
     # an id below the static range
     ("get_task_info", {"task_id": 0}, "参数错误：参数 task_id=0 超出范围（应 ≥ 1）。"),
     # a period above the static range
-    ("query_range", {"day": 1, "slot_start": 99}, "参数错误：参数 slot_start=99 超出范围（应 ≤ 24）。"),
+    (
+        "query_range",
+        {"day": 1, "slot_start": 99},
+        "参数错误：参数 slot_start=99 超出范围（应 ≤ 24）。",
+    ),
     # an unknown argument
     ("get_overview", {"verbose": True}, "参数错误：未知参数 verbose。"),
     # a bad enum value
@@ -39,27 +47,49 @@ BAD_CALLS = [
     # an empty batch
     ("batch_move", {"moves": []}, "参数错误：参数 moves 至少 1 项。"),
     # an oversized batch
-    ("batch_move", {"moves": [{"task_id": 6, "new_day": 1, "new_slot_start": 1}] * 51},
-     "参数错误：参数 moves 最多 50 项。"),
+    (
+        "batch_move",
+        {"moves": [{"task_id": 6, "new_day": 1, "new_slot_start": 1}] * 51},
+        "参数错误：参数 moves 最多 50 项。",
+    ),
     # a broken item inside a batch names its index
-    ("batch_move", {"moves": [{"task_id": 6, "new_day": 1}]}, "参数错误：缺少必填参数 moves[0].new_slot_start。"),
+    (
+        "batch_move",
+        {"moves": [{"task_id": 6, "new_day": 1}]},
+        "参数错误：缺少必填参数 moves[0].new_slot_start。",
+    ),
     # ids far beyond anything in the window are a reply, not a crash
     ("swap", {"task_a": 2**31 - 1, "task_b": 6}, "交换失败：任务 [2147483647] 不存在。"),
     ("swap", {"task_a": 2**40, "task_b": 6}, "参数错误：参数 task_a="),
     # a lone surrogate in a string argument is named, not echoed
-    ("list_tasks", {"category": "\ud800x"},
-     "参数错误：参数 category 含无法编码的字符（孤立的 UTF-16 代理项 U+D800），请改用正常的文本。"),
+    (
+        "list_tasks",
+        {"category": "\ud800x"},
+        "参数错误：参数 category 含无法编码的字符（孤立的 UTF-16 代理项 U+D800），请改用正常的文本。",
+    ),
     # ... also deep inside a batch item's key
-    ("batch_move", {"moves": [{"task_id": 6, "new_day": 9, "new_slot_start": 1, "\udc00": 1}]},
-     "参数错误：参数 moves[0] 含无法编码的字符（孤立的 UTF-16 代理项 U+DC00）"),
+    (
+        "batch_move",
+        {"moves": [{"task_id": 6, "new_day": 9, "new_slot_start": 1, "\udc00": 1}]},
+        "参数错误：参数 moves[0] 含无法编码的字符（孤立的 UTF-16 代理项 U+DC00）",
+    ),
     # a huge bad value is summarised, not echoed whole
-    ("place", {"task_id": list(range(100_000)), "day": 1, "slot_start": 1},
-     "参数错误：参数 task_id 应为整数，收到 含100000项的数组。"),
-    ("list_tasks", {"category": "学" * 5000},
-     "参数错误：参数 category 最多 64 个字符（收到 5000 个）。"),
+    (
+        "place",
+        {"task_id": list(range(100_000)), "day": 1, "slot_start": 1},
+        "参数错误：参数 task_id 应为整数，收到 含100000项的数组。",
+    ),
+    (
+        "list_tasks",
+        {"category": "学" * 5000},
+        "参数错误：参数 category 最多 64 个字符（收到 5000 个）。",
+    ),
     # a deeply nested bad value is quoted depth-limited
-    ("place", {"task_id": _nested(900), "day": 1, "slot_start": 1},
-     "参数错误：参数 task_id 应为整数，收到 [[[[...]]]]。"),
+    (
+        "place",
+        {"task_id": _nested(900), "day": 1, "slot_start": 1},
+        "参数错误：参数 task_id 应为整数，收到 [[[[...]]]]。",
+    ),
     # an unknown tool with a huge or unencodable name
     ("x" * 10_000, {}, "未知工具：" + "x" * 40 + "…（共10000个字符）。"),
     ("\ud800", {}, "未知工具：\\ud800。"),
@@ -115,7 +145,9 @@ def test_internal_error_is_a_reply(monkeypatch, tools: Toolbox):
         raise RuntimeError("bug")
 
     monkeypatch.setattr(read_tools, "_query_day", boom)
-    assert tools.call("query_range", {"day": 1}) == "内部错误：query_range 执行失败（RuntimeError）。"
+    assert (
+        tools.call("query_range", {"day": 1}) == "内部错误：query_range 执行失败（RuntimeError）。"
+    )
 
 
 def test_json_tool_errors_keep_the_tool_shape():
@@ -129,9 +161,12 @@ def test_json_tool_errors_keep_the_tool_shape():
 
 def test_strict_mode_nulls_mean_not_given(tools: Toolbox):
     """Tests that null for an optional argument (what OpenAI strict mode sends) means its default."""
-    assert tools.call("list_tasks", {"category": None, "status": None}) == tools.call("list_tasks", {})
+    assert tools.call("list_tasks", {"category": None, "status": None}) == tools.call(
+        "list_tasks", {}
+    )
     assert tools.call("place", {"task_id": 3, "day": None, "slot_start": 1}).startswith(
-        "参数错误：参数 day 应为整数")
+        "参数错误：参数 day 应为整数"
+    )
 
 
 # Every pydantic error type an argument model can raise, provoked through a real tool.
@@ -215,8 +250,11 @@ def test_refusals_are_flagged_as_errors(tools: Toolbox):
         result = tools.invoke(name, args)
         assert result.is_error, (name, result.text)
         assert result.text == tools.call(name, args)
-    for name, args in [("get_overview", {}), ("place", {"task_id": 3, "day": 5, "slot_start": 1}),
-                       ("analyze_load", {})]:
+    for name, args in [
+        ("get_overview", {}),
+        ("place", {"task_id": 3, "day": 5, "slot_start": 1}),
+        ("analyze_load", {}),
+    ]:
         result = tools.invoke(name, args)
         assert not result.is_error, (name, result.text)
 

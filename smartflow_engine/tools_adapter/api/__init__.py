@@ -17,5 +17,12 @@ from .app import DEFAULT_MAX_BODY_BYTES, TOKENS_ENV, app_from_env, create_app, s
 from .context import parse_tokens
 from .errors import ApiError
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "TOKENS_ENV", "ApiError", "app_from_env", "create_app",
-           "parse_tokens", "serve"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "TOKENS_ENV",
+    "ApiError",
+    "app_from_env",
+    "create_app",
+    "parse_tokens",
+    "serve",
+]

@@ -70,13 +70,26 @@ def create_app(
     table = {spec.name: spec for spec in (specs or registry.TOOLS)}
     if sessions is None:
         sessions = MemorySessionStore(
-            max_sessions_per_user=max_sessions_per_user, max_sessions=max_sessions,
-            max_bytes=max_session_bytes, idle_ttl_s=idle_ttl_s,
-            session_kwargs={"max_time_limit_s": max_time_limit_s, "num_workers": num_workers,
-                            "store": database, "specs": list(table.values())})
-    ctx = ApiContext(tokens=dict(tokens), table=table, sessions=sessions, database=database,
-                     max_time_limit_s=max_time_limit_s, num_workers=num_workers,
-                     solver=SolverPool(solver_processes))
+            max_sessions_per_user=max_sessions_per_user,
+            max_sessions=max_sessions,
+            max_bytes=max_session_bytes,
+            idle_ttl_s=idle_ttl_s,
+            session_kwargs={
+                "max_time_limit_s": max_time_limit_s,
+                "num_workers": num_workers,
+                "store": database,
+                "specs": list(table.values()),
+            },
+        )
+    ctx = ApiContext(
+        tokens=dict(tokens),
+        table=table,
+        sessions=sessions,
+        database=database,
+        max_time_limit_s=max_time_limit_s,
+        num_workers=num_workers,
+        solver=SolverPool(solver_processes),
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -119,11 +132,16 @@ def app_from_env() -> FastAPI:
     store_url = os.environ.get(SESSION_STORE_ENV) or None
     sessions = None
     if store_url not in (None, "memory"):
-        sessions = session_backend(store_url, prefix=os.environ.get(SESSION_PREFIX_ENV,
-                                                                    "smartflow"),
-                                   session_kwargs=kwargs)
-    return create_app(None, sessions=sessions, database=database, max_time_limit_s=limit,
-                      solver_processes=int(settings.get("solver_processes", 1)))
+        sessions = session_backend(
+            store_url, prefix=os.environ.get(SESSION_PREFIX_ENV, "smartflow"), session_kwargs=kwargs
+        )
+    return create_app(
+        None,
+        sessions=sessions,
+        database=database,
+        max_time_limit_s=limit,
+        solver_processes=int(settings.get("solver_processes", 1)),
+    )
 
 
 def serve(
@@ -153,16 +171,20 @@ def serve(
     if not tokens:
         token = secrets.token_urlsafe(24)
         tokens = {token: "local"}
-        print(f"smartflow serve: {TOKENS_ENV} not set; bearer token for user 'local': {token}",
-              file=sys.stderr)
+        print(
+            f"smartflow serve: {TOKENS_ENV} not set; bearer token for user 'local': {token}",
+            file=sys.stderr,
+        )
     if workers > 1 and session_store in (None, "", "memory"):
-        raise ValueError("several workers need a shared session store: "
-                         "--session-store redis://127.0.0.1:6379/0")
+        raise ValueError(
+            "several workers need a shared session store: --session-store redis://127.0.0.1:6379/0"
+        )
     os.environ[TOKENS_ENV] = ",".join(f"{t}:{u}" for t, u in tokens.items())
     os.environ[SESSION_STORE_ENV] = session_store or "memory"
     os.environ[SESSION_PREFIX_ENV] = session_prefix
-    os.environ[SETTINGS_ENV] = (f"max_time_limit_s={max_time_limit_s},"
-                                f"solver_processes={solver_processes}")
+    os.environ[SETTINGS_ENV] = (
+        f"max_time_limit_s={max_time_limit_s},solver_processes={solver_processes}"
+    )
     if db_url:
         os.environ[DB_URL_ENV] = db_url
     else:
@@ -170,5 +192,12 @@ def serve(
     # No access log (a formatted line per request, written under a lock, costs about as much
     # as a read tool's call); uvicorn takes uvloop and httptools when they are installed (the
     # ``server`` extra), its pure-Python asyncio loop and h11 parser otherwise.
-    uvicorn.run("smartflow_engine.tools_adapter.api.app:app_from_env", factory=True, host=host,
-                port=port, log_level=log_level, workers=workers, access_log=access_log)
+    uvicorn.run(
+        "smartflow_engine.tools_adapter.api.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        log_level=log_level,
+        workers=workers,
+        access_log=access_log,
+    )

@@ -99,7 +99,8 @@ _bearer = HTTPBearer(auto_error=False)
 
 
 async def current_principal(
-    ctx: Ctx, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ctx: Ctx,
+    creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     if creds is None or creds.scheme.lower() != "bearer":
         raise ApiError(401, "unauthorized", "missing bearer token")

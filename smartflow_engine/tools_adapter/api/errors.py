@@ -24,10 +24,19 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-                405: "method_not_allowed", 409: "conflict", 413: "request_too_large",
-                415: "unsupported_media_type", 422: "invalid_request", 429: "too_many_sessions",
-                503: "unavailable"}
+STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "too_many_sessions",
+    503: "unavailable",
+}
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "malformed JSON body"},

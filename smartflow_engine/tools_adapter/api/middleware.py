@@ -57,6 +57,7 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_response(413, "request_too_large",
-                                  f"request body exceeds {self.limit} bytes")
+        response = error_response(
+            413, "request_too_large", f"request body exceeds {self.limit} bytes"
+        )
         await response(scope, receive, send)

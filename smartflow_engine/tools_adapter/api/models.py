@@ -49,12 +49,21 @@ class SessionCreate(_Body):
     nothing (a chat without a schedule)."""
 
     state: dict[str, Any] | None = Field(default=None, description="规划窗口；null 表示未加载日程")
-    window: DbWindow | None = Field(default=None, description="从数据库加载的窗口（与 state 二选一）")
+    window: DbWindow | None = Field(
+        default=None, description="从数据库加载的窗口（与 state 二选一）"
+    )
     db_user_id: int | None = Field(
-        default=None, strict=True, ge=1, description="数据库用户（默认为令牌对应的用户；不可是他人）")
+        default=None,
+        strict=True,
+        ge=1,
+        description="数据库用户（默认为令牌对应的用户；不可是他人）",
+    )
     mode: Mode = Mode.FIRST_FULL
     enable_tools: list[Annotated[str, Field(max_length=64)]] = Field(
-        default_factory=list, max_length=32, description="在当前模式之外额外开放的工具（如被隐藏的工具）")
+        default_factory=list,
+        max_length=32,
+        description="在当前模式之外额外开放的工具（如被隐藏的工具）",
+    )
 
 
 class SessionRestore(_Body):
@@ -101,7 +110,8 @@ class CallOut(BaseModel):
 
 class StatelessCallOut(CallOut):
     state: dict[str, Any] | None = Field(
-        default=None, description="写工具调用后的状态（有变更时返回）")
+        default=None, description="写工具调用后的状态（有变更时返回）"
+    )
 
 
 class PendingOut(BaseModel):
@@ -153,20 +163,31 @@ class HealthOut(BaseModel):
 
 def call_out(result: CallResult, cls: type[CallOut] = CallOut, **extra: Any) -> Any:
     return cls(
-        tool=result.tool, output=result.output, status=result.status, is_error=result.is_error,
-        error_code=result.error_code, reply=result.reply, data=result.data,
+        tool=result.tool,
+        output=result.output,
+        status=result.status,
+        is_error=result.is_error,
+        error_code=result.error_code,
+        reply=result.reply,
+        data=result.data,
         confirm_token=result.confirm_token,
-        changes=[ChangeOut.model_validate(c.to_dict()) for c in result.changes], **extra,
+        changes=[ChangeOut.model_validate(c.to_dict()) for c in result.changes],
+        **extra,
     )
 
 
 def session_out(session: Session) -> SessionOut:
     with session.lock:
         return SessionOut(
-            session_id=session.session_id, mode=session.mode, has_state=session.state is not None,
+            session_id=session.session_id,
+            mode=session.mode,
+            has_state=session.state is not None,
             db_user_id=session.toolbox.ctx.user_id,
-            tools=session.tool_names(), enabled_tools=list(session.enabled_tools),
-            pending=[PendingOut(token=p.token, tool=p.tool, args=p.args, preview=p.preview)
-                     for p in session.pending()],
+            tools=session.tool_names(),
+            enabled_tools=list(session.enabled_tools),
+            pending=[
+                PendingOut(token=p.token, tool=p.tool, args=p.args, preview=p.preview)
+                for p in session.pending()
+            ],
             change_count=len(session.toolbox.changes),
         )

@@ -32,8 +32,9 @@ def list_tools(
     mode: Annotated[Mode | None, Query()] = None,
 ) -> ToolsOut:
     assert fmt in FORMATS
-    return ToolsOut(mode=mode, format=fmt,
-                    tools=tool_schemas(fmt, mode, specs=list(ctx.table.values())))
+    return ToolsOut(
+        mode=mode, format=fmt, tools=tool_schemas(fmt, mode, specs=list(ctx.table.values()))
+    )
 
 
 @router.get("/v1/prompts/{mode}", response_model=RulesOut, responses=ERRORS)

@@ -38,8 +38,9 @@ router = APIRouter(tags=["sessions"])
 ONE = {**ERRORS, **NOT_FOUND, **CONFLICT}
 
 
-def _from_database(ctx: Any, principal: str, body: SessionCreate,
-                   window: DbWindow) -> tuple[ScheduleState, int]:
+def _from_database(
+    ctx: Any, principal: str, body: SessionCreate, window: DbWindow
+) -> tuple[ScheduleState, int]:
     from ...store import StoreError, window_days
 
     if ctx.database is None:
@@ -51,16 +52,21 @@ def _from_database(ctx: Any, principal: str, body: SessionCreate,
     if wanted != mine:
         raise ApiError(403, "forbidden", f"database user {wanted} is not this token's user")
     try:
-        days = window_days((window.start.week, window.start.day_of_week),
-                           (window.end.week, window.end.day_of_week))
+        days = window_days(
+            (window.start.week, window.start.day_of_week), (window.end.week, window.end.day_of_week)
+        )
         state = ctx.database.load_window(wanted, days, slots_per_day=window.slots_per_day)
     except StoreError as exc:
         raise ApiError(422, "invalid_window", f"window: {exc}") from None
     return state, wanted
 
 
-@router.post("/v1/sessions", response_model=SessionOut, status_code=201,
-             responses={**ERRORS, **LIMIT, **DATABASE})
+@router.post(
+    "/v1/sessions",
+    response_model=SessionOut,
+    status_code=201,
+    responses={**ERRORS, **LIMIT, **DATABASE},
+)
 def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> SessionOut:
     """A new session on the posted ``state``, on a ``window`` loaded from the database (the
     tools ``commit`` and ``reload`` then write and read that user's tables), or on nothing."""
@@ -73,8 +79,9 @@ def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> Sessi
     else:
         state = load_state(body.state) if body.state is not None else None
     try:
-        session = ctx.sessions.create(principal, state, mode=body.mode,
-                                      enabled_tools=body.enable_tools, db_user_id=db_id)
+        session = ctx.sessions.create(
+            principal, state, mode=body.mode, enabled_tools=body.enable_tools, db_user_id=db_id
+        )
     except SessionLimitError as exc:
         raise ApiError(429, "too_many_sessions", str(exc)) from None
     except SessionStoreUnavailable as exc:
@@ -84,8 +91,9 @@ def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> Sessi
     return session_out(session)
 
 
-@router.post("/v1/restore", response_model=SessionOut, status_code=201,
-             responses={**ERRORS, **LIMIT})
+@router.post(
+    "/v1/restore", response_model=SessionOut, status_code=201, responses={**ERRORS, **LIMIT}
+)
 def restore_session(ctx: Ctx, principal: Principal, body: SessionRestore) -> SessionOut:
     """A new session from a snapshot (``GET .../snapshot``), checked field by field first."""
     problem = check_snapshot(body.snapshot)
@@ -131,7 +139,8 @@ def set_mode(ctx: Ctx, ref: Ref, body: ModeBody) -> SessionOut:
 
 @router.get("/v1/sessions/{session_id}/tools", response_model=ToolsOut, responses=ONE)
 def session_tools(
-    ctx: Ctx, ref: Ref,
+    ctx: Ctx,
+    ref: Ref,
     fmt: Annotated[Literal["openai", "anthropic", "mcp"], Query()] = "openai",
 ) -> ToolsOut:
     with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
@@ -147,8 +156,7 @@ def session_rules(ctx: Ctx, ref: Ref) -> RulesOut:
 @router.post("/v1/sessions/{session_id}/calls", response_model=CallOut, responses=ONE)
 def session_call(ctx: Ctx, ref: Ref, body: ToolCall) -> CallOut:
     """Run one tool call of the model; a refusal is a 200 reply with ``status="error"``."""
-    with ctx.use(ref.principal, ref.session_id,
-                 read_only=ctx.reads_only(body.tool)) as session:
+    with ctx.use(ref.principal, ref.session_id, read_only=ctx.reads_only(body.tool)) as session:
         result: CallOut = call_out(ctx.invoke(session, body.tool, body.args))
     return result
 
@@ -186,8 +194,9 @@ def session_state(ctx: Ctx, ref: Ref) -> StateOut:
 @router.get("/v1/sessions/{session_id}/changes", response_model=ChangesOut, responses=ONE)
 def session_changes(ctx: Ctx, ref: Ref) -> ChangesOut:
     with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
-        return ChangesOut(changes=[ChangeOut.model_validate(c.to_dict())
-                                   for c in session.toolbox.changes])
+        return ChangesOut(
+            changes=[ChangeOut.model_validate(c.to_dict()) for c in session.toolbox.changes]
+        )
 
 
 @router.get("/v1/sessions/{session_id}/snapshot", response_model=dict[str, Any], responses=ONE)

@@ -38,12 +38,21 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
     state = load_state(body.state) if spec.needs_state else None  # refuse a bad state here
     if ctx.solver.handles(name) and registry.REGISTRY.get(name) is spec:
         result, after = ctx.solver.stateless_call(
-            body.state if state is not None else None, name, body.args, ctx.max_time_limit_s,
-            ctx.num_workers)
+            body.state if state is not None else None,
+            name,
+            body.args,
+            ctx.max_time_limit_s,
+            ctx.num_workers,
+        )
         return call_out(result, StatelessCallOut, state=after)
     # a hidden tool (offered in no mode) stays hidden here too
-    session = Session(state, specs=[spec], enabled_tools=[name] if spec.modes else [],
-                      max_time_limit_s=ctx.max_time_limit_s, num_workers=ctx.num_workers)
+    session = Session(
+        state,
+        specs=[spec],
+        enabled_tools=[name] if spec.modes else [],
+        max_time_limit_s=ctx.max_time_limit_s,
+        num_workers=ctx.num_workers,
+    )
     result = session.invoke(name, body.args)
     after = session.state.to_dict() if result.changes and session.state is not None else None
     return call_out(result, StatelessCallOut, state=after)
@@ -70,7 +79,8 @@ def analyze(ctx: Ctx, _principal: Principal, name: ToolName, body: StateCall) ->
 
 
 @router.post("/v1/tools/{name}/call", response_model=StatelessCallOut, responses=RESPONSES)
-def call_stateless(ctx: Ctx, _principal: Principal, name: ToolName,
-                   body: StateCall) -> StatelessCallOut:
+def call_stateless(
+    ctx: Ctx, _principal: Principal, name: ToolName, body: StateCall
+) -> StatelessCallOut:
     """Any registered tool on the posted window; a write returns the state after it."""
     return stateless(ctx, name, body)

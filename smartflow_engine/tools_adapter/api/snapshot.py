@@ -62,8 +62,9 @@ class _Snapshot(BaseModel):
     user_id: str | None = None
     session_id: str | None = None
     mode: Mode = Mode.FIRST_FULL
-    enabled_tools: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list,
-                                                                      max_length=64)
+    enabled_tools: list[Annotated[str, Field(max_length=64)]] = Field(
+        default_factory=list, max_length=64
+    )
     state: dict[str, Any] | None = None
     changes: list[_Change] = Field(default_factory=list, max_length=100_000)
     pending: list[_Pending] = Field(default_factory=list, max_length=64)

@@ -25,11 +25,20 @@ from ...state import ScheduleState
 from .. import registry
 from ..session import CallResult, Session
 
-SOLVING_TOOLS = frozenset({
-    "check_feasibility", "propose_placement", "apply_proposal", "spread_even",
-    "min_context_switch", "analyze_health", "resolve_negotiation", "restore_best",
-    "query_target_tasks", "query_available_slots",  # each destination re-measures health
-})
+SOLVING_TOOLS = frozenset(
+    {
+        "check_feasibility",
+        "propose_placement",
+        "apply_proposal",
+        "spread_even",
+        "min_context_switch",
+        "analyze_health",
+        "resolve_negotiation",
+        "restore_best",
+        "query_target_tasks",
+        "query_available_slots",  # each destination re-measures health
+    }
+)
 
 
 def _watch_parent(parent: int) -> None:
@@ -45,15 +54,17 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _session_call(snapshot: dict[str, Any], name: str, args: Any,
-                  kwargs: dict[str, Any]) -> tuple[CallResult, dict[str, Any]]:
+def _session_call(
+    snapshot: dict[str, Any], name: str, args: Any, kwargs: dict[str, Any]
+) -> tuple[CallResult, dict[str, Any]]:
     session = Session.restore(snapshot, **kwargs)
     result = session.invoke(name, args)
     return result, session.snapshot()
 
 
-def _stateless_call(state: dict[str, Any] | None, name: str, args: Any,
-                    kwargs: dict[str, Any]) -> tuple[CallResult, dict[str, Any] | None]:
+def _stateless_call(
+    state: dict[str, Any] | None, name: str, args: Any, kwargs: dict[str, Any]
+) -> tuple[CallResult, dict[str, Any] | None]:
     loaded = ScheduleState.from_json(state) if state is not None else None
     spec = registry.REGISTRY[name]
     # a hidden tool (offered in no mode) stays hidden here too
@@ -81,22 +92,30 @@ class SolverPool:
             return True
         mine = session.specs  # the worker rebuilds the session with the registry's table
         return len(mine) == len(registry.TOOLS) and all(
-            a is b for a, b in zip(mine, registry.TOOLS, strict=True))
+            a is b for a, b in zip(mine, registry.TOOLS, strict=True)
+        )
 
     def _pool(self) -> Executor:
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
-                self.processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_watch_parent, initargs=(os.getpid(),))
+                self.processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent,
+                initargs=(os.getpid(),),
+            )
         return self._executor
 
     def session_call(self, session: Session, name: str, args: Any) -> CallResult:
         """Run ``session.invoke(name, args)`` in a worker; the session takes over the state,
         change log and pending calls the worker left (the caller holds the session's lock)."""
         ctx = session.toolbox.ctx
-        kwargs: dict[str, Any] = {"user_id": session.user_id, "session_id": session.session_id,
-                  "max_time_limit_s": ctx.max_time_limit_s, "num_workers": ctx.num_workers,
-                  "self_check": session.toolbox.self_check}
+        kwargs: dict[str, Any] = {
+            "user_id": session.user_id,
+            "session_id": session.session_id,
+            "max_time_limit_s": ctx.max_time_limit_s,
+            "num_workers": ctx.num_workers,
+            "self_check": session.toolbox.self_check,
+        }
         before = session.snapshot()
         result, after = self._pool().submit(_session_call, before, name, args, kwargs).result()
         if after != before:
@@ -106,9 +125,14 @@ class SolverPool:
             session.lock = lock
         return result
 
-    def stateless_call(self, state: dict[str, Any] | None, name: str, args: Any,
-                       max_time_limit_s: float, num_workers: int
-                       ) -> tuple[CallResult, dict[str, Any] | None]:
+    def stateless_call(
+        self,
+        state: dict[str, Any] | None,
+        name: str,
+        args: Any,
+        max_time_limit_s: float,
+        num_workers: int,
+    ) -> tuple[CallResult, dict[str, Any] | None]:
         kwargs: dict[str, Any] = {"max_time_limit_s": max_time_limit_s, "num_workers": num_workers}
         return self._pool().submit(_stateless_call, state, name, args, kwargs).result()
 
