@@ -25,7 +25,8 @@ demo: $(STAMP)
 	$(VENV)/bin/smartflow demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check smartflow_engine tests benchmarks
+	$(PY) -m ruff check smartflow_engine tests benchmarks scripts
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
 test: lint
