@@ -24,10 +24,36 @@ from .tools_adapter.toolbox import ToolReply
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="smartflow-engine: the scheduling engine behind an LLM study-planning agent.",
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"smartflow-engine {version('smartflow-engine')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """smartflow-engine: the scheduling engine behind an LLM study-planning agent."""
+
 
 StateFile = Annotated[Path, typer.Argument(help="State JSON (the spec's §3.1 format).")]
 
