@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[all]'
+	$(PY) -m pip install --quiet -e '.[all,dev]'
 	$(VENV)/bin/smartflow warm-up
 	touch $(STAMP)
 
