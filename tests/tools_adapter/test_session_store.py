@@ -7,6 +7,7 @@ restart, two uvicorn workers, and ``/health`` answering while a long proposal ru
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -15,12 +16,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from conftest_adapters import load_window
 from db_servers import REDIS_URL
 
+from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.session import SessionLimitError
 from smartflow_engine.tools_adapter.session_store import (
@@ -403,3 +406,133 @@ def test_a_killed_server_leaves_no_solver_process(servers):
             break
         time.sleep(0.1)
     assert not any(Path(f"/proc/{p}").exists() for p in workers)
+
+
+# ---------------------------------------------------------------------------------- concurrency
+def _one_task_window() -> ScheduleState:
+    """A 20-day window holding one movable one-period task (every period is a distinct write)."""
+    task = {
+        "state_id": 1,
+        "source": "task_item",
+        "source_id": 1,
+        "name": "复习",
+        "category": "学习",
+        "status": "suggested",
+        "locked": False,
+        "slots": [{"day": 1, "slot_start": 1, "slot_end": 1}],
+    }
+    return ScheduleState.from_json({"window": {"total_days": 20}, "tasks": [task]})
+
+
+def _hammer(
+    stores: list[Any], sid: str, seed: int, threads: int, per_thread: int, noise: Any = None
+) -> tuple[dict[int, list[tuple[int, int]]], list[tuple[int, int]]]:
+    """``threads`` threads, each writing ``per_thread`` moves of task 1 to periods of its own
+    (drawn with ``seed``, all distinct) through ``stores[i % len(stores)]``, as an HTTP request
+    does; ``noise`` (if given) runs alongside until they finish. Returns each thread's
+    acknowledged targets in its own order and the targets answered with a conflict (409)."""
+    rng = random.Random(seed)
+    cells = [(d, s) for d in range(1, 21) for s in range(1, 13) if (d, s) != (1, 1)]
+    rng.shuffle(cells)
+    acked: dict[int, list[tuple[int, int]]] = {i: [] for i in range(threads)}
+    refused: list[tuple[int, int]] = []
+    failures: list[str] = []
+    start = threading.Barrier(threads)
+    done = threading.Event()
+
+    def writer(i: int) -> None:
+        store = stores[i % len(stores)]
+        start.wait()
+        for day, slot in cells[i * per_thread : (i + 1) * per_thread]:
+            args = {"task_id": 1, "new_day": day, "new_slot_start": slot}
+            try:
+                with store.use("7", sid) as session:
+                    assert session is not None
+                    result = session.invoke("move", args)
+            except SessionConflictError:
+                refused.append((day, slot))
+                continue
+            except Exception as exc:  # reported below, never swallowed
+                failures.append(repr(exc))
+                return
+            if result.status != "ok":
+                failures.append(result.reply)
+                return
+            acked[i].append((day, slot))
+
+    def churn() -> None:
+        while not done.is_set():
+            noise()
+
+    workers = [threading.Thread(target=writer, args=(i,)) for i in range(threads)]
+    side = threading.Thread(target=churn) if noise is not None else None
+    for t in [*workers, *([side] if side else [])]:
+        t.start()
+    for t in workers:
+        t.join()
+    done.set()
+    if side is not None:
+        side.join()
+    assert failures == []
+    return acked, refused
+
+
+def _check_log(
+    changes: list[Any], acked: dict[int, list[tuple[int, int]]], refused: list[tuple[int, int]]
+) -> None:
+    """The change log holds exactly the acknowledged writes, each once, every thread's in its
+    order, chained (each move starts where the previous one ended), and no refused write."""
+    kept = [(c.block_after.day, c.block_after.slot_start) for c in changes]
+    assert not set(kept) & set(refused), "a write answered 409 was kept"
+    assert sorted(kept) == sorted(p for mine in acked.values() for p in mine)
+    where = {p: n for n, p in enumerate(kept)}
+    for mine in acked.values():
+        assert [where[p] for p in mine] == sorted(where[p] for p in mine)
+    before = (1, 1)
+    for change in changes:
+        assert (change.block_before.day, change.block_before.slot_start) == before
+        before = (change.block_after.day, change.block_after.slot_start)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_concurrent_writes_keep_exactly_the_acknowledged_ones_in_redis(prefix, seed):
+    """Tests issue 24 item 2 (property): sixteen threads write one Redis session through two
+    store instances sharing Redis (two workers) and the same threads through one; the stored
+    change log is exactly the acknowledged writes, in each thread's order and chained, and no
+    write answered 409 ("not kept, retry") is in it (before the fix a conflicting request
+    mutated the cached session, which a later request of the worker then saved)."""
+    for workers in (2, 1):
+        stores = [_redis(f"{prefix}:{workers}") for _ in range(workers)]
+        sid = stores[0].create("7", _one_task_window(), mode="local_adjust").session_id
+        acked, refused = _hammer(stores, sid, seed, threads=16, per_thread=8)
+        with _redis(f"{prefix}:{workers}").use("7", sid) as fresh:  # a third worker's view
+            assert fresh is not None
+            _check_log(fresh.changes, acked, refused)
+        for store in stores:  # and every worker's own, cached or not
+            with store.use("7", sid) as seen:
+                assert seen is not None and seen.changes == fresh.changes
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_concurrent_writes_keep_exactly_the_acknowledged_ones_in_memory(seed):
+    """Tests issue 24 item 2 (property) on the memory store: sixteen threads write one session
+    while another thread keeps the store at its byte cap (every idle session evicted to its
+    snapshot and rebuilt); every write is acknowledged and the change log holds exactly them,
+    in each thread's order and chained (before the fix a write to a session evicted between
+    lookup and lock was acknowledged and lost)."""
+    one = estimate_bytes(MemorySessionStore().create("u", _one_task_window()))
+    store = MemorySessionStore(max_bytes=int(one * 1.5))
+    sid = store.create("7", _one_task_window(), mode="local_adjust").session_id
+    others = [store.create("8", None).session_id for _ in range(3)]
+    turn = iter(range(10**9))
+
+    def noise() -> None:
+        with store.use("8", others[next(turn) % 3]) as other:
+            assert other is not None
+
+    acked, refused = _hammer([store], sid, seed, threads=16, per_thread=8, noise=noise)
+    assert refused == []
+    with store.use("7", sid) as session:
+        assert session is not None
+        _check_log(session.changes, acked, refused)
+        assert sum(map(len, acked.values())) == 16 * 8
