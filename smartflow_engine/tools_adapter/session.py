@@ -9,7 +9,8 @@ session are serialised by its lock. Every call goes through :mod:`.pipeline`; th
 
 The confirm gate: a tool with ``needs_confirm=True`` does not act when called; it returns a preview
 and a token. :meth:`Session.confirm` runs the stored call, :meth:`Session.reject` drops it; nothing
-is written without a confirm.
+is written without a confirm. A token is single-use and bound to the session it was issued in (its
+id travels with the held call): a snapshot restored under another session id holds no tokens.
 """
 
 from __future__ import annotations
@@ -206,6 +207,9 @@ class Session:
         """The held call of ``token``, removed from the pending ones, or the error reply."""
         self.last_used = time.time()
         held = self._pending.pop(token, None)
+        if held is not None and held.session_id != self.session_id:
+            log.warning("session %s refused a token issued in another session", self.session_id)
+            held = None  # bound to the session it was issued in (issue 24 item 9)
         if held is None:
             return CallResult(
                 action,
@@ -329,7 +333,7 @@ class Session:
             f"待确认：{spec.name} 尚未执行，需要用户确认。\n{what}\n"
             f"确认令牌：{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。"
         )
-        self.hold_call(PendingCall(token, spec.name, args, preview, time.time()))
+        self.hold_call(PendingCall(token, spec.name, args, preview, time.time(), self.session_id))
         if spec.output == "json":
             reply = json.dumps(
                 {
