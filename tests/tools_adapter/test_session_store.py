@@ -536,3 +536,32 @@ def test_concurrent_writes_keep_exactly_the_acknowledged_ones_in_memory(seed):
         assert session is not None
         _check_log(session.changes, acked, refused)
         assert sum(map(len, acked.values())) == 16 * 8
+
+
+def test_a_write_to_a_session_evicted_between_lookup_and_lock_is_kept():
+    """Tests issue 24 item 2 on the memory store, deterministically: another request evicts the
+    session to its snapshot right after this request looked it up and before it took the
+    session's lock; the write is acknowledged and kept (before the fix it went to the detached
+    object: acknowledged and lost)."""
+    one = estimate_bytes(MemorySessionStore().create("u", _one_task_window()))
+    store = MemorySessionStore(max_bytes=int(one * 1.5))
+    sid = store.create("7", _one_task_window(), mode="local_adjust").session_id
+    other = store.create("8", None).session_id
+    lookup = store.get
+    evicted: list[bool] = []
+
+    def lookup_then_another_request(user_id: str, session_id: str) -> Any:
+        found = lookup(user_id, session_id)
+        if user_id == "7" and not evicted:
+            lookup("8", other)  # another request: the store evicts the idle session 7
+            evicted.append(not store.is_live("7", sid))
+        return found
+
+    store.get = lookup_then_another_request  # type: ignore[method-assign]
+    with store.use("7", sid) as session:
+        assert session is not None
+        assert session.invoke("move", {"task_id": 1, "new_day": 3, "new_slot_start": 5}).changes
+    assert evicted == [True]
+    with store.use("7", sid) as again:
+        assert again is not None
+        assert [(c.block_after.day, c.block_after.slot_start) for c in again.changes] == [(3, 5)]
