@@ -294,6 +294,7 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
 # ---------------------------------------------------------------------------------- get_round_log
 ROUND_PAGE = 10  # rounds in one get_round_log page unless ``limit`` says otherwise
 MAX_ROUND_PAGE = 50
+ROUND_PAGE_CHARS = 32_000  # a page holds fewer rounds than ``limit`` rather than exceed this
 
 
 class RoundLogArgs(Args):
@@ -320,7 +321,12 @@ def get_round_log_tool(ctx: ToolContext, args: RoundLogArgs) -> str:
     metrics = ctx.loop.round_log()
     kept: list[dict[str, Any]] = metrics["rounds"]
     end = max(0, len(kept) - args.offset)
-    start = max(0, end - args.limit)
+    start, size = end, 0
+    while start > max(0, end - args.limit):  # newest first, within the page's size
+        size += len(json.dumps(kept[start - 1], ensure_ascii=False))
+        if start < end and size > ROUND_PAGE_CHARS:
+            break  # at least one round per page, however long
+        start -= 1
     metrics["rounds"] = kept[start:end]  # oldest first, like the log
     earlier = metrics.get("earlier_rounds") or {}
     metrics["page"] = {
@@ -764,7 +770,7 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         RoundLogArgs,
         get_round_log_tool,
         "本会话的轮次日志：每轮 analyze_health 的严重/警告数、是否进步、收口信号、本轮针对的动作"
-        f"和每次写操作的证据。分页返回（默认最近 {ROUND_PAGE} 轮；page.next_offset 为下一页的 "
+        f"和每次写操作的证据。分页返回（默认最近 {ROUND_PAGE} 轮，内容过长时本页少给几轮；page.next_offset 为下一页的 "
         f"offset，null 表示没有更早的完整轮次）；只保留最近 {ROUND_LOG_KEEP} 轮的完整记录，更早的轮次合并在 "
         "earlier_rounds 摘要中（轮数、首末轮次、写操作数、进步轮数、其中最好的一轮及其 key）。"
         "返回 JSON。",

@@ -433,6 +433,26 @@ def test_an_unbounded_round_log_is_folded_on_restore():
     assert len(loop.rounds[-1]["writes"]) == 20 and loop.rounds[-1]["writes_omitted"] == 10
 
 
+def test_a_round_log_page_stays_within_its_size():
+    """Tests that get_round_log gives fewer rounds than ``limit`` rather than a page beyond
+    32,000 characters (rounds of a big window name many issues), at least one round a page,
+    and that following next_offset still gives every kept round once, in order."""
+    s = Session(overloaded())
+    ids = [f"issue_load_day_{n}_overload" for n in range(150)]
+    rounds = [{"round": n, "issue_ids": ids, "writes": []} for n in range(1, 41)]
+    s.toolbox.ctx.loop = LoopState.from_dict({"round": 40, "rounds": rounds})
+    seen: list[int] = []
+    offset: int | None = 0
+    while offset is not None:
+        reply = s.call("get_round_log", {"offset": offset, "limit": 50})
+        assert len(reply) < 40_000
+        page = json.loads(reply)["metrics"]
+        assert 1 <= page["page"]["returned"] < 40
+        seen[:0] = [r["round"] for r in page["rounds"]]
+        offset = page["page"]["next_offset"]
+    assert seen == list(range(1, 41))
+
+
 def test_old_snapshot_without_loop_restores():
     """Tests that a snapshot written before the loop existed still restores (fresh loop)."""
     snap = Session(overloaded()).snapshot()
