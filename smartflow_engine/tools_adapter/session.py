@@ -20,7 +20,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -121,6 +121,9 @@ class Session:
         )
         self.lock = threading.RLock()
         self._pending: dict[str, PendingCall] = {}
+        # Set by a store shared between workers: marks a token used for every worker at once
+        # (``False`` when another worker's request already used it); see ``_take``.
+        self.claim_token: Callable[[PendingCall], bool] | None = None
         self.created_at = self.last_used = time.time()
 
     # ------------------------------------------------------------------ properties
@@ -210,6 +213,9 @@ class Session:
         if held is not None and held.session_id != self.session_id:
             log.warning("session %s refused a token issued in another session", self.session_id)
             held = None  # bound to the session it was issued in (issue 24 item 9)
+        if held is not None and self.claim_token is not None and not self.claim_token(held):
+            log.warning("session %s refused a token another worker used", self.session_id)
+            held = None  # single-use across workers: another request confirmed or rejected it
         if held is None:
             return CallResult(
                 action,

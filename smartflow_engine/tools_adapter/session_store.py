@@ -29,11 +29,14 @@ a request that waited for the lock checks that again and reloads when another re
 meanwhile. A request whose compare-and-set lost has changed the cached object, so it drops the
 object from the cache before it releases the lock: no later request sees that change. The
 memory store likewise checks, once it holds the lock, that the session was not evicted to its
-snapshot meanwhile (a write to the detached object would be acknowledged and lost).
+snapshot meanwhile (a write to the detached object would be acknowledged and lost). A confirm
+token is claimed in Redis before its held call runs, so it runs once across workers; a claimed
+token stays used after a 409 (the call may have written the database), see ``_claim``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import threading
@@ -46,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..state import ScheduleState
-from .session import Session, SessionError, SessionLimitError
+from .session import PendingCall, Session, SessionError, SessionLimitError
 from .spec import Mode
 
 # How often a request looks a session up again when the one it found changed hands while it
@@ -447,6 +450,7 @@ class RedisSessionStore:
                 f"session {session_id} kept changing while this request waited; nothing of "
                 "this request was done: retry"
             )
+        session.claim_token = functools.partial(self._claim, user_id, session_id)
         try:
             marker = _marker(session) if read_only else None
             state = session.state
@@ -562,6 +566,17 @@ class RedisSessionStore:
             cached = self._cache.get((user_id, session_id))
             if cached is not None and (session is None or cached[1] is session):
                 del self._cache[(user_id, session_id)]
+
+    def _claim(self, user_id: str, session_id: str, held: PendingCall) -> bool:
+        """Mark ``held``'s token used, for every worker: ``False`` when a request of any worker
+        already did (two workers confirming one token at once: one runs it). A claimed token
+        stays used even when its request then loses the compare-and-set (409): the held call
+        may have acted outside the session (commit's transaction), so it never runs twice."""
+        key = f"{self.prefix}:t:{user_id}:{session_id}:{held.token}"
+        try:
+            return bool(self.redis.set(key, 1, nx=True, ex=self.ttl))
+        except Exception as exc:
+            raise SessionStoreUnavailable(f"session store unavailable: {exc}") from None
 
     def _holds(self, user_id: str, session_id: str, version: int, session: Session) -> bool:
         """Whether the cache still holds ``session`` as version ``version``: its content is

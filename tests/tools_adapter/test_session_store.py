@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest_adapters import load_window
+from conftest_adapters import load_window, note_tool, specs_with
 from db_servers import REDIS_URL
 
 from smartflow_engine.state import ScheduleState
@@ -139,6 +139,42 @@ def test_concurrent_writes_to_one_session_get_a_retry_error(prefix):
         retry.call("move", {"task_id": 6, "new_day": 2, "new_slot_start": 9})
     with b.use("7", sid) as seen:
         assert seen is not None and len(seen.changes) == 2
+
+
+def test_a_token_runs_once_across_workers(prefix):
+    """Tests issue 24 item 9 (single use) with two workers: both hold a session with a pending
+    confirmation; the one that confirms first runs it, the other's confirm of the same token
+    is refused (unknown_token) and runs nothing, though its copy still lists the token (before,
+    both ran the held call and only the second write back was refused with a 409). A confirm
+    whose write back then lost (409) leaves the token used: the retry is refused, and the held
+    call ran once."""
+    journal: list[str] = []
+    kwargs = {"session_kwargs": {"specs": specs_with(note_tool(journal))}}
+    a, b = (RedisSessionStore(REDIS_URL, prefix=prefix, **kwargs) for _ in range(2))
+    sid = a.create("7", load_window(), enabled_tools=["record_note"]).session_id
+    with a.use("7", sid) as session:
+        assert session is not None
+        token = session.invoke("record_note", {"text": "一次"}).confirm_token
+    with pytest.raises(SessionConflictError), a.use("7", sid) as sa:
+        assert sa is not None and [p.token for p in sa.pending()] == [token]
+        with b.use("7", sid) as sb:
+            assert sb is not None and sb.confirm(token).status == "ok"
+        late = sa.confirm(token)
+        assert late.status == "error" and late.error_code == "unknown_token"
+    assert journal == ["一次"]
+
+    with a.use("7", sid) as session:
+        assert session is not None and session.pending() == []
+        token = session.invoke("record_note", {"text": "两次？"}).confirm_token
+    with pytest.raises(SessionConflictError), a.use("7", sid) as sa:
+        assert sa is not None and sa.confirm(token).status == "ok"
+        with b.use("7", sid) as sb:  # another worker writes meanwhile: a's write back loses
+            assert sb is not None
+            sb.call("move", MOVE)
+    with a.use("7", sid) as retry:
+        assert retry is not None and [p.token for p in retry.pending()] == [token]
+        assert retry.confirm(token).error_code == "unknown_token"
+    assert journal == ["一次", "两次？"]
 
 
 def _version(store: RedisSessionStore, user: str, sid: str) -> int:
