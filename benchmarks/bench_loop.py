@@ -223,7 +223,16 @@ def run_agent(state: ScheduleState) -> AgentRun:
             break
         if not wrote:
             continue  # the next health counts a round without progress
-    log = json.loads(s.call("get_round_log", {}))["metrics"]
+    log = json.loads(s.call("get_round_log", {"limit": 50}))["metrics"]
+    while log["page"]["next_offset"] is not None:  # the log is paged, newest first
+        older = json.loads(
+            s.call("get_round_log", {"offset": log["page"]["next_offset"], "limit": 50})
+        )["metrics"]
+        older["rounds"] += log["rounds"]
+        log = older
+    earlier = log["earlier_rounds"]  # folded rounds: a write there counts at their first round
+    if earlier and earlier["writes"]:
+        log["rounds"].insert(0, {"round": earlier["first_round"], "writes": [{"tool": "?"}]})
     run.closed = run.close_reason in ("rules_met", "best_achievable", "risk_accepted") or (
         run.close_reason is not None and closes(key_of(s.state))
     )  # type: ignore[arg-type]

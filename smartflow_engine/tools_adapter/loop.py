@@ -16,7 +16,11 @@ the infeasible gate, evidence for every write, and the round log.
   it resolved, made worse and created, and, with ``action_id``, whether the action's
   ``success_criteria`` now hold, all computed by the analyzers.
 - **The round log.** Per round: the counts, the actions offered, the action worked on, every write
-  with its evidence; kept in the session's snapshot.
+  with its evidence; kept in the session's snapshot. It is bounded (issue 24 item 8): the last
+  :data:`ROUND_LOG_KEEP` rounds are kept whole, older ones are folded into one summary (how many
+  rounds and writes, the rounds that made progress, the best of them, first and last round
+  numbers), and a round keeps its last :data:`ROUND_WRITES_KEEP` writes whole and counts the
+  earlier ones. The best state ``restore_best`` needs is kept apart from the log (one state).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ NEGOTIATION_INTENTS = (
     "accept_risk_and_close",
 )
 CHOICES = ("expand_window", "relax_constraints", "reduce_scope", "accept_risk")
+ROUND_LOG_KEEP = 50  # rounds kept whole in the round log; older ones are folded into a summary
+ROUND_WRITES_KEEP = 20  # writes kept whole per round; earlier ones of the round are counted
 
 
 def _ids(values: tuple[str, ...]) -> str:
@@ -86,6 +92,8 @@ class LoopState:
     # resolve_negotiation, with what its choice ``undo`` needs to take it back. Kept apart from
     # the task change log (``ToolContext.changes``), which is per task and goes to the database.
     window_changes: list[dict[str, Any]] = field(default_factory=list)
+    # The rounds folded out of ``rounds`` (see :func:`fold_rounds`), or None while none were.
+    summary: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
@@ -104,6 +112,7 @@ class LoopState:
             "set_aside": self.set_aside,
             "close_reason": self.close_reason,
             "window_changes": self.window_changes,
+            "summary": self.summary,
         }
 
     @classmethod
@@ -129,9 +138,15 @@ class LoopState:
             in ("rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted")
             else None,
             window_changes=list(data.get("window_changes") or []),
+            summary=data.get("summary"),
         )
         if not all(isinstance(w, dict) for w in out.window_changes):
             raise TypeError("window_changes must be a list of objects")
+        if not all(isinstance(r, dict) for r in out.rounds):
+            raise TypeError("rounds must be a list of objects")
+        if out.summary is not None and not isinstance(out.summary, dict):
+            raise TypeError("summary must be an object")
+        out.trim()  # a snapshot written before the log was bounded
         if out.best_state is not None and not isinstance(out.best_state, dict):
             raise TypeError("best_state must be an object")
         return out
@@ -190,6 +205,7 @@ class LoopState:
     def log_write(self, entry: dict[str, Any]) -> None:
         current = self.current_round()
         current["writes"].append(entry)
+        _trim_writes(current)
         if current.get("worked_on") is None and entry.get("action_id"):
             act = self.last_actions.get(entry["action_id"], {})
             current["worked_on"] = {
@@ -281,7 +297,17 @@ class LoopState:
                 "writes": [],
             }
         )
+        self.trim()
         return json.dumps(env, ensure_ascii=False)
+
+    def trim(self) -> None:
+        """Fold the rounds beyond the last :data:`ROUND_LOG_KEEP` into the summary."""
+        for entry in self.rounds:
+            _trim_writes(entry)
+        extra = len(self.rounds) - ROUND_LOG_KEEP
+        if extra > 0:
+            self.summary = fold_rounds(self.summary, self.rounds[:extra])
+            del self.rounds[:extra]
 
     def _close_reason(self, signal: dict[str, Any]) -> CloseReason | None:
         if self.risk_accepted:
@@ -321,7 +347,8 @@ class LoopState:
         )
 
     def round_log(self) -> dict[str, Any]:
-        """The ``get_round_log`` envelope's metrics."""
+        """The ``get_round_log`` envelope's metrics: every round kept whole (the caller pages
+        them) and the summary of the older ones."""
         return {
             "round": self.round,
             "best_round": self.best_round,
@@ -334,8 +361,51 @@ class LoopState:
             "window_changes": [
                 {k: w.get(k) for k in ("seq", "choice", "summary")} for w in self.window_changes
             ],
+            "earlier_rounds": self.summary,
             "rounds": self.rounds,
         }
+
+
+def _trim_writes(entry: dict[str, Any]) -> None:
+    """Keep the round's last :data:`ROUND_WRITES_KEEP` writes whole, count the earlier ones."""
+    writes = entry.get("writes")
+    if isinstance(writes, list) and len(writes) > ROUND_WRITES_KEEP:
+        extra = len(writes) - ROUND_WRITES_KEEP
+        entry["writes_omitted"] = int(entry.get("writes_omitted") or 0) + extra
+        del writes[:extra]
+
+
+def fold_rounds(summary: dict[str, Any] | None, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """``summary`` (of older rounds, or None) extended by ``rounds``, oldest first: how many
+    round entries, their first and last round numbers, their writes, the rounds that made
+    progress, and the best of them by the round key (critical, warning, total impact) with its
+    round number (round 0, the writes before the first ``analyze_health``, has no key)."""
+    out: dict[str, Any] = (
+        dict(summary)
+        if summary
+        else {
+            "rounds": 0,
+            "first_round": None,
+            "last_round": None,
+            "writes": 0,
+            "progress_rounds": 0,
+            "best_round": None,
+            "best_key": None,
+        }
+    )
+    for entry in rounds:
+        number = int(entry.get("round", 0))
+        out["rounds"] += 1
+        if out["first_round"] is None:
+            out["first_round"] = number
+        out["last_round"] = number
+        out["writes"] += len(entry.get("writes") or []) + int(entry.get("writes_omitted") or 0)
+        out["progress_rounds"] += 1 if entry.get("progress") else 0
+        if "critical" in entry:
+            key = [entry.get("critical"), entry.get("warning"), entry.get("total_impact")]
+            if out["best_key"] is None or key < out["best_key"]:
+                out["best_key"], out["best_round"] = key, number
+    return out
 
 
 def best_state(loop: LoopState) -> ScheduleState | None:

@@ -25,7 +25,7 @@ from ..analyzers.result import NextAction
 from ..state import Change, ScheduleState, SlotRange, StateError, Task
 from ..state.model import MAX_TASK_ID
 from .args import Args, Day, Slot, TaskId
-from .loop import CHOICES, LoopState
+from .loop import CHOICES, ROUND_LOG_KEEP, LoopState
 from .render import block_text
 from .spec import ToolContext, ToolSpec, refused
 
@@ -292,9 +292,25 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
 
 
 # ---------------------------------------------------------------------------------- get_round_log
+ROUND_PAGE = 10  # rounds in one get_round_log page unless ``limit`` says otherwise
+MAX_ROUND_PAGE = 50
+ROUND_PAGE_CHARS = 32_000  # a page holds fewer rounds than ``limit`` rather than exceed this
+
+
 class RoundLogArgs(Args):
-    last: int | None = Field(
-        default=None, strict=True, ge=1, le=1000, description="只返回最近几轮；不传返回全部"
+    offset: int = Field(
+        default=0,
+        strict=True,
+        ge=0,
+        le=1_000_000,
+        description="分页：从最近一轮往前跳过几轮（0 为最近的一页；下一页用回复里的 next_offset）",
+    )
+    limit: int = Field(
+        default=ROUND_PAGE,
+        strict=True,
+        ge=1,
+        le=MAX_ROUND_PAGE,
+        description=f"本页最多返回几轮（默认 {ROUND_PAGE}，最多 {MAX_ROUND_PAGE}）",
     )
 
 
@@ -303,8 +319,24 @@ def get_round_log_tool(ctx: ToolContext, args: RoundLogArgs) -> str:
     if ctx.loop is None:
         return _fail(tool, "no_session", "get_round_log 只在会话中可用（会话才有轮次记录）。")
     metrics = ctx.loop.round_log()
-    if args.last is not None:
-        metrics["rounds"] = metrics["rounds"][-args.last :]
+    kept: list[dict[str, Any]] = metrics["rounds"]
+    end = max(0, len(kept) - args.offset)
+    start, size = end, 0
+    while start > max(0, end - args.limit):  # newest first, within the page's size
+        size += len(json.dumps(kept[start - 1], ensure_ascii=False))
+        if start < end and size > ROUND_PAGE_CHARS:
+            break  # at least one round per page, however long
+        start -= 1
+    metrics["rounds"] = kept[start:end]  # oldest first, like the log
+    earlier = metrics.get("earlier_rounds") or {}
+    metrics["page"] = {
+        "offset": args.offset,
+        "limit": args.limit,
+        "returned": end - start,
+        "rounds_kept": len(kept),
+        "rounds_total": len(kept) + int(earlier.get("rounds", 0)),
+        "next_offset": args.offset + (end - start) if start > 0 else None,
+    }
     return _envelope(tool, metrics)
 
 
@@ -738,7 +770,10 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         RoundLogArgs,
         get_round_log_tool,
         "本会话的轮次日志：每轮 analyze_health 的严重/警告数、是否进步、收口信号、本轮针对的动作"
-        "和每次写操作的证据。返回 JSON。",
+        f"和每次写操作的证据。分页返回（默认最近 {ROUND_PAGE} 轮，内容过长时本页少给几轮；page.next_offset 为下一页的 "
+        f"offset，null 表示没有更早的完整轮次）；只保留最近 {ROUND_LOG_KEEP} 轮的完整记录，更早的轮次合并在 "
+        "earlier_rounds 摘要中（轮数、首末轮次、写操作数、进步轮数、其中最好的一轮及其 key）。"
+        "返回 JSON。",
         output="json",
         error_reply=lambda code, msg: _fail("get_round_log", code, msg),
     ),

@@ -9,7 +9,8 @@ session are serialised by its lock. Every call goes through :mod:`.pipeline`; th
 
 The confirm gate: a tool with ``needs_confirm=True`` does not act when called; it returns a preview
 and a token. :meth:`Session.confirm` runs the stored call, :meth:`Session.reject` drops it; nothing
-is written without a confirm.
+is written without a confirm. A token is single-use and bound to the session it was issued in (its
+id travels with the held call): a snapshot restored under another session id holds no tokens.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -120,6 +121,9 @@ class Session:
         )
         self.lock = threading.RLock()
         self._pending: dict[str, PendingCall] = {}
+        # Set by a store shared between workers: marks a token used for every worker at once
+        # (``False`` when another worker's request already used it); see ``_take``.
+        self.claim_token: Callable[[PendingCall], bool] | None = None
         self.created_at = self.last_used = time.time()
 
     # ------------------------------------------------------------------ properties
@@ -206,6 +210,12 @@ class Session:
         """The held call of ``token``, removed from the pending ones, or the error reply."""
         self.last_used = time.time()
         held = self._pending.pop(token, None)
+        if held is not None and held.session_id != self.session_id:
+            log.warning("session %s refused a token issued in another session", self.session_id)
+            held = None  # bound to the session it was issued in (issue 24 item 9)
+        if held is not None and self.claim_token is not None and not self.claim_token(held):
+            log.warning("session %s refused a token another worker used", self.session_id)
+            held = None  # single-use across workers: another request confirmed or rejected it
         if held is None:
             return CallResult(
                 action,
@@ -329,7 +339,7 @@ class Session:
             f"待确认：{spec.name} 尚未执行，需要用户确认。\n{what}\n"
             f"确认令牌：{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。"
         )
-        self.hold_call(PendingCall(token, spec.name, args, preview, time.time()))
+        self.hold_call(PendingCall(token, spec.name, args, preview, time.time(), self.session_id))
         if spec.output == "json":
             reply = json.dumps(
                 {

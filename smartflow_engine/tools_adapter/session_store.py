@@ -22,10 +22,21 @@ pending confirm previews and whatever else the snapshot carries).
   compare-and-set on the version (a Lua script), so two workers that changed one session at once
   never overwrite each other: the later one gets :class:`SessionConflictError` (HTTP 409, "retry")
   and its change is dropped, the earlier one's is kept.
+
+A 409 means nothing changed (issue 24 item 2). A request works on the cached session only under
+the session's lock and only while the cache still holds that object as the version it loaded;
+a request that waited for the lock checks that again and reloads when another request wrote
+meanwhile. A request whose compare-and-set lost has changed the cached object, so it drops the
+object from the cache before it releases the lock: no later request sees that change. The
+memory store likewise checks, once it holds the lock, that the session was not evicted to its
+snapshot meanwhile (a write to the detached object would be acknowledged and lost). A confirm
+token is claimed in Redis before its held call runs, so it runs once across workers; a claimed
+token stays used after a 409 (the call may have written the database), see ``_claim``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import threading
@@ -38,8 +49,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..state import ScheduleState
-from .session import Session, SessionError, SessionLimitError
+from .session import PendingCall, Session, SessionError, SessionLimitError
 from .spec import Mode
+
+# How often a request looks a session up again when the one it found changed hands while it
+# waited for the session's lock, before it gives up with a retry error.
+_MAX_RELOADS = 50
 
 
 class SessionConflictError(SessionError):
@@ -183,19 +198,39 @@ class MemorySessionStore:
     def use(
         self, user_id: str, session_id: str, *, read_only: bool = False
     ) -> Iterator[Session | None]:
-        session = self.get(user_id, session_id)
-        if session is None:
-            yield None
-            return
-        with session.lock:
+        """The live session under its lock (``None`` if there is none).
+
+        The session is looked up, then locked, then checked to be still the one the store
+        holds: between the two steps another request may have evicted it to its snapshot (a
+        write to the detached object would be acknowledged and lost); then it is looked up
+        again."""
+        key = (user_id, session_id)
+        for _ in range(_MAX_RELOADS):
+            session = self.get(user_id, session_id)
+            if session is None:
+                yield None
+                return
+            session.lock.acquire()
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is not None and entry.session is session:
+                    break
+            session.lock.release()
+        else:
+            raise SessionConflictError(
+                f"session {session_id} kept changing hands; nothing was done: retry"
+            )
+        try:
             yield session
-        with self._lock:
-            entry = self._entries.get((user_id, session_id))
-            if entry is not None and entry.session is session:
-                entry.live_bytes = estimate_bytes(session)
-                entry.touch()
-                self._entries.move_to_end((user_id, session_id))
-                self._fit(keep=(user_id, session_id))
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is not None and entry.session is session:
+                    entry.live_bytes = estimate_bytes(session)
+                    entry.touch()
+                    self._entries.move_to_end(key)
+                    self._fit(keep=key)
+        finally:
+            session.lock.release()
 
     def delete(self, user_id: str, session_id: str) -> bool:
         with self._lock:
@@ -398,18 +433,31 @@ class RedisSessionStore:
         ``read_only`` (the request only reads the state) the state is not serialised: only the
         rest of the snapshot (mode, tools, change log, pending confirmations, loop) is compared,
         which a read tool may change (``analyze_health`` records its round)."""
-        loaded = self._load(user_id, session_id)
-        if loaded is None:
-            yield None
-            return
-        version, session, text = loaded
-        with session.lock:
+        for _ in range(_MAX_RELOADS):
+            loaded = self._load(user_id, session_id)
+            if loaded is None:
+                yield None
+                return
+            version, session, text = loaded
+            session.lock.acquire()
+            if self._holds(user_id, session_id, version, session):
+                break
+            # Another request of this worker wrote (or failed to write) the session while this
+            # one waited for its lock: the cached object is not version ``version`` any more.
+            session.lock.release()
+        else:
+            raise SessionConflictError(
+                f"session {session_id} kept changing while this request waited; nothing of "
+                "this request was done: retry"
+            )
+        session.claim_token = functools.partial(self._claim, user_id, session_id)
+        try:
             marker = _marker(session) if read_only else None
             state = session.state
             try:
                 yield session
             except BaseException:
-                self._forget(user_id, session_id)  # it may hold a half-done change
+                self._forget(user_id, session_id, session)  # it may hold a half-done change
                 raise
             if (
                 marker is not None
@@ -424,16 +472,20 @@ class RedisSessionStore:
                     return
                 new = int(self._cas(keys=[key], args=[version, after, self.ttl]))
             except Exception as exc:
-                self._forget(user_id, session_id)
+                self._forget(user_id, session_id, session)
                 raise SessionStoreUnavailable(f"session store unavailable: {exc}") from None
             if new < 0:
-                self._forget(user_id, session_id)
+                # The cached object holds this request's change, which was not kept: drop it
+                # (under its lock, so a request waiting for it sees it is gone and reloads).
+                self._forget(user_id, session_id, session)
                 raise SessionConflictError(
                     f"session {session_id} was changed by another request meanwhile; this "
                     "request's change was not kept: reload the session and retry"
                 )
             with self._lock:
                 self._cache[(user_id, session_id)] = (new, session, after)
+        finally:
+            session.lock.release()
 
     def delete(self, user_id: str, session_id: str) -> bool:
         self._forget(user_id, session_id)
@@ -507,9 +559,32 @@ class RedisSessionStore:
             self._trim()
         return version, session, text
 
-    def _forget(self, user_id: str, session_id: str) -> None:
+    def _forget(self, user_id: str, session_id: str, session: Session | None = None) -> None:
+        """Drop the cached session (only if it is ``session``, when given: another request may
+        have cached a newer one meanwhile)."""
         with self._lock:
-            self._cache.pop((user_id, session_id), None)
+            cached = self._cache.get((user_id, session_id))
+            if cached is not None and (session is None or cached[1] is session):
+                del self._cache[(user_id, session_id)]
+
+    def _claim(self, user_id: str, session_id: str, held: PendingCall) -> bool:
+        """Mark ``held``'s token used, for every worker: ``False`` when a request of any worker
+        already did (two workers confirming one token at once: one runs it). A claimed token
+        stays used even when its request then loses the compare-and-set (409): the held call
+        may have acted outside the session (commit's transaction), so it never runs twice."""
+        key = f"{self.prefix}:t:{user_id}:{session_id}:{held.token}"
+        try:
+            return bool(self.redis.set(key, 1, nx=True, ex=self.ttl))
+        except Exception as exc:
+            raise SessionStoreUnavailable(f"session store unavailable: {exc}") from None
+
+    def _holds(self, user_id: str, session_id: str, version: int, session: Session) -> bool:
+        """Whether the cache still holds ``session`` as version ``version``: its content is
+        then exactly that stored version (a request works on it only under its lock, and a
+        request whose write was not kept drops it from the cache before releasing the lock)."""
+        with self._lock:
+            cached = self._cache.get((user_id, session_id))
+        return cached is not None and cached[0] == version and cached[1] is session
 
     def _trim(self) -> None:
         while len(self._cache) > self.max_cached:

@@ -1,7 +1,8 @@
 """A session's snapshot: everything needed to resume it elsewhere (another process, Redis).
 
 ``version``, ``user_id``, ``session_id``, ``mode``, ``enabled_tools``, ``state``, ``changes``,
-``pending`` (held confirmations), ``created_at`` and ``loop`` (rounds, best state, infeasible
+``pending`` (held confirmations, each bound to the session it was issued in: a snapshot restored
+under another session id drops them), ``created_at`` and ``loop`` (rounds, best state, infeasible
 gate, last actions and the round log; absent in snapshots written before the loop existed).
 """
 
@@ -25,13 +26,18 @@ class SessionError(ValueError):
 
 @dataclass(frozen=True)
 class PendingCall:
-    """A confirm-required call waiting for the user: the validated arguments and the preview."""
+    """A confirm-required call waiting for the user: the validated arguments and the preview.
+
+    ``token`` is a random nonce; ``session_id`` the session it was issued in. The pair is the
+    token's binding (issue 24 item 9): a session confirms only its own tokens, and a snapshot
+    restored under another session id brings none of its pending calls along."""
 
     token: str
     tool: str
     args: dict[str, Any]
     preview: str
     created_at: float
+    session_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,10 +46,13 @@ class PendingCall:
             "args": self.args,
             "preview": self.preview,
             "created_at": self.created_at,
+            "session_id": self.session_id,
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> PendingCall:
+    def from_dict(cls, data: Any, session_id: str = "") -> PendingCall:
+        """The held call of a snapshot entry; ``session_id`` is the snapshot's own, for entries
+        written before tokens named their session."""
         if not isinstance(data, dict):
             raise SessionError("snapshot.pending: each entry must be an object")
         try:
@@ -52,8 +61,16 @@ class PendingCall:
             raise SessionError(f"snapshot.pending: missing {exc.args[0]}") from None
         if not isinstance(token, str) or not isinstance(tool, str) or not isinstance(args, dict):
             raise SessionError("snapshot.pending: token and tool must be strings, args an object")
+        owner = data.get("session_id") or session_id
+        if not isinstance(owner, str):
+            raise SessionError("snapshot.pending: session_id must be a string")
         return cls(
-            token, tool, args, str(data.get("preview", "")), float(data.get("created_at", 0.0))
+            token,
+            tool,
+            args,
+            str(data.get("preview", "")),
+            float(data.get("created_at", 0.0)),
+            owner,
         )
 
 
@@ -123,10 +140,13 @@ def fill_session(session: Session, data: dict[str, Any]) -> None:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SessionError(f"snapshot.changes: malformed entry ({exc})") from None
     specs = {s.name for s in session.specs}
+    issued_in = data.get("session_id")
     for entry in pending:
-        held = PendingCall.from_dict(entry)
+        held = PendingCall.from_dict(entry, issued_in if isinstance(issued_in, str) else "")
         if held.tool not in specs:
             raise SessionError(f"snapshot.pending: unknown tool {held.tool}")
+        if held.session_id != session.session_id:
+            continue  # issued in another session (a copy restored under a new id): not ours
         session.hold_call(held)
     created = data.get("created_at")
     if isinstance(created, int | float):

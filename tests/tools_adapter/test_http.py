@@ -146,8 +146,10 @@ def test_mode_switch_changes_tools_and_rules(client):
 
 
 def test_snapshot_and_restore_over_http(client, journal):
-    """Tests that a snapshot restores into a new session with the same state, mode and pending
-    confirmation, and the held call can be confirmed there."""
+    """Tests that a snapshot restores into a new session with the same state, mode and change
+    log, but without the source's pending confirmation (issue 24 item 9: a token is bound to
+    the session it was issued in): confirming it in the copy is a 404 and runs nothing; it is
+    still confirmed once in its own session."""
     sid = _create(client, mode="global_reopt")
     client.post(f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "move", "args": MOVE})
     token = client.post(
@@ -160,14 +162,14 @@ def test_snapshot_and_restore_over_http(client, journal):
     assert restored.status_code == 201
     new = restored.json()
     assert new["session_id"] != sid and new["mode"] == "global_reopt"
-    assert [p["token"] for p in new["pending"]] == [token] and new["change_count"] == 1
-    assert (
-        client.post(
-            f"/v1/sessions/{new['session_id']}/confirm", headers=ALICE, json={"token": token}
-        ).json()["reply"]
-        == "已记录：恢复"
+    assert new["pending"] == [] and new["change_count"] == 1
+    replay = client.post(
+        f"/v1/sessions/{new['session_id']}/confirm", headers=ALICE, json={"token": token}
     )
-    assert journal == ["恢复"]
+    assert replay.status_code == 404 and replay.json()["error_code"] == "unknown_token"
+    assert journal == []
+    done = client.post(f"/v1/sessions/{sid}/confirm", headers=ALICE, json={"token": token})
+    assert done.json()["reply"] == "已记录：恢复" and journal == ["恢复"]
     bad = client.post("/v1/restore", headers=ALICE, json={"snapshot": {"version": 7}})
     assert bad.status_code == 422 and bad.json()["error_code"] == "invalid_snapshot"
 

@@ -348,6 +348,111 @@ def test_round_log_survives_a_snapshot():
     assert restored.toolbox.ctx.loop.best_state == s.toolbox.ctx.loop.best_state
 
 
+def test_round_log_and_snapshot_stay_bounded_over_800_write_rounds():
+    """Tests issue 24 item 8: after 800 write rounds (analyze_health, then a move) the session
+    keeps the last ROUND_LOG_KEEP rounds whole and one summary of the rest (round count, first
+    and last round numbers, writes, progress rounds, best key); the snapshot apart from the
+    uncommitted change log stays below 64 KB (before: about 400 bytes more per round, 320 KB
+    of round log); get_round_log answers one page below 16 KB, and its pages, followed by
+    next_offset, give every kept round once, in order; restore_best still has the best state,
+    and the log survives a snapshot."""
+    s = Session(overloaded())
+    for i in range(800):
+        health(s)
+        moved = s.invoke("move", {"task_id": 1, "new_day": 2 + i % 2, "new_slot_start": 1})
+        assert moved.status == "ok", moved.reply
+    loop = s.toolbox.ctx.loop
+    assert [r["round"] for r in loop.rounds] == list(range(751, 801))
+    assert loop.summary == {
+        "rounds": 750,
+        "first_round": 1,
+        "last_round": 750,
+        "writes": 750,
+        "progress_rounds": loop.summary["progress_rounds"],
+        "best_round": loop.best_round,
+        "best_key": list(loop.best_key),
+    }
+    assert 1 <= loop.summary["progress_rounds"] < 750
+    snap = s.snapshot()
+    assert len(snap["changes"]) == 800  # the uncommitted writes: data, kept whole until commit
+    rest = {k: v for k, v in snap.items() if k != "changes"}
+    assert len(json.dumps(rest, ensure_ascii=False)) < 64_000
+
+    reply = s.call("get_round_log", {})
+    assert len(reply) < 16_000
+    first = json.loads(reply)["metrics"]
+    assert [r["round"] for r in first["rounds"]] == list(range(791, 801))
+    assert first["earlier_rounds"] == loop.summary
+    assert first["page"] == {
+        "offset": 0,
+        "limit": 10,
+        "returned": 10,
+        "rounds_kept": 50,
+        "rounds_total": 800,
+        "next_offset": 10,
+    }
+    seen: list[int] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = json.loads(s.call("get_round_log", {"offset": offset, "limit": 15}))["metrics"]
+        seen[:0] = [r["round"] for r in page["rounds"]]
+        offset = page["page"]["next_offset"]
+    assert seen == list(range(751, 801))
+
+    restored = Session.restore(json.loads(json.dumps(snap)))
+    assert json.loads(restored.call("get_round_log", {})) == json.loads(reply)
+    assert restored.invoke("restore_best", {}).status == "ok"
+
+
+def test_an_unbounded_round_log_is_folded_on_restore():
+    """Tests that a snapshot written before the round log was bounded (120 rounds, one round
+    with 30 writes) comes back with the last rounds whole, the rest summarised, and the
+    round's last writes whole with the earlier ones counted."""
+    rounds = [
+        {
+            "round": n,
+            "critical": 1,
+            "warning": n % 3,
+            "total_impact": 1.0,
+            "progress": n == 5,
+            "writes": [{"tool": "move", "changes": 1}] * (30 if n == 120 else 1),
+        }
+        for n in range(1, 121)
+    ]
+    loop = LoopState.from_dict({"round": 120, "rounds": rounds})
+    assert [r["round"] for r in loop.rounds] == list(range(71, 121))
+    assert loop.summary == {
+        "rounds": 70,
+        "first_round": 1,
+        "last_round": 70,
+        "writes": 70,
+        "progress_rounds": 1,
+        "best_round": 3,
+        "best_key": [1, 0, 1.0],
+    }
+    assert len(loop.rounds[-1]["writes"]) == 20 and loop.rounds[-1]["writes_omitted"] == 10
+
+
+def test_a_round_log_page_stays_within_its_size():
+    """Tests that get_round_log gives fewer rounds than ``limit`` rather than a page beyond
+    32,000 characters (rounds of a big window name many issues), at least one round a page,
+    and that following next_offset still gives every kept round once, in order."""
+    s = Session(overloaded())
+    ids = [f"issue_load_day_{n}_overload" for n in range(150)]
+    rounds = [{"round": n, "issue_ids": ids, "writes": []} for n in range(1, 41)]
+    s.toolbox.ctx.loop = LoopState.from_dict({"round": 40, "rounds": rounds})
+    seen: list[int] = []
+    offset: int | None = 0
+    while offset is not None:
+        reply = s.call("get_round_log", {"offset": offset, "limit": 50})
+        assert len(reply) < 40_000
+        page = json.loads(reply)["metrics"]
+        assert 1 <= page["page"]["returned"] < 40
+        seen[:0] = [r["round"] for r in page["rounds"]]
+        offset = page["page"]["next_offset"]
+    assert seen == list(range(1, 41))
+
+
 def test_old_snapshot_without_loop_restores():
     """Tests that a snapshot written before the loop existed still restores (fresh loop)."""
     snap = Session(overloaded()).snapshot()

@@ -213,6 +213,35 @@ def test_snapshot_round_trip_keeps_mode_changes_and_pending(journal):
     assert restored.snapshot()["pending"] == []
 
 
+def test_a_token_is_bound_to_the_session_it_was_issued_in(journal):
+    """Tests issue 24 item 9: a snapshot copy restored under another session id (a server's
+    restore, or a library caller's) holds none of the source's pending calls, and confirming the
+    source's token there is refused and runs nothing; the token still works once in its own
+    session, and a held call forged into a snapshot under another session's id is dropped."""
+    specs = specs_with(note_tool(journal))
+    source = Session(load_window(), specs=specs, user_id="alice", enabled_tools=["record_note"])
+    token = source.invoke("record_note", {"text": "只在原会话"}).confirm_token
+    snap = source.snapshot()
+    assert snap["pending"][0]["session_id"] == source.session_id
+
+    store = SessionStore(session_kwargs={"specs": specs})
+    copies = [
+        store.restore("alice", snap),
+        Session.restore(snap, specs=specs, session_id="another"),
+    ]
+    for copy in copies:
+        assert copy.session_id != source.session_id and copy.pending() == []
+        refused = copy.confirm(token)
+        assert refused.status == "error" and refused.error_code == "unknown_token"
+        assert copy.reject(token).error_code == "unknown_token"
+    forged = dict(snap, session_id="another")  # the copy claims the entry but names its issuer
+    assert Session.restore(forged, specs=specs).pending() == []
+    assert journal == []
+    assert source.confirm(token).status == "ok" and journal == ["只在原会话"]
+    assert source.confirm(token).error_code == "unknown_token"  # single-use
+    assert journal == ["只在原会话"]
+
+
 def test_restored_session_is_independent():
     """Tests that writing to a restored session leaves the original untouched."""
     session = Session(load_window())

@@ -46,6 +46,7 @@ class _Pending(_Strict):
     args: dict[str, Any]
     preview: Annotated[str, Field(max_length=100_000)] = ""
     created_at: float = 0.0
+    session_id: Annotated[str, Field(max_length=64)] | None = None
 
     @field_validator("created_at")
     @classmethod
