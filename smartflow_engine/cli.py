@@ -605,7 +605,7 @@ def demo(
     _show("提交预览（Confirm 节点）· commit", held.reply)
     done = session.confirm(held.confirm_token or "")
     _show("用户确认 · confirm", done.reply)
-    if done.reply.startswith("提交失败") or session.changes:
+    if done.is_error or session.changes:
         err_console.print("[red]commit refused[/red]")
         raise typer.Exit(1)
     state = session.state

@@ -106,7 +106,23 @@ def test_call_confirm_tool_with_yes_runs():
         ],
     )
     reply = json.loads(res.stdout)
-    assert reply["error_code"] == "no_store" and res.exit_code == 1
+    assert reply["error_code"] == "no_database" and res.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "words"),
+    [
+        ("commit", "提交失败：未配置数据库"),  # a state file has no database to commit to
+        ("reload", "重新加载失败：未配置数据库"),  # nor one to reload from
+    ],
+)
+def test_call_commit_or_reload_without_a_database_exits_1(tool, words):
+    """Tests issue 24 item 3: `smartflow call commit|reload` on a state file (no database) is a
+    refusal, exit code 1 (today 0 with 提交失败 in the text)."""
+    res = runner.invoke(
+        app, ["call", tool, "--yes", "--state", str(DATA / "spec_example.json"), "--args", "{}"]
+    )
+    assert res.stdout.startswith(words) and res.exit_code == 1, res.stdout
 
 
 def _write_state(path: Path, text: str, encoding: str = "utf-8") -> Path:
