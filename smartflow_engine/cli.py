@@ -316,8 +316,21 @@ def mcp(
         str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")
     ] = None,
     to: Annotated[str | None, typer.Option(help="Last day: WEEK-DAY, e.g. 8-7.")] = None,
+    auto_confirm: Annotated[
+        bool,
+        typer.Option(
+            "--auto-confirm",
+            help="The host asks the user before every tool call: run commit and "
+            "upsert_task_class when called (default: ask the user through an MCP "
+            "elicitation request; a client without elicitation is refused).",
+        ),
+    ] = False,
 ) -> None:
-    """Run the MCP server over stdio (on a state file, or on a window of the database)."""
+    """Run the MCP server over stdio (on a state file, or on a window of the database).
+
+    Database writes (commit, upsert_task_class) run only after the user accepts the server's
+    elicitation request showing the change summary; no tool lets the model confirm.
+    """
     from .tools_adapter.mcp_server import run_stdio
 
     try:
@@ -336,6 +349,7 @@ def mcp(
             database=database,
             db_user_id=user,
             window=window,
+            auto_confirm=auto_confirm,
         )
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")

@@ -268,20 +268,16 @@ def test_window_days_counts_consecutive_days():
     ]
 
 
-def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
-    """Tests ``smartflow mcp --db URL --user N --from W-D --to W-D`` end to end over stdio, on
-    SQLite, PostgreSQL and MariaDB: the window comes from the tables, a placement is committed
-    through the gate (commit → preview → confirm) and the rows are in the database."""
-    import re
+def _mcp_params(store: Store, *extra: str) -> Any:
+    """``smartflow mcp --db URL --user USER --from 7-1 --to 8-7`` as a stdio server."""
     import sys
     from pathlib import Path
 
-    import anyio
-    from mcp import Client, StdioServerParameters
+    from mcp import StdioServerParameters
 
-    url = sample_store.engine.url.render_as_string(hide_password=False)
+    url = store.engine.url.render_as_string(hide_password=False)
     root = Path(__file__).resolve().parents[2]
-    params = StdioServerParameters(
+    return StdioServerParameters(
         command=sys.executable,
         args=[
             "-c",
@@ -297,30 +293,137 @@ def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
             "8-7",
             "--mode",
             "local_adjust",
+            *extra,
         ],
         cwd=str(root),
         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
     )
 
-    async def go() -> list[str]:
-        async with Client(params, read_timeout_seconds=120) as client:
-            placed = await client.call_tool("place", {"task_id": 11, "day": 6, "slot_start": 1})
-            held = await client.call_tool("commit", {})
-            text = held.content[0].text
-            token = re.search(r"确认令牌：([A-Za-z0-9_-]+)", text)
-            assert token is not None, text
-            done = await client.call_tool("confirm", {"token": token.group(1)})
-            return [placed.content[0].text, text, done.content[0].text]
 
-    placed, preview, done = anyio.run(go)
-    assert placed.startswith("已将 [11]") and "schedules：新增3行" in preview
-    assert done.startswith("已提交 1 项修改"), done
+def _user_says(action: str, asked: list[str]) -> Any:
+    """The client's elicitation callback: the user reads the question and answers ``action``."""
+    import mcp.types as types
+
+    async def callback(_context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action=action, content={} if action == "accept" else None)
+
+    return callback
+
+
+def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
+    """Tests ``smartflow mcp --db URL --user N --from W-D --to W-D`` end to end over stdio, on
+    SQLite, PostgreSQL and MariaDB: the window comes from the tables; commit asks the user
+    (elicitation) with the net change per table; a decline writes nothing, an accept writes the
+    placement (rows checked with SQL); no confirm tool exists (issue 24 item 4)."""
+    import anyio
+    from mcp import Client
+
+    asked: list[str] = []
+    answers = iter(["decline", "accept"])
+
+    async def callback(context: Any, params: Any) -> Any:
+        return await _user_says(next(answers), asked)(context, params)
+
+    rows = [table_rows(sample_store)]
+
+    async def go() -> list[Any]:
+        params = _mcp_params(sample_store)
+        async with Client(params, read_timeout_seconds=120, elicitation_callback=callback) as c:
+            names = [t.name for t in (await c.list_tools()).tools]
+            placed = await c.call_tool("place", {"task_id": 11, "day": 6, "slot_start": 1})
+            declined = await c.call_tool("commit", {})
+            rows.append(table_rows(sample_store))
+            done = await c.call_tool("commit", {})
+            return [names, placed, declined, done]
+
+    names, placed, declined, done = anyio.run(go)
+    assert "commit" in names and not {"confirm", "reject"} & set(names)
+    assert placed.content[0].text.startswith("已将 [11]")
+    assert declined.is_error and "用户拒绝了 commit" in declined.content[0].text
+    assert rows[1] == rows[0] and len(asked) == 2 and "schedules：新增3行" in asked[0], asked
+    assert not done.is_error and done.content[0].text.startswith("已提交 1 项修改"), done
     with sample_store.session() as s:
         status = s.scalar(select(m.TaskClassItem.status).where(m.TaskClassItem.id == 301))
-        rows = s.scalar(
+        count = s.scalar(
             select(func.count())
             .select_from(m.Schedule)
             .join(m.ScheduleEvent, m.Schedule.event_id == m.ScheduleEvent.id)
             .where(m.ScheduleEvent.task_item_id == 301)
         )
-    assert status == "scheduled" and rows == 3
+    assert status == "scheduled" and count == 3
+
+
+def test_a_declined_commit_over_mcp_writes_nothing(sample_store: Store):
+    """Tests issue 24 item 4 on the database through the in-memory MCP client: the user's
+    decline leaves every table as it was and the session's change kept; a stale commit the
+    user accepts is an isError result (issue 24 item 3's MCP surface)."""
+    import anyio
+    from mcp import Client
+
+    from smartflow_engine.tools_adapter.mcp_server import build_server
+
+    a, b = _open(sample_store), _open(sample_store)
+    a.call("move", MOVE_HOST)
+    rows = table_rows(sample_store)
+    asked: list[str] = []
+
+    async def ask(session: Session, action: str) -> Any:
+        server = build_server(session)
+        async with Client(server, elicitation_callback=_user_says(action, asked)) as client:
+            return await client.call_tool("commit", {})
+
+    declined = anyio.run(ask, a, "decline")
+    assert declined.is_error and table_rows(sample_store) == rows and len(a.changes) == 1
+    b.call("place", EMBED)
+    assert b.confirm(b.invoke("commit", {}).confirm_token or "").status == "ok"
+    stale = anyio.run(ask, a, "accept")
+    assert stale.is_error is True, stale
+    assert stale.content[0].text.startswith("提交失败：数据库在本会话加载之后已被修改。")
+    assert len(a.changes) == 1 and a.pending() == []
+
+
+def test_upsert_task_class_over_mcp_asks_the_user(sample_store: Store):
+    """Tests issue 24 item 4 for upsert_task_class: over MCP it writes the class only when the
+    user accepts the elicitation (the question shows the class), a decline writes nothing."""
+    import json
+
+    import anyio
+    from mcp import Client
+
+    from smartflow_engine.tools_adapter.mcp_server import build_server
+
+    args = {
+        "task_class": {
+            "name": "考研英语",
+            "start": {"week": 7, "day_of_week": 3},
+            "end": {"week": 9, "day_of_week": 7},
+            "total_slots": 12,
+            "strategy": "steady",
+            "tolerance_preference": "normal",
+            "excluded_slots": [11, 12],
+        },
+        "items": [{"content": "背单词", "duration": 2}],
+    }
+    session = Session(None, store=sample_store, db_user_id=USER)
+    asked: list[str] = []
+
+    async def ask(action: str) -> Any:
+        server = build_server(session)
+        async with Client(server, elicitation_callback=_user_says(action, asked)) as client:
+            return await client.call_tool("upsert_task_class", args)
+
+    def classes() -> list[str]:
+        with sample_store.session() as s:
+            return list(s.scalars(select(m.TaskClass.name).where(m.TaskClass.user_id == USER)))
+
+    before = classes()
+    declined = anyio.run(ask, "decline")
+    assert declined.is_error and json.loads(declined.content[0].text)["error_code"] == (
+        "user_declined"
+    )
+    assert classes() == before
+    accepted = anyio.run(ask, "accept")
+    assert not accepted.is_error and accepted.structured_content["success"] is True
+    assert sorted(classes()) == sorted([*before, "考研英语"])
+    assert len(asked) == 2 and "考研英语" in asked[0]
