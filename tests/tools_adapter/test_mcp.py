@@ -136,11 +136,14 @@ def test_no_tool_confirms(tmp_path: Path):
     session = Session(None, specs=specs_with(note_tool([])), enabled_tools=["commit"])
 
     async def steps(client: Client) -> Any:
-        return [t.name for t in (await client.list_tools()).tools]
+        return {t.name: t.description for t in (await client.list_tools()).tools}
 
-    names = _run(session, steps)
-    assert {"upsert_task_class", "record_note"} <= set(names)
-    assert not {"confirm", "reject"} & set(names)
+    described = _run(session, steps)
+    assert {"upsert_task_class", "record_note"} <= set(described)
+    assert not {"confirm", "reject"} & set(described)
+    # the model is told the call asks the user, not that it returns a token to confirm with
+    assert "会请用户确认" in described["upsert_task_class"]
+    assert "令牌" not in described["upsert_task_class"]
 
 
 GATE_CASES = [
