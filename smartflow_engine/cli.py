@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -61,6 +62,73 @@ StateFile = Annotated[Path, typer.Argument(help="State JSON (the spec's §3.1 fo
 def sample_window_path() -> Path:
     """The bundled two-week sample window."""
     return Path(str(resources.files("smartflow_engine") / "data" / "sample_window.json"))
+
+
+# What each optional part needs (pyproject's extras): a command checks its extras before any work
+# and names the one to install in one line, instead of failing with a traceback (or, for batch,
+# after every window has been computed).
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "server": ("fastapi", "uvicorn"),
+    "mcp": ("mcp",),
+    "db": ("sqlalchemy",),
+    "plot": ("matplotlib",),
+    "batch": ("pandas",),
+    "parquet": ("pandas", "pyarrow"),  # the batch extra's Parquet writer
+    "redis": ("redis",),
+    "ray": ("ray",),
+}
+# A database URL's driver module → the extra that installs it.
+DRIVER_EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "pymysql": "mariadb"}
+
+
+def _install_hint(extra: str) -> str:
+    name = "batch" if extra == "parquet" else extra
+    return f"pip install 'smartflow-engine[{name}]'"
+
+
+def require(command: str, *extras: str) -> None:
+    """Exit with code 2 and one line naming the extra to install when a module ``command``
+    needs is missing (e.g. ``smartflow serve`` on a core install)."""
+    for extra in extras:
+        for module in EXTRAS[extra]:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                err_console.print(
+                    Text(
+                        f"smartflow {command}: {module} is not installed; {_install_hint(extra)}",
+                        style="red",
+                    ),
+                    soft_wrap=True,
+                )
+                raise typer.Exit(2) from None
+
+
+def open_store(command: str, url: str) -> Any:
+    """The database of ``--db URL``, its tables created; a URL that cannot be opened (not a URL,
+    an unknown dialect, a missing driver, a server that refuses) is one line and exit code 2."""
+    require(command, "db")
+    from sqlalchemy.engine import make_url
+
+    from .store import Store
+
+    def fail(why: str) -> typer.Exit:
+        err_console.print(Text(f"smartflow {command}: --db {why}", style="red"), soft_wrap=True)
+        return typer.Exit(2)
+
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+    except Exception:  # sqlalchemy's ArgumentError: not a URL at all
+        raise fail(f"is not a database URL: {url!r}") from None
+    try:
+        return Store.from_url(url)
+    except ModuleNotFoundError as exc:  # the URL's driver
+        extra = DRIVER_EXTRAS.get((exc.name or "").split(".")[0])
+        hint = f"; {_install_hint(extra)}" if extra else ""
+        raise fail(f"{shown}: the driver {exc.name} is not installed{hint}") from None
+    except Exception as exc:  # an unknown dialect, a refused connection, a bad password, ...
+        lines = str(exc).strip().splitlines()
+        raise fail(f"{shown}: {type(exc).__name__}: {lines[0] if lines else ''}") from None
 
 
 def _load(path: Path) -> ScheduleState:
@@ -232,6 +300,7 @@ def show(
             f"[red]smartflow show: unknown --level {level!r} (strict | normal | relaxed)[/red]"
         )
         raise typer.Exit(2)
+    require("show", "plot")
     loaded = _load(state)
     written = _picture(loaded, out, title=title or state.name, level=level)
     if written is None:
@@ -294,6 +363,11 @@ def serve(
     ] = 1,
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
+    require("serve", "server")
+    if session_store.startswith("redis"):
+        require("serve", "redis")
+    if db is not None:  # each worker opens it again; a bad URL is one line here, not per worker
+        open_store("serve", db).dispose()
     from .tools_adapter.http_api import serve as serve_http
 
     try:
@@ -342,17 +416,29 @@ def mcp(
         str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")
     ] = None,
     to: Annotated[str | None, typer.Option(help="Last day: WEEK-DAY, e.g. 8-7.")] = None,
+    auto_confirm: Annotated[
+        bool,
+        typer.Option(
+            "--auto-confirm",
+            help="The host asks the user before every tool call: run commit and "
+            "upsert_task_class when called (default: ask the user through an MCP "
+            "elicitation request; a client without elicitation is refused).",
+        ),
+    ] = False,
 ) -> None:
-    """Run the MCP server over stdio (on a state file, or on a window of the database)."""
+    """Run the MCP server over stdio (on a state file, or on a window of the database).
+
+    Database writes (commit, upsert_task_class) run only after the user accepts the server's
+    elicitation request showing the change summary; no tool lets the model confirm.
+    """
+    require("mcp", "mcp")
     from .tools_adapter.mcp_server import run_stdio
 
     try:
         database = window = None
         if db is not None:
             window = _db_window(user, from_, to, state)
-            from .store import Store
-
-            database = Store.from_url(db)
+            database = open_store("mcp", db)
         run_stdio(
             state,
             mode=mode,
@@ -362,6 +448,7 @@ def mcp(
             database=database,
             db_user_id=user,
             window=window,
+            auto_confirm=auto_confirm,
         )
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")
@@ -453,6 +540,12 @@ def batch(
     ] = True,
 ) -> None:
     """A cohort of windows at once: feasibility, proposals and health as one table."""
+    # The writer first: a missing pyarrow must not surface after every window was computed.
+    require("batch", "parquet" if out.suffix.lower() == ".parquet" else "batch")
+    if engine == "ray":
+        require("batch", "ray")
+    if db is not None:
+        require("batch", "db")
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -527,7 +620,10 @@ def batch(
     except Exception as exc:  # the database cannot be reached, ...
         lines = str(exc).strip().splitlines()
         raise fail(f"{type(exc).__name__}: {lines[0] if lines else ''}") from None
-    write_table(df, out)
+    try:
+        write_table(df, out)
+    except OSError as exc:
+        raise fail(f"cannot write {out}: {exc.strerror or type(exc).__name__}") from None
     console.print(_batch_summary(df))
     console.print(f"results written to {out}")
 
@@ -604,6 +700,7 @@ def demo(
     session opened before the commit then shows the optimistic check (a Chinese ``stale`` reply
     naming what changed) and ``reload``.
     """
+    require("demo", "db")
     from .store import Store
     from .tools_adapter.session import Session
 
@@ -631,7 +728,7 @@ def demo(
     _show("提交预览（Confirm 节点）· commit", held.reply)
     done = session.confirm(held.confirm_token or "")
     _show("用户确认 · confirm", done.reply)
-    if done.reply.startswith("提交失败") or session.changes:
+    if done.is_error or session.changes:
         err_console.print("[red]commit refused[/red]")
         raise typer.Exit(1)
     state = session.state

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -106,7 +107,23 @@ def test_call_confirm_tool_with_yes_runs():
         ],
     )
     reply = json.loads(res.stdout)
-    assert reply["error_code"] == "no_store" and res.exit_code == 1
+    assert reply["error_code"] == "no_database" and res.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "words"),
+    [
+        ("commit", "提交失败：未配置数据库"),  # a state file has no database to commit to
+        ("reload", "重新加载失败：未配置数据库"),  # nor one to reload from
+    ],
+)
+def test_call_commit_or_reload_without_a_database_exits_1(tool, words):
+    """Tests issue 24 item 3: `smartflow call commit|reload` on a state file (no database) is a
+    refusal, exit code 1 (today 0 with 提交失败 in the text)."""
+    res = runner.invoke(
+        app, ["call", tool, "--yes", "--state", str(DATA / "spec_example.json"), "--args", "{}"]
+    )
+    assert res.stdout.startswith(words) and res.exit_code == 1, res.stdout
 
 
 def _write_state(path: Path, text: str, encoding: str = "utf-8") -> Path:
@@ -261,3 +278,110 @@ def test_feasibility_argument_error_exits_1():
     and exits 1."""
     res = runner.invoke(app, ["feasibility", str(DATA / "spec_example.json"), "--time-limit", "0"])
     assert res.exit_code == 1 and res.stdout.startswith("参数错误：参数 time_limit_s")
+
+
+# ---------------------------------------------------------------------------------- core install
+def _smartflow(*argv: str, missing: str | None = None, timeout: float = 120) -> Any:
+    """``smartflow ARGV`` in a fresh interpreter; ``missing``: a module made unimportable first
+    (``sys.modules[name] = None``), as on a core install without that extra."""
+    import os
+    import subprocess
+    import sys
+
+    hide = f"sys.modules[{missing!r}] = None; " if missing else ""
+    code = (
+        f"import sys; {hide}from smartflow_engine.cli import main; "
+        f"sys.argv = ['smartflow', *{list(argv)!r}]; main()"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=timeout,
+    )
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:  # bound and closed again: nobody listens there
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _one_line(res: Any) -> str:
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr
+    return str(lines[0])
+
+
+@pytest.mark.parametrize(
+    ("missing", "argv", "extra"),
+    [
+        ("fastapi", ["serve", "--port", "0"], "server"),  # the HTTP API
+        ("uvicorn", ["serve", "--port", "0"], "server"),
+        ("mcp", ["mcp", "--state", str(DATA / "spec_example.json")], "mcp"),  # the MCP server
+        ("matplotlib", ["show", str(DATA / "spec_example.json")], "plot"),  # the picture
+        ("sqlalchemy", ["demo"], "db"),  # the demo's SQLite file
+        # a database window
+        (
+            "sqlalchemy",
+            ["mcp", "--db", "sqlite://", "--user", "1", "--from", "7-1", "--to", "7-7"],
+            "db",
+        ),
+    ],
+)
+def test_a_command_without_its_extra_says_which_to_install(missing, argv, extra, tmp_path):
+    """Tests issue 24 item 12: on a core install (the extra's module missing) a command prints
+    one line naming the extra to install and exits with code 2, no traceback (today: serve, mcp
+    and show die with a traceback)."""
+    where = {"show": ["--out", str(tmp_path / "grid.png")], "demo": ["--workdir", str(tmp_path)]}
+    res = _smartflow(*argv, *where.get(argv[0], []), missing=missing)
+    line = _one_line(res)
+    assert f"pip install 'smartflow-engine[{extra}]'" in line and missing in line, line
+    assert not (tmp_path / "grid.png").exists()
+
+
+def test_batch_checks_its_parquet_writer_before_any_window(tmp_path):
+    """Tests issue 24 item 12: without pyarrow, `smartflow batch --out x.parquet` says so in one
+    line before computing anything (today it runs every window, then fails writing Parquet and
+    loses every result); a .csv table needs no pyarrow and is written."""
+    out = tmp_path / "results.parquet"
+    source = str(DATA / "sample_window.json")
+    res = _smartflow("batch", source, "--out", str(out), "--engine", "loop", missing="pyarrow")
+    line = _one_line(res)
+    assert "pyarrow" in line and "pip install 'smartflow-engine[batch]'" in line, line
+    assert "windows" not in res.stdout and not out.exists()
+    csv = tmp_path / "results.csv"
+    args = ["batch", source, "--out", str(csv), "--engine", "loop", "--jobs", "health"]
+    done = _smartflow(*args, missing="pyarrow")
+    assert done.returncode == 0 and csv.is_file(), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", ["mcp", "serve"])
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("not a url", "is not a database URL"),  # not a URL at all
+        ("nosuchdb://x/y", "NoSuchModuleError"),  # an unknown dialect
+        # a server that is not there (a closed port on loopback)
+        ("postgresql+psycopg://nobody@127.0.0.1:{port}/none", "OperationalError"),
+    ],
+)
+def test_a_bad_db_url_is_one_line(command, url, words):
+    """Tests issue 24 item 12: `smartflow serve|mcp --db URL` with a URL that cannot be opened
+    prints one line (without the password) and exits with code 2 before serving (today 500-600
+    lines of traceback from every worker)."""
+    url = url.format(port=_closed_port())
+    argv = ["--db", url] + (
+        ["--user", "1", "--from", "7-1", "--to", "7-7"] if command == "mcp" else []
+    )
+    if command == "serve":
+        argv += ["--port", str(_closed_port())]
+    line = _one_line(_smartflow(command, *argv, timeout=60))
+    assert words in line and f"smartflow {command}: --db" in line, line

@@ -8,8 +8,15 @@ error. A tool's own refusal (a conflict, a locked task, a missing id) is ``isErr
 its text unchanged. JSON tools also return structured content.
 The P1-C rules of the session's mode are the server's instructions.
 
-When a confirm-required tool is offered, the server also offers ``confirm`` and ``reject``
-(taking the token the preview gave).
+The confirm gate (DESIGN: the user confirms, never the model). A confirm-required tool
+(``commit``, ``upsert_task_class``) does not act when the model calls it: the server sends the
+client an elicitation request (MCP's ``elicitation/create``, the SDK's ``ctx.elicit``) carrying the
+change summary, and runs the call only when the user accepts; a decline or a cancel writes
+nothing and is an ``isError`` result saying so. No tool confirms: the model cannot approve its own
+write. A client that does not support elicitation gets an ``isError`` refusal saying how to
+confirm, unless the operator started the server with ``auto_confirm`` (``smartflow mcp
+--auto-confirm``): then the host's own per-call approval step stands for the user's confirmation
+and a confirm-required call runs when it is made.
 
 Run over stdio: ``python -m smartflow_engine.tools_adapter.mcp_server --state FILE`` (what
 ``smartflow mcp --state FILE`` calls through :func:`run_stdio`).
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -36,23 +44,38 @@ from typing import Any, cast
 
 import anyio
 import mcp_types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import (
+    CancelledElicitation,
+    Context,
+    DeclinedElicitation,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
+from mcp.server.mcpserver.resolve import build_resolver_plans
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .. import __version__
 from ..state import ScheduleState
-from .args import Args
-from .schemas import ENVELOPE_SCHEMA, mcp_annotations, mcp_input_schema, tool_description
+from .schemas import (
+    CONFIRM_NOTE,
+    ENVELOPE_SCHEMA,
+    mcp_annotations,
+    mcp_input_schema,
+    tool_description,
+)
 from .session import CallResult, Session
 from .spec import Mode, ToolSpec
 
 SERVER_NAME = "smartflow-engine"
+log = logging.getLogger(__name__)
 
 
 class _RawArguments(FuncMetadata):
@@ -67,8 +90,15 @@ class _NoFields(ArgModelBase):
     pass
 
 
-class TokenArgs(Args):
-    token: str
+class Approval(BaseModel):
+    """The elicitation's form: nothing to fill in, the user's accept is the confirmation."""
+
+
+# On MCP a confirm-required call asks the user itself (no token reaches the model).
+MCP_CONFIRM_NOTE = (
+    "（需用户确认：调用时会请用户确认变更摘要，用户同意后才执行，拒绝则不做任何修改。）"
+)
+AUTO_CONFIRM_FLAG = "--auto-confirm"
 
 
 def to_call_tool_result(result: CallResult) -> CallToolResult:
@@ -85,15 +115,9 @@ def _tool(
     description: str,
     parameters: dict[str, Any],
     annotations: dict[str, bool],
-    run: Callable[[dict[str, Any]], CallResult],
+    fn: Callable[..., Any],
     output_schema: dict[str, Any] | None,
 ) -> Tool:
-    async def fn(arguments: dict[str, Any]) -> CallToolResult:
-        # A worker thread: a solver call must not stall the event loop; the session lock
-        # serialises calls.
-        result = await anyio.to_thread.run_sync(run, arguments)
-        return to_call_tool_result(result)
-
     meta = _RawArguments(arg_model=_NoFields, output_schema=output_schema)
     return Tool(
         fn=fn,
@@ -102,6 +126,7 @@ def _tool(
         parameters=parameters,
         fn_metadata=meta,
         is_async=True,
+        context_kwarg="ctx",
         annotations=ToolAnnotations(
             read_only_hint=annotations["readOnlyHint"],
             destructive_hint=annotations["destructiveHint"],
@@ -111,23 +136,123 @@ def _tool(
     )
 
 
-def _spec_tool(session: Session, spec: ToolSpec, after_call: Callable[[CallResult], None]) -> Tool:
-    def run(arguments: dict[str, Any]) -> CallResult:
-        result = session.invoke(spec.name, arguments)
+def _spec_tool(
+    session: Session,
+    spec: ToolSpec,
+    after_call: Callable[[CallResult], None],
+    auto_confirm: bool,
+) -> Tool:
+    async def fn(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        # A worker thread: a solver call must not stall the event loop; the session lock
+        # serialises calls.
+        result = await anyio.to_thread.run_sync(session.invoke, spec.name, arguments)
         after_call(result)
-        return result
+        return to_call_tool_result(result)
 
-    return _tool(
+    description = tool_description(spec)
+    if spec.needs_confirm:
+        description = description.replace(CONFIRM_NOTE, MCP_CONFIRM_NOTE)
+    tool = _tool(
         spec.name,
-        tool_description(spec),
+        description,
         mcp_input_schema(spec.args_model),
         mcp_annotations(spec),
-        run,
+        fn,
         dict(ENVELOPE_SCHEMA) if spec.output == "json" else None,
+    )
+    if spec.needs_confirm:
+        _gate(tool, session, spec, after_call, auto_confirm)
+    return tool
+
+
+def _gate(
+    tool: Tool,
+    session: Session,
+    spec: ToolSpec,
+    after_call: Callable[[CallResult], None],
+    auto_confirm: bool,
+) -> None:
+    """Make ``tool`` (a confirm-required one) ask the user before it runs.
+
+    The question is the SDK's resolver (``Resolve`` returning ``Elicit``), so it travels the way
+    the negotiated protocol wants: a mid-call ``elicitation/create`` request (up to 2025-11-25)
+    or an ``input_required`` result the client answers on its retry (2026-07-28). The resolver
+    may run once per round, so it holds nothing: it previews the call (held and dropped at
+    once) and asks; the tool body holds the call again and confirms it on the user's accept.
+    """
+
+    def ask(arguments: dict[str, Any], ctx: Context) -> Elicit[Approval] | CallResult | bool:
+        held = session.invoke(spec.name, arguments)
+        if held.status != "pending_confirm" or held.confirm_token is None:
+            return held  # refused before any confirm (bad arguments, no database, ...)
+        summary = _summary(session, spec, held.confirm_token)
+        session.reject(held.confirm_token)
+        if auto_confirm:  # the operator said the host's own approval step is the user's
+            return True
+        if not _supports_elicitation(ctx):
+            return _gate_refusal(
+                spec,
+                "confirm_unsupported",
+                f"{spec.name} 需要用户确认，但当前 MCP 客户端不支持确认请求（elicitation），"
+                "本次未执行，没有任何修改。请改用支持 elicitation 的客户端，由用户在弹出的确认中"
+                f"同意；或由运维以 smartflow mcp {AUTO_CONFIRM_FLAG} 启动服务器，由宿主应用在每次"
+                "工具调用前的批准步骤代替确认。",
+            )
+        return Elicit(summary, Approval)
+
+    def run(arguments: dict[str, Any], answer: Any) -> CallResult:
+        if isinstance(answer, DeclinedElicitation | CancelledElicitation):
+            code, text = (
+                ("user_declined", f"用户拒绝了 {spec.name}，未执行，没有任何修改。")
+                if isinstance(answer, DeclinedElicitation)
+                else ("user_cancelled", f"用户未确认（已取消），{spec.name} 未执行，没有任何修改。")
+            )
+            return _gate_refusal(spec, code, text)
+        if isinstance(answer.data, CallResult):
+            return answer.data
+        held = session.invoke(spec.name, arguments)
+        if held.status != "pending_confirm" or held.confirm_token is None:
+            return held
+        return session.confirm(held.confirm_token)
+
+    async def fn(
+        arguments: dict[str, Any], ctx: Context, approval: ElicitationResult[Approval]
+    ) -> CallToolResult:
+        result = await anyio.to_thread.run_sync(run, arguments, approval)
+        after_call(result)
+        return to_call_tool_result(result)
+
+    resolved = {"approval": (Resolve(ask), True)}  # True: the body sees accept/decline/cancel
+    tool.fn = fn
+    tool.resolved_params = dict(resolved)
+    tool.resolver_plans = build_resolver_plans(resolved, {"arguments"})
+
+
+def _supports_elicitation(ctx: Context) -> bool:
+    """Whether the client declared form elicitation (a bare ``elicitation: {}`` counts)."""
+    found = ctx.client_capabilities.elicitation if ctx.client_capabilities is not None else None
+    return found is not None and (found.form is not None or found.url is None)
+
+
+def _summary(session: Session, spec: ToolSpec, token: str) -> str:
+    """What the user is asked to approve: the held call's preview (the change summary), without
+    the token line the session adds for its host."""
+    held = next((p for p in session.pending() if p.token == token), None)
+    lines = held.preview.splitlines() if held is not None else []
+    body = "\n".join(line for line in lines[1:] if "确认令牌" not in line)
+    return (
+        f"智能排程请求执行 {spec.name}（写入数据库）：\n{body}\n"
+        "同意后立即执行；拒绝或取消则不做任何修改。"
     )
 
 
-def build_server(session: Session, *, save_path: str | Path | None = None) -> MCPServer:
+def _gate_refusal(spec: ToolSpec, code: str, text: str) -> CallResult:
+    return CallResult(spec.name, spec.error(code, text), spec.output, "error", code)
+
+
+def build_server(
+    session: Session, *, save_path: str | Path | None = None, auto_confirm: bool = False
+) -> MCPServer:
     """An :class:`MCPServer` publishing the tools ``session`` offers in its current mode.
 
     Parameters
@@ -136,49 +261,19 @@ def build_server(session: Session, *, save_path: str | Path | None = None) -> MC
         The session every call goes to (its mode is fixed for the server's lifetime).
     save_path
         When given, the state is written there (atomically) after every call that changed it.
+    auto_confirm
+        The operator's choice (``smartflow mcp --auto-confirm``) that the host's own approval of
+        each tool call is the user's confirmation: confirm-required calls then run when made.
+        Off by default: they run only when the user accepts the server's elicitation request.
     """
 
     def after_call(result: CallResult) -> None:
         if save_path is not None and result.changes and session.state is not None:
             _write_atomic(Path(save_path), session.state.to_json())
 
-    specs = session.visible_specs()
-    tools = [_spec_tool(session, spec, after_call) for spec in specs]
-    if any(spec.needs_confirm for spec in specs):
-        gate = {
-            "readOnlyHint": False,
-            "destructiveHint": False,
-            "idempotentHint": False,
-            "openWorldHint": False,
-        }
-        token_schema = mcp_input_schema(TokenArgs)
-
-        def confirm(arguments: dict[str, Any]) -> CallResult:
-            result = _with_token(arguments, session.confirm, "confirm")
-            after_call(result)
-            return result
-
-        tools.append(
-            _tool(
-                "confirm",
-                "执行一个需要确认的调用：参数 token 为预览给出的确认令牌。"
-                "只有在用户明确同意后才能调用。",
-                token_schema,
-                gate,
-                confirm,
-                None,
-            )
-        )
-        tools.append(
-            _tool(
-                "reject",
-                "放弃一个需要确认的调用：参数 token 为预览给出的确认令牌，不做任何修改。",
-                token_schema,
-                gate,
-                lambda a: _with_token(a, session.reject, "reject"),
-                None,
-            )
-        )
+    tools = [
+        _spec_tool(session, spec, after_call, auto_confirm) for spec in session.visible_specs()
+    ]
 
     server: MCPServer = MCPServer(
         SERVER_NAME,
@@ -206,20 +301,6 @@ def build_server(session: Session, *, save_path: str | Path | None = None) -> MC
         )
     )
     return server
-
-
-def _with_token(
-    arguments: dict[str, Any], action: Callable[[str], CallResult], name: str
-) -> CallResult:
-    token = arguments.get("token")
-    extra = sorted(set(arguments) - {"token"})
-    if extra:
-        msg = f"参数错误：未知参数 {extra[0]}。"
-    elif not isinstance(token, str):
-        msg = "参数错误：缺少必填参数 token（字符串）。"
-    else:
-        return action(token)
-    return CallResult(name, msg, status="error", error_code="invalid_args")
 
 
 _ID_RE = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
@@ -323,13 +404,15 @@ def run_stdio(
     database: Any = None,
     db_user_id: int | None = None,
     window: tuple[tuple[int, int], tuple[int, int]] | None = None,
+    auto_confirm: bool = False,
 ) -> None:
     """Serve one session over stdio until the client closes the stream.
 
     ``state_path`` is the §3.1 JSON (``None``: no loaded schedule). With a ``database`` (a
     ``smartflow_engine.store`` backend), ``db_user_id`` and a ``window`` (first and last
     ``(week, day_of_week)``), the session opens on that window of the database and the
-    ``commit``/``reload`` tools write and read it. Raises
+    ``commit``/``reload`` tools write and read it. ``auto_confirm``: see :func:`build_server`.
+    Raises
     :class:`~smartflow_engine.state.StateError` for an unreadable or invalid state file,
     ``StoreError`` for a bad window and
     :class:`~smartflow_engine.tools_adapter.session.SessionError` for a bad mode or tool name.
@@ -348,7 +431,7 @@ def run_stdio(
         store=database,
         db_user_id=db_user_id,
     )
-    anyio.run(serve_stdio, build_server(session, save_path=save_path))
+    anyio.run(serve_stdio, build_server(session, save_path=save_path, auto_confirm=auto_confirm))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,6 +450,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--time-limit", type=float, default=10.0, help="cap on any solver time limit, seconds"
     )
+    parser.add_argument(
+        AUTO_CONFIRM_FLAG,
+        action="store_true",
+        help="the host approves every tool call itself: run confirm-required calls when made "
+        "(default: ask the user through an elicitation request)",
+    )
     ns = parser.parse_args(argv)
     try:
         run_stdio(
@@ -375,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
             save_path=ns.save,
             enabled_tools=tuple(ns.enable),
             max_time_limit_s=ns.time_limit,
+            auto_confirm=ns.auto_confirm,
         )
     except ValueError as exc:  # StateError / SessionError: one line, no traceback
         print(f"smartflow mcp: {exc}", file=sys.stderr)

@@ -77,6 +77,16 @@ def refusal(spec: ToolSpec, code: str, msg: str, *, arg: bool = False) -> CallRe
     return CallResult(spec.name, spec.error(code, text), spec.output, "error", code)
 
 
+def refused_result(spec: ToolSpec, reply: str, changes: tuple[Change, ...] = ()) -> CallResult:
+    """The result of a reply that :func:`~.spec.is_refusal`: ``status="error"`` with the reply's
+    own stable code (a JSON reply's ``error_code``, a text refusal's ``error_code``), or
+    ``refused``."""
+    data = json.loads(reply) if spec.output == "json" else None
+    code = data.get("error_code") if isinstance(data, dict) else getattr(reply, "error_code", "")
+    code = code if isinstance(code, str) and code else "refused"
+    return CallResult(spec.name, reply, spec.output, "error", code, changes=changes)
+
+
 def lookup(
     specs: Mapping[str, ToolSpec],
     name: str,
@@ -142,16 +152,7 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
     if spec.is_write and check and ctx.state is not None:
         self_check(ctx.state)
     if is_refusal(reply, spec.output):  # the tool refused: nothing was done
-        data = json.loads(reply) if spec.output == "json" else None
-        code = data.get("error_code") if isinstance(data, dict) else None
-        return CallResult(
-            spec.name,
-            reply,
-            spec.output,
-            "error",
-            code if isinstance(code, str) and code else "refused",
-            changes=applied,
-        )
+        return refused_result(spec, reply, applied)
     if loop is not None:
         reply = loop.after(ctx, spec, parsed, reply, applied, before)
     return CallResult(spec.name, reply, spec.output, changes=applied)

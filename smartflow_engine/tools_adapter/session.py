@@ -40,7 +40,7 @@ from .snapshot import (
     snapshot_state,
     take_snapshot,
 )
-from .spec import Mode, ToolSpec
+from .spec import Mode, ToolSpec, is_refusal
 from .toolbox import Toolbox
 
 log = logging.getLogger(__name__)
@@ -335,6 +335,8 @@ class Session:
         what = (
             spec.preview(self.toolbox.ctx, parsed) if spec.preview is not None else f"参数：{shown}"
         )
+        if is_refusal(what, spec.output):  # it cannot run here at all: nothing to confirm
+            return pipeline.refused_result(spec, what)
         preview = (
             f"待确认：{spec.name} 尚未执行，需要用户确认。\n{what}\n"
             f"确认令牌：{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。"

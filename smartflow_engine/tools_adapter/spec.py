@@ -48,14 +48,18 @@ class ToolContext:
 class Refused(str):
     """A text reply that is a refusal (nothing was done): the words the model reads, unchanged,
     flagged so every surface can mark the result as an error (MCP ``isError``, the session's and
-    HTTP's ``status="error"``, the CLI's exit code)."""
+    HTTP's ``status="error"``, the CLI's exit code). ``error_code`` is the refusal's stable code
+    (``""``: the generic ``refused``)."""
 
-    __slots__ = ()
+    error_code: str = ""
 
 
-def refused(text: str) -> Refused:
-    """Mark ``text`` as a refusal (see :class:`Refused`)."""
-    return Refused(text)
+def refused(text: str, error_code: str = "") -> Refused:
+    """Mark ``text`` as a refusal (see :class:`Refused`), with its stable code when it has one."""
+    out = Refused(text)
+    if error_code:
+        out.error_code = error_code
+    return out
 
 
 def is_refusal(reply: str, output: str = "text") -> bool:

@@ -12,20 +12,30 @@ as §4.9 asks ("用于审计与回显"). ``tolerance_preference`` and ``excluded
 (§4.8): creating a class without them fails validation (``missing_field``); ``[]`` is a valid
 "no banned periods".
 
-``error_code``: ``no_store``, ``no_user``, ``not_found`` (also for another user's id),
-``validation_failed`` (nothing kept; ``validation.issues`` say what to repair), ``db_error``.
+``error_code``: ``no_database``, ``no_user``, ``not_found`` (also for another user's id),
+``validation_failed`` (nothing kept; ``validation.issues`` say what to repair),
+``db_unavailable`` (the database could not be reached or refused the write; nothing kept).
+Without a database or a user the call is refused at once, never held for the user's confirm
+(:func:`upsert_preview`).
+
+``commit`` and ``reload`` refuse with the codes of :data:`STORE_ERRORS` (every surface marks them
+as errors: the session's ``status="error"``, HTTP's status code, MCP's ``isError``, the CLI's
+exit code); ``commit`` on a session without a database is refused at once, not held.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from ..state.model import MAX_TASK_ID
 from .args import Args
-from .spec import ToolContext, ToolSpec
+from .spec import ToolContext, ToolSpec, refused
+
+log = logging.getLogger(__name__)
 
 TOOL = "upsert_task_class"
 
@@ -201,17 +211,9 @@ def error_reply(error_code: str, error: str) -> str:
 
 def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
     source = args.source
-    if ctx.store is None:
-        return _reply(
-            success=False,
-            error="未配置数据库，无法保存任务类。",
-            error_code="no_store",
-            source=source,
-        )
-    if ctx.user_id is None:
-        return _reply(
-            success=False, error="未指定用户，无法保存任务类。", error_code="no_user", source=source
-        )
+    missing = _upsert_refusal(ctx)
+    if missing is not None:
+        return _reply(success=False, error=missing[1], error_code=missing[0], source=source)
     from ..store import TaskClassInput, TaskItemInput  # the store pulls in SQLAlchemy
 
     tc = args.task_class
@@ -259,10 +261,31 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
         )
     return _reply(
         success=False,
-        error="数据库写入失败，已回滚，未保存任何修改。",
-        error_code=code or "db_error",
+        error="数据库写入失败（无法连接或被数据库拒绝），已回滚，未保存任何修改；请稍后重试。",
+        error_code=DB_UNAVAILABLE,
         source=source,
     )
+
+
+def _upsert_refusal(ctx: ToolContext) -> tuple[str, str] | None:
+    """``(error_code, text)`` when upsert_task_class cannot run in this session at all."""
+    if ctx.store is None:
+        return NO_DATABASE, "未配置数据库，无法保存任务类。"
+    if ctx.user_id is None:
+        return "no_user", "未指定用户，无法保存任务类。"
+    return None
+
+
+def upsert_preview(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
+    """What the confirm gate shows for upsert_task_class: its arguments, or the refusal (in the
+    tool's JSON shape) when the session has no database, so nothing is held for the user."""
+    missing = _upsert_refusal(ctx)
+    if missing is not None:
+        return _reply(success=False, error=missing[1], error_code=missing[0], source=args.source)
+    shown = json.dumps(
+        args.model_dump(mode="json", exclude_unset=True), ensure_ascii=False, sort_keys=True
+    )
+    return f"参数：{shown}"
 
 
 # ---------------------------------------------------------------------------------- commit / reload
@@ -272,6 +295,24 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
 
 COMMIT_TOOL = "commit"
 RELOAD_TOOL = "reload"
+
+NO_DATABASE = "no_database"
+DB_UNAVAILABLE = "db_unavailable"
+# Every way commit, reload and upsert_task_class fail, with the HTTP status the API answers a
+# failed call of them with (the body is the call's result, ``error_code`` included).
+STORE_ERRORS: dict[str, int] = {
+    NO_DATABASE: 422,  # the session was not opened on a database
+    "no_user": 422,  # no database user for this session
+    "no_day_mapping": 422,  # the window has no (week, day) mapping to find its rows by
+    "unsaved_changes": 409,  # reload without discard_changes while changes are uncommitted
+    "stale": 409,  # a row the session started from changed in the database meanwhile
+    "conflict": 409,  # a target period is held by another event in the database
+    "invalid_changes": 422,  # the change log does not fit the state
+    "invalid_window": 422,  # the database's rows do not make a valid window (reload)
+    "not_found": 404,  # upsert_task_class: no such task class / item for this user
+    "validation_failed": 422,  # upsert_task_class: the written class failed validation
+    DB_UNAVAILABLE: 503,  # the database could not be reached or refused the transaction
+}
 
 
 class CommitArgs(Args):
@@ -328,24 +369,33 @@ def _counts(result: Any) -> str:
     )
 
 
-def _store_refusal(ctx: ToolContext) -> str | None:
+def _store_refusal(ctx: ToolContext) -> tuple[str, str] | None:
+    """``(error_code, text)`` when this session cannot commit or reload at all."""
     if ctx.store is None:
-        return "未配置数据库：本会话不是从数据库加载的，无法提交或重新加载。"
+        return NO_DATABASE, "未配置数据库：本会话不是从数据库加载的，无法提交或重新加载。"
     if ctx.user_id is None:
-        return "未指定数据库用户，无法提交或重新加载。"
+        return "no_user", "未指定数据库用户，无法提交或重新加载。"
     if ctx.state is None or not ctx.state.window.day_mapping:
-        return "当前日程没有周次映射（day_mapping），无法与数据库对应。"
+        return "no_day_mapping", "当前日程没有周次映射（day_mapping），无法与数据库对应。"
     return None
 
 
+def _failure_code(result: Any) -> str:
+    """The tool's code for a failed commit: the store's, except that any other database error
+    (the store's ``db_error``: no connection, a timeout, a lock) means "not written, retry"."""
+    code = str(result.error_code or "")
+    return code if code in ("stale", "conflict", "invalid_changes") else DB_UNAVAILABLE
+
+
 def _failure(ctx: ToolContext, result: Any, word: str) -> str:
-    if result.error_code in ("stale", "conflict"):
+    code = _failure_code(result)
+    if code in ("stale", "conflict"):
         return (
             f"{word}失败：数据库在本会话加载之后已被修改。{_what_changed(ctx, result)}"
             "没有写入任何内容，会话中的修改仍然保留；请调用 reload（discard_changes=true）"
             "获取最新日程后重新调整，或撤回与之冲突的修改后再提交。"
         )
-    if result.error_code == "invalid_changes":
+    if code == "invalid_changes":
         return f"{word}失败：变更记录与当前日程不一致，没有写入任何内容。"
     return f"{word}失败：数据库写入出错，已回滚，没有写入任何内容，会话中的修改仍然保留。"
 
@@ -379,9 +429,11 @@ def _with_window_note(ctx: ToolContext, text: str) -> str:
 
 
 def commit_preview(ctx: ToolContext, _args: CommitArgs) -> str:
+    """What confirming would write; a session that cannot commit at all gets the refusal (so the
+    gate holds nothing for the user to confirm)."""
     refusal = _store_refusal(ctx)
     if refusal is not None:
-        return refusal
+        return refused(f"提交失败：{refusal[1]}", refusal[0])
     return _with_window_note(ctx, _commit_preview(ctx))
 
 
@@ -405,14 +457,14 @@ def _commit_preview(ctx: ToolContext) -> str:
 def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
     refusal = _store_refusal(ctx)
     if refusal is not None:
-        return f"提交失败：{refusal}"
+        return refused(f"提交失败：{refusal[1]}", refusal[0])
     if not ctx.changes:
         return _with_window_note(ctx, "没有需要提交的修改。")
     assert ctx.state is not None
     count = len(ctx.changes)
     result = ctx.store.commit(ctx.user_id, ctx.state, ctx.changes)
     if not result.ok:
-        return _failure(ctx, result, "提交")
+        return refused(_failure(ctx, result, "提交"), _failure_code(result))
     ctx.changes.clear()  # the database now holds them; the next commit starts from here
     return _with_window_note(
         ctx, f"已提交 {count} 项修改到数据库（一个事务）：\n" + _counts(result)
@@ -422,12 +474,13 @@ def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
 def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
     refusal = _store_refusal(ctx)
     if refusal is not None:
-        return f"重新加载失败：{refusal}"
+        return refused(f"重新加载失败：{refusal[1]}", refusal[0])
     assert ctx.state is not None
     if ctx.changes and not args.discard_changes:
-        return (
+        return refused(
             f"重新加载失败：本会话有 {len(ctx.changes)} 项未提交的修改，重新加载会丢弃它们。"
-            "请先 commit，或确认丢弃后以 discard_changes=true 调用 reload。"
+            "请先 commit，或确认丢弃后以 discard_changes=true 调用 reload。",
+            "unsaved_changes",
         )
     from ..store import StoreError
 
@@ -437,9 +490,13 @@ def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
             ctx.user_id, old.window.day_mapping, slots_per_day=old.slots_per_day
         )
     except StoreError as exc:
-        return f"重新加载失败：数据库中的日程无法构成有效窗口（{exc}）。会话状态未改变。"
+        return refused(
+            f"重新加载失败：数据库中的日程无法构成有效窗口（{exc}）。会话状态未改变。",
+            "invalid_window",
+        )
     except Exception:  # the database is unreachable: the session keeps its state
-        return "重新加载失败：数据库读取出错。会话状态未改变。"
+        log.warning("reload failed", exc_info=True)
+        return refused("重新加载失败：数据库读取出错。会话状态未改变。", DB_UNAVAILABLE)
     dropped = len(ctx.changes)
     ctx.state = state
     ctx.changes.clear()
@@ -467,6 +524,7 @@ STORE_TOOLS: tuple[ToolSpec, ...] = (
         needs_state=False,
         needs_confirm=True,
         error_reply=error_reply,
+        preview=upsert_preview,
     ),
     ToolSpec(
         COMMIT_TOOL,

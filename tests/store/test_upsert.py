@@ -351,7 +351,7 @@ def test_an_item_of_another_class_is_not_found(store: Store):
 @pytest.mark.parametrize(
     "store_given,user,code",
     [
-        (False, USER, "no_store"),  # the Toolbox has no database
+        (False, USER, "no_database"),  # the Toolbox has no database
         (True, None, "no_user"),  # the Toolbox does not know whose data it is
     ],
 )

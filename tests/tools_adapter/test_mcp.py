@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp.types as types
 import pytest
 from conftest_adapters import DATA, EXAMPLE_WINDOW, load_window, note_tool, specs_with
 from mcp import Client, StdioServerParameters
@@ -28,14 +29,25 @@ def _text(result: Any) -> str:
     return text
 
 
-def _run(session: Session, steps, **server_kwargs) -> Any:
+def _run(session: Session, steps, *, client_kwargs=None, **server_kwargs) -> Any:
     """Run ``steps(client)`` against an in-memory client of the session's server."""
 
     async def go() -> Any:
-        async with Client(build_server(session, **server_kwargs)) as client:
-            return await steps(client)
+        async with Client(build_server(session, **server_kwargs), **(client_kwargs or {})) as c:
+            return await steps(c)
 
     return anyio.run(go)
+
+
+def _answering(action: str, asked: list[str]) -> Any:
+    """An elicitation callback (the user's side of the client) that records the question and
+    answers with ``action``."""
+
+    async def callback(_context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action=action, content={} if action == "accept" else None)
+
+    return callback
 
 
 @pytest.mark.parametrize("mode", list(Mode))
@@ -50,11 +62,8 @@ def test_lists_the_modes_tools_with_registry_schemas(mode):
     instructions, tools = _run(session, steps)
     assert instructions == prompt_rules(mode)
     expected = {e["name"]: e for e in tool_schemas("mcp", mode)}
-    gate = ["confirm", "reject"] if any(s.needs_confirm for s in session.visible_specs()) else []
-    assert [t.name for t in tools] == [*registry.tool_names(mode), *gate]
+    assert [t.name for t in tools] == registry.tool_names(mode)
     for tool in tools:
-        if tool.name in gate:
-            continue
         assert tool.input_schema == expected[tool.name]["inputSchema"]
         assert tool.annotations.read_only_hint is (not registry.is_write_tool(tool.name))
 
@@ -120,42 +129,104 @@ def test_json_tools_return_structured_content():
     assert result.structured_content["recorded"] == "结构化"
 
 
-def test_confirm_and_reject_over_mcp():
-    """Tests that a confirm-required tool adds confirm/reject tools, holds the call until
-    confirm, and that reject writes nothing."""
+def test_no_tool_confirms(tmp_path: Path):
+    """Tests issue 24 item 4: with confirm-required tools offered (upsert_task_class, commit,
+    a test write), the server publishes no tool that confirms or rejects: the model cannot
+    approve its own write (today: confirm and reject are tools)."""
+    session = Session(None, specs=specs_with(note_tool([])), enabled_tools=["commit"])
+
+    async def steps(client: Client) -> Any:
+        return {t.name: t.description for t in (await client.list_tools()).tools}
+
+    described = _run(session, steps)
+    assert {"upsert_task_class", "record_note"} <= set(described)
+    assert not {"confirm", "reject"} & set(described)
+    # the model is told the call asks the user, not that it returns a token to confirm with
+    assert "会请用户确认" in described["upsert_task_class"]
+    assert "令牌" not in described["upsert_task_class"]
+
+
+GATE_CASES = [
+    # (protocol, the user's answer, isError, error code in the reply)
+    ("legacy", "accept", False, None),  # elicitation/create sent mid-call (<= 2025-11-25)
+    ("legacy", "decline", True, "user_declined"),
+    ("legacy", "cancel", True, "user_cancelled"),
+    ("auto", "accept", False, None),  # input_required answered on the retry (2026-07-28)
+    ("auto", "decline", True, "user_declined"),
+    ("auto", "cancel", True, "user_cancelled"),
+]
+
+
+@pytest.mark.parametrize(("protocol", "action", "is_error", "code"), GATE_CASES)
+def test_a_confirm_required_call_asks_the_user(protocol, action, is_error, code):
+    """Tests issue 24 item 4 with the official client answering the server's elicitation: the
+    question carries the call's summary; the write happens only on accept; decline and cancel
+    write nothing and are isError results saying so; nothing stays pending."""
+    journal: list[str] = []
+    asked: list[str] = []
+    session = Session(None, specs=specs_with(note_tool(journal, output="json")))
+    kwargs = {"mode": protocol, "elicitation_callback": _answering(action, asked)}
+
+    async def steps(client: Client) -> Any:
+        return await client.call_tool("record_note", {"text": "确认我"})
+
+    result = _run(session, steps, client_kwargs=kwargs)
+    assert len(asked) == 1 and "record_note" in asked[0] and "确认我" in asked[0], asked
+    assert "确认令牌" not in asked[0]
+    assert result.is_error is is_error
+    reply = json.loads(_text(result))
+    if code is None:
+        assert journal == ["确认我"] and reply["recorded"] == "确认我"
+    else:
+        assert journal == [] and reply["error_code"] == code and "没有任何修改" in reply["error"]
+    assert session.pending() == []
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+def test_a_client_without_elicitation_gets_a_refusal_saying_how_to_confirm(protocol):
+    """Tests issue 24 item 4: a client that declared no elicitation support gets an isError
+    refusal naming the ways to confirm (an elicitation client, or the operator's
+    --auto-confirm), and nothing is written or left pending."""
     journal: list[str] = []
     session = Session(None, specs=specs_with(note_tool(journal)))
 
     async def steps(client: Client) -> Any:
-        names = [t.name for t in (await client.list_tools()).tools]
-        held = await client.call_tool("record_note", {"text": "确认我"})
-        token = session.pending()[0].token
-        written_before_confirm = list(journal)
-        done = await client.call_tool("confirm", {"token": token})
-        second = await client.call_tool("record_note", {"text": "拒绝我"})
-        dropped = await client.call_tool("reject", {"token": session.pending()[0].token})
-        missing = await client.call_tool("confirm", {"token": token})
-        bad = await client.call_tool("confirm", {})
-        return names, held, written_before_confirm, done, second, dropped, missing, bad
+        return await client.call_tool("record_note", {"text": "确认我"})
 
-    names, held, before, done, second, dropped, missing, bad = _run(session, steps)
-    assert {"confirm", "reject"} <= set(names)
-    assert "确认令牌" in _text(held) and "确认令牌" in _text(second) and before == []
-    assert _text(done) == "已记录：确认我" and journal == ["确认我"]
-    assert "没有任何修改" in _text(dropped) and not dropped.is_error
-    assert missing.is_error and bad.is_error
-    assert journal == ["确认我"]
+    result = _run(session, steps, client_kwargs={"mode": protocol})
+    assert result.is_error and journal == [] and session.pending() == []
+    assert "elicitation" in _text(result) and "--auto-confirm" in _text(result)
 
 
-def test_no_confirm_tools_without_a_confirm_required_tool():
-    """Tests that confirm/reject are only offered when some offered tool needs confirmation."""
-    session = Session(load_window(), specs=[s for s in registry.TOOLS if not s.needs_confirm])
+def test_auto_confirm_lets_the_hosts_approval_stand_for_the_users():
+    """Tests issue 24 item 4: a server the operator started with auto_confirm runs a
+    confirm-required call when it is made (the host approved the tool call), without asking."""
+    journal: list[str] = []
+    session = Session(None, specs=specs_with(note_tool(journal)))
 
     async def steps(client: Client) -> Any:
-        return [t.name for t in (await client.list_tools()).tools]
+        return await client.call_tool("record_note", {"text": "直接写"})
 
-    names = _run(session, steps)
-    assert "confirm" not in names and "reject" not in names
+    result = _run(session, steps, auto_confirm=True)
+    assert not result.is_error and _text(result) == "已记录：直接写" and journal == ["直接写"]
+
+
+def test_refusals_before_the_gate_are_not_asked():
+    """Tests that a confirm-required call refused on its own (bad arguments, no database) is
+    answered at once, without asking the user anything."""
+    asked: list[str] = []
+    session = Session(None)
+    kwargs = {"elicitation_callback": _answering("accept", asked)}
+
+    async def steps(client: Client) -> Any:
+        bad = await client.call_tool("upsert_task_class", {"task_class": {"name": 5}})
+        no_db = await client.call_tool("upsert_task_class", {"task_class": {"name": "复习"}})
+        return bad, no_db
+
+    bad, no_db = _run(session, steps, client_kwargs=kwargs)
+    assert bad.is_error and json.loads(_text(bad))["error_code"] == "invalid_args"
+    assert no_db.is_error and json.loads(_text(no_db))["error_code"] == "no_database"
+    assert asked == [] and session.pending() == []
 
 
 def test_save_path_gets_the_state_after_each_change(tmp_path: Path):
@@ -202,7 +273,7 @@ def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
     direct = Toolbox(load_window(), loop=True)
     assert instructions == prompt_rules(Mode.LOCAL_ADJUST)
     offered = registry.tool_names(Mode.LOCAL_ADJUST)
-    assert names[: len(offered)] == offered and set(names[len(offered) :]) <= {"confirm", "reject"}
+    assert names == offered
     assert _text(moved) == direct.call("move", MOVE)
     assert bad.is_error and _text(bad) == "参数错误：缺少必填参数 new_day。"
     assert out.read_text(encoding="utf-8") == direct.state.to_json()

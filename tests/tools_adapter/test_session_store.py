@@ -43,10 +43,12 @@ def test_memory_store_evicts_idle_sessions_to_their_snapshot():
     compressed snapshots (the total stays under the cap), and an evicted session comes back with
     the same state, change log and pending confirmation."""
     one = estimate_bytes(MemorySessionStore().create("u", load_window()))
-    store = MemorySessionStore(max_bytes=int(one * 2.5), session_kwargs={"self_check": True})
+    # a confirm-gated tool that holds without a database (commit refuses at once there)
+    kwargs = {"self_check": True, "specs": specs_with(note_tool([]))}
+    store = MemorySessionStore(max_bytes=int(one * 2.5), session_kwargs=kwargs)
     first = store.create("u", load_window(), mode="local_adjust")
     first.call("move", MOVE)
-    held = first.invoke("commit", {}).confirm_token
+    held = first.invoke("record_note", {"text": "待确认"}).confirm_token
     snapshot = first.snapshot()
     others = [store.create("u", load_window()) for _ in range(3)]
     assert not store.is_live("u", first.session_id)
@@ -104,12 +106,14 @@ def _redis(prefix: str, **kwargs) -> RedisSessionStore:
 def test_redis_session_continues_in_another_worker(prefix):
     """Tests that a session written by one store instance (a worker) is continued by another:
     state, mode, change log and a pending confirm preview, which the other confirms."""
-    a, b = _redis(prefix), _redis(prefix)
+    # a confirm-gated tool that holds without a database (commit refuses at once there)
+    kwargs = {"self_check": True, "specs": specs_with(note_tool([]))}
+    a, b = (RedisSessionStore(REDIS_URL, prefix=prefix, session_kwargs=kwargs) for _ in "ab")
     sid = a.create("7", load_window(), mode="local_adjust").session_id
     with a.use("7", sid) as session:
         assert session is not None
         session.call("move", MOVE)
-        token = session.invoke("commit", {}).confirm_token
+        token = session.invoke("record_note", {"text": "待确认"}).confirm_token
     with b.use("7", sid) as other:
         assert other is not None and other.mode == "local_adjust"
         assert len(other.changes) == 1 and [p.token for p in other.pending()] == [token]
@@ -291,11 +295,13 @@ def _window() -> dict:
     return load_window().to_dict()
 
 
-def test_a_session_survives_a_restart_and_moves_between_servers(servers, prefix):
+def test_a_session_survives_a_restart_and_moves_between_servers(servers, prefix, tmp_path):
     """Tests issue 14 item 3 with real uvicorn processes and Redis: a session created on server
     A is continued on server B (same store), A is stopped and started again on its port, and the
     session continues there with its change log and pending confirmation intact."""
-    store = ["--session-store", REDIS_URL, "--session-prefix", prefix]
+    # a database, so that a confirm-gated call is held (without one it is refused at once)
+    db = ["--db", f"sqlite:///{tmp_path / 'held.db'}"]
+    store = ["--session-store", REDIS_URL, "--session-prefix", prefix, *db]
     a = Server(*store)
     servers.append(a)
     b = Server(*store)
@@ -310,7 +316,8 @@ def test_a_session_survives_a_restart_and_moves_between_servers(servers, prefix)
     with b.client() as cb:
         info = cb.get(f"/v1/sessions/{sid}").json()
         assert info["change_count"] == 1
-        held = cb.post(f"/v1/sessions/{sid}/calls", json={"tool": "commit", "args": {}}).json()
+        call = {"tool": "upsert_task_class", "args": {"task_class": {"name": "复习"}}}
+        held = cb.post(f"/v1/sessions/{sid}/calls", json=call).json()
         assert held["status"] == "pending_confirm"
     a.stop()
     servers.remove(a)

@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from ...state import ScheduleState
 from ..session import CallResult, SessionError, SessionLimitError
 from ..session_store import SessionStoreUnavailable, db_user
+from ..store_tools import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
+from ..store_tools import TOOL as UPSERT_TOOL
 from .context import Ctx, Principal, Ref
 from .errors import CONFLICT, DATABASE, ERRORS, LIMIT, NOT_FOUND, ApiError
 from .models import (
@@ -36,6 +38,19 @@ from .snapshot import check_snapshot
 
 router = APIRouter(tags=["sessions"])
 ONE = {**ERRORS, **NOT_FOUND, **CONFLICT}
+# A failed commit, reload or upsert_task_class answers its HTTP status (STORE_ERRORS; each is
+# among ONE's) with an error body that is also the call's result: ``error_code``, ``error`` (the
+# reply) and every CallOut field, so a client that trusts the status never takes it for a success.
+DATABASE_TOOLS = frozenset({COMMIT_TOOL, RELOAD_TOOL, UPSERT_TOOL})
+
+
+def _answer(result: CallResult) -> Any:
+    """The call's result; a database tool's failure with its HTTP status (see STORE_ERRORS)."""
+    out = call_out(result)
+    status = STORE_ERRORS.get(result.error_code) if result.is_error else None
+    if status is None or result.tool not in DATABASE_TOOLS:
+        return out
+    return JSONResponse({"error": out.reply, **out.model_dump(mode="json")}, status_code=status)
 
 
 def _from_database(
@@ -154,30 +169,32 @@ def session_rules(ctx: Ctx, ref: Ref) -> RulesOut:
 
 
 @router.post("/v1/sessions/{session_id}/calls", response_model=CallOut, responses=ONE)
-def session_call(ctx: Ctx, ref: Ref, body: ToolCall) -> CallOut:
-    """Run one tool call of the model; a refusal is a 200 reply with ``status="error"``."""
+def session_call(ctx: Ctx, ref: Ref, body: ToolCall) -> Any:
+    """Run one tool call of the model; a refusal is a 200 reply with ``status="error"``, except
+    that a failed commit, reload or upsert_task_class also carries its HTTP status (409 stale /
+    conflict / unsaved changes, 503 database unavailable, 422 no database, ...)."""
     with ctx.use(ref.principal, ref.session_id, read_only=ctx.reads_only(body.tool)) as session:
-        result: CallOut = call_out(ctx.invoke(session, body.tool, body.args))
-    return result
+        result = ctx.invoke(session, body.tool, body.args)
+    return _answer(result)
 
 
-def _token_result(result: CallResult) -> CallOut:
+def _token_result(result: CallResult) -> Any:
     if result.error_code == "unknown_token":
         raise ApiError(404, "unknown_token", result.reply)
-    out: CallOut = call_out(result)
-    return out
+    return _answer(result)
 
 
 @router.post("/v1/sessions/{session_id}/confirm", response_model=CallOut, responses=ONE)
-def confirm(ctx: Ctx, ref: Ref, body: TokenBody) -> CallOut:
-    """The user confirmed: run the held call."""
+def confirm(ctx: Ctx, ref: Ref, body: TokenBody) -> Any:
+    """The user confirmed: run the held call (a failed commit or upsert_task_class answers its
+    HTTP status, see ``/calls``)."""
     with ctx.use(ref.principal, ref.session_id) as session:
         result = session.confirm(body.token)
     return _token_result(result)
 
 
 @router.post("/v1/sessions/{session_id}/reject", response_model=CallOut, responses=ONE)
-def reject(ctx: Ctx, ref: Ref, body: TokenBody) -> CallOut:
+def reject(ctx: Ctx, ref: Ref, body: TokenBody) -> Any:
     """The user declined: drop the held call, nothing is written."""
     with ctx.use(ref.principal, ref.session_id) as session:
         result = session.reject(body.token)
