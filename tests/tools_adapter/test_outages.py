@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -196,6 +197,66 @@ def test_a_blackholed_database_answers_503_within_the_time_limits(db_proxy):
     finally:
         warm_store.dispose()
         cold_store.dispose()
+
+
+@contextmanager
+def _uvicorn(app: Any) -> Iterator[int]:
+    """``app`` served by a real uvicorn on a free loopback port, in a thread of this process."""
+    import threading
+
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:  # waiting for start-up, not for a result
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_an_outage_leaves_the_http_connection_usable(db_proxy):
+    """Tests on a real uvicorn server that a request refused for a database cut leaves the
+    client's keep-alive connection open: the next request on the same connection succeeds once
+    the database is back (an exception that reached the server made it close the connection
+    after its 500, and the client's next request on it was reset)."""
+    import http.client
+    import json
+
+    from smartflow_engine.store import Store
+
+    url, proxy = db_proxy
+    store = Store.from_url(url, create=False)
+    body = json.dumps({"window": WEEKS_7_8})
+    headers = {**U7, "Content-Type": "application/json"}
+    try:
+        with _uvicorn(create_app(TOKENS, database=store)) as port:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("POST", "/v1/sessions", body=body, headers=headers)
+            assert conn.getresponse().read() and conn.sock is not None
+            proxy.cut()
+            conn.request("POST", "/v1/sessions", body=body, headers=headers)
+            refused = conn.getresponse()
+            refused_body = refused.read()
+            sock = conn.sock
+            proxy.restore()
+            try:
+                conn.request("POST", "/v1/sessions", body=body, headers=headers)
+                again: Any = conn.getresponse().status
+            except (ConnectionError, http.client.HTTPException) as exc:
+                again = type(exc).__name__  # the server closed the connection
+            reused = conn.sock is sock and sock is not None
+            conn.close()
+        assert refused.status == 503 and b"db_unavailable" in refused_body, refused_body
+        assert again == 201 and reused  # the same connection, not a new one
+    finally:
+        store.dispose()
 
 
 # ---------------------------------------------------------------------------------- settings
