@@ -199,6 +199,33 @@ def test_a_blackholed_database_answers_503_within_the_time_limits(db_proxy):
         cold_store.dispose()
 
 
+def test_a_statement_the_server_never_answers_ends_at_the_statement_limit(db_proxy):
+    """Tests that inside a transaction, a statement sent to a server that stopped answering
+    fails after the statement time limit (PostgreSQL: the client-side deadline one second after
+    it; MariaDB: pymysql's read timeout) with a database error that SQLAlchemy treats as a lost
+    connection, and that the store works again once the server answers."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from smartflow_engine.store import Store
+
+    url, proxy = db_proxy
+    store = Store.from_url(url, create=False, connect_timeout_s=2.0, statement_timeout_s=1.0)
+    try:
+        with pytest.raises(OperationalError) as lost, store.session() as s:
+            assert s.scalar(text("SELECT 1")) == 1
+            proxy.blackhole()
+            started = time.monotonic()
+            s.scalar(text("SELECT 2"))
+        assert time.monotonic() - started < 1.0 + 1.0 + 1.5
+        assert lost.value.connection_invalidated
+        proxy.restore()
+        with store.session() as s:
+            assert s.scalar(text("SELECT 3")) == 3
+    finally:
+        store.dispose()
+
+
 @contextmanager
 def _uvicorn(app: Any) -> Iterator[int]:
     """``app`` served by a real uvicorn on a free loopback port, in a thread of this process."""
