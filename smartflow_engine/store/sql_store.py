@@ -30,6 +30,7 @@ from .commit import CommitFailure, CommitResult, commit_changes
 from .load import load_window
 from .seed import SeedResult, seed_from_state
 from .task_classes import TaskClassInput, TaskItemInput, UpsertResult, upsert_task_class
+from .timeouts import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_S, connect_args, install_liveness
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +84,24 @@ class Store:
 
     @classmethod
     def from_url(
-        cls, url: str, *, create: bool = True, echo: bool = False, **engine_kwargs: Any
+        cls,
+        url: str,
+        *,
+        create: bool = True,
+        echo: bool = False,
+        connect_timeout_s: float | None = CONNECT_TIMEOUT_S,
+        statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
+        **engine_kwargs: Any,
     ) -> Store:
         """A store on ``url``: ``sqlite:///path.db``, ``sqlite://`` (in memory, one shared
         connection), ``postgresql+psycopg://...``, ``mysql+pymysql://...`` or ``mariadb://...``
         (``charset=utf8mb4`` is added when the URL names none). Tables are created unless
-        ``create=False``."""
+        ``create=False``.
+
+        On a database server, connecting is limited to ``connect_timeout_s`` and each
+        statement to ``statement_timeout_s`` (``None``: no limit; the URL's own
+        ``connect_timeout``, ``options``, ``read_timeout``, ``write_timeout`` win), and every
+        connection taken from the pool is checked first (see :mod:`.timeouts`)."""
         parsed = make_url(url)
         if parsed.get_backend_name() == "sqlite":
             memory = parsed.database in (None, "", ":memory:")
@@ -99,17 +112,18 @@ class Store:
             engine = create_engine(parsed, echo=echo, **kwargs)
             _sqlite_transactions(engine)
         else:
-            # No ``pool_pre_ping`` (a round trip on every checkout, i.e. on every commit): a
-            # connection the server dropped fails its statement once, SQLAlchemy then discards
-            # the whole pool (a disconnect error invalidates it), and connections are recycled
-            # well inside the servers' idle timeouts.
+            # Connections are recycled well inside the servers' idle timeouts, and checked on
+            # every checkout (a round trip): after an outage no request fails on a dead one.
             kwargs = {"pool_recycle": 1800}
             if parsed.get_backend_name() in ("mysql", "mariadb"):
                 if "charset" not in parsed.query:
                     parsed = parsed.update_query_dict({"charset": "utf8mb4"})
                 kwargs["isolation_level"] = "READ COMMITTED"
+            limits = connect_args(parsed, connect_timeout_s, statement_timeout_s)
+            kwargs["connect_args"] = {**limits, **engine_kwargs.pop("connect_args", {})}
             kwargs.update(engine_kwargs)
             engine = create_engine(parsed, echo=echo, **kwargs)
+            install_liveness(engine, {**parsed.query, **kwargs["connect_args"]})
         return cls(engine, create=create)
 
     def create_tables(self) -> None:

@@ -368,9 +368,9 @@ class RedisSessionStore:
         max_cached: int = 256,
         session_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        import redis
+        from .redis_client import redis_client  # time limits (issue 24)
 
-        self.redis: Any = client if client is not None else redis.Redis.from_url(url)
+        self.redis: Any = client if client is not None else redis_client(url)
         self.prefix = prefix
         self.ttl = max(1, int(idle_ttl_s))
         self.max_sessions_per_user = max_sessions_per_user

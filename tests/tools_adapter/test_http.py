@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from typing import Any
 
 import pytest
 import schemathesis
@@ -609,3 +610,85 @@ def test_read_requests_write_no_session_back(redis_prefix):
     )
     assert moved.status_code == 200 and moved.json()["changes"]
     assert version() == 2
+
+
+# ---------------------------------------------------------------------------------- schema agreement
+def _agreement_app(tmp_path) -> Any:
+    """A server with a database (user 7's sample window on SQLite) and user 7's token, so that
+    window requests reach the database."""
+    from smartflow_engine.store import Store
+
+    store = Store.from_url(f"sqlite:///{tmp_path / 'agree.db'}")
+    store.seed_from_state(7, load_window("sample_window"))
+    return create_app(DB_TOKENS, database=store, max_time_limit_s=1.0, max_sessions_per_user=1000)
+
+
+AGREE_OPERATIONS = [op.ok().label for op in SCHEMA.get_all_operations()]
+
+
+@pytest.mark.parametrize("label", AGREE_OPERATIONS)
+def test_schema_valid_requests_pass_the_request_validation(label, tmp_path):
+    """Tests issue 24 item 13: every request that the published OpenAPI schema admits (positive
+    generation, every operation) gets past the request validation: it is never refused with
+    ``invalid_request`` (the error of a body, query or path that breaks the request models).
+    Refusals of valid-shaped requests keep their own codes (``invalid_state``,
+    ``invalid_window``, ``invalid_snapshot``, ``session_not_found``, ...)."""
+    from hypothesis import given
+
+    app = _agreement_app(tmp_path)
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    operation = next(op.ok() for op in schema.get_all_operations() if op.ok().label == label)
+
+    @given(operation.as_strategy())
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
+    def check(case: Any) -> None:
+        response = case.call(headers=U7)
+        if response.status_code in (400, 422):
+            body = response.json()
+            assert body["error_code"] != "invalid_request", (case.body, body)
+
+    check()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"window": WEEKS_7_8, "db_user_id": 7.0},  # db_user_id 7.0 is the integer 7
+        {"window": {**WEEKS_7_8, "slots_per_day": 12.0}},  # slots_per_day
+        {"window": {**WEEKS_7_8, "start": {"week": 7.0, "day_of_week": 1}}},  # week
+        {"window": {**WEEKS_7_8, "end": {"week": 8, "day_of_week": 7.0}}},  # day_of_week
+    ],
+)
+def test_integer_fields_take_what_json_schema_calls_an_integer(body, tmp_path):
+    """Tests issue 24 item 13 (the four cases schemathesis found): a request body's integer
+    field takes a number with a zero fraction, as the published ``"type": "integer"`` does."""
+    made = TestClient(_agreement_app(tmp_path)).post("/v1/sessions", headers=U7, json=body)
+    assert made.status_code == 201, made.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"window": {**WEEKS_7_8, "slots_per_day": 12.5}},  # a fraction
+        {"window": {**WEEKS_7_8, "slots_per_day": "12"}},  # a string
+        {"window": {**WEEKS_7_8, "slots_per_day": True}},  # a boolean
+        {"window": WEEKS_7_8, "db_user_id": 7.000001},  # not whole
+    ],
+)
+def test_integer_fields_still_refuse_non_integers(body, tmp_path):
+    """Tests that the integer fields stay strict for what JSON Schema does not call an integer
+    (a fraction, a string, a boolean): a typed 422 naming the field."""
+    out = TestClient(_agreement_app(tmp_path)).post("/v1/sessions", headers=U7, json=body)
+    assert out.status_code == 422 and out.json()["error_code"] == "invalid_request", out.text
+
+
+def test_the_schema_says_what_a_new_session_refuses():
+    """Tests that the published schema of a new session names the server's tools as the only
+    values of ``enable_tools`` and excludes ``state`` together with ``window``: the two
+    refusals of ``POST /v1/sessions`` that schemathesis found schema-valid."""
+    app = create_app(TOKENS)
+    schema = app.openapi()["components"]["schemas"]["SessionCreate"]
+    assert schema["properties"]["enable_tools"]["items"]["enum"] == sorted(registry.REGISTRY)
+    assert schema["not"]["required"] == ["state", "window"]

@@ -108,7 +108,24 @@ def create_app(
     install_handlers(app)
     for module in (routes_meta, routes_stateless, routes_sessions):
         app.include_router(module.router)
+    _publish_tool_names(app, sorted(table))
     return app
+
+
+def _publish_tool_names(app: FastAPI, names: list[str]) -> None:
+    """Publish ``enable_tools`` items as the server's tool names (an enum): a session refuses
+    any other name, so the schema says so (issue 24 item 13)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = build()
+        create = schema.get("components", {}).get("schemas", {}).get("SessionCreate", {})
+        items = create.get("properties", {}).get("enable_tools", {}).get("items")
+        if isinstance(items, dict):
+            items["enum"] = names
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------------------------- serving

@@ -50,12 +50,20 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
 LIMIT: dict[int | str, dict[str, Any]] = {
     429: {"model": ErrorBody, "description": "session limit reached"},
 }
+UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": ErrorBody,
+        "description": "a service the request needs is unavailable, retry later "
+        "(session_store_unavailable, db_unavailable)",
+    },
+}
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"model": ErrorBody, "description": "another worker changed the session: retry"},
-    503: {"model": ErrorBody, "description": "the session store is unreachable"},
+    **UNAVAILABLE,
 }
 DATABASE: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorBody, "description": "another database user's window"},
+    **UNAVAILABLE,
 }
 
 
@@ -73,12 +81,71 @@ def _allowed_methods(request: Request) -> list[str]:
     return sorted(methods)
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _outages() -> list[tuple[type[Exception], str, str]]:
+    """The exceptions that mean a service is out (type, error code, what is out): the session
+    store's own, any Redis error, and the database errors SQLAlchemy raises for a lost, refused
+    or timed-out connection or statement. Drivers of extras that are not installed are left out."""
+    from ..session_store import SessionStoreUnavailable
+
+    out: list[tuple[type[Exception], str, str]] = [
+        (SessionStoreUnavailable, "session_store_unavailable", "the session store")
+    ]
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:  # pragma: no cover - the redis extra is not installed
+        pass
+    else:
+        out.append((RedisError, "session_store_unavailable", "the session store"))
+    try:
+        from sqlalchemy import exc as sa
+    except ImportError:  # pragma: no cover - the db extra is not installed
+        pass
+    else:
+        for kind in (
+            sa.OperationalError,
+            sa.InterfaceError,
+            sa.DisconnectionError,
+            sa.TimeoutError,
+        ):
+            out.append((kind, "db_unavailable", "the database"))
+    return out
+
+
 def install_handlers(app: FastAPI) -> None:
-    """Every failure becomes a typed JSON error body; nothing reaches the client as a trace."""
+    """Every failure becomes a typed JSON error body; nothing reaches the client as a trace.
+
+    An outage of a service (the Redis session store, the database) is a 503 with a stable code
+    (``session_store_unavailable``, ``db_unavailable``) and one log line without a traceback,
+    whichever route met it."""
 
     @app.exception_handler(ApiError)
-    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        if exc.status >= 500:
+            log.warning("%s %s: %s %s", request.method, request.url.path, exc.code, exc.message)
         return error_response(exc.status, exc.code, exc.message)
+
+    def outage(code: str, what: str) -> Any:
+        async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+            log.warning(
+                "%s %s: %s (%s: %s)",
+                request.method,
+                request.url.path,
+                code,
+                type(exc).__name__,
+                _first_line(exc),
+            )
+            message = f"{what} is unavailable ({type(exc).__name__}); retry later"
+            return error_response(503, code, message)
+
+        return _unavailable
+
+    for kind, code, what in _outages():
+        app.add_exception_handler(kind, outage(code, what))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

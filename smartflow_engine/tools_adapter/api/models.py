@@ -5,13 +5,26 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..session import CallResult, Session
 from ..spec import Mode
 
 SessionId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 ToolName = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[a-z_]+$")]
+
+
+def _whole_number(value: Any) -> Any:
+    """JSON Schema's ``integer`` is any number with a zero fraction (``7.0`` is 7): take it as
+    the integer; everything else (``7.5``, ``"7"``, ``true``) is left to the strict check."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# Last in an integer field's ``Annotated`` (after its strict ``Field`` with the bounds, which then
+# still publish as ``minimum``/``maximum``): the field admits what ``"type": "integer"`` does.
+WHOLE = BeforeValidator(_whole_number)
 
 
 class ErrorBody(BaseModel):
@@ -31,8 +44,10 @@ class StateCall(_Body):
 
 
 class WeekDay(_Body):
-    week: int = Field(strict=True, ge=1, le=200, description="教学周")
-    day_of_week: int = Field(strict=True, ge=1, le=7, description="星期几，1=周一 … 7=周日")
+    week: Annotated[int, Field(strict=True, ge=1, le=200), WHOLE] = Field(description="教学周")
+    day_of_week: Annotated[int, Field(strict=True, ge=1, le=7), WHOLE] = Field(
+        description="星期几，1=周一 … 7=周日"
+    )
 
 
 class DbWindow(_Body):
@@ -40,22 +55,31 @@ class DbWindow(_Body):
 
     start: WeekDay
     end: WeekDay
-    slots_per_day: int = Field(default=12, strict=True, ge=1, le=24)
+    slots_per_day: Annotated[int, Field(strict=True, ge=1, le=24), WHOLE] = 12
 
 
 class SessionCreate(_Body):
     """A new session: on a posted ``state``, on a window loaded from the database
     (``window``, for ``db_user_id`` — the database user the bearer token stands for), or on
-    nothing (a chat without a schedule)."""
+    nothing (a chat without a schedule). ``state`` and ``window`` exclude each other, and the
+    published schema says so."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "not": {
+                "required": ["state", "window"],
+                "properties": {"state": {"type": "object"}, "window": {"type": "object"}},
+            }
+        },
+    )
 
     state: dict[str, Any] | None = Field(default=None, description="规划窗口；null 表示未加载日程")
     window: DbWindow | None = Field(
         default=None, description="从数据库加载的窗口（与 state 二选一）"
     )
-    db_user_id: int | None = Field(
+    db_user_id: Annotated[int, Field(strict=True, ge=1), WHOLE] | None = Field(
         default=None,
-        strict=True,
-        ge=1,
         description="数据库用户（默认为令牌对应的用户；不可是他人）",
     )
     mode: Mode = Mode.FIRST_FULL

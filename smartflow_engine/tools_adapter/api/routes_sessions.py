@@ -14,7 +14,7 @@ from ..session_store import SessionStoreUnavailable, db_user
 from ..store_tools import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
 from ..store_tools import TOOL as UPSERT_TOOL
 from .context import Ctx, Principal, Ref
-from .errors import CONFLICT, DATABASE, ERRORS, LIMIT, NOT_FOUND, ApiError
+from .errors import CONFLICT, DATABASE, ERRORS, LIMIT, NOT_FOUND, UNAVAILABLE, ApiError
 from .models import (
     CallOut,
     ChangeOut,
@@ -107,7 +107,10 @@ def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> Sessi
 
 
 @router.post(
-    "/v1/restore", response_model=SessionOut, status_code=201, responses={**ERRORS, **LIMIT}
+    "/v1/restore",
+    response_model=SessionOut,
+    status_code=201,
+    responses={**ERRORS, **LIMIT, **UNAVAILABLE},
 )
 def restore_session(ctx: Ctx, principal: Principal, body: SessionRestore) -> SessionOut:
     """A new session from a snapshot (``GET .../snapshot``), checked field by field first."""
@@ -127,7 +130,7 @@ def restore_session(ctx: Ctx, principal: Principal, body: SessionRestore) -> Ses
     return session_out(session)
 
 
-@router.get("/v1/sessions", response_model=SessionList, responses=ERRORS)
+@router.get("/v1/sessions", response_model=SessionList, responses={**ERRORS, **UNAVAILABLE})
 def list_sessions(ctx: Ctx, principal: Principal) -> SessionList:
     return SessionList(sessions=[session_out(s) for s in ctx.sessions.sessions(principal)])
 
