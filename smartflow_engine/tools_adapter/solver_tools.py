@@ -59,6 +59,8 @@ MAX_MOVES = 20  # least-change repair: most placed tasks one call may move
 REPLY_RESERVE_S = 0.05
 REPLY_RESERVE_PER_TASK_S = 2e-4
 EVIDENCE_FACTOR = 2.0
+# A re-optimisation leaves as many tasks placed: its evidence after costs about the one before.
+SAME_EVIDENCE_FACTOR = 1.0
 # A reply lists at most this many changed tasks and touched days' occupancy lines (rendering a
 # day costs ~1 ms on a 1000-day window: rendering every touched day took 1-2 s), then says how
 # many it left out.
@@ -103,11 +105,13 @@ def _clock(ctx: ToolContext, asked: float) -> Deadline:
     return Deadline.start(_limit(ctx, asked), ctx.call_started)
 
 
-def _after_reserve(ctx: ToolContext, clock: Deadline, tasks: int, evidence: bool) -> float:
-    """Wall time to keep for what follows the solves (see :data:`REPLY_RESERVE_S`)."""
+def _after_reserve(ctx: ToolContext, clock: Deadline, tasks: int, evidence: float) -> float:
+    """Wall time to keep for what follows the solves (see :data:`REPLY_RESERVE_S`):
+    ``evidence`` is the evidence after the write in units of what the call spent before its
+    handler (0: a read tool)."""
     reserve = REPLY_RESERVE_S + REPLY_RESERVE_PER_TASK_S * tasks
     if evidence and ctx.loop is not None:
-        reserve += EVIDENCE_FACTOR * clock.spent()
+        reserve += evidence * clock.spent()
     return reserve
 
 
@@ -351,7 +355,7 @@ def _proposal(
     movable = len(state.pending_tasks())
     if args.keep_placed or args.include_suggested:
         movable += sum(1 for t in state.tasks if t.status == "suggested")
-    reserve = _after_reserve(ctx, clock, movable if apply else 0, evidence=apply)
+    reserve = _after_reserve(ctx, clock, movable if apply else 0, EVIDENCE_FACTOR if apply else 0.0)
     if args.keep_placed:
         proposal = repair_placement(
             state,
@@ -611,7 +615,7 @@ def _reoptimize_clock(ctx: ToolContext, asked: float, scope: int) -> tuple[Deadl
     """The call's deadline and the wall time its re-optimisation may use (the rest is kept
     for applying the moves of at most ``scope`` tasks, the evidence and the reply)."""
     clock = _clock(ctx, asked)
-    return clock, clock.left(_after_reserve(ctx, clock, scope, evidence=True))
+    return clock, clock.left(_after_reserve(ctx, clock, scope, SAME_EVIDENCE_FACTOR))
 
 
 def _moves_reply(
