@@ -1,19 +1,26 @@
 """One window's row: parse, then the chosen jobs through the engine's public entry points.
 
+Each job holds the batch's ``time_limit_s`` as its whole wall clock (issue 24 item 6: one
+:class:`~smartflow_engine.solver.budget.Deadline` per job, made when the job starts):
+
 - ``feasibility``: :func:`~smartflow_engine.solver.check_feasibility`, then
-  :func:`~smartflow_engine.solver.negotiation_figures` on its report (free when feasible or
-  unproven; exact extra days / lifting flags / slots to cut when proven infeasible, where they
-  cost several times the check's own proof: ``negotiation=False`` skips them, leaving those
-  columns null);
+  :func:`~smartflow_engine.solver.negotiation_figures` on its report with the time the check
+  left (free when feasible or unproven; exact extra days / lifting flags / slots to cut when
+  proven infeasible, where they cost several times the check's own proof: ``negotiation=False``
+  skips them, leaving those columns null; figures cut short are null with ``negotiation_proven``
+  false);
 - ``proposal``: :func:`~smartflow_engine.solver.propose_placement` with the batch's seed, stopped
   by a deterministic work budget (``work_limit_s``; by default the one a call with the batch's
-  ``time_limit_s`` would get, ``WORK_SHARE`` × the limit) under a generous wall clock
-  (:data:`PROPOSAL_WALL_FACTOR` × the limit), so the same seed gives the same row on any engine,
-  worker count or load; ``proposal_wall_limited`` says when the wall clock cut one anyway;
+  ``time_limit_s`` would get, ``WORK_SHARE`` × the limit) under the job's wall clock, so the
+  same seed gives the same row on any engine, worker count or load whenever the work budget,
+  not the wall clock, ended the search; ``proposal_wall_limited`` says when the wall clock cut
+  it (a loaded machine, a window too big for the limit): a caller that needs the same table
+  everywhere gives a generous ``time_limit_s`` and fixes ``work_limit_s``;
 - ``health``: :func:`~smartflow_engine.analyzers.analyze_health` on the window as the proposal
   would leave it (its placements applied as ``suggested``) when a proposal ran, else on the
-  window as loaded; the close signal is read defensively (``reason``, ``best_achievable`` and
-  ``floor`` exist only on engines that compute them).
+  window as loaded, with the time applying the placements left; the close signal is read
+  defensively (``reason``, ``best_achievable`` and ``floor`` exist only on engines that compute
+  them).
 
 Every failure of one window (malformed JSON, an invalid state, a solver error, the window's
 wall-clock timeout) is caught here and becomes the row's ``error``; figures computed before the
@@ -146,12 +153,6 @@ class WindowTimeout(BaseException):  # not an Exception: solver code must not ca
     """The window's wall-clock budget ran out."""
 
 
-PROPOSAL_WALL_FACTOR = 10.0
-"""A batch proposal's wall clock is this many times its limit: a safety net only, so that the
-work budget, not the machine's load, decides where each search stops (a loaded shared machine
-ran the pure-Python stages 2-7x slower than the calibration, see docs/decisions.md)."""
-
-
 @dataclass(frozen=True)
 class JobConfig:
     """What every window of a batch runs with (shipped to the workers once per chunk)."""
@@ -174,19 +175,17 @@ class JobConfig:
         return WORK_SHARE * self.time_limit_s
 
     def proposal_wall_s(self) -> float:
-        """The proposals' wall-clock safety net: :data:`PROPOSAL_WALL_FACTOR` x the limit the
-        work budget corresponds to (never less than ``time_limit_s``)."""
-        from ..solver.budget import WORK_SHARE
-
-        return PROPOSAL_WALL_FACTOR * max(self.time_limit_s, self.proposal_work_s() / WORK_SHARE)
+        """The proposals' wall clock: the job's limit, like every job's (issue 24; it was ten
+        times the limit the work budget corresponds to, and a window took up to 38 s at
+        ``--time-limit 2``)."""
+        return self.time_limit_s
 
     def timeout(self) -> float:
         if self.window_timeout_s is not None:
             return self.window_timeout_s
-        # generous: each job makes one or two solver calls of time_limit_s each; a proposal
-        # may run to its wall-clock safety net
-        proposal = self.proposal_wall_s() if "proposal" in self.jobs else 0.0
-        return 10.0 + 6.0 * self.time_limit_s * max(1, len(self.jobs)) + proposal
+        # generous: each job holds time_limit_s (+ 0.5 s) except analyze_health, whose own
+        # whole-call limit is issue 25's (13-25 s on 1000-day windows on a loaded machine)
+        return 60.0 + 6.0 * self.time_limit_s * max(1, len(self.jobs))
 
 
 @dataclass
@@ -288,11 +287,11 @@ def _first_line(exc: BaseException) -> str:
 
 def _feasibility(state: Any, config: JobConfig, row: dict[str, Any]) -> None:
     from ..solver import check_feasibility, negotiation_figures
+    from ..solver.budget import Deadline
 
-    t0 = time.perf_counter()
-    report = check_feasibility(
-        state, time_limit_s=config.time_limit_s, num_workers=1, explain=False
-    )
+    clock = Deadline.start(config.time_limit_s)
+    t0 = clock.started
+    report = check_feasibility(state, time_limit_s=clock.left(), num_workers=1, explain=False)
     row.update(
         is_feasible=report.is_feasible,
         proven=report.proven,
@@ -306,7 +305,8 @@ def _feasibility(state: Any, config: JobConfig, row: dict[str, Any]) -> None:
     if not config.negotiation:
         row["feasibility_s"] = time.perf_counter() - t0
         return
-    figures = negotiation_figures(state, report, time_limit_s=config.time_limit_s, num_workers=1)
+    # The figures get what the check left of the job's limit (they had a limit of their own).
+    figures = negotiation_figures(state, report, time_limit_s=clock.left(), num_workers=1)
     row.update(
         extra_days_needed=figures.extra_days_needed,
         extra_days_possible=figures.extra_days_possible,
@@ -365,8 +365,10 @@ def _health(
     row: dict[str, Any],
 ) -> None:
     from ..analyzers import analyze_health
+    from ..solver.budget import Deadline
 
-    t0 = time.perf_counter()
+    clock = Deadline.start(config.time_limit_s)
+    t0 = clock.started
     target = state
     row["health_of"] = "window"
     if placements:
@@ -375,7 +377,8 @@ def _health(
         if not applied.ok:
             raise RuntimeError(f"the proposal does not apply: {applied.refusal}")
         row["health_of"] = "proposal"
-    result = analyze_health(target, time_limit_s=min(config.time_limit_s, 60.0), num_workers=1)
+    # analyze_health's limit (its feasibility check) is what applying the placements left.
+    result = analyze_health(target, time_limit_s=min(max(clock.left(), 0.001), 60.0), num_workers=1)
     if not result.success:
         raise RuntimeError(f"analyze_health: {result.error_code}: {result.error}")
     close = result.metrics.get("close_signal") or {}

@@ -93,15 +93,14 @@ def run_batch(
     jobs
         Any of ``feasibility``, ``proposal``, ``health`` (always run in that order).
     time_limit_s
-        Every solver call's time limit (CP-SAT, one worker per call). Proposals are the
-        exception: they stop on a deterministic work budget, by default the one a
-        ``propose_placement`` call with this limit gets, under a wall clock of
-        :data:`~.jobs.PROPOSAL_WALL_FACTOR` x the limit (a safety net; a row it cut says so in
-        ``proposal_wall_limited``).
+        Each job's wall clock (feasibility with its negotiation figures, proposal, health), one
+        worker per solver call. Proposals stop on a deterministic work budget, by default the
+        one a ``propose_placement`` call with this limit gets, under this wall clock (a row it
+        cut says so in ``proposal_wall_limited``).
     work_limit_s
         The proposals' work budget in estimated seconds of the solver's calibration machine
-        (default ``WORK_SHARE`` x ``time_limit_s``); their wall clock then allows
-        :data:`~.jobs.PROPOSAL_WALL_FACTOR` x the limit this budget corresponds to.
+        (default ``WORK_SHARE`` x ``time_limit_s``). For the same table on any machine, fix
+        it and give a generous ``time_limit_s``.
     seed
         The proposals' seed: the same seed gives the same table whatever the engine, workers
         and load (runtime columns aside), unless a row says ``proposal_wall_limited``.

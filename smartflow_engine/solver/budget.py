@@ -6,7 +6,7 @@ of the 2-core CI machine the figures below were calibrated on; the wall clock is
 net. Shares are fractions of a call's time limit. Changing a figure changes which proposal a
 seed gives, so every change is re-measured with ``benchmarks/bench_solver.py``.
 
-This module imports nothing: every solver module may read it. The close stage's figures
+This module imports nothing of ours: every solver module may read it. The close stage's figures
 (``HEALTH_SHARE`` and the move costs of :mod:`.health_search`), the least-change repair's share
 (:mod:`.repair`) and the feasibility check's minimum solve time (:mod:`.feasibility`) stay in
 their modules for now.
@@ -14,7 +14,44 @@ their modules for now.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
+
 # ------------------------------------------------------------------------------ every call
+@dataclass(frozen=True)
+class Deadline:
+    """The wall clock of one whole call (issue 24 item 6): made once, where the call starts
+    (the tool pipeline's stamp, a batch job's start), and handed to every stage, so that model
+    building, the searches, applying the answer and rendering it all share one limit.
+
+    ``started`` and ``at`` are ``time.perf_counter()`` values.
+    """
+
+    started: float
+    limit_s: float
+
+    @classmethod
+    def start(cls, limit_s: float, started: float | None = None) -> Deadline:
+        """A deadline ``limit_s`` after ``started`` (default: now)."""
+        return cls(time.perf_counter() if started is None else started, max(0.0, limit_s))
+
+    @property
+    def at(self) -> float:
+        return self.started + self.limit_s
+
+    def spent(self) -> float:
+        """Seconds since the call started."""
+        return time.perf_counter() - self.started
+
+    def left(self, reserve_s: float = 0.0) -> float:
+        """Seconds left before the deadline, less ``reserve_s`` (never negative)."""
+        return max(0.0, self.at - reserve_s - time.perf_counter())
+
+    def passed(self) -> bool:
+        return time.perf_counter() >= self.at
+
+
 # The least wall time the stages of a call get: a smaller limit is rounded up to it for the
 # deadline (well inside the limit + 0.5 s every entry point promises), so that a tiny window
 # asked with a 1 ms limit can still be solved and proven.
@@ -44,6 +81,14 @@ WALL_PER_DET = 1.5
 WORK_SHARE = 0.4
 LEVEL1_SHARE = 0.3  # of the limit for the counting model's proven maximum (level 1)
 REPAIR_SHARE = 0.1  # of the limit for placing the greedy's leftovers exactly
+GREEDY_SHARE = 0.2  # of the limit, at most, for the balanced greedy (minutes on 20,000 tasks)
+# The close stage's set-up (analyze_health's counts of the start, its floor, the feasibility
+# check of unplaced tasks) per task of the window: 0.9-2.7 s on 20,111 tasks and 0.14-1.5 s on
+# 3,111 tasks (the latter at a load of 10) on the 2-core machine. The searches leave it this
+# much; above CLOSE_MAX_SHARE of the limit the close stage is skipped and the proposal claims
+# no health counts.
+CLOSE_PER_TASK_S = 2e-4
+CLOSE_MAX_SHARE = 0.4
 UNPLACED_CHECK_SHARE = 0.1  # of the limit for the feasibility check of the unplaced tasks
 PRE_LOCAL_SHARE = 0.05  # of the limit for the first burst of local moves
 COLUMN_SHARE = 0.35  # of the limit for the column generation (see .columns)
@@ -104,4 +149,8 @@ GREEDY_GRACE_S = 0.1  # how long the first packing order may run past the caller
 # (:mod:`.reoptimize`) Integer-model weights of the re-optimising writes, in the soft terms' units.
 SPREAD_WEIGHT = 20.0  # per task of deviation from an even spread (primary for spread_even)
 SWITCH_WEIGHT = 10.0  # per switch (primary for min_context_switch)
+# Wall seconds per task of the window kept after a re-optimisation's solve for checking its
+# moves (analyze_health's counts, the switch count on a copy of the state): measured 0.05 and
+# 0.03 ms a task on 1000-day windows of 3,111 and 20,111 tasks; at most half the limit.
+POST_SOLVE_PER_TASK_S = 6e-5
 MOVE_WEIGHT = 0.05  # per task moved: prefer the current place on ties

@@ -26,7 +26,14 @@ enough for what must follow them (the feasibility check of tasks left unplaced, 
 the answer itself). Stages get at least :data:`.budget.MIN_WORK_S`, and the first packing order
 and a started pricing round may end shortly after the deadline; the call stays within its limit
 + 0.5 s on windows up to 1000 days of 24 periods (``benchmarks/results_solver.md``). One-time
-costs (importing OR-Tools, loading the compiled kernels) are paid before the clock starts.
+costs (importing OR-Tools and GLOP's wrapper, loading the compiled kernels) are paid before the
+clock starts.
+
+Anytime (issue 24 item 7): the first packing order of level 1 always runs to the end (it is
+linear in the window: ~35 ms for 20,000 tasks), so a proposal never places fewer periods than
+that greedy start, however small the limit; with a fixed seed, worker count and work budget, a
+larger budget never places fewer periods. A call whose deadline passed before any search began
+answers with that start and says so (``Proposal.start_only``), skipping the close stage.
 
 Bounds and ``optimal`` are exact for any weight (see :mod:`.objective`): the CP-SAT models use
 integer weights scaled exactly or rounded down, and optimality is decided in exact arithmetic.
@@ -44,11 +51,14 @@ from ..state import ScheduleState
 from ._cpsat import OutOfTime, SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
 from .budget import (
+    CLOSE_MAX_SHARE,
+    CLOSE_PER_TASK_S,
     COLUMN_SHARE,
     DEADLINE_MARGIN_S,
     DETERMINISTIC_SHARE,
     FULL_MODEL_DET_SHARE,
     FULL_MODEL_MAX_DAYS,
+    GREEDY_SHARE,
     LEVEL1_SHARE,
     LOCAL_SHARE,
     LOCAL_STALL,
@@ -70,7 +80,7 @@ from .health_search import (
 from .local_search import improve
 from .neighbourhood import neighbourhood_search
 from .objective import TERM_NAMES, Proof, evaluate, resolve_weights
-from .problem import Placement, build_problem
+from .problem import Placement, Problem, build_problem
 from .progress import report
 from .submodel import SubModel, WindowData
 
@@ -106,6 +116,10 @@ class Proposal:
     warning: int | None = None
     threshold: str = "normal"
     start_health: tuple[int, int] | None = None  # (critical, warning) before the close stage
+    # True when the deadline passed before any search began: the answer is the greedy start
+    # (the window is too big for the limit); the close stage did not run (critical, warning
+    # and floor are None).
+    start_only: bool = False
     # The proven floor of (critical, warning) over every placement of the tasks this proposal
     # may move that places as many periods (critical bounds critical, the sum bounds critical +
     # warning); the proposal is at its floor when it meets both. None when the floor could not
@@ -165,6 +179,7 @@ def propose_placement(
     # (see ._jit) and this proposal goes without the column search (and its bound).
     compiled = kernels_ready()
     cp_model()
+    _import_glop()
     t0 = time.perf_counter()
     report("max periods", t0)
     w = resolve_weights(weights)
@@ -192,14 +207,27 @@ def propose_placement(
     # When tasks must stay unplaced, the feasibility check analyze_health runs on the result
     # (see .health_search.unplaced_critical) comes after the searches: they leave it its time.
     check_s = UNPLACED_CHECK_SHARE * time_limit_s if target < problem.required_slots else 0.0
-    search_stop = stop - check_s
+    # The close stage's set-up grows with the window (issue 24): it is kept its time when
+    # that fits a share of the limit, and skipped otherwise (its counts are then not claimed).
+    close_s = CLOSE_PER_TASK_S * len(state.tasks)
+    run_close = close_s <= CLOSE_MAX_SHARE * max(time_limit_s, MIN_WORK_S)
+    search_stop = stop - (check_s + close_s if run_close else 0.0)
     candidates = [("witness", level1.witness)]
     try:
-        greedy = balanced_greedy(problem, w, deadline=search_stop)
+        # The balanced greedy gets a share of the limit: on 20,000 tasks it needs minutes.
+        greedy = balanced_greedy(
+            problem,
+            w,
+            deadline=min(search_stop, time.perf_counter() + GREEDY_SHARE * time_limit_s),
+        )
     except OutOfTime:
         greedy = []
+        level1_cut = True  # (the wall clock decided which start the search had)
     greedy_slots = sum(pl.length for pl in greedy)
-    if greedy_slots == target and greedy:
+    if greedy and greedy_slots > target:  # level 1 was cut before it matched the greedy
+        target = greedy_slots
+        candidates = [("greedy", greedy)]
+    elif greedy_slots == target and greedy:
         candidates.insert(0, ("greedy", greedy))
     elif greedy and greedy_slots < target and time.perf_counter() < search_stop:
         # Repair: place the greedy's leftovers exactly in the space it left.
@@ -215,6 +243,7 @@ def propose_placement(
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
+    start_only = time.perf_counter() >= search_stop
 
     total_budget = WORK_SHARE * effort  # estimated seconds of deterministic work
     # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
@@ -327,40 +356,29 @@ def propose_placement(
     unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
     # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search;
     #    it stops at the proven floor of placements of as many periods.
-    scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
-    floor = None
-    if level1.proven:
-        try:
-            floor = health_floor(state, threshold, pending_periods=scope_placed, deadline=stop)
-        except OutOfTime:  # a floor not computed in time is not claimed
-            floor = None
-    feasibility = unplaced_critical(
-        state,
-        unplaced,
-        min(UNPLACED_CHECK_SHARE * time_limit_s, max(0.0, stop - time.perf_counter())),
-        num_workers,
-    )
-    close = search_health(
-        state,
-        problem,
-        placements,
-        level=threshold,
-        seed=seed,
-        budget_s=HEALTH_SHARE * effort,
-        deadline=stop,
-        feasibility_critical=feasibility,
-        floor=(floor.critical, floor.warning) if floor is not None else None,
-    )
-    wall_limited = wall_limited or time.perf_counter() >= stop - 0.01
-    if close.counts.key < close.start_counts.key:
-        placements = close.placements
-        objective = evaluate(problem, placements, w)
-    # Never lexicographically worse than the balanced greedy placing as many periods.
-    counts = close.counts
-    if HEALTH_SHARE > 0:  # (zero turns the whole close stage off, as benchmarks compare)
-        placements, objective, counts = prefer_lexicographic(
-            state, problem, threshold, feasibility, w, (placements, objective, counts), greedy
+    #    A window too big for the limit answers without it (see ``run_close``): its
+    #    evaluation alone costs ~0.4 s on 20,000 tasks.
+    health: tuple[int, int] | None = None
+    start_health: tuple[int, int] | None = None
+    close_floor: tuple[int, int] | None = None
+    if run_close:
+        placements, objective, health, start_health, close_floor = _close_stage(
+            state,
+            problem,
+            placements,
+            objective,
+            greedy,
+            unplaced,
+            level1.proven,
+            threshold,
+            seed,
+            w,
+            effort,
+            min(UNPLACED_CHECK_SHARE * time_limit_s, max(0.0, stop - time.perf_counter())),
+            stop,
+            num_workers,
         )
+    wall_limited = wall_limited or start_only or time.perf_counter() >= stop - 0.01
     report("done", t0, objective["weighted_total"], bound)
     if not level1.proven:
         name = "unknown"
@@ -383,13 +401,78 @@ def propose_placement(
         iterations=iterations,
         local_moves=local_moves,
         columns_explored=len(columns.explored),
-        critical=counts.critical,
-        warning=counts.warning,
+        critical=health[0] if health is not None else None,
+        warning=health[1] if health is not None else None,
         threshold=threshold,
-        start_health=close.start_counts.key,
-        floor=close.floor,
+        start_health=start_health,
+        floor=close_floor,
         wall_limited=wall_limited,
+        start_only=start_only,
     )
+
+
+def _import_glop() -> None:
+    """Import GLOP's wrapper (the certified relaxation's LP) once per process, before a call's
+    clock starts, as CP-SAT is: the first import costs ~0.3 s, not the call's time."""
+    import importlib
+
+    importlib.import_module("ortools.linear_solver.python.model_builder_helper")
+
+
+def _close_stage(
+    state: ScheduleState,
+    problem: Problem,
+    placements: list[Placement],
+    objective: dict[str, float],
+    greedy: list[Placement],
+    unplaced: list[int],
+    proven: bool,
+    threshold: str,
+    seed: int,
+    w: Mapping[str, float],
+    effort: float,
+    check_s: float,
+    stop: float,
+    num_workers: int,
+) -> tuple[
+    list[Placement],
+    dict[str, float],
+    tuple[int, int],
+    tuple[int, int],
+    tuple[int, int] | None,
+]:
+    """analyze_health's (critical, warning), see :mod:`.health_search`; it stops at the proven
+    floor of placements of as many periods. Returns the placements, their objective, their
+    counts, the counts before the stage and the floor (None when not computed in time)."""
+    scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
+    floor = None
+    if proven:
+        try:
+            floor = health_floor(state, threshold, pending_periods=scope_placed, deadline=stop)
+        except OutOfTime:  # a floor not computed in time is not claimed
+            floor = None
+    feasibility = unplaced_critical(state, unplaced, check_s, num_workers)
+    close = search_health(
+        state,
+        problem,
+        placements,
+        level=threshold,
+        seed=seed,
+        budget_s=HEALTH_SHARE * effort,
+        deadline=stop,
+        feasibility_critical=feasibility,
+        floor=(floor.critical, floor.warning) if floor is not None else None,
+    )
+    if close.counts.key < close.start_counts.key:
+        placements = close.placements
+        objective = evaluate(problem, placements, w)
+    # Never lexicographically worse than the balanced greedy placing as many periods.
+    counts = close.counts
+    if HEALTH_SHARE > 0:  # (zero turns the whole close stage off, as benchmarks compare)
+        placements, objective, counts = prefer_lexicographic(
+            state, problem, threshold, feasibility, w, (placements, objective, counts), greedy
+        )
+    return placements, objective, counts.key, close.start_counts.key, close.floor
 
 
 def _full_model(

@@ -4,8 +4,11 @@ Each re-places a subset of placed tasks with the placement model of :mod:`.submo
 them stay placed, everything else stays put) under an extra primary objective, warm-started from
 the current places, and returns the moves as data. The adapter applies them atomically.
 
-The time limit covers model building (issue 12): a model not built in time answers ``unknown``
-with no move. ``min_context_switch`` counts switches as ``analyze_context`` does
+The time limit covers the whole call, model building and the checks after the solve included
+(issues 12 and 24): a model not built in time answers ``unknown`` with no move; the solve stops
+early enough for the checks of its moves (health, switches), whose cost grows with the window
+(:data:`.budget.POST_SOLVE_PER_TASK_S`); moves those checks have no time for are dropped, and a
+result the wall clock cut says so (``wall_limited``). ``min_context_switch`` counts switches as ``analyze_context`` does
 (:mod:`.switches`) and keeps its moves only when that count drops.
 """
 
@@ -26,6 +29,7 @@ from .budget import (
     DETERMINISTIC_SHARE,
     MIN_WORK_S,
     MOVE_WEIGHT,
+    POST_SOLVE_PER_TASK_S,
     SPREAD_WEIGHT,
     SWITCH_WEIGHT,
 )
@@ -54,6 +58,9 @@ class Reoptimization:
     task_ids: list[int] = field(default_factory=list)
     proven: bool = False
     runtime_s: float = 0.0
+    # True when the wall clock, not the deterministic budget, ended the search (or left no time
+    # to check its moves, which are then dropped): the same seed may then answer differently.
+    wall_limited: bool = False
 
 
 def _buckets(first: int, last: int, n: int) -> list[tuple[int, int]]:
@@ -84,12 +91,15 @@ def spread_even(
     seed: int = 0,
     num_workers: int = 1,
     weights: Mapping[str, float] | None = None,
+    work_limit_s: float | None = None,
 ) -> Reoptimization:
     """Spread one category's movable placed tasks evenly over their allowed days.
 
     The days (the class window, or the whole window) are cut into as many near-equal buckets as
     there are tasks (or days, if fewer); the primary objective is Σ |tasks in bucket − even
-    share|, then the proposal's soft terms, then the number of tasks moved.
+    share|, then the proposal's soft terms, then the number of tasks moved. ``work_limit_s``:
+    the limit the deterministic budget is computed from (default ``time_limit_s``; a tool passes
+    its asked limit while the wall clock gets what the call has left).
     """
     hosts = state.guests_by_host()
     ids = [
@@ -97,7 +107,9 @@ def spread_even(
         for t in state.tasks
         if t.category == category and t.status != "pending" and movable(state, t, hosts)
     ]
-    return _reoptimize(state, ids, "spread", time_limit_s, seed, num_workers, weights)
+    return _reoptimize(
+        state, ids, "spread", time_limit_s, seed, num_workers, weights, work_limit_s=work_limit_s
+    )
 
 
 def min_context_switch(
@@ -109,6 +121,7 @@ def min_context_switch(
     seed: int = 0,
     num_workers: int = 1,
     weights: Mapping[str, float] | None = None,
+    work_limit_s: float | None = None,
 ) -> Reoptimization:
     """Regroup the movable placed tasks of days ``day_from..day_to`` to cut subject switches.
 
@@ -126,7 +139,15 @@ def min_context_switch(
     ]
     mode = "switch_cross" if allow_cross_day else "switch"
     return _reoptimize(
-        state, ids, mode, time_limit_s, seed, num_workers, weights, days=(first, last)
+        state,
+        ids,
+        mode,
+        time_limit_s,
+        seed,
+        num_workers,
+        weights,
+        days=(first, last),
+        work_limit_s=work_limit_s,
     )
 
 
@@ -139,6 +160,7 @@ def _reoptimize(
     num_workers: int,
     weights: Mapping[str, float] | None,
     days: tuple[int, int] | None = None,
+    work_limit_s: float | None = None,
 ) -> Reoptimization:
     t0 = time.perf_counter()
     w = resolve_weights(weights)
@@ -182,8 +204,10 @@ def _reoptimize(
     if mode != "spread":
         model_w["context_switch"] = SWITCH_WEIGHT
     free_now = sum(pl.length for pl in current if pl.embed_host is None)
-    # The wall clock holds the whole call, model building included (issue 12).
+    # The wall clock holds the whole call, model building included (issue 12), and the checks
+    # of the moves after the solve (issue 24): the solve stops that much earlier.
     deadline = t0 + max(time_limit_s, MIN_WORK_S)
+    post = min(0.5 * time_limit_s, POST_SOLVE_PER_TASK_S * len(state.tasks))
     try:
         win = WindowData.build(
             problem,
@@ -198,16 +222,26 @@ def _reoptimize(
         hinted = sub.hint(current)
     except OutOfTime:
         return Reoptimization(
-            "unknown", [], before, dict(before), sorted(ids), False, time.perf_counter() - t0
+            "unknown",
+            [],
+            before,
+            dict(before),
+            sorted(ids),
+            False,
+            time.perf_counter() - t0,
+            wall_limited=True,
         )
+    effort = time_limit_s if work_limit_s is None else work_limit_s
+    solve_until = deadline - post
     solver = make_solver(
-        time_left(deadline),
+        time_left(solve_until),
         num_workers,
         seed=seed,
         exact=False,
-        deterministic_time=DETERMINISTIC_SHARE * time_limit_s,
+        deterministic_time=DETERMINISTIC_SHARE * effort,
     )
     status = status_of(solver.solve(sub.model))
+    wall_limited = status != SolveStatus.OPTIMAL and time.perf_counter() >= solve_until - 0.01
     after_places = current
     if (
         status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
@@ -219,6 +253,9 @@ def _reoptimize(
         fresh = sub.placements(solver, pool, before_map)
         after_places = _same_day(fresh, before_map, group_of) if mode == "switch" else fresh
     moves = _moves(current, after_places)
+    # ``post`` is about twice the checks' measured cost: half of it must still fit.
+    if moves and time.perf_counter() + 0.5 * post > deadline:  # no time left to check them
+        moves, wall_limited = [], True
     if moves and health_worse(state, moves):  # (critical, warning) rank first (issue 10)
         moves = []
     after = _measures(problem, after_places, w, mode, first, last) if moves else dict(before)
@@ -240,6 +277,7 @@ def _reoptimize(
         # Proven only when the model's integer weights are the real ones (see .objective).
         proven=status == SolveStatus.OPTIMAL and win.exact,
         runtime_s=time.perf_counter() - t0,
+        wall_limited=wall_limited,
     )
 
 

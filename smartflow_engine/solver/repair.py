@@ -45,6 +45,7 @@ def repair_placement(
     placed_pending: list[Placement] = []
     unplaced: list[int] = []
     status, max_slots = "optimal", None
+    cut = False  # the wall clock cut the pending tasks' proposal
     if pending:
         first = propose_placement(
             state,
@@ -55,6 +56,7 @@ def repair_placement(
         )
         placed_pending, unplaced = first.placements, first.unplaced
         status, max_slots = first.status, first.max_slots
+        cut = first.wall_limited
     hosts = state.guests_by_host()
     ids = [t.state_id for t in pending] + [
         t.state_id for t in state.tasks if movable(state, t, hosts)
@@ -95,6 +97,8 @@ def repair_placement(
         threshold=threshold,
         start_health=result.start_counts.key,
         floor=result.floor,
+        # the wall clock cut the pending tasks' proposal, or the close search ran to its end
+        wall_limited=cut or time.perf_counter() >= deadline - 0.03,
     )
 
 

@@ -5,11 +5,16 @@ The solver returns data; this module phrases it in the spec's style (read tools:
 advice; write tools: what changed, then each touched day's occupancy). Every solver time limit is
 capped by ``ctx.max_time_limit_s`` and runs with ``ctx.num_workers``. Writes compute first and
 then apply through :func:`~smartflow_engine.state.relocate` (simultaneous, all or nothing).
+
+A tool's ``time_limit_s`` is the whole call's wall clock (issue 24 item 6): one
+:class:`~smartflow_engine.solver.budget.Deadline` from the call pipeline's start stamp covers the
+session's health evidence, the solves, applying the answer and the reply, whose long lists are
+capped (:data:`MAX_CHANGE_LINES` changes, :data:`MAX_OCCUPANCY_DAYS` touched days). A call its
+limit cut says so in its reply.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
@@ -25,21 +30,42 @@ from ..solver import (
     propose_placement,
     repair_placement,
 )
-from ..solver.budget import WORK_SHARE
+from ..solver.budget import WORK_SHARE, Deadline
 from ..solver.objective import TERM_NAMES
 from ..solver.reoptimize import Reoptimization, min_context_switch, spread_even
 from ..state import MAX_BATCH, Request, ScheduleState, relocate
 from .args import Args, Day, Slot, TaskId
-from .render import block_text, day_span, occupancy_line, pending_left_line, periods
+from .render import (
+    MAX_INLINE,
+    MAX_LINES,
+    block_text,
+    capped,
+    day_span,
+    left_out,
+    occupancy_line,
+    pending_left_line,
+    periods,
+)
 from .spec import ToolContext, ToolSpec, refused
 from .write_tools import refusal_text
 
 MAX_MOVES = 20  # least-change repair: most placed tasks one call may move
-# Wall time a proposal keeps back for applying it and replying (relocate, the session's health
-# evidence, rendering): measured 8-15 ms on 30-day and 13-21 ms on 120-day windows at load 3-7
-# on 2 cores, plus stalls of a few tens of ms on an overloaded machine.
+# Wall time a solver tool keeps back for what follows its solves (applying the answer, the
+# session's health evidence after a write, rendering): a fixed part for the reply and stalls of
+# an overloaded machine; a part per task the answer may place or move (applying 3,000 placements
+# on a 1000-day window took 0.4-0.7 s on the loaded 2-core machine); and the evidence after the
+# write, estimated from what the call spent before its handler (the same analyzers on the state
+# before the write; measured 1.5-2.5x that after placing 3,000 tasks).
 REPLY_RESERVE_S = 0.05
 REPLY_RESERVE_PER_TASK_S = 2e-4
+EVIDENCE_FACTOR = 2.0
+# A re-optimisation leaves as many tasks placed: its evidence after costs about the one before.
+SAME_EVIDENCE_FACTOR = 1.0
+# A reply lists at most this many changed tasks and touched days' occupancy lines (rendering a
+# day costs ~1 ms on a 1000-day window: rendering every touched day took 1-2 s), then says how
+# many it left out.
+MAX_CHANGE_LINES = MAX_LINES
+MAX_OCCUPANCY_DAYS = 20
 
 TimeLimit = Annotated[
     float,
@@ -72,6 +98,30 @@ _MAX_DAYS_LISTED = 12
 
 def _limit(ctx: ToolContext, asked: float) -> float:
     return min(float(asked), float(ctx.max_time_limit_s))
+
+
+def _clock(ctx: ToolContext, asked: float) -> Deadline:
+    """The call's deadline: the capped limit from the call pipeline's start stamp."""
+    return Deadline.start(_limit(ctx, asked), ctx.call_started)
+
+
+def _after_reserve(ctx: ToolContext, clock: Deadline, tasks: int, evidence: float) -> float:
+    """Wall time to keep for what follows the solves (see :data:`REPLY_RESERVE_S`):
+    ``evidence`` is the evidence after the write in units of what the call spent before its
+    handler (0: a read tool)."""
+    reserve = REPLY_RESERVE_S + REPLY_RESERVE_PER_TASK_S * tasks
+    if evidence and ctx.loop is not None:
+        reserve += evidence * clock.spent()
+    return reserve
+
+
+def _occupancy_lines(state: ScheduleState, days: Iterable[int]) -> list[str]:
+    """The touched days' occupancy, the first :data:`MAX_OCCUPANCY_DAYS` of them."""
+    shown, rest = capped(sorted(set(days)), MAX_OCCUPANCY_DAYS)
+    lines = [occupancy_line(state, d) for d in shown]
+    if rest:
+        lines.append(left_out(rest, "天", "可用 query_range 查看"))
+    return lines
 
 
 def _label(state: ScheduleState, task_id: int | None) -> str:
@@ -165,6 +215,8 @@ def feasibility_text(
             elif value is False:
                 parts.append(f"{what}后仍放不下")
         parts.append(f"删减任务需减少{figures.slots_to_cut}个时段")
+        if not figures.proven:
+            parts.append("其余协商数据在时限内未得出")
         lines.append("协商数据：" + "；".join(parts) + "。")
     return "\n".join(lines)
 
@@ -191,10 +243,11 @@ def _conflict_note(report: FeasibilityReport, figures: NegotiationFigures | None
 def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
     state = ctx.state
     assert state is not None
-    limit = _limit(ctx, args.time_limit_s)
+    clock = _clock(ctx, args.time_limit_s)
+    # One limit for the check and its negotiation figures (they used to get one each).
     report = check_feasibility(
         state,
-        time_limit_s=limit,
+        time_limit_s=clock.left(REPLY_RESERVE_S),
         num_workers=ctx.num_workers,
         include_suggested=args.include_suggested,
     )
@@ -203,11 +256,11 @@ def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
         figures = negotiation_figures(
             state,
             report,
-            time_limit_s=limit,
+            time_limit_s=clock.left(REPLY_RESERVE_S),
             num_workers=ctx.num_workers,
             include_suggested=args.include_suggested,
         )
-    return feasibility_text(state, report, figures, limit)
+    return feasibility_text(state, report, figures, clock.limit_s)
 
 
 # ---------------------------------------------------------------------------------- propose
@@ -241,6 +294,7 @@ class ProposeArgs(Args):
 
 
 def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
+    """One line per day of the proposal, the first :data:`MAX_LINES` days."""
     rows: dict[int, list[str]] = {}
     for p in sorted(placements, key=lambda p: (p.day, p.slot_start, p.task_id)):
         span = periods(p.slot_start, p.slot_end)
@@ -250,7 +304,11 @@ def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
             else f"{_label(state, p.task_id)}({span}节)"
         )
         rows.setdefault(p.day, []).append(item)
-    return [f"  第{d}天：{' '.join(items)}" for d, items in sorted(rows.items())]
+    shown, rest = capped(sorted(rows.items()), MAX_LINES)
+    lines = [f"  第{d}天：{' '.join(items)}" for d, items in shown]
+    if rest:
+        lines.append("  " + left_out(rest, "天", "应用后可用 query_range 查看"))
+    return lines
 
 
 def _objective_line(
@@ -280,29 +338,38 @@ _STATUS_WORDS = {
 }
 
 
-def _proposal(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> Proposal:
-    """The proposal both tools compute: a full one, or (keep_placed) the least-change repair."""
+def _proposal(
+    ctx: ToolContext, args: ProposeArgs | ApplyArgs, *, apply: bool = False
+) -> tuple[Proposal, Deadline]:
+    """The proposal both tools compute: a full one, or (keep_placed) the least-change repair,
+    and the call's deadline.
+
+    The limit is the whole call's wall clock (issues 10 and 24): the solver gets what the call
+    has not spent yet, less the reserve for what follows (applying, the session's evidence, the
+    reply). A full proposal's deterministic work stays that of the asked limit, so the proposal
+    for a seed does not depend on how long the call took to get here.
+    """
     state = ctx.state
     assert state is not None
+    clock = _clock(ctx, args.time_limit_s)
+    movable = len(state.pending_tasks())
+    if args.keep_placed or args.include_suggested:
+        movable += sum(1 for t in state.tasks if t.status == "suggested")
+    reserve = _after_reserve(ctx, clock, movable if apply else 0, EVIDENCE_FACTOR if apply else 0.0)
     if args.keep_placed:
-        return repair_placement(
+        proposal = repair_placement(
             state,
             max_moves=args.max_moves,
-            time_limit_s=_limit(ctx, args.time_limit_s),
+            time_limit_s=clock.left(reserve),
             seed=args.seed,
             threshold=args.threshold,
             num_workers=ctx.num_workers,
         )
-    limit = _limit(ctx, args.time_limit_s)
-    # The limit is the whole call's wall clock (issue 10): the solver gets what the call has not
-    # spent yet, less the reply's reserve. Its deterministic work stays that of the asked limit,
-    # so the proposal for a seed does not depend on how long the call took to get here.
-    spent = 0.0 if ctx.call_started is None else time.perf_counter() - ctx.call_started
-    reserve = REPLY_RESERVE_S + REPLY_RESERVE_PER_TASK_S * len(state.tasks)
-    return propose_placement(
+        return proposal, clock
+    proposal = propose_placement(
         state,
-        time_limit_s=max(limit - spent - reserve, 0.0),
-        work_limit_s=WORK_SHARE * limit,
+        time_limit_s=clock.left(reserve),
+        work_limit_s=WORK_SHARE * clock.limit_s,
         seed=args.seed,
         weights=_weights(args.weights),
         include_suggested=args.include_suggested,
@@ -310,6 +377,19 @@ def _proposal(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> Proposal:
         allow_late=args.allow_late,
         threshold=args.threshold,
     )
+    return proposal, clock
+
+
+def _cut_text(proposal: Proposal, clock: Deadline) -> str:
+    """What the wall clock cut, in the reply's words ("" when nothing was cut)."""
+    if proposal.start_only:
+        return (
+            f"时限{_num(clock.limit_s, 3)}秒对这个窗口过短，只来得及给出初始贪心方案（未优化），"
+            "可加大 time_limit_s"
+        )
+    if proposal.wall_limited:
+        return "搜索被时限截断，同一seed的结果可能不同"
+    return ""
 
 
 def _health_line(proposal: Proposal) -> str:
@@ -340,7 +420,7 @@ def _health_line(proposal: Proposal) -> str:
 def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     state = ctx.state
     assert state is not None
-    proposal = _proposal(ctx, args)
+    proposal, clock = _proposal(ctx, args)
     placed = proposal.placements
     if not placed and not proposal.unplaced:
         if proposal.start == "current":  # keep_placed: nothing to place and no move helps
@@ -355,8 +435,9 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     ]
     lines += _by_day(state, placed)
     if proposal.unplaced:
-        items = " ".join(f"{_label(state, t)}(需{_need(state, t)}时段)" for t in proposal.unplaced)
-        lines.append(f"未放置：{items}")
+        shown, rest = capped(proposal.unplaced, MAX_INLINE)
+        items = " ".join(f"{_label(state, t)}(需{_need(state, t)}时段)" for t in shown)
+        lines.append(f"未放置：{items}" + (left_out(rest) if rest else ""))
     lines.append(
         _objective_line(
             proposal.objective, proposal.start_objective, proposal.bound, proposal.status
@@ -364,8 +445,8 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     )
     if health := _health_line(proposal):
         lines.append(health)
-    cut = "；搜索被时限截断，同一seed的结果可能不同" if proposal.wall_limited else ""
-    lines.append(f"方案未写入日程（seed={proposal.seed}{cut}）。")
+    cut = _cut_text(proposal, clock)
+    lines.append(f"方案未写入日程（seed={proposal.seed}{'；' + cut if cut else ''}）。")
     return "\n".join(lines)
 
 
@@ -441,13 +522,16 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
                 return _apply_refusal(f"任务 [{r.task_id}] 不存在。")
             if task.status == "existing":
                 return _apply_refusal(f"{task.label} 是已安排任务，粗排只放置待安排或已预排任务。")
-    else:
-        proposal = _proposal(ctx, args)
+    cut = ""
+    if args.placements is None:
+        proposal, clock = _proposal(ctx, args, apply=True)
+        cut = _cut_text(proposal, clock)
         requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
         if args.include_suggested or args.keep_placed:
             requests = [r for r in requests if _moves(state, r)]
         if not requests:
-            return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state)
+            tail = f"\n注意：{cut}。" if cut else ""
+            return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state) + tail
     # keep_placed moves tasks of any status: a moved one keeps its status, a placed one is
     # suggested; otherwise every task of the proposal becomes suggested.
     result = relocate(
@@ -464,15 +548,22 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
     ctx.record(result.changes)
     lines = [f"已应用粗排方案，{len(result.changes)}个任务变为已预排："]
     days: list[int] = []
+    shown, rest = capped(result.changes, MAX_CHANGE_LINES)
     for ch in result.changes:
         assert ch.block_after is not None
-        embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
-        lines.append(f"  {_label(state, ch.task_id)} → {block_text(ch.block_after)}{embed}")
         days.append(ch.block_after.day)
         if ch.block_before is not None:
             days.append(ch.block_before.day)
-    lines += [occupancy_line(state, d) for d in sorted(set(days))]
+    for ch in shown:
+        assert ch.block_after is not None
+        embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
+        lines.append(f"  {_label(state, ch.task_id)} → {block_text(ch.block_after)}{embed}")
+    if rest:
+        lines.append("  " + left_out(rest, "个", "可用 list_tasks 查看已预排任务"))
+    lines += _occupancy_lines(state, days)
     lines.append(pending_left_line(state))
+    if cut:
+        lines.append(f"注意：{cut}。")
     return "\n".join(lines)
 
 
@@ -495,15 +586,20 @@ def _apply_moves(ctx: ToolContext, op: str, result: Reoptimization) -> tuple[boo
     ctx.record(op_result.changes)
     lines: list[str] = []
     days: list[int] = []
+    shown, rest = capped(op_result.changes, MAX_CHANGE_LINES)
     for ch in op_result.changes:
+        assert ch.block_before is not None and ch.block_after is not None
+        days += [ch.block_before.day, ch.block_after.day]
+    for ch in shown:
         assert ch.block_before is not None and ch.block_after is not None
         embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
         lines.append(
             f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
             f"{block_text(ch.block_after)}{embed}"
         )
-        days += [ch.block_before.day, ch.block_after.day]
-    lines += [occupancy_line(state, d) for d in sorted(set(days))]
+    if rest:
+        lines.append("  " + left_out(rest))
+    lines += _occupancy_lines(state, days)
     return True, lines
 
 
@@ -515,17 +611,28 @@ class SpreadArgs(Args):
     seed: Seed = 0
 
 
+def _reoptimize_clock(ctx: ToolContext, asked: float, scope: int) -> tuple[Deadline, float]:
+    """The call's deadline and the wall time its re-optimisation may use (the rest is kept
+    for applying the moves of at most ``scope`` tasks, the evidence and the reply)."""
+    clock = _clock(ctx, asked)
+    return clock, clock.left(_after_reserve(ctx, clock, scope, SAME_EVIDENCE_FACTOR))
+
+
 def _moves_reply(
     ctx: ToolContext, tool: str, result: Reoptimization, *, unchanged: str, head: str
 ) -> str:
     """Apply a re-optimisation's moves atomically and reply: ``unchanged`` when nothing moves,
-    ``head`` and one line per move when applied, a rollback line when refused."""
+    ``head`` and one line per move when applied, a rollback line when refused; a search the
+    time limit cut says so on a last line."""
+    if result.status == "unknown":
+        return f"{tool} 未完成：时限内未能建好并求解模型，日程未变更（可加大 time_limit_s 重试）。"
+    cut = "\n注意：搜索被时限截断，结果未证明最优。" if result.wall_limited else ""
     if not result.moves:
-        return unchanged
+        return unchanged + cut
     ok, lines = _apply_moves(ctx, tool, result)
     if not ok:
         return refused(f"{tool} 失败，全部回滚，无任何变更。")
-    return "\n".join([head, *lines])
+    return "\n".join([head, *lines]) + cut
 
 
 def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
@@ -533,12 +640,16 @@ def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
     assert state is not None
     if not any(t.category == args.category for t in state.tasks):
         return refused(f"spread_even 未执行：没有类别为「{args.category}」的任务，日程未变更。")
+    clock, left = _reoptimize_clock(
+        ctx, args.time_limit_s, sum(1 for t in state.tasks if t.category == args.category)
+    )
     result = spread_even(
         state,
         args.category,
-        time_limit_s=_limit(ctx, args.time_limit_s),
+        time_limit_s=left,
         seed=args.seed,
         num_workers=ctx.num_workers,
+        work_limit_s=clock.limit_s,
     )
     if result.status == "empty":
         return refused(
@@ -586,14 +697,17 @@ def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
             f"参数错误：天范围第{first}-{last}天无效（规划窗口为第1-{state.num_days}天，"
             f"且 day_from ≤ day_to）。"
         )
+    scope = sum(1 for t in state.tasks if t.slots and first <= t.slots[0].day <= last)
+    clock, left = _reoptimize_clock(ctx, args.time_limit_s, scope)
     result = min_context_switch(
         state,
         first,
         last,
         allow_cross_day=args.allow_cross_day,
-        time_limit_s=_limit(ctx, args.time_limit_s),
+        time_limit_s=left,
         seed=args.seed,
         num_workers=ctx.num_workers,
+        work_limit_s=clock.limit_s,
     )
     if result.status == "empty":
         return refused(

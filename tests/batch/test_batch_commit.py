@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from batch_windows import TIME_LIMIT, tiny_cohort
+from batch_windows import TIME_LIMIT, WORK_LIMIT, tiny_cohort
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -70,10 +70,15 @@ def test_db_source_lists_users_with_pending_work(store):
 def test_db_rows_equal_the_file_rows(store):
     """Tests that a user's row from the database has the same figures as the window loaded by
     hand through Store.load_window."""
-    df = run_batch(from_db(store, weeks=(1, 1)), time_limit_s=TIME_LIMIT, engine="loop")
+    df = run_batch(
+        from_db(store, weeks=(1, 1)),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+    )
     assert list(df["window_id"]) == [f"user:{u}" for u in range(1, 6)]
     by_hand = [store.load_window(u, WEEK_1) for u in range(1, 6)]
-    ref = run_batch(by_hand, time_limit_s=TIME_LIMIT, engine="loop")
+    ref = run_batch(by_hand, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, engine="loop")
     figures = [
         "pending_slots",
         "is_feasible",
@@ -91,7 +96,13 @@ def test_db_rows_equal_the_file_rows(store):
 def test_window_from_task_classes_or_an_error_row(store):
     """Tests that without --weeks a user's window is the span of their pending items' classes,
     and a user whose classes give no dates gets a no_window error row."""
-    df = run_batch(from_db(store), jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    df = run_batch(
+        from_db(store),
+        jobs=("feasibility",),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+    )
     # seeds 0, 2, 4 (users 1, 3, 5) carry task classes with day windows; 1 and 3 do not.
     assert len(df) == 5
     with_classes = df[df["user_id"].isin([1, 3, 5])]
@@ -107,7 +118,11 @@ def test_commit_writes_feasible_proposals_as_suggested(store):
     user is skipped and keeps their rows."""
     before_5 = store.load_window(5, WEEK_1)
     df = run_batch(
-        from_db(store, weeks=(1, 1)), time_limit_s=TIME_LIMIT, engine="loop", commit=True
+        from_db(store, weeks=(1, 1)),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+        commit=True,
     )
     feasible = df["is_feasible"] == True  # noqa: E712
     assert feasible.sum() >= 3
@@ -125,6 +140,7 @@ def test_commit_writes_feasible_proposals_as_suggested(store):
         from_db(store, weeks=(1, 1)),
         jobs=("feasibility", "proposal"),
         time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
         engine="loop",
         commit=True,
     )
@@ -152,7 +168,9 @@ def test_commit_reports_a_stale_user_and_does_not_overwrite(store):
     """Tests that a user whose rows changed between load and commit is reported `stale` and
     keeps exactly the other writer's rows, while the other users are committed."""
     src = _MeddlingSource(store, weeks=(1, 1))
-    df = run_batch(src, time_limit_s=TIME_LIMIT, engine="loop", commit=True)
+    df = run_batch(
+        src, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, engine="loop", commit=True
+    )
     row = df[df["user_id"] == 2].iloc[0]
     assert row["is_feasible"] == True  # noqa: E712
     assert row["commit_status"] == "stale" and "changed" in row["commit_detail"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from batch_windows import TIME_LIMIT, runtime_columns, tiny_cohort
+from batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
 
 from smartflow_engine.batch import ray_init, run_batch
 
@@ -12,8 +12,12 @@ def test_ray_gives_the_same_table_as_a_loop(local_ray):
     """Tests that Ray tasks over chunks of two windows give the loop's table (runtimes aside),
     including an error row for a malformed window in the middle, in source order."""
     cohort = [*tiny_cohort(4), "{bad", *tiny_cohort(6)[4:]]
-    loop = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=2, engine="loop")
-    ray_df = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=2, engine="ray", chunk_size=2)
+    loop = run_batch(
+        cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, seed=2, engine="loop"
+    )
+    ray_df = run_batch(
+        cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, seed=2, engine="ray", chunk_size=2
+    )
     runtime = runtime_columns(list(loop.columns))
     pd.testing.assert_frame_equal(loop.drop(columns=runtime), ray_df.drop(columns=runtime))
     assert ray_df["error"].iloc[4].startswith("invalid_state:")
@@ -25,13 +29,25 @@ def test_ray_init_reuses_a_running_ray(local_ray):
     """Tests that run_batch uses the Ray already initialised in this process and leaves it
     running (it only shuts down a Ray it started)."""
     assert ray_init() is False
-    run_batch(tiny_cohort(2), jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="ray")
+    run_batch(
+        tiny_cohort(2),
+        jobs=("feasibility",),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="ray",
+    )
     assert local_ray.is_initialized()
 
 
 def test_ray_windows_over_their_timeout_get_timeout_rows(local_ray):
     """Tests that the per-window wall-clock budget also holds inside Ray tasks."""
-    df = run_batch(tiny_cohort(2), time_limit_s=TIME_LIMIT, engine="ray", window_timeout_s=1e-6)
+    df = run_batch(
+        tiny_cohort(2),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="ray",
+        window_timeout_s=1e-6,
+    )
     assert df["error"].str.startswith("timeout: ").all()
 
 

@@ -10,7 +10,7 @@ import re
 
 import pandas as pd
 import pytest
-from batch_windows import TIME_LIMIT, runtime_columns, tiny_cohort
+from batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
 from fresh_interpreter import proposal_with_hash_seed
 
 from smartflow_engine import Toolbox
@@ -26,14 +26,12 @@ from smartflow_engine.batch import (
 )
 from smartflow_engine.batch import jobs as batch_jobs
 from smartflow_engine.batch.engines import chunked, run_local
-from smartflow_engine.batch.jobs import PROPOSAL_WALL_FACTOR
 from smartflow_engine.solver import (
     TERM_NAMES,
     check_feasibility,
     negotiation_figures,
     propose_placement,
 )
-from smartflow_engine.solver.budget import WORK_SHARE
 from smartflow_engine.state import Request, relocate
 
 
@@ -42,13 +40,9 @@ def _expected_row(state, seed: int) -> dict:
     pending = state.pending_tasks()
     report = check_feasibility(state, time_limit_s=TIME_LIMIT, num_workers=1)
     figures = negotiation_figures(state, report, time_limit_s=TIME_LIMIT, num_workers=1)
-    # The batch's proposal: the work budget of a call at TIME_LIMIT, under a generous wall clock.
+    # The batch's proposal: its work budget under the job's wall clock.
     proposal = propose_placement(
-        state,
-        time_limit_s=PROPOSAL_WALL_FACTOR * TIME_LIMIT,
-        seed=seed,
-        num_workers=1,
-        work_limit_s=WORK_SHARE * TIME_LIMIT,
+        state, time_limit_s=TIME_LIMIT, seed=seed, num_workers=1, work_limit_s=WORK_LIMIT
     )
     assert not proposal.wall_limited
     after = state.copy_state()
@@ -112,7 +106,7 @@ def test_rows_equal_the_entry_points_called_one_by_one():
     """Tests that every figure of every batch row equals check_feasibility, negotiation_figures,
     propose_placement and analyze_health called directly on that window."""
     cohort = tiny_cohort()
-    df = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=3, engine="loop")
+    df = run_batch(cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, seed=3, engine="loop")
     assert list(df.columns) == list(columns())
     assert df["error"].isna().all()
     assert (df["is_feasible"] == False).any() and (df["is_feasible"] == True).any()  # noqa: E712
@@ -163,7 +157,13 @@ def test_rows_equal_the_check_feasibility_tool_called_one_by_one():
     """Tests that a batch row's feasibility and negotiation figures are what the
     check_feasibility tool tells an agent about the same window, figure by figure."""
     cohort = tiny_cohort()
-    df = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    df = run_batch(
+        cohort,
+        jobs=("feasibility",),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+    )
     stated = set()
     for i, state in enumerate(cohort):
         reply = Toolbox(state).call("check_feasibility", {"time_limit_s": TIME_LIMIT})
@@ -186,12 +186,15 @@ def test_same_table_on_every_engine_and_worker_count():
     """Tests that one seed gives the same table (runtimes aside) in a loop, on a pool of one
     worker and on a pool of two workers with another chunk size."""
     cohort = tiny_cohort(6)
-    loop = run_batch(cohort, time_limit_s=TIME_LIMIT, seed=1, engine="loop")
+    loop = run_batch(
+        cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, seed=1, engine="loop"
+    )
     runtime = runtime_columns(list(loop.columns))
     for workers, chunk in ((1, None), (2, 1)):
         pool = run_batch(
             cohort,
             time_limit_s=TIME_LIMIT,
+            work_limit_s=WORK_LIMIT,
             seed=1,
             engine="local",
             workers=workers,
@@ -218,7 +221,7 @@ def test_proposals_stop_on_the_given_work_budget():
     )
     run = df.attrs["batch"]
     assert run["proposal_work_limit_s"] == 0.05
-    assert run["proposal_wall_limit_s"] == PROPOSAL_WALL_FACTOR * max(TIME_LIMIT, 0.05 / WORK_SHARE)
+    assert run["proposal_wall_limit_s"] == TIME_LIMIT
     for i, state in enumerate(cohort):
         direct = propose_placement(
             state, time_limit_s=60.0, seed=5, num_workers=1, work_limit_s=0.05
@@ -229,14 +232,11 @@ def test_proposals_stop_on_the_given_work_budget():
         assert df["obj_weighted_total"].iloc[i] == direct.objective["weighted_total"]
 
 
-def test_a_proposal_cut_by_the_wall_clock_says_so(monkeypatch):
-    """Tests that a row whose proposal the wall clock cut (here a safety net shrunk to nothing)
-    is marked proposal_wall_limited and counted in the run's figures."""
-    monkeypatch.setattr(batch_jobs, "PROPOSAL_WALL_FACTOR", 1e-6)
+def test_a_proposal_cut_by_the_wall_clock_says_so():
+    """Tests that a row whose proposal the wall clock cut (a work budget far beyond a tiny
+    limit) is marked proposal_wall_limited and counted in the run's figures."""
     cohort = tiny_cohort(2)
-    df = run_batch(
-        cohort, jobs=("proposal",), time_limit_s=TIME_LIMIT, work_limit_s=30.0, engine="loop"
-    )
+    df = run_batch(cohort, jobs=("proposal",), time_limit_s=0.001, work_limit_s=30.0, engine="loop")
     assert df["error"].isna().all()
     assert df["proposal_wall_limited"].all()
     assert df.attrs["batch"]["wall_limited"] == 2
@@ -282,6 +282,7 @@ def test_bad_windows_give_error_rows_and_never_stop_the_batch():
     df = run_batch(
         windows,
         time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
         engine="loop",
         chunk_size=2,
         progress=lambda *args: calls.append(args),
@@ -305,10 +306,18 @@ def test_a_window_over_its_timeout_gets_a_timeout_row():
     """Tests that the per-window wall-clock budget turns a window that runs past it into a
     `timeout` error row naming the job that was running, and the next window still runs."""
     cohort = tiny_cohort(2)
-    df = run_batch(cohort, time_limit_s=TIME_LIMIT, engine="loop", window_timeout_s=1e-6)
+    df = run_batch(
+        cohort,
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+        window_timeout_s=1e-6,
+    )
     assert df["error"].str.startswith("timeout: ").all()
     assert df.attrs["batch"]["failures"] == 2
-    ok = run_batch(cohort, time_limit_s=TIME_LIMIT, engine="loop", window_timeout_s=60)
+    ok = run_batch(
+        cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, engine="loop", window_timeout_s=60
+    )
     assert ok["error"].isna().all()
 
 
@@ -343,9 +352,20 @@ def test_feasibility_without_negotiation_leaves_only_the_figures_null():
     """Tests that negotiation=False keeps every figure of the check (equal to the full run's)
     and leaves the negotiation columns null, infeasible windows included."""
     cohort = tiny_cohort(6)
-    full = run_batch(cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    full = run_batch(
+        cohort,
+        jobs=("feasibility",),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+    )
     check = run_batch(
-        cohort, jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop", negotiation=False
+        cohort,
+        jobs=("feasibility",),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+        negotiation=False,
     )
     assert (full["is_feasible"] == False).any()  # noqa: E712
     figures = [
@@ -365,7 +385,13 @@ def test_feasibility_without_negotiation_leaves_only_the_figures_null():
 def test_jobs_subset_leaves_other_columns_null():
     """Tests that feasibility alone fills the feasibility columns and leaves proposal and health
     columns null, and that the columns are the same whatever the jobs."""
-    df = run_batch(tiny_cohort(3), jobs=("feasibility",), time_limit_s=TIME_LIMIT, engine="loop")
+    df = run_batch(
+        tiny_cohort(3),
+        jobs=("feasibility",),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+    )
     assert list(df.columns) == list(columns())
     assert df["is_feasible"].notna().all()
     assert df["proposal_status"].isna().all() and df["critical"].isna().all()
@@ -410,7 +436,13 @@ def test_health_without_a_proposal_measures_the_window_as_loaded():
     """Tests that without the proposal job the health columns describe the window as loaded
     (health_of = window) and equal analyze_health called on it."""
     cohort = tiny_cohort(3)
-    df = run_batch(cohort, jobs=("feasibility", "health"), time_limit_s=TIME_LIMIT, engine="loop")
+    df = run_batch(
+        cohort,
+        jobs=("feasibility", "health"),
+        time_limit_s=TIME_LIMIT,
+        work_limit_s=WORK_LIMIT,
+        engine="loop",
+    )
     assert (df["health_of"] == "window").all()
     for i, state in enumerate(cohort):
         close = analyze_health(state, time_limit_s=TIME_LIMIT).metrics["close_signal"]
@@ -435,7 +467,7 @@ def test_a_solver_failure_is_an_error_row_with_the_figures_before_it(monkeypatch
     cohort = tiny_cohort(4)
     sizes = [len(s.pending_tasks()) for s in cohort]
     assert 5 in sizes and any(n != 5 for n in sizes)
-    df = run_batch(cohort, time_limit_s=TIME_LIMIT, engine="loop")
+    df = run_batch(cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, engine="loop")
     for i, n in enumerate(sizes):
         if n == 5:
             assert df["error"].iloc[i] is pd.NA and df["critical"].iloc[i] is not pd.NA

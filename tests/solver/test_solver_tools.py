@@ -127,7 +127,10 @@ def test_propose_reports_its_proven_bound(variant: str, status: str) -> None:
         # the close stage (issue 10) traded soft terms for fewer health issues: the soft terms
         # are no longer proven optimal, and the reply must not say so
         status = "feasible"
-    assert proposal.bound is not None
+    # an overloaded machine may cut the column search before its first bound
+    assert proposal.bound is not None or proposal.wall_limited
+    if proposal.bound is None:
+        return
     # a wall-cut search (overloaded machine) may stop short of the proof: only an uncut one
     # must reach the status of its variant
     assert proposal.wall_limited or proposal.status == status
@@ -136,7 +139,9 @@ def test_propose_reports_its_proven_bound(variant: str, status: str) -> None:
     if proposal.wall_limited or "搜索被时限截断" in reply:
         # a wall-cut search (overloaded machine) need not repeat itself: the reply must still
         # say what its own status says
-        assert ("证明下界" in reply) is ("软目标未证明最优" in reply)
+        # (a feasible one whose column search was cut before its first bound states none)
+        assert "证明下界" not in reply or "软目标未证明最优" in reply
+        assert "软目标已证明最优" not in reply or "证明下界" not in reply
         return
     if status == "feasible":
         gap = round((total - bound) / bound * 100, 1)
@@ -322,9 +327,9 @@ def test_proposal_tools_count_the_whole_call(
         return propose_placement(state, **kw)
 
     monkeypatch.setattr(solver_tools, "propose_placement", spy)
-    reserve = solver_tools.REPLY_RESERVE_S + solver_tools.REPLY_RESERVE_PER_TASK_S * len(
-        roomy_window.tasks
-    )
+    # applying reserves time per pending task (no session: no evidence to reserve for)
+    per_task = solver_tools.REPLY_RESERVE_PER_TASK_S if tool == "apply_proposal" else 0.0
+    reserve = solver_tools.REPLY_RESERVE_S + per_task * len(roomy_window.pending_tasks())
     toolbox(roomy_window).call(tool, {"time_limit_s": 1.5, "seed": 4})
     assert seen["work_limit_s"] == pytest.approx(WORK_SHARE * 1.5)
     assert 0 < seen["time_limit_s"] <= 1.5 - reserve
