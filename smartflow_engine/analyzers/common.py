@@ -14,7 +14,9 @@ from .result import SEVERITY_RANK, AnalysisResult, Issue, NextAction, ParamError
 WRITE_TOOLS: frozenset[str] = frozenset(
     {"place", "move", "swap", "batch_move", "unplace", "spread_even", "upsert_task_class"}
 )
-STUDY_POOL: dict[str, Any] = {"source": "task_item", "locked": False}
+# "Study tasks" in the model's terms (a task kind), never the internal source field (DESIGN.md,
+# decisions of turn 3; issue 24 item 10).
+STUDY_POOL: dict[str, Any] = {"kind": "study", "locked": False}
 MAX_LISTED_DAYS = 5  # days named in one action's filters
 
 

@@ -134,7 +134,10 @@ def matches(
     state: ScheduleState, task: Task, target_filter: dict[str, Any], scope: dict[str, Any]
 ) -> bool:
     """Does ``task`` pass an action's ``target_filter`` and ``candidate_scope``?"""
-    sources = _as_list(target_filter.get("source"))
+    kinds = _as_list(target_filter.get("kind"))  # study / course (the model's words)
+    if kinds is not None and ("course" if task.source == "event" else "study") not in kinds:
+        return False
+    sources = _as_list(target_filter.get("source"))  # the old form, still accepted quietly
     if sources is not None and task.source not in sources:
         return False
     locked = target_filter.get("locked")

@@ -120,7 +120,7 @@ def negotiation_actions(
     gap = report.capacity_gap
     common: dict[str, Any] = {
         "candidate_scope": candidate_scope(window, categories=cats, task_pool="pending"),
-        "target_filter": {"source": "task_item", "status": ["pending"]},
+        "target_filter": {"kind": "study", "status": ["pending"]},
         "slot_filter": {},
         "required_reads": [
             {"tool": "get_overview", "args": {}},

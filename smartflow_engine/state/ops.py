@@ -69,6 +69,7 @@ REFUSAL_KINDS = (
     "out_of_window",  # day or periods outside the window
     "conflict",  # the target periods are held by other tasks
     "embed_taken",  # the target lies inside a host block that already has a guest
+    "multi_block_guest",  # the target lies inside a host block, but the task has several blocks
     "duration_mismatch",  # swap of blocks of different lengths
     "same_task",  # swap of a task with itself
     "duplicate_task",  # the same task twice in one batch
@@ -184,13 +185,17 @@ def swap(state: ScheduleState, task_a: int, task_b: int) -> OpResult:
         if task is None:
             return OpResult.refuse("not_found", task_id=tid)
         tasks.append(task)
+    # The spec's order of refusals: status and lock (of either task) before shape.
     for task in tasks:
-        if refusal := _check_movable(state, task, None, set()):
+        if refusal := _check_status(state, task):
+            return OpResult(False, [], refusal)
+    for task in tasks:
+        if len(task.slots) > 1:
+            return OpResult.refuse("multi_block", task_id=task.state_id, blocks=tuple(task.slots))
+    for task in tasks:
+        if refusal := _check_shape(state, task, None, set()):
             return OpResult(False, [], refusal)
     a, b = tasks
-    if len(a.slots) > 1 or len(b.slots) > 1:
-        multi = a if len(a.slots) > 1 else b
-        return OpResult.refuse("multi_block", task_id=multi.state_id, blocks=tuple(multi.slots))
     ba, bb = a.slots[0], b.slots[0]
     if ba.length != bb.length:
         return OpResult.refuse("duration_mismatch", task_id=a.state_id, other_id=b.state_id)
@@ -245,6 +250,9 @@ def relocate(
     num_days, spd = state.num_days, state.slots_per_day
     moving_ids = {r.task_id for r in requests}
     plans: list[tuple[Task, SlotRange | None, SlotRange]] = []  # task, old block, new block
+    # First every request's task, status and lock (the spec's order of refusals: what a task is
+    # before the shape of its blocks), then each request's block and target.
+    tasks: list[Task] = []
     seen: set[int] = set()
     for req in requests:
         task = state.task(req.task_id)
@@ -253,13 +261,18 @@ def relocate(
         if req.task_id in seen:
             return OpResult.refuse("duplicate_task", task_id=req.task_id)
         seen.add(req.task_id)
-        old: SlotRange | None = None
         if task.status == "pending":
             if placed_only:
                 return OpResult.refuse("pending", task_id=task.state_id)
+        elif refusal := _check_status(state, task):
+            return OpResult(False, [], refusal)
+        tasks.append(task)
+    for req, task in zip(requests, tasks, strict=True):
+        old: SlotRange | None = None
+        if task.status == "pending":
             length = task.need()
         else:
-            if refusal := _check_movable(state, task, req.from_day, moving_ids):
+            if refusal := _check_shape(state, task, req.from_day, moving_ids):
                 return OpResult(False, [], refusal)
             old = _pick_block(task, req.from_day)
             length = old.length
@@ -305,6 +318,18 @@ def relocate(
             if found is None:
                 return OpResult(False, [], _conflict(task, new, owner, moving_ids, new_blocks))
             host_id, host_block = found
+            if len(task.slots) > 1:
+                # A guest holds exactly one block (the state model's rule): a task that meets
+                # several times cannot have one of its blocks embedded.
+                return OpResult.refuse(
+                    "multi_block_guest",
+                    task_id=task.state_id,
+                    day=new.day,
+                    slot_start=new.slot_start,
+                    slot_end=new.slot_end,
+                    blocks=tuple(task.slots),
+                    blockers=(Blocker(host_id, new.slot_start, new.slot_end),),
+                )
             # One guest per host block: the whole block must be free of guests, not just the range.
             taken = guest[d, host_block.slot_start - 1 : host_block.slot_end]
             if taken.any():
@@ -399,10 +424,24 @@ def self_check(state: ScheduleState) -> None:
 def _check_movable(
     state: ScheduleState, task: Task, from_day: int | None, moving_ids: set[int]
 ) -> Refusal | None:
+    """Whether a placed task's block may leave its place: status and lock, then shape."""
+    return _check_status(state, task) or _check_shape(state, task, from_day, moving_ids)
+
+
+def _check_status(state: ScheduleState, task: Task) -> Refusal | None:
+    """What the task is: pending (nothing to move) or locked (itself or by its host)."""
     if task.status == "pending":
         return Refusal("pending", task_id=task.state_id)
     if state.is_locked(task):
         return Refusal("locked", task_id=task.state_id, other_id=task.embed_host)
+    return None
+
+
+def _check_shape(
+    state: ScheduleState, task: Task, from_day: int | None, moving_ids: set[int]
+) -> Refusal | None:
+    """Which block moves: several blocks need a matching ``from_day``; a block holding a guest
+    (not moving in the same call) stays."""
     if len(task.slots) > 1:
         on_day = [b for b in task.slots if b.day == from_day]
         if from_day is None or len(on_day) != 1:

@@ -23,8 +23,14 @@ def windows(
     variants: tuple[str, ...] = VARIANTS,
     pending_per_day: float = 1.0,
     task_classes: bool | None = None,
+    movable_courses: float = 0.0,
+    embeddable: float = 0.2,
 ) -> ScheduleState:
-    """A synthetic window of ``min_days..max_days`` days, any variant."""
+    """A synthetic window of ``min_days..max_days`` days, any variant.
+
+    ``movable_courses`` leaves that share of the locked courses unlocked (tasks with several
+    blocks that writes may move block by block); ``embeddable`` is the share of water courses
+    (hosts a single-block task may be embedded into)."""
     days = draw(st.integers(min_days, max_days))
     variant = draw(st.sampled_from(variants))
     classes = draw(st.booleans()) if task_classes is None else task_classes
@@ -35,6 +41,8 @@ def windows(
         variant=variant,  # type: ignore[arg-type]
         pending=max(1, int(days * pending_per_day)),
         with_task_classes=classes,
+        movable_courses=movable_courses,
+        embeddable=embeddable,
     )
 
 
@@ -67,11 +75,15 @@ def _targets(state: ScheduleState, length: int) -> st.SearchStrategy[tuple[int, 
         for d, s0, e in state.grid.free_runs(min_len=length)
         for k in range(e - s0 + 2 - length)
     ]
-    for _, b, guest in host_blocks(state):
-        if guest is None and b.length >= length:
-            starts.append((b.day, b.slot_start))
-    anywhere = st.tuples(_day(state), _slot(state))
-    return st.one_of(st.sampled_from(starts), anywhere) if starts else anywhere
+    hosts = [
+        (b.day, b.slot_start)
+        for _, b, guest in host_blocks(state)
+        if guest is None and b.length >= length
+    ]
+    # Free host blocks are few beside the free runs: drawn on their own, so embedding is tried
+    # about as often as a free place.
+    options = [st.sampled_from(x) for x in (starts, hosts) if x]
+    return st.one_of(*options, st.tuples(_day(state), _slot(state)))
 
 
 def _movable(state: ScheduleState) -> list[int]:
@@ -83,13 +95,32 @@ def _movable(state: ScheduleState) -> list[int]:
     ]
 
 
+def _movable_blocks(state: ScheduleState) -> list[tuple[int, int | None, int]]:
+    """``(task_id, from_day, length)`` of the blocks a move may take: a single-block task's
+    (``from_day`` None) and each block of an unlocked task with several blocks that is alone on
+    its day (water courses included: a moving host tests the embedding rules)."""
+    out: list[tuple[int, int | None, int]] = []
+    single = set(_movable(state))
+    for t in state.tasks:
+        if t.state_id in single:
+            out.append((t.state_id, None, t.slots[0].length))
+        elif t.is_placed and not state.is_locked(t) and len(t.slots) > 1:
+            days = [b.day for b in t.slots]
+            out.extend((t.state_id, b.day, b.length) for b in t.slots if days.count(b.day) == 1)
+    return out
+
+
 @st.composite
 def _sensible_call(draw: st.DrawFn, state: ScheduleState) -> tuple[str, dict[str, Any]]:
-    """A call that has a fair chance to succeed: real ids and free targets."""
+    """A call that has a fair chance to succeed: real ids and free targets (free runs and free
+    water-course blocks, so blocks of tasks with several blocks are tried as guests too)."""
     pending = [t.state_id for t in state.pending_tasks()]
     movable = _movable(state)
-    kinds = (["place"] if pending else []) + (
-        ["move", "unplace", "swap", "batch_move"] if movable else []
+    blocks = _movable_blocks(state)
+    kinds = (
+        (["place"] if pending else [])
+        + (["move", "batch_move"] if blocks else [])
+        + (["unplace", "swap"] if movable else [])
     )
     if not kinds:
         return "get_overview", {}
@@ -105,11 +136,16 @@ def _sensible_call(draw: st.DrawFn, state: ScheduleState) -> tuple[str, dict[str
         length = state.task(a).slots[0].length  # type: ignore[union-attr]
         same = [t for t in movable if state.task(t).slots[0].length == length]  # type: ignore[union-attr]
         return kind, {"task_a": a, "task_b": draw(st.sampled_from(same))}
-    ids = draw(st.lists(st.sampled_from(movable), min_size=1, max_size=4, unique=True))
+    picked = draw(
+        st.lists(st.sampled_from(blocks), min_size=1, max_size=4, unique_by=lambda b: b[0])
+    )
     moves = []
-    for tid in ids:
-        day, slot = draw(_targets(state, state.task(tid).slots[0].length))  # type: ignore[union-attr]
-        moves.append({"task_id": tid, "new_day": day, "new_slot_start": slot})
+    for tid, from_day, length in picked:
+        day, slot = draw(_targets(state, length))
+        move: dict[str, Any] = {"task_id": tid, "new_day": day, "new_slot_start": slot}
+        if from_day is not None:
+            move["from_day"] = from_day
+        moves.append(move)
     if kind == "move":
         return kind, moves[0]
     return kind, {"moves": moves}
@@ -142,3 +178,59 @@ def write_calls(state: ScheduleState) -> st.SearchStrategy[tuple[str, dict[str, 
         ),
     )
     return st.one_of(_sensible_call(state), _sensible_call(state), wellformed, broken)
+
+
+@st.composite
+def apply_calls(draw: st.DrawFn, state: ScheduleState) -> tuple[str, dict[str, Any]]:
+    """``apply_proposal`` with explicit placements: pending or suggested tasks (of any shape,
+    so a task with several blocks is tried too) onto free runs and free water-course blocks."""
+    movable = [
+        t for t in state.tasks if t.status in ("pending", "suggested") and not state.is_locked(t)
+    ] or list(state.tasks)
+    if not movable:
+        return "get_overview", {}
+    picked = draw(
+        st.lists(st.sampled_from(movable), min_size=1, max_size=3, unique_by=lambda t: t.state_id)
+    )
+    placements = []
+    for task in picked:
+        day, slot = draw(_targets(state, max(task.need(), 1)))
+        placements.append({"task_id": task.state_id, "day": day, "slot_start": slot})
+    return "apply_proposal", {"placements": placements}
+
+
+def solver_write_calls(state: ScheduleState) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """The solver-backed writes with a short time limit: a computed proposal applied whole (the
+    pool's or least-change), ``spread_even`` of a category and ``min_context_switch``."""
+    categories = sorted({t.category for t in state.tasks if t.category}) or ["复习"]
+    limit = {"time_limit_s": 0.3}
+    return st.one_of(
+        st.builds(
+            lambda inc, keep: (
+                "apply_proposal",
+                {**limit, "include_suggested": inc, "keep_placed": keep},
+            ),
+            st.booleans(),
+            st.booleans(),
+        ),
+        st.sampled_from(categories).map(lambda c: ("spread_even", {**limit, "category": c})),
+        st.booleans().map(lambda x: ("min_context_switch", {**limit, "allow_cross_day": x})),
+    )
+
+
+@st.composite
+def embed_calls(draw: st.DrawFn, state: ScheduleState) -> tuple[str, dict[str, Any]]:
+    """A ``move`` or ``batch_move`` of a block (any task's, several-block tasks included) into a
+    free water-course block: the calls that decide embedding, drawn on purpose."""
+    blocks = _movable_blocks(state)
+    hosts = [b for _, b, guest in host_blocks(state) if guest is None]
+    if not blocks or not hosts:
+        return draw(write_calls(state))
+    tid, from_day, _ = draw(st.sampled_from(blocks))
+    host = draw(st.sampled_from(hosts))
+    move: dict[str, Any] = {"task_id": tid, "new_day": host.day, "new_slot_start": host.slot_start}
+    if from_day is not None:
+        move["from_day"] = from_day
+    if draw(st.booleans()):
+        return "move", move
+    return "batch_move", {"moves": [move]}

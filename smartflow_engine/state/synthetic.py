@@ -53,6 +53,7 @@ def synthetic_window(
     embeddable: float = 0.2,
     with_task_classes: bool = False,
     slots_per_day: int = 12,
+    movable_courses: float = 0.0,
 ) -> ScheduleState:
     """Build a seeded synthetic window.
 
@@ -73,8 +74,13 @@ def synthetic_window(
         Share of courses that are unlocked, embeddable water courses.
     with_task_classes
         Add a task class per study category, with a day window and banned periods.
+    movable_courses
+        Share of the other (not embeddable) courses left unlocked: tasks with several blocks a
+        write may move one block of (as the spec's [2]英语). Drawn from a generator of its own,
+        so the default 0 keeps every window exactly as before.
     """
     rng = np.random.default_rng(seed)
+    course_rng = np.random.default_rng([seed, 1])  # movable_courses only: the rest stays put
     spd = slots_per_day
     tasks: list[dict[str, Any]] = []
     owner = np.zeros((num_days, spd), dtype=np.int32)
@@ -108,7 +114,7 @@ def synthetic_window(
             "name": _COURSES[course] + ("（水课）" if water else ""),
             "category": "课程",
             "status": "existing",
-            "locked": not water,
+            "locked": not water and not course_rng.random() < movable_courses,
             "slots": blocks,
         }
         if water:

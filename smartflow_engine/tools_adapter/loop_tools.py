@@ -13,6 +13,7 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool
+from pydantic.json_schema import SkipJsonSchema
 
 from ..analyzers.destinations import (
     health_issues,
@@ -140,7 +141,7 @@ def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
         "task_id": task.state_id,
         "name": task.name,
         "category": task.category,
-        "source": task.source,
+        "kind": "course" if task.source == "event" else "study",
         "status": task.status,
         "locked": state.is_locked(task),
         "duration": task.need(),
@@ -152,10 +153,11 @@ def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- query_target_tasks
 class TargetFilter(Args):
-    source: Name | None = Field(
-        default=None,
-        description="task_item=任务类 / event=课程表（query_range、list_tasks 中的「来源」）",
+    kind: Literal["study", "course"] | None = Field(
+        default=None, description="study=学习任务 / course=课程（课程表中的课）"
     )
+    # The old internal form (task_item / event), accepted quietly, never advertised.
+    source: SkipJsonSchema[Name | None] = None
     locked: StrictBool | None = None
     status: list[Literal["existing", "suggested", "pending"]] | None = Field(
         default=None, max_length=3

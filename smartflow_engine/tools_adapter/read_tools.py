@@ -105,15 +105,14 @@ def _cell_text(state: ScheduleState, owner: int, guest: int) -> str:
         return "空"
     task = state.task(owner)
     assert task is not None
-    # The spec's notes (固定, 可嵌入) between the task's category and its source, so an action's
-    # target_filter (categories / source) can be checked on this reply (docs/decisions.md).
-    notes = [task.category or "未分类"]
+    # Exactly the spec's notes (固定, 可嵌入); category and source live in the JSON query
+    # tools (DESIGN.md, decisions of turn 3; issue 24 item 10).
+    notes = []
     if state.is_locked(task):
         notes.append("固定")
     if embeddable(state, task):
         notes.append("可嵌入")
-    notes.append(source_word(task))
-    text = task.label + f"（{'，'.join(notes)}）"
+    text = task.label + (f"（{'，'.join(notes)}）" if notes else "")
     if guest:
         g = state.task(guest)
         text += f"，嵌入 {g.label if g else guest}"
@@ -252,7 +251,7 @@ class ListTasksArgs(Args):
 
 
 def _placed_line(state: ScheduleState, task: Task) -> str:
-    tags = ",".join([task.category or "未分类", *task_tags(state, task), source_word(task)])
+    tags = ",".join([task.category or "未分类", *task_tags(state, task)])
     blocks = " ".join(f"第{b.day}天({periods(b.slot_start, b.slot_end)}节)" for b in task.slots)
     return f"{task.label}({tags}) — {blocks}"
 
@@ -270,9 +269,7 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
         shown, more = capped(chosen, MAX_LINES)
         if args.status == "pending":
             lines += [
-                f"{t.label} — 需{t.need()}个连续时段，类别：{t.category or '未分类'}，"
-                f"来源：{source_word(t)}"
-                for t in shown
+                f"{t.label} — 需{t.need()}个连续时段，类别：{t.category or '未分类'}" for t in shown
             ]
         else:
             lines += [_placed_line(state, t) for t in shown]
@@ -296,10 +293,7 @@ def list_tasks(ctx: ToolContext, args: ListTasksArgs) -> str:
     if groups["pending"]:
         lines += ["", "待安排："]
         shown, more = capped(groups["pending"], MAX_LINES)
-        lines += [
-            f"  {t.label}({t.category or '未分类'},{source_word(t)}) — 需{t.need()}时段"
-            for t in shown
-        ]
+        lines += [f"  {t.label}({t.category or '未分类'}) — 需{t.need()}时段" for t in shown]
         lines += [f"  {left_out(more, '个', hint)}"] if more else []
     return "\n".join(lines)
 

@@ -164,6 +164,16 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
         )
         if op != "batch_move" and refusal.day is not None:
             day_context = _day_context(state, refusal.day)
+    elif kind == "multi_block_guest":
+        host_label = _label(state, refusal.blockers[0].task_id if refusal.blockers else None)
+        target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
+        blocks = "、".join(block_text(b) for b in refusal.blocks)
+        reason = (
+            f"{target}位于 {host_label} 的可嵌入时段，但 {label} 有{len(refusal.blocks)}个时段块"
+            f"（{blocks}），只有单块任务可以嵌入。"
+        )
+        if op != "batch_move" and refusal.day is not None:
+            day_context = _day_context(state, refusal.day)
     elif kind in ("class_window", "banned_period"):
         reason = class_rule_text(state, refusal)
     elif kind == "duration_mismatch":

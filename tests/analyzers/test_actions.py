@@ -37,7 +37,7 @@ def _results(state: ScheduleState, level: str) -> list[AnalysisResult]:
     level=st.sampled_from(["strict", "normal", "relaxed"]),
 )
 def test_actions_point_at_movable_study_tasks_only(state: ScheduleState, level: str) -> None:
-    """Tests that every action targets study tasks (source task_item, unlocked), that each day
+    """Tests that every action targets study tasks (kind study, unlocked), that each day
     it names as a target holds a movable study task (never a course-only day), that it offers
     only existing write tools and never min_context_switch, and that its reads run cleanly."""
     movable_days = {b.day for t in movable_study_tasks(state) for b in t.slots}
@@ -50,7 +50,7 @@ def test_actions_point_at_movable_study_tasks_only(state: ScheduleState, level: 
             text = json.dumps(act.to_dict(), ensure_ascii=False)
             assert "min_context_switch" not in text
             assert set(act.candidate_write_tools) <= WRITE_TOOLS
-            assert act.target_filter["source"] == "task_item"
+            assert act.target_filter["kind"] == "study" and "source" not in act.target_filter
             assert act.target_filter.get("locked") is False
             pool = act.candidate_scope["task_pool"]
             if pool != "pending" and "days" in act.target_filter:

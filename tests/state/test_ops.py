@@ -63,6 +63,12 @@ def test_place_sets_suggested_and_grid(spec_tools_window):
         (swap, (1, 4), "locked"),
         (swap, (3, 4), "pending"),
         (swap, (5, 4), "multi_block"),
+        (swap, (2, 1), "locked"),  # issue 24 item 11: [1]'s lock before [2]'s two blocks
+        (swap, (2, 3), "pending"),  # [3]'s status before [2]'s two blocks
+        # a guest holds exactly one block: [2]英语 meets twice, [10]思政 is a water course
+        (move, (2, 7, 1, 6), "multi_block_guest"),
+        (batch_move, ([Request(2, 7, 1, 1)],), "multi_block_guest"),
+        (batch_move, ([Request(2, 9, 1), Request(1, 9, 5, 1)],), "locked"),  # lock first
         (unplace, (1,), "locked"),
         (unplace, (3,), "pending"),
         (unplace, (2,), "multi_block"),
@@ -265,3 +271,33 @@ def test_move_with_matching_from_day_on_single_block_task(spec_tools_window):
     s = spec_tools_window
     res = move(s, 6, 5, 1, 4)
     assert res.ok and s.task(6).slots[0].day == 5 and len(res.changes) == 1
+
+
+@pytest.mark.parametrize("op", ["move", "batch_move", "apply_proposal", "spread_even"])
+def test_no_write_embeds_a_block_of_a_multi_block_task(spec_tools_window, op):
+    """Tests issue 24 item 1: relocating one block of [2]英语 (two blocks) into the free water
+    course [10]思政 is refused for every write that relocates (move, batch_move, a proposal's
+    application, a re-optimisation), the state unchanged and still loadable, and the same block
+    still moves to a free place."""
+    s = spec_tools_window
+    snap = _snapshot(s)
+    res = relocate(s, [Request(2, 7, 1, 6)], op=op, placed_only=True)
+    assert not res.ok and res.refusal.kind == "multi_block_guest"
+    assert res.refusal.task_id == 2 and res.refusal.blockers[0].task_id == 10
+    assert [b.day for b in res.refusal.blocks] == [1, 6]
+    assert _unchanged(s, snap)
+    ScheduleState.from_json(s.to_json())
+    assert relocate(s, [Request(2, 9, 1, 6)], op=op, placed_only=True).ok
+    assert s.task(2).embed_host is None
+    self_check(s)
+    assert ScheduleState.from_json(s.to_json()).to_json() == s.to_json()
+
+
+def test_a_moving_host_takes_no_multi_block_guest(spec_tools_window):
+    """Tests that a block of a multi-block task cannot follow a water course that moves in the
+    same batch into its new place either (the host's new block is a host block too)."""
+    s = spec_tools_window
+    snap = _snapshot(s)
+    res = batch_move(s, [Request(10, 9, 1), Request(2, 9, 1, 6)])
+    assert not res.ok and res.refusal.kind == "multi_block_guest"
+    assert _unchanged(s, snap)

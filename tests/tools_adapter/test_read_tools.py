@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 import pytest
-from conftest_adapters import window_dict
+from conftest_adapters import example_args, load_window, window_dict
 
 from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.tools_adapter import Session, registry
 
 # Lines the spec's §4 examples print for the same tasks, verbatim.
 SPEC_OVERVIEW_LINES = [
@@ -39,16 +44,15 @@ def test_get_overview_shows_guest(tools: Toolbox):
     assert "可嵌入时段：第7天 [10]思政(1-2节,已嵌入[7]写实验报告)" in reply
 
 
-# tool-layer-design.md §4.2, "返回示例（查整天）", with each task's category first and its source
-# last in the parentheses (issue 11: an action's target_filter must be checkable on this reply;
-# docs/decisions.md). Everything else verbatim.
+# tool-layer-design.md §4.2, "返回示例（查整天）", verbatim (issue 24 item 10: the category and
+# source tags issue 11 added are gone; the JSON query tools carry them).
 SPEC_QUERY_DAY_4 = """第4天 全天：
 
-第1-2节：[1]高等数学（课程，固定，课程表）
-第3-4节：[6]线代（学习，任务类）
+第1-2节：[1]高等数学（固定）
+第3-4节：[6]线代
 第5-6节：空
 第7-8节：空
-第9-10节：[8]程序设计（课程，课程表）
+第9-10节：[8]程序设计
 第11-12节：空
 
 连续空闲区：第5-8节(4时段)、第11-12节(2时段)
@@ -56,8 +60,8 @@ SPEC_QUERY_DAY_4 = """第4天 全天：
 
 
 def test_query_range_whole_day_matches_spec(tools: Toolbox):
-    """Tests the whole-day layout of query_range against the spec's day-4 example (category and
-    source added in the parentheses; its 可嵌入 line names the fixed block and why nothing embeds
+    """Tests the whole-day layout of query_range against the spec's day-4 example, exactly (no
+    category or source tags; its 可嵌入 line names the fixed block and why nothing embeds
     there)."""
     assert tools.call("query_range", {"day": 4}) == SPEC_QUERY_DAY_4
 
@@ -122,7 +126,7 @@ def test_query_range_span_matches_spec(tools: Toolbox):
 def test_query_range_mixed_and_embeddable(tools: Toolbox):
     """Tests the mixed-range summary and the embeddable note of a day with a water course."""
     reply = tools.call("query_range", {"day": 7, "slot_start": 2, "slot_end": 3})
-    assert "第2节：[10]思政（课程，可嵌入，课程表）" in reply and "第3节：空" in reply
+    assert "第2节：[10]思政（可嵌入）" in reply and "第3节：空" in reply
     assert reply.endswith("该范围2个时段中空闲1个，已占用1个。")
     day = tools.call("query_range", {"day": 7})
     assert "可嵌入：第1-2节已有[10]思政（可嵌入，当前无嵌入任务）" in day
@@ -133,7 +137,7 @@ def test_query_range_only_start_runs_to_end_of_day(tools: Toolbox):
     """Tests that slot_start alone covers the rest of the day."""
     reply = tools.call("query_range", {"day": 4, "slot_start": 9})
     assert reply.startswith("第4天 第9-12节：")
-    assert "第10节：[8]程序设计（课程，课程表）" in reply
+    assert "第10节：[8]程序设计" in reply
 
 
 @pytest.mark.parametrize(
@@ -177,11 +181,11 @@ def test_list_tasks_all_matches_spec(tools: Toolbox):
     lines = tools.call("list_tasks", {}).splitlines()
     assert lines[0] == "共10个任务，已安排7个，待安排3个。"
     for line in [
-        "  [1]高等数学(课程,固定,课程表) — 第1天(1-2节) 第4天(1-2节) 第8天(1-2节)",
-        "  [2]英语(课程,课程表) — 第1天(3-4节) 第6天(1-2节)",
-        "  [6]线代(学习,任务类) — 第4天(3-4节)",
-        "  [10]思政(课程,可嵌入,课程表) — 第7天(1-2节)",
-        "  [3]复习线代(学习,任务类) — 需3时段",
+        "  [1]高等数学(课程,固定) — 第1天(1-2节) 第4天(1-2节) 第8天(1-2节)",
+        "  [2]英语(课程) — 第1天(3-4节) 第6天(1-2节)",
+        "  [6]线代(学习) — 第4天(3-4节)",
+        "  [10]思政(课程,可嵌入) — 第7天(1-2节)",
+        "  [3]复习线代(学习) — 需3时段",
     ]:
         assert line in lines
 
@@ -193,9 +197,9 @@ def test_list_tasks_pending_matches_spec(tools: Toolbox):
         [
             "待安排任务共3个：",
             "",
-            "[3]复习线代 — 需3个连续时段，类别：学习，来源：任务类",
-            "[7]写实验报告 — 需2个连续时段，类别：作业，来源：任务类",
-            "[9]小组讨论 — 需2个连续时段，类别：学习，来源：任务类",
+            "[3]复习线代 — 需3个连续时段，类别：学习",
+            "[7]写实验报告 — 需2个连续时段，类别：作业",
+            "[9]小组讨论 — 需2个连续时段，类别：学习",
         ]
     )
 
@@ -205,7 +209,7 @@ def test_list_tasks_filters_and_suggested_group(tools: Toolbox):
     tools.call("place", {"task_id": 3, "day": 5, "slot_start": 1})
     reply = tools.call("list_tasks", {"category": "学习"})
     assert reply.splitlines()[0] == "类别「学习」共3个任务，已安排1个，已预排1个，待安排1个。"
-    assert "已预排：\n  [3]复习线代(学习,任务类) — 第5天(1-3节)" in reply
+    assert "已预排：\n  [3]复习线代(学习) — 第5天(1-3节)" in reply
     assert tools.call("list_tasks", {"category": "不存在"}) == "类别「不存在」没有任务。"
     assert (
         tools.call("list_tasks", {"status": "suggested", "category": "作业"})
@@ -293,7 +297,7 @@ def test_locked_water_course_is_not_shown_as_embeddable():
     assert "当前嵌入任务" not in info
     overview = tb.call("get_overview", {})
     assert "第7天：占2/12 — [10]思政(1-2节)" in overview and "可嵌入时段：无" in overview
-    assert "[10]思政(课程,固定,课程表) — 第7天(1-2节)" in tb.call("list_tasks", {})
+    assert "[10]思政(课程,固定) — 第7天(1-2节)" in tb.call("list_tasks", {})
     assert tb.call("query_range", {"day": 7}).splitlines()[-1] == (
         "可嵌入：第1-2节已有[10]思政（固定，不可嵌入）"
     )
@@ -330,3 +334,51 @@ def test_read_replies_are_bounded_on_huge_windows():
     everything = tb.call("list_tasks", {})
     assert len(everything.encode()) < 20_000 and "共40007个任务" in everything
     assert "……其余39900个未列出" in everything
+
+
+_INTERNAL = re.compile(r"source|task_item", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("window", ["spec_tools_window", "sample_window"])
+def test_no_reply_shows_the_internal_source(window: str):
+    """Tests issue 24 item 10 (the §6 ID rule): no tool's reply the model reads names the
+    internal ``source`` / ``source_id`` / ``task_item`` (get_task_info's 来源 label is the one
+    place a source shows, in the spec's words), analyze_health's actions and query_target_tasks
+    included, whether followed by action id or not."""
+    session = Session(load_window(window), enabled_tools=[s.name for s in registry.TOOLS])
+    replies: dict[str, str] = {}
+    for spec in registry.TOOLS:
+        if spec.needs_confirm or spec.name == "upsert_task_class":
+            continue  # echoes the caller's own source argument (chat / memory / web)
+        state = session.state
+        replies[spec.name] = session.call(spec.name, example_args(spec, state))
+    health = json.loads(session.call("analyze_health", {}))
+    for action in health["next_actions"]:
+        for tool in ("query_target_tasks", "query_available_slots"):
+            args: dict[str, Any] = {"action_id": action["action_id"]}
+            if tool == "query_available_slots":
+                args["task_id"] = 3 if window == "spec_tools_window" else 11
+            replies[f"{tool} {action['action_id']}"] = session.call(tool, args)
+    for task in load_window(window).tasks:
+        replies[f"get_task_info {task.state_id}"] = session.call(
+            "get_task_info", {"task_id": task.state_id}
+        )
+        assert "来源：" in replies[f"get_task_info {task.state_id}"]
+    replies["list_tasks pending"] = session.call("list_tasks", {"status": "pending"})
+    replies["filter"] = session.call("query_target_tasks", {"target_filter": {"kind": "study"}})
+    shown = {name: reply for name, reply in replies.items() if _INTERNAL.search(reply)}
+    assert not shown, shown
+
+
+def test_the_old_source_filter_is_still_accepted(tools: Toolbox):
+    """Tests that query_target_tasks still takes the old ``source`` filter (not advertised in
+    its schema) and that ``kind: study`` selects what ``source: task_item`` did."""
+    old = json.loads(tools.call("query_target_tasks", {"target_filter": {"source": "task_item"}}))
+    new = json.loads(tools.call("query_target_tasks", {"target_filter": {"kind": "study"}}))
+    assert old["success"] and new["success"]
+    assert [t["task_id"] for t in old["metrics"]["tasks"]] == [
+        t["task_id"] for t in new["metrics"]["tasks"]
+    ]
+    assert all(t["kind"] == "study" for t in new["metrics"]["tasks"])
+    schema = json.dumps(tools.schemas("openai"), ensure_ascii=False)
+    assert "task_item" not in schema

@@ -234,6 +234,38 @@ REFUSALS = [
         {"moves": [{"task_id": 6, "new_day": 4, "new_slot_start": 3}]},
         "批量移动失败，全部回滚，无任何变更。\n原因：[6]线代 已在第4天第3-4节，无需移动。",
     ),
+    # issue 24 item 1: a guest holds exactly one block, so no block of [2]英语 (two blocks)
+    # goes into the water course [10]思政
+    (
+        "move",
+        {"task_id": 2, "new_day": 7, "new_slot_start": 1, "from_day": 6},
+        "移动失败：第7天第1-2节位于 [10]思政 的可嵌入时段，但 [2]英语 有2个时段块"
+        "（第1天第3-4节、第6天第1-2节），只有单块任务可以嵌入。\n"
+        "第7天当前占用：[10]思政(1-2节)，占用2/12。空闲时段：第3-12节。",
+    ),
+    (
+        "batch_move",
+        {"moves": [{"task_id": 2, "new_day": 7, "new_slot_start": 1, "from_day": 1}]},
+        "批量移动失败，全部回滚，无任何变更。\n原因：第7天第1-2节位于 [10]思政 的可嵌入时段，"
+        "但 [2]英语 有2个时段块（第1天第3-4节、第6天第1-2节），只有单块任务可以嵌入。",
+    ),
+    # issue 24 item 11: status and lock (of either task) before the shape of the blocks
+    ("swap", {"task_a": 2, "task_b": 1}, "交换失败：[1]高等数学 是固定课程，不可交换。"),
+    (
+        "swap",
+        {"task_a": 2, "task_b": 3},
+        "交换失败：[3]复习线代 当前为待安排状态，请使用 place 放置。",
+    ),
+    (
+        "batch_move",
+        {
+            "moves": [
+                {"task_id": 2, "new_day": 9, "new_slot_start": 1},
+                {"task_id": 1, "new_day": 9, "new_slot_start": 5, "from_day": 1},
+            ]
+        },
+        "批量移动失败，全部回滚，无任何变更。\n原因：[1]高等数学 是固定课程，不可移动。",
+    ),
     # from_day on a single-block task must name its block's day
     (
         "move",
