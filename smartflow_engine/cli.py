@@ -266,6 +266,13 @@ def serve(
         int,
         typer.Option(help="Worker processes for solving tool calls (0: in the request thread)."),
     ] = 1,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log",
+            help="One JSON line per request on stderr (also SMARTFLOW_ACCESS_LOG=1).",
+        ),
+    ] = False,
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
     from .tools_adapter.http_api import serve as serve_http
@@ -280,6 +287,7 @@ def serve(
             session_prefix=session_prefix,
             db_url=db,
             solver_processes=solver_processes,
+            access_log=access_log,
         )
     except ValueError as exc:
         err_console.print(f"[red]smartflow serve: {exc}[/red]")
