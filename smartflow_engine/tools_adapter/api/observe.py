@@ -1,5 +1,6 @@
 """What ``create_app`` adds for people watching the server: the request id, the JSON access log
-and ``/metrics`` (:mod:`.request_log`, :mod:`.metrics`), the offline API docs (:mod:`.docs`)."""
+and ``/metrics`` (:mod:`.request_log`, :mod:`.metrics`), the offline API docs (:mod:`.docs`)
+and the session page (:mod:`.page`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 
 from fastapi import FastAPI
 
-from . import docs, metrics
+from . import docs, metrics, page
 from .context import ApiContext
 from .request_log import ACCESS_LOG_ENV, RequestObserver, configure_access_log, env_flag
 
@@ -29,3 +30,4 @@ def install(
     )
     app.include_router(metrics.router)
     docs.install(app)
+    page.install(app)
