@@ -1,6 +1,6 @@
 """What ``create_app`` adds for people watching the server: the request id, the JSON access log
 and ``/metrics`` (:mod:`.request_log`, :mod:`.metrics`), the offline API docs (:mod:`.docs`)
-and the session page (:mod:`.page`)."""
+the session page (:mod:`.page`) and MCP over streamable HTTP (:mod:`..mcp_http`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 
 from fastapi import FastAPI
 
+from .. import mcp_http
 from . import docs, metrics, page
 from .context import ApiContext
 from .request_log import ACCESS_LOG_ENV, RequestObserver, configure_access_log, env_flag
@@ -31,3 +32,4 @@ def install(
     app.include_router(metrics.router)
     docs.install(app)
     page.install(app)
+    mcp_http.install(app, ctx)
