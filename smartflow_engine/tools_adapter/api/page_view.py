@@ -5,9 +5,9 @@ Built from a session's snapshot (state, mode, loop, pending calls) or from a bar
 - the grid: one :class:`~smartflow_engine.plot.Block` per placed block (courses, water courses
   and the guests inside them, study tasks by category; locked and suggested marked), the free
   periods a task class bans, the per-day load;
-- the health of the state shown (``analyze_health`` with feasibility, at the loop's threshold
-  level): its issues, each drawn on its day or on the blocks of its subject, and the close
-  signal with its floor;
+- the health of the state shown (``analyze_health``'s envelope with feasibility, at the loop's
+  threshold level, without the next actions' destination search): its issues, each drawn on its
+  day or on the blocks of its subject, and the close signal with its floor;
 - the round log: per round its mode, the health key (critical, warning, impact) it measured and
   the key the next round measured after its writes, the action worked on, and every write with
   its evidence line (rebuilt from the logged issue diff with the loop's own wording);
@@ -21,9 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...analyzers import analyze_health
 from ...analyzers.criteria import IssueDiff
+from ...analyzers.health import run_health
+from ...analyzers.result import DIMENSIONS
 from ...plot import Block, window_picture
+from ...solver import check_feasibility
 from ...state import ScheduleState
 from ..loop import evidence_line
 
@@ -173,7 +175,14 @@ def state_view(
     """The page of a bare window (no session: no rounds, no pending calls)."""
     level = level if level in _LEVELS else "normal"
     pic = window_picture(state, level=level, issues=False)
-    health = analyze_health(state, threshold=level, time_limit_s=time_limit_s, num_workers=1)
+    # The envelope of analyze_health without its next actions: their destination search runs
+    # hundreds of health checks (minutes on a 120-day window) and the page shows no actions.
+    report = check_feasibility(
+        state, time_limit_s=time_limit_s, num_workers=1, include_suggested=True
+    )
+    health = run_health(
+        state, list(DIMENSIONS), [], "summary", level, report, None, actionable=False
+    )
     issues = [
         IssueView(
             issue_id=i.issue_id,

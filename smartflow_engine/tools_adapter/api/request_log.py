@@ -40,7 +40,7 @@ REQUEST_ID_HEADER = "X-Request-ID"
 access_log = logging.getLogger("smartflow.access")
 
 _GIVEN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # a client's id is echoed only if this tame
-_SESSION_PATH = re.compile(r"^/v1/sessions/([A-Za-z0-9_-]{1,64})(?:/|$)")
+_SESSION_PATH = re.compile(r"^/(?:v1/sessions|view|mcp)/([A-Za-z0-9_-]{1,64})(?:/|$)")
 _TOOL_PATH = re.compile(r"^/v1/(?:tools/([a-z_]{1,64})/call|analyze/([a-z_]{1,64}))$")
 _FIXED_TOOL = {"/v1/feasibility": "check_feasibility", "/v1/proposal": "propose_placement"}
 
