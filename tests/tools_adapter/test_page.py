@@ -176,3 +176,20 @@ def test_the_stateless_page_and_its_refusals():
     assert bad.status_code == 422 and bad.json()["error_code"] == "invalid_state"
     level = client.post("/v1/view", headers=ALICE, json={"state": data, "level": "x"})
     assert level.status_code == 422 and level.json()["error_code"] == "invalid_request"
+
+
+def test_the_page_runs_no_action_search(monkeypatch):
+    """Tests that the page's health check skips the next actions' destination search (hundreds
+    of health checks, minutes on a 120-day window; the page shows no actions) yet shows the
+    close signal with its floor."""
+    from conftest_adapters import load_window
+
+    from smartflow_engine.analyzers import health
+    from smartflow_engine.tools_adapter.api.page_view import state_view
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the page ran the destination search")
+
+    monkeypatch.setattr(health, "make_actionable", refuse)
+    view = state_view(load_window(WINDOW))
+    assert "floor" in view.close_signal and view.feasibility is not None
