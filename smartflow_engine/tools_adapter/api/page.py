@@ -172,8 +172,14 @@ def view_page(
 
 @router.post(
     "/v1/view",
-    response_class=HTMLResponse,
-    responses={**ERRORS, 200: {"content": {"text/html": {}}}},
+    response_model=None,
+    responses={
+        **ERRORS,
+        200: {
+            "description": "the page (HTML)",
+            "content": {"text/html": {"schema": {"type": "string"}}},
+        },
+    },
 )
 def view_state(ctx: Ctx, _principal: Principal, body: StateView) -> Response:
     """The page of a posted window (no session): grid, health issues, close signal."""
