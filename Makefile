@@ -12,7 +12,19 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+# Debian packages the tests and pictures need: Chromium (the session page's browser tests, run by
+# Playwright against /usr/bin/chromium, no browser download) and a CJK font (task names in the
+# schedule picture). Installed only when missing.
+SYSTEM_PACKAGES := chromium fonts-wqy-microhei
+
+.PHONY: demo test lint bench clean system-packages
+
+system-packages:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,7 +33,7 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/smartflow warm-up
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: system-packages $(STAMP)
 	$(VENV)/bin/smartflow demo
 
 lint: $(STAMP)
@@ -29,7 +41,7 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-test: lint
+test: system-packages lint
 	SMARTFLOW_SELF_CHECK=1 $(PY) -m pytest
 
 bench: $(STAMP)

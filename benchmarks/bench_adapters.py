@@ -397,6 +397,9 @@ def run(quick: bool = False, services: bool = True) -> str:
         from .bench_services import run as run_services
 
         lines.append(run_services(quick))
+    from .bench_observe import run as run_observe  # the session page, request log + metrics
+
+    lines.append(run_observe(quick))
     return "\n".join(lines) + "\n"
 
 

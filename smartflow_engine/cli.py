@@ -1,4 +1,5 @@
-"""The ``smartflow`` command: demo, call, feasibility, propose, show, serve, mcp, batch, bench."""
+"""The ``smartflow`` command: demo, call, feasibility, propose, show, serve, mcp, batch, bench,
+seed, gen."""
 
 from __future__ import annotations
 
@@ -361,6 +362,13 @@ def serve(
         int,
         typer.Option(help="Worker processes for solving tool calls (0: in the request thread)."),
     ] = 1,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log",
+            help="One JSON line per request on stderr (also SMARTFLOW_ACCESS_LOG=1).",
+        ),
+    ] = False,
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
     require("serve", "server")
@@ -380,6 +388,7 @@ def serve(
             session_prefix=session_prefix,
             db_url=db,
             solver_processes=solver_processes,
+            access_log=access_log,
         )
     except ValueError as exc:
         err_console.print(f"[red]smartflow serve: {exc}[/red]")
@@ -453,6 +462,108 @@ def mcp(
     except ValueError as exc:
         err_console.print(f"[red]smartflow mcp: {exc}[/red]")
         raise typer.Exit(2) from None
+
+
+@app.command()
+def seed(
+    db: Annotated[str, typer.Argument(help="Database URL, e.g. sqlite:///smartflow.db.")],
+    files: Annotated[
+        list[Path], typer.Argument(help="Window JSON files (the spec's §3.1), one user each.")
+    ],
+    first_user: Annotated[
+        int, typer.Option(help="User id of the first file; the next files get the next ids.")
+    ] = 1,
+    keep_ids: Annotated[
+        bool,
+        typer.Option(help="Keep the files' source/category ids (default: numbered afresh)."),
+    ] = False,
+) -> None:
+    """Create the tables and load users from window JSON files (all in one transaction)."""
+    run_seed(db, files, first_user=first_user, keep_ids=keep_ids)
+
+
+def run_seed(db: str, files: list[Path], *, first_user: int = 1, keep_ids: bool = False) -> None:
+    """``smartflow seed``: every file is checked, and no user may hold rows yet, before anything
+    is written; then all users go in in one transaction (a failure writes nothing)."""
+
+    def refuse(message: str) -> typer.Exit:
+        err_console.print(Text(f"smartflow seed: {message}", style="red"), soft_wrap=True)
+        return typer.Exit(2)
+
+    if first_user < 1:
+        raise refuse("--first-user must be 1 or more")
+    states = [(first_user + i, path, _load(path)) for i, path in enumerate(files)]
+    for _user, path, state in states:
+        if not state.window.day_mapping:
+            raise refuse(f"{path}: the window has no day_mapping (days need their week and day)")
+    from .store import Store, StoreError
+    from .store.seed import seed_from_state
+
+    try:
+        store = Store.from_url(db)
+    except Exception as exc:  # a bad URL or an unreachable server: one line, no traceback
+        raise refuse(f"cannot open {db}: {str(exc).splitlines()[0]}") from None
+    try:
+        taken = [user for user, _, _ in states if any(store.row_counts(user).values())]
+        if taken:
+            raise refuse(f"user(s) {', '.join(map(str, taken))} already have rows; nothing written")
+        try:
+            with store.session(write=True) as session:
+                for user, path, state in states:
+                    try:
+                        seed_from_state(session, user, state, keep_ids=keep_ids)
+                    except StoreError as exc:
+                        raise StoreError(f"{path}: {exc}") from None
+        except StoreError as exc:
+            raise refuse(f"{exc}; nothing written") from None
+        for user, path, _ in states:
+            counts = store.row_counts(user)
+            console.print(f"user {user} ← {path}: {counts}", soft_wrap=True)
+    finally:
+        store.dispose()
+
+
+@app.command()
+def gen(
+    out: Annotated[Path, typer.Argument(help="Directory to write the windows to.")],
+    count: Annotated[int, typer.Option("--count", "-n", help="Number of windows.")] = 10,
+    days: Annotated[int, typer.Option(help="Days per window (1 to 1000).")] = 30,
+    variant: Annotated[str, typer.Option(help="plain | tight | fragmented | mixed.")] = "plain",
+    seed_: Annotated[int, typer.Option("--seed", help="Seed of the first window.")] = 0,
+    task_classes: Annotated[
+        bool, typer.Option(help="Add a task class per study category (windows, banned periods).")
+    ] = False,
+) -> None:
+    """Write N synthetic windows (seeded, reproducible) to a directory, for trying `batch`."""
+    run_gen(out, count=count, days=days, variant=variant, seed=seed_, task_classes=task_classes)
+
+
+def run_gen(
+    out: Path, *, count: int, days: int, variant: str, seed: int, task_classes: bool
+) -> list[Path]:
+    """``smartflow gen``: window ``i`` is ``synthetic_window(seed + i, days, variant=...)``
+    (``mixed`` cycles plain, tight, fragmented), written as ``window_0001.json``, ..."""
+    from .state.synthetic import VARIANTS, synthetic_window
+
+    problems = []
+    if not 1 <= count <= 100_000:
+        problems.append("--count must be 1 to 100000")
+    if not 1 <= days <= 1000:
+        problems.append("--days must be 1 to 1000")
+    if variant not in (*VARIANTS, "mixed"):
+        problems.append(f"unknown --variant {variant!r} ({' | '.join((*VARIANTS, 'mixed'))})")
+    if problems:
+        err_console.print(Text(f"smartflow gen: {'; '.join(problems)}", style="red"))
+        raise typer.Exit(2)
+    written = []
+    for i in range(count):
+        kind = VARIANTS[i % len(VARIANTS)] if variant == "mixed" else variant
+        state = synthetic_window(seed + i, days, variant=kind, with_task_classes=task_classes)  # type: ignore[arg-type]
+        path = out / f"window_{i + 1:04d}.json"
+        _write(path, state.to_json())
+        written.append(path)
+    console.print(f"{count} windows of {days} days ({variant}) written to {out}")
+    return written
 
 
 def _week_day(text: str | None, name: str) -> tuple[int, int]:

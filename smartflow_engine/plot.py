@@ -13,9 +13,12 @@
 and under it the per-day load (courses + tasks, as a share of the day's periods) with the
 warning and critical utilisation lines of the analyzers' threshold table.
 
-Chinese names need a CJK font. The first font matplotlib knows that has the glyphs is used; when
-there is none, the picture labels tasks by id and categories by an English name (or ``cat. N``),
-so it never shows empty boxes. :func:`window_picture` is the same content as data.
+Chinese names need a CJK font; the project's set-up installs one from a Debian package
+(``fonts-wqy-microhei``). The first font with the glyphs is used (one installed after
+matplotlib cached its font list is found too); a block then shows its task's name (and its id
+on a second line when there is room). With none, the picture labels tasks by id and categories
+by an English name (or ``cat. N``), so it never shows empty boxes. :func:`window_picture` is the
+same content as data.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ _PALETTE = (
     "#e15759",
     "#bab0ac",
 )
+NAME_CHARS = 5  # CJK characters that fit a day's column at the picture's font size
 _COURSE = "#8c96a3"
 _WATER = "#d9dde3"
 _TASK_LOAD = "#3b5470"
@@ -180,17 +184,42 @@ def window_picture(
     )
 
 
+# Font files of the Debian packages the project's set-up installs (fonts-wqy-microhei) or that
+# are common (fonts-noto-cjk, fonts-wqy-zenhei, fonts-arphic-*), matched by file name.
+_CJK_FILES = re.compile(r"(wqy|noto\w*cjk|sourcehan|droidsansfallback|uming|ukai)", re.I)
+
+
 @cache
 def cjk_font() -> str | None:
-    """The family of an installed font with Chinese glyphs, or ``None``."""
+    """The family of an installed font with Chinese glyphs, or ``None``.
+
+    matplotlib's font list is cached on disk when matplotlib first runs; a CJK font installed
+    after that (``apt-get install fonts-wqy-microhei`` on a machine that already drew a
+    picture) is not in it. So when the list has none, the system's font files are searched for
+    CJK ones by name, added to the list, and probed.
+    """
     from matplotlib import font_manager
+
+    found = _probe(font_manager.fontManager.ttflist)
+    if found is not None:
+        return found
+    known = {entry.fname for entry in font_manager.fontManager.ttflist}
+    added = False
+    for path in font_manager.findSystemFonts():
+        if path not in known and _CJK_FILES.search(Path(path).name):
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):
+                continue
+            added = True
+    return _probe(font_manager.fontManager.ttflist) if added else None
+
+
+def _probe(ttflist: list[Any]) -> str | None:
     from matplotlib.ft2font import FT2Font
 
     probe = [ord(c) for c in "课程作业复习"]
-    entries = sorted(
-        font_manager.fontManager.ttflist,
-        key=lambda f: not any(f.name.startswith(n) for n in _CJK_FAMILIES),
-    )
+    entries = sorted(ttflist, key=lambda f: not any(f.name.startswith(n) for n in _CJK_FAMILIES))
     for entry in entries:
         if "Last Resort" in entry.name:  # matplotlib's own fallback: a box for every glyph
             continue
@@ -201,6 +230,17 @@ def cjk_font() -> str | None:
         if all(code in charmap for code in probe):
             return str(entry.name)
     return None
+
+
+def block_label(b: Block, cjk: bool) -> str:
+    """A block's label: its name (up to :data:`NAME_CHARS` characters) when a CJK font draws it,
+    with the task id on a second line when the block is two periods or taller; the id alone
+    (``[11]``) without one (then the name would be empty boxes)."""
+    name = _text(b.name, "", cjk)
+    if not name:
+        return f"[{b.task_id}]"
+    short = name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+    return f"{short}\n[{b.task_id}]" if b.slot_end > b.slot_start else short
 
 
 def _text(value: str, fallback: str, cjk: bool) -> str:
@@ -258,8 +298,7 @@ def plot_window(
             )
         for b in pic.blocks:
             top, height = b.slot_start - 0.5, b.slot_end - b.slot_start + 1
-            name = _text(b.name, "", use_cjk)
-            label = f"[{b.task_id}]{name}" if name else f"[{b.task_id}]"
+            label = block_label(b, use_cjk)
             if b.kind == "guest":
                 rect = Rectangle(
                     (b.day - 0.36, top + 0.12),
@@ -298,12 +337,10 @@ def plot_window(
                 g.kind == "guest" and g.day == b.day and b.slot_start <= g.slot_start <= b.slot_end
                 for g in pic.blocks
             ):
-                limit = 5 if use_cjk else 9
-                text = label if len(label) <= limit + 2 else label[: limit + 1] + "…"
                 grid_ax.text(
                     b.day,
                     top + height / 2,
-                    text,
+                    label,
                     ha="center",
                     va="center",
                     fontsize=6.5,

@@ -214,6 +214,22 @@ class LoopState:
                 "issue_ids": act.get("issue_ids", []),
             }
 
+    def mark(self) -> tuple[int, int]:
+        """Where the round log ends now (see :meth:`stamp`)."""
+        return len(self.rounds), len(self.rounds[-1]["writes"]) if self.rounds else 0
+
+    def stamp(self, mark: tuple[int, int], **fields: Any) -> None:
+        """Add ``fields`` (e.g. the session's mode) to the rounds and writes logged since
+        ``mark``."""
+        rounds, writes = mark
+        if rounds:
+            for entry in self.rounds[rounds - 1]["writes"][writes:]:
+                entry.update(fields)
+        for entry in self.rounds[rounds:]:
+            entry.update(fields)
+            for write in entry["writes"]:
+                write.update(fields)
+
     def reset_best(self) -> None:
         """The window itself changed: earlier states are no longer comparable."""
         self.best_key, self.best_state, self.best_round = None, None, 0

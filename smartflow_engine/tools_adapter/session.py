@@ -326,7 +326,12 @@ class Session:
         self._pending[held.token] = held
 
     def _run(self, spec: ToolSpec, parsed: Any) -> CallResult:
-        return pipeline.execute(self.toolbox.ctx, spec, parsed, check=self.toolbox.self_check)
+        loop = self.toolbox.ctx.loop
+        mark = loop.mark() if loop is not None else (0, 0)
+        result = pipeline.execute(self.toolbox.ctx, spec, parsed, check=self.toolbox.self_check)
+        if loop is not None:  # the round log says in which mode each round and write ran
+            loop.stamp(mark, mode=self._mode.value)
+        return result
 
     def _hold(self, spec: ToolSpec, parsed: BaseModel) -> CallResult:
         token = secrets.token_urlsafe(9)

@@ -15,10 +15,11 @@ from ... import __version__
 from .. import registry
 from ..session_store import MemorySessionStore, SessionBackend, session_backend
 from ..spec import ToolSpec
-from . import routes_meta, routes_sessions, routes_stateless
+from . import observe, routes_meta, routes_sessions, routes_stateless
 from .context import ApiContext, parse_tokens
 from .errors import install_handlers
 from .middleware import BodyLimit
+from .request_log import ACCESS_LOG_ENV
 from .solver_pool import SolverPool
 
 TOKENS_ENV = "SMARTFLOW_API_TOKENS"  # "token1:user1,token2:user2"
@@ -39,6 +40,8 @@ def create_app(
     max_session_bytes: int = 2 * 1024**3,
     idle_ttl_s: float | None = 6 * 3600.0,
     specs: Sequence[ToolSpec] | None = None,
+    access_log: bool | None = None,
+    metrics: bool = True,
 ) -> FastAPI:
     """The FastAPI application.
 
@@ -64,6 +67,9 @@ def create_app(
         Caps of the default session store (429 beyond them) and idle expiry.
     specs
         The registry table (default :data:`registry.TOOLS`).
+    access_log, metrics
+        One JSON line per request (``None`` reads :data:`.request_log.ACCESS_LOG_ENV`) and
+        ``/metrics``; see :mod:`.observe`.
     """
     if tokens is None:
         tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
@@ -101,6 +107,8 @@ def create_app(
         version=__version__,
         description="Scheduling engine tools for LLM agents: stateless calls and sessions.",
         lifespan=lifespan,
+        docs_url=None,  # served offline by .docs
+        redoc_url=None,
     )
     app.state.ctx = ctx
     app.state.store = sessions  # the name older callers read
@@ -109,6 +117,7 @@ def create_app(
     for module in (routes_meta, routes_stateless, routes_sessions):
         app.include_router(module.router)
     _publish_tool_names(app, sorted(table))
+    observe.install(app, ctx, access_log=access_log, metrics_on=metrics)
     return app
 
 
@@ -202,6 +211,8 @@ def serve(
     os.environ[SETTINGS_ENV] = (
         f"max_time_limit_s={max_time_limit_s},solver_processes={solver_processes}"
     )
+    if access_log:  # our JSON line per request (uvicorn's own access log stays off)
+        os.environ[ACCESS_LOG_ENV] = "1"
     if db_url:
         os.environ[DB_URL_ENV] = db_url
     else:
@@ -216,5 +227,5 @@ def serve(
         port=port,
         log_level=log_level,
         workers=workers,
-        access_log=access_log,
+        access_log=False,
     )

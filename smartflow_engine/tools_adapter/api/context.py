@@ -22,6 +22,7 @@ from ..session_store import (
 from ..spec import ToolSpec
 from .errors import ApiError
 from .models import SessionId
+from .request_log import note_session
 from .solver_pool import SolverPool
 
 
@@ -69,6 +70,7 @@ class ApiContext:
             with self.sessions.use(principal, session_id, read_only=read_only) as session:
                 if session is None:
                     raise ApiError(404, "session_not_found", f"no session {session_id}")
+                note_session(session)
                 yield session
         except SessionConflictError as exc:
             raise ApiError(409, "session_conflict", str(exc)) from None

@@ -9,6 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..session import CallResult, Session
 from ..spec import Mode
+from .request_log import note_result
 
 SessionId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 ToolName = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[a-z_]+$")]
@@ -186,6 +187,7 @@ class HealthOut(BaseModel):
 
 
 def call_out(result: CallResult, cls: type[CallOut] = CallOut, **extra: Any) -> Any:
+    note_result(result)  # the access log's and the metrics' view of the call
     return cls(
         tool=result.tool,
         output=result.output,

@@ -54,6 +54,13 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _timed(fn: Any, *args: Any) -> tuple[float, Any]:
+    """In a worker: ``fn(*args)`` and the seconds it ran (the pool's busy time)."""
+    started = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - started, out
+
+
 def _session_call(
     snapshot: dict[str, Any], name: str, args: Any, kwargs: dict[str, Any]
 ) -> tuple[CallResult, dict[str, Any]]:
@@ -80,6 +87,27 @@ class SolverPool:
     def __init__(self, processes: int = 1) -> None:
         self.processes = processes
         self._executor: Executor | None = None
+        self._stats_lock = threading.Lock()
+        self._in_flight = 0
+        self._busy_seconds = 0.0
+
+    def stats(self) -> dict[str, Any]:
+        """Calls submitted and not finished, and the seconds workers spent running calls."""
+        with self._stats_lock:
+            return {"in_flight": self._in_flight, "busy_seconds": self._busy_seconds}
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` in a worker, counted in :meth:`stats`."""
+        with self._stats_lock:
+            self._in_flight += 1
+        busy = 0.0
+        try:
+            busy, out = self._pool().submit(_timed, fn, *args).result()
+        finally:
+            with self._stats_lock:
+                self._in_flight -= 1
+                self._busy_seconds += busy
+        return out
 
     def handles(self, name: str, session: Session | None = None) -> bool:
         """Whether a call of ``name`` (in ``session``, if given) goes to the pool."""
@@ -117,7 +145,7 @@ class SolverPool:
             "self_check": session.toolbox.self_check,
         }
         before = session.snapshot()
-        result, after = self._pool().submit(_session_call, before, name, args, kwargs).result()
+        result, after = self._run(_session_call, before, name, args, kwargs)
         if after != before:
             rebuilt = Session.restore(after, store=ctx.store, db_user_id=ctx.user_id, **kwargs)
             lock = session.lock
@@ -134,7 +162,10 @@ class SolverPool:
         num_workers: int,
     ) -> tuple[CallResult, dict[str, Any] | None]:
         kwargs: dict[str, Any] = {"max_time_limit_s": max_time_limit_s, "num_workers": num_workers}
-        return self._pool().submit(_stateless_call, state, name, args, kwargs).result()
+        result: tuple[CallResult, dict[str, Any] | None] = self._run(
+            _stateless_call, state, name, args, kwargs
+        )
+        return result
 
     def shutdown(self) -> None:
         if self._executor is not None:

@@ -1,0 +1,60 @@
+"""``/docs`` (Swagger UI) and ``/redoc`` with every asset served by the app, so the API's docs
+work with no network: FastAPI's own pages load Swagger UI and ReDoc from a public CDN.
+
+The assets come from the ``fastapi-offline`` package (Swagger UI's bundle and CSS, ReDoc's
+standalone bundle, a favicon), served under :data:`ASSETS`; ReDoc's Google Fonts link is left
+out (ReDoc falls back to the system fonts).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import (
+    get_redoc_html,
+    get_swagger_ui_html,
+    get_swagger_ui_oauth2_redirect_html,
+)
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+ASSETS = "/static/docs"
+
+
+def asset_dir() -> Path:
+    """The folder of the packaged Swagger UI / ReDoc files."""
+    return Path(str(resources.files("fastapi_offline") / "static"))
+
+
+def install(app: FastAPI) -> None:
+    """Mount the assets and add ``/docs``, ``/docs/oauth2-redirect`` and ``/redoc``."""
+    app.mount(ASSETS, StaticFiles(directory=asset_dir()), name="docs-assets")
+    title = app.title
+    redirect = "/docs/oauth2-redirect"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{title} - Swagger UI",
+            oauth2_redirect_url=redirect,
+            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{ASSETS}/favicon.png",
+        )
+
+    @app.get(redirect, include_in_schema=False)
+    async def swagger_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{title} - ReDoc",
+            redoc_js_url=f"{ASSETS}/redoc.standalone.js",
+            redoc_favicon_url=f"{ASSETS}/favicon.png",
+            with_google_fonts=False,
+        )

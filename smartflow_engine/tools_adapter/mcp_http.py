@@ -1,0 +1,164 @@
+"""MCP over streamable HTTP, beside stdio: ``/mcp/{session_id}`` of the HTTP API's app.
+
+The same server :func:`~.mcp_server.build_server` makes for stdio (the session's tools in its
+mode, ``isError`` on refusals, the P1-C rules as instructions, the state and change log as
+resources), published over the ``mcp`` SDK's streamable HTTP transport. Auth and sessions are
+the HTTP API's own:
+
+- every request needs ``Authorization: Bearer <token>`` (401 otherwise), checked before the MCP
+  layer sees it;
+- ``{session_id}`` is a session the token's principal created with ``POST /v1/sessions``
+  (another principal's, or an unknown one, is a 404), so a backend opens the session (state,
+  mode, database window) over the API and hands the agent an MCP URL for it;
+- every tool call runs on that session in the session store, through the same
+  :meth:`ApiContext.use` / :meth:`ApiContext.invoke` as ``POST .../calls`` (the solver pool, the
+  Redis store's optimistic check and the caps included). A call of the API and a call over MCP
+  see each other's changes.
+
+The transport runs in the SDK's *stateless* mode with JSON responses: each HTTP request is
+answered on its own, so any server worker can answer it (the session lives in the store, not
+in the MCP transport), and nothing is held between requests. Server-to-client requests inside a
+call (sampling, elicitation) need a stateful transport and are not offered over HTTP.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .session import CallResult
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from .api.context import ApiContext
+
+MCP_PATH = "/mcp/{session_id}"
+_SESSION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class StoredSession:
+    """A session of the store seen through the :class:`~.session.Session` methods the MCP server
+    uses; each call takes the session from the store for that call only."""
+
+    def __init__(self, ctx: ApiContext, principal: str, session_id: str) -> None:
+        self.ctx, self.principal, self.session_id = ctx, principal, session_id
+
+    def _refused(self, name: str, exc: Exception) -> CallResult:
+        from .api.errors import ApiError
+
+        if isinstance(exc, ApiError):
+            return CallResult(
+                name, f"{name} 未执行：{exc.message}", status="error", error_code=exc.code
+            )
+        raise exc
+
+    def invoke(self, name: str, args: Any = None) -> CallResult:
+        from .api.request_log import note_result
+
+        try:
+            read_only = self.ctx.reads_only(name)
+            with self.ctx.use(self.principal, self.session_id, read_only=read_only) as session:
+                result: CallResult = self.ctx.invoke(session, name, args)
+        except Exception as exc:
+            result = self._refused(name, exc)
+        note_result(result)
+        return result
+
+    def call(self, name: str, args: Any = None) -> str:
+        return self.invoke(name, args).reply
+
+    def confirm(self, token: str) -> CallResult:
+        try:
+            with self.ctx.use(self.principal, self.session_id) as session:
+                return session.confirm(token)
+        except Exception as exc:
+            return self._refused("confirm", exc)
+
+    def reject(self, token: str) -> CallResult:
+        try:
+            with self.ctx.use(self.principal, self.session_id) as session:
+                return session.reject(token)
+        except Exception as exc:
+            return self._refused("reject", exc)
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else the server reads (visible_specs, rules, state, changes, mode, ...):
+        # from the session as it is now.
+        with self.ctx.use(self.principal, self.session_id, read_only=True) as session:
+            return getattr(session, name)
+
+
+class McpEndpoint:
+    """The ASGI endpoint of :data:`MCP_PATH`."""
+
+    def __init__(self, ctx: ApiContext) -> None:
+        self.ctx = ctx
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from .api.errors import ApiError, error_response
+        from .api.request_log import note_principal
+
+        sid = str(scope.get("path_params", {}).get("session_id", ""))
+        principal = self._principal(scope)
+        if principal is None:
+            await error_response(401, "unauthorized", "missing or unknown bearer token")(
+                scope, receive, send
+            )
+            return
+        note_principal(principal)
+        if not _SESSION.match(sid):
+            await error_response(404, "session_not_found", f"no session {sid}")(
+                scope, receive, send
+            )
+            return
+        session = StoredSession(self.ctx, principal, sid)
+        try:
+            server = await anyio.to_thread.run_sync(_server, session)  # the store may block
+        except ApiError as exc:
+            await error_response(exc.status, exc.code, exc.message)(scope, receive, send)
+            return
+        manager = server.session_manager
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+
+    def _principal(self, scope: Scope) -> str | None:
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, given = value.decode("latin-1").partition(" ")
+                if scheme.lower() == "bearer" and given.strip():
+                    return self.ctx.principal(given.strip())
+        return None
+
+
+def _server(session: StoredSession) -> Any:
+    """The stdio server's construction, over the stored session, with a stateless transport."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from .mcp_server import build_server
+
+    server = build_server(session)  # type: ignore[arg-type]  # duck-typed Session
+    # The bearer token, not the Host header, guards this endpoint; the API's own bind address
+    # (loopback by default) decides who reaches it.
+    server.streamable_http_app(
+        streamable_http_path="/",
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return server
+
+
+def install(app: FastAPI, ctx: ApiContext) -> None:
+    """Add :data:`MCP_PATH` to ``app`` (needs the ``mcp`` extra; without it, nothing is added)."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return
+    app.router.routes.append(
+        Route(MCP_PATH, endpoint=McpEndpoint(ctx), methods=["GET", "POST", "DELETE"])
+    )

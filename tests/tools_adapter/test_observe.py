@@ -1,0 +1,246 @@
+"""Tests of what the HTTP server tells the people watching it: the JSON access-log line and the
+request id, ``/metrics`` (Prometheus text), and the offline ``/docs`` and ``/redoc`` pages."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+
+import pytest
+from conftest_adapters import window_dict
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from smartflow_engine.tools_adapter.api import app as app_module
+from smartflow_engine.tools_adapter.http_api import create_app, serve
+
+ALICE = {"Authorization": "Bearer tok-alice"}
+TOKENS = {"tok-alice": "alice"}
+FIELDS = (
+    "request_id",
+    "user",
+    "session",
+    "tool",
+    "mode",
+    "duration_ms",
+    "status",
+    "error_code",
+    "http_status",
+)
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[dict] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(record.getMessage()))
+
+
+@pytest.fixture
+def access_lines() -> Iterator[list[dict]]:
+    """The JSON lines written to the ``smartflow.access`` logger during the test."""
+    logger = logging.getLogger("smartflow.access")
+    handler = _Lines()
+    logger.addHandler(handler)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+
+
+def _samples(client: TestClient) -> dict[tuple[str, tuple], float]:
+    text = client.get("/metrics").text
+    out: dict[tuple[str, tuple], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def _session(client: TestClient) -> str:
+    made = client.post("/v1/sessions", headers=ALICE, json={"state": window_dict()})
+    assert made.status_code == 201, made.text
+    sid: str = made.json()["session_id"]
+    return sid
+
+
+def test_a_tool_call_writes_one_log_line_and_moves_the_metrics(access_lines):
+    """Tests that a session tool call adds one JSON line naming the request id, user, session,
+    tool, mode, status and error code, and that the tool's latency histogram, the call counter
+    and the refusals by code move."""
+    client = TestClient(create_app(TOKENS, access_log=True))
+    sid = _session(client)
+    before = _samples(client)
+    access_lines.clear()
+
+    ok = client.post(
+        f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "get_overview", "args": {}}
+    )
+    refused = client.post(
+        f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "move", "args": {"task_id": 99}}
+    )
+    after = _samples(client)
+
+    calls = [line for line in access_lines if line["path"].endswith("/calls")]
+    assert len(calls) == 2
+    first, second = calls
+    assert all(set(FIELDS) <= set(line) for line in calls)
+    assert first["request_id"] == ok.headers["X-Request-ID"]
+    assert second["request_id"] == refused.headers["X-Request-ID"]
+    assert first["request_id"] != second["request_id"]
+    assert first | {"request_id": 0, "duration_ms": 0, "ts": 0} == {
+        "ts": 0,
+        "request_id": 0,
+        "method": "POST",
+        "path": f"/v1/sessions/{sid}/calls",
+        "http_status": 200,
+        "user": "alice",
+        "session": sid,
+        "tool": "get_overview",
+        "mode": "first_full",
+        "status": "ok",
+        "error_code": "",
+        "duration_ms": 0,
+    }
+    assert second["tool"] == "move" and second["status"] == "error"
+    assert second["error_code"] == "invalid_args" and second["duration_ms"] > 0
+
+    def count(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert count("smartflow_tool_call_seconds_count", tool="get_overview") == 1
+    assert count("smartflow_tool_call_seconds_count", tool="move") == 1
+    assert count("smartflow_tool_calls_total", tool="move", status="error") == 1
+    assert count("smartflow_refusals_total", code="invalid_args") == 1
+    route = "/v1/sessions/{session_id}/calls"
+    assert (
+        count("smartflow_http_requests_total", method="POST", route=route, http_status="200") == 2
+    )
+    assert after[("smartflow_sessions_open", ())] == 1
+
+
+def test_refused_requests_are_logged_with_their_code(access_lines):
+    """Tests that a refused request (unknown session, missing token) gets a line with
+    status http_error and the body's error code, and counts among the refusals."""
+    client = TestClient(create_app(TOKENS, access_log=True))
+    client.get("/v1/sessions/nope", headers=ALICE)
+    client.get("/v1/sessions")
+    lines = access_lines[-2:]
+    assert [(x["http_status"], x["status"], x["error_code"]) for x in lines] == [
+        (404, "http_error", "session_not_found"),
+        (401, "http_error", "unauthorized"),
+    ]
+    assert lines[0]["user"] == "alice" and lines[0]["session"] == "nope"
+    assert lines[1]["user"] is None
+    samples = _samples(client)
+    assert samples[("smartflow_refusals_total", (("code", "session_not_found"),))] == 1
+    assert samples[("smartflow_refusals_total", (("code", "unauthorized"),))] == 1
+
+
+def test_a_stateless_call_names_its_tool(access_lines):
+    """Tests that a stateless analyzer call's line names the tool and has no session or mode."""
+    client = TestClient(create_app(TOKENS, access_log=True))
+    client.post("/v1/analyze/analyze_load", headers=ALICE, json={"state": window_dict()})
+    line = access_lines[-1]
+    assert (line["tool"], line["session"], line["mode"], line["status"]) == (
+        "analyze_load",
+        None,
+        None,
+        "ok",
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "echoed"),
+    [
+        ("trace-42.a_b", True),  # a tame client id is kept, so logs on both sides join
+        ("x" * 65, False),  # too long: replaced
+        ("bad id\u00e9", False),  # spaces / non-ASCII: replaced
+    ],
+)
+def test_a_request_id_is_echoed_or_made(given, echoed):
+    """Tests that every response carries X-Request-ID: the client's when it is a short token,
+    a fresh one otherwise."""
+    client = TestClient(create_app(TOKENS))
+    got = client.get("/health", headers={"X-Request-ID": given.encode("utf-8")}).headers
+    assert (got["X-Request-ID"] == given) is echoed
+    assert re.fullmatch(r"[A-Za-z0-9._-]{1,64}", got["X-Request-ID"])
+
+
+def test_the_access_log_is_off_unless_asked(access_lines, monkeypatch):
+    """Tests that no line is written by default and that SMARTFLOW_ACCESS_LOG=1 turns it on."""
+    monkeypatch.delenv("SMARTFLOW_ACCESS_LOG", raising=False)
+    TestClient(create_app(TOKENS)).get("/health")
+    assert access_lines == []
+    monkeypatch.setenv("SMARTFLOW_ACCESS_LOG", "1")
+    TestClient(create_app(TOKENS)).get("/health")
+    assert [line["path"] for line in access_lines] == ["/health"]
+
+
+def test_no_bearer_token_or_query_reaches_the_log(access_lines):
+    """Tests that the line holds neither the bearer token nor the query string."""
+    client = TestClient(create_app(TOKENS, access_log=True))
+    client.get("/v1/tools?fmt=openai&secret=s3cr3t", headers=ALICE)
+    text = json.dumps(access_lines)
+    assert "tok-alice" not in text and "s3cr3t" not in text
+
+
+def test_serve_access_log_flag_sets_the_environment(monkeypatch):
+    """Tests that serve(access_log=True) (``smartflow serve --access-log``) turns on the JSON
+    line in the workers (through the environment) and keeps uvicorn's own access log off."""
+    import uvicorn
+
+    seen: dict = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: seen.update(kw))
+    monkeypatch.delenv("SMARTFLOW_ACCESS_LOG", raising=False)
+    monkeypatch.setenv("SMARTFLOW_API_TOKENS", "t:u")
+    serve(access_log=True)
+    assert seen["access_log"] is False
+    import os
+
+    assert os.environ["SMARTFLOW_ACCESS_LOG"] == "1"
+    monkeypatch.delenv("SMARTFLOW_ACCESS_LOG")
+    assert app_module.ACCESS_LOG_ENV == "SMARTFLOW_ACCESS_LOG"
+
+
+def test_metrics_can_be_turned_off():
+    """Tests that create_app(metrics=False) answers /metrics with a typed 404."""
+    out = TestClient(create_app(TOKENS, metrics=False)).get("/metrics")
+    assert out.status_code == 404 and out.json()["error_code"] == "not_found"
+
+
+def test_solver_pool_busy_time_is_measured():
+    """Tests that a solving call run in a worker process adds to the pool's busy seconds and
+    leaves nothing in flight."""
+    with TestClient(create_app(TOKENS, solver_processes=1, max_time_limit_s=2.0)) as client:
+        got = client.post(
+            "/v1/feasibility", headers=ALICE, json={"state": window_dict(), "args": {}}
+        )
+        assert got.status_code == 200, got.text
+        samples = _samples(client)
+    assert samples[("smartflow_solver_pool_busy_seconds_total", ())] > 0
+    assert samples[("smartflow_solver_pool_in_flight", ())] == 0
+    assert samples[("smartflow_solver_pool_queue_depth", ())] == 0
+    assert samples[("smartflow_solver_pool_processes", ())] == 1
+
+
+# ----------------------------------------------------------------------------- offline docs
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_every_docs_asset_is_served_locally(page):
+    """Tests that /docs and /redoc reference no outside host and that every script, style and
+    icon they reference is served by the app."""
+    client = TestClient(create_app(TOKENS))
+    html = client.get(page)
+    assert html.status_code == 200
+    refs = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']""", html.text)
+    refs += re.findall(r"""url:\s*'([^']+)'""", html.text)  # the OpenAPI document
+    assert refs and not [r for r in refs if re.match(r"^(?:https?:)?//", r)], refs
+    assert "googleapis" not in html.text and "cdn." not in html.text
+    for ref in refs:
+        got = client.get(ref)
+        assert got.status_code == 200 and len(got.content) > 1000, ref

@@ -1,0 +1,178 @@
+"""Tests of the session page in a real browser: Debian's Chromium (/usr/bin/chromium, installed
+by the Makefile's set-up) driven by Playwright, against the app served by uvicorn in this
+process on a loopback port. A screenshot of each page is saved under tests/artefacts/."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest_adapters import window_dict
+from live_server import live_server
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from smartflow_engine.tools_adapter.http_api import create_app
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTEFACTS = Path(__file__).resolve().parents[1] / "artefacts"
+TOKENS = {"tok-alice": "alice"}
+ALICE = {"Authorization": "Bearer tok-alice"}
+WINDOW = "sample_window"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium of the system (never a downloaded browser)."""
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: the Makefile's set-up installs it"
+    with sync_playwright() as pw:
+        found = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield found
+        found.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """The app on a loopback port of this process."""
+    with live_server(create_app(TOKENS, max_time_limit_s=2.0)) as url:
+        yield url
+
+
+def _agent_session(base: str) -> tuple[str, dict[str, Any]]:
+    """A session worked on as an agent would: health, a write, a proposal, health, a commit
+    held for confirmation. Returns its id and the round log the API reports."""
+    with httpx.Client(base_url=base, headers=ALICE, timeout=60) as client:
+        made = client.post("/v1/sessions", json={"state": window_dict(WINDOW)})
+        sid = made.json()["session_id"]
+        for tool, args in [
+            ("analyze_health", {}),
+            ("place", {"task_id": 11, "day": 6, "slot_start": 1}),
+            ("analyze_health", {}),
+            ("apply_proposal", {}),
+            ("analyze_health", {}),
+            ("commit", {}),
+        ]:
+            got = client.post(f"/v1/sessions/{sid}/calls", json={"tool": tool, "args": args})
+            assert got.status_code == 200, got.text
+        log = client.post(f"/v1/sessions/{sid}/calls", json={"tool": "get_round_log", "args": {}})
+        return sid, json.loads(log.json()["reply"])["metrics"]
+
+
+def _open(page: Page, base: str, sid: str) -> None:
+    link = httpx.post(f"{base}/v1/sessions/{sid}/view-link", headers=ALICE).json()
+    page.goto(base + link["url"])
+    page.wait_for_selector("#grid")
+    assert page.url == f"{base}/view/{sid}"  # the signed query left the address bar
+
+
+def test_the_session_page_renders_grid_rounds_and_evidence(browser, server):
+    """Tests that the session page opened from a view link shows one cell per day and period,
+    one block per placed block of the state (tasks with their Chinese names), the close signal,
+    the pending commit's preview, and that clicking a round shows its writes' evidence lines;
+    saves a screenshot."""
+    sid, log = _agent_session(server)
+    state = httpx.get(f"{server}/v1/sessions/{sid}/state", headers=ALICE).json()["state"]
+    days, slots = state["window"]["total_days"], state["window"].get("slots_per_day", 12)
+    placed_blocks = sum(len(t.get("slots") or []) for t in state["tasks"])
+    study_blocks = sum(
+        len(t.get("slots") or []) for t in state["tasks"] if t.get("source") != "event"
+    )
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    failed: list[str] = []
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    outside: list[str] = []
+    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(server) else None)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    _open(page, server, sid)
+
+    assert page.locator("#grid .cell").count() == days * slots
+    assert page.locator("#grid .block").count() == placed_blocks
+    tasks = page.locator("#grid .block.kind-task, #grid .block.kind-guest")
+    assert tasks.count() == study_blocks
+    assert (
+        page.locator('#grid .block[data-task-id="11"]')
+        .first.inner_text()
+        .strip()
+        .endswith("复习线代")
+    )
+    assert page.locator("#grid .block.status-suggested").count() > 0
+    assert page.locator("#grid .block.locked").count() > 0
+    assert "收口信号" in page.locator("#close").inner_text()
+    assert "待确认：commit" in page.locator("#pending").inner_text()
+
+    rounds = page.locator("li.round")
+    assert rounds.count() == len(log["rounds"])
+    with_writes = [i for i, r in enumerate(log["rounds"]) if r["writes"]]
+    target = rounds.nth(with_writes[0])
+    detail = target.locator(".round-detail")
+    assert detail.is_hidden()
+    target.click()
+    assert detail.is_visible()
+    evidence = detail.locator(".evidence")
+    assert evidence.count() == len(log["rounds"][with_writes[0]]["writes"])
+    assert evidence.first.inner_text().startswith("证据：解决")
+    assert "模式：first_full" in detail.inner_text()
+
+    page.select_option("#diff-a", "1")
+    page.select_option("#diff-b", str(log["rounds"][-1]["round"]))
+    diff = page.locator("#diff-out").inner_text()
+    assert "已解决" in diff and "其间的写入" in diff
+
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTEFACTS / "session_page.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    assert failed == [] and outside == [] and errors == []
+    page.close()
+
+
+def test_a_page_without_a_link_or_with_a_forged_one_is_refused(browser, server):
+    """Tests that the page refuses a browser without the view cookie and with a link whose
+    signature was altered (401 pages, no grid)."""
+    sid, _ = _agent_session(server)
+    page = browser.new_page()
+    got = page.goto(f"{server}/view/{sid}")
+    assert got is not None and got.status == 401 and page.locator("#grid").count() == 0
+    link = httpx.post(f"{server}/v1/sessions/{sid}/view-link", headers=ALICE).json()["url"]
+    forged = link[:-3] + ("AAA" if not link.endswith("AAA") else "BBB")
+    got = page.goto(server + forged)
+    assert got is not None and got.status == 401
+    page.close()
+
+
+def test_the_stateless_page_shows_a_posted_window(browser, server):
+    """Tests the page of a posted window (POST /v1/view, the bearer token in a header): the
+    grid's cells and blocks; saves a screenshot."""
+    data = window_dict(WINDOW)
+    page = browser.new_page(viewport={"width": 1500, "height": 900})
+
+    def as_post(route: Any) -> None:
+        route.continue_(
+            method="POST",
+            headers={**route.request.headers, **ALICE, "content-type": "application/json"},
+            post_data=json.dumps({"state": data, "title": "样例窗口"}),
+        )
+
+    page.route(f"{server}/v1/view", as_post)
+    page.goto(f"{server}/v1/view")
+    page.wait_for_selector("#grid")
+    days, slots = data["window"]["total_days"], data["window"].get("slots_per_day", 12)
+    assert page.locator("#grid .cell").count() == days * slots
+    placed = sum(len(t.get("slots") or []) for t in data["tasks"])
+    assert page.locator("#grid .block").count() == placed
+    assert page.locator("#rounds").count() == 0
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTEFACTS / "window_page.png"), full_page=True)
+    page.close()
