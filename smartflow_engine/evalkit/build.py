@@ -62,31 +62,26 @@ class Candidate:
         )
 
 
-# The candidates: sizes from 13 to 120 days; plain and fragmented windows (they close), dense
-# ones whose courses alone overload some days (a proven floor above the close rule that the
-# witness reaches: unclosable; fragmented windows' capacity floors proved too loose for that),
-# and tight ones the exact check proves infeasible in seconds. Kept modest so a scripted run
-# takes minutes.
+# The candidates: plain and fragmented windows (they close), dense ones whose courses alone
+# overload some days (a proven floor above the close rule that the witness reaches: unclosable;
+# fragmented windows' capacity floors proved too loose for that), and tight ones of 13-120 days
+# the exact check proves infeasible in seconds. Planned windows stop at 21 days: on the shared
+# machine (load 8-10) a 30-60-day witness took 5-10 minutes and two were dropped (see
+# docs/decisions.md). Kept modest so a scripted run takes minutes.
 CANDIDATES: tuple[Candidate, ...] = (
     Candidate(13, 0, "plain", 1),
+    Candidate(13, 3, "plain", 1),
     Candidate(13, 1, "fragmented", 1),
     Candidate(13, 5, "dense", 1, occupancy=0.5, pending=13),
+    Candidate(13, 3, "dense", 1, occupancy=0.6, pending=13),
     Candidate(13, 2, "tight"),
     Candidate(21, 3, "plain", 1),
+    Candidate(21, 0, "plain", 1),
     Candidate(21, 3, "dense", 1, occupancy=0.6, pending=21),
     Candidate(21, 5, "tight"),
-    Candidate(30, 1, "plain", 2),
-    Candidate(30, 5, "dense", 1, occupancy=0.5, pending=30),
     Candidate(30, 9, "tight"),
-    Candidate(45, 2, "plain", 1),
-    Candidate(45, 5, "dense", 0, occupancy=0.5, pending=45),
-    Candidate(45, 3, "tight"),
-    Candidate(60, 0, "plain", 1),
-    Candidate(60, 3, "dense", 0, occupancy=0.6, pending=60),
     Candidate(60, 3, "tight"),
     Candidate(120, 1, "tight"),
-    Candidate(90, 1, "plain"),
-    Candidate(120, 5, "dense", 0, occupancy=0.5, pending=120),
 )
 
 
@@ -308,7 +303,9 @@ def main(argv: list[str] | None = None) -> None:
     def keep(c: Candidate, made: list[EvalTask]) -> None:
         report(c, made)
         tasks.extend(made)
-        save_tasks(tasks, args.out)  # after each window: a long build can be cut short
+        save_tasks(
+            sorted(tasks, key=lambda t: (t.days, t.id)), args.out
+        )  # after each window: a long build can be cut short
 
     build_tasks(on_candidate=keep)
     print(f"{len(tasks)} tasks written to {args.out}")

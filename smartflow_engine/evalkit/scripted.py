@@ -99,9 +99,11 @@ def health_loop(
         env = json.loads(s.call("analyze_health", {}))
         sig = env["metrics"]["close_signal"]
         run.rounds = sig["round"]
-        if env.get("feasibility", {}) and env["feasibility"].get("is_feasible") is False:
-            if run.negotiated_round is None:
-                run.negotiated_round = sig["round"]
+        infeasible = (env.get("feasibility") or {}).get("is_feasible") is False
+        if infeasible and run.negotiated_round is None:
+            # once: the window stays infeasible after the choice, and the next round closes
+            # with risk_accepted (resolving again each round ran to the round cap)
+            run.negotiated_round = sig["round"]
             s.call("resolve_negotiation", {"choice": choice})
             continue
         if sig["should_close"]:
