@@ -164,3 +164,21 @@ def test_an_endpoint_failure_is_a_failed_trial_with_its_reason(negotiate_task):
     trial = run_trial(negotiate_task, policy)
     assert not trial.passed and "policy_error" in trial.failed
     assert trial.details["policy_error"].startswith("APIConnectionError")
+
+
+def test_arguments_that_are_not_json_get_the_tools_own_refusal(negotiate_task):
+    """Tests that a recorded tool call whose arguments are not JSON reaches the session as text
+    and comes back as the tool's clear refusal (fed to the model), not as a crashed trial."""
+    bad = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "analyze_health", "arguments": "{oops"},
+    }
+    script = [{"content": None, "tool_calls": [bad]}, {"content": "好的。"}]
+    with ReplayServer(script) as server:
+        policy = OpenAIPolicy("replay-model", base_url=server.base_url, api_key="test")
+        trial = run_trial(negotiate_task, policy)
+        reply = server.requests[1]["messages"][-1]
+    assert "policy_error" not in trial.failed and trial.tool_calls == 1
+    assert reply["role"] == "tool" and reply["tool_call_id"] == "call_1"
+    assert json.loads(reply["content"])["success"] is False
