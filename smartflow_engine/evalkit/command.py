@@ -33,7 +33,7 @@ def run_command(
     err = Console(stderr=True)
 
     def fail(message: str) -> int:
-        err.print(f"[red]smartflow eval: {message}[/red]")
+        err.print(f"[red]smartflow eval: {message}[/red]", soft_wrap=True)
         return 2
 
     if policy not in POLICIES:

@@ -121,6 +121,8 @@ def _load(path: str) -> tuple[EvalTask, ...]:
     raw = Path(path).read_bytes()
     text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise ValueError(f"{path}: not a task set (an object with a list of tasks)")
     return tuple(EvalTask.model_validate(t) for t in data["tasks"])
 
 

@@ -66,11 +66,16 @@ def test_scripted_eval_on_a_subset_reproduces_the_committed_rows(tmp_path):
         (["--k", "0"], "at least 1"),  # no trial
         (["--tasks", "nope"], "unknown task id"),  # not in the set
         (["--kinds", "easy"], "unknown kind"),  # not a kind
+        (["--tasks-file", "missing.json"], "missing.json"),  # no such file
+        (["--tasks-file", "LIST"], "not a task set"),  # JSON, but not a task set
     ],
 )
 def test_bad_input_is_a_clear_message_and_exit_2(tmp_path, args, message):
     """Tests that each bad option gets one clear line, exit code 2, and writes nothing."""
     out = tmp_path / "eval"
+    (tmp_path / "list.json").write_text("[1, 2]")
+    args = [str(tmp_path / a) if a.endswith(".json") else a for a in args]
+    args = [str(tmp_path / "list.json") if a == "LIST" else a for a in args]
     result = runner.invoke(app, ["eval", *args, "--out", str(out)])
     assert result.exit_code == 2
     assert message in result.output
