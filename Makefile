@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed
 # schedule picture). Installed only when missing.
 SYSTEM_PACKAGES := chromium fonts-wqy-microhei
 
-.PHONY: demo test lint bench clean system-packages
+.PHONY: demo test lint bench eval eval-model clean system-packages
 
 system-packages:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -46,6 +46,16 @@ test: system-packages lint
 
 bench: $(STAMP)
 	$(VENV)/bin/smartflow bench
+
+# Optional: the eval kit (issue 31). `make eval` reruns the scripted baseline table;
+# `make eval-model EVAL_BASE_URL=http://127.0.0.1:8080/v1 EVAL_MODEL=name` runs any
+# OpenAI-compatible endpoint (the key, if any, in $OPENAI_API_KEY) into eval_results.{md,parquet}.
+EVAL_K ?= 3
+eval: $(STAMP)
+	$(VENV)/bin/smartflow eval --policy scripted --k 2 --out benchmarks/results_eval
+
+eval-model: $(STAMP)
+	$(VENV)/bin/smartflow eval --policy openai --base-url "$(EVAL_BASE_URL)" --model "$(EVAL_MODEL)" --k $(EVAL_K) --out eval_results
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

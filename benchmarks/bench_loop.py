@@ -28,7 +28,6 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from smartflow_engine.analyzers.destinations import (
     movable,
     rank_destinations,
 )
+from smartflow_engine.evalkit.scripted import AgentRun, closes, finish_run, health_loop, key_of
 from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.placement import WORK_SHARE
 from smartflow_engine.state import Request, ScheduleState, move, relocate
@@ -48,26 +48,6 @@ MAX_ROUNDS = 60
 CLIMB_BUDGET = 150  # destinations the hill climb measures per task and step
 SEEDS = {13: range(6), 30: range(6), 60: range(3)}
 WALL_LIMIT_S = 120.0  # the proposals' safety net; their deterministic work budget decides
-
-
-@dataclass
-class AgentRun:
-    closed: bool = False
-    close_reason: str | None = None
-    rounds: int = 0
-    actions_seen: int = 0
-    actions_actionable: int = 0  # the two reads led to a destination that helps
-    actions_unfixable: int = 0  # fixable=false with a reason, and the reads found none either
-    fixable_unfound: int = 0  # fixable=true, yet the two reads found no destination that helps
-    unfixable_found: int = 0  # fixable=false, yet the two reads found one (a wrong false)
-    trades: int = 0  # writes of a destination that does not help but improves the counts
-    writes: int = 0
-    refused: int = 0
-    created_issues: int = 0
-    oscillations: int = 0
-    negotiated_round: int | None = None
-    wrote_before_negotiation: bool = False
-    seconds: float = 0.0
 
 
 @dataclass
@@ -109,144 +89,15 @@ def disturbed_window(seed: int, num_days: int, time_limit_s: float) -> ScheduleS
     return state
 
 
-def key_of(state: ScheduleState) -> tuple[int, int, float]:
-    issues = health_result(state).issues
-    crit = sum(1 for i in issues if i.severity == "critical")
-    warn = sum(1 for i in issues if i.severity == "warning")
-    impact = round(sum(i.impact_score for i in issues if i.severity != "info"), 4)
-    return crit, warn, impact
-
-
-def closes(key: tuple[int, int, float]) -> bool:
-    return key[0] == 0 and key[1] <= 1
-
-
 # ---------------------------------------------------------------------------------- agent
-def improves(dest: dict[str, Any]) -> bool:
-    """The agent's only judgement: a destination is worth writing when the tool says it helps
-    the action (resolves or eases one of its issues, creates none, health strictly better), or
-    when its reported deltas make the loop's key (critical, warning, total impact) strictly
-    better (a trade: it may create an issue while resolving a worse one)."""
-    key = (dest["critical_delta"], dest["warning_delta"], dest["impact_delta"])
-    return bool(dest["helps"]) or key < (0, 0, 0.0)
-
-
 def run_agent(state: ScheduleState) -> AgentRun:
+    """The tools-only agent (one implementation with the eval kit's ``scripted`` policy)."""
     run = AgentRun()
     started = time.perf_counter()
     s = Session(state, mode="first_full", max_time_limit_s=2.0)
-    history: dict[int, list[tuple[int, int]]] = {}
-    for _ in range(MAX_ROUNDS + 1):
-        env = json.loads(s.call("analyze_health", {}))
-        sig = env["metrics"]["close_signal"]
-        run.rounds = sig["round"]
-        if env.get("feasibility", {}) and env["feasibility"].get("is_feasible") is False:
-            if run.negotiated_round is None:
-                run.negotiated_round = sig["round"]
-            s.call("resolve_negotiation", {"choice": "accept_risk"})
-            continue
-        if sig["should_close"]:
-            run.close_reason = sig["close_reason"]
-            if run.close_reason in ("no_progress", "round_cap"):
-                s.call("restore_best", {})
-            break
-        wrote = False
-        # fixable ones first (health orders them so); an action marked fixable=false may still
-        # offer a trade that improves the counts
-        actions = env["next_actions"]
-        for act in actions:
-            run.actions_seen += 1
-            aid = act["action_id"]
-            fixable = act.get("fixable")
-            targets = json.loads(s.call("query_target_tasks", {"action_id": aid}))
-            rows = [
-                t
-                for t in targets["metrics"].get("tasks", [])
-                if t.get("best_destination") is not None and improves(t["best_destination"])
-            ]
-            dest, task = None, None
-            if rows:
-                task = rows[0]
-                slots = json.loads(
-                    s.call("query_available_slots", {"task_id": task["task_id"], "action_id": aid})
-                )
-                listed = [d for d in slots["metrics"].get("slots") or [] if improves(d)]
-                dest = listed[0] if listed else None
-            helped = dest is not None and bool(dest["helps"])
-            if helped:
-                run.actions_actionable += 1
-                run.unfixable_found += fixable is False
-            elif fixable is False and act.get("fixable_reason"):
-                run.actions_unfixable += 1
-            else:
-                run.fixable_unfound += 1
-            if dest is None or task is None:
-                continue
-            run.trades += not helped
-            if task["status"] == "pending":
-                result = s.invoke(
-                    "place",
-                    {
-                        "task_id": task["task_id"],
-                        "day": dest["day"],
-                        "slot_start": dest["slot_start"],
-                        "action_id": aid,
-                    },
-                )
-            else:
-                result = s.invoke(
-                    "move",
-                    {
-                        "task_id": task["task_id"],
-                        "new_day": dest["day"],
-                        "new_slot_start": dest["slot_start"],
-                        "from_day": dest.get("from_day"),
-                        "action_id": aid,
-                    },
-                )
-            run.writes += 1
-            if result.status == "error" or not result.changes:
-                run.refused += 1
-                continue
-            evidence = result.reply.splitlines()[-1]
-            if "新增 0 项" not in evidence:
-                run.created_issues += 1
-            pos = (dest["day"], dest["slot_start"])
-            seen = history.setdefault(task["task_id"], [])
-            before = [(b["day"], b["slot_start"]) for b in task["blocks"]]
-            if len(seen) >= 2 and seen[-2] == pos:
-                run.oscillations += 1
-            if not seen:
-                seen.extend(before)
-            seen.append(pos)
-            wrote = True
-            break
-        if not wrote:
-            continue  # the next health counts a round without progress
-    log = json.loads(s.call("get_round_log", {"limit": 50}))["metrics"]
-    while log["page"]["next_offset"] is not None:  # the log is paged, newest first
-        older = json.loads(
-            s.call("get_round_log", {"offset": log["page"]["next_offset"], "limit": 50})
-        )["metrics"]
-        older["rounds"] += log["rounds"]
-        log = older
-    earlier = log["earlier_rounds"]  # folded rounds: a write there counts at their first round
-    if earlier and earlier["writes"]:
-        log["rounds"].insert(0, {"round": earlier["first_round"], "writes": [{"tool": "?"}]})
-    run.closed = run.close_reason in ("rules_met", "best_achievable", "risk_accepted") or (
-        run.close_reason is not None and closes(key_of(s.state))
-    )  # type: ignore[arg-type]
-    first_write = next(
-        (
-            r["round"]
-            for r in log["rounds"]
-            for w in r["writes"]
-            if w["tool"] not in ("resolve_negotiation",)
-        ),
-        None,
-    )
-    if run.negotiated_round is not None and first_write is not None:
-        run.wrote_before_negotiation = first_write < run.negotiated_round
+    health_loop(s, run, max_rounds=MAX_ROUNDS)
+    assert s.state is not None
+    finish_run(s, s.state, run)
     run.seconds = time.perf_counter() - started
     return run
 

@@ -918,6 +918,54 @@ def _health_digest(reply: str) -> str:
     return "\n".join(lines) or "no issues"
 
 
+@app.command("eval")
+def eval_kit(
+    policy: Annotated[str, typer.Option(help="scripted (the tools-only agent) or openai.")] = (
+        "scripted"
+    ),
+    k: Annotated[int, typer.Option("--k", help="Trials per task (pass^1 .. pass^k).")] = 1,
+    out: Annotated[
+        Path, typer.Option(help="Writes OUT.parquet (one row per trial) and OUT.md.")
+    ] = Path("eval_results"),
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids (a subset).")] = None,
+    kinds: Annotated[
+        str | None, typer.Option(help="Comma-separated kinds: closable,unclosable,infeasible.")
+    ] = None,
+    tasks_file: Annotated[
+        Path | None, typer.Option(help="Another task set (default: the shipped one).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="openai: the model name.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="openai: an OpenAI-compatible endpoint, e.g. .../v1.")
+    ] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="openai: the environment variable holding the API key.")
+    ] = "OPENAI_API_KEY",
+    temperature: Annotated[float | None, typer.Option(help="openai: sampling temperature.")] = None,
+) -> None:
+    """Run the public task set through real sessions for a policy; write the pass^k table."""
+    from .evalkit.command import run_command
+
+    def split(text: str | None) -> list[str] | None:
+        return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+    code = run_command(
+        policy=policy,
+        k=k,
+        out=out,
+        task_ids=split(tasks),
+        kinds=split(kinds),
+        tasks_file=tasks_file,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        console=console,
+    )
+    if code:
+        raise typer.Exit(code)
+
+
 def main() -> None:
     app()
 

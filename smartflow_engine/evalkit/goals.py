@@ -1,0 +1,155 @@
+"""Graders: each part of a task's goal checked on the final state and the call trace.
+
+One checker per goal part, in one table (:data:`CHECKS`); :func:`grade` runs those the task's
+goal names. A trial passes when every one holds (τ-bench: graded by the final state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analyzers.destinations import health_result
+from ..state import ScheduleState
+from .tasks import EvalTask
+
+
+@dataclass
+class CallRecord:
+    """One tool call of a trial: what was asked and what happened (``wrote``: the call changed
+    tasks of the window)."""
+
+    name: str
+    args: Any
+    status: str
+    error_code: str = ""
+    wrote: bool = False
+    is_write: bool = False
+
+
+@dataclass
+class Outcome:
+    """A trial's end: the final state, the calls in order, and whether the policy asked for a
+    call past the cap."""
+
+    state: ScheduleState
+    calls: list[CallRecord] = field(default_factory=list)
+    exhausted: bool = False
+
+
+@dataclass
+class CheckResult:
+    goal: str
+    ok: bool
+    detail: str = ""
+
+
+def counts(state: ScheduleState) -> tuple[int, int]:
+    """``analyze_health``'s (critical, warning) of ``state`` at the normal level."""
+    issues = health_result(state).issues
+    return (
+        sum(1 for i in issues if i.severity == "critical"),
+        sum(1 for i in issues if i.severity == "warning"),
+    )
+
+
+def check_health(task: EvalTask, out: Outcome) -> CheckResult:
+    goal = task.goal.health
+    assert goal is not None
+    crit, warn = counts(out.state)
+    if goal.rule == "close":
+        ok = crit == 0 and warn <= 1
+        want = "critical=0 && warning<=1"
+    else:
+        ok = crit <= goal.critical and crit + warn <= goal.critical + goal.warning
+        want = f"floor critical={goal.critical}, warning={goal.warning}"
+    return CheckResult("health", ok, f"critical={crit}, warning={warn}; goal {want}")
+
+
+def check_placed(task: EvalTask, out: Outcome) -> CheckResult:
+    want = task.goal.placed_periods
+    assert want is not None
+    pending = {t["state_id"] for t in task.state["tasks"] if t.get("status") == "pending"}
+    placed = sum(
+        sum(b.length for b in t.slots)
+        for t in out.state.tasks
+        if t.state_id in pending and t.is_placed
+    )
+    return CheckResult("placed", placed >= want, f"{placed} of {want} pending periods placed")
+
+
+def check_edit(task: EvalTask, out: Outcome) -> CheckResult:
+    edit = task.goal.edit
+    assert edit is not None
+    allowed = set(edit.days)
+    wrong = []
+    for tid in edit.task_ids:
+        t = out.state.task(tid)
+        days = [b.day for b in t.slots] if t is not None else []
+        if not days or any(d not in allowed for d in days):
+            wrong.append(f"[{tid}] on days {days}")
+    detail = "; ".join(wrong) if wrong else f"tasks {edit.task_ids} on days {sorted(allowed)}"
+    return CheckResult("edit", not wrong, detail)
+
+
+def check_locked(task: EvalTask, out: Outcome) -> CheckResult:
+    before = {t["state_id"]: t for t in task.state["tasks"]}
+    moved = []
+    for tid in task.goal.locked_ids:
+        t = out.state.task(tid)
+        slots = [b.model_dump() for b in t.slots] if t is not None else None
+        if slots != before[tid].get("slots", []):
+            moved.append(tid)
+    return CheckResult(
+        "locked", not moved, f"locked tasks moved: {moved}" if moved else "no locked task moved"
+    )
+
+
+def check_negotiation(task: EvalTask, out: Outcome) -> CheckResult:
+    choice = task.goal.negotiation
+    first_write = next((i for i, c in enumerate(out.calls) if c.wrote), None)
+    resolved = next(
+        (
+            i
+            for i, c in enumerate(out.calls)
+            if c.name == "resolve_negotiation"
+            and c.status == "ok"
+            and isinstance(c.args, dict)
+            and c.args.get("choice") == choice
+        ),
+        None,
+    )
+    if resolved is None:
+        return CheckResult("negotiation", False, f"no resolve_negotiation({choice}) recorded")
+    if first_write is not None and first_write < resolved:
+        name = out.calls[first_write].name
+        return CheckResult(
+            "negotiation", False, f"{name} (call {first_write + 1}) wrote before the negotiation"
+        )
+    return CheckResult("negotiation", True, f"{choice} recorded at call {resolved + 1}")
+
+
+def check_round_cap(task: EvalTask, out: Outcome) -> CheckResult:
+    cap = task.goal.max_tool_calls
+    used = len(out.calls)
+    ok = used <= cap and not out.exhausted
+    extra = " (asked for more)" if out.exhausted else ""
+    return CheckResult("round_cap", ok, f"{used} of {cap} tool calls{extra}")
+
+
+Check = Callable[[EvalTask, Outcome], CheckResult]
+# goal part -> (applies to the task, checker)
+CHECKS: dict[str, tuple[Callable[[EvalTask], bool], Check]] = {
+    "health": (lambda t: t.goal.health is not None, check_health),
+    "placed": (lambda t: t.goal.placed_periods is not None, check_placed),
+    "edit": (lambda t: t.goal.edit is not None, check_edit),
+    "locked": (lambda t: True, check_locked),
+    "negotiation": (lambda t: t.goal.negotiation is not None, check_negotiation),
+    "round_cap": (lambda t: True, check_round_cap),
+}
+
+
+def grade(task: EvalTask, out: Outcome) -> list[CheckResult]:
+    """Every goal part of ``task`` checked on ``out``, in the table's order."""
+    return [check(task, out) for applies, check in CHECKS.values() if applies(task)]

@@ -1,0 +1,146 @@
+"""Tests of the eval kit's graders: each goal part fails on a final state that breaks it and
+passes on the engine's proven final state (the witness shipped with the task)."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartflow_engine.evalkit import CallRecord, Outcome, grade, load_tasks
+from smartflow_engine.evalkit.goals import CHECKS, counts
+from smartflow_engine.evalkit.tasks import EvalTask
+from smartflow_engine.state import ScheduleState, move, unplace
+
+TASKS = load_tasks()
+
+
+def _task(pred) -> EvalTask:
+    return next(t for t in TASKS if pred(t))
+
+
+def _witness_calls(task: EvalTask) -> list[CallRecord]:
+    if task.goal.negotiation is None:
+        return []
+    return [CallRecord("resolve_negotiation", {"choice": task.goal.negotiation}, "ok")]
+
+
+def _witness(task: EvalTask) -> Outcome:
+    return Outcome(task.witness_state(), _witness_calls(task))
+
+
+def _overloaded(task: EvalTask) -> Outcome:
+    """The witness with study tasks piled onto the days they fit until the close rule (or the
+    floor) breaks."""
+    state = task.witness_state()
+    goal = task.goal.health
+    assert goal is not None
+    for day in range(1, state.num_days + 1):
+        for t in list(state.tasks):
+            crit, warn = counts(state)
+            if crit > goal.critical or crit + warn > goal.critical + goal.warning:
+                return Outcome(state, _witness_calls(task))
+            if t.source == "event" or state.is_locked(t) or len(t.slots) != 1:
+                continue
+            runs = state.grid.free_runs(t.need(), day)
+            if runs and t.slots[0].day != day:
+                move(state, t.state_id, day, runs[0][1])
+    raise AssertionError("could not break the health goal")
+
+
+def _unplaced(task: EvalTask) -> Outcome:
+    state = task.witness_state()
+    pending = next(t["state_id"] for t in task.state["tasks"] if t["status"] == "pending")
+    assert unplace(state, pending).ok
+    return Outcome(state, [])
+
+
+def _edit_undone(task: EvalTask) -> Outcome:
+    return Outcome(task.initial_state(), [])  # the tasks still on the day the student named
+
+
+def _locked_moved(task: EvalTask) -> Outcome:
+    data = task.witness_state().to_dict()
+    for t in data["tasks"]:
+        if t["state_id"] in task.goal.locked_ids and len(t["slots"]) > 1:
+            t["slots"] = t["slots"][1:]  # one meeting of a locked course gone
+            return Outcome(ScheduleState.from_json(data), _witness_calls(task))
+    raise AssertionError("no locked task with several blocks")
+
+
+def _wrote_first(task: EvalTask) -> Outcome:
+    calls = [CallRecord("place", {}, "ok", wrote=True, is_write=True), *_witness_calls(task)]
+    return Outcome(task.witness_state(), calls)
+
+
+def _never_resolved(task: EvalTask) -> Outcome:
+    return Outcome(task.witness_state(), [CallRecord("analyze_health", {}, "ok")])
+
+
+def _other_choice(task: EvalTask) -> Outcome:
+    calls = [CallRecord("resolve_negotiation", {"choice": "reduce_scope"}, "ok")]
+    return Outcome(task.witness_state(), calls)
+
+
+def _too_many_calls(task: EvalTask) -> Outcome:
+    calls = [CallRecord("get_overview", {}, "ok")] * 61
+    return Outcome(task.witness_state(), calls)
+
+
+def _asked_past_cap(task: EvalTask) -> Outcome:
+    return Outcome(task.witness_state(), _witness_calls(task), exhausted=True)
+
+
+BREAKS = [
+    # (goal part, which task, the broken final state)
+    ("health", lambda t: t.goal.health is not None and t.goal.health.rule == "close", _overloaded),
+    ("health", lambda t: t.goal.health is not None and t.goal.health.rule == "floor", _overloaded),
+    ("placed", lambda t: t.goal.placed_periods is not None, _unplaced),
+    ("edit", lambda t: t.goal.edit is not None, _edit_undone),
+    ("locked", lambda t: True, _locked_moved),
+    ("negotiation", lambda t: t.goal.negotiation is not None, _wrote_first),  # a write first
+    ("negotiation", lambda t: t.goal.negotiation is not None, _never_resolved),  # asked nobody
+    ("negotiation", lambda t: t.goal.negotiation is not None, _other_choice),  # not the choice
+    ("round_cap", lambda t: True, _too_many_calls),  # 61 calls
+    ("round_cap", lambda t: True, _asked_past_cap),  # the policy wanted a 61st
+]
+
+
+@pytest.mark.parametrize(("goal", "pick", "broken"), BREAKS)
+def test_each_checker_fails_on_a_state_that_breaks_it(goal, pick, broken):
+    """Tests that the goal part's checker fails on a final state that breaks only what it
+    checks, and that the same task's witness passes it."""
+    task = _task(pick)
+    passed = {r.goal: r.ok for r in grade(task, _witness(task))}
+    assert passed[goal] is True
+    results = {r.goal: r for r in grade(task, broken(task))}
+    assert results[goal].ok is False, results[goal].detail
+
+
+def test_every_goal_part_has_a_breaking_case():
+    """Tests that the table above covers every checker of the grader."""
+    assert {row[0] for row in BREAKS} == set(CHECKS)
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
+def test_every_shipped_witness_meets_its_whole_goal(task):
+    """Tests that each shipped task's proven final state meets every part of its goal (the set
+    ships no unreachable goal)."""
+    bad = [r for r in grade(task, _witness(task)) if not r.ok]
+    assert not bad
+
+
+def test_the_set_covers_every_kind_size_and_request():
+    """Tests that the shipped set holds every kind, windows from 13 to 120 days, and every kind
+    of request, with proofs: proven feasibility and, on unclosable windows, a proven floor above
+    the close rule."""
+    assert {t.kind for t in TASKS} == {"closable", "unclosable", "infeasible"}
+    assert {t.request.type for t in TASKS} == {"first_full", "local_edit", "negotiate"}
+    assert min(t.days for t in TASKS) == 13 and max(t.days for t in TASKS) == 120
+    assert 20 <= len(TASKS) <= 30
+    for t in TASKS:
+        if "feasibility" in t.proof:
+            assert t.proof["feasibility"]["proven"] is True
+        if t.kind == "unclosable":
+            floor = t.proof["floor"]
+            assert floor["proven"] and (floor["critical"] > 0 or floor["warning"] > 1)
+        if t.request.type == "local_edit":
+            assert t.request.edit == t.goal.edit and t.request.text
