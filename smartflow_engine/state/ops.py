@@ -267,12 +267,13 @@ def relocate(
         elif refusal := _check_status(state, task):
             return OpResult(False, [], refusal)
         tasks.append(task)
+    guests = state.guests_by_host() if len(requests) > 1 else None
     for req, task in zip(requests, tasks, strict=True):
         old: SlotRange | None = None
         if task.status == "pending":
             length = task.need()
         else:
-            if refusal := _check_shape(state, task, req.from_day, moving_ids):
+            if refusal := _check_shape(state, task, req.from_day, moving_ids, guests):
                 return OpResult(False, [], refusal)
             old = _pick_block(task, req.from_day)
             length = old.length
@@ -438,10 +439,15 @@ def _check_status(state: ScheduleState, task: Task) -> Refusal | None:
 
 
 def _check_shape(
-    state: ScheduleState, task: Task, from_day: int | None, moving_ids: set[int]
+    state: ScheduleState,
+    task: Task,
+    from_day: int | None,
+    moving_ids: set[int],
+    guests: dict[int, list[int]] | None = None,
 ) -> Refusal | None:
     """Which block moves: several blocks need a matching ``from_day``; a block holding a guest
-    (not moving in the same call) stays."""
+    (not moving in the same call) stays. ``guests`` is the state's guests by host, passed by a
+    caller that checks many tasks (one pass over the tasks, not one per task)."""
     if len(task.slots) > 1:
         on_day = [b for b in task.slots if b.day == from_day]
         if from_day is None or len(on_day) != 1:
@@ -452,7 +458,9 @@ def _check_shape(
             "no_block_on_day", task_id=task.state_id, day=from_day, blocks=tuple(task.slots)
         )
     block = _pick_block(task, from_day)
-    for gid in state.guests_by_host().get(task.state_id, []):
+    if guests is None:
+        guests = state.guests_by_host()
+    for gid in guests.get(task.state_id, []):
         g = state.task(gid)
         if g is None or gid in moving_ids:
             continue
