@@ -234,6 +234,15 @@ def concentration(slots_per_day: list[int], blocks: int, num_days: int) -> float
     return r4(min(1.0, max(0.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n))))
 
 
+def sample_std_dev(n: int, total: int, sum_of_squares: int) -> float:
+    """The sample standard deviation of ``n`` integer values from their sum and sum of squares
+    (exact integer arithmetic up to the square root, so a running sum gives the same value as
+    the whole list: the load_imbalance metric, p1 §4.3)."""
+    if n <= 1:
+        return 0.0
+    return math.sqrt(max(n * sum_of_squares - total * total, 0) / (n * (n - 1)))
+
+
 @cache
 def rules_for(dimension: str, level: str) -> tuple[Rule, ...]:
     """The dimension's rules at ``level`` (cached: the table is immutable)."""
