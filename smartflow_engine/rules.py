@@ -224,13 +224,18 @@ def r4(x: float) -> float:
 def concentration(slots_per_day: list[int], blocks: int, num_days: int) -> float | None:
     """Normalised HHI of the per-day shares (present days' slot counts), against
     ``N = min(blocks, num_days)`` days (p1 §4.4)."""
-    used = sum(slots_per_day)
+    return concentration_of(sum(slots_per_day), sum(v * v for v in slots_per_day), blocks, num_days)
+
+
+def concentration_of(used: int, sum_of_squares: int, blocks: int, num_days: int) -> float | None:
+    """:func:`concentration` from the subject's periods and the sum of their per-day squares
+    (``HHI = sum_of_squares / used**2``, one division: a running sum gives the same value)."""
     if used == 0:
         return None
     n = min(blocks, num_days)
     if n <= 1:
         return 0.0
-    hhi = sum((v / used) ** 2 for v in slots_per_day)
+    hhi = sum_of_squares / (used * used)
     return r4(min(1.0, max(0.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n))))
 
 

@@ -21,6 +21,7 @@ their facts), so a cached evaluator (:func:`evaluator_for`) serves the session's
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 from collections.abc import Iterable, Sequence
@@ -29,7 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import UNCATEGORISED, concentration, r4, rules_for, sample_std_dev, subject_class
+from ..rules import (
+    UNCATEGORISED,
+    concentration_of,
+    r4,
+    rules_for,
+    sample_std_dev,
+    subject_class,
+)
 from ..state import ScheduleState, Task
 from ..state.ops import Change
 from .common import evaluate, sort_issues
@@ -90,6 +98,81 @@ def _add_sig(info: SubjectFacts, sig: tuple[Any, ...], sign: int) -> None:
         info.blocks += sign * blocks
 
 
+@dataclass
+class SubjectDays:
+    """The study layer's periods of one subject by day, with the sums its rules read: the
+    present days in order, the multiset of gaps between consecutive ones, the periods and the
+    sum of their per-day squares (the concentration's HHI)."""
+
+    daily: dict[int, int] = field(default_factory=dict)  # 1-based day -> periods
+    present: list[int] = field(default_factory=list)
+    gaps: dict[int, int] = field(default_factory=dict)  # gap -> how many
+    used: int = 0
+    squares: int = 0
+
+    @classmethod
+    def of(cls, daily: dict[int, int]) -> SubjectDays:
+        present = sorted(daily)
+        gaps: dict[int, int] = {}
+        for a, b in itertools.pairwise(present):
+            gaps[b - a - 1] = gaps.get(b - a - 1, 0) + 1
+        used = sum(daily.values())
+        return cls(daily, present, gaps, used, sum(v * v for v in daily.values()))
+
+    def changed(self, new: dict[int, int]) -> SubjectDays:
+        """This subject with the days of ``new`` (1-based day -> periods, 0 for none) replaced;
+        the cost is that of the changed days (plus a copy of the present list)."""
+        used, squares = self.used, self.squares
+        moved: list[int] = []
+        for d, n in new.items():
+            o = self.daily.get(d, 0)
+            used += n - o
+            squares += n * n - o * o
+            if (o == 0) != (n == 0):
+                moved.append(d)
+        if not moved:
+            return SubjectDays(self.daily, self.present, self.gaps, used, squares)
+        gaps = dict(self.gaps)
+        present = list(self.present)
+        for pairs, sign in ((_pairs_around(present, moved), -1), (None, 1)):
+            if pairs is None:
+                for d in moved:
+                    i = bisect.bisect_left(present, d)
+                    if i < len(present) and present[i] == d:
+                        del present[i]
+                    else:
+                        present.insert(i, d)
+                pairs = _pairs_around(present, moved)
+            for a, b in pairs:
+                g = b - a - 1
+                k = gaps.get(g, 0) + sign
+                if k:
+                    gaps[g] = k
+                else:
+                    gaps.pop(g, None)
+        return SubjectDays(self.daily, present, gaps, used, squares)
+
+    @property
+    def max_gap(self) -> int | None:
+        return max(self.gaps) if self.gaps else None
+
+
+def _pairs_around(present: list[int], days: list[int]) -> set[tuple[int, int]]:
+    """The consecutive pairs ``(a, b)`` of ``present`` with ``a <= d <= b`` for one of ``days``."""
+    out: set[tuple[int, int]] = set()
+    n = len(present)
+    for d in days:
+        i = bisect.bisect_left(present, d)
+        if i < n and present[i] == d:
+            if i > 0:
+                out.add((present[i - 1], d))
+            if i + 1 < n:
+                out.add((d, present[i + 1]))
+        elif 0 < i < n:
+            out.add((present[i - 1], present[i]))
+    return out
+
+
 Entity = tuple[str, int]  # ("day", index0) | ("subject", code) | ("overall", 0)
 
 
@@ -107,7 +190,7 @@ class Delta:
     after: dict[str, Issue]
     # what commit keeps
     days: dict[int, DayFacts]
-    daily: dict[int, dict[int, int]]
+    daily: dict[int, SubjectDays]
     infos: dict[int, SubjectFacts]
     sigs: dict[int, tuple[Any, ...]]
     sums: tuple[int, int, int, int, int]
@@ -186,10 +269,15 @@ class HealthEvaluator:
         self._owner = grid.owner.copy()
         self._guest = grid.guest.copy()
         self.days: list[DayFacts] = self._days_of(np.arange(self.num_days))
-        self.daily: dict[int, dict[int, int]] = {c: {} for c in self.infos}
+        per: dict[int, dict[int, int]] = {c: {} for c in self.infos}
         for d, facts in enumerate(self.days):
             for c, n in facts.subjects.items():
-                self.daily[c][d + 1] = n
+                per[c][d + 1] = n
+        self.daily: dict[int, SubjectDays] = {c: SubjectDays.of(v) for c, v in per.items()}
+        self._class_of = {
+            c: subject_class(state, self.names[c - 1], info.class_ids)
+            for c, info in self.infos.items()
+        }
         totals = [f.total for f in self.days]
         self.hist = [0] * (self.spd + 1)
         for t in totals:
@@ -262,10 +350,17 @@ class HealthEvaluator:
         return out
 
     def _day_facts(self, d: int) -> DayFacts:
-        """The facts of day ``d`` (0-based), in plain Python (a day is a dozen periods)."""
+        """The facts of day ``d`` (0-based) as the state's grid holds it."""
         grid = self.state.grid
-        own = grid.owner[d].tolist()
-        gst = grid.guest[d].tolist()
+        return self.facts_of_rows(grid.owner[d].tolist(), grid.guest[d].tolist())
+
+    def rows(self, d: int) -> tuple[list[int], list[int]]:
+        """Day ``d``'s (0-based) owner and guest rows as the evaluator last saw them."""
+        return self._owner[d].tolist(), self._guest[d].tolist()
+
+    def facts_of_rows(self, own: list[int], gst: list[int]) -> DayFacts:
+        """The facts of a day from its owner and guest rows, in plain Python (a day is a dozen
+        periods)."""
         code = self._code_list
         try:
             study = [code[g] if g else code[o] if o else 0 for o, g in zip(own, gst, strict=True)]
@@ -312,25 +407,20 @@ class HealthEvaluator:
                     out.append(found)
         return tuple(out)
 
-    def _subject_issues(
-        self, c: int, daily: dict[int, int], info: SubjectFacts
-    ) -> tuple[Issue, ...]:
+    def _subject_issues(self, c: int, days: SubjectDays, info: SubjectFacts) -> tuple[Issue, ...]:
         if "subjects" not in self.dimensions or info.task_count <= 0:
             return ()
-        name = self.names[c - 1]
-        present = sorted(daily)
-        on_days = [daily[d] for d in present]
-        used = sum(on_days)
-        tc = subject_class(self.state, name, info.class_ids)
+        tc = self._class_of[c]
         total = tc.total_slots if tc is not None else None
         end_day = tc.end_day if tc is not None else None
         row = {
-            "max_gap": max((b - a - 1 for a, b in itertools.pairwise(present)), default=None),
-            "concentration": concentration(on_days, info.blocks, self.num_days),
-            "budget_progress": r4(used / total) if total else None,
+            "max_gap": days.max_gap,
+            "concentration": concentration_of(days.used, days.squares, info.blocks, self.num_days),
+            "budget_progress": r4(days.used / total) if total else None,
             "days_to_end": end_day - 1 if end_day is not None else None,
         }
         out = []
+        name = self.names[c - 1]
         for rule in self._subject_rules:
             found = evaluate(rule, row, category=name)
             if found:
@@ -390,26 +480,37 @@ class HealthEvaluator:
         """The effect of a change already applied to the state: ``days`` (1-based) are the days
         whose periods it changed, ``tasks`` the tasks whose status or blocks it changed (their
         subjects' task facts are read again). Nothing is kept (see :meth:`commit`)."""
-        touched = sorted({int(d) - 1 for d in days})
-        new_days = {d: self._day_facts(d) for d in touched}
+        new_days = {d: self._day_facts(d) for d in sorted({int(d) - 1 for d in days})}
+        sigs: dict[int, tuple[Any, ...]] = {}
+        for tid in tasks:
+            task = self.state.task(tid)
+            if task is None:
+                raise _Stale
+            sigs[tid] = task_sig(task)
+        return self.probe_facts(new_days, sigs)
+
+    def probe_facts(
+        self, new_days: dict[int, DayFacts], new_sigs: dict[int, tuple[Any, ...]]
+    ) -> Delta:
+        """:meth:`probe` from the new facts of the touched days (0-based) and the new facts of
+        the touched tasks (:func:`task_sig`): a change judged without applying it."""
+        touched = sorted(new_days)
         subjects: set[int] = set()
         for d in touched:
             subjects.update(self.days[d].subjects)
             subjects.update(new_days[d].subjects)
         sigs: dict[int, tuple[Any, ...]] = {}
         infos: dict[int, SubjectFacts] = {}
-        for tid in tasks:
-            task = self.state.task(tid)
+        for tid, new in new_sigs.items():
             old = self.sigs.get(tid)
-            if task is None or old is None:
+            if old is None:
                 raise _Stale
-            new = task_sig(task)
             if new == old:
                 continue
             if new[:3] != old[:3]:
                 raise _Stale  # a task changed its subject: rebuild
             sigs[tid] = new
-            if task.source == "event":
+            if new[0] == "event":
                 continue
             c = self._code_list[tid]
             info = infos.get(c) or self.infos[c].copy()
@@ -417,16 +518,11 @@ class HealthEvaluator:
             _add_sig(info, new, 1)
             infos[c] = info
             subjects.add(c)
-        daily: dict[int, dict[int, int]] = {}
+        daily: dict[int, SubjectDays] = {}
         for c in subjects:
-            per = dict(self.daily[c])
-            for d in touched:
-                n = new_days[d].subjects.get(c)
-                if n:
-                    per[d + 1] = n
-                else:
-                    per.pop(d + 1, None)
-            daily[c] = per
+            daily[c] = self.daily[c].changed(
+                {d + 1: new_days[d].subjects.get(c, 0) for d in touched}
+            )
         total, sq, free, usable, no_buffer = self.sums
         hist = list(self.hist)
         for d in touched:
@@ -467,7 +563,16 @@ class HealthEvaluator:
             self.days[d] = facts
             self._owner[d] = grid.owner[d]
             self._guest[d] = grid.guest[d]
-        self.daily.update(delta.daily)
+        for c, days in delta.daily.items():
+            old = self.daily[c].daily
+            for d in delta.days:
+                n = delta.days[d].subjects.get(c, 0)
+                if n:
+                    old[d + 1] = n
+                else:
+                    old.pop(d + 1, None)
+            days.daily = old
+            self.daily[c] = days
         self.infos.update(delta.infos)
         self.sigs.update(delta.sigs)
         self.sums, self.hist = delta.sums, delta.hist

@@ -141,3 +141,45 @@ def _std(ev: HealthEvaluator) -> float:
 
     total, sq, *_ = ev.sums
     return sample_std_dev(ev.num_days, total, sq)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), state=windows(), level=LEVELS)
+def test_destination_deltas_equal_full_recomputation(
+    data: st.DataObject, state: ScheduleState, level: str
+) -> None:
+    """Tests that every destination the search measures (moves judged on the rows, embeddings
+    through the write rules) reports the critical and warning change, the issues resolved and
+    created exactly as a full analyze_health recomputation after the write does, and that the
+    state is left exactly as it was."""
+    from smartflow_engine.analyzers.destinations import movable, rank_destinations
+
+    tasks = [t for t in state.tasks if movable(state, t)]
+    if not tasks:
+        return
+    task = data.draw(st.sampled_from(tasks))
+    snapshot = state.to_json()
+    before = full(state, level)
+    ranking = rank_destinations(state, task.state_id, level=level, budget=60)
+    assert state.to_json() == snapshot
+    kb = key(before)
+    sev_b = {i.issue_id for i in before if i.severity != "info"}
+    mismatches = 0
+    for dest in ranking.destinations:
+        copy = state.copy_state()
+        result = (
+            move(copy, task.state_id, dest.day, dest.slot_start, from_day=dest.from_day)
+            if task.status != "pending"
+            else place(copy, task.state_id, dest.day, dest.slot_start)
+        )
+        assert result.ok, result.refusal
+        after = full(copy, level)
+        ka = key(after)
+        sev_a = {i.issue_id for i in after if i.severity != "info"}
+        mismatches += (dest.critical_delta, dest.warning_delta) != (ka[0] - kb[0], ka[1] - kb[1])
+        mismatches += set(dest.resolves) != sev_b - sev_a
+        mismatches += set(dest.creates) != sev_a - sev_b
+        host = copy.task(task.state_id)
+        assert host is not None
+        mismatches += dest.embed_host != host.embed_host
+    assert mismatches == 0
