@@ -46,6 +46,7 @@ from .result import DIMENSIONS, Issue
 MIN_USABLE = 2  # analyze_health's tolerance parameters (min_usable_size, min_daily_buffer)
 MIN_BUFFER = 2
 SEVERE = ("critical", "warning")
+MEMO_SIZE = 50_000  # remembered entity issues (by their facts) before the memo starts afresh
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,7 @@ class HealthEvaluator:
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
+        self._issue_memo: dict[tuple[Any, ...], tuple[Issue, ...]] = {}
         state = self.state
         grid = state.grid
         self.num_days, self.spd = state.num_days, state.slots_per_day
@@ -388,7 +390,24 @@ class HealthEvaluator:
         return DayFacts(total, self.spd - total, usable, occupied, switches, subjects)
 
     # ------------------------------------------------------------------ rules
+    def _memo(self, key: tuple[Any, ...]) -> tuple[Issue, ...] | None:
+        return self._issue_memo.get(key)
+
+    def _keep(self, key: tuple[Any, ...], issues: tuple[Issue, ...]) -> tuple[Issue, ...]:
+        """Remember the issues of one entity's facts (a search meets the same facts often)."""
+        if len(self._issue_memo) > MEMO_SIZE:
+            self._issue_memo.clear()
+        self._issue_memo[key] = issues
+        return issues
+
     def _day_issues(self, d: int, f: DayFacts) -> tuple[Issue, ...]:
+        key = ("day", d, f.total, f.occupied, f.switches)
+        found_before = self._memo(key)
+        if found_before is not None:
+            return found_before
+        return self._keep(key, self._day_issues_of(d, f))
+
+    def _day_issues_of(self, d: int, f: DayFacts) -> tuple[Issue, ...]:
         out: list[Issue] = []
         day = d + 1
         if "load" in self.dimensions:
@@ -410,6 +429,15 @@ class HealthEvaluator:
     def _subject_issues(self, c: int, days: SubjectDays, info: SubjectFacts) -> tuple[Issue, ...]:
         if "subjects" not in self.dimensions or info.task_count <= 0:
             return ()
+        key = ("subject", c, days.max_gap, days.used, days.squares, info.blocks)
+        found_before = self._memo(key)
+        if found_before is not None:
+            return found_before
+        return self._keep(key, self._subject_issues_of(c, days, info))
+
+    def _subject_issues_of(
+        self, c: int, days: SubjectDays, info: SubjectFacts
+    ) -> tuple[Issue, ...]:
         tc = self._class_of[c]
         total = tc.total_slots if tc is not None else None
         end_day = tc.end_day if tc is not None else None
@@ -430,14 +458,23 @@ class HealthEvaluator:
     def _overall_issues(
         self, sums: tuple[int, int, int, int, int], hist: list[int]
     ) -> tuple[Issue, ...]:
+        lo = next(i for i, n in enumerate(hist) if n)
+        hi = max(i for i, n in enumerate(hist) if n)
+        key = ("overall", *sums, hi - lo)
+        found_before = self._memo(key)
+        if found_before is not None:
+            return found_before
+        return self._keep(key, self._overall_issues_of(sums, hi - lo))
+
+    def _overall_issues_of(
+        self, sums: tuple[int, int, int, int, int], load_range: int
+    ) -> tuple[Issue, ...]:
         total, sq, free, usable, no_buffer = sums
         out: list[Issue] = []
         if "load" in self.dimensions:
-            lo = next(i for i, n in enumerate(hist) if n)
-            hi = max(i for i, n in enumerate(hist) if n)
             row = {
                 "load_std_dev": r4(sample_std_dev(self.num_days, total, sq)),
-                "load_range": hi - lo,
+                "load_range": load_range,
             }
             found = evaluate(self._imbalance, row)
             if found:
@@ -495,10 +532,15 @@ class HealthEvaluator:
         """:meth:`probe` from the new facts of the touched days (0-based) and the new facts of
         the touched tasks (:func:`task_sig`): a change judged without applying it."""
         touched = sorted(new_days)
-        subjects: set[int] = set()
+        # per subject, the touched days whose periods of it changed
+        moved: dict[int, dict[int, int]] = {}
         for d in touched:
-            subjects.update(self.days[d].subjects)
-            subjects.update(new_days[d].subjects)
+            was, now = self.days[d].subjects, new_days[d].subjects
+            for c in was.keys() | now.keys():
+                n = now.get(c, 0)
+                if was.get(c, 0) != n:
+                    moved.setdefault(c, {})[d + 1] = n
+        subjects: set[int] = set(moved)
         sigs: dict[int, tuple[Any, ...]] = {}
         infos: dict[int, SubjectFacts] = {}
         for tid, new in new_sigs.items():
@@ -520,9 +562,8 @@ class HealthEvaluator:
             subjects.add(c)
         daily: dict[int, SubjectDays] = {}
         for c in subjects:
-            daily[c] = self.daily[c].changed(
-                {d + 1: new_days[d].subjects.get(c, 0) for d in touched}
-            )
+            days = self.daily[c]
+            daily[c] = days.changed(moved[c]) if c in moved else days
         total, sq, free, usable, no_buffer = self.sums
         hist = list(self.hist)
         for d in touched:
