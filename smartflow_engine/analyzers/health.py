@@ -46,6 +46,9 @@ TOOL = "analyze_health"
 DETAILS = ("summary", "full")
 MAX_ACTIONS = 3
 MIN_STEP_S = 0.01  # a CP-SAT step started at the limit still gets this (it answers unproven)
+# Share of the time left that each CP-SAT step (feasibility, then the negotiation figures) may
+# take, so the floor and the fixable search keep the rest of the call's limit.
+FEASIBILITY_SHARE = 0.5
 CLOSE_RULE = "critical=0 && warning<=1"
 NEGOTIATION_INTENTS = (
     "ask_expand_window",
@@ -396,7 +399,7 @@ def analyze_health(
         # them, the gap and the negotiation figures keep the meaning they had before.
         report = solve(
             state,
-            time_limit_s=max(MIN_STEP_S, deadline - time.perf_counter()),
+            time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
             num_workers=num_workers,
             include_suggested=True,
         )
@@ -404,7 +407,7 @@ def analyze_health(
             figures = negotiation_figures(
                 state,
                 report,
-                time_limit_s=max(MIN_STEP_S, deadline - time.perf_counter()),
+                time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
                 num_workers=num_workers,
                 include_suggested=True,
             )
