@@ -203,7 +203,7 @@ def severity(r: Rule, values: Mapping[str, float | None]) -> str | None:
 
 
 # ------------------------------------------------------------------- metric formulas (shared)
-UNCATEGORISED = "未分类"  # the subject of a study task without a category
+from .concepts import UNCATEGORISED as UNCATEGORISED  # noqa: E402  (the concepts' one home)
 
 
 def subject_class(state: ScheduleState, name: str, class_ids: list[int]) -> TaskClass | None:

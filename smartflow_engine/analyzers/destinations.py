@@ -19,10 +19,11 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..concepts import movable_by_tools
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
 from .evaluator import Delta, HealthEvaluator, evaluator_for, task_sig, touched
-from .frame import is_course, subject_of
+from .frame import subject_of
 from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction
 
 MAX_TARGETS = 30  # tasks an action's search measures (as many as SCREEN orders; the budget binds)
@@ -132,19 +133,8 @@ def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult
 
 # ---------------------------------------------------------------------------------- targets
 def movable(state: ScheduleState, task: Task, hosts: Container[int] | None = None) -> bool:
-    """A study task single writes can put elsewhere: pending, or placed with at most one block a
-    day (a block of a task with several is moved with ``from_day``) and no guest embedded.
-
-    ``hosts``: the ids of tasks that hold a guest (``state.guests_by_host()``), when the caller
-    asks about many tasks of one state (computed here otherwise, a pass over every task)."""
-    if is_course(task) or state.is_locked(task):
-        return False
-    if task.status == "pending":
-        return True
-    days = [b.day for b in task.slots]
-    if not days or len(set(days)) != len(days):
-        return False
-    return task.state_id not in (state.guests_by_host() if hosts is None else hosts)
+    """A study task single writes can put elsewhere: :func:`..concepts.movable_by_tools`."""
+    return movable_by_tools(state, task, hosts)
 
 
 def _as_list(value: Any) -> list[Any] | None:

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..concepts import movable
 from ..rules import r4, rules_for, severity, subject_class
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
@@ -94,8 +95,9 @@ def _sev_cw(sev: str | None) -> tuple[int, int]:
 
 
 def movable_study(state: ScheduleState, task: Task) -> bool:
-    """A study task the writes may place or move (unlocked, guest of no locked host)."""
-    return task.source != "event" and not state.is_locked(task)
+    """A study task the writes may place or move (unlocked, guest of no locked host):
+    :func:`..concepts.movable`."""
+    return movable(state, task)
 
 
 def _ticker(deadline: float | None) -> Callable[[], None]:
