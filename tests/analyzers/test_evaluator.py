@@ -183,3 +183,15 @@ def test_destination_deltas_equal_full_recomputation(
         assert host is not None
         mismatches += dest.embed_host != host.embed_host
     assert mismatches == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(state=windows(), level=LEVELS)
+def test_solver_health_counts_agree_with_the_evaluator(state: ScheduleState, level: str) -> None:
+    """Tests that the solver's close-stage counts (solver.health_eval.health_counts) give the
+    evaluator's (critical, warning) key on random states and levels: both read the one rule
+    table and the one set of concepts."""
+    from smartflow_engine.solver.health_eval import health_counts
+
+    counts = health_counts(state, level)
+    assert (counts.critical, counts.warning) == HealthEvaluator(state, level).key()
