@@ -46,7 +46,7 @@ from .result import DIMENSIONS, Issue
 MIN_USABLE = 2  # analyze_health's tolerance parameters (min_usable_size, min_daily_buffer)
 MIN_BUFFER = 2
 SEVERE = ("critical", "warning")
-MEMO_SIZE = 50_000  # remembered entity issues (by their facts) before the memo starts afresh
+MEMO_SIZE = 10_000  # remembered entity issues (by their facts) before the memo starts afresh
 
 
 @dataclass(frozen=True)
