@@ -263,11 +263,12 @@ def _worker(root: Path, spec: dict[str, Any], folder: Path, name: str) -> dict[s
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def loop_section(quick: bool = False) -> str:
-    """The agent loop's tools by window size, ours beside today's code (one run)."""
+def loop_section(quick: bool = False, sizes: tuple[tuple[int, int], ...] | None = None) -> str:
+    """The agent loop's tools by window size, ours beside today's code (one run); each size's
+    figures also go to stderr as they come (a long run that fails late keeps them)."""
     from benchmarks.bench_loop import disturbed_window
 
-    sizes = LOOP_SIZES[:3] if quick else LOOP_SIZES
+    sizes = sizes or (LOOP_SIZES[:3] if quick else LOOP_SIZES)
     ours_root = Path(__file__).resolve().parent.parent
     peer_root, drop = _peer_root()
     folder = Path(tempfile.mkdtemp(prefix="smartflow-loop-"))
@@ -292,6 +293,7 @@ def loop_section(quick: bool = False) -> str:
                     ]
                 }
                 results[side].update(_worker(root, spec, folder, f"{side}-{name}"))
+                print(json.dumps({side: {name: results[side][name]}}), file=sys.stderr, flush=True)
     finally:
         drop()
     names = [f"{d}x{s}" for d, s in sizes]
@@ -386,6 +388,12 @@ def loop_section(quick: bool = False) -> str:
 
 if __name__ == "__main__":
     if "--loop" in sys.argv:
-        print(loop_section(quick="--quick" in sys.argv))
+        chosen = None
+        if "--sizes" in sys.argv:  # e.g. --sizes 365x12,1000x24
+            spec = sys.argv[sys.argv.index("--sizes") + 1]
+            chosen = tuple(
+                (int(d), int(p)) for d, p in (item.split("x") for item in spec.split(","))
+            )
+        print(loop_section(quick="--quick" in sys.argv, sizes=chosen))
     else:
         print(run(quick="--quick" in sys.argv))
