@@ -170,6 +170,36 @@ def matches(
     return not (pool == "pending" and task.status != "pending")
 
 
+def _matcher(
+    state: ScheduleState, target_filter: dict[str, Any], scope: dict[str, Any]
+) -> Callable[[Task], bool]:
+    """:func:`matches` with the filters read once (a search tests every task of the window)."""
+    sources = _as_list(target_filter.get("source"))
+    locked = target_filter.get("locked")
+    statuses = _as_list(target_filter.get("status"))
+    cats = _as_list(target_filter.get("categories")) or _as_list(target_filter.get("category"))
+    scope_cats = scope.get("categories") or None
+    allowed = [set(a) for a in (cats, scope_cats) if a]
+    days = set(_as_list(target_filter.get("days")) or ())
+    pool = scope.get("task_pool")
+
+    def fits(task: Task) -> bool:
+        if sources is not None and task.source not in sources:
+            return False
+        if statuses is not None and task.status not in statuses:
+            return False
+        pending = task.status == "pending"
+        if (pool == "placed" and pending) or (pool == "pending" and not pending):
+            return False
+        if allowed and any(subject_of(task) not in a for a in allowed):
+            return False
+        if days and not pending and not any(b.day in days for b in task.slots):
+            return False
+        return locked is None or bool(state.is_locked(task)) == bool(locked)
+
+    return fits
+
+
 def target_tasks(
     state: ScheduleState,
     action: NextAction | None = None,
@@ -183,7 +213,8 @@ def target_tasks(
     sc.update(scope or {})
     hot = set(_as_list(tf.get("days")) or ())
     hosts = state.guests_by_host()
-    found = [t for t in state.tasks if movable(state, t, hosts) and matches(state, t, tf, sc)]
+    fits = _matcher(state, tf, sc)
+    found = [t for t in state.tasks if fits(t) and movable(state, t, hosts)]
 
     def key(t: Task) -> tuple[int, int, int]:
         on_hot = sum(1 for b in t.slots if b.day in hot)

@@ -42,6 +42,7 @@ pending tasks and the scope move, so the floor is the proposal's own.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import time
@@ -621,12 +622,13 @@ def _forced_gaps(
         marks = [(d, d) for d in fixed] + sub.anchors
         free_days = np.flatnonzero(sub.reach) + 1
         best = (0, 0, 0)
+        lows = sorted(lo2 for lo2, _ in marks)
         for _, hi in marks:
             tick()
-            later = [lo2 for lo2, _ in marks if lo2 > hi]
-            if not later:
+            at = bisect.bisect_right(lows, hi)  # the first mark beginning after this one ends
+            if at == len(lows):
                 continue
-            right = min(later)
+            right = lows[at]
             gap = _least_max_gap(hi, right, fixed, free_days, sub.blocks)
             best = max(best, (gap, hi, right))
         if best[0] > 0:

@@ -195,3 +195,39 @@ def test_solver_health_counts_agree_with_the_evaluator(state: ScheduleState, lev
 
     counts = health_counts(state, level)
     assert (counts.critical, counts.warning) == HealthEvaluator(state, level).key()
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), state=windows())
+def test_compiled_target_filter_equals_matches(data: st.DataObject, state: ScheduleState) -> None:
+    """Tests that the target filter compiled once per search accepts exactly the tasks
+    destinations.matches accepts, on random filters and scopes."""
+    from smartflow_engine.analyzers.destinations import _matcher, matches
+
+    tf: dict[str, Any] = {}
+    if data.draw(st.booleans()):
+        tf["source"] = data.draw(st.sampled_from(["task_item", "event", ["task_item"]]))
+    if data.draw(st.booleans()):
+        tf["locked"] = data.draw(st.booleans())
+    if data.draw(st.booleans()):
+        tf["status"] = data.draw(
+            st.lists(st.sampled_from(["existing", "suggested", "pending"]), max_size=3)
+        )
+    if data.draw(st.booleans()):
+        tf["categories"] = data.draw(
+            st.lists(
+                st.sampled_from(["复习", "作业", "实验", "未分类", "阅读", "课程"]), max_size=3
+            )
+        )
+    if data.draw(st.booleans()):
+        tf["days"] = data.draw(st.lists(st.integers(1, state.num_days), max_size=3))
+    sc: dict[str, Any] = {}
+    if data.draw(st.booleans()):
+        sc["task_pool"] = data.draw(st.sampled_from(["placed", "pending", "mixed"]))
+    if data.draw(st.booleans()):
+        sc["categories"] = data.draw(
+            st.lists(st.sampled_from(["复习", "作业", "阅读"]), max_size=2)
+        )
+    fits = _matcher(state, tf, sc)
+    for task in state.tasks:
+        assert fits(task) == matches(state, task, tf, sc)
