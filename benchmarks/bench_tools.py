@@ -296,6 +296,13 @@ def loop_section(quick: bool = False, sizes: tuple[tuple[int, int], ...] | None 
                 print(json.dumps({side: {name: results[side][name]}}), file=sys.stderr, flush=True)
     finally:
         drop()
+    return loop_table(results, sizes)
+
+
+def loop_table(
+    results: dict[str, dict[str, dict[str, Any]]], sizes: tuple[tuple[int, int], ...]
+) -> str:
+    """The loop tools' table from the workers' figures (``{"ours"|"peer": {"DxP": {...}}}``)."""
     names = [f"{d}x{s}" for d, s in sizes]
     lines = [
         "## The agent loop's tools by window size (issue 25)",
@@ -394,6 +401,15 @@ if __name__ == "__main__":
             chosen = tuple(
                 (int(d), int(p)) for d, p in (item.split("x") for item in spec.split(","))
             )
-        print(loop_section(quick="--quick" in sys.argv, sizes=chosen))
+        if "--from-json" in sys.argv:  # tables from the stderr lines of earlier runs
+            merged: dict[str, dict[str, dict[str, Any]]] = {"ours": {}, "peer": {}}
+            for arg in sys.argv[sys.argv.index("--from-json") + 1 :]:
+                for line in Path(arg).read_text(encoding="utf-8").splitlines():
+                    if line.startswith("{"):
+                        for side, figures in json.loads(line).items():
+                            merged[side].update(figures)
+            print(loop_table(merged, chosen or LOOP_SIZES))
+        else:
+            print(loop_section(quick="--quick" in sys.argv, sizes=chosen))
     else:
         print(run(quick="--quick" in sys.argv))
