@@ -141,10 +141,15 @@ def health_floor(
     second): a floor is all or nothing, never half computed."""
     tick = _ticker(deadline)
 
+    movable_ids = {  # asked of every task in several passes: decided once
+        t.state_id
+        for t in state.tasks
+        if movable_study(state, t)
+        and (scope is None or t.status == "pending" or t.state_id in scope)
+    }
+
     def movable(t: Task) -> bool:
-        return movable_study(state, t) and (
-            scope is None or t.status == "pending" or t.state_id in scope
-        )
+        return t.state_id in movable_ids
 
     num_days, spd = state.num_days, state.slots_per_day
     rules = {
