@@ -58,9 +58,11 @@ class ClimbRun:
 
 
 # ---------------------------------------------------------------------------------- windows
-def disturbed_window(seed: int, num_days: int, time_limit_s: float) -> ScheduleState:
+def disturbed_window(
+    seed: int, num_days: int, time_limit_s: float, slots_per_day: int = 12
+) -> ScheduleState:
     """The proposal applied, then 3-6 study tasks moved onto the busiest days they fit on."""
-    state = synthetic_window(seed, num_days, with_task_classes=True)
+    state = synthetic_window(seed, num_days, with_task_classes=True, slots_per_day=slots_per_day)
     # The deterministic work budget of a ``time_limit_s`` proposal under a wall limit a loaded
     # machine does not reach: the same seed gives the same window under any load.
     proposal = propose_placement(

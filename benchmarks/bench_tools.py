@@ -6,10 +6,15 @@ engine without an incrementally kept grid does). Goal: median < 0.5 ms per call 
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -186,8 +191,225 @@ def run(quick: bool = False) -> str:
         f"30-day goal (< {GOAL_MS} ms): "
         + ("met by every tool." if not over else "missed by " + ", ".join(over) + " (✗)."),
     ]
+    return "\n".join(lines) + "\n\n" + loop_section(quick)
+
+
+# ---------------------------------------------------------------------------------- loop tools
+LOOP_SIZES: tuple[tuple[int, int], ...] = (
+    (13, 12),
+    (30, 12),
+    (60, 12),
+    (120, 12),
+    (365, 12),
+    (1000, 24),
+)
+LOOP_GOALS_MS = {  # issue 25
+    ("analyze_health", 30): 25.0,
+    ("analyze_health", 120): 60.0,
+    ("analyze_health", 1000): 1000.0,
+    ("write_with_evidence", 120): 5.0,
+}
+LOOP_TOOLS = (
+    ("analyze_health", "analyze_health"),
+    ("four_dimension_tools", "the four dimension tools, one after another"),
+    ("query_target_tasks", "query_target_tasks (first action)"),
+    ("query_available_slots", "query_available_slots (its first task)"),
+    ("write_with_evidence", "a write with its evidence line (move)"),
+)
+
+
+def _peer_root() -> tuple[Path | None, Callable[[], None]]:
+    """The checkout of today's code to time beside ours: ``SMARTFLOW_BENCH_PEER``, else a
+    temporary git worktree of ``main`` (removed afterwards); ``None`` without git."""
+    given = os.environ.get("SMARTFLOW_BENCH_PEER")
+    if given:
+        return Path(given), lambda: None
+    here = Path(__file__).resolve().parent.parent
+    tmp = Path(tempfile.mkdtemp(prefix="smartflow-peer-")) / "main"
+    made = subprocess.run(
+        ["git", "-C", str(here), "worktree", "add", "--detach", str(tmp), "main"],
+        capture_output=True,
+        check=False,
+    )
+    if made.returncode != 0:
+        return None, lambda: None
+
+    def drop() -> None:
+        subprocess.run(
+            ["git", "-C", str(here), "worktree", "remove", "--force", str(tmp)],
+            capture_output=True,
+            check=False,
+        )
+
+    return tmp, drop
+
+
+def _worker(root: Path, spec: dict[str, Any], folder: Path, name: str) -> dict[str, Any]:
+    """Run benchmarks/health_worker.py with ``root``'s package on the path."""
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    script = Path(__file__).resolve().parent / "health_worker.py"
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, str(script), str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(root),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def loop_section(quick: bool = False, sizes: tuple[tuple[int, int], ...] | None = None) -> str:
+    """The agent loop's tools by window size, ours beside today's code (one run); each size's
+    figures also go to stderr as they come (a long run that fails late keeps them)."""
+    from benchmarks.bench_loop import disturbed_window
+
+    sizes = sizes or (LOOP_SIZES[:3] if quick else LOOP_SIZES)
+    ours_root = Path(__file__).resolve().parent.parent
+    peer_root, drop = _peer_root()
+    folder = Path(tempfile.mkdtemp(prefix="smartflow-loop-"))
+    results: dict[str, dict[str, dict[str, Any]]] = {"ours": {}, "peer": {}}
+    try:
+        for days, spd in sizes:
+            state = disturbed_window(0, days, 2.0, slots_per_day=spd)
+            path = folder / f"w{days}x{spd}.json"
+            path.write_text(state.to_json(), encoding="utf-8")
+            name = f"{days}x{spd}"
+            big = days >= 365
+            for side, root in (("ours", ours_root), ("peer", peer_root)):
+                if root is None:
+                    continue
+                spec = {
+                    "windows": [
+                        {
+                            "name": name,
+                            "path": str(path),
+                            "repeats": 1 if big and side == "peer" else 3 if big else 7,
+                        }
+                    ]
+                }
+                results[side].update(_worker(root, spec, folder, f"{side}-{name}"))
+                print(json.dumps({side: {name: results[side][name]}}), file=sys.stderr, flush=True)
+    finally:
+        drop()
+    return loop_table(results, sizes)
+
+
+def loop_table(
+    results: dict[str, dict[str, dict[str, Any]]], sizes: tuple[tuple[int, int], ...]
+) -> str:
+    """The loop tools' table from the workers' figures (``{"ours"|"peer": {"DxP": {...}}}``)."""
+    names = [f"{d}x{s}" for d, s in sizes]
+    lines = [
+        "## The agent loop's tools by window size (issue 25)",
+        "",
+        "Median ms per call through a `Session` on one seeded window per size (task classes, the "
+        "proposal applied, 3-6 study tasks then moved onto the busiest days, as bench_loop makes "
+        "them), each side in a fresh process on the same saved window: **ours** (this tree) and "
+        "**today** (`main`, or `SMARTFLOW_BENCH_PEER`). A write is `move` with its evidence "
+        "line (the mean of a move there and back). Repeats: 7 (3 on 365 days and more; today's "
+        "code once there). Goals: analyze_health <= 25 ms at 30 days, <= 60 ms at 120 days, "
+        "<= 1 s at 1000 x 24, at most 3x the four dimension tools; a write with its evidence "
+        "line <= 5 ms at 120 days.",
+        "",
+        "| tool | side | "
+        + " | ".join(n.replace("x12", " d").replace("x24", " d x 24") for n in names)
+        + " |",
+        "|---|---|" + "---:|" * len(names),
+    ]
+
+    def cell(side: str, name: str, key: str) -> float | None:
+        value = results[side].get(name, {}).get(key)
+        return float(value) if isinstance(value, int | float) else None
+
+    for key, label in LOOP_TOOLS:
+        for side in ("ours", "peer"):
+            cells = []
+            for (days, _), name in zip(sizes, names, strict=True):
+                v = cell(side, name, key)
+                goal = LOOP_GOALS_MS.get((key, days)) if side == "ours" else None
+                flag = " ✗" if goal is not None and v is not None and v > goal else ""
+                cells.append("–" if v is None else f"{v:,.1f}{flag}")
+            lines.append(
+                f"| {label} | {'ours' if side == 'ours' else 'today'} | " + " | ".join(cells) + " |"
+            )
+    ratio_rows = (
+        ("analyze_health: today ÷ ours", "peer", "analyze_health", "ours", "analyze_health"),
+        (
+            "analyze_health ÷ four dimension tools (ours)",
+            "ours",
+            "analyze_health",
+            "ours",
+            "four_dimension_tools",
+        ),
+        (
+            "analyze_health ÷ four dimension tools (today)",
+            "peer",
+            "analyze_health",
+            "peer",
+            "four_dimension_tools",
+        ),
+        (
+            "query_target_tasks: today ÷ ours",
+            "peer",
+            "query_target_tasks",
+            "ours",
+            "query_target_tasks",
+        ),
+        (
+            "query_available_slots: today ÷ ours",
+            "peer",
+            "query_available_slots",
+            "ours",
+            "query_available_slots",
+        ),
+        (
+            "write with evidence: today ÷ ours",
+            "peer",
+            "write_with_evidence",
+            "ours",
+            "write_with_evidence",
+        ),
+    )
+    for label, s1, k1, s2, k2 in ratio_rows:
+        cells = []
+        for name in names:
+            a, b = cell(s1, name, k1), cell(s2, name, k2)
+            cells.append("–" if a is None or not b else f"{a / b:,.1f}x")
+        lines.append(f"| {label} | ratio | " + " | ".join(cells) + " |")
+    flags = []
+    for name in names:
+        f_ours = results["ours"].get(name, {}).get("fixable")
+        f_peer = results["peer"].get(name, {}).get("fixable")
+        flags.append(f"{name}: ours {f_ours}, today {f_peer}")
+    lines += [
+        "",
+        "Fixable flags of the offered actions (same window, both sides): " + "; ".join(flags) + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    print(run(quick="--quick" in sys.argv))
+    if "--loop" in sys.argv:
+        chosen = None
+        if "--sizes" in sys.argv:  # e.g. --sizes 365x12,1000x24
+            spec = sys.argv[sys.argv.index("--sizes") + 1]
+            chosen = tuple(
+                (int(d), int(p)) for d, p in (item.split("x") for item in spec.split(","))
+            )
+        if "--from-json" in sys.argv:  # tables from the stderr lines of earlier runs
+            merged: dict[str, dict[str, dict[str, Any]]] = {"ours": {}, "peer": {}}
+            for arg in sys.argv[sys.argv.index("--from-json") + 1 :]:
+                for line in Path(arg).read_text(encoding="utf-8").splitlines():
+                    if line.startswith("{"):
+                        for side, figures in json.loads(line).items():
+                            merged[side].update(figures)
+            print(loop_table(merged, chosen or LOOP_SIZES))
+        else:
+            print(loop_section(quick="--quick" in sys.argv, sizes=chosen))
+    else:
+        print(run(quick="--quick" in sys.argv))

@@ -203,7 +203,7 @@ def severity(r: Rule, values: Mapping[str, float | None]) -> str | None:
 
 
 # ------------------------------------------------------------------- metric formulas (shared)
-UNCATEGORISED = "未分类"  # the subject of a study task without a category
+from .concepts import UNCATEGORISED as UNCATEGORISED  # noqa: E402  (the concepts' one home)
 
 
 def subject_class(state: ScheduleState, name: str, class_ids: list[int]) -> TaskClass | None:
@@ -224,14 +224,28 @@ def r4(x: float) -> float:
 def concentration(slots_per_day: list[int], blocks: int, num_days: int) -> float | None:
     """Normalised HHI of the per-day shares (present days' slot counts), against
     ``N = min(blocks, num_days)`` days (p1 §4.4)."""
-    used = sum(slots_per_day)
+    return concentration_of(sum(slots_per_day), sum(v * v for v in slots_per_day), blocks, num_days)
+
+
+def concentration_of(used: int, sum_of_squares: int, blocks: int, num_days: int) -> float | None:
+    """:func:`concentration` from the subject's periods and the sum of their per-day squares
+    (``HHI = sum_of_squares / used**2``, one division: a running sum gives the same value)."""
     if used == 0:
         return None
     n = min(blocks, num_days)
     if n <= 1:
         return 0.0
-    hhi = sum((v / used) ** 2 for v in slots_per_day)
+    hhi = sum_of_squares / (used * used)
     return r4(min(1.0, max(0.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n))))
+
+
+def sample_std_dev(n: int, total: int, sum_of_squares: int) -> float:
+    """The sample standard deviation of ``n`` integer values from their sum and sum of squares
+    (exact integer arithmetic up to the square root, so a running sum gives the same value as
+    the whole list: the load_imbalance metric, p1 §4.3)."""
+    if n <= 1:
+        return 0.0
+    return math.sqrt(max(n * sum_of_squares - total * total, 0) / (n * (n - 1)))
 
 
 @cache

@@ -3,9 +3,10 @@ and what each destination does to the health issues.
 
 A destination is legal when the write tools would accept it: free periods (or a free block of an
 embeddable water course), inside the task's class window and outside its banned periods. Its effect
-is measured by the analyzers themselves: the task is moved on a private copy of the state and the
-health dimensions are recomputed (no feasibility step), so ``resolves`` / ``creates`` and the
-severity deltas are exactly what ``analyze_health`` would report after the write.
+is measured by the one health evaluator (:mod:`.evaluator`): the task is moved on the state, the
+evaluator judges the days and subjects the move touched, and the move is undone, so ``resolves``
+/ ``creates`` and the severity deltas are exactly what ``analyze_health`` would report after the
+write (no feasibility step), at the cost of what the move touched (issue 25).
 
 Candidate starts per free run are its first and its last fitting start (the two ends keep the
 longest free run on the day); embeddable host blocks are tried at their first period.
@@ -13,18 +14,21 @@ longest free run on the day); embeddable host blocks are tried at their first pe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..concepts import movable_by_tools
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
-from .criteria import SEVERE, severe
-from .frame import is_course, subject_of
-from .result import DIMENSIONS, AnalysisResult, Issue, NextAction
+from .criteria import SEVERE
+from .evaluator import Delta, HealthEvaluator, evaluator_for, task_sig, touched
+from .frame import subject_of
+from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction
 
 MAX_TARGETS = 30  # tasks an action's search measures (as many as SCREEN orders; the budget binds)
-EVAL_BUDGET = 240  # health recomputations per search or ranking (each ~2-4 ms on 60 days)
-PER_TASK = 40  # health recomputations per task within an action's search
+EVAL_BUDGET = 240  # candidates judged per search or ranking (each a probe of what it touches)
+PER_TASK = 40  # candidates judged per task within an action's search
 SCREEN = 30  # targets whose removal effect orders an action's search
 
 
@@ -92,36 +96,45 @@ class Ranking:
     task_id: int
     destinations: list[Destination] = field(default_factory=list)
     complete: bool = True
+    cut: bool = False  # the time limit stopped it
 
 
 def health_issues(state: ScheduleState, level: str = "normal") -> list[Issue]:
-    """The merged health issues of ``state`` without the feasibility step."""
-
-    return health_result(state, level).issues
+    """The merged health issues of ``state`` without the feasibility step (the session's cached
+    evaluator, brought up to date: a write costs what it touched)."""
+    ev = evaluator_for(state, level)
+    with ev.lock:
+        return ev.issues()
 
 
 def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult:
-    """The health envelope of ``state`` without feasibility and without the destination search."""
-    from .health import run_health
-
-    return run_health(state, list(DIMENSIONS), [], "summary", level, None, None, actionable=False)
+    """The health envelope of ``state`` for an evidence line: its issues (as ``analyze_health``
+    reports them, without feasibility, the floor and the destination search) and the issue
+    counts and close-rule figures of ``metrics.close_signal`` (what ``success_criteria`` read)."""
+    issues = health_issues(state, level)
+    counts = dict.fromkeys(SEVERITY_RANK, 0)
+    for issue in issues:
+        counts[issue.severity] += 1
+    return AnalysisResult(
+        tool="analyze_health",
+        success=True,
+        metrics={
+            "issue_counts": counts,
+            "close_signal": {
+                "acceptable_to_close": counts["critical"] == 0 and counts["warning"] <= 1,
+                "critical": counts["critical"],
+                "warning": counts["warning"],
+            },
+        },
+        issues=issues,
+        has_feasibility=True,
+    )
 
 
 # ---------------------------------------------------------------------------------- targets
 def movable(state: ScheduleState, task: Task, hosts: Container[int] | None = None) -> bool:
-    """A study task single writes can put elsewhere: pending, or placed with at most one block a
-    day (a block of a task with several is moved with ``from_day``) and no guest embedded.
-
-    ``hosts``: the ids of tasks that hold a guest (``state.guests_by_host()``), when the caller
-    asks about many tasks of one state (computed here otherwise, a pass over every task)."""
-    if is_course(task) or state.is_locked(task):
-        return False
-    if task.status == "pending":
-        return True
-    days = [b.day for b in task.slots]
-    if not days or len(set(days)) != len(days):
-        return False
-    return task.state_id not in (state.guests_by_host() if hosts is None else hosts)
+    """A study task single writes can put elsewhere: :func:`..concepts.movable_by_tools`."""
+    return movable_by_tools(state, task, hosts)
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -160,6 +173,36 @@ def matches(
     return not (pool == "pending" and task.status != "pending")
 
 
+def _matcher(
+    state: ScheduleState, target_filter: dict[str, Any], scope: dict[str, Any]
+) -> Callable[[Task], bool]:
+    """:func:`matches` with the filters read once (a search tests every task of the window)."""
+    sources = _as_list(target_filter.get("source"))
+    locked = target_filter.get("locked")
+    statuses = _as_list(target_filter.get("status"))
+    cats = _as_list(target_filter.get("categories")) or _as_list(target_filter.get("category"))
+    scope_cats = scope.get("categories") or None
+    allowed = [set(a) for a in (cats, scope_cats) if a]
+    days = set(_as_list(target_filter.get("days")) or ())
+    pool = scope.get("task_pool")
+
+    def fits(task: Task) -> bool:
+        if sources is not None and task.source not in sources:
+            return False
+        if statuses is not None and task.status not in statuses:
+            return False
+        pending = task.status == "pending"
+        if (pool == "placed" and pending) or (pool == "pending" and not pending):
+            return False
+        if allowed and any(subject_of(task) not in a for a in allowed):
+            return False
+        if days and not pending and not any(b.day in days for b in task.slots):
+            return False
+        return locked is None or bool(state.is_locked(task)) == bool(locked)
+
+    return fits
+
+
 def target_tasks(
     state: ScheduleState,
     action: NextAction | None = None,
@@ -173,7 +216,8 @@ def target_tasks(
     sc.update(scope or {})
     hot = set(_as_list(tf.get("days")) or ())
     hosts = state.guests_by_host()
-    found = [t for t in state.tasks if movable(state, t, hosts) and matches(state, t, tf, sc)]
+    fits = _matcher(state, tf, sc)
+    found = [t for t in state.tasks if fits(t) and movable(state, t, hosts)]
 
     def key(t: Task) -> tuple[int, int, int]:
         on_hot = sum(1 for b in t.slots if b.day in hot)
@@ -191,10 +235,27 @@ def _pieces(task: Task) -> list[tuple[int | None, int]]:
     return [(b.day, b.length) for b in task.slots]
 
 
+def _free_runs(row: list[int], min_len: int) -> list[tuple[int, int]]:
+    """``(first, last)`` periods (1-based) of each run of free periods of at least ``min_len``
+    in one day's owner row (as :meth:`Grid.free_runs`, without numpy's per-call cost)."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for q, owner in enumerate(row, start=1):
+        if owner:
+            if start and q - start >= min_len:
+                out.append((start, q - 1))
+            start = 0
+        elif not start:
+            start = q
+    if start and len(row) + 1 - start >= min_len:
+        out.append((start, len(row)))
+    return out
+
+
 def _candidate_starts(
     state: ScheduleState, task: Task, days: Iterable[int]
-) -> list[tuple[int, int, int | None, int]]:
-    """``(day, start, from_day, periods)`` to try: per piece, the first and last fitting start
+) -> list[tuple[int, int, int | None, int, bool]]:
+    """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last fitting start
     of each free run and each free water-course block, inside the class window and outside its
     banned periods; a block of a multi-block task never onto a day holding another of its
     blocks."""
@@ -202,7 +263,7 @@ def _candidate_starts(
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
     banned = set(tc.excluded_slots) if tc is not None else set()
-    grid = state.grid
+    owner = state.grid.owner
     own = {(b.day, b.slot_start) for b in task.slots}
     wanted = [d for d in days if lo <= d <= hi]
     hosts = (
@@ -215,23 +276,72 @@ def _candidate_starts(
             for b in host.slots
         ]
     )
-    out: list[tuple[int, int, int | None, int]] = []
+    out: list[tuple[int, int, int | None, int, bool]] = []
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
         days_ok = [d for d in wanted if d not in taken]
         for day in days_ok:
-            for _, s0, s1 in grid.free_runs(need, day):
+            for s0, s1 in _free_runs(owner[day - 1].tolist(), need):
                 for start in dict.fromkeys([s0, s1 - need + 1]):
                     if not banned & set(range(start, start + need)) and (day, start) not in own:
-                        out.append((day, start, from_day, need))
+                        out.append((day, start, from_day, need, False))
         for b in hosts:
             if (
                 b.day in days_ok
+                and (b.day, b.slot_start) not in own  # its own place: move refuses no_change
                 and b.length >= need
                 and not banned & set(range(b.slot_start, b.slot_start + need))
             ):
-                out.append((b.day, b.slot_start, from_day, need))
+                out.append((b.day, b.slot_start, from_day, need, True))
     return out
+
+
+def _judge(
+    ev: HealthEvaluator,
+    base: dict[str, Issue],
+    base_impact: float,
+    delta: Delta,
+    focus: set[str],
+    day: int,
+    start: int,
+    need: int,
+    host: int | None,
+    from_day: int | None,
+) -> Destination:
+    """The destination of a probed move from the evaluator's delta."""
+    resolves = delta.resolves
+    impact_after = round(base_impact + delta.impact, 4)
+
+    def after(i: str) -> Issue | None:
+        return delta.after.get(i) if i in delta.before else base[i]
+
+    return Destination(
+        day,
+        start,
+        start + need - 1,
+        host,
+        resolves,
+        delta.creates,
+        delta.critical,
+        delta.warning,
+        impact_after,
+        sum(1 for i in resolves if i in focus),
+        round(impact_after - base_impact, 4),
+        sum(1 for i in focus if i in base and _eased(base[i], after(i))),
+        from_day,
+    )
+
+
+def _evaluator(
+    state: ScheduleState, level: str, work: ScheduleState | None, ev: HealthEvaluator | None
+) -> tuple[ScheduleState, HealthEvaluator]:
+    """The state probes run on and its evaluator: the caller's, else the state itself with its
+    cached evaluator (every probe is undone before anything else reads the state)."""
+    if ev is not None:
+        return ev.state, ev
+    if work is not None and work is not state:
+        return work, HealthEvaluator(work, level)
+    return state, evaluator_for(state, level)
 
 
 def rank_destinations(
@@ -245,6 +355,8 @@ def rank_destinations(
     stop: Callable[[Destination], bool] | None = None,
     work: ScheduleState | None = None,
     before: list[Issue] | None = None,
+    ev: HealthEvaluator | None = None,
+    deadline: float | None = None,
 ) -> Ranking:
     """Legal destinations of ``task_id`` with their measured effect, best first.
 
@@ -255,63 +367,107 @@ def rank_destinations(
     focus
         Issue ids the caller wants resolved (counted in ``resolves_focus``, ranked higher).
     budget
-        At most this many health recomputations; ``complete`` is ``False`` when it ran out.
+        At most this many candidates judged; ``complete`` is ``False`` when it ran out.
     stop
         Stop at the first destination for which this returns True (a fixable test).
-    work, before
-        A private copy of ``state`` and its issues, when the caller measures several tasks.
+    work, ev
+        The state the probes run on and its evaluator (default: ``state`` itself and its cached
+        evaluator; each probe is undone). ``before`` is accepted for older callers and unused:
+        the evaluator holds the issues before.
+    deadline
+        A ``time.perf_counter()`` value: past it the ranking stops (``cut``, not ``complete``).
     """
+    del before
     task = state.task(task_id)
     ranking = Ranking(task_id)
     if task is None or not movable(state, task):
         return ranking
-    work = work if work is not None else state.copy_state()
-    base = severe(before if before is not None else health_issues(work, level))
-    base_crit = sum(1 for i in base.values() if i.severity == "critical")
-    base_warn = len(base) - base_crit
+    work, ev = _evaluator(state, level, work, ev)
+    base = ev.severe()
     base_impact = round(sum(i.impact_score for i in base.values()), 4)
     focus_set = set(focus)
     wt = work.task(task_id)
     assert wt is not None
     saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
     day_list = list(days) if days is not None else list(range(1, state.num_days + 1))
-    for day, start, from_day, need in _candidate_starts(state, task, day_list):
+    clock = time.perf_counter
+    homes: dict[int | None, tuple[int, list[int], list[int]]] = {}
+    for day, start, from_day, need, into_host in _candidate_starts(state, task, day_list):
         if budget <= 0:
             ranking.complete = False
             break
-        result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
-        if not result.ok:
-            continue
+        if deadline is not None and clock() > deadline:
+            ranking.complete = False
+            ranking.cut = True
+            break
+        if into_host:
+            # an embedding: the write tools' own rules decide it (relocate on the state, undone)
+            result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
+            if not result.ok:
+                continue
+            moved = work.task(task_id)
+            assert moved is not None
+            host = moved.embed_host
+            try:
+                days_hit, tasks_hit = touched(result.changes)
+                delta = ev.probe(days_hit, tasks_hit)
+            finally:
+                _undo(work, moved, saved)
+        else:
+            # free periods inside the class window, off its banned periods, on a day without
+            # another of its blocks: legal by construction; judged on the rows, never applied
+            host = None
+            delta = _probe_free_move(ev, wt, from_day, day, start, need, homes)
         budget -= 1
-        after = severe(health_issues(work, level))
-        moved = work.task(task_id)
-        assert moved is not None
-        host = moved.embed_host
-        _undo(work, moved, saved)
-        crit = sum(1 for i in after.values() if i.severity == "critical")
-        resolves = tuple(i for i in base if i not in after)
-        impact_after = round(sum(i.impact_score for i in after.values()), 4)
-        dest = Destination(
-            day,
-            start,
-            start + need - 1,
-            host,
-            resolves,
-            tuple(i for i in after if i not in base),
-            crit - base_crit,
-            (len(after) - crit) - base_warn,
-            impact_after,
-            sum(1 for i in resolves if i in focus_set),
-            round(impact_after - base_impact, 4),
-            sum(1 for i in focus_set if i in base and _eased(base[i], after.get(i))),
-            from_day,
-        )
+        dest = _judge(ev, base, base_impact, delta, focus_set, day, start, need, host, from_day)
         ranking.destinations.append(dest)
         if stop is not None and stop(dest):
             ranking.complete = False
             break
     ranking.destinations.sort(key=Destination.score)
     return ranking
+
+
+def _probe_free_move(
+    ev: HealthEvaluator,
+    task: Task,
+    from_day: int | None,
+    day: int,
+    start: int,
+    need: int,
+    homes: dict[int | None, tuple[int, list[int], list[int]]],
+) -> Delta:
+    """The evaluator's delta of moving ``task`` (or its block on ``from_day``) onto the free
+    periods ``day``/``start``..``start + need - 1``, computed on copies of the two days' rows.
+    ``homes`` caches, per piece, its day's rows with the piece taken out."""
+    tid = task.state_id
+    sigs = {}
+    new_days = {}
+    if task.status == "pending":
+        sig = task_sig(task)
+        sigs[tid] = (*sig[:3], "suggested", len(task.slots) + 1, 0)
+        own, gst = ev.rows(day - 1)
+    else:
+        home = homes.get(from_day)
+        if home is None:
+            block = next((b for b in task.slots if b.day == from_day), task.slots[0])
+            h_own, h_gst = ev.rows(block.day - 1)
+            layer = h_gst if task.embed_host is not None else h_own
+            for q in range(block.slot_start - 1, block.slot_end):
+                layer[q] = 0
+            home = homes[from_day] = (block.day, h_own, h_gst)
+        home_day, h_own, h_gst = home
+        if home_day == day:
+            own, gst = list(h_own), h_gst
+        else:
+            new_days[home_day - 1] = ev.facts_of_rows(h_own, h_gst)
+            own, gst = ev.rows(day - 1)
+        if task.embed_host is not None:  # a guest leaving its host: a task of its own now
+            sigs[tid] = task_sig(task)
+    for q in range(start - 1, start - 1 + need):
+        own[q] = tid
+    new_days[day - 1] = ev.facts_of_rows(own, gst)
+    return ev.probe_facts(new_days, sigs)
 
 
 def _eased(before: Issue, after: Issue | None) -> bool:
@@ -353,41 +509,51 @@ def _helps(dest: Destination) -> bool:
     return dest.helps
 
 
-def _removed_issues(work: ScheduleState, task: Task, level: str) -> dict[str, Issue]:
-    """The critical/warning issues of ``work`` with ``task`` taken out (made pending), restored
-    afterwards."""
+def _removed_issues(ev: HealthEvaluator, task: Task) -> dict[str, Issue]:
+    """The critical/warning issues of the evaluator's state with ``task`` taken out (made
+    pending), restored afterwards."""
+    work = ev.state
     saved = (list(task.slots), task.status, task.duration, task.embed_host)
+    days = [b.day for b in task.slots]
     for block in task.slots:
         work.grid.clear(block, as_guest=task.embed_host is not None)
     task.duration = task.need()
     task.slots, task.status, task.embed_host = [], "pending", None
     try:
-        return severe(health_issues(work, level))
+        delta = ev.probe(days, [task.state_id])
     finally:
         task.slots = []
         _undo(work, task, saved)
+    base = ev.severe()
+    out = {i: issue for i, issue in base.items() if i not in delta.before}
+    out.update(delta.after)
+    return out
 
 
 def ordered_targets(
     state: ScheduleState,
     action: NextAction | None,
     level: str,
-    work: ScheduleState,
-    before: list[Issue],
+    work: ScheduleState | None = None,
+    before: list[Issue] | None = None,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
     removed: dict[int, dict[str, Issue]] | None = None,
+    ev: HealthEvaluator | None = None,
 ) -> list[Task]:
     """:func:`target_tasks`, the first ``SCREEN`` reordered by what taking each out does: those
     whose removal resolves one of the action's issues first, then those whose removal creates no
     new critical/warning issue and makes none of the action's own worse (moving them cannot open
     a new problem where they stood, e.g. a subject gap), then the rest; ties keep
     :func:`target_tasks`' order. ``removed`` caches each task's removal issues across the
-    actions of one health call (they do not depend on the action)."""
+    actions of one health call (they do not depend on the action). ``work`` / ``ev``: as in
+    :func:`rank_destinations` (``before`` is unused)."""
+    del before
+    work, ev = _evaluator(state, level, work, ev)
     tasks = target_tasks(state, action, target_filter, scope)
     removed = {} if removed is None else removed
     focus = set(action.issue_ids) if action is not None else set()
-    base = severe(before)
+    base = ev.severe()
     keys: dict[int, tuple[int, int, int]] = {}
     for index, task in enumerate(tasks[:SCREEN]):
         wt = work.task(task.state_id)
@@ -396,7 +562,7 @@ def ordered_targets(
             continue
         after = removed.get(task.state_id)
         if after is None:
-            after = removed[task.state_id] = _removed_issues(work, wt, level)
+            after = removed[task.state_id] = _removed_issues(ev, wt)
         resolves = sum(1 for i in focus if i in base and i not in after)
         creates = sum(1 for i in after if i not in base)
         # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
@@ -413,12 +579,13 @@ class TargetSearch:
     ``measured``: each searched task with its ranking (at most ``PER_TASK`` destinations each,
     stopping at the first helpful one); ``helpful``: the first task and destination that
     :attr:`Destination.helps`; ``partial``: a task's or the whole search's budget ran out before
-    every candidate was tried."""
+    every candidate was tried; ``cut``: the time limit stopped it."""
 
     targets: list[Task]
     measured: list[tuple[Task, Ranking]] = field(default_factory=list)
     helpful: tuple[Task, Destination] | None = None
     partial: bool = False
+    cut: bool = False
 
     @property
     def legal(self) -> int:
@@ -429,26 +596,33 @@ def search_targets(
     state: ScheduleState,
     action: NextAction | None,
     level: str,
-    work: ScheduleState,
-    before: list[Issue],
+    work: ScheduleState | None = None,
+    before: list[Issue] | None = None,
     *,
     first_only: bool,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
     removed: dict[int, dict[str, Issue]] | None = None,
+    ev: HealthEvaluator | None = None,
+    deadline: float | None = None,
 ) -> TargetSearch:
     """Search the action's targets in :func:`ordered_targets` order, each on the action's
-    preferred days with at most ``PER_TASK`` health recomputations (``EVAL_BUDGET`` in all, at
+    preferred days with at most ``PER_TASK`` candidates judged (``EVAL_BUDGET`` in all, at
     most ``MAX_TARGETS`` tasks). ``first_only`` stops at the first helpful task (the fixable
     check); otherwise every task within the budget is measured (``query_target_tasks``). Both
     walk the same tasks and candidates in the same order, so the task the fixable check found
-    is the one the query tool shows."""
-    targets = ordered_targets(state, action, level, work, before, target_filter, scope, removed)
+    is the one the query tool shows. ``deadline`` (``time.perf_counter()``): past it the
+    search stops and says so (``cut``)."""
+    work, ev = _evaluator(state, level, work, ev)
+    targets = ordered_targets(state, action, level, work, None, target_filter, scope, removed, ev)
     out = TargetSearch(targets)
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
     budget, searched = EVAL_BUDGET, 0
     for task in targets:
+        if deadline is not None and time.perf_counter() > deadline:
+            out.partial = out.cut = True
+            break
         if budget <= 0 or searched >= MAX_TARGETS:
             out.partial = True
             break
@@ -461,7 +635,8 @@ def search_targets(
             budget=min(PER_TASK, budget),
             stop=_helps,
             work=work,
-            before=before,
+            ev=ev,
+            deadline=deadline,
         )
         budget -= len(ranking.destinations)
         searched += bool(ranking.destinations)  # a task without a legal candidate costs nothing
@@ -473,25 +648,44 @@ def search_targets(
                 return out
         elif found is None and not ranking.complete:
             out.partial = True
+            out.cut |= ranking.cut
     return out
+
+
+CUT_REASON = (
+    "体检的时间限制（time_limit_s）用完，本动作的落点查找未完成"
+    "（已查{measured}/{targets}个可移动任务、共{legal}个候选落点，未找到合适落点）；"
+    "可用 query_target_tasks/query_available_slots 继续查找，或处理下一个动作。"
+)
 
 
 def _check(
     state: ScheduleState,
     act: NextAction,
-    work: ScheduleState,
-    before: list[Issue],
     level: str,
     removed: dict[int, dict[str, Issue]],
+    ev: HealthEvaluator,
+    deadline: float | None,
 ) -> None:
-    """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason``."""
+    """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason`` (and
+    ``fixable_cut`` when the time limit stopped the search)."""
     act.fixable_checked = True
-    search = search_targets(state, act, level, work, before, first_only=True, removed=removed)
+    if deadline is not None and time.perf_counter() > deadline:
+        search = TargetSearch([], cut=True, partial=True)
+    else:
+        search = search_targets(
+            state, act, level, first_only=True, removed=removed, ev=ev, deadline=deadline
+        )
     if search.helpful is not None:
         act.fixable, act.fixable_reason = True, ""
         return
     act.fixable = False
-    if not search.targets:
+    if search.cut:
+        act.fixable_cut = True
+        act.fixable_reason = CUT_REASON.format(
+            measured=len(search.measured), targets=len(search.targets), legal=search.legal
+        )
+    elif not search.targets:
         act.fixable_reason = (
             "范围内没有可移动的任务（固定任务、课程、嵌有任务或同一天有多个时段块的任务不可移动）。"
         )
@@ -516,7 +710,14 @@ def _check(
 
 
 def make_actionable(
-    state: ScheduleState, actions: list[NextAction], issues: list[Issue], level: str, keep: int
+    state: ScheduleState,
+    actions: list[NextAction],
+    issues: list[Issue],
+    level: str,
+    keep: int,
+    *,
+    dimensions: Sequence[str] = DIMENSIONS,
+    deadline: float | None = None,
 ) -> list[NextAction]:
     """The ``keep`` actions health offers, each made actionable.
 
@@ -526,12 +727,13 @@ def make_actionable(
     tasks has a legal destination resolving or easing one of its issues, creating no new
     critical or warning issue and making the health key strictly better
     (:attr:`Destination.helps`), else False with the reason (naming a search the budget cut
-    short). Fixable actions are offered first, each group in rank order.
+    short, or the time limit ``deadline`` cut it: ``fixable_cut``). Fixable actions are offered
+    first, each group in rank order. Candidates are judged by the state's cached evaluator over
+    ``dimensions`` (probes on the state itself, each undone).
     """
     if not actions:
         return []
-    work = state.copy_state()
-    before = [i for i in issues if i.dimension != "feasibility"]
+    ev = evaluator_for(state, level, dimensions)
     critical = sum(1 for i in issues if i.severity == "critical")
     checked = actions[: 2 * keep]
     removed: dict[int, dict[str, Issue]] = {}
@@ -559,7 +761,8 @@ def make_actionable(
                 {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
             ],
         }
-        _check(state, act, work, before, level, removed)
+        with ev.lock:
+            _check(state, act, level, removed, ev, deadline)
         if sum(1 for a in checked if a.fixable is True) >= keep:
             checked = checked[: checked.index(act) + 1]
             break

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import LEVELS, UNCATEGORISED
+from ..concepts import UNCATEGORISED, is_event, movable
+from ..concepts import subject_of as concept_subject
+from ..rules import LEVELS
 from ..state import ScheduleState, Task
 from .result import ParamError
 
@@ -28,11 +30,14 @@ _DIRECT_LUT_MAX = 1 << 16
 
 
 def is_course(task: Task) -> bool:
-    return task.source == "event"
+    """An event (course): :func:`..concepts.is_event`."""
+    return is_event(task)
 
 
 def subject_of(task: Task) -> str:
-    return task.category or UNCATEGORISED
+    """The subject of a study task (:func:`..concepts.subject_of`; callers ask about study
+    tasks only)."""
+    return concept_subject(task) or UNCATEGORISED
 
 
 def _lookup(grid: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -208,10 +213,7 @@ def movable_study_tasks(state: ScheduleState) -> list[Task]:
     return [
         t
         for t in state.tasks
-        if not is_course(t)
-        and t.status != "pending"
-        and t.embed_host is None
-        and not state.is_locked(t)
+        if t.status != "pending" and t.embed_host is None and movable(state, t)
     ]
 
 

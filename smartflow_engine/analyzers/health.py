@@ -5,6 +5,7 @@ It calls the dimensions' functions on one shared :class:`Frame`, never the tool 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
 TOOL = "analyze_health"
 DETAILS = ("summary", "full")
 MAX_ACTIONS = 3
+MIN_STEP_S = 0.01  # a CP-SAT step started at the limit still gets this (it answers unproven)
+# Share of the time left that each CP-SAT step (feasibility, then the negotiation figures) may
+# take, so the floor and the fixable search keep the rest of the call's limit.
+FEASIBILITY_SHARE = 0.5
 CLOSE_RULE = "critical=0 && warning<=1"
 NEGOTIATION_INTENTS = (
     "ask_expand_window",
@@ -232,7 +237,10 @@ def run_health(
     figures: NegotiationFigures | None,
     *,
     actionable: bool = True,
+    deadline: float | None = None,
 ) -> AnalysisResult:
+    """The health envelope; ``deadline`` (``time.perf_counter()``) bounds the floor and the
+    fixable search (a floor past it is left unproven, a search past it says so)."""
     frame = Frame.build(state)
     everything = np.arange(state.num_days)
     parts: dict[str, AnalysisResult] = {}
@@ -252,9 +260,14 @@ def run_health(
     if report is not None and infeasible:
         raw.append(feasibility_issue(report))
     issues = merge_issues(raw)
-    from ..solver.health_floor import health_floor
+    from ..solver._cpsat import OutOfTime
+    from ..solver.health_floor import HealthFloor, health_floor
 
-    floor = health_floor(state, level, report, dimensions)
+    floor_cut = False
+    try:
+        floor = health_floor(state, level, report, dimensions, deadline=deadline)
+    except OutOfTime:  # no time left for it: an unproven floor (never guessed)
+        floor, floor_cut = HealthFloor(proven=False), True
     for issue in issues:
         if floor.unfixable.get((issue.rule, issue.day, issue.category)) == issue.severity:
             issue.fixable = False
@@ -272,7 +285,9 @@ def run_health(
             act.issue_ids = [i for i in act.issue_ids if i not in unfixable]
         ordered = order_actions(pool, issues)
         if actionable:
-            ordered = make_actionable(state, ordered, issues, level, MAX_ACTIONS)
+            ordered = make_actionable(
+                state, ordered, issues, level, MAX_ACTIONS, dimensions=dimensions, deadline=deadline
+            )
         actions = number_actions(ordered, MAX_ACTIONS)
 
     counts = {s: 0 for s in SEVERITY_RANK}
@@ -308,6 +323,8 @@ def run_health(
         "best_achievable": best,
         "floor": floor.to_dict(),
     }
+    if floor_cut:
+        metrics["close_signal"]["floor_cut"] = "time_limit"
     if ignored:
         metrics["ignored_dimensions"] = ignored
     if detail == "full":
@@ -349,7 +366,9 @@ def analyze_health(
     check_feasibility
         Run the exact feasibility check first (CP-SAT; ``False`` skips it, ``feasibility`` is null).
     time_limit_s, num_workers
-        Budget of each CP-SAT step (feasibility; negotiation figures when infeasible).
+        The call's time limit, covering the feasibility step (and the negotiation figures when
+        infeasible), the floor and the fixable search together (the call ends within about
+        0.5 s of it); a search it cuts says so (``fixable: false`` with ``fixable_cut``).
 
     Notes
     -----
@@ -357,34 +376,39 @@ def analyze_health(
     actions of P1-F. Unproven (``is_feasible`` null) is never reported as infeasible. Otherwise
     at most three actions, ranked by the issues they address.
     """
+    started = time.perf_counter()
     valid, ignored = check_dimensions(dimensions)
     level = check_level(threshold)
     detail = check_choice("detail", detail, DETAILS)
     report: FeasibilityReport | None = None
     figures: NegotiationFigures | None = None
+    if (
+        isinstance(time_limit_s, bool)
+        or not isinstance(time_limit_s, int | float)
+        or not (0 < time_limit_s <= 60)
+    ):
+        raise ParamError(
+            "invalid_args", f"参数 time_limit_s 应在 (0, 60] 内，收到 {time_limit_s!r}。"
+        )
+    deadline = started + float(time_limit_s)
     if check_bool("check_feasibility", check_feasibility):
-        if (
-            isinstance(time_limit_s, bool)
-            or not isinstance(time_limit_s, int | float)
-            or not (0 < time_limit_s <= 60)
-        ):
-            raise ParamError(
-                "invalid_args", f"参数 time_limit_s 应在 (0, 60] 内，收到 {time_limit_s!r}。"
-            )
         from ..solver import check_feasibility as solve
         from ..solver import negotiation_figures
 
         # The suggested tasks count as movable (include_suggested): after a proposal has placed
         # them, the gap and the negotiation figures keep the meaning they had before.
         report = solve(
-            state, time_limit_s=float(time_limit_s), num_workers=num_workers, include_suggested=True
+            state,
+            time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
+            num_workers=num_workers,
+            include_suggested=True,
         )
         if report.is_feasible is False:
             figures = negotiation_figures(
                 state,
                 report,
-                time_limit_s=float(time_limit_s),
+                time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
                 num_workers=num_workers,
                 include_suggested=True,
             )
-    return run_health(state, valid, ignored, detail, level, report, figures)
+    return run_health(state, valid, ignored, detail, level, report, figures, deadline=deadline)

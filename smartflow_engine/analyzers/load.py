@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import rules_for, threshold
+from ..rules import rules_for, sample_std_dev, threshold
 from ..state import ScheduleState
 from .common import (
     MAX_LISTED_DAYS,
@@ -46,7 +46,9 @@ def load_level(utilization: float, level: str) -> str:
 
 
 def sample_std(values: np.ndarray) -> float:
-    return float(values.std(ddof=1)) if values.size > 1 else 0.0
+    """The sample standard deviation of integer loads (the rule table's one formula)."""
+    ints = values.astype(np.int64)
+    return sample_std_dev(int(ints.size), int(ints.sum()), int((ints * ints).sum()))
 
 
 def load_metrics(

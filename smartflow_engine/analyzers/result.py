@@ -104,6 +104,7 @@ class NextAction:
     fixable: bool | None = None
     fixable_reason: str = ""
     fixable_checked: bool = False
+    fixable_cut: bool = False  # the call's time limit stopped the search (fixable is False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -124,6 +125,8 @@ class NextAction:
             out["fixable"] = self.fixable
             if self.fixable_reason:
                 out["fixable_reason"] = self.fixable_reason
+            if self.fixable_cut:
+                out["fixable_cut"] = "time_limit"
         return out
 
 

@@ -249,6 +249,12 @@ _HEALTH: tuple[_Row, ...] = (
         "object",
         "neutral",
     ),
+    (
+        "close_signal.floor_cut",
+        "time_limit：本次体检的时间限制用完，下限未算完（floor.proven 为 false）",
+        "name",
+        "neutral",
+    ),
     ("ignored_dimensions", "被忽略的非法维度名", "name[]", "neutral"),
     (
         "details",

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..concepts import subject_of
 from ..rules import (
-    UNCATEGORISED,
     Rule,
     concentration,
     r4,
@@ -70,10 +70,9 @@ class HealthCounts:
 
 
 def study_subject(task: Task) -> str | None:
-    """The subject the analyzers give a task (``None`` for a course/event)."""
-    if task.source == "event":
-        return None
-    return task.category or UNCATEGORISED
+    """The subject the analyzers give a task (``None`` for a course/event):
+    :func:`..concepts.subject_of`."""
+    return subject_of(task)
 
 
 class HealthEvaluator:

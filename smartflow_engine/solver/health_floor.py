@@ -42,6 +42,7 @@ pending tasks and the scope move, so the floor is the proposal's own.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import time
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..concepts import movable
 from ..rules import r4, rules_for, severity, subject_class
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
@@ -94,8 +96,9 @@ def _sev_cw(sev: str | None) -> tuple[int, int]:
 
 
 def movable_study(state: ScheduleState, task: Task) -> bool:
-    """A study task the writes may place or move (unlocked, guest of no locked host)."""
-    return task.source != "event" and not state.is_locked(task)
+    """A study task the writes may place or move (unlocked, guest of no locked host):
+    :func:`..concepts.movable`."""
+    return movable(state, task)
 
 
 def _ticker(deadline: float | None) -> Callable[[], None]:
@@ -138,10 +141,15 @@ def health_floor(
     second): a floor is all or nothing, never half computed."""
     tick = _ticker(deadline)
 
+    movable_ids = {  # asked of every task in several passes: decided once
+        t.state_id
+        for t in state.tasks
+        if movable_study(state, t)
+        and (scope is None or t.status == "pending" or t.state_id in scope)
+    }
+
     def movable(t: Task) -> bool:
-        return movable_study(state, t) and (
-            scope is None or t.status == "pending" or t.state_id in scope
-        )
+        return t.state_id in movable_ids
 
     num_days, spd = state.num_days, state.slots_per_day
     rules = {
@@ -173,9 +181,10 @@ def health_floor(
     # suggested ones standing inside it) and off its class's banned periods; the loads can only
     # grow there (``reachable``: free periods some movable task may use, per day).
     reach = np.zeros((num_days, spd), dtype=bool)
+    reach_memo: dict[Any, Any] = {}
     for t in state.tasks:
         if movable(t):
-            lo, hi, banned = _reach(state, t)
+            lo, hi, banned = _reach(state, t, reach_memo)
             reach[lo - 1 : hi] |= banned[None, :]
     tick()
     reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
@@ -485,22 +494,37 @@ def health_floor(
     return floor
 
 
-def _reach(state: ScheduleState, t: Task) -> tuple[int, int, np.ndarray]:
+def _reach(
+    state: ScheduleState, t: Task, memo: dict[Any, Any] | None = None
+) -> tuple[int, int, np.ndarray]:
     """(first day, last day, allowed periods mask) a movable task may take in the population:
     its class's window and banned periods for a pending task or a suggested one standing inside
-    its window; anywhere for the others (DESIGN: an existing task may stand anywhere)."""
-    spd = state.slots_per_day
-    anywhere = (1, state.num_days, np.ones(spd, dtype=bool))
+    its window; anywhere for the others (DESIGN: an existing task may stand anywhere).
+    ``memo``: answers by class, shared by the calls of one floor (the mask is read only)."""
+    memo = {} if memo is None else memo
+    anywhere = memo.get("anywhere")
+    if anywhere is None:
+        anywhere = memo["anywhere"] = (1, state.num_days, np.ones(state.slots_per_day, dtype=bool))
     if t.status == "existing":
         return anywhere
-    cls = rule_for(state, t)
-    if t.status != "pending" and not all(cls.start_day <= b.day <= cls.end_day for b in t.slots):
+    found = memo.get(t.category_id)
+    if found is None:
+        cls = rule_for(state, t)  # a class's rule: the same for every task of it
+        spd = state.slots_per_day
+        allowed = np.ones(spd, dtype=bool)
+        for p in cls.banned:
+            if 1 <= p <= spd:
+                allowed[p - 1] = False
+        found = memo[t.category_id] = (
+            max(1, cls.start_day),
+            min(state.num_days, cls.end_day),
+            allowed,
+        )
+        memo[("window", t.category_id)] = (cls.start_day, cls.end_day)
+    start, end = memo[("window", t.category_id)]
+    if t.status != "pending" and not all(start <= b.day <= end for b in t.slots):
         return anywhere
-    allowed = np.ones(spd, dtype=bool)
-    for p in cls.banned:
-        if 1 <= p <= spd:
-            allowed[p - 1] = False
-    return max(1, cls.start_day), min(state.num_days, cls.end_day), allowed
+    return found
 
 
 @dataclass
@@ -530,6 +554,7 @@ def _subjects(
 ) -> tuple[dict[str, _Subject], np.ndarray]:
     """Per subject, its :class:`_Subject`; and per day the periods a study block may take at
     most besides the fixed ones (free periods plus unlocked host blocks)."""
+    reach_memo: dict[Any, Any] = {}
     num_days = state.num_days
     rows, _, lengths = runs(fixed_owner == 0)
     max_run = np.zeros(num_days, dtype=np.int64)
@@ -562,7 +587,7 @@ def _subjects(
                 sub.fixed[b.day - 1] += b.length
             sub.fixed_blocks += len(t.slots)
             continue
-        lo, hi, _ = _reach(state, t)
+        lo, hi, _ = _reach(state, t, reach_memo)
         n = t.need()
         fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
         days = np.zeros(num_days, dtype=bool)
@@ -602,12 +627,13 @@ def _forced_gaps(
         marks = [(d, d) for d in fixed] + sub.anchors
         free_days = np.flatnonzero(sub.reach) + 1
         best = (0, 0, 0)
+        lows = sorted(lo2 for lo2, _ in marks)
         for _, hi in marks:
             tick()
-            later = [lo2 for lo2, _ in marks if lo2 > hi]
-            if not later:
+            at = bisect.bisect_right(lows, hi)  # the first mark beginning after this one ends
+            if at == len(lows):
                 continue
-            right = min(later)
+            right = lows[at]
             gap = _least_max_gap(hi, right, fixed, free_days, sub.blocks)
             best = max(best, (gap, hi, right))
         if best[0] > 0:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..concepts import movable_by_solver
 from ..state import ScheduleState, Task, TaskClass, runs
 
 
@@ -181,13 +182,7 @@ def movable(state: ScheduleState, task: Task, hosts: Container[int] | None = Non
 
     ``hosts``: the ids of tasks that hold a guest (``state.guests_by_host()``), when the caller
     asks about many tasks of one state (computed here otherwise, a pass over every task)."""
-    if task.status == "pending" or state.is_locked(task) or len(task.slots) != 1:
-        return False
-    if task.can_embed:
-        return False
-    if task.state_id in (state.guests_by_host() if hosts is None else hosts):
-        return False
-    return task.source != "event"
+    return movable_by_solver(state, task, hosts)  # the one definition (issue 25)
 
 
 def rule_for(

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..concepts import UNCATEGORISED
 from ..state import ScheduleState
-
-UNCATEGORISED = "未分类"  # the subject of a study task without a category
 
 
 def study_layer(state: ScheduleState) -> np.ndarray:

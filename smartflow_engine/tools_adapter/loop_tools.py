@@ -16,7 +16,6 @@ from pydantic import Field, StrictBool
 from pydantic.json_schema import SkipJsonSchema
 
 from ..analyzers.destinations import (
-    health_issues,
     movable,
     preferred_days,
     rank_destinations,
@@ -203,14 +202,10 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     tf = args.target_filter.model_dump(exclude_none=True) if args.target_filter else {}
     sc = args.candidate_scope.model_dump(exclude_none=True) if args.candidate_scope else {}
     level = _level(ctx)
-    work = state.copy_state()
-    before = health_issues(work, level)
     focus = act.issue_ids if act is not None else ()
     # The same search as the fixable check of analyze_health (same tasks, candidates and
     # budgets), measuring every task within the budget instead of stopping at the first.
-    search = search_targets(
-        state, act, level, work, before, first_only=False, target_filter=tf, scope=sc
-    )
+    search = search_targets(state, act, level, first_only=False, target_filter=tf, scope=sc)
     tasks = search.targets
     measured: list[tuple[Task, dict[str, Any] | None, tuple[Any, ...]]] = []
     for task, ranking in search.measured:

@@ -1,0 +1,711 @@
+"""The one incremental model of health (issue 25): the issues ``analyze_health`` reports, kept
+per entity so that a change is judged by what it touches.
+
+A :class:`HealthEvaluator` is built once for a state and a level. It holds, per day, the facts
+the day rules read (load, the study layer's switches, free runs) and the issues of the day; per
+subject the periods it has on each day and its task facts, and its issues; and the window-wide
+sums the overall rules read (the load's sum, sum of squares and histogram, free and usable
+periods, days without a buffer). Every rule is the rule table's (:mod:`..rules`), evaluated with
+the analyzers' own :func:`.common.evaluate`, so an issue here is the very issue ``analyze_health``
+reports (the property test of ``tests/analyzers/test_evaluator.py`` checks it against a full
+recomputation on random states and changes).
+
+:meth:`HealthEvaluator.probe` judges a change already applied to the state (a move, a swap, a
+batch, a task taken out) given the days and the tasks it touched, in time proportional to those
+days and the subjects present on them: it returns a :class:`Delta` (the issues of each touched
+entity before and after, the key's change) without keeping it; :meth:`HealthEvaluator.commit`
+keeps it. :meth:`HealthEvaluator.sync` brings the evaluator up to date with any change of its
+state (it finds the changed days by comparing the grid with its copy, and the changed tasks by
+their facts), so a cached evaluator (:func:`evaluator_for`) serves the session's writes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..rules import (
+    UNCATEGORISED,
+    concentration_of,
+    r4,
+    rules_for,
+    sample_std_dev,
+    subject_class,
+)
+from ..state import ScheduleState, Task
+from ..state.ops import Change
+from .common import evaluate, sort_issues
+from .result import DIMENSIONS, Issue
+
+MIN_USABLE = 2  # analyze_health's tolerance parameters (min_usable_size, min_daily_buffer)
+MIN_BUFFER = 2
+SEVERE = ("critical", "warning")
+MEMO_SIZE = 10_000  # remembered entity issues (by their facts) before the memo starts afresh
+
+
+@dataclass(frozen=True)
+class DayFacts:
+    """What the day rules and the window sums read of one day."""
+
+    total: int  # occupied periods (guests add none)
+    free: int
+    usable: int  # free periods in runs of at least MIN_USABLE
+    occupied: int  # periods of the study layer holding a subject
+    switches: int
+    subjects: dict[int, int]  # subject code -> periods of the study layer that day
+
+
+@dataclass
+class SubjectFacts:
+    """Task-level facts of one subject (as :class:`.subjects.SubjectTasks`)."""
+
+    task_count: int = 0
+    placed: int = 0
+    pending: int = 0
+    pending_slots: int = 0
+    blocks: int = 0
+    class_ids: list[int] = field(default_factory=list)
+
+    def copy(self) -> SubjectFacts:
+        return replace(self, class_ids=list(self.class_ids))
+
+
+def task_sig(task: Task) -> tuple[Any, ...]:
+    """The facts of a task the subject rules read (a change of them touches its subject)."""
+    return (
+        task.source,
+        task.category,
+        task.category_id,
+        task.status,
+        len(task.slots),
+        task.need() if task.status == "pending" else 0,
+    )
+
+
+def _add_sig(info: SubjectFacts, sig: tuple[Any, ...], sign: int) -> None:
+    _, _, _, status, blocks, need = sig
+    info.task_count += sign
+    if status == "pending":
+        info.pending += sign
+        info.pending_slots += sign * need
+    else:
+        info.placed += sign
+        info.blocks += sign * blocks
+
+
+@dataclass
+class SubjectDays:
+    """The study layer's periods of one subject by day, with the sums its rules read: the
+    present days in order, the multiset of gaps between consecutive ones, the periods and the
+    sum of their per-day squares (the concentration's HHI)."""
+
+    daily: dict[int, int] = field(default_factory=dict)  # 1-based day -> periods
+    present: list[int] = field(default_factory=list)
+    gaps: dict[int, int] = field(default_factory=dict)  # gap -> how many
+    used: int = 0
+    squares: int = 0
+
+    @classmethod
+    def of(cls, daily: dict[int, int]) -> SubjectDays:
+        present = sorted(daily)
+        gaps: dict[int, int] = {}
+        for a, b in itertools.pairwise(present):
+            gaps[b - a - 1] = gaps.get(b - a - 1, 0) + 1
+        used = sum(daily.values())
+        return cls(daily, present, gaps, used, sum(v * v for v in daily.values()))
+
+    def changed(self, new: dict[int, int]) -> SubjectDays:
+        """This subject with the days of ``new`` (1-based day -> periods, 0 for none) replaced;
+        the cost is that of the changed days (plus a copy of the present list)."""
+        used, squares = self.used, self.squares
+        moved: list[int] = []
+        for d, n in new.items():
+            o = self.daily.get(d, 0)
+            used += n - o
+            squares += n * n - o * o
+            if (o == 0) != (n == 0):
+                moved.append(d)
+        if not moved:
+            return SubjectDays(self.daily, self.present, self.gaps, used, squares)
+        gaps = dict(self.gaps)
+        present = list(self.present)
+        for pairs, sign in ((_pairs_around(present, moved), -1), (None, 1)):
+            if pairs is None:
+                for d in moved:
+                    i = bisect.bisect_left(present, d)
+                    if i < len(present) and present[i] == d:
+                        del present[i]
+                    else:
+                        present.insert(i, d)
+                pairs = _pairs_around(present, moved)
+            for a, b in pairs:
+                g = b - a - 1
+                k = gaps.get(g, 0) + sign
+                if k:
+                    gaps[g] = k
+                else:
+                    gaps.pop(g, None)
+        return SubjectDays(self.daily, present, gaps, used, squares)
+
+    @property
+    def max_gap(self) -> int | None:
+        return max(self.gaps) if self.gaps else None
+
+
+def _pairs_around(present: list[int], days: list[int]) -> set[tuple[int, int]]:
+    """The consecutive pairs ``(a, b)`` of ``present`` with ``a <= d <= b`` for one of ``days``."""
+    out: set[tuple[int, int]] = set()
+    n = len(present)
+    for d in days:
+        i = bisect.bisect_left(present, d)
+        if i < n and present[i] == d:
+            if i > 0:
+                out.add((present[i - 1], d))
+            if i + 1 < n:
+                out.add((d, present[i + 1]))
+        elif 0 < i < n:
+            out.add((present[i - 1], present[i]))
+    return out
+
+
+Entity = tuple[str, int]  # ("day", index0) | ("subject", code) | ("overall", 0)
+
+
+@dataclass
+class Delta:
+    """The effect of one change: the issues of every touched entity before and after.
+
+    ``critical`` / ``warning``: the change of the counts; ``before`` / ``after``: the severe
+    (critical and warning) issues of the touched entities, by id, in the issues' order."""
+
+    changed: dict[Entity, tuple[tuple[Issue, ...], tuple[Issue, ...]]]
+    critical: int
+    warning: int
+    before: dict[str, Issue]
+    after: dict[str, Issue]
+    # what commit keeps
+    days: dict[int, DayFacts]
+    daily: dict[int, SubjectDays]
+    infos: dict[int, SubjectFacts]
+    sigs: dict[int, tuple[Any, ...]]
+    sums: tuple[int, int, int, int, int]
+    hist: list[int]
+
+    @property
+    def resolves(self) -> tuple[str, ...]:
+        return tuple(i for i in self.before if i not in self.after)
+
+    @property
+    def creates(self) -> tuple[str, ...]:
+        return tuple(i for i in self.after if i not in self.before)
+
+    @property
+    def impact(self) -> float:
+        """The change of the total critical/warning impact."""
+        return sum(i.impact_score for i in self.after.values()) - sum(
+            i.impact_score for i in self.before.values()
+        )
+
+
+def _severe(issues: Iterable[Issue]) -> dict[str, Issue]:
+    return {i.issue_id: i for i in sort_issues(issues) if i.severity in SEVERE}
+
+
+class HealthEvaluator:
+    """The health issues of one state at one level, kept up to date incrementally."""
+
+    def __init__(
+        self, state: ScheduleState, level: str = "normal", dimensions: Sequence[str] = DIMENSIONS
+    ) -> None:
+        self.state = state
+        self.level = level
+        self.dimensions = tuple(d for d in DIMENSIONS if d in dimensions)
+        self.lock = threading.RLock()
+        rules = {d: rules_for(d, level) for d in DIMENSIONS}
+        self._day_util = rules["load"][0]
+        self._imbalance = rules["load"][1]
+        self._subject_rules = rules["subjects"]
+        self._context_rules = rules["context"]
+        self._tolerance_rules = rules["tolerance"]
+        self._build()
+
+    # ------------------------------------------------------------------ building
+    def _build(self) -> None:
+        self._issue_memo: dict[tuple[Any, ...], tuple[Issue, ...]] = {}
+        state = self.state
+        grid = state.grid
+        self.num_days, self.spd = state.num_days, state.slots_per_day
+        self.names: list[str] = []
+        code_of: dict[str, int] = {}
+        top = max((t.state_id for t in state.tasks), default=0)
+        self._code = np.zeros(top + 1, dtype=np.int64)  # task id -> subject code (0: event)
+        self._code_list: list[int] = [0] * (top + 1)
+        self.sigs: dict[int, tuple[Any, ...]] = {}
+        self.infos: dict[int, SubjectFacts] = {}
+        for task in state.tasks:
+            if task.source == "event":
+                self.sigs[task.state_id] = task_sig(task)
+                continue
+            name = task.category or UNCATEGORISED
+            code = code_of.get(name)
+            if code is None:
+                self.names.append(name)
+                code = code_of[name] = len(self.names)
+                self.infos[code] = SubjectFacts()
+            self._code[task.state_id] = code
+            self._code_list[task.state_id] = code
+            sig = task_sig(task)
+            self.sigs[task.state_id] = sig
+            info = self.infos[code]
+            _add_sig(info, sig, 1)
+            if task.category_id is not None and task.category_id not in info.class_ids:
+                info.class_ids.append(task.category_id)
+        self.code_of = code_of
+        self._classes = self._class_sig()
+        self._owner = grid.owner.copy()
+        self._guest = grid.guest.copy()
+        self.days: list[DayFacts] = self._days_of(np.arange(self.num_days))
+        per: dict[int, dict[int, int]] = {c: {} for c in self.infos}
+        for d, facts in enumerate(self.days):
+            for c, n in facts.subjects.items():
+                per[c][d + 1] = n
+        self.daily: dict[int, SubjectDays] = {c: SubjectDays.of(v) for c, v in per.items()}
+        self._class_of = {
+            c: subject_class(state, self.names[c - 1], info.class_ids)
+            for c, info in self.infos.items()
+        }
+        totals = [f.total for f in self.days]
+        self.hist = [0] * (self.spd + 1)
+        for t in totals:
+            self.hist[t] += 1
+        self.sums = (
+            sum(totals),
+            sum(t * t for t in totals),
+            sum(f.free for f in self.days),
+            sum(f.usable for f in self.days),
+            sum(1 for f in self.days if f.usable < MIN_BUFFER),
+        )
+        self.issues_of: dict[Entity, tuple[Issue, ...]] = {}
+        for d, facts in enumerate(self.days):
+            self.issues_of[("day", d)] = self._day_issues(d, facts)
+        for c in self.infos:
+            self.issues_of[("subject", c)] = self._subject_issues(c, self.daily[c], self.infos[c])
+        self.issues_of[("overall", 0)] = self._overall_issues(self.sums, self.hist)
+        self._refresh()
+
+    def _class_sig(self) -> tuple[Any, ...]:
+        return tuple((tc.id, tc.name, tc.total_slots, tc.end_day) for tc in self.state.task_classes)
+
+    def _refresh(self) -> None:
+        self._severe_all = _severe(i for v in self.issues_of.values() for i in v)
+        self.critical = sum(1 for i in self._severe_all.values() if i.severity == "critical")
+        self.warning = len(self._severe_all) - self.critical
+
+    def _days_of(self, days: np.ndarray) -> list[DayFacts]:
+        """The facts of ``days`` (0-based) from the state's grid, vectorised."""
+        grid = self.state.grid
+        owner = grid.owner[days]
+        guest = grid.guest[days]
+        code = self._code
+        top = code.size
+        if (owner.size and int(owner.max()) >= top) or (guest.size and int(guest.max()) >= top):
+            raise _Stale
+        study = np.where(guest != 0, code[guest], code[owner])
+        occ = owner != 0
+        total = np.count_nonzero(occ, axis=1)
+        left, right = study[:, :-1], study[:, 1:]
+        switches = np.count_nonzero((left != 0) & (right != 0) & (left != right), axis=1)
+        occupied = np.count_nonzero(study, axis=1)
+        free = ~occ
+        padded = np.zeros((free.shape[0], free.shape[1] + 2), dtype=np.int8)
+        padded[:, 1:-1] = free
+        diff = np.diff(padded, axis=1)
+        r0, c0 = np.nonzero(diff == 1)
+        _, c1 = np.nonzero(diff == -1)
+        length = c1 - c0
+        usable = np.bincount(
+            r0, weights=np.where(length >= MIN_USABLE, length, 0), minlength=len(days)
+        )
+        out: list[DayFacts] = []
+        study_rows = study.tolist()
+        for i, (t, u, o, s) in enumerate(
+            zip(
+                total.tolist(),
+                usable.astype(np.int64).tolist(),
+                occupied.tolist(),
+                switches.tolist(),
+                strict=True,
+            )
+        ):
+            subjects: dict[int, int] = {}
+            if o:
+                for c in study_rows[i]:
+                    if c:
+                        subjects[c] = subjects.get(c, 0) + 1
+            out.append(DayFacts(t, self.spd - t, u, o, s, subjects))
+        return out
+
+    def _day_facts(self, d: int) -> DayFacts:
+        """The facts of day ``d`` (0-based) as the state's grid holds it."""
+        grid = self.state.grid
+        return self.facts_of_rows(grid.owner[d].tolist(), grid.guest[d].tolist())
+
+    def rows(self, d: int) -> tuple[list[int], list[int]]:
+        """Day ``d``'s (0-based) owner and guest rows as the evaluator last saw them."""
+        return self._owner[d].tolist(), self._guest[d].tolist()
+
+    def facts_of_rows(self, own: list[int], gst: list[int]) -> DayFacts:
+        """The facts of a day from its owner and guest rows, in plain Python (a day is a dozen
+        periods)."""
+        code = self._code_list
+        try:
+            study = [code[g] if g else code[o] if o else 0 for o, g in zip(own, gst, strict=True)]
+        except IndexError:
+            raise _Stale from None
+        total = usable = run = occupied = switches = 0
+        prev = 0
+        subjects: dict[int, int] = {}
+        for o, c in zip(own, study, strict=True):
+            if o:
+                total += 1
+                if run >= MIN_USABLE:
+                    usable += run
+                run = 0
+            else:
+                run += 1
+            if c:
+                occupied += 1
+                subjects[c] = subjects.get(c, 0) + 1
+                if prev and prev != c:
+                    switches += 1
+            prev = c
+        if run >= MIN_USABLE:
+            usable += run
+        return DayFacts(total, self.spd - total, usable, occupied, switches, subjects)
+
+    # ------------------------------------------------------------------ rules
+    def _memo(self, key: tuple[Any, ...]) -> tuple[Issue, ...] | None:
+        return self._issue_memo.get(key)
+
+    def _keep(self, key: tuple[Any, ...], issues: tuple[Issue, ...]) -> tuple[Issue, ...]:
+        """Remember the issues of one entity's facts (a search meets the same facts often)."""
+        if len(self._issue_memo) > MEMO_SIZE:
+            self._issue_memo.clear()
+        self._issue_memo[key] = issues
+        return issues
+
+    def _day_issues(self, d: int, f: DayFacts) -> tuple[Issue, ...]:
+        key = ("day", d, f.total, f.occupied, f.switches)
+        found_before = self._memo(key)
+        if found_before is not None:
+            return found_before
+        return self._keep(key, self._day_issues_of(d, f))
+
+    def _day_issues_of(self, d: int, f: DayFacts) -> tuple[Issue, ...]:
+        out: list[Issue] = []
+        day = d + 1
+        if "load" in self.dimensions:
+            found = evaluate(self._day_util, {"utilization": r4(f.total / self.spd)}, day=day)
+            if found:
+                out.append(found)
+        if "context" in self.dimensions and f.occupied:
+            row = {
+                "switch_count": f.switches,
+                "fragmentation": r4(f.switches / max(f.occupied - 1, 1)),
+                "heavy_adjacent": 0,  # analyze_health names no hard subjects
+            }
+            for rule in self._context_rules:
+                found = evaluate(rule, row, day=day)
+                if found:
+                    out.append(found)
+        return tuple(out)
+
+    def _subject_issues(self, c: int, days: SubjectDays, info: SubjectFacts) -> tuple[Issue, ...]:
+        if "subjects" not in self.dimensions or info.task_count <= 0:
+            return ()
+        key = ("subject", c, days.max_gap, days.used, days.squares, info.blocks)
+        found_before = self._memo(key)
+        if found_before is not None:
+            return found_before
+        return self._keep(key, self._subject_issues_of(c, days, info))
+
+    def _subject_issues_of(
+        self, c: int, days: SubjectDays, info: SubjectFacts
+    ) -> tuple[Issue, ...]:
+        tc = self._class_of[c]
+        total = tc.total_slots if tc is not None else None
+        end_day = tc.end_day if tc is not None else None
+        row = {
+            "max_gap": days.max_gap,
+            "concentration": concentration_of(days.used, days.squares, info.blocks, self.num_days),
+            "budget_progress": r4(days.used / total) if total else None,
+            "days_to_end": end_day - 1 if end_day is not None else None,
+        }
+        out = []
+        name = self.names[c - 1]
+        for rule in self._subject_rules:
+            found = evaluate(rule, row, category=name)
+            if found:
+                out.append(found)
+        return tuple(out)
+
+    def _overall_issues(
+        self, sums: tuple[int, int, int, int, int], hist: list[int]
+    ) -> tuple[Issue, ...]:
+        lo = next(i for i, n in enumerate(hist) if n)
+        hi = max(i for i, n in enumerate(hist) if n)
+        key = ("overall", *sums, hi - lo)
+        found_before = self._memo(key)
+        if found_before is not None:
+            return found_before
+        return self._keep(key, self._overall_issues_of(sums, hi - lo))
+
+    def _overall_issues_of(
+        self, sums: tuple[int, int, int, int, int], load_range: int
+    ) -> tuple[Issue, ...]:
+        total, sq, free, usable, no_buffer = sums
+        out: list[Issue] = []
+        if "load" in self.dimensions:
+            row = {
+                "load_std_dev": r4(sample_std_dev(self.num_days, total, sq)),
+                "load_range": load_range,
+            }
+            found = evaluate(self._imbalance, row)
+            if found:
+                out.append(found)
+        if "tolerance" in self.dimensions:
+            row2 = {
+                "days_without_buffer": no_buffer,
+                "fragmentation_rate": r4((free - usable) / free) if free else 0.0,
+            }
+            for rule in self._tolerance_rules:
+                found = evaluate(rule, row2)
+                if found:
+                    out.append(found)
+        return tuple(out)
+
+    # ------------------------------------------------------------------ reading
+    def key(self) -> tuple[int, int]:
+        """(critical, warning) of the state."""
+        return self.critical, self.warning
+
+    def severe(self) -> dict[str, Issue]:
+        """The critical and warning issues by id, in the issues' order (shared: do not change)."""
+        return self._severe_all
+
+    def issues(self) -> list[Issue]:
+        """Every issue (info included), in ``analyze_health``'s order, as fresh objects."""
+        ordered: list[Issue] = []
+        days = [e for e in self.issues_of if e[0] == "day"]
+        # the analyzers' order before the (stable) sort: load, subjects, context, tolerance
+        if "load" in self.dimensions:
+            ordered += [i for e in days for i in self.issues_of[e] if i.dimension == "load"]
+            ordered += [i for i in self.issues_of[("overall", 0)] if i.dimension == "load"]
+        ordered += [i for c in self.infos for i in self.issues_of.get(("subject", c), ())]
+        ordered += [i for e in days for i in self.issues_of[e] if i.dimension == "context"]
+        ordered += [i for i in self.issues_of[("overall", 0)] if i.dimension == "tolerance"]
+        return [replace(i, merged_issue_ids=[]) for i in sort_issues(ordered)]
+
+    # ------------------------------------------------------------------ changes
+    def probe(self, days: Iterable[int], tasks: Iterable[int] = ()) -> Delta:
+        """The effect of a change already applied to the state: ``days`` (1-based) are the days
+        whose periods it changed, ``tasks`` the tasks whose status or blocks it changed (their
+        subjects' task facts are read again). Nothing is kept (see :meth:`commit`)."""
+        new_days = {d: self._day_facts(d) for d in sorted({int(d) - 1 for d in days})}
+        sigs: dict[int, tuple[Any, ...]] = {}
+        for tid in tasks:
+            task = self.state.task(tid)
+            if task is None:
+                raise _Stale
+            sigs[tid] = task_sig(task)
+        return self.probe_facts(new_days, sigs)
+
+    def probe_facts(
+        self, new_days: dict[int, DayFacts], new_sigs: dict[int, tuple[Any, ...]]
+    ) -> Delta:
+        """:meth:`probe` from the new facts of the touched days (0-based) and the new facts of
+        the touched tasks (:func:`task_sig`): a change judged without applying it."""
+        touched = sorted(new_days)
+        # per subject, the touched days whose periods of it changed
+        moved: dict[int, dict[int, int]] = {}
+        for d in touched:
+            was, now = self.days[d].subjects, new_days[d].subjects
+            for c in was.keys() | now.keys():
+                n = now.get(c, 0)
+                if was.get(c, 0) != n:
+                    moved.setdefault(c, {})[d + 1] = n
+        subjects: set[int] = set(moved)
+        sigs: dict[int, tuple[Any, ...]] = {}
+        infos: dict[int, SubjectFacts] = {}
+        for tid, new in new_sigs.items():
+            old = self.sigs.get(tid)
+            if old is None:
+                raise _Stale
+            if new == old:
+                continue
+            if new[:3] != old[:3]:
+                raise _Stale  # a task changed its subject: rebuild
+            sigs[tid] = new
+            if new[0] == "event":
+                continue
+            c = self._code_list[tid]
+            info = infos.get(c) or self.infos[c].copy()
+            _add_sig(info, old, -1)
+            _add_sig(info, new, 1)
+            infos[c] = info
+            subjects.add(c)
+        daily: dict[int, SubjectDays] = {}
+        for c in subjects:
+            days = self.daily[c]
+            daily[c] = days.changed(moved[c]) if c in moved else days
+        total, sq, free, usable, no_buffer = self.sums
+        hist = list(self.hist)
+        for d in touched:
+            a, b = self.days[d], new_days[d]
+            total += b.total - a.total
+            sq += b.total * b.total - a.total * a.total
+            free += b.free - a.free
+            usable += b.usable - a.usable
+            no_buffer += (b.usable < MIN_BUFFER) - (a.usable < MIN_BUFFER)
+            hist[a.total] -= 1
+            hist[b.total] += 1
+        sums = (total, sq, free, usable, no_buffer)
+        changed: dict[Entity, tuple[tuple[Issue, ...], tuple[Issue, ...]]] = {}
+
+        def note(entity: Entity, new: tuple[Issue, ...]) -> None:
+            old = self.issues_of.get(entity, ())
+            if old != new:
+                changed[entity] = (old, new)
+
+        for d in touched:
+            note(("day", d), self._day_issues(d, new_days[d]))
+        for c in subjects:
+            info = infos.get(c, self.infos[c])
+            note(("subject", c), self._subject_issues(c, daily[c], info))
+        note(("overall", 0), self._overall_issues(sums, hist))
+        before = _severe(i for old, _ in changed.values() for i in old)
+        after = _severe(i for _, new in changed.values() for i in new)
+        crit = sum(1 for i in after.values() if i.severity == "critical") - sum(
+            1 for i in before.values() if i.severity == "critical"
+        )
+        warn = (len(after) - len(before)) - crit
+        return Delta(changed, crit, warn, before, after, new_days, daily, infos, sigs, sums, hist)
+
+    def commit(self, delta: Delta) -> None:
+        """Keep a probed change (the state must still be as it was probed)."""
+        grid = self.state.grid
+        for d, facts in delta.days.items():
+            self.days[d] = facts
+            self._owner[d] = grid.owner[d]
+            self._guest[d] = grid.guest[d]
+        for c, days in delta.daily.items():
+            old = self.daily[c].daily
+            for d in delta.days:
+                n = delta.days[d].subjects.get(c, 0)
+                if n:
+                    old[d + 1] = n
+                else:
+                    old.pop(d + 1, None)
+            days.daily = old
+            self.daily[c] = days
+        self.infos.update(delta.infos)
+        self.sigs.update(delta.sigs)
+        self.sums, self.hist = delta.sums, delta.hist
+        for entity, (_, new) in delta.changed.items():
+            self.issues_of[entity] = new
+        self._refresh()
+
+    def sync(self) -> None:
+        """Catch up with every change made to the state since the last build, probe or sync:
+        the days whose grid rows differ, the tasks whose facts differ (a new or removed task, a
+        changed subject or task class: rebuilt)."""
+        state = self.state
+        grid = state.grid
+        if (
+            grid.owner.shape != self._owner.shape
+            or len(state.tasks) != len(self.sigs)
+            or self._class_sig() != self._classes
+        ):
+            self._build()
+            return
+        rows = np.flatnonzero(
+            np.any(grid.owner != self._owner, axis=1) | np.any(grid.guest != self._guest, axis=1)
+        )
+        tasks = [t.state_id for t in state.tasks if self.sigs.get(t.state_id) != task_sig(t)]
+        if not rows.size and not tasks:
+            return
+        try:
+            self.commit(self.probe((rows + 1).tolist(), tasks))
+        except _Stale:
+            self._build()
+
+
+class _Stale(Exception):
+    """The state changed in a way a probe cannot follow (a task added or re-categorised)."""
+
+
+def touched(changes: Iterable[Change]) -> tuple[list[int], list[int]]:
+    """``(days, task ids)`` a write's changes touched (1-based days, both sides of each block)."""
+    days: set[int] = set()
+    tasks: list[int] = []
+    for ch in changes:
+        tasks.append(ch.task_id)
+        for block in (ch.block_before, ch.block_after):
+            if block is not None:
+                days.add(block.day)
+    return sorted(days), list(dict.fromkeys(tasks))
+
+
+# ---------------------------------------------------------------------------------- cache
+_CACHE: dict[tuple[int, str, tuple[str, ...]], HealthEvaluator] = {}
+_CACHE_LOCK = threading.Lock()
+CACHE_SIZE = 16
+
+
+def evaluator_for(
+    state: ScheduleState, level: str = "normal", dimensions: Sequence[str] = DIMENSIONS
+) -> HealthEvaluator:
+    """The cached evaluator of ``state`` at ``level``, brought up to date (:meth:`sync`): a
+    session's health, evidence lines and queries share one, so each write costs what it touched.
+    The cache holds its states (a key is never a reused ``id``); the oldest entry leaves first."""
+    key = (id(state), level, tuple(d for d in DIMENSIONS if d in dimensions))
+    with _CACHE_LOCK:
+        ev = _CACHE.pop(key, None)
+        if ev is not None and ev.state is not state:
+            ev = None
+        if ev is None:
+            while len(_CACHE) >= CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+        else:
+            _CACHE[key] = ev
+    if ev is None:
+        ev = HealthEvaluator(state, level, key[2])
+        with _CACHE_LOCK:
+            _CACHE[key] = ev
+        return ev
+    with ev.lock:
+        ev.sync()
+    return ev
+
+
+def forget(state: ScheduleState) -> None:
+    """Drop ``state``'s evaluators from the cache."""
+    with _CACHE_LOCK:
+        for key in [k for k, ev in _CACHE.items() if ev.state is state]:
+            del _CACHE[key]
+
+
+__all__ = [
+    "Delta",
+    "HealthEvaluator",
+    "evaluator_for",
+    "forget",
+    "task_sig",
+    "touched",
+]
