@@ -9,16 +9,19 @@ import re
 import time
 
 import pytest
-from conftest_adapters import window_dict
+from conftest_adapters import load_window, window_dict
 from fastapi.testclient import TestClient
 
+from smartflow_engine.store import Store
 from smartflow_engine.tools_adapter.api import page as page_module
 from smartflow_engine.tools_adapter.http_api import create_app
 from smartflow_engine.tools_adapter.session import Session
 
-TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
+TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-7": "7"}
 ALICE = {"Authorization": "Bearer tok-alice"}
 BOB = {"Authorization": "Bearer tok-bob"}
+U7 = {"Authorization": "Bearer tok-7"}  # user 7 holds the sample window in the database
+WEEKS_7_8 = {"start": {"week": 7, "day_of_week": 1}, "end": {"week": 8, "day_of_week": 7}}
 WINDOW = "sample_window"
 STEPS = [
     ("analyze_health", {}),
@@ -31,18 +34,21 @@ STEPS = [
 
 
 @pytest.fixture
-def client() -> TestClient:
-    return TestClient(create_app(TOKENS, max_time_limit_s=2.0))
+def client(tmp_path) -> TestClient:
+    """The app with a database (SQLite) where user 7 holds the sample window: a commit is held
+    for the user's confirmation only in a session loaded from a database."""
+    store = Store.from_url(f"sqlite:///{tmp_path / 'page.db'}")
+    store.seed_from_state(7, load_window(WINDOW))
+    return TestClient(create_app(TOKENS, database=store, max_time_limit_s=2.0))
 
 
-def _session(client: TestClient, steps=STEPS) -> tuple[str, list[dict]]:
-    sid = client.post("/v1/sessions", headers=ALICE, json={"state": window_dict(WINDOW)}).json()[
-        "session_id"
-    ]
+def _session(client: TestClient, steps=STEPS, headers=ALICE, body=None) -> tuple[str, list[dict]]:
+    body = body if body is not None else {"state": window_dict(WINDOW)}
+    sid = client.post("/v1/sessions", headers=headers, json=body).json()["session_id"]
     replies = []
     for tool, args in steps:
         got = client.post(
-            f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": tool, "args": args}
+            f"/v1/sessions/{sid}/calls", headers=headers, json={"tool": tool, "args": args}
         )
         replies.append(got.json())
     return sid, replies
@@ -118,9 +124,9 @@ def test_viewing_changes_nothing(client):
 def test_the_page_shows_each_writes_evidence_line_as_the_model_read_it(client):
     """Tests that the evidence lines on the page are exactly the last lines of the write
     replies the model read, that the pending commit's preview is shown, and the close signal's
-    floor."""
-    sid, replies = _session(client)
-    html = _page(client, sid)
+    floor (a session loaded from the database, where a commit waits for the user)."""
+    sid, replies = _session(client, headers=U7, body={"window": WEEKS_7_8})
+    html = _page(client, sid, headers=U7)
     writes = [
         r
         for (tool, _), r in zip(STEPS, replies, strict=True)

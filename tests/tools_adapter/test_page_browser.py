@@ -11,10 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest_adapters import window_dict
+from conftest_adapters import load_window, window_dict
 from live_server import live_server
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from smartflow_engine.store import Store
 from smartflow_engine.tools_adapter.http_api import create_app
 
 CHROMIUM = "/usr/bin/chromium"
@@ -27,7 +28,8 @@ ARGS = [
     "--disable-sync",
 ]
 ARTEFACTS = Path(__file__).resolve().parents[1] / "artefacts"
-TOKENS = {"tok-alice": "alice"}
+TOKENS = {"tok-alice": "7"}  # user 7 holds the sample window in the database
+WEEKS_7_8 = {"start": {"week": 7, "day_of_week": 1}, "end": {"week": 8, "day_of_week": 7}}
 ALICE = {"Authorization": "Bearer tok-alice"}
 WINDOW = "sample_window"
 
@@ -43,9 +45,12 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """The app on a loopback port of this process."""
-    with live_server(create_app(TOKENS, max_time_limit_s=2.0)) as url:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app on a loopback port of this process, with a database (SQLite) where user 7 holds
+    the sample window (a commit is held for the user only in a session loaded from one)."""
+    store = Store.from_url(f"sqlite:///{tmp_path_factory.mktemp('page') / 'page.db'}")
+    store.seed_from_state(7, load_window(WINDOW))
+    with live_server(create_app(TOKENS, database=store, max_time_limit_s=2.0)) as url:
         yield url
 
 
@@ -53,7 +58,7 @@ def _agent_session(base: str) -> tuple[str, dict[str, Any]]:
     """A session worked on as an agent would: health, a write, a proposal, health, a commit
     held for confirmation. Returns its id and the round log the API reports."""
     with httpx.Client(base_url=base, headers=ALICE, timeout=60) as client:
-        made = client.post("/v1/sessions", json={"state": window_dict(WINDOW)})
+        made = client.post("/v1/sessions", json={"window": WEEKS_7_8})
         sid = made.json()["session_id"]
         for tool, args in [
             ("analyze_health", {}),
