@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from ..state import Change, SelfCheckError, self_check
 from .args import describe_validation_error, short_name
+from .preview import run_preview, wants_preview
 from .schemas import drop_null_optionals
 from .spec import ToolContext, ToolSpec, is_refusal, refused
 
@@ -128,7 +129,10 @@ def parse(spec: ToolSpec, args: Any, ctx: ToolContext) -> tuple[Any, CallResult 
 
 def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = False) -> CallResult:
     """Run an already-parsed call: the loop's gate, the handler, the change log, the loop's
-    bookkeeping, and (``check``) a full self-check of the state after a write."""
+    bookkeeping, and (``check``) a full self-check of the state after a write. A write called
+    with ``preview=true`` runs all of this on a copy that is then dropped (:mod:`.preview`)."""
+    if wants_preview(spec, parsed):
+        return run_preview(ctx, spec, parsed, lambda c, s, p: execute(c, s, p, check=check))
     ctx.call_started = time.perf_counter()
     loop = ctx.loop
     if loop is not None:
