@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from ..state import Change, SelfCheckError, self_check
 from .args import describe_validation_error, short_name
+from .freeze import run_handler
 from .preview import run_preview, wants_preview
 from .schemas import drop_null_optionals
 from .spec import ToolContext, ToolSpec, is_refusal, refused
@@ -142,7 +143,7 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
     before = loop.issues_before(ctx, spec) if loop is not None else None
     ctx.applied = []
     try:
-        reply = spec.handler(ctx, parsed)
+        reply = run_handler(ctx, spec, parsed)  # honours frozen days (:mod:`.freeze`)
     except SelfCheckError:
         raise
     except Exception as exc:  # a bug must not reach the model as a traceback

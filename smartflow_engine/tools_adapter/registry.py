@@ -21,6 +21,8 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from .analysis_tools import ANALYSIS_TOOLS
+from .freeze import SOLVER_TOOLS as FROZEN_SOLVER_TOOLS
+from .freeze import with_frozen_arg
 from .loop_tools import LOOP_READ_TOOLS, LOOP_WRITE_TOOLS, ActionId
 from .preview import takes_preview, with_preview
 from .read_tools import READ_TOOLS
@@ -118,6 +120,7 @@ def _row(spec: ToolSpec) -> ToolSpec:
         modes = frozenset()  # hidden from the execute model (P1-B)
     out = dataclasses.replace(spec, modes=modes)
     out = _with_action_id(out) if spec.name in ACTION_WRITES else out
+    out = with_frozen_arg(out) if spec.name in FROZEN_SOLVER_TOOLS else out
     return with_preview(out) if takes_preview(out) else out
 
 
