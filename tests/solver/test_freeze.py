@@ -116,3 +116,32 @@ def test_frozen_days_are_never_touched_by_any_write_or_proposal(
             name, args = data.draw(write_calls(session.state))
         session.invoke(name, args)
         assert _frozen_part(session.state, k) == frozen, (name, args)
+
+
+def test_frozen_days_travel_over_http_and_in_the_snapshot():
+    """Tests that the HTTP session-create field frozen_days reaches the session (a place on a
+    frozen day answers error_code frozen_day), is shown on the session, and survives a
+    snapshot and restore."""
+    from fastapi.testclient import TestClient
+
+    from smartflow_engine.tools_adapter.http_api import create_app
+
+    client = TestClient(create_app({"tok": "alice"}))
+    auth = {"Authorization": "Bearer tok"}
+    body = {"state": ScheduleState.from_json(SAMPLE).to_dict(), "frozen_days": 2}
+    created = client.post("/v1/sessions", headers=auth, json=body)
+    assert created.status_code == 201 and created.json()["frozen_days"] == 2
+    sid = created.json()["session_id"]
+    call = {"tool": "place", "args": {"task_id": 11, "day": 2, "slot_start": 3}}
+    out = client.post(f"/v1/sessions/{sid}/calls", headers=auth, json=call).json()
+    assert (out["status"], out["error_code"]) == ("error", "frozen_day")
+    bad = client.post("/v1/sessions", headers=auth, json={**body, "frozen_days": -1})
+    assert bad.status_code == 422
+
+    session = Session(ScheduleState.from_json(SAMPLE), frozen_days=3)
+    again = Session.restore(session.to_json())
+    assert again.frozen_days == 3
+    snap = session.snapshot()
+    snap["frozen_days"] = "x"
+    with pytest.raises(SessionError):
+        Session.restore(snap)
