@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..state import Change, SelfCheckError, self_check
+from . import disruption
 from .args import describe_validation_error, short_name
 from .freeze import run_handler
 from .preview import run_preview, wants_preview
@@ -141,6 +142,7 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
         if blocked is not None:
             return refusal(spec, blocked[0], blocked[1], arg=blocked[0] == "invalid_args")
     before = loop.issues_before(ctx, spec) if loop is not None else None
+    key = disruption.key_before(ctx, spec)
     ctx.applied = []
     try:
         reply = run_handler(ctx, spec, parsed)  # honours frozen days (:mod:`.freeze`)
@@ -158,6 +160,7 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
         self_check(ctx.state)
     if is_refusal(reply, spec.output):  # the tool refused: nothing was done
         return refused_result(spec, reply, applied)
+    reply = disruption.annotate(ctx, reply, applied, key)  # issue 28: how much moved
     if loop is not None:
         reply = loop.after(ctx, spec, parsed, reply, applied, before)
     return CallResult(spec.name, reply, spec.output, changes=applied)
