@@ -95,3 +95,14 @@ def task_days(state: ScheduleState, task_id: Any, day: Any = None) -> set[int]:
     if isinstance(day, int) and day in days:
         return {day}
     return days
+
+
+def frozen_blocks(state: ScheduleState, until_day: int) -> list[tuple[Any, ...]]:
+    """Every task with a block on days ``1..until_day``: id, status, blocks and host (to tell
+    whether a write changed anything there)."""
+    out: list[tuple[Any, ...]] = []
+    for t in state.tasks:
+        blocks = tuple((b.day, b.slot_start, b.slot_end) for b in t.slots)
+        if any(day <= until_day for day, _, _ in blocks):
+            out.append((t.state_id, t.status, blocks, t.embed_host))
+    return sorted(out)

@@ -14,14 +14,15 @@ later) or by a call's ``frozen_until_day`` (the larger of the two wins). Then:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ..state.freeze import frozen_count, frozen_view, task_days, thaw
+from ..state.freeze import frozen_blocks, frozen_count, frozen_view, task_days, thaw
 from .args import Day
-from .spec import ToolContext, ToolSpec, refused
+from .spec import ToolContext, ToolSpec, is_refusal, refused
 
 ERROR_CODE = "frozen_day"
 SIMPLE_WRITES: dict[str, str] = {
@@ -30,6 +31,12 @@ SIMPLE_WRITES: dict[str, str] = {
     "swap": "交换失败",
     "batch_move": "批量移动失败",
     "unplace": "移除失败",
+}
+# Writes whose effect is not known from their arguments: tried on a copy first, refused when the
+# copy's frozen days changed.
+TRIED_WRITES: dict[str, str] = {
+    "restore_best": "restore_best 未执行",
+    "resolve_negotiation": "resolve_negotiation 未执行",
 }
 # Tools that take ``frozen_until_day`` and run on the frozen view.
 SOLVER_TOOLS: frozenset[str] = frozenset(
@@ -89,9 +96,12 @@ def _touched(ctx: ToolContext, name: str, parsed: Any) -> set[int]:
 
 def run_handler(ctx: ToolContext, spec: ToolSpec, parsed: Any) -> str:
     """Run ``spec``'s handler honouring the frozen days (see the module)."""
-    k = frozen_days(ctx, parsed) if spec.name in SIMPLE_WRITES or spec.name in SOLVER_TOOLS else 0
+    guarded = spec.name in SIMPLE_WRITES or spec.name in SOLVER_TOOLS or spec.name in TRIED_WRITES
+    k = frozen_days(ctx, parsed) if guarded else 0
     if k == 0:
         return spec.handler(ctx, parsed)
+    if spec.name in TRIED_WRITES:
+        return _tried(ctx, spec, parsed, k)
     if spec.name in SIMPLE_WRITES:
         hit = sorted(d for d in _touched(ctx, spec.name, parsed) if 1 <= d <= k)
         if hit:
@@ -113,3 +123,26 @@ def run_handler(ctx: ToolContext, spec: ToolSpec, parsed: Any) -> str:
     if ctx.applied:
         ctx.state = thaw(view, real)
     return reply
+
+
+def _tried(ctx: ToolContext, spec: ToolSpec, parsed: Any, k: int) -> str:
+    """Run ``spec`` on a copy; refuse when it changed a frozen day, else run it for real."""
+    real = ctx.state
+    assert real is not None
+    trial = dataclasses.replace(
+        ctx,
+        state=real.copy_state(),
+        changes=list(ctx.changes),
+        loop=copy.deepcopy(ctx.loop),
+        applied=[],
+    )
+    reply = spec.handler(trial, parsed)
+    after = trial.state
+    changed = after is not None and frozen_blocks(after, k) != frozen_blocks(real, k)
+    if changed and not is_refusal(reply, spec.output):
+        return refused(
+            f"{TRIED_WRITES[spec.name]}：{range_text(k)}已冻结（已安排的任务不移动，"
+            "也不放入新任务），本次操作会改动冻结的天，日程未变。",
+            ERROR_CODE,
+        )
+    return spec.handler(ctx, parsed)

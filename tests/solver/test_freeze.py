@@ -145,3 +145,19 @@ def test_frozen_days_travel_over_http_and_in_the_snapshot():
     snap["frozen_days"] = "x"
     with pytest.raises(SessionError):
         Session.restore(snap)
+
+
+def test_restore_best_that_would_change_a_frozen_day_is_refused():
+    """Tests that restore_best, whose best state differs from today's on a frozen day, is
+    refused with error_code frozen_day and changes nothing; without the freeze it runs."""
+    session = Session(ScheduleState.from_json(SAMPLE), self_check=True)
+    session.call("analyze_health", {})
+    assert session.invoke("unplace", {"task_id": 9}).status == "ok"  # [9] sits on day 1
+    session.frozen_days = 1
+    before = session.state.to_json()
+    out = session.invoke("restore_best", {})
+    assert (out.status, out.error_code) == ("error", "frozen_day"), out.reply
+    assert out.reply.startswith("restore_best 未执行：第1天已冻结")
+    assert session.state.to_json() == before
+    session.frozen_days = 0
+    assert session.invoke("restore_best", {}).status == "ok"
