@@ -152,3 +152,24 @@ def test_a_preview_never_changes_anything_and_answers_as_the_write(
         if name not in registry.REGISTRY or not isinstance(args, dict):
             continue
         _check_preview(session, name, args)
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    state=windows(min_days=3, max_days=8, pending_per_day=1.5),
+    seed=st.integers(0, 1000),
+    include_suggested=st.booleans(),
+)
+def test_applying_a_previewed_proposal_reproduces_it(
+    state: ScheduleState, seed: int, include_suggested: bool
+):
+    """Tests, on random windows and seeds, that apply_proposal after its preview (same seed and
+    time limit) applies exactly the previewed plan: the same reply under the preview line."""
+    session = Session(state)
+    session.call("analyze_health", {})
+    args = {"time_limit_s": 2, "seed": seed, "include_suggested": include_suggested}
+    _check_preview(session, "apply_proposal", args)
