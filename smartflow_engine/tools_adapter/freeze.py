@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ..state.freeze import frozen_blocks, frozen_count, frozen_view, task_days, thaw
 from .args import Day
-from .spec import ToolContext, ToolSpec, is_refusal, refused
+from .spec import Refused, ToolContext, ToolSpec, is_refusal, refused
 
 ERROR_CODE = "frozen_day"
 SIMPLE_WRITES: dict[str, str] = {
@@ -122,7 +122,17 @@ def run_handler(ctx: ToolContext, spec: ToolSpec, parsed: Any) -> str:
         ctx.state = real
     if ctx.applied:
         ctx.state = thaw(view, real)
+    if spec.name == "check_feasibility" and reply.startswith("可行性：不可行"):
+        unfrozen = spec.handler(ctx, parsed)
+        if unfrozen.startswith("可行性：可行"):
+            text = f"{reply}\n{freeze_gap_line(k)}"
+            reply = refused(text, reply.error_code) if isinstance(reply, Refused) else text
     return reply
+
+
+def freeze_gap_line(k: int) -> str:
+    """The line saying a gap exists only because of the freeze."""
+    return f"冻结说明：不冻结时可行，缺口只因{range_text(k)}已冻结（可减少冻结的天数，或按协商方案处理）。"
 
 
 def _tried(ctx: ToolContext, spec: ToolSpec, parsed: Any, k: int) -> str:

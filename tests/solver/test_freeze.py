@@ -21,7 +21,8 @@ SOLVER_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("apply_proposal", {"time_limit_s": 1, "seed": 1}),
     ("apply_proposal", {"time_limit_s": 1, "seed": 1, "include_suggested": True}),
     ("spread_even", {"time_limit_s": 1, "seed": 1}),
-    ("min_context_switch", {"day_from": 1, "day_to": 30, "time_limit_s": 1, "seed": 1}),
+    ("min_context_switch", {"day_from": 1, "day_to": 3, "time_limit_s": 1, "seed": 1}),
+    ("check_feasibility", {}),
 ]
 
 
@@ -161,3 +162,17 @@ def test_restore_best_that_would_change_a_frozen_day_is_refused():
     assert session.state.to_json() == before
     session.frozen_days = 0
     assert session.invoke("restore_best", {}).status == "ok"
+
+
+def test_a_gap_that_only_the_freeze_makes_says_so():
+    """Tests that check_feasibility honours frozen_until_day (the sample window is feasible,
+    frozen up to day 13 it is not) and then says the gap exists only because of the freeze;
+    an unfrozen check has no such line."""
+    session = Session(ScheduleState.from_json(SAMPLE))
+    free = session.call("check_feasibility", {})
+    assert free.startswith("可行性：可行") and "冻结说明" not in free
+    frozen = session.call("check_feasibility", {"frozen_until_day": 13})
+    assert frozen.startswith("可行性：不可行")
+    assert frozen.splitlines()[-1] == (
+        "冻结说明：不冻结时可行，缺口只因第1-13天已冻结（可减少冻结的天数，或按协商方案处理）。"
+    )
