@@ -84,6 +84,10 @@ class Session:
     store, db_user_id
         The database backend and the database user for tools that write it
         (``upsert_task_class``); passed to the :class:`Toolbox`.
+    frozen_days
+        Days ``1..frozen_days`` are frozen (issue 28): writes that touch them are refused and
+        proposals leave them as they are (:mod:`.freeze`). A session setting today; the request
+        API can set :attr:`frozen_days` per request later.
     """
 
     def __init__(
@@ -100,6 +104,7 @@ class Session:
         num_workers: int = 1,
         store: Any = None,
         db_user_id: int | None = None,
+        frozen_days: int = 0,
     ) -> None:
         self._specs: dict[str, ToolSpec] = {s.name: s for s in (specs or registry.TOOLS)}
         self._mode = _parse_mode(mode)
@@ -119,6 +124,7 @@ class Session:
             user_id=db_user_id,
             loop=True,
         )
+        self.frozen_days = frozen_days
         self.lock = threading.RLock()
         self._pending: dict[str, PendingCall] = {}
         # Set by a store shared between workers: marks a token used for every worker at once
@@ -135,6 +141,17 @@ class Session:
     def changes(self) -> list[Change]:
         """The change log: every applied write, in order."""
         return list(self.toolbox.changes)
+
+    @property
+    def frozen_days(self) -> int:
+        """Days ``1..frozen_days`` are frozen for every call (0: none)."""
+        return self.toolbox.ctx.frozen_days
+
+    @frozen_days.setter
+    def frozen_days(self, days: int) -> None:
+        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+            raise SessionError(f"frozen_days must be a whole number >= 0, not {days!r}")
+        self.toolbox.ctx.frozen_days = days
 
     @property
     def mode(self) -> Mode:

@@ -95,7 +95,12 @@ def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> Sessi
         state = load_state(body.state) if body.state is not None else None
     try:
         session = ctx.sessions.create(
-            principal, state, mode=body.mode, enabled_tools=body.enable_tools, db_user_id=db_id
+            principal,
+            state,
+            mode=body.mode,
+            enabled_tools=body.enable_tools,
+            db_user_id=db_id,
+            frozen_days=body.frozen_days,
         )
     except SessionLimitError as exc:
         raise ApiError(429, "too_many_sessions", str(exc)) from None
