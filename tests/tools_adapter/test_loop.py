@@ -945,3 +945,24 @@ def test_a_multi_block_task_is_offered_block_by_block():
     )
     assert reply.startswith("已将"), reply
     assert sorted(b.day for b in s.state.task(1).slots) == sorted([dest["day"], 2])
+
+
+# ---------------------------------------------------------------------------------- item 5
+def test_every_candidate_write_tool_is_a_registered_tool():
+    """Tests issue 27 item 5: every name an analyzer may put in candidate_write_tools (the
+    analyzers' WRITE_TOOLS, checked when an action is built) is a registered write tool, and so
+    is every name in the actions of every analyzer on sample windows (no queue_apply_head_move
+    or other tool that does not exist)."""
+    from smartflow_engine.analyzers.common import WRITE_TOOLS
+
+    writes = {s.name for s in registry.TOOLS if s.is_write}
+    assert writes >= WRITE_TOOLS, WRITE_TOOLS - writes
+    seen: set[str] = set()
+    analyzers = [s.name for s in registry.TOOLS if s.name.startswith("analyze_")]
+    for state in (load_window(), load_window("sample_window"), overloaded(), infeasible()):
+        box = Toolbox(state)
+        for name in analyzers:
+            env = json.loads(box.call(name, {}))
+            for act in env.get("next_actions", []):
+                seen.update(act.get("candidate_write_tools") or [])
+    assert seen and seen <= writes, seen - writes
