@@ -173,3 +173,16 @@ def test_applying_a_previewed_proposal_reproduces_it(
     session.call("analyze_health", {})
     args = {"time_limit_s": 2, "seed": seed, "include_suggested": include_suggested}
     _check_preview(session, "apply_proposal", args)
+
+
+def test_a_preview_is_not_a_round_of_the_request():
+    """Tests that a preview leaves the request's round count as it was (issue 28: a preview
+    changes nothing, the round count included), while a real call counts one round."""
+    from smartflow_engine.tools_adapter import Session
+
+    s = Session(load_window("sample_window"), mode="local_adjust")
+    before = s.request_info()["rounds"]
+    s.call("place", {"task_id": 11, "day": 6, "slot_start": 1, "preview": True})
+    assert s.request_info()["rounds"] == before
+    s.call("place", {"task_id": 11, "day": 6, "slot_start": 1})
+    assert s.request_info()["rounds"] == before + 1
