@@ -179,6 +179,33 @@ def run_negotiation(seeds: range, num_days: int = 30) -> str:
 
 
 # ---------------------------------------------------------------------------------- report
+def run_no_health(seeds: range, num_days: int = 13) -> str:
+    """An agent that never calls analyze_health (issue 27): it moves a study task back and forth
+    until the session refuses; every tool call is a round, so it must stop at the cap."""
+    stops: list[tuple[int, str]] = []
+    for seed in seeds:
+        s = Session(disturbed_window(seed, num_days, 2.0), mode="local_adjust")
+        task = next(t for t in s.state.tasks if t.source == "task_item" and t.is_placed)
+        calls, code = 0, ""
+        while calls < 500:
+            calls += 1
+            s.invoke("list_tasks", {})
+            day = 1 + calls % num_days
+            args = {"task_id": task.state_id, "new_day": day, "new_slot_start": 1}
+            calls += 1
+            result = s.invoke("move", args)
+            if result.error_code in ("round_cap", "request_closed"):
+                code = result.error_code
+                break
+        stops.append((s.request_info()["rounds"], code))
+    capped = sum(1 for _, code in stops if code == "round_cap")
+    most = max(r for r, _ in stops)
+    return (
+        f"Agent without analyze_health ({num_days}-day windows, seeds {seeds.start}-"
+        f"{seeds.stop - 1}): stopped by round_cap {capped}/{len(stops)}; most rounds used {most}."
+    )
+
+
 def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.0f}%" if b else "–"
 
@@ -247,7 +274,13 @@ def run(quick: bool = False) -> str:
         "seconds agent / climb |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    return "\n".join(header + rows) + "\n\n" + run_negotiation(range(4) if quick else range(12))
+    return (
+        "\n".join(header + rows)
+        + "\n\n"
+        + run_negotiation(range(4) if quick else range(12))
+        + "\n\n"
+        + run_no_health(range(2) if quick else range(6))
+    )
 
 
 if __name__ == "__main__":

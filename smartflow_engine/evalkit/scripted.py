@@ -97,6 +97,9 @@ def health_loop(
                 s.call("restore_best", {})
             break
         env = json.loads(s.call("analyze_health", {}))
+        if env.get("success") is False:  # every tool call is a round: the request's cap stops it
+            run.close_reason = env.get("error_code") or "refused"
+            break
         sig = env["metrics"]["close_signal"]
         run.rounds = sig["round"]
         infeasible = (env.get("feasibility") or {}).get("is_feasible") is False
@@ -204,6 +207,9 @@ def full_round_log(s: ToolCaller) -> dict[str, Any]:
 
 def finish_run(s: ToolCaller, state: ScheduleState, run: AgentRun) -> None:
     """Fill ``run.closed`` and ``run.wrote_before_negotiation`` from the session's round log."""
+    info = getattr(s, "request_info", None)
+    if info is not None and info()["rounds_left"] == 0:
+        s.begin_request()  # type: ignore[attr-defined]  # a capped request refuses every call
     log = full_round_log(s)
     run.closed = run.close_reason in ("rules_met", "best_achievable", "risk_accepted") or (
         run.close_reason is not None and closes(key_of(state))

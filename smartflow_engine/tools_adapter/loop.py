@@ -21,6 +21,12 @@ the infeasible gate, evidence for every write, and the round log.
   rounds and writes, the rounds that made progress, the best of them, first and last round
   numbers), and a round keeps its last :data:`ROUND_WRITES_KEEP` writes whole and counts the
   earlier ones. The best state ``restore_best`` needs is kept apart from the log (one state).
+- **Requests (issue 27).** A session works on one user request at a time (``begin_request``).
+  Every tool call of the execute model is a call of the current request (``calls``); the
+  :data:`ROUND_CAP` counts them and the call beyond it is refused (``round_cap``). Once the
+  request is closed (``close_reason`` set; it stays set until the next request) every write is
+  refused (``request_closed``) except :data:`AFTER_CLOSE` (saving the plan, returning to the best
+  state); reads stay allowed. After the round cap every call is refused.
 """
 
 from __future__ import annotations
@@ -51,6 +57,16 @@ NEGOTIATION_INTENTS = (
     "accept_risk_and_close",
 )
 CHOICES = ("expand_window", "relax_constraints", "reduce_scope", "accept_risk")
+# Writes still allowed once a request is closed (not after the round cap): saving the finished
+# plan (user-confirmed) and returning to the request's best state.
+AFTER_CLOSE: frozenset[str] = frozenset({"commit", "restore_best"})
+CLOSE_WORDS = {
+    "rules_met": "已满足收口规则（critical=0 且 warning<=1）",
+    "best_achievable": "已达到当前约束下可达的最好结果",
+    "no_progress": f"连续 {NO_PROGRESS_ROUNDS} 次体检没有改进",
+    "round_cap": f"本次请求已用满 {ROUND_CAP} 轮工具调用",
+    "risk_accepted": "用户已接受不可行风险并收口",
+}
 ROUND_LOG_KEEP = 50  # rounds kept whole in the round log; older ones are folded into a summary
 ROUND_WRITES_KEEP = 20  # writes kept whole per round; earlier ones of the round are counted
 
@@ -94,6 +110,12 @@ class LoopState:
     window_changes: list[dict[str, Any]] = field(default_factory=list)
     # The rounds folded out of ``rounds`` (see :func:`fold_rounds`), or None while none were.
     summary: dict[str, Any] | None = None
+    # The current user request: its number, mode and how many tool calls (rounds) it has used.
+    request: int = 1
+    request_mode: str = ""
+    calls: int = 0
+    # The risk was accepted in an earlier request: it still lifts the gate but closes nothing.
+    risk_carried: bool = False
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
@@ -113,6 +135,10 @@ class LoopState:
             "close_reason": self.close_reason,
             "window_changes": self.window_changes,
             "summary": self.summary,
+            "request": self.request,
+            "request_mode": self.request_mode,
+            "calls": self.calls,
+            "risk_carried": self.risk_carried,
         }
 
     @classmethod
@@ -139,6 +165,10 @@ class LoopState:
             else None,
             window_changes=list(data.get("window_changes") or []),
             summary=data.get("summary"),
+            request=int(data.get("request", 1)),
+            request_mode=str(data.get("request_mode", "")),
+            calls=int(data.get("calls", 0)),
+            risk_carried=bool(data.get("risk_carried", False)),
         )
         if not all(isinstance(w, dict) for w in out.window_changes):
             raise TypeError("window_changes must be a list of objects")
@@ -150,6 +180,40 @@ class LoopState:
         if out.best_state is not None and not isinstance(out.best_state, dict):
             raise TypeError("best_state must be an object")
         return out
+
+    # ------------------------------------------------------------------ requests
+    def begin_request(self, mode: str) -> None:
+        """A new user request: its calls count from zero, no close holds, the best state is the
+        new request's own. The window's gate and the user's accepted risk stay (the window has
+        not changed); an accepted risk no longer closes the new request."""
+        self.request += 1
+        self.request_mode = mode
+        self.calls = 0
+        self.close_reason = None
+        self.reset_best()
+        self.risk_carried = self.risk_accepted
+
+    def request_refusal(self, name: str, is_write: bool) -> tuple[str, str] | None:
+        """The refusal ``(error_code, message)`` of a call the current request no longer takes."""
+        again = "如需继续，请等待用户提出新的请求（用户再次提问即开始新请求）。"
+        if self.calls >= ROUND_CAP or self.close_reason == "round_cap":
+            return "round_cap", (
+                f"{name} 未执行：本次请求已用满 {ROUND_CAP} 轮工具调用，不再执行任何工具。"
+                f"请向用户汇报当前结果。{again}"
+            )
+        if self.close_reason is not None and is_write and name not in AFTER_CLOSE:
+            why = CLOSE_WORDS.get(self.close_reason, self.close_reason)
+            return "request_closed", (
+                f"{name} 未执行：本次请求已收口（{self.close_reason}：{why}），不再修改日程；"
+                f"仍可查询，可用 restore_best 回到最好状态、commit 保存。{again}"
+            )
+        return None
+
+    def count_call(self) -> None:
+        """One tool call of the current request (a round); the last allowed one closes it."""
+        self.calls += 1
+        if self.calls >= ROUND_CAP and self.close_reason is None:
+            self.close_reason = "round_cap"
 
     # ------------------------------------------------------------------ pipeline hooks
     def before(self, ctx: ToolContext, spec: ToolSpec, parsed: Any) -> tuple[str, str] | None:
@@ -283,7 +347,7 @@ class LoopState:
             actions = [a for a in actions if a.get("intent_code") not in NEGOTIATION_INTENTS]
             env["next_actions"] = actions
         self.last_actions = {a["action_id"]: a for a in actions if "action_id" in a}
-        reason = self._close_reason(signal)
+        reason = self.close_reason or self._close_reason(signal)
         self.close_reason = reason
         signal.update(
             round=self.round,
@@ -326,17 +390,17 @@ class LoopState:
             del self.rounds[:extra]
 
     def _close_reason(self, signal: dict[str, Any]) -> CloseReason | None:
-        if self.risk_accepted:
+        if self.risk_accepted and not self.risk_carried:
             return "risk_accepted"
         if self.gate_open:
-            return "round_cap" if self.round >= ROUND_CAP else None
+            return "round_cap" if self.calls >= ROUND_CAP else None
         if signal.get("acceptable_to_close"):
             return "rules_met"
         if signal.get("reason") == "best_achievable" or signal.get("best_achievable") is True:
             return "best_achievable"
         if self.rounds_without_progress >= NO_PROGRESS_ROUNDS:
             return "no_progress"
-        if self.round >= ROUND_CAP:
+        if self.calls >= ROUND_CAP:
             return "round_cap"
         return None
 

@@ -23,7 +23,10 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..state import Change, SelfCheckError, self_check
+from . import disruption
 from .args import describe_validation_error, short_name
+from .freeze import run_handler
+from .preview import run_preview, wants_preview
 from .schemas import drop_null_optionals
 from .spec import ToolContext, ToolSpec, is_refusal, refused
 
@@ -128,7 +131,10 @@ def parse(spec: ToolSpec, args: Any, ctx: ToolContext) -> tuple[Any, CallResult 
 
 def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = False) -> CallResult:
     """Run an already-parsed call: the loop's gate, the handler, the change log, the loop's
-    bookkeeping, and (``check``) a full self-check of the state after a write."""
+    bookkeeping, and (``check``) a full self-check of the state after a write. A write called
+    with ``preview=true`` runs all of this on a copy that is then dropped (:mod:`.preview`)."""
+    if wants_preview(spec, parsed):
+        return run_preview(ctx, spec, parsed, lambda c, s, p: execute(c, s, p, check=check))
     ctx.call_started = time.perf_counter()
     loop = ctx.loop
     if loop is not None:
@@ -136,9 +142,10 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
         if blocked is not None:
             return refusal(spec, blocked[0], blocked[1], arg=blocked[0] == "invalid_args")
     before = loop.issues_before(ctx, spec) if loop is not None else None
+    key = disruption.key_before(ctx, spec)
     ctx.applied = []
     try:
-        reply = spec.handler(ctx, parsed)
+        reply = run_handler(ctx, spec, parsed)  # honours frozen days (:mod:`.freeze`)
     except SelfCheckError:
         raise
     except Exception as exc:  # a bug must not reach the model as a traceback
@@ -153,6 +160,7 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
         self_check(ctx.state)
     if is_refusal(reply, spec.output):  # the tool refused: nothing was done
         return refused_result(spec, reply, applied)
+    reply = disruption.annotate(ctx, reply, applied, key)  # issue 28: how much moved
     if loop is not None:
         reply = loop.after(ctx, spec, parsed, reply, applied, before)
     return CallResult(spec.name, reply, spec.output, changes=applied)

@@ -9,7 +9,8 @@ as least-change repair (:func:`mode_refusal`) and analyze_health. A row offered 
 (``min_context_switch``) is hidden on every surface unless a caller enables it by name.
 
 Every write that moves tasks takes an optional ``action_id`` (an action of the session's last
-health); the argument is added here, once, for the rows in :data:`ACTION_WRITES`.
+health); the argument is added here, once, for the rows in :data:`ACTION_WRITES`. Likewise every
+write without a confirm gate takes ``preview`` (:mod:`.preview`, issue 28).
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from .analysis_tools import ANALYSIS_TOOLS
+from .freeze import SOLVER_TOOLS as FROZEN_SOLVER_TOOLS
+from .freeze import with_frozen_arg
 from .loop_tools import LOOP_READ_TOOLS, LOOP_WRITE_TOOLS, ActionId
+from .preview import takes_preview, with_preview
 from .read_tools import READ_TOOLS
 from .solver_tools import SOLVER_TOOLS
 from .spec import Mode, ToolSpec
@@ -115,7 +119,9 @@ def _row(spec: ToolSpec) -> ToolSpec:
     if spec.name == "min_context_switch":
         modes = frozenset()  # hidden from the execute model (P1-B)
     out = dataclasses.replace(spec, modes=modes)
-    return _with_action_id(out) if spec.name in ACTION_WRITES else out
+    out = _with_action_id(out) if spec.name in ACTION_WRITES else out
+    out = with_frozen_arg(out) if spec.name in FROZEN_SOLVER_TOOLS else out
+    return with_preview(out) if takes_preview(out) else out
 
 
 TOOLS: tuple[ToolSpec, ...] = tuple(

@@ -11,6 +11,14 @@ The confirm gate: a tool with ``needs_confirm=True`` does not act when called; i
 and a token. :meth:`Session.confirm` runs the stored call, :meth:`Session.reject` drops it; nothing
 is written without a confirm. A token is single-use and bound to the session it was issued in (its
 id travels with the held call): a snapshot restored under another session id holds no tokens.
+
+Requests (issue 27): a session works on one user request at a time. Creating a session starts
+the first request in the given mode; :meth:`Session.begin_request` starts the next one (the host
+calls it when the user asks again). Every tool call of the model is a round of the current
+request: the :data:`~.loop.ROUND_CAP`-th is the last, later ones are refused (``round_cap``).
+Once the request is closed (rules met, best achievable, no progress, round cap, risk accepted)
+writes are refused (``request_closed``) until the next request; reads stay allowed (none after
+the round cap). Confirming a held write is refused the same way (the token stays pending).
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ from pydantic import BaseModel
 
 from ..state import Change, ScheduleState
 from . import pipeline, registry
+from .loop import ROUND_CAP, LoopState
 from .pipeline import CallResult, Status
+from .preview import takes_preview
 from .prompts import prompt_rules
 from .schemas import tool_schemas, visible_specs
 from .snapshot import (
@@ -40,7 +50,7 @@ from .snapshot import (
     snapshot_state,
     take_snapshot,
 )
-from .spec import Mode, ToolSpec, is_refusal
+from .spec import Mode, ToolSpec, is_refusal, refused
 from .toolbox import Toolbox
 
 log = logging.getLogger(__name__)
@@ -84,6 +94,10 @@ class Session:
     store, db_user_id
         The database backend and the database user for tools that write it
         (``upsert_task_class``); passed to the :class:`Toolbox`.
+    frozen_days
+        Days ``1..frozen_days`` are frozen (issue 28): writes that touch them are refused and
+        proposals leave them as they are (:mod:`.freeze`). A session setting today; the request
+        API can set :attr:`frozen_days` per request later.
     """
 
     def __init__(
@@ -100,6 +114,7 @@ class Session:
         num_workers: int = 1,
         store: Any = None,
         db_user_id: int | None = None,
+        frozen_days: int = 0,
     ) -> None:
         self._specs: dict[str, ToolSpec] = {s.name: s for s in (specs or registry.TOOLS)}
         self._mode = _parse_mode(mode)
@@ -119,12 +134,14 @@ class Session:
             user_id=db_user_id,
             loop=True,
         )
+        self.frozen_days = frozen_days
         self.lock = threading.RLock()
         self._pending: dict[str, PendingCall] = {}
         # Set by a store shared between workers: marks a token used for every worker at once
         # (``False`` when another worker's request already used it); see ``_take``.
         self.claim_token: Callable[[PendingCall], bool] | None = None
         self.created_at = self.last_used = time.time()
+        self._loop.request_mode = self._mode.value
 
     # ------------------------------------------------------------------ properties
     @property
@@ -137,6 +154,17 @@ class Session:
         return list(self.toolbox.changes)
 
     @property
+    def frozen_days(self) -> int:
+        """Days ``1..frozen_days`` are frozen for every call (0: none)."""
+        return self.toolbox.ctx.frozen_days
+
+    @frozen_days.setter
+    def frozen_days(self, days: int) -> None:
+        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+            raise SessionError(f"frozen_days must be a whole number >= 0, not {days!r}")
+        self.toolbox.ctx.frozen_days = days
+
+    @property
     def mode(self) -> Mode:
         return self._mode
 
@@ -145,6 +173,43 @@ class Session:
         with self.lock:
             self._mode = _parse_mode(mode)
             log.info("session %s mode=%s", self.session_id, self._mode.value)
+
+    @property
+    def _loop(self) -> LoopState:
+        loop = self.toolbox.ctx.loop
+        assert loop is not None  # a session's toolbox always keeps the loop
+        return loop
+
+    def begin_request(self, mode: Mode | str | None = None) -> dict[str, Any]:
+        """Start the next user request in ``mode`` and return :meth:`request_info`.
+
+        Without a mode: a window whose study tasks are all pending starts in ``first_full``,
+        any other (or no window) in ``local_adjust``; ``global_reopt`` only when asked.
+
+        Raises
+        ------
+        SessionError
+            An unknown mode (nothing changes).
+        """
+        with self.lock:
+            chosen = _parse_mode(mode) if mode is not None else default_mode(self.state)
+            self._mode = chosen
+            self._loop.begin_request(chosen.value)
+            self.last_used = time.time()
+            log.info("session %s request=%d mode=%s", self.session_id, self._loop.request, chosen)
+            return self.request_info()
+
+    def request_info(self) -> dict[str, Any]:
+        """The current request: number, mode, rounds used and left, close reason."""
+        loop = self._loop
+        return {
+            "request": loop.request,
+            "mode": self._mode.value,
+            "rounds": loop.calls,
+            "rounds_left": max(0, ROUND_CAP - loop.calls),
+            "closed": loop.close_reason is not None,
+            "close_reason": loop.close_reason,
+        }
 
     @property
     def specs(self) -> list[ToolSpec]:
@@ -185,6 +250,12 @@ class Session:
         """Run tool ``name`` and report what happened (see :class:`CallResult`)."""
         with self.lock:
             self.last_used = time.time()
+            spec_of = self._specs.get(name) if isinstance(name, str) else None
+            stop = self._loop.request_refusal(str(name), spec_of is not None and spec_of.is_write)
+            if stop is not None:
+                return _stopped(spec_of, str(name), *stop)
+            if not (spec_of is not None and _is_preview(spec_of, args)):
+                self._loop.count_call()  # a preview changes nothing, the round count included
             found = pipeline.lookup(
                 self._specs,
                 name,
@@ -228,6 +299,12 @@ class Session:
     def confirm(self, token: str) -> CallResult:
         """Run the held call of ``token`` (arguments are validated again against today's state)."""
         with self.lock:
+            waiting = self._pending.get(token)
+            if waiting is not None and waiting.tool in self._specs:
+                spec_of = self._specs[waiting.tool]
+                stop = self._loop.request_refusal(waiting.tool, spec_of.is_write)
+                if stop is not None:  # the token stays pending for the next request
+                    return _stopped(spec_of, waiting.tool, *stop)
             held = self._take(token, "confirm", "确认")
             if isinstance(held, CallResult):
                 return held
@@ -365,6 +442,24 @@ class Session:
         return CallResult(spec.name, reply, spec.output, "pending_confirm", confirm_token=token)
 
 
+def default_mode(state: ScheduleState | None) -> Mode:
+    """P1-D's routing, the part the engine can do: ``first_full`` when the window has study tasks
+    and all of them are pending, else ``local_adjust``."""
+    if state is None:
+        return Mode.LOCAL_ADJUST
+    study = [t for t in state.tasks if t.source == "task_item"]  # study tasks (p1 §3.1)
+    if study and all(t.status == "pending" for t in study):
+        return Mode.FIRST_FULL
+    return Mode.LOCAL_ADJUST
+
+
+def _stopped(spec: ToolSpec | None, name: str, code: str, msg: str) -> CallResult:
+    """A call the request no longer takes, in the tool's reply shape when the tool is known."""
+    if spec is not None:
+        return pipeline.refusal(spec, code, msg)
+    return CallResult(name, refused(msg), status="error", error_code=code)
+
+
 def _parse_mode(mode: Mode | str) -> Mode:
     try:
         return Mode(mode)
@@ -380,3 +475,8 @@ def __getattr__(name: str) -> Any:
 
         return SessionStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_preview(spec: ToolSpec, args: Any) -> bool:
+    """A call that asks for a preview of a write that takes one (issue 28: not a round)."""
+    return isinstance(args, dict) and args.get("preview") is True and takes_preview(spec)

@@ -94,6 +94,7 @@ class SessionBackend(Protocol):
         mode: Mode | str = ...,
         enabled_tools: Iterable[str] = (),
         db_user_id: int | None = None,
+        frozen_days: int = 0,
     ) -> Session: ...
 
     def restore(self, user_id: str, snapshot: dict[str, Any] | str) -> Session: ...
@@ -170,6 +171,7 @@ class MemorySessionStore:
         mode: Mode | str = Mode.FIRST_FULL,
         enabled_tools: Iterable[str] = (),
         db_user_id: int | None = None,
+        frozen_days: int = 0,
     ) -> Session:
         db_id = db_user_id if db_user_id is not None else db_user(user_id)
         session = Session(
@@ -178,6 +180,7 @@ class MemorySessionStore:
             user_id=user_id,
             enabled_tools=enabled_tools,
             db_user_id=db_id,
+            frozen_days=frozen_days,
             **self.session_kwargs,
         )
         self.add(session, db_user_id=db_id)
@@ -397,6 +400,7 @@ class RedisSessionStore:
         mode: Mode | str = Mode.FIRST_FULL,
         enabled_tools: Iterable[str] = (),
         db_user_id: int | None = None,
+        frozen_days: int = 0,
     ) -> Session:
         db_id = db_user_id if db_user_id is not None else db_user(user_id)
         session = Session(
@@ -405,6 +409,7 @@ class RedisSessionStore:
             user_id=user_id,
             enabled_tools=enabled_tools,
             db_user_id=db_id,
+            frozen_days=frozen_days,
             **self.session_kwargs,
         )
         self._insert(session, db_id)

@@ -89,6 +89,7 @@ def take_snapshot(session: Session) -> dict[str, Any]:
         "pending": [p.to_dict() for p in session.pending()],
         "created_at": session.created_at,
         "loop": loop.to_dict() if loop is not None else None,
+        "frozen_days": session.frozen_days,
     }
 
 
@@ -151,6 +152,7 @@ def fill_session(session: Session, data: dict[str, Any]) -> None:
     created = data.get("created_at")
     if isinstance(created, int | float):
         session.created_at = float(created)
+    session.frozen_days = data.get("frozen_days", 0)  # SessionError when malformed
     loop = data.get("loop")
     if loop is not None:
         try:

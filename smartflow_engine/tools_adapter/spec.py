@@ -39,6 +39,9 @@ class ToolContext:
     # ``time.perf_counter()`` when the running call began: a solver tool's time limit is the
     # whole call's, so it counts from here (set by the call pipeline).
     call_started: float | None = None
+    # Days 1..frozen_days are frozen (issue 28): nothing on them moves, nothing new lands there.
+    # A session setting today (``Session(frozen_days=...)``); a request setting can set it later.
+    frozen_days: int = 0
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""

@@ -1,5 +1,8 @@
-"""``Toolbox``: one session's tool surface. ``call(name, args) -> str`` never raises for bad input.
+"""``Toolbox``: the engine's tools over one window. ``call(name, args) -> str`` never raises for bad input.
 
+A bare ``Toolbox`` is the engine without an execute loop: no user requests, no round cap, no
+refusal of writes after a close (issue 27). Every agent surface (:class:`~.session.Session`, and
+through it HTTP and MCP) adds the loop; a host wiring a model to the tools uses a Session.
 Every call goes through :mod:`.pipeline`, the one path shared with :class:`~.session.Session`.
 """
 
@@ -41,7 +44,10 @@ class ToolReply:
 
 
 class Toolbox:
-    """The tools of one planning window.
+    """The tools of one planning window: the engine without an execute loop.
+
+    Nothing here stops a model that grinds on (no requests, no round cap, writes allowed after a
+    close signal); agents are served by :class:`~.session.Session`, which enforces the loop.
 
     Parameters
     ----------

@@ -586,8 +586,9 @@ def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
 
 
 def test_read_requests_write_no_session_back(redis_prefix):
-    """Tests that over HTTP with the Redis store, read-tool calls and GETs of a session leave its
-    stored version unchanged (no write back), while a write tool's call bumps it once."""
+    """Tests that over HTTP with the Redis store, GETs of a session leave its stored version
+    unchanged (no write back), while each tool call bumps it once: a read tool's call is a round
+    of the request (issue 27), so only the loop's count is written back."""
     from smartflow_engine.tools_adapter.session_store import RedisSessionStore
 
     store = RedisSessionStore(REDIS_URL, prefix=f"{redis_prefix}:readonly")
@@ -602,14 +603,15 @@ def test_read_requests_write_no_session_back(redis_prefix):
             f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": tool, "args": args}
         )
         assert reply.status_code == 200 and reply.json()["status"] == "ok", reply.text
+    assert version() == 4
     for path in ("", "/state", "/changes", "/snapshot", "/tools"):
         assert client.get(f"/v1/sessions/{sid}{path}", headers=ALICE).status_code == 200
-    assert version() == 1
+    assert version() == 4
     moved = client.post(
         f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": "move", "args": MOVE}
     )
     assert moved.status_code == 200 and moved.json()["changes"]
-    assert version() == 2
+    assert version() == 5
 
 
 # ---------------------------------------------------------------------------------- schema agreement

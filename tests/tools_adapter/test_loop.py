@@ -124,7 +124,7 @@ def test_round_cap_closes_at_round_60():
     s = Session(overloaded())
     signal(s)
     snap = s.snapshot()
-    snap["loop"]["round"] = 59
+    snap["loop"]["round"] = snap["loop"]["calls"] = 59
     restored = Session.restore(snap)
     sig = signal(restored)
     assert sig["round"] == 60 and sig["rounds_without_progress"] == 1
@@ -213,6 +213,9 @@ def test_accept_risk_opens_the_gate_and_closes_with_risk_accepted():
     sig = env["metrics"]["close_signal"]
     assert sig["should_close"] is True and sig["close_reason"] == "risk_accepted"
     assert not any(a["intent_code"].startswith(("ask_", "accept_")) for a in env["next_actions"])
+    closed = s.invoke("move", {"task_id": 1, "new_day": 1, "new_slot_start": 1})
+    assert closed.error_code == "request_closed"  # the request is closed (issue 27)
+    s.begin_request()  # the user asks again: the accepted risk still lifts the gate
     after = s.invoke("move", {"task_id": 1, "new_day": 1, "new_slot_start": 1})  # a locked course
     assert after.error_code != "negotiation_required" and "不可移动" in after.reply
 
@@ -358,6 +361,7 @@ def test_round_log_and_snapshot_stay_bounded_over_800_write_rounds():
     and the log survives a snapshot."""
     s = Session(overloaded())
     for i in range(800):
+        s.begin_request("first_full")  # a request per round: a close holds within one (issue 27)
         health(s)
         moved = s.invoke("move", {"task_id": 1, "new_day": 2 + i % 2, "new_slot_start": 1})
         assert moved.status == "ok", moved.reply
@@ -369,10 +373,12 @@ def test_round_log_and_snapshot_stay_bounded_over_800_write_rounds():
         "last_round": 750,
         "writes": 750,
         "progress_rounds": loop.summary["progress_rounds"],
-        "best_round": loop.best_round,
-        "best_key": list(loop.best_key),
+        # each request has its own best state (issue 27): the folded rounds' best is theirs
+        "best_round": loop.summary["best_round"],
+        "best_key": loop.summary["best_key"],
     }
-    assert 1 <= loop.summary["progress_rounds"] < 750
+    assert 1 <= loop.summary["best_round"] <= 750 and len(loop.summary["best_key"]) == 3
+    assert 1 <= loop.summary["progress_rounds"] <= 750
     snap = s.snapshot()
     assert len(snap["changes"]) == 800  # the uncommitted writes: data, kept whole until commit
     rest = {k: v for k, v in snap.items() if k != "changes"}
@@ -544,6 +550,7 @@ def test_available_slots_are_legal_and_measured():
     for d in slots[:5]:
         probe = Session(ScheduleState.from_json(state.to_dict()))
         before = {i["issue_id"] for i in health(probe)["issues"] if i["severity"] != "info"}
+        probe.begin_request()  # the health check may close the request (issue 27)
         assert probe.call(
             "move", {"task_id": 2, "new_day": d["day"], "new_slot_start": d["slot_start"]}
         ).startswith("已将")
@@ -891,6 +898,7 @@ def test_commit_preview_says_window_changes_stay_in_the_session(tmp_path):
         state = store.load_window(7, window_days((7, 1), (8, 7)))
         s = Session(state, store=store, db_user_id=7)
         health(s)
+        s.begin_request()  # the health check closed the request (rules met; issue 27)
         s.toolbox.ctx.loop.gate_open = True  # stand-in for an infeasible round (this one fits)
         s.call("resolve_negotiation", {"choice": "expand_window", "extra_days": 1})
         pending = next(t for t in s.state.tasks if t.status == "pending" and t.category_id == 10)
@@ -937,3 +945,24 @@ def test_a_multi_block_task_is_offered_block_by_block():
     )
     assert reply.startswith("已将"), reply
     assert sorted(b.day for b in s.state.task(1).slots) == sorted([dest["day"], 2])
+
+
+# ---------------------------------------------------------------------------------- item 5
+def test_every_candidate_write_tool_is_a_registered_tool():
+    """Tests issue 27 item 5: every name an analyzer may put in candidate_write_tools (the
+    analyzers' WRITE_TOOLS, checked when an action is built) is a registered write tool, and so
+    is every name in the actions of every analyzer on sample windows (no queue_apply_head_move
+    or other tool that does not exist)."""
+    from smartflow_engine.analyzers.common import WRITE_TOOLS
+
+    writes = {s.name for s in registry.TOOLS if s.is_write}
+    assert writes >= WRITE_TOOLS, WRITE_TOOLS - writes
+    seen: set[str] = set()
+    analyzers = [s.name for s in registry.TOOLS if s.name.startswith("analyze_")]
+    for state in (load_window(), load_window("sample_window"), overloaded(), infeasible()):
+        box = Toolbox(state)
+        for name in analyzers:
+            env = json.loads(box.call(name, {}))
+            for act in env.get("next_actions", []):
+                seen.update(act.get("candidate_write_tools") or [])
+    assert seen and seen <= writes, seen - writes

@@ -428,6 +428,36 @@ def test_prompt_rules_cover_p1c():
             assert action in text
 
 
+def test_prompt_rules_p15_ordinary_fields_filled_without_asking():
+    """Tests issue 27 item 4 (P1.5): every mode's rules say ordinary fields may be filled
+    without asking the user, only key fields need the user's confirmation."""
+    for text in all_prompt_rules().values():
+        assert "普通字段" in text and "不必逐项询问用户" in text
+
+
+def test_prompt_rules_p15_draft_stage_is_read_and_dialogue_only():
+    """Tests issue 27 item 4 (P1.5): the draft stage only reads and talks, no write tool
+    (upsert_task_class included) until the user confirmed the key fields."""
+    for text in all_prompt_rules().values():
+        assert "草案阶段只读取和对话" in text
+        assert "不调用任何写工具（包括 `upsert_task_class`）" in text
+
+
+def test_prompt_rules_p15_repair_after_failed_validation():
+    """Tests issue 27 item 4 (P1.5): after a failed post-write validation the model repairs the
+    fields validation.issues names with the user and writes again (no blind retry)."""
+    for text in all_prompt_rules().values():
+        assert "`validation_failed`" in text and "`validation.issues` 点名的字段与用户" in text
+        assert "再重新调用 `upsert_task_class` 写入" in text
+
+
+def test_prompt_rules_say_closed_requests_refuse_writes():
+    """Tests that every mode's rules tell the model that each call is a round of the request
+    and that after a close writes are refused until the user's next request (issue 27)."""
+    for text in all_prompt_rules().values():
+        assert "`request_closed`" in text and "`round_cap`" in text and "新的请求" in text
+
+
 @pytest.mark.parametrize("name", ["", "fast", "../common"])
 def test_unknown_prompt_part_is_refused(name):
     """Tests that only "common" and the mode names can be loaded (no path tricks)."""

@@ -186,10 +186,10 @@ def _version(store: RedisSessionStore, user: str, sid: str) -> int:
 
 
 def test_read_only_use_writes_nothing_back_but_keeps_what_a_read_tool_changed(prefix):
-    """Tests the read-only path: read tools under ``use(read_only=True)`` leave the stored
-    version as it is (nothing written back), while ``analyze_health``, a read tool that records
-    the loop's round and actions, is saved and seen by another worker; a write tool under the
-    plain path is saved too."""
+    """Tests the read-only path: read tools under ``use(read_only=True)`` are saved, since each
+    call is a round of the user's request (issue 27) and another worker must count it, and
+    ``analyze_health``, which also records the loop's actions, is saved and seen by another
+    worker; a write tool under the plain path is saved too."""
     a = _redis(prefix)
     sid = a.create("7", load_window(), mode="local_adjust").session_id
     for tool in ("get_overview", "list_tasks", "query_range"):
@@ -197,19 +197,24 @@ def test_read_only_use_writes_nothing_back_but_keeps_what_a_read_tool_changed(pr
             assert session is not None
             args = {"day": 1} if tool == "query_range" else {}
             assert session.invoke(tool, args).status == "ok"
-    assert _version(a, "7", sid) == 1
+    assert _version(a, "7", sid) == 4
+    with _redis(prefix).use("7", sid, read_only=True) as other:  # another worker counts them
+        assert other is not None and other.request_info()["rounds"] == 3
+    assert _version(a, "7", sid) == 4
     with a.use("7", sid, read_only=True) as session:
         assert session is not None and session.invoke("analyze_health", {}).status == "ok"
         loop = session.toolbox.ctx.loop
         assert loop is not None and loop.last_actions
         actions = dict(loop.last_actions)
-    assert _version(a, "7", sid) == 2
+    assert _version(a, "7", sid) == 5
     with _redis(prefix).use("7", sid, read_only=True) as other:  # another worker
         assert other is not None and other.toolbox.ctx.loop is not None
         assert dict(other.toolbox.ctx.loop.last_actions) == actions
     with a.use("7", sid) as session:
-        assert session is not None and session.call("move", MOVE).startswith("已将")
-    assert _version(a, "7", sid) == 3
+        assert session is not None
+        session.begin_request()  # the health check closed the request (rules met, issue 27)
+        assert session.call("move", MOVE).startswith("已将")
+    assert _version(a, "7", sid) == 6
 
 
 def test_redis_sessions_expire_when_idle(prefix):
@@ -491,6 +496,7 @@ def _hammer(
             try:
                 with store.use("7", sid) as session:
                     assert session is not None
+                    session.begin_request("local_adjust")  # each write is a user's request
                     result = session.invoke("move", args)
             except SessionConflictError:
                 refused.append((day, slot))

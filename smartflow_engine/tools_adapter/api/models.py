@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from ...state.model import MAX_DAYS
 from ..session import CallResult, Session
 from ..spec import Mode
 from .request_log import note_result
@@ -89,6 +90,13 @@ class SessionCreate(_Body):
         max_length=32,
         description="在当前模式之外额外开放的工具（如被隐藏的工具）",
     )
+    frozen_days: int = Field(
+        default=0,
+        strict=True,
+        ge=0,
+        le=MAX_DAYS,
+        description="冻结第1天到第N天（0 表示不冻结）：这些天上的任务不移动，也不放入新任务",
+    )
 
 
 class SessionRestore(_Body):
@@ -153,6 +161,7 @@ class SessionOut(BaseModel):
     db_user_id: int | None = None
     tools: list[str]
     enabled_tools: list[str]
+    frozen_days: int = 0
     pending: list[PendingOut]
     change_count: int
 
@@ -211,6 +220,7 @@ def session_out(session: Session) -> SessionOut:
             db_user_id=session.toolbox.ctx.user_id,
             tools=session.tool_names(),
             enabled_tools=list(session.enabled_tools),
+            frozen_days=session.frozen_days,
             pending=[
                 PendingOut(token=p.token, tool=p.tool, args=p.args, preview=p.preview)
                 for p in session.pending()

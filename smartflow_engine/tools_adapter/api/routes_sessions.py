@@ -1,5 +1,5 @@
 """Session routes: create (on a posted window, on a window from the database, or empty),
-restore, list, call tools, confirm/reject, mode, state, change log, snapshot."""
+restore, list, call tools, confirm/reject, mode, user requests, state, change log, snapshot."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict
 
 from ...state import ScheduleState
 from ..session import CallResult, SessionError, SessionLimitError
 from ..session_store import SessionStoreUnavailable, db_user
+from ..spec import Mode
 from ..store_tools import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
 from ..store_tools import TOOL as UPSERT_TOOL
 from .context import Ctx, Principal, Ref
@@ -95,7 +97,12 @@ def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> Sessi
         state = load_state(body.state) if body.state is not None else None
     try:
         session = ctx.sessions.create(
-            principal, state, mode=body.mode, enabled_tools=body.enable_tools, db_user_id=db_id
+            principal,
+            state,
+            mode=body.mode,
+            enabled_tools=body.enable_tools,
+            db_user_id=db_id,
+            frozen_days=body.frozen_days,
         )
     except SessionLimitError as exc:
         raise ApiError(429, "too_many_sessions", str(exc)) from None
@@ -153,6 +160,41 @@ def set_mode(ctx: Ctx, ref: Ref, body: ModeBody) -> SessionOut:
     with ctx.use(ref.principal, ref.session_id) as session:
         session.set_mode(body.mode)
         return session_out(session)
+
+
+class RequestBody(BaseModel):
+    """A new user request; without ``mode`` the window decides (all study tasks pending:
+    first_full, else local_adjust)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Mode | None = None
+
+
+class RequestOut(BaseModel):
+    """The session's current user request (issue 27)."""
+
+    request: int
+    mode: Mode
+    rounds: int
+    rounds_left: int
+    closed: bool
+    close_reason: str | None
+
+
+@router.post("/v1/sessions/{session_id}/requests", response_model=RequestOut, responses=ONE)
+def begin_request(ctx: Ctx, ref: Ref, body: RequestBody | None = None) -> RequestOut:
+    """The user asked again: start the next request (its rounds count from zero, no close
+    holds). The host calls this once per user message, before the model's first tool call."""
+    with ctx.use(ref.principal, ref.session_id) as session:
+        info = session.begin_request(body.mode if body is not None else None)
+    return RequestOut.model_validate(info)
+
+
+@router.get("/v1/sessions/{session_id}/requests/current", response_model=RequestOut, responses=ONE)
+def current_request(ctx: Ctx, ref: Ref) -> RequestOut:
+    """The current request: its mode, rounds used and left, and whether it is closed."""
+    with ctx.use(ref.principal, ref.session_id, read_only=True) as session:
+        return RequestOut.model_validate(session.request_info())
 
 
 @router.get("/v1/sessions/{session_id}/tools", response_model=ToolsOut, responses=ONE)

@@ -1,0 +1,54 @@
+"""Tests of the disruption figure on re-optimising writes (issue 28 item 2)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import smartflow_engine
+from smartflow_engine import ScheduleState
+from smartflow_engine.state import Change, SlotRange
+from smartflow_engine.tools_adapter.disruption import disruption_line, figures
+from smartflow_engine.tools_adapter.session import Session
+
+SAMPLE = Path(smartflow_engine.__file__).parent / "data" / "sample_window.json"
+
+
+def _block(day: int, start: int, end: int) -> SlotRange:
+    return SlotRange(day=day, slot_start=start, slot_end=end)
+
+
+def test_figures_count_moved_and_placed_tasks_periods_and_days():
+    """Tests that moved tasks (placed before and after, elsewhere), their periods, newly placed
+    tasks and the days left or entered are counted from the change-log entries."""
+    changes = [
+        Change("move", 1, "suggested", "suggested", _block(1, 1, 2), _block(3, 5, 6), None, None),
+        Change("place", 2, "pending", "suggested", None, _block(4, 1, 3), None, None),
+        Change("move", 3, "suggested", "suggested", _block(2, 1, 1), _block(2, 1, 1), None, 7),
+    ]
+    fig = figures(changes)
+    assert fig == {
+        "tasks_moved": 2,
+        "periods_moved": 3,
+        "tasks_placed": 1,
+        "days_touched": [1, 2, 3, 4],
+    }
+    assert disruption_line(fig, (1, 3), (0, 1)) == (
+        "改动：移动已安排任务 2 个（共 3 节），新放置 1 个，涉及第1、2、3、4天；"
+        "体检（严重/警告）1/3 → 0/1。"
+    )
+
+
+def test_a_proposal_write_reports_how_much_moved():
+    """Tests that apply_proposal's reply ends (before the evidence line) with the disruption
+    line whose counts match the call's changes, and that a preview shows the same line."""
+    session = Session(ScheduleState.from_json(SAMPLE))
+    args = {"time_limit_s": 2, "seed": 3, "include_suggested": True}
+    seen = session.invoke("apply_proposal", {**args, "preview": True})
+    out = session.invoke("apply_proposal", args)
+    assert out.status == "ok"
+    line = next(x for x in out.reply.splitlines() if x.startswith("改动："))
+    assert line in seen.reply
+    placed = sum(1 for c in out.changes if c.block_before is None)
+    assert re.search(rf"新放置 {placed} 个", line), line
+    assert out.reply.splitlines()[-1].startswith("证据：")

@@ -1,0 +1,306 @@
+"""Tests of issue 27: user requests and rounds, and stops that hold on the agent surfaces (the
+Session and HTTP): every tool call is a round of the current request, the call beyond the round
+cap is refused, a closed request refuses writes (reads stay allowed), a new request reopens, and
+the default mode of a new request follows the window."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest_adapters import window_dict
+from fastapi.testclient import TestClient
+
+from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.tools_adapter import Session
+from smartflow_engine.tools_adapter.http_api import create_app
+from smartflow_engine.tools_adapter.loop import ROUND_CAP
+from smartflow_engine.tools_adapter.session import SessionError
+from smartflow_engine.tools_adapter.spec import Mode
+
+TOKENS = {"tok-alice": "alice"}
+ALICE = {"Authorization": "Bearer tok-alice"}
+
+
+def make_state(num_days: int, tasks: list[dict[str, Any]]) -> ScheduleState:
+    rows = [
+        {
+            "state_id": i,
+            "name": f"任务{i}",
+            "source": "task_item",
+            "category": "复习",
+            "status": "suggested",
+            **t,
+        }
+        for i, t in enumerate(tasks, start=1)
+    ]
+    return ScheduleState.from_json(
+        {"window": {"total_days": num_days, "slots_per_day": 12}, "tasks": rows}
+    )
+
+
+def block(day: int, start: int, end: int) -> list[dict[str, int]]:
+    return [{"day": day, "slot_start": start, "slot_end": end}]
+
+
+def overloaded() -> ScheduleState:
+    """Day 1 full of movable study work, days 2-4 empty: critical load, never rules_met."""
+    return make_state(
+        4, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)}, {"slots": block(1, 9, 12)}]
+    )
+
+
+def healthy() -> ScheduleState:
+    """One short block a day: critical=0, warning<=1 (rules_met at the first health check)."""
+    return make_state(4, [{"slots": block(d, 1, 2)} for d in range(1, 5)])
+
+
+def infeasible() -> ScheduleState:
+    """One day, a locked course on every period and a pending task: proven infeasible."""
+    course = {
+        "source": "event",
+        "locked": True,
+        "category": "课程",
+        "status": "existing",
+        "slots": block(1, 1, 12),
+    }
+    return make_state(1, [course, {"status": "pending", "duration": 2}])
+
+
+def health(session: Session) -> dict[str, Any]:
+    env = json.loads(session.call("analyze_health", {}))
+    assert env["success"], env
+    return env
+
+
+MOVE_3 = {"task_id": 3, "new_day": 3, "new_slot_start": 1}
+
+
+def close_by(kind: str) -> Session:
+    """A session whose current request was closed by ``kind``, through the real loop."""
+    if kind == "rules_met":
+        s = Session(healthy())
+        assert health(s)["metrics"]["close_signal"]["close_reason"] == "rules_met"
+    elif kind == "no_progress":
+        s = Session(overloaded())
+        for _ in range(4):
+            sig = health(s)["metrics"]["close_signal"]
+        assert sig["close_reason"] == "no_progress"
+    elif kind == "risk_accepted":
+        s = Session(infeasible())
+        health(s)
+        assert s.invoke("resolve_negotiation", {"choice": "accept_risk"}).status == "ok"
+        assert health(s)["metrics"]["close_signal"]["close_reason"] == "risk_accepted"
+    elif kind == "best_achievable":
+        s = Session(overloaded())
+        loop = s.toolbox.ctx.loop
+        # the analyzers' verdict, as _close_reason reads it from close_signal
+        assert loop._close_reason({"best_achievable": True}) == "best_achievable"
+        health(s)
+        loop.close_reason = "best_achievable"
+    else:  # round_cap
+        s = Session(overloaded())
+        for _ in range(ROUND_CAP):
+            assert s.invoke("get_overview", {}).status == "ok"
+        assert s.request_info()["close_reason"] == "round_cap"
+    return s
+
+
+KINDS = ["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_write_after_each_kind_of_close_is_refused_on_session(kind):
+    """Tests that once a request is closed (each of the five close reasons) a write is refused
+    with a stable error_code and a Chinese reply saying why and that a new request goes on, the
+    state and change log unchanged; reads stay allowed except after the round cap."""
+    s = close_by(kind)
+    before, changes = s.state.to_json(), list(s.changes)
+    task = 3 if kind != "risk_accepted" else 2
+    args = {"task_id": task, "new_day": 1, "new_slot_start": 1}
+    result = s.invoke("move", args)
+    code = "round_cap" if kind == "round_cap" else "request_closed"
+    assert result.status == "error" and result.error_code == code and result.is_error
+    assert "未执行" in result.reply and "新的请求" in result.reply
+    assert s.state.to_json() == before and s.changes == changes
+    read = s.invoke("get_overview", {})
+    assert (read.status == "ok") is (kind != "round_cap")
+    if kind == "round_cap":
+        assert read.error_code == "round_cap"
+    # a new request reopens
+    s.begin_request()
+    assert s.request_info() == {
+        "request": 2,
+        "mode": s.mode.value,
+        "rounds": 0,
+        "rounds_left": ROUND_CAP,
+        "closed": False,
+        "close_reason": None,
+    }
+    again = s.invoke("move", args)
+    assert again.error_code not in ("request_closed", "round_cap"), again.reply
+
+
+def test_round_61_is_refused_and_every_call_counts():
+    """Tests that every tool call of the model (reads, writes, even refused ones) is a round of
+    the request: the 60th runs and closes with round_cap, the 61st is refused whatever the tool
+    (round_cap), and a new request gives 60 more."""
+    s = Session(overloaded())
+    assert s.invoke("no_such_tool", {}).status == "error"  # round 1
+    assert s.invoke("move", {"task_id": 99}).status == "error"  # round 2 (bad args)
+    for n in range(3, ROUND_CAP + 1):
+        assert s.invoke("list_tasks", {}).status == "ok", n
+    assert s.request_info()["rounds"] == ROUND_CAP
+    for tool, args in (("list_tasks", {}), ("analyze_health", {}), ("move", MOVE_3)):
+        refused = s.invoke(tool, args)
+        assert refused.error_code == "round_cap" and "60" in refused.reply
+    refused_unknown = s.invoke("no_such_tool", {})
+    assert refused_unknown.error_code == "round_cap"
+    assert s.request_info()["rounds"] == ROUND_CAP  # refusals of the cap use no round
+    s.begin_request()
+    assert s.invoke("move", MOVE_3).status == "ok"
+    assert s.request_info()["rounds"] == 1
+
+
+def test_the_cap_and_the_close_survive_a_snapshot():
+    """Tests that the request's number, mode, rounds and close reason are in the snapshot: a
+    restored session keeps refusing the write."""
+    s = close_by("no_progress")
+    restored = Session.restore(json.loads(json.dumps(s.snapshot())))
+    assert restored.request_info() == s.request_info()
+    assert restored.invoke("move", MOVE_3).error_code == "request_closed"
+
+
+def test_confirming_a_held_write_after_a_close_is_refused_and_the_token_kept(tmp_path):
+    """Tests that the user's confirm of a write held before the close is refused while the
+    request is closed (nothing written, the token still pending), and runs in the next request."""
+    from smartflow_engine.tools_adapter import registry
+    from smartflow_engine.tools_adapter.spec import ToolSpec
+
+    move = next(t for t in registry.TOOLS if t.name == "move")
+    gated = ToolSpec(**{**move.__dict__, "needs_confirm": True})
+    specs = [gated if t.name == "move" else t for t in registry.TOOLS]
+    s = Session(overloaded(), specs=specs)
+    held = s.invoke("move", MOVE_3)
+    assert held.status == "pending_confirm" and held.confirm_token
+    for _ in range(4):
+        health(s)
+    assert s.request_info()["close_reason"] == "no_progress"
+    before = s.state.to_json()
+    refused = s.confirm(held.confirm_token)
+    assert refused.error_code == "request_closed" and s.state.to_json() == before
+    assert [p.token for p in s.pending()] == [held.confirm_token]
+    s.begin_request()
+    assert s.confirm(held.confirm_token).status == "ok"
+
+
+def test_restore_best_stays_allowed_after_a_close():
+    """Tests that restore_best (return to the request's best state) is not refused by a close:
+    closing a request is where the agent goes back to its best state."""
+    s = Session(overloaded())
+    health(s)
+    assert s.invoke("move", MOVE_3).status == "ok"
+    health(s)
+    assert s.invoke("move", {"task_id": 3, "new_day": 1, "new_slot_start": 9}).status == "ok"
+    for _ in range(3):
+        health(s)
+    assert s.request_info()["close_reason"] == "no_progress"
+    result = s.invoke("restore_best", {})
+    assert result.error_code != "request_closed", result.reply
+
+
+def test_the_default_mode_follows_the_window():
+    """Tests that begin_request without a mode starts first_full on a window whose study tasks
+    are all pending, local_adjust on any other (or none), and global_reopt only when asked."""
+    pending = make_state(
+        3, [{"status": "pending", "duration": 2}, {"status": "pending", "duration": 1}]
+    )
+    s = Session(pending, mode="local_adjust")
+    assert s.begin_request()["mode"] == "first_full" and s.mode is Mode.FIRST_FULL
+    placed = make_state(3, [{"status": "pending", "duration": 2}, {"slots": block(1, 1, 2)}])
+    s = Session(placed)
+    assert s.begin_request()["mode"] == "local_adjust"
+    assert s.begin_request("global_reopt")["mode"] == "global_reopt"
+    assert Session(None).begin_request()["mode"] == "local_adjust"
+    with pytest.raises(SessionError):
+        s.begin_request("everything")
+    assert s.mode is Mode.GLOBAL_REOPT and s.request_info()["request"] == 3
+
+
+def test_bare_toolbox_has_no_execute_loop():
+    """Tests that the bare Toolbox, the engine without an execute loop, says so and runs past
+    the round cap (only the agent surfaces enforce the loop)."""
+    assert "without an execute loop" in (Toolbox.__doc__ or "")
+    box = Toolbox(overloaded())
+    for _ in range(ROUND_CAP + 1):
+        box.call("get_overview", {})
+    assert box.call("move", MOVE_3).startswith("已将")
+
+
+# ---------------------------------------------------------------------------------- HTTP
+@pytest.fixture
+def client() -> TestClient:
+    return TestClient(create_app(TOKENS))
+
+
+def _session(client: TestClient, state: dict[str, Any], mode: str = "first_full") -> str:
+    made = client.post("/v1/sessions", headers=ALICE, json={"state": state, "mode": mode})
+    assert made.status_code == 201, made.text
+    sid: str = made.json()["session_id"]
+    return sid
+
+
+def _call(client: TestClient, sid: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    reply = client.post(
+        f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": tool, "args": args}
+    )
+    assert reply.status_code == 200, reply.text
+    out: dict[str, Any] = reply.json()
+    return out
+
+
+@pytest.mark.parametrize("kind", ["rules_met", "no_progress", "risk_accepted", "round_cap"])
+def test_a_write_after_a_close_is_refused_over_http(client, kind):
+    """Tests that over HTTP a write after a close (each kind the loop reaches there) is an error
+    with the stable error_code, the session's state unchanged, and that POST .../requests starts
+    a new request that takes the write."""
+    state = {"rules_met": healthy, "risk_accepted": infeasible}.get(kind, overloaded)()
+    sid = _session(client, state.to_dict())
+    if kind == "round_cap":
+        for _ in range(ROUND_CAP):
+            assert _call(client, sid, "list_tasks", {})["status"] == "ok"
+    elif kind == "risk_accepted":
+        _call(client, sid, "analyze_health", {})
+        _call(client, sid, "resolve_negotiation", {"choice": "accept_risk"})
+        _call(client, sid, "analyze_health", {})
+    else:
+        for _ in range(4 if kind == "no_progress" else 1):
+            _call(client, sid, "analyze_health", {})
+    current = client.get(f"/v1/sessions/{sid}/requests/current", headers=ALICE).json()
+    assert current["closed"] is True and current["close_reason"] == kind
+    before = client.get(f"/v1/sessions/{sid}/state", headers=ALICE).json()
+    task = 2 if kind == "risk_accepted" else 3
+    args = {"task_id": task, "new_day": 1, "new_slot_start": 1}
+    out = _call(client, sid, "move", args)
+    code = "round_cap" if kind == "round_cap" else "request_closed"
+    assert out["status"] == "error" and out["error_code"] == code and not out["changes"]
+    assert client.get(f"/v1/sessions/{sid}/state", headers=ALICE).json() == before
+    opened = client.post(f"/v1/sessions/{sid}/requests", headers=ALICE, json={})
+    assert opened.status_code == 200, opened.text
+    assert opened.json()["request"] == 2 and opened.json()["closed"] is False
+    again = _call(client, sid, "move", args)
+    assert again["error_code"] not in ("request_closed", "round_cap"), again
+
+
+def test_http_request_route_takes_a_mode_and_refuses_a_bad_one(client):
+    """Tests that POST .../requests without a body follows the window, with a mode uses it, and
+    an unknown mode or field is a 422 with the session unchanged."""
+    sid = _session(client, window_dict(), mode="global_reopt")
+    url = f"/v1/sessions/{sid}/requests"
+    assert client.post(url, headers=ALICE).json()["mode"] in ("first_full", "local_adjust")
+    out = client.post(url, headers=ALICE, json={"mode": "global_reopt"}).json()
+    assert out["mode"] == "global_reopt" and out["request"] == 3
+    for bad in ({"mode": "everything"}, {"modes": "first_full"}):
+        assert client.post(url, headers=ALICE, json=bad).status_code == 422
+    assert client.get(f"{url}/current", headers=ALICE).json()["request"] == 3
