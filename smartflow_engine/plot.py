@@ -62,7 +62,7 @@ _CJK_FAMILIES = (
     "AR PL",
     "Sarasa",
 )
-_PALETTE = (
+CATEGORY_PALETTE = (  # one colour per category, shared with the session page
     "#4e79a7",
     "#f28e2b",
     "#59a14f",
@@ -270,7 +270,7 @@ def plot_window(
     font = cjk_font() if cjk is not False else None
     use_cjk = font is not None
     families = [font, "DejaVu Sans"] if font else ["DejaVu Sans"]
-    colour = {c: _PALETTE[i % len(_PALETTE)] for i, c in enumerate(pic.categories)}
+    colour = {c: CATEGORY_PALETTE[i % len(CATEGORY_PALETTE)] for i, c in enumerate(pic.categories)}
     cat_label = {
         c: _text(c, _ENGLISH.get(c, f"cat. {i + 1}"), use_cjk) for i, c in enumerate(pic.categories)
     }

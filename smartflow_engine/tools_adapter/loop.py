@@ -38,6 +38,7 @@ from typing import Any, Literal
 from ..analyzers.criteria import IssueDiff, check_criteria, diff_issues
 from ..analyzers.destinations import health_result
 from ..analyzers.result import Issue
+from ..concepts import is_study
 from ..state import ScheduleState
 from .spec import ToolContext, ToolSpec
 
@@ -347,7 +348,13 @@ class LoopState:
             actions = [a for a in actions if a.get("intent_code") not in NEGOTIATION_INTENTS]
             env["next_actions"] = actions
         self.last_actions = {a["action_id"]: a for a in actions if "action_id" in a}
-        reason = self.close_reason or self._close_reason(signal)
+        # A plan with study tasks still waiting, on a window proven to hold them all, is not
+        # done: the close rule on the placed part alone would close a first_full request at its
+        # first health check (an empty plan meets it), so the rules close only once they are in.
+        waiting = feas.get("is_feasible") is True and any(
+            is_study(t) and t.status == "pending" for t in ctx.state.tasks
+        )
+        reason = self.close_reason or self._close_reason(signal, waiting=waiting)
         self.close_reason = reason
         signal.update(
             round=self.round,
@@ -389,14 +396,16 @@ class LoopState:
             self.summary = fold_rounds(self.summary, self.rounds[:extra])
             del self.rounds[:extra]
 
-    def _close_reason(self, signal: dict[str, Any]) -> CloseReason | None:
+    def _close_reason(self, signal: dict[str, Any], *, waiting: bool = False) -> CloseReason | None:
         if self.risk_accepted and not self.risk_carried:
             return "risk_accepted"
         if self.gate_open:
             return "round_cap" if self.calls >= ROUND_CAP else None
-        if signal.get("acceptable_to_close"):
+        if signal.get("acceptable_to_close") and not waiting:
             return "rules_met"
-        if signal.get("reason") == "best_achievable" or signal.get("best_achievable") is True:
+        if not waiting and (
+            signal.get("reason") == "best_achievable" or signal.get("best_achievable") is True
+        ):
             return "best_achievable"
         if self.rounds_without_progress >= NO_PROGRESS_ROUNDS:
             return "no_progress"

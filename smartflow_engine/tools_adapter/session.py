@@ -37,7 +37,7 @@ from ..state import Change, ScheduleState
 from . import pipeline, registry
 from .loop import ROUND_CAP, LoopState
 from .pipeline import CallResult, Status
-from .preview import takes_preview
+from .preview import PREVIEW_LINE, takes_preview
 from .prompts import prompt_rules
 from .schemas import tool_schemas, visible_specs
 from .snapshot import (
@@ -253,7 +253,10 @@ class Session:
             spec_of = self._specs.get(name) if isinstance(name, str) else None
             stop = self._loop.request_refusal(str(name), spec_of is not None and spec_of.is_write)
             if stop is not None:
-                return _stopped(spec_of, str(name), *stop)
+                code, msg = stop
+                if spec_of is not None and _is_preview(spec_of, args):
+                    msg = f"{PREVIEW_LINE}\n{msg}"  # a preview answers what the write would
+                return _stopped(spec_of, str(name), code, msg)
             if not (spec_of is not None and _is_preview(spec_of, args)):
                 self._loop.count_call()  # a preview changes nothing, the round count included
             found = pipeline.lookup(

@@ -304,3 +304,19 @@ def test_http_request_route_takes_a_mode_and_refuses_a_bad_one(client):
     for bad in ({"mode": "everything"}, {"modes": "first_full"}):
         assert client.post(url, headers=ALICE, json=bad).status_code == 422
     assert client.get(f"{url}/current", headers=ALICE).json()["request"] == 3
+
+
+def test_a_plan_with_tasks_still_to_place_does_not_close_on_the_rules():
+    """Tests that a first_full request on the sample window (every study task pending, the
+    window proven to hold them all) is not closed by its first health check, although the empty
+    plan meets the close rule (critical=0 && warning<=1): the plan is not done until the tasks
+    are in. Once the proposal has placed them, the same rule closes the request."""
+    from smartflow_engine.cli import sample_window_path
+
+    s = Session(ScheduleState.from_json(sample_window_path()), mode="first_full")
+    first = json.loads(s.call("analyze_health", {}))["metrics"]["close_signal"]
+    assert first["acceptable_to_close"] is True  # the empty plan meets the rule ...
+    assert first["should_close"] is False and first["close_reason"] is None  # ... not done
+    assert "待安排任务剩余：0个" in s.call("apply_proposal", {})  # the write is still taken
+    after = json.loads(s.call("analyze_health", {}))["metrics"]["close_signal"]
+    assert after["should_close"] is True and after["close_reason"] == "rules_met"

@@ -90,11 +90,8 @@ class SessionCreate(_Body):
         max_length=32,
         description="在当前模式之外额外开放的工具（如被隐藏的工具）",
     )
-    frozen_days: int = Field(
+    frozen_days: Annotated[int, Field(strict=True, ge=0, le=MAX_DAYS), WHOLE] = Field(
         default=0,
-        strict=True,
-        ge=0,
-        le=MAX_DAYS,
         description="冻结第1天到第N天（0 表示不冻结）：这些天上的任务不移动，也不放入新任务",
     )
 

@@ -13,21 +13,11 @@ import json
 from html import escape
 from typing import Any
 
+from ...plot import CATEGORY_PALETTE
 from .page_view import PageView, RoundView
 
 ASSETS = "/static/page"
-PALETTE = (
-    "#4e79a7",
-    "#f28e2b",
-    "#59a14f",
-    "#b07aa1",
-    "#edc948",
-    "#76b7b2",
-    "#ff9da7",
-    "#9c755f",
-    "#e15759",
-    "#bab0ac",
-)
+PALETTE = CATEGORY_PALETTE  # the picture's colours: a category looks the same in both
 _STATUS = {"existing": "已安排", "suggested": "已预排", "pending": "待安排"}
 _KIND = {"course": "课程", "water": "水课（可嵌入）", "task": "学习任务", "guest": "嵌入的任务"}
 
