@@ -203,8 +203,10 @@ def test_serve_access_log_flag_sets_the_environment(monkeypatch):
     assert seen["access_log"] is False
     import os
 
-    assert os.environ["SMARTFLOW_ACCESS_LOG"] == "1"
-    monkeypatch.delenv("SMARTFLOW_ACCESS_LOG")
+    # serve() set it in os.environ itself (for its workers): take it out directly, so that
+    # monkeypatch's undo does not put it back for the rest of the run (a server started by a
+    # later test would then log every request into a pipe nobody reads, and hang)
+    assert os.environ.pop("SMARTFLOW_ACCESS_LOG") == "1"
     assert app_module.ACCESS_LOG_ENV == "SMARTFLOW_ACCESS_LOG"
 
 
