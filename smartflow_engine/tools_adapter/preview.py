@@ -6,8 +6,10 @@ may touch (the state, the change log, the session's loop: rounds, round log, bes
 negotiation gate), runs the very same call path on the copy without ``preview``, and discards the
 copy. The reply is the write's own reply (success or refusal layout, evidence line) under one
 first line, :data:`PREVIEW_LINE`; its status and ``error_code`` are the write's. Nothing of the
-session changes, so a later real call with the same arguments (and, for the solver tools, the
-same ``seed`` and ``time_limit_s``, which fix the deterministic work budget) answers the same.
+session changes, so a later real call with the same arguments answers the same. The
+re-optimising writes (apply_proposal, spread_even, min_context_switch) keep the preview's plan
+(``ToolContext.plans``) and the real call on the unchanged state takes it instead of searching
+again: a search cut by the wall clock on a loaded machine could otherwise end elsewhere.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def run_preview(
         changes=list(ctx.changes),
         loop=copy.deepcopy(ctx.loop),
         applied=[],
+        previewing=True,
     )
     real = parsed.model_copy(update={"preview": False})
     result = run(shadow, spec, real)

@@ -15,8 +15,9 @@ limit cut says so in its reply.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Annotated, Literal
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field, StrictBool, model_validator
 
@@ -48,6 +49,8 @@ from .render import (
 )
 from .spec import ToolContext, ToolSpec, refused
 from .write_tools import refusal_text
+
+_Plan = TypeVar("_Plan")
 
 MAX_MOVES = 20  # least-change repair: most placed tasks one call may move
 # Wall time a solver tool keeps back for what follows its solves (applying the answer, the
@@ -338,6 +341,29 @@ _STATUS_WORDS = {
 }
 
 
+def _planned(ctx: ToolContext, tool: str, args: Args, compute: Callable[[], _Plan]) -> _Plan:
+    """The plan of a re-optimising write: ``compute()``, except that a preview keeps its plan
+    and the real call that follows on the same state with the same arguments takes it (issue 28:
+    applying gives exactly what the preview showed, even when the wall clock cut the search)."""
+    state = ctx.state
+    assert state is not None
+    if not ctx.previewing and not ctx.plans:
+        return compute()
+    key = (tool, args.model_dump_json(exclude={"preview"}))
+    digest = hashlib.sha256(state.to_json(indent=None).encode()).hexdigest()
+    if ctx.previewing:
+        plan = compute()
+        ctx.plans.clear()
+        ctx.plans[key] = (digest, plan)
+        return plan
+    held = ctx.plans.pop(key, None)
+    ctx.plans.clear()  # one plan, taken once: anything else in between makes it stale
+    if held is not None and held[0] == digest:
+        kept: _Plan = held[1]
+        return kept
+    return compute()
+
+
 def _proposal(
     ctx: ToolContext, args: ProposeArgs | ApplyArgs, *, apply: bool = False
 ) -> tuple[Proposal, Deadline]:
@@ -356,28 +382,32 @@ def _proposal(
     if args.keep_placed or args.include_suggested:
         movable += sum(1 for t in state.tasks if t.status == "suggested")
     reserve = _after_reserve(ctx, clock, movable if apply else 0, EVIDENCE_FACTOR if apply else 0.0)
-    if args.keep_placed:
-        proposal = repair_placement(
+
+    def compute() -> Proposal:
+        if args.keep_placed:
+            return repair_placement(
+                state,
+                max_moves=args.max_moves,
+                time_limit_s=clock.left(reserve),
+                seed=args.seed,
+                threshold=args.threshold,
+                num_workers=ctx.num_workers,
+            )
+        return propose_placement(
             state,
-            max_moves=args.max_moves,
             time_limit_s=clock.left(reserve),
+            work_limit_s=WORK_SHARE * clock.limit_s,
             seed=args.seed,
-            threshold=args.threshold,
+            weights=_weights(args.weights),
+            include_suggested=args.include_suggested,
             num_workers=ctx.num_workers,
+            allow_late=args.allow_late,
+            threshold=args.threshold,
         )
-        return proposal, clock
-    proposal = propose_placement(
-        state,
-        time_limit_s=clock.left(reserve),
-        work_limit_s=WORK_SHARE * clock.limit_s,
-        seed=args.seed,
-        weights=_weights(args.weights),
-        include_suggested=args.include_suggested,
-        num_workers=ctx.num_workers,
-        allow_late=args.allow_late,
-        threshold=args.threshold,
-    )
-    return proposal, clock
+
+    if not apply:  # propose_placement is a read: it has no preview to keep
+        return compute(), clock
+    return _planned(ctx, "apply_proposal", args, compute), clock
 
 
 def _cut_text(proposal: Proposal, clock: Deadline) -> str:
@@ -643,13 +673,18 @@ def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
     clock, left = _reoptimize_clock(
         ctx, args.time_limit_s, sum(1 for t in state.tasks if t.category == args.category)
     )
-    result = spread_even(
-        state,
-        args.category,
-        time_limit_s=left,
-        seed=args.seed,
-        num_workers=ctx.num_workers,
-        work_limit_s=clock.limit_s,
+    result = _planned(
+        ctx,
+        "spread_even",
+        args,
+        lambda: spread_even(
+            state,
+            args.category,
+            time_limit_s=left,
+            seed=args.seed,
+            num_workers=ctx.num_workers,
+            work_limit_s=clock.limit_s,
+        ),
     )
     if result.status == "empty":
         return refused(
@@ -699,15 +734,20 @@ def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
         )
     scope = sum(1 for t in state.tasks if t.slots and first <= t.slots[0].day <= last)
     clock, left = _reoptimize_clock(ctx, args.time_limit_s, scope)
-    result = min_context_switch(
-        state,
-        first,
-        last,
-        allow_cross_day=args.allow_cross_day,
-        time_limit_s=left,
-        seed=args.seed,
-        num_workers=ctx.num_workers,
-        work_limit_s=clock.limit_s,
+    result = _planned(
+        ctx,
+        "min_context_switch",
+        args,
+        lambda: min_context_switch(
+            state,
+            first,
+            last,
+            allow_cross_day=args.allow_cross_day,
+            time_limit_s=left,
+            seed=args.seed,
+            num_workers=ctx.num_workers,
+            work_limit_s=clock.limit_s,
+        ),
     )
     if result.status == "empty":
         return refused(

@@ -42,6 +42,14 @@ class ToolContext:
     # Days 1..frozen_days are frozen (issue 28): nothing on them moves, nothing new lands there.
     # A session setting today (``Session(frozen_days=...)``); a request setting can set it later.
     frozen_days: int = 0
+    # The plan a preview computed (issue 28): a re-optimising write's plan keyed by (tool,
+    # arguments) with the digest of the state it was computed on. The real call that follows
+    # takes it, so applying gives exactly the previewed plan even where the wall clock cut the
+    # search (under load the same seed can then end elsewhere). The preview's copy of the context
+    # shares this dict; it lives only in this process (a session restored from its snapshot
+    # recomputes, and its reply then says a cut search may differ).
+    previewing: bool = False
+    plans: dict[tuple[str, str], tuple[str, Any]] = field(default_factory=dict)
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""

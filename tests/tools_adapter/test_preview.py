@@ -186,3 +186,42 @@ def test_a_preview_is_not_a_round_of_the_request():
     assert s.request_info()["rounds"] == before
     s.call("place", {"task_id": 11, "day": 6, "slot_start": 1})
     assert s.request_info()["rounds"] == before + 1
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "args"),
+    [
+        ("apply_proposal", "propose_placement", {"time_limit_s": 3, "seed": 7}),
+        ("apply_proposal", "repair_placement", {"keep_placed": True, "time_limit_s": 3}),
+        ("spread_even", "spread_even", {"category": "学习", "time_limit_s": 3}),
+        ("min_context_switch", "min_context_switch", {"time_limit_s": 3}),
+    ],
+)
+def test_applying_after_a_preview_takes_the_previewed_plan_not_a_new_search(
+    monkeypatch, name, target, args
+):
+    """Tests that the real call after a preview applies the preview's plan without searching
+    again (a search cut by the wall clock may end elsewhere on a loaded machine, issue 28): the
+    solver runs once for preview + apply, and again once anything changed the state."""
+    from smartflow_engine.tools_adapter import solver_tools
+
+    real = getattr(solver_tools, target)
+    calls: list[int] = []
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(solver_tools, target, counted)
+    session = Session(load_window(), enabled_tools=("min_context_switch",))
+    session.call("analyze_health", {})
+    _check_preview(session, name, args)
+    assert len(calls) == 1
+    # A preview, then another write: the kept plan is stale and the apply searches again.
+    session = Session(load_window(), enabled_tools=("min_context_switch",))
+    session.call("analyze_health", {})
+    session.invoke(name, {**args, "preview": True})
+    placed = session.invoke("place", _a_place_that_works(session.state, 9))
+    assert placed.status == "ok"
+    session.invoke(name, args)
+    assert len(calls) == 3
