@@ -172,6 +172,7 @@ class Session:
         """Switch the execution mode (the router does this per user request)."""
         with self.lock:
             self._mode = _parse_mode(mode)
+            self._loop.request_mode = self._mode.value  # the request goes on in the new mode
             log.info("session %s mode=%s", self.session_id, self._mode.value)
 
     @property

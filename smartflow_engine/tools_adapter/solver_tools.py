@@ -51,6 +51,7 @@ from .spec import ToolContext, ToolSpec, refused
 from .write_tools import refusal_text
 
 _Plan = TypeVar("_Plan")
+_Scoped = TypeVar("_Scoped", "ProposeArgs", "ApplyArgs")
 
 MAX_MOVES = 20  # least-change repair: most placed tasks one call may move
 # Wall time a solver tool keeps back for what follows its solves (applying the answer, the
@@ -267,10 +268,36 @@ def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
 
 
 # ---------------------------------------------------------------------------------- propose
+# The proposal's scope follows the request's mode unless the call gives it (issue 26).
+SCOPE_SUGGESTED = (
+    "是否同时重排已预排任务；缺省按模式：first_full 与 global_reopt 为 true"
+    "（重排待安排与已预排任务，已安排任务不动），local_adjust 为 false"
+)
+SCOPE_KEEP = (
+    "最少改动修复：保留当前日程，只放置待安排任务并最多移动 max_moves 个未锁定任务，"
+    "以减少体检问题；缺省按模式：local_adjust 为 true，其余为 false"
+)
+
+
+def _scoped(ctx: ToolContext, args: _Scoped) -> _Scoped:
+    """``args`` with the proposal's scope decided (issue 26): what the call gave, else by the
+    request's mode. first_full and global_reopt re-plan the pending and suggested study tasks
+    (existing ones stay); local_adjust keeps what is placed and repairs with least change; the
+    bare Toolbox (no execute loop, no mode) places the pending tasks only."""
+    mode = ctx.loop.request_mode if ctx.loop is not None else ""
+    keep = args.keep_placed
+    if keep is None:
+        keep = mode == "local_adjust" and not args.include_suggested
+    include = args.include_suggested
+    if include is None:
+        include = mode in ("first_full", "global_reopt") and not keep
+    return args.model_copy(update={"include_suggested": include, "keep_placed": keep})
+
+
 class ProposeArgs(Args):
     time_limit_s: TimeLimit = 2.0
     seed: Seed = 0
-    include_suggested: StrictBool = Field(default=False, description="是否同时重排已预排任务")
+    include_suggested: StrictBool | None = Field(default=None, description=SCOPE_SUGGESTED)
     allow_late: StrictBool = Field(
         default=False, description="是否允许任务排在其任务类截止日之后（按超期天数计罚）"
     )
@@ -283,11 +310,7 @@ class ProposeArgs(Args):
     threshold: Literal["strict", "normal", "relaxed"] = Field(
         default="normal", description="按 analyze_health 的哪档阈值减少 critical/warning 问题"
     )
-    keep_placed: StrictBool = Field(
-        default=False,
-        description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 "
-        "max_moves 个未锁定任务，以减少体检问题",
-    )
+    keep_placed: StrictBool | None = Field(default=None, description=SCOPE_KEEP)
     max_moves: int = Field(
         default=3,
         ge=0,
@@ -399,7 +422,7 @@ def _proposal(
             work_limit_s=WORK_SHARE * clock.limit_s,
             seed=args.seed,
             weights=_weights(args.weights),
-            include_suggested=args.include_suggested,
+            include_suggested=bool(args.include_suggested),
             num_workers=ctx.num_workers,
             allow_late=args.allow_late,
             threshold=args.threshold,
@@ -450,6 +473,7 @@ def _health_line(proposal: Proposal) -> str:
 def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     state = ctx.state
     assert state is not None
+    args = _scoped(ctx, args)
     proposal, clock = _proposal(ctx, args)
     placed = proposal.placements
     if not placed and not proposal.unplaced:
@@ -508,14 +532,11 @@ class ApplyArgs(Args):
     )
     time_limit_s: TimeLimit = 2.0
     seed: Seed = 0
-    include_suggested: StrictBool = False
+    include_suggested: StrictBool | None = Field(default=None, description=SCOPE_SUGGESTED)
     allow_late: StrictBool = False
     weights: dict[WeightName, Weight] | None = None
     threshold: Literal["strict", "normal", "relaxed"] = "normal"
-    keep_placed: StrictBool = Field(
-        default=False,
-        description="最少改动修复：保留当前日程，只放置待安排任务并最多移动 max_moves 个未锁定任务",
-    )
+    keep_placed: StrictBool | None = Field(default=None, description=SCOPE_KEEP)
     max_moves: int = Field(default=3, ge=0, le=MAX_MOVES)
 
     @model_validator(mode="after")
@@ -554,6 +575,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
                 return _apply_refusal(f"{task.label} 是已安排任务，粗排只放置待安排或已预排任务。")
     cut = ""
     if args.placements is None:
+        args = _scoped(ctx, args)
         proposal, clock = _proposal(ctx, args, apply=True)
         cut = _cut_text(proposal, clock)
         requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
