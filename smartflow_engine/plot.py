@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .analyzers import analyze_health
-from .analyzers.thresholds import threshold
+from .rules import threshold
 from .state import ScheduleState
 
 if TYPE_CHECKING:

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.analyzers import analyze_health
-from smartflow_engine.analyzers.thresholds import threshold
 from smartflow_engine.cli import app, sample_window_path
 from smartflow_engine.plot import _CJK, plot_window, save_window, window_picture
+from smartflow_engine.rules import threshold
 from smartflow_engine.state.synthetic import synthetic_window
 
 runner = CliRunner()

@@ -27,10 +27,6 @@ from .problem import Placement
 from .submodel import SubModel, WindowData
 
 
-def _trace(iteration: int, spent: float, now: float) -> None:
-    """Hook for calibration runs (benchmarks patch it); does nothing."""
-
-
 def neighbourhood_search(
     win: WindowData,
     current: dict[int, Placement],
@@ -110,7 +106,6 @@ def neighbourhood_search(
             + WALL_PER_DET * solver.deterministic_time
             + LNS_BUILD_COST * (len(sub.x) + len(sub.aux))
         )
-        _trace(iterations, spent, time.perf_counter())
         if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) or hinted is None:
             continue
         if solver.objective_value < hinted - 1e-9:

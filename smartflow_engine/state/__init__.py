@@ -3,7 +3,7 @@
 This sub-package imports nothing else of ``smartflow_engine``.
 """
 
-from .grid import Grid, run_lengths_per_day, runs
+from .grid import Grid, runs
 from .model import (
     STATUSES,
     DayMapping,
@@ -56,7 +56,6 @@ __all__ = [
     "move",
     "place",
     "relocate",
-    "run_lengths_per_day",
     "runs",
     "self_check",
     "swap",

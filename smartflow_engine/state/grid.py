@@ -93,12 +93,3 @@ def runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r_start, c_start = np.nonzero(diff == 1)
     _, c_end = np.nonzero(diff == -1)
     return r_start, c_start, c_end - c_start
-
-
-def run_lengths_per_day(mask: np.ndarray) -> list[list[tuple[int, int]]]:
-    """Per row, the list of ``(start, length)`` runs of ``True`` (0-based)."""
-    rows, starts, lengths = runs(mask)
-    out: list[list[tuple[int, int]]] = [[] for _ in range(mask.shape[0])]
-    for r, s, n in zip(rows.tolist(), starts.tolist(), lengths.tolist(), strict=True):
-        out[r].append((s, n))
-    return out

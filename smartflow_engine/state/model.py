@@ -237,9 +237,6 @@ class ScheduleState(BaseModel):
             self._grid = Grid.build(self)
         return self._grid
 
-    def next_state_id(self) -> int:
-        return max((t.state_id for t in self.tasks), default=0) + 1
-
     # ------------------------------------------------------------------ validation
     @model_validator(mode="before")
     @classmethod
