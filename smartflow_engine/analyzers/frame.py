@@ -48,7 +48,8 @@ def _lookup(grid: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray
     if top <= _DIRECT_LUT_MAX:
         lut = np.zeros(top + 1, dtype=values.dtype)
         lut[ids] = values
-        return lut[grid]
+        out: np.ndarray = lut[grid]
+        return out
     order = np.argsort(ids)
     sorted_ids, sorted_values = ids[order], values[order]
     idx = np.minimum(np.searchsorted(sorted_ids, grid), sorted_ids.size - 1)

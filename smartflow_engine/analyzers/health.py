@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..rules import RULES
+from ..rules import RULES, r4
 from ..state import ScheduleState
 from .common import (
     action,
@@ -19,7 +19,6 @@ from .common import (
     guarded,
     number_actions,
     order_actions,
-    r4,
     sort_issues,
 )
 from .context import run_context

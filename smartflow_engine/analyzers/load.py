@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import rules_for, sample_std_dev, threshold
+from ..rules import r4, rules_for, sample_std_dev, threshold
 from ..state import ScheduleState
 from .common import (
     MAX_LISTED_DAYS,
@@ -18,7 +18,6 @@ from .common import (
     guarded,
     number_actions,
     order_actions,
-    r4,
     reads_for_days,
     sort_issues,
 )

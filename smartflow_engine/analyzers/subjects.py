@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import concentration, rules_for, subject_class, threshold
+from ..concepts import UNCATEGORISED
+from ..rules import concentration, r4, rules_for, subject_class, threshold
 from ..state import ScheduleState, TaskClass
 from .common import (
     MAX_LISTED_DAYS,
@@ -21,11 +22,9 @@ from .common import (
     guarded,
     number_actions,
     order_actions,
-    r4,
     sort_issues,
 )
 from .frame import (
-    UNCATEGORISED,
     Frame,
     check_bool,
     check_choice,

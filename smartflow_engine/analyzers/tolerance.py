@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import rules_for, threshold
+from ..rules import r4, rules_for, threshold
 from ..state import ScheduleState, runs
 from .common import (
     MAX_LISTED_DAYS,
@@ -23,7 +23,6 @@ from .common import (
     guarded,
     number_actions,
     order_actions,
-    r4,
     reads_for_days,
     sort_issues,
 )

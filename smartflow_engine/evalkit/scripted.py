@@ -202,7 +202,8 @@ def full_round_log(s: ToolCaller) -> dict[str, Any]:
     earlier = log.get("earlier_rounds")
     if earlier and earlier.get("writes"):
         log["rounds"].insert(0, {"round": earlier["first_round"], "writes": [{"tool": "?"}]})
-    return log
+    out: dict[str, Any] = log
+    return out
 
 
 def finish_run(s: ToolCaller, state: ScheduleState, run: AgentRun) -> None:

@@ -604,7 +604,8 @@ _ENDS, _STARTS = operator.attrgetter("slot_end"), operator.attrgetter("slot_star
 
 def _slots(placements: list[Placement]) -> int:
     """Σ length (in C: the packings call this in their inner loops)."""
-    return sum(map(_ENDS, placements)) - sum(map(_STARTS, placements)) + len(placements)
+    out: int = sum(map(_ENDS, placements)) - sum(map(_STARTS, placements)) + len(placements)
+    return out
 
 
 def _pack_orders(

@@ -34,18 +34,21 @@ def study_layer(state: ScheduleState) -> np.ndarray:
     guest = grid.guest
     if guest.any():
         study = np.where(guest != 0, lut[guest], study)
-    return study
+    out: np.ndarray = study
+    return out
 
 
 def switch_mask(study: np.ndarray) -> np.ndarray:
     """``(days, slots - 1)``: whether periods ``q`` and ``q + 1`` hold two different subjects."""
     left, right = study[:, :-1], study[:, 1:]
-    return (left != 0) & (right != 0) & (left != right)
+    out: np.ndarray = (left != 0) & (right != 0) & (left != right)
+    return out
 
 
 def daily_switches(study: np.ndarray) -> np.ndarray:
     """Switches per day of a study layer."""
-    return np.count_nonzero(switch_mask(study), axis=1)
+    out: np.ndarray = np.count_nonzero(switch_mask(study), axis=1)
+    return out
 
 
 def switches(state: ScheduleState, first: int = 1, last: int | None = None) -> int:

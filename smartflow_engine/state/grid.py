@@ -60,11 +60,13 @@ class Grid:
 
     def occupied(self) -> np.ndarray:
         """Boolean ``(days, slots)``: a non-guest task holds the period (guests add nothing)."""
-        return self.owner != 0
+        out: np.ndarray = self.owner != 0
+        return out
 
     def day_load(self) -> np.ndarray:
         """Occupied periods per day, ``(days,)`` int."""
-        return np.count_nonzero(self.owner, axis=1)
+        out: np.ndarray = np.count_nonzero(self.owner, axis=1)
+        return out
 
     def free_runs(self, min_len: int = 1, day: int | None = None) -> list[tuple[int, int, int]]:
         """Maximal runs of free periods, ``(day, slot_start, slot_end)`` 1-based, by day then slot."""

@@ -198,12 +198,14 @@ def mcp_annotations(spec: ToolSpec) -> dict[str, bool]:
 def _plain(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
-    return _close(_clean(_inline(raw, defs, ())))
+    out: dict[str, Any] = _close(_clean(_inline(raw, defs, ())))
+    return out
 
 
 @cache
 def _strict_cached(model: type[BaseModel]) -> dict[str, Any]:
-    return _strictify(_lift_limits(copy.deepcopy(_plain(model))))
+    out: dict[str, Any] = _strictify(_lift_limits(copy.deepcopy(_plain(model))))
+    return out
 
 
 def _lift_limits(node: Any) -> Any:
@@ -224,7 +226,8 @@ def _lift_limits(node: Any) -> Any:
 
 @cache
 def _mcp_cached(model: type[BaseModel]) -> dict[str, Any]:
-    return _not_nullable(copy.deepcopy(_plain(model)))
+    out: dict[str, Any] = _not_nullable(copy.deepcopy(_plain(model)))
+    return out
 
 
 def _not_nullable(node: Any) -> Any:

@@ -179,7 +179,8 @@ class Session:
     def _loop(self) -> LoopState:
         loop = self.toolbox.ctx.loop
         assert loop is not None  # a session's toolbox always keeps the loop
-        return loop
+        out: LoopState = loop
+        return out
 
     def begin_request(self, mode: Mode | str | None = None) -> dict[str, Any]:
         """Start the next user request in ``mode`` and return :meth:`request_info`.

@@ -44,7 +44,8 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
             ctx.max_time_limit_s,
             ctx.num_workers,
         )
-        return call_out(result, StatelessCallOut, state=after)
+        out: StatelessCallOut = call_out(result, StatelessCallOut, state=after)
+        return out
     # a hidden tool (offered in no mode) stays hidden here too
     session = Session(
         state,
@@ -55,7 +56,8 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
     )
     result = session.invoke(name, body.args)
     after = session.state.to_dict() if result.changes and session.state is not None else None
-    return call_out(result, StatelessCallOut, state=after)
+    out = call_out(result, StatelessCallOut, state=after)
+    return out
 
 
 @router.post("/v1/feasibility", response_model=StatelessCallOut, responses=RESPONSES)

@@ -151,7 +151,8 @@ class SolverPool:
             lock = session.lock
             session.__dict__.update(rebuilt.__dict__)
             session.lock = lock
-        return result
+        out: CallResult = result
+        return out
 
     def stateless_call(
         self,
