@@ -42,6 +42,9 @@ class ToolContext:
     # Days 1..frozen_days are frozen (issue 28): nothing on them moves, nothing new lands there.
     # A session setting today (``Session(frozen_days=...)``); a request setting can set it later.
     frozen_days: int = 0
+    # What the running propose_placement would apply (its requests and the status they take),
+    # for the disruption line the pipeline adds on the real state (issue 28; set per call).
+    proposed: Any = None
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""
