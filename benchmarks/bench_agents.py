@@ -49,9 +49,9 @@ def _server(root: Path) -> Iterator[str]:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(root), "SMARTFLOW_API_TOKENS": f"{TOKEN}:bench"}
     env.pop("SMARTFLOW_ACCESS_LOG", None)
+    main = "from smartflow_engine.cli import main; main()"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from smartflow_engine.cli import main; main()", "serve", "--port"]
-        + [str(port)],
+        [sys.executable, "-c", main, "serve", "--port", str(port)],
         env=env,
         cwd=root,
         stdout=subprocess.DEVNULL,

@@ -649,6 +649,14 @@ def batch(
             "check alone)."
         ),
     ] = True,
+    frozen_days: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Freeze days 1..N of every window: nothing placed there moves, nothing new "
+            "lands there (0: none).",
+        ),
+    ] = 0,
 ) -> None:
     """A cohort of windows at once: feasibility, proposals and health as one table."""
     # The writer first: a missing pyarrow must not surface after every window was computed.
@@ -725,6 +733,7 @@ def batch(
                 progress=progress,
                 work_limit_s=work_limit,
                 negotiation=negotiation,
+                frozen_days=frozen_days,
             )
     except (SourceError, EngineError, ValueError) as exc:
         raise fail(str(exc)) from None

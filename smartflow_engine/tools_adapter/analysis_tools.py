@@ -139,6 +139,7 @@ def _health(ctx: ToolContext, args: HealthArgs) -> str:
         **args.model_dump(exclude_none=True),
         time_limit_s=min(2.0, ctx.max_time_limit_s),
         num_workers=ctx.num_workers,
+        frozen_days=int(ctx.frozen_days or 0),  # issue 28: feasibility and floor honour it
     )
     if result.success:
         annotate_close_signal(result.metrics)  # the floor's figures in the student's words

@@ -86,6 +86,20 @@ class StoredSession:
         except Exception as exc:
             return self._refused("reject", exc)
 
+    def begin_request(
+        self, mode: Any = None, frozen_days: int | None = None, *, key: str | None = None
+    ) -> dict[str, Any]:
+        """A new user request on the stored session (written back, as ``POST .../requests``);
+        a store failure is a :class:`~.session.SessionError` (the call is then refused)."""
+        from .api.errors import ApiError
+        from .session import SessionError
+
+        try:
+            with self.ctx.use(self.principal, self.session_id) as session:
+                return session.begin_request(mode, frozen_days, key=key)
+        except ApiError as exc:
+            raise SessionError(exc.message) from None
+
     def __getattr__(self, name: str) -> Any:
         # Everything else the server reads (visible_specs, rules, state, changes, mode, ...):
         # from the session as it is now.

@@ -470,11 +470,23 @@ def _health_line(proposal: Proposal) -> str:
     return line + "。"
 
 
+def _proposal_requests(
+    state: ScheduleState, proposal: Proposal, args: ProposeArgs | ApplyArgs
+) -> tuple[list[Request], str | None]:
+    """What applying ``proposal`` asks of the state: the requests (only tasks that change
+    place when placed ones may move) and the status they take (keep_placed: their own)."""
+    requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
+    if args.include_suggested or args.keep_placed:
+        requests = [r for r in requests if _moves(state, r)]
+    return requests, None if args.keep_placed else "suggested"
+
+
 def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     state = ctx.state
     assert state is not None
     args = _scoped(ctx, args)
     proposal, clock = _proposal(ctx, args)
+    ctx.proposed = _proposal_requests(state, proposal, args)  # the disruption line's (issue 28)
     placed = proposal.placements
     if not placed and not proposal.unplaced:
         if proposal.start == "current":  # keep_placed: nothing to place and no move helps
@@ -578,9 +590,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         args = _scoped(ctx, args)
         proposal, clock = _proposal(ctx, args, apply=True)
         cut = _cut_text(proposal, clock)
-        requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
-        if args.include_suggested or args.keep_placed:
-            requests = [r for r in requests if _moves(state, r)]
+        requests, _ = _proposal_requests(state, proposal, args)
         if not requests:
             tail = f"\n注意：{cut}。" if cut else ""
             return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state) + tail

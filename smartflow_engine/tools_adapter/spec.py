@@ -50,6 +50,9 @@ class ToolContext:
     # recomputes, and its reply then says a cut search may differ).
     previewing: bool = False
     plans: dict[tuple[str, str], tuple[str, Any]] = field(default_factory=dict)
+    # What the running propose_placement would apply (its requests and the status they take),
+    # for the disruption line the pipeline adds on the real state (issue 28; set per call).
+    proposed: Any = None
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""

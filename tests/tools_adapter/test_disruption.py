@@ -52,3 +52,44 @@ def test_a_proposal_write_reports_how_much_moved():
     placed = sum(1 for c in out.changes if c.block_before is None)
     assert re.search(rf"新放置 {placed} 个", line), line
     assert out.reply.splitlines()[-1].startswith("证据：")
+
+
+def test_a_proposal_says_what_applying_it_would_move():
+    """Tests that propose_placement's reply ends with the disruption line of applying it
+    (``若应用，改动：…``), equal to the line apply_proposal then writes with the same arguments,
+    and that the state is unchanged by the proposal."""
+    session = Session(ScheduleState.from_json(SAMPLE))
+    args = {"time_limit_s": 2, "seed": 3, "include_suggested": True}
+    before = session.state.to_json()
+    proposed = session.invoke("propose_placement", args)
+    assert proposed.status == "ok" and session.state.to_json() == before
+    last = proposed.reply.splitlines()[-1]
+    assert last.startswith("若应用，改动："), proposed.reply
+    applied = session.invoke("apply_proposal", args)
+    line = next(x for x in applied.reply.splitlines() if x.startswith("改动："))
+    assert last == "若应用，" + line
+
+
+def test_a_proposal_that_changes_nothing_has_no_disruption_line():
+    """Tests that a keep_placed proposal on a window with nothing to place and nothing to repair
+    has no disruption line (nothing would change)."""
+    state = ScheduleState.from_json(
+        {
+            "window": {"total_days": 3, "slots_per_day": 12},
+            "tasks": [
+                {
+                    "state_id": d,
+                    "name": f"复习{d}",
+                    "source": "task_item",
+                    "category": "复习",
+                    "status": "suggested",
+                    "slots": [{"day": d, "slot_start": 1, "slot_end": 2}],
+                }
+                for d in (1, 2, 3)
+            ],
+        }
+    )
+    reply = Session(state, mode="local_adjust").call(
+        "propose_placement", {"keep_placed": True, "time_limit_s": 1}
+    )
+    assert "改动：" not in reply, reply
