@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analyzers.destinations import health_result
+from ..solver.budget import Deadline
 from ..state import Change, Request, ScheduleState, relocate
 from .spec import ToolContext, ToolSpec
 
@@ -56,16 +57,47 @@ def figures(changes: Sequence[Change]) -> dict[str, Any]:
     }
 
 
+# At most this many runs of consecutive days are written out; the rest are counted.
+MAX_DAY_RUNS = 8
+# What the health part of propose_placement's line costs per task of the window (a copy of the
+# state, the proposal applied to it, the key read), with a margin for a loaded machine: the
+# part is left out when the call's limit has not that much left (issue 24: the limit holds).
+PROPOSAL_KEY_PER_TASK_S = 0.25e-3
+
+
+def days_text(days: Sequence[int]) -> str:
+    """``第4、6-9天``: runs of consecutive days as ranges, at most :data:`MAX_DAY_RUNS` of them
+    (``第1-3、5天等12段，共40天`` beyond)."""
+    runs: list[tuple[int, int]] = []
+    for d in sorted(days):
+        if runs and d == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], d)
+        else:
+            runs.append((d, d))
+    shown = "、".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:MAX_DAY_RUNS])
+    if len(runs) > MAX_DAY_RUNS:
+        return f"第{shown}天等{len(runs)}段，共{len(days)}天"
+    return f"第{shown}天"
+
+
 def disruption_line(
-    fig: dict[str, Any], before: tuple[int, int], after: tuple[int, int], lead: str = "改动"
+    fig: dict[str, Any],
+    before: tuple[int, int],
+    after: tuple[int, int] | None,
+    lead: str = "改动",
 ) -> str:
-    """``改动：移动已安排任务 2 个（共 5 节），新放置 3 个，涉及第4、6天；体检（严重/警告）1/3 → 0/1。``"""
-    days = "、".join(str(d) for d in fig["days_touched"])
-    where = f"涉及第{days}天" if days else "未涉及任何一天"
+    """``改动：移动已安排任务 2 个（共 5 节），新放置 3 个，涉及第4、6天；体检（严重/警告）1/3 → 0/1。``
+    (``after`` None: the key after was not computed within the call's limit)."""
+    days = fig["days_touched"]
+    where = f"涉及{days_text(days)}" if days else "未涉及任何一天"
+    health = (
+        f"体检（严重/警告）{before[0]}/{before[1]} → {after[0]}/{after[1]}。"
+        if after is not None
+        else f"体检（严重/警告）现为 {before[0]}/{before[1]}，应用后的数目时限内未计算。"
+    )
     return (
         f"{lead}：移动已安排任务 {fig['tasks_moved']} 个（共 {fig['periods_moved']} 节），"
-        f"新放置 {fig['tasks_placed']} 个，{where}；"
-        f"体检（严重/警告）{before[0]}/{before[1]} → {after[0]}/{after[1]}。"
+        f"新放置 {fig['tasks_placed']} 个，{where}；{health}"
     )
 
 
@@ -92,13 +124,50 @@ def annotate(
     return f"{reply}\n{disruption_line(figures(applied), before, health_key(ctx.state))}"
 
 
+def request_figures(state: ScheduleState, requests: Sequence[Request]) -> dict[str, Any]:
+    """:func:`figures` of applying ``requests`` to ``state``, read off the requests (each one
+    places a pending task or moves a placed one to a block it does not hold already)."""
+    moved, periods, placed = set(), 0, set()
+    days: set[int] = set()
+    for r in requests:
+        task = state.task(r.task_id)
+        if task is None:
+            continue
+        if task.slots:
+            if (task.slots[0].day, task.slots[0].slot_start) == (r.day, r.slot_start):
+                continue
+            moved.add(task.state_id)
+            periods += sum(b.length for b in task.slots)
+            days.update(b.day for b in task.slots)
+        else:
+            placed.add(task.state_id)
+        days.add(r.day)
+    return {
+        "tasks_moved": len(moved),
+        "periods_moved": periods,
+        "tasks_placed": len(placed),
+        "days_touched": sorted(days),
+    }
+
+
 def proposal_line(
-    state: ScheduleState, requests: Sequence[Request], status_after: str | None
+    state: ScheduleState,
+    requests: Sequence[Request],
+    status_after: str | None,
+    deadline: Deadline | None = None,
 ) -> str | None:
     """``若应用，改动：…`` for a proposal's ``requests`` on ``state`` (None: nothing would change,
-    or the requests do not apply, which ``apply_proposal`` would then say itself)."""
+    or the requests do not apply, which ``apply_proposal`` would then say itself). The key after
+    is read on a copy with the requests applied as ``apply_proposal`` applies them, when the
+    call's ``deadline`` leaves time for it; otherwise the line says it was not computed."""
     if not requests:
         return None
+    fig = request_figures(state, requests)
+    if not (fig["tasks_moved"] or fig["tasks_placed"]):
+        return None
+    cost = PROPOSAL_KEY_PER_TASK_S * len(state.tasks)
+    if deadline is not None and deadline.left() < cost:
+        return disruption_line(fig, health_key(state), None, lead="若应用，改动")
     trial = state.copy_state()
     result = relocate(trial, list(requests), op="apply_proposal", status_after=status_after)
     if not result.ok or not result.changes:

@@ -486,7 +486,8 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     assert state is not None
     args = _scoped(ctx, args)
     proposal, clock = _proposal(ctx, args)
-    ctx.proposed = _proposal_requests(state, proposal, args)  # the disruption line's (issue 28)
+    # the disruption line's (issue 28), within what the call's limit has left
+    ctx.proposed = (*_proposal_requests(state, proposal, args), clock)
     placed = proposal.placements
     if not placed and not proposal.unplaced:
         if proposal.start == "current":  # keep_placed: nothing to place and no move helps
