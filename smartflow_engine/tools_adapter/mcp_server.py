@@ -76,9 +76,9 @@ from .. import __version__
 from ..state import ScheduleState
 from .schemas import (
     CONFIRM_NOTE,
-    ENVELOPE_SCHEMA,
     mcp_annotations,
     mcp_input_schema,
+    mcp_output_schema,
     tool_description,
 )
 from .session import CallResult, Session
@@ -242,7 +242,7 @@ def _spec_tool(
         mcp_input_schema(spec.args_model),
         mcp_annotations(spec),
         fn,
-        dict(ENVELOPE_SCHEMA) if spec.output == "json" else None,
+        mcp_output_schema(spec),
     )
     if spec.needs_confirm:
         _gate(tool, session, spec, after_call, auto_confirm, requests)
