@@ -3,7 +3,7 @@ its arguments, kind, modes and one real reply.
 
 Usage: ``python scripts/gen_tools_doc.py [--check] [--out docs/tools.md]``. It writes docs/tools.md
 and ``smartflow_engine/data/tool_examples.json`` (the minimal real replies every tool description
-ends with, :mod:`smartflow_engine.tools_adapter.replies`); the second file is written first, since
+ends with, :mod:`smartflow_engine.tools_adapter.core.replies`); the second file is written first, since
 docs/tools.md quotes the descriptions. With ``--check`` it writes nothing and exits 1 when either
 file differs from what the code generates now (``tests/test_docs.py`` and
 ``tests/tools_adapter/test_reply_examples.py`` run the same comparisons).
@@ -220,7 +220,7 @@ def _fresh_toolbox(window: dict[str, Any] | None = None) -> Any:
     from smartflow_engine import ScheduleState, Toolbox
     from smartflow_engine.cli import sample_window_path
     from smartflow_engine.store import Store
-    from smartflow_engine.tools_adapter import registry
+    from smartflow_engine.tools_adapter.core import registry
 
     # every tool is shown, the hidden one included; replies as inside a session (the loop's
     # rounds, evidence lines and round log)
@@ -251,7 +251,7 @@ def real_reply(name: str) -> str:
 def real_replies() -> dict[str, str]:
     """Every registered tool's real reply, by name."""
     from smartflow_engine.solver._jit import kernels_ready
-    from smartflow_engine.tools_adapter.registry import TOOLS
+    from smartflow_engine.tools_adapter.core.registry import TOOLS
 
     kernels_ready("wait")  # the same proposal as every later call: compiled kernels from the start
     return {spec.name: real_reply(spec.name) for spec in TOOLS}
@@ -259,8 +259,8 @@ def real_replies() -> dict[str, str]:
 
 def examples(replies: dict[str, str]) -> dict[str, str]:
     """The minimal example every description ends with, cut from the real replies."""
-    from smartflow_engine.tools_adapter.registry import REGISTRY
-    from smartflow_engine.tools_adapter.replies import minimal_example
+    from smartflow_engine.tools_adapter.core.registry import REGISTRY
+    from smartflow_engine.tools_adapter.core.replies import minimal_example
 
     return {name: minimal_example(r, REGISTRY[name].output) for name, r in replies.items()}
 
@@ -268,8 +268,8 @@ def examples(replies: dict[str, str]) -> dict[str, str]:
 def examples_text(replies: dict[str, str]) -> str:
     """The examples file for ``replies``. Where a committed example differs from the fresh one
     only in wall-clock figures, the committed one is kept (no churn)."""
-    from smartflow_engine.tools_adapter.registry import REGISTRY
-    from smartflow_engine.tools_adapter.replies import dump_examples, same_example
+    from smartflow_engine.tools_adapter.core.registry import REGISTRY
+    from smartflow_engine.tools_adapter.core.replies import dump_examples, same_example
 
     fresh = examples(replies)
     committed = _committed_examples()
@@ -281,7 +281,7 @@ def examples_text(replies: dict[str, str]) -> str:
 
 
 def _committed_examples() -> dict[str, str]:
-    from smartflow_engine.tools_adapter.replies import EXAMPLES_PATH
+    from smartflow_engine.tools_adapter.core.replies import EXAMPLES_PATH
 
     if not EXAMPLES_PATH.exists():
         return {}
@@ -304,10 +304,10 @@ def _shown(name: str, output: str, reply: str) -> tuple[str, dict[str, Any], boo
 def generate(replies: dict[str, str] | None = None) -> str:
     """The text of docs/tools.md for the registry as it is now (``replies``: the real replies,
     when already computed)."""
-    from smartflow_engine.tools_adapter.registry import TOOLS
-    from smartflow_engine.tools_adapter.replies import reply_tail
-    from smartflow_engine.tools_adapter.schemas import CONFIRM_NOTE, tool_schemas
-    from smartflow_engine.tools_adapter.spec import Mode
+    from smartflow_engine.tools_adapter.core.registry import TOOLS
+    from smartflow_engine.tools_adapter.core.replies import reply_tail
+    from smartflow_engine.tools_adapter.core.schemas import CONFIRM_NOTE, tool_schemas
+    from smartflow_engine.tools_adapter.core.spec import Mode
 
     if replies is None:
         replies = real_replies()
@@ -346,7 +346,7 @@ def generate(replies: dict[str, str] | None = None) -> str:
         "tasks), seeded into an in-memory SQLite store and loaded back, a fresh copy per tool "
         "(`resolve_negotiation`: a one-day window with no free period, which is infeasible). "
         "Every tool description ends with the tool's return type and this reply cut down "
-        "(`smartflow_engine/tools_adapter/replies.py` states how); `outputSchema` on MCP is "
+        "(`smartflow_engine/tools_adapter/core/replies.py` states how); `outputSchema` on MCP is "
         "each JSON tool's own. Text replies are Chinese, in the layouts of the SmartFlow tool-layer design; JSON "
         "replies follow the envelope of the P1 analysis plan. `tests/test_docs.py` regenerates "
         "this file and fails when it differs.",
@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     opts = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from smartflow_engine.tools_adapter.replies import EXAMPLES_PATH, load_examples
+    from smartflow_engine.tools_adapter.core.replies import EXAMPLES_PATH, load_examples
 
     replies = real_replies()
     examples_now = examples_text(replies)

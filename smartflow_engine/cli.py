@@ -21,7 +21,7 @@ from rich.text import Text
 
 from .state import ScheduleState, StateError
 from .tools_adapter import Toolbox
-from .tools_adapter.toolbox import ToolReply
+from .tools_adapter.core.toolbox import ToolReply
 
 app = typer.Typer(
     add_completion=False,
@@ -376,7 +376,7 @@ def serve(
         require("serve", "redis")
     if db is not None:  # each worker opens it again; a bad URL is one line here, not per worker
         open_store("serve", db).dispose()
-    from .tools_adapter.http_api import serve as serve_http
+    from .tools_adapter.api import serve as serve_http
 
     try:
         serve_http(
@@ -441,7 +441,7 @@ def mcp(
     elicitation request showing the change summary; no tool lets the model confirm.
     """
     require("mcp", "mcp")
-    from .tools_adapter.mcp_server import run_stdio
+    from .tools_adapter.mcp.server import run_stdio
 
     try:
         database = window = None
@@ -822,7 +822,7 @@ def demo(
     """
     require("demo", "db")
     from .store import Store
-    from .tools_adapter.session import Session
+    from .tools_adapter.sessions.session import Session
 
     sample = _load(sample_window_path())
     workdir.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,8 @@ import smartflow_engine
 from smartflow_engine import ScheduleState
 from smartflow_engine.state.freeze import frozen_view, thaw
 from smartflow_engine.state.strategies import windows, write_calls
-from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.session import Session, SessionError
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.sessions.session import Session, SessionError
 
 SAMPLE = Path(smartflow_engine.__file__).parent / "data" / "sample_window.json"
 SOLVER_CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -126,7 +126,7 @@ def test_frozen_days_travel_over_http_and_in_the_snapshot():
     snapshot and restore."""
     from fastapi.testclient import TestClient
 
-    from smartflow_engine.tools_adapter.http_api import create_app
+    from smartflow_engine.tools_adapter.api import create_app
 
     client = TestClient(create_app({"tok": "alice"}))
     auth = {"Authorization": "Bearer tok"}

@@ -8,13 +8,13 @@ from pathlib import Path
 import smartflow_engine
 from smartflow_engine import ScheduleState
 from smartflow_engine.state import Change, SlotRange
-from smartflow_engine.tools_adapter.disruption import (
+from smartflow_engine.tools_adapter.core.disruption import (
     days_text,
     disruption_line,
     figures,
     proposal_line,
 )
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 SAMPLE = Path(smartflow_engine.__file__).parent / "data" / "sample_window.json"
 

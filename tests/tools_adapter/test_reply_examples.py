@@ -18,9 +18,8 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 
 from smartflow_engine import ScheduleState, Toolbox
-from smartflow_engine.tools_adapter import registry, replies
-from smartflow_engine.tools_adapter.mcp_server import build_server
-from smartflow_engine.tools_adapter.replies import (
+from smartflow_engine.tools_adapter.core import registry, replies
+from smartflow_engine.tools_adapter.core.replies import (
     OUTPUT_SCHEMAS,
     TOKEN_BUDGET,
     comparable,
@@ -32,9 +31,10 @@ from smartflow_engine.tools_adapter.replies import (
     same_example,
     shape,
 )
-from smartflow_engine.tools_adapter.schemas import FORMATS, tool_description, tool_schemas
-from smartflow_engine.tools_adapter.session import Session
-from smartflow_engine.tools_adapter.spec import Mode
+from smartflow_engine.tools_adapter.core.schemas import FORMATS, tool_description, tool_schemas
+from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.mcp.server import build_server
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERY = registry.tool_names()

@@ -14,10 +14,10 @@ from fastapi.testclient import TestClient
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.tools_adapter import Session
-from smartflow_engine.tools_adapter.http_api import create_app
-from smartflow_engine.tools_adapter.loop import ROUND_CAP
-from smartflow_engine.tools_adapter.session import SessionError
-from smartflow_engine.tools_adapter.spec import Mode
+from smartflow_engine.tools_adapter.api import create_app
+from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.sessions.loop_state import ROUND_CAP
+from smartflow_engine.tools_adapter.sessions.session import SessionError
 
 TOKENS = {"tok-alice": "alice"}
 ALICE = {"Authorization": "Bearer tok-alice"}
@@ -176,8 +176,8 @@ def test_the_cap_and_the_close_survive_a_snapshot():
 def test_confirming_a_held_write_after_a_close_is_refused_and_the_token_kept(tmp_path):
     """Tests that the user's confirm of a write held before the close is refused while the
     request is closed (nothing written, the token still pending), and runs in the next request."""
-    from smartflow_engine.tools_adapter import registry
-    from smartflow_engine.tools_adapter.spec import ToolSpec
+    from smartflow_engine.tools_adapter.core import registry
+    from smartflow_engine.tools_adapter.core.spec import ToolSpec
 
     move = next(t for t in registry.TOOLS if t.name == "move")
     gated = ToolSpec(**{**move.__dict__, "needs_confirm": True})
@@ -387,7 +387,7 @@ def _mcp(session: Session, steps: Any) -> Any:
     import anyio
     from mcp import Client
 
-    from smartflow_engine.tools_adapter.mcp_server import build_server
+    from smartflow_engine.tools_adapter.mcp.server import build_server
 
     async def go() -> Any:
         async with Client(build_server(session)) as c:
@@ -397,7 +397,7 @@ def _mcp(session: Session, steps: Any) -> Any:
 
 
 def _meta(key: Any, **fields: Any) -> dict[str, Any]:
-    from smartflow_engine.tools_adapter.mcp_server import REQUEST_META
+    from smartflow_engine.tools_adapter.mcp.server import REQUEST_META
 
     return {REQUEST_META: {"key": key, **fields}}
 
@@ -438,7 +438,7 @@ def test_mcp_request_meta_sets_frozen_days_and_republishes_the_tools():
     onto them is refused), that a request changing the mode republishes the tool list (the new
     mode's tools), and that a malformed _meta refuses the call (invalid_request) and starts
     nothing."""
-    from smartflow_engine.tools_adapter import registry
+    from smartflow_engine.tools_adapter.core import registry
 
     s = Session(healthy(), mode="global_reopt")
 

@@ -12,7 +12,7 @@ from smartflow_engine.tools_adapter.api.solver_pool import (
     SOLVING_TOOLS,
     SolverPool,
 )
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 
 def test_health_calls_stay_in_thread_on_small_windows_and_go_to_the_pool_on_large_ones():

@@ -8,7 +8,7 @@ import os
 
 from fastapi import FastAPI
 
-from .. import mcp_http
+from ..mcp import http as mcp_http
 from . import docs, metrics, page
 from .context import ApiContext
 from .request_log import ACCESS_LOG_ENV, RequestObserver, configure_access_log, env_flag

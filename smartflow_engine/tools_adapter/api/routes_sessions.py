@@ -11,11 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...state import ScheduleState
 from ...state.model import MAX_DAYS
-from ..session import CallResult, SessionError, SessionLimitError
-from ..session_store import SessionStoreUnavailable, db_user
-from ..spec import Mode
-from ..store_tools import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
-from ..store_tools import TOOL as UPSERT_TOOL
+from ..core.spec import Mode
+from ..sessions.session import CallResult, SessionError, SessionLimitError
+from ..sessions.store import SessionStoreUnavailable, db_user
+from ..tools.store import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
+from ..tools.store import TOOL as UPSERT_TOOL
 from .context import Ctx, Principal, Ref
 from .errors import CONFLICT, DATABASE, ERRORS, LIMIT, NOT_FOUND, UNAVAILABLE, ApiError
 from .models import (

@@ -22,8 +22,8 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 from ...state import ScheduleState
-from .. import registry
-from ..session import CallResult, Session
+from ..core import registry
+from ..sessions.session import CallResult, Session
 
 SOLVING_TOOLS = frozenset(
     {

@@ -38,7 +38,7 @@ from typing import Any
 
 from .spec import ToolSpec
 
-EXAMPLES_PATH = Path(__file__).resolve().parent.parent / "data" / "tool_examples.json"
+EXAMPLES_PATH = Path(__file__).resolve().parents[2] / "data" / "tool_examples.json"
 
 TEXT_LINES = 4
 TEXT_LINE_CHARS = 90

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..state import ScheduleState
+from ...state import ScheduleState
 from . import pipeline, registry
 from .spec import Mode, ToolContext, ToolSpec, refused
 
@@ -80,7 +80,7 @@ class Toolbox:
         enabled_tools: Iterable[str] = (),
         loop: bool = False,
     ) -> None:
-        from .loop import LoopState
+        from ..sessions.loop_state import LoopState
 
         self.ctx = ToolContext(
             state,

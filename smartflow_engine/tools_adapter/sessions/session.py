@@ -33,13 +33,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..state import Change, ScheduleState
-from . import pipeline, registry
-from .loop import ROUND_CAP, LoopState
-from .pipeline import CallResult, Status
-from .preview import PREVIEW_LINE, takes_preview
+from ...state import Change, ScheduleState
+from ..core import pipeline, registry
+from ..core.pipeline import CallResult, Status
+from ..core.preview import PREVIEW_LINE, takes_preview
+from ..core.schemas import tool_schemas, visible_specs
+from ..core.spec import Mode, ToolSpec, is_refusal, refused
+from ..core.toolbox import Toolbox
+from .loop_state import ROUND_CAP, LoopState
 from .prompts import prompt_rules
-from .schemas import tool_schemas, visible_specs
 from .snapshot import (
     SNAPSHOT_VERSION,
     PendingCall,
@@ -50,8 +52,6 @@ from .snapshot import (
     snapshot_state,
     take_snapshot,
 )
-from .spec import Mode, ToolSpec, is_refusal, refused
-from .toolbox import Toolbox
 
 log = logging.getLogger(__name__)
 
@@ -499,7 +499,7 @@ def _parse_mode(mode: Mode | str) -> Mode:
 def __getattr__(name: str) -> Any:
     # The store imports this module; it is re-exported lazily to keep ``session.SessionStore``.
     if name == "SessionStore":
-        from .session_store import SessionStore
+        from .store import SessionStore
 
         return SessionStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..state import Change, ScheduleState
+from ...state import Change, ScheduleState
 
 
 class Mode(StrEnum):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool
 
-from ..analyzers import (
+from ...analyzers import (
     AnalysisResult,
     analyze_context,
     analyze_health,
@@ -22,10 +22,10 @@ from ..analyzers import (
     analyze_subjects,
     analyze_tolerance,
 )
-from ..state.model import MAX_SLOTS_PER_DAY
-from .args import Args, Day
+from ...state.model import MAX_SLOTS_PER_DAY
+from ..core.args import Args, Day
+from ..core.spec import ToolContext, ToolSpec, json_error
 from .close_text import annotate_close_signal
-from .spec import ToolContext, ToolSpec, json_error
 
 Level = Literal["strict", "normal", "relaxed"]
 Scope = Literal["full", "week", "day_range"]

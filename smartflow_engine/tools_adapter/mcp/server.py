@@ -28,7 +28,7 @@ with the same key change nothing, so the host may attach it to every call of tha
 request that changes the mode republishes the tool list and sends ``tools/list_changed``. A bad
 value refuses the call (``invalid_request``) and starts nothing. See :func:`meta_request`.
 
-Run over stdio: ``python -m smartflow_engine.tools_adapter.mcp_server --state FILE`` (what
+Run over stdio: ``python -m smartflow_engine.tools_adapter.mcp.server --state FILE`` (what
 ``smartflow mcp --state FILE`` calls through :func:`run_stdio`).
 
 A line on stdin that is not a JSON-RPC message is dropped by the SDK's stdio transport without a
@@ -72,17 +72,17 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from .. import __version__
-from ..state import ScheduleState
-from .schemas import (
+from ... import __version__
+from ...state import ScheduleState
+from ..core.schemas import (
     CONFIRM_NOTE,
     mcp_annotations,
     mcp_input_schema,
     mcp_output_schema,
     tool_description,
 )
-from .session import CallResult, Session
-from .spec import Mode, ToolSpec
+from ..core.spec import Mode, ToolSpec
+from ..sessions.session import CallResult, Session
 
 SERVER_NAME = "smartflow-engine"
 # The ``_meta`` key of a tools/call that starts a new user request (see the module docstring).
@@ -517,11 +517,11 @@ def run_stdio(
     Raises
     :class:`~smartflow_engine.state.StateError` for an unreadable or invalid state file,
     ``StoreError`` for a bad window and
-    :class:`~smartflow_engine.tools_adapter.session.SessionError` for a bad mode or tool name.
+    :class:`~smartflow_engine.tools_adapter.sessions.session.SessionError` for a bad mode or tool name.
     """
     state = ScheduleState.from_json(Path(state_path)) if state_path is not None else None
     if database is not None and window is not None and db_user_id is not None:
-        from ..store import window_days
+        from ...store import window_days
 
         state = database.load_window(db_user_id, window_days(*window))
     session = Session(

@@ -35,12 +35,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..analyzers.criteria import IssueDiff, check_criteria, diff_issues
-from ..analyzers.destinations import health_result
-from ..analyzers.result import Issue
-from ..concepts import is_study
-from ..state import ScheduleState
-from .spec import ToolContext, ToolSpec
+from ...analyzers.criteria import IssueDiff, check_criteria, diff_issues
+from ...analyzers.destinations import health_result
+from ...analyzers.result import Issue
+from ...concepts import is_study
+from ...state import ScheduleState
+from ..core.spec import ToolContext, ToolSpec
 
 CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
 NO_PROGRESS_ROUNDS = 3

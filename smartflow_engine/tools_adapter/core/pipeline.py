@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..state import Change, SelfCheckError, self_check
+from ...state import Change, SelfCheckError, self_check
 from . import disruption
 from .args import describe_validation_error, short_name
 from .freeze import run_handler

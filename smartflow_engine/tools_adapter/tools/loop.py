@@ -15,19 +15,19 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool
 from pydantic.json_schema import SkipJsonSchema
 
-from ..analyzers.destinations import (
+from ...analyzers.destinations import (
     movable,
     preferred_days,
     rank_destinations,
     search_targets,
 )
-from ..analyzers.result import NextAction
-from ..state import Change, ScheduleState, SlotRange, StateError, Task
-from ..state.model import MAX_TASK_ID
-from .args import Args, Day, Slot, TaskId
-from .loop import CHOICES, ROUND_LOG_KEEP, LoopState
-from .render import block_text
-from .spec import ToolContext, ToolSpec, refused
+from ...analyzers.result import NextAction
+from ...state import Change, ScheduleState, SlotRange, StateError, Task
+from ...state.model import MAX_TASK_ID
+from ..core.args import Args, Day, Slot, TaskId
+from ..core.render import block_text
+from ..core.spec import ToolContext, ToolSpec, refused
+from ..sessions.loop_state import CHOICES, ROUND_LOG_KEEP, LoopState
 
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 ActionId = Annotated[
@@ -641,7 +641,7 @@ def _regate(
     ctx: ToolContext, loop: LoopState, new_state: ScheduleState, entry: dict[str, Any]
 ) -> str:
     """Adopt ``new_state`` (a changed window), re-run the feasibility gate, and say its verdict."""
-    from ..solver import check_feasibility
+    from ...solver import check_feasibility
 
     report = check_feasibility(
         new_state, time_limit_s=min(2.0, ctx.max_time_limit_s), num_workers=ctx.num_workers

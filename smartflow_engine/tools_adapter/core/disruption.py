@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analyzers.destinations import health_result
-from ..solver.budget import Deadline
-from ..state import Change, Request, ScheduleState, relocate
+from ...analyzers.destinations import health_result
+from ...solver.budget import Deadline
+from ...state import Change, Request, ScheduleState, relocate
 from .spec import ToolContext, ToolSpec
 
 REOPT_WRITES: frozenset[str] = frozenset({"apply_proposal", "spread_even", "min_context_switch"})
