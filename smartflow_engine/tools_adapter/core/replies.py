@@ -453,7 +453,7 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
             "error": STR,
             "error_code": STR,
         },
-        {"source": STR},
+        {"source": NULL_STR},  # None when the reply did not come from a stored class
     ),
 }
 
