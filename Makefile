@@ -41,8 +41,9 @@ demo: system-packages $(STAMP)
 lint: $(STAMP)
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pre_commit run --all-files --show-diff-on-failure
 
+# Both cores (pytest-xdist); each worker has its own database / key prefix (tests/helpers).
 test: system-packages lint
-	SMARTFLOW_SELF_CHECK=1 $(PY) -m pytest
+	SMARTFLOW_SELF_CHECK=1 $(PY) -m pytest -n 2 --durations=10
 
 bench: $(STAMP)
 	$(VENV)/bin/smartflow bench

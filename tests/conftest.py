@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+from smartflow_engine import ScheduleState, Toolbox
 
 # The running database and Redis servers (one database / key prefix per run): see db_servers.py.
-from db_servers import (  # noqa: F401
+from tests.helpers.db_servers import (  # noqa: F401
     mariadb_database,
     pg_database,
     redis_prefix,
     server_stores,
 )
-from hypothesis import HealthCheck, settings
-
-from smartflow_engine import ScheduleState, Toolbox
-
-DATA = Path(__file__).parent / "data"
+from tests.helpers.windows import load_window
 
 os.environ.setdefault("SMARTFLOW_SELF_CHECK", "1")
 # Compile the pricing kernels in-process when the cache lacks them, so a seed gives the same
@@ -32,11 +30,6 @@ settings.register_profile(
     "thorough", deadline=None, max_examples=1000, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-
-def load_window(name: str) -> ScheduleState:
-    """Load ``tests/data/<name>.json``."""
-    return ScheduleState.from_json(DATA / f"{name}.json")
 
 
 @pytest.fixture

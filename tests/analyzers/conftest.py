@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from analyzer_windows import build
 
 from smartflow_engine import ScheduleState
+from tests.helpers.analyzer_windows import build
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from analyzer_windows import windows
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ from smartflow_engine.analyzers import (
 )
 from smartflow_engine.analyzers.common import WRITE_TOOLS
 from smartflow_engine.analyzers.frame import movable_study_tasks
+from tests.helpers.analyzer_windows import windows
 
 
 def _results(state: ScheduleState, level: str) -> list[AnalysisResult]:

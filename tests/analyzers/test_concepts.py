@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 
-from analyzer_windows import build, windows
 from hypothesis import given, settings
 
 from smartflow_engine import ScheduleState, concepts
@@ -15,6 +14,7 @@ from smartflow_engine.solver import health_eval, problem
 from smartflow_engine.solver.health_floor import movable_study
 from smartflow_engine.solver.switches import daily_switches, study_layer
 from smartflow_engine.state import move
+from tests.helpers.analyzer_windows import build, windows
 
 
 def spec_window() -> ScheduleState:

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from analyzer_windows import build, random_window
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.analyzers import (
@@ -17,6 +16,7 @@ from smartflow_engine.analyzers import (
     analyze_tolerance,
 )
 from smartflow_engine.analyzers.common import WRITE_TOOLS
+from tests.helpers.analyzer_windows import build, random_window
 
 ENVELOPE = [
     "tool",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer_windows import windows
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -14,6 +13,7 @@ from smartflow_engine.analyzers.health import run_health
 from smartflow_engine.analyzers.reference import reference_core
 from smartflow_engine.analyzers.result import DIMENSIONS, Issue
 from smartflow_engine.state import Request, batch_move, move, place, swap, unplace
+from tests.helpers.analyzer_windows import windows
 
 LEVELS = st.sampled_from(["strict", "normal", "relaxed"])
 

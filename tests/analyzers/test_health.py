@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 import pytest
-from analyzer_windows import build, random_window
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.analyzers import analyze_health, analyze_subjects
 from smartflow_engine.analyzers.health import NEGOTIATION_INTENTS
 from smartflow_engine.analyzers.result import SEVERITY_RANK
 from smartflow_engine.solver import FeasibilityReport, check_feasibility, negotiation_figures
+from tests.helpers.analyzer_windows import build, random_window
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from analyzer_windows import random_window
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers.health import analyze_health
+from tests.helpers.analyzer_windows import random_window
 
 
 def window_with_actions() -> ScheduleState:

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from analyzer_windows import CATEGORIES, random_window, windows
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,6 +26,7 @@ from smartflow_engine.analyzers.reference import (
     reference_subjects,
     reference_tolerance,
 )
+from tests.helpers.analyzer_windows import CATEGORIES, random_window, windows
 
 LEVELS = st.sampled_from(["strict", "normal", "relaxed"])
 

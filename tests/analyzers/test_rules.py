@@ -6,7 +6,6 @@ import itertools
 from typing import Any
 
 import pytest
-from analyzer_windows import build
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ from smartflow_engine.analyzers import (
 from smartflow_engine.analyzers.common import evaluate
 from smartflow_engine.analyzers.result import SEVERITY_RANK
 from smartflow_engine.rules import Cond, Rule, rules_for
+from tests.helpers.analyzer_windows import build
 
 LEVEL_NAMES = ("strict", "normal", "relaxed")
 BANDS = [

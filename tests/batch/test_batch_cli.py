@@ -6,12 +6,12 @@ import re
 
 import pandas as pd
 import pytest
-from batch_windows import tiny_cohort
 from typer.testing import CliRunner
 
 from smartflow_engine.batch import read_table
 from smartflow_engine.cli import app
 from smartflow_engine.store import Store
+from tests.helpers.batch_windows import tiny_cohort
 
 runner = CliRunner()
 

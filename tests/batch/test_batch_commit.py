@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from batch_windows import TIME_LIMIT, WORK_LIMIT, tiny_cohort
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -16,6 +15,7 @@ from smartflow_engine import Toolbox
 from smartflow_engine.batch import StoreSource, from_db, run_batch
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.store import Store
+from tests.helpers.batch_windows import TIME_LIMIT, WORK_LIMIT, tiny_cohort
 
 WEEK_1 = [{"day_index": d, "week": 1, "day_of_week": d} for d in range(1, 8)]
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
-from batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
 
 from smartflow_engine.batch import ray_init, run_batch
+from tests.helpers.batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
 
 
 def test_ray_gives_the_same_table_as_a_loop(local_ray):
@@ -55,10 +55,9 @@ def test_ray_workers_hash_strings_with_the_fixed_seed(local_ray):
     """Tests that Ray's workers get the pool's fixed string-hash seed: a proposal that depends on
     hash order equals the one an interpreter started with PYTHONHASHSEED=HASH_SEED computes."""
 
-    from fresh_interpreter import proposal_with_hash_seed
-
     from smartflow_engine.batch.engines import HASH_SEED
     from smartflow_engine.state.synthetic import synthetic_window
+    from tests.helpers.fresh_interpreter import proposal_with_hash_seed
 
     text = synthetic_window(12, 30, variant="tight", with_task_classes=False).to_json(indent=None)
     expected = proposal_with_hash_seed(text, HASH_SEED)["objective"]

@@ -10,8 +10,6 @@ import re
 
 import pandas as pd
 import pytest
-from batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
-from fresh_interpreter import proposal_with_hash_seed
 
 from smartflow_engine import Toolbox
 from smartflow_engine.analyzers import analyze_health
@@ -33,6 +31,8 @@ from smartflow_engine.solver import (
     propose_placement,
 )
 from smartflow_engine.state import Request, relocate
+from tests.helpers.batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
+from tests.helpers.fresh_interpreter import proposal_with_hash_seed
 
 
 def _expected_row(state, seed: int) -> dict:

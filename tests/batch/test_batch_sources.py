@@ -6,7 +6,6 @@ import json
 
 import pandas as pd
 import pytest
-from batch_windows import TIME_LIMIT, tiny_cohort
 
 from smartflow_engine.batch import (
     FileSource,
@@ -18,6 +17,7 @@ from smartflow_engine.batch import (
     run_batch,
     write_table,
 )
+from tests.helpers.batch_windows import TIME_LIMIT, tiny_cohort
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ import time
 from typing import Any
 
 import pytest
-from batch_windows import tiny_cohort
 
 from smartflow_engine.batch import JobConfig, WindowItem, run_window
 from smartflow_engine.batch import jobs as batch_jobs
 from smartflow_engine.solver.budget import WORK_SHARE
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.batch_windows import tiny_cohort
 
 
 def _item(state: Any) -> WindowItem:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from solver_windows import make_state
 
 from smartflow_engine import ScheduleState
+from tests.helpers.solver_windows import make_state
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from solver_windows import apply_placements, oracle, tiny_windows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver.baselines import _start_table, balanced_greedy, best_pack, first_fit
 from smartflow_engine.solver.problem import allowed_starts, build_problem
+from tests.helpers.solver_windows import apply_placements, oracle, tiny_windows
 
 
 @settings(max_examples=60, deadline=None)

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from solver_windows import tiny_windows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import propose_placement
@@ -16,6 +15,7 @@ from smartflow_engine.solver.bounds import column_bound, day_decomposition_bound
 from smartflow_engine.solver.pricing import _programme_all
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import tiny_windows
 
 
 @settings(max_examples=25, deadline=None)

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from solver_windows import apply_placements, make_state, tiny_windows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import evaluate, propose_placement
@@ -27,6 +26,7 @@ from smartflow_engine.solver.pricing import MAX_MASK_BITS, Pricer
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.solver.submodel import SubModel, WindowData
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import apply_placements, make_state, tiny_windows
 
 WEIGHTS = {
     "load_imbalance": 1.0,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from solver_windows import apply_placements, oracle, tiny_windows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver._cpsat import SolveStatus, make_solver, status_of
@@ -20,6 +19,7 @@ from smartflow_engine.solver.counting import (
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.solver.relaxation import MatrixSink
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import apply_placements, oracle, tiny_windows
 
 
 @settings(max_examples=120, deadline=None)

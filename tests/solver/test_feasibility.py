@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, note, settings
-from solver_windows import apply_placements, make_state, oracle, tiny_windows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import check_feasibility, negotiation_figures
 from smartflow_engine.state import Request, relocate, self_check, unplace
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import apply_placements, make_state, oracle, tiny_windows
 
 
 @settings(max_examples=150, deadline=None)

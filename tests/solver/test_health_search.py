@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from solver_windows import apply_placements, make_state, tiny_windows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers import analyze_health
@@ -19,6 +18,7 @@ from smartflow_engine.solver.health_search import search_health
 from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.state.strategies import windows
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import apply_placements, make_state, tiny_windows
 
 
 def health_key(state: ScheduleState, level: str, feasibility: bool = False) -> tuple[int, int]:

@@ -7,10 +7,8 @@ import threading
 from typing import Any
 
 import pytest
-from fresh_interpreter import proposal_with_hash_seed
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from solver_windows import apply_placements, make_state, oracle, tiny_windows
 
 import smartflow_engine.solver.placement as placement_module
 from smartflow_engine import ScheduleState
@@ -27,6 +25,8 @@ from smartflow_engine.solver.objective import resolve_weights
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.solver.submodel import SubModel, WindowData
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.fresh_interpreter import proposal_with_hash_seed
+from tests.helpers.solver_windows import apply_placements, make_state, oracle, tiny_windows
 
 
 def only(term: str) -> dict[str, float]:

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from solver_windows import make_state, maximum_placements, oracle
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import TERM_NAMES, check_feasibility, evaluate, propose_placement
 from smartflow_engine.solver.bounds import day_decomposition_bound
 from smartflow_engine.solver.objective import Proof, integer_weights
 from smartflow_engine.solver.problem import build_problem
+from tests.helpers.solver_windows import make_state, maximum_placements, oracle
 
 WINDOWS = 200
 TIME_LIMITS = (0.003, 0.01, 0.03)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from solver_windows import apply_placements, oracle, tiny_windows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver.counting import CountModelBuilder, decode, round_down
@@ -16,6 +15,7 @@ from smartflow_engine.solver.relaxation import (
     is_solution,
     solve_relaxation,
 )
+from tests.helpers.solver_windows import apply_placements, oracle, tiny_windows
 
 
 @settings(max_examples=120, deadline=None)

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from solver_windows import make_state
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.analyzers import analyze_context
@@ -19,6 +18,7 @@ from smartflow_engine.solver.reoptimize import spread_measure
 from smartflow_engine.solver.switches import study_layer, switches
 from smartflow_engine.state import StateError
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import make_state
 
 
 def total_switches(state: ScheduleState, first: int, last: int) -> int:

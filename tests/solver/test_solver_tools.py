@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from solver_windows import make_state
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.reoptimize import spread_measure
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter import Mode
+from tests.helpers.solver_windows import make_state
 
 
 def toolbox(state: ScheduleState, **kw: Any) -> Toolbox:

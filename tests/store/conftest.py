@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from db_servers import BACKENDS, fresh_server_store
-from store_helpers import USER, load_window
 
 from smartflow_engine.store import Store
+from tests.helpers.db_servers import BACKENDS, fresh_server_store
+from tests.helpers.store import USER
+from tests.helpers.windows import load_window
 
 
 @pytest.fixture

@@ -12,13 +12,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, select, update
-from store_helpers import OTHER_USER, USER, cell_view, file_digest, load_window, reload, table_rows
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.state import Change, SlotRange
 from smartflow_engine.state.strategies import windows, write_calls
 from smartflow_engine.store import Store
 from smartflow_engine.store import models as m
+from tests.helpers.store import OTHER_USER, USER, cell_view, file_digest, reload, table_rows
+from tests.helpers.windows import load_window
 
 Call = tuple[str, dict[str, Any]]
 

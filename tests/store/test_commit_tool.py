@@ -8,15 +8,16 @@ import threading
 from typing import Any
 
 import pytest
-from db_servers import SERVER_BACKENDS, fresh_server_store
 from sqlalchemy import func, select
-from store_helpers import USER, load_window, reload, table_rows
 
 from smartflow_engine import Toolbox
 from smartflow_engine.store import Store, window_days
 from smartflow_engine.store import models as m
 from smartflow_engine.store.days import StoreError
 from smartflow_engine.tools_adapter.sessions.session import CallResult, Session
+from tests.helpers.db_servers import SERVER_BACKENDS, fresh_server_store
+from tests.helpers.store import USER, reload, table_rows
+from tests.helpers.windows import load_window
 
 MOVE_HOST = {"task_id": 6, "new_day": 6, "new_slot_start": 7, "from_day": 3}
 EMBED = {"task_id": 15, "day": 3, "slot_start": 3}

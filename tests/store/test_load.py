@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy.exc import DBAPIError
-from store_helpers import OTHER_USER, USER, load_window
 
 from smartflow_engine.store import Store, StoreError
 from smartflow_engine.store import models as m
+from tests.helpers.store import OTHER_USER, USER
+from tests.helpers.windows import load_window
 
 WEEK5 = [{"day_index": d, "week": 5, "day_of_week": d} for d in range(1, 8)]
 

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from store_helpers import OTHER_USER, USER, cell_view, load_window, reload, table_rows
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.store import Store, StoreError
 from smartflow_engine.store import models as m
+from tests.helpers.store import OTHER_USER, USER, cell_view, reload, table_rows
+from tests.helpers.windows import load_window
 
 
 def _touching_blocks(state: ScheduleState) -> bool:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from store_helpers import OTHER_USER, USER, table_rows
 
 from smartflow_engine import Toolbox
 from smartflow_engine.store import ISSUE_CODES, Store
 from smartflow_engine.store import models as m
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.store import OTHER_USER, USER, table_rows
 
 REPLY_KEYS = {
     "tool",

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from conftest_adapters import load_window, note_tool, specs_with, window_dict
-from db_servers import BACKENDS, REDIS_URL, fresh_server_store
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
@@ -21,6 +19,9 @@ from smartflow_engine.tools_adapter.core.schemas import tool_schemas
 from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.sessions.prompts import prompt_rules
 from smartflow_engine.tools_adapter.sessions.store import MemorySessionStore
+from tests.helpers.adapters import note_tool, specs_with
+from tests.helpers.db_servers import BACKENDS, REDIS_URL, fresh_server_store
+from tests.helpers.windows import load_window, window_dict
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 ALICE = {"Authorization": "Bearer tok-alice"}

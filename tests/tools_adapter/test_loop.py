@@ -8,13 +8,13 @@ import json
 from typing import Any
 
 import pytest
-from conftest_adapters import load_window
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.tools_adapter import Session
 from smartflow_engine.tools_adapter.core import registry
 from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.sessions.loop_state import LoopState
+from tests.helpers.windows import load_window
 
 
 def make_state(

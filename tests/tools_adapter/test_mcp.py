@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
-from conftest_adapters import DATA, EXAMPLE_WINDOW, load_window, note_tool, specs_with
 from mcp import Client, StdioServerParameters
 
 from smartflow_engine import Toolbox
@@ -20,6 +19,8 @@ from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.mcp.server import build_server
 from smartflow_engine.tools_adapter.sessions.prompts import prompt_rules
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.adapters import note_tool, specs_with
+from tests.helpers.windows import DATA, EXAMPLE_WINDOW, load_window
 
 MOVE = {"task_id": 6, "new_day": 5, "new_slot_start": 3}
 

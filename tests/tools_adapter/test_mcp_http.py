@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from conftest_adapters import load_window, window_dict
-from live_server import live_server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from smartflow_engine.tools_adapter.api import create_app
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.live_server import live_server
+from tests.helpers.windows import load_window, window_dict
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 ALICE = {"Authorization": "Bearer tok-alice"}

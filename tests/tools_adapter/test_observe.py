@@ -9,12 +9,12 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from conftest_adapters import window_dict
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from smartflow_engine.tools_adapter.api import app as app_module
 from smartflow_engine.tools_adapter.api import create_app, serve
+from tests.helpers.windows import window_dict
 
 ALICE = {"Authorization": "Bearer tok-alice"}
 TOKENS = {"tok-alice": "alice"}

@@ -12,13 +12,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from conftest_adapters import load_window, window_dict
-from db_servers import REDIS_URL, SERVER_BACKENDS, database_url, fresh_server_store
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
-from tcp_proxy import TcpProxy
 
 from smartflow_engine.tools_adapter.api import create_app
+from tests.helpers.db_servers import REDIS_URL, SERVER_BACKENDS, database_url, fresh_server_store
+from tests.helpers.tcp_proxy import TcpProxy
+from tests.helpers.windows import load_window, window_dict
 
 TOKENS = {"tok-7": "7"}
 U7 = {"Authorization": "Bearer tok-7"}

@@ -9,13 +9,13 @@ import re
 import time
 
 import pytest
-from conftest_adapters import load_window, window_dict
 from fastapi.testclient import TestClient
 
 from smartflow_engine.store import Store
 from smartflow_engine.tools_adapter.api import create_app
 from smartflow_engine.tools_adapter.api import page as page_module
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.windows import load_window, window_dict
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-7": "7"}
 ALICE = {"Authorization": "Bearer tok-alice"}
@@ -143,7 +143,7 @@ def test_the_page_shows_each_writes_evidence_line_as_the_model_read_it(client):
 def test_rounds_record_the_mode_they_ran_in():
     """Tests that each round and each write in the round log names the session's mode at the
     time (a mode switch between rounds shows)."""
-    from conftest_adapters import load_window
+    from tests.helpers.windows import load_window
 
     session = Session(load_window(WINDOW))
     session.call("analyze_health", {})
@@ -188,10 +188,9 @@ def test_the_page_runs_no_action_search(monkeypatch):
     """Tests that the page's health check skips the next actions' destination search (hundreds
     of health checks, minutes on a 120-day window; the page shows no actions) yet shows the
     close signal with its floor."""
-    from conftest_adapters import load_window
-
     from smartflow_engine.analyzers import health
     from smartflow_engine.tools_adapter.api.page_view import state_view
+    from tests.helpers.windows import load_window
 
     def refuse(*_args, **_kwargs):
         raise AssertionError("the page ran the destination search")

@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest_adapters import load_window, window_dict
-from live_server import live_server
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from smartflow_engine.store import Store
 from smartflow_engine.tools_adapter.api import create_app
+from tests.helpers.live_server import live_server
+from tests.helpers.windows import load_window, window_dict
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest_adapters import load_window
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +16,7 @@ from smartflow_engine.tools_adapter.core import registry
 from smartflow_engine.tools_adapter.core.preview import PREVIEW_LINE
 from smartflow_engine.tools_adapter.core.schemas import tool_schemas
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.windows import load_window
 
 
 def _fingerprint(session: Session) -> str:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest_adapters import load_window
 
 from smartflow_engine import Toolbox
 from smartflow_engine.tools_adapter.sessions.session import Session
 from smartflow_engine.tools_adapter.tools import solver as solver_tools
+from tests.helpers.windows import load_window
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:

@@ -7,11 +7,12 @@ import re
 from typing import Any
 
 import pytest
-from conftest_adapters import example_args, load_window, window_dict
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.tools_adapter import Session
 from smartflow_engine.tools_adapter.core import registry
+from tests.helpers.adapters import example_args
+from tests.helpers.windows import load_window, window_dict
 
 # Lines the spec's §4 examples print for the same tasks, verbatim.
 SPEC_OVERVIEW_LINES = [

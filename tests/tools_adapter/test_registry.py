@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 import mcp.types as mcp_types
 import pytest
-from conftest_adapters import comparable, example_args, load_window, window_dict
 from fastapi.testclient import TestClient
 from mcp import Client
 from pydantic import BaseModel
@@ -26,6 +25,8 @@ from smartflow_engine.tools_adapter.mcp.server import build_server
 from smartflow_engine.tools_adapter.sessions.session import Session
 from smartflow_engine.tools_adapter.tools import solver as solver_tools
 from smartflow_engine.tools_adapter.tools.analysis import ANALYSIS_TOOLS
+from tests.helpers.adapters import comparable, example_args
+from tests.helpers.windows import load_window, window_dict
 
 # The tool names and kinds DESIGN.md fixes ("Tools exposed (names exact)").
 DESIGN_READ = {

@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest_adapters import load_window, note_tool, specs_with
 from jsonschema import Draft202012Validator
 from mcp import Client
 
@@ -35,6 +34,8 @@ from smartflow_engine.tools_adapter.core.schemas import FORMATS, tool_descriptio
 from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.mcp.server import build_server
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.adapters import note_tool, specs_with
+from tests.helpers.windows import load_window
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERY = registry.tool_names()

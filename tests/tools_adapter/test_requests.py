@@ -9,7 +9,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest_adapters import window_dict
 from fastapi.testclient import TestClient
 
 from smartflow_engine import ScheduleState, Toolbox
@@ -18,6 +17,7 @@ from smartflow_engine.tools_adapter.api import create_app
 from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.sessions.loop_state import ROUND_CAP
 from smartflow_engine.tools_adapter.sessions.session import SessionError
+from tests.helpers.windows import window_dict
 
 TOKENS = {"tok-alice": "alice"}
 ALICE = {"Authorization": "Bearer tok-alice"}

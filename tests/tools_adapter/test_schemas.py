@@ -7,7 +7,6 @@ import re
 from typing import Annotated, Any, Literal
 
 import pytest
-from conftest_adapters import example_args, load_window, note_tool, specs_with
 from jsonschema import Draft202012Validator
 from pydantic import Field
 
@@ -24,6 +23,8 @@ from smartflow_engine.tools_adapter.core.schemas import (
 )
 from smartflow_engine.tools_adapter.core.spec import Mode, ToolSpec
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.adapters import example_args, note_tool, specs_with
+from tests.helpers.windows import load_window
 
 MODES: list[Mode | None] = [None, *Mode]
 TOOL_IDS = registry.tool_names()

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-from conftest_adapters import load_window, note_tool, only_in, specs_with
 
 from smartflow_engine import Toolbox
 from smartflow_engine.tools_adapter.core import registry
@@ -24,6 +23,8 @@ from smartflow_engine.tools_adapter.sessions.session import (
     SessionLimitError,
     SessionStore,
 )
+from tests.helpers.adapters import note_tool, only_in, specs_with
+from tests.helpers.windows import load_window
 
 
 @pytest.fixture

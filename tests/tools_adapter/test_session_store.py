@@ -20,8 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest_adapters import load_window, note_tool, specs_with
-from db_servers import REDIS_URL
 
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
@@ -32,6 +30,9 @@ from smartflow_engine.tools_adapter.sessions.store import (
     SessionConflictError,
     estimate_bytes,
 )
+from tests.helpers.adapters import note_tool, specs_with
+from tests.helpers.db_servers import REDIS_URL
+from tests.helpers.windows import load_window
 
 MOVE = {"task_id": 6, "new_day": 5, "new_slot_start": 3}
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,8 +3,6 @@ family stays in the request's thread on a semester-sized window, everything that
 
 from __future__ import annotations
 
-from conftest_adapters import load_window
-
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.api.solver_pool import (
     INLINE_MAX_TASKS,
@@ -13,6 +11,7 @@ from smartflow_engine.tools_adapter.api.solver_pool import (
     SolverPool,
 )
 from smartflow_engine.tools_adapter.sessions.session import Session
+from tests.helpers.windows import load_window
 
 
 def test_health_calls_stay_in_thread_on_small_windows_and_go_to_the_pool_on_large_ones():

@@ -15,14 +15,8 @@ from smartflow_engine import ScheduleState
 from smartflow_engine.store import Store
 from smartflow_engine.store import models as m
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 USER = 7
 OTHER_USER = 8
-
-
-def load_window(name: str) -> ScheduleState:
-    """Load ``tests/data/<name>.json``."""
-    return ScheduleState.from_json(DATA / f"{name}.json")
 
 
 def reload(store: Store, state: ScheduleState, user: int = USER) -> ScheduleState:

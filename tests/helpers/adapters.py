@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -18,21 +17,10 @@ from smartflow_engine.tools_adapter.core.args import Args
 from smartflow_engine.tools_adapter.core.schemas import input_schema
 from smartflow_engine.tools_adapter.core.spec import ALL_MODES, Mode, ToolContext, ToolSpec
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-EXAMPLE_WINDOW = "spec_tools_window"
 SOLVER_TIME_LIMIT = 1.0  # seconds, for any optional time-limit argument
 
 # Keys whose values depend on the wall clock, not on the call (solver run times).
 TIMING_KEYS = ("runtime", "runtime_s", "wall_time", "elapsed_s")
-
-
-def load_window(name: str = EXAMPLE_WINDOW) -> ScheduleState:
-    return ScheduleState.from_json(DATA / f"{name}.json")
-
-
-def window_dict(name: str = EXAMPLE_WINDOW) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
-    return data
 
 
 # ---------------------------------------------------------------------------------- arguments
