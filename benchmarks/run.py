@@ -15,7 +15,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-AREAS = ("tools", "solver", "analyzers", "adapters", "store", "startup", "batch", "loop", "close")
+AREAS = (
+    "ratios",
+    "tools",
+    "solver",
+    "analyzers",
+    "adapters",
+    "store",
+    "startup",
+    "batch",
+    "loop",
+    "close",
+)
 
 
 def run_all(quick: bool = False, console: Console | None = None) -> str:

@@ -297,6 +297,7 @@ def test_quickstart_notebook_is_committed_with_its_pictures():
     assert _images(nb) >= 2
 
 
+@pytest.mark.slow
 def test_quickstart_notebook_executes():
     """Tests that notebooks/quickstart.ipynb runs top to bottom in a fresh kernel and draws the
     window before and after the proposal."""
@@ -317,6 +318,7 @@ def test_quickstart_notebook_executes():
     assert _images(nb) >= 2
 
 
+@pytest.mark.slow
 def test_cohort_notebook_executes():
     """Tests that notebooks/cohort.ipynb runs a batch on its small cohort (one broken window) and
     draws its four charts."""

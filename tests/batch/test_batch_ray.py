@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from smartflow_engine.batch import ray_init, run_batch
 from tests.helpers.batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
 
 
+@pytest.mark.slow
 def test_ray_gives_the_same_table_as_a_loop(local_ray):
     """Tests that Ray tasks over chunks of two windows give the loop's table (runtimes aside),
     including an error row for a malformed window in the middle, in source order."""

@@ -186,6 +186,7 @@ def test_many_subjects_on_one_day_relax_the_programme_soundly() -> None:
     apply_placements(state, res.placements)
 
 
+@pytest.mark.slow
 def test_lagrange_bounds_hold_at_every_free_total() -> None:
     """Tests on a window with host blocks (several possible free totals) that the Lagrangian
     bound a round gives for another total is below the proven optimum at that total (the

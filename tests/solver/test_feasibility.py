@@ -12,6 +12,7 @@ from smartflow_engine.state.synthetic import synthetic_window
 from tests.helpers.solver_windows import apply_placements, make_state, oracle, tiny_windows
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(state=tiny_windows(), include_suggested=...)
 def test_agrees_with_brute_force_oracle(state: ScheduleState, include_suggested: bool) -> None:

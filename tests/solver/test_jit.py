@@ -104,6 +104,7 @@ def test_warm_up_covers_every_signature_a_proposal_uses() -> None:
     assert after == before
 
 
+@pytest.mark.slow
 def test_warm_up_command_fills_an_empty_cache(tmp_path: Path) -> None:
     """Tests that `smartflow warm-up` compiles the kernels into an empty numba cache, so a
     fresh process then finds every kernel there."""

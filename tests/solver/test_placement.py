@@ -403,6 +403,7 @@ def test_local_moves_improve_a_long_window(variant: str) -> None:
     apply_placements(state, result.placements)
 
 
+@pytest.mark.slow
 def test_proposal_does_not_depend_on_string_hash_order() -> None:
     """Tests that a proposal is the same in interpreters with different string-hash seeds (the
     model is built walking subjects in sorted order, not set order): on this window the

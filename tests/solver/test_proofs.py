@@ -193,6 +193,7 @@ def check_window(
             tally.violations.append(f"is_feasible {report.is_feasible}: {where}")
 
 
+@pytest.mark.slow
 def test_every_proof_holds_on_hundreds_of_tiny_windows() -> None:
     """Tests on 200 seeded tiny windows (random real weights, options and time limits) that the
     proposal's bound never exceeds the enumerated optimum, ``optimal`` always means the

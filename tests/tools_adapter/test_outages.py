@@ -107,6 +107,7 @@ def test_a_redis_cut_is_a_503_on_every_session_route(redis_proxy, redis_prefix, 
     assert client.delete(f"/v1/sessions/{sid}", headers=U7).status_code == 204
 
 
+@pytest.mark.slow
 def test_a_blackholed_redis_answers_503_within_its_time_limits(redis_proxy, redis_prefix):
     """Tests that a Redis that accepts connections and never answers holds a request only for
     the client's default time limits (a few seconds), then answers 503: the default client has

@@ -301,6 +301,7 @@ def _window() -> dict:
     return load_window().to_dict()
 
 
+@pytest.mark.slow
 def test_a_session_survives_a_restart_and_moves_between_servers(servers, prefix, tmp_path):
     """Tests issue 14 item 3 with real uvicorn processes and Redis: a session created on server
     A is continued on server B (same store), A is stopped and started again on its port, and the
@@ -385,6 +386,7 @@ def test_several_workers_need_a_shared_store():
     assert done.returncode == 2 and "shared session store" in done.stderr
 
 
+@pytest.mark.slow
 def test_health_answers_while_a_long_proposal_runs(servers):
     """Tests issue 12 item 2 (server part): a proposal on a 200-day, 24-period window holds the
     GIL for seconds in its totals kernel; run in the solver worker process it leaves the server
