@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -26,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from benchmarks.bench_services import _server as serve
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-agents"
@@ -36,41 +36,11 @@ DAYS = 30
 GOAL_P99_MS = 100.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _server(root: Path) -> Iterator[str]:
     """One ``smartflow serve`` worker running ``root``'s code (in-memory sessions)."""
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(root), "SMARTFLOW_API_TOKENS": f"{TOKEN}:bench"}
-    env.pop("SMARTFLOW_ACCESS_LOG", None)
-    main = "from smartflow_engine.cli import main; main()"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", main, "serve", "--port", str(port)],
-        env=env,
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"server of {root} did not start")
+    with serve(root=root, token=TOKEN) as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 async def _agent(client: httpx.AsyncClient, window: dict[str, Any], rounds: int) -> list[float]:

@@ -136,9 +136,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _server(*args: str) -> Iterator[tuple[str, int]]:
+def _server(*args: str, root: Path = ROOT, token: str = TOKEN) -> Iterator[tuple[str, int]]:
+    """A ``smartflow serve`` of ``root``'s code on a free port (``token`` authorises), its URL
+    and pid once ``/health`` answers; stopped on exit."""
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SMARTFLOW_API_TOKENS": f"{TOKEN}:bench"}
+    env = {**os.environ, "PYTHONPATH": str(root), "SMARTFLOW_API_TOKENS": f"{token}:bench"}
+    env.pop("SMARTFLOW_ACCESS_LOG", None)  # nobody reads the server's output
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -150,7 +153,7 @@ def _server(*args: str) -> Iterator[tuple[str, int]]:
             *args,
         ],
         env=env,
-        cwd=ROOT,
+        cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
