@@ -15,7 +15,7 @@ from ... import __version__
 from ..core import registry
 from ..core.spec import ToolSpec
 from ..sessions.store import MemorySessionStore, SessionBackend, session_backend
-from . import observe, routes_meta, routes_sessions, routes_stateless
+from . import observe, routes_meta, routes_sessions, routes_stateless, typed
 from .context import ApiContext, parse_tokens
 from .errors import install_handlers
 from .middleware import BodyLimit
@@ -116,6 +116,7 @@ def create_app(
     install_handlers(app)
     for module in (routes_meta, routes_stateless, routes_sessions):
         app.include_router(module.router)
+    typed.install(app, table)  # one typed route per tool; the window's schema (issue 30)
     _publish_tool_names(app, sorted(table))
     observe.install(app, ctx, access_log=access_log, metrics_on=metrics)
     return app

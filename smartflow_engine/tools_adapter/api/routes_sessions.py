@@ -48,7 +48,7 @@ ONE = {**ERRORS, **NOT_FOUND, **CONFLICT}
 DATABASE_TOOLS = frozenset({COMMIT_TOOL, RELOAD_TOOL, UPSERT_TOOL})
 
 
-def _answer(result: CallResult) -> Any:
+def answer(result: CallResult) -> Any:
     """The call's result; a database tool's failure with its HTTP status (see STORE_ERRORS)."""
     out = call_out(result)
     status = STORE_ERRORS.get(result.error_code) if result.is_error else None
@@ -242,13 +242,13 @@ def session_call(ctx: Ctx, ref: Ref, body: ToolCall) -> Any:
     conflict / unsaved changes, 503 database unavailable, 422 no database, ...)."""
     with ctx.use(ref.principal, ref.session_id, read_only=ctx.reads_only(body.tool)) as session:
         result = ctx.invoke(session, body.tool, body.args)
-    return _answer(result)
+    return answer(result)
 
 
 def _token_result(result: CallResult) -> Any:
     if result.error_code == "unknown_token":
         raise ApiError(404, "unknown_token", result.reply)
-    return _answer(result)
+    return answer(result)
 
 
 @router.post("/v1/sessions/{session_id}/confirm", response_model=CallOut, responses=ONE)
