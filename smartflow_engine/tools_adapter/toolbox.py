@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,9 @@ _HIDDEN = "是隐藏工具，需显式启用（enabled_tools）后才能调用"
 
 
 def _env_self_check() -> bool:
-    return os.environ.get("SMARTFLOW_SELF_CHECK", "") not in ("", "0", "false")
+    from ..settings import current
+
+    return current().self_check
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from ... import __version__
+from ...settings import current
 from .. import registry
 from ..session_store import MemorySessionStore, SessionBackend, session_backend
 from ..spec import ToolSpec
@@ -72,7 +73,7 @@ def create_app(
         ``/metrics``; see :mod:`.observe`.
     """
     if tokens is None:
-        tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
+        tokens = parse_tokens(current().api_tokens)
     table = {spec.name: spec for spec in (specs or registry.TOOLS)}
     if sessions is None:
         sessions = MemorySessionStore(
@@ -141,32 +142,33 @@ def _publish_tool_names(app: FastAPI, names: list[str]) -> None:
 SESSION_STORE_ENV = "SMARTFLOW_SESSION_STORE"  # "memory" or "redis://..."
 SESSION_PREFIX_ENV = "SMARTFLOW_SESSION_PREFIX"
 DB_URL_ENV = "SMARTFLOW_DB_URL"
-SETTINGS_ENV = "SMARTFLOW_SERVE_SETTINGS"  # "max_time_limit_s=..,solver_processes=.."
+MAX_TIME_LIMIT_ENV = "SMARTFLOW_MAX_TIME_LIMIT_S"
+SOLVER_PROCESSES_ENV = "SMARTFLOW_SOLVER_PROCESSES"
 
 
 def app_from_env() -> FastAPI:
     """The app of one ``smartflow serve`` worker, configured from the environment the parent
-    process set (uvicorn starts each worker with an import string)."""
-    settings = dict(p.split("=", 1) for p in os.environ.get(SETTINGS_ENV, "").split(",") if p)
-    limit = float(settings.get("max_time_limit_s", 10.0))
+    process set (uvicorn starts each worker with an import string): the ``SMARTFLOW_*``
+    variables of :class:`smartflow_engine.settings.Settings`."""
+    cfg = current()
+    limit = cfg.max_time_limit_s
     database = None
-    if os.environ.get(DB_URL_ENV):
+    if cfg.db_url:
         from ...store import Store
 
-        database = Store.from_url(os.environ[DB_URL_ENV])
+        database = Store.from_url(cfg.db_url)
     kwargs = {"max_time_limit_s": limit, "num_workers": 1, "store": database}
-    store_url = os.environ.get(SESSION_STORE_ENV) or None
     sessions = None
-    if store_url not in (None, "memory"):
+    if cfg.session_store != "memory":
         sessions = session_backend(
-            store_url, prefix=os.environ.get(SESSION_PREFIX_ENV, "smartflow"), session_kwargs=kwargs
+            cfg.session_store, prefix=cfg.session_prefix, session_kwargs=kwargs
         )
     return create_app(
         None,
         sessions=sessions,
         database=database,
         max_time_limit_s=limit,
-        solver_processes=int(settings.get("solver_processes", 1)),
+        solver_processes=cfg.solver_processes,
     )
 
 
@@ -193,7 +195,7 @@ def serve(
     import uvicorn
 
     if tokens is None:
-        tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
+        tokens = parse_tokens(current().api_tokens)
     if not tokens:
         token = secrets.token_urlsafe(24)
         tokens = {token: "local"}
@@ -208,9 +210,8 @@ def serve(
     os.environ[TOKENS_ENV] = ",".join(f"{t}:{u}" for t, u in tokens.items())
     os.environ[SESSION_STORE_ENV] = session_store or "memory"
     os.environ[SESSION_PREFIX_ENV] = session_prefix
-    os.environ[SETTINGS_ENV] = (
-        f"max_time_limit_s={max_time_limit_s},solver_processes={solver_processes}"
-    )
+    os.environ[MAX_TIME_LIMIT_ENV] = str(max_time_limit_s)
+    os.environ[SOLVER_PROCESSES_ENV] = str(solver_processes)
     if access_log:  # our JSON line per request (uvicorn's own access log stays off)
         os.environ[ACCESS_LOG_ENV] = "1"
     if db_url:
