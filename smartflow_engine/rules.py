@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 Level = Literal["strict", "normal", "relaxed"]
 LEVELS: tuple[str, ...] = ("strict", "normal", "relaxed")
 Entity = Literal["day", "subject", "overall"]
+Severity = Literal["critical", "warning", "info"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Cond:
 
 @dataclass(frozen=True)
 class Band:
-    severity: Literal["critical", "warning", "info"]
+    severity: Severity
     conds: tuple[Cond, ...]
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .grid import Grid
 
 Status = Literal["existing", "suggested", "pending"]
+TaskSource = Literal["event", "task_item"]  # ScheduleEvent (a course) or TaskClassItem (study)
 STATUSES: tuple[str, ...] = ("existing", "suggested", "pending")
 
 MAX_DAYS = 1000
@@ -89,7 +90,7 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     state_id: int = Field(ge=1, le=MAX_TASK_ID)
-    source: str = "task_item"
+    source: TaskSource = "task_item"
     source_id: int = 0
     name: str
     category: str = ""

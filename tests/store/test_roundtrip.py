@@ -11,6 +11,7 @@ from sqlalchemy import select
 from store_helpers import OTHER_USER, USER, cell_view, load_window, reload, table_rows
 
 from smartflow_engine import ScheduleState
+from smartflow_engine.state import StateError
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.store import Store, StoreError
 from smartflow_engine.store import models as m
@@ -145,10 +146,6 @@ def _item_without_class(d: dict[str, Any]) -> None:
     d["tasks"][2].pop("category_id")
 
 
-def _unknown_source(d: dict[str, Any]) -> None:
-    d["tasks"][0]["source"] = "calendar"
-
-
 def _duplicate_source(d: dict[str, Any]) -> None:
     d["tasks"][1]["source_id"] = d["tasks"][0]["source_id"]
 
@@ -166,7 +163,6 @@ def _descending_mapping(d: dict[str, Any]) -> None:
     [
         (_no_mapping, "day_mapping"),  # days cannot be turned into (week, day_of_week)
         (_item_without_class, "category_id"),  # a task item belongs to a task class
-        (_unknown_source, "source"),  # neither event nor task_item
         (_duplicate_source, "share source"),  # two tasks, one row
         (_category_differs_from_class, "differs from its task class"),  # item category = class name
         (_descending_mapping, "does not come after"),  # dates must go forward
@@ -179,6 +175,17 @@ def test_seed_refuses_states_the_tables_cannot_hold(store: Store, mutate: Any, m
     with pytest.raises(StoreError, match=message):
         store.seed_from_state(USER, _state(mutate))
     assert table_rows(store) == before
+
+
+def test_a_state_with_an_unknown_source_does_not_load():
+    """Tests that a task whose source is neither event nor task_item (the only two the tables
+    hold) is refused when the state loads, with a line naming the task's field."""
+    data = load_window("spec_tools_window").to_dict()
+    data["tasks"][0]["source"] = "calendar"
+    with pytest.raises(
+        StateError, match=r"tasks\.0\.source: Input should be 'event' or 'task_item'"
+    ):
+        ScheduleState.from_json(data)
 
 
 MAPPING = [
