@@ -40,7 +40,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from io import TextIOWrapper
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import mcp_types
@@ -73,6 +73,9 @@ from .schemas import (
 )
 from .session import CallResult, Session
 from .spec import Mode, ToolSpec
+
+if TYPE_CHECKING:
+    from ..store.protocol import ScheduleStore
 
 SERVER_NAME = "smartflow-engine"
 log = logging.getLogger(__name__)
@@ -401,7 +404,7 @@ def run_stdio(
     enabled_tools: tuple[str, ...] = (),
     max_time_limit_s: float = 10.0,
     num_workers: int = 1,
-    database: Any = None,
+    database: ScheduleStore | None = None,
     db_user_id: int | None = None,
     window: tuple[tuple[int, int], tuple[int, int]] | None = None,
     auto_confirm: bool = False,

@@ -12,11 +12,14 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..state import ScheduleState
 from . import pipeline, registry
 from .spec import Mode, ToolContext, ToolSpec, refused
+
+if TYPE_CHECKING:
+    from ..store.protocol import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,7 @@ class Toolbox:
         self_check: bool | None = None,
         max_time_limit_s: float = 10.0,
         num_workers: int = 1,
-        store: Any = None,
+        store: ScheduleStore | None = None,
         user_id: int | None = None,
         enabled_tools: Iterable[str] = (),
         loop: bool = False,

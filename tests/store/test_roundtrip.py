@@ -3,6 +3,7 @@ each user sees only their rows, and bad input is refused with nothing written.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,20 @@ def test_store_satisfies_the_protocol_the_tools_use(store: Store):
     from smartflow_engine.store import ScheduleStore
 
     assert isinstance(store, ScheduleStore)
+
+
+def test_the_protocol_names_every_store_method_the_adapter_calls():
+    """Tests (by grep) that every method the tools adapter calls on its store or database is a
+    member of ScheduleStore, so the Protocol types every use (and a fake store for the tools
+    needs only these)."""
+    from smartflow_engine.store import ScheduleStore
+
+    root = Path(__file__).resolve().parents[2] / "smartflow_engine" / "tools_adapter"
+    called = set()
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        called |= set(re.findall(r"\b(?:store|database)\.([a-z_]+)\(", text))
+    assert called, "the grep found no call: the pattern is broken"
+    members = {name for name in dir(ScheduleStore) if not name.startswith("_")}
+    assert called <= members, sorted(called - members)
+    assert {"load_window", "commit", "preview_commit", "upsert_task_class"} <= called

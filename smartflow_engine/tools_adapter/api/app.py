@@ -7,7 +7,7 @@ import secrets
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -23,6 +23,9 @@ from .middleware import BodyLimit
 from .request_log import ACCESS_LOG_ENV
 from .solver_pool import SolverPool
 
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
+
 TOKENS_ENV = "SMARTFLOW_API_TOKENS"  # "token1:user1,token2:user2"
 DEFAULT_MAX_BODY_BYTES = 2_000_000
 
@@ -31,7 +34,7 @@ def create_app(
     tokens: Mapping[str, str] | None = None,
     *,
     sessions: SessionBackend | None = None,
-    database: Any = None,
+    database: ScheduleStore | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_time_limit_s: float = 10.0,
     num_workers: int = 1,
