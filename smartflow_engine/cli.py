@@ -345,55 +345,55 @@ def warm_up() -> None:
 @app.command()
 def serve(
     host: Annotated[
-        str | None, typer.Option(help="Bind address [env SMARTFLOW_HOST; default 127.0.0.1].")
+        str | None, typer.Option(help="Bind address (env SMARTFLOW_HOST; default 127.0.0.1).")
     ] = None,
     port: Annotated[
-        int | None, typer.Option(help="TCP port [env SMARTFLOW_PORT; default 8000].")
+        int | None, typer.Option(help="TCP port (env SMARTFLOW_PORT; default 8000).")
     ] = None,
     max_time_limit: Annotated[
         float | None,
         typer.Option(
             help="Cap on any solver time limit a client asks for, seconds "
-            "[env SMARTFLOW_MAX_TIME_LIMIT_S; default 10]."
+            "(env SMARTFLOW_MAX_TIME_LIMIT_S; default 10)."
         ),
     ] = None,
     workers: Annotated[
         int | None,
         typer.Option(
             help="Server worker processes (>1 needs a shared --session-store) "
-            "[env SMARTFLOW_WORKERS; default 1]."
+            "(env SMARTFLOW_WORKERS; default 1)."
         ),
     ] = None,
     session_store: Annotated[
         str | None,
         typer.Option(
             help="Where sessions live: memory, or redis://host:port/db (shared by workers, "
-            "survives restarts) [env SMARTFLOW_SESSION_STORE; default memory]."
+            "survives restarts) (env SMARTFLOW_SESSION_STORE; default memory)."
         ),
     ] = None,
     session_prefix: Annotated[
         str | None,
-        typer.Option(help="Redis key prefix [env SMARTFLOW_SESSION_PREFIX; default smartflow]."),
+        typer.Option(help="Redis key prefix (env SMARTFLOW_SESSION_PREFIX; default smartflow)."),
     ] = None,
     db: Annotated[
         str | None,
         typer.Option(
             help="Database URL: sessions can be opened on its windows and commit to it "
-            "[env SMARTFLOW_DB_URL]."
+            "(env SMARTFLOW_DB_URL)."
         ),
     ] = None,
     solver_processes: Annotated[
         int | None,
         typer.Option(
             help="Worker processes for solving tool calls (0: in the request thread) "
-            "[env SMARTFLOW_SOLVER_PROCESSES; default 1]."
+            "(env SMARTFLOW_SOLVER_PROCESSES; default 1)."
         ),
     ] = None,
     access_log: Annotated[
         bool | None,
         typer.Option(
             "--access-log/--no-access-log",
-            help="One JSON line per request on stderr [env SMARTFLOW_ACCESS_LOG; default off].",
+            help="One JSON line per request on stderr (env SMARTFLOW_ACCESS_LOG; default off).",
         ),
     ] = None,
 ) -> None:

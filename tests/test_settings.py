@@ -160,3 +160,24 @@ def test_the_docs_table_is_the_models() -> None:
     assert markdown_table() in text, "regenerate: python -m smartflow_engine.settings"
     for name in Settings.env_names().values():
         assert f"| `{name}` |" in text
+
+
+def test_serve_help_names_the_variable_of_every_option() -> None:
+    """Tests that `smartflow serve -h` names the SMARTFLOW_* variable behind each option."""
+    out = CliRunner().invoke(
+        cli.app, ["serve", "-h"], env={"COLUMNS": "300", "TERMINAL_WIDTH": "300"}
+    )
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    for field in (
+        "host",
+        "port",
+        "workers",
+        "max_time_limit_s",
+        "solver_processes",
+        "session_store",
+        "session_prefix",
+        "db_url",
+        "access_log",
+    ):
+        assert Settings.env_name(field) in text, field

@@ -40,9 +40,7 @@ import numpy as np
 
 from ..state import runs
 from ._cpsat import (
-    DETERMINISTIC_SHARE,
     MIN_TIME_LIMIT_S,
-    MIN_WORK_S,
     OutOfTime,
     SolveStatus,
     check_deadline,
@@ -51,6 +49,7 @@ from ._cpsat import (
     status_of,
 )
 from .baselines import PACK_ORDERS, best_fit_decreasing
+from .budget import DETERMINISTIC_SHARE, MIN_WORK_S
 from .patterns import MAX_PATTERNS, KindSpec, count_patterns, run_patterns
 from .problem import Bin, Group, Placement, Problem
 from .relaxation import MatrixSink, is_solution, solve_relaxation

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from ..state import ScheduleState
-from ._cpsat import MIN_WORK_S
+from .budget import MIN_WORK_S
 from .counting import all_fit, max_placeable, min_extra_days
 from .problem import Placement, Problem, Rule, build_problem
 

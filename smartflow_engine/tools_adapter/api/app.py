@@ -115,7 +115,6 @@ def create_app(
         redoc_url=None,
     )
     app.state.ctx = ctx
-    app.state.store = sessions  # the name older callers read
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     install_handlers(app)
     for module in (routes_meta, routes_stateless, routes_sessions):
