@@ -181,3 +181,29 @@ def test_serve_help_names_the_variable_of_every_option() -> None:
         "access_log",
     ):
         assert Settings.env_name(field) in text, field
+
+
+def test_workers_read_the_flags_over_the_inherited_variables(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """Tests that what `serve` hands its workers (through the environment) is the resolved
+    value: `--no-access-log` and `--max-time-limit 3` win over the SMARTFLOW_ACCESS_LOG=1 and
+    SMARTFLOW_MAX_TIME_LIMIT_S=9 the workers inherit, and a worker's app is built with them."""
+    import uvicorn
+
+    from smartflow_engine.tools_adapter.api import app as app_module
+
+    clean_env.setattr(uvicorn, "run", lambda *a, **kw: None)
+    # serve() writes these into os.environ for its workers: set them here first, so that the
+    # fixture's undo takes every one of them out again after the test
+    for name in Settings.env_names().values():
+        clean_env.setenv(name, "")
+    clean_env.setenv("SMARTFLOW_ACCESS_LOG", "1")
+    clean_env.setenv("SMARTFLOW_MAX_TIME_LIMIT_S", "9")
+    clean_env.setenv("SMARTFLOW_API_TOKENS", "t:u")
+    app_module.serve(access_log=False, max_time_limit_s=3.0, solver_processes=0)
+    seen = current()
+    assert (seen.access_log, seen.max_time_limit_s, seen.solver_processes) == (False, 3.0, 0)
+    worker_app = app_module.app_from_env()
+    assert worker_app.state.ctx.max_time_limit_s == 3.0
+    assert worker_app.state.ctx.tokens == {"t": "u"}

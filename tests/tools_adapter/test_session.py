@@ -17,8 +17,8 @@ from smartflow_engine.tools_adapter.session import (
     Session,
     SessionError,
     SessionLimitError,
-    SessionStore,
 )
+from smartflow_engine.tools_adapter.session_store import SessionStore
 from smartflow_engine.tools_adapter.spec import Mode, ToolContext, ToolSpec
 
 

@@ -214,8 +214,9 @@ def serve(
     os.environ[SESSION_PREFIX_ENV] = session_prefix
     os.environ[MAX_TIME_LIMIT_ENV] = str(max_time_limit_s)
     os.environ[SOLVER_PROCESSES_ENV] = str(solver_processes)
-    if access_log:  # our JSON line per request (uvicorn's own access log stays off)
-        os.environ[ACCESS_LOG_ENV] = "1"
+    # Our JSON line per request (uvicorn's own access log stays off); "0" too, so that a
+    # --no-access-log wins over a SMARTFLOW_ACCESS_LOG=1 the workers would inherit.
+    os.environ[ACCESS_LOG_ENV] = "1" if access_log else "0"
     if db_url:
         os.environ[DB_URL_ENV] = db_url
     else:
