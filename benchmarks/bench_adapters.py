@@ -3,7 +3,7 @@
 For the same calls on the same seeded windows: ``Toolbox.call`` (the baseline), ``Session.call``
 (validation + lock + confirm gate), the HTTP API in process (ASGI, no socket), the HTTP API over a
 real loopback socket (uvicorn + a keep-alive httpx client), MCP through the SDK's in-memory client,
-and MCP over stdio to a ``python -m smartflow_engine.tools_adapter.mcp_server`` subprocess.
+and MCP over stdio to a ``python -m smartflow_engine.tools_adapter.mcp.server`` subprocess.
 Goal: under 2 ms added per HTTP tool call on loopback. Then the services section
 (:mod:`.bench_services`): session load/save in Redis vs memory, requests/s with 1 vs 2 server
 workers, and ``/health`` latency while proposals run.
@@ -33,9 +33,9 @@ from rich.progress import Progress
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.state.synthetic import synthetic_window
-from smartflow_engine.tools_adapter.http_api import create_app
-from smartflow_engine.tools_adapter.mcp_server import build_server
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.api import create_app
+from smartflow_engine.tools_adapter.mcp.server import build_server
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 SIZES = (13, 30, 120)
 GOAL_HTTP_MS = 2.0
@@ -211,7 +211,7 @@ def _mcp_stdio(
         path.write_text(state.to_json(), encoding="utf-8")
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "smartflow_engine.tools_adapter.mcp_server", "--state", str(path)],
+            args=["-m", "smartflow_engine.tools_adapter.mcp.server", "--state", str(path)],
         )
 
         async def go() -> dict[str, float]:

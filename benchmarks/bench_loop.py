@@ -92,11 +92,11 @@ def disturbed_window(
 
 
 # ---------------------------------------------------------------------------------- agent
-def run_agent(state: ScheduleState) -> AgentRun:
+def run_agent(state: ScheduleState, mode: str = "first_full", frozen_days: int = 0) -> AgentRun:
     """The tools-only agent (one implementation with the eval kit's ``scripted`` policy)."""
     run = AgentRun()
     started = time.perf_counter()
-    s = Session(state, mode="first_full", max_time_limit_s=2.0)
+    s = Session(state, mode=mode, max_time_limit_s=2.0, frozen_days=frozen_days)
     health_loop(s, run, max_rounds=MAX_ROUNDS)
     assert s.state is not None
     finish_run(s, s.state, run)
@@ -205,6 +205,59 @@ def run_no_health(seeds: range, num_days: int = 13) -> str:
     )
 
 
+def tasks_moved(before: ScheduleState, after: ScheduleState) -> int:
+    """Tasks placed in ``before`` that ``after`` has elsewhere (the disruption figure)."""
+    placed = {t.state_id: (t.slots, t.embed_host) for t in before.tasks if t.is_placed}
+    return sum(
+        1
+        for t in after.tasks
+        if t.state_id in placed and placed[t.state_id] != (t.slots, t.embed_host)
+    )
+
+
+def run_frozen(seeds: range, num_days: int = 13, frozen: int = 2) -> str:
+    """local_adjust with days 1..``frozen`` frozen beside the unfrozen run (issue 28): closes,
+    rounds, whether a frozen day's task ever moved, and the disruption (median tasks moved) of
+    the agent beside a keep_placed repair (``apply_proposal`` with ``keep_placed``)."""
+    from smartflow_engine.state.freeze import frozen_blocks
+
+    out: dict[int, dict[str, list[int]]] = {0: {}, frozen: {}}
+    touched = 0
+    for seed in seeds:
+        base = disturbed_window(seed, num_days, 2.0)
+        for k in (0, frozen):
+            state = ScheduleState.from_json(base.to_dict())
+            run = run_agent(state, mode="local_adjust", frozen_days=k)
+            row = out[k]
+            row.setdefault("closed", []).append(int(run.closed))
+            if run.closed:
+                row.setdefault("rounds", []).append(run.rounds)
+            row.setdefault("agent_moved", []).append(tasks_moved(base, state))
+            if k and frozen_blocks(state, k) != frozen_blocks(base, k):
+                touched += 1
+            repair = Session(ScheduleState.from_json(base.to_dict()), frozen_days=k)
+            repair.invoke("apply_proposal", {"keep_placed": True, "time_limit_s": 2.0})
+            assert repair.state is not None
+            row.setdefault("repair_moved", []).append(tasks_moved(base, repair.state))
+            print(f"  frozen {k} seed {seed}: {run.close_reason} r{run.rounds}", file=sys.stderr)
+    lines = [
+        f"Frozen days ({num_days}-day windows, seeds {seeds.start}-{seeds.stop - 1}, local_adjust; "
+        "moved = placed tasks the run left elsewhere):",
+        "",
+        "| frozen days | closed | rounds to close (median / p90) | frozen-day tasks moved | "
+        "agent moved (median) | keep_placed repair moved (median) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for k, row in out.items():
+        lines.append(
+            f"| {f'1-{k}' if k else 'none'} | {sum(row['closed'])}/{len(row['closed'])} | "
+            f"{_q(row.get('rounds', []), 0.5)} / {_q(row.get('rounds', []), 0.9)} | "
+            f"{touched if k else '–'} | {_q(row['agent_moved'], 0.5)} | "
+            f"{_q(row['repair_moved'], 0.5)} |"
+        )
+    return "\n".join(lines)
+
+
 def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.0f}%" if b else "–"
 
@@ -279,6 +332,8 @@ def run(quick: bool = False) -> str:
         + run_negotiation(range(4) if quick else range(12))
         + "\n\n"
         + run_no_health(range(2) if quick else range(6))
+        + "\n\n"
+        + run_frozen(range(2) if quick else range(6))
     )
 
 

@@ -36,9 +36,9 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from smartflow_engine.state.synthetic import synthetic_window
+from smartflow_engine.tools_adapter.api import create_app
 from smartflow_engine.tools_adapter.api.page_html import render_page
 from smartflow_engine.tools_adapter.api.page_view import session_view
-from smartflow_engine.tools_adapter.http_api import create_app
 
 TOKEN = "bench-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from smartflow_engine.state.synthetic import synthetic_window
-from smartflow_engine.tools_adapter.session_store import MemorySessionStore, RedisSessionStore
+from smartflow_engine.tools_adapter.sessions.store import MemorySessionStore, RedisSessionStore
 
 REDIS_URL = os.environ.get("SMARTFLOW_REDIS_URL", "redis://127.0.0.1:6379/0")
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ HISTORY = 10  # writes a measured session has behind it (its change log and roun
 def _store_cost(days: int, repeats: int, prefix: str) -> dict[str, float]:
     """Per backend, ms of one request on a session with :data:`HISTORY` writes behind it (each
     sample on a fresh copy, restored untimed, so the session does not grow over the samples)."""
-    from smartflow_engine.tools_adapter.session import Session
+    from smartflow_engine.tools_adapter.sessions.session import Session
 
     state = synthetic_window(1, days, variant="plain")
     moves = []

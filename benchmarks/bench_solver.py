@@ -870,7 +870,7 @@ def apply_section(quick: bool) -> list[str]:
     """Wall clock of a whole ``apply_proposal {}`` tool call in a first_full session (issue 10)."""
     import os
 
-    from smartflow_engine.tools_adapter.session import Session
+    from smartflow_engine.tools_adapter.sessions.session import Session
 
     propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports and kernels warm
     lines = [
@@ -977,7 +977,7 @@ def whole_calls_worker(quick: bool) -> None:
 
     from smartflow_engine.batch import JobConfig, WindowItem, run_window
     from smartflow_engine.solver._kernels import warm_up
-    from smartflow_engine.tools_adapter.session import Session
+    from smartflow_engine.tools_adapter.sessions.session import Session
 
     warm_up()
     cp_model()

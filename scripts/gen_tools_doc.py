@@ -1,15 +1,20 @@
-"""Write docs/tools.md from the tool registry: every tool, its arguments, kind, modes and one
-real reply.
+"""Write docs/tools.md and the descriptions' example replies from the tool registry: every tool,
+its arguments, kind, modes and one real reply.
 
-Usage: ``python scripts/gen_tools_doc.py [--check] [--out docs/tools.md]``. With ``--check`` it
-writes nothing and exits 1 when the file differs from what the code generates now
-(``tests/test_docs.py`` runs the same comparison).
+Usage: ``python scripts/gen_tools_doc.py [--check] [--out docs/tools.md]``. It writes docs/tools.md
+and ``smartflow_engine/data/tool_examples.json`` (the minimal real replies every tool description
+ends with, :mod:`smartflow_engine.tools_adapter.core.replies`); the second file is written first, since
+docs/tools.md quotes the descriptions. With ``--check`` it writes nothing and exits 1 when either
+file differs from what the code generates now (``tests/test_docs.py`` and
+``tests/tools_adapter/test_reply_examples.py`` run the same comparisons).
 
 Every tool in ``registry.TOOLS`` gets a section, whoever added it: its metadata and argument table
 come from the registry row and the published (MCP) input schema, and its reply is what
 ``Toolbox.call`` answers on the bundled sample window, seeded into an in-memory SQLite store as
 ``smartflow demo`` does. The example arguments come from :data:`EXAMPLES`; a tool without an entry
-is called with ``{}`` and its section says so (add an entry to show a successful call).
+is called with ``{}`` and its section says so (add an entry to show a successful call). A tool
+whose real reply needs a window the sample is not (``resolve_negotiation`` answers only after an
+infeasible health check) runs on a tiny built-in window instead (:data:`WINDOWS`).
 Replies carry no wall-clock figures, so the file is the same on every machine; solver examples
 use small scopes that are proven within a fraction of their time limit.
 """
@@ -103,7 +108,7 @@ EXAMPLES: dict[str, tuple[list[Call], dict[str, Any]]] = {
     ),
     "commit": ([("place", {"task_id": 11, "day": 6, "slot_start": 1})], {}),
     "reload": ([("place", {"task_id": 11, "day": 6, "slot_start": 1})], {"discard_changes": True}),
-    "resolve_negotiation": ([], {"choice": "accept_risk"}),
+    "resolve_negotiation": ([("analyze_health", {})], {"choice": "accept_risk"}),
     "upsert_task_class": (
         [],
         {
@@ -114,12 +119,40 @@ EXAMPLES: dict[str, tuple[list[Call], dict[str, Any]]] = {
                 "total_slots": 12,
                 "strategy": "steady",
                 "excluded_slots": [11, 12],
+                "tolerance_preference": "normal",
             },
             "items": [{"content": "背单词", "duration": 2}, {"content": "真题阅读", "duration": 3}],
             "source": "chat",
         },
     ),
 }
+
+# One day of 12 periods, all held by a locked course, and a pending task of 2: proven infeasible.
+TINY_INFEASIBLE: dict[str, Any] = {
+    "window": {"total_days": 1, "slots_per_day": 12},
+    "tasks": [
+        {
+            "state_id": 1,
+            "source": "event",
+            "name": "全天实验课",
+            "category": "课程",
+            "status": "existing",
+            "locked": True,
+            "slots": [{"day": 1, "slot_start": 1, "slot_end": 12}],
+        },
+        {
+            "state_id": 2,
+            "source": "task_item",
+            "name": "复习线代",
+            "category": "复习",
+            "status": "pending",
+            "duration": 2,
+        },
+    ],
+}
+
+# tool name -> the window its example runs on, instead of the sample window
+WINDOWS: dict[str, dict[str, Any]] = {"resolve_negotiation": TINY_INFEASIBLE}
 
 
 def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
@@ -181,37 +214,83 @@ def _arguments(schema: dict[str, Any]) -> list[str]:
     return rows
 
 
-def _fresh_toolbox() -> Any:
-    """The sample window seeded into an in-memory SQLite store and loaded back (as the demo)."""
+def _fresh_toolbox(window: dict[str, Any] | None = None) -> Any:
+    """The sample window seeded into an in-memory SQLite store and loaded back (as the demo), or
+    ``window`` (a §3.1 JSON object) without a store."""
     from smartflow_engine import ScheduleState, Toolbox
     from smartflow_engine.cli import sample_window_path
     from smartflow_engine.store import Store
+    from smartflow_engine.tools_adapter.core import registry
 
+    # every tool is shown, the hidden one included; replies as inside a session (the loop's
+    # rounds, evidence lines and round log)
+    every = [spec.name for spec in registry.TOOLS]
+    if window is not None:
+        state = ScheduleState.model_validate(window)
+        return Toolbox(state, self_check=True, loop=True, enabled_tools=every)
     sample = ScheduleState.from_json(sample_window_path())
     store = Store.from_url("sqlite://")
     store.seed_from_state(USER, sample)
     state = store.load_window(USER, sample.window.day_mapping)
-    # every tool is shown, the hidden one included; replies as inside a session (the loop's
-    # rounds, evidence lines and round log)
-    from smartflow_engine.tools_adapter import registry
-
     return Toolbox(
-        state,
-        store=store,
-        user_id=USER,
-        self_check=True,
-        loop=True,
-        enabled_tools=[spec.name for spec in registry.TOOLS],
+        state, store=store, user_id=USER, self_check=True, loop=True, enabled_tools=every
     )
 
 
-def _reply(name: str, output: str) -> tuple[str, dict[str, Any], bool, str]:
+def real_reply(name: str) -> str:
+    """What the engine answers to the example call of ``name`` (after its setup calls), on a
+    fresh window. A confirm tool's reply as the user sees it after confirming."""
     setup, args = EXAMPLES.get(name, ([], {}))
-    tb = _fresh_toolbox()
+    tb = _fresh_toolbox(WINDOWS.get(name))
     for tool, targs in setup:
         tb.call(tool, targs)
-    # A confirm tool's reply as the user sees it after confirming (the preview is the same call).
-    reply = tb.call(name, args, confirm=True)
+    reply: str = tb.call(name, args, confirm=True)
+    return reply
+
+
+def real_replies() -> dict[str, str]:
+    """Every registered tool's real reply, by name."""
+    from smartflow_engine.solver._jit import kernels_ready
+    from smartflow_engine.tools_adapter.core.registry import TOOLS
+
+    kernels_ready("wait")  # the same proposal as every later call: compiled kernels from the start
+    return {spec.name: real_reply(spec.name) for spec in TOOLS}
+
+
+def examples(replies: dict[str, str]) -> dict[str, str]:
+    """The minimal example every description ends with, cut from the real replies."""
+    from smartflow_engine.tools_adapter.core.registry import REGISTRY
+    from smartflow_engine.tools_adapter.core.replies import minimal_example
+
+    return {name: minimal_example(r, REGISTRY[name].output) for name, r in replies.items()}
+
+
+def examples_text(replies: dict[str, str]) -> str:
+    """The examples file for ``replies``. Where a committed example differs from the fresh one
+    only in wall-clock figures, the committed one is kept (no churn)."""
+    from smartflow_engine.tools_adapter.core.registry import REGISTRY
+    from smartflow_engine.tools_adapter.core.replies import dump_examples, same_example
+
+    fresh = examples(replies)
+    committed = _committed_examples()
+    for name, text in fresh.items():
+        old = committed.get(name)
+        if old is not None and same_example(old, text, REGISTRY[name].output):
+            fresh[name] = old
+    return dump_examples(fresh)
+
+
+def _committed_examples() -> dict[str, str]:
+    from smartflow_engine.tools_adapter.core.replies import EXAMPLES_PATH
+
+    if not EXAMPLES_PATH.exists():
+        return {}
+    data: dict[str, str] = json.loads(EXAMPLES_PATH.read_text(encoding="utf-8"))
+    return data
+
+
+def _shown(name: str, output: str, reply: str) -> tuple[str, dict[str, Any], bool, str]:
+    setup, args = EXAMPLES.get(name, ([], {}))
     if output == "json":
         with contextlib.suppress(json.JSONDecodeError):
             reply = json.dumps(json.loads(reply), ensure_ascii=False, indent=2)
@@ -222,14 +301,16 @@ def _reply(name: str, output: str) -> tuple[str, dict[str, Any], bool, str]:
     return "\n".join(lines), args, name in EXAMPLES, setup_text
 
 
-def generate() -> str:
-    """The text of docs/tools.md for the registry as it is now."""
-    from smartflow_engine.solver._jit import kernels_ready
-    from smartflow_engine.tools_adapter.registry import TOOLS
-    from smartflow_engine.tools_adapter.schemas import tool_description, tool_schemas
-    from smartflow_engine.tools_adapter.spec import Mode
+def generate(replies: dict[str, str] | None = None) -> str:
+    """The text of docs/tools.md for the registry as it is now (``replies``: the real replies,
+    when already computed)."""
+    from smartflow_engine.tools_adapter.core.registry import TOOLS
+    from smartflow_engine.tools_adapter.core.replies import reply_tail
+    from smartflow_engine.tools_adapter.core.schemas import CONFIRM_NOTE, tool_schemas
+    from smartflow_engine.tools_adapter.core.spec import Mode
 
-    kernels_ready("wait")  # the same proposal as every later call: compiled kernels from the start
+    if replies is None:
+        replies = real_replies()
     every = [spec.name for spec in TOOLS]  # the hidden one too
     schemas = {s["name"]: s["inputSchema"] for s in tool_schemas("mcp", include=every)}
     all_modes = [m.value for m in Mode]
@@ -262,8 +343,11 @@ def generate() -> str:
         "",
         "Each example reply below is what the engine answered when this file was generated: the "
         "bundled sample window (`smartflow_engine/data/sample_window.json`, 14 days, 12 pending "
-        "tasks), seeded into an in-memory SQLite store and loaded back, a fresh copy per tool. "
-        "Text replies are Chinese, in the layouts of the SmartFlow tool-layer design; JSON "
+        "tasks), seeded into an in-memory SQLite store and loaded back, a fresh copy per tool "
+        "(`resolve_negotiation`: a one-day window with no free period, which is infeasible). "
+        "Every tool description ends with the tool's return type and this reply cut down "
+        "(`smartflow_engine/tools_adapter/core/replies.py` states how); `outputSchema` on MCP is "
+        "each JSON tool's own. Text replies are Chinese, in the layouts of the SmartFlow tool-layer design; JSON "
         "replies follow the envelope of the P1 analysis plan. `tests/test_docs.py` regenerates "
         "this file and fails when it differs.",
         "",
@@ -275,7 +359,7 @@ def generate() -> str:
             f"| [`{spec.name}`](#{spec.name}) | {kind(spec)} | {spec.output} | {modes(spec)} |"
         )
     for spec in TOOLS:
-        reply, args, has_example, setup = _reply(spec.name, spec.output)
+        reply, args, has_example, setup = _shown(spec.name, spec.output, replies[spec.name])
         needs = "yes" if spec.needs_state else "no"
         out += [
             "",
@@ -284,7 +368,14 @@ def generate() -> str:
             f"Kind: **{kind(spec)}** · reply: {spec.output} · modes: {modes(spec)} · needs a "
             f"loaded window: {needs}",
             "",
-            f"> {tool_description(spec)}",
+            f"> {spec.description}{CONFIRM_NOTE if spec.needs_confirm else ''}",
+            "",
+            "The description ends with its return type and a minimal real example (what the "
+            "model reads; cut from the reply below):",
+            "",
+            "```text",
+            reply_tail(spec).strip("\n"),
+            "```",
             "",
             *_arguments(schemas.get(spec.name, {})),
             "",
@@ -309,19 +400,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     opts = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    text = generate()
+    from smartflow_engine.tools_adapter.core.replies import EXAMPLES_PATH, load_examples
+
+    replies = real_replies()
+    examples_now = examples_text(replies)
     if opts.check:
-        current = opts.out.read_text(encoding="utf-8") if opts.out.exists() else ""
-        if current != text:
-            print(
-                f"{opts.out} is out of date: run python scripts/gen_tools_doc.py", file=sys.stderr
-            )
-            return 1
-        return 0
+        stale = []
+        if _read(EXAMPLES_PATH) != examples_now:
+            stale.append(EXAMPLES_PATH)
+        if _read(opts.out) != generate(replies):
+            stale.append(opts.out)
+        for path in stale:
+            print(f"{path} is out of date: run python scripts/gen_tools_doc.py", file=sys.stderr)
+        return 1 if stale else 0
+    EXAMPLES_PATH.write_text(examples_now, encoding="utf-8")
+    load_examples.cache_clear()  # the descriptions docs/tools.md quotes end with the new examples
+    print(f"wrote {EXAMPLES_PATH}")
     opts.out.parent.mkdir(parents=True, exist_ok=True)
-    opts.out.write_text(text, encoding="utf-8")
+    opts.out.write_text(generate(replies), encoding="utf-8")
     print(f"wrote {opts.out}")
     return 0
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from .state import ScheduleState, StateError
 from .tools_adapter import Toolbox
-from .tools_adapter.toolbox import ToolReply
+from .tools_adapter.core.toolbox import ToolReply
 
 app = typer.Typer(
     add_completion=False,
@@ -424,7 +424,7 @@ def serve(
         require("serve", "redis")
     if cfg.db_url is not None:  # each worker opens it again; a bad URL is one line here
         open_store("serve", cfg.db_url).dispose()
-    from .tools_adapter.http_api import serve as serve_http
+    from .tools_adapter.api import serve as serve_http
 
     try:
         serve_http(
@@ -489,7 +489,7 @@ def mcp(
     elicitation request showing the change summary; no tool lets the model confirm.
     """
     require("mcp", "mcp")
-    from .tools_adapter.mcp_server import run_stdio
+    from .tools_adapter.mcp.server import run_stdio
 
     try:
         database = window = None
@@ -697,6 +697,14 @@ def batch(
             "check alone)."
         ),
     ] = True,
+    frozen_days: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Freeze days 1..N of every window: nothing placed there moves, nothing new "
+            "lands there (0: none).",
+        ),
+    ] = 0,
 ) -> None:
     """A cohort of windows at once: feasibility, proposals and health as one table."""
     # The writer first: a missing pyarrow must not surface after every window was computed.
@@ -773,6 +781,7 @@ def batch(
                 progress=progress,
                 work_limit_s=work_limit,
                 negotiation=negotiation,
+                frozen_days=frozen_days,
             )
     except (SourceError, EngineError, ValueError) as exc:
         raise fail(str(exc)) from None
@@ -861,7 +870,7 @@ def demo(
     """
     require("demo", "db")
     from .store import Store
-    from .tools_adapter.session import Session
+    from .tools_adapter.sessions.session import Session
 
     sample = _load(sample_window_path())
     workdir.mkdir(parents=True, exist_ok=True)

@@ -244,7 +244,7 @@ def test_tools_doc_is_what_the_code_generates():
 def test_tools_doc_covers_every_registered_tool_with_its_metadata():
     """Tests that docs/tools.md has a section per registered tool with its kind, modes and
     arguments, and a reply for each."""
-    from smartflow_engine.tools_adapter.registry import TOOLS
+    from smartflow_engine.tools_adapter.core.registry import TOOLS
 
     text = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
     sections = re.split(r"^## ", text, flags=re.M)[1:]
@@ -264,7 +264,7 @@ def test_generator_picks_up_a_tool_added_to_the_registry(monkeypatch: pytest.Mon
     real reply) without any change to the generator."""
     from dataclasses import replace
 
-    from smartflow_engine.tools_adapter import registry
+    from smartflow_engine.tools_adapter.core import registry
 
     base = registry.REGISTRY["get_task_info"]
     extra = replace(base, name="lookup_task_copy", description="按 id 查看任务（测试用）。")

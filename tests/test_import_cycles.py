@@ -5,7 +5,7 @@ circle is still one); an import under ``if TYPE_CHECKING:`` does not (it never r
 circles this removed: ``state.grid``/``state.model`` (the grid now sits below the model),
 ``solver.pricing``/``solver._kernels`` (the cell states moved to ``solver._cells``),
 ``store.timeouts``/``store._psycopg_deadline`` (the watchdog moved to ``store.watchdog``) and
-``tools_adapter.session``/``tools_adapter.session_store`` (the lazy ``session.SessionStore``
+``tools_adapter.sessions.session``/``sessions.store`` (the lazy ``session.SessionStore``
 re-export is gone). Type-only back references (a lower module naming an upper one's class in
 an annotation) remain allowed.
 """
@@ -136,3 +136,22 @@ def test_a_local_import_counts_and_a_type_checking_one_does_not(tmp_path: Path) 
     )
     known = {"pkg", "pkg.typed", "pkg.local", "pkg.m"}
     assert _runtime_imports("pkg.m", path, known) == {"pkg.local"}
+
+
+def test_every_import_of_ours_names_a_module_that_exists() -> None:
+    """Tests that each ``from .x import y`` / ``from smartflow_engine.x import y`` (also under
+    TYPE_CHECKING) names a module of the package: mypy, told to ignore missing imports, would
+    otherwise type a name from a mistyped relative path as ``Any`` without a word."""
+    modules = _modules()
+    known = set(modules)
+    broken = []
+    for module, path in sorted(modules.items()):
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 0 and not (node.module or "").startswith("smartflow_engine"):
+                continue
+            if not _targets(module, node, is_pkg, known):
+                broken.append(f"{module}: {ast.unparse(node)}")
+    assert broken == []

@@ -60,9 +60,9 @@ def test_serve_command_resolves_flag_over_environment_over_default(
     """Tests the order through `smartflow serve` itself: what reaches the server is the flag
     where one is given, else the variable, else the default."""
     seen: dict[str, Any] = {}
-    from smartflow_engine.tools_adapter import http_api
+    from smartflow_engine.tools_adapter import api
 
-    clean_env.setattr(http_api, "serve", lambda **kw: seen.update(kw))
+    clean_env.setattr(api, "serve", lambda **kw: seen.update(kw))
     clean_env.setenv("SMARTFLOW_PORT", "8123")
     clean_env.setenv("SMARTFLOW_MAX_TIME_LIMIT_S", "4")
     clean_env.setenv("SMARTFLOW_ACCESS_LOG", "true")

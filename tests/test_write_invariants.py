@@ -36,7 +36,7 @@ from smartflow_engine.state.strategies import (
 )
 from smartflow_engine.store import Store
 from smartflow_engine.tools_adapter import Session
-from smartflow_engine.tools_adapter.http_api import create_app
+from smartflow_engine.tools_adapter.api import create_app
 
 DATA = Path(__file__).parent / "data"
 USER = 7

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..rules import RULES, r4
 from ..state import ScheduleState
+from ..state.freeze import frozen_count, frozen_view
 from .common import (
     action,
     candidate_scope,
@@ -237,9 +238,12 @@ def run_health(
     *,
     actionable: bool = True,
     deadline: float | None = None,
+    floor_scope: Sequence[int] | None = None,
 ) -> AnalysisResult:
     """The health envelope; ``deadline`` (``time.perf_counter()``) bounds the floor and the
-    fixable search (a floor past it is left unproven, a search past it says so)."""
+    fixable search (a floor past it is left unproven, a search past it says so);
+    ``floor_scope``: the placed tasks the floor may move (default: every movable one; frozen
+    days leave their tasks out)."""
     frame = Frame.build(state)
     everything = np.arange(state.num_days)
     parts: dict[str, AnalysisResult] = {}
@@ -264,7 +268,7 @@ def run_health(
 
     floor_cut = False
     try:
-        floor = health_floor(state, level, report, dimensions, deadline=deadline)
+        floor = health_floor(state, level, report, dimensions, scope=floor_scope, deadline=deadline)
     except OutOfTime:  # no time left for it: an unproven floor (never guessed)
         floor, floor_cut = HealthFloor(proven=False), True
     for issue in issues:
@@ -350,6 +354,7 @@ def analyze_health(
     check_feasibility: bool = True,
     time_limit_s: float = 2.0,
     num_workers: int = 1,
+    frozen_days: int = 0,
 ) -> AnalysisResult:
     """The whole-window check-up (p1 §4.7): feasibility, then the chosen dimensions, merged.
 
@@ -368,6 +373,13 @@ def analyze_health(
         The call's time limit, covering the feasibility step (and the negotiation figures when
         infeasible), the floor and the fixable search together (the call ends within about
         0.5 s of it); a search it cuts says so (``fixable: false`` with ``fixable_cut``).
+    frozen_days
+        Days ``1..frozen_days`` are frozen (issue 28): the feasibility check and the negotiation
+        figures run on :func:`~smartflow_engine.state.freeze.frozen_view` (nothing placed there
+        moves, nothing new lands there) and the floor keeps their tasks fixed; the metrics and
+        issues are the window's own. ``feasibility`` then also holds ``frozen_days`` and
+        ``gap_only_from_freeze`` (true when the frozen window is proven infeasible and the
+        unfrozen one proven feasible, false when both are infeasible, null otherwise).
 
     Notes
     -----
@@ -390,6 +402,18 @@ def analyze_health(
             "invalid_args", f"参数 time_limit_s 应在 (0, 60] 内，收到 {time_limit_s!r}。"
         )
     deadline = started + float(time_limit_s)
+    if isinstance(frozen_days, bool) or not isinstance(frozen_days, int) or frozen_days < 0:
+        raise ParamError(
+            "invalid_args", f"参数 frozen_days 应为不小于 0 的整数，收到 {frozen_days!r}。"
+        )
+    frozen = frozen_count(state, frozen_days)
+    fixed = frozen_view(state, frozen) if frozen else state
+    floor_scope = (
+        [t.state_id for t in state.tasks if not any(b.day <= frozen for b in t.slots)]
+        if frozen
+        else None
+    )
+    unfrozen_feasible: bool | None = None
     if check_bool("check_feasibility", check_feasibility):
         from ..solver import check_feasibility as solve
         from ..solver import negotiation_figures
@@ -397,17 +421,40 @@ def analyze_health(
         # The suggested tasks count as movable (include_suggested): after a proposal has placed
         # them, the gap and the negotiation figures keep the meaning they had before.
         report = solve(
-            state,
+            fixed,
             time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
             num_workers=num_workers,
             include_suggested=True,
         )
+        if report.is_feasible is False and frozen:  # is the gap the freeze's own?
+            unfrozen_feasible = solve(
+                state,
+                time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
+                num_workers=num_workers,
+                include_suggested=True,
+            ).is_feasible
         if report.is_feasible is False:
             figures = negotiation_figures(
-                state,
+                fixed,
                 report,
                 time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
                 num_workers=num_workers,
                 include_suggested=True,
             )
-    return run_health(state, valid, ignored, detail, level, report, figures, deadline=deadline)
+    result = run_health(
+        state,
+        valid,
+        ignored,
+        detail,
+        level,
+        report,
+        figures,
+        deadline=deadline,
+        floor_scope=floor_scope,
+    )
+    if frozen and result.feasibility is not None:
+        gap_only = None
+        if report is not None and report.is_feasible is False and unfrozen_feasible is not None:
+            gap_only = unfrozen_feasible
+        result.feasibility.update(frozen_days=frozen, gap_only_from_freeze=gap_only)
+    return result

@@ -22,6 +22,12 @@ Each job holds the batch's ``time_limit_s`` as its whole wall clock (issue 24 it
   defensively (``reason``, ``best_achievable`` and ``floor`` exist only on engines that compute
   them).
 
+Frozen days (issue 28, ``frozen_days``): days ``1..k`` of every window are frozen. The
+feasibility check, its figures and the proposal run on
+:func:`~smartflow_engine.state.freeze.frozen_view` (nothing placed there moves, nothing new lands
+there), and ``analyze_health`` gets the same setting (its feasibility and floor honour it; its
+metrics are the window's own). A window shorter than ``k`` days is frozen whole.
+
 Every failure of one window (malformed JSON, an invalid state, a solver error, the window's
 wall-clock timeout) is caught here and becomes the row's ``error``; figures computed before the
 failure are kept. Nothing here raises for a bad window.
@@ -164,6 +170,15 @@ class JobConfig:
     keep_placements: bool = False  # return the proposal's placements (for --commit)
     work_limit_s: float | None = None  # proposals' work budget; None: WORK_SHARE x time_limit_s
     negotiation: bool = True  # the feasibility job also computes the negotiation figures
+    frozen_days: int = 0  # days 1..frozen_days of every window are frozen (issue 28)
+
+    def solver_view(self, state: Any) -> Any:
+        """The state the solver jobs see: ``state`` itself, or its frozen view."""
+        if not self.frozen_days:
+            return state
+        from ..state.freeze import frozen_count, frozen_view
+
+        return frozen_view(state, frozen_count(state, self.frozen_days))
 
     def proposal_work_s(self) -> float:
         """The proposals' deterministic work budget (estimated seconds of the calibration
@@ -291,6 +306,7 @@ def _feasibility(state: Any, config: JobConfig, row: dict[str, Any]) -> None:
 
     clock = Deadline.start(config.time_limit_s)
     t0 = clock.started
+    state = config.solver_view(state)
     report = check_feasibility(state, time_limit_s=clock.left(), num_workers=1, explain=False)
     row.update(
         is_feasible=report.is_feasible,
@@ -323,7 +339,7 @@ def _proposal(state: Any, config: JobConfig, row: dict[str, Any]) -> list[tuple[
 
     t0 = time.perf_counter()
     proposal = propose_placement(
-        state,
+        config.solver_view(state),  # its placements are the real tasks' (the view adds blockers)
         time_limit_s=config.proposal_wall_s(),
         seed=config.seed,
         num_workers=1,
@@ -378,7 +394,12 @@ def _health(
             raise RuntimeError(f"the proposal does not apply: {applied.refusal}")
         row["health_of"] = "proposal"
     # analyze_health's limit (its feasibility check) is what applying the placements left.
-    result = analyze_health(target, time_limit_s=min(max(clock.left(), 0.001), 60.0), num_workers=1)
+    result = analyze_health(
+        target,
+        time_limit_s=min(max(clock.left(), 0.001), 60.0),
+        num_workers=1,
+        frozen_days=config.frozen_days,
+    )
     if not result.success:
         raise RuntimeError(f"analyze_health: {result.error_code}: {result.error}")
     close = result.metrics.get("close_signal") or {}

@@ -73,6 +73,7 @@ def run_batch(
     work_limit_s: float | None = None,
     seed: int = 0,
     negotiation: bool = True,
+    frozen_days: int = 0,
     engine: str = "local",
     workers: int | None = None,
     commit: bool = False,
@@ -108,6 +109,10 @@ def run_batch(
         Whether the feasibility job also computes the negotiation figures (extra days, lifting
         flags, slots to cut) of the infeasible windows. Their exact solves cost several times
         the check's own proof; without them those columns are null and only the check runs.
+    frozen_days
+        Days ``1..frozen_days`` of every window are frozen (issue 28): the feasibility check,
+        its figures and the proposal leave them as they are (nothing placed there moves,
+        nothing new lands there) and the health job's feasibility and floor honour them.
     engine
         ``local`` (process pool, default), ``ray`` (Ray tasks) or ``loop`` (this process).
     workers
@@ -148,6 +153,8 @@ def run_batch(
     import pandas as pd
 
     job_tuple = _check_args(jobs, time_limit_s, engine, workers, commit, work_limit_s)
+    if isinstance(frozen_days, bool) or not isinstance(frozen_days, int) or frozen_days < 0:
+        raise ValueError(f"frozen_days must be a whole number >= 0, got {frozen_days!r}")
     src: WindowSource = open_source(source)
     target_store = (
         store if store is not None else (src.store if isinstance(src, StoreSource) else None)
@@ -165,6 +172,7 @@ def run_batch(
         keep_placements=commit,
         work_limit_s=None if work_limit_s is None else float(work_limit_s),
         negotiation=bool(negotiation),
+        frozen_days=frozen_days,
     )
 
     if progress is not None:
@@ -220,6 +228,7 @@ def run_batch(
         "driver_cpu_s": max(0.0, driver_cpu),
         "jobs": list(job_tuple),
         "negotiation": bool(negotiation),
+        "frozen_days": frozen_days,
         "time_limit_s": float(time_limit_s),
         "seed": int(seed),
         "proposal_work_limit_s": config.proposal_work_s() if "proposal" in job_tuple else None,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..tools_adapter import Session
-from ..tools_adapter.pipeline import CallResult
-from ..tools_adapter.registry import is_write_tool
+from ..tools_adapter.core.pipeline import CallResult
+from ..tools_adapter.core.registry import is_write_tool
 from .goals import CallRecord, Outcome, grade
 from .tasks import KINDS, EvalTask
 

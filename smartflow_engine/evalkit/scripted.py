@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ..analyzers.destinations import health_result
 from ..state import ScheduleState
-from ..tools_adapter.pipeline import CallResult
+from ..tools_adapter.core.pipeline import CallResult
 
 MAX_ROUNDS = 60
 

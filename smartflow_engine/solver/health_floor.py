@@ -660,16 +660,32 @@ def _least_concentration(sub: _Subject, capacity: np.ndarray, num_days: int) -> 
     hi = lo + np.where(sub.reach, capacity, 0).astype(float)
     if hi.sum() < total - _EPS:
         return None  # the population is empty: nothing to bound
-    a, b = float(lo.min()), float(hi.max())
-    for _ in range(60):  # bisection on the water level
-        mid = (a + b) / 2
-        if np.clip(mid, lo, hi).sum() < total:
-            a = mid
-        else:
-            b = mid
-    x = np.clip(b, lo, hi)
+    x = np.clip(_water_level(lo, hi, float(total)), lo, hi)
     hhi = float(((x / total) ** 2).sum())
     return max(0.0, min(1.0, (hhi - 1.0 / n) / (1.0 - 1.0 / n)) - 1e-7)
+
+
+def _water_level(lo: np.ndarray, hi: np.ndarray, total: float) -> float:
+    """The level ``L`` with ``sum(clip(L, lo, hi)) == total`` (``lo <= hi``, ``sum(lo) <= total
+    <= sum(hi)``), exactly: ``f(L) = sum(clip(L, lo, hi))`` is piecewise linear and
+    non-decreasing with its breaks at the bounds, each evaluated in O(log n) from sorted bounds
+    and prefix sums, and ``L`` interpolated on the segment that holds ``total``."""
+    los, his = np.sort(lo), np.sort(hi)
+    cum_lo = np.concatenate(([0.0], np.cumsum(los)))
+    cum_hi = np.concatenate(([0.0], np.cumsum(his)))
+    breaks = np.unique(np.concatenate((lo, hi)))
+    below = np.searchsorted(his, breaks, side="left")  # hi < L: those give hi
+    inside = np.searchsorted(los, breaks, side="left")  # lo < L: with hi >= L, those give L
+    f = cum_hi[below] + (cum_lo[-1] - cum_lo[inside]) + breaks * (inside - below)
+    k = int(np.searchsorted(f, total - _EPS, side="left"))
+    if k == 0:
+        return float(breaks[0])
+    if k >= len(breaks):
+        return float(breaks[-1])
+    a, b, fa, fb = breaks[k - 1], breaks[k], f[k - 1], f[k]
+    if fb - fa <= _EPS:
+        return float(b)
+    return float(a + (b - a) * (total - fa) / (fb - fa))
 
 
 def _least_max_gap(

@@ -78,6 +78,7 @@ from .health_search import (
     search_health,
     unplaced_critical,
 )
+from .least_change import moved_tasks, send_back
 from .local_search import improve
 from .neighbourhood import neighbourhood_search
 from .objective import TERM_NAMES, Proof, evaluate, resolve_weights
@@ -132,6 +133,10 @@ class Proposal:
     # the same seed then need not give the same proposal. False: every stage stopped on its
     # deterministic work budget, so the proposal is the one this seed always gives.
     wall_limited: bool = False
+    # Issue 28: scope tasks placed now that the proposal puts elsewhere (the key's disruption
+    # level, after health and before the soft terms, see .least_change) and its weight.
+    moved: int = 0
+    disruption_weight: float = 1.0
 
 
 # ---------------------------------------------------------------------------------- entry point
@@ -145,6 +150,7 @@ def propose_placement(
     allow_late: bool = False,
     threshold: str = "normal",
     work_limit_s: float | None = None,
+    disruption_weight: float = 1.0,
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
 
@@ -169,6 +175,11 @@ def propose_placement(
         (default ``WORK_SHARE * time_limit_s``). It alone decides where the search stops, so a
         seed gives the same proposal on any machine that finishes it within ``time_limit_s``;
         ``Proposal.wall_limited`` says when the wall clock cut it instead.
+    disruption_weight
+        The key's disruption level (issue 28, :mod:`.least_change`): with a positive weight,
+        among placements of equal periods and health, fewer moved suggested tasks win before
+        the soft terms are compared; ``0`` leaves the soft terms alone to decide. The level is
+        lexicographic, so every positive weight orders proposals the same way.
 
     Returns
     -------
@@ -186,6 +197,8 @@ def propose_placement(
     t0 = time.perf_counter()
     report("max periods", t0)
     w = resolve_weights(weights)
+    if not (math.isfinite(disruption_weight) and disruption_weight >= 0):
+        raise ValueError(f"disruption_weight must be finite and >= 0, got {disruption_weight}")
     problem = build_problem(
         state, include_suggested=include_suggested, by_subject=True, allow_late=allow_late
     )
@@ -381,6 +394,14 @@ def propose_placement(
             stop,
             num_workers,
         )
+    if run_close and disruption_weight > 0 and moved_tasks(problem.current, placements):
+        placements, change, cut = send_back(
+            state, problem, placements, level=threshold, deadline=stop
+        )
+        if health is not None:
+            health = (health[0] + change[0], health[1] + change[1])
+        objective = evaluate(problem, placements, w)
+        wall_limited = wall_limited or cut
     wall_limited = wall_limited or start_only or time.perf_counter() >= stop - 0.01
     report("done", t0, objective["weighted_total"], bound)
     name: ProposalStatus
@@ -412,6 +433,8 @@ def propose_placement(
         floor=close_floor,
         wall_limited=wall_limited,
         start_only=start_only,
+        moved=moved_tasks(problem.current, placements),
+        disruption_weight=float(disruption_weight),
     )
 
 

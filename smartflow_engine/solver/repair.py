@@ -93,6 +93,7 @@ def repair_placement(
         seed=seed,
         iterations=result.evaluations,
         local_moves=result.moved,
+        moved=result.moved,
         critical=result.counts.critical,
         warning=result.counts.warning,
         threshold=threshold,

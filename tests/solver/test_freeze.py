@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,8 @@ import smartflow_engine
 from smartflow_engine import ScheduleState
 from smartflow_engine.state.freeze import frozen_view, thaw
 from smartflow_engine.state.strategies import windows, write_calls
-from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.session import Session, SessionError
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.sessions.session import Session, SessionError
 
 SAMPLE = Path(smartflow_engine.__file__).parent / "data" / "sample_window.json"
 SOLVER_CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -125,7 +126,7 @@ def test_frozen_days_travel_over_http_and_in_the_snapshot():
     snapshot and restore."""
     from fastapi.testclient import TestClient
 
-    from smartflow_engine.tools_adapter.http_api import create_app
+    from smartflow_engine.tools_adapter.api import create_app
 
     client = TestClient(create_app({"tok": "alice"}))
     auth = {"Authorization": "Bearer tok"}
@@ -176,3 +177,89 @@ def test_a_gap_that_only_the_freeze_makes_says_so():
     assert frozen.splitlines()[-1] == (
         "冻结说明：不冻结时可行，缺口只因第1-13天已冻结（可减少冻结的天数，或按协商方案处理）。"
     )
+
+
+def _study_window(num_days: int, tasks: list[dict[str, Any]]) -> ScheduleState:
+    rows = [
+        {
+            "state_id": i,
+            "name": f"任务{i}",
+            "source": "task_item",
+            "category": "复习",
+            "status": "suggested",
+            **t,
+        }
+        for i, t in enumerate(tasks, start=1)
+    ]
+    return ScheduleState.from_json(
+        {"window": {"total_days": num_days, "slots_per_day": 12}, "tasks": rows}
+    )
+
+
+def test_analyze_health_fixes_a_frozen_days_tasks_for_its_floor():
+    """Tests that analyze_health's floor keeps a frozen day's tasks where they are: a full day of
+    movable study tasks has floor critical 0 unfrozen (they can spread out) and a floor with
+    that day's critical load once it is frozen, so the request closes as best_achievable; the
+    issues themselves are the window's own either way."""
+    day = [{"slots": [{"day": 1, "slot_start": s, "slot_end": s + 3}]} for s in (1, 5, 9)]
+    state = _study_window(4, day)
+    free = json.loads(Session(state.copy_state()).call("analyze_health", {}))
+    frozen = json.loads(Session(state.copy_state(), frozen_days=1).call("analyze_health", {}))
+    assert free["metrics"]["close_signal"]["floor"]["critical"] == 0
+    floor = frozen["metrics"]["close_signal"]["floor"]
+    assert floor["proven"] and floor["critical"] >= 1
+    assert frozen["metrics"]["close_signal"]["close_reason"] == "best_achievable"
+    assert [i["issue_id"] for i in free["issues"]] == [i["issue_id"] for i in frozen["issues"]]
+    assert frozen["feasibility"]["frozen_days"] == 1
+    assert "frozen_days" not in free["feasibility"]
+
+
+def test_analyze_health_feasibility_says_when_the_gap_is_the_freezes():
+    """Tests that analyze_health's feasibility runs on the frozen window (a task that only fits
+    on a frozen day makes it infeasible) and says gap_only_from_freeze=true there; false when the
+    window is infeasible anyway; null when feasible."""
+    state = _study_window(
+        2,
+        [
+            {"slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
+            {"status": "pending", "duration": 12},
+        ],
+    )
+    for k, feasible, only in ((1, True, None), (2, False, True)):
+        env = json.loads(Session(state.copy_state(), frozen_days=k).call("analyze_health", {}))
+        feas = env["feasibility"]
+        assert (feas["is_feasible"], feas["gap_only_from_freeze"]) == (feasible, only), feas
+    both = _study_window(
+        1,
+        [
+            {"slots": [{"day": 1, "slot_start": 1, "slot_end": 12}], "locked": True},
+            {"status": "pending", "duration": 2},
+        ],
+    )
+    env = json.loads(Session(both, frozen_days=1).call("analyze_health", {}))
+    assert env["feasibility"]["is_feasible"] is False
+    assert env["feasibility"]["gap_only_from_freeze"] is False
+
+
+def test_the_batch_leaves_frozen_days_alone():
+    """Tests that a batch with frozen_days proposes nothing on days 1..k (every placement is
+    later), checks feasibility on the frozen window, and records the setting; bad values are
+    refused."""
+    from smartflow_engine.batch import run_batch
+    from smartflow_engine.batch.jobs import JobConfig, run_window
+    from smartflow_engine.batch.sources import ListSource
+
+    sample = ScheduleState.from_json(SAMPLE)
+    items = list(ListSource([sample.to_json()]))
+    config = JobConfig(time_limit_s=5.0, work_limit_s=0.2, keep_placements=True, frozen_days=3)
+    result = run_window(items[0], config)
+    assert result.row["error"] is None, result.row
+    assert result.placements and all(day > 3 for _, day, _ in result.placements)
+    assert result.row["health_of"] == "proposal"
+    frozen = run_window(items[0], JobConfig(jobs=("feasibility",), frozen_days=13))
+    assert frozen.row["is_feasible"] is False  # the sample window frozen to day 13 (see above)
+    df = run_batch([sample], jobs=("feasibility",), engine="loop", frozen_days=13)
+    assert df.attrs["batch"]["frozen_days"] == 13 and df["is_feasible"].tolist() == [False]
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError):
+            run_batch([sample], engine="loop", frozen_days=bad)  # type: ignore[arg-type]

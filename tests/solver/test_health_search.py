@@ -789,7 +789,7 @@ def test_forced_subject_floors_read_in_student_terms() -> None:
     """Tests that the binding entries of the forced gap and concentration floors get a Chinese
     sentence with their figures (not the raw data)."""
     from smartflow_engine.solver.health_floor import health_floor
-    from smartflow_engine.tools_adapter.close_text import binding_text
+    from smartflow_engine.tools_adapter.tools.close_text import binding_text
 
     classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 7, "excluded_slots": []}]
     tasks = [_study(1, 1, 1, 10, status="existing", locked=True)]
@@ -813,7 +813,7 @@ def test_fragmentation_forced_by_locked_courses_is_tight() -> None:
     """Tests that locked courses at periods 2 and 4 of a 5-period day leave three isolated free
     periods; one one-period task fills one, so every schedule keeps a fragmentation rate of 1.0
     (critical), which the floor proves with its figures."""
-    from smartflow_engine.tools_adapter.close_text import binding_text
+    from smartflow_engine.tools_adapter.tools.close_text import binding_text
 
     tasks = [
         _course(1, 2, 2),

@@ -317,7 +317,7 @@ def test_proposal_tools_count_the_whole_call(
     """Tests that a proposal tool gives the solver the wall time its call has left (less the
     reply's reserve) but the deterministic work of the asked limit, so the limit holds for the
     whole call and a seed gives the same proposal in both tools and in a direct call."""
-    import smartflow_engine.tools_adapter.solver_tools as solver_tools
+    import smartflow_engine.tools_adapter.tools.solver as solver_tools
     from smartflow_engine.solver.budget import WORK_SHARE
 
     seen: dict[str, Any] = {}

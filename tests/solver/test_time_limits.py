@@ -230,7 +230,7 @@ def huge_window() -> ScheduleState:
 
 
 def _session(state: ScheduleState) -> Any:
-    from smartflow_engine.tools_adapter.session import Session
+    from smartflow_engine.tools_adapter.sessions.session import Session
 
     # no self-check: it re-validates the whole state after the call, outside any tool's limit
     return Session(
@@ -298,7 +298,7 @@ def test_reoptimising_tools_say_when_the_limit_cut_them(
 def test_check_and_negotiation_share_one_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests that check_feasibility's negotiation figures get the time the check left of the
     call's limit (each had the whole limit, so the call could take twice it)."""
-    from smartflow_engine.tools_adapter import solver_tools
+    from smartflow_engine.tools_adapter.tools import solver as solver_tools
 
     seen: list[float] = []
     real_check, real_figures = solver_tools.check_feasibility, solver_tools.negotiation_figures
@@ -325,7 +325,7 @@ def test_apply_reply_is_bounded(issue_window: ScheduleState) -> None:
     """Tests that apply_proposal on the 1000-day window lists the first changes and touched days
     and says how many it left out (it rendered all 3,000 changes and every touched day: 1-2 s
     and 230 KB)."""
-    from smartflow_engine.tools_adapter.solver_tools import MAX_CHANGE_LINES, MAX_OCCUPANCY_DAYS
+    from smartflow_engine.tools_adapter.tools.solver import MAX_CHANGE_LINES, MAX_OCCUPANCY_DAYS
 
     tb = Toolbox(issue_window.copy_state())
     reply, wall = timed(lambda: tb.call("apply_proposal", {"time_limit_s": 1.0}))

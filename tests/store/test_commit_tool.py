@@ -16,7 +16,7 @@ from smartflow_engine import Toolbox
 from smartflow_engine.store import Store, window_days
 from smartflow_engine.store import models as m
 from smartflow_engine.store.days import StoreError
-from smartflow_engine.tools_adapter.session import CallResult, Session
+from smartflow_engine.tools_adapter.sessions.session import CallResult, Session
 
 MOVE_HOST = {"task_id": 6, "new_day": 6, "new_slot_start": 7, "from_day": 3}
 EMBED = {"task_id": 15, "day": 3, "slot_start": 3}
@@ -361,7 +361,7 @@ def test_a_declined_commit_over_mcp_writes_nothing(sample_store: Store):
     import anyio
     from mcp import Client
 
-    from smartflow_engine.tools_adapter.mcp_server import build_server
+    from smartflow_engine.tools_adapter.mcp.server import build_server
 
     a, b = _open(sample_store), _open(sample_store)
     a.call("move", MOVE_HOST)
@@ -391,7 +391,7 @@ def test_upsert_task_class_over_mcp_asks_the_user(sample_store: Store):
     import anyio
     from mcp import Client
 
-    from smartflow_engine.tools_adapter.mcp_server import build_server
+    from smartflow_engine.tools_adapter.mcp.server import build_server
 
     args = {
         "task_class": {

@@ -14,7 +14,7 @@ from store_helpers import OTHER_USER, USER, table_rows
 from smartflow_engine import Toolbox
 from smartflow_engine.store import ISSUE_CODES, Store
 from smartflow_engine.store import models as m
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 REPLY_KEYS = {
     "tool",
@@ -428,7 +428,7 @@ def test_works_beside_a_loaded_window(store: Store):
 def test_error_reply_has_the_tools_shape():
     """Tests that the tool's error reply (for refusals decided before the handler runs) has the
     same keys as its other replies."""
-    from smartflow_engine.tools_adapter.store_tools import error_reply
+    from smartflow_engine.tools_adapter.tools.store import error_reply
 
     out = json.loads(error_reply("invalid_args", "参数错误"))
     assert set(out) == REPLY_KEYS

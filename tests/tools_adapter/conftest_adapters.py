@@ -13,10 +13,10 @@ from typing import Any
 from pydantic import Field
 
 from smartflow_engine import ScheduleState
-from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.args import Args
-from smartflow_engine.tools_adapter.schemas import input_schema
-from smartflow_engine.tools_adapter.spec import ALL_MODES, Mode, ToolContext, ToolSpec
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.core.args import Args
+from smartflow_engine.tools_adapter.core.schemas import input_schema
+from smartflow_engine.tools_adapter.core.spec import ALL_MODES, Mode, ToolContext, ToolSpec
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE_WINDOW = "spec_tools_window"

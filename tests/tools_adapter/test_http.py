@@ -15,12 +15,12 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
 from smartflow_engine import Toolbox
-from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.http_api import create_app, parse_tokens, serve
-from smartflow_engine.tools_adapter.prompts import prompt_rules
-from smartflow_engine.tools_adapter.schemas import tool_schemas
-from smartflow_engine.tools_adapter.session_store import MemorySessionStore
-from smartflow_engine.tools_adapter.spec import Mode
+from smartflow_engine.tools_adapter.api import create_app, parse_tokens, serve
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.core.schemas import tool_schemas
+from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.sessions.prompts import prompt_rules
+from smartflow_engine.tools_adapter.sessions.store import MemorySessionStore
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 ALICE = {"Authorization": "Bearer tok-alice"}
@@ -547,8 +547,8 @@ def test_a_concurrent_write_from_another_worker_is_a_409(redis_prefix):
     to retry, the other worker's change is kept, and a retry then succeeds."""
     from pydantic import BaseModel
 
-    from smartflow_engine.tools_adapter.session_store import RedisSessionStore
-    from smartflow_engine.tools_adapter.spec import ToolContext, ToolSpec
+    from smartflow_engine.tools_adapter.core.spec import ToolContext, ToolSpec
+    from smartflow_engine.tools_adapter.sessions.store import RedisSessionStore
 
     prefix = f"{redis_prefix}:http409"
     holder: dict[str, str] = {}
@@ -589,7 +589,7 @@ def test_read_requests_write_no_session_back(redis_prefix):
     """Tests that over HTTP with the Redis store, GETs of a session leave its stored version
     unchanged (no write back), while each tool call bumps it once: a read tool's call is a round
     of the request (issue 27), so only the loop's count is written back."""
-    from smartflow_engine.tools_adapter.session_store import RedisSessionStore
+    from smartflow_engine.tools_adapter.sessions.store import RedisSessionStore
 
     store = RedisSessionStore(REDIS_URL, prefix=f"{redis_prefix}:readonly")
     client = TestClient(create_app(TOKENS, sessions=store))

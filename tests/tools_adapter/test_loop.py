@@ -11,9 +11,10 @@ import pytest
 from conftest_adapters import load_window
 
 from smartflow_engine import ScheduleState, Toolbox
-from smartflow_engine.tools_adapter import Session, registry
-from smartflow_engine.tools_adapter.loop import LoopState
-from smartflow_engine.tools_adapter.spec import Mode
+from smartflow_engine.tools_adapter import Session
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.sessions.loop_state import LoopState
 
 
 def make_state(
@@ -657,7 +658,7 @@ def test_hidden_tool_stays_hidden_on_http():
     while a session that enabled it by name may call it."""
     from fastapi.testclient import TestClient
 
-    from smartflow_engine.tools_adapter.http_api import create_app
+    from smartflow_engine.tools_adapter.api import create_app
 
     client = TestClient(create_app({"tok": "alice"}))
     auth = {"Authorization": "Bearer tok"}

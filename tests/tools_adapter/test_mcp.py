@@ -14,12 +14,12 @@ from conftest_adapters import DATA, EXAMPLE_WINDOW, load_window, note_tool, spec
 from mcp import Client, StdioServerParameters
 
 from smartflow_engine import Toolbox
-from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.mcp_server import build_server
-from smartflow_engine.tools_adapter.prompts import prompt_rules
-from smartflow_engine.tools_adapter.schemas import tool_schemas
-from smartflow_engine.tools_adapter.session import Session
-from smartflow_engine.tools_adapter.spec import Mode
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.core.schemas import tool_schemas
+from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.mcp.server import build_server
+from smartflow_engine.tools_adapter.sessions.prompts import prompt_rules
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 MOVE = {"task_id": 6, "new_day": 5, "new_slot_start": 3}
 
@@ -245,14 +245,14 @@ def test_save_path_gets_the_state_after_each_change(tmp_path: Path):
 
 
 def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
-    """Tests a real `python -m smartflow_engine.tools_adapter.mcp_server --state FILE` process
+    """Tests a real `python -m smartflow_engine.tools_adapter.mcp.server --state FILE` process
     driven by the SDK's stdio client: tools listed for the mode, calls answered, state saved."""
     out = tmp_path / "saved.json"
     params = StdioServerParameters(
         command=sys.executable,
         args=[
             "-m",
-            "smartflow_engine.tools_adapter.mcp_server",
+            "smartflow_engine.tools_adapter.mcp.server",
             "--state",
             str(DATA / f"{EXAMPLE_WINDOW}.json"),
             "--mode",
@@ -288,7 +288,7 @@ def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
 )
 def test_stdio_entry_point_reports_bad_input_in_one_line(argv, message, capsys):
     """Tests that the module's main() exits with code 2 and one line on stderr for bad input."""
-    from smartflow_engine.tools_adapter.mcp_server import main
+    from smartflow_engine.tools_adapter.mcp.server import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -300,7 +300,7 @@ def _server_params(*extra: str) -> StdioServerParameters:
         command=sys.executable,
         args=[
             "-m",
-            "smartflow_engine.tools_adapter.mcp_server",
+            "smartflow_engine.tools_adapter.mcp.server",
             "--state",
             str(DATA / f"{EXAMPLE_WINDOW}.json"),
             "--mode",
@@ -419,7 +419,7 @@ def test_stdio_malformed_line_with_an_id_gets_an_error(line, code, request_id):
 def test_parse_error_reply_needs_an_id():
     """Tests that malformed lines without a recoverable id (notifications, garbage) get no reply,
     and valid messages are passed through untouched."""
-    from smartflow_engine.tools_adapter.mcp_server import parse_error_reply
+    from smartflow_engine.tools_adapter.mcp.server import parse_error_reply
 
     assert parse_error_reply('{"jsonrpc": "2.0", "method": 5}') is None  # a notification
     assert parse_error_reply("garbage\n") is None

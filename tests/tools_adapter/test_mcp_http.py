@@ -16,8 +16,8 @@ from live_server import live_server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from smartflow_engine.tools_adapter.http_api import create_app
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.api import create_app
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
 ALICE = {"Authorization": "Bearer tok-alice"}

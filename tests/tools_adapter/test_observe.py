@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from smartflow_engine.tools_adapter.api import app as app_module
-from smartflow_engine.tools_adapter.http_api import create_app, serve
+from smartflow_engine.tools_adapter.api import create_app, serve
 
 ALICE = {"Authorization": "Bearer tok-alice"}
 TOKENS = {"tok-alice": "alice"}

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 from tcp_proxy import TcpProxy
 
-from smartflow_engine.tools_adapter.http_api import create_app
+from smartflow_engine.tools_adapter.api import create_app
 
 TOKENS = {"tok-7": "7"}
 U7 = {"Authorization": "Bearer tok-7"}
@@ -62,7 +62,7 @@ def redis_proxy() -> Iterator[TcpProxy]:
 
 
 def _redis_app(proxy: TcpProxy, prefix: str, query: str = "") -> Any:
-    from smartflow_engine.tools_adapter.session_store import RedisSessionStore
+    from smartflow_engine.tools_adapter.sessions.store import RedisSessionStore
 
     url = REDIS_URL.replace(
         REDIS_URL.split("//", 1)[1].split("/", 1)[0], f"127.0.0.1:{proxy.port}", 1

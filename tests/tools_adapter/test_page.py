@@ -13,9 +13,9 @@ from conftest_adapters import load_window, window_dict
 from fastapi.testclient import TestClient
 
 from smartflow_engine.store import Store
+from smartflow_engine.tools_adapter.api import create_app
 from smartflow_engine.tools_adapter.api import page as page_module
-from smartflow_engine.tools_adapter.http_api import create_app
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-7": "7"}
 ALICE = {"Authorization": "Bearer tok-alice"}

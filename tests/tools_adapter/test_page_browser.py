@@ -16,7 +16,7 @@ from live_server import live_server
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from smartflow_engine.store import Store
-from smartflow_engine.tools_adapter.http_api import create_app
+from smartflow_engine.tools_adapter.api import create_app
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.state.strategies import windows, write_calls
-from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.preview import PREVIEW_LINE
-from smartflow_engine.tools_adapter.schemas import tool_schemas
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.core.preview import PREVIEW_LINE
+from smartflow_engine.tools_adapter.core.schemas import tool_schemas
+from smartflow_engine.tools_adapter.sessions.session import Session
 
 
 def _fingerprint(session: Session) -> str:
@@ -119,7 +119,7 @@ def test_a_preview_over_http_changes_nothing():
     state and change log are unchanged."""
     from fastapi.testclient import TestClient
 
-    from smartflow_engine.tools_adapter.http_api import create_app
+    from smartflow_engine.tools_adapter.api import create_app
 
     client = TestClient(create_app({"tok": "alice"}))
     auth = {"Authorization": "Bearer tok"}
@@ -203,7 +203,7 @@ def test_applying_after_a_preview_takes_the_previewed_plan_not_a_new_search(
     """Tests that the real call after a preview applies the preview's plan without searching
     again (a search cut by the wall clock may end elsewhere on a loaded machine, issue 28): the
     solver runs once for preview + apply, and again once anything changed the state."""
-    from smartflow_engine.tools_adapter import solver_tools
+    from smartflow_engine.tools_adapter.tools import solver as solver_tools
 
     real = getattr(solver_tools, target)
     calls: list[int] = []

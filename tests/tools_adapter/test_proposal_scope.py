@@ -10,8 +10,8 @@ import pytest
 from conftest_adapters import load_window
 
 from smartflow_engine import Toolbox
-from smartflow_engine.tools_adapter import solver_tools
-from smartflow_engine.tools_adapter.session import Session
+from smartflow_engine.tools_adapter.sessions.session import Session
+from smartflow_engine.tools_adapter.tools import solver as solver_tools
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:

@@ -10,7 +10,8 @@ import pytest
 from conftest_adapters import example_args, load_window, window_dict
 
 from smartflow_engine import ScheduleState, Toolbox
-from smartflow_engine.tools_adapter import Session, registry
+from smartflow_engine.tools_adapter import Session
+from smartflow_engine.tools_adapter.core import registry
 
 # Lines the spec's §4 examples print for the same tasks, verbatim.
 SPEC_OVERVIEW_LINES = [

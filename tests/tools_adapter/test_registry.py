@@ -18,13 +18,14 @@ from mcp import Client
 from pydantic import BaseModel
 
 from smartflow_engine import Toolbox
-from smartflow_engine.tools_adapter import registry, solver_tools
-from smartflow_engine.tools_adapter.analysis_tools import ANALYSIS_TOOLS
-from smartflow_engine.tools_adapter.http_api import create_app
-from smartflow_engine.tools_adapter.mcp_server import build_server
-from smartflow_engine.tools_adapter.schemas import input_schema
-from smartflow_engine.tools_adapter.session import Session
-from smartflow_engine.tools_adapter.spec import Mode, ToolSpec
+from smartflow_engine.tools_adapter.api import create_app
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.core.schemas import input_schema
+from smartflow_engine.tools_adapter.core.spec import Mode, ToolSpec
+from smartflow_engine.tools_adapter.mcp.server import build_server
+from smartflow_engine.tools_adapter.sessions.session import Session
+from smartflow_engine.tools_adapter.tools import solver as solver_tools
+from smartflow_engine.tools_adapter.tools.analysis import ANALYSIS_TOOLS
 
 # The tool names and kinds DESIGN.md fixes ("Tools exposed (names exact)").
 DESIGN_READ = {

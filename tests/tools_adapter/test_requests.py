@@ -1,5 +1,5 @@
 """Tests of issue 27: user requests and rounds, and stops that hold on the agent surfaces (the
-Session and HTTP): every tool call is a round of the current request, the call beyond the round
+Session, HTTP and MCP): every tool call is a round of the current request, the call beyond the round
 cap is refused, a closed request refuses writes (reads stay allowed), a new request reopens, and
 the default mode of a new request follows the window."""
 
@@ -14,10 +14,10 @@ from fastapi.testclient import TestClient
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.tools_adapter import Session
-from smartflow_engine.tools_adapter.http_api import create_app
-from smartflow_engine.tools_adapter.loop import ROUND_CAP
-from smartflow_engine.tools_adapter.session import SessionError
-from smartflow_engine.tools_adapter.spec import Mode
+from smartflow_engine.tools_adapter.api import create_app
+from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.sessions.loop_state import ROUND_CAP
+from smartflow_engine.tools_adapter.sessions.session import SessionError
 
 TOKENS = {"tok-alice": "alice"}
 ALICE = {"Authorization": "Bearer tok-alice"}
@@ -133,6 +133,7 @@ def test_a_write_after_each_kind_of_close_is_refused_on_session(kind):
     assert s.request_info() == {
         "request": 2,
         "mode": s.mode.value,
+        "frozen_days": 0,
         "rounds": 0,
         "rounds_left": ROUND_CAP,
         "closed": False,
@@ -175,8 +176,8 @@ def test_the_cap_and_the_close_survive_a_snapshot():
 def test_confirming_a_held_write_after_a_close_is_refused_and_the_token_kept(tmp_path):
     """Tests that the user's confirm of a write held before the close is refused while the
     request is closed (nothing written, the token still pending), and runs in the next request."""
-    from smartflow_engine.tools_adapter import registry
-    from smartflow_engine.tools_adapter.spec import ToolSpec
+    from smartflow_engine.tools_adapter.core import registry
+    from smartflow_engine.tools_adapter.core.spec import ToolSpec
 
     move = next(t for t in registry.TOOLS if t.name == "move")
     gated = ToolSpec(**{**move.__dict__, "needs_confirm": True})
@@ -320,3 +321,143 @@ def test_a_plan_with_tasks_still_to_place_does_not_close_on_the_rules():
     assert "待安排任务剩余：0个" in s.call("apply_proposal", {})  # the write is still taken
     after = json.loads(s.call("analyze_health", {}))["metrics"]["close_signal"]
     assert after["should_close"] is True and after["close_reason"] == "rules_met"
+
+
+# ---------------------------------------------------------------------------------- frozen days
+ONTO_DAY_1 = {"task_id": 4, "new_day": 1, "new_slot_start": 5}
+
+
+def test_a_request_sets_lifts_or_keeps_the_frozen_days():
+    """Tests that begin_request's frozen_days freezes days 1..k for the new request (a write
+    onto day 1 is refused with frozen_day), None keeps the setting, 0 lifts it, and a bad value
+    is a SessionError that changes nothing (request, mode, freeze)."""
+    s = Session(healthy(), mode="local_adjust")
+    assert s.begin_request(frozen_days=2)["frozen_days"] == 2
+    refused = s.invoke("move", ONTO_DAY_1)
+    assert refused.error_code == "frozen_day" and "第1-2天已冻结" in refused.reply
+    assert s.begin_request()["frozen_days"] == 2  # kept
+    assert s.invoke("move", ONTO_DAY_1).error_code == "frozen_day"
+    info = s.request_info()
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(SessionError):
+            s.begin_request("first_full", frozen_days=bad)
+    assert s.request_info() == info and s.mode is Mode.LOCAL_ADJUST
+    assert s.begin_request(frozen_days=0)["frozen_days"] == 0
+    assert s.invoke("move", ONTO_DAY_1).status == "ok"
+
+
+def test_a_repeated_request_key_starts_nothing():
+    """Tests that begin_request with the current request's key is a no-op (a retried start):
+    the calls, the close and the mode stay; a new key starts the next request."""
+    s = close_by("no_progress")
+    first = s.begin_request("local_adjust", key="msg-1")
+    assert first["request"] == 2 and not first["closed"]
+    s.invoke("list_tasks", {})
+    again = s.begin_request("global_reopt", key="msg-1")
+    assert again == {**first, "rounds": 1, "rounds_left": ROUND_CAP - 1}
+    assert s.begin_request(key="msg-2")["request"] == 3
+    for bad in ("", "x" * 65, 7):
+        with pytest.raises(SessionError):
+            s.begin_request(key=bad)  # type: ignore[arg-type]
+    restored = Session.restore(json.loads(json.dumps(s.snapshot())))
+    assert restored.begin_request(key="msg-2")["request"] == 3  # the key is in the snapshot
+
+
+def test_http_request_route_sets_frozen_days_and_takes_a_key(client):
+    """Tests that POST .../requests takes frozen_days (shown in the reply, honoured by the next
+    write, refused with 422 when out of range or not whole) and a key (a repeated POST with the
+    same key starts nothing)."""
+    sid = _session(client, healthy().to_dict(), mode="local_adjust")
+    url = f"/v1/sessions/{sid}/requests"
+    out = client.post(url, headers=ALICE, json={"frozen_days": 2, "key": "m1"}).json()
+    assert out["frozen_days"] == 2 and out["request"] == 2
+    refused = _call(client, sid, "move", ONTO_DAY_1)
+    assert refused["error_code"] == "frozen_day" and not refused["changes"]
+    assert client.post(url, headers=ALICE, json={"key": "m1"}).json()["request"] == 2
+    for bad in ({"frozen_days": -1}, {"frozen_days": 1.5}, {"frozen_days": "2"}, {"key": ""}):
+        assert client.post(url, headers=ALICE, json=bad).status_code == 422, bad
+    assert client.get(f"{url}/current", headers=ALICE).json()["frozen_days"] == 2
+    lifted = client.post(url, headers=ALICE, json={"frozen_days": 0}).json()
+    assert lifted["frozen_days"] == 0 and lifted["request"] == 3
+    assert _call(client, sid, "move", ONTO_DAY_1)["status"] == "ok"
+
+
+# ---------------------------------------------------------------------------------- MCP
+def _mcp(session: Session, steps: Any) -> Any:
+    import anyio
+    from mcp import Client
+
+    from smartflow_engine.tools_adapter.mcp.server import build_server
+
+    async def go() -> Any:
+        async with Client(build_server(session)) as c:
+            return await steps(c)
+
+    return anyio.run(go)
+
+
+def _meta(key: Any, **fields: Any) -> dict[str, Any]:
+    from smartflow_engine.tools_adapter.mcp.server import REQUEST_META
+
+    return {REQUEST_META: {"key": key, **fields}}
+
+
+@pytest.mark.parametrize("kind", ["rules_met", "no_progress", "round_cap"])
+def test_mcp_a_closed_request_refuses_writes_and_a_new_key_reopens(kind):
+    """Tests that over MCP a write after a close is an isError result with the stop's reply,
+    that a call whose _meta carries a new request key starts a new request (the write runs), and
+    that later calls with the same key do not start another one."""
+    s = close_by(kind)
+    args = {"task_id": 3, "new_day": 2, "new_slot_start": 5}  # legal on every closed window
+    before = s.state.to_json()
+
+    async def steps(c: Any) -> Any:
+        refused = await c.call_tool("move", args)
+        unchanged = s.state.to_json() == before
+        opened = await c.call_tool("move", args, meta=_meta("user-2", mode="local_adjust"))
+        info = s.request_info()
+        await c.call_tool("list_tasks", {}, meta=_meta("user-2"))
+        return refused, unchanged, opened, info, s.request_info()
+
+    refused, unchanged, opened, info, later = _mcp(s, steps)
+    stop = "用满" if kind == "round_cap" else "已收口"
+    assert (
+        refused.is_error
+        and stop in refused.content[0].text
+        and "新的请求" in refused.content[0].text
+    )
+    assert unchanged
+    assert not opened.is_error, opened.content[0].text
+    assert s.state.task(3).slots[0].day == 2  # the reopened request took the write
+    assert info["request"] == 2 and info["mode"] == "local_adjust" and info["rounds"] == 1
+    assert later["request"] == 2 and later["rounds"] == 2  # the same key started nothing
+
+
+def test_mcp_request_meta_sets_frozen_days_and_republishes_the_tools():
+    """Tests that a request started through _meta with frozen_days freezes those days (a write
+    onto them is refused), that a request changing the mode republishes the tool list (the new
+    mode's tools), and that a malformed _meta refuses the call (invalid_request) and starts
+    nothing."""
+    from smartflow_engine.tools_adapter.core import registry
+
+    s = Session(healthy(), mode="global_reopt")
+
+    async def steps(c: Any) -> Any:
+        before = [t.name for t in (await c.list_tools()).tools]
+        frozen = await c.call_tool(
+            "move", ONTO_DAY_1, meta=_meta("m1", mode="local_adjust", frozen_days=2)
+        )
+        after = [t.name for t in (await c.list_tools()).tools]
+        bad = [await c.call_tool("list_tasks", {}, meta=_meta(key)) for key in (None, "", "x" * 65)]
+        wrong = await c.call_tool("list_tasks", {}, meta=_meta("m9", mode="everything"))
+        extra = await c.call_tool("list_tasks", {}, meta=_meta("m9", modes="first_full"))
+        return before, frozen, after, [*bad, wrong, extra]
+
+    before, frozen, after, bad = _mcp(s, steps)
+    assert before == registry.tool_names(Mode.GLOBAL_REOPT)
+    assert after == registry.tool_names(Mode.LOCAL_ADJUST)
+    assert frozen.is_error and "第1-2天已冻结" in frozen.content[0].text
+    assert s.request_info()["request"] == 2 and s.frozen_days == 2
+    for result in bad:
+        assert result.is_error and "_meta" in result.content[0].text, result.content[0].text
+    assert s.request_info()["request"] == 2 and s.request_info()["rounds"] == 1

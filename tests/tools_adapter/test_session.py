@@ -10,16 +10,20 @@ import pytest
 from conftest_adapters import load_window, note_tool, only_in, specs_with
 
 from smartflow_engine import Toolbox
-from smartflow_engine.tools_adapter import registry
-from smartflow_engine.tools_adapter.prompts import all_prompt_rules, prompt_part, prompt_rules
-from smartflow_engine.tools_adapter.session import (
+from smartflow_engine.tools_adapter.core import registry
+from smartflow_engine.tools_adapter.core.spec import Mode, ToolContext, ToolSpec
+from smartflow_engine.tools_adapter.sessions.prompts import (
+    all_prompt_rules,
+    prompt_part,
+    prompt_rules,
+)
+from smartflow_engine.tools_adapter.sessions.session import (
     MAX_PENDING,
     Session,
     SessionError,
     SessionLimitError,
 )
-from smartflow_engine.tools_adapter.session_store import SessionStore
-from smartflow_engine.tools_adapter.spec import Mode, ToolContext, ToolSpec
+from smartflow_engine.tools_adapter.sessions.store import SessionStore
 
 
 @pytest.fixture

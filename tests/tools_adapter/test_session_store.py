@@ -25,8 +25,8 @@ from db_servers import REDIS_URL
 
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
-from smartflow_engine.tools_adapter.session import SessionLimitError
-from smartflow_engine.tools_adapter.session_store import (
+from smartflow_engine.tools_adapter.sessions.session import SessionLimitError
+from smartflow_engine.tools_adapter.sessions.store import (
     MemorySessionStore,
     RedisSessionStore,
     SessionConflictError,
@@ -76,7 +76,7 @@ def test_memory_store_idle_time_follows_the_session_evicted_or_not():
     """Tests that the one memory store (``SessionStore`` is the same class) times idle sessions by
     the session's own clock, and keeps that time when it evicts the session: an idle session
     evicted to its snapshot still expires, a recently used one comes back."""
-    from smartflow_engine.tools_adapter.session_store import SessionStore
+    from smartflow_engine.tools_adapter.sessions.store import SessionStore
 
     assert SessionStore is MemorySessionStore
     one = estimate_bytes(MemorySessionStore().create("u", load_window()))

@@ -139,7 +139,7 @@ def test_self_check_catches_a_grid_out_of_step(spec_tools_window: ScheduleState)
 
 def test_internal_error_is_a_reply(monkeypatch, tools: Toolbox):
     """Tests that an unexpected exception in a handler comes back as a reply, not a traceback."""
-    from smartflow_engine.tools_adapter import read_tools
+    from smartflow_engine.tools_adapter.tools import read as read_tools
 
     def boom(*args):
         raise RuntimeError("bug")
@@ -192,8 +192,8 @@ ENGLISH_PRONE = [
 
 def _allowed_words() -> set[str]:
     """Argument names and enumerated values: the only Latin words a reply may quote."""
-    from smartflow_engine.tools_adapter import registry
-    from smartflow_engine.tools_adapter.schemas import input_schema
+    from smartflow_engine.tools_adapter.core import registry
+    from smartflow_engine.tools_adapter.core.schemas import input_schema
 
     words = {"confirm", "True", "None", "nan", "inf", "null", "true", "false"}
 
@@ -262,7 +262,7 @@ def test_refusals_are_flagged_as_errors(tools: Toolbox):
 def test_no_schedule_offers_only_tools_that_work_without_one():
     """Tests that a Toolbox without a schedule lists (and publishes schemas for) only the tools
     that need none."""
-    from smartflow_engine.tools_adapter import registry
+    from smartflow_engine.tools_adapter.core import registry
 
     tb = Toolbox()
     names = tb.tool_names()

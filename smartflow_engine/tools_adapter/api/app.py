@@ -13,9 +13,9 @@ from fastapi import FastAPI
 
 from ... import __version__
 from ...settings import current
-from .. import registry
-from ..session_store import MemorySessionStore, SessionBackend, session_backend
-from ..spec import ToolSpec
+from ..core import registry
+from ..core.spec import ToolSpec
+from ..sessions.store import MemorySessionStore, SessionBackend, session_backend
 from . import observe, routes_meta, routes_sessions, routes_stateless
 from .context import ApiContext, parse_tokens
 from .errors import install_handlers

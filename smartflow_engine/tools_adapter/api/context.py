@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from ..session import Session
-from ..session_store import (
+from ..core.spec import ToolSpec
+from ..sessions.session import Session
+from ..sessions.store import (
     SessionBackend,
     SessionConflictError,
     SessionStoreUnavailable,
 )
-from ..spec import ToolSpec
 from .errors import ApiError
 from .models import SessionId
 from .request_log import note_session

@@ -90,7 +90,7 @@ def _outages() -> list[tuple[type[Exception], str, str]]:
     """The exceptions that mean a service is out (type, error code, what is out): the session
     store's own, any Redis error, and the database errors SQLAlchemy raises for a lost, refused
     or timed-out connection or statement. Drivers of extras that are not installed are left out."""
-    from ..session_store import SessionStoreUnavailable
+    from ..sessions.store import SessionStoreUnavailable
 
     out: list[tuple[type[Exception], str, str]] = [
         (SessionStoreUnavailable, "session_store_unavailable", "the session store")

@@ -8,8 +8,8 @@ from fastapi import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ...state.model import MAX_DAYS, Status
-from ..session import CallResult, Session
-from ..spec import Mode
+from ..core.spec import Mode
+from ..sessions.session import CallResult, Session
 from .request_log import note_result
 
 SessionId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]

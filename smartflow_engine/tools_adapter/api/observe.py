@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from ...settings import current
-from .. import mcp_http
+from ..mcp import http as mcp_http
 from . import docs, metrics, page
 from .context import ApiContext
 from .request_log import RequestObserver, configure_access_log

@@ -27,7 +27,7 @@ from ...analyzers.result import DIMENSIONS
 from ...plot import Block, window_picture
 from ...solver import check_feasibility
 from ...state import ScheduleState
-from ..loop import evidence_line
+from ..sessions.loop_state import evidence_line
 
 PAGE_TIME_LIMIT_S = 1.0  # the page's own health check (feasibility and floor) per render
 _LEVELS = ("strict", "normal", "relaxed")

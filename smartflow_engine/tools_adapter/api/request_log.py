@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from ..session import CallResult, Session
+    from ..sessions.session import CallResult, Session
     from .metrics import Metrics
 
 ACCESS_LOG_ENV = "SMARTFLOW_ACCESS_LOG"  # "1" / "true" / "yes": one JSON line per request

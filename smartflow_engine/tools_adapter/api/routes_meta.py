@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from ... import __version__
-from ..prompts import prompt_rules
-from ..schemas import FORMATS, tool_schemas
-from ..spec import Mode
+from ..core.schemas import FORMATS, tool_schemas
+from ..core.spec import Mode
+from ..sessions.prompts import prompt_rules
 from .context import Ctx, Principal
 from .errors import ERRORS
 from .models import HealthOut, RulesOut, ToolsOut

@@ -7,17 +7,19 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ...state import ScheduleState
-from ..session import CallResult, SessionError, SessionLimitError
-from ..session_store import SessionStoreUnavailable, db_user
-from ..spec import Mode
-from ..store_tools import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
-from ..store_tools import TOOL as UPSERT_TOOL
+from ...state.model import MAX_DAYS
+from ..core.spec import Mode
+from ..sessions.session import CallResult, SessionError, SessionLimitError
+from ..sessions.store import SessionStoreUnavailable, db_user
+from ..tools.store import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
+from ..tools.store import TOOL as UPSERT_TOOL
 from .context import Ctx, Principal, Ref
 from .errors import CONFLICT, DATABASE, ERRORS, LIMIT, NOT_FOUND, UNAVAILABLE, ApiError
 from .models import (
+    WHOLE,
     CallOut,
     ChangeOut,
     ChangesOut,
@@ -164,10 +166,20 @@ def set_mode(ctx: Ctx, ref: Ref, body: ModeBody) -> SessionOut:
 
 class RequestBody(BaseModel):
     """A new user request; without ``mode`` the window decides (all study tasks pending:
-    first_full, else local_adjust)."""
+    first_full, else local_adjust); without ``frozen_days`` the session's freeze stays."""
 
     model_config = ConfigDict(extra="forbid")
     mode: Mode | None = None
+    frozen_days: Annotated[int, Field(strict=True, ge=0, le=MAX_DAYS), WHOLE] | None = Field(
+        default=None,
+        description="本次请求冻结第1天到第N天（0 解除冻结；不填则沿用会话当前的冻结设置）",
+    )
+    key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="宿主自己的请求编号（如用户消息 id）；与当前请求相同则不开始新请求（重试安全）",
+    )
 
 
 class RequestOut(BaseModel):
@@ -175,6 +187,7 @@ class RequestOut(BaseModel):
 
     request: int
     mode: Mode
+    frozen_days: int
     rounds: int
     rounds_left: int
     closed: bool
@@ -184,9 +197,18 @@ class RequestOut(BaseModel):
 @router.post("/v1/sessions/{session_id}/requests", response_model=RequestOut, responses=ONE)
 def begin_request(ctx: Ctx, ref: Ref, body: RequestBody | None = None) -> RequestOut:
     """The user asked again: start the next request (its rounds count from zero, no close
-    holds). The host calls this once per user message, before the model's first tool call."""
+    holds), in ``mode`` and with ``frozen_days`` when given. The host calls this once per user
+    message, before the model's first tool call; with the message's ``key`` a retried POST
+    starts nothing new."""
     with ctx.use(ref.principal, ref.session_id) as session:
-        info = session.begin_request(body.mode if body is not None else None)
+        try:
+            info = session.begin_request(
+                body.mode if body is not None else None,
+                body.frozen_days if body is not None else None,
+                key=body.key if body is not None else None,
+            )
+        except SessionError as exc:
+            raise ApiError(422, "invalid_request", str(exc)) from None
     return RequestOut.model_validate(info)
 
 

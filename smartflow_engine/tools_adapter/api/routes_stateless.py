@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ...state import ScheduleState, StateError
-from .. import registry
-from ..analysis_tools import ANALYSIS_TOOLS
-from ..session import Session
+from ..core import registry
+from ..sessions.session import Session
+from ..tools.analysis import ANALYSIS_TOOLS
 from .context import ApiContext, Ctx, Principal
 from .errors import ERRORS, NOT_FOUND, ApiError
 from .models import StateCall, StatelessCallOut, ToolName, call_out

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ...state.model import MAX_TASK_ID
-from ..session import SNAPSHOT_VERSION
-from ..spec import Mode
+from ..core.spec import Mode
+from ..sessions.session import SNAPSHOT_VERSION
 
 Status = Literal["existing", "suggested", "pending"]
 TaskId = Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID)]

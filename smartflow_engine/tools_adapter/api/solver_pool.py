@@ -22,8 +22,8 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 from ...state import ScheduleState
-from .. import registry
-from ..session import CallResult, Session
+from ..core import registry
+from ..sessions.session import CallResult, Session
 
 SOLVING_TOOLS = frozenset(
     {
@@ -39,6 +39,14 @@ SOLVING_TOOLS = frozenset(
         "query_available_slots",  # each destination re-measures health
     }
 )
+
+# The health family's calls are short on a semester's window since the one evaluator (issue 25:
+# ~7 ms at 30 days and ~30 ms at 120 on a quiet machine, the fixable search bounded by its
+# candidate budget), while shipping the session to a worker and back costs ~20 ms of its own and
+# makes concurrent agents queue on the worker. Up to INLINE_MAX_TASKS tasks they run in the
+# request's thread; a larger window still goes to the pool.
+INLINE_TOOLS = frozenset({"analyze_health", "query_target_tasks", "query_available_slots"})
+INLINE_MAX_TASKS = 300
 
 
 def _watch_parent(parent: int) -> None:
@@ -118,6 +126,9 @@ class SolverPool:
             return False
         if session is None:
             return True
+        state = session.state
+        if name in INLINE_TOOLS and state is not None and len(state.tasks) <= INLINE_MAX_TASKS:
+            return False
         mine = session.specs  # the worker rebuilds the session with the registry's table
         return len(mine) == len(registry.TOOLS) and all(
             a is b for a, b in zip(mine, registry.TOOLS, strict=True)

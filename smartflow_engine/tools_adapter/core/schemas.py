@@ -12,10 +12,14 @@ Three formats:
   the description (``（1-64个字符）``); the argument models still enforce them.
 - ``anthropic``: ``{name, description, input_schema}`` (pydantic's schema: an optional argument is
   ``anyOf: [X, null]``).
-- ``mcp``: ``{name, description, inputSchema, annotations}`` (+ ``outputSchema`` for JSON tools).
+- ``mcp``: ``{name, description, inputSchema, annotations}`` (+ ``outputSchema`` for JSON tools:
+  each tool's own reply schema, :data:`.replies.OUTPUT_SCHEMAS`).
   MCP has no strict mode, so an optional argument is simply optional: its schema is ``X`` itself,
   not ``anyOf: [X, null]`` (a client that converts arguments by the top-level ``type``, as MCP
   Inspector does, then sends a number for an optional integer). ``null`` is still accepted.
+
+Every description ends with the tool's return type and a minimal real example reply
+(:mod:`.replies`).
 
 Because a strict-mode model sends ``null`` for an optional field it leaves out,
 :func:`drop_null_optionals` turns such ``null`` values back into omitted keys before validation.
@@ -31,28 +35,13 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
+from .replies import output_schema, reply_tail
 from .spec import Mode, ToolSpec
 
 Format = Literal["openai", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "anthropic", "mcp")
 
 CONFIRM_NOTE = "（需用户确认：调用后只返回预览和确认令牌，用户确认后才执行。）"
-
-# The analysis envelope of p1 §4.1/§4.2, as published to MCP clients for JSON tools.
-ENVELOPE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "tool": {"type": "string"},
-        "success": {"type": "boolean"},
-        "metric_schema": {"type": "object"},
-        "metrics": {"type": "object"},
-        "issues": {"type": "array"},
-        "next_actions": {"type": "array"},
-        "error": {"type": "string"},
-        "error_code": {"type": "string"},
-    },
-    "required": ["tool", "success"],
-}
 
 
 # ---------------------------------------------------------------------------------- public API
@@ -101,8 +90,16 @@ def tool_schemas(
 
 
 def tool_description(spec: ToolSpec) -> str:
-    """The LLM-facing description: the registry's text, plus the confirm note when needed."""
-    return spec.description + (CONFIRM_NOTE if spec.needs_confirm else "")
+    """The LLM-facing description: the registry's text, the confirm note when needed, and at the
+    end the return type and a minimal real example reply (:func:`.replies.reply_tail`)."""
+    return spec.description + (CONFIRM_NOTE if spec.needs_confirm else "") + reply_tail(spec)
+
+
+def mcp_output_schema(spec: ToolSpec) -> dict[str, Any] | None:
+    """MCP's ``outputSchema``: a JSON tool's own reply schema (:data:`.replies.OUTPUT_SCHEMAS`),
+    ``None`` for a text tool. It describes a successful reply, the only one that carries
+    structured content (a failure is an ``isError`` result with text only)."""
+    return output_schema(spec) if spec.output == "json" else None
 
 
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -177,8 +174,9 @@ def _tool_schema(spec: ToolSpec, fmt: str) -> dict[str, Any]:
         "inputSchema": mcp_input_schema(spec.args_model),
         "annotations": mcp_annotations(spec),
     }
-    if spec.output == "json":
-        out["outputSchema"] = copy.deepcopy(ENVELOPE_SCHEMA)
+    schema = mcp_output_schema(spec)
+    if schema is not None:
+        out["outputSchema"] = schema
     return out
 
 

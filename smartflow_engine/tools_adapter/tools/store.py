@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..state.model import MAX_TASK_ID
-from .args import Args
-from .spec import ToolContext, ToolSpec, refused
+from ...state.model import MAX_TASK_ID
+from ..core.args import Args
+from ..core.spec import ToolContext, ToolSpec, refused
 
 if TYPE_CHECKING:
-    from ..store.protocol import ScheduleStore
+    from ...store.protocol import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
     missing = _upsert_refusal(ctx)
     if missing is not None:
         return _reply(success=False, error=missing[1], error_code=missing[0], source=source)
-    from ..store import TaskClassInput, TaskItemInput  # the store pulls in SQLAlchemy
+    from ...store import TaskClassInput, TaskItemInput  # the store pulls in SQLAlchemy
 
     tc = args.task_class
     preferences = {k: getattr(tc, k) for k in _ORDINARY if getattr(tc, k) is not None}
@@ -494,7 +494,7 @@ def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
             "请先 commit，或确认丢弃后以 discard_changes=true 调用 reload。",
             "unsaved_changes",
         )
-    from ..store import StoreError
+    from ...store import StoreError
 
     old = ctx.state
     try:

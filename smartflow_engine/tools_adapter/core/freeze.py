@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ..state.freeze import frozen_blocks, frozen_count, frozen_view, task_days, thaw
+from ...state.freeze import frozen_blocks, frozen_count, frozen_view, task_days, thaw
 from .args import Day
 from .spec import Refused, ToolContext, ToolSpec, is_refusal, refused
 

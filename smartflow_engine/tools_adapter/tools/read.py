@@ -10,9 +10,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from ..state import ScheduleState, Task, host_blocks
-from .args import Args, Day, Duration, NoArgs, Slot, TaskId
-from .render import (
+from ...state import ScheduleState, Task, host_blocks
+from ..core.args import Args, Day, Duration, NoArgs, Slot, TaskId
+from ..core.render import (
     MAX_INLINE,
     MAX_LINES,
     STATUS_WORDS,
@@ -24,7 +24,7 @@ from .render import (
     source_word,
     task_tags,
 )
-from .spec import ToolContext, ToolSpec, refused
+from ..core.spec import ToolContext, ToolSpec, refused
 
 
 def _state(ctx: ToolContext) -> ScheduleState:

@@ -30,12 +30,12 @@ import anyio
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .session import CallResult
+from ..sessions.session import CallResult
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from .api.context import ApiContext
+    from ..api.context import ApiContext
 
 MCP_PATH = "/mcp/{session_id}"
 _SESSION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -49,7 +49,7 @@ class StoredSession:
         self.ctx, self.principal, self.session_id = ctx, principal, session_id
 
     def _refused(self, name: str, exc: Exception) -> CallResult:
-        from .api.errors import ApiError
+        from ..api.errors import ApiError
 
         if isinstance(exc, ApiError):
             return CallResult(
@@ -58,7 +58,7 @@ class StoredSession:
         raise exc
 
     def invoke(self, name: str, args: Any = None) -> CallResult:
-        from .api.request_log import note_result
+        from ..api.request_log import note_result
 
         try:
             read_only = self.ctx.reads_only(name)
@@ -86,6 +86,20 @@ class StoredSession:
         except Exception as exc:
             return self._refused("reject", exc)
 
+    def begin_request(
+        self, mode: Any = None, frozen_days: int | None = None, *, key: str | None = None
+    ) -> dict[str, Any]:
+        """A new user request on the stored session (written back, as ``POST .../requests``);
+        a store failure is a :class:`~.session.SessionError` (the call is then refused)."""
+        from ..api.errors import ApiError
+        from ..sessions.session import SessionError
+
+        try:
+            with self.ctx.use(self.principal, self.session_id) as session:
+                return session.begin_request(mode, frozen_days, key=key)
+        except ApiError as exc:
+            raise SessionError(exc.message) from None
+
     def __getattr__(self, name: str) -> Any:
         # Everything else the server reads (visible_specs, rules, state, changes, mode, ...):
         # from the session as it is now.
@@ -100,8 +114,8 @@ class McpEndpoint:
         self.ctx = ctx
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from .api.errors import ApiError, error_response
-        from .api.request_log import note_principal
+        from ..api.errors import ApiError, error_response
+        from ..api.request_log import note_principal
 
         sid = str(scope.get("path_params", {}).get("session_id", ""))
         principal = self._principal(scope)
@@ -139,7 +153,7 @@ def _server(session: StoredSession) -> Any:
     """The stdio server's construction, over the stored session, with a stateless transport."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from .mcp_server import build_server
+    from .server import build_server
 
     server = build_server(session)  # type: ignore[arg-type]  # duck-typed Session
     # The bearer token, not the Host header, guards this endpoint; the API's own bind address

@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..state import ScheduleState
+from ...state import ScheduleState
 from . import pipeline, registry
 from .spec import Mode, ToolContext, ToolSpec, refused
 
 if TYPE_CHECKING:
-    from ..store.protocol import ScheduleStore
+    from ...store.protocol import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ _HIDDEN = "是隐藏工具，需显式启用（enabled_tools）后才能调用"
 
 
 def _env_self_check() -> bool:
-    from ..settings import current
+    from ...settings import current
 
     return current().self_check
 
@@ -84,7 +84,7 @@ class Toolbox:
         enabled_tools: Iterable[str] = (),
         loop: bool = False,
     ) -> None:
-        from .loop import LoopState
+        from ..sessions.loop_state import LoopState
 
         self.ctx = ToolContext(
             state,

@@ -48,9 +48,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..state import ScheduleState
+from ...state import ScheduleState
+from ..core.spec import Mode
 from .session import PendingCall, Session, SessionError, SessionLimitError
-from .spec import Mode
 
 # How often a request looks a session up again when the one it found changed hands while it
 # waited for the session's lock, before it gives up with a retry error.

@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..state import Change, ScheduleState
-from . import pipeline, registry
-from .loop import ROUND_CAP, LoopState
-from .pipeline import CallResult, Status
-from .preview import PREVIEW_LINE, takes_preview
+from ...state import Change, ScheduleState
+from ..core import pipeline, registry
+from ..core.pipeline import CallResult, Status
+from ..core.preview import PREVIEW_LINE, takes_preview
+from ..core.schemas import tool_schemas, visible_specs
+from ..core.spec import Mode, ToolSpec, is_refusal, refused
+from ..core.toolbox import Toolbox
+from .loop_state import ROUND_CAP, LoopState
 from .prompts import prompt_rules
-from .schemas import tool_schemas, visible_specs
 from .snapshot import (
     SNAPSHOT_VERSION,
     PendingCall,
@@ -50,11 +52,9 @@ from .snapshot import (
     snapshot_state,
     take_snapshot,
 )
-from .spec import Mode, ToolSpec, is_refusal, refused
-from .toolbox import Toolbox
 
 if TYPE_CHECKING:
-    from ..store.protocol import ScheduleStore
+    from ...store.protocol import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ class Session:
         (``upsert_task_class``); passed to the :class:`Toolbox`.
     frozen_days
         Days ``1..frozen_days`` are frozen (issue 28): writes that touch them are refused and
-        proposals leave them as they are (:mod:`.freeze`). A session setting today; the request
-        API can set :attr:`frozen_days` per request later.
+        proposals leave them as they are (:mod:`.freeze`). The first request's setting;
+        :meth:`begin_request` can change it for the next one.
     """
 
     def __init__(
@@ -185,31 +185,54 @@ class Session:
         out: LoopState = loop
         return out
 
-    def begin_request(self, mode: Mode | str | None = None) -> dict[str, Any]:
+    def begin_request(
+        self,
+        mode: Mode | str | None = None,
+        frozen_days: int | None = None,
+        *,
+        key: str | None = None,
+    ) -> dict[str, Any]:
         """Start the next user request in ``mode`` and return :meth:`request_info`.
 
         Without a mode: a window whose study tasks are all pending starts in ``first_full``,
         any other (or no window) in ``local_adjust``; ``global_reopt`` only when asked.
+        ``frozen_days``: days ``1..frozen_days`` are frozen for the new request (0 lifts the
+        freeze); ``None`` keeps the current setting (a student's lock-ahead lasts until changed).
+        ``key``: the host's own id of the request (e.g. its user-message id, 1-64 characters);
+        when it is the current request's key nothing starts (a retried or repeated start).
 
         Raises
         ------
         SessionError
-            An unknown mode (nothing changes).
+            An unknown mode, a bad ``frozen_days`` or ``key`` (nothing changes).
         """
+        if key is not None and not (isinstance(key, str) and 1 <= len(key) <= 64):
+            raise SessionError(f"request key must be a string of 1-64 characters, not {key!r}")
         with self.lock:
+            if key is not None and key == self._loop.request_key:
+                return self.request_info()
             chosen = _parse_mode(mode) if mode is not None else default_mode(self.state)
+            if frozen_days is not None:
+                self.frozen_days = frozen_days  # SessionError before anything changed
             self._mode = chosen
-            self._loop.begin_request(chosen.value)
+            self._loop.begin_request(chosen.value, key or "")
             self.last_used = time.time()
-            log.info("session %s request=%d mode=%s", self.session_id, self._loop.request, chosen)
+            log.info(
+                "session %s request=%d mode=%s frozen_days=%d",
+                self.session_id,
+                self._loop.request,
+                chosen,
+                self.frozen_days,
+            )
             return self.request_info()
 
     def request_info(self) -> dict[str, Any]:
-        """The current request: number, mode, rounds used and left, close reason."""
+        """The current request: number, mode, frozen days, rounds used and left, close reason."""
         loop = self._loop
         return {
             "request": loop.request,
             "mode": self._mode.value,
+            "frozen_days": self.frozen_days,
             "rounds": loop.calls,
             "rounds_left": max(0, ROUND_CAP - loop.calls),
             "closed": loop.close_reason is not None,

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool
 
-from ..analyzers import (
+from ...analyzers import (
     AnalysisResult,
     analyze_context,
     analyze_health,
@@ -22,10 +22,10 @@ from ..analyzers import (
     analyze_subjects,
     analyze_tolerance,
 )
-from ..state.model import MAX_SLOTS_PER_DAY
-from .args import Args, Day
+from ...state.model import MAX_SLOTS_PER_DAY
+from ..core.args import Args, Day
+from ..core.spec import ToolContext, ToolSpec, json_error
 from .close_text import annotate_close_signal
-from .spec import ToolContext, ToolSpec, json_error
 
 Level = Literal["strict", "normal", "relaxed"]
 Scope = Literal["full", "week", "day_range"]
@@ -139,6 +139,7 @@ def _health(ctx: ToolContext, args: HealthArgs) -> str:
         **args.model_dump(exclude_none=True),
         time_limit_s=min(2.0, ctx.max_time_limit_s),
         num_workers=ctx.num_workers,
+        frozen_days=int(ctx.frozen_days or 0),  # issue 28: feasibility and floor honour it
     )
     if result.success:
         annotate_close_signal(result.metrics)  # the floor's figures in the student's words
@@ -153,7 +154,7 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         _health,
         "整体体检（首次编排/全局重优化的默认入口）：先做可行性判定，再合并负载、科目、切换、容错"
         "各维度的问题，按严重度排序，给出最多3条建议动作和“可接受收口”信号；不可行时给出"
-        "四类协商选项。返回 JSON。",
+        "四类协商选项。",
         output="json",
     ),
     ToolSpec(
@@ -162,7 +163,7 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         LoadArgs,
         _handler("analyze_load", analyze_load),
         "负载分析：利用率、课程/任务占用拆分、每日负载标准差与极差、上午/下午/晚上拆分、"
-        "峰谷日；发现过满的天与波动过大。返回 JSON。",
+        "峰谷日；发现过满的天与波动过大。",
         output="json",
     ),
     ToolSpec(
@@ -170,8 +171,7 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         SubjectsArgs,
         _handler("analyze_subjects", analyze_subjects),
-        "科目节奏分析：每个科目的出现天、间隔、集中度（归一化 HHI）、预算进度与距截止天数。"
-        "返回 JSON。",
+        "科目节奏分析：每个科目的出现天、间隔、集中度（归一化 HHI）、预算进度与距截止天数。",
         output="json",
     ),
     ToolSpec(
@@ -179,7 +179,7 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         ContextArgs,
         _handler("analyze_context", analyze_context),
-        "认知负荷分析：每天学习任务的科目切换次数、连续同科目块、碎片度、硬科目相邻。返回 JSON。",
+        "认知负荷分析：每天学习任务的科目切换次数、连续同科目块、碎片度、硬科目相邻。",
         output="json",
     ),
     ToolSpec(
@@ -187,7 +187,7 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         ToleranceArgs,
         _handler("analyze_tolerance", analyze_tolerance),
-        "容错分析：空闲时段、可用空窗与碎片空窗、碎片率、缺少缓冲的天数。返回 JSON。",
+        "容错分析：空闲时段、可用空窗与碎片空窗、碎片率、缺少缓冲的天数。",
         output="json",
     ),
 )

@@ -20,16 +20,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from .analysis_tools import ANALYSIS_TOOLS
+from ..tools.analysis import ANALYSIS_TOOLS
+from ..tools.loop import LOOP_READ_TOOLS, LOOP_WRITE_TOOLS, ActionId
+from ..tools.read import READ_TOOLS
+from ..tools.solver import SOLVER_TOOLS
+from ..tools.store import STORE_TOOLS
+from ..tools.write import WRITE_TOOLS
 from .freeze import SOLVER_TOOLS as FROZEN_SOLVER_TOOLS
 from .freeze import with_frozen_arg
-from .loop_tools import LOOP_READ_TOOLS, LOOP_WRITE_TOOLS, ActionId
 from .preview import takes_preview, with_preview
-from .read_tools import READ_TOOLS
-from .solver_tools import SOLVER_TOOLS
 from .spec import Mode, ToolSpec
-from .store_tools import STORE_TOOLS
-from .write_tools import WRITE_TOOLS
 
 ACTION_WRITES: frozenset[str] = frozenset(
     {

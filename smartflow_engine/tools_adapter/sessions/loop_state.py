@@ -35,12 +35,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..analyzers.criteria import IssueDiff, check_criteria, diff_issues
-from ..analyzers.destinations import health_result
-from ..analyzers.result import Issue
-from ..concepts import is_study
-from ..state import ScheduleState
-from .spec import ToolContext, ToolSpec
+from ...analyzers.criteria import IssueDiff, check_criteria, diff_issues
+from ...analyzers.destinations import health_result
+from ...analyzers.result import Issue
+from ...concepts import is_study
+from ...state import ScheduleState
+from ..core.spec import ToolContext, ToolSpec
 
 CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
 NO_PROGRESS_ROUNDS = 3
@@ -114,6 +114,10 @@ class LoopState:
     # The current user request: its number, mode and how many tool calls (rounds) it has used.
     request: int = 1
     request_mode: str = ""
+    # The host's own id of the current request (e.g. its user-message id), when it gave one:
+    # starting a request with the same key again is a no-op (a retried call, every call of one
+    # user message carrying it).
+    request_key: str = ""
     calls: int = 0
     # The risk was accepted in an earlier request: it still lifts the gate but closes nothing.
     risk_carried: bool = False
@@ -138,6 +142,7 @@ class LoopState:
             "summary": self.summary,
             "request": self.request,
             "request_mode": self.request_mode,
+            "request_key": self.request_key,
             "calls": self.calls,
             "risk_carried": self.risk_carried,
         }
@@ -168,6 +173,7 @@ class LoopState:
             summary=data.get("summary"),
             request=int(data.get("request", 1)),
             request_mode=str(data.get("request_mode", "")),
+            request_key=str(data.get("request_key", "")),
             calls=int(data.get("calls", 0)),
             risk_carried=bool(data.get("risk_carried", False)),
         )
@@ -183,12 +189,13 @@ class LoopState:
         return out
 
     # ------------------------------------------------------------------ requests
-    def begin_request(self, mode: str) -> None:
+    def begin_request(self, mode: str, key: str = "") -> None:
         """A new user request: its calls count from zero, no close holds, the best state is the
         new request's own. The window's gate and the user's accepted risk stay (the window has
         not changed); an accepted risk no longer closes the new request."""
         self.request += 1
         self.request_mode = mode
+        self.request_key = key
         self.calls = 0
         self.close_reason = None
         self.reset_best()

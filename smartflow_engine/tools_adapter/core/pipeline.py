@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..state import Change, SelfCheckError, self_check
+from ...state import Change, SelfCheckError, self_check
 from . import disruption
 from .args import describe_validation_error, short_name
 from .freeze import run_handler
@@ -143,7 +143,7 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
             return refusal(spec, blocked[0], blocked[1], arg=blocked[0] == "invalid_args")
     before = loop.issues_before(ctx, spec) if loop is not None else None
     key = disruption.key_before(ctx, spec)
-    ctx.applied = []
+    ctx.applied, ctx.proposed = [], None
     try:
         reply = run_handler(ctx, spec, parsed)  # honours frozen days (:mod:`.freeze`)
     except SelfCheckError:

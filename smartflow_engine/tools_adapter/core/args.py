@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..state.model import MAX_DAYS, MAX_SLOTS_PER_DAY, MAX_TASK_ID
+from ...state.model import MAX_DAYS, MAX_SLOTS_PER_DAY, MAX_TASK_ID
 
 TaskId = Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID, description="任务 ID（state_id）")]
 Day = Annotated[int, Field(strict=True, ge=1, le=MAX_DAYS, description="天索引，从 1 开始")]

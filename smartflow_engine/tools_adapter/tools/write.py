@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..state import (
+from ...state import (
     MAX_BATCH,
     OpResult,
     Refusal,
@@ -20,8 +20,9 @@ from ..state import (
     swap,
     unplace,
 )
-from .args import Args, Day, Slot, TaskId
-from .render import (
+from ..core.args import Args, Day, Slot, TaskId
+from ..core.render import (
+    applied_lines,
     block_text,
     day_span,
     fixed_word,
@@ -30,7 +31,7 @@ from .render import (
     pending_left_line,
     periods,
 )
-from .spec import Refused, ToolContext, ToolSpec, refused
+from ..core.spec import Refused, ToolContext, ToolSpec, refused
 
 # What each tool calls itself in a refusal, and the verb a locked task refuses.
 _VERBS = {
@@ -282,16 +283,8 @@ def swap_tool(ctx: ToolContext, args: SwapArgs) -> str:
     result = _apply(ctx, "swap", swap(state, args.task_a, args.task_b))
     if result.refusal is not None:
         return refusal_text(state, "swap", result.refusal)
-    lines = ["交换完成："]
-    days: list[int] = []
-    for ch in result.changes:
-        assert ch.block_before is not None and ch.block_after is not None
-        lines.append(
-            f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
-            f"{block_text(ch.block_after)}{_embed_note(state, ch.embed_host_after)}"
-        )
-        days += [ch.block_before.day, ch.block_after.day]
-    return "\n".join(lines + _days_lines(state, days))
+    lines, days = applied_lines(state, result.changes, from_to=True, embed_word="嵌入宿主：")
+    return "\n".join(["交换完成：", *lines, *_days_lines(state, days)])
 
 
 # ---------------------------------------------------------------------------------- batch_move
@@ -315,14 +308,10 @@ def batch_move_tool(ctx: ToolContext, args: BatchMoveArgs) -> str:
     result = _apply(ctx, "batch_move", batch_move(state, requests))
     if result.refusal is not None:
         return refusal_text(state, "batch_move", result.refusal)
-    lines = [f"批量移动完成，{len(result.changes)}个任务全部成功："]
-    days = []
-    for ch in result.changes:
-        assert ch.block_after is not None
-        embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
-        lines.append(f"  {_label(state, ch.task_id)} → {block_text(ch.block_after)}{embed}")
-        days.append(ch.block_after.day)
-    return "\n".join(lines + _days_lines(state, days))
+    lines, _ = applied_lines(state, result.changes, from_to=False)
+    days = [ch.block_after.day for ch in result.changes if ch.block_after is not None]
+    head = f"批量移动完成，{len(result.changes)}个任务全部成功："
+    return "\n".join([head, *lines, *_days_lines(state, days)])
 
 
 # ---------------------------------------------------------------------------------- unplace

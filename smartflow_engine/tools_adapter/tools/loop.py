@@ -15,19 +15,19 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool
 from pydantic.json_schema import SkipJsonSchema
 
-from ..analyzers.destinations import (
+from ...analyzers.destinations import (
     movable,
     preferred_days,
     rank_destinations,
     search_targets,
 )
-from ..analyzers.result import NextAction
-from ..state import Change, ScheduleState, SlotRange, StateError, Task
-from ..state.model import MAX_TASK_ID
-from .args import Args, Day, Slot, TaskId
-from .loop import CHOICES, ROUND_LOG_KEEP, LoopState
-from .render import block_text
-from .spec import ToolContext, ToolSpec, refused
+from ...analyzers.result import NextAction
+from ...state import Change, ScheduleState, SlotRange, StateError, Task
+from ...state.model import MAX_TASK_ID
+from ..core.args import Args, Day, Slot, TaskId
+from ..core.render import block_text
+from ..core.spec import ToolContext, ToolSpec, refused
+from ..sessions.loop_state import CHOICES, ROUND_LOG_KEEP, LoopState
 
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 ActionId = Annotated[
@@ -641,7 +641,7 @@ def _regate(
     ctx: ToolContext, loop: LoopState, new_state: ScheduleState, entry: dict[str, Any]
 ) -> str:
     """Adopt ``new_state`` (a changed window), re-run the feasibility gate, and say its verdict."""
-    from ..solver import check_feasibility
+    from ...solver import check_feasibility
 
     report = check_feasibility(
         new_state, time_limit_s=min(2.0, ctx.max_time_limit_s), num_workers=ctx.num_workers
@@ -744,8 +744,7 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         TargetArgs,
         query_target_tasks_tool,
         "列出某个动作（action_id）可以移动的任务：id、名称、类别、来源、状态、是否固定、时段块、任务类"
-        "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。"
-        "返回 JSON。",
+        "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。",
         output="json",
         error_reply=lambda code, msg: _fail("query_target_tasks", code, msg),
     ),
@@ -757,7 +756,7 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         "列出一个任务的所有合法落点（空闲时段与可嵌入的水课块，在任务类时间窗内、避开禁排时段），按对"
         "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta/impact_delta 与 "
         "helps（解决或缓解本动作的问题、不新增严重/警告问题且体检变好）；有多个时段块的任务逐块给出"
-        "落点并带 from_day（move 时传入）。返回 JSON。",
+        "落点并带 from_day（move 时传入）。",
         output="json",
         error_reply=lambda code, msg: _fail("query_available_slots", code, msg),
     ),
@@ -769,8 +768,7 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         "本会话的轮次日志：每轮 analyze_health 的严重/警告数、是否进步、收口信号、本轮针对的动作"
         f"和每次写操作的证据。分页返回（默认最近 {ROUND_PAGE} 轮，内容过长时本页少给几轮；page.next_offset 为下一页的 "
         f"offset，null 表示没有更早的完整轮次）；只保留最近 {ROUND_LOG_KEEP} 轮的完整记录，更早的轮次合并在 "
-        "earlier_rounds 摘要中（轮数、首末轮次、写操作数、进步轮数、其中最好的一轮及其 key）。"
-        "返回 JSON。",
+        "earlier_rounds 摘要中（轮数、首末轮次、写操作数、进步轮数、其中最好的一轮及其 key）。",
         output="json",
         error_reply=lambda code, msg: _fail("get_round_log", code, msg),
     ),

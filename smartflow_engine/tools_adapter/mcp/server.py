@@ -18,7 +18,17 @@ confirm, unless the operator started the server with ``auto_confirm`` (``smartfl
 --auto-confirm``): then the host's own per-call approval step stands for the user's confirmation
 and a confirm-required call runs when it is made.
 
-Run over stdio: ``python -m smartflow_engine.tools_adapter.mcp_server --state FILE`` (what
+User requests (issue 27). The host starts a new request by putting
+``{"smartflow/request": {"key": ..., "mode": ..., "frozen_days": ...}}`` in a ``tools/call``'s
+``_meta`` (MCP's place for what the client adds beside the model's arguments; the model never
+sees or writes it, so it cannot reset its own round cap). ``key`` (required, 1-64 characters) is
+the host's id of the user message: the first call carrying a new key starts the request (in
+``mode`` or the window's default, with ``frozen_days`` when given) before it runs, later calls
+with the same key change nothing, so the host may attach it to every call of that message. A
+request that changes the mode republishes the tool list and sends ``tools/list_changed``. A bad
+value refuses the call (``invalid_request``) and starts nothing. See :func:`meta_request`.
+
+Run over stdio: ``python -m smartflow_engine.tools_adapter.mcp.server --state FILE`` (what
 ``smartflow mcp --state FILE`` calls through :func:`run_stdio`).
 
 A line on stdin that is not a JSON-RPC message is dropped by the SDK's stdio transport without a
@@ -62,22 +72,25 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from .. import __version__
-from ..state import ScheduleState
-from .schemas import (
+from ... import __version__
+from ...state import ScheduleState
+from ..core.schemas import (
     CONFIRM_NOTE,
-    ENVELOPE_SCHEMA,
     mcp_annotations,
     mcp_input_schema,
+    mcp_output_schema,
     tool_description,
 )
-from .session import CallResult, Session
-from .spec import Mode, ToolSpec
+from ..core.spec import Mode, ToolSpec
+from ..sessions.session import CallResult, Session
 
 if TYPE_CHECKING:
-    from ..store.protocol import ScheduleStore
+    from ...store.protocol import ScheduleStore
 
 SERVER_NAME = "smartflow-engine"
+# The ``_meta`` key of a tools/call that starts a new user request (see the module docstring).
+REQUEST_META = "smartflow/request"
+_REQUEST_FIELDS = frozenset({"key", "mode", "frozen_days"})
 log = logging.getLogger(__name__)
 
 
@@ -139,15 +152,86 @@ def _tool(
     )
 
 
+def meta_request(meta: Any) -> dict[str, Any] | str | None:
+    """The request a call's ``_meta`` starts: ``None`` when it carries no :data:`REQUEST_META`,
+    else :meth:`Session.begin_request`'s arguments (``key``, ``mode``, ``frozen_days``) or a
+    one-line Chinese reason why the value is refused."""
+    if not isinstance(meta, dict) or REQUEST_META not in meta:
+        return None
+    value = meta[REQUEST_META]
+    if not isinstance(value, dict):
+        return f"_meta.{REQUEST_META} 应为对象（key 必填，mode、frozen_days 可选）"
+    unknown = sorted(str(k) for k in set(value) - _REQUEST_FIELDS)
+    if unknown:
+        return f"_meta.{REQUEST_META} 含未知字段：{'、'.join(unknown)}"
+    key = value.get("key")
+    if not isinstance(key, str) or not 1 <= len(key) <= 64:
+        return f"_meta.{REQUEST_META}.key 应为 1-64 个字符的字符串（宿主的用户消息编号）"
+    mode = value.get("mode")
+    if mode is not None and mode not in {m.value for m in Mode}:
+        return f"_meta.{REQUEST_META}.mode 应为 {'、'.join(m.value for m in Mode)} 之一"
+    days = value.get("frozen_days")
+    if isinstance(days, float) and days.is_integer():
+        days = int(days)
+    if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 0):
+        return f"_meta.{REQUEST_META}.frozen_days 应为不小于 0 的整数"
+    return {"key": key, "mode": mode, "frozen_days": days}
+
+
+class _Requests:
+    """Starts the user requests the calls' ``_meta`` asks for, on ``session``; republishes the
+    server's tools when a request changed the mode."""
+
+    def __init__(self, session: Session, publish: Callable[[], None]) -> None:
+        self.session = session
+        self.publish = publish
+
+    def start(self, spec: ToolSpec, ctx: Context) -> tuple[CallResult | None, bool]:
+        """``(refusal or None, whether the tool list changed)`` for the call ``ctx`` carries."""
+        try:
+            meta = ctx.request_context.meta
+        except ValueError:  # no request (a direct call in tests)
+            return None, False
+        asked = meta_request(dict(meta) if meta is not None else None)
+        if asked is None:
+            return None, False
+        if isinstance(asked, str):
+            return _gate_refusal(spec, "invalid_request", f"{spec.name} 未执行：{asked}。"), False
+        before = self.session.mode
+        try:
+            self.session.begin_request(asked["mode"], asked["frozen_days"], key=asked["key"])
+        except ValueError as exc:  # SessionError (e.g. more frozen days than allowed)
+            text = f"{spec.name} 未执行：新请求的参数无效（{exc}）。"
+            return _gate_refusal(spec, "invalid_request", text), False
+        changed = self.session.mode != before
+        if changed:
+            self.publish()
+        return None, changed
+
+
+async def _list_changed(ctx: Context) -> None:
+    """Tell the client the tool list changed (best effort: a client may not listen)."""
+    try:
+        await ctx.request_context.session.send_tool_list_changed()
+    except Exception:  # a closed or stateless transport: the next tools/list shows it anyway
+        log.debug("tools/list_changed not sent", exc_info=True)
+
+
 def _spec_tool(
     session: Session,
     spec: ToolSpec,
     after_call: Callable[[CallResult], None],
     auto_confirm: bool,
+    requests: _Requests,
 ) -> Tool:
     async def fn(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         # A worker thread: a solver call must not stall the event loop; the session lock
         # serialises calls.
+        refused_start, changed = await anyio.to_thread.run_sync(requests.start, spec, ctx)
+        if changed:
+            await _list_changed(ctx)
+        if refused_start is not None:
+            return to_call_tool_result(refused_start)
         result = await anyio.to_thread.run_sync(session.invoke, spec.name, arguments)
         after_call(result)
         return to_call_tool_result(result)
@@ -161,10 +245,10 @@ def _spec_tool(
         mcp_input_schema(spec.args_model),
         mcp_annotations(spec),
         fn,
-        dict(ENVELOPE_SCHEMA) if spec.output == "json" else None,
+        mcp_output_schema(spec),
     )
     if spec.needs_confirm:
-        _gate(tool, session, spec, after_call, auto_confirm)
+        _gate(tool, session, spec, after_call, auto_confirm, requests)
     return tool
 
 
@@ -174,6 +258,7 @@ def _gate(
     spec: ToolSpec,
     after_call: Callable[[CallResult], None],
     auto_confirm: bool,
+    requests: _Requests,
 ) -> None:
     """Make ``tool`` (a confirm-required one) ask the user before it runs.
 
@@ -185,6 +270,9 @@ def _gate(
     """
 
     def ask(arguments: dict[str, Any], ctx: Context) -> Elicit[Approval] | CallResult | bool:
+        refused_start, _ = requests.start(spec, ctx)  # (a repeated key starts nothing)
+        if refused_start is not None:
+            return refused_start
         held = session.invoke(spec.name, arguments)
         if held.status != "pending_confirm" or held.confirm_token is None:
             return held  # refused before any confirm (bad arguments, no database, ...)
@@ -261,7 +349,8 @@ def build_server(
     Parameters
     ----------
     session
-        The session every call goes to (its mode is fixed for the server's lifetime).
+        The session every call goes to; its tools are those of the current request's mode (a
+        request started through ``_meta`` that changes the mode republishes them).
     save_path
         When given, the state is written there (atomically) after every call that changed it.
     auto_confirm
@@ -274,8 +363,21 @@ def build_server(
         if save_path is not None and result.changes and session.state is not None:
             _write_atomic(Path(save_path), session.state.to_json())
 
+    def publish() -> None:
+        # The SDK has no public call to replace the tool set at once; the tool manager's table
+        # is what tools/list and tools/call read.
+        fresh = {
+            spec.name: _spec_tool(session, spec, after_call, auto_confirm, requests)
+            for spec in session.visible_specs()
+        }
+        table = server._tool_manager._tools
+        table.clear()
+        table.update(fresh)
+
+    requests = _Requests(session, publish)
     tools = [
-        _spec_tool(session, spec, after_call, auto_confirm) for spec in session.visible_specs()
+        _spec_tool(session, spec, after_call, auto_confirm, requests)
+        for spec in session.visible_specs()
     ]
 
     server: MCPServer = MCPServer(
@@ -418,11 +520,11 @@ def run_stdio(
     Raises
     :class:`~smartflow_engine.state.StateError` for an unreadable or invalid state file,
     ``StoreError`` for a bad window and
-    :class:`~smartflow_engine.tools_adapter.session.SessionError` for a bad mode or tool name.
+    :class:`~smartflow_engine.tools_adapter.sessions.session.SessionError` for a bad mode or tool name.
     """
     state = ScheduleState.from_json(Path(state_path)) if state_path is not None else None
     if database is not None and window is not None and db_user_id is not None:
-        from ..store import window_days
+        from ...store import window_days
 
         state = database.load_window(db_user_id, window_days(*window))
     session = Session(

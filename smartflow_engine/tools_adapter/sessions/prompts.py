@@ -1,4 +1,4 @@
-"""The P1-C prompt rules, shipped as Markdown with the package (``tools_adapter/prompts/*.md``).
+"""The P1-C prompt rules, shipped as Markdown with the package (``tools_adapter/sessions/prompts/*.md``).
 
 ``common.md`` holds the rules of every mode; ``<mode>.md`` the rules of one execution mode. The
 MCP server sends :func:`prompt_rules` as its instructions; the HTTP API serves it to backends.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from .spec import Mode
+from ..core.spec import Mode
 
 COMMON = "common"
 

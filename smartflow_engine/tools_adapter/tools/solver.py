@@ -21,7 +21,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field, StrictBool, model_validator
 
-from ..solver import (
+from ...solver import (
     FeasibilityReport,
     NegotiationFigures,
     Placement,
@@ -31,15 +31,15 @@ from ..solver import (
     propose_placement,
     repair_placement,
 )
-from ..solver.budget import WORK_SHARE, Deadline
-from ..solver.objective import TERM_NAMES
-from ..solver.reoptimize import Reoptimization, min_context_switch, spread_even
-from ..state import MAX_BATCH, Request, ScheduleState, relocate
-from .args import Args, Day, Slot, TaskId
-from .render import (
+from ...solver.budget import WORK_SHARE, Deadline
+from ...solver.objective import TERM_NAMES
+from ...solver.reoptimize import Reoptimization, min_context_switch, spread_even
+from ...state import MAX_BATCH, Request, ScheduleState, relocate
+from ..core.args import Args, Day, Slot, TaskId
+from ..core.render import (
     MAX_INLINE,
     MAX_LINES,
-    block_text,
+    applied_lines,
     capped,
     day_span,
     left_out,
@@ -47,8 +47,8 @@ from .render import (
     pending_left_line,
     periods,
 )
-from .spec import ToolContext, ToolSpec, refused
-from .write_tools import refusal_text
+from ..core.spec import ToolContext, ToolSpec, refused
+from .write import refusal_text
 
 _Plan = TypeVar("_Plan")
 _Scoped = TypeVar("_Scoped", "ProposeArgs", "ApplyArgs")
@@ -470,11 +470,24 @@ def _health_line(proposal: Proposal) -> str:
     return line + "。"
 
 
+def _proposal_requests(
+    state: ScheduleState, proposal: Proposal, args: ProposeArgs | ApplyArgs
+) -> tuple[list[Request], str | None]:
+    """What applying ``proposal`` asks of the state: the requests (only tasks that change
+    place when placed ones may move) and the status they take (keep_placed: their own)."""
+    requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
+    if args.include_suggested or args.keep_placed:
+        requests = [r for r in requests if _moves(state, r)]
+    return requests, None if args.keep_placed else "suggested"
+
+
 def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     state = ctx.state
     assert state is not None
     args = _scoped(ctx, args)
     proposal, clock = _proposal(ctx, args)
+    # the disruption line's (issue 28), within what the call's limit has left
+    ctx.proposed = (*_proposal_requests(state, proposal, args), clock)
     placed = proposal.placements
     if not placed and not proposal.unplaced:
         if proposal.start == "current":  # keep_placed: nothing to place and no move helps
@@ -578,9 +591,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         args = _scoped(ctx, args)
         proposal, clock = _proposal(ctx, args, apply=True)
         cut = _cut_text(proposal, clock)
-        requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
-        if args.include_suggested or args.keep_placed:
-            requests = [r for r in requests if _moves(state, r)]
+        requests, _ = _proposal_requests(state, proposal, args)
         if not requests:
             tail = f"\n注意：{cut}。" if cut else ""
             return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state) + tail
@@ -598,20 +609,14 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         text = refusal_text(state, "batch_move", result.refusal)
         return refused(text.replace("批量移动失败", "应用方案失败", 1))
     ctx.record(result.changes)
-    lines = [f"已应用粗排方案，{len(result.changes)}个任务变为已预排："]
-    days: list[int] = []
-    shown, rest = capped(result.changes, MAX_CHANGE_LINES)
-    for ch in result.changes:
-        assert ch.block_after is not None
-        days.append(ch.block_after.day)
-        if ch.block_before is not None:
-            days.append(ch.block_before.day)
-    for ch in shown:
-        assert ch.block_after is not None
-        embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
-        lines.append(f"  {_label(state, ch.task_id)} → {block_text(ch.block_after)}{embed}")
-    if rest:
-        lines.append("  " + left_out(rest, "个", "可用 list_tasks 查看已预排任务"))
+    lines, days = applied_lines(
+        state,
+        result.changes,
+        from_to=False,
+        limit=MAX_CHANGE_LINES,
+        more_hint="可用 list_tasks 查看已预排任务",
+    )
+    lines = [f"已应用粗排方案，{len(result.changes)}个任务变为已预排：", *lines]
     lines += _occupancy_lines(state, days)
     lines.append(pending_left_line(state))
     if cut:
@@ -636,21 +641,7 @@ def _apply_moves(ctx: ToolContext, op: str, result: Reoptimization) -> tuple[boo
     if not op_result.ok:  # the solver only proposes valid moves; kept as a guard
         return False, []
     ctx.record(op_result.changes)
-    lines: list[str] = []
-    days: list[int] = []
-    shown, rest = capped(op_result.changes, MAX_CHANGE_LINES)
-    for ch in op_result.changes:
-        assert ch.block_before is not None and ch.block_after is not None
-        days += [ch.block_before.day, ch.block_after.day]
-    for ch in shown:
-        assert ch.block_before is not None and ch.block_after is not None
-        embed = f"（嵌入{_label(state, ch.embed_host_after)}）" if ch.embed_host_after else ""
-        lines.append(
-            f"  {_label(state, ch.task_id)}：{block_text(ch.block_before)} → "
-            f"{block_text(ch.block_after)}{embed}"
-        )
-    if rest:
-        lines.append("  " + left_out(rest))
+    lines, days = applied_lines(state, op_result.changes, from_to=True, limit=MAX_CHANGE_LINES)
     lines += _occupancy_lines(state, days)
     return True, lines
 

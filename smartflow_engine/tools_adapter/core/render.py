@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from ..state import ScheduleState, SlotRange, Task
+from ...state import Change, ScheduleState, SlotRange, Task
 
 T = TypeVar("T")
 
@@ -115,3 +115,43 @@ def capped(items: Sequence[T], limit: int) -> tuple[list[T], int]:
 def left_out(count: int, unit: str = "个", hint: str = "") -> str:
     """``……其余120个未列出。`` (with an optional hint on how to see them)."""
     return f"……其余{count}{unit}未列出{('，' + hint) if hint else ''}。"
+
+
+def applied_lines(
+    state: ScheduleState,
+    changes: Sequence[Change],
+    *,
+    from_to: bool,
+    limit: int | None = None,
+    more_hint: str = "",
+    embed_word: str = "嵌入",
+) -> tuple[list[str], list[int]]:
+    """The one rendering of a set of placements just applied (batch_move, apply_proposal, the
+    re-optimising writes): a line per change, ``  [3]复习线代 → 第6天第1-3节`` or with
+    ``from_to`` ``  [3]复习线代：第2天第1-3节 → 第6天第1-3节``, a guest's host after it, the
+    first ``limit`` changes and a line counting the rest; and the days the changes touched
+    (left and entered), for the caller's occupancy lines."""
+    lines: list[str] = []
+    days: list[int] = []
+    for ch in changes:
+        if ch.block_before is not None:
+            days.append(ch.block_before.day)
+        if ch.block_after is not None:
+            days.append(ch.block_after.day)
+    shown, rest = capped(changes, limit if limit is not None else len(changes))
+    for ch in shown:
+        assert ch.block_after is not None
+        host = state.task(ch.embed_host_after) if ch.embed_host_after is not None else None
+        label = host.label if host is not None else f"[{ch.embed_host_after}]"
+        embed = f"（{embed_word}{label}）" if ch.embed_host_after else ""
+        task = state.task(ch.task_id)
+        name = task.label if task is not None else f"[{ch.task_id}]"
+        if from_to:
+            assert ch.block_before is not None
+            head = f"  {name}：{block_text(ch.block_before)} → "
+        else:
+            head = f"  {name} → "
+        lines.append(f"{head}{block_text(ch.block_after)}{embed}")
+    if rest:
+        lines.append("  " + left_out(rest, "个", more_hint))
+    return lines, days

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from ..state import Change, ScheduleState
+from ...state import Change, ScheduleState
 
 if TYPE_CHECKING:
-    from ..store.protocol import ScheduleStore
+    from ...store.protocol import ScheduleStore
 
 
 class Mode(StrEnum):
@@ -53,6 +53,9 @@ class ToolContext:
     # recomputes, and its reply then says a cut search may differ).
     previewing: bool = False
     plans: dict[tuple[str, str], tuple[str, Any]] = field(default_factory=dict)
+    # What the running propose_placement would apply (its requests and the status they take),
+    # for the disruption line the pipeline adds on the real state (issue 28; set per call).
+    proposed: Any = None
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..state import Change, ScheduleState, StateError
+from ...state import Change, ScheduleState, StateError
 
 if TYPE_CHECKING:
     from .session import Session
@@ -130,7 +130,7 @@ def snapshot_enabled(data: dict[str, Any]) -> list[str]:
 def fill_session(session: Session, data: dict[str, Any]) -> None:
     """Put the change log, held confirmations, creation time and loop of ``data`` into the
     freshly built ``session``."""
-    from .loop import LoopState
+    from .loop_state import LoopState
 
     changes = data.get("changes", [])
     pending = data.get("pending", [])

@@ -1,0 +1,111 @@
+"""The disruption level of a proposal's key (issue 28 item 2): health being equal, fewer changes.
+
+A proposal is compared lexicographically: the most periods placed (level 1), then
+``analyze_health``'s (critical, warning) (the close stage, :mod:`.health_search`), then the
+*disruption* — how many scope tasks that are placed now end away from where they stand — and only
+then the weighted soft terms (:mod:`.objective`). A re-planning proposal (suggested tasks in its
+scope) reaches its soft terms by moving tasks freely; :func:`send_back` then returns every moved
+task to its current place whenever that keeps the periods and does not worsen the health counts,
+whatever it costs the soft terms, so a student's plan moves only where health asks for it.
+
+It is a greedy pass in task-id order, repeated while a return frees another task's place (a
+deterministic, bounded amount of work: at most one evaluation per moved task and pass); it does
+not prove that fewer moves are impossible. The least-change repair (``keep_placed``,
+:mod:`.repair`) has this level already: its close search caps the moves at ``max_moves`` and sends
+back every move the counts do not need.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+from ..state import ScheduleState
+from .health_eval import HealthEvaluator
+from .problem import Placement, Problem, Rule
+
+
+def moved_tasks(current: Mapping[int, Placement], placements: Sequence[Placement]) -> int:
+    """How many of ``placements`` put a task that is placed now (``current``) elsewhere."""
+    return sum(1 for pl in placements if pl.task_id in current and current[pl.task_id] != pl)
+
+
+def send_back(
+    state: ScheduleState,
+    problem: Problem,
+    placements: Sequence[Placement],
+    *,
+    level: str = "normal",
+    deadline: float | None = None,
+) -> tuple[list[Placement], tuple[int, int], bool]:
+    """Return moved scope tasks to their current place while the health counts stay as good.
+
+    Parameters
+    ----------
+    placements
+        A placement of the scope tasks (``problem.groups``); ``problem.current`` holds where the
+        placed ones stand now.
+    level
+        The ``analyze_health`` threshold level of the counts.
+    deadline
+        ``time.perf_counter()`` value after which the pass stops (what was sent back so far keeps
+        the counts); a safety net only.
+
+    Returns
+    -------
+    (placements, change, cut)
+        The placements (sorted by day, start, task); how their (critical, warning) differ from
+        those of ``placements`` (never positive: ``(0, 0)`` or better; the feasibility issue,
+        the same for both, is left out); whether the deadline stopped the pass.
+    """
+    group_of = problem.group_of()
+    # A home outside the task's class window or on a banned period is an old suggestion the
+    # proposal re-places inside (DESIGN: suggested tasks outside their class): never sent back.
+    origin = {
+        tid: home
+        for tid, home in problem.current.items()
+        if tid in group_of and _allowed(problem.groups[group_of[tid]].rule, home, problem.num_days)
+    }
+    scope = set(group_of)
+    ev = HealthEvaluator(state, scope, level, 0)
+    ev.set_placements(list(placements))
+    start = best = ev.counts_now().key
+    safety = deadline if deadline is not None else float("inf")
+    cut = False
+    returned = True
+    while returned:
+        returned = False
+        for tid in sorted(ev.placed_scope):
+            home, here = origin.get(tid), ev.placed_scope[tid]
+            if home is None or home == here:
+                continue
+            if time.perf_counter() > safety:
+                cut = True
+                break
+            ev.remove(tid)
+            free = (
+                ev.free_at(home.day, home.slot_start, home.slot_end)
+                if home.embed_host is None
+                else ev.guest_free(home.day, home.slot_start, home.slot_end)
+            )
+            if free:
+                ev.place(home)
+                key = ev.counts_now().key
+                if key <= best:
+                    best, returned = key, True
+                    continue
+                ev.remove(tid)
+            ev.place(here)
+        if cut:
+            break
+    out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+    return out, (best[0] - start[0], best[1] - start[1]), cut
+
+
+def _allowed(rule: Rule, home: Placement, num_days: int) -> bool:
+    return rule.allows_day(home.day, num_days) and not any(
+        home.slot_start <= p <= home.slot_end for p in rule.banned
+    )
+
+
+__all__ = ["moved_tasks", "send_back"]

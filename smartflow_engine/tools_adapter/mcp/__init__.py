@@ -1,0 +1,1 @@
+"""The MCP surface: the server (stdio) and its streamable-HTTP mount."""

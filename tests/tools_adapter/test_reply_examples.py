@@ -1,0 +1,325 @@
+"""Tests of what each tool description says about its reply (issue 27 item 3, P1-C
+"返回类型+最小示例"): every description, in every schema format and on MCP, ends with the return type
+and a minimal real example; the examples are what the tools answer now; the tool list stays within
+its token budget; MCP's ``outputSchema`` is each JSON tool's own and validates its real replies."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+import pytest
+from conftest_adapters import load_window, note_tool, specs_with
+from jsonschema import Draft202012Validator
+from mcp import Client
+
+from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.tools_adapter.core import registry, replies
+from smartflow_engine.tools_adapter.core.replies import (
+    OUTPUT_SCHEMAS,
+    TOKEN_BUDGET,
+    comparable,
+    estimate_tokens,
+    load_examples,
+    minimal_example,
+    prune,
+    reply_tail,
+    same_example,
+    shape,
+)
+from smartflow_engine.tools_adapter.core.schemas import FORMATS, tool_description, tool_schemas
+from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.mcp.server import build_server
+from smartflow_engine.tools_adapter.sessions.session import Session
+
+ROOT = Path(__file__).resolve().parents[2]
+EVERY = registry.tool_names()
+JSON_TOOLS = [s.name for s in registry.TOOLS if s.output == "json"]
+EXAMPLE_HEAD = "\n示例（真实回复节选）：\n"
+
+
+def _gen() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "gen_tools_doc", ROOT / "scripts" / "gen_tools_doc.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gen() -> ModuleType:
+    return _gen()
+
+
+@pytest.fixture(scope="module")
+def real(gen: ModuleType) -> dict[str, str]:
+    """Every tool's reply to its documented example call, run now."""
+    out: dict[str, str] = gen.real_replies()
+    return out
+
+
+def _descriptions(fmt: str) -> dict[str, str]:
+    entries = tool_schemas(fmt, include=EVERY)
+    if fmt == "openai":
+        return {e["function"]["name"]: e["function"]["description"] for e in entries}
+    return {e["name"]: e["description"] for e in entries}
+
+
+def _example_in(description: str) -> str:
+    assert EXAMPLE_HEAD in description, description
+    return description.split(EXAMPLE_HEAD, 1)[1]
+
+
+# ---------------------------------------------------------------------------------- descriptions
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_description_ends_with_return_type_and_example(fmt):
+    """Tests that every registered tool's description, in each format, ends with its return type
+    line and its example (the checked-in one, non-empty)."""
+    described = _descriptions(fmt)
+    assert set(described) == set(EVERY)
+    examples = load_examples()
+    for spec in registry.TOOLS:
+        text = described[spec.name]
+        assert examples.get(spec.name), f"{spec.name} has no example"
+        assert text.endswith(reply_tail(spec))
+        assert text.endswith(EXAMPLE_HEAD + examples[spec.name])
+        kind = "JSON {" if spec.output == "json" else "中文文本"
+        assert f"返回：{kind}" in text or f"执行后）：{kind}" in text
+
+
+def test_examples_file_names_exactly_the_registered_tools():
+    """Tests that the checked-in examples cover every tool and no removed one."""
+    assert set(load_examples()) == set(EVERY)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_description_example_has_a_real_replys_shape(fmt, real):
+    """Tests that the example each description ends with is the tool's reply of now, cut down by
+    the stated rule: a JSON example has the real reply's shape (every key, each list's first
+    item) and its values; a text example is the real reply's first lines."""
+    described = _descriptions(fmt)
+    for spec in registry.TOOLS:
+        example = _example_in(described[spec.name])
+        reply = real[spec.name]
+        if spec.output == "json":
+            data = json.loads(reply)
+            assert data.get("success") is True, f"{spec.name}: the example call failed: {reply}"
+            shown = json.loads(example)
+            assert shape(shown) == shape(prune(data)), spec.name
+            assert comparable(shown) == comparable(prune(data)), spec.name
+        else:
+            assert example == minimal_example(reply, "text"), spec.name
+            first = example.splitlines()[0].removesuffix("…")
+            assert reply.startswith(first), spec.name
+
+
+def test_examples_file_matches_a_fresh_run(gen, real):
+    """Tests that the checked-in examples are what the generator writes now (but for wall-clock
+    figures): the examples cannot drift from the code."""
+    assert gen.examples_text(real) == replies.EXAMPLES_PATH.read_text(encoding="utf-8")
+
+
+def test_examples_comparison_sees_a_changed_value():
+    """Tests that a changed value or key is a difference, a changed run time is not."""
+    a = '{"x":1,"runtime_s":0.1}'
+    assert same_example(a, '{"x":1,"runtime_s":0.3}', "json")
+    assert not same_example(a, '{"x":2,"runtime_s":0.1}', "json")
+    assert not same_example(a, '{"y":1,"runtime_s":0.1}', "json")
+    assert not same_example("已将", "已把", "text")
+
+
+def test_cutting_rules():
+    """Tests the example rule: lists keep their first item, metric_schema its first entry, long
+    strings and long text end in …, short text is kept whole."""
+    data = {
+        "metric_schema": {"a": {"meaning": "x"}, "b": {"meaning": "y"}},
+        "rows": [{"id": 1}, {"id": 2}],
+        "note": "长" * 60,
+        "tags": [],
+    }
+    cut = prune(data)
+    assert cut["metric_schema"] == {"a": {"meaning": "x"}}
+    assert cut["rows"] == [{"id": 1}] and cut["tags"] == []
+    assert cut["note"].endswith("…") and len(cut["note"]) == replies.JSON_STR_CHARS
+    text = "\n".join(f"第{i}行" for i in range(1, 9))
+    assert minimal_example(text, "text") == "第1行\n第2行\n第3行\n第4行\n…"
+    assert minimal_example("第1行\n\n第2行", "text") == "第1行\n\n第2行"
+
+
+def test_a_tool_without_example_still_states_its_return_type():
+    """Tests that a caller's own tool (not in the examples table) gets the return-type line and
+    no example, and the confirm note stays before it."""
+    spec = note_tool([], output="json")
+    text = tool_description(spec)
+    assert EXAMPLE_HEAD not in text
+    assert text.endswith("\n" + replies.return_type(spec))
+    assert "返回（用户确认执行后）：JSON {tool, success" in text
+
+
+# ---------------------------------------------------------------------------------- budget
+def _model_facing(fmt: str) -> str:
+    """What a model reads of the full tool list (every tool, the hidden one included): the whole
+    entry for OpenAI and Anthropic; name, description and inputSchema on MCP (annotations and
+    outputSchema are for the client)."""
+    entries = tool_schemas(fmt, include=EVERY)
+    if fmt == "mcp":
+        keep = ("name", "description", "inputSchema")
+        entries = [{k: e[k] for k in keep} for e in entries]
+    return json.dumps(entries, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_tool_list_fits_the_token_budget(fmt):
+    """Tests that the whole tool list, examples included, stays within the stated budget (the
+    estimate of replies.estimate_tokens) in every format."""
+    tokens = estimate_tokens(_model_facing(fmt))
+    assert tokens <= TOKEN_BUDGET, f"{fmt}: {tokens} estimated tokens > budget {TOKEN_BUDGET}"
+
+
+def test_token_estimate_counts_chinese_per_character():
+    """Tests the stated rule: one token per CJK character or full-width mark, one per three
+    other characters."""
+    assert estimate_tokens("返回：中文文本。") == 8
+    assert estimate_tokens('{"a":1}') == 3
+    assert estimate_tokens("已将 [15]") == 2 + 2
+
+
+# ---------------------------------------------------------------------------------- output schemas
+def test_output_schemas_are_each_tools_own():
+    """Tests that every JSON tool has its own output schema, valid JSON Schema, naming its own
+    tool; upsert_task_class's requires task_class_id, created and validation."""
+    assert set(OUTPUT_SCHEMAS) == set(JSON_TOOLS)
+    published = {e["name"]: e for e in tool_schemas("mcp", include=EVERY)}
+    for name in JSON_TOOLS:
+        schema = published[name]["outputSchema"]
+        Draft202012Validator.check_schema(schema)
+        assert schema == OUTPUT_SCHEMAS[name]
+        assert schema["type"] == "object" and schema["properties"]["tool"] == {"const": name}
+    upsert = published["upsert_task_class"]["outputSchema"]
+    assert {"task_class_id", "created", "validation"} <= set(upsert["required"])
+    assert "metrics" not in upsert["properties"]
+    bodies = [
+        json.dumps(published[n]["outputSchema"]["properties"]["metrics"])
+        for n in JSON_TOOLS
+        if n != "upsert_task_class"
+    ]
+    assert len(set(bodies)) == len(bodies)  # no two tools share one metrics schema
+
+
+def _valid(name: str, reply: str) -> None:
+    data = json.loads(reply)
+    assert data.get("success") is True, f"{name}: {reply[:300]}"
+    errors = [e.message for e in Draft202012Validator(OUTPUT_SCHEMAS[name]).iter_errors(data)]
+    assert not errors, f"{name}: {errors[:3]}"
+
+
+@pytest.mark.parametrize("name", JSON_TOOLS)
+def test_each_json_tools_real_reply_validates_against_its_output_schema(name, real):
+    """Tests that the documented call's real reply validates against the tool's outputSchema."""
+    _valid(name, real[name])
+
+
+def _infeasible() -> ScheduleState:
+    gen = _gen()
+    return ScheduleState.model_validate(gen.TINY_INFEASIBLE)
+
+
+def test_more_real_replies_validate_against_their_output_schemas():
+    """Tests other successful replies of the JSON tools against their schemas: full detail,
+    other scopes, an infeasible window (negotiation), an action's targets and slots, a round log
+    before and after several rounds."""
+    tb = Toolbox(load_window(), loop=True)
+    _valid("get_round_log", tb.call("get_round_log", {}))  # before any round
+    health = tb.call("analyze_health", {"detail": "full"})
+    _valid("analyze_health", health)
+    _valid("analyze_health", tb.call("analyze_health", {"dimensions": ["load"]}))
+    for args in ({}, {"scope": "week"}, {"granularity": "time_of_day", "detail": "full"}):
+        _valid("analyze_load", tb.call("analyze_load", args))
+    _valid("analyze_subjects", tb.call("analyze_subjects", {"include_pending": False}))
+    _valid("analyze_subjects", tb.call("analyze_subjects", {"detail": "full"}))
+    _valid("analyze_context", tb.call("analyze_context", {"detail": "day_detail"}))
+    _valid("analyze_tolerance", tb.call("analyze_tolerance", {"threshold": "strict"}))
+    actions = json.loads(health)["next_actions"]
+    for action in actions:
+        targets = tb.call("query_target_tasks", {"action_id": action["action_id"]})
+        _valid("query_target_tasks", targets)
+        for task in json.loads(targets)["metrics"]["tasks"][:1]:
+            args = {"task_id": task["task_id"], "action_id": action["action_id"]}
+            _valid("query_available_slots", tb.call("query_available_slots", args))
+    _valid("query_target_tasks", tb.call("query_target_tasks", {}))
+    _valid("get_round_log", tb.call("get_round_log", {}))
+    sick = Toolbox(_infeasible(), loop=True)
+    negotiation = sick.call("analyze_health", {})
+    _valid("analyze_health", negotiation)
+    assert json.loads(negotiation)["feasibility"]["is_feasible"] is False
+    sick.call("resolve_negotiation", {"choice": "accept_risk"})
+    _valid("analyze_health", sick.call("analyze_health", {}))
+    _valid("get_round_log", sick.call("get_round_log", {}))
+
+
+def test_output_schema_rejects_a_reply_of_another_shape(real):
+    """Tests that the schemas are not vacuous: a reply missing a required field, or another
+    tool's reply, does not validate."""
+    upsert = json.loads(real["upsert_task_class"])
+    del upsert["created"]
+    assert not Draft202012Validator(OUTPUT_SCHEMAS["upsert_task_class"]).is_valid(upsert)
+    load = json.loads(real["analyze_load"])
+    assert not Draft202012Validator(OUTPUT_SCHEMAS["analyze_context"]).is_valid(load)
+    health = json.loads(real["analyze_health"])
+    del health["metrics"]["close_signal"]["acceptable_to_close"]
+    assert not Draft202012Validator(OUTPUT_SCHEMAS["analyze_health"]).is_valid(health)
+
+
+def test_mcp_publishes_each_tools_output_schema_and_description():
+    """Tests over a real MCP client: every JSON tool's outputSchema is its own and each
+    description ends with the example; JSON calls return structured content the client validates
+    against that schema."""
+    session = Session(load_window(), mode=Mode.FIRST_FULL)
+
+    async def go() -> Any:
+        async with Client(build_server(session)) as client:
+            tools = (await client.list_tools()).tools
+            health = await client.call_tool("analyze_health", {})
+            action = health.structured_content["next_actions"][0]["action_id"]
+            targets = await client.call_tool("query_target_tasks", {"action_id": action})
+            log = await client.call_tool("get_round_log", {})
+            return tools, [health, targets, log]
+
+    tools, results = anyio.run(go)
+    examples = load_examples()
+    for tool in tools:
+        assert tool.description.endswith(EXAMPLE_HEAD + examples[tool.name])
+        if tool.name in OUTPUT_SCHEMAS:
+            assert tool.output_schema == OUTPUT_SCHEMAS[tool.name]
+        else:
+            assert tool.output_schema is None
+    for result in results:
+        assert not result.is_error
+        assert result.structured_content == json.loads(result.content[0].text)
+
+
+def test_mcp_keeps_the_generic_envelope_for_a_callers_json_tool():
+    """Tests that a JSON tool outside the registry is published with the bare envelope."""
+    session = Session(None, specs=specs_with(note_tool([], confirm=False, output="json")))
+
+    async def go() -> Any:
+        async with Client(build_server(session)) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(go)
+    assert tools["record_note"].output_schema == replies.ENVELOPE_SCHEMA
+
+
+def test_empty_analyses_validate_against_their_output_schemas():
+    """Tests the replies of analyzers with nothing to measure (no study task placed: context and
+    subjects answer empty metrics) against the schemas."""
+    tb = Toolbox(_infeasible(), loop=True)
+    for name in ("analyze_health", "analyze_context", "analyze_subjects", "analyze_load"):
+        _valid(name, tb.call(name, {}))
+    assert json.loads(tb.call("analyze_context", {}))["metrics"] == {}
