@@ -123,10 +123,9 @@ def run_climb(state: ScheduleState) -> ClimbRun:
     key = key_of(state)
     while not closes(key) and run.steps < MAX_ROUNDS:
         work = state.copy_state()
-        before = health_result(state).issues
         best: tuple[tuple[int, int, float], int, int, int, int | None] | None = None
         for tid in issue_tasks(state):
-            ranking = rank_destinations(state, tid, budget=CLIMB_BUDGET, work=work, before=before)
+            ranking = rank_destinations(state, tid, budget=CLIMB_BUDGET, work=work)
             for d in ranking.destinations:
                 cand = (key[0] + d.critical_delta, key[1] + d.warning_delta, d.impact_after)
                 if cand < key and (best is None or cand < best[0]):

@@ -55,6 +55,13 @@ def _root(
     ] = False,
 ) -> None:
     """smartflow-engine: the scheduling engine behind an LLM study-planning agent."""
+    from .settings import SettingsError, current
+
+    try:  # a bad SMARTFLOW_* value is one line here, not a traceback deep in a command
+        current()
+    except SettingsError as exc:
+        err_console.print(f"[red]smartflow: {exc}[/red]")
+        raise typer.Exit(2) from None
 
 
 StateFile = Annotated[Path, typer.Argument(help="State JSON (the spec's §3.1 format).")]
@@ -337,49 +344,68 @@ def warm_up() -> None:
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    host: Annotated[
+        str | None, typer.Option(help="Bind address (env SMARTFLOW_HOST; default 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="TCP port (env SMARTFLOW_PORT; default 8000).")
+    ] = None,
     max_time_limit: Annotated[
-        float, typer.Option(help="Cap on any solver time limit a client asks for, seconds.")
-    ] = 10.0,
-    workers: Annotated[
-        int, typer.Option(help="Server worker processes (>1 needs a shared --session-store).")
-    ] = 1,
-    session_store: Annotated[
-        str,
+        float | None,
         typer.Option(
-            help="Where sessions live: memory, or "
-            "redis://host:port/db (shared by workers, "
-            "survives restarts)."
+            help="Cap on any solver time limit a client asks for, seconds "
+            "(env SMARTFLOW_MAX_TIME_LIMIT_S; default 10)."
         ),
-    ] = "memory",
-    session_prefix: Annotated[str, typer.Option(help="Redis key prefix.")] = "smartflow",
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Server worker processes (>1 needs a shared --session-store) "
+            "(env SMARTFLOW_WORKERS; default 1)."
+        ),
+    ] = None,
+    session_store: Annotated[
+        str | None,
+        typer.Option(
+            help="Where sessions live: memory, or redis://host:port/db (shared by workers, "
+            "survives restarts) (env SMARTFLOW_SESSION_STORE; default memory)."
+        ),
+    ] = None,
+    session_prefix: Annotated[
+        str | None,
+        typer.Option(help="Redis key prefix (env SMARTFLOW_SESSION_PREFIX; default smartflow)."),
+    ] = None,
     db: Annotated[
         str | None,
-        typer.Option(help="Database URL: sessions can be opened on its windows and commit to it."),
+        typer.Option(
+            help="Database URL: sessions can be opened on its windows and commit to it "
+            "(env SMARTFLOW_DB_URL)."
+        ),
     ] = None,
     solver_processes: Annotated[
-        int,
-        typer.Option(help="Worker processes for solving tool calls (0: in the request thread)."),
-    ] = 1,
-    access_log: Annotated[
-        bool,
+        int | None,
         typer.Option(
-            "--access-log",
-            help="One JSON line per request on stderr (also SMARTFLOW_ACCESS_LOG=1).",
+            help="Worker processes for solving tool calls (0: in the request thread) "
+            "(env SMARTFLOW_SOLVER_PROCESSES; default 1)."
         ),
-    ] = False,
+    ] = None,
+    access_log: Annotated[
+        bool | None,
+        typer.Option(
+            "--access-log/--no-access-log",
+            help="One JSON line per request on stderr (env SMARTFLOW_ACCESS_LOG; default off).",
+        ),
+    ] = None,
 ) -> None:
-    """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,..."."""
-    require("serve", "server")
-    if session_store.startswith("redis"):
-        require("serve", "redis")
-    if db is not None:  # each worker opens it again; a bad URL is one line here, not per worker
-        open_store("serve", db).dispose()
-    from .tools_adapter.api import serve as serve_http
+    """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,...".
+
+    Every option also reads its SMARTFLOW_* variable (docs/settings.md): a flag wins over the
+    variable, the variable over the default.
+    """
+    from .settings import SettingsError, load_settings
 
     try:
-        serve_http(
+        cfg = load_settings(
             host=host,
             port=port,
             max_time_limit_s=max_time_limit,
@@ -389,6 +415,28 @@ def serve(
             db_url=db,
             solver_processes=solver_processes,
             access_log=access_log,
+        )
+    except SettingsError as exc:
+        err_console.print(f"[red]smartflow serve: {exc}[/red]")
+        raise typer.Exit(2) from None
+    require("serve", "server")
+    if cfg.session_store.startswith("redis"):
+        require("serve", "redis")
+    if cfg.db_url is not None:  # each worker opens it again; a bad URL is one line here
+        open_store("serve", cfg.db_url).dispose()
+    from .tools_adapter.api import serve as serve_http
+
+    try:
+        serve_http(
+            host=cfg.host,
+            port=cfg.port,
+            max_time_limit_s=cfg.max_time_limit_s,
+            workers=cfg.workers,
+            session_store=cfg.session_store,
+            session_prefix=cfg.session_prefix,
+            db_url=cfg.db_url,
+            solver_processes=cfg.solver_processes,
+            access_log=cfg.access_log,
         )
     except ValueError as exc:
         err_console.print(f"[red]smartflow serve: {exc}[/red]")

@@ -22,14 +22,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from .state import ScheduleState, TaskClass
 
 Level = Literal["strict", "normal", "relaxed"]
-LEVELS: tuple[str, ...] = ("strict", "normal", "relaxed")
+LEVELS: tuple[Level, ...] = get_args(Level)
 Entity = Literal["day", "subject", "overall"]
+Severity = Literal["critical", "warning", "info"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Cond:
 
 @dataclass(frozen=True)
 class Band:
-    severity: Literal["critical", "warning", "info"]
+    severity: Severity
     conds: tuple[Cond, ...]
 
 

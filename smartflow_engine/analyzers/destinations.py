@@ -354,7 +354,6 @@ def rank_destinations(
     budget: int = EVAL_BUDGET,
     stop: Callable[[Destination], bool] | None = None,
     work: ScheduleState | None = None,
-    before: list[Issue] | None = None,
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
 ) -> Ranking:
@@ -372,12 +371,10 @@ def rank_destinations(
         Stop at the first destination for which this returns True (a fixable test).
     work, ev
         The state the probes run on and its evaluator (default: ``state`` itself and its cached
-        evaluator; each probe is undone). ``before`` is accepted for older callers and unused:
-        the evaluator holds the issues before.
+        evaluator; each probe is undone); the evaluator holds the issues before.
     deadline
         A ``time.perf_counter()`` value: past it the ranking stops (``cut``, not ``complete``).
     """
-    del before
     task = state.task(task_id)
     ranking = Ranking(task_id)
     if task is None or not movable(state, task):
@@ -535,7 +532,6 @@ def ordered_targets(
     action: NextAction | None,
     level: str,
     work: ScheduleState | None = None,
-    before: list[Issue] | None = None,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
     removed: dict[int, dict[str, Issue]] | None = None,
@@ -547,8 +543,7 @@ def ordered_targets(
     a new problem where they stood, e.g. a subject gap), then the rest; ties keep
     :func:`target_tasks`' order. ``removed`` caches each task's removal issues across the
     actions of one health call (they do not depend on the action). ``work`` / ``ev``: as in
-    :func:`rank_destinations` (``before`` is unused)."""
-    del before
+    :func:`rank_destinations`."""
     work, ev = _evaluator(state, level, work, ev)
     tasks = target_tasks(state, action, target_filter, scope)
     removed = {} if removed is None else removed
@@ -614,7 +609,7 @@ def search_targets(
     is the one the query tool shows. ``deadline`` (``time.perf_counter()``): past it the
     search stops and says so (``cut``)."""
     work, ev = _evaluator(state, level, work, ev)
-    targets = ordered_targets(state, action, level, work, None, target_filter, scope, removed, ev)
+    targets = ordered_targets(state, action, level, work, target_filter, scope, removed, ev)
     out = TargetSearch(targets)
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)

@@ -6,18 +6,21 @@ Analyzers return :class:`AnalysisResult`; only ``tools_adapter`` turns it into J
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
-SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
+from ..rules import Severity
+
+ErrorCode = Literal["invalid_args", "out_of_range", "no_state", "internal_error"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 SEVERITY_RANK = {name: i for i, name in enumerate(SEVERITIES)}
 DIMENSIONS: tuple[str, ...] = ("load", "subjects", "context", "tolerance")
-ERROR_CODES: tuple[str, ...] = ("invalid_args", "out_of_range", "no_state", "internal_error")
+ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 
 
 class ParamError(ValueError):
     """An invalid analyzer parameter: ``code`` is a stable ``error_code``, the message is readable."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -50,7 +53,7 @@ class Issue:
 
     issue_id: str
     dimension: str
-    severity: str
+    severity: Severity
     rule: str
     trigger: Trigger
     conditions: tuple[Trigger, ...]
@@ -162,12 +165,12 @@ class AnalysisResult:
         return out
 
     @classmethod
-    def failure(cls, tool: str, code: str, message: str) -> AnalysisResult:
+    def failure(cls, tool: str, code: ErrorCode, message: str) -> AnalysisResult:
         """The failure envelope; like the Toolbox's ``json_error``, without ``feasibility``."""
         return cls(tool=tool, success=False, error=message, error_code=code)
 
     def issue_counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(SEVERITIES, 0)
+        counts: dict[str, int] = dict.fromkeys(SEVERITIES, 0)
         for issue in self.issues:
             counts[issue.severity] += 1
         return counts

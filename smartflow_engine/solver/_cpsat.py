@@ -12,8 +12,7 @@ from enum import StrEnum
 from types import ModuleType
 from typing import Any
 
-# Re-exported for the counting and feasibility models: the calibration lives in .budget.
-from .budget import DETERMINISTIC_SHARE, MIN_WORK_S
+from .budget import DETERMINISTIC_SHARE
 
 
 class SolveStatus(StrEnum):
@@ -97,9 +96,7 @@ def make_solver(
 
 
 __all__ = [
-    "DETERMINISTIC_SHARE",
     "MIN_TIME_LIMIT_S",
-    "MIN_WORK_S",
     "OutOfTime",
     "SolveStatus",
     "check_deadline",

@@ -128,7 +128,10 @@ def kernels_ready(mode: str | None = None) -> bool:
     global _ready, _child
     if _ready:
         return True
-    mode = mode or os.environ.get(ENV_MODE, "background")
+    if not mode:
+        from ..settings import current
+
+        mode = current().kernels
     if mode == "wait":
         compile_now()
         return True

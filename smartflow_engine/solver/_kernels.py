@@ -14,7 +14,7 @@ cut them (issue 12).
 The programme runs over a day's free runs, then its host blocks. Its value array is indexed by
 (position, cell state, subject mask, free periods filled): a position is a cell of a run (or the
 cell after the run's end), the cell state is the previous cell's (see ``FREE_CAND`` ... ``OCC``
-in :mod:`.pricing`), the mask holds the subjects whose first task of the day has been placed
+in :mod:`._cells`), the mask holds the subjects whose first task of the day has been placed
 (for the same-category term), and the last axis counts the free periods filled (for the load
 term). Every improvement records its predecessor, so a filling is traced back without floating
 point comparisons. Ties keep the first value found, which makes the result deterministic.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .pricing import FREE_CAND, FREE_OK, OCC, OCC_NONE
+from ._cells import FREE_CAND, FREE_OK, OCC, OCC_NONE
 
 
 @njit(cache=True, nogil=True)

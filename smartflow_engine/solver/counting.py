@@ -40,9 +40,7 @@ import numpy as np
 
 from ..state import runs
 from ._cpsat import (
-    DETERMINISTIC_SHARE,
     MIN_TIME_LIMIT_S,
-    MIN_WORK_S,
     OutOfTime,
     SolveStatus,
     check_deadline,
@@ -51,6 +49,7 @@ from ._cpsat import (
     status_of,
 )
 from .baselines import PACK_ORDERS, best_fit_decreasing
+from .budget import DETERMINISTIC_SHARE, MIN_WORK_S
 from .patterns import MAX_PATTERNS, KindSpec, count_patterns, run_patterns
 from .problem import Bin, Group, Placement, Problem
 from .relaxation import MatrixSink, is_solution, solve_relaxation
@@ -69,7 +68,7 @@ class LinearSink(Protocol):
     """Where :class:`CountModelBuilder` writes: integer variables (by index), linear rows and
     a linear objective. Every coefficient and bound is an integer."""
 
-    def new_var(self, lb: int, ub: int) -> int: ...
+    def new_var(self, lb: int, ub: int, name: str) -> int: ...
 
     def add_row(self, idx: Sequence[int], coeffs: Sequence[int], lb: float, ub: float) -> None: ...
 
@@ -84,8 +83,8 @@ class CpSatSink:
         self.model = self.module.CpModel()
         self.vars: list[Any] = []
 
-    def new_var(self, lb: int, ub: int) -> int:
-        self.vars.append(self.model.new_int_var(lb, ub, ""))
+    def new_var(self, lb: int, ub: int, name: str) -> int:
+        self.vars.append(self.model.new_int_var(lb, ub, name))
         return len(self.vars) - 1
 
     def _expr(self, idx: Sequence[int], coeffs: Sequence[int]) -> Any:
@@ -284,7 +283,7 @@ class CountModelBuilder:
         """Appended empty days: one more run type whose multiplicity is a variable."""
         if self.extra_type is None:
             return
-        var = self._sink.new_var(0, self.extra_days_max)
+        var = self._sink.new_var(0, self.extra_days_max, "extra_days")
         self._cm.extra_days = var
         if self.extra_type.spec:  # else no counted task may use an appended day
             self._add_run_type(self.extra_type, (0, var), self.extra_days_max)
@@ -310,7 +309,8 @@ class CountModelBuilder:
     ) -> tuple[RunType, list[tuple[list[int], list[int]]], list[int]]:
         """Pattern encoding: ``p[i]`` copies take pattern ``i``; Σ_i p[i] <= m."""
         pat_counts, layouts = run_patterns(length, spec.spec)
-        ps = [self._sink.new_var(0, mult_max) for _ in layouts]
+        tag = f"type{len(self._cm.run_types)}"  # this type's index once _add_kind_supply adds it
+        ps = [self._sink.new_var(0, mult_max, f"{tag}_pattern{i}") for i in range(len(layouts))]
         rt = RunType(spec.bins, spec.spec, pat_counts, layouts, ps)
         self._copies_at_most(ps, mult)
         supplies, caps = [], []
@@ -328,10 +328,11 @@ class CountModelBuilder:
         rt = RunType(spec.bins, spec.spec, np.zeros((0, len(spec.spec)), dtype=np.int64), (), [])
         cover: dict[int, list[int]] = defaultdict(list)
         supplies, caps = [], []
+        tag = f"type{len(self._cm.run_types)}"
         for k, (d, offsets) in enumerate(spec.spec):
             xs = []
             for off in offsets:
-                var = self._sink.new_var(0, mult_max)
+                var = self._sink.new_var(0, mult_max, f"{tag}_k{k}_off{off}")
                 rt.x.append((k, off, var))
                 xs.append(var)
                 for q in range(off, off + d):
@@ -355,7 +356,7 @@ class CountModelBuilder:
         for k, kind in enumerate(spec.spec):
             zs = []
             for gi in spec.by_kind[kind]:
-                z = self._sink.new_var(0, min(self.counts[gi], caps[k]))
+                z = self._sink.new_var(0, min(self.counts[gi], caps[k]), f"split_t{t}_k{k}_g{gi}")
                 rt.kind_of[gi] = k
                 self._cm.split.append((t, k, gi, z))
                 self._terms[gi].append(z)
@@ -370,7 +371,9 @@ class CountModelBuilder:
             self._cm.host_types.append(spec.bins)
             ys = []
             for gi in sorted(gi for gis in spec.by_kind.values() for gi in gis):
-                var = self._sink.new_var(0, min(len(spec.bins), self.counts[gi]))
+                var = self._sink.new_var(
+                    0, min(len(spec.bins), self.counts[gi]), f"host_t{t}_g{gi}"
+                )
                 self._cm.host_y.append((t, gi, var))
                 self._terms[gi].append(var)
                 ys.append(var)
@@ -380,7 +383,7 @@ class CountModelBuilder:
     def _add_group_totals(self) -> None:
         """``placed[g]`` = Σ of the group's split and guest variables (= count with place_all)."""
         for gi, c in enumerate(self.counts):
-            var = self._sink.new_var(c if self.place_all else 0, c)
+            var = self._sink.new_var(c if self.place_all else 0, c, f"placed_g{gi}")
             terms = self._terms[gi]
             self._sink.add_row([var, *terms], [1] + [-1] * len(terms), 0, 0)
             self._cm.placed.append(var)

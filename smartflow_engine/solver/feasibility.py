@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import Literal, get_args
 
 from ..state import ScheduleState
-from ._cpsat import MIN_WORK_S
+from .budget import MIN_WORK_S
 from .counting import all_fit, max_placeable, min_extra_days
 from .problem import Placement, Problem, Rule, build_problem
 
-REASON_CODES = ("ok", "insufficient_capacity", "fragmented", "class_window", "unknown")
+ReasonCode = Literal["ok", "insufficient_capacity", "fragmented", "class_window", "unknown"]
+REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class FeasibilityReport:
     capacity_gap: int | None  # required - feasible; None when unproven
     free_capacity_slots: int  # free periods + periods of embeddable host blocks
     slack_slots: int  # free_capacity_slots - required_task_slots (may be negative)
-    reason_code: str
+    reason_code: ReasonCode
     runtime_s: float
     witness: list[Placement] = field(default_factory=list)  # one placement of the maximum
     feasible_slots_bounds: tuple[int, int] = (0, 0)  # (lower, upper), always known
@@ -164,7 +166,7 @@ def check_feasibility(
 
     if res.best == required:
         feasible: bool | None = True
-        reason = "ok"
+        reason: ReasonCode = "ok"
     elif res.proven:
         feasible = False
         reason = _reason(problem, required, capacity, deadline, num_workers, relaxation)
@@ -211,7 +213,7 @@ def _reason(
     deadline: float,
     num_workers: int,
     relaxation: bool = True,
-) -> str:
+) -> ReasonCode:
     """Classify a proven infeasibility: count, classes, or fragmentation."""
     if required > capacity:
         return "insufficient_capacity"

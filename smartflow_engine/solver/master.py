@@ -222,7 +222,7 @@ class Master:
             integer_weights(self.pricer.w, model_magnitude(num_days, p.slots_per_day)).scale
             * num_days
         )
-        variables = [m.new_bool_var("") for _ in kept]
+        variables = [m.new_bool_var(f"pattern{i}_d{pat.day}") for i, pat in enumerate(kept)]
         by_day: dict[int, list[Any]] = defaultdict(list)
         by_group: dict[int, tuple[list[Any], list[int]]] = defaultdict(lambda: ([], []))
         for pat, v in zip(kept, variables, strict=True):

@@ -46,6 +46,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Literal
 
 from ..state import ScheduleState
 from ._cpsat import OutOfTime, SolveStatus, cp_model, make_solver, status_of
@@ -85,6 +86,8 @@ from .problem import Placement, Problem, build_problem
 from .progress import report
 from .submodel import SubModel, WindowData
 
+ProposalStatus = Literal["optimal", "feasible", "unknown"]
+
 
 @dataclass(frozen=True)
 class Proposal:
@@ -97,7 +100,7 @@ class Proposal:
     ``unplaced_slots``; ``start_objective`` the same for the warm start.
     """
 
-    status: str
+    status: ProposalStatus
     placements: list[Placement]
     unplaced: list[int]
     objective: dict[str, float]
@@ -401,6 +404,7 @@ def propose_placement(
         wall_limited = wall_limited or cut
     wall_limited = wall_limited or start_only or time.perf_counter() >= stop - 0.01
     report("done", t0, objective["weighted_total"], bound)
+    name: ProposalStatus
     if not level1.proven:
         name = "unknown"
     elif proof.meets(objective, bound):  # exact arithmetic on the real weights

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ._cells import OCC, OCC_NONE
 from ._cpsat import check_deadline
 from .budget import DAY_SETUP_OPS, KERNEL_OPS_PER_OP, TOTALS_CHUNK_S, TOTALS_OPS_PER_S
 from .objective import (
@@ -43,14 +44,6 @@ from .problem import Placement, Problem
 
 INF = math.inf
 MAX_MASK_BITS = 7  # subjects per day whose first task is tracked exactly (mask axis 2**7)
-
-# DP cell states (the previous cell, seen from the current one); subjects follow from OCC on.
-# The compiled programme (:mod:`._kernels`) reads these: after changing them, delete its numba
-# cache (``__pycache__/_kernels*.nbi``/``.nbc``), which only tracks ``_kernels.py`` itself.
-FREE_CAND = 0  # free, its left neighbour is not free: isolated unless the next cell is free
-FREE_OK = 1  # free with a free left neighbour
-OCC_NONE = 2  # occupied by something without a subject (or the run's edge)
-OCC = 3  # OCC + k: occupied by subject k
 
 
 @dataclass(frozen=True)

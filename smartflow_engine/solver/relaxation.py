@@ -56,7 +56,7 @@ class MatrixSink:
     def model(self) -> MatrixSink:
         return self
 
-    def new_var(self, lb: int, ub: int) -> int:
+    def new_var(self, lb: int, ub: int, name: str) -> int:  # names are CP-SAT's only
         self.lb.append(int(lb))
         self.ub.append(int(ub))
         return len(self.lb) - 1

@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -39,6 +39,8 @@ from .problem import Placement, Problem, build_problem, movable
 from .submodel import Lin, SubModel, WindowData
 from .switches import switches
 
+ReoptimizationStatus = Literal["improved", "unchanged", "unknown", "empty"]
+
 
 @dataclass(frozen=True)
 class Reoptimization:
@@ -51,7 +53,7 @@ class Reoptimization:
     says the model was solved to optimality with the real weights.
     """
 
-    status: str
+    status: ReoptimizationStatus
     moves: list[tuple[Placement, Placement]]
     before: dict[str, float]
     after: dict[str, float]
@@ -306,7 +308,7 @@ def _add_spread(sub: SubModel, first: int, last: int, n: int) -> None:
     for a, b in _buckets(first, last, n):
         vars_ = [v for d in range(a, b + 1) for v in by_day.get(d, [])]
         share = n * (b - a + 1)
-        dev = sub.model.new_int_var(0, width * n + share, "")
+        dev = sub.model.new_int_var(0, width * n + share, f"spread_dev_d{a}_{b}")
         up = Lin([(v, width) for v in vars_], -share)
         down = Lin([(v, -width) for v in vars_], share)
         sub.add_max(dev, [up, down], coef)

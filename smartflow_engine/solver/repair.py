@@ -14,7 +14,7 @@ import time
 from ..state import ScheduleState
 from .health_search import HEALTH_SHARE, search_health, unplaced_critical
 from .objective import evaluate, resolve_weights
-from .placement import Proposal, propose_placement
+from .placement import Proposal, ProposalStatus, propose_placement
 from .problem import Placement, build_problem, movable
 
 PENDING_SHARE = 0.4  # of the limit for placing the pending tasks
@@ -44,7 +44,8 @@ def repair_placement(
     pending = state.pending_tasks()
     placed_pending: list[Placement] = []
     unplaced: list[int] = []
-    status, max_slots = "optimal", None
+    status: ProposalStatus = "optimal"
+    max_slots: int | None = None
     cut = False  # the wall clock cut the pending tasks' proposal
     if pending:
         first = propose_placement(

@@ -185,14 +185,14 @@ class SubModel:
                     if not self.counts[gi]:
                         continue
                     for s in p.starts(g, b):
-                        var = m.new_bool_var("")
+                        var = m.new_bool_var(f"x_r{ri}_g{gi}_s{s}")
                         self.x[(ri, gi, s)] = var
                         for q in range(s, s + g.duration):
                             self.cover[(day, q)].append((var, g.subject))
             for hi in self.win.hosts_by_day.get(day, []):
                 for gi in range(len(p.groups)):
                     if self.counts[gi] and (hi, gi) in self.win.host_start:
-                        self.y[(hi, gi)] = m.new_bool_var("")
+                        self.y[(hi, gi)] = m.new_bool_var(f"y_h{hi}_g{gi}")
 
     def add_max(self, aux: Any, exprs: list[Lin], weight: int) -> None:
         """``aux >= e`` for every expression ``e``; ``aux`` costs ``weight`` per unit, so the
@@ -284,7 +284,7 @@ class SubModel:
             up = Lin(terms, num_days * base - total)
             down = Lin([(v, -c) for v, c in terms], total - num_days * base)
             bound = num_days * self.p.slots_per_day * (num_days + 1)
-            dev = self.model.new_int_var(0, bound, "")
+            dev = self.model.new_int_var(0, bound, f"load_dev_d{day}")
             self.add_max(dev, [up, down], w)
 
     def _add_same_category(self) -> None:
@@ -302,10 +302,10 @@ class SubModel:
                     if fixed:
                         self.const += w
                     elif vars_:
-                        used = self.model.new_bool_var("")
+                        used = self.model.new_bool_var(f"used_d{day}_{k}")
                         self.add_max(used, [Lin([(v, 1)]) for v in vars_], w)
                 elif vars_ and len(vars_) + fixed > 1:
-                    excess = self.model.new_int_var(0, len(vars_) + fixed, "")
+                    excess = self.model.new_int_var(0, len(vars_) + fixed, f"excess_d{day}_{k}")
                     self.add_max(excess, [Lin([(v, 1) for v in vars_], fixed - 1)], w)
                 elif fixed > 1:
                     self.const += w * (fixed - 1)
@@ -331,7 +331,7 @@ class SubModel:
                     if not terms:
                         self.const += w * max(0, expr.const)
                         continue
-                    iso = self.model.new_bool_var("")
+                    iso = self.model.new_bool_var(f"isolated_d{day}_s{q}")
                     self.add_max(iso, [expr], w)
 
     def _add_context_switch(self) -> None:
@@ -360,7 +360,7 @@ class SubModel:
                         exprs.append(Lin(occ + same))
                 exprs = [e for e in exprs if e.terms]
                 if exprs:
-                    sw = self.model.new_bool_var("")
+                    sw = self.model.new_bool_var(f"switch_d{day}_s{q}")
                     self.add_max(sw, exprs, w)
 
     def _add_late_and_time_of_day(self) -> None:

@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .model import ScheduleState, SlotRange
+if TYPE_CHECKING:  # the model holds a grid: this module sits below it
+    from .model import ScheduleState, SlotRange
 
 
 @dataclass

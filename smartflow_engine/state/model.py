@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-if TYPE_CHECKING:
-    from .grid import Grid
+from .grid import Grid
 
 Status = Literal["existing", "suggested", "pending"]
-STATUSES: tuple[str, ...] = ("existing", "suggested", "pending")
+TaskSource = Literal["event", "task_item"]  # ScheduleEvent (a course) or TaskClassItem (study)
+STATUSES: tuple[Status, ...] = get_args(Status)
 
 MAX_DAYS = 1000
 MAX_SLOTS_PER_DAY = 24
@@ -89,7 +89,7 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     state_id: int = Field(ge=1, le=MAX_TASK_ID)
-    source: str = "task_item"
+    source: TaskSource = "task_item"
     source_id: int = 0
     name: str
     category: str = ""
@@ -231,8 +231,6 @@ class ScheduleState(BaseModel):
 
     @property
     def grid(self) -> Grid:
-        from .grid import Grid  # local: grid imports this module
-
         if self._grid is None:
             self._grid = Grid.build(self)
         return self._grid

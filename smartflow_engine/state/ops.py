@@ -13,11 +13,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 
 from .grid import Grid
-from .model import ScheduleState, SlotRange, Task
+from .model import ScheduleState, SlotRange, Status, Task
 
 MAX_BATCH = 50  # moves in one batch_move / placements in one apply
 
@@ -46,7 +47,7 @@ class Blocker:
 class Refusal:
     """Why an operation refused, as data. ``kind`` is one of :data:`REFUSAL_KINDS`."""
 
-    kind: str
+    kind: RefusalKind
     task_id: int | None = None
     other_id: int | None = None
     day: int | None = None
@@ -57,7 +58,7 @@ class Refusal:
     limit: int | None = None
 
 
-REFUSAL_KINDS = (
+RefusalKind = Literal[
     "not_found",  # task_id does not exist
     "not_pending",  # place on a task that is not pending
     "pending",  # move / swap / unplace on a pending task
@@ -77,7 +78,8 @@ REFUSAL_KINDS = (
     "batch_too_large",
     "class_window",  # the target day lies outside the task's class window (other_id: class id)
     "banned_period",  # the target periods include a banned period of the task's class
-)
+]
+REFUSAL_KINDS: tuple[RefusalKind, ...] = get_args(RefusalKind)
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,8 @@ class Change:
 
     op: str
     task_id: int
-    status_before: str
-    status_after: str
+    status_before: Status
+    status_after: Status
     block_before: SlotRange | None
     block_after: SlotRange | None
     embed_host_before: int | None
@@ -113,13 +115,20 @@ class Change:
         return cls(
             op=str(data["op"]),
             task_id=int(data["task_id"]),  # type: ignore[call-overload]
-            status_before=str(data["status_before"]),
-            status_after=str(data["status_after"]),
+            status_before=_status(data["status_before"]),
+            status_after=_status(data["status_after"]),
             block_before=block(data.get("block_before")),
             block_after=block(data.get("block_after")),
             embed_host_before=data.get("embed_host_before"),  # type: ignore[arg-type]
             embed_host_after=data.get("embed_host_after"),  # type: ignore[arg-type]
         )
+
+
+def _status(value: object) -> Status:
+    for status in get_args(Status):
+        if value == status:
+            return status  # type: ignore[no-any-return]
+    raise ValueError(f"status {value!r} is not one of {'/'.join(get_args(Status))}")
 
 
 @dataclass
@@ -129,7 +138,7 @@ class OpResult:
     refusal: Refusal | None = None
 
     @classmethod
-    def refuse(cls, kind: str, **kw: object) -> OpResult:
+    def refuse(cls, kind: RefusalKind, **kw: object) -> OpResult:
         return cls(False, [], Refusal(kind, **kw))  # type: ignore[arg-type]
 
 

@@ -16,8 +16,9 @@ Quick use::
 from .commit import COMMIT_ERRORS, CommitResult, net_changes
 from .days import DayIndex, StoreError, window_days
 from .models import Base, Schedule, ScheduleEvent, TaskClass, TaskClassItem
+from .protocol import ScheduleStore
 from .seed import SeedResult
-from .sql_store import ScheduleStore, Store
+from .sql_store import Store
 from .task_classes import (
     ISSUE_CODES,
     SOURCES,

@@ -1,5 +1,5 @@
 """psycopg 3 connections whose every round trip (statement, commit, rollback, liveness ping) has a
-client-side deadline, enforced by :data:`.timeouts.WATCHDOG`. libpq has no read time limit of
+client-side deadline, enforced by :data:`.watchdog.WATCHDOG`. libpq has no read time limit of
 its own: without this a server that accepts and never answers holds the caller forever."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from .timeouts import WATCHDOG
+from .watchdog import WATCHDOG
 
 
 class DeadlineCursor(psycopg.Cursor[Any]):

@@ -1,4 +1,4 @@
-"""The storage backend: a small :class:`ScheduleStore` protocol and its SQLAlchemy implementation.
+"""The storage backend: the SQLAlchemy implementation of :class:`.protocol.ScheduleStore`.
 
 ``Store.from_url("sqlite:///smartflow.db")`` (an embedded file, the default),
 ``Store.from_url("postgresql+psycopg://user:pw@host/db")`` or
@@ -14,9 +14,9 @@ optimistic checks lock the rows they read with ``SELECT ... FOR UPDATE``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.engine import make_url
@@ -24,45 +24,16 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from ..state import Change, DayMapping, ScheduleState
+from ..state import Change, ScheduleState
 from . import models as m
 from .commit import CommitFailure, CommitResult, commit_changes
 from .load import load_window
+from .protocol import DayMappingLike
 from .seed import SeedResult, seed_from_state
 from .task_classes import TaskClassInput, TaskItemInput, UpsertResult, upsert_task_class
 from .timeouts import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_S, connect_args, install_liveness
 
 log = logging.getLogger(__name__)
-
-DayMappingLike = Iterable[DayMapping | Mapping[str, Any]]
-
-
-@runtime_checkable
-class ScheduleStore(Protocol):
-    """What the engine needs from a database: load a window, write a session back, and upsert
-    task classes (the ``upsert_task_class`` tool). Every method acts on one user's rows only."""
-
-    def load_window(
-        self,
-        user_id: int,
-        day_mapping: DayMappingLike,
-        *,
-        slots_per_day: int = 12,
-        task_class_ids: Collection[int] | None = None,
-    ) -> ScheduleState: ...
-
-    def commit(
-        self, user_id: int, state: ScheduleState, changes: Sequence[Change]
-    ) -> CommitResult: ...
-
-    def upsert_task_class(
-        self,
-        user_id: int,
-        class_id: int,
-        task_class: TaskClassInput,
-        items: Sequence[TaskItemInput] = (),
-        source: str | None = None,
-    ) -> UpsertResult: ...
 
 
 class Store:

@@ -7,7 +7,7 @@ never a hang, and must not leave the pool holding dead connections:
   psycopg (whole seconds, at least 2, as libpq counts them); pymysql's ``connect_timeout``.
 - **Statement time limit** (default :data:`STATEMENT_TIMEOUT_S`): on PostgreSQL the server's
   ``statement_timeout`` (sent as ``options=-c statement_timeout=<ms>``) and, for a server that
-  never answers at all, a client-side deadline a second later (:class:`Watchdog`: it shuts the
+  never answers at all, a client-side deadline a second later (:class:`.watchdog.Watchdog`: it shuts the
   connection's socket down, so the driver sees a lost connection, SQLAlchemy invalidates it and
   the error is an ``OperationalError``); on MariaDB/MySQL pymysql's ``read_timeout`` and
   ``write_timeout`` (client side; pymysql also reads the server's greeting under it).
@@ -22,16 +22,9 @@ Values given in the URL's query (``connect_timeout``, ``options``, ``read_timeou
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
-import os
 import re
-import socket
-import threading
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Engine, event
@@ -122,77 +115,3 @@ def _pg_statement_timeout(options: Any) -> float | None:
     if found is None:
         return None
     return _seconds(float(found.group(1)) * _UNITS[found.group(2)])
-
-
-class Watchdog:
-    """One daemon thread that ends calls that overran their deadline: it shuts the socket of
-    their connection down (the blocked driver then reads end-of-file and reports a lost
-    connection). Arming and disarming are a heap push and a flag under a lock."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, _Armed]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-
-    @contextmanager
-    def guard(self, fileno: int, seconds: float | None) -> Iterator[_Armed]:
-        """Shut ``fileno`` down if the block has not ended ``seconds`` from now (``None``: no
-        deadline). The caller must keep the socket open until the block ends."""
-        armed = _Armed(fileno)
-        if seconds is None:
-            yield armed
-            return
-        with self._cond:
-            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), armed))
-            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
-                self._pid = os.getpid()
-                self._thread = threading.Thread(target=self._run, name="db-deadline", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-        try:
-            yield armed
-        finally:
-            with self._cond:  # after this the thread never touches the socket
-                armed.done = True
-
-    def _run(self) -> None:
-        with self._cond:
-            while True:
-                while self._heap and self._heap[0][2].done:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait()
-                    continue
-                deadline, _, armed = self._heap[0]
-                left = deadline - time.monotonic()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                heapq.heappop(self._heap)
-                armed.fired = True
-                _shutdown(armed.fileno)
-
-
-class _Armed:
-    __slots__ = ("done", "fileno", "fired")
-
-    def __init__(self, fileno: int) -> None:
-        self.fileno, self.done, self.fired = fileno, False, False
-
-
-def _shutdown(fileno: int) -> None:
-    try:
-        sock = socket.socket(fileno=os.dup(fileno))
-    except OSError:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    finally:
-        sock.close()
-
-
-WATCHDOG = Watchdog()

@@ -3,6 +3,7 @@ each user sees only their rows, and bad input is refused with nothing written.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from smartflow_engine import ScheduleState
+from smartflow_engine.state import StateError
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.store import Store, StoreError
 from smartflow_engine.store import models as m
@@ -146,10 +148,6 @@ def _item_without_class(d: dict[str, Any]) -> None:
     d["tasks"][2].pop("category_id")
 
 
-def _unknown_source(d: dict[str, Any]) -> None:
-    d["tasks"][0]["source"] = "calendar"
-
-
 def _duplicate_source(d: dict[str, Any]) -> None:
     d["tasks"][1]["source_id"] = d["tasks"][0]["source_id"]
 
@@ -167,7 +165,6 @@ def _descending_mapping(d: dict[str, Any]) -> None:
     [
         (_no_mapping, "day_mapping"),  # days cannot be turned into (week, day_of_week)
         (_item_without_class, "category_id"),  # a task item belongs to a task class
-        (_unknown_source, "source"),  # neither event nor task_item
         (_duplicate_source, "share source"),  # two tasks, one row
         (_category_differs_from_class, "differs from its task class"),  # item category = class name
         (_descending_mapping, "does not come after"),  # dates must go forward
@@ -180,6 +177,17 @@ def test_seed_refuses_states_the_tables_cannot_hold(store: Store, mutate: Any, m
     with pytest.raises(StoreError, match=message):
         store.seed_from_state(USER, _state(mutate))
     assert table_rows(store) == before
+
+
+def test_a_state_with_an_unknown_source_does_not_load():
+    """Tests that a task whose source is neither event nor task_item (the only two the tables
+    hold) is refused when the state loads, with a line naming the task's field."""
+    data = load_window("spec_tools_window").to_dict()
+    data["tasks"][0]["source"] = "calendar"
+    with pytest.raises(
+        StateError, match=r"tasks\.0\.source: Input should be 'event' or 'task_item'"
+    ):
+        ScheduleState.from_json(data)
 
 
 MAPPING = [
@@ -225,3 +233,20 @@ def test_store_satisfies_the_protocol_the_tools_use(store: Store):
     from smartflow_engine.store import ScheduleStore
 
     assert isinstance(store, ScheduleStore)
+
+
+def test_the_protocol_names_every_store_method_the_adapter_calls():
+    """Tests (by grep) that every method the tools adapter calls on its store or database is a
+    member of ScheduleStore, so the Protocol types every use (and a fake store for the tools
+    needs only these)."""
+    from smartflow_engine.store import ScheduleStore
+
+    root = Path(__file__).resolve().parents[2] / "smartflow_engine" / "tools_adapter"
+    called = set()
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        called |= set(re.findall(r"\b(?:store|database)\.([a-z_]+)\(", text))
+    assert called, "the grep found no call: the pattern is broken"
+    members = {name for name in dir(ScheduleStore) if not name.startswith("_")}
+    assert called <= members, sorted(called - members)
+    assert {"load_window", "commit", "preview_commit", "upsert_task_class"} <= called

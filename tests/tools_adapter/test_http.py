@@ -311,7 +311,7 @@ def test_server_caps_reach_every_session():
     app = create_app(TOKENS, max_time_limit_s=1.5, num_workers=1)
     client = TestClient(app)
     sid = _create(client)
-    session = app.state.store.get("alice", sid)
+    session = app.state.ctx.sessions.get("alice", sid)
     assert session.toolbox.ctx.max_time_limit_s == 1.5 and session.toolbox.ctx.num_workers == 1
 
 

@@ -21,8 +21,8 @@ from smartflow_engine.tools_adapter.sessions.session import (
     Session,
     SessionError,
     SessionLimitError,
-    SessionStore,
 )
+from smartflow_engine.tools_adapter.sessions.store import SessionStore
 from tests.helpers.adapters import note_tool, only_in, specs_with
 from tests.helpers.windows import load_window
 

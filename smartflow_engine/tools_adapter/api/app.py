@@ -7,11 +7,12 @@ import secrets
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
 from ... import __version__
+from ...settings import current
 from ..core import registry
 from ..core.spec import ToolSpec
 from ..sessions.store import MemorySessionStore, SessionBackend, session_backend
@@ -22,6 +23,9 @@ from .middleware import BodyLimit
 from .request_log import ACCESS_LOG_ENV
 from .solver_pool import SolverPool
 
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
+
 TOKENS_ENV = "SMARTFLOW_API_TOKENS"  # "token1:user1,token2:user2"
 DEFAULT_MAX_BODY_BYTES = 2_000_000
 
@@ -30,7 +34,7 @@ def create_app(
     tokens: Mapping[str, str] | None = None,
     *,
     sessions: SessionBackend | None = None,
-    database: Any = None,
+    database: ScheduleStore | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_time_limit_s: float = 10.0,
     num_workers: int = 1,
@@ -72,7 +76,7 @@ def create_app(
         ``/metrics``; see :mod:`.observe`.
     """
     if tokens is None:
-        tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
+        tokens = parse_tokens(current().api_tokens)
     table = {spec.name: spec for spec in (specs or registry.TOOLS)}
     if sessions is None:
         sessions = MemorySessionStore(
@@ -111,7 +115,6 @@ def create_app(
         redoc_url=None,
     )
     app.state.ctx = ctx
-    app.state.store = sessions  # the name older callers read
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     install_handlers(app)
     for module in (routes_meta, routes_stateless, routes_sessions):
@@ -142,32 +145,33 @@ def _publish_tool_names(app: FastAPI, names: list[str]) -> None:
 SESSION_STORE_ENV = "SMARTFLOW_SESSION_STORE"  # "memory" or "redis://..."
 SESSION_PREFIX_ENV = "SMARTFLOW_SESSION_PREFIX"
 DB_URL_ENV = "SMARTFLOW_DB_URL"
-SETTINGS_ENV = "SMARTFLOW_SERVE_SETTINGS"  # "max_time_limit_s=..,solver_processes=.."
+MAX_TIME_LIMIT_ENV = "SMARTFLOW_MAX_TIME_LIMIT_S"
+SOLVER_PROCESSES_ENV = "SMARTFLOW_SOLVER_PROCESSES"
 
 
 def app_from_env() -> FastAPI:
     """The app of one ``smartflow serve`` worker, configured from the environment the parent
-    process set (uvicorn starts each worker with an import string)."""
-    settings = dict(p.split("=", 1) for p in os.environ.get(SETTINGS_ENV, "").split(",") if p)
-    limit = float(settings.get("max_time_limit_s", 10.0))
+    process set (uvicorn starts each worker with an import string): the ``SMARTFLOW_*``
+    variables of :class:`smartflow_engine.settings.Settings`."""
+    cfg = current()
+    limit = cfg.max_time_limit_s
     database = None
-    if os.environ.get(DB_URL_ENV):
+    if cfg.db_url:
         from ...store import Store
 
-        database = Store.from_url(os.environ[DB_URL_ENV])
+        database = Store.from_url(cfg.db_url)
     kwargs = {"max_time_limit_s": limit, "num_workers": 1, "store": database}
-    store_url = os.environ.get(SESSION_STORE_ENV) or None
     sessions = None
-    if store_url not in (None, "memory"):
+    if cfg.session_store != "memory":
         sessions = session_backend(
-            store_url, prefix=os.environ.get(SESSION_PREFIX_ENV, "smartflow"), session_kwargs=kwargs
+            cfg.session_store, prefix=cfg.session_prefix, session_kwargs=kwargs
         )
     return create_app(
         None,
         sessions=sessions,
         database=database,
         max_time_limit_s=limit,
-        solver_processes=int(settings.get("solver_processes", 1)),
+        solver_processes=cfg.solver_processes,
     )
 
 
@@ -194,7 +198,7 @@ def serve(
     import uvicorn
 
     if tokens is None:
-        tokens = parse_tokens(os.environ.get(TOKENS_ENV, ""))
+        tokens = parse_tokens(current().api_tokens)
     if not tokens:
         token = secrets.token_urlsafe(24)
         tokens = {token: "local"}
@@ -209,11 +213,11 @@ def serve(
     os.environ[TOKENS_ENV] = ",".join(f"{t}:{u}" for t, u in tokens.items())
     os.environ[SESSION_STORE_ENV] = session_store or "memory"
     os.environ[SESSION_PREFIX_ENV] = session_prefix
-    os.environ[SETTINGS_ENV] = (
-        f"max_time_limit_s={max_time_limit_s},solver_processes={solver_processes}"
-    )
-    if access_log:  # our JSON line per request (uvicorn's own access log stays off)
-        os.environ[ACCESS_LOG_ENV] = "1"
+    os.environ[MAX_TIME_LIMIT_ENV] = str(max_time_limit_s)
+    os.environ[SOLVER_PROCESSES_ENV] = str(solver_processes)
+    # Our JSON line per request (uvicorn's own access log stays off); "0" too, so that a
+    # --no-access-log wins over a SMARTFLOW_ACCESS_LOG=1 the workers would inherit.
+    os.environ[ACCESS_LOG_ENV] = "1" if access_log else "0"
     if db_url:
         os.environ[DB_URL_ENV] = db_url
     else:

@@ -8,7 +8,7 @@ import hmac
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -24,6 +24,9 @@ from .errors import ApiError
 from .models import SessionId
 from .request_log import note_session
 from .solver_pool import SolverPool
+
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
 
 
 def parse_tokens(text: str) -> dict[str, str]:
@@ -46,7 +49,7 @@ class ApiContext:
     tokens: Mapping[str, str]
     table: dict[str, ToolSpec]
     sessions: SessionBackend
-    database: Any = None  # a smartflow_engine.store.ScheduleStore, or None
+    database: ScheduleStore | None = None
     max_time_limit_s: float = 10.0
     num_workers: int = 1
     solver: SolverPool = field(default_factory=lambda: SolverPool(0))

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from ...state.model import MAX_DAYS
+from ...state.model import MAX_DAYS, Status
 from ..core.spec import Mode
 from ..sessions.session import CallResult, Session
 from .request_log import note_result
@@ -116,8 +116,8 @@ class ModeBody(_Body):
 class ChangeOut(BaseModel):
     op: str
     task_id: int
-    status_before: str
-    status_after: str
+    status_before: Status
+    status_after: Status
     block_before: dict[str, int] | None
     block_after: dict[str, int] | None
     embed_host_before: int | None

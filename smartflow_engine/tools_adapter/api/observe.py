@@ -4,14 +4,13 @@ the session page (:mod:`.page`) and MCP over streamable HTTP (:mod:`..mcp_http`)
 
 from __future__ import annotations
 
-import os
-
 from fastapi import FastAPI
 
+from ...settings import current
 from ..mcp import http as mcp_http
 from . import docs, metrics, page
 from .context import ApiContext
-from .request_log import ACCESS_LOG_ENV, RequestObserver, configure_access_log, env_flag
+from .request_log import RequestObserver, configure_access_log
 
 
 def install(
@@ -19,7 +18,7 @@ def install(
 ) -> None:
     """Register the observers on ``app`` (``access_log=None`` reads :data:`ACCESS_LOG_ENV`)."""
     if access_log is None:
-        access_log = env_flag(os.environ.get(ACCESS_LOG_ENV))
+        access_log = current().access_log
     if access_log:
         configure_access_log()
     app.state.metrics = metrics.Metrics(ctx) if metrics_on else None

@@ -27,7 +27,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import time
 from importlib import resources
 from pathlib import Path
@@ -38,6 +37,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import Field
 
+from ...settings import current
 from .context import ApiContext, Ctx, Principal, Ref
 from .errors import CONFLICT, ERRORS, NOT_FOUND, ApiError
 from .models import SessionId, _Body
@@ -78,7 +78,7 @@ def static_dir() -> Path:
 
 
 def view_key(ctx: ApiContext) -> bytes:
-    given = os.environ.get(VIEW_KEY_ENV)
+    given = current().view_key
     if given:
         return hashlib.sha256(given.encode()).digest()
     material = "\n".join(f"{t}:{u}" for t, u in sorted(ctx.tokens.items()))

@@ -45,11 +45,6 @@ _TOOL_PATH = re.compile(r"^/v1/(?:tools/([a-z_]{1,64})/call|analyze/([a-z_]{1,64
 _FIXED_TOOL = {"/v1/feasibility": "check_feasibility", "/v1/proposal": "propose_placement"}
 
 
-def env_flag(value: str | None) -> bool:
-    """Whether an environment setting such as ``SMARTFLOW_ACCESS_LOG`` is on."""
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 @dataclass
 class RequestInfo:
     """What is known about the request being served (filled in while it runs)."""

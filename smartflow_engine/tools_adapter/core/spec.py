@@ -6,11 +6,14 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from ...state import Change, ScheduleState
+
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
 
 
 class Mode(StrEnum):
@@ -32,7 +35,7 @@ class ToolContext:
     changes: list[Change] = field(default_factory=list)
     max_time_limit_s: float = 10.0  # cap on any solver time limit a caller asks for
     num_workers: int = 1
-    store: Any = None  # a smartflow_engine.store backend, for tools that write the database
+    store: ScheduleStore | None = None  # the database, for tools that read or write it
     user_id: int | None = None  # whose data the store tools act on
     loop: Any = None  # a session's LoopState (rounds, close rules, gate, round log), or None
     applied: list[Change] = field(default_factory=list)  # this call's changes, until recorded

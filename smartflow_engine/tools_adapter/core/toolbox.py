@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...state import ScheduleState
 from . import pipeline, registry
 from .spec import Mode, ToolContext, ToolSpec, refused
+
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,9 @@ _HIDDEN = "是隐藏工具，需显式启用（enabled_tools）后才能调用"
 
 
 def _env_self_check() -> bool:
-    return os.environ.get("SMARTFLOW_SELF_CHECK", "") not in ("", "0", "false")
+    from ...settings import current
+
+    return current().self_check
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ class Toolbox:
         self_check: bool | None = None,
         max_time_limit_s: float = 10.0,
         num_workers: int = 1,
-        store: Any = None,
+        store: ScheduleStore | None = None,
         user_id: int | None = None,
         enabled_tools: Iterable[str] = (),
         loop: bool = False,

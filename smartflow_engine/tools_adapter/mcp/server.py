@@ -50,7 +50,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from io import TextIOWrapper
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import mcp_types
@@ -83,6 +83,9 @@ from ..core.schemas import (
 )
 from ..core.spec import Mode, ToolSpec
 from ..sessions.session import CallResult, Session
+
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
 
 SERVER_NAME = "smartflow-engine"
 # The ``_meta`` key of a tools/call that starts a new user request (see the module docstring).
@@ -503,7 +506,7 @@ def run_stdio(
     enabled_tools: tuple[str, ...] = (),
     max_time_limit_s: float = 10.0,
     num_workers: int = 1,
-    database: Any = None,
+    database: ScheduleStore | None = None,
     db_user_id: int | None = None,
     window: tuple[tuple[int, int], tuple[int, int]] | None = None,
     auto_confirm: bool = False,

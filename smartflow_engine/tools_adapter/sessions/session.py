@@ -29,7 +29,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -52,6 +52,9 @@ from .snapshot import (
     snapshot_state,
     take_snapshot,
 )
+
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +115,7 @@ class Session:
         self_check: bool | None = None,
         max_time_limit_s: float = 10.0,
         num_workers: int = 1,
-        store: Any = None,
+        store: ScheduleStore | None = None,
         db_user_id: int | None = None,
         frozen_days: int = 0,
     ) -> None:
@@ -392,7 +395,7 @@ class Session:
         self_check: bool | None = None,
         max_time_limit_s: float = 10.0,
         num_workers: int = 1,
-        store: Any = None,
+        store: ScheduleStore | None = None,
         db_user_id: int | None = None,
     ) -> Session:
         """Rebuild a session from :meth:`snapshot` (a dict or its JSON text).
@@ -494,15 +497,6 @@ def _parse_mode(mode: Mode | str) -> Mode:
     except ValueError:
         names = ", ".join(m.value for m in Mode)
         raise SessionError(f"unknown mode {mode!r}; expected one of {names}") from None
-
-
-def __getattr__(name: str) -> Any:
-    # The store imports this module; it is re-exported lazily to keep ``session.SessionStore``.
-    if name == "SessionStore":
-        from .store import SessionStore
-
-        return SessionStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _is_preview(spec: ToolSpec, args: Any) -> bool:

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from ...state.model import MAX_TASK_ID
 from ..core.args import Args
 from ..core.spec import ToolContext, ToolSpec, refused
+
+if TYPE_CHECKING:
+    from ...store.protocol import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +232,8 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
         preferences=preferences or None,
     )
     items = [TaskItemInput.model_validate(it.model_dump()) for it in args.items]
-    result = ctx.store.upsert_task_class(ctx.user_id, args.id, fields, items, source=args.source)
+    store, user_id = _db(ctx)
+    result = store.upsert_task_class(user_id, args.id, fields, items, source=args.source)
     if result.success:
         return _reply(
             success=True,
@@ -274,6 +278,12 @@ def _upsert_refusal(ctx: ToolContext) -> tuple[str, str] | None:
     if ctx.user_id is None:
         return "no_user", "未指定用户，无法保存任务类。"
     return None
+
+
+def _db(ctx: ToolContext) -> tuple[ScheduleStore, int]:
+    """The store and the user of a call that the refusals above let through (both set)."""
+    assert ctx.store is not None and ctx.user_id is not None
+    return ctx.store, ctx.user_id
 
 
 def upsert_preview(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
@@ -442,7 +452,8 @@ def _commit_preview(ctx: ToolContext) -> str:
         return "本会话没有未提交的修改，确认后不会写入任何内容。"
     assert ctx.state is not None
     tasks = len({c.task_id for c in ctx.changes})
-    result = ctx.store.preview_commit(ctx.user_id, ctx.state, ctx.changes)
+    store, user_id = _db(ctx)
+    result = store.preview_commit(user_id, ctx.state, ctx.changes)
     if not result.ok:
         return (
             f"将提交 {len(ctx.changes)} 项修改（涉及 {tasks} 个任务），但按数据库当前内容会失败：\n"
@@ -462,7 +473,8 @@ def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
         return _with_window_note(ctx, "没有需要提交的修改。")
     assert ctx.state is not None
     count = len(ctx.changes)
-    result = ctx.store.commit(ctx.user_id, ctx.state, ctx.changes)
+    store, user_id = _db(ctx)
+    result = store.commit(user_id, ctx.state, ctx.changes)
     if not result.ok:
         return refused(_failure(ctx, result, "提交"), _failure_code(result))
     ctx.changes.clear()  # the database now holds them; the next commit starts from here
@@ -486,9 +498,8 @@ def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
 
     old = ctx.state
     try:
-        state = ctx.store.load_window(
-            ctx.user_id, old.window.day_mapping, slots_per_day=old.slots_per_day
-        )
+        store, user_id = _db(ctx)
+        state = store.load_window(user_id, old.window.day_mapping, slots_per_day=old.slots_per_day)
     except StoreError as exc:
         return refused(
             f"重新加载失败：数据库中的日程无法构成有效窗口（{exc}）。会话状态未改变。",
