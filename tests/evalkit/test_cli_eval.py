@@ -15,12 +15,13 @@ from smartflow_engine.evalkit import load_tasks
 runner = CliRunner()
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results_eval.md"
 README = RESULTS.parents[1] / "README.md"
-# one of each request; a 30-day unclosable window; a 60-day edit on frozen days
+# one of each request; edits on frozen days of a 30-day unclosable and a 60-day closable window
+# (no solver call: their rows do not hang on a wall-clock limit under load)
 SUBSET = [
     "13d-plain-s0-first_full",
     "13d-plain-s0-edit1",
     "13d-tight-s2-negotiate",
-    "30d-dense-s3-first_full",
+    "30d-dense-s3-edit1",
     "60d-plain-s3-edit1",
 ]
 
