@@ -1,20 +1,22 @@
-"""Build the public task set: windows, requests, goals, proofs and witnesses (``smartflow eval
-build``; the shipped ``data/tasks.json.gz`` was made this way).
+"""Build the public task set: windows, requests, goals, proofs and witnesses (``python -m
+smartflow_engine.evalkit.build``; the shipped ``data/tasks.json.gz`` was made this way).
 
-For each candidate window (seeded synthetic windows with task classes, 13-120 days):
+For each candidate window (seeded synthetic windows, most with task classes, 13-120 days):
 
 1. the exact feasibility check (proven, or the window is dropped);
 2. infeasible windows become ``negotiate`` tasks: the goal is the student's stated choice
    recorded before any write (the witness is the window itself);
-3. feasible ones are planned by the engine with a generous budget (a 5 s proposal applied, then
-   the scripted loop without the 60-call cap): the witness. ``analyze_health`` on the witness
+3. feasible ones are planned by the engine with a generous budget (a 5 s proposal applied, or a
+   20 s one when that witness proves no goal, then the scripted loop without the 60-call cap):
+   the witness. ``analyze_health`` on the witness
    gives the close rule (``closable``) or a proven floor above it that the witness reaches
    (``unclosable``: nothing does better). A window whose witness reaches neither is dropped;
 4. a settled witness then carries ``local_edit`` requests: the study tasks of one category on
    one weekday of one week, to be moved to other days of that week (the Chinese text and the
    edit as data); the engine does the edit and repairs around it, and the request is kept when
    that final state still meets the window's health goal (the close rule, or the floor that the
-   edited witness reaches).
+   edited witness reaches). The days before the first day the edit touches are frozen
+   (``frozen_days``: the student's settled past), for the engine's run and for the graded one.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ from .tasks import Edit, EvalRequest, EvalTask, Goal, HealthGoal
 
 FEASIBILITY_LIMIT_S = 20.0
 WITNESS_LIMIT_S = 5.0
+# the first-full witness's proposal limits, tried in turn until one proves a goal (a proposal cut
+# by the wall clock differs from one that ran longer; any witness that meets a goal proves it)
+WITNESS_LIMITS_S = (WITNESS_LIMIT_S, 20.0)
 WITNESS_ROUNDS = 15  # health rounds of the witness loop (the eval holds 60 tool calls)
 WEEKDAYS = "一二三四五六日"
 
@@ -49,6 +54,7 @@ class Candidate:
     edits: int = 0  # local edit requests to derive from its witness
     occupancy: float = 0.35  # the generator's share of weekday pairs holding a course
     pending: int | None = None  # pending tasks (default: the generator's, about two a day)
+    task_classes: bool = True  # the generator's task classes (day windows, banned periods)
 
     def window(self) -> ScheduleState:
         variant: Variant = "plain" if self.variant == "dense" else self.variant
@@ -58,16 +64,19 @@ class Candidate:
             variant=variant,
             occupancy=self.occupancy,
             pending=self.pending,
-            with_task_classes=True,
+            with_task_classes=self.task_classes,
         )
 
 
 # The candidates: plain and fragmented windows (they close), dense ones whose courses alone
 # overload some days (a proven floor above the close rule that the witness reaches: unclosable;
 # fragmented windows' capacity floors proved too loose for that), and tight ones of 13-120 days
-# the exact check proves infeasible in seconds. Planned windows stop at 21 days: on the shared
-# machine (load 8-10) a 30-60-day witness took 5-10 minutes and two were dropped (see
-# docs/decisions.md). Kept modest so a scripted run takes minutes.
+# the exact check proves infeasible in seconds. The 30-120-day planned windows were picked from
+# a scan of seeds (docs/decisions.md): on 120 days the generator's task classes leave suggested
+# tasks outside their class's days (a subject gap no first_full write closes), and the dense
+# ones need about 1.5 pending tasks a day (fewer leave subject gaps above the floor). Each
+# shipped task is still proven by its own witness when built. Kept modest so a scripted run
+# takes minutes.
 CANDIDATES: tuple[Candidate, ...] = (
     Candidate(13, 0, "plain", 1),
     Candidate(13, 3, "plain", 1),
@@ -79,6 +88,12 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate(21, 0, "plain", 1),
     Candidate(21, 3, "dense", 1, occupancy=0.6, pending=21),
     Candidate(21, 5, "tight"),
+    Candidate(30, 3, "plain", 1),
+    Candidate(30, 3, "dense", 1, occupancy=0.6, pending=45, task_classes=False),
+    Candidate(60, 3, "plain", 1),
+    Candidate(60, 11, "dense", 1, occupancy=0.6, pending=90, task_classes=False),
+    Candidate(120, 0, "plain", 1, task_classes=False),
+    Candidate(120, 11, "dense", 1, occupancy=0.55, pending=180, task_classes=False),
     Candidate(30, 9, "tight"),
     Candidate(60, 3, "tight"),
     Candidate(120, 1, "tight"),
@@ -110,14 +125,25 @@ def _health_goal(state: ScheduleState) -> tuple[HealthGoal | None, dict[str, Any
     return None, proof
 
 
-def _engine_run(state: ScheduleState, mode: str, first: Callable[[Session], None]) -> ScheduleState:
+def _engine_run(
+    state: ScheduleState,
+    mode: str,
+    first: Callable[[Session], None],
+    frozen_days: int = 0,
+    limit: float = WITNESS_LIMIT_S,
+) -> ScheduleState:
     """The engine's own answer: ``first`` (the proposal or the edit), then the scripted loop
-    with no call cap and generous solver limits."""
-    s = Session(state, mode=mode, max_time_limit_s=2 * WITNESS_LIMIT_S)
+    with no call cap and generous solver limits (on the request's frozen days)."""
+    s = Session(state, mode=mode, max_time_limit_s=2 * limit, frozen_days=frozen_days)
     first(s)
     health_loop(s, AgentRun(), max_rounds=WITNESS_ROUNDS)
     assert s.state is not None
     return s.state
+
+
+def _run_budget(limit: float) -> dict[str, Any]:
+    """How the witness was made: the proposal's time limit and the loop's health rounds."""
+    return {"proposal_s": limit, "health_rounds": WITNESS_ROUNDS, "call_cap": None}
 
 
 def _check(task: EvalTask) -> None:
@@ -129,10 +155,20 @@ def _check(task: EvalTask) -> None:
 
 
 def _first_full(c: Candidate, state: ScheduleState, report: Any) -> EvalTask | None:
-    def apply(s: Session) -> None:
-        s.call("apply_proposal", {"time_limit_s": WITNESS_LIMIT_S})
+    for limit in WITNESS_LIMITS_S:
+        task = _first_full_with(c, state, report, limit)
+        if task is not None:
+            return task
+    return None
 
-    final = _engine_run(state.copy_state(), "first_full", apply)
+
+def _first_full_with(
+    c: Candidate, state: ScheduleState, report: Any, limit: float
+) -> EvalTask | None:
+    def apply(s: Session) -> None:
+        s.call("apply_proposal", {"time_limit_s": limit})
+
+    final = _engine_run(state.copy_state(), "first_full", apply, limit=limit)
     health, proof = _health_goal(final)
     if health is None:
         return None
@@ -151,7 +187,7 @@ def _first_full(c: Candidate, state: ScheduleState, report: Any) -> EvalTask | N
             placed_periods=report.feasible_slots,
             locked_ids=_locked_ids(state),
         ),
-        proof={"feasibility": _report(report), **proof},
+        proof={"feasibility": _report(report), **proof, "witness_run": _run_budget(limit)},
         state=state.to_dict(),
         witness=_diff(state, final),
     )
@@ -214,7 +250,15 @@ def _local_edits(c: Candidate, base: EvalTask) -> list[EvalTask]:
         def do_edit(s: Session, edit: Edit = edit) -> None:
             ScriptedPolicy._edit(BudgetedSession(s, 10**6), edit.task_ids, edit.days)
 
-        final = _engine_run(settled.copy_state(), "local_adjust", do_edit)
+        # the days before the edited ones are settled: frozen (the student's "today" is the
+        # first day the edit touches)
+        ids = set(edit.task_ids)
+        touched = [b.day for t in settled.tasks if t.state_id in ids for b in t.slots]
+        frozen = min([*touched, *edit.days]) - 1
+        if frozen > 0:
+            settled_days = "第1天" if frozen == 1 else f"前{frozen}天"
+            text += f"{settled_days}的安排已经定了，别动。"
+        final = _engine_run(settled.copy_state(), "local_adjust", do_edit, frozen)
         health, proof = _health_goal(final)
         if health is None or health.rule != ("close" if base.kind == "closable" else "floor"):
             continue
@@ -222,9 +266,13 @@ def _local_edits(c: Candidate, base: EvalTask) -> list[EvalTask]:
             id=f"{c.days}d-{c.variant}-s{c.seed}-edit{len(out) + 1}",
             kind=base.kind,
             days=c.days,
-            request=EvalRequest(type="local_edit", mode="local_adjust", text=text, edit=edit),
-            goal=Goal(health=health, edit=edit, locked_ids=_locked_ids(settled)),
-            proof=proof,
+            request=EvalRequest(
+                type="local_edit", mode="local_adjust", text=text, edit=edit, frozen_days=frozen
+            ),
+            goal=Goal(
+                health=health, edit=edit, locked_ids=_locked_ids(settled), frozen_days=frozen
+            ),
+            proof={**proof, "witness_run": {**_run_budget(WITNESS_LIMIT_S), "proposal_s": None}},
             state=settled.to_dict(),
             witness=_diff(settled, final),
         )

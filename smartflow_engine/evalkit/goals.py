@@ -106,6 +106,32 @@ def check_locked(task: EvalTask, out: Outcome) -> CheckResult:
     )
 
 
+def check_frozen(task: EvalTask, out: Outcome) -> CheckResult:
+    """Days ``1..frozen_days`` hold exactly the blocks they held before: nothing on them moved
+    away, nothing new landed on them."""
+    k = task.goal.frozen_days
+
+    def blocks(tasks: list[dict[str, Any]]) -> set[tuple[int, int, int, int]]:
+        return {
+            (t["state_id"], b["day"], b["slot_start"], b["slot_end"])
+            for t in tasks
+            for b in t.get("slots") or ()
+            if b["day"] <= k
+        }
+
+    before = blocks(task.state["tasks"])
+    after = blocks(out.state.to_dict()["tasks"])
+    gone, new = sorted(before - after), sorted(after - before)
+    if not gone and not new:
+        return CheckResult("frozen", True, f"days 1-{k} unchanged")
+    parts = []
+    if gone:
+        parts.append(f"moved off: {[b[0] for b in gone]}")
+    if new:
+        parts.append(f"landed on: {[b[0] for b in new]}")
+    return CheckResult("frozen", False, f"days 1-{k}: " + "; ".join(parts))
+
+
 def check_negotiation(task: EvalTask, out: Outcome) -> CheckResult:
     choice = task.goal.negotiation
     first_write = next((i for i, c in enumerate(out.calls) if c.wrote), None)
@@ -145,6 +171,7 @@ CHECKS: dict[str, tuple[Callable[[EvalTask], bool], Check]] = {
     "placed": (lambda t: t.goal.placed_periods is not None, check_placed),
     "edit": (lambda t: t.goal.edit is not None, check_edit),
     "locked": (lambda t: True, check_locked),
+    "frozen": (lambda t: t.goal.frozen_days > 0, check_frozen),
     "negotiation": (lambda t: t.goal.negotiation is not None, check_negotiation),
     "round_cap": (lambda t: True, check_round_cap),
 }

@@ -104,7 +104,12 @@ class Trial:
 def run_trial(task: EvalTask, policy: Policy, trial: int = 0) -> Trial:
     """One trial of ``task`` (see the module docstring)."""
     started = time.perf_counter()
-    session = Session(task.initial_state(), mode=task.request.mode, max_time_limit_s=SOLVER_CAP_S)
+    session = Session(
+        task.initial_state(),
+        mode=task.request.mode,
+        max_time_limit_s=SOLVER_CAP_S,
+        frozen_days=task.request.frozen_days,
+    )
     s = BudgetedSession(session, task.goal.max_tool_calls)
     try:
         stats = policy.run(task, s)

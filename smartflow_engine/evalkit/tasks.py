@@ -11,8 +11,9 @@ final state, all computed and proven by the engine when the set was built (:mod:
   outcome is the negotiation (the user's choice recorded before anything is written).
 
 Requests: ``first_full`` (plan the pending tasks), ``local_edit`` (a student's change written in
-Chinese, with the edit it implies as data: these tasks end on these days) and ``negotiate``
-(an infeasible window, with the choice the student already stated in the request).
+Chinese, with the edit it implies as data: these tasks end on these days; some on frozen days,
+``frozen_days``, that must hold exactly what they held) and ``negotiate`` (an infeasible window,
+with the choice the student already stated in the request).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class EvalRequest(BaseModel):
     text: str
     edit: Edit | None = None
     choice: Literal["accept_risk"] | None = None  # the negotiation choice the request states
+    # days 1..frozen_days are frozen by the session (``Session(frozen_days=...)``, as an
+    # integrator sets it): writes touching them are refused, proposals leave them alone
+    frozen_days: int = Field(default=0, ge=0)
 
 
 class HealthGoal(BaseModel):
@@ -76,6 +80,7 @@ class Goal(BaseModel):
     placed_periods: int | None = None  # pending periods placed at least (proven maximum)
     edit: Edit | None = None
     locked_ids: list[int] = Field(default_factory=list)  # must keep their slots
+    frozen_days: int = Field(default=0, ge=0)  # days 1..k keep exactly the blocks they had
     negotiation: Literal["accept_risk"] | None = None
     max_tool_calls: int = MAX_TOOL_CALLS
 

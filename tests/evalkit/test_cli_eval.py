@@ -14,7 +14,16 @@ from smartflow_engine.evalkit import load_tasks
 
 runner = CliRunner()
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results_eval.md"
-SUBSET = ["13d-plain-s0-first_full", "13d-plain-s0-edit1", "13d-tight-s2-negotiate"]
+README = RESULTS.parents[1] / "README.md"
+# one of each request; edits on frozen days of a 30-day unclosable and a 60-day closable window
+# (no solver call: their rows do not hang on a wall-clock limit under load)
+SUBSET = [
+    "13d-plain-s0-first_full",
+    "13d-plain-s0-edit1",
+    "13d-tight-s2-negotiate",
+    "30d-dense-s3-edit1",
+    "60d-plain-s3-edit1",
+]
 
 
 def _rows(text: str) -> dict[str, list[str]]:
@@ -28,7 +37,7 @@ def _rows(text: str) -> dict[str, list[str]]:
 
 
 def test_scripted_eval_on_a_subset_reproduces_the_committed_rows(tmp_path):
-    """Tests that ``smartflow eval --policy scripted --k 2`` on three small tasks writes the
+    """Tests that ``smartflow eval --policy scripted --k 2`` on five tasks writes the
     Parquet and markdown tables and that its per-task rows (kind, request, days, passed of
     trials, failed goal parts) are the committed baseline's."""
     out = tmp_path / "eval"
@@ -56,6 +65,31 @@ def test_scripted_eval_on_a_subset_reproduces_the_committed_rows(tmp_path):
         assert mine[tid][:7] == committed[tid][:7], (
             tid
         )  # id, kind, request, days, passed, trials, failed
+
+
+def _table(text: str, first: str) -> list[list[str]]:
+    """The rows (cells) of the first markdown table in ``text`` whose header starts ``first``."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"| {first} |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def test_the_readme_quotes_the_committed_baseline():
+    """Tests that the README's baseline table (tasks, pass^1, pass^2, tool calls median / max,
+    refused writes per kind) is the committed ``results_eval.md`` summary."""
+    section = README.read_text(encoding="utf-8").split("## Evaluating your own model")[1]
+    quoted = {r[0]: r[1:] for r in _table(section, "kind")}
+    committed = _table(RESULTS.read_text(encoding="utf-8"), "kind")
+    for kind, tasks, _trials, p1, p2, _rounds, med, top, refused, *_ in committed:
+        if kind == "all":
+            continue
+        assert quoted[kind] == [tasks, p1, p2, f"{int(float(med))} / {top}", refused], kind
+    assert set(quoted) == {r[0] for r in committed} - {"all"}
 
 
 @pytest.mark.parametrize(

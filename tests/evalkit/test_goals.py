@@ -66,6 +66,34 @@ def _locked_moved(task: EvalTask) -> Outcome:
     raise AssertionError("no locked task with several blocks")
 
 
+def _frozen_moved(task: EvalTask) -> Outcome:
+    """A study task on a frozen day moved to a later day."""
+    state = task.witness_state()
+    k = task.goal.frozen_days
+    for t in state.tasks:
+        if t.source == "event" or state.is_locked(t) or len(t.slots) != 1 or t.slots[0].day > k:
+            continue
+        for day in range(k + 1, state.num_days + 1):
+            runs = state.grid.free_runs(t.slots[0].length, day)
+            if runs and move(state, t.state_id, day, runs[0][1]).ok:
+                return Outcome(state, [])
+    raise AssertionError("no study task on a frozen day to move")
+
+
+def _frozen_landed(task: EvalTask) -> Outcome:
+    """A study task from a later day put on a frozen day's free periods."""
+    state = task.witness_state()
+    k = task.goal.frozen_days
+    for t in state.tasks:
+        if t.source == "event" or state.is_locked(t) or len(t.slots) != 1 or t.slots[0].day <= k:
+            continue
+        for day in range(1, k + 1):
+            runs = state.grid.free_runs(t.slots[0].length, day)
+            if runs and move(state, t.state_id, day, runs[0][1]).ok:
+                return Outcome(state, [])
+    raise AssertionError("no free run on a frozen day")
+
+
 def _wrote_first(task: EvalTask) -> Outcome:
     calls = [CallRecord("place", {}, "ok", wrote=True, is_write=True), *_witness_calls(task)]
     return Outcome(task.witness_state(), calls)
@@ -96,6 +124,8 @@ BREAKS = [
     ("placed", lambda t: t.goal.placed_periods is not None, _unplaced),
     ("edit", lambda t: t.goal.edit is not None, _edit_undone),
     ("locked", lambda t: True, _locked_moved),
+    ("frozen", lambda t: t.goal.frozen_days > 0, _frozen_moved),  # moved off a frozen day
+    ("frozen", lambda t: t.goal.frozen_days > 0, _frozen_landed),  # put onto a frozen day
     ("negotiation", lambda t: t.goal.negotiation is not None, _wrote_first),  # a write first
     ("negotiation", lambda t: t.goal.negotiation is not None, _never_resolved),  # asked nobody
     ("negotiation", lambda t: t.goal.negotiation is not None, _other_choice),  # not the choice
@@ -129,13 +159,17 @@ def test_every_shipped_witness_meets_its_whole_goal(task):
 
 
 def test_the_set_covers_every_kind_size_and_request():
-    """Tests that the shipped set holds every kind, windows from 13 to 120 days, and every kind
-    of request, with proofs: proven feasibility and, on unclosable windows, a proven floor above
-    the close rule."""
+    """Tests that the shipped set holds every kind on windows of 13 to 120 days (each kind on
+    13-, 30-, 60- and 120-day windows), every kind of request, a request on frozen days, with
+    proofs: proven feasibility and, on unclosable windows, a proven floor above the close rule."""
     assert {t.kind for t in TASKS} == {"closable", "unclosable", "infeasible"}
     assert {t.request.type for t in TASKS} == {"first_full", "local_edit", "negotiate"}
     assert min(t.days for t in TASKS) == 13 and max(t.days for t in TASKS) == 120
-    assert 20 <= len(TASKS) <= 30
+    for kind in ("closable", "unclosable", "infeasible"):
+        assert {13, 30, 60, 120} <= {t.days for t in TASKS if t.kind == kind}, kind
+    assert any(t.goal.frozen_days > 0 for t in TASKS)
+    assert all(t.goal.frozen_days == t.request.frozen_days for t in TASKS)
+    assert 20 <= len(TASKS) <= 40
     for t in TASKS:
         if "feasibility" in t.proof:
             assert t.proof["feasibility"]["proven"] is True
