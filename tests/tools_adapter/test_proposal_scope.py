@@ -84,3 +84,50 @@ def test_first_full_apply_touches_study_tasks_only_and_local_adjust_keeps_placed
     repaired = local.invoke("apply_proposal", {"time_limit_s": 3, "max_moves": 0})
     assert repaired.status == "ok", repaired.reply
     assert local.state.task(9).slots[0].day == 1  # max_moves 0: nothing placed moves
+
+
+def test_the_default_scope_takes_the_narrow_plan_when_it_is_better(monkeypatch):
+    """Tests that in first_full a default-scoped proposal on a window with suggested tasks runs
+    both scopes and keeps the wide one unless the narrow one is lexicographically better
+    (fewer periods left unplaced, then fewer critical, then fewer warning issues): a larger
+    scope must never answer a worse plan (issue 26)."""
+    from types import SimpleNamespace
+
+    calls: list[bool] = []
+
+    def fake(state: Any, **kw: Any) -> Any:
+        calls.append(kw["include_suggested"])
+        warning = 3 if kw["include_suggested"] else 2
+        return SimpleNamespace(
+            unplaced=[], critical=0, warning=warning, objective={"weighted_total": 1.0}
+        )
+
+    monkeypatch.setattr(solver_tools, "propose_placement", fake)
+    session = Session(load_window(), mode="first_full")
+    assert session.invoke("place", {"task_id": 9, "day": 1, "slot_start": 7}).status == "ok"
+    ctx = session.toolbox.ctx
+    args = solver_tools._scoped(ctx, solver_tools.ApplyArgs())
+    clock = solver_tools._clock(ctx, 2.0)
+    chosen = solver_tools._better_scope(ctx, session.state, args, clock, 0.0)
+    assert sorted(calls) == [False, True] and chosen.warning == 2
+    # An explicit scope runs one search only.
+    calls.clear()
+    session.invoke("propose_placement", {"include_suggested": True, "time_limit_s": 2})
+    assert calls == [True]
+
+
+def test_the_default_scope_is_no_worse_than_the_narrow_one_on_an_eval_window():
+    """Tests the guard on the eval kit's 13-day dense window, where re-planning its suggested
+    task ends with 3 warnings and placing the pending tasks only with 2 (the proven floor)."""
+    import json
+
+    from smartflow_engine.evalkit.tasks import load_tasks
+
+    task = next(t for t in load_tasks() if t.id == "13d-dense-s3-first_full")
+    keys = {}
+    for name, args in (("default", {}), ("narrow", {"include_suggested": False})):
+        session = Session(task.initial_state(), mode="first_full")
+        session.call("apply_proposal", {**args, "time_limit_s": 4})
+        signal = json.loads(session.call("analyze_health", {}))["metrics"]["close_signal"]
+        keys[name] = (signal["critical"], signal["warning"])
+    assert keys["default"] <= keys["narrow"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, StrictBool, model_validator
 
@@ -388,7 +388,11 @@ def _planned(ctx: ToolContext, tool: str, args: Args, compute: Callable[[], _Pla
 
 
 def _proposal(
-    ctx: ToolContext, args: ProposeArgs | ApplyArgs, *, apply: bool = False
+    ctx: ToolContext,
+    args: ProposeArgs | ApplyArgs,
+    *,
+    apply: bool = False,
+    both_scopes: bool = False,
 ) -> tuple[Proposal, Deadline]:
     """The proposal both tools compute: a full one, or (keep_placed) the least-change repair,
     and the call's deadline.
@@ -407,6 +411,8 @@ def _proposal(
     reserve = _after_reserve(ctx, clock, movable if apply else 0, EVIDENCE_FACTOR if apply else 0.0)
 
     def compute() -> Proposal:
+        if both_scopes and any(t.status == "suggested" for t in state.tasks):
+            return _better_scope(ctx, state, args, clock, reserve)
         if args.keep_placed:
             return repair_placement(
                 state,
@@ -431,6 +437,56 @@ def _proposal(
     if not apply:  # propose_placement is a read: it has no preview to keep
         return compute(), clock
     return _planned(ctx, "apply_proposal", args, compute), clock
+
+
+def _wide_by_default(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> bool:
+    """Whether the mode alone (no scope argument) makes this proposal re-plan suggested tasks."""
+    mode = ctx.loop.request_mode if ctx.loop is not None else ""
+    return (
+        args.include_suggested is None
+        and args.keep_placed is None
+        and mode in ("first_full", "global_reopt")
+    )
+
+
+def _lex(state: ScheduleState, proposal: Proposal) -> tuple[float, ...]:
+    """A proposal's key, best first: fewest periods left unplaced (a suggested task outside the
+    scope stays placed where it is), fewest critical and warning issues (unknown counts last),
+    the soft terms."""
+    unknown = float("inf")
+    return (
+        float(sum(_need(state, t) for t in proposal.unplaced)),
+        float(proposal.critical) if proposal.critical is not None else unknown,
+        float(proposal.warning) if proposal.warning is not None else unknown,
+        float(proposal.objective["weighted_total"]),
+    )
+
+
+def _better_scope(
+    ctx: ToolContext,
+    state: ScheduleState,
+    args: ProposeArgs | ApplyArgs,
+    clock: Deadline,
+    reserve: float,
+) -> Proposal:
+    """The mode's default scope (issue 26): the proposal re-planning pending and suggested tasks,
+    unless the one placing only the pending tasks is lexicographically better (a larger scope
+    must never give a worse plan). Each search gets half the call's work and wall time."""
+    common: dict[str, Any] = {
+        "work_limit_s": WORK_SHARE * clock.limit_s / 2,
+        "seed": args.seed,
+        "weights": _weights(args.weights),
+        "num_workers": ctx.num_workers,
+        "allow_late": args.allow_late,
+        "threshold": args.threshold,
+    }
+    narrow = propose_placement(
+        state, time_limit_s=clock.left(reserve) / 2, include_suggested=False, **common
+    )
+    wide = propose_placement(
+        state, time_limit_s=clock.left(reserve), include_suggested=True, **common
+    )
+    return narrow if _lex(state, narrow) < _lex(state, wide) else wide
 
 
 def _cut_text(proposal: Proposal, clock: Deadline) -> str:
@@ -484,8 +540,9 @@ def _proposal_requests(
 def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     state = ctx.state
     assert state is not None
+    both = _wide_by_default(ctx, args)
     args = _scoped(ctx, args)
-    proposal, clock = _proposal(ctx, args)
+    proposal, clock = _proposal(ctx, args, both_scopes=both)
     # the disruption line's (issue 28), within what the call's limit has left
     ctx.proposed = (*_proposal_requests(state, proposal, args), clock)
     placed = proposal.placements
@@ -588,8 +645,9 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
                 return _apply_refusal(f"{task.label} 是已安排任务，粗排只放置待安排或已预排任务。")
     cut = ""
     if args.placements is None:
+        both = _wide_by_default(ctx, args)
         args = _scoped(ctx, args)
-        proposal, clock = _proposal(ctx, args, apply=True)
+        proposal, clock = _proposal(ctx, args, apply=True, both_scopes=both)
         cut = _cut_text(proposal, clock)
         requests, _ = _proposal_requests(state, proposal, args)
         if not requests:
