@@ -17,7 +17,7 @@ from typing import Any
 from .model import ScheduleState
 
 BLOCKER_NAME = "冻结时段"
-BLOCKER_SOURCE = "frozen"
+BLOCKER_SOURCE = "event"  # a blocker acts as a locked course (the sources are event and task_item)
 
 
 def frozen_count(state: ScheduleState, until_day: int | None) -> int:
