@@ -109,12 +109,11 @@ def issue_tasks(state: ScheduleState) -> list[int]:
     issues = [i for i in health_result(state).issues if i.severity != "info"]
     days = {i.day for i in issues if i.day is not None}
     cats = {i.category for i in issues if i.category is not None}
-    out = [
+    return [
         t.state_id
         for t in state.tasks
         if movable(state, t) and (any(b.day in days for b in t.slots) or t.category in cats)
     ]
-    return out
 
 
 def run_climb(state: ScheduleState) -> ClimbRun:

@@ -38,7 +38,7 @@ def _version_callback(value: bool) -> None:
         from importlib.metadata import version
 
         console.print(f"smartflow-engine {version('smartflow-engine')}")
-        raise typer.Exit()
+        raise typer.Exit
 
 
 @app.callback()

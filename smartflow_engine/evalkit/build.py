@@ -248,7 +248,7 @@ def _local_edits(c: Candidate, base: EvalTask) -> list[EvalTask]:
         tried += 1
 
         def do_edit(s: Session, edit: Edit = edit) -> None:
-            ScriptedPolicy._edit(BudgetedSession(s, 10**6), edit.task_ids, edit.days)
+            ScriptedPolicy.edit(BudgetedSession(s, 10**6), edit.task_ids, edit.days)
 
         # the days before the edited ones are settled: frozen (the student's "today" is the
         # first day the edit touches)

@@ -42,7 +42,7 @@ class ScriptedPolicy:
                 s.call("apply_proposal", {})
         elif req.type == "local_edit" and req.edit is not None:
             pinned = list(req.edit.task_ids)
-            self._edit(s, req.edit.task_ids, req.edit.days)
+            self.edit(s, req.edit.task_ids, req.edit.days)
         run = AgentRun()
         health_loop(
             s,
@@ -54,7 +54,7 @@ class ScriptedPolicy:
         return PolicyStats()
 
     @staticmethod
-    def _edit(s: BudgetedSession, task_ids: list[int], days: list[int]) -> None:
+    def edit(s: BudgetedSession, task_ids: list[int], days: list[int]) -> None:
         """Move each task to the best listed destination on the requested days."""
         allowed = set(days)
         for tid in task_ids:

@@ -58,10 +58,10 @@ def cached_signatures(dispatcher: Any) -> list[Any] | None:
     internals differ); callers then compile in-process, as without this module.
     """
     try:
-        cache = dispatcher._cache
-        index = cache._cache_file._load_index()
+        cache = dispatcher._cache  # noqa: SLF001 (numba keeps its cache index private)
+        index = cache._cache_file._load_index()  # noqa: SLF001
         codegen = dispatcher.targetctx.codegen()
-        return [key[0] for key in index if key == cache._index_key(key[0], codegen)]
+        return [key[0] for key in index if key == cache._index_key(key[0], codegen)]  # noqa: SLF001
     except Exception:  # numba internals: any change means "cannot tell"
         return None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -54,7 +54,7 @@ class ReplayServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> ReplayServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         started = threading.Event()
 

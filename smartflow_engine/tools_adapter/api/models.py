@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -192,7 +192,10 @@ class HealthOut(BaseModel):
     tools: int
 
 
-def call_out(result: CallResult, cls: type[CallOut] = CallOut, **extra: Any) -> Any:
+_Out = TypeVar("_Out", bound=CallOut)
+
+
+def call_out(result: CallResult, cls: type[_Out] = CallOut, **extra: Any) -> _Out:  # type: ignore[assignment]
     note_result(result)  # the access log's and the metrics' view of the call
     return cls(
         tool=result.tool,

@@ -50,7 +50,7 @@ DATABASE_TOOLS = frozenset({COMMIT_TOOL, RELOAD_TOOL, UPSERT_TOOL})
 
 def answer(result: CallResult) -> Any:
     """The call's result; a database tool's failure with its HTTP status (see STORE_ERRORS)."""
-    out = call_out(result)
+    out = call_out(result, CallOut)
     status = STORE_ERRORS.get(result.error_code) if result.is_error else None
     if status is None or result.tool not in DATABASE_TOOLS:
         return out

@@ -44,8 +44,7 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
             ctx.max_time_limit_s,
             ctx.num_workers,
         )
-        out: StatelessCallOut = call_out(result, StatelessCallOut, state=after)
-        return out
+        return call_out(result, StatelessCallOut, state=after)
     # a hidden tool (offered in no mode) stays hidden here too
     session = Session(
         state,
@@ -56,8 +55,7 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
     )
     result = session.invoke(name, body.args)
     after = session.state.to_dict() if result.changes and session.state is not None else None
-    out = call_out(result, StatelessCallOut, state=after)
-    return out
+    return call_out(result, StatelessCallOut, state=after)
 
 
 @router.post("/v1/feasibility", response_model=StatelessCallOut, responses=RESPONSES)

@@ -370,7 +370,7 @@ def build_server(
             spec.name: _spec_tool(session, spec, after_call, auto_confirm, requests)
             for spec in session.visible_specs()
         }
-        table = server._tool_manager._tools
+        table = server._tool_manager._tools  # noqa: SLF001 (the SDK has no public tool table)
         table.clear()
         table.update(fresh)
 
@@ -486,7 +486,7 @@ async def serve_stdio(server: MCPServer, stdin: Any = None, stdout: Any = None) 
         lines.attach(write_stream)
         # The SDK exposes no public handle on the low-level server; MCPServer.run_stdio_async
         # runs it the same way.
-        lowlevel = server._lowlevel_server
+        lowlevel = server._lowlevel_server  # noqa: SLF001
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
