@@ -1162,8 +1162,9 @@ def whole_calls_section(quick: bool) -> list[str]:
     if anytime:
         lines += [
             "",
-            "Issue 24 item 7, `propose_placement` on the 20,111-task window (the proven "
-            "maximum is 18,749 periods), through a session:",
+            "Issue 24 item 7, `propose_placement` on the 20,111-task window through a session "
+            "(first_full: the pending and the suggested tasks re-planned since issue 26; more "
+            "time must never place fewer periods):",
             "",
             "| limit s | before: placed | before s | after: placed | after s | after cut |",
             "|---|---|---|---|---|---|",
