@@ -388,7 +388,8 @@ def _health(
     target = state
     row["health_of"] = "window"
     if placements:
-        target = state.copy_state()
+        # The health job is a window's last: the placements go on the parsed window itself. A
+        # copy cost more than the whole limit on large windows (1.2-1.8 s for 20,111 tasks).
         applied = apply_placements(target, placements)
         if not applied.ok:
             raise RuntimeError(f"the proposal does not apply: {applied.refusal}")

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..state import ScheduleState
 from ._cpsat import OutOfTime
+from .budget import CLOSE_SETUP_PER_TASK_S, MIN_WORK_S, too_late
 from .health_eval import HealthCounts, HealthEvaluator
 from .health_floor import health_floor
 from .problem import Bin, Group, Placement, Problem, allowed_starts
@@ -65,6 +66,12 @@ class HealthSearchResult:
     evaluations: int
     work_s: float
     floor: tuple[int, int] | None = None
+
+
+def setup_cost(state: ScheduleState) -> float:
+    """Estimated seconds of the close stage's set-up on ``state`` (its floor, the evaluator of
+    the window, the search's tables), for :func:`.budget.too_late`."""
+    return CLOSE_SETUP_PER_TASK_S * len(state.tasks)
 
 
 def eval_cost(num_days: int) -> float:
@@ -519,7 +526,17 @@ def search_health(
     -------
     HealthSearchResult
         Never worse counts than the start; among equal counts, fewer moved tasks.
+
+    Raises
+    ------
+    OutOfTime
+        ``deadline`` passed before the search could count its start (its set-up: the floor, the
+        evaluator of the window, the search's tables, which grow with the window; see
+        :func:`setup_cost`): it claims nothing, and the caller answers without counts (issue 24
+        item 6).
     """
+    if too_late(deadline, setup_cost(state)):
+        raise OutOfTime("the close stage's deadline passed before its set-up")
     scope = {tid for g in problem.groups for tid in g.task_ids}
     pending_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
     try:
@@ -529,6 +546,8 @@ def search_health(
         floor = _higher(floor, (own.critical, own.warning))
     except OutOfTime:  # no time left for it: the search stops on the clock anyway
         pass
+    if too_late(deadline, setup_cost(state)):  # (the floor may have used what was left)
+        raise OutOfTime("the close stage's deadline passed before its evaluator was built")
     ev = HealthEvaluator(state, scope, level, feasibility_critical)
     ev.set_placements(placements)
     origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
@@ -676,12 +695,17 @@ def prefer_lexicographic(
     weights: Mapping[str, float],
     best: tuple[list[Placement], dict[str, float], HealthCounts],
     other: Sequence[Placement],
+    deadline: float | None = None,
 ) -> tuple[list[Placement], dict[str, float], HealthCounts]:
     """``best`` or ``other`` (placing as many periods), whichever is lexicographically smaller
-    in (critical, warning, weighted soft total)."""
+    in (critical, warning, weighted soft total); ``best`` as it is once ``deadline`` (a
+    ``time.perf_counter()`` value) has passed on a window whose evaluator is not cheap (see
+    :func:`.budget.too_late`)."""
     from .objective import evaluate
 
     if sum(pl.length for pl in other) != sum(pl.length for pl in best[0]):
+        return best
+    if too_late(deadline, setup_cost(state)):
         return best
     ev = HealthEvaluator(
         state, {t for g in problem.groups for t in g.task_ids}, level, feasibility_critical
@@ -721,18 +745,31 @@ def health_worse(
 
 
 def unplaced_critical(
-    state: ScheduleState, unplaced: Sequence[int], time_limit_s: float, num_workers: int
+    state: ScheduleState,
+    unplaced: Sequence[int],
+    time_limit_s: float,
+    num_workers: int,
+    deadline: float | None = None,
 ) -> int:
     """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
     tasks are left unplaced and the same check it runs (suggested tasks re-planned) proves the
-    window infeasible."""
+    window infeasible.
+
+    ``deadline`` (a ``time.perf_counter()`` value) caps the check's limit; once it has passed
+    on a window whose close stage is not cheap (see :func:`.budget.too_late`),
+    :class:`~._cpsat.OutOfTime` is raised instead of answering 0 unchecked (the counts a caller
+    claims would then miss the feasibility issue)."""
     if not unplaced:
         return 0
     from .feasibility import check_feasibility
 
+    if too_late(deadline, setup_cost(state)):
+        raise OutOfTime("no time left for the feasibility check of the unplaced tasks")
+    if deadline is not None:
+        time_limit_s = min(time_limit_s, deadline - time.perf_counter())
     report = check_feasibility(
         state,
-        time_limit_s=max(time_limit_s, 0.05),
+        time_limit_s=max(time_limit_s, MIN_WORK_S),
         num_workers=num_workers,
         include_suggested=True,
         explain=False,
@@ -748,5 +785,6 @@ __all__ = [
     "health_worse",
     "prefer_lexicographic",
     "search_health",
+    "setup_cost",
     "unplaced_critical",
 ]

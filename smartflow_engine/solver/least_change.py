@@ -21,7 +21,9 @@ import time
 from collections.abc import Mapping, Sequence
 
 from ..state import ScheduleState
+from .budget import too_late
 from .health_eval import HealthEvaluator
+from .health_search import setup_cost
 from .problem import Placement, Problem, Rule
 
 
@@ -56,8 +58,12 @@ def send_back(
     (placements, change, cut)
         The placements (sorted by day, start, task); how their (critical, warning) differ from
         those of ``placements`` (never positive: ``(0, 0)`` or better; the feasibility issue,
-        the same for both, is left out); whether the deadline stopped the pass.
+        the same for both, is left out); whether the deadline stopped the pass (a deadline
+        passed before it began, on a window whose evaluator is not cheap, returns ``placements``
+        as they are, cut).
     """
+    if too_late(deadline, setup_cost(state)):  # (its evaluator of the window: not started)
+        return sorted(placements, key=lambda pl: (pl.day, pl.slot_start, pl.task_id)), (0, 0), True
     group_of = problem.group_of()
     # A home outside the task's class window or on a banned period is an old suggestion the
     # proposal re-places inside (DESIGN: suggested tasks outside their class): never sent back.

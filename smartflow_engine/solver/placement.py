@@ -54,6 +54,7 @@ from .baselines import balanced_greedy
 from .budget import (
     CLOSE_MAX_SHARE,
     CLOSE_PER_TASK_S,
+    CLOSE_SETUP_PER_TASK_S,
     COLUMN_SHARE,
     DEADLINE_MARGIN_S,
     DETERMINISTIC_SHARE,
@@ -378,29 +379,31 @@ def propose_placement(
     start_health: tuple[int, int] | None = None
     close_floor: tuple[int, int] | None = None
     if run_close:
-        placements, objective, health, start_health, close_floor = _close_stage(
-            state,
-            problem,
-            placements,
-            objective,
-            greedy,
-            unplaced,
-            level1.proven,
-            threshold,
-            seed,
-            w,
-            effort,
-            min(UNPLACED_CHECK_SHARE * time_limit_s, max(0.0, stop - time.perf_counter())),
-            stop,
-            num_workers,
-        )
+        try:
+            placements, objective, health, start_health, close_floor = _close_stage(
+                state,
+                problem,
+                placements,
+                objective,
+                greedy,
+                unplaced,
+                level1.proven,
+                threshold,
+                seed,
+                w,
+                effort,
+                min(UNPLACED_CHECK_SHARE * time_limit_s, max(0.0, stop - time.perf_counter())),
+                stop,
+                num_workers,
+            )
+        except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
+            wall_limited = True
     if run_close and disruption_weight > 0 and moved_tasks(problem.current, placements):
-        placements, change, cut = send_back(
-            state, problem, placements, level=threshold, deadline=stop
-        )
+        back, change, cut = send_back(state, problem, placements, level=threshold, deadline=stop)
         if health is not None:
             health = (health[0] + change[0], health[1] + change[1])
-        objective = evaluate(problem, placements, w)
+        if back != placements:
+            placements, objective = back, evaluate(problem, back, w)
         wall_limited = wall_limited or cut
     wall_limited = wall_limited or start_only or time.perf_counter() >= stop - 0.01
     report("done", t0, objective["weighted_total"], bound)
@@ -470,7 +473,12 @@ def _close_stage(
 ]:
     """analyze_health's (critical, warning), see :mod:`.health_search`; it stops at the proven
     floor of placements of as many periods. Returns the placements, their objective, their
-    counts, the counts before the stage and the floor (None when not computed in time)."""
+    counts, the counts before the stage and the floor (None when not computed in time).
+
+    Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
+    window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
+    start were known (the feasibility check of the unplaced tasks, the search's set-up): the
+    proposal then claims no counts."""
     scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
     floor = None
     if proven:
@@ -478,7 +486,10 @@ def _close_stage(
             floor = health_floor(state, threshold, pending_periods=scope_placed, deadline=stop)
         except OutOfTime:  # a floor not computed in time is not claimed
             floor = None
-    feasibility = unplaced_critical(state, unplaced, check_s, num_workers)
+    # The check leaves the close search its set-up (it starts only before ``stop``).
+    setup_s = CLOSE_SETUP_PER_TASK_S * len(state.tasks)
+    check_s = min(check_s, stop - setup_s - time.perf_counter())
+    feasibility = unplaced_critical(state, unplaced, check_s, num_workers, deadline=stop)
     close = search_health(
         state,
         problem,
@@ -497,7 +508,14 @@ def _close_stage(
     counts = close.counts
     if HEALTH_SHARE > 0:  # (zero turns the whole close stage off, as benchmarks compare)
         placements, objective, counts = prefer_lexicographic(
-            state, problem, threshold, feasibility, w, (placements, objective, counts), greedy
+            state,
+            problem,
+            threshold,
+            feasibility,
+            w,
+            (placements, objective, counts),
+            greedy,
+            deadline=stop,
         )
     return placements, objective, counts.key, close.start_counts.key, close.floor
 

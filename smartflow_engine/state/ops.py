@@ -324,7 +324,9 @@ def relocate(
             owner[d, s0:s1] = task.state_id
             hosts[task.state_id] = None
         else:
-            found = _embed_host_for(state, grid, task, new, cells, new_blocks)
+            if guests is None:  # read once per call: it scans every task
+                guests = state.guests_by_host()
+            found = _embed_host_for(state, grid, task, new, cells, new_blocks, guests)
             if found is None:
                 return OpResult(False, [], _conflict(task, new, owner, moving_ids, new_blocks))
             host_id, host_block = found
@@ -529,8 +531,10 @@ def _embed_host_for(
     new: SlotRange,
     cells: np.ndarray,
     new_blocks: dict[int, SlotRange],
+    guests: dict[int, list[int]],
 ) -> tuple[int, SlotRange] | None:
-    """The host (and its block) wholly containing ``new``, if ``task`` may embed there."""
+    """The host (and its block) wholly containing ``new``, if ``task`` may embed there
+    (``guests``: the state's guests by host before the call)."""
     ids = np.unique(cells)
     if len(ids) != 1 or ids[0] == 0:
         return None
@@ -538,7 +542,7 @@ def _embed_host_for(
     host = state.task(host_id)
     if host is None or host_id not in grid.embed_hosts or host.embed_host is not None:
         return None
-    if task.can_embed or task.state_id in state.guests_by_host():
+    if task.can_embed or task.state_id in guests:
         return None  # no nesting: a host never becomes a guest
     blocks = list(host.slots)
     if host_id in new_blocks:  # the host itself moved in this call: only its new block counts

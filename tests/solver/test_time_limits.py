@@ -195,6 +195,9 @@ def test_a_proposal_gives_its_floors_its_own_deadline(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(placement, "health_floor", out_of_time)
     monkeypatch.setattr(health_search, "health_floor", out_of_time)
+    # (the feasibility check of the unplaced tasks answered at once: on a loaded machine it may
+    # run past the deadline, and then the close search rightly does not start, issue 24 item 6)
+    monkeypatch.setattr(placement, "unplaced_critical", lambda *args, **kwargs: 0)
     state = synthetic_window(3, 14, variant="tight")
     t0 = time.perf_counter()
     proposal = propose_placement(state, time_limit_s=0.5, seed=0)
