@@ -131,3 +131,30 @@ def test_the_default_scope_is_no_worse_than_the_narrow_one_on_an_eval_window():
         signal = json.loads(session.call("analyze_health", {}))["metrics"]["close_signal"]
         keys[name] = (signal["critical"], signal["warning"])
     assert keys["default"] <= keys["narrow"]
+
+
+def test_the_default_scope_never_drops_a_placed_suggested_task(monkeypatch):
+    """Tests that a wide plan leaving a placed suggested task unplaced (its periods given to
+    pending tasks: applying it was refused with a conflict on the 20,111-task window) loses to
+    the narrow plan, whatever its counts."""
+    from types import SimpleNamespace
+
+    session = Session(load_window(), mode="first_full")
+    assert session.invoke("place", {"task_id": 9, "day": 1, "slot_start": 7}).status == "ok"
+
+    def fake(state: Any, **kw: Any) -> Any:
+        wide = kw["include_suggested"]
+        return SimpleNamespace(
+            unplaced=[9] if wide else [],
+            critical=0,
+            warning=0 if wide else 5,
+            objective={"weighted_total": 1.0},
+        )
+
+    monkeypatch.setattr(solver_tools, "propose_placement", fake)
+    ctx = session.toolbox.ctx
+    args = solver_tools._scoped(ctx, solver_tools.ApplyArgs())
+    chosen = solver_tools._better_scope(
+        ctx, session.state, args, solver_tools._clock(ctx, 2.0), 0.0
+    )
+    assert chosen.unplaced == [] and chosen.warning == 5

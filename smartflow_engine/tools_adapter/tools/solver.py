@@ -486,6 +486,12 @@ def _better_scope(
     wide = propose_placement(
         state, time_limit_s=clock.left(reserve), include_suggested=True, **common
     )
+    # A wide plan that leaves a placed suggested task unplaced would have to take it off the
+    # schedule to apply (its periods go to pending tasks): the student's plan is not dropped by
+    # default, so the narrow plan answers then.
+    placed_now = {t.state_id for t in state.tasks if t.slots}
+    if any(task_id in placed_now for task_id in wide.unplaced):
+        return narrow
     return narrow if _lex(state, narrow) < _lex(state, wide) else wide
 
 
