@@ -158,3 +158,25 @@ def test_the_default_scope_never_drops_a_placed_suggested_task(monkeypatch):
         ctx, session.state, args, solver_tools._clock(ctx, 2.0), 0.0
     )
     assert chosen.unplaced == [] and chosen.warning == 5
+
+
+def test_a_least_change_repair_cut_by_its_limit_says_so(monkeypatch):
+    """Tests that keep_placed with nothing to place, whose search the limit cut before it ran,
+    does not claim that no adjustment exists: it says none was found within the limit."""
+    from types import SimpleNamespace
+
+    def cut(state: Any, **kw: Any) -> Any:
+        return SimpleNamespace(
+            placements=[],
+            unplaced=[],
+            start="current",
+            start_only=False,
+            wall_limited=True,
+            critical=None,
+            warning=None,
+        )
+
+    monkeypatch.setattr(solver_tools, "repair_placement", cut)
+    reply = Toolbox(load_window()).call("propose_placement", {"keep_placed": True})
+    assert reply.startswith("最少改动修复：时限内未找到能减少体检问题的调整，日程保持不变。")
+    assert reply.splitlines()[-1].startswith("注意：搜索被时限截断")

@@ -554,9 +554,13 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     placed = proposal.placements
     if not placed and not proposal.unplaced:
         if proposal.start == "current":  # keep_placed: nothing to place and no move helps
-            return "最少改动修复：没有找到能减少体检问题的调整，日程保持不变。\n" + _health_line(
-                proposal
-            )
+            cut = _cut_text(proposal, clock)
+            found = "时限内未找到" if cut else "没有找到"
+            lines = [f"最少改动修复：{found}能减少体检问题的调整，日程保持不变。"]
+            lines += [
+                line for line in (_health_line(proposal), f"注意：{cut}。" if cut else "") if line
+            ]
+            return "\n".join(lines)
         return "没有待安排任务，无需粗排。"
     slots = sum(p.length for p in placed)
     lines = [
