@@ -3,7 +3,6 @@ is what the code generates, and that every documentation link stays inside the r
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -13,7 +12,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -25,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from nbclient import NotebookClient
 
 from smartflow_engine.cli import sample_window_path
+from tests.helpers.docs import gen_tools_doc
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -37,16 +36,6 @@ def _readme() -> str:
 
 def _blocks(lang: str, text: str | None = None) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", text or _readme(), flags=re.S)
-
-
-def _gen_tools_doc() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_tools_doc", ROOT / "scripts" / "gen_tools_doc.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---------------------------------------------------------------------------------- README
@@ -236,7 +225,7 @@ def test_link_check_catches_bad_links(tmp_path: Path, text: str, expected: str):
 def test_tools_doc_is_what_the_code_generates():
     """Tests that docs/tools.md equals what scripts/gen_tools_doc.py generates from the registry
     and the engine's real replies now (regenerate it after changing a tool)."""
-    generated = _gen_tools_doc().generate()
+    generated = gen_tools_doc().generate()
     committed = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
     assert generated == committed, "docs/tools.md is out of date: run scripts/gen_tools_doc.py"
 
@@ -270,7 +259,7 @@ def test_generator_picks_up_a_tool_added_to_the_registry(monkeypatch: pytest.Mon
     extra = replace(base, name="lookup_task_copy", description="按 id 查看任务（测试用）。")
     monkeypatch.setattr(registry, "TOOLS", (*registry.TOOLS, extra))
     monkeypatch.setattr(registry, "REGISTRY", {**registry.REGISTRY, extra.name: extra})
-    module = _gen_tools_doc()
+    module = gen_tools_doc()
     monkeypatch.setitem(module.EXAMPLES, "lookup_task_copy", ([], {"task_id": 6}))
     text = module.generate()
     section = text.split("## lookup_task_copy", 1)[1]

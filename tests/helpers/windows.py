@@ -21,3 +21,22 @@ def window_dict(name: str = EXAMPLE_WINDOW) -> dict[str, Any]:
     """``tests/data/<name>.json`` as the JSON object."""
     data: dict[str, Any] = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
     return data
+
+
+def study_window(num_days: int, tasks: list[dict[str, Any]]) -> ScheduleState:
+    """A window of ``num_days`` x 12 periods holding only study tasks (suggested 复习 tasks
+    ``1..n``, each row's fields over those defaults)."""
+    rows = [
+        {
+            "state_id": i,
+            "name": f"任务{i}",
+            "source": "task_item",
+            "category": "复习",
+            "status": "suggested",
+            **t,
+        }
+        for i, t in enumerate(tasks, start=1)
+    ]
+    return ScheduleState.from_json(
+        {"window": {"total_days": num_days, "slots_per_day": 12}, "tasks": rows}
+    )

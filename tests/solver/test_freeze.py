@@ -16,6 +16,7 @@ from smartflow_engine.state.freeze import frozen_view, thaw
 from smartflow_engine.state.strategies import windows, write_calls
 from smartflow_engine.tools_adapter.core import registry
 from smartflow_engine.tools_adapter.sessions.session import Session, SessionError
+from tests.helpers.windows import study_window
 
 SAMPLE = Path(smartflow_engine.__file__).parent / "data" / "sample_window.json"
 SOLVER_CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -179,30 +180,13 @@ def test_a_gap_that_only_the_freeze_makes_says_so():
     )
 
 
-def _study_window(num_days: int, tasks: list[dict[str, Any]]) -> ScheduleState:
-    rows = [
-        {
-            "state_id": i,
-            "name": f"任务{i}",
-            "source": "task_item",
-            "category": "复习",
-            "status": "suggested",
-            **t,
-        }
-        for i, t in enumerate(tasks, start=1)
-    ]
-    return ScheduleState.from_json(
-        {"window": {"total_days": num_days, "slots_per_day": 12}, "tasks": rows}
-    )
-
-
 def test_analyze_health_fixes_a_frozen_days_tasks_for_its_floor():
     """Tests that analyze_health's floor keeps a frozen day's tasks where they are: a full day of
     movable study tasks has floor critical 0 unfrozen (they can spread out) and a floor with
     that day's critical load once it is frozen, so the request closes as best_achievable; the
     issues themselves are the window's own either way."""
     day = [{"slots": [{"day": 1, "slot_start": s, "slot_end": s + 3}]} for s in (1, 5, 9)]
-    state = _study_window(4, day)
+    state = study_window(4, day)
     free = json.loads(Session(state.copy_state()).call("analyze_health", {}))
     frozen = json.loads(Session(state.copy_state(), frozen_days=1).call("analyze_health", {}))
     assert free["metrics"]["close_signal"]["floor"]["critical"] == 0
@@ -218,7 +202,7 @@ def test_analyze_health_feasibility_says_when_the_gap_is_the_freezes():
     """Tests that analyze_health's feasibility runs on the frozen window (a task that only fits
     on a frozen day makes it infeasible) and says gap_only_from_freeze=true there; false when the
     window is infeasible anyway; null when feasible."""
-    state = _study_window(
+    state = study_window(
         2,
         [
             {"slots": [{"day": 1, "slot_start": 1, "slot_end": 2}]},
@@ -229,7 +213,7 @@ def test_analyze_health_feasibility_says_when_the_gap_is_the_freezes():
         env = json.loads(Session(state.copy_state(), frozen_days=k).call("analyze_health", {}))
         feas = env["feasibility"]
         assert (feas["is_feasible"], feas["gap_only_from_freeze"]) == (feasible, only), feas
-    both = _study_window(
+    both = study_window(
         1,
         [
             {"slots": [{"day": 1, "slot_start": 1, "slot_end": 12}], "locked": True},

@@ -5,7 +5,6 @@ its token budget; MCP's ``outputSchema`` is each JSON tool's own and validates i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +34,7 @@ from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.mcp.server import build_server
 from smartflow_engine.tools_adapter.sessions.session import Session
 from tests.helpers.adapters import note_tool, specs_with
+from tests.helpers.docs import gen_tools_doc
 from tests.helpers.windows import load_window
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,19 +43,9 @@ JSON_TOOLS = [s.name for s in registry.TOOLS if s.output == "json"]
 EXAMPLE_HEAD = "\n示例（真实回复节选）：\n"
 
 
-def _gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_tools_doc", ROOT / "scripts" / "gen_tools_doc.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def gen() -> ModuleType:
-    return _gen()
+    return gen_tools_doc()
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +217,7 @@ def test_each_json_tools_real_reply_validates_against_its_output_schema(name, re
 
 
 def _infeasible() -> ScheduleState:
-    gen = _gen()
+    gen = gen_tools_doc()
     return ScheduleState.model_validate(gen.TINY_INFEASIBLE)
 
 

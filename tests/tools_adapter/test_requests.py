@@ -17,27 +17,10 @@ from smartflow_engine.tools_adapter.api import create_app
 from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.sessions.loop_state import ROUND_CAP
 from smartflow_engine.tools_adapter.sessions.session import SessionError
-from tests.helpers.windows import window_dict
+from tests.helpers.windows import study_window, window_dict
 
 TOKENS = {"tok-alice": "alice"}
 ALICE = {"Authorization": "Bearer tok-alice"}
-
-
-def make_state(num_days: int, tasks: list[dict[str, Any]]) -> ScheduleState:
-    rows = [
-        {
-            "state_id": i,
-            "name": f"任务{i}",
-            "source": "task_item",
-            "category": "复习",
-            "status": "suggested",
-            **t,
-        }
-        for i, t in enumerate(tasks, start=1)
-    ]
-    return ScheduleState.from_json(
-        {"window": {"total_days": num_days, "slots_per_day": 12}, "tasks": rows}
-    )
 
 
 def block(day: int, start: int, end: int) -> list[dict[str, int]]:
@@ -46,14 +29,14 @@ def block(day: int, start: int, end: int) -> list[dict[str, int]]:
 
 def overloaded() -> ScheduleState:
     """Day 1 full of movable study work, days 2-4 empty: critical load, never rules_met."""
-    return make_state(
+    return study_window(
         4, [{"slots": block(1, 1, 4)}, {"slots": block(1, 5, 8)}, {"slots": block(1, 9, 12)}]
     )
 
 
 def healthy() -> ScheduleState:
     """One short block a day: critical=0, warning<=1 (rules_met at the first health check)."""
-    return make_state(4, [{"slots": block(d, 1, 2)} for d in range(1, 5)])
+    return study_window(4, [{"slots": block(d, 1, 2)} for d in range(1, 5)])
 
 
 def infeasible() -> ScheduleState:
@@ -65,7 +48,7 @@ def infeasible() -> ScheduleState:
         "status": "existing",
         "slots": block(1, 1, 12),
     }
-    return make_state(1, [course, {"status": "pending", "duration": 2}])
+    return study_window(1, [course, {"status": "pending", "duration": 2}])
 
 
 def health(session: Session) -> dict[str, Any]:
@@ -214,12 +197,12 @@ def test_restore_best_stays_allowed_after_a_close():
 def test_the_default_mode_follows_the_window():
     """Tests that begin_request without a mode starts first_full on a window whose study tasks
     are all pending, local_adjust on any other (or none), and global_reopt only when asked."""
-    pending = make_state(
+    pending = study_window(
         3, [{"status": "pending", "duration": 2}, {"status": "pending", "duration": 1}]
     )
     s = Session(pending, mode="local_adjust")
     assert s.begin_request()["mode"] == "first_full" and s.mode is Mode.FIRST_FULL
-    placed = make_state(3, [{"status": "pending", "duration": 2}, {"slots": block(1, 1, 2)}])
+    placed = study_window(3, [{"status": "pending", "duration": 2}, {"slots": block(1, 1, 2)}])
     s = Session(placed)
     assert s.begin_request()["mode"] == "local_adjust"
     assert s.begin_request("global_reopt")["mode"] == "global_reopt"
