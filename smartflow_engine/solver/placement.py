@@ -88,6 +88,9 @@ from .progress import report
 from .submodel import SubModel, WindowData
 
 ProposalStatus = Literal["optimal", "feasible", "unknown"]
+# Where a proposal's search started: the first packing order, it with the exact repair of its
+# leftovers, the counting model's witness, or (keep_placed's repair) the current schedule.
+ProposalStart = Literal["greedy", "greedy+repair", "witness", "current"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ class Proposal:
     unplaced: list[int]
     objective: dict[str, float]
     start_objective: dict[str, float]
-    start: str  # "greedy", "greedy+repair" or "witness"
+    start: ProposalStart  # where the search started ("current": keep_placed's repair)
     max_slots: int | None  # the proven maximum of placeable periods
     bound: float | None  # proven lower bound on weighted_total (placements of max_slots)
     weights: dict[str, float] = field(default_factory=dict)
@@ -229,7 +232,7 @@ def propose_placement(
     close_s = CLOSE_PER_TASK_S * len(state.tasks)
     run_close = close_s <= CLOSE_MAX_SHARE * max(time_limit_s, MIN_WORK_S)
     search_stop = stop - (check_s + close_s if run_close else 0.0)
-    candidates = [("witness", level1.witness)]
+    candidates: list[tuple[ProposalStart, list[Placement]]] = [("witness", level1.witness)]
     try:
         # The balanced greedy gets a share of the limit: on 20,000 tasks it needs minutes.
         greedy = balanced_greedy(

@@ -187,7 +187,7 @@ class RulesOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    status: str
+    status: Literal["ok"]
     version: str
     tools: int
 
