@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .analyzers import analyze_health
 from .rules import threshold
@@ -81,6 +81,11 @@ _TASK_LOAD = "#3b5470"
 _SEVERITY_COLOUR = {"critical": "#c0392b", "warning": "#e08e0b"}
 
 
+# What a drawn block is: a course, an embeddable ("water") course, a study task, or a task
+# embedded in a water course.
+BlockKind = Literal["course", "water", "task", "guest"]
+
+
 @dataclass(frozen=True)
 class Block:
     """One drawn block: a task's periods on one day."""
@@ -89,7 +94,7 @@ class Block:
     day: int
     slot_start: int
     slot_end: int
-    kind: str  # "course", "water" (an embeddable course), "task" or "guest"
+    kind: BlockKind
     category: str
     status: str
     locked: bool
@@ -123,6 +128,7 @@ def window_picture(
         if not task.is_placed:
             continue
         course = task.source == "event"
+        kind: BlockKind
         if task.embed_host is not None:
             kind = "guest"
         elif course:

@@ -27,11 +27,12 @@ import secrets
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
+    from ..core.pipeline import Status
     from ..sessions.session import CallResult, Session
     from .metrics import Metrics
 
@@ -55,7 +56,7 @@ class RequestInfo:
     session: str | None = None
     tool: str | None = None
     mode: str | None = None
-    status: str | None = None
+    status: Status | Literal["http_error"] | None = None
     error_code: str = ""
     tool_seconds: float | None = None
 
