@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analyzers.destinations import health_result
 from ..state import ScheduleState
 from .tasks import EvalTask
+
+if TYPE_CHECKING:
+    from ..tools_adapter.core.pipeline import Status
 
 
 @dataclass
@@ -22,7 +25,7 @@ class CallRecord:
 
     name: str
     args: Any
-    status: str
+    status: Status  # the call's status, as the session reports it
     error_code: str = ""
     wrote: bool = False
     is_write: bool = False
