@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .analyzers import analyze_health
-from .rules import threshold
+from .rules import Level, threshold
 from .state import ScheduleState
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class WindowPicture:
 
 
 def window_picture(
-    state: ScheduleState, *, level: str = "normal", issues: bool = True
+    state: ScheduleState, *, level: Level = "normal", issues: bool = True
 ) -> WindowPicture:
     """Collect the grid, the banned free periods, the flagged days and the day loads."""
     spd = state.slots_per_day
@@ -257,7 +257,7 @@ def plot_window(
     state: ScheduleState,
     *,
     title: str | None = None,
-    level: str = "normal",
+    level: Level = "normal",
     issues: bool = True,
     cjk: bool | None = None,
 ) -> Figure:

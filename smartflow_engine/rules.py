@@ -53,7 +53,7 @@ class Cond:
             return actual <= self.value
         return actual < self.value
 
-    def shifted(self, level: str) -> Cond:
+    def shifted(self, level: Level) -> Cond:
         if level == "normal":
             return self
         earlier = level == "strict"
@@ -92,7 +92,7 @@ class Rule:
             day if self.entity == "day" else category if self.entity == "subject" else None,
         )
 
-    def at(self, level: str) -> Rule:
+    def at(self, level: Level) -> Rule:
         return Rule(
             self.dimension,
             self.rule,
@@ -187,7 +187,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def rule(dimension: str, name: str, level: str = "normal") -> Rule:
+def rule(dimension: str, name: str, level: Level = "normal") -> Rule:
     """One rule at ``level``."""
     for r in rules_for(dimension, level):
         if r.rule == name:
@@ -250,13 +250,13 @@ def sample_std_dev(n: int, total: int, sum_of_squares: int) -> float:
 
 
 @cache
-def rules_for(dimension: str, level: str) -> tuple[Rule, ...]:
+def rules_for(dimension: str, level: Level) -> tuple[Rule, ...]:
     """The dimension's rules at ``level`` (cached: the table is immutable)."""
     return tuple(r.at(level) for r in RULES if r.dimension == dimension)
 
 
 @cache
-def threshold(dimension: str, rule: str, severity: str, metric: str, level: str) -> float:
+def threshold(dimension: str, rule: str, severity: str, metric: str, level: Level) -> float:
     """The value of one condition at ``level`` (the first band of ``severity`` that tests it)."""
     for r in rules_for(dimension, level):
         if r.rule != rule:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import r4, rules_for, threshold
+from ..rules import Level, r4, rules_for, threshold
 from ..solver.switches import switch_mask
 from ..state import ScheduleState
 from .common import (
@@ -125,7 +125,7 @@ def context_metrics(
     return {"overall": overall, "days": rows}
 
 
-def context_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
+def context_issues(metrics: dict[str, Any], level: Level) -> list[Issue]:
     issues: list[Issue] = []
     rules = rules_for("context", level)
     for row in metrics.get("days", []):
@@ -137,7 +137,7 @@ def context_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
 
 
 def context_actions(
-    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: str
+    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: Level
 ) -> list[NextAction]:
     """Group same-subject study blocks with move/swap; never ``min_context_switch`` (p1 §4.5)."""
     if not any(i.severity != "info" for i in issues):
@@ -191,7 +191,7 @@ def context_actions(
 
 
 def run_context(
-    frame: Frame, days: np.ndarray, hard_categories: Sequence[str], detail: str, level: str
+    frame: Frame, days: np.ndarray, hard_categories: Sequence[str], detail: str, level: Level
 ) -> AnalysisResult:
     metrics = context_metrics(frame, days, hard_categories=hard_categories, detail=detail)
     issues = context_issues(metrics, level)

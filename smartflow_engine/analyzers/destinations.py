@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..concepts import movable_by_tools
+from ..rules import Level
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
 from .evaluator import Delta, HealthEvaluator, evaluator_for, task_sig, touched
@@ -99,7 +100,7 @@ class Ranking:
     cut: bool = False  # the time limit stopped it
 
 
-def health_issues(state: ScheduleState, level: str = "normal") -> list[Issue]:
+def health_issues(state: ScheduleState, level: Level = "normal") -> list[Issue]:
     """The merged health issues of ``state`` without the feasibility step (the session's cached
     evaluator, brought up to date: a write costs what it touched)."""
     ev = evaluator_for(state, level)
@@ -107,7 +108,7 @@ def health_issues(state: ScheduleState, level: str = "normal") -> list[Issue]:
         return ev.issues()
 
 
-def health_result(state: ScheduleState, level: str = "normal") -> AnalysisResult:
+def health_result(state: ScheduleState, level: Level = "normal") -> AnalysisResult:
     """The health envelope of ``state`` for an evidence line: its issues (as ``analyze_health``
     reports them, without feasibility, the floor and the destination search) and the issue
     counts and close-rule figures of ``metrics.close_signal`` (what ``success_criteria`` read)."""
@@ -333,7 +334,7 @@ def _judge(
 
 
 def _evaluator(
-    state: ScheduleState, level: str, work: ScheduleState | None, ev: HealthEvaluator | None
+    state: ScheduleState, level: Level, work: ScheduleState | None, ev: HealthEvaluator | None
 ) -> tuple[ScheduleState, HealthEvaluator]:
     """The state probes run on and its evaluator: the caller's, else the state itself with its
     cached evaluator (every probe is undone before anything else reads the state)."""
@@ -349,7 +350,7 @@ def rank_destinations(
     task_id: int,
     *,
     days: Sequence[int] | None = None,
-    level: str = "normal",
+    level: Level = "normal",
     focus: Iterable[str] = (),
     budget: int = EVAL_BUDGET,
     stop: Callable[[Destination], bool] | None = None,
@@ -530,7 +531,7 @@ def _removed_issues(ev: HealthEvaluator, task: Task) -> dict[str, Issue]:
 def ordered_targets(
     state: ScheduleState,
     action: NextAction | None,
-    level: str,
+    level: Level,
     work: ScheduleState | None = None,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
@@ -590,7 +591,7 @@ class TargetSearch:
 def search_targets(
     state: ScheduleState,
     action: NextAction | None,
-    level: str,
+    level: Level,
     work: ScheduleState | None = None,
     before: list[Issue] | None = None,
     *,
@@ -657,7 +658,7 @@ CUT_REASON = (
 def _check(
     state: ScheduleState,
     act: NextAction,
-    level: str,
+    level: Level,
     removed: dict[int, dict[str, Issue]],
     ev: HealthEvaluator,
     deadline: float | None,
@@ -708,7 +709,7 @@ def make_actionable(
     state: ScheduleState,
     actions: list[NextAction],
     issues: list[Issue],
-    level: str,
+    level: Level,
     keep: int,
     *,
     dimensions: Sequence[str] = DIMENSIONS,

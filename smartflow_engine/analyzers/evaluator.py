@@ -32,6 +32,7 @@ import numpy as np
 
 from ..rules import (
     UNCATEGORISED,
+    Level,
     concentration_of,
     r4,
     rules_for,
@@ -221,7 +222,7 @@ class HealthEvaluator:
     """The health issues of one state at one level, kept up to date incrementally."""
 
     def __init__(
-        self, state: ScheduleState, level: str = "normal", dimensions: Sequence[str] = DIMENSIONS
+        self, state: ScheduleState, level: Level = "normal", dimensions: Sequence[str] = DIMENSIONS
     ) -> None:
         self.state = state
         self.level = level
@@ -669,7 +670,7 @@ CACHE_SIZE = 16
 
 
 def evaluator_for(
-    state: ScheduleState, level: str = "normal", dimensions: Sequence[str] = DIMENSIONS
+    state: ScheduleState, level: Level = "normal", dimensions: Sequence[str] = DIMENSIONS
 ) -> HealthEvaluator:
     """The cached evaluator of ``state`` at ``level``, brought up to date (:meth:`sync`): a
     session's health, evidence lines and queries share one, so each write costs what it touched.

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..concepts import UNCATEGORISED, is_event, movable
 from ..concepts import subject_of as concept_subject
-from ..rules import LEVELS
+from ..rules import LEVELS, Level
 from ..state import ScheduleState, Task
 from .result import ParamError
 
@@ -124,8 +124,10 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     return value
 
 
-def check_level(value: Any) -> str:
-    return check_choice("threshold", value, LEVELS)
+def check_level(value: Any) -> Level:
+    """``value`` as a level (``strict``, ``normal`` or ``relaxed``), else the refusal."""
+    check_choice("threshold", value, LEVELS)  # the refusal of anything else
+    return next(level for level in LEVELS if level == value)
 
 
 def check_int(name: str, value: Any, *, optional: bool = True) -> int | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..rules import RULES, r4
+from ..rules import RULES, Level, r4
 from ..state import ScheduleState
 from ..state.freeze import frozen_count, frozen_view
 from .common import (
@@ -232,7 +232,7 @@ def run_health(
     dimensions: list[str],
     ignored: list[str],
     detail: str,
-    level: str,
+    level: Level,
     report: FeasibilityReport | None,
     figures: NegotiationFigures | None,
     *,

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import r4, rules_for, sample_std_dev, threshold
+from ..rules import Level, r4, rules_for, sample_std_dev, threshold
 from ..state import ScheduleState
 from .common import (
     MAX_LISTED_DAYS,
@@ -36,7 +36,7 @@ PARTS: tuple[tuple[str, int, int | None], ...] = (  # name, first period, last p
 LIGHT_LOAD = 0.25  # below this day utilisation a day is "light" (a level label, not an issue)
 
 
-def load_level(utilization: float, level: str) -> str:
+def load_level(utilization: float, level: Level) -> str:
     if utilization >= threshold("load", "day_utilization", "critical", "utilization", level):
         return "overloaded"
     if utilization >= threshold("load", "day_utilization", "warning", "utilization", level):
@@ -56,7 +56,7 @@ def load_metrics(
     *,
     granularity: str = "day",
     detail: str = "summary",
-    level: str = "normal",
+    level: Level = "normal",
 ) -> dict[str, Any]:
     """The load metrics of the selected ``days`` (0-based), computed on the grid."""
     state, spd = frame.state, frame.slots_per_day
@@ -156,7 +156,7 @@ def load_metrics(
     return out
 
 
-def load_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
+def load_issues(metrics: dict[str, Any], level: Level) -> list[Issue]:
     issues: list[Issue] = []
     day_rule, spread_rule = rules_for("load", level)
     for row in metrics["days"]:
@@ -170,7 +170,7 @@ def load_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
 
 
 def load_actions(
-    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: str
+    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: Level
 ) -> list[NextAction]:
     """Move study tasks off heavy days onto light ones; never a course (p1 §4.3)."""
     if not any(i.severity != "info" for i in issues):
@@ -245,7 +245,7 @@ def load_actions(
 
 
 def run_load(
-    frame: Frame, days: np.ndarray, granularity: str, detail: str, level: str
+    frame: Frame, days: np.ndarray, granularity: str, detail: str, level: Level
 ) -> AnalysisResult:
     metrics = load_metrics(frame, days, granularity=granularity, detail=detail, level=level)
     issues = load_issues(metrics, level)

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from ..rules import Level
 from ..state import ScheduleState, Task
 from .load import PARTS, load_level
 
@@ -53,7 +54,7 @@ def reference_load(
     *,
     granularity: str = "day",
     detail: str = "summary",
-    level: str = "normal",
+    level: Level = "normal",
 ) -> dict[str, Any]:
     """``days`` are 1-based, ascending."""
     owner, _ = _cells(state)

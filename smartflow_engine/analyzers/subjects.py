@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..concepts import UNCATEGORISED
-from ..rules import concentration, r4, rules_for, subject_class, threshold
+from ..rules import Level, concentration, r4, rules_for, subject_class, threshold
 from ..state import ScheduleState, TaskClass
 from .common import (
     MAX_LISTED_DAYS,
@@ -180,7 +180,7 @@ def subjects_metrics(
     return {"summary": summary, "subjects": rows}
 
 
-def subjects_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
+def subjects_issues(metrics: dict[str, Any], level: Level) -> list[Issue]:
     issues: list[Issue] = []
     rules = rules_for("subjects", level)
     for row in metrics.get("subjects", []):
@@ -203,7 +203,7 @@ def subjects_actions(
     state: ScheduleState,
     metrics: dict[str, Any],
     issues: list[Issue],
-    level: str,
+    level: Level,
     infos: dict[str, SubjectTasks] | None = None,
 ) -> list[NextAction]:
     if not any(i.severity != "info" for i in issues):
@@ -348,7 +348,7 @@ def subjects_actions(
 
 
 def run_subjects(
-    frame: Frame, category: str | None, include_pending: bool, detail: str, level: str
+    frame: Frame, category: str | None, include_pending: bool, detail: str, level: Level
 ) -> AnalysisResult:
     infos = subject_tasks(frame.state)
     metrics = subjects_metrics(

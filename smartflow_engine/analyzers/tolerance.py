@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import r4, rules_for, threshold
+from ..rules import Level, r4, rules_for, threshold
 from ..state import ScheduleState, runs
 from .common import (
     MAX_LISTED_DAYS,
@@ -117,13 +117,13 @@ def tolerance_metrics(
     return {"overall": overall, "days": rows}
 
 
-def tolerance_issues(metrics: dict[str, Any], level: str) -> list[Issue]:
+def tolerance_issues(metrics: dict[str, Any], level: Level) -> list[Issue]:
     issues = [evaluate(rule, metrics["overall"]) for rule in rules_for("tolerance", level)]
     return sort_issues(i for i in issues if i is not None)
 
 
 def tolerance_actions(
-    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: str
+    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: Level
 ) -> list[NextAction]:
     """Move study tasks off days without buffer; merge one-period islands (p1 §4.6)."""
     if not any(i.severity != "info" for i in issues):
@@ -235,7 +235,7 @@ def run_tolerance(
     min_usable_size: int,
     min_daily_buffer: int,
     detail: str,
-    level: str,
+    level: Level,
 ) -> AnalysisResult:
     metrics = tolerance_metrics(
         frame,

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..concepts import subject_of
 from ..rules import (
+    Level,
     Rule,
     concentration,
     r4,
@@ -94,7 +95,7 @@ class HealthEvaluator:
         self,
         state: ScheduleState,
         scope_ids: Iterable[int],
-        level: str = "normal",
+        level: Level = "normal",
         feasibility_critical: int = 0,
     ) -> None:
         self.state = state
@@ -454,7 +455,7 @@ def _first_value(rule: Rule, metric: str) -> float:
 
 
 def health_counts(
-    state: ScheduleState, level: str = "normal", feasibility_critical: int = 0
+    state: ScheduleState, level: Level = "normal", feasibility_critical: int = 0
 ) -> HealthCounts:
     """The counts of ``state`` as it is (no scope)."""
     return HealthEvaluator(state, (), level, feasibility_critical).counts_now()

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..concepts import movable
-from ..rules import r4, rules_for, severity, subject_class
+from ..rules import Level, r4, rules_for, severity, subject_class
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
 from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
@@ -121,7 +121,7 @@ def _never() -> None:
 
 def health_floor(
     state: ScheduleState,
-    level: str = "normal",
+    level: Level = "normal",
     report: FeasibilityReport | None = None,
     dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
     pending_periods: int | None = None,

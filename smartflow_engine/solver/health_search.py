@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..rules import Level
 from ..state import ScheduleState
 from ._cpsat import OutOfTime
 from .budget import CLOSE_SETUP_PER_TASK_S, MIN_WORK_S, too_late
@@ -488,7 +489,7 @@ def search_health(
     problem: Problem,
     placements: Sequence[Placement],
     *,
-    level: str = "normal",
+    level: Level = "normal",
     seed: int = 0,
     budget_s: float = 1.0,
     deadline: float | None = None,
@@ -690,7 +691,7 @@ HEALTH_SHARE = 0.4  # of a proposal's time limit for the close stage (estimated 
 def prefer_lexicographic(
     state: ScheduleState,
     problem: Problem,
-    level: str,
+    level: Level,
     feasibility_critical: int,
     weights: Mapping[str, float],
     best: tuple[list[Placement], dict[str, float], HealthCounts],
@@ -723,7 +724,7 @@ def prefer_lexicographic(
 
 
 def health_of_moves(
-    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: str = "normal"
+    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: Level = "normal"
 ) -> tuple[HealthCounts, HealthCounts]:
     """analyze_health's (critical, warning) before and after ``moves`` ((before, after) places
     of placed tasks), feasibility issue aside: the re-optimising tools rank these first."""
@@ -735,7 +736,7 @@ def health_of_moves(
 
 
 def health_worse(
-    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: str = "normal"
+    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: Level = "normal"
 ) -> bool:
     """``moves`` leave analyze_health's (critical, warning) lexicographically worse: a
     re-optimising tool (spread_even, min_context_switch) then keeps the current places, since

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
+from ..rules import Level
 from ..state import ScheduleState
 from .budget import too_late
 from .health_eval import HealthEvaluator
@@ -37,7 +38,7 @@ def send_back(
     problem: Problem,
     placements: Sequence[Placement],
     *,
-    level: str = "normal",
+    level: Level = "normal",
     deadline: float | None = None,
 ) -> tuple[list[Placement], tuple[int, int], bool]:
     """Return moved scope tasks to their current place while the health counts stay as good.

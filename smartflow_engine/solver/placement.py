@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
+from ..rules import Level
 from ..state import ScheduleState
 from ._cpsat import OutOfTime, SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
@@ -122,7 +123,7 @@ class Proposal:
     # the close stage (see .health_search) minimises them after the placed periods.
     critical: int | None = None
     warning: int | None = None
-    threshold: str = "normal"
+    threshold: Level = "normal"
     start_health: tuple[int, int] | None = None  # (critical, warning) before the close stage
     # True when the deadline passed before any search began: the answer is the greedy start
     # (the window is too big for the limit); the close stage did not run (critical, warning
@@ -152,7 +153,7 @@ def propose_placement(
     include_suggested: bool = False,
     num_workers: int = 1,
     allow_late: bool = False,
-    threshold: str = "normal",
+    threshold: Level = "normal",
     work_limit_s: float | None = None,
     disruption_weight: float = 1.0,
 ) -> Proposal:
@@ -460,7 +461,7 @@ def _close_stage(
     greedy: list[Placement],
     unplaced: list[int],
     proven: bool,
-    threshold: str,
+    threshold: Level,
     seed: int,
     w: Mapping[str, float],
     effort: float,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from ..rules import Level
 from ..state import ScheduleState
 from ._cpsat import OutOfTime
 from .health_search import HEALTH_SHARE, search_health, unplaced_critical
@@ -27,7 +28,7 @@ def repair_placement(
     max_moves: int = 3,
     time_limit_s: float = 2.0,
     seed: int = 0,
-    threshold: str = "normal",
+    threshold: Level = "normal",
     num_workers: int = 1,
 ) -> Proposal:
     """Place the pending tasks and move at most ``max_moves`` placed tasks for better health.

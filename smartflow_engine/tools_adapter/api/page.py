@@ -37,6 +37,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import Field
 
+from ...rules import Level
 from ...settings import current
 from .context import ApiContext, Ctx, Principal, Ref
 from .errors import CONFLICT, ERRORS, NOT_FOUND, ApiError
@@ -69,7 +70,7 @@ class ViewLinkOut(_Body):
 
 class StateView(_Body):
     state: dict[str, Any] = Field(description="规划窗口（规格 §3.1 的 JSON）")
-    level: str = Field(default="normal", pattern="^(strict|normal|relaxed)$")
+    level: Level = Field(default="normal", pattern="^(strict|normal|relaxed)$")
     title: str = Field(default="", max_length=100)
 
 

@@ -25,6 +25,7 @@ from ...analyzers.criteria import IssueDiff
 from ...analyzers.health import run_health
 from ...analyzers.result import DIMENSIONS
 from ...plot import Block, window_picture
+from ...rules import LEVELS, Level
 from ...solver import check_feasibility
 from ...state import ScheduleState
 from ..sessions.loop_state import evidence_line
@@ -86,7 +87,7 @@ class PageView:
     issues: list[IssueView]
     close_signal: dict[str, Any]
     feasibility: dict[str, Any] | None
-    level: str
+    level: Level
     mode: str | None = None
     session_id: str | None = None
     rounds: list[RoundView] = field(default_factory=list)
@@ -169,7 +170,7 @@ def state_view(
     state: ScheduleState,
     *,
     title: str = "",
-    level: str = "normal",
+    level: Level = "normal",
     time_limit_s: float = PAGE_TIME_LIMIT_S,
 ) -> PageView:
     """The page of a bare window (no session: no rounds, no pending calls)."""
@@ -231,7 +232,7 @@ def state_view(
 def session_view(snapshot: dict[str, Any], *, time_limit_s: float = PAGE_TIME_LIMIT_S) -> PageView:
     """The page of a session, from its snapshot (``Session.snapshot()``)."""
     loop = snapshot.get("loop") or {}
-    level = str(loop.get("level", "normal"))
+    level: Level = next((lv for lv in LEVELS if lv == loop.get("level")), "normal")
     sid = str(snapshot.get("session_id", ""))
     data = snapshot.get("state")
     if data is not None:

@@ -39,6 +39,7 @@ from ...analyzers.criteria import IssueDiff, check_criteria, diff_issues
 from ...analyzers.destinations import health_result
 from ...analyzers.result import Issue
 from ...concepts import is_study
+from ...rules import LEVELS, Level
 from ...state import ScheduleState
 from ..core.spec import ToolContext, ToolSpec
 
@@ -86,6 +87,11 @@ def evidence_line(diff: IssueDiff, action_id: str | None, check: dict[str, Any] 
     return text + "。"
 
 
+def _level_of(value: Any) -> Level:
+    """A snapshot's level (``normal`` for anything that is not one)."""
+    return next((level for level in LEVELS if level == value), "normal")
+
+
 @dataclass
 class LoopState:
     """What a session remembers of its loop (all of it goes into the snapshot)."""
@@ -100,7 +106,7 @@ class LoopState:
     negotiation: dict[str, Any] = field(
         default_factory=dict
     )  # figures of the last infeasible round
-    level: str = "normal"
+    level: Level = "normal"
     last_actions: dict[str, dict[str, Any]] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
     set_aside: list[dict[str, Any]] = field(default_factory=list)  # tasks reduce_scope took out
@@ -161,7 +167,7 @@ class LoopState:
             gate_open=bool(data.get("gate_open", False)),
             risk_accepted=bool(data.get("risk_accepted", False)),
             negotiation=dict(data.get("negotiation") or {}),
-            level=str(data.get("level", "normal")),
+            level=_level_of(data.get("level")),
             last_actions=dict(data.get("last_actions") or {}),
             rounds=list(data.get("rounds") or []),
             set_aside=list(data.get("set_aside") or []),

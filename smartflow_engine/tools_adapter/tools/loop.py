@@ -22,6 +22,7 @@ from ...analyzers.destinations import (
     search_targets,
 )
 from ...analyzers.result import NextAction
+from ...rules import Level
 from ...state import Change, ScheduleState, SlotRange, StateError, Task
 from ...state.model import MAX_TASK_ID
 from ..core.args import Args, Day, Slot, TaskId
@@ -118,7 +119,7 @@ def ranked(ctx: ToolContext, task_id: int, dests: list[Any]) -> list[dict[str, A
     return rows
 
 
-def _level(ctx: ToolContext) -> str:
+def _level(ctx: ToolContext) -> Level:
     return ctx.loop.level if ctx.loop is not None else "normal"
 
 
