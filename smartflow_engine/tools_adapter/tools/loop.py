@@ -27,7 +27,7 @@ from ...state import Change, ScheduleState, SlotRange, StateError, Task
 from ...state.model import MAX_TASK_ID
 from ..core.args import Args, Day, Slot, TaskId
 from ..core.render import block_text
-from ..core.spec import ToolContext, ToolSpec, refused
+from ..core.spec import ToolContext, ToolSpec, json_error, refused
 from ..sessions.loop_state import CHOICES, ROUND_LOG_KEEP, LoopState
 
 Name = Annotated[str, Field(min_length=1, max_length=64)]
@@ -49,22 +49,6 @@ def _envelope(tool: str, metrics: dict[str, Any]) -> str:
             "next_actions": [],
             "error": "",
             "error_code": "",
-        },
-        ensure_ascii=False,
-    )
-
-
-def _fail(tool: str, code: str, msg: str) -> str:
-    return json.dumps(
-        {
-            "tool": tool,
-            "success": False,
-            "metric_schema": {},
-            "metrics": {},
-            "issues": [],
-            "next_actions": [],
-            "error": msg,
-            "error_code": code,
         },
         ensure_ascii=False,
     )
@@ -191,7 +175,7 @@ def _query_start(
     assert state is not None
     act = _action(ctx, action_id)
     if isinstance(act, str):
-        return _fail(tool, "invalid_args", act)
+        return json_error(tool, "invalid_args", act)
     return state, act
 
 
@@ -255,9 +239,9 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     state, act = start
     task = state.task(args.task_id)
     if task is None:
-        return _fail(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
+        return json_error(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
     if not movable(state, task):
-        return _fail(
+        return json_error(
             tool,
             "not_movable",
             f"{task.label} 不能移动（固定任务、课程、嵌有任务或同一天有多个时段块的任务）。",
@@ -266,7 +250,7 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     if args.day_range is not None:
         lo, hi = sorted(args.day_range)
         if hi > state.num_days:
-            return _fail(tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。")
+            return json_error(tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。")
         days = list(range(lo, hi + 1))
     ranking = rank_destinations(
         state,
@@ -315,7 +299,7 @@ class RoundLogArgs(Args):
 def get_round_log_tool(ctx: ToolContext, args: RoundLogArgs) -> str:
     tool = "get_round_log"
     if ctx.loop is None:
-        return _fail(tool, "no_session", "get_round_log 只在会话中可用（会话才有轮次记录）。")
+        return json_error(tool, "no_session", "get_round_log 只在会话中可用（会话才有轮次记录）。")
     metrics = ctx.loop.round_log()
     kept: list[dict[str, Any]] = metrics["rounds"]
     end = max(0, len(kept) - args.offset)
@@ -747,7 +731,6 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         "列出某个动作（action_id）可以移动的任务：id、名称、类别、来源、状态、是否固定、时段块、任务类"
         "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。",
         output="json",
-        error_reply=lambda code, msg: _fail("query_target_tasks", code, msg),
     ),
     ToolSpec(
         "query_available_slots",
@@ -759,7 +742,6 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         "helps（解决或缓解本动作的问题、不新增严重/警告问题且体检变好）；有多个时段块的任务逐块给出"
         "落点并带 from_day（move 时传入）。",
         output="json",
-        error_reply=lambda code, msg: _fail("query_available_slots", code, msg),
     ),
     ToolSpec(
         "get_round_log",
@@ -771,7 +753,6 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         f"offset，null 表示没有更早的完整轮次）；只保留最近 {ROUND_LOG_KEEP} 轮的完整记录，更早的轮次合并在 "
         "earlier_rounds 摘要中（轮数、首末轮次、写操作数、进步轮数、其中最好的一轮及其 key）。",
         output="json",
-        error_reply=lambda code, msg: _fail("get_round_log", code, msg),
     ),
 )
 
