@@ -112,6 +112,28 @@ class SessionBackend(Protocol):
     def sessions(self, user_id: str) -> list[Session]: ...
 
 
+def _new_session(
+    state: ScheduleState | None,
+    user_id: str,
+    db_id: int | None,
+    mode: Mode | str,
+    enabled_tools: Iterable[str],
+    frozen_days: int,
+    session_kwargs: dict[str, Any],
+) -> Session:
+    """A new session of ``user_id`` as every store makes it (the store's own session settings
+    last)."""
+    return Session(
+        state,
+        mode=mode,
+        user_id=user_id,
+        enabled_tools=enabled_tools,
+        db_user_id=db_id,
+        frozen_days=frozen_days,
+        **session_kwargs,
+    )
+
+
 @dataclass
 class _Entry:
     session: Session | None  # live, or None when evicted to ``packed``
@@ -174,14 +196,8 @@ class MemorySessionStore:
         frozen_days: int = 0,
     ) -> Session:
         db_id = db_user_id if db_user_id is not None else db_user(user_id)
-        session = Session(
-            state,
-            mode=mode,
-            user_id=user_id,
-            enabled_tools=enabled_tools,
-            db_user_id=db_id,
-            frozen_days=frozen_days,
-            **self.session_kwargs,
+        session = _new_session(
+            state, user_id, db_id, mode, enabled_tools, frozen_days, self.session_kwargs
         )
         self.add(session, db_user_id=db_id)
         return session
@@ -403,14 +419,8 @@ class RedisSessionStore:
         frozen_days: int = 0,
     ) -> Session:
         db_id = db_user_id if db_user_id is not None else db_user(user_id)
-        session = Session(
-            state,
-            mode=mode,
-            user_id=user_id,
-            enabled_tools=enabled_tools,
-            db_user_id=db_id,
-            frozen_days=frozen_days,
-            **self.session_kwargs,
+        session = _new_session(
+            state, user_id, db_id, mode, enabled_tools, frozen_days, self.session_kwargs
         )
         self._insert(session, db_id)
         return session

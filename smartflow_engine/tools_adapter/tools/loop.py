@@ -250,7 +250,9 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     if args.day_range is not None:
         lo, hi = sorted(args.day_range)
         if hi > state.num_days:
-            return json_error(tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。")
+            return json_error(
+                tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。"
+            )
         days = list(range(lo, hi + 1))
     ranking = rank_destinations(
         state,
