@@ -43,6 +43,7 @@ from ..state import ScheduleState, Task
 from ..state.ops import Change
 from .common import evaluate, sort_issues
 from .result import DIMENSIONS, Issue
+from .subjects import SubjectTasks
 
 MIN_USABLE = 2  # analyze_health's tolerance parameters (min_usable_size, min_daily_buffer)
 MIN_BUFFER = 2
@@ -62,21 +63,6 @@ class DayFacts:
     subjects: dict[int, int]  # subject code -> periods of the study layer that day
 
 
-@dataclass
-class SubjectFacts:
-    """Task-level facts of one subject (as :class:`.subjects.SubjectTasks`)."""
-
-    task_count: int = 0
-    placed: int = 0
-    pending: int = 0
-    pending_slots: int = 0
-    blocks: int = 0
-    class_ids: list[int] = field(default_factory=list)
-
-    def copy(self) -> SubjectFacts:
-        return replace(self, class_ids=list(self.class_ids))
-
-
 def task_sig(task: Task) -> tuple[Any, ...]:
     """The facts of a task the subject rules read (a change of them touches its subject)."""
     return (
@@ -89,7 +75,7 @@ def task_sig(task: Task) -> tuple[Any, ...]:
     )
 
 
-def _add_sig(info: SubjectFacts, sig: tuple[Any, ...], sign: int) -> None:
+def _add_sig(info: SubjectTasks, sig: tuple[Any, ...], sign: int) -> None:
     _, _, _, status, blocks, need = sig
     info.task_count += sign
     if status == "pending":
@@ -193,7 +179,7 @@ class Delta:
     # what commit keeps
     days: dict[int, DayFacts]
     daily: dict[int, SubjectDays]
-    infos: dict[int, SubjectFacts]
+    infos: dict[int, SubjectTasks]
     sigs: dict[int, tuple[Any, ...]]
     sums: tuple[int, int, int, int, int]
     hist: list[int]
@@ -248,7 +234,7 @@ class HealthEvaluator:
         self._code = np.zeros(top + 1, dtype=np.int64)  # task id -> subject code (0: event)
         self._code_list: list[int] = [0] * (top + 1)
         self.sigs: dict[int, tuple[Any, ...]] = {}
-        self.infos: dict[int, SubjectFacts] = {}
+        self.infos: dict[int, SubjectTasks] = {}
         for task in state.tasks:
             if task.source == "event":
                 self.sigs[task.state_id] = task_sig(task)
@@ -258,7 +244,7 @@ class HealthEvaluator:
             if code is None:
                 self.names.append(name)
                 code = code_of[name] = len(self.names)
-                self.infos[code] = SubjectFacts()
+                self.infos[code] = SubjectTasks()
             self._code[task.state_id] = code
             self._code_list[task.state_id] = code
             sig = task_sig(task)
@@ -427,7 +413,7 @@ class HealthEvaluator:
                     out.append(found)
         return tuple(out)
 
-    def _subject_issues(self, c: int, days: SubjectDays, info: SubjectFacts) -> tuple[Issue, ...]:
+    def _subject_issues(self, c: int, days: SubjectDays, info: SubjectTasks) -> tuple[Issue, ...]:
         if "subjects" not in self.dimensions or info.task_count <= 0:
             return ()
         key = ("subject", c, days.max_gap, days.used, days.squares, info.blocks)
@@ -437,7 +423,7 @@ class HealthEvaluator:
         return self._keep(key, self._subject_issues_of(c, days, info))
 
     def _subject_issues_of(
-        self, c: int, days: SubjectDays, info: SubjectFacts
+        self, c: int, days: SubjectDays, info: SubjectTasks
     ) -> tuple[Issue, ...]:
         tc = self._class_of[c]
         total = tc.total_slots if tc is not None else None
@@ -543,7 +529,7 @@ class HealthEvaluator:
                     moved.setdefault(c, {})[d + 1] = n
         subjects: set[int] = set(moved)
         sigs: dict[int, tuple[Any, ...]] = {}
-        infos: dict[int, SubjectFacts] = {}
+        infos: dict[int, SubjectTasks] = {}
         for tid, new in new_sigs.items():
             old = self.sigs.get(tid)
             if old is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,9 @@ class SubjectTasks:
     pending_slots: int = 0
     blocks: int = 0
     class_ids: list[int] = field(default_factory=list)
+
+    def copy(self) -> SubjectTasks:
+        return replace(self, class_ids=list(self.class_ids))
 
 
 def subject_tasks(state: ScheduleState) -> dict[str, SubjectTasks]:
