@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 
 Level = Literal["strict", "normal", "relaxed"]
 LEVELS: tuple[Level, ...] = get_args(Level)
+
+
+def level_or(value: object, default: Level = "normal") -> Level:
+    """``value`` when it is a level, else ``default`` (a snapshot's or a page's level)."""
+    return next((level for level in LEVELS if level == value), default)
+
+
 Entity = Literal["day", "subject", "overall"]
 Severity = Literal["critical", "warning", "info"]
 

@@ -25,7 +25,7 @@ from ...analyzers.criteria import IssueDiff
 from ...analyzers.health import run_health
 from ...analyzers.result import DIMENSIONS
 from ...plot import Block, window_picture
-from ...rules import LEVELS, Level
+from ...rules import Level, level_or
 from ...solver import check_feasibility
 from ...state import ScheduleState
 from ..sessions.loop_state import evidence_line
@@ -232,7 +232,7 @@ def state_view(
 def session_view(snapshot: dict[str, Any], *, time_limit_s: float = PAGE_TIME_LIMIT_S) -> PageView:
     """The page of a session, from its snapshot (``Session.snapshot()``)."""
     loop = snapshot.get("loop") or {}
-    level: Level = next((lv for lv in LEVELS if lv == loop.get("level")), "normal")
+    level = level_or(loop.get("level"))
     sid = str(snapshot.get("session_id", ""))
     data = snapshot.get("state")
     if data is not None:

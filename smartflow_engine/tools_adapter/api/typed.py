@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
+from starlette.concurrency import run_in_threadpool
 
 from ...state import ScheduleState
 from ..core.schemas import input_schema
@@ -63,10 +64,9 @@ def _add_tool_route(app: FastAPI, name: str, answer: Any, responses: Any) -> Non
             args = json.loads(raw) if raw.strip() else {}
         except ValueError:  # not JSON, or not UTF-8 text at all
             raise ApiError(422, "invalid_request", "the body is not JSON") from None
+
         # The session call is synchronous (a solver may run): off the event loop, as the
         # generic route runs.
-        from starlette.concurrency import run_in_threadpool
-
         def run() -> Any:
             with ctx.use(ref.principal, ref.session_id, read_only=ctx.reads_only(name)) as s:
                 return answer(ctx.invoke(s, name, args))

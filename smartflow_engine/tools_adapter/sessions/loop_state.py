@@ -39,7 +39,7 @@ from ...analyzers.criteria import IssueDiff, check_criteria, diff_issues
 from ...analyzers.destinations import health_result
 from ...analyzers.result import Issue
 from ...concepts import is_study
-from ...rules import LEVELS, Level
+from ...rules import Level, level_or
 from ...state import ScheduleState
 from ..core.spec import ToolContext, ToolSpec
 
@@ -85,11 +85,6 @@ def evidence_line(diff: IssueDiff, action_id: str | None, check: dict[str, Any] 
         word = "已满足" if met else ("未满足" if met is False else "无法判定")
         text += f"；行动 {action_id} 的成功判据：{word}（{check['held']}/{check['total']} 条成立）"
     return text + "。"
-
-
-def _level_of(value: Any) -> Level:
-    """A snapshot's level (``normal`` for anything that is not one)."""
-    return next((level for level in LEVELS if level == value), "normal")
 
 
 @dataclass
@@ -167,7 +162,7 @@ class LoopState:
             gate_open=bool(data.get("gate_open", False)),
             risk_accepted=bool(data.get("risk_accepted", False)),
             negotiation=dict(data.get("negotiation") or {}),
-            level=_level_of(data.get("level")),
+            level=level_or(data.get("level")),
             last_actions=dict(data.get("last_actions") or {}),
             rounds=list(data.get("rounds") or []),
             set_aside=list(data.get("set_aside") or []),
