@@ -24,6 +24,7 @@ from .common import (
 )
 from .context import run_context
 from .destinations import make_actionable
+from .escalation import compound_batch, escalation_action
 from .frame import Frame, check_bool, check_choice, check_level, is_course, subject_of
 from .load import run_load
 from .result import (
@@ -41,6 +42,7 @@ from .tolerance import run_tolerance
 
 if TYPE_CHECKING:
     from ..solver import FeasibilityReport, NegotiationFigures
+    from ..solver.health_floor import HealthFloor
 
 TOOL = "analyze_health"
 DETAILS = ("summary", "full")
@@ -227,6 +229,36 @@ def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, An
     }
 
 
+def _escalate(
+    state: ScheduleState,
+    actions: list[NextAction],
+    issues: list[Issue],
+    level: Level,
+    floor: HealthFloor,
+    dimensions: Sequence[str],
+    floor_scope: Sequence[int] | None,
+    deadline: float | None,
+) -> list[NextAction]:
+    """``actions`` with the escalation batch first (issue 26 item 4, :mod:`.escalation`) when no
+    action is fixable while the proven floor lies below today's (critical, warning). Only on the
+    whole check-up (every dimension) without frozen days (the batch may move any placed task)."""
+    if (
+        any(a.fixable is True for a in actions)
+        or not floor.proven
+        or list(dimensions) != list(DIMENSIONS)
+        or floor_scope is not None
+    ):
+        return actions
+    critical = sum(1 for i in issues if i.severity == "critical")
+    warning = sum(1 for i in issues if i.severity == "warning")
+    if floor.meets(critical, warning):
+        return actions
+    batch = compound_batch(state, level, deadline)
+    if batch is None:
+        return actions
+    return [escalation_action(state, batch, issues, critical), *actions][:MAX_ACTIONS]
+
+
 def run_health(
     state: ScheduleState,
     dimensions: list[str],
@@ -290,6 +322,9 @@ def run_health(
         if actionable:
             ordered = make_actionable(
                 state, ordered, issues, level, MAX_ACTIONS, dimensions=dimensions, deadline=deadline
+            )
+            ordered = _escalate(
+                state, ordered, issues, level, floor, dimensions, floor_scope, deadline
             )
         actions = number_actions(ordered, MAX_ACTIONS)
 

@@ -3,7 +3,8 @@
 
 The agent only calls tools and reads their replies: ``analyze_health`` → the first action whose
 two reads (``query_target_tasks`` → ``query_available_slots``) find a destination that helps →
-the write with ``action_id`` → ``analyze_health`` … until ``close_signal.should_close``; on
+the write with ``action_id`` (for the escalation action, whose ``query_target_tasks`` lists a
+batch of moves that helps: that batch with ``batch_move``) → ``analyze_health`` … until ``close_signal.should_close``; on
 ``no_progress`` / ``round_cap`` it calls ``restore_best`` when the last round was not the best.
 On an infeasible window it records the user's choice with ``resolve_negotiation``.
 """
@@ -41,6 +42,7 @@ class AgentRun:
     fixable_unfound: int = 0  # fixable=true, yet the two reads found no destination that helps
     unfixable_found: int = 0  # fixable=false, yet the two reads found one (a wrong false)
     trades: int = 0  # writes of a destination that does not help but improves the counts
+    batches: int = 0  # escalation batches written with batch_move (issue 26 item 4)
     writes: int = 0
     refused: int = 0
     created_issues: int = 0
@@ -121,6 +123,26 @@ def health_loop(
             aid = act["action_id"]
             fixable = act.get("fixable")
             targets = json.loads(s.call("query_target_tasks", {"action_id": aid}))
+            batch = next(
+                (
+                    b
+                    for b in targets["metrics"].get("batches") or []
+                    if b["helps"] and not {m["task_id"] for m in b["moves"]} & set(pinned)
+                ),
+                None,
+            )
+            if batch is not None:  # the escalation (issue 26 item 4): one atomic batch_move
+                run.actions_actionable += 1
+                run.unfixable_found += fixable is False
+                result = write_batch(s, batch, aid)
+                run.writes += 1
+                run.batches += 1
+                if result.status == "error" or not result.changes:
+                    run.refused += 1
+                    continue
+                if "新增 0 项" not in result.reply.splitlines()[-1]:
+                    run.created_issues += 1
+                break
             rows = [
                 t
                 for t in targets["metrics"].get("tasks", [])
@@ -187,6 +209,23 @@ def write_destination(
     if action_id is not None:
         args["action_id"] = action_id
     return s.invoke("place" if task["status"] == "pending" else "move", args)
+
+
+def write_batch(s: ToolCaller, batch: dict[str, Any], action_id: str | None = None) -> CallResult:
+    """``batch_move`` the moves of an escalation batch listed by ``query_target_tasks``."""
+    moves = [
+        {
+            "task_id": m["task_id"],
+            "new_day": m["new_day"],
+            "new_slot_start": m["new_slot_start"],
+            **({"from_day": m["from_day"]} if m.get("from_day") is not None else {}),
+        }
+        for m in batch["moves"]
+    ]
+    args: dict[str, Any] = {"moves": moves}
+    if action_id is not None:
+        args["action_id"] = action_id
+    return s.invoke("batch_move", args)
 
 
 def full_round_log(s: ToolCaller) -> dict[str, Any]:

@@ -10,6 +10,7 @@ session (:class:`~.loop.LoopState`); on a bare :class:`Toolbox` the two queries 
 from __future__ import annotations
 
 import json
+import time
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool
@@ -21,6 +22,8 @@ from ...analyzers.destinations import (
     rank_destinations,
     search_targets,
 )
+from ...analyzers.escalation import INTENT as COMPOUND_INTENT
+from ...analyzers.escalation import compound_batch
 from ...analyzers.result import NextAction
 from ...rules import Level
 from ...state import Change, ScheduleState, SlotRange, StateError, Task
@@ -184,6 +187,8 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     if isinstance(start, str):
         return start
     state, act = start
+    if act is not None and act.intent_code == COMPOUND_INTENT:
+        return _batch_targets(ctx, state, args)
     tf = args.target_filter.model_dump(exclude_none=True) if args.target_filter else {}
     sc = args.candidate_scope.model_dump(exclude_none=True) if args.candidate_scope else {}
     level = _level(ctx)
@@ -215,6 +220,28 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     return _envelope(
         "query_target_tasks",
         {"action_id": args.action_id, "count": len(tasks), "tasks": rows[: args.limit]},
+    )
+
+
+def _batch_targets(ctx: ToolContext, state: ScheduleState, args: TargetArgs) -> str:
+    """query_target_tasks for the escalation action (issue 26 item 4): the batch of moves the
+    least-change repair finds now, measured (``batches``), and its tasks."""
+    deadline = time.perf_counter() + ctx.max_time_limit_s
+    batch = compound_batch(state, _level(ctx), deadline)
+    batches = [batch.to_dict(state)] if batch is not None else []
+    rows = []
+    for move in batch.moves if batch is not None else ():
+        task = state.task(move.task_id)
+        assert task is not None
+        rows.append({**task_row(state, task), "best_destination": None})
+    return _envelope(
+        "query_target_tasks",
+        {
+            "action_id": args.action_id,
+            "count": len(rows),
+            "tasks": rows[: args.limit],
+            "batches": batches,
+        },
     )
 
 
