@@ -4,8 +4,8 @@ engine's least-change repair, offered as one ``analyze_health`` action.
 When no action ``analyze_health`` offers is ``fixable`` (no single move of its targets helps)
 while the proven floor says a better (critical, warning) exists, the loop would stall on a
 plateau. :func:`compound_batch` then asks the least-change repair (the close stage moving at most
-:data:`MAX_BATCH_MOVES` placed tasks, the search behind ``apply_proposal`` with ``keep_placed``)
-for a batch, and measures it exactly: the batch is applied with the write tools' own
+6, then at most 20 placed tasks (:data:`MOVE_LIMITS`), the search behind ``apply_proposal`` with
+``keep_placed``) for a batch, and measures it exactly: the batch is applied with the write tools' own
 ``batch_move`` on a copy and judged by the health evaluator. A batch is offered only when that
 write is legal and the health key (critical, warning, total impact) gets strictly better. The
 action names the batch's effect; ``query_target_tasks`` returns the batch itself (the moves, their
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..rules import Level, r4
@@ -28,7 +28,10 @@ from .result import Issue, NextAction
 
 INTENT = "compound_repair"
 ACTION_ID = f"na_{INTENT}_batch"
-MAX_BATCH_MOVES = 6  # tasks one escalation batch may move
+# Tasks one escalation batch may move: the fewest first; the repair with a tight limit can miss a
+# batch a wider one finds (its path moves more tasks on the way), so a wider limit follows.
+MOVE_LIMITS = (6, 20)
+MAX_BATCH_MOVES = MOVE_LIMITS[-1]
 SEARCH_S = 1.0  # the repair's time limit (its deterministic work budget follows it)
 MIN_SEARCH_S = 0.05  # less time left than this: no escalation is searched
 
@@ -51,6 +54,7 @@ class Batch:
     impact_delta: float
     critical_after: int
     warning_after: int
+    max_moves: int = 0  # the repair's limit that found it
 
     @property
     def helps(self) -> bool:
@@ -122,24 +126,26 @@ def compound_batch(
 
     if any(t.status == "pending" and t.source != "event" for t in state.tasks):
         return None
-    limit = SEARCH_S
-    if deadline is not None:
-        limit = min(limit, deadline - time.perf_counter())
-    if limit < MIN_SEARCH_S:
-        return None
-    proposal = repair_placement(
-        state, max_moves=MAX_BATCH_MOVES, time_limit_s=limit, threshold=level
-    )
-    if not proposal.placements or proposal.critical is None:
-        return None
-    moves = []
-    for p in proposal.placements:
-        task = state.task(p.task_id)
-        if task is None or task.status == "pending" or len(task.slots) != 1:
+    for max_moves in MOVE_LIMITS:
+        limit = SEARCH_S
+        if deadline is not None:
+            limit = min(limit, deadline - time.perf_counter())
+        if limit < MIN_SEARCH_S:
             return None
-        moves.append(Request(p.task_id, p.day, p.slot_start))
-    batch = measure(state, moves, level)
-    return batch if batch is not None and batch.helps else None
+        proposal = repair_placement(state, max_moves=max_moves, time_limit_s=limit, threshold=level)
+        if not proposal.placements or proposal.critical is None:
+            continue
+        moves = []
+        for p in proposal.placements:
+            task = state.task(p.task_id)
+            if task is None or task.status == "pending" or len(task.slots) != 1:
+                break
+            moves.append(Request(p.task_id, p.day, p.slot_start))
+        else:
+            batch = measure(state, moves, level)
+            if batch is not None and batch.helps:
+                return replace(batch, max_moves=max_moves)
+    return None
 
 
 def escalation_action(
@@ -180,7 +186,7 @@ def escalation_action(
         issue_ids=[i for i in ids if i in batch.resolves] or ids,
         figures={
             "moves": len(batch.moves),
-            "max_moves": MAX_BATCH_MOVES,
+            "max_moves": batch.max_moves,
             "critical_delta": batch.critical_delta,
             "warning_delta": batch.warning_delta,
             "impact_delta": batch.impact_delta,

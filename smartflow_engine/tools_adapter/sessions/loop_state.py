@@ -6,7 +6,8 @@ the infeasible gate, evidence for every write, and the round log.
   (lexicographically) smaller than the best key so far, and then its state becomes the best state
   (``restore_best`` returns to it). ``close_signal`` gains ``round``, ``rounds_without_progress``,
   ``should_close`` and ``close_reason``: ``risk_accepted`` (the user accepted an infeasible
-  window), ``rules_met`` (critical=0 && warning<=1), ``best_achievable`` (the analyzers proved no
+  window), ``rules_met`` (critical=0 && warning<=1, unless ``improvable``: the proven floor lies
+  below and an offered action is ``fixable``, issue 26 item 4), ``best_achievable`` (the analyzers proved no
   better (critical, warning) exists), ``no_progress`` (3 rounds in a row without progress),
   ``round_cap`` (round 60), or null.
 - **The infeasible gate.** Once a round reports ``is_feasible=false`` the placing and probing
@@ -75,6 +76,18 @@ ROUND_WRITES_KEEP = 20  # writes kept whole per round; earlier ones of the round
 
 def _ids(values: tuple[str, ...]) -> str:
     return f"{len(values)} 项（{'、'.join(values)}）" if values else "0 项"
+
+
+def _improvable(signal: dict[str, Any], actions: list[dict[str, Any]]) -> bool:
+    """The proven floor lies below the round's (critical, warning) and an offered action is
+    ``fixable`` (a write it names makes the health key strictly better)."""
+    floor = signal.get("floor") or {}
+    if not floor.get("proven"):
+        return False
+    crit, warn = int(signal.get("critical", 0)), int(signal.get("warning", 0))
+    fc, fw = int(floor.get("critical", 0)), int(floor.get("warning", 0))
+    at_floor = crit <= fc and crit + warn <= fc + fw
+    return not at_floor and any(a.get("fixable") is True for a in actions)
 
 
 def evidence_line(diff: IssueDiff, action_id: str | None, check: dict[str, Any] | None) -> str:
@@ -362,9 +375,15 @@ class LoopState:
         waiting = feas.get("is_feasible") is True and any(
             is_study(t) and t.status == "pending" for t in ctx.state.tasks
         )
-        reason = self.close_reason or self._close_reason(signal, waiting=waiting)
+        # Rules met, yet the proven floor lies below and an offered action makes the key strictly
+        # better (issue 26 item 4): the request goes on to the floor rather than stop short.
+        improvable = _improvable(signal, actions)
+        reason = self.close_reason or self._close_reason(
+            signal, waiting=waiting, improvable=improvable
+        )
         self.close_reason = reason
         signal.update(
+            improvable=improvable,
             round=self.round,
             rounds_without_progress=self.rounds_without_progress,
             should_close=reason is not None,
@@ -404,12 +423,14 @@ class LoopState:
             self.summary = fold_rounds(self.summary, self.rounds[:extra])
             del self.rounds[:extra]
 
-    def _close_reason(self, signal: dict[str, Any], *, waiting: bool = False) -> CloseReason | None:
+    def _close_reason(
+        self, signal: dict[str, Any], *, waiting: bool = False, improvable: bool = False
+    ) -> CloseReason | None:
         if self.risk_accepted and not self.risk_carried:
             return "risk_accepted"
         if self.gate_open:
             return "round_cap" if self.calls >= ROUND_CAP else None
-        if signal.get("acceptable_to_close") and not waiting:
+        if signal.get("acceptable_to_close") and not waiting and not improvable:
             return "rules_met"
         if not waiting and (
             signal.get("reason") == "best_achievable" or signal.get("best_achievable") is True

@@ -154,7 +154,9 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         _health,
         "整体体检（首次编排/全局重优化的默认入口）：先做可行性判定，再合并负载、科目、切换、容错"
         "各维度的问题，按严重度排序，给出最多3条建议动作和“可接受收口”信号；不可行时给出"
-        "四类协商选项。",
+        "四类协商选项。单次移动都无法改善（动作均 fixable=false）而证明的下限更低时，"
+        "给出 compound_repair 动作：一组移动（用 query_target_tasks 查看，用 batch_move 原子执行）；"
+        "close_signal.improvable=true 表示已达收口规则但仍有可改善的动作，本次请求继续。",
         output="json",
     ),
     ToolSpec(

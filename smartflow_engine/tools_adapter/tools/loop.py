@@ -758,7 +758,9 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         TargetArgs,
         query_target_tasks_tool,
         "列出某个动作（action_id）可以移动的任务：id、名称、类别、来源、状态、是否固定、时段块、任务类"
-        "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。",
+        "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。"
+        "对 compound_repair 动作另给 batches：一组移动（moves）及其整体效果"
+        "（resolves/creates/critical_delta/warning_delta/impact_delta/helps），可用 batch_move 原子执行。",
         output="json",
     ),
     ToolSpec(
