@@ -176,6 +176,82 @@ def run_negotiation(seeds: range, num_days: int = 30) -> str:
     )
 
 
+# ---------------------------------------------------------------------------------- post-edit
+EDIT_TASKS = 4
+EDIT_ROUNDS = 10
+
+
+def edited_window(
+    seed: int, num_days: int = 30, time_limit_s: float = 2.0
+) -> tuple[ScheduleState, ScheduleState]:
+    """(pre-edit, post-edit): the proposal applied, then a student's edit moving
+    ``EDIT_TASKS`` study tasks onto the busiest days they fit on (issue 26 item 4)."""
+    state = synthetic_window(seed, num_days, with_task_classes=True)
+    proposal = propose_placement(
+        state, time_limit_s=WALL_LIMIT_S, seed=0, work_limit_s=WORK_SHARE * time_limit_s
+    )
+    assert not proposal.wall_limited, "the proposal hit the wall limit: the window would vary"
+    requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
+    assert relocate(state, requests, op="apply_proposal", status_after="suggested").ok
+    pre = state.copy_state()
+    rng = np.random.default_rng(seed + 7000)
+    candidates = [t for t in state.tasks if movable(state, t) and t.status != "pending"]
+    rng.shuffle(candidates)  # type: ignore[arg-type]
+    moved = 0
+    for task in candidates:
+        if moved >= EDIT_TASKS:
+            break
+        load = state.grid.day_load()
+        for day in np.argsort(-load, kind="stable")[: max(3, num_days // 4)].tolist():
+            runs = state.grid.free_runs(task.need(), day + 1)
+            if task.slots[0].day == day + 1 or not runs:
+                continue
+            if move(state, task.state_id, day + 1, runs[0][1]).ok:
+                moved += 1
+                break
+    return pre, state
+
+
+def run_post_edit(seeds: range, num_days: int = 30) -> str:
+    """After a student's edit (issue 26 item 4): the tools-only agent in local_adjust, at most
+    ``EDIT_ROUNDS`` health rounds; a window counts when the agent ends at or below the pre-edit
+    health key (critical, warning, total impact), and, looser, at or below its counts."""
+    rows = []
+    at_key = at_counts = batches = rounds_used = 0
+    for seed in seeds:
+        pre, post = edited_window(seed, num_days)
+        before, edited = key_of(pre), key_of(post)
+        run = AgentRun()
+        s = Session(post, mode="local_adjust", max_time_limit_s=2.0)
+        health_loop(s, run, max_rounds=EDIT_ROUNDS)
+        assert s.state is not None
+        end = key_of(s.state)
+        at_key += end <= before
+        at_counts += end[:2] <= before[:2]
+        batches += run.batches
+        rounds_used = max(rounds_used, run.rounds)
+        rows.append(
+            f"| {seed} | {before[0]}/{before[1]}/{before[2]} | {edited[0]}/{edited[1]}/{edited[2]} | "
+            f"{end[0]}/{end[1]}/{end[2]} | {'yes' if end <= before else 'no'} | "
+            f"{run.close_reason} | {run.rounds} | {run.batches} | {run.refused} |"
+        )
+        print(f"  post-edit seed {seed}: {before} -> {edited} -> {end}", file=sys.stderr)
+    n = len(rows)
+    head = [
+        f"After a student's edit ({num_days}-day windows, seeds {seeds.start}-{seeds.stop - 1}, "
+        f"the proposal applied, then {EDIT_TASKS} study tasks moved onto the busiest days; "
+        f"local_adjust, at most {EDIT_ROUNDS} health rounds): ends at or below the pre-edit key "
+        f"{at_key}/{n} ({_pct(at_key, n)}), at or below its counts {at_counts}/{n} "
+        f"({_pct(at_counts, n)}); escalation batches written {batches}; most rounds "
+        f"{rounds_used}. Keys are critical/warning/total impact.",
+        "",
+        "| seed | pre-edit | after the edit | agent's end | at or below pre-edit | close reason | "
+        "rounds | batches | refused |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    return "\n".join(head + rows)
+
+
 # ---------------------------------------------------------------------------------- report
 def run_no_health(seeds: range, num_days: int = 13) -> str:
     """An agent that never calls analyze_health (issue 27): it moves a study task back and forth
@@ -333,8 +409,13 @@ def run(quick: bool = False) -> str:
         + run_no_health(range(2) if quick else range(6))
         + "\n\n"
         + run_frozen(range(2) if quick else range(6))
+        + "\n\n"
+        + run_post_edit(range(4) if quick else range(20))
     )
 
 
 if __name__ == "__main__":
-    print(run(quick="--quick" in sys.argv))
+    if "--post-edit" in sys.argv:
+        print(run_post_edit(range(20)))
+    else:
+        print(run(quick="--quick" in sys.argv))
