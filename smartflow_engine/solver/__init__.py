@@ -17,7 +17,7 @@ from .feasibility import (
 )
 from .health_floor import HealthFloor, health_floor
 from .objective import DEFAULT_WEIGHTS, TERM_NAMES, TERMS, evaluate
-from .placement import Proposal, propose_placement
+from .placement import Proposal, proposal_key, propose_placement
 from .problem import Placement
 from .reoptimize import Reoptimization, min_context_switch, spread_even
 from .repair import repair_placement
@@ -42,6 +42,7 @@ __all__ = [
     "health_floor",
     "min_context_switch",
     "negotiation_figures",
+    "proposal_key",
     "propose_placement",
     "repair_placement",
     "spread_even",

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rules import Level
-from ..state import ScheduleState
+from ..state import Request, ScheduleState, relocate
 from ._cpsat import OutOfTime
 from .budget import CLOSE_SETUP_PER_TASK_S, MIN_WORK_S, too_late
 from .health_eval import HealthCounts, HealthEvaluator
@@ -751,16 +751,25 @@ def unplaced_critical(
     time_limit_s: float,
     num_workers: int,
     deadline: float | None = None,
+    placements: Sequence[Placement] = (),
 ) -> int:
     """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
-    tasks are left unplaced and the same check it runs (suggested tasks re-planned) proves the
-    window infeasible.
+    the same check it runs (suggested tasks re-planned) proves the window infeasible.
+
+    Applying a proposal changes nothing that check sees (its scope, every pending and
+    re-plannable suggested task, is lifted either way), so it runs on ``state``, except when
+    ``placements`` place a pending embeddable host: placed, a host is no longer re-planned (see
+    :func:`~smartflow_engine.concepts.movable_by_solver`), so the check runs on the schedule
+    with ``placements`` applied. It is skipped only when nothing is left unplaced and no
+    suggested task exists (the applied schedule is then its own witness); a suggested task
+    standing outside its class's days may not fit inside them, so with nothing unplaced the
+    window can still be infeasible.
 
     ``deadline`` (a ``time.perf_counter()`` value) caps the check's limit; once it has passed
     on a window whose close stage is not cheap (see :func:`.budget.too_late`),
     :class:`~._cpsat.OutOfTime` is raised instead of answering 0 unchecked (the counts a caller
     claims would then miss the feasibility issue)."""
-    if not unplaced:
+    if not unplaced and not any(t.status == "suggested" for t in state.tasks):
         return 0
     from .feasibility import check_feasibility
 
@@ -768,6 +777,16 @@ def unplaced_critical(
         raise OutOfTime("no time left for the feasibility check of the unplaced tasks")
     if deadline is not None:
         time_limit_s = min(time_limit_s, deadline - time.perf_counter())
+    hosts = [p for p in placements if (t := state.task(p.task_id)) is not None and t.can_embed]
+    if hosts:
+        applied = state.copy_state()
+        result = relocate(
+            applied,
+            [Request(p.task_id, p.day, p.slot_start) for p in placements],
+            op="apply_proposal",
+        )
+        if result.ok:
+            state = applied
     report = check_feasibility(
         state,
         time_limit_s=max(time_limit_s, MIN_WORK_S),

@@ -44,9 +44,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from ..rules import Level
 from ..state import ScheduleState
@@ -142,6 +142,10 @@ class Proposal:
     # level, after health and before the soft terms, see .least_change) and its weight.
     moved: int = 0
     disruption_weight: float = 1.0
+    # The scope the figures above are about (``max_slots``, ``bound``, ``status``, the
+    # objective): True when the suggested tasks were re-planned; a call asked to re-plan them
+    # answers with the pending tasks' own plan (False) when that one is better (issue 26).
+    include_suggested: bool = False
 
 
 # ---------------------------------------------------------------------------------- entry point
@@ -168,7 +172,11 @@ def propose_placement(
     weights
         Overrides of :data:`.objective.DEFAULT_WEIGHTS` (unknown names raise ValueError).
     include_suggested
-        Re-plan the movable suggested tasks too.
+        Re-plan the movable suggested tasks too. A larger scope is never worse than the smaller
+        one (issue 26 item 3): when suggested tasks are placed, the call first proposes for the
+        pending tasks alone (half the work and wall time), then for both, and answers with the
+        lexicographically better plan (:func:`proposal_key`); a plan that would leave a placed
+        suggested task unplaced is never chosen over the narrow one.
     allow_late
         Let class tasks go past their class's end day, each day late costing the ``late``
         weight (level 1 then maximises with the end days lifted).
@@ -189,8 +197,79 @@ def propose_placement(
     Returns
     -------
     Proposal
-        Never places fewer periods than the proven maximum; never scores worse than its start.
+        Never places fewer periods than the proven maximum; never scores worse than its start;
+        with ``include_suggested``, never worse than the pending tasks' own proposal made with
+        half its work.
     """
+    common: dict[str, Any] = {
+        "seed": seed,
+        "weights": weights,
+        "num_workers": num_workers,
+        "allow_late": allow_late,
+        "threshold": threshold,
+        "disruption_weight": disruption_weight,
+    }
+    suggested = include_suggested and any(t.status == "suggested" and t.slots for t in state.tasks)
+    if not suggested:
+        return _propose_scope(
+            state,
+            time_limit_s=time_limit_s,
+            include_suggested=include_suggested,
+            work_limit_s=work_limit_s,
+            **common,
+        )
+    t0 = time.perf_counter()
+    work = (WORK_SHARE * time_limit_s if work_limit_s is None else work_limit_s) / 2
+    narrow = _propose_scope(
+        state, time_limit_s=time_limit_s / 2, include_suggested=False, work_limit_s=work, **common
+    )
+    if narrow.start_only:  # the window is too big for the limit: nothing left for the wide one
+        return narrow
+    left = max(0.0, time_limit_s - (time.perf_counter() - t0))
+    wide = _propose_scope(
+        state, time_limit_s=left, include_suggested=True, work_limit_s=work, **common
+    )
+    runtime = time.perf_counter() - t0
+    # A wide plan that leaves a placed suggested task unplaced would have to take it off the
+    # schedule to apply (its periods go to pending tasks): the student's plan is not dropped,
+    # so the narrow plan answers then.
+    placed_now = {t.state_id for t in state.tasks if t.slots}
+    if any(task_id in placed_now for task_id in wide.unplaced) or proposal_key(
+        state, narrow
+    ) < proposal_key(state, wide):
+        chosen = narrow
+    else:
+        chosen = wide
+    return replace(chosen, runtime_s=runtime, wall_limited=narrow.wall_limited or wide.wall_limited)
+
+
+def proposal_key(state: ScheduleState, proposal: Proposal) -> tuple[float, ...]:
+    """A proposal's lexicographic key, best first: fewest periods left unplaced (a suggested
+    task outside the scope stays placed where it is), fewest critical and warning issues
+    (counts not claimed sort last), the weighted soft terms."""
+    unknown = math.inf
+    need = {t.state_id: t.need() for t in state.tasks}
+    return (
+        float(sum(need.get(t, 0) for t in proposal.unplaced)),
+        float(proposal.critical) if proposal.critical is not None else unknown,
+        float(proposal.warning) if proposal.warning is not None else unknown,
+        float(proposal.objective["weighted_total"]),
+    )
+
+
+def _propose_scope(
+    state: ScheduleState,
+    time_limit_s: float = 2.0,
+    seed: int = 0,
+    weights: Mapping[str, float] | None = None,
+    include_suggested: bool = False,
+    num_workers: int = 1,
+    allow_late: bool = False,
+    threshold: Level = "normal",
+    work_limit_s: float | None = None,
+    disruption_weight: float = 1.0,
+) -> Proposal:
+    """One scope's proposal (see :func:`propose_placement`, which chooses between scopes)."""
     from ._jit import kernels_ready
 
     # One-time costs are not the search's time: loading the pricing kernels and importing CP-SAT
@@ -442,6 +521,7 @@ def propose_placement(
         start_only=start_only,
         moved=moved_tasks(problem.current, placements),
         disruption_weight=float(disruption_weight),
+        include_suggested=include_suggested,
     )
 
 
@@ -493,7 +573,9 @@ def _close_stage(
     # The check leaves the close search its set-up (it starts only before ``stop``).
     setup_s = CLOSE_SETUP_PER_TASK_S * len(state.tasks)
     check_s = min(check_s, stop - setup_s - time.perf_counter())
-    feasibility = unplaced_critical(state, unplaced, check_s, num_workers, deadline=stop)
+    feasibility = unplaced_critical(
+        state, unplaced, check_s, num_workers, deadline=stop, placements=placements
+    )
     close = search_health(
         state,
         problem,
@@ -573,4 +655,4 @@ def _full_model(
     return current, bound
 
 
-__all__ = ["TERM_NAMES", "Proposal", "propose_placement"]
+__all__ = ["TERM_NAMES", "Proposal", "proposal_key", "propose_placement"]

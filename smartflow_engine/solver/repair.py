@@ -74,7 +74,12 @@ def repair_placement(
         # Each step starts only before the deadline (issue 24 item 6): the search's set-up
         # (floor, evaluator) grows with the window, ~0.2 s on 20,000 tasks.
         feasibility = unplaced_critical(
-            state, unplaced, 0.1 * time_limit_s, num_workers, deadline=deadline - 0.02
+            state,
+            unplaced,
+            0.1 * time_limit_s,
+            num_workers,
+            deadline=deadline - 0.02,
+            placements=placed_pending,
         )
         result = search_health(
             state,

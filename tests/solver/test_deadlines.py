@@ -125,7 +125,14 @@ def test_the_unplaced_check_does_not_start_after_its_deadline(
         health_search.unplaced_critical(
             state, pending, 1.0, num_workers=1, deadline=time.perf_counter() - 1.0
         )
-    assert health_search.unplaced_critical(state, [], 1.0, 1, deadline=0.0) == 0  # nothing to check
+    # nothing unplaced and nothing suggested: the applied schedule is its own witness
+    nothing = state.copy_state()
+    for task in nothing.tasks:
+        if task.status == "suggested":
+            task.status = "existing"
+    assert health_search.unplaced_critical(nothing, [], 1.0, 1, deadline=0.0) == 0
+    with pytest.raises(OutOfTime):  # a suggested task may stand outside its class: checked
+        health_search.unplaced_critical(state, [], 1.0, 1, deadline=time.perf_counter() - 1.0)
 
 
 @pytest.mark.usefixtures("expensive_setup", "no_evaluator")

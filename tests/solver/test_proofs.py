@@ -147,14 +147,6 @@ def check_window(
         f"seed={seed} limit={limit} suggested={include_suggested} late={allow_late} "
         f"weights={weights}"
     )
-    most, every = maximum_placements(state, include_suggested, allow_late)
-    problem = build_problem(
-        state, include_suggested=include_suggested, by_subject=True, allow_late=allow_late
-    )
-    optimum = min(evaluate(problem, pl, weights)["weighted_total"] for pl in every)
-    tally.windows += 1
-    tally.placements += len(every)
-
     proposal = propose_placement(
         state,
         time_limit_s=limit,
@@ -163,6 +155,16 @@ def check_window(
         include_suggested=include_suggested,
         allow_late=allow_late,
     )
+    # A wide call may answer with the pending tasks' own plan (issue 26 item 3): its figures are
+    # then about that scope, and it says so.
+    scope = proposal.include_suggested
+    assert scope == include_suggested or (include_suggested and not scope)
+    most, every = maximum_placements(state, scope, allow_late)
+    problem = build_problem(state, include_suggested=scope, by_subject=True, allow_late=allow_late)
+    optimum = min(evaluate(problem, pl, weights)["weighted_total"] for pl in every)
+    tally.windows += 1
+    tally.placements += len(every)
+
     total = proposal.objective["weighted_total"]
     if proposal.status != "unknown" and proposal.max_slots != most:
         tally.violations.append(f"max_slots {proposal.max_slots} != {most}: {where}")

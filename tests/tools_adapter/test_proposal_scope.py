@@ -86,36 +86,6 @@ def test_first_full_apply_touches_study_tasks_only_and_local_adjust_keeps_placed
     assert local.state.task(9).slots[0].day == 1  # max_moves 0: nothing placed moves
 
 
-def test_the_default_scope_takes_the_narrow_plan_when_it_is_better(monkeypatch):
-    """Tests that in first_full a default-scoped proposal on a window with suggested tasks runs
-    both scopes and keeps the wide one unless the narrow one is lexicographically better
-    (fewer periods left unplaced, then fewer critical, then fewer warning issues): a larger
-    scope must never answer a worse plan (issue 26)."""
-    from types import SimpleNamespace
-
-    calls: list[bool] = []
-
-    def fake(state: Any, **kw: Any) -> Any:
-        calls.append(kw["include_suggested"])
-        warning = 3 if kw["include_suggested"] else 2
-        return SimpleNamespace(
-            unplaced=[], critical=0, warning=warning, objective={"weighted_total": 1.0}
-        )
-
-    monkeypatch.setattr(solver_tools, "propose_placement", fake)
-    session = Session(load_window(), mode="first_full")
-    assert session.invoke("place", {"task_id": 9, "day": 1, "slot_start": 7}).status == "ok"
-    ctx = session.toolbox.ctx
-    args = solver_tools._scoped(ctx, solver_tools.ApplyArgs())
-    clock = solver_tools._clock(ctx, 2.0)
-    chosen = solver_tools._better_scope(ctx, session.state, args, clock, 0.0)
-    assert sorted(calls) == [False, True] and chosen.warning == 2
-    # An explicit scope runs one search only.
-    calls.clear()
-    session.invoke("propose_placement", {"include_suggested": True, "time_limit_s": 2})
-    assert calls == [True]
-
-
 def test_the_default_scope_is_no_worse_than_the_narrow_one_on_an_eval_window():
     """Tests the guard on the eval kit's 13-day dense window, where re-planning its suggested
     task ends with 3 warnings and placing the pending tasks only with 2 (the proven floor)."""
@@ -131,33 +101,6 @@ def test_the_default_scope_is_no_worse_than_the_narrow_one_on_an_eval_window():
         signal = json.loads(session.call("analyze_health", {}))["metrics"]["close_signal"]
         keys[name] = (signal["critical"], signal["warning"])
     assert keys["default"] <= keys["narrow"]
-
-
-def test_the_default_scope_never_drops_a_placed_suggested_task(monkeypatch):
-    """Tests that a wide plan leaving a placed suggested task unplaced (its periods given to
-    pending tasks: applying it was refused with a conflict on the 20,111-task window) loses to
-    the narrow plan, whatever its counts."""
-    from types import SimpleNamespace
-
-    session = Session(load_window(), mode="first_full")
-    assert session.invoke("place", {"task_id": 9, "day": 1, "slot_start": 7}).status == "ok"
-
-    def fake(state: Any, **kw: Any) -> Any:
-        wide = kw["include_suggested"]
-        return SimpleNamespace(
-            unplaced=[9] if wide else [],
-            critical=0,
-            warning=0 if wide else 5,
-            objective={"weighted_total": 1.0},
-        )
-
-    monkeypatch.setattr(solver_tools, "propose_placement", fake)
-    ctx = session.toolbox.ctx
-    args = solver_tools._scoped(ctx, solver_tools.ApplyArgs())
-    chosen = solver_tools._better_scope(
-        ctx, session.state, args, solver_tools._clock(ctx, 2.0), 0.0
-    )
-    assert chosen.unplaced == [] and chosen.warning == 5
 
 
 def test_a_least_change_repair_cut_by_its_limit_says_so(monkeypatch):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field, StrictBool, model_validator
 
@@ -411,8 +411,6 @@ def _proposal(
     reserve = _after_reserve(ctx, clock, movable if apply else 0, EVIDENCE_FACTOR if apply else 0.0)
 
     def compute() -> Proposal:
-        if both_scopes and any(t.status == "suggested" for t in state.tasks):
-            return _better_scope(ctx, state, args, clock, reserve)
         if args.keep_placed:
             return repair_placement(
                 state,
@@ -428,7 +426,8 @@ def _proposal(
             work_limit_s=WORK_SHARE * clock.limit_s,
             seed=args.seed,
             weights=_weights(args.weights),
-            include_suggested=bool(args.include_suggested),
+            # (the wider scope is never worse than the narrow one: the solver compares both)
+            include_suggested=both_scopes or bool(args.include_suggested),
             num_workers=ctx.num_workers,
             allow_late=args.allow_late,
             threshold=args.threshold,
@@ -447,52 +446,6 @@ def _wide_by_default(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> bool:
         and args.keep_placed is None
         and mode in ("first_full", "global_reopt")
     )
-
-
-def _lex(state: ScheduleState, proposal: Proposal) -> tuple[float, ...]:
-    """A proposal's key, best first: fewest periods left unplaced (a suggested task outside the
-    scope stays placed where it is), fewest critical and warning issues (unknown counts last),
-    the soft terms."""
-    unknown = float("inf")
-    return (
-        float(sum(_need(state, t) for t in proposal.unplaced)),
-        float(proposal.critical) if proposal.critical is not None else unknown,
-        float(proposal.warning) if proposal.warning is not None else unknown,
-        float(proposal.objective["weighted_total"]),
-    )
-
-
-def _better_scope(
-    ctx: ToolContext,
-    state: ScheduleState,
-    args: ProposeArgs | ApplyArgs,
-    clock: Deadline,
-    reserve: float,
-) -> Proposal:
-    """The mode's default scope (issue 26): the proposal re-planning pending and suggested tasks,
-    unless the one placing only the pending tasks is lexicographically better (a larger scope
-    must never give a worse plan). Each search gets half the call's work and wall time."""
-    common: dict[str, Any] = {
-        "work_limit_s": WORK_SHARE * clock.limit_s / 2,
-        "seed": args.seed,
-        "weights": _weights(args.weights),
-        "num_workers": ctx.num_workers,
-        "allow_late": args.allow_late,
-        "threshold": args.threshold,
-    }
-    narrow = propose_placement(
-        state, time_limit_s=clock.left(reserve) / 2, include_suggested=False, **common
-    )
-    wide = propose_placement(
-        state, time_limit_s=clock.left(reserve), include_suggested=True, **common
-    )
-    # A wide plan that leaves a placed suggested task unplaced would have to take it off the
-    # schedule to apply (its periods go to pending tasks): the student's plan is not dropped by
-    # default, so the narrow plan answers then.
-    placed_now = {t.state_id for t in state.tasks if t.slots}
-    if any(task_id in placed_now for task_id in wide.unplaced):
-        return narrow
-    return narrow if _lex(state, narrow) < _lex(state, wide) else wide
 
 
 def _cut_text(proposal: Proposal, clock: Deadline) -> str:
