@@ -37,12 +37,13 @@ from rich.console import Console
 
 from smartflow_engine.batch import run_batch
 from smartflow_engine.batch.engines import HASH_SEED
-from smartflow_engine.solver.budget import WORK_SHARE
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
 DAYS = 30
 PROPOSAL_LIMIT_S = 0.2
+WORK_SHARE = DEFAULT_CALIBRATION.work_share  # a proposal's work budget, of its limit
 FEAS_LIMIT_S = 5.0
 NULL, CHECK, NEGOTIATION, PROPOSAL = (
     "null (ship + parse)",

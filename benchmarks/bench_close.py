@@ -24,16 +24,16 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from rich.progress import Progress
 
-import smartflow_engine.solver.placement as placement_module
 from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.solver import check_feasibility, propose_placement
 from smartflow_engine.solver.baselines import balanced_greedy
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.health_eval import HealthCounts, HealthEvaluator
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
@@ -42,6 +42,7 @@ from smartflow_engine.state.synthetic import synthetic_window
 
 VARIANTS = ("plain", "tight", "fragmented")
 METHODS = ("new", "six-term", "greedy", "hill")
+NO_CLOSE = replace(DEFAULT_CALIBRATION, health_share=0.0)  # the proposal before issue 10
 
 
 @dataclass
@@ -69,12 +70,7 @@ def _counts(state: ScheduleState, problem: Problem, placements: list[Placement])
 
 def six_term(state: ScheduleState, limit: float, seed: int = 0) -> Any:
     """The proposal without its close stage (budget zero)."""
-    saved = placement_module.HEALTH_SHARE
-    placement_module.HEALTH_SHARE = 0.0
-    try:
-        return propose_placement(state, time_limit_s=limit, seed=seed)
-    finally:
-        placement_module.HEALTH_SHARE = saved
+    return propose_placement(state, time_limit_s=limit, seed=seed, calibration=NO_CLOSE)
 
 
 def hill_climb(

@@ -38,7 +38,7 @@ from smartflow_engine.analyzers.destinations import (
 )
 from smartflow_engine.evalkit.scripted import AgentRun, closes, finish_run, health_loop, key_of
 from smartflow_engine.solver import propose_placement
-from smartflow_engine.solver.placement import WORK_SHARE
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.state import Request, ScheduleState, move, relocate
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter import Session
@@ -66,7 +66,10 @@ def disturbed_window(
     # The deterministic work budget of a ``time_limit_s`` proposal under a wall limit a loaded
     # machine does not reach: the same seed gives the same window under any load.
     proposal = propose_placement(
-        state, time_limit_s=WALL_LIMIT_S, seed=0, work_limit_s=WORK_SHARE * time_limit_s
+        state,
+        time_limit_s=WALL_LIMIT_S,
+        seed=0,
+        work_limit_s=DEFAULT_CALIBRATION.work_share * time_limit_s,
     )
     assert not proposal.wall_limited, "the proposal hit the wall limit: the window would vary"
     requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
@@ -188,7 +191,10 @@ def edited_window(
     ``EDIT_TASKS`` study tasks onto the busiest days they fit on (issue 26 item 4)."""
     state = synthetic_window(seed, num_days, with_task_classes=True)
     proposal = propose_placement(
-        state, time_limit_s=WALL_LIMIT_S, seed=0, work_limit_s=WORK_SHARE * time_limit_s
+        state,
+        time_limit_s=WALL_LIMIT_S,
+        seed=0,
+        work_limit_s=DEFAULT_CALIBRATION.work_share * time_limit_s,
     )
     assert not proposal.wall_limited, "the proposal hit the wall limit: the window would vary"
     requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]

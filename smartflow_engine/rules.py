@@ -38,14 +38,50 @@ def level_or(value: object, default: Level = "normal") -> Level:
 
 Entity = Literal["day", "subject", "overall"]
 Severity = Literal["critical", "warning", "info"]
+# The table's names (issue 30 item 2): a name not in the table is a type error, not a KeyError at
+# run time. Each is exactly the set the table uses (tests/test_rule_names.py).
+Dimension = Literal["load", "subjects", "context", "tolerance"]
+RuleName = Literal[
+    "day_utilization",
+    "load_imbalance",
+    "subject_gap",
+    "subject_concentration",
+    "budget_lag",
+    "context_switch",
+    "heavy_adjacent",
+    "buffer",
+    "free_fragmentation",
+]
+Metric = Literal[
+    "utilization",
+    "load_std_dev",
+    "load_range",
+    "max_gap",
+    "concentration",
+    "budget_progress",
+    "days_to_end",
+    "switch_count",
+    "fragmentation",
+    "heavy_adjacent",
+    "days_without_buffer",
+    "fragmentation_rate",
+]
+Op = Literal[">=", ">", "<=", "<"]
+# An issue's names: the table's, and the one issue ``analyze_health`` adds outside it (the
+# feasibility step's proven capacity gap).
+IssueDimension = Dimension | Literal["feasibility"]
+IssueRule = RuleName | Literal["capacity_gap"]
+DIMENSIONS: tuple[Dimension, ...] = get_args(Dimension)
+RULE_NAMES: tuple[RuleName, ...] = get_args(RuleName)
+METRICS: tuple[Metric, ...] = get_args(Metric)
 
 
 @dataclass(frozen=True)
 class Cond:
     """``metric <op> value``; ``integer`` marks a count-valued metric."""
 
-    metric: str
-    op: Literal[">=", ">", "<=", "<"]
+    metric: Metric
+    op: Op
     value: float
     integer: bool = False
 
@@ -85,8 +121,8 @@ class Band:
 
 @dataclass(frozen=True)
 class Rule:
-    dimension: str
-    rule: str
+    dimension: Dimension
+    rule: RuleName
     entity: Entity
     bands: tuple[Band, ...]
 
@@ -108,7 +144,7 @@ class Rule:
         )
 
 
-def _c(metric: str, op: Literal[">=", ">", "<=", "<"], value: float, integer: bool = False) -> Cond:
+def _c(metric: Metric, op: Op, value: float, integer: bool = False) -> Cond:
     return Cond(metric, op, value, integer)
 
 
@@ -194,7 +230,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def rule(dimension: str, name: str, level: Level = "normal") -> Rule:
+def rule(dimension: Dimension, name: RuleName, level: Level = "normal") -> Rule:
     """One rule at ``level``."""
     for r in rules_for(dimension, level):
         if r.rule == name:
@@ -202,7 +238,7 @@ def rule(dimension: str, name: str, level: Level = "normal") -> Rule:
     raise KeyError(f"no rule {dimension}.{name}")
 
 
-def severity(r: Rule, values: Mapping[str, float | None]) -> str | None:
+def severity(r: Rule, values: Mapping[str, float | None]) -> Severity | None:
     """The severity of the first band of ``r`` whose conditions all hold on ``values``."""
     for band in r.bands:
         if all(c.holds(values.get(c.metric)) for c in band.conds):
@@ -257,13 +293,15 @@ def sample_std_dev(n: int, total: int, sum_of_squares: int) -> float:
 
 
 @cache
-def rules_for(dimension: str, level: Level) -> tuple[Rule, ...]:
+def rules_for(dimension: Dimension, level: Level) -> tuple[Rule, ...]:
     """The dimension's rules at ``level`` (cached: the table is immutable)."""
     return tuple(r.at(level) for r in RULES if r.dimension == dimension)
 
 
 @cache
-def threshold(dimension: str, rule: str, severity: str, metric: str, level: Level) -> float:
+def threshold(
+    dimension: Dimension, rule: RuleName, severity: Severity, metric: Metric, level: Level
+) -> float:
     """The value of one condition at ``level`` (the first band of ``severity`` that tests it)."""
     for r in rules_for(dimension, level):
         if r.rule != rule:

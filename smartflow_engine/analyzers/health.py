@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..rules import RULES, Level, r4
+from ..rules import RULES, Level, Rule, r4
 from ..state import ScheduleState
 from ..state.freeze import frozen_count, frozen_view
 from .common import (
@@ -76,7 +76,7 @@ def check_dimensions(value: Any) -> tuple[list[str], list[str]]:
     return valid, ignored
 
 
-_RULES = {(r.dimension, r.rule): r for r in RULES}
+_RULES: dict[tuple[str, str], Rule] = {(r.dimension, r.rule): r for r in RULES}
 
 
 def merge_issues(issues: Sequence[Issue]) -> list[Issue]:

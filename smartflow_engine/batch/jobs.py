@@ -11,7 +11,7 @@ Each job holds the batch's ``time_limit_s`` as its whole wall clock (issue 24 it
   false);
 - ``proposal``: :func:`~smartflow_engine.solver.propose_placement` with the batch's seed, stopped
   by a deterministic work budget (``work_limit_s``; by default the one a call with the batch's
-  ``time_limit_s`` would get, ``WORK_SHARE`` × the limit) under the job's wall clock, so the
+  ``time_limit_s`` would get, the calibration's ``work_share`` × the limit) under the job's wall clock, so the
   same seed gives the same row on any engine, worker count or load whenever the work budget,
   not the wall clock, ended the search; ``proposal_wall_limited`` says when the wall clock cut
   it (a loaded machine, a window too big for the limit): a caller that needs the same table
@@ -168,7 +168,7 @@ class JobConfig:
     seed: int = 0
     window_timeout_s: float | None = None  # None: a generous multiple of the solver budget
     keep_placements: bool = False  # return the proposal's placements (for --commit)
-    work_limit_s: float | None = None  # proposals' work budget; None: WORK_SHARE x time_limit_s
+    work_limit_s: float | None = None  # proposals' work budget; None: work_share x time limit
     negotiation: bool = True  # the feasibility job also computes the negotiation figures
     frozen_days: int = 0  # days 1..frozen_days of every window are frozen (issue 28)
 
@@ -185,9 +185,9 @@ class JobConfig:
         machine)."""
         if self.work_limit_s is not None:
             return self.work_limit_s
-        from ..solver.budget import WORK_SHARE
+        from ..solver.budget import DEFAULT_CALIBRATION
 
-        return WORK_SHARE * self.time_limit_s
+        return DEFAULT_CALIBRATION.work_share * self.time_limit_s
 
     def proposal_wall_s(self) -> float:
         """The proposals' wall clock: the job's limit, like every job's (issue 24; it was ten

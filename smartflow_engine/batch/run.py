@@ -100,8 +100,8 @@ def run_batch(
         cut says so in ``proposal_wall_limited``).
     work_limit_s
         The proposals' work budget in estimated seconds of the solver's calibration machine
-        (default ``WORK_SHARE`` x ``time_limit_s``). For the same table on any machine, fix
-        it and give a generous ``time_limit_s``.
+        (default the calibration's ``work_share`` x ``time_limit_s``). For the same table on any
+        machine, fix it and give a generous ``time_limit_s``.
     seed
         The proposals' seed: the same seed gives the same table whatever the engine, workers
         and load (runtime columns aside), unless a row says ``proposal_wall_limited``.

@@ -12,8 +12,6 @@ from enum import StrEnum
 from types import ModuleType
 from typing import Any
 
-from .budget import DETERMINISTIC_SHARE
-
 
 class SolveStatus(StrEnum):
     """CP-SAT outcomes, named once."""
@@ -68,17 +66,17 @@ def make_solver(
     *,
     seed: int = 0,
     exact: bool = True,
-    deterministic: bool = False,
     deterministic_time: float | None = None,
 ) -> Any:
     """A ``CpSolver`` with ``max_time_in_seconds`` and ``num_workers`` always set explicitly.
 
     ``exact`` selects the setting measured best for the counting models (``linearization_level=2``
-    proved every tight 120-day window where the defaults left a third unproven). ``deterministic``
-    also bounds the deterministic time, so one worker gives the same answer on every run even
-    when the machine is busy (the wall-clock limit then only acts as a safety net).
-    ``deterministic_time`` sets that bound explicitly instead (callers that budget their own
-    work pass it, so it does not depend on how much wall time happens to be left).
+    proved every tight 120-day window where the defaults left a third unproven).
+    ``deterministic_time`` also bounds the deterministic time, so one worker gives the same answer
+    on every run even when the machine is busy (the wall-clock limit then only acts as a safety
+    net); callers that budget their own work pass it (a share of their limit, see
+    :attr:`.budget.Calibration.deterministic_share`), so it does not depend on how much wall time
+    happens to be left.
     """
     solver = cp_model().CpSolver()
     params = solver.parameters
@@ -90,8 +88,6 @@ def make_solver(
         params.linearization_level = 2
     if deterministic_time is not None:
         params.max_deterministic_time = max(float(deterministic_time), MIN_TIME_LIMIT_S)
-    elif deterministic:
-        params.max_deterministic_time = limit * DETERMINISTIC_SHARE
     return solver
 
 

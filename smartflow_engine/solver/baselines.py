@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from ..state import ScheduleState
-from .budget import GREEDY_GRACE_S
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .problem import Bin, Group, Placement, Problem, Rule, build_problem
 
 
@@ -131,19 +131,27 @@ PACK_ORDERS = (longest_first, narrowest_first, ending_first, by_density)
 
 
 def best_pack(
-    problem: Problem, counts: Sequence[int] | None = None, deadline: float | None = None
+    problem: Problem,
+    counts: Sequence[int] | None = None,
+    deadline: float | None = None,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> list[Placement]:
-    """The best of :func:`best_fit_decreasing` under each of :data:`PACK_ORDERS` (stops early
-    when one places everything, and after the first order once ``deadline`` has passed)."""
+    """The best of :func:`best_fit_decreasing` under each of :data:`PACK_ORDERS` (the first
+    ``calibration.pack_orders`` of them; stops early when one places everything, and after the
+    first order once ``deadline`` has passed)."""
     counts = [g.count for g in problem.groups] if counts is None else counts
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
     best: list[Placement] = []
     best_slots = -1
-    for order in PACK_ORDERS:
+    for order in PACK_ORDERS[: calibration.pack_orders]:
         # The first order may run a little past the deadline: a complete greedy is worth more
         # to the caller than a cut one (it is the level-1 witness).
         placed = best_fit_decreasing(
-            problem, counts, order, None if deadline is None else deadline + GREEDY_GRACE_S
+            problem,
+            counts,
+            order,
+            None if deadline is None else deadline + calibration.greedy_grace_s,
         )
         slots = sum(p.length for p in placed)
         if slots > best_slots:

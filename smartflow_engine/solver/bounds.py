@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ._cpsat import OutOfTime
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .columns import search
 from .objective import Proof, resolve_weights
 from .pricing import Pricer, day_decomposition_totals
@@ -54,6 +55,8 @@ def day_decomposition_bound(
     slots: int,
     weights: Mapping[str, float] | None = None,
     time_limit_s: float | None = None,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> DayBound:
     """A lower bound on the weighted objective of any placement of ``slots`` scope periods.
 
@@ -72,7 +75,7 @@ def day_decomposition_bound(
     deadline = None if time_limit_s is None else t0 + time_limit_s
     w = resolve_weights(weights)
     try:
-        pricer = Pricer(problem, w, deadline)
+        pricer = Pricer(problem, w, deadline, calibration=calibration)
         reps = len(pricer.days_of)
         totals = day_decomposition_totals(pricer, slots, deadline=deadline)
     except OutOfTime:
@@ -106,6 +109,8 @@ def column_bound(
     budget_s: float = 30.0,
     num_workers: int = 1,
     time_limit_s: float | None = None,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> ColumnBound:
     """The Dantzig-Wolfe bound on the weighted objective of any placement of ``slots`` periods.
 
@@ -122,6 +127,7 @@ def column_bound(
         budget_s=budget_s,
         deadline=t0 + (3 * budget_s + 5.0 if time_limit_s is None else time_limit_s),
         num_workers=num_workers,
+        calibration=calibration,
     )
     open_totals = [
         t for t, v in res.totals.items() if v < res.objective - 1e-6 and t not in res.explored

@@ -29,15 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._cpsat import OutOfTime
-from .budget import (
-    DD_BUDGET_FACTOR,
-    INTEGER_SHARE,
-    MIN_ROUNDS,
-    OP_COST,
-    ROUND_GRACE_S,
-    TOTALS_OPS_PER_S,
-    WALL_PER_DET,
-)
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .master import Master, lagrange_totals
 from .objective import Proof, evaluate, resolve_weights
 from .pricing import INF, Pattern, Pricer, day_decomposition_totals, pattern_value
@@ -83,6 +75,7 @@ def search(
     num_workers: int = 1,
     seed: int = 0,
     start_value: float | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> ColumnSearch:
     """Branch on the free total, solve each total's master by column generation, keep the best.
 
@@ -100,13 +93,17 @@ def search(
     start_value
         The start's weighted objective when the caller knows it (saves an evaluation when the
         deadline leaves no time for the search).
+    calibration
+        The solver's figures (:class:`.budget.Calibration`): the work costs of the pricing, the
+        masters and the integer solves, the integer share, the rounds a first master needs.
     """
     t0 = time.perf_counter()
     if deadline is None:
         deadline = t0 + 10 * budget_s + 1.0
     w = resolve_weights(weights)
+    cal = calibration
     try:
-        pricer = Pricer(problem, w, deadline - 0.01)
+        pricer = Pricer(problem, w, deadline - 0.01, calibration=cal)
     except OutOfTime:  # the window's day data alone does not fit the time limit
         value = (
             evaluate(problem, start, w)["weighted_total"] if start_value is None else start_value
@@ -131,7 +128,7 @@ def search(
         totals = day_decomposition_totals(
             pricer,
             slots,
-            max_ops=int(DD_BUDGET_FACTOR * budget_s * TOTALS_OPS_PER_S),
+            max_ops=int(cal.dd_budget_factor * budget_s * cal.totals_ops_per_s),
             deadline=deadline - 0.01,
         )
     except OutOfTime:
@@ -141,7 +138,7 @@ def search(
     solver_work = 0.0  # estimated seconds of LP solves and integer masters
 
     def work() -> float:
-        return OP_COST * pricer.ops + solver_work
+        return cal.op_cost * pricer.ops + solver_work
 
     history: list[tuple[float, float, float]] = []
     pool: list[Pattern] = list(start_patterns)
@@ -170,18 +167,18 @@ def search(
             )
             explored.append(total)
             master = Master(pricer, slots, total, pool)
-            lp_until = work() + (1 - INTEGER_SHARE) * (budget_s - work())
+            lp_until = work() + (1 - cal.integer_share) * (budget_s - work())
             while work() < lp_until and time.perf_counter() < deadline - 0.01:
                 before = work()
                 # A round started before the deadline may finish a little after it (its bound
                 # is what the search is for); a longer one is cut (1000-day windows).
-                done, step = master.round(deadline + ROUND_GRACE_S)
+                done, step = master.round(deadline + cal.round_grace_s)
                 solver_work += step
                 if (
                     explored == [total]
                     and not done
                     and master.rounds <= 3
-                    and (work() - before) * (MIN_ROUNDS - master.rounds) > lp_until - work()
+                    and (work() - before) * (cal.min_rounds - master.rounds) > lp_until - work()
                 ):
                     # The rounds a first master needs (costlier as columns accumulate) do not fit
                     # the budget: leave it to the caller's other searches rather than spend it on
@@ -191,7 +188,7 @@ def search(
                 open_totals = [t for t in totals if t != total and totals[t] < best - tol]
                 cap = int(
                     max(0.0, min(budget_s - work(), deadline - 0.01 - time.perf_counter()))
-                    * TOTALS_OPS_PER_S
+                    * cal.totals_ops_per_s
                 )
                 for t, value in lagrange_totals(pricer, master, open_totals, cap).items():
                     totals[t] = max(totals[t], value)
@@ -208,7 +205,7 @@ def search(
                 totals[total] = max(totals[total], master.bound)
             if totals[total] < best - tol and left():
                 det = max(
-                    0.01, (budget_s - work()) / WALL_PER_DET * (0.5 if len(totals) > 1 else 1)
+                    0.01, (budget_s - work()) / cal.wall_per_det * (0.5 if len(totals) > 1 else 1)
                 )
                 chosen, value, step = master.integer(
                     best_patterns,

@@ -49,18 +49,12 @@ from ._cpsat import (
     status_of,
 )
 from .baselines import PACK_ORDERS, best_fit_decreasing
-from .budget import DETERMINISTIC_SHARE, MIN_WORK_S
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .patterns import MAX_PATTERNS, KindSpec, count_patterns, run_patterns
 from .problem import Bin, Group, Placement, Problem
 from .relaxation import MatrixSink, is_solution, solve_relaxation
 
 INF = float("inf")
-# Windows with at most this many bins that may fit (work <= capacity) try the other greedy
-# orders before the relaxation: there they cost ~0.7 ms each against ~3-5 ms for the
-# relaxation, and they place everything on most such windows (measured on the benchmark's
-# 30-day tight windows with task classes). Larger windows (the 120-day ones have ~200 bins)
-# go to the relaxation first. Local here until solver/budget.py gathers the calibrations.
-GREEDY_FIRST_MAX_BINS = 100
 
 
 # ---------------------------------------------------------------------------------- sinks
@@ -636,6 +630,7 @@ def _relaxation_path(
     builder: CountModelBuilder,
     greedy: list[Placement],
     end: float,
+    calibration: Calibration,
 ) -> tuple[list[Placement], int]:
     """The relaxation's certified bound and the best placement it leads to.
 
@@ -663,22 +658,16 @@ def _relaxation_path(
     left = [g.count for g in rest.groups]  # the counted tasks the rounding did not place
     for gi, g in enumerate(problem.groups):
         left[gi] = max(0, counts[gi] - (g.count - left[gi]))
-    for order in PACK_ORDERS:
+    for order in PACK_ORDERS[: calibration.pack_orders]:
         if _slots(best) >= bound or time.perf_counter() > end:
             break
         found = base + best_fit_decreasing(rest, left, order, end)
         if _slots(found) > _slots(best):
             best = found
-    return _shuffled_packs(problem, counts, base, rest, left, best, bound, end), bound
-
-
-RANDOM_ORDERS = (40, 10)
-"""Seeded random group orders tried when no fixed order meets the relaxation's bound: so many on
-the rounding's residual (any order; ~0.1 ms a try), then so many on the whole problem (longest
-first, ties random; ~0.5 ms a try). On the batch benchmark's 30-day windows the bound met the
-optimum on every window CP-SAT was called for, and a residual try met it on 11 of 14 of them
-(the first hit within ~20 tries), a whole-problem try on 2 of the other 3, against 30-180 ms
-for CP-SAT; a miss costs ~10 ms before CP-SAT runs as before."""
+    return (
+        _shuffled_packs(problem, counts, base, rest, left, best, bound, end, calibration),
+        bound,
+    )
 
 
 def _keyed(keys: dict[int, tuple[float, ...]]) -> Callable[[Group], tuple[float, ...]]:
@@ -695,14 +684,16 @@ def _shuffled_packs(
     best: list[Placement],
     bound: int,
     end: float,
+    calibration: Calibration,
 ) -> list[Placement]:
     """The best of ``best`` and greedy packings under seeded random group orders: the
     rounding's ``base`` completed on its residual ``rest`` (any order), then the whole problem
-    (longest first, ties random). Stops at ``bound`` or ``end``; deterministic."""
+    (longest first, ties random), ``calibration.random_orders`` tries each. Stops at ``bound``
+    or ``end``; deterministic."""
     rng = random.Random(0)
     for tries, target, target_counts, start, longest in (
-        (RANDOM_ORDERS[0], rest, left, base, False),
-        (RANDOM_ORDERS[1], problem, counts, [], True),
+        (calibration.random_orders[0], rest, left, base, False),
+        (calibration.random_orders[1], problem, counts, [], True),
     ):
         for _ in range(tries):
             if _slots(best) >= bound or time.perf_counter() > end:
@@ -727,6 +718,7 @@ def max_placeable(
     deterministic_time: float | None = None,
     deadline: float | None = None,
     relaxation: bool = True,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> CountResult:
     """The exact maximum of placeable periods (``best == bound`` when proven).
 
@@ -751,7 +743,7 @@ def max_placeable(
 
     if required == 0:
         return answer(SolveStatus.OPTIMAL, [], 0, "complete")
-    end = t0 + max(time_limit_s, MIN_WORK_S)
+    end = t0 + max(time_limit_s, calibration.min_work_s)
     if deadline is not None:
         end = min(end, deadline)
     # The first order always runs to the end (issue 24 item 7): it is linear in the window
@@ -761,9 +753,10 @@ def max_placeable(
     if _slots(greedy) == required:
         return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
     bound = required
-    orders: Sequence[Any] = PACK_ORDERS[1:]
+    orders: Sequence[Any] = PACK_ORDERS[1 : calibration.pack_orders]
     capacity = problem.free_slots + problem.embed_slots
-    if len(problem.runs) + len(problem.hosts) <= GREEDY_FIRST_MAX_BINS and required <= capacity:
+    small = len(problem.runs) + len(problem.hosts) <= calibration.greedy_first_max_bins
+    if small and required <= capacity:
         # Small windows that may fit: the other orders cost less than the relaxation.
         greedy = _pack_orders(problem, counts, orders, greedy, required, end)
         if _slots(greedy) == required:
@@ -771,7 +764,7 @@ def max_placeable(
         orders = ()
     builder = CountModelBuilder(problem, counts)
     if relaxation and time.perf_counter() < end:
-        found, bound = _relaxation_path(problem, counts, builder, greedy, end)
+        found, bound = _relaxation_path(problem, counts, builder, greedy, end, calibration)
         if _slots(found) > _slots(greedy):
             greedy = found
         if _slots(greedy) == bound:
@@ -799,7 +792,7 @@ def max_placeable(
     # bound stays a share of the whole limit (or the caller's own), so it does not depend on
     # the machine's load.
     if deterministic_time is None and deterministic:
-        deterministic_time = DETERMINISTIC_SHARE * time_limit_s
+        deterministic_time = calibration.deterministic_share * time_limit_s
     solver = make_solver(
         max(end - time.perf_counter(), MIN_TIME_LIMIT_S),
         num_workers,
@@ -832,7 +825,12 @@ def relaxation_bound(
 
 
 def all_fit(
-    problem: Problem, counts: list[int], *, time_limit_s: float, num_workers: int
+    problem: Problem,
+    counts: list[int],
+    *,
+    time_limit_s: float,
+    num_workers: int,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> bool | None:
     """Whether all ``counts`` tasks fit at once: True / False (proven) / None (time limit).
 
@@ -843,7 +841,7 @@ def all_fit(
         return True
     t0 = time.perf_counter()
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
-    end = t0 + max(time_limit_s, MIN_WORK_S)
+    end = t0 + max(time_limit_s, calibration.min_work_s)
     if _slots(best_fit_decreasing(problem, counts, PACK_ORDERS[0], end)) == required:
         return True
     bound = relaxation_bound(

@@ -15,7 +15,8 @@ P1-F (extra days needed, whether lifting banned periods suffices, slots to cut).
 Both only read the state. The time limit covers everything, model building included (issue
 12): past it, the optional solves (the bottleneck explanation, the negotiation figures) are
 skipped (a cut explanation is not called minimal, a skipped figure is ``None``); only the
-reason code of a proven infeasibility still gets one short solve (``MIN_SOLVE_S``).
+reason code of a proven infeasibility still gets one short solve (``min_solve_s`` of the
+``calibration``, :class:`.budget.Calibration`, every function here takes).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from ..state import ScheduleState
-from .budget import MIN_WORK_S
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import all_fit, max_placeable, min_extra_days
 from .problem import Placement, Problem, Rule, build_problem
 
@@ -129,6 +130,8 @@ def check_feasibility(
     include_suggested: bool = False,
     explain: bool = True,
     relaxation: bool = True,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> FeasibilityReport:
     """Decide exactly whether every pending task fits, and how much does.
 
@@ -147,6 +150,9 @@ def check_feasibility(
     relaxation
         Use the certified linear-relaxation shortcut before CP-SAT (the default; ``False``
         gives the plain greedy-then-CP-SAT path, kept for side-by-side benchmarks).
+    calibration
+        The solver's figures (:class:`.budget.Calibration`): the least time a check gets, the
+        least time a needed solve gets past the deadline.
 
     Returns
     -------
@@ -156,12 +162,16 @@ def check_feasibility(
         windows and banned periods; ``capacity_gap = required_task_slots - feasible_slots``.
     """
     t0 = time.perf_counter()
-    deadline = t0 + max(time_limit_s, MIN_WORK_S)
+    deadline = t0 + max(time_limit_s, calibration.min_work_s)
     problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
     res = max_placeable(
-        problem, time_limit_s=_left(deadline), num_workers=num_workers, relaxation=relaxation
+        problem,
+        time_limit_s=_left(deadline, calibration),
+        num_workers=num_workers,
+        relaxation=relaxation,
+        calibration=calibration,
     )
 
     if res.best == required:
@@ -169,13 +179,17 @@ def check_feasibility(
         reason: ReasonCode = "ok"
     elif res.proven:
         feasible = False
-        reason = _reason(problem, required, capacity, deadline, num_workers, relaxation)
+        reason = _reason(
+            problem, required, capacity, deadline, num_workers, relaxation, calibration
+        )
     else:
         feasible, reason = None, "unknown"
     proven = feasible is not None
     bottleneck = None
     if feasible is False and explain:
-        bottleneck = explain_bottleneck(state, problem, res.best, deadline, num_workers)
+        bottleneck = explain_bottleneck(
+            state, problem, res.best, deadline, num_workers, calibration=calibration
+        )
     return FeasibilityReport(
         is_feasible=feasible,
         proven=proven,
@@ -193,17 +207,15 @@ def check_feasibility(
     )
 
 
-def _left(deadline: float) -> float:
-    return max(deadline - time.perf_counter(), MIN_SOLVE_S)
+def _left(deadline: float, calibration: Calibration) -> float:
+    """The time left before ``deadline``, at least ``calibration.min_solve_s``: a solve the
+    answer needs (the reason code of a proven infeasibility) still gets that long past the
+    deadline; optional ones (the bottleneck, the negotiation figures) are skipped."""
+    return max(deadline - time.perf_counter(), calibration.min_solve_s)
 
 
 def _past(deadline: float) -> bool:
     return time.perf_counter() > deadline
-
-
-# A solve the answer needs (the reason code of a proven infeasibility) gets at least this long
-# even past the deadline; optional ones (the bottleneck, the negotiation figures) are skipped.
-MIN_SOLVE_S = 0.02
 
 
 def _reason(
@@ -212,7 +224,8 @@ def _reason(
     capacity: int,
     deadline: float,
     num_workers: int,
-    relaxation: bool = True,
+    relaxation: bool,
+    calibration: Calibration,
 ) -> ReasonCode:
     """Classify a proven infeasibility: count, classes, or fragmentation."""
     if required > capacity:
@@ -221,10 +234,11 @@ def _reason(
         return "fragmented"
     res = max_placeable(
         lift_class_rules(problem),
-        time_limit_s=_left(deadline),
+        time_limit_s=_left(deadline, calibration),
         num_workers=num_workers,
         witness=False,
         relaxation=relaxation,
+        calibration=calibration,
     )
     return "class_window" if res.best == required else "fragmented"
 
@@ -248,6 +262,8 @@ def explain_bottleneck(
     feasible_slots: int,
     deadline: float,
     num_workers: int,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> Bottleneck:
     """Which durations and which classes cannot fit on their own, and a small conflict set.
 
@@ -269,9 +285,10 @@ def explain_bottleneck(
         res = max_placeable(
             problem,
             counts=counts,
-            time_limit_s=_left(deadline),
+            time_limit_s=_left(deadline, calibration),
             num_workers=num_workers,
             witness=False,
+            calibration=calibration,
         )
         req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
         if res.proven and res.best < req:
@@ -295,9 +312,10 @@ def explain_bottleneck(
         res = max_placeable(
             problem,
             counts=counts,
-            time_limit_s=_left(deadline),
+            time_limit_s=_left(deadline, calibration),
             num_workers=num_workers,
             witness=False,
+            calibration=calibration,
         )
         req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
         if res.proven and res.best < req:
@@ -319,7 +337,7 @@ def explain_bottleneck(
 
     candidates.append(full)
     core = min(candidates, key=sum)
-    core, minimal = _shrink(problem, core, deadline, num_workers)
+    core, minimal = _shrink(problem, core, deadline, num_workers, calibration)
     minimal = minimal and not cut
     ids: list[int] = []
     for g, c in zip(groups, core, strict=True):
@@ -336,7 +354,11 @@ def _window_free(problem: Problem, start: int, end: int, banned: tuple[int, ...]
 
 
 def _shrink(
-    problem: Problem, counts: list[int], deadline: float, num_workers: int
+    problem: Problem,
+    counts: list[int],
+    deadline: float,
+    num_workers: int,
+    calibration: Calibration,
 ) -> tuple[list[int], bool]:
     """Deletion filter: the smallest count per group that keeps the set infeasible."""
     counts = list(counts)
@@ -350,7 +372,13 @@ def _shrink(
             mid = (lo + hi) // 2
             trial = list(counts)
             trial[gi] = mid
-            fits = all_fit(problem, trial, time_limit_s=_left(deadline), num_workers=num_workers)
+            fits = all_fit(
+                problem,
+                trial,
+                time_limit_s=_left(deadline, calibration),
+                num_workers=num_workers,
+                calibration=calibration,
+            )
             if fits is False:
                 hi = mid
             else:
@@ -368,6 +396,8 @@ def negotiation_figures(
     time_limit_s: float = 5.0,
     num_workers: int = 1,
     include_suggested: bool = False,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> NegotiationFigures:
     """The numbers behind P1-F's options (expand window / relax constraints / cut scope / accept).
 
@@ -384,6 +414,7 @@ def negotiation_figures(
             num_workers=num_workers,
             include_suggested=include_suggested,
             explain=False,
+            calibration=calibration,
         )
     if report.is_feasible is True:
         return NegotiationFigures(True, 0, 0, True, True, True, True, time.perf_counter() - t0)
@@ -396,7 +427,7 @@ def negotiation_figures(
     days_proven = False
     if not _past(deadline):
         days, days_proven = min_extra_days(
-            problem, time_limit_s=_left(deadline), num_workers=num_workers
+            problem, time_limit_s=_left(deadline, calibration), num_workers=num_workers
         )
     possible: bool | None = (days is not None) if days_proven else None
     # Lifting the class windows too relaxes lifting the banned periods alone, so the wider lift
@@ -416,7 +447,11 @@ def negotiation_figures(
             lift_windows=lift_windows,
         )
         res = max_placeable(
-            relaxed, time_limit_s=_left(deadline), num_workers=num_workers, witness=False
+            relaxed,
+            time_limit_s=_left(deadline, calibration),
+            num_workers=num_workers,
+            witness=False,
+            calibration=calibration,
         )
         required = relaxed.required_slots
         lifts[int(lift_windows)] = True if res.best == required else (False if res.proven else None)

@@ -31,8 +31,11 @@ import numpy as np
 
 from ..concepts import subject_of
 from ..rules import (
+    Dimension,
     Level,
+    Metric,
     Rule,
+    RuleName,
     concentration,
     r4,
     rules_for,
@@ -434,7 +437,7 @@ class HealthEvaluator:
 
 
 # rule name -> ((dimension, rule), metric names in the order :meth:`HealthEvaluator._memo` takes)
-_MEMO_RULES: dict[str, tuple[tuple[str, str], tuple[str, ...]]] = {
+_MEMO_RULES: dict[str, tuple[tuple[Dimension, RuleName], tuple[Metric, ...]]] = {
     "subject_gap": (("subjects", "subject_gap"), ("max_gap",)),
     "subject_concentration": (("subjects", "subject_concentration"), ("concentration",)),
     "load_imbalance": (("load", "load_imbalance"), ("load_std_dev", "load_range")),
@@ -446,7 +449,7 @@ _MEMO_RULES: dict[str, tuple[tuple[str, str], tuple[str, ...]]] = {
 }
 
 
-def _first_value(rule: Rule, metric: str) -> float:
+def _first_value(rule: Rule, metric: Metric) -> float:
     """The loosest threshold of ``metric`` in ``rule`` (its last band that tests it)."""
     values = [
         c.value for b in rule.bands if b.severity != "info" for c in b.conds if c.metric == metric

@@ -53,7 +53,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..concepts import movable
-from ..rules import Level, r4, rules_for, severity, subject_class
+from ..rules import (
+    IssueDimension,
+    IssueRule,
+    Level,
+    r4,
+    rules_for,
+    severity,
+    subject_class,
+)
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
 from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
@@ -201,10 +209,10 @@ def health_floor(
     p_max = placed_movable + pending_slots
     floor = HealthFloor()
 
-    dimension_of = {r.rule: r.dimension for (_, _), r in rules.items()}
+    dimension_of: dict[IssueRule, IssueDimension] = {r.rule: r.dimension for r in rules.values()}
     dimension_of["capacity_gap"] = "feasibility"
 
-    def add(rule: str, cw: tuple[int, int], why: dict[str, Any]) -> None:
+    def add(rule: IssueRule, cw: tuple[int, int], why: dict[str, Any]) -> None:
         """Count ``cw`` = (critical, critical + warning) issues of ``rule`` into the floor."""
         if cw == (0, 0) or dimension_of[rule] not in (*dimensions, "feasibility"):
             return

@@ -15,7 +15,8 @@ at the end every moved task whose return keeps the best counts goes back, so amo
 the result keeps more of the start (and of its soft terms, level 4).
 
 Deterministic for a seed: the work is counted in evaluations, converted to estimated seconds
-(EVAL_COST_S per evaluation, calibrated on the 2-core CI machine); the wall-clock ``deadline`` is
+(``eval_cost_s`` of the :class:`.budget.Calibration` per evaluation, calibrated on the
+2-core CI machine); the wall-clock ``deadline`` is
 only a safety net.
 """
 
@@ -30,25 +31,10 @@ import numpy as np
 from ..rules import Level
 from ..state import Request, ScheduleState, relocate
 from ._cpsat import OutOfTime
-from .budget import CLOSE_SETUP_PER_TASK_S, MIN_WORK_S, too_late
+from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthCounts, HealthEvaluator
 from .health_floor import health_floor
 from .problem import Bin, Group, Placement, Problem, allowed_starts
-
-# Estimated seconds per evaluation (process time measured on the shared 2-core machine: 110-160
-# µs on 13-120-day windows), plus this per day beyond 30.
-EVAL_COST_S = 150e-6
-EVAL_COST_PER_DAY_S = 0.3e-6
-REFRESH_EVERY = 40  # evaluations between refreshes of the targeted task/day lists
-SWAP_SHARE = 0.2  # of the moves that are swaps
-GAP_SHARE = 0.25  # of the moves that fill a subject's long gap
-SCAN_SHARE = 0.02  # of the steps that scan every place of one task and take the best
-SCAN_DAYS = 16  # days such a scan looks at, at most (a random sample on longer windows)
-GAP_SCAN_SHARE = 0.15  # of the steps (while a subject gap warns) that scan gap-filling moves
-UNLOAD_SCAN_SHARE = 0.05  # of the steps that scan moves off a day with an issue
-GAP_SOURCES, GAP_DAYS, GAP_PLACES = 4, 3, 2  # the gap scan's blocks, middle days, places a day
-UNLOAD_TASKS, UNLOAD_DAYS = 2, 6  # the unload scan's blocks and lightest days
-UNLOAD_EXCHANGE_DAYS = 3  # of those, the days where it also trades for a shorter block
 
 
 @dataclass(frozen=True)
@@ -69,15 +55,15 @@ class HealthSearchResult:
     floor: tuple[int, int] | None = None
 
 
-def setup_cost(state: ScheduleState) -> float:
+def setup_cost(state: ScheduleState, calibration: Calibration) -> float:
     """Estimated seconds of the close stage's set-up on ``state`` (its floor, the evaluator of
     the window, the search's tables), for :func:`.budget.too_late`."""
-    return CLOSE_SETUP_PER_TASK_S * len(state.tasks)
+    return calibration.close_setup_per_task_s * len(state.tasks)
 
 
-def eval_cost(num_days: int) -> float:
+def eval_cost(num_days: int, calibration: Calibration) -> float:
     """Estimated seconds per evaluation on a window of ``num_days`` days."""
-    return EVAL_COST_S + EVAL_COST_PER_DAY_S * max(0, num_days - 30)
+    return calibration.eval_cost_s + calibration.eval_cost_per_day_s * max(0, num_days - 30)
 
 
 class _Search:
@@ -88,8 +74,10 @@ class _Search:
         origin: Mapping[int, Placement],
         rng: np.random.Generator,
         max_moves: int | None,
+        calibration: Calibration,
     ) -> None:
         self.ev = ev
+        self.cal = calibration
         self.problem = problem
         self.origin = origin
         self.rng = rng
@@ -240,7 +228,7 @@ class _Search:
     def best_relocation(
         self, tid: int, cur: HealthCounts
     ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
-        """Scan every allowed free place of ``tid`` (on at most ``SCAN_DAYS`` of its days); move
+        """Scan every allowed free place of ``tid`` (on at most ``cal.scan_days`` of its days); move
         it to the best one if that is not worse than ``cur`` (ties broken by slack, then at
         random). Returns the undo list (or None) and the evaluations spent."""
         ev = self.ev
@@ -251,8 +239,8 @@ class _Search:
         best: tuple[tuple[int, int, float, float], Placement] | None = None
         evals = 0
         days = self.allowed_days[gi]
-        if days.size > SCAN_DAYS:  # long windows: a random sample of the days (sorted)
-            days = np.sort(self.rng.choice(days, size=SCAN_DAYS, replace=False))
+        if days.size > self.cal.scan_days:  # long windows: a random sample of the days (sorted)
+            days = np.sort(self.rng.choice(days, size=self.cal.scan_days, replace=False))
         for day in days.tolist():
             for s, host in self.starts_on(g, int(day)):
                 pl = Placement(tid, int(day), s, s + g.duration - 1, host)
@@ -376,14 +364,14 @@ class _Search:
                 opened = hi - lo - 1 if lo is not None and hi is not None else 0
             ranked.append((opened, float(self.rng.random()), t))
         ranked.sort()
-        sources = [t for _, _, t in ranked[:GAP_SOURCES]]
+        sources = [t for _, _, t in ranked[: self.cal.gap_sources]]
         days = sorted(
             range(a + 1, b), key=lambda t: (max(t - a - 1, b - t - 1), float(self.rng.random()))
-        )[:GAP_DAYS]
+        )[: self.cal.gap_days]
         out: list[list[tuple[int, Placement]]] = []
         for t in sources:
             for d in days:
-                places = self._places(t, d, GAP_PLACES)
+                places = self._places(t, d, self.cal.gap_places)
                 out += [[(t, pl)] for pl in places]
                 if not places:
                     out += self._swaps(t, d, 2)
@@ -404,7 +392,9 @@ class _Search:
             return []
         day = bad_days[int(self.rng.integers(len(bad_days)))]
         tasks = sorted(mine_by_day[day])
-        picks = [tasks[i] for i in self.rng.permutation(len(tasks))[:UNLOAD_TASKS].tolist()]
+        picks = [
+            tasks[i] for i in self.rng.permutation(len(tasks))[: self.cal.unload_tasks].tolist()
+        ]
         out: list[list[tuple[int, Placement]]] = []
         for t in picks:
             days = self.allowed_days[self.group_of[t]]
@@ -412,10 +402,12 @@ class _Search:
                 continue
             noise = self.rng.random(days.size)
             order = np.lexsort((noise, ev.day_total[days - 1]))
-            targets = [int(d) for d in days[order].tolist() if int(d) != day][:UNLOAD_DAYS]
+            targets = [int(d) for d in days[order].tolist() if int(d) != day][
+                : self.cal.unload_days
+            ]
             for d in [*targets, day]:
                 out += [[(t, pl)] for pl in self._places(t, d, 2)]
-            for d in targets[:UNLOAD_EXCHANGE_DAYS]:
+            for d in targets[: self.cal.unload_exchange_days]:
                 out += self._exchanges(t, d)
         return out
 
@@ -497,6 +489,7 @@ def search_health(
     max_moves: int | None = None,
     origin: Sequence[Placement] | None = None,
     floor: tuple[int, int] | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> HealthSearchResult:
     """Minimise ``(critical, warning)`` of ``analyze_health`` over moves of the placed scope tasks.
 
@@ -510,6 +503,9 @@ def search_health(
         The threshold level the counts are taken at.
     budget_s
         Estimated seconds of work (evaluations × :func:`eval_cost`); deterministic.
+    calibration
+        The solver's figures (:class:`.budget.Calibration`): the set-up and evaluation costs,
+        the mix of moves and scans.
     deadline
         ``time.perf_counter()`` value after which the search stops regardless (safety net).
     feasibility_critical
@@ -536,7 +532,8 @@ def search_health(
         :func:`setup_cost`): it claims nothing, and the caller answers without counts (issue 24
         item 6).
     """
-    if too_late(deadline, setup_cost(state)):
+    cal = calibration
+    if too_late(deadline, setup_cost(state, cal), cal):
         raise OutOfTime("the close stage's deadline passed before its set-up")
     scope = {tid for g in problem.groups for tid in g.task_ids}
     pending_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
@@ -547,18 +544,18 @@ def search_health(
         floor = _higher(floor, (own.critical, own.warning))
     except OutOfTime:  # no time left for it: the search stops on the clock anyway
         pass
-    if too_late(deadline, setup_cost(state)):  # (the floor may have used what was left)
+    if too_late(deadline, setup_cost(state, cal), cal):  # (the floor may have used what was left)
         raise OutOfTime("the close stage's deadline passed before its evaluator was built")
     ev = HealthEvaluator(state, scope, level, feasibility_critical)
     ev.set_placements(placements)
     origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
     rng = np.random.default_rng(seed)
-    search = _Search(ev, problem, origin_map, rng, max_moves)
+    search = _Search(ev, problem, origin_map, rng, max_moves, cal)
     start = ev.counts_now()
     cur = start
     best_key = (start.critical, start.warning)
     best = dict(ev.placed_scope)
-    cost = eval_cost(problem.num_days)
+    cost = eval_cost(problem.num_days, cal)
     limit = int(budget_s / cost) if budget_s > 0 else 0
     evals = 0
     tids = sorted(ev.placed_scope)
@@ -574,17 +571,19 @@ def search_health(
     next_refresh = 0
     while evals < limit and tids and not at_floor(best_key):
         if evals >= next_refresh:  # (scans spend many evaluations at once)
-            next_refresh = evals + REFRESH_EVERY
+            next_refresh = evals + cal.refresh_every
             if time.perf_counter() > safety:
                 break
             hot = _hot_tasks(ev, tids) or tids
         draw = rng.random()
         scanned = None  # a scan's (undo list or None, evaluations spent)
-        if draw < GAP_SCAN_SHARE + UNLOAD_SCAN_SHARE:
-            cands = search.gap_candidates() if draw < GAP_SCAN_SHARE else search.unload_candidates()
+        if draw < cal.gap_scan_share + cal.unload_scan_share:
+            cands = (
+                search.gap_candidates() if draw < cal.gap_scan_share else search.unload_candidates()
+            )
             if cands:
                 scanned = search.scan(cands, cur)
-        if scanned is None and rng.random() < SCAN_SHARE:
+        if scanned is None and rng.random() < cal.scan_share:
             scanned = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
         if scanned is not None:
             changes, spent = scanned
@@ -598,11 +597,11 @@ def search_health(
                 search.undo(changes)
             continue
         draw = rng.random()
-        if draw < GAP_SHARE:
+        if draw < cal.gap_share:
             changes = search.gap_move()
             if changes is None:
                 changes = search.relocate(hot[int(rng.integers(len(hot)))], "light")
-        elif draw < GAP_SHARE + SWAP_SHARE and len(tids) > 1:
+        elif draw < cal.gap_share + cal.swap_share and len(tids) > 1:
             a = hot[int(rng.integers(len(hot)))]
             b = tids[int(rng.integers(len(tids)))]
             changes = search.swap(a, b) if a != b else None
@@ -685,9 +684,6 @@ def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
     return [t for t in tids if ev.placed_scope[t].day in bad_days]
 
 
-HEALTH_SHARE = 0.4  # of a proposal's time limit for the close stage (estimated seconds)
-
-
 def prefer_lexicographic(
     state: ScheduleState,
     problem: Problem,
@@ -697,6 +693,8 @@ def prefer_lexicographic(
     best: tuple[list[Placement], dict[str, float], HealthCounts],
     other: Sequence[Placement],
     deadline: float | None = None,
+    *,
+    calibration: Calibration,
 ) -> tuple[list[Placement], dict[str, float], HealthCounts]:
     """``best`` or ``other`` (placing as many periods), whichever is lexicographically smaller
     in (critical, warning, weighted soft total); ``best`` as it is once ``deadline`` (a
@@ -706,7 +704,7 @@ def prefer_lexicographic(
 
     if sum(pl.length for pl in other) != sum(pl.length for pl in best[0]):
         return best
-    if too_late(deadline, setup_cost(state)):
+    if too_late(deadline, setup_cost(state, calibration), calibration):
         return best
     ev = HealthEvaluator(
         state, {t for g in problem.groups for t in g.task_ids}, level, feasibility_critical
@@ -752,6 +750,7 @@ def unplaced_critical(
     num_workers: int,
     deadline: float | None = None,
     placements: Sequence[Placement] = (),
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> int:
     """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
     the same check it runs (suggested tasks re-planned) proves the window infeasible.
@@ -773,7 +772,7 @@ def unplaced_critical(
         return 0
     from .feasibility import check_feasibility
 
-    if too_late(deadline, setup_cost(state)):
+    if too_late(deadline, setup_cost(state, calibration), calibration):
         raise OutOfTime("no time left for the feasibility check of the unplaced tasks")
     if deadline is not None:
         time_limit_s = min(time_limit_s, deadline - time.perf_counter())
@@ -789,16 +788,16 @@ def unplaced_critical(
             state = applied
     report = check_feasibility(
         state,
-        time_limit_s=max(time_limit_s, MIN_WORK_S),
+        time_limit_s=max(time_limit_s, calibration.min_work_s),
         num_workers=num_workers,
         include_suggested=True,
         explain=False,
+        calibration=calibration,
     )
     return 1 if report.is_feasible is False else 0
 
 
 __all__ = [
-    "HEALTH_SHARE",
     "HealthSearchResult",
     "eval_cost",
     "health_of_moves",

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from ..rules import Level
 from ..state import ScheduleState
-from .budget import too_late
+from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthEvaluator
 from .health_search import setup_cost
 from .problem import Placement, Problem, Rule
@@ -40,6 +40,7 @@ def send_back(
     *,
     level: Level = "normal",
     deadline: float | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> tuple[list[Placement], tuple[int, int], bool]:
     """Return moved scope tasks to their current place while the health counts stay as good.
 
@@ -63,7 +64,9 @@ def send_back(
         passed before it began, on a window whose evaluator is not cheap, returns ``placements``
         as they are, cut).
     """
-    if too_late(deadline, setup_cost(state)):  # (its evaluator of the window: not started)
+    if too_late(
+        deadline, setup_cost(state, calibration), calibration
+    ):  # (its evaluator of the window: not started)
         return sorted(placements, key=lambda pl: (pl.day, pl.slot_start, pl.task_id)), (0, 0), True
     group_of = problem.group_of()
     # A home outside the task's class window or on a banned period is an old suggestion the

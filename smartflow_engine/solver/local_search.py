@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .budget import DAYS_PER_RELOCATE, HISTORY, SCAN_COST_S, STEP_COST_S
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .objective import clustered_subjects, lateness, off_preference, preferred_slots
 from .problem import Placement, Problem
 
@@ -389,6 +389,7 @@ def improve(
     seed: int = 0,
     deadline: float | None = None,
     stall_s: float | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> LocalSearchResult:
     """Improve a complete placement by relocate and swap moves; never makes it worse.
 
@@ -397,13 +398,16 @@ def improve(
     weights
         Resolved weights (:func:`.objective.resolve_weights`).
     budget_s
-        Work bound in estimated seconds (:data:`.budget.STEP_COST_S` per move attempt plus
-        :data:`.budget.SCAN_COST_S` per row scan): the search stops there, so the result depends only
-        on the seed, never on the machine's speed.
+        Work bound in estimated seconds (``calibration.step_cost_s`` per move attempt plus
+        ``calibration.scan_cost_s`` per row scan): the search stops there, so the result depends
+        only on the seed, never on the machine's speed.
     deadline
         ``time.perf_counter()`` value after which the search stops anyway (safety net).
     stall_s
         Stop early after this much work without a new best (a local optimum).
+    calibration
+        The solver's figures (:class:`.budget.Calibration`): the work costs, the late-acceptance
+        history, the days a relocate move tries.
     """
     if budget_s <= 0 or (deadline is not None and time.perf_counter() > deadline):
         return LocalSearchResult(list(placements), 0.0, 0, 0)
@@ -413,24 +417,27 @@ def improve(
         return LocalSearchResult(list(placements), 0.0, 0, 0)
     rng = np.random.default_rng(seed)
     num_days = problem.num_days
+    cal = calibration
     by_length: dict[int, list[int]] = {}
     for tid in movable:
         by_length.setdefault(days.where[tid].length, []).append(tid)
     evals = moves = 0
     current = best_value = 0.0  # relative to the start
     best = dict(days.where)
-    history = [0.0] * HISTORY  # late acceptance: the objective HISTORY steps ago
+    history = [0.0] * cal.history  # late acceptance: the objective cal.history steps ago
     step = 0
     work = last_best = 0.0
     while work < budget_s and (stall_s is None or work - last_best < stall_s):
         step += 1
-        work = STEP_COST_S * step + SCAN_COST_S * days.scans
+        work = cal.step_cost_s * step + cal.scan_cost_s * days.scans
         if deadline is not None and step % 64 == 0 and time.perf_counter() > deadline:
             break
-        limit = max(0.0, history[step % HISTORY] - current)
+        limit = max(0.0, history[step % cal.history] - current)
         tid = movable[int(rng.integers(len(movable)))]
         if rng.random() < 0.6:
-            targets = [int(v) for v in rng.integers(1, num_days + 1, size=DAYS_PER_RELOCATE - 1)]
+            targets = [
+                int(v) for v in rng.integers(1, num_days + 1, size=cal.days_per_relocate - 1)
+            ]
             targets.append(int(np.argmin(days.load[1:])) + 1)  # the least loaded day
             targets.append(days.where[tid].day)
             delta, n = days.try_relocate(tid, list(dict.fromkeys(targets)), limit)
@@ -448,7 +455,7 @@ def improve(
             delta, n = days.try_exchange(tid, other, limit)
             evals += n
         current += delta
-        history[step % HISTORY] = current
+        history[step % cal.history] = current
         if current < best_value - 1e-9:
             best_value = current
             best = dict(days.where)
@@ -456,5 +463,5 @@ def improve(
             last_best = work
     out = [*best.values(), *days.guests]
     out.sort(key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
-    work = STEP_COST_S * step + SCAN_COST_S * days.scans
+    work = cal.step_cost_s * step + cal.scan_cost_s * days.scans
     return LocalSearchResult(out, best_value, moves, evals, step, days.scans, work)

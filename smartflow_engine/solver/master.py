@@ -25,14 +25,6 @@ from typing import Any
 import numpy as np
 
 from ._cpsat import SolveStatus, check_deadline, cp_model, make_solver, status_of
-from .budget import (
-    BUILD_COST,
-    EXTRA_COLUMNS,
-    INTEGER_PER_DAY,
-    LP_COLUMN_COST,
-    OP_COST,
-    WALL_PER_DET,
-)
 from .objective import float_margin, integer_weights, model_magnitude
 from .pricing import INF, Pattern, Pricer, pattern_value
 
@@ -100,7 +92,8 @@ class Master:
             return False
         self.seen.add(key)
         self.columns.append(pat)
-        self.pricer.ops += round(BUILD_COST / OP_COST)
+        cal = self.pricer.calibration
+        self.pricer.ops += round(cal.build_cost / cal.op_cost)
         var = self.lp.NumVar(0.0, self.lp.infinity(), "")
         self.vars.append(var)
         self.conv[pat.day - 1].SetCoefficient(var, 1.0)
@@ -125,7 +118,7 @@ class Master:
         """
         pricer = self.pricer
         self.rounds += 1
-        work = LP_COLUMN_COST * len(self.columns)
+        work = self.pricer.calibration.lp_column_cost * len(self.columns)
         if self.lp.Solve() != self.pywraplp.Solver.OPTIMAL:  # not expected (artificials)
             self.converged = False
             return True, work
@@ -150,7 +143,9 @@ class Master:
             check_deadline(deadline)
             day_cost = self.load_cost[days[0] - 1] - nu * np.arange(width)
             below = float(sigma[[d - 1 for d in days]].max()) - 1e-6
-            value, patterns = pricer.price(rep, pi, mu, day_cost, below, EXTRA_COLUMNS)
+            value, patterns = pricer.price(
+                rep, pi, mu, day_cost, below, pricer.calibration.extra_columns
+            )
             lagrange += value * len(days)
             magnitude += (pricer.magnitude + abs(value)) * len(days)
             for d in days:
@@ -192,7 +187,8 @@ class Master:
         Returns the patterns (or None), their objective and the estimated seconds spent.
         """
         p = self.pricer.p
-        work = LP_COLUMN_COST * len(self.columns)
+        cal = self.pricer.calibration
+        work = cal.lp_column_cost * len(self.columns)
         if self.lp.Solve() != self.pywraplp.Solver.OPTIMAL:
             return None, INF, work
         slack = upper - self.objective.Value()
@@ -213,7 +209,7 @@ class Master:
         kept = [
             pat
             for d in sorted(per_day)
-            for _, _, pat in sorted(per_day[d], key=lambda e: (e[0], e[1]))[:INTEGER_PER_DAY]
+            for _, _, pat in sorted(per_day[d], key=lambda e: (e[0], e[1]))[: cal.integer_per_day]
         ]
         lin = cp_model().LinearExpr
         m = cp_model().CpModel()
@@ -244,7 +240,7 @@ class Master:
             wall_s, num_workers, seed=seed, exact=False, deterministic_time=deterministic_time
         )
         status = status_of(solver.solve(m))
-        work += WALL_PER_DET * solver.deterministic_time + BUILD_COST * len(kept)
+        work += cal.wall_per_det * solver.deterministic_time + cal.build_cost * len(kept)
         if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
             return None, INF, work
         chosen = sorted(

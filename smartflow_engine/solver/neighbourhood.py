@@ -16,13 +16,7 @@ from collections import defaultdict
 import numpy as np
 
 from ._cpsat import SolveStatus, make_solver, status_of
-from .budget import (
-    LNS_BUILD_COST,
-    LNS_DAYS,
-    LNS_SOLVE_COST,
-    LNS_STEP,
-    WALL_PER_DET,
-)
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .problem import Placement
 from .submodel import SubModel, WindowData
 
@@ -34,23 +28,24 @@ def neighbourhood_search(
     budget: float,
     seed: int,
     num_workers: int,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> tuple[dict[int, Placement], int]:
     """Re-solve two days at a time; keep each strict improvement.
 
     Half the neighbourhoods pair a heavily loaded day with a lightly loaded one (what load
     balancing needs), the other half are random pairs (switches, isolated periods, categories).
     A pair already solved without improvement is not tried again until one of its days changes.
-    ``budget`` is in estimated seconds (see :mod:`.budget`); no neighbourhood starts after
+    ``budget`` is in estimated seconds (the costs of ``calibration``, see :mod:`.budget`); no neighbourhood starts after
     ``stop`` (a ``time.perf_counter()`` value) and none is solved past it. Returns the placement
     and the number of neighbourhoods solved.
     """
     problem = win.problem
     rng = np.random.default_rng(seed)
     group_of = problem.group_of()
-    # ``budget``: estimated seconds, from deterministic measures only (see LNS_SOLVE_COST)
+    cal = calibration  # ``budget``: estimated seconds, from deterministic measures only
     spent = 0.0
     iterations = 0
-    half = max(1, LNS_DAYS // 2)
+    half = max(1, cal.lns_days // 2)
     num_days = problem.num_days
     load = win.fixed_load.astype(float).copy()
     for pl in current.values():
@@ -97,14 +92,14 @@ def neighbourhood_search(
             num_workers,
             seed=seed + iterations,
             exact=False,
-            deterministic_time=LNS_STEP,
+            deterministic_time=cal.lns_step,
         )
         status = status_of(solver.solve(sub.model))
         # Deterministic stand-in for the time spent (calibrated on the CI machine).
         spent += (
-            LNS_SOLVE_COST
-            + WALL_PER_DET * solver.deterministic_time
-            + LNS_BUILD_COST * (len(sub.x) + len(sub.aux))
+            cal.lns_solve_cost
+            + cal.wall_per_det * solver.deterministic_time
+            + cal.lns_build_cost * (len(sub.x) + len(sub.aux))
         )
         if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE) or hinted is None:
             continue

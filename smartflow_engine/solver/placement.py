@@ -23,7 +23,7 @@ pricing set-up, the decomposition programme and every model build check the dead
 (:class:`._cpsat.OutOfTime`) and the call answers with the best complete placement it has, its
 status saying what is proven (``unknown`` when even the maximum is not). The searches stop early
 enough for what must follow them (the feasibility check of tasks left unplaced, the close stage,
-the answer itself). Stages get at least :data:`.budget.MIN_WORK_S`, and the first packing order
+the answer itself). Stages get at least ``min_work_s`` of the calibration (:class:`.budget.Calibration`), and the first packing order
 and a started pricing round may end shortly after the deadline; the call stays within its limit
 + 0.5 s on windows up to 1000 days of 24 periods (``benchmarks/results_solver.md``). One-time
 costs (importing OR-Tools and GLOP's wrapper, loading the compiled kernels) are paid before the
@@ -52,34 +52,11 @@ from ..rules import Level
 from ..state import ScheduleState
 from ._cpsat import OutOfTime, SolveStatus, cp_model, make_solver, status_of
 from .baselines import balanced_greedy
-from .budget import (
-    CLOSE_MAX_SHARE,
-    CLOSE_PER_TASK_S,
-    CLOSE_SETUP_PER_TASK_S,
-    COLUMN_SHARE,
-    DEADLINE_MARGIN_S,
-    DETERMINISTIC_SHARE,
-    FULL_MODEL_DET_SHARE,
-    FULL_MODEL_MAX_DAYS,
-    GREEDY_SHARE,
-    LEVEL1_SHARE,
-    LOCAL_SHARE,
-    LOCAL_STALL,
-    MIN_WORK_S,
-    PRE_LOCAL_SHARE,
-    REPAIR_SHARE,
-    UNPLACED_CHECK_SHARE,
-    WORK_SHARE,
-)
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .columns import ColumnSearch, search
 from .counting import max_placeable, residual
 from .health_floor import health_floor
-from .health_search import (
-    HEALTH_SHARE,
-    prefer_lexicographic,
-    search_health,
-    unplaced_critical,
-)
+from .health_search import prefer_lexicographic, search_health, unplaced_critical
 from .least_change import moved_tasks, send_back
 from .local_search import improve
 from .neighbourhood import neighbourhood_search
@@ -160,6 +137,7 @@ def propose_placement(
     threshold: Level = "normal",
     work_limit_s: float | None = None,
     disruption_weight: float = 1.0,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
 
@@ -185,7 +163,7 @@ def propose_placement(
         (lexicographically after the placed periods, before the soft terms).
     work_limit_s
         The deterministic work budget, in estimated seconds of the calibration machine
-        (default ``WORK_SHARE * time_limit_s``). It alone decides where the search stops, so a
+        (default ``calibration.work_share * time_limit_s``). It alone decides where the search stops, so a
         seed gives the same proposal on any machine that finishes it within ``time_limit_s``;
         ``Proposal.wall_limited`` says when the wall clock cut it instead.
     disruption_weight
@@ -193,6 +171,9 @@ def propose_placement(
         among placements of equal periods and health, fewer moved suggested tasks win before
         the soft terms are compared; ``0`` leaves the soft terms alone to decide. The level is
         lexicographic, so every positive weight orders proposals the same way.
+    calibration
+        The solver's figures (:class:`.budget.Calibration`: the stages' shares of the limit,
+        their work costs); every stage reads the same value.
 
     Returns
     -------
@@ -208,6 +189,7 @@ def propose_placement(
         "allow_late": allow_late,
         "threshold": threshold,
         "disruption_weight": disruption_weight,
+        "calibration": calibration,
     }
     suggested = include_suggested and any(t.status == "suggested" and t.slots for t in state.tasks)
     if not suggested:
@@ -219,7 +201,7 @@ def propose_placement(
             **common,
         )
     t0 = time.perf_counter()
-    work = (WORK_SHARE * time_limit_s if work_limit_s is None else work_limit_s) / 2
+    work = (calibration.work_share * time_limit_s if work_limit_s is None else work_limit_s) / 2
     narrow = _propose_scope(
         state, time_limit_s=time_limit_s / 2, include_suggested=False, work_limit_s=work, **common
     )
@@ -268,6 +250,7 @@ def _propose_scope(
     threshold: Level = "normal",
     work_limit_s: float | None = None,
     disruption_weight: float = 1.0,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> Proposal:
     """One scope's proposal (see :func:`propose_placement`, which chooses between scopes)."""
     from ._jit import kernels_ready
@@ -287,30 +270,32 @@ def _propose_scope(
         state, include_suggested=include_suggested, by_subject=True, allow_late=allow_late
     )
     proof = Proof(w, problem.num_days)
+    cal = calibration
     # ``effort``: the limit the deterministic budgets are computed from (the wall clock's own
     # limit unless the caller fixes the work separately).
-    effort = time_limit_s if work_limit_s is None else work_limit_s / WORK_SHARE
-    deadline = t0 + max(time_limit_s, MIN_WORK_S)
+    effort = time_limit_s if work_limit_s is None else work_limit_s / cal.work_share
+    deadline = t0 + max(time_limit_s, cal.min_work_s)
     # The wall clock holds the whole call, model building included (issue 12): every stage
     # below stops by ``stop`` and the answer says what was proven; the margin is for the answer
     # itself (the lexicographic guard, the evaluation, the Proposal).
-    stop = deadline - DEADLINE_MARGIN_S
+    stop = deadline - cal.deadline_margin_s
     level1 = max_placeable(
         problem,
-        time_limit_s=time_limit_s * LEVEL1_SHARE,
+        time_limit_s=time_limit_s * cal.level1_share,
         num_workers=num_workers,
-        deterministic_time=effort * LEVEL1_SHARE * DETERMINISTIC_SHARE,
+        deterministic_time=effort * cal.level1_share * cal.deterministic_share,
         deadline=stop,
+        calibration=cal,
     )
-    level1_cut = level1.runtime_s >= time_limit_s * LEVEL1_SHARE - 0.01
+    level1_cut = level1.runtime_s >= time_limit_s * cal.level1_share - 0.01
     target = level1.best
     # When tasks must stay unplaced, the feasibility check analyze_health runs on the result
     # (see .health_search.unplaced_critical) comes after the searches: they leave it its time.
-    check_s = UNPLACED_CHECK_SHARE * time_limit_s if target < problem.required_slots else 0.0
+    check_s = cal.unplaced_check_share * time_limit_s if target < problem.required_slots else 0.0
     # The close stage's set-up grows with the window (issue 24): it is kept its time when
     # that fits a share of the limit, and skipped otherwise (its counts are then not claimed).
-    close_s = CLOSE_PER_TASK_S * len(state.tasks)
-    run_close = close_s <= CLOSE_MAX_SHARE * max(time_limit_s, MIN_WORK_S)
+    close_s = cal.close_per_task_s * len(state.tasks)
+    run_close = close_s <= cal.close_max_share * max(time_limit_s, cal.min_work_s)
     search_stop = stop - (check_s + close_s if run_close else 0.0)
     candidates: list[tuple[ProposalStart, list[Placement]]] = [("witness", level1.witness)]
     try:
@@ -318,7 +303,7 @@ def _propose_scope(
         greedy = balanced_greedy(
             problem,
             w,
-            deadline=min(search_stop, time.perf_counter() + GREEDY_SHARE * time_limit_s),
+            deadline=min(search_stop, time.perf_counter() + cal.greedy_share * time_limit_s),
         )
     except OutOfTime:
         greedy = []
@@ -333,22 +318,23 @@ def _propose_scope(
         # Repair: place the greedy's leftovers exactly in the space it left.
         rest = max_placeable(
             residual(problem, greedy),
-            time_limit_s=time_limit_s * REPAIR_SHARE,
+            time_limit_s=time_limit_s * cal.repair_share,
             num_workers=num_workers,
-            deterministic_time=effort * REPAIR_SHARE * DETERMINISTIC_SHARE,
+            deterministic_time=effort * cal.repair_share * cal.deterministic_share,
             deadline=search_stop,
+            calibration=cal,
         )
-        level1_cut = level1_cut or rest.runtime_s >= time_limit_s * REPAIR_SHARE - 0.01
+        level1_cut = level1_cut or rest.runtime_s >= time_limit_s * cal.repair_share - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
     start_only = time.perf_counter() >= search_stop
 
-    total_budget = WORK_SHARE * effort  # estimated seconds of deterministic work
+    total_budget = cal.work_share * effort  # estimated seconds of deterministic work
     # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
     #    better first master for the column generation.
-    pre_budget = PRE_LOCAL_SHARE * effort
+    pre_budget = cal.pre_local_share * effort
     report("local moves", t0, start_obj["weighted_total"])
     pre = improve(
         problem,
@@ -357,7 +343,8 @@ def _propose_scope(
         seed=seed,
         deadline=search_stop,
         budget_s=pre_budget,
-        stall_s=LOCAL_STALL * pre_budget,
+        stall_s=cal.local_stall * pre_budget,
+        calibration=cal,
     )
     local_moves = pre.moves
     best = pre.placements
@@ -374,11 +361,12 @@ def _propose_scope(
             target,
             best,
             w,
-            budget_s=COLUMN_SHARE * effort,
+            budget_s=cal.column_share * effort,
             deadline=search_stop,
             num_workers=num_workers,
             seed=seed,
             start_value=start_obj["weighted_total"] + pre.delta,
+            calibration=cal,
         )
     else:
         obj = evaluate(problem, best, w)["weighted_total"]
@@ -402,7 +390,7 @@ def _propose_scope(
         if not columns.optimal:
             # 3. What the budget leaves: local moves again, then the full model (short windows)
             #    or the day-pair neighbourhood search (see .neighbourhood).
-            local_budget = min(LOCAL_SHARE * effort, max(0.0, total_budget - work))
+            local_budget = min(cal.local_share * effort, max(0.0, total_budget - work))
             so_far = min(columns.objective, columns.start_objective)
             report("local moves", t0, so_far, bound)
             local = improve(
@@ -412,7 +400,8 @@ def _propose_scope(
                 seed=seed + 1,
                 deadline=search_stop,
                 budget_s=local_budget,
-                stall_s=LOCAL_STALL * local_budget,
+                stall_s=cal.local_stall * local_budget,
+                calibration=cal,
             )
             local_moves += local.moves
             work += local.work_s
@@ -424,22 +413,22 @@ def _propose_scope(
                 deadline=search_stop,
             )
             report(
-                "full model" if problem.num_days <= FULL_MODEL_MAX_DAYS else "neighbourhoods",
+                "full model" if problem.num_days <= cal.full_model_max_days else "neighbourhoods",
                 t0,
                 so_far + local.delta,
                 bound,
             )
-            if problem.num_days <= FULL_MODEL_MAX_DAYS:
+            if problem.num_days <= cal.full_model_max_days:
                 iterations = 1
                 current, model_bound = _full_model(
-                    win, w, target, current, proof, effort, search_stop, seed, num_workers
+                    win, w, target, current, proof, effort, search_stop, seed, num_workers, cal
                 )
                 if model_bound is not None:
                     bound = model_bound if bound is None else max(bound, model_bound)
             else:
                 budget = max(0.0, total_budget - work)
                 current, iterations = neighbourhood_search(
-                    win, current, search_stop, budget, seed, num_workers
+                    win, current, search_stop, budget, seed, num_workers, cal
                 )
     except OutOfTime:
         pass  # ``current`` holds the last complete placement found before the deadline
@@ -475,14 +464,17 @@ def _propose_scope(
                 seed,
                 w,
                 effort,
-                min(UNPLACED_CHECK_SHARE * time_limit_s, max(0.0, stop - time.perf_counter())),
+                min(cal.unplaced_check_share * time_limit_s, max(0.0, stop - time.perf_counter())),
                 stop,
                 num_workers,
+                cal,
             )
         except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
             wall_limited = True
     if run_close and disruption_weight > 0 and moved_tasks(problem.current, placements):
-        back, change, cut = send_back(state, problem, placements, level=threshold, deadline=stop)
+        back, change, cut = send_back(
+            state, problem, placements, level=threshold, deadline=stop, calibration=cal
+        )
         if health is not None:
             health = (health[0] + change[0], health[1] + change[1])
         if back != placements:
@@ -548,6 +540,7 @@ def _close_stage(
     check_s: float,
     stop: float,
     num_workers: int,
+    calibration: Calibration,
 ) -> tuple[
     list[Placement],
     dict[str, float],
@@ -571,10 +564,17 @@ def _close_stage(
         except OutOfTime:  # a floor not computed in time is not claimed
             floor = None
     # The check leaves the close search its set-up (it starts only before ``stop``).
-    setup_s = CLOSE_SETUP_PER_TASK_S * len(state.tasks)
+    cal = calibration
+    setup_s = cal.close_setup_per_task_s * len(state.tasks)
     check_s = min(check_s, stop - setup_s - time.perf_counter())
     feasibility = unplaced_critical(
-        state, unplaced, check_s, num_workers, deadline=stop, placements=placements
+        state,
+        unplaced,
+        check_s,
+        num_workers,
+        deadline=stop,
+        placements=placements,
+        calibration=cal,
     )
     close = search_health(
         state,
@@ -582,17 +582,18 @@ def _close_stage(
         placements,
         level=threshold,
         seed=seed,
-        budget_s=HEALTH_SHARE * effort,
+        budget_s=cal.health_share * effort,
         deadline=stop,
         feasibility_critical=feasibility,
         floor=(floor.critical, floor.warning) if floor is not None else None,
+        calibration=cal,
     )
     if close.counts.key < close.start_counts.key:
         placements = close.placements
         objective = evaluate(problem, placements, w)
     # Never lexicographically worse than the balanced greedy placing as many periods.
     counts = close.counts
-    if HEALTH_SHARE > 0:  # (zero turns the whole close stage off, as benchmarks compare)
+    if cal.health_share > 0:  # (zero turns the whole close stage off, as benchmarks compare)
         placements, objective, counts = prefer_lexicographic(
             state,
             problem,
@@ -602,6 +603,7 @@ def _close_stage(
             (placements, objective, counts),
             greedy,
             deadline=stop,
+            calibration=cal,
         )
     return placements, objective, counts.key, close.start_counts.key, close.floor
 
@@ -616,6 +618,7 @@ def _full_model(
     stop: float,
     seed: int,
     num_workers: int,
+    calibration: Calibration,
 ) -> tuple[dict[int, Placement], float | None]:
     """Solve the whole window's model (short windows), hinted with ``current``.
 
@@ -630,7 +633,7 @@ def _full_model(
         num_workers,
         seed=seed,
         exact=False,
-        deterministic_time=FULL_MODEL_DET_SHARE * effort,
+        deterministic_time=calibration.full_model_det_share * effort,
     )
     # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1 limit,
     # measured); the hinted search without it keeps to the limit.

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._cells import OCC, OCC_NONE
 from ._cpsat import check_deadline
-from .budget import DAY_SETUP_OPS, KERNEL_OPS_PER_OP, TOTALS_CHUNK_S, TOTALS_OPS_PER_S
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .objective import (
     clustered_subjects,
     float_margin,
@@ -115,10 +115,18 @@ class Pricer:
     """Day data and the pricing programme for one window."""
 
     def __init__(
-        self, problem: Problem, weights: Mapping[str, float], deadline: float | None = None
+        self,
+        problem: Problem,
+        weights: Mapping[str, float],
+        deadline: float | None = None,
+        *,
+        calibration: Calibration = DEFAULT_CALIBRATION,
     ) -> None:
-        """Raises :class:`._cpsat.OutOfTime` when building passes ``deadline``."""
+        """Raises :class:`._cpsat.OutOfTime` when building passes ``deadline``. ``calibration``
+        holds the work measure's figures; the column generation built on this pricer (its
+        masters, its bounds) reads them here."""
         self.p = problem
+        self.calibration = calibration
         self.w = dict(weights)
         self.num_days = problem.num_days
         cluster = clustered_subjects(problem)
@@ -152,7 +160,7 @@ class Pricer:
             self.days_of[rep].append(day)
         # numpy operations of the pricing programme (and stand-ins for the set-up above): the
         # deterministic work measure
-        self.ops = DAY_SETUP_OPS * problem.num_days
+        self.ops = calibration.day_setup_ops * problem.num_days
         self.tables: dict[int, np.ndarray] = {}  # the last pricing's values per free periods
         self.kernel_magnitude = 0.0  # of the last programme run (see _programme)
         self.magnitude = 0.0  # of the last pricing's value (see price)
@@ -372,7 +380,7 @@ class Pricer:
             kd.hopt_k,
             hopt_cost,
         )
-        self.ops += 8 + int(out[-1]) // KERNEL_OPS_PER_OP
+        self.ops += 8 + int(out[-1]) // self.calibration.kernel_ops_per_op
         final = out[5][-1]
         return final.min(axis=0), out
 
@@ -613,7 +621,7 @@ def day_decomposition_totals(
     )
     candidates = list(range(max(0, slots - guest_max), min(slots, free_cells) + 1))
     values, pricer.relaxed_totals = _programme_all(
-        cost, fixed, candidates, pricer.w["load_imbalance"], max_ops, deadline
+        cost, fixed, candidates, pricer.w["load_imbalance"], pricer.calibration, max_ops, deadline
     )
     pricer.ops += num_days * width * max(1, len(candidates) // 10)
     finite = np.abs(cost[np.isfinite(cost)])
@@ -633,12 +641,13 @@ def _programme_all(
     fixed: np.ndarray,
     totals: Sequence[int],
     w_load: float,
+    calibration: Calibration,
     max_ops: int = 2**62,
     deadline: float | None = None,
 ) -> tuple[list[float], int]:
     """Per total ``T``: min Σ_d cost[d, n_d] + w_load · |fixed_d + n_d − mean_T| subject to
     Σ_d n_d = T (compiled: :func:`._kernels.totals_kernel`), within ``max_ops`` steps and the
-    ``deadline`` (checked between calls of at most ``TOTALS_CHUNK_S`` estimated seconds); the
+    ``deadline`` (checked between calls of at most ``calibration.totals_chunk_s`` estimated seconds); the
     totals left out get ``Σ_d min_n cost[d, n]``, a bound for every total. Returns the values
     and how many totals were left out."""
     if not totals:
@@ -652,13 +661,13 @@ def _programme_all(
     middle = (totals[0] + totals[-1]) / 2
     order = sorted(totals, key=lambda t: (abs(t - middle), t))
     per_step = cost.shape[0] * cost.shape[1]
-    chunk = int(TOTALS_CHUNK_S * TOTALS_OPS_PER_S)
+    chunk = int(calibration.totals_chunk_s * calibration.totals_ops_per_s)
     i = 0
     while i < len(order) and max_ops > 0:
         need = per_step * (order[i] + 1)  # the next total alone
         cap = max_ops
         if deadline is not None:
-            cap = min(cap, int((deadline - time.perf_counter()) * TOTALS_OPS_PER_S))
+            cap = min(cap, int((deadline - time.perf_counter()) * calibration.totals_ops_per_s))
         if need > cap:
             break
         if deadline is not None:

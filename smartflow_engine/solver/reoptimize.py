@@ -7,8 +7,9 @@ the current places, and returns the moves as data. The adapter applies them atom
 The time limit covers the whole call, model building and the checks after the solve included
 (issues 12 and 24): a model not built in time answers ``unknown`` with no move; the solve stops
 early enough for the checks of its moves (health, switches), whose cost grows with the window
-(:data:`.budget.POST_SOLVE_PER_TASK_S`); moves those checks have no time for are dropped, and a
-result the wall clock cut says so (``wall_limited``). ``min_context_switch`` counts switches as ``analyze_context`` does
+(``post_solve_per_task_s`` of the :class:`.budget.Calibration` both entry points take); moves
+those checks have no time for are dropped, and a result the wall clock cut says so
+(``wall_limited``). ``min_context_switch`` counts switches as ``analyze_context`` does
 (:mod:`.switches`) and keeps its moves only when that count drops.
 """
 
@@ -24,15 +25,7 @@ import numpy as np
 
 from ..state import Request, ScheduleState, relocate
 from ._cpsat import OutOfTime, SolveStatus, make_solver, status_of, time_left
-from .budget import (
-    DEADLINE_MARGIN_S,
-    DETERMINISTIC_SHARE,
-    MIN_WORK_S,
-    MOVE_WEIGHT,
-    POST_SOLVE_PER_TASK_S,
-    SPREAD_WEIGHT,
-    SWITCH_WEIGHT,
-)
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_search import health_worse
 from .objective import evaluate, resolve_weights
 from .problem import Placement, Problem, build_problem, movable
@@ -94,6 +87,8 @@ def spread_even(
     num_workers: int = 1,
     weights: Mapping[str, float] | None = None,
     work_limit_s: float | None = None,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> Reoptimization:
     """Spread one category's movable placed tasks evenly over their allowed days.
 
@@ -110,7 +105,15 @@ def spread_even(
         if t.category == category and t.status != "pending" and movable(state, t, hosts)
     ]
     return _reoptimize(
-        state, ids, "spread", time_limit_s, seed, num_workers, weights, work_limit_s=work_limit_s
+        state,
+        ids,
+        "spread",
+        time_limit_s,
+        seed,
+        num_workers,
+        weights,
+        work_limit_s=work_limit_s,
+        calibration=calibration,
     )
 
 
@@ -124,6 +127,8 @@ def min_context_switch(
     num_workers: int = 1,
     weights: Mapping[str, float] | None = None,
     work_limit_s: float | None = None,
+    *,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> Reoptimization:
     """Regroup the movable placed tasks of days ``day_from..day_to`` to cut subject switches.
 
@@ -150,6 +155,7 @@ def min_context_switch(
         weights,
         days=(first, last),
         work_limit_s=work_limit_s,
+        calibration=calibration,
     )
 
 
@@ -163,8 +169,11 @@ def _reoptimize(
     weights: Mapping[str, float] | None,
     days: tuple[int, int] | None = None,
     work_limit_s: float | None = None,
+    *,
+    calibration: Calibration,
 ) -> Reoptimization:
     t0 = time.perf_counter()
+    cal = calibration
     w = resolve_weights(weights)
     if not ids:
         return Reoptimization("empty", [], {}, {}, [], True, time.perf_counter() - t0)
@@ -196,27 +205,27 @@ def _reoptimize(
         }
         for (ri, gi, s), var in sub.x.items():
             if (problem.runs[ri].day, s, gi) in here:
-                sub.cost.append((var, -round(sub.win.scale * MOVE_WEIGHT * d_scale)))
+                sub.cost.append((var, -round(sub.win.scale * cal.move_weight * d_scale)))
         if mode == "spread":
-            _add_spread(sub, first, last, len(ids))
+            _add_spread(sub, first, last, len(ids), cal.spread_weight)
         elif mode == "switch":
             _keep_days(sub, origin)
 
     model_w = dict(w)
     if mode != "spread":
-        model_w["context_switch"] = SWITCH_WEIGHT
+        model_w["context_switch"] = cal.switch_weight
     free_now = sum(pl.length for pl in current if pl.embed_host is None)
     # The wall clock holds the whole call, model building included (issue 12), and the checks
     # of the moves after the solve (issue 24): the solve stops that much earlier.
-    deadline = t0 + max(time_limit_s, MIN_WORK_S)
-    post = min(0.5 * time_limit_s, POST_SOLVE_PER_TASK_S * len(state.tasks))
+    deadline = t0 + max(time_limit_s, cal.min_work_s)
+    post = min(0.5 * time_limit_s, cal.post_solve_per_task_s * len(state.tasks))
     try:
         win = WindowData.build(
             problem,
             model_w,
             free_now,
-            (MOVE_WEIGHT, SPREAD_WEIGHT),
-            deadline=deadline - DEADLINE_MARGIN_S,
+            (cal.move_weight, cal.spread_weight),
+            deadline=deadline - cal.deadline_margin_s,
         )
         sub = SubModel(
             win, day_range, [g.count for g in problem.groups], required, extra, free_slots=free_now
@@ -240,7 +249,7 @@ def _reoptimize(
         num_workers,
         seed=seed,
         exact=False,
-        deterministic_time=DETERMINISTIC_SHARE * effort,
+        deterministic_time=cal.deterministic_share * effort,
     )
     status = status_of(solver.solve(sub.model))
     wall_limited = status != SolveStatus.OPTIMAL and time.perf_counter() >= solve_until - 0.01
@@ -295,11 +304,12 @@ def _switches_after(
     return switches(copy, first, last)
 
 
-def _add_spread(sub: SubModel, first: int, last: int, n: int) -> None:
-    """Primary term: Σ_b |width·count_b − n·len_b| (= width · Σ |count − even share|)."""
+def _add_spread(sub: SubModel, first: int, last: int, n: int, weight: float) -> None:
+    """Primary term: Σ_b |width·count_b − n·len_b| (= width · Σ |count − even share|), at
+    ``weight`` per task of deviation."""
     p = sub.p
     width = last - first + 1
-    coef = max(1, round(sub.win.scale * SPREAD_WEIGHT * p.num_days / width))
+    coef = max(1, round(sub.win.scale * weight * p.num_days / width))
     by_day: dict[int, list[Any]] = defaultdict(list)
     for (ri, _, _), var in sub.x.items():
         by_day[p.runs[ri].day].append(var)

@@ -14,12 +14,11 @@ import time
 from ..rules import Level
 from ..state import ScheduleState
 from ._cpsat import OutOfTime
-from .health_search import HEALTH_SHARE, search_health, unplaced_critical
+from .budget import DEFAULT_CALIBRATION, Calibration
+from .health_search import search_health, unplaced_critical
 from .objective import evaluate, resolve_weights
 from .placement import Proposal, ProposalStatus, propose_placement
 from .problem import Placement, build_problem, movable
-
-PENDING_SHARE = 0.4  # of the limit for placing the pending tasks
 
 
 def repair_placement(
@@ -30,8 +29,12 @@ def repair_placement(
     seed: int = 0,
     threshold: Level = "normal",
     num_workers: int = 1,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> Proposal:
     """Place the pending tasks and move at most ``max_moves`` placed tasks for better health.
+
+    The pending tasks' proposal gets ``calibration.pending_share`` of ``time_limit_s``, the close
+    search ``calibration.health_share`` of it (:class:`.budget.Calibration`, handed to both).
 
     Returns
     -------
@@ -55,10 +58,11 @@ def repair_placement(
     if pending:
         first = propose_placement(
             state,
-            time_limit_s=PENDING_SHARE * time_limit_s,
+            time_limit_s=calibration.pending_share * time_limit_s,
             seed=seed,
             threshold=threshold,
             num_workers=num_workers,
+            calibration=calibration,
         )
         placed_pending, unplaced = first.placements, first.unplaced
         status, max_slots = first.status, first.max_slots
@@ -69,7 +73,9 @@ def repair_placement(
     ]
     problem = build_problem(state, by_subject=True, task_ids=ids)
     start = list(problem.current.values()) + placed_pending
-    budget = min(HEALTH_SHARE * time_limit_s, max(0.0, deadline - time.perf_counter()) * 0.8)
+    budget = min(
+        calibration.health_share * time_limit_s, max(0.0, deadline - time.perf_counter()) * 0.8
+    )
     try:
         # Each step starts only before the deadline (issue 24 item 6): the search's set-up
         # (floor, evaluator) grows with the window, ~0.2 s on 20,000 tasks.
@@ -80,6 +86,7 @@ def repair_placement(
             num_workers,
             deadline=deadline - 0.02,
             placements=placed_pending,
+            calibration=calibration,
         )
         result = search_health(
             state,
@@ -91,6 +98,7 @@ def repair_placement(
             deadline=deadline - 0.02,
             max_moves=max_moves,
             feasibility_critical=feasibility,
+            calibration=calibration,
         )
     except OutOfTime:  # the pending tasks placed, nothing moved, no counts claimed
         objective = evaluate(problem, start, w)

@@ -11,7 +11,7 @@ import pytest
 
 from smartflow_engine.batch import JobConfig, WindowItem, run_window
 from smartflow_engine.batch import jobs as batch_jobs
-from smartflow_engine.solver.budget import WORK_SHARE
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.state.synthetic import synthetic_window
 from tests.helpers.batch_windows import tiny_cohort
 
@@ -37,7 +37,7 @@ def test_the_proposal_job_gets_the_limit_as_its_wall_clock(monkeypatch: pytest.M
     result = run_window(_item(tiny_cohort(1)[0]), JobConfig(jobs=("proposal",), time_limit_s=2.0))
     assert result.row["error"] is None
     assert seen["time_limit_s"] == 2.0
-    assert seen["work_limit_s"] == pytest.approx(WORK_SHARE * 2.0)
+    assert seen["work_limit_s"] == pytest.approx(DEFAULT_CALIBRATION.work_share * 2.0)
 
 
 def test_the_feasibility_job_shares_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.bounds import column_bound, day_decomposition_bound
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.pricing import _programme_all
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
@@ -74,7 +75,9 @@ def test_programme_matches_enumeration(
         if sum(split) == total:
             value = sum(arr[d, n] + w_load * abs(fix[d] + n - mean) for d, n in enumerate(split))
             best = min(best, value)
-    assert _programme_all(arr, fix, [total], w_load)[0][0] == pytest.approx(best)
+    assert _programme_all(arr, fix, [total], w_load, DEFAULT_CALIBRATION)[0][0] == pytest.approx(
+        best
+    )
 
 
 def test_bound_is_far_above_zero_on_a_medium_window() -> None:

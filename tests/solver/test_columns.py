@@ -5,6 +5,7 @@ against proven optima of the full placement model, and the search's solutions.""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from smartflow_engine.solver import evaluate, propose_placement
 from smartflow_engine.solver._cpsat import SolveStatus, make_solver, status_of
 from smartflow_engine.solver.baselines import balanced_greedy
 from smartflow_engine.solver.bounds import column_bound, day_decomposition_bound
-from smartflow_engine.solver.budget import WORK_SHARE
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.columns import search
 from smartflow_engine.solver.counting import max_placeable
 from smartflow_engine.solver.master import Master, lagrange_totals
@@ -226,18 +227,22 @@ def test_lagrange_bounds_hold_at_every_free_total() -> None:
     [("plain", True, 0), ("tight", False, 0), ("fragmented", True, 0)],
 )
 def test_medium_windows_are_proven_optimal_within_a_second(
-    variant: str, classes: bool, seed: int, monkeypatch: pytest.MonkeyPatch
+    variant: str, classes: bool, seed: int
 ) -> None:
     """Tests on 30-day windows (60 pending tasks) that a proposal given a 1 s limit's work reaches
     its proven bound (status optimal), that the bound is what a long column search proves, and
     that the proposal applies cleanly (the soft level alone: the close stage of issue 10, which ranks
     the health counts first, is off)."""
-    import smartflow_engine.solver.placement as placement_module
-
-    monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
     state = synthetic_window(seed, 30, variant=variant, pending=60, with_task_classes=classes)
+    no_close = replace(DEFAULT_CALIBRATION, health_share=0.0)
     # the deterministic work of a 1 s limit, under a wall limit no loaded machine reaches
-    proposal = propose_placement(state, time_limit_s=30.0, work_limit_s=1.0 * WORK_SHARE, seed=0)
+    proposal = propose_placement(
+        state,
+        time_limit_s=30.0,
+        work_limit_s=1.0 * no_close.work_share,
+        seed=0,
+        calibration=no_close,
+    )
     assert not proposal.wall_limited
     assert proposal.status == "optimal"
     assert proposal.bound is not None

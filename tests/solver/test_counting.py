@@ -3,12 +3,15 @@ max_placeable / all_fit against the plain CP-SAT model and brute force."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver._cpsat import SolveStatus, make_solver, status_of
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.counting import (
     CountModelBuilder,
     CpSatSink,
@@ -118,8 +121,8 @@ def test_cp_sat_with_the_bound_as_a_cut(state: ScheduleState) -> None:
     problem = build_problem(state)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(counting, "solve_relaxation", bound_only)
-        mp.setattr(counting, "PACK_ORDERS", counting.PACK_ORDERS[:1])
-        res = max_placeable(problem, time_limit_s=5.0, num_workers=1)
+        one_order = replace(DEFAULT_CALIBRATION, pack_orders=1)
+        res = max_placeable(problem, time_limit_s=5.0, num_workers=1, calibration=one_order)
     assert res.proven and res.best == res.bound == truth.best
     assert sum(p.length for p in res.witness) == truth.best
     apply_placements(state, res.witness)

@@ -11,6 +11,7 @@ per-task estimate, so that the rule for windows of thousands of tasks is tested 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -45,10 +46,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return fake
 
 
-@pytest.fixture
-def expensive_setup(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every window's close set-up is estimated as the one of a window of 20,000 tasks."""
-    monkeypatch.setattr(health_search, "CLOSE_SETUP_PER_TASK_S", 1.0)
+# Every window's close set-up is estimated as the one of a window of 20,000 tasks.
+EXPENSIVE_SETUP = replace(budget.DEFAULT_CALIBRATION, close_setup_per_task_s=1.0)
 
 
 def forbid_evaluators(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,7 +69,7 @@ def _window() -> ScheduleState:
     return synthetic_window(3, 14, variant="tight")
 
 
-@pytest.mark.usefixtures("expensive_setup", "no_evaluator")
+@pytest.mark.usefixtures("no_evaluator")
 def test_the_close_search_does_not_set_up_after_its_deadline() -> None:
     """Tests that search_health raises OutOfTime at once, without building its evaluator, when
     its deadline passed before its set-up (it claims no counts)."""
@@ -78,7 +77,12 @@ def test_the_close_search_does_not_set_up_after_its_deadline() -> None:
     problem = build_problem(state, by_subject=True)
     with pytest.raises(OutOfTime):
         health_search.search_health(
-            state, problem, [], budget_s=1.0, deadline=time.perf_counter() - 1.0
+            state,
+            problem,
+            [],
+            budget_s=1.0,
+            deadline=time.perf_counter() - 1.0,
+            calibration=EXPENSIVE_SETUP,
         )
 
 
@@ -107,7 +111,6 @@ def _real_evaluator() -> Any:
     return HealthEvaluator
 
 
-@pytest.mark.usefixtures("expensive_setup")
 def test_the_unplaced_check_does_not_start_after_its_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -123,7 +126,12 @@ def test_the_unplaced_check_does_not_start_after_its_deadline(
     pending = [t.state_id for t in state.pending_tasks()]
     with pytest.raises(OutOfTime):
         health_search.unplaced_critical(
-            state, pending, 1.0, num_workers=1, deadline=time.perf_counter() - 1.0
+            state,
+            pending,
+            1.0,
+            num_workers=1,
+            deadline=time.perf_counter() - 1.0,
+            calibration=EXPENSIVE_SETUP,
         )
     # nothing unplaced and nothing suggested: the applied schedule is its own witness
     nothing = state.copy_state()
@@ -135,7 +143,7 @@ def test_the_unplaced_check_does_not_start_after_its_deadline(
         health_search.unplaced_critical(state, [], 1.0, 1, deadline=time.perf_counter() - 1.0)
 
 
-@pytest.mark.usefixtures("expensive_setup", "no_evaluator")
+@pytest.mark.usefixtures("no_evaluator")
 def test_a_proposal_whose_close_stage_is_cut_claims_no_counts(
     clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,9 +157,11 @@ def test_a_proposal_whose_close_stage_is_cut_claims_no_counts(
         raise OutOfTime
 
     monkeypatch.setattr(placement, "health_floor", floor_that_takes_all_the_time)
-    monkeypatch.setattr(placement, "CLOSE_PER_TASK_S", 0.0)  # the close stage is given its turn
+    calibration = replace(EXPENSIVE_SETUP, close_per_task_s=0.0)  # the close stage gets its turn
     state = _window()
-    proposal = placement.propose_placement(state, time_limit_s=5.0, seed=0, include_suggested=True)
+    proposal = placement.propose_placement(
+        state, time_limit_s=5.0, seed=0, include_suggested=True, calibration=calibration
+    )
     assert clock.offset > 0  # the close stage began (the floor ran)
     assert proposal.placements
     assert (proposal.critical, proposal.warning, proposal.start_health) == (None, None, None)
@@ -159,7 +169,7 @@ def test_a_proposal_whose_close_stage_is_cut_claims_no_counts(
     assert proposal.wall_limited
 
 
-@pytest.mark.usefixtures("expensive_setup", "no_evaluator")
+@pytest.mark.usefixtures("no_evaluator")
 def test_send_back_past_its_deadline_returns_at_once() -> None:
     """Tests that the least-change pass, its deadline passed, returns the placements as they
     are, changes nothing and says it was cut."""
@@ -167,13 +177,12 @@ def test_send_back_past_its_deadline_returns_at_once() -> None:
     problem = build_problem(state, include_suggested=True, by_subject=True)
     start = list(problem.current.values())
     out, change, cut = least_change.send_back(
-        state, problem, start, deadline=time.perf_counter() - 1.0
+        state, problem, start, deadline=time.perf_counter() - 1.0, calibration=EXPENSIVE_SETUP
     )
     assert cut and change == (0, 0)
     assert sorted(out, key=lambda pl: pl.task_id) == sorted(start, key=lambda pl: pl.task_id)
 
 
-@pytest.mark.usefixtures("expensive_setup")
 def test_a_repair_whose_limit_ran_out_places_the_pending_tasks_and_claims_no_counts(
     clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -190,7 +199,9 @@ def test_a_repair_whose_limit_ran_out_places_the_pending_tasks_and_claims_no_cou
 
     monkeypatch.setattr(repair, "propose_placement", slow_first_proposal)
     state = _window()
-    proposal = repair.repair_placement(state, max_moves=3, time_limit_s=5.0, seed=0)
+    proposal = repair.repair_placement(
+        state, max_moves=3, time_limit_s=5.0, seed=0, calibration=EXPENSIVE_SETUP
+    )
     assert first and proposal.placements == sorted(
         first[0].placements, key=lambda pl: (pl.day, pl.slot_start, pl.task_id)
     )

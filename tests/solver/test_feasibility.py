@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, note, settings
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import check_feasibility, negotiation_figures
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.state import Request, relocate, self_check, unplace
 from smartflow_engine.state.synthetic import synthetic_window
 from tests.helpers.solver_windows import apply_placements, make_state, oracle, tiny_windows
@@ -131,19 +134,14 @@ def _keep_pending(state: ScheduleState, keep: set[int]) -> ScheduleState:
     return ScheduleState.model_validate(data)
 
 
-def test_tiny_time_limit_is_unproven_not_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tiny_time_limit_is_unproven_not_wrong() -> None:
     """Tests that a time limit too short for a proof gives is_feasible=None and no gap."""
-    # Every call may use MIN_WORK_S (50 ms), inside which the relaxation proves even this
+    # Every call may use min_work_s (50 ms), inside which the relaxation proves even this
     # 1000-day window on a quiet machine (~90 ms in all): without that floor, 1 ms cannot even
     # build the window's problem (~40 ms), on any machine.
-    import smartflow_engine.solver.counting as counting_module
-    import smartflow_engine.solver.feasibility as feasibility_module
-
     state = synthetic_window(4, 1000, variant="tight", with_task_classes=True)
-    with monkeypatch.context() as patch:
-        patch.setattr(feasibility_module, "MIN_WORK_S", 0.0)
-        patch.setattr(counting_module, "MIN_WORK_S", 0.0)
-        report = check_feasibility(state, time_limit_s=0.001, explain=False)
+    no_floor = replace(DEFAULT_CALIBRATION, min_work_s=0.0)
+    report = check_feasibility(state, time_limit_s=0.001, explain=False, calibration=no_floor)
     full = check_feasibility(state, time_limit_s=10.0, explain=False)
     assert full.proven and full.is_feasible is False  # the instance needs a real proof
     assert report.proven is False

@@ -13,6 +13,7 @@ from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.rules import LEVELS
 from smartflow_engine.solver import propose_placement
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.health_eval import HealthEvaluator, health_counts
 from smartflow_engine.solver.health_search import search_health
 from smartflow_engine.solver.problem import Placement, build_problem
@@ -842,7 +843,8 @@ def _search_at_start(state: ScheduleState) -> tuple[Any, list[Placement], Health
     start = list(problem.current.values())
     ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
     ev.set_placements(start)
-    search = _Search(ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0), None)
+    origin = {pl.task_id: pl for pl in start}
+    search = _Search(ev, problem, origin, np.random.default_rng(0), None, DEFAULT_CALIBRATION)
     return problem, start, ev, search
 
 

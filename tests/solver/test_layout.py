@@ -1,5 +1,6 @@
 """Tests of the solver package's layout: modules share public names only, and the searches'
-calibration lives in one module (:mod:`smartflow_engine.solver.budget`)."""
+calibration is one value (:class:`smartflow_engine.solver.budget.Calibration`), never a module
+constant."""
 
 from __future__ import annotations
 
@@ -12,20 +13,18 @@ import smartflow_engine.solver as solver_package
 
 SOLVER = Path(solver_package.__file__).parent
 MODULES = sorted(SOLVER.glob("*.py"))
-# Modules whose tuning figures must come from .budget (issue 10, item 7).
-BUDGETED = (
-    "placement",
-    "submodel",
-    "neighbourhood",
-    "columns",
-    "pricing",
-    "master",
-    "local_search",
-    "reoptimize",
-    "baselines",
-)
-# Module-level numbers that are not calibration: the programme's encoding and its infinity.
-NOT_CALIBRATION = {"pricing": {"INF", "MAX_MASK_BITS", "FREE_CAND", "FREE_OK", "OCC_NONE", "OCC"}}
+# Module-level numbers that are not calibration (issue 10 item 7, issue 30 item 3): encodings,
+# tolerances and limits of the models' arithmetic, and analyze_health's own defaults.
+NOT_CALIBRATION = {
+    "_cells": {"FREE_CAND", "FREE_OK", "OCC_NONE", "OCC"},  # the programme's cell states
+    "_cpsat": {"MIN_TIME_LIMIT_S"},  # CP-SAT's smallest limit (zero would mean none)
+    "pricing": {"MAX_MASK_BITS"},  # the programme's mask axis (its encoding)
+    "patterns": {"MAX_PATTERNS"},  # above it a run type uses the positional encoding
+    "health_eval": {"MIN_USABLE", "MIN_BUFFER"},  # analyze_health's tolerance defaults
+    "health_floor": {"_EPS"},
+    "relaxation": {"DUAL_SCALE", "INTEGRAL_TOL"},  # exact arithmetic of the certified bound
+    "objective": {"MAX_SCALE", "MODEL_MAGNITUDE", "FLOAT_MARGIN"},  # exact weights and bounds
+}
 
 
 def _tree(name: str) -> ast.Module:
@@ -71,22 +70,42 @@ def test_budget_imports_nothing_of_ours() -> None:
     assert relative == []
 
 
-@pytest.mark.parametrize("name", BUDGETED)
-def test_calibration_constants_live_in_budget(name: str) -> None:
-    """Tests that the searches define no module-level numeric constants of their own: every
-    share, cost and grace period is read from .budget."""
-    allowed = NOT_CALIBRATION.get(name, set())
+def _numeric(node: ast.AST | None) -> bool:
+    """A number, a tuple of numbers or arithmetic on numbers only."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(_numeric(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _numeric(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _numeric(node.left) and _numeric(node.right)
+    return False
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
+def test_no_solver_module_defines_a_calibration_constant(path: Path) -> None:
+    """Tests that no solver module (budget included) defines a module-level numeric constant
+    other than the listed encodings and tolerances: every share, cost, grace period and search
+    figure is a field of :class:`.budget.Calibration`, passed down as a value."""
+    allowed = NOT_CALIBRATION.get(path.stem, set())
     numbers = []
-    for node in _tree(name).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        value = getattr(node, "value", None)
-        if (
-            isinstance(target, ast.Name)
-            and target.id.isupper()
-            and target.id not in allowed
-            and isinstance(value, ast.Constant)
-            and isinstance(value.value, int | float)
-            and not isinstance(value.value, bool)
-        ):
-            numbers.append(target.id)
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign):
+            targets = [
+                e
+                for t in node.targets
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+                if isinstance(e, ast.Name)
+            ]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            targets = [node.target]
+        else:
+            continue
+        value = node.value
+        unpacked = isinstance(value, ast.Tuple) and len(value.elts) == len(targets) > 1
+        values = value.elts if unpacked else [value] * len(targets)
+        for target, v in zip(targets, values, strict=True):
+            if target.id.isupper() and target.id not in allowed and _numeric(v):
+                numbers.append(target.id)
     assert numbers == []

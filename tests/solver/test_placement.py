@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-import smartflow_engine.solver.placement as placement_module
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import (
     TERM_NAMES,
@@ -19,7 +19,7 @@ from smartflow_engine.solver import (
     propose_placement,
 )
 from smartflow_engine.solver.baselines import balanced_greedy
-from smartflow_engine.solver.budget import WORK_SHARE
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.local_search import improve
 from smartflow_engine.solver.objective import resolve_weights
 from smartflow_engine.solver.problem import build_problem
@@ -27,6 +27,9 @@ from smartflow_engine.solver.submodel import SubModel, WindowData
 from smartflow_engine.state.synthetic import synthetic_window
 from tests.helpers.fresh_interpreter import proposal_with_hash_seed
 from tests.helpers.solver_windows import apply_placements, make_state, oracle, tiny_windows
+
+# The proposal's soft level alone: the close stage (which ranks the health counts first) is off.
+NO_CLOSE = replace(DEFAULT_CALIBRATION, health_share=0.0)
 
 
 def only(term: str) -> dict[str, float]:
@@ -101,7 +104,11 @@ def test_never_fewer_slots_than_proven_maximum(variant: str) -> None:
 def _one_second_of_work(seed: int) -> dict[str, Any]:
     """The deterministic work a 1 s limit gets, under a wall limit no loaded machine reaches:
     determinism is promised for proposals the wall clock did not cut (``wall_limited``)."""
-    return {"time_limit_s": 60.0, "work_limit_s": 1.0 * WORK_SHARE, "seed": seed}
+    return {
+        "time_limit_s": 60.0,
+        "work_limit_s": 1.0 * DEFAULT_CALIBRATION.work_share,
+        "seed": seed,
+    }
 
 
 def test_deterministic_for_a_seed_small_window() -> None:
@@ -123,12 +130,11 @@ def test_deterministic_for_a_seed_neighbourhood_search() -> None:
     assert a.placements == b.placements
 
 
-def test_neighbourhood_search_improves_on_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_neighbourhood_search_improves_on_greedy() -> None:
     """Tests that on a 30-day window the search scores strictly better than the greedy (the
     soft level alone: the close stage, which ranks the health counts first, is off)."""
-    monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
     state = synthetic_window(2, 30, pending=60, with_task_classes=True)
-    proposal = propose_placement(state, time_limit_s=2.0, seed=0)
+    proposal = propose_placement(state, time_limit_s=2.0, seed=0, calibration=NO_CLOSE)
     problem = build_problem(state, by_subject=True)
     greedy = evaluate(problem, balanced_greedy(problem))
     assert greedy["placed_slots"] == proposal.objective["placed_slots"]
@@ -193,12 +199,9 @@ def test_same_category_term_spreads() -> None:
     assert proposal.objective["same_category"] == 0
 
 
-def test_same_category_term_clusters_for_a_clustering_class(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_same_category_term_clusters_for_a_clustering_class() -> None:
     """Tests that a class with strategy 'cluster' keeps its tasks on one day (the soft level
     alone: the close stage, which ranks analyze_health's concentration rule first, is off)."""
-    monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
     state = make_state(
         3,
         6,
@@ -209,7 +212,9 @@ def test_same_category_term_clusters_for_a_clustering_class(
         ],
         [{"id": 5, "name": "项目", "strategy": "cluster"}],
     )
-    proposal = propose_placement(state, time_limit_s=2.0, weights=only("same_category"))
+    proposal = propose_placement(
+        state, time_limit_s=2.0, weights=only("same_category"), calibration=NO_CLOSE
+    )
     assert len(set(_days_of(proposal).values())) == 1
     assert proposal.objective["same_category"] == 1
 
@@ -248,11 +253,10 @@ def test_context_switch_term() -> None:
     assert proposal.objective["context_switch"] == 0
 
 
-def test_late_term_with_allow_late(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_late_term_with_allow_late() -> None:
     """Tests that with late placement allowed a task that does not fit in its class window goes
     to the first day after it (one day late), and without it stays unplaced (the soft level
     alone: the close stage, which would move day 1's task off the full day, is off)."""
-    monkeypatch.setattr(placement_module, "HEALTH_SHARE", 0.0)
     course = {
         "source": "event",
         "category": "课程",
@@ -263,10 +267,12 @@ def test_late_term_with_allow_late(monkeypatch: pytest.MonkeyPatch) -> None:
     tasks = [course, {"duration": 1, "category_id": 4}, {"duration": 1, "category_id": 4}]
     classes = [{"id": 4, "name": "作业", "start_day": 1, "end_day": 1}]
     state = make_state(3, 4, tasks, classes)
-    late = propose_placement(state, time_limit_s=2.0, weights=only("late"), allow_late=True)
+    late = propose_placement(
+        state, time_limit_s=2.0, weights=only("late"), allow_late=True, calibration=NO_CLOSE
+    )
     assert sorted(_days_of(late).values()) == [1, 2]
     assert late.objective["late"] == 1
-    strict = propose_placement(state, time_limit_s=2.0)
+    strict = propose_placement(state, time_limit_s=2.0, calibration=NO_CLOSE)
     assert len(strict.unplaced) == 1 and strict.objective["late"] == 0
 
 

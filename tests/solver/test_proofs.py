@@ -17,7 +17,7 @@ import pytest
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import TERM_NAMES, check_feasibility, evaluate, propose_placement
 from smartflow_engine.solver.bounds import day_decomposition_bound
-from smartflow_engine.solver.budget import WORK_SHARE
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.objective import Proof, integer_weights
 from smartflow_engine.solver.problem import build_problem
 from tests.helpers.solver_windows import make_state, maximum_placements, oracle
@@ -260,7 +260,10 @@ def test_issue_16_weight_not_a_multiple_of_a_hundredth(limit: float) -> None:
     # The deterministic work of ``limit`` under a wall clock no loaded machine reaches (a CI
     # run at -n 2 once cut the 1 s search before its proof).
     proposal = propose_placement(
-        state, time_limit_s=60.0, work_limit_s=WORK_SHARE * limit, weights=weights
+        state,
+        time_limit_s=60.0,
+        work_limit_s=DEFAULT_CALIBRATION.work_share * limit,
+        weights=weights,
     )
     assert not proposal.wall_limited
     assert proposal.bound is None or proposal.bound <= optimum + TOL

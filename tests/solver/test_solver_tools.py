@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.solver import propose_placement
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.reoptimize import spread_measure
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter import Mode
@@ -59,17 +61,14 @@ def test_conflict_set_of_one_task_reads_as_one(fragmented_window: ScheduleState)
     assert "去掉其中任意一个" not in reply
 
 
-def test_check_feasibility_capped_time_limit_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_feasibility_capped_time_limit_is_unknown() -> None:
     """Tests that the server cap on time limits applies and a time-out reads as unknown."""
-    # Without the 50 ms every call may use (MIN_WORK_S), inside which a quiet machine proves
+    # Without the 50 ms every call may use (min_work_s), inside which a quiet machine proves
     # even this 1000-day window, 1 ms cannot build its problem on any machine.
-    import smartflow_engine.solver.counting as counting_module
-    import smartflow_engine.solver.feasibility as feasibility_module
-
-    monkeypatch.setattr(feasibility_module, "MIN_WORK_S", 0.0)
-    monkeypatch.setattr(counting_module, "MIN_WORK_S", 0.0)
+    calibration = replace(DEFAULT_CALIBRATION, min_work_s=0.0)
     state = synthetic_window(4, 1000, variant="tight", with_task_classes=True)
-    reply = toolbox(state, max_time_limit_s=0.001).call("check_feasibility", {"time_limit_s": 30})
+    tb = toolbox(state, max_time_limit_s=0.001, calibration=calibration)
+    reply = tb.call("check_feasibility", {"time_limit_s": 30})
     assert reply.startswith("可行性：未知（0.001秒内未得出证明）。")
     assert "不可行" not in reply
 
@@ -318,7 +317,6 @@ def test_proposal_tools_count_the_whole_call(
     reply's reserve) but the deterministic work of the asked limit, so the limit holds for the
     whole call and a seed gives the same proposal in both tools and in a direct call."""
     import smartflow_engine.tools_adapter.tools.solver as solver_tools
-    from smartflow_engine.solver.budget import WORK_SHARE
 
     seen: dict[str, Any] = {}
 
@@ -331,7 +329,8 @@ def test_proposal_tools_count_the_whole_call(
     per_task = solver_tools.REPLY_RESERVE_PER_TASK_S if tool == "apply_proposal" else 0.0
     reserve = solver_tools.REPLY_RESERVE_S + per_task * len(roomy_window.pending_tasks())
     toolbox(roomy_window).call(tool, {"time_limit_s": 1.5, "seed": 4})
-    assert seen["work_limit_s"] == pytest.approx(WORK_SHARE * 1.5)
+    assert seen["work_limit_s"] == pytest.approx(DEFAULT_CALIBRATION.work_share * 1.5)
+    assert seen["calibration"] is DEFAULT_CALIBRATION
     assert 0 < seen["time_limit_s"] <= 1.5 - reserve
     assert seen["seed"] == 4
 

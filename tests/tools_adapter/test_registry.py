@@ -7,6 +7,7 @@ table's rules and give the same reply through Toolbox, Session, HTTP (session an
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -17,13 +18,13 @@ from mcp import Client
 from pydantic import BaseModel
 
 from smartflow_engine import Toolbox
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION, Calibration
 from smartflow_engine.tools_adapter.api import create_app
 from smartflow_engine.tools_adapter.core import registry
 from smartflow_engine.tools_adapter.core.schemas import input_schema
 from smartflow_engine.tools_adapter.core.spec import Mode, ToolSpec
 from smartflow_engine.tools_adapter.mcp.server import build_server
 from smartflow_engine.tools_adapter.sessions.session import Session
-from smartflow_engine.tools_adapter.tools import solver as solver_tools
 from smartflow_engine.tools_adapter.tools.analysis import ANALYSIS_TOOLS
 from tests.helpers.adapters import comparable, example_args
 from tests.helpers.windows import load_window, window_dict
@@ -208,8 +209,10 @@ def _http_stateless_reply(client: TestClient, name: str, args: Any) -> str:
     return reply
 
 
-def _mcp_reply(name: str, args: Any) -> tuple[str, bool]:
-    session = Session(load_window(), enabled_tools=[name], self_check=True)
+def _mcp_reply(
+    name: str, args: Any, calibration: Calibration = DEFAULT_CALIBRATION
+) -> tuple[str, bool]:
+    session = Session(load_window(), enabled_tools=[name], self_check=True, calibration=calibration)
 
     async def accept(_context: Any, _params: Any) -> mcp_types.ElicitResult:
         return mcp_types.ElicitResult(action="accept", content={})  # the user confirms
@@ -223,24 +226,30 @@ def _mcp_reply(name: str, args: Any) -> tuple[str, bool]:
     return anyio.run(go)
 
 
-def _session_reply(name: str, args: Any) -> str:
-    session = Session(load_window(), enabled_tools=[name], self_check=True)
+def _session_reply(name: str, args: Any, calibration: Calibration) -> str:
+    session = Session(load_window(), enabled_tools=[name], self_check=True, calibration=calibration)
     result = session.invoke(name, args)
     if result.confirm_token is not None:
         result = session.confirm(result.confirm_token)
     return result.reply
 
 
-def _all_replies(spec: ToolSpec, args: Any) -> dict[str, Any]:
-    client = TestClient(create_app({TOKEN: "registry-user"}))
+def _all_replies(
+    spec: ToolSpec, args: Any, calibration: Calibration = DEFAULT_CALIBRATION
+) -> dict[str, Any]:
+    client = TestClient(create_app({TOKEN: "registry-user"}, calibration=calibration))
     replies = {
         # the other adapters confirm a held call, so the Toolbox is called with confirm=True
         "toolbox": Toolbox(
-            load_window(), self_check=True, loop=True, enabled_tools=[spec.name]
+            load_window(),
+            self_check=True,
+            loop=True,
+            enabled_tools=[spec.name],
+            calibration=calibration,
         ).call(spec.name, args, confirm=spec.needs_confirm),
-        "session": _session_reply(spec.name, args),
+        "session": _session_reply(spec.name, args, calibration),
         "http_session": _http_reply(client, spec.name, args),
-        "mcp": _mcp_reply(spec.name, args)[0],
+        "mcp": _mcp_reply(spec.name, args, calibration)[0],
     }
     if not spec.needs_confirm and spec.modes:  # a hidden tool stays hidden on stateless routes
         replies["http_stateless"] = _http_stateless_reply(client, spec.name, args)
@@ -248,15 +257,15 @@ def _all_replies(spec: ToolSpec, args: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", TOOL_IDS)
-def test_every_tool_same_reply_through_every_adapter(name, monkeypatch):
+def test_every_tool_same_reply_through_every_adapter(name):
     """Tests that a valid call gives the same reply through Toolbox, Session, HTTP and MCP."""
     # A proposal stops on its work budget, the same for every adapter, unless the wall clock
     # cuts it first (then its reply says so and may differ). An eighth of the usual budget
     # keeps the 1 s calls work-limited on a machine many times slower than the calibration one
     # (a loaded CI machine cut one at the usual share).
-    monkeypatch.setattr(solver_tools, "WORK_SHARE", solver_tools.WORK_SHARE / 8)
+    calibration = replace(DEFAULT_CALIBRATION, work_share=DEFAULT_CALIBRATION.work_share / 8)
     spec = registry.REGISTRY[name]
-    replies = _all_replies(spec, example_args(spec, load_window()))
+    replies = _all_replies(spec, example_args(spec, load_window()), calibration)
     assert replies["toolbox"], name
     assert all(r == replies["toolbox"] for r in replies.values()), replies
 

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from ... import __version__
 from ...settings import current
+from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ..core import registry
 from ..core.spec import ToolSpec
 from ..sessions.store import MemorySessionStore, SessionBackend, session_backend
@@ -46,6 +47,7 @@ def create_app(
     specs: Sequence[ToolSpec] | None = None,
     access_log: bool | None = None,
     metrics: bool = True,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> FastAPI:
     """The FastAPI application.
 
@@ -74,6 +76,10 @@ def create_app(
     access_log, metrics
         One JSON line per request (``None`` reads :data:`.request_log.ACCESS_LOG_ENV`) and
         ``/metrics``; see :mod:`.observe`.
+    calibration
+        The solver's figures every solver call runs with
+        (:class:`~smartflow_engine.solver.budget.Calibration`; default the measured ones), in
+        sessions, stateless calls and the solver processes.
     """
     if tokens is None:
         tokens = parse_tokens(current().api_tokens)
@@ -89,6 +95,7 @@ def create_app(
                 "num_workers": num_workers,
                 "store": database,
                 "specs": list(table.values()),
+                "calibration": calibration,
             },
         )
     ctx = ApiContext(
@@ -99,6 +106,7 @@ def create_app(
         max_time_limit_s=max_time_limit_s,
         num_workers=num_workers,
         solver=SolverPool(solver_processes),
+        calibration=calibration,
     )
 
     @asynccontextmanager

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ..core.spec import ToolSpec
 from ..sessions.session import Session
 from ..sessions.store import (
@@ -53,6 +54,7 @@ class ApiContext:
     max_time_limit_s: float = 10.0
     num_workers: int = 1
     solver: SolverPool = field(default_factory=lambda: SolverPool(0))
+    calibration: Calibration = DEFAULT_CALIBRATION  # the solver's figures (issue 30 item 3)
 
     def __post_init__(self) -> None:
         self._token_items = [(t.encode(), u) for t, u in self.tokens.items() if t]

@@ -43,6 +43,7 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
             body.args,
             ctx.max_time_limit_s,
             ctx.num_workers,
+            ctx.calibration,
         )
         return call_out(result, StatelessCallOut, state=after)
     # a hidden tool (offered in no mode) stays hidden here too
@@ -52,6 +53,7 @@ def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
         enabled_tools=[name] if spec.modes else [],
         max_time_limit_s=ctx.max_time_limit_s,
         num_workers=ctx.num_workers,
+        calibration=ctx.calibration,
     )
     result = session.invoke(name, body.args)
     after = session.state.to_dict() if result.changes and session.state is not None else None

@@ -21,6 +21,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
+from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ...state import ScheduleState
 from ..core import registry
 from ..sessions.session import CallResult, Session
@@ -154,6 +155,7 @@ class SolverPool:
             "max_time_limit_s": ctx.max_time_limit_s,
             "num_workers": ctx.num_workers,
             "self_check": session.toolbox.self_check,
+            "calibration": ctx.calibration,
         }
         before = session.snapshot()
         result, after = self._run(_session_call, before, name, args, kwargs)
@@ -172,8 +174,13 @@ class SolverPool:
         args: Any,
         max_time_limit_s: float,
         num_workers: int,
+        calibration: Calibration = DEFAULT_CALIBRATION,
     ) -> tuple[CallResult, dict[str, Any] | None]:
-        kwargs: dict[str, Any] = {"max_time_limit_s": max_time_limit_s, "num_workers": num_workers}
+        kwargs: dict[str, Any] = {
+            "max_time_limit_s": max_time_limit_s,
+            "num_workers": num_workers,
+            "calibration": calibration,
+        }
         result: tuple[CallResult, dict[str, Any] | None] = self._run(
             _stateless_call, state, name, args, kwargs
         )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ...state import Change, ScheduleState
 
 if TYPE_CHECKING:
@@ -56,6 +57,10 @@ class ToolContext:
     # What the running propose_placement would apply (its requests and the status they take),
     # for the disruption line the pipeline adds on the real state (issue 28; set per call).
     proposed: Any = None
+    # The solver's calibration (issue 30 item 3): every solver call of a tool runs with it, and
+    # a proposal's work budget is its ``work_share`` of the asked limit. A server setting like
+    # the caps above (``Toolbox``/``Session``/``create_app(calibration=...)``); tests pass one.
+    calibration: Calibration = DEFAULT_CALIBRATION
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""

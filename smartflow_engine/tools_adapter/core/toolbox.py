@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ...state import ScheduleState
 from . import pipeline, registry
 from .spec import Mode, ToolContext, ToolSpec, refused
@@ -62,6 +63,9 @@ class Toolbox:
         difference (default: the ``SMARTFLOW_SELF_CHECK`` environment variable; tests turn it on).
     max_time_limit_s, num_workers
         Caps for solver-backed tools.
+    calibration
+        The solver's figures every solver-backed tool runs with (:class:`~smartflow_engine.solver.budget.Calibration`,
+        default the measured ones).
     store, user_id
         The database backend and the user for tools that write it (``upsert_task_class``).
     enabled_tools
@@ -83,6 +87,7 @@ class Toolbox:
         user_id: int | None = None,
         enabled_tools: Iterable[str] = (),
         loop: bool = False,
+        calibration: Calibration = DEFAULT_CALIBRATION,
     ) -> None:
         from ..sessions.loop_state import LoopState
 
@@ -94,6 +99,7 @@ class Toolbox:
             store,
             user_id,
             loop=LoopState() if loop else None,
+            calibration=calibration,
         )
         self.self_check = _env_self_check() if self_check is None else self_check
         self.enabled_tools: tuple[str, ...] = tuple(dict.fromkeys(enabled_tools))

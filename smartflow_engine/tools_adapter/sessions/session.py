@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ...state import Change, ScheduleState
 from ..core import pipeline, registry
 from ..core.pipeline import CallResult, Status
@@ -92,8 +93,9 @@ class Session:
         Tools offered in addition to the mode's (e.g. the hidden ``min_context_switch``).
     specs
         The registry table (default :data:`registry.TOOLS`); tests inject extra rows here.
-    self_check, max_time_limit_s, num_workers
-        Passed to the :class:`Toolbox`; the last two are server-side caps for solver tools.
+    self_check, max_time_limit_s, num_workers, calibration
+        Passed to the :class:`Toolbox`; the last three are server-side settings of solver tools
+        (two caps and the solver's figures, :class:`~smartflow_engine.solver.budget.Calibration`).
     store, db_user_id
         The database backend and the database user for tools that write it
         (``upsert_task_class``); passed to the :class:`Toolbox`.
@@ -118,6 +120,7 @@ class Session:
         store: ScheduleStore | None = None,
         db_user_id: int | None = None,
         frozen_days: int = 0,
+        calibration: Calibration = DEFAULT_CALIBRATION,
     ) -> None:
         self._specs: dict[str, ToolSpec] = {s.name: s for s in (specs or registry.TOOLS)}
         self._mode = _parse_mode(mode)
@@ -136,6 +139,7 @@ class Session:
             store=store,
             user_id=db_user_id,
             loop=True,
+            calibration=calibration,
         )
         self.frozen_days = frozen_days
         self.lock = threading.RLock()
@@ -397,6 +401,7 @@ class Session:
         num_workers: int = 1,
         store: ScheduleStore | None = None,
         db_user_id: int | None = None,
+        calibration: Calibration = DEFAULT_CALIBRATION,
     ) -> Session:
         """Rebuild a session from :meth:`snapshot` (a dict or its JSON text).
 
@@ -422,6 +427,7 @@ class Session:
             num_workers=num_workers,
             store=store,
             db_user_id=db_user_id,
+            calibration=calibration,
         )
         fill_session(session, data)
         return session

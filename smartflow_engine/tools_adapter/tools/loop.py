@@ -658,7 +658,10 @@ def _regate(
     from ...solver import check_feasibility
 
     report = check_feasibility(
-        new_state, time_limit_s=min(2.0, ctx.max_time_limit_s), num_workers=ctx.num_workers
+        new_state,
+        time_limit_s=min(2.0, ctx.max_time_limit_s),
+        num_workers=ctx.num_workers,
+        calibration=ctx.calibration,
     )
     ctx.state = new_state
     loop.reset_best()

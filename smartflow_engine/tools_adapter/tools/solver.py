@@ -3,8 +3,10 @@ spread_even and min_context_switch (write; min_context_switch is hidden by defau
 
 The solver returns data; this module phrases it in the spec's style (read tools: facts only, no
 advice; write tools: what changed, then each touched day's occupancy). Every solver time limit is
-capped by ``ctx.max_time_limit_s`` and runs with ``ctx.num_workers``. Writes compute first and
-then apply through :func:`~smartflow_engine.state.relocate` (simultaneous, all or nothing).
+capped by ``ctx.max_time_limit_s`` and runs with ``ctx.num_workers`` and ``ctx.calibration`` (the
+solver's figures; a proposal's work budget is its ``work_share`` of the asked limit). Writes
+compute first and then apply through :func:`~smartflow_engine.state.relocate` (simultaneous, all
+or nothing).
 
 A tool's ``time_limit_s`` is the whole call's wall clock (issue 24 item 6): one
 :class:`~smartflow_engine.solver.budget.Deadline` from the call pipeline's start stamp covers the
@@ -31,7 +33,7 @@ from ...solver import (
     propose_placement,
     repair_placement,
 )
-from ...solver.budget import WORK_SHARE, Deadline
+from ...solver.budget import Deadline
 from ...solver.objective import TERM_NAMES
 from ...solver.reoptimize import Reoptimization, min_context_switch, spread_even
 from ...state import MAX_BATCH, Request, ScheduleState, relocate
@@ -254,6 +256,7 @@ def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
         time_limit_s=clock.left(REPLY_RESERVE_S),
         num_workers=ctx.num_workers,
         include_suggested=args.include_suggested,
+        calibration=ctx.calibration,
     )
     figures = None
     if report.is_feasible is False:
@@ -263,6 +266,7 @@ def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
             time_limit_s=clock.left(REPLY_RESERVE_S),
             num_workers=ctx.num_workers,
             include_suggested=args.include_suggested,
+            calibration=ctx.calibration,
         )
     return feasibility_text(state, report, figures, clock.limit_s)
 
@@ -419,11 +423,12 @@ def _proposal(
                 seed=args.seed,
                 threshold=args.threshold,
                 num_workers=ctx.num_workers,
+                calibration=ctx.calibration,
             )
         return propose_placement(
             state,
             time_limit_s=clock.left(reserve),
-            work_limit_s=WORK_SHARE * clock.limit_s,
+            work_limit_s=ctx.calibration.work_share * clock.limit_s,
             seed=args.seed,
             weights=_weights(args.weights),
             # (the wider scope is never worse than the narrow one: the solver compares both)
@@ -431,6 +436,7 @@ def _proposal(
             num_workers=ctx.num_workers,
             allow_late=args.allow_late,
             threshold=args.threshold,
+            calibration=ctx.calibration,
         )
 
     if not apply:  # propose_placement is a read: it has no preview to keep
@@ -718,6 +724,7 @@ def spread_even_tool(ctx: ToolContext, args: SpreadArgs) -> str:
             seed=args.seed,
             num_workers=ctx.num_workers,
             work_limit_s=clock.limit_s,
+            calibration=ctx.calibration,
         ),
     )
     if result.status == "empty":
@@ -781,6 +788,7 @@ def min_context_switch_tool(ctx: ToolContext, args: SwitchArgs) -> str:
             seed=args.seed,
             num_workers=ctx.num_workers,
             work_limit_s=clock.limit_s,
+            calibration=ctx.calibration,
         ),
     )
     if result.status == "empty":
