@@ -140,7 +140,9 @@ def test_the_unplaced_check_does_not_start_after_its_deadline(
             task.status = "existing"
     assert health_search.unplaced_critical(nothing, [], 1.0, 1, deadline=0.0) == 0
     with pytest.raises(OutOfTime):  # a suggested task may stand outside its class: checked
-        health_search.unplaced_critical(state, [], 1.0, 1, deadline=time.perf_counter() - 1.0)
+        health_search.unplaced_critical(
+            state, [], 1.0, 1, deadline=time.perf_counter() - 1.0, calibration=EXPENSIVE_SETUP
+        )
 
 
 @pytest.mark.usefixtures("no_evaluator")
