@@ -92,6 +92,29 @@ def test_a_proposal_is_never_worse_than_the_schedule_it_starts_from(state, seed,
     assert _key(state, proposal) <= _state_key(state)
 
 
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(state=tiny_windows(max_pending=3), max_moves=st.integers(0, 3))
+def test_a_least_change_repair_is_never_worse_than_the_schedule_it_starts_from(state, max_moves):
+    """Tests on random tiny windows that local_adjust's repair (keep_placed, max_moves) never
+    gives a key worse than the schedule as it is, and moves at most ``max_moves`` placed
+    tasks."""
+    from smartflow_engine.solver import repair_placement
+
+    proposal = repair_placement(state, max_moves=max_moves, time_limit_s=WALL_S)
+    assume(not proposal.wall_limited)
+    placed_now = {t.state_id: t.slots[0] for t in state.tasks if t.slots}
+    moved = [
+        p
+        for p in proposal.placements
+        if p.task_id in placed_now
+        and (placed_now[p.task_id].day, placed_now[p.task_id].slot_start) != (p.day, p.slot_start)
+    ]
+    assert len(moved) <= max_moves
+    assert _key(state, proposal) <= _state_key(state)
+
+
 def _fake(answers: dict[bool, dict[str, Any]], calls: list[bool]) -> Any:
     def propose(state: Any, **kw: Any) -> Any:
         calls.append(kw["include_suggested"])
