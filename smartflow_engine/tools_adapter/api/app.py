@@ -174,13 +174,43 @@ def app_from_env() -> FastAPI:
         sessions = session_backend(
             cfg.session_store, prefix=cfg.session_prefix, session_kwargs=kwargs
         )
-    return create_app(
+    app = create_app(
         None,
         sessions=sessions,
         database=database,
         max_time_limit_s=limit,
         solver_processes=cfg.solver_processes,
     )
+    settle_heap()
+    return app
+
+
+# Allocations between two youngest-generation collections in a serve worker (CPython's default
+# is 700): a tool call allocates tens of thousands of short-lived objects.
+GC_GEN0_THRESHOLD = 10_000
+
+
+def settle_heap() -> None:
+    """Freeze what a serve worker has loaded at start-up out of the garbage collector's reach
+    (issue 25's server latency). The modules a tool call uses are imported first (the
+    analyzers, the solver with OR-Tools), then everything alive is collected once and frozen
+    (:func:`gc.freeze`): the full collections that a call's allocations trigger no longer walk
+    the whole start-up heap, which is what put the slowest calls at ~2.5x the median with eight
+    agents at once (``benchmarks/results_adapters.md``). The youngest generation is collected
+    every :data:`GC_GEN0_THRESHOLD` allocations instead of 700."""
+    import gc
+    import importlib
+
+    for name in (
+        "smartflow_engine.analyzers",
+        "smartflow_engine.solver",
+        "ortools.sat.python.cp_model",
+    ):
+        importlib.import_module(name)
+    gc.collect()
+    gc.freeze()
+    _, second, third = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, second, third)
 
 
 def serve(
