@@ -17,7 +17,8 @@ agent carries it out with ``batch_move`` (atomic) if it chooses to.
 The searches run on a fixed work budget each (deterministic for a state); the wall clock only
 stops the portfolio early. The batch found for a schedule is remembered (:data:`_FOUND`), so the
 query that follows ``analyze_health`` returns the very batch the action previewed (measured again
-on the query's state) whatever either call's clock allowed.
+on the query's state) whatever either call's clock allowed, and so is a full search that found
+none (a round on an unchanged plateau does not search again).
 """
 
 from __future__ import annotations
@@ -147,24 +148,27 @@ def _fingerprint(state: ScheduleState, level: Level) -> tuple[Any, ...]:
     )
 
 
-_FOUND: dict[tuple[Any, ...], Batch] = {}
+# a schedule's batch, or None when every search ran to its end and none helped
+_FOUND: dict[tuple[Any, ...], Batch | None] = {}
 _FOUND_LOCK = threading.Lock()
+_UNKNOWN = object()
 
 
-def _remembered(state: ScheduleState, level: Level, key: tuple[Any, ...]) -> Batch | None:
-    """The batch found earlier for this very schedule, measured again (None if it no longer
-    helps or none was found)."""
+def _remembered(state: ScheduleState, level: Level, key: tuple[Any, ...]) -> Any:
+    """The batch found earlier for this very schedule, measured again; None when the full
+    search found none; :data:`_UNKNOWN` when there is nothing to go by."""
     with _FOUND_LOCK:
-        found = _FOUND.get(key)
-    if found is None:
-        return None
+        found = _FOUND.get(key, _UNKNOWN)
+    if found is None or found is _UNKNOWN:
+        return found
+    assert isinstance(found, Batch)
     batch = measure(state, found.moves, level)
     if batch is None or not batch.helps:
-        return None
+        return _UNKNOWN
     return replace(batch, max_moves=found.max_moves)
 
 
-def _remember(key: tuple[Any, ...], batch: Batch) -> None:
+def _remember(key: tuple[Any, ...], batch: Batch | None) -> None:
     with _FOUND_LOCK:
         while len(_FOUND) >= FOUND_SIZE:
             _FOUND.pop(next(iter(_FOUND)))
@@ -184,19 +188,24 @@ def compound_batch(
         return None
     key = _fingerprint(state, level)
     remembered = _remembered(state, level, key)
-    if remembered is not None:
+    if remembered is not _UNKNOWN:
+        assert remembered is None or isinstance(remembered, Batch)
         return remembered
     best: Batch | None = None
     tried: set[tuple[Request, ...]] = set()
+    complete = True  # every search ran on its full work budget
     for seed in range(SEEDS):
         limit = SEARCH_S
         if deadline is not None:
             limit = min(limit, deadline - time.perf_counter())
         if limit < MIN_SEARCH_S:
+            complete = False
             break
+        complete &= limit == SEARCH_S
         proposal = repair_placement(
             state, max_moves=MAX_BATCH_MOVES, time_limit_s=limit, seed=seed, threshold=level
         )
+        complete &= not proposal.wall_limited
         if not proposal.placements or proposal.critical is None:
             continue
         moves = []
@@ -217,7 +226,7 @@ def compound_batch(
                 best = batch
             if (best.critical_after, best.warning_after) == (0, 0):
                 break  # nothing has better counts
-    if best is not None:
+    if best is not None or complete:
         _remember(key, best)
     return best
 
