@@ -42,9 +42,9 @@ ACTION_ID = f"na_{INTENT}_batch"
 # batches the search finds by moving more tasks on its way (the moves the counts do not need are
 # sent back at its end); a looser one (40) found worse batches on the post-edit windows.
 MAX_BATCH_MOVES = 20
-# The repair's seeds: on the post-edit windows' plateaus 8 seeds of half a second's work found a
-# helping batch on 14 of 17 (seed 0 with 6 and then 20 moves, the first version: 13) and better
-# counts on 6 of them, for ~0.4 s at 30 days (measured in benchmarks/results_loop.md).
+# The repair's seeds: on the post-edit windows' plateaus 8 seeds of half a second's work each found
+# a helping batch on 14 of 17 (seed 0 with 6 and then 20 moves, the first version: 13), with
+# better counts on 4 of those 13, for ~0.6 s at 30 days (docs/decisions.md).
 SEEDS = 8
 SEARCH_S = 0.5  # each repair's time limit (its deterministic work budget follows it)
 MIN_SEARCH_S = 0.05  # less time left than this: no further search

@@ -156,3 +156,30 @@ def test_a_search_cut_by_the_clock_is_not_remembered(monkeypatch: pytest.MonkeyP
     cut = len(calls)
     assert compound_batch(state, "normal") is None
     assert len(calls) == cut + SEEDS
+
+
+def test_the_session_query_reads_the_batch_health_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    from smartflow_engine.analyzers.escalation import ACTION_ID
+    from smartflow_engine.tools_adapter import Session
+
+    calls: list[int] = []
+    real = solver.repair_placement
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["seed"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solver, "repair_placement", counted)
+    s = Session(_window("stalled"), mode="local_adjust", max_time_limit_s=2.0)
+    env = json.loads(s.call("analyze_health", {}))
+    first = env["next_actions"][0]
+    assert first["intent_code"] == INTENT
+    searched = len(calls)
+    targets = json.loads(s.call("query_target_tasks", {"action_id": ACTION_ID}))["metrics"]
+    assert len(calls) == searched  # no second search
+    (batch,) = targets["batches"]
+    assert len(batch["moves"]) == first["figures"]["moves"]
+    assert (batch["critical_after"], batch["warning_after"]) == (
+        first["figures"]["critical_after"],
+        first["figures"]["warning_after"],
+    )
