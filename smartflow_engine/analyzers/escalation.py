@@ -10,7 +10,8 @@ plateaus: which seed crosses one varies from window to window), and measures eac
 it is applied with the write tools' own ``batch_move`` on a copy and judged by the health
 evaluator. A batch is kept only when that write is legal and the health key (critical, warning,
 total impact) gets strictly better; the best one is offered (fewest critical, then warning
-issues, then fewest moves, then total impact). The action names the batch's effect;
+issues, then fewest moves, then total impact: every seed runs, also after one reached (0, 0), so
+among equal counts the batch moving fewest tasks is offered). The action names the batch's effect;
 ``query_target_tasks`` returns the batch itself (the moves, their deltas and ``helps``), and the
 agent carries it out with ``batch_move`` (atomic) if it chooses to.
 
@@ -224,8 +225,6 @@ def compound_batch(
             batch = replace(batch, max_moves=MAX_BATCH_MOVES)
             if best is None or rank(batch) < rank(best):
                 best = batch
-            if (best.critical_after, best.warning_after) == (0, 0):
-                break  # nothing has better counts
     if best is not None or complete:
         _remember(key, best)
     return best

@@ -184,3 +184,16 @@ def test_the_session_query_reads_the_batch_health_found(monkeypatch: pytest.Monk
         first["figures"]["critical_after"],
         first["figures"]["warning_after"],
     )
+
+
+def test_among_equal_counts_the_batch_moving_fewest_tasks() -> None:
+    """On the plateau of test_escalation.py seed 0's batch already reaches (0, 0); a later seed
+    reaches it moving fewer tasks, and that one is offered."""
+    data = Path(__file__).resolve().parents[1] / "data" / "escalation_plateau.json"
+    state = ScheduleState.from_json(json.loads(data.read_text(encoding="utf-8"))["plateau"])
+    found = _seed_batches(state)
+    at_zero = [b for b in found if (b.critical_after, b.warning_after) == (0, 0)]
+    assert len({len(b.moves) for b in at_zero}) > 1
+    batch = compound_batch(state, "normal")
+    assert batch is not None and (batch.critical_after, batch.warning_after) == (0, 0)
+    assert len(batch.moves) == min(len(b.moves) for b in at_zero)
