@@ -221,7 +221,9 @@ def edited_window(
 def run_post_edit(seeds: range, num_days: int = 30) -> str:
     """After a student's edit (issue 26 item 4): the tools-only agent in local_adjust, at most
     ``EDIT_ROUNDS`` health rounds; a window counts when the agent ends at or below the pre-edit
-    health key (critical, warning, total impact), and, looser, at or below its counts."""
+    health, ``analyze_health``'s counts (critical, warning) compared lexicographically (the
+    issue's measure, see docs/decisions.md), and, stricter, at or below the loop's key (critical,
+    warning, total impact)."""
     rows = []
     at_key = at_counts = batches = rounds_used = 0
     for seed in seeds:
@@ -238,7 +240,8 @@ def run_post_edit(seeds: range, num_days: int = 30) -> str:
         rounds_used = max(rounds_used, run.rounds)
         rows.append(
             f"| {seed} | {before[0]}/{before[1]}/{before[2]} | {edited[0]}/{edited[1]}/{edited[2]} | "
-            f"{end[0]}/{end[1]}/{end[2]} | {'yes' if end <= before else 'no'} | "
+            f"{end[0]}/{end[1]}/{end[2]} | {'yes' if end[:2] <= before[:2] else 'no'} | "
+            f"{'yes' if end <= before else 'no'} | "
             f"{run.close_reason} | {run.rounds} | {run.batches} | {run.refused} |"
         )
         print(f"  post-edit seed {seed}: {before} -> {edited} -> {end}", file=sys.stderr)
@@ -246,14 +249,14 @@ def run_post_edit(seeds: range, num_days: int = 30) -> str:
     head = [
         f"After a student's edit ({num_days}-day windows, seeds {seeds.start}-{seeds.stop - 1}, "
         f"the proposal applied, then {EDIT_TASKS} study tasks moved onto the busiest days; "
-        f"local_adjust, at most {EDIT_ROUNDS} health rounds): ends at or below the pre-edit key "
-        f"{at_key}/{n} ({_pct(at_key, n)}), at or below its counts {at_counts}/{n} "
-        f"({_pct(at_counts, n)}); escalation batches written {batches}; most rounds "
+        f"local_adjust, at most {EDIT_ROUNDS} health rounds): ends at or below the pre-edit "
+        f"health (its counts) {at_counts}/{n} ({_pct(at_counts, n)}), at or below its key "
+        f"{at_key}/{n} ({_pct(at_key, n)}); escalation batches written {batches}; most rounds "
         f"{rounds_used}. Keys are critical/warning/total impact.",
         "",
-        "| seed | pre-edit | after the edit | agent's end | at or below pre-edit | close reason | "
-        "rounds | batches | refused |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| seed | pre-edit | after the edit | agent's end | at or below pre-edit counts | "
+        "at or below pre-edit key | close reason | rounds | batches | refused |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     return "\n".join(head + rows)
 
