@@ -53,6 +53,9 @@ class HealthSearchResult:
     evaluations: int
     work_s: float
     floor: tuple[int, int] | None = None
+    # True when the deadline stopped the population floor before it was computed: the search
+    # then did not stop at it, so the same seed may give another result on a faster machine.
+    floor_cut: bool = False
 
 
 def setup_cost(state: ScheduleState, calibration: Calibration) -> float:
@@ -542,8 +545,9 @@ def search_health(
             state, level, pending_periods=pending_placed, scope=scope, deadline=deadline
         )
         floor = _higher(floor, (own.critical, own.warning))
+        floor_cut = False
     except OutOfTime:  # no time left for it: the search stops on the clock anyway
-        pass
+        floor_cut = True
     if too_late(deadline, setup_cost(state, cal), cal):  # (the floor may have used what was left)
         raise OutOfTime("the close stage's deadline passed before its evaluator was built")
     ev = HealthEvaluator(state, scope, level, feasibility_critical)
@@ -666,6 +670,7 @@ def search_health(
         evals,
         evals * cost,
         floor=None if floor is None else (floor[0] + feasibility_critical, floor[1]),
+        floor_cut=floor_cut,
     )
 
 
@@ -752,7 +757,22 @@ def unplaced_critical(
     placements: Sequence[Placement] = (),
     calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> int:
-    """1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
+    """:func:`unplaced_check`'s count alone."""
+    return unplaced_check(
+        state, unplaced, time_limit_s, num_workers, deadline, placements, calibration
+    )[0]
+
+
+def unplaced_check(
+    state: ScheduleState,
+    unplaced: Sequence[int],
+    time_limit_s: float,
+    num_workers: int,
+    deadline: float | None = None,
+    placements: Sequence[Placement] = (),
+    calibration: Calibration = DEFAULT_CALIBRATION,
+) -> tuple[int, bool]:
+    """``(critical, cut)``: critical is 1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
     the same check it runs (suggested tasks re-planned) proves the window infeasible.
 
     Applying a proposal changes nothing that check sees (its scope, every pending and
@@ -767,9 +787,10 @@ def unplaced_critical(
     ``deadline`` (a ``time.perf_counter()`` value) caps the check's limit; once it has passed
     on a window whose close stage is not cheap (see :func:`.budget.too_late`),
     :class:`~._cpsat.OutOfTime` is raised instead of answering 0 unchecked (the counts a caller
-    claims would then miss the feasibility issue)."""
+    claims would then miss the feasibility issue). ``cut``: the check's time limit ended it
+    unproven (0 is then what was known, not a proof, and a faster machine may count 1)."""
     if not unplaced and not any(t.status == "suggested" for t in state.tasks):
-        return 0
+        return 0, False
     from .feasibility import check_feasibility
 
     if too_late(deadline, setup_cost(state, calibration), calibration):
@@ -794,7 +815,7 @@ def unplaced_critical(
         explain=False,
         calibration=calibration,
     )
-    return 1 if report.is_feasible is False else 0
+    return (1 if report.is_feasible is False else 0), report.is_feasible is None
 
 
 __all__ = [
@@ -805,5 +826,6 @@ __all__ = [
     "prefer_lexicographic",
     "search_health",
     "setup_cost",
+    "unplaced_check",
     "unplaced_critical",
 ]

@@ -56,7 +56,7 @@ from .budget import DEFAULT_CALIBRATION, Calibration
 from .columns import ColumnSearch, search
 from .counting import max_placeable, residual
 from .health_floor import health_floor
-from .health_search import prefer_lexicographic, search_health, unplaced_critical
+from .health_search import prefer_lexicographic, search_health, unplaced_check
 from .least_change import moved_tasks, send_back
 from .local_search import improve
 from .neighbourhood import neighbourhood_search
@@ -452,7 +452,7 @@ def _propose_scope(
     close_floor: tuple[int, int] | None = None
     if run_close:
         try:
-            placements, objective, health, start_health, close_floor = _close_stage(
+            placements, objective, health, start_health, close_floor, close_cut = _close_stage(
                 state,
                 problem,
                 placements,
@@ -469,6 +469,7 @@ def _propose_scope(
                 num_workers,
                 cal,
             )
+            wall_limited = wall_limited or close_cut
         except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
             wall_limited = True
     if run_close and disruption_weight > 0 and moved_tasks(problem.current, placements):
@@ -547,10 +548,13 @@ def _close_stage(
     tuple[int, int],
     tuple[int, int],
     tuple[int, int] | None,
+    bool,
 ]:
     """analyze_health's (critical, warning), see :mod:`.health_search`; it stops at the proven
     floor of placements of as many periods. Returns the placements, their objective, their
-    counts, the counts before the stage and the floor (None when not computed in time).
+    counts, the counts before the stage, the floor (None when not computed in time) and whether
+    the wall clock decided part of it (a floor or the feasibility check cut: the same seed may
+    then answer otherwise on a faster machine, so the proposal says ``wall_limited``).
 
     Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
     window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
@@ -558,16 +562,17 @@ def _close_stage(
     proposal then claims no counts."""
     scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
     floor = None
+    cut = False
     if proven:
         try:
             floor = health_floor(state, threshold, pending_periods=scope_placed, deadline=stop)
         except OutOfTime:  # a floor not computed in time is not claimed
-            floor = None
+            floor, cut = None, True
     # The check leaves the close search its set-up (it starts only before ``stop``).
     cal = calibration
     setup_s = cal.close_setup_per_task_s * len(state.tasks)
     check_s = min(check_s, stop - setup_s - time.perf_counter())
-    feasibility = unplaced_critical(
+    feasibility, check_cut = unplaced_check(
         state,
         unplaced,
         check_s,
@@ -605,7 +610,8 @@ def _close_stage(
             deadline=stop,
             calibration=cal,
         )
-    return placements, objective, counts.key, close.start_counts.key, close.floor
+    cut = cut or check_cut or close.floor_cut
+    return placements, objective, counts.key, close.start_counts.key, close.floor, cut
 
 
 def _full_model(

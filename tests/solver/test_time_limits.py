@@ -197,7 +197,7 @@ def test_a_proposal_gives_its_floors_its_own_deadline(monkeypatch: pytest.Monkey
     monkeypatch.setattr(health_search, "health_floor", out_of_time)
     # (the feasibility check of the unplaced tasks answered at once: on a loaded machine it may
     # run past the deadline, and then the close search rightly does not start, issue 24 item 6)
-    monkeypatch.setattr(placement, "unplaced_critical", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(placement, "unplaced_check", lambda *args, **kwargs: (0, False))
     state = synthetic_window(3, 14, variant="tight")
     t0 = time.perf_counter()
     proposal = propose_placement(state, time_limit_s=0.5, seed=0)
@@ -207,6 +207,24 @@ def test_a_proposal_gives_its_floors_its_own_deadline(monkeypatch: pytest.Monkey
     assert all(d is not None and t0 < d <= t0 + 0.5 + 0.5 for d in seen)
     assert proposal.floor is None
     assert proposal.placements  # the proposal itself stands
+    # the search did not stop at a floor it could not compute: the clock decided, and it says so
+    assert proposal.wall_limited
+
+
+def test_a_feasibility_check_cut_by_its_limit_makes_the_proposal_wall_limited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tests that when the close stage's feasibility check of the unplaced tasks ends unproven
+    (its time ran out), the proposal says the wall clock decided (a faster machine may count the
+    feasibility issue and search otherwise); with the check proven it does not."""
+    from smartflow_engine.solver import placement
+
+    state = synthetic_window(3, 14, variant="tight")
+    kw: dict[str, Any] = {"time_limit_s": 60.0, "work_limit_s": 0.2, "seed": 0}
+    monkeypatch.setattr(placement, "unplaced_check", lambda *args, **kwargs: (0, False))
+    assert not propose_placement(state, **kw).wall_limited
+    monkeypatch.setattr(placement, "unplaced_check", lambda *args, **kwargs: (0, True))
+    assert propose_placement(state, **kw).wall_limited
 
 
 # ------------------------------------------------------------------------------ issue 24
