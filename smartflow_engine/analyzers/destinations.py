@@ -14,13 +14,14 @@ longest free run on the day); embeddable host blocks are tried at their first pe
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..concepts import movable_by_tools
-from ..rules import Level
+from ..rules import Level, rules_for
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
 from .evaluator import Delta, HealthEvaluator, evaluator_for, task_sig, touched
@@ -98,6 +99,13 @@ class Ranking:
     destinations: list[Destination] = field(default_factory=list)
     complete: bool = True
     cut: bool = False  # the time limit stopped it
+    # candidates judged without a probe (``prune``): provably not helpful, counted as judged
+    skipped: int = 0
+
+    @property
+    def judged(self) -> int:
+        """Candidates judged: the destinations measured and those pruned."""
+        return len(self.destinations) + self.skipped
 
 
 def health_issues(state: ScheduleState, level: Level = "normal") -> list[Issue]:
@@ -357,6 +365,7 @@ def rank_destinations(
     work: ScheduleState | None = None,
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
+    prune: bool = False,
 ) -> Ranking:
     """Legal destinations of ``task_id`` with their measured effect, best first.
 
@@ -375,6 +384,11 @@ def rank_destinations(
         evaluator; each probe is undone); the evaluator holds the issues before.
     deadline
         A ``time.perf_counter()`` value: past it the ranking stops (``cut``, not ``complete``).
+    prune
+        Count a free-period candidate that provably eases none of the ``focus`` issues
+        (:func:`_easing_days`) as judged (``skipped``, one of the ``budget``) without probing it:
+        it could not be :attr:`Destination.helps`, so a search for the first helpful one (the
+        fixable check) walks the same candidates with the same budget and finds the same one.
     """
     task = state.task(task_id)
     ranking = Ranking(task_id)
@@ -390,6 +404,7 @@ def rank_destinations(
     day_list = list(days) if days is not None else list(range(1, state.num_days + 1))
     clock = time.perf_counter
     homes: dict[int | None, tuple[int, list[int], list[int]]] = {}
+    easing: dict[int | None, set[int] | None] = {}
     for day, start, from_day, need, into_host in _candidate_starts(state, task, day_list):
         if budget <= 0:
             ranking.complete = False
@@ -414,6 +429,14 @@ def rank_destinations(
         else:
             # free periods inside the class window, off its banned periods, on a day without
             # another of its blocks: legal by construction; judged on the rows, never applied
+            if prune:
+                if from_day not in easing:
+                    easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
+                days_ok = easing[from_day]
+                if days_ok is not None and day not in days_ok:
+                    budget -= 1
+                    ranking.skipped += 1
+                    continue
             host = None
             delta = _probe_free_move(ev, wt, from_day, day, start, need, homes)
         budget -= 1
@@ -468,6 +491,69 @@ def _probe_free_move(
     return ev.probe_facts(new_days, sigs)
 
 
+def _monotone_gap_rule(level: Level) -> bool:
+    """The subject-gap rule at ``level`` reads only ``max_gap``, every condition an upward one
+    (``>=`` / ``>``), its bands in strictly decreasing severity: its issue for a larger (or equal)
+    largest gap is never lower in severity nor, in the same band, smaller in impact."""
+    found = [r for r in rules_for("subjects", level) if r.rule == "subject_gap"]
+    if len(found) != 1:
+        return False
+    ranks = [SEVERITY_RANK[b.severity] for b in found[0].bands]
+    return all(a < b for a, b in itertools.pairwise(ranks)) and all(
+        c.metric == "max_gap" and c.op in (">=", ">") for b in found[0].bands for c in b.conds
+    )
+
+
+def _easing_days(
+    ev: HealthEvaluator,
+    task: Task,
+    from_day: int | None,
+    focus: set[str],
+    base: dict[str, Issue],
+    level: Level,
+) -> set[int] | None:
+    """The days a free-period move of ``task`` (its block on ``from_day``) may land on and ease
+    one of the ``focus`` issues (:func:`_eased`); ``None``: any day may. A superset, from what a
+    free move changes: the rows of its home day and its new day, the subject of the task itself
+    (its periods and task facts; the host's subject under a guest reappears: a guest is never
+    pruned), and the window-wide sums.
+
+    - an issue of a day other than the two: unchanged, never eased;
+    - a subject's issue, the task of another subject: unchanged, never eased;
+    - the task's own subject's gap (:func:`_monotone_gap_rule`): leaving a day only merges the
+      gaps on its two sides (or, on the subject's first or last present day, ends the gap after
+      or before it: any day then), and arriving splits the gap around the new day only, so the
+      largest gap shrinks only when the new day lies strictly inside one of the largest gaps;
+    - anything else (window-wide issues, the feasibility issue): any day."""
+    if task.embed_host is not None:
+        return None
+    if task.status == "pending":
+        home = None
+    else:
+        home = from_day if from_day is not None else task.slots[0].day
+    code = ev.subject_code(task.state_id)
+    days: set[int] = set()
+    for iid in focus:
+        issue = base.get(iid)
+        if issue is None:  # not critical/warning now: ``eases_focus`` does not count it
+            continue
+        if issue.day is not None and issue.category is None:
+            if issue.day == home:
+                return None
+            days.add(issue.day)
+        elif issue.category is not None and issue.day is None:
+            if ev.code_of.get(issue.category) != code:
+                continue
+            if issue.rule != "subject_gap" or not _monotone_gap_rule(level):
+                return None
+            if home is not None and home in ev.present_ends(code):
+                return None  # leaving the first (last) present day may end a gap there
+            days |= ev.inside_largest_gaps(code)
+        else:
+            return None
+    return days
+
+
 def _eased(before: Issue, after: Issue | None) -> bool:
     """The issue is gone, or lower in severity, or of the same severity with a smaller impact."""
     if after is None:
@@ -509,19 +595,19 @@ def _helps(dest: Destination) -> bool:
 
 def _removed_issues(ev: HealthEvaluator, task: Task) -> dict[str, Issue]:
     """The critical/warning issues of the evaluator's state with ``task`` taken out (made
-    pending), restored afterwards."""
-    work = ev.state
-    saved = (list(task.slots), task.status, task.duration, task.embed_host)
-    days = [b.day for b in task.slots]
+    pending), judged on copies of its days' rows (the state is never changed)."""
+    rows: dict[int, tuple[list[int], list[int]]] = {}
+    guest = task.embed_host is not None
     for block in task.slots:
-        work.grid.clear(block, as_guest=task.embed_host is not None)
-    task.duration = task.need()
-    task.slots, task.status, task.embed_host = [], "pending", None
-    try:
-        delta = ev.probe(days, [task.state_id])
-    finally:
-        task.slots = []
-        _undo(work, task, saved)
+        d = block.day - 1
+        if d not in rows:
+            rows[d] = ev.rows(d)
+        layer = rows[d][1] if guest else rows[d][0]
+        for q in range(block.slot_start - 1, block.slot_end):
+            layer[q] = 0
+    sig = task_sig(task)
+    new_days = {d: ev.facts_of_rows(own, gst) for d, (own, gst) in sorted(rows.items())}
+    delta = ev.probe_facts(new_days, {task.state_id: (*sig[:3], "pending", 0, task.need())})
     base = ev.severe()
     out = {i: issue for i, issue in base.items() if i not in delta.before}
     out.update(delta.after)
@@ -585,7 +671,7 @@ class TargetSearch:
 
     @property
     def legal(self) -> int:
-        return sum(len(r.destinations) for _, r in self.measured)
+        return sum(r.judged for _, r in self.measured)
 
 
 def search_targets(
@@ -633,9 +719,10 @@ def search_targets(
             work=work,
             ev=ev,
             deadline=deadline,
+            prune=first_only,
         )
-        budget -= len(ranking.destinations)
-        searched += bool(ranking.destinations)  # a task without a legal candidate costs nothing
+        budget -= ranking.judged
+        searched += bool(ranking.judged)  # a task without a legal candidate costs nothing
         out.measured.append((task, ranking))
         found = next((d for d in ranking.destinations if _helps(d)), None)
         if found is not None and out.helpful is None:

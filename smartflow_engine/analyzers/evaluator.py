@@ -478,6 +478,30 @@ class HealthEvaluator:
         return tuple(out)
 
     # ------------------------------------------------------------------ reading
+    def subject_code(self, task_id: int) -> int:
+        """The subject code of a task (0: an event, or a task the evaluator does not know)."""
+        return self._code_list[task_id] if 0 <= task_id < len(self._code_list) else 0
+
+    def present_ends(self, code: int) -> tuple[int, ...]:
+        """The subject's first and last present days (1-based; empty when it has none)."""
+        days = self.daily.get(code)
+        if days is None or not days.present:
+            return ()
+        return days.present[0], days.present[-1]
+
+    def inside_largest_gaps(self, code: int) -> set[int]:
+        """The days (1-based) strictly inside one of the subject's largest gaps between two
+        consecutive present days (empty without a gap)."""
+        days = self.daily.get(code)
+        if days is None or not days.gaps:
+            return set()
+        most = max(days.gaps)
+        out: set[int] = set()
+        for a, b in itertools.pairwise(days.present):
+            if b - a - 1 == most:
+                out.update(range(a + 1, b))
+        return out
+
     def key(self) -> tuple[int, int]:
         """(critical, warning) of the state."""
         return self.critical, self.warning
