@@ -261,13 +261,30 @@ def _free_runs(row: list[int], min_len: int) -> list[tuple[int, int]]:
     return out
 
 
+def host_blocks(state: ScheduleState) -> list[tuple[int, SlotRange]]:
+    """``(host id, block)`` of every block of an unlocked embeddable task (where a guest may
+    go), in the state's order."""
+    return [
+        (host.state_id, b)
+        for host in state.tasks
+        if host.can_embed and not state.is_locked(host)
+        for b in host.slots
+    ]
+
+
 def _candidate_starts(
-    state: ScheduleState, task: Task, days: Iterable[int]
+    state: ScheduleState,
+    task: Task,
+    days: Iterable[int],
+    runs: Sequence[Sequence[tuple[int, int]]] | None = None,
+    hosts: Sequence[tuple[int, SlotRange]] | None = None,
 ) -> list[tuple[int, int, int | None, int, bool]]:
     """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last fitting start
     of each free run and each free water-course block, inside the class window and outside its
     banned periods; a block of a multi-block task never onto a day holding another of its
-    blocks."""
+    blocks. ``runs``: each day's free runs (0-based days, as :meth:`HealthEvaluator.free_runs`)
+    when the caller knows them for this state's grid; ``hosts``: :func:`host_blocks` of the
+    state, when known."""
     tc = state.task_class(task.category_id)
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
@@ -275,14 +292,13 @@ def _candidate_starts(
     owner = state.grid.owner
     own = {(b.day, b.slot_start) for b in task.slots}
     wanted = [d for d in days if lo <= d <= hi]
-    hosts = (
+    blocks = (
         []
         if task.can_embed
         else [
             b
-            for host in state.tasks
-            if host.can_embed and not state.is_locked(host) and host.state_id != task.state_id
-            for b in host.slots
+            for host_id, b in (host_blocks(state) if hosts is None else hosts)
+            if host_id != task.state_id
         ]
     )
     out: list[tuple[int, int, int | None, int, bool]] = []
@@ -290,13 +306,22 @@ def _candidate_starts(
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
         days_ok = [d for d in wanted if d not in taken]
         for day in days_ok:
-            for s0, s1 in _free_runs(owner[day - 1].tolist(), need):
+            found = (
+                _free_runs(owner[day - 1].tolist(), need)
+                if runs is None
+                else [r for r in runs[day - 1] if r[1] - r[0] >= need - 1]
+            )
+            for s0, s1 in found:
                 for start in dict.fromkeys([s0, s1 - need + 1]):
-                    if not banned & set(range(start, start + need)) and (day, start) not in own:
+                    if (not banned or not banned & set(range(start, start + need))) and (
+                        day,
+                        start,
+                    ) not in own:
                         out.append((day, start, from_day, need, False))
-        for b in hosts:
+        day_set = set(days_ok)
+        for b in blocks:
             if (
-                b.day in days_ok
+                b.day in day_set
                 and (b.day, b.slot_start) not in own  # its own place: move refuses no_change
                 and b.length >= need
                 and not banned & set(range(b.slot_start, b.slot_start + need))
@@ -366,6 +391,7 @@ def rank_destinations(
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
     prune: bool = False,
+    hosts: Sequence[tuple[int, SlotRange]] | None = None,
 ) -> Ranking:
     """Legal destinations of ``task_id`` with their measured effect, best first.
 
@@ -389,6 +415,8 @@ def rank_destinations(
         (:func:`_easing_days`) as judged (``skipped``, one of the ``budget``) without probing it:
         it could not be :attr:`Destination.helps`, so a search for the first helpful one (the
         fixable check) walks the same candidates with the same budget and finds the same one.
+    hosts
+        :func:`host_blocks` of ``state`` when the caller knows them (a search over many tasks).
     """
     task = state.task(task_id)
     ranking = Ranking(task_id)
@@ -405,7 +433,10 @@ def rank_destinations(
     clock = time.perf_counter
     homes: dict[int | None, tuple[int, list[int], list[int]]] = {}
     easing: dict[int | None, set[int] | None] = {}
-    for day, start, from_day, need, into_host in _candidate_starts(state, task, day_list):
+    runs = ev.free_runs(state.grid.owner)
+    for day, start, from_day, need, into_host in _candidate_starts(
+        state, task, day_list, runs, hosts
+    ):
         if budget <= 0:
             ranking.complete = False
             break
@@ -520,10 +551,11 @@ def _easing_days(
 
     - an issue of a day other than the two: unchanged, never eased;
     - a subject's issue, the task of another subject: unchanged, never eased;
-    - the task's own subject's gap (:func:`_monotone_gap_rule`): leaving a day only merges the
-      gaps on its two sides (or, on the subject's first or last present day, ends the gap after
-      or before it: any day then), and arriving splits the gap around the new day only, so the
-      largest gap shrinks only when the new day lies strictly inside one of the largest gaps;
+    - the task's own subject's gap (:func:`_monotone_gap_rule`): with its home day taken out
+      of the subject's present days (whether or not it empties: a superset), every gap at least
+      as long as today's largest stays unless the new day lands strictly inside it, and it can
+      split only one, so the largest gap shrinks only when there is one such gap and the new day
+      lies inside it (any day when none is left, :meth:`HealthEvaluator.inside_gaps_without`);
     - anything else (window-wide issues, the feasibility issue): any day."""
     if task.embed_host is not None:
         return None
@@ -546,9 +578,10 @@ def _easing_days(
                 continue
             if issue.rule != "subject_gap" or not _monotone_gap_rule(level):
                 return None
-            if home is not None and home in ev.present_ends(code):
-                return None  # leaving the first (last) present day may end a gap there
-            days |= ev.inside_largest_gaps(code)
+            inside = ev.inside_gaps_without(code, home)
+            if inside is None:
+                return None
+            days |= inside
         else:
             return None
     return days
@@ -701,6 +734,7 @@ def search_targets(
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
     budget, searched = EVAL_BUDGET, 0
+    hosts = host_blocks(state)
     for task in targets:
         if deadline is not None and time.perf_counter() > deadline:
             out.partial = out.cut = True
@@ -720,6 +754,7 @@ def search_targets(
             ev=ev,
             deadline=deadline,
             prune=first_only,
+            hosts=hosts,
         )
         budget -= ranking.judged
         searched += bool(ranking.judged)  # a task without a legal candidate costs nothing

@@ -257,6 +257,7 @@ class HealthEvaluator:
         self._classes = self._class_sig()
         self._owner = grid.owner.copy()
         self._guest = grid.guest.copy()
+        self._runs: list[list[tuple[int, int]]] | None = None
         self.days: list[DayFacts] = self._days_of(np.arange(self.num_days))
         per: dict[int, dict[int, int]] = {c: {} for c in self.infos}
         for d, facts in enumerate(self.days):
@@ -342,6 +343,16 @@ class HealthEvaluator:
         """The facts of day ``d`` (0-based) as the state's grid holds it."""
         grid = self.state.grid
         return self.facts_of_rows(grid.owner[d].tolist(), grid.guest[d].tolist())
+
+    def free_runs(self, owner: np.ndarray | None = None) -> list[list[tuple[int, int]]] | None:
+        """Per day (0-based), the ``(first, last)`` periods (1-based) of each run of free periods
+        of the grid as the evaluator last saw it, in order (shared: do not change); ``None`` when
+        ``owner`` (a grid's owner layer) is given and differs from it."""
+        if owner is not None and not np.array_equal(owner, self._owner):
+            return None
+        if self._runs is None:
+            self._runs = _runs_of(self._owner)
+        return self._runs
 
     def rows(self, d: int) -> tuple[list[int], list[int]]:
         """Day ``d``'s (0-based) owner and guest rows as the evaluator last saw them."""
@@ -482,25 +493,22 @@ class HealthEvaluator:
         """The subject code of a task (0: an event, or a task the evaluator does not know)."""
         return self._code_list[task_id] if 0 <= task_id < len(self._code_list) else 0
 
-    def present_ends(self, code: int) -> tuple[int, ...]:
-        """The subject's first and last present days (1-based; empty when it has none)."""
-        days = self.daily.get(code)
-        if days is None or not days.present:
-            return ()
-        return days.present[0], days.present[-1]
-
-    def inside_largest_gaps(self, code: int) -> set[int]:
-        """The days (1-based) strictly inside one of the subject's largest gaps between two
-        consecutive present days (empty without a gap)."""
+    def inside_gaps_without(self, code: int, day: int | None) -> set[int] | None:
+        """With ``day`` taken out of the subject's present days, the gaps (between consecutive
+        present days) at least as long as its largest gap today: the days strictly inside the
+        one such gap; none when there are two or more (one new day splits only one); ``None``
+        (any day) when none is left or the subject has no gap today."""
         days = self.daily.get(code)
         if days is None or not days.gaps:
-            return set()
+            return None
         most = max(days.gaps)
-        out: set[int] = set()
-        for a, b in itertools.pairwise(days.present):
-            if b - a - 1 == most:
-                out.update(range(a + 1, b))
-        return out
+        present = [d for d in days.present if d != day]
+        long = [(a, b) for a, b in itertools.pairwise(present) if b - a - 1 >= most]
+        if not long:
+            return None
+        if len(long) > 1:
+            return set()
+        return set(range(long[0][0] + 1, long[0][1]))
 
     def key(self) -> tuple[int, int]:
         """(critical, warning) of the state."""
@@ -615,6 +623,8 @@ class HealthEvaluator:
             self.days[d] = facts
             self._owner[d] = grid.owner[d]
             self._guest[d] = grid.guest[d]
+            if self._runs is not None:
+                self._runs[d] = _runs_of(self._owner[d : d + 1])[0]
         for c, days in delta.daily.items():
             old = self.daily[c].daily
             for d in delta.days:
@@ -655,6 +665,19 @@ class HealthEvaluator:
             self.commit(self.probe((rows + 1).tolist(), tasks))
         except _Stale:
             self._build()
+
+
+def _runs_of(owner: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Per row of ``owner``, the ``(first, last)`` 1-based periods of each run of zeros."""
+    out: list[list[tuple[int, int]]] = [[] for _ in range(owner.shape[0])]
+    padded = np.zeros((owner.shape[0], owner.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = owner == 0
+    diff = np.diff(padded, axis=1)
+    rows, first = np.nonzero(diff == 1)
+    _, end = np.nonzero(diff == -1)
+    for r, a, b in zip(rows.tolist(), first.tolist(), end.tolist(), strict=True):
+        out[r].append((a + 1, b))
+    return out
 
 
 class _Stale(Exception):
