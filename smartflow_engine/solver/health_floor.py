@@ -190,10 +190,13 @@ def health_floor(
     # grow there (``reachable``: free periods some movable task may use, per day).
     reach = np.zeros((num_days, spd), dtype=bool)
     reach_memo: dict[Any, Any] = {}
+    poured: set[tuple[int, int, int]] = set()  # (lo, hi, mask) already OR-ed in
     for t in state.tasks:
         if movable(t):
             lo, hi, banned = _reach(state, t, reach_memo)
-            reach[lo - 1 : hi] |= banned[None, :]
+            if (lo, hi, id(banned)) not in poured:  # the masks live in reach_memo
+                poured.add((lo, hi, id(banned)))
+                reach[lo - 1 : hi] |= banned[None, :]
     tick()
     reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
@@ -243,6 +246,7 @@ def health_floor(
     everything = pending_min == pending_slots
     spans: dict[tuple[int, int], int] = {}
     confined: list[tuple[int, int, int]] = []
+    class_rules: dict[int | None, Any] = {}  # rule_for reads the task's class only
     for t in state.tasks:
         # The engine's own tasks keep to their class's days: the pending ones (when all of them
         # are placed) and the suggested ones standing inside them now. An existing task, or a
@@ -251,7 +255,9 @@ def health_floor(
             continue
         if t.status == "pending" and not everything:
             continue
-        cls = rule_for(state, t)
+        cls = class_rules.get(t.category_id)
+        if cls is None:
+            cls = class_rules[t.category_id] = rule_for(state, t)
         if t.status != "pending" and not all(
             cls.start_day <= b.day <= cls.end_day for b in t.slots
         ):
@@ -575,13 +581,17 @@ def _subjects(
                 max_host[b.day - 1] = max(max_host[b.day - 1], b.length)
                 capacity[b.day - 1] += b.length
     out: dict[str, _Subject] = {}
+    days_memo: dict[tuple[int, int, int, bool], tuple[np.ndarray, tuple[int, int] | None]] = {}
+    reached: dict[str, set[tuple[int, int, int, bool]]] = {}
     for t in state.tasks:
         name = study_subject(t)
         if name is None or (t.status == "pending" and not movable(t)):
             continue
-        sub = out.setdefault(
-            name, _Subject(np.zeros(num_days, dtype=np.int64), np.zeros(num_days, dtype=bool))
-        )
+        sub = out.get(name)
+        if sub is None:
+            sub = out[name] = _Subject(
+                np.zeros(num_days, dtype=np.int64), np.zeros(num_days, dtype=bool)
+            )
         if not movable(t) and t.can_embed:
             # a fixed study host: a guest may cover its periods (its subject then leaves the
             # day), so its days are only possible present days, and its periods uncertain
@@ -597,10 +607,23 @@ def _subjects(
             continue
         lo, hi, _ = _reach(state, t, reach_memo)
         n = t.need()
-        fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
-        days = np.zeros(num_days, dtype=bool)
-        days[lo - 1 : hi] = fits[lo - 1 : hi]
-        sub.reach |= days
+        # the days a block may take depend on (window, length, embeddable) only: shared by the
+        # tasks alike (each subject ORs each distinct one into its reach once)
+        key = (lo, hi, n, bool(t.can_embed))
+        found = days_memo.get(key)
+        if found is None:
+            fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
+            days = np.zeros(num_days, dtype=bool)
+            days[lo - 1 : hi] = fits[lo - 1 : hi]
+            on = np.flatnonzero(days)
+            found = days_memo[key] = (
+                days,
+                (int(on[0]) + 1, int(on[-1]) + 1) if on.size else None,
+            )
+        days, ends = found
+        if key not in reached.setdefault(name, set()):
+            reached[name].add(key)
+            sub.reach |= days
         if t.status == "pending":
             sub.blocks += 1
             sub.periods += n
@@ -608,9 +631,8 @@ def _subjects(
         else:
             sub.blocks += len(t.slots)
             sub.periods += sum(b.length for b in t.slots)
-        if (t.status != "pending" or all_pending) and days.any():
-            on = np.flatnonzero(days)
-            sub.anchors.append((int(on[0]) + 1, int(on[-1]) + 1))
+        if (t.status != "pending" or all_pending) and ends is not None:
+            sub.anchors.append(ends)
     return out, capacity
 
 
