@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -272,53 +272,118 @@ def host_blocks(state: ScheduleState) -> list[tuple[int, SlotRange]]:
     ]
 
 
+class _Replay:
+    """A lazily read sequence shared by several readers: what one reader drew is kept for
+    the next, and no reader draws more than it reads."""
+
+    def __init__(self, source: Iterator[tuple[int, int]]) -> None:
+        self._source = source
+        self._seen: list[tuple[int, int]] = []
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        i = 0
+        while True:
+            if i < len(self._seen):
+                yield self._seen[i]
+            else:
+                item = next(self._source, None)
+                if item is None:
+                    return
+                self._seen.append(item)
+                yield item
+            i += 1
+
+
+@dataclass
+class SearchMemo:
+    """What the rankings of one search share while the state stays as it is (every probe is
+    undone): the host blocks, the tasks holding a guest, and the free-period starts per
+    (days, class window, banned periods, periods, days taken by the task's other blocks)."""
+
+    hosts: list[tuple[int, SlotRange]]
+    guest_hosts: set[int]
+    starts: dict[tuple[Any, ...], _Replay] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, state: ScheduleState) -> SearchMemo:
+        return cls(host_blocks(state), set(state.guests_by_host()))
+
+
+def _free_starts(
+    days: Sequence[int],
+    lo: int,
+    hi: int,
+    banned: set[int],
+    need: int,
+    taken: set[int],
+    runs: Sequence[Sequence[tuple[int, int]]],
+) -> Iterator[tuple[int, int]]:
+    """``(day, start)``: the first and last fitting start of each free run of each day of
+    ``days`` (in order) inside ``lo..hi`` and not in ``taken``, off the ``banned`` periods."""
+    for day in days:
+        if not lo <= day <= hi or day in taken:
+            continue
+        for s0, s1 in runs[day - 1]:
+            if s1 - s0 >= need - 1:
+                for start in dict.fromkeys((s0, s1 - need + 1)):
+                    if not banned or not banned & set(range(start, start + need)):
+                        yield day, start
+
+
 def _candidate_starts(
     state: ScheduleState,
     task: Task,
-    days: Iterable[int],
+    days: Sequence[int],
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
-    hosts: Sequence[tuple[int, SlotRange]] | None = None,
-) -> list[tuple[int, int, int | None, int, bool]]:
-    """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last fitting start
-    of each free run and each free water-course block, inside the class window and outside its
-    banned periods; a block of a multi-block task never onto a day holding another of its
-    blocks. ``runs``: each day's free runs (0-based days, as :meth:`HealthEvaluator.free_runs`)
-    when the caller knows them for this state's grid; ``hosts``: :func:`host_blocks` of the
-    state, when known."""
+    memo: SearchMemo | None = None,
+) -> Iterator[tuple[int, int, int | None, int, bool]]:
+    """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last
+    fitting start of each free run and each free water-course block, inside the class window
+    and outside its banned periods; a block of a multi-block task never onto a day holding
+    another of its blocks. ``runs``: each day's free runs (0-based days, as
+    :meth:`HealthEvaluator.free_runs`) when the caller knows them for this state's grid;
+    ``memo``: the search's :class:`SearchMemo`. Lazy: a ranking that runs out of budget reads
+    no further."""
     tc = state.task_class(task.category_id)
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
     banned = set(tc.excluded_slots) if tc is not None else set()
     owner = state.grid.owner
     own = {(b.day, b.slot_start) for b in task.slots}
-    wanted = [d for d in days if lo <= d <= hi]
     blocks = (
         []
         if task.can_embed
         else [
             b
-            for host_id, b in (host_blocks(state) if hosts is None else hosts)
+            for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
             if host_id != task.state_id
         ]
     )
-    out: list[tuple[int, int, int | None, int, bool]] = []
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
-        days_ok = [d for d in wanted if d not in taken]
-        for day in days_ok:
-            found = (
-                _free_runs(owner[day - 1].tolist(), need)
-                if runs is None
-                else [r for r in runs[day - 1] if r[1] - r[0] >= need - 1]
+        if runs is None:
+            free: Iterable[tuple[int, int]] = (
+                (day, start)
+                for day in days
+                if lo <= day <= hi and day not in taken
+                for s0, s1 in _free_runs(owner[day - 1].tolist(), need)
+                for start in dict.fromkeys([s0, s1 - need + 1])
+                if not banned & set(range(start, start + need))
             )
-            for s0, s1 in found:
-                for start in dict.fromkeys([s0, s1 - need + 1]):
-                    if (not banned or not banned & set(range(start, start + need))) and (
-                        day,
-                        start,
-                    ) not in own:
-                        out.append((day, start, from_day, need, False))
-        day_set = set(days_ok)
+        elif memo is None:
+            free = _free_starts(days, lo, hi, banned, need, taken, runs)
+        else:
+            key = (id(days), lo, hi, frozenset(banned), need, frozenset(taken))
+            shared = memo.starts.get(key)
+            if shared is None:
+                shared = memo.starts[key] = _Replay(
+                    _free_starts(days, lo, hi, banned, need, taken, runs)
+                )
+            free = shared
+        for day, start in free:
+            if (day, start) not in own:
+                yield day, start, from_day, need, False
+        day_set = {d for d in days if lo <= d <= hi and d not in taken}
         for b in blocks:
             if (
                 b.day in day_set
@@ -326,8 +391,7 @@ def _candidate_starts(
                 and b.length >= need
                 and not banned & set(range(b.slot_start, b.slot_start + need))
             ):
-                out.append((b.day, b.slot_start, from_day, need, True))
-    return out
+                yield b.day, b.slot_start, from_day, need, True
 
 
 def _judge(
@@ -391,7 +455,7 @@ def rank_destinations(
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
     prune: bool = False,
-    hosts: Sequence[tuple[int, SlotRange]] | None = None,
+    memo: SearchMemo | None = None,
 ) -> Ranking:
     """Legal destinations of ``task_id`` with their measured effect, best first.
 
@@ -415,12 +479,13 @@ def rank_destinations(
         (:func:`_easing_days`) as judged (``skipped``, one of the ``budget``) without probing it:
         it could not be :attr:`Destination.helps`, so a search for the first helpful one (the
         fixable check) walks the same candidates with the same budget and finds the same one.
-    hosts
-        :func:`host_blocks` of ``state`` when the caller knows them (a search over many tasks).
+    memo
+        The :class:`SearchMemo` of a search over many tasks of ``state`` (its ``days`` the same
+        sequence object for every ranking).
     """
     task = state.task(task_id)
     ranking = Ranking(task_id)
-    if task is None or not movable(state, task):
+    if task is None or not movable(state, task, memo.guest_hosts if memo is not None else None):
         return ranking
     work, ev = _evaluator(state, level, work, ev)
     base = ev.severe()
@@ -429,13 +494,19 @@ def rank_destinations(
     wt = work.task(task_id)
     assert wt is not None
     saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
-    day_list = list(days) if days is not None else list(range(1, state.num_days + 1))
+    day_list = (
+        days
+        if memo is not None and days is not None
+        else list(days)
+        if days is not None
+        else list(range(1, state.num_days + 1))
+    )
     clock = time.perf_counter
     homes: dict[int | None, tuple[int, list[int], list[int]]] = {}
     easing: dict[int | None, set[int] | None] = {}
     runs = ev.free_runs(state.grid.owner)
     for day, start, from_day, need, into_host in _candidate_starts(
-        state, task, day_list, runs, hosts
+        state, task, day_list, runs, memo
     ):
         if budget <= 0:
             ranking.complete = False
@@ -734,7 +805,7 @@ def search_targets(
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
     budget, searched = EVAL_BUDGET, 0
-    hosts = host_blocks(state)
+    memo = SearchMemo.of(state)
     for task in targets:
         if deadline is not None and time.perf_counter() > deadline:
             out.partial = out.cut = True
@@ -754,7 +825,7 @@ def search_targets(
             ev=ev,
             deadline=deadline,
             prune=first_only,
-            hosts=hosts,
+            memo=memo,
         )
         budget -= ranking.judged
         searched += bool(ranking.judged)  # a task without a legal candidate costs nothing

@@ -201,7 +201,10 @@ def health_floor(
     reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
     # block is counted among the periods, so its guest room only lowers the periods placed)
-    host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked for b in t.slots)
+    host_blocks = [  # (day, periods) of each block of an unlocked host
+        (b.day, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
+    ]
+    host_room = sum(n for _, n in host_blocks)
     pending_min = 0
     if pending_periods is not None:
         pending_min = min(pending_slots, pending_periods)
@@ -268,13 +271,7 @@ def health_floor(
             spans[(cls.start_day, cls.end_day)] = 0
     for lo, hi in spans:
         demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
-        room = sum(
-            b.length
-            for t in state.tasks
-            if t.can_embed and not t.locked
-            for b in t.slots
-            if lo <= b.day <= hi
-        )
+        room = sum(n for day, n in host_blocks if lo <= day <= hi)
         part = slice(lo - 1, hi)
         need = max(0, demand - room)
         fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
