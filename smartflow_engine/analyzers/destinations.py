@@ -212,21 +212,52 @@ def _matcher(
     return fits
 
 
+@dataclass
+class TaskPool:
+    """The tasks of a state single writes can move (:func:`movable`), in the state's order and
+    by subject: built once for the searches of one health call (the state stays as it is)."""
+
+    every: list[Task]
+    by_subject: dict[str, list[Task]]
+
+    @classmethod
+    def of(cls, state: ScheduleState) -> TaskPool:
+        hosts = state.guests_by_host()
+        every = [t for t in state.tasks if movable(state, t, hosts)]
+        by_subject: dict[str, list[Task]] = {}
+        for t in every:
+            by_subject.setdefault(subject_of(t), []).append(t)
+        return cls(every, by_subject)
+
+
 def target_tasks(
     state: ScheduleState,
     action: NextAction | None = None,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
+    pool: TaskPool | None = None,
 ) -> list[Task]:
-    """Movable tasks passing the filters, those on the action's issue days and longer ones first."""
+    """Movable tasks passing the filters, those on the action's issue days and longer ones
+    first (``pool``: the state's :class:`TaskPool`, when the caller has it)."""
     tf = dict(action.target_filter if action is not None else {})
     tf.update(target_filter or {})
     sc = dict(action.candidate_scope if action is not None else {})
     sc.update(scope or {})
     hot = set(_as_list(tf.get("days")) or ())
-    hosts = state.guests_by_host()
     fits = _matcher(state, tf, sc)
-    found = [t for t in state.tasks if fits(t) and movable(state, t, hosts)]
+    if pool is None:
+        hosts = state.guests_by_host()
+        found = [t for t in state.tasks if fits(t) and movable(state, t, hosts)]
+    else:
+        # a task passes the category filters only when its subject is in each of them
+        cats = _as_list(tf.get("categories")) or _as_list(tf.get("category"))
+        named = cats or sc.get("categories") or None
+        some = (
+            pool.every
+            if not named
+            else [t for c in dict.fromkeys(named) for t in pool.by_subject.get(c, ())]
+        )
+        found = [t for t in some if fits(t)]
 
     def key(t: Task) -> tuple[int, int, int]:
         on_hot = sum(1 for b in t.slots if b.day in hot)
@@ -727,6 +758,7 @@ def ordered_targets(
     scope: dict[str, Any] | None = None,
     removed: dict[int, dict[str, Issue]] | None = None,
     ev: HealthEvaluator | None = None,
+    pool: TaskPool | None = None,
 ) -> list[Task]:
     """:func:`target_tasks`, the first ``SCREEN`` reordered by what taking each out does: those
     whose removal resolves one of the action's issues first, then those whose removal creates no
@@ -736,7 +768,7 @@ def ordered_targets(
     actions of one health call (they do not depend on the action). ``work`` / ``ev``: as in
     :func:`rank_destinations`."""
     work, ev = _evaluator(state, level, work, ev)
-    tasks = target_tasks(state, action, target_filter, scope)
+    tasks = target_tasks(state, action, target_filter, scope, pool)
     removed = {} if removed is None else removed
     focus = set(action.issue_ids) if action is not None else set()
     base = ev.severe()
@@ -791,6 +823,7 @@ def search_targets(
     removed: dict[int, dict[str, Issue]] | None = None,
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
+    pool: TaskPool | None = None,
 ) -> TargetSearch:
     """Search the action's targets in :func:`ordered_targets` order, each on the action's
     preferred days with at most ``PER_TASK`` candidates judged (``EVAL_BUDGET`` in all, at
@@ -800,7 +833,7 @@ def search_targets(
     is the one the query tool shows. ``deadline`` (``time.perf_counter()``): past it the
     search stops and says so (``cut``)."""
     work, ev = _evaluator(state, level, work, ev)
-    targets = ordered_targets(state, action, level, work, target_filter, scope, removed, ev)
+    targets = ordered_targets(state, action, level, work, target_filter, scope, removed, ev, pool)
     out = TargetSearch(targets)
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
@@ -855,6 +888,7 @@ def _check(
     removed: dict[int, dict[str, Issue]],
     ev: HealthEvaluator,
     deadline: float | None,
+    pool: TaskPool | None = None,
 ) -> None:
     """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason`` (and
     ``fixable_cut`` when the time limit stopped the search)."""
@@ -863,7 +897,14 @@ def _check(
         search = TargetSearch([], cut=True, partial=True)
     else:
         search = search_targets(
-            state, act, level, first_only=True, removed=removed, ev=ev, deadline=deadline
+            state,
+            act,
+            level,
+            first_only=True,
+            removed=removed,
+            ev=ev,
+            deadline=deadline,
+            pool=pool,
         )
     if search.helpful is not None:
         act.fixable, act.fixable_reason = True, ""
@@ -926,6 +967,7 @@ def make_actionable(
     critical = sum(1 for i in issues if i.severity == "critical")
     checked = actions[: 2 * keep]
     removed: dict[int, dict[str, Issue]] = {}
+    pool = TaskPool.of(state)
     for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
@@ -951,7 +993,7 @@ def make_actionable(
             ],
         }
         with ev.lock:
-            _check(state, act, level, removed, ev, deadline)
+            _check(state, act, level, removed, ev, deadline, pool)
         if sum(1 for a in checked if a.fixable is True) >= keep:
             checked = checked[: checked.index(act) + 1]
             break
