@@ -169,6 +169,7 @@ def health_floor(
     placed_movable = 0  # periods of movable study tasks placed now
     pending_slots = 0
     movable_by_subject: dict[str, int] = {}
+    cleared: list[tuple[int, int, int]] = []  # (day, first period, periods), 0-based
     for t in state.tasks:
         if not movable(t):
             continue
@@ -181,7 +182,11 @@ def health_floor(
         for b in t.slots:
             placed_movable += b.length
             if t.embed_host is None:
-                fixed_owner[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
+                cleared.append((b.day - 1, b.slot_start - 1, b.length))
+    if cleared:  # every period of those blocks at once
+        day0, first, count = (np.array(c, dtype=np.int64) for c in zip(*cleared, strict=True))
+        offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        fixed_owner[np.repeat(day0, count), np.repeat(first, count) + offset] = 0
     tick()
     fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
     free = spd - fixed_load
@@ -233,10 +238,10 @@ def health_floor(
     crit_t = next((t for t in range(spd + 1) if band_at[t] == "critical"), spd + 1)
     fixed_days = []
     crit0 = warn0 = 0
-    for d in range(num_days):
-        sev = band_at[int(fixed_load[d])]
+    for d, load in enumerate(fixed_load.tolist()):
+        sev = band_at[load]
         if sev in ("critical", "warning"):
-            fixed_days.append({"day": d + 1, "fixed_periods": int(fixed_load[d]), "severity": sev})
+            fixed_days.append({"day": d + 1, "fixed_periods": load, "severity": sev})
             if "load" in dimensions:
                 floor.unfixable[("day_utilization", d + 1, None)] = sev
             crit0 += sev == "critical"
@@ -572,11 +577,14 @@ def _subjects(
     np.maximum.at(max_run, rows, lengths)
     max_host = np.zeros(num_days, dtype=np.int64)
     capacity = np.count_nonzero(fixed_owner == 0, axis=1).astype(np.int64)
-    for t in state.tasks:
-        if t.can_embed and not t.locked:
-            for b in t.slots:
-                max_host[b.day - 1] = max(max_host[b.day - 1], b.length)
-                capacity[b.day - 1] += b.length
+    held = [
+        (b.day - 1, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
+    ]
+    if held:
+        host_day = np.array([d for d, _ in held], dtype=np.int64)
+        host_len = np.array([n for _, n in held], dtype=np.int64)
+        np.maximum.at(max_host, host_day, host_len)
+        np.add.at(capacity, host_day, host_len)
     out: dict[str, _Subject] = {}
     days_memo: dict[tuple[int, int, int, bool], tuple[np.ndarray, tuple[int, int] | None]] = {}
     reached: dict[str, set[tuple[int, int, int, bool]]] = {}
