@@ -653,11 +653,11 @@ def _easing_days(
 
     - an issue of a day other than the two: unchanged, never eased;
     - a subject's issue, the task of another subject: unchanged, never eased;
-    - the task's own subject's gap (:func:`_monotone_gap_rule`): with its home day taken out
-      of the subject's present days (whether or not it empties: a superset), every gap at least
-      as long as today's largest stays unless the new day lands strictly inside it, and it can
-      split only one, so the largest gap shrinks only when there is one such gap and the new day
-      lies inside it (any day when none is left, :meth:`HealthEvaluator.inside_gaps_without`);
+    - the task's own subject's gap (:func:`_monotone_gap_rule`): with its home day still
+      present or emptied (both cases: a superset), every gap at least as long as today's
+      largest stays unless the new day lands strictly inside it, and it can split only one, so
+      the largest gap shrinks only when there is one such gap and the new day lies inside it
+      (any day when a case has none, :meth:`HealthEvaluator.inside_gaps_without`);
     - anything else (window-wide issues, the feasibility issue): any day."""
     if task.embed_host is not None:
         return None

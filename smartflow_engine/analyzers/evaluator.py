@@ -494,21 +494,27 @@ class HealthEvaluator:
         return self._code_list[task_id] if 0 <= task_id < len(self._code_list) else 0
 
     def inside_gaps_without(self, code: int, day: int | None) -> set[int] | None:
-        """With ``day`` taken out of the subject's present days, the gaps (between consecutive
-        present days) at least as long as its largest gap today: the days strictly inside the
-        one such gap; none when there are two or more (one new day splits only one); ``None``
-        (any day) when none is left or the subject has no gap today."""
+        """Where one new present day of the subject could shrink its largest gap: for its
+        present days as they are and (when ``day`` is given) with ``day`` taken out of them,
+        the gaps between consecutive present days at least as long as its largest gap today;
+        each case gives the days strictly inside its one such gap, none when it has two or more
+        (one new day splits only one); the union of the cases, or ``None`` (any day) when a
+        case has no such gap or the subject has no gap today."""
         days = self.daily.get(code)
         if days is None or not days.gaps:
             return None
         most = max(days.gaps)
-        present = [d for d in days.present if d != day]
-        long = [(a, b) for a, b in itertools.pairwise(present) if b - a - 1 >= most]
-        if not long:
-            return None
-        if len(long) > 1:
-            return set()
-        return set(range(long[0][0] + 1, long[0][1]))
+        out: set[int] = set()
+        cases = [days.present]
+        if day is not None:
+            cases.append([d for d in days.present if d != day])
+        for present in cases:
+            long = [(a, b) for a, b in itertools.pairwise(present) if b - a - 1 >= most]
+            if not long:
+                return None
+            if len(long) == 1:
+                out.update(range(long[0][0] + 1, long[0][1]))
+        return out
 
     def key(self) -> tuple[int, int]:
         """(critical, warning) of the state."""

@@ -296,11 +296,13 @@ def run_health(
         raw.append(feasibility_issue(report))
     issues = merge_issues(raw)
     from ..solver._cpsat import OutOfTime
-    from ..solver.health_floor import HealthFloor, health_floor
+    from ..solver.health_floor import HealthFloor, cached_health_floor
 
     floor_cut = False
     try:
-        floor = health_floor(state, level, report, dimensions, scope=floor_scope, deadline=deadline)
+        floor = cached_health_floor(
+            state, level, report, dimensions, scope=floor_scope, deadline=deadline
+        )
     except OutOfTime:  # no time left for it: an unproven floor (never guessed)
         floor, floor_cut = HealthFloor(proven=False), True
     for issue in issues:

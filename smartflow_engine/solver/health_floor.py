@@ -43,8 +43,10 @@ pending tasks and the scope move, so the floor is the proposal's own.
 from __future__ import annotations
 
 import bisect
+import copy
 import itertools
 import math
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -510,6 +512,109 @@ def health_floor(
     return floor
 
 
+# ---------------------------------------------------------------------------------- cache
+def floor_key(
+    state: ScheduleState,
+    level: Level = "normal",
+    report: FeasibilityReport | None = None,
+    dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
+    pending_periods: int | None = None,
+    scope: Collection[int] | None = None,
+) -> tuple[Any, ...]:
+    """Everything :func:`health_floor` reads, in one value: equal keys give equal floors.
+
+    The floor reads the arguments, the window's size, the task classes, which periods hold a
+    task that stays where it is (the grid with the movable tasks' blocks cleared), every
+    fixed task (its facts and blocks), and of each movable task its facts, its blocks' lengths,
+    whether it stands inside its class's days (:func:`_reach`) and, for a host, its blocks
+    (hosts' room). Where a movable task stands is not read otherwise, so moving it within its
+    class's days keeps the key (a session's writes reuse the floor)."""
+    scope_set = None if scope is None else frozenset(scope)
+    windows: dict[int | None, tuple[int, int]] = {}
+    records: list[tuple[Any, ...]] = []
+    cleared: list[tuple[int, int, int]] = []
+    for t in state.tasks:
+        moves = movable_study(state, t) and (
+            scope_set is None or t.status == "pending" or t.state_id in scope_set
+        )
+        blocks = tuple((b.day, b.slot_start, b.slot_end) for b in t.slots)
+        facts = (
+            t.state_id,
+            moves,
+            t.source,
+            t.status,
+            t.locked,
+            t.embed_host,
+            t.can_embed,
+            t.category,
+            t.category_id,
+            t.duration,
+        )
+        if not moves:
+            records.append((*facts, blocks))
+            continue
+        inside = None
+        if t.status not in ("pending", "existing"):
+            window = windows.get(t.category_id)
+            if window is None:
+                cls = rule_for(state, t)
+                window = windows[t.category_id] = (cls.start_day, cls.end_day)
+            inside = all(window[0] <= b.day <= window[1] for b in t.slots)
+        lengths = tuple(b.length for b in t.slots)
+        records.append((*facts, lengths, inside, blocks if t.can_embed else None))
+        if t.embed_host is None:
+            cleared += [(b.day - 1, b.slot_start - 1, b.length) for b in t.slots]
+    fixed = state.grid.owner != 0
+    if cleared:
+        day0, first, count = (np.array(c, dtype=np.int64) for c in zip(*cleared, strict=True))
+        offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        fixed[np.repeat(day0, count), np.repeat(first, count) + offset] = False
+    return (
+        level,
+        tuple(dimensions),
+        pending_periods,
+        scope_set,
+        None if report is None else (report.proven, report.capacity_gap, report.is_feasible),
+        state.num_days,
+        state.slots_per_day,
+        tuple(tc.model_dump_json() for tc in state.task_classes),
+        tuple(records),
+        fixed.shape,
+        np.packbits(fixed).tobytes(),
+    )
+
+
+_FLOORS: dict[tuple[Any, ...], HealthFloor] = {}
+_FLOORS_LOCK = threading.Lock()
+FLOOR_CACHE_SIZE = 8
+
+
+def cached_health_floor(
+    state: ScheduleState,
+    level: Level = "normal",
+    report: FeasibilityReport | None = None,
+    dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
+    scope: Collection[int] | None = None,
+    deadline: float | None = None,
+) -> HealthFloor:
+    """:func:`health_floor`, remembered by :func:`floor_key` (the last ``FLOOR_CACHE_SIZE``
+    keys): a floor is computed again only when something it reads changed. Each caller gets
+    its own copy. Past ``deadline`` it raises :class:`~._cpsat.OutOfTime` like the computation
+    (a remembered floor is not handed out after the limit either)."""
+    _ticker(deadline)()  # past the deadline already: cut, as the computation would be
+    compute = health_floor  # read at call time: a replaced function (a test's) is another key
+    key = (compute, *floor_key(state, level, report, dimensions, None, scope))
+    with _FLOORS_LOCK:
+        found = _FLOORS.get(key)
+    if found is None:
+        found = compute(state, level, report, dimensions, scope=scope, deadline=deadline)
+        with _FLOORS_LOCK:
+            while len(_FLOORS) >= FLOOR_CACHE_SIZE:
+                _FLOORS.pop(next(iter(_FLOORS)))
+            _FLOORS[key] = found
+    return copy.deepcopy(found)
+
+
 def _reach(
     state: ScheduleState, t: Task, memo: dict[Any, Any] | None = None
 ) -> tuple[int, int, np.ndarray]:
@@ -830,4 +935,4 @@ def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.nd
     return out
 
 
-__all__ = ["HealthFloor", "health_floor", "movable_study"]
+__all__ = ["HealthFloor", "cached_health_floor", "floor_key", "health_floor", "movable_study"]

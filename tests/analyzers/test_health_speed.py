@@ -75,7 +75,7 @@ def sparse_windows(draw: st.DrawFn) -> ScheduleState:
 ANY_WINDOW = st.one_of(windows(max_days=40), sparse_windows())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(data=st.data(), state=ANY_WINDOW, level=LEVELS)
 def test_a_pruned_candidate_eases_none_of_the_focus(
     data: st.DataObject, state: ScheduleState, level: str
@@ -160,3 +160,25 @@ def test_health_actions_equal_the_plain_search(
     with pytest.MonkeyPatch.context() as m:
         m.setattr(dest_mod, "rank_destinations", plain)
         assert _answers(state, level, dims) == pruned
+
+
+def test_a_home_day_that_stays_present_keeps_its_gaps_apart() -> None:
+    """Tests the case a superset must cover: 复习 stands on days 1, 2 (twice), 7, 8 and 14
+    (largest gap 5, a strict-level issue); taking day 2 out would merge a second gap of 5
+    (days 3-6 with day 1), but day 2 keeps its other block, so moving one day-2 block into the
+    gap after day 8 eases the issue, and the pruning lets that day be probed."""
+    state = build(
+        15,
+        [("study", "复习", d, s, s) for d, s in ((1, 1), (2, 1), (2, 2), (7, 1), (8, 1), (14, 1))],
+    )
+    level = "strict"
+    ev = evaluator_for(state, level)
+    gap = "issue_subjects_subject_gap_复习"
+    assert gap in ev.severe()
+    task = state.task(3)
+    assert task is not None and task.slots[0].day == 2
+    ranking = rank_destinations(state, 3, level=level, focus={gap}, budget=400)
+    easing = {d.day for d in ranking.destinations if d.eases_focus}
+    assert 10 in easing
+    allowed = _easing_days(ev, task, None, {gap}, ev.severe(), level)
+    assert allowed is None or easing <= allowed
