@@ -24,7 +24,7 @@ from ..concepts import movable_by_tools
 from ..rules import Level, rules_for
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
-from .evaluator import Delta, HealthEvaluator, evaluator_for, task_sig, touched
+from .evaluator import DayFacts, Delta, HealthEvaluator, evaluator_for, task_sig, touched
 from .frame import subject_of
 from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction
 
@@ -507,9 +507,11 @@ def rank_destinations(
         A ``time.perf_counter()`` value: past it the ranking stops (``cut``, not ``complete``).
     prune
         Count a free-period candidate that provably eases none of the ``focus`` issues
-        (:func:`_easing_days`) as judged (``skipped``, one of the ``budget``) without probing it:
-        it could not be :attr:`Destination.helps`, so a search for the first helpful one (the
-        fixable check) walks the same candidates with the same budget and finds the same one.
+        (:func:`_easing_days`), or that gives a day it touches a critical/warning issue that day
+        does not have (one it ``creates``), as judged (``skipped``, one of the ``budget``)
+        without probing the rest: it could not be :attr:`Destination.helps`, so a search for
+        the first helpful one (the fixable check) walks the same candidates with the same
+        budget and finds the same one.
     memo
         The :class:`SearchMemo` of a search over many tasks of ``state`` (its ``days`` the same
         sequence object for every ranking).
@@ -533,7 +535,7 @@ def rank_destinations(
         else list(range(1, state.num_days + 1))
     )
     clock = time.perf_counter
-    homes: dict[int | None, tuple[int, list[int], list[int]]] = {}
+    homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]] = {}
     easing: dict[int | None, set[int] | None] = {}
     runs = ev.free_runs(state.grid.owner)
     for day, start, from_day, need, into_host in _candidate_starts(
@@ -571,7 +573,12 @@ def rank_destinations(
                     ranking.skipped += 1
                     continue
             host = None
-            delta = _probe_free_move(ev, wt, from_day, day, start, need, homes)
+            new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
+            if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
+                budget -= 1  # a new critical/warning issue on a day it touches: never helps
+                ranking.skipped += 1
+                continue
+            delta = ev.probe_facts(new_days, sigs)
         budget -= 1
         dest = _judge(ev, base, base_impact, delta, focus_set, day, start, need, host, from_day)
         ranking.destinations.append(dest)
@@ -582,18 +589,20 @@ def rank_destinations(
     return ranking
 
 
-def _probe_free_move(
+def _free_move_facts(
     ev: HealthEvaluator,
     task: Task,
     from_day: int | None,
     day: int,
     start: int,
     need: int,
-    homes: dict[int | None, tuple[int, list[int], list[int]]],
-) -> Delta:
-    """The evaluator's delta of moving ``task`` (or its block on ``from_day``) onto the free
-    periods ``day``/``start``..``start + need - 1``, computed on copies of the two days' rows.
-    ``homes`` caches, per piece, its day's rows with the piece taken out."""
+    homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]],
+) -> tuple[dict[int, DayFacts], dict[int, tuple[Any, ...]]]:
+    """What moving ``task`` (or its block on ``from_day``) onto the free periods
+    ``day``/``start``..``start + need - 1`` changes: the new facts of the days it touches
+    (0-based) and of the task, computed on copies of the days' rows (:meth:`HealthEvaluator.probe_facts`
+    judges them). ``homes`` caches, per piece, its day's rows with the piece taken out and
+    their facts."""
     tid = task.state_id
     sigs = {}
     new_days = {}
@@ -609,19 +618,19 @@ def _probe_free_move(
             layer = h_gst if task.embed_host is not None else h_own
             for q in range(block.slot_start - 1, block.slot_end):
                 layer[q] = 0
-            home = homes[from_day] = (block.day, h_own, h_gst)
-        home_day, h_own, h_gst = home
+            home = homes[from_day] = (block.day, h_own, h_gst, ev.facts_of_rows(h_own, h_gst))
+        home_day, h_own, h_gst, h_facts = home
         if home_day == day:
             own, gst = list(h_own), h_gst
         else:
-            new_days[home_day - 1] = ev.facts_of_rows(h_own, h_gst)
+            new_days[home_day - 1] = h_facts
             own, gst = ev.rows(day - 1)
         if task.embed_host is not None:  # a guest leaving its host: a task of its own now
             sigs[tid] = task_sig(task)
     for q in range(start - 1, start - 1 + need):
         own[q] = tid
     new_days[day - 1] = ev.facts_of_rows(own, gst)
-    return ev.probe_facts(new_days, sigs)
+    return new_days, sigs
 
 
 def _monotone_gap_rule(level: Level) -> bool:

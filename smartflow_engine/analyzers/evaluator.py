@@ -489,6 +489,15 @@ class HealthEvaluator:
         return tuple(out)
 
     # ------------------------------------------------------------------ reading
+    def creates_on_day(self, d: int, facts: DayFacts) -> bool:
+        """Day ``d`` (0-based) with new ``facts`` has a critical/warning issue it does not have
+        now (a probe of that change counts it in :attr:`Delta.creates`: day issues are named by
+        their day)."""
+        now = {i.issue_id for i in self.issues_of[("day", d)] if i.severity in SEVERE}
+        return any(
+            i.severity in SEVERE and i.issue_id not in now for i in self._day_issues(d, facts)
+        )
+
     def subject_code(self, task_id: int) -> int:
         """The subject code of a task (0: an event, or a task the evaluator does not know)."""
         return self._code_list[task_id] if 0 <= task_id < len(self._code_list) else 0

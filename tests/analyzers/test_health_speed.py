@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers import destinations as dest_mod
-from smartflow_engine.analyzers.destinations import _easing_days, movable, rank_destinations
+from smartflow_engine.analyzers.destinations import (
+    _easing_days,
+    _free_move_facts,
+    movable,
+    rank_destinations,
+)
 from smartflow_engine.analyzers.evaluator import evaluator_for
 from smartflow_engine.analyzers.health import run_health
 from smartflow_engine.analyzers.result import DIMENSIONS
@@ -99,6 +104,31 @@ def test_a_pruned_candidate_eases_none_of_the_focus(
             continue
         allowed = _easing_days(ev, task, dest.from_day, focus, base, level)
         if allowed is not None and dest.day not in allowed and dest.eases_focus:
+            wrong.append(dest)
+    assert wrong == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), state=ANY_WINDOW, level=LEVELS)
+def test_a_new_issue_on_a_touched_day_is_one_the_move_creates(
+    data: st.DataObject, state: ScheduleState, level: str
+) -> None:
+    """Tests that whenever ``creates_on_day`` says a free-period move gives a day it touches a
+    new critical/warning issue, the plain ranking's destination lists a created issue (so it is
+    never helpful), on random states, levels and tasks."""
+    tasks = [t for t in state.tasks if movable(state, t)]
+    if not tasks:
+        return
+    task = data.draw(st.sampled_from(tasks))
+    ev = evaluator_for(state, level)
+    ranking = rank_destinations(state, task.state_id, level=level, budget=400)
+    wrong = []
+    for dest in ranking.destinations:
+        if dest.embed_host is not None:
+            continue
+        need = dest.slot_end - dest.slot_start + 1
+        days, _ = _free_move_facts(ev, task, dest.from_day, dest.day, dest.slot_start, need, {})
+        if any(ev.creates_on_day(d, f) for d, f in days.items()) and not dest.creates:
             wrong.append(dest)
     assert wrong == []
 
