@@ -414,6 +414,8 @@ def _candidate_starts(
         for day, start in free:
             if (day, start) not in own:
                 yield day, start, from_day, need, False
+        if not blocks:
+            continue
         day_set = {d for d in days if lo <= d <= hi and d not in taken}
         for b in blocks:
             if (

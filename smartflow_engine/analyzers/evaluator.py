@@ -258,6 +258,8 @@ class HealthEvaluator:
         self._owner = grid.owner.copy()
         self._guest = grid.guest.copy()
         self._runs: list[list[tuple[int, int]]] | None = None
+        # inside_gaps_without's answers (read only by callers); a commit clears them
+        self._gap_memo: dict[tuple[int, int | None], set[int] | None] = {}
         self.days: list[DayFacts] = self._days_of(np.arange(self.num_days))
         per: dict[int, dict[int, int]] = {c: {} for c in self.infos}
         for d, facts in enumerate(self.days):
@@ -509,6 +511,13 @@ class HealthEvaluator:
         each case gives the days strictly inside its one such gap, none when it has two or more
         (one new day splits only one); the union of the cases, or ``None`` (any day) when a
         case has no such gap or the subject has no gap today."""
+        key = (code, day)
+        if key in self._gap_memo:
+            return self._gap_memo[key]
+        found = self._gap_memo[key] = self._inside_gaps_without(code, day)
+        return found
+
+    def _inside_gaps_without(self, code: int, day: int | None) -> set[int] | None:
         days = self.daily.get(code)
         if days is None or not days.gaps:
             return None
@@ -653,6 +662,7 @@ class HealthEvaluator:
         self.infos.update(delta.infos)
         self.sigs.update(delta.sigs)
         self.sums, self.hist = delta.sums, delta.hist
+        self._gap_memo.clear()
         for entity, (_, new) in delta.changed.items():
             self.issues_of[entity] = new
         self._refresh()
