@@ -43,10 +43,8 @@ pending tasks and the scope move, so the floor is the proposal's own.
 from __future__ import annotations
 
 import bisect
-import copy
 import itertools
 import math
-import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -528,7 +526,8 @@ def floor_key(
     fixed task (its facts and blocks), and of each movable task its facts, its blocks' lengths,
     whether it stands inside its class's days (:func:`_reach`) and, for a host, its blocks
     (hosts' room). Where a movable task stands is not read otherwise, so moving it within its
-    class's days keeps the key (a session's writes reuse the floor)."""
+    class's days keeps the key (a session's writes reuse the floor: ``analyzers/health.py``
+    remembers floors by it)."""
     scope_set = None if scope is None else frozenset(scope)
     windows: dict[int | None, tuple[int, int]] = {}
     records: list[tuple[Any, ...]] = []
@@ -582,37 +581,6 @@ def floor_key(
         fixed.shape,
         np.packbits(fixed).tobytes(),
     )
-
-
-_FLOORS: dict[tuple[Any, ...], HealthFloor] = {}
-_FLOORS_LOCK = threading.Lock()
-FLOOR_CACHE_SIZE = 8
-
-
-def cached_health_floor(
-    state: ScheduleState,
-    level: Level = "normal",
-    report: FeasibilityReport | None = None,
-    dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
-    scope: Collection[int] | None = None,
-    deadline: float | None = None,
-) -> HealthFloor:
-    """:func:`health_floor`, remembered by :func:`floor_key` (the last ``FLOOR_CACHE_SIZE``
-    keys): a floor is computed again only when something it reads changed. Each caller gets
-    its own copy. Past ``deadline`` it raises :class:`~._cpsat.OutOfTime` like the computation
-    (a remembered floor is not handed out after the limit either)."""
-    _ticker(deadline)()  # past the deadline already: cut, as the computation would be
-    compute = health_floor  # read at call time: a replaced function (a test's) is another key
-    key = (compute, *floor_key(state, level, report, dimensions, None, scope))
-    with _FLOORS_LOCK:
-        found = _FLOORS.get(key)
-    if found is None:
-        found = compute(state, level, report, dimensions, scope=scope, deadline=deadline)
-        with _FLOORS_LOCK:
-            while len(_FLOORS) >= FLOOR_CACHE_SIZE:
-                _FLOORS.pop(next(iter(_FLOORS)))
-            _FLOORS[key] = found
-    return copy.deepcopy(found)
 
 
 def _reach(
@@ -935,4 +903,4 @@ def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.nd
     return out
 
 
-__all__ = ["HealthFloor", "cached_health_floor", "floor_key", "health_floor", "movable_study"]
+__all__ = ["HealthFloor", "floor_key", "health_floor", "movable_study"]

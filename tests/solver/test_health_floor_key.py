@@ -14,13 +14,10 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
+from smartflow_engine.analyzers.health import cached_health_floor
+from smartflow_engine.analyzers.result import DIMENSIONS
 from smartflow_engine.solver.feasibility import FeasibilityReport
-from smartflow_engine.solver.health_floor import (
-    HealthFloor,
-    cached_health_floor,
-    floor_key,
-    health_floor,
-)
+from smartflow_engine.solver.health_floor import HealthFloor, floor_key, health_floor
 from smartflow_engine.state import Request, batch_move, move, place, swap, unplace
 from tests.helpers.analyzer_windows import build, windows
 
@@ -199,12 +196,14 @@ def test_the_cache_hands_out_copies() -> None:
     state = build(
         6, [("course", "课程", d, 1, 11) for d in range(1, 4)] + [("study", "复习", 4, 1, 2)]
     )
-    first = cached_health_floor(state)
+    first = cached_health_floor(state, "normal", None, DIMENSIONS)
     assert facts(first) == facts(health_floor(state))
     first.binding.clear()
     first.unfixable.clear()
     first.critical += 5
-    assert facts(cached_health_floor(state)) == facts(health_floor(state))
+    assert facts(cached_health_floor(state, "normal", None, DIMENSIONS)) == facts(
+        health_floor(state)
+    )
 
 
 def _gap_window(day_of_second: int) -> ScheduleState:
