@@ -211,6 +211,7 @@ LOOP_GOALS_MS = {  # issue 25
 }
 LOOP_TOOLS = (
     ("analyze_health", "analyze_health"),
+    ("analyze_health_after_write", "analyze_health right after a write (move)"),
     ("four_dimension_tools", "the four dimension tools, one after another"),
     ("query_target_tasks", "query_target_tasks (first action)"),
     ("query_available_slots", "query_available_slots (its first task)"),
@@ -311,8 +312,9 @@ def loop_table(
         "proposal applied, 3-6 study tasks then moved onto the busiest days, as bench_loop makes "
         "them), each side in a fresh process on the same saved window: **ours** (this tree) and "
         "**today** (`main`, or `SMARTFLOW_BENCH_PEER`). A write is `move` with its evidence "
-        "line (the mean of a move there and back). Repeats: 7 (3 on 365 days and more; today's "
-        "code once there). Goals: analyze_health <= 25 ms at 30 days, <= 60 ms at 120 days, "
+        "line (the mean of a move there and back). analyze_health right after a write: the "
+        "call timed after each move there or back (untimed), as the loop meets it. Repeats: 7 "
+        "(3 on 365 days and more; today's code once there). Goals: analyze_health <= 25 ms at 30 days, <= 60 ms at 120 days, "
         "<= 1 s at 1000 x 24, at most 3x the four dimension tools; a write with its evidence "
         "line <= 5 ms at 120 days.",
         "",
@@ -343,6 +345,13 @@ def loop_table(
             "analyze_health ÷ four dimension tools (ours)",
             "ours",
             "analyze_health",
+            "ours",
+            "four_dimension_tools",
+        ),
+        (
+            "analyze_health after a write ÷ four dimension tools (ours)",
+            "ours",
+            "analyze_health_after_write",
             "ours",
             "four_dimension_tools",
         ),

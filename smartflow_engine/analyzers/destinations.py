@@ -14,16 +14,17 @@ longest free run on the day); embeddable host blocks are tried at their first pe
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..concepts import movable_by_tools
-from ..rules import Level
+from ..rules import Level, rules_for
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
-from .evaluator import Delta, HealthEvaluator, evaluator_for, task_sig, touched
+from .evaluator import DayFacts, Delta, HealthEvaluator, evaluator_for, task_sig, touched
 from .frame import subject_of
 from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction
 
@@ -98,6 +99,13 @@ class Ranking:
     destinations: list[Destination] = field(default_factory=list)
     complete: bool = True
     cut: bool = False  # the time limit stopped it
+    # candidates judged without a probe (``prune``): provably not helpful, counted as judged
+    skipped: int = 0
+
+    @property
+    def judged(self) -> int:
+        """Candidates judged: the destinations measured and those pruned."""
+        return len(self.destinations) + self.skipped
 
 
 def health_issues(state: ScheduleState, level: Level = "normal") -> list[Issue]:
@@ -204,21 +212,52 @@ def _matcher(
     return fits
 
 
+@dataclass
+class TaskPool:
+    """The tasks of a state single writes can move (:func:`movable`), in the state's order and
+    by subject: built once for the searches of one health call (the state stays as it is)."""
+
+    every: list[Task]
+    by_subject: dict[str, list[Task]]
+
+    @classmethod
+    def of(cls, state: ScheduleState) -> TaskPool:
+        hosts = state.guests_by_host()
+        every = [t for t in state.tasks if movable(state, t, hosts)]
+        by_subject: dict[str, list[Task]] = {}
+        for t in every:
+            by_subject.setdefault(subject_of(t), []).append(t)
+        return cls(every, by_subject)
+
+
 def target_tasks(
     state: ScheduleState,
     action: NextAction | None = None,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
+    pool: TaskPool | None = None,
 ) -> list[Task]:
-    """Movable tasks passing the filters, those on the action's issue days and longer ones first."""
+    """Movable tasks passing the filters, those on the action's issue days and longer ones
+    first (``pool``: the state's :class:`TaskPool`, when the caller has it)."""
     tf = dict(action.target_filter if action is not None else {})
     tf.update(target_filter or {})
     sc = dict(action.candidate_scope if action is not None else {})
     sc.update(scope or {})
     hot = set(_as_list(tf.get("days")) or ())
-    hosts = state.guests_by_host()
     fits = _matcher(state, tf, sc)
-    found = [t for t in state.tasks if fits(t) and movable(state, t, hosts)]
+    if pool is None:
+        hosts = state.guests_by_host()
+        found = [t for t in state.tasks if fits(t) and movable(state, t, hosts)]
+    else:
+        # a task passes the category filters only when its subject is in each of them
+        cats = _as_list(tf.get("categories")) or _as_list(tf.get("category"))
+        named = cats or sc.get("categories") or None
+        some = (
+            pool.every
+            if not named
+            else [t for c in dict.fromkeys(named) for t in pool.by_subject.get(c, ())]
+        )
+        found = [t for t in some if fits(t)]
 
     def key(t: Task) -> tuple[int, int, int]:
         on_hot = sum(1 for b in t.slots if b.day in hot)
@@ -253,48 +292,139 @@ def _free_runs(row: list[int], min_len: int) -> list[tuple[int, int]]:
     return out
 
 
+def host_blocks(state: ScheduleState) -> list[tuple[int, SlotRange]]:
+    """``(host id, block)`` of every block of an unlocked embeddable task (where a guest may
+    go), in the state's order."""
+    return [
+        (host.state_id, b)
+        for host in state.tasks
+        if host.can_embed and not state.is_locked(host)
+        for b in host.slots
+    ]
+
+
+class _Replay:
+    """A lazily read sequence shared by several readers: what one reader drew is kept for
+    the next, and no reader draws more than it reads."""
+
+    def __init__(self, source: Iterator[tuple[int, int]]) -> None:
+        self._source = source
+        self._seen: list[tuple[int, int]] = []
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        i = 0
+        while True:
+            if i < len(self._seen):
+                yield self._seen[i]
+            else:
+                item = next(self._source, None)
+                if item is None:
+                    return
+                self._seen.append(item)
+                yield item
+            i += 1
+
+
+@dataclass
+class SearchMemo:
+    """What the rankings of one search share while the state stays as it is (every probe is
+    undone): the host blocks, the tasks holding a guest, and the free-period starts per
+    (days, class window, banned periods, periods, days taken by the task's other blocks)."""
+
+    hosts: list[tuple[int, SlotRange]]
+    guest_hosts: set[int]
+    starts: dict[tuple[Any, ...], _Replay] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, state: ScheduleState) -> SearchMemo:
+        return cls(host_blocks(state), set(state.guests_by_host()))
+
+
+def _free_starts(
+    days: Sequence[int],
+    lo: int,
+    hi: int,
+    banned: set[int],
+    need: int,
+    taken: set[int],
+    runs: Sequence[Sequence[tuple[int, int]]],
+) -> Iterator[tuple[int, int]]:
+    """``(day, start)``: the first and last fitting start of each free run of each day of
+    ``days`` (in order) inside ``lo..hi`` and not in ``taken``, off the ``banned`` periods."""
+    for day in days:
+        if not lo <= day <= hi or day in taken:
+            continue
+        for s0, s1 in runs[day - 1]:
+            if s1 - s0 >= need - 1:
+                for start in dict.fromkeys((s0, s1 - need + 1)):
+                    if not banned or not banned & set(range(start, start + need)):
+                        yield day, start
+
+
 def _candidate_starts(
-    state: ScheduleState, task: Task, days: Iterable[int]
-) -> list[tuple[int, int, int | None, int, bool]]:
-    """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last fitting start
-    of each free run and each free water-course block, inside the class window and outside its
-    banned periods; a block of a multi-block task never onto a day holding another of its
-    blocks."""
+    state: ScheduleState,
+    task: Task,
+    days: Sequence[int],
+    runs: Sequence[Sequence[tuple[int, int]]] | None = None,
+    memo: SearchMemo | None = None,
+) -> Iterator[tuple[int, int, int | None, int, bool]]:
+    """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last
+    fitting start of each free run and each free water-course block, inside the class window
+    and outside its banned periods; a block of a multi-block task never onto a day holding
+    another of its blocks. ``runs``: each day's free runs (0-based days, as
+    :meth:`HealthEvaluator.free_runs`) when the caller knows them for this state's grid;
+    ``memo``: the search's :class:`SearchMemo`. Lazy: a ranking that runs out of budget reads
+    no further."""
     tc = state.task_class(task.category_id)
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
     banned = set(tc.excluded_slots) if tc is not None else set()
     owner = state.grid.owner
     own = {(b.day, b.slot_start) for b in task.slots}
-    wanted = [d for d in days if lo <= d <= hi]
-    hosts = (
+    blocks = (
         []
         if task.can_embed
         else [
             b
-            for host in state.tasks
-            if host.can_embed and not state.is_locked(host) and host.state_id != task.state_id
-            for b in host.slots
+            for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
+            if host_id != task.state_id
         ]
     )
-    out: list[tuple[int, int, int | None, int, bool]] = []
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
-        days_ok = [d for d in wanted if d not in taken]
-        for day in days_ok:
-            for s0, s1 in _free_runs(owner[day - 1].tolist(), need):
-                for start in dict.fromkeys([s0, s1 - need + 1]):
-                    if not banned & set(range(start, start + need)) and (day, start) not in own:
-                        out.append((day, start, from_day, need, False))
-        for b in hosts:
+        if runs is None:
+            free: Iterable[tuple[int, int]] = (
+                (day, start)
+                for day in days
+                if lo <= day <= hi and day not in taken
+                for s0, s1 in _free_runs(owner[day - 1].tolist(), need)
+                for start in dict.fromkeys([s0, s1 - need + 1])
+                if not banned & set(range(start, start + need))
+            )
+        elif memo is None:
+            free = _free_starts(days, lo, hi, banned, need, taken, runs)
+        else:
+            key = (id(days), lo, hi, frozenset(banned), need, frozenset(taken))
+            shared = memo.starts.get(key)
+            if shared is None:
+                shared = memo.starts[key] = _Replay(
+                    _free_starts(days, lo, hi, banned, need, taken, runs)
+                )
+            free = shared
+        for day, start in free:
+            if (day, start) not in own:
+                yield day, start, from_day, need, False
+        if not blocks:
+            continue
+        day_set = {d for d in days if lo <= d <= hi and d not in taken}
+        for b in blocks:
             if (
-                b.day in days_ok
+                b.day in day_set
                 and (b.day, b.slot_start) not in own  # its own place: move refuses no_change
                 and b.length >= need
                 and not banned & set(range(b.slot_start, b.slot_start + need))
             ):
-                out.append((b.day, b.slot_start, from_day, need, True))
-    return out
+                yield b.day, b.slot_start, from_day, need, True
 
 
 def _judge(
@@ -357,6 +487,8 @@ def rank_destinations(
     work: ScheduleState | None = None,
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
+    prune: bool = False,
+    memo: SearchMemo | None = None,
 ) -> Ranking:
     """Legal destinations of ``task_id`` with their measured effect, best first.
 
@@ -375,10 +507,20 @@ def rank_destinations(
         evaluator; each probe is undone); the evaluator holds the issues before.
     deadline
         A ``time.perf_counter()`` value: past it the ranking stops (``cut``, not ``complete``).
+    prune
+        Count a free-period candidate that provably eases none of the ``focus`` issues
+        (:func:`_easing_days`), or that gives a day it touches a critical/warning issue that day
+        does not have (one it ``creates``), as judged (``skipped``, one of the ``budget``)
+        without probing the rest: it could not be :attr:`Destination.helps`, so a search for
+        the first helpful one (the fixable check) walks the same candidates with the same
+        budget and finds the same one.
+    memo
+        The :class:`SearchMemo` of a search over many tasks of ``state`` (its ``days`` the same
+        sequence object for every ranking).
     """
     task = state.task(task_id)
     ranking = Ranking(task_id)
-    if task is None or not movable(state, task):
+    if task is None or not movable(state, task, memo.guest_hosts if memo is not None else None):
         return ranking
     work, ev = _evaluator(state, level, work, ev)
     base = ev.severe()
@@ -387,10 +529,20 @@ def rank_destinations(
     wt = work.task(task_id)
     assert wt is not None
     saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
-    day_list = list(days) if days is not None else list(range(1, state.num_days + 1))
+    day_list = (
+        days
+        if memo is not None and days is not None
+        else list(days)
+        if days is not None
+        else list(range(1, state.num_days + 1))
+    )
     clock = time.perf_counter
-    homes: dict[int | None, tuple[int, list[int], list[int]]] = {}
-    for day, start, from_day, need, into_host in _candidate_starts(state, task, day_list):
+    homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]] = {}
+    easing: dict[int | None, set[int] | None] = {}
+    runs = ev.free_runs(state.grid.owner)
+    for day, start, from_day, need, into_host in _candidate_starts(
+        state, task, day_list, runs, memo
+    ):
         if budget <= 0:
             ranking.complete = False
             break
@@ -414,8 +566,21 @@ def rank_destinations(
         else:
             # free periods inside the class window, off its banned periods, on a day without
             # another of its blocks: legal by construction; judged on the rows, never applied
+            if prune:
+                if from_day not in easing:
+                    easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
+                days_ok = easing[from_day]
+                if days_ok is not None and day not in days_ok:
+                    budget -= 1
+                    ranking.skipped += 1
+                    continue
             host = None
-            delta = _probe_free_move(ev, wt, from_day, day, start, need, homes)
+            new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
+            if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
+                budget -= 1  # a new critical/warning issue on a day it touches: never helps
+                ranking.skipped += 1
+                continue
+            delta = ev.probe_facts(new_days, sigs)
         budget -= 1
         dest = _judge(ev, base, base_impact, delta, focus_set, day, start, need, host, from_day)
         ranking.destinations.append(dest)
@@ -426,18 +591,20 @@ def rank_destinations(
     return ranking
 
 
-def _probe_free_move(
+def _free_move_facts(
     ev: HealthEvaluator,
     task: Task,
     from_day: int | None,
     day: int,
     start: int,
     need: int,
-    homes: dict[int | None, tuple[int, list[int], list[int]]],
-) -> Delta:
-    """The evaluator's delta of moving ``task`` (or its block on ``from_day``) onto the free
-    periods ``day``/``start``..``start + need - 1``, computed on copies of the two days' rows.
-    ``homes`` caches, per piece, its day's rows with the piece taken out."""
+    homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]],
+) -> tuple[dict[int, DayFacts], dict[int, tuple[Any, ...]]]:
+    """What moving ``task`` (or its block on ``from_day``) onto the free periods
+    ``day``/``start``..``start + need - 1`` changes: the new facts of the days it touches
+    (0-based) and of the task, computed on copies of the days' rows (:meth:`HealthEvaluator.probe_facts`
+    judges them). ``homes`` caches, per piece, its day's rows with the piece taken out and
+    their facts."""
     tid = task.state_id
     sigs = {}
     new_days = {}
@@ -453,19 +620,84 @@ def _probe_free_move(
             layer = h_gst if task.embed_host is not None else h_own
             for q in range(block.slot_start - 1, block.slot_end):
                 layer[q] = 0
-            home = homes[from_day] = (block.day, h_own, h_gst)
-        home_day, h_own, h_gst = home
+            home = homes[from_day] = (block.day, h_own, h_gst, ev.facts_of_rows(h_own, h_gst))
+        home_day, h_own, h_gst, h_facts = home
         if home_day == day:
             own, gst = list(h_own), h_gst
         else:
-            new_days[home_day - 1] = ev.facts_of_rows(h_own, h_gst)
+            new_days[home_day - 1] = h_facts
             own, gst = ev.rows(day - 1)
         if task.embed_host is not None:  # a guest leaving its host: a task of its own now
             sigs[tid] = task_sig(task)
     for q in range(start - 1, start - 1 + need):
         own[q] = tid
     new_days[day - 1] = ev.facts_of_rows(own, gst)
-    return ev.probe_facts(new_days, sigs)
+    return new_days, sigs
+
+
+def _monotone_gap_rule(level: Level) -> bool:
+    """The subject-gap rule at ``level`` reads only ``max_gap``, every condition an upward one
+    (``>=`` / ``>``), its bands in strictly decreasing severity: its issue for a larger (or equal)
+    largest gap is never lower in severity nor, in the same band, smaller in impact."""
+    found = [r for r in rules_for("subjects", level) if r.rule == "subject_gap"]
+    if len(found) != 1:
+        return False
+    ranks = [SEVERITY_RANK[b.severity] for b in found[0].bands]
+    return all(a < b for a, b in itertools.pairwise(ranks)) and all(
+        c.metric == "max_gap" and c.op in (">=", ">") for b in found[0].bands for c in b.conds
+    )
+
+
+def _easing_days(
+    ev: HealthEvaluator,
+    task: Task,
+    from_day: int | None,
+    focus: set[str],
+    base: dict[str, Issue],
+    level: Level,
+) -> set[int] | None:
+    """The days a free-period move of ``task`` (its block on ``from_day``) may land on and ease
+    one of the ``focus`` issues (:func:`_eased`); ``None``: any day may. A superset, from what a
+    free move changes: the rows of its home day and its new day, the subject of the task itself
+    (its periods and task facts; the host's subject under a guest reappears: a guest is never
+    pruned), and the window-wide sums.
+
+    - an issue of a day other than the two: unchanged, never eased;
+    - a subject's issue, the task of another subject: unchanged, never eased;
+    - the task's own subject's gap (:func:`_monotone_gap_rule`): with its home day still
+      present or emptied (both cases: a superset), every gap at least as long as today's
+      largest stays unless the new day lands strictly inside it, and it can split only one, so
+      the largest gap shrinks only when there is one such gap and the new day lies inside it
+      (any day when a case has none, :meth:`HealthEvaluator.inside_gaps_without`);
+    - anything else (window-wide issues, the feasibility issue): any day."""
+    if task.embed_host is not None:
+        return None
+    if task.status == "pending":
+        home = None
+    else:
+        home = from_day if from_day is not None else task.slots[0].day
+    code = ev.subject_code(task.state_id)
+    days: set[int] = set()
+    for iid in focus:
+        issue = base.get(iid)
+        if issue is None:  # not critical/warning now: ``eases_focus`` does not count it
+            continue
+        if issue.day is not None and issue.category is None:
+            if issue.day == home:
+                return None
+            days.add(issue.day)
+        elif issue.category is not None and issue.day is None:
+            if ev.code_of.get(issue.category) != code:
+                continue
+            if issue.rule != "subject_gap" or not _monotone_gap_rule(level):
+                return None
+            inside = ev.inside_gaps_without(code, home)
+            if inside is None:
+                return None
+            days |= inside
+        else:
+            return None
+    return days
 
 
 def _eased(before: Issue, after: Issue | None) -> bool:
@@ -509,19 +741,19 @@ def _helps(dest: Destination) -> bool:
 
 def _removed_issues(ev: HealthEvaluator, task: Task) -> dict[str, Issue]:
     """The critical/warning issues of the evaluator's state with ``task`` taken out (made
-    pending), restored afterwards."""
-    work = ev.state
-    saved = (list(task.slots), task.status, task.duration, task.embed_host)
-    days = [b.day for b in task.slots]
+    pending), judged on copies of its days' rows (the state is never changed)."""
+    rows: dict[int, tuple[list[int], list[int]]] = {}
+    guest = task.embed_host is not None
     for block in task.slots:
-        work.grid.clear(block, as_guest=task.embed_host is not None)
-    task.duration = task.need()
-    task.slots, task.status, task.embed_host = [], "pending", None
-    try:
-        delta = ev.probe(days, [task.state_id])
-    finally:
-        task.slots = []
-        _undo(work, task, saved)
+        d = block.day - 1
+        if d not in rows:
+            rows[d] = ev.rows(d)
+        layer = rows[d][1] if guest else rows[d][0]
+        for q in range(block.slot_start - 1, block.slot_end):
+            layer[q] = 0
+    sig = task_sig(task)
+    new_days = {d: ev.facts_of_rows(own, gst) for d, (own, gst) in sorted(rows.items())}
+    delta = ev.probe_facts(new_days, {task.state_id: (*sig[:3], "pending", 0, task.need())})
     base = ev.severe()
     out = {i: issue for i, issue in base.items() if i not in delta.before}
     out.update(delta.after)
@@ -537,6 +769,7 @@ def ordered_targets(
     scope: dict[str, Any] | None = None,
     removed: dict[int, dict[str, Issue]] | None = None,
     ev: HealthEvaluator | None = None,
+    pool: TaskPool | None = None,
 ) -> list[Task]:
     """:func:`target_tasks`, the first ``SCREEN`` reordered by what taking each out does: those
     whose removal resolves one of the action's issues first, then those whose removal creates no
@@ -546,7 +779,7 @@ def ordered_targets(
     actions of one health call (they do not depend on the action). ``work`` / ``ev``: as in
     :func:`rank_destinations`."""
     work, ev = _evaluator(state, level, work, ev)
-    tasks = target_tasks(state, action, target_filter, scope)
+    tasks = target_tasks(state, action, target_filter, scope, pool)
     removed = {} if removed is None else removed
     focus = set(action.issue_ids) if action is not None else set()
     base = ev.severe()
@@ -585,7 +818,7 @@ class TargetSearch:
 
     @property
     def legal(self) -> int:
-        return sum(len(r.destinations) for _, r in self.measured)
+        return sum(r.judged for _, r in self.measured)
 
 
 def search_targets(
@@ -601,6 +834,7 @@ def search_targets(
     removed: dict[int, dict[str, Issue]] | None = None,
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
+    pool: TaskPool | None = None,
 ) -> TargetSearch:
     """Search the action's targets in :func:`ordered_targets` order, each on the action's
     preferred days with at most ``PER_TASK`` candidates judged (``EVAL_BUDGET`` in all, at
@@ -610,11 +844,12 @@ def search_targets(
     is the one the query tool shows. ``deadline`` (``time.perf_counter()``): past it the
     search stops and says so (``cut``)."""
     work, ev = _evaluator(state, level, work, ev)
-    targets = ordered_targets(state, action, level, work, target_filter, scope, removed, ev)
+    targets = ordered_targets(state, action, level, work, target_filter, scope, removed, ev, pool)
     out = TargetSearch(targets)
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
     budget, searched = EVAL_BUDGET, 0
+    memo = SearchMemo.of(state)
     for task in targets:
         if deadline is not None and time.perf_counter() > deadline:
             out.partial = out.cut = True
@@ -633,9 +868,11 @@ def search_targets(
             work=work,
             ev=ev,
             deadline=deadline,
+            prune=first_only,
+            memo=memo,
         )
-        budget -= len(ranking.destinations)
-        searched += bool(ranking.destinations)  # a task without a legal candidate costs nothing
+        budget -= ranking.judged
+        searched += bool(ranking.judged)  # a task without a legal candidate costs nothing
         out.measured.append((task, ranking))
         found = next((d for d in ranking.destinations if _helps(d)), None)
         if found is not None and out.helpful is None:
@@ -662,6 +899,7 @@ def _check(
     removed: dict[int, dict[str, Issue]],
     ev: HealthEvaluator,
     deadline: float | None,
+    pool: TaskPool | None = None,
 ) -> None:
     """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason`` (and
     ``fixable_cut`` when the time limit stopped the search)."""
@@ -670,7 +908,14 @@ def _check(
         search = TargetSearch([], cut=True, partial=True)
     else:
         search = search_targets(
-            state, act, level, first_only=True, removed=removed, ev=ev, deadline=deadline
+            state,
+            act,
+            level,
+            first_only=True,
+            removed=removed,
+            ev=ev,
+            deadline=deadline,
+            pool=pool,
         )
     if search.helpful is not None:
         act.fixable, act.fixable_reason = True, ""
@@ -733,6 +978,7 @@ def make_actionable(
     critical = sum(1 for i in issues if i.severity == "critical")
     checked = actions[: 2 * keep]
     removed: dict[int, dict[str, Issue]] = {}
+    pool = TaskPool.of(state)
     for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
@@ -758,7 +1004,7 @@ def make_actionable(
             ],
         }
         with ev.lock:
-            _check(state, act, level, removed, ev, deadline)
+            _check(state, act, level, removed, ev, deadline, pool)
         if sum(1 for a in checked if a.fixable is True) >= keep:
             checked = checked[: checked.index(act) + 1]
             break

@@ -257,6 +257,9 @@ class HealthEvaluator:
         self._classes = self._class_sig()
         self._owner = grid.owner.copy()
         self._guest = grid.guest.copy()
+        self._runs: list[list[tuple[int, int]]] | None = None
+        # inside_gaps_without's answers (read only by callers); a commit clears them
+        self._gap_memo: dict[tuple[int, int | None], set[int] | None] = {}
         self.days: list[DayFacts] = self._days_of(np.arange(self.num_days))
         per: dict[int, dict[int, int]] = {c: {} for c in self.infos}
         for d, facts in enumerate(self.days):
@@ -342,6 +345,16 @@ class HealthEvaluator:
         """The facts of day ``d`` (0-based) as the state's grid holds it."""
         grid = self.state.grid
         return self.facts_of_rows(grid.owner[d].tolist(), grid.guest[d].tolist())
+
+    def free_runs(self, owner: np.ndarray | None = None) -> list[list[tuple[int, int]]] | None:
+        """Per day (0-based), the ``(first, last)`` periods (1-based) of each run of free periods
+        of the grid as the evaluator last saw it, in order (shared: do not change); ``None`` when
+        ``owner`` (a grid's owner layer) is given and differs from it."""
+        if owner is not None and not np.array_equal(owner, self._owner):
+            return None
+        if self._runs is None:
+            self._runs = _runs_of(self._owner)
+        return self._runs
 
     def rows(self, d: int) -> tuple[list[int], list[int]]:
         """Day ``d``'s (0-based) owner and guest rows as the evaluator last saw them."""
@@ -478,6 +491,49 @@ class HealthEvaluator:
         return tuple(out)
 
     # ------------------------------------------------------------------ reading
+    def creates_on_day(self, d: int, facts: DayFacts) -> bool:
+        """Day ``d`` (0-based) with new ``facts`` has a critical/warning issue it does not have
+        now (a probe of that change counts it in :attr:`Delta.creates`: day issues are named by
+        their day)."""
+        now = {i.issue_id for i in self.issues_of[("day", d)] if i.severity in SEVERE}
+        return any(
+            i.severity in SEVERE and i.issue_id not in now for i in self._day_issues(d, facts)
+        )
+
+    def subject_code(self, task_id: int) -> int:
+        """The subject code of a task (0: an event, or a task the evaluator does not know)."""
+        return self._code_list[task_id] if 0 <= task_id < len(self._code_list) else 0
+
+    def inside_gaps_without(self, code: int, day: int | None) -> set[int] | None:
+        """Where one new present day of the subject could shrink its largest gap: for its
+        present days as they are and (when ``day`` is given) with ``day`` taken out of them,
+        the gaps between consecutive present days at least as long as its largest gap today;
+        each case gives the days strictly inside its one such gap, none when it has two or more
+        (one new day splits only one); the union of the cases, or ``None`` (any day) when a
+        case has no such gap or the subject has no gap today."""
+        key = (code, day)
+        if key in self._gap_memo:
+            return self._gap_memo[key]
+        found = self._gap_memo[key] = self._inside_gaps_without(code, day)
+        return found
+
+    def _inside_gaps_without(self, code: int, day: int | None) -> set[int] | None:
+        days = self.daily.get(code)
+        if days is None or not days.gaps:
+            return None
+        most = max(days.gaps)
+        out: set[int] = set()
+        cases = [days.present]
+        if day is not None:
+            cases.append([d for d in days.present if d != day])
+        for present in cases:
+            long = [(a, b) for a, b in itertools.pairwise(present) if b - a - 1 >= most]
+            if not long:
+                return None
+            if len(long) == 1:
+                out.update(range(long[0][0] + 1, long[0][1]))
+        return out
+
     def key(self) -> tuple[int, int]:
         """(critical, warning) of the state."""
         return self.critical, self.warning
@@ -591,6 +647,8 @@ class HealthEvaluator:
             self.days[d] = facts
             self._owner[d] = grid.owner[d]
             self._guest[d] = grid.guest[d]
+            if self._runs is not None:
+                self._runs[d] = _runs_of(self._owner[d : d + 1])[0]
         for c, days in delta.daily.items():
             old = self.daily[c].daily
             for d in delta.days:
@@ -604,6 +662,7 @@ class HealthEvaluator:
         self.infos.update(delta.infos)
         self.sigs.update(delta.sigs)
         self.sums, self.hist = delta.sums, delta.hist
+        self._gap_memo.clear()
         for entity, (_, new) in delta.changed.items():
             self.issues_of[entity] = new
         self._refresh()
@@ -631,6 +690,19 @@ class HealthEvaluator:
             self.commit(self.probe((rows + 1).tolist(), tasks))
         except _Stale:
             self._build()
+
+
+def _runs_of(owner: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Per row of ``owner``, the ``(first, last)`` 1-based periods of each run of zeros."""
+    out: list[list[tuple[int, int]]] = [[] for _ in range(owner.shape[0])]
+    padded = np.zeros((owner.shape[0], owner.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = owner == 0
+    diff = np.diff(padded, axis=1)
+    rows, first = np.nonzero(diff == 1)
+    _, end = np.nonzero(diff == -1)
+    for r, a, b in zip(rows.tolist(), first.tolist(), end.tolist(), strict=True):
+        out[r].append((a + 1, b))
+    return out
 
 
 class _Stale(Exception):

@@ -5,6 +5,9 @@ It calls the dimensions' functions on one shared :class:`Frame`, never the tool 
 
 from __future__ import annotations
 
+import copy
+import importlib
+import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -215,6 +218,46 @@ def snapshot(report: FeasibilityReport) -> dict[str, Any]:
     }
 
 
+# The floors analyze_health computed, by :func:`..solver.health_floor.floor_key` (the last
+# FLOOR_CACHE_SIZE keys): a floor is computed again only when something it reads changed.
+_FLOORS: dict[tuple[Any, ...], HealthFloor] = {}
+_FLOORS_LOCK = threading.Lock()
+FLOOR_CACHE_SIZE = 8
+
+
+def cached_health_floor(
+    state: ScheduleState,
+    level: Level,
+    report: FeasibilityReport | None,
+    dimensions: Sequence[str],
+    scope: Sequence[int] | None = None,
+    deadline: float | None = None,
+) -> HealthFloor:
+    """:func:`..solver.health_floor.health_floor`, remembered by its ``floor_key``; each caller
+    gets its own copy. Past ``deadline`` it raises ``OutOfTime`` like the computation (a
+    remembered floor is not handed out after the limit either)."""
+    from ..solver._cpsat import OutOfTime
+
+    # the module (the package's ``health_floor`` name is the function)
+    floors = importlib.import_module("..solver.health_floor", __package__)
+
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime("no time left for the floor")
+    compute = (
+        floors.health_floor
+    )  # read at call time: a replaced function (a test's) is another key
+    key = (compute, *floors.floor_key(state, level, report, dimensions, None, scope))
+    with _FLOORS_LOCK:
+        found = _FLOORS.get(key)
+    if found is None:
+        found = compute(state, level, report, dimensions, scope=scope, deadline=deadline)
+        with _FLOORS_LOCK:
+            while len(_FLOORS) >= FLOOR_CACHE_SIZE:
+                _FLOORS.pop(next(iter(_FLOORS)))
+            _FLOORS[key] = found
+    return copy.deepcopy(found)
+
+
 def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
     rows = metrics.get("subjects", [])
     gaps = [r["max_gap"] for r in rows if r["max_gap"] is not None]
@@ -296,11 +339,13 @@ def run_health(
         raw.append(feasibility_issue(report))
     issues = merge_issues(raw)
     from ..solver._cpsat import OutOfTime
-    from ..solver.health_floor import HealthFloor, health_floor
+    from ..solver.health_floor import HealthFloor
 
     floor_cut = False
     try:
-        floor = health_floor(state, level, report, dimensions, scope=floor_scope, deadline=deadline)
+        floor = cached_health_floor(
+            state, level, report, dimensions, scope=floor_scope, deadline=deadline
+        )
     except OutOfTime:  # no time left for it: an unproven floor (never guessed)
         floor, floor_cut = HealthFloor(proven=False), True
     for issue in issues:

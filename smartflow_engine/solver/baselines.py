@@ -178,6 +178,7 @@ def best_fit_decreasing(
     # literal costs a third of a NamedTuple's constructor (~50 per window and call).
     segments: list[tuple[int, int, int]] = [(b.length, b.day, b.slot_start) for b in problem.runs]
     hosts = list(problem.hosts)
+    taken: set[int] = set()  # indices of the host blocks used (a set: list.remove was O(n))
     last_day = max((b.day for b in (*problem.runs, *problem.hosts)), default=0)
     out: list[Placement] = []
     for gi in sorted(
@@ -194,16 +195,21 @@ def best_fit_decreasing(
         # Host blocks first, tightest first: a guest costs no free period.
         if g.can_guest:
             cands = sorted(
-                (b for b in hosts if b.length >= d and day_ok[b.day]),
-                key=lambda b: (b.length, b.day, b.slot_start),
+                (
+                    i
+                    for i, b in enumerate(hosts)
+                    if i not in taken and b.length >= d and day_ok[b.day]
+                ),
+                key=lambda i: (hosts[i].length, hosts[i].day, hosts[i].slot_start),
             )
-            for b in cands:
+            for i in cands:
                 if k == len(ids):
                     break
+                b = hosts[i]
                 s = first[b.slot_start]
                 if s + d - 1 <= b.slot_end:
                     out.append(Placement(ids[k], b.day, s, s + d - 1, b.host))
-                    hosts.remove(b)
+                    taken.add(i)
                     k += 1
         if k == len(ids):
             continue

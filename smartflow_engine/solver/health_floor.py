@@ -169,6 +169,7 @@ def health_floor(
     placed_movable = 0  # periods of movable study tasks placed now
     pending_slots = 0
     movable_by_subject: dict[str, int] = {}
+    cleared: list[tuple[int, int, int]] = []  # (day, first period, periods), 0-based
     for t in state.tasks:
         if not movable(t):
             continue
@@ -181,7 +182,11 @@ def health_floor(
         for b in t.slots:
             placed_movable += b.length
             if t.embed_host is None:
-                fixed_owner[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
+                cleared.append((b.day - 1, b.slot_start - 1, b.length))
+    if cleared:  # every period of those blocks at once
+        day0, first, count = (np.array(c, dtype=np.int64) for c in zip(*cleared, strict=True))
+        offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        fixed_owner[np.repeat(day0, count), np.repeat(first, count) + offset] = 0
     tick()
     fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
     free = spd - fixed_load
@@ -190,15 +195,21 @@ def health_floor(
     # grow there (``reachable``: free periods some movable task may use, per day).
     reach = np.zeros((num_days, spd), dtype=bool)
     reach_memo: dict[Any, Any] = {}
+    poured: set[tuple[int, int, int]] = set()  # (lo, hi, mask) already OR-ed in
     for t in state.tasks:
         if movable(t):
             lo, hi, banned = _reach(state, t, reach_memo)
-            reach[lo - 1 : hi] |= banned[None, :]
+            if (lo, hi, id(banned)) not in poured:  # the masks live in reach_memo
+                poured.add((lo, hi, id(banned)))
+                reach[lo - 1 : hi] |= banned[None, :]
     tick()
     reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
     # block is counted among the periods, so its guest room only lowers the periods placed)
-    host_room = sum(b.length for t in state.tasks if t.can_embed and not t.locked for b in t.slots)
+    host_blocks = [  # (day, periods) of each block of an unlocked host
+        (b.day, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
+    ]
+    host_room = sum(n for _, n in host_blocks)
     pending_min = 0
     if pending_periods is not None:
         pending_min = min(pending_slots, pending_periods)
@@ -227,10 +238,10 @@ def health_floor(
     crit_t = next((t for t in range(spd + 1) if band_at[t] == "critical"), spd + 1)
     fixed_days = []
     crit0 = warn0 = 0
-    for d in range(num_days):
-        sev = band_at[int(fixed_load[d])]
+    for d, load in enumerate(fixed_load.tolist()):
+        sev = band_at[load]
         if sev in ("critical", "warning"):
-            fixed_days.append({"day": d + 1, "fixed_periods": int(fixed_load[d]), "severity": sev})
+            fixed_days.append({"day": d + 1, "fixed_periods": load, "severity": sev})
             if "load" in dimensions:
                 floor.unfixable[("day_utilization", d + 1, None)] = sev
             crit0 += sev == "critical"
@@ -243,6 +254,7 @@ def health_floor(
     everything = pending_min == pending_slots
     spans: dict[tuple[int, int], int] = {}
     confined: list[tuple[int, int, int]] = []
+    class_rules: dict[int | None, Any] = {}  # rule_for reads the task's class only
     for t in state.tasks:
         # The engine's own tasks keep to their class's days: the pending ones (when all of them
         # are placed) and the suggested ones standing inside them now. An existing task, or a
@@ -251,7 +263,9 @@ def health_floor(
             continue
         if t.status == "pending" and not everything:
             continue
-        cls = rule_for(state, t)
+        cls = class_rules.get(t.category_id)
+        if cls is None:
+            cls = class_rules[t.category_id] = rule_for(state, t)
         if t.status != "pending" and not all(
             cls.start_day <= b.day <= cls.end_day for b in t.slots
         ):
@@ -262,13 +276,7 @@ def health_floor(
             spans[(cls.start_day, cls.end_day)] = 0
     for lo, hi in spans:
         demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
-        room = sum(
-            b.length
-            for t in state.tasks
-            if t.can_embed and not t.locked
-            for b in t.slots
-            if lo <= b.day <= hi
-        )
+        room = sum(n for day, n in host_blocks if lo <= day <= hi)
         part = slice(lo - 1, hi)
         need = max(0, demand - room)
         fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
@@ -502,6 +510,79 @@ def health_floor(
     return floor
 
 
+# ---------------------------------------------------------------------------------- cache
+def floor_key(
+    state: ScheduleState,
+    level: Level = "normal",
+    report: FeasibilityReport | None = None,
+    dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
+    pending_periods: int | None = None,
+    scope: Collection[int] | None = None,
+) -> tuple[Any, ...]:
+    """Everything :func:`health_floor` reads, in one value: equal keys give equal floors.
+
+    The floor reads the arguments, the window's size, the task classes, which periods hold a
+    task that stays where it is (the grid with the movable tasks' blocks cleared), every
+    fixed task (its facts and blocks), and of each movable task its facts, its blocks' lengths,
+    whether it stands inside its class's days (:func:`_reach`) and, for a host, its blocks
+    (hosts' room). Where a movable task stands is not read otherwise, so moving it within its
+    class's days keeps the key (a session's writes reuse the floor: ``analyzers/health.py``
+    remembers floors by it)."""
+    scope_set = None if scope is None else frozenset(scope)
+    windows: dict[int | None, tuple[int, int]] = {}
+    records: list[tuple[Any, ...]] = []
+    cleared: list[tuple[int, int, int]] = []
+    for t in state.tasks:
+        moves = movable_study(state, t) and (
+            scope_set is None or t.status == "pending" or t.state_id in scope_set
+        )
+        blocks = tuple((b.day, b.slot_start, b.slot_end) for b in t.slots)
+        facts = (
+            t.state_id,
+            moves,
+            t.source,
+            t.status,
+            t.locked,
+            t.embed_host,
+            t.can_embed,
+            t.category,
+            t.category_id,
+            t.duration,
+        )
+        if not moves:
+            records.append((*facts, blocks))
+            continue
+        inside = None
+        if t.status not in ("pending", "existing"):
+            window = windows.get(t.category_id)
+            if window is None:
+                cls = rule_for(state, t)
+                window = windows[t.category_id] = (cls.start_day, cls.end_day)
+            inside = all(window[0] <= b.day <= window[1] for b in t.slots)
+        lengths = tuple(b.length for b in t.slots)
+        records.append((*facts, lengths, inside, blocks if t.can_embed else None))
+        if t.embed_host is None:
+            cleared += [(b.day - 1, b.slot_start - 1, b.length) for b in t.slots]
+    fixed = state.grid.owner != 0
+    if cleared:
+        day0, first, count = (np.array(c, dtype=np.int64) for c in zip(*cleared, strict=True))
+        offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        fixed[np.repeat(day0, count), np.repeat(first, count) + offset] = False
+    return (
+        level,
+        tuple(dimensions),
+        pending_periods,
+        scope_set,
+        None if report is None else (report.proven, report.capacity_gap, report.is_feasible),
+        state.num_days,
+        state.slots_per_day,
+        tuple(tc.model_dump_json() for tc in state.task_classes),
+        tuple(records),
+        fixed.shape,
+        np.packbits(fixed).tobytes(),
+    )
+
+
 def _reach(
     state: ScheduleState, t: Task, memo: dict[Any, Any] | None = None
 ) -> tuple[int, int, np.ndarray]:
@@ -569,19 +650,26 @@ def _subjects(
     np.maximum.at(max_run, rows, lengths)
     max_host = np.zeros(num_days, dtype=np.int64)
     capacity = np.count_nonzero(fixed_owner == 0, axis=1).astype(np.int64)
-    for t in state.tasks:
-        if t.can_embed and not t.locked:
-            for b in t.slots:
-                max_host[b.day - 1] = max(max_host[b.day - 1], b.length)
-                capacity[b.day - 1] += b.length
+    held = [
+        (b.day - 1, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
+    ]
+    if held:
+        host_day = np.array([d for d, _ in held], dtype=np.int64)
+        host_len = np.array([n for _, n in held], dtype=np.int64)
+        np.maximum.at(max_host, host_day, host_len)
+        np.add.at(capacity, host_day, host_len)
     out: dict[str, _Subject] = {}
+    days_memo: dict[tuple[int, int, int, bool], tuple[np.ndarray, tuple[int, int] | None]] = {}
+    reached: dict[str, set[tuple[int, int, int, bool]]] = {}
     for t in state.tasks:
         name = study_subject(t)
         if name is None or (t.status == "pending" and not movable(t)):
             continue
-        sub = out.setdefault(
-            name, _Subject(np.zeros(num_days, dtype=np.int64), np.zeros(num_days, dtype=bool))
-        )
+        sub = out.get(name)
+        if sub is None:
+            sub = out[name] = _Subject(
+                np.zeros(num_days, dtype=np.int64), np.zeros(num_days, dtype=bool)
+            )
         if not movable(t) and t.can_embed:
             # a fixed study host: a guest may cover its periods (its subject then leaves the
             # day), so its days are only possible present days, and its periods uncertain
@@ -597,10 +685,23 @@ def _subjects(
             continue
         lo, hi, _ = _reach(state, t, reach_memo)
         n = t.need()
-        fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
-        days = np.zeros(num_days, dtype=bool)
-        days[lo - 1 : hi] = fits[lo - 1 : hi]
-        sub.reach |= days
+        # the days a block may take depend on (window, length, embeddable) only: shared by the
+        # tasks alike (each subject ORs each distinct one into its reach once)
+        key = (lo, hi, n, bool(t.can_embed))
+        found = days_memo.get(key)
+        if found is None:
+            fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
+            days = np.zeros(num_days, dtype=bool)
+            days[lo - 1 : hi] = fits[lo - 1 : hi]
+            on = np.flatnonzero(days)
+            found = days_memo[key] = (
+                days,
+                (int(on[0]) + 1, int(on[-1]) + 1) if on.size else None,
+            )
+        days, ends = found
+        if key not in reached.setdefault(name, set()):
+            reached[name].add(key)
+            sub.reach |= days
         if t.status == "pending":
             sub.blocks += 1
             sub.periods += n
@@ -608,9 +709,8 @@ def _subjects(
         else:
             sub.blocks += len(t.slots)
             sub.periods += sum(b.length for b in t.slots)
-        if (t.status != "pending" or all_pending) and days.any():
-            on = np.flatnonzero(days)
-            sub.anchors.append((int(on[0]) + 1, int(on[-1]) + 1))
+        if (t.status != "pending" or all_pending) and ends is not None:
+            sub.anchors.append(ends)
     return out, capacity
 
 
@@ -803,4 +903,4 @@ def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.nd
     return out
 
 
-__all__ = ["HealthFloor", "health_floor", "movable_study"]
+__all__ = ["HealthFloor", "floor_key", "health_floor", "movable_study"]
