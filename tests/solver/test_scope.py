@@ -93,7 +93,10 @@ def test_a_proposal_is_never_worse_than_the_schedule_it_starts_from(state, seed,
 
 
 @settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    derandomize=True,
 )
 @given(state=tiny_windows(max_pending=3), max_moves=st.integers(0, 3))
 def test_a_least_change_repair_is_never_worse_than_the_schedule_it_starts_from(state, max_moves):
@@ -102,7 +105,8 @@ def test_a_least_change_repair_is_never_worse_than_the_schedule_it_starts_from(s
     tasks."""
     from smartflow_engine.solver import repair_placement
 
-    proposal = repair_placement(state, max_moves=max_moves, time_limit_s=WALL_S)
+    # (a repair has no separate work budget: its work is a share of this limit)
+    proposal = repair_placement(state, max_moves=max_moves, time_limit_s=1.0)
     assume(not proposal.wall_limited)
     placed_now = {t.state_id: t.slots[0] for t in state.tasks if t.slots}
     moved = [
