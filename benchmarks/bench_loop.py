@@ -62,6 +62,16 @@ def disturbed_window(
     seed: int, num_days: int, time_limit_s: float, slots_per_day: int = 12
 ) -> ScheduleState:
     """The proposal applied, then 3-6 study tasks moved onto the busiest days they fit on."""
+    state = _proposal_applied(seed, num_days, time_limit_s, slots_per_day)
+    rng = np.random.default_rng(seed + 1000 * num_days)
+    _move_onto_busiest(state, rng, int(rng.integers(3, 7)))
+    return state
+
+
+def _proposal_applied(
+    seed: int, num_days: int, time_limit_s: float, slots_per_day: int = 12
+) -> ScheduleState:
+    """The seeded window with task classes, its proposal applied (tasks suggested)."""
     state = synthetic_window(seed, num_days, with_task_classes=True, slots_per_day=slots_per_day)
     # The deterministic work budget of a ``time_limit_s`` proposal under a wall limit a loaded
     # machine does not reach: the same seed gives the same window under any load.
@@ -75,8 +85,12 @@ def disturbed_window(
     requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
     result = relocate(state, requests, op="apply_proposal", status_after="suggested")
     assert result.ok, result.refusal
-    rng = np.random.default_rng(seed + 1000 * num_days)
-    k = int(rng.integers(3, 7))
+    return state
+
+
+def _move_onto_busiest(state: ScheduleState, rng: np.random.Generator, k: int) -> None:
+    """Move ``k`` placed study tasks (a shuffled order drawn from ``rng``) each onto the busiest
+    day it fits on (among the busiest quarter of the days, at least three)."""
     candidates = [t for t in state.tasks if movable(state, t) and t.status != "pending"]
     rng.shuffle(candidates)  # type: ignore[arg-type]
     moved = 0
@@ -84,14 +98,13 @@ def disturbed_window(
         if moved >= k:
             break
         load = state.grid.day_load()
-        for day in np.argsort(-load, kind="stable")[: max(3, num_days // 4)].tolist():
+        for day in np.argsort(-load, kind="stable")[: max(3, state.num_days // 4)].tolist():
             runs = state.grid.free_runs(task.need(), day + 1)
             if task.slots[0].day == day + 1 or not runs:
                 continue
             if move(state, task.state_id, day + 1, runs[0][1]).ok:
                 moved += 1
                 break
-    return state
 
 
 # ---------------------------------------------------------------------------------- agent
@@ -189,32 +202,9 @@ def edited_window(
 ) -> tuple[ScheduleState, ScheduleState]:
     """(pre-edit, post-edit): the proposal applied, then a student's edit moving
     ``EDIT_TASKS`` study tasks onto the busiest days they fit on (issue 26 item 4)."""
-    state = synthetic_window(seed, num_days, with_task_classes=True)
-    proposal = propose_placement(
-        state,
-        time_limit_s=WALL_LIMIT_S,
-        seed=0,
-        work_limit_s=DEFAULT_CALIBRATION.work_share * time_limit_s,
-    )
-    assert not proposal.wall_limited, "the proposal hit the wall limit: the window would vary"
-    requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
-    assert relocate(state, requests, op="apply_proposal", status_after="suggested").ok
+    state = _proposal_applied(seed, num_days, time_limit_s)
     pre = state.copy_state()
-    rng = np.random.default_rng(seed + 7000)
-    candidates = [t for t in state.tasks if movable(state, t) and t.status != "pending"]
-    rng.shuffle(candidates)  # type: ignore[arg-type]
-    moved = 0
-    for task in candidates:
-        if moved >= EDIT_TASKS:
-            break
-        load = state.grid.day_load()
-        for day in np.argsort(-load, kind="stable")[: max(3, num_days // 4)].tolist():
-            runs = state.grid.free_runs(task.need(), day + 1)
-            if task.slots[0].day == day + 1 or not runs:
-                continue
-            if move(state, task.state_id, day + 1, runs[0][1]).ok:
-                moved += 1
-                break
+    _move_onto_busiest(state, np.random.default_rng(seed + 7000), EDIT_TASKS)
     return pre, state
 
 
