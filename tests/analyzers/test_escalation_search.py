@@ -48,6 +48,19 @@ def _fresh() -> None:
     esc._FOUND.clear()
 
 
+def _count_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The seeds of the repair searches run from now on, in order (the real search runs)."""
+    calls: list[int] = []
+    real = solver.repair_placement
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["seed"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solver, "repair_placement", counted)
+    return calls
+
+
 def _seed_batches(state: ScheduleState) -> list[esc.Batch]:
     """Every seed's repair batch that helps, measured as compound_batch measures it."""
     out = []
@@ -118,14 +131,7 @@ def test_a_full_search_that_found_nothing_is_not_run_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     state = _window("none")
-    calls: list[int] = []
-    real = solver.repair_placement
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(kwargs["seed"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(solver, "repair_placement", counted)
+    calls = _count_searches(monkeypatch)
     assert compound_batch(state, "normal") is None
     assert calls == list(range(SEEDS))
     assert compound_batch(state, "normal") is None
@@ -143,14 +149,7 @@ def test_a_full_search_that_found_nothing_is_not_run_again(
 
 def test_a_search_cut_by_the_clock_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     state = _window("none")
-    calls: list[int] = []
-    real = solver.repair_placement
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(kwargs["seed"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(solver, "repair_placement", counted)
+    calls = _count_searches(monkeypatch)
     # less than one search's full budget left: whatever ran was cut, so nothing is remembered
     assert compound_batch(state, "normal", deadline=time.perf_counter() + 0.1) is None
     cut = len(calls)
@@ -162,14 +161,7 @@ def test_the_session_query_reads_the_batch_health_found(monkeypatch: pytest.Monk
     from smartflow_engine.analyzers.escalation import ACTION_ID
     from smartflow_engine.tools_adapter import Session
 
-    calls: list[int] = []
-    real = solver.repair_placement
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(kwargs["seed"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(solver, "repair_placement", counted)
+    calls = _count_searches(monkeypatch)
     # (seed 0 already helps there: a health call the clock cuts short still offers a batch)
     s = Session(_window("far"), mode="local_adjust", max_time_limit_s=2.0)
     env = json.loads(s.call("analyze_health", {}))
