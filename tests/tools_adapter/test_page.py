@@ -198,3 +198,161 @@ def test_the_page_runs_no_action_search(monkeypatch):
     monkeypatch.setattr(health, "make_actionable", refuse)
     view = state_view(load_window(WINDOW))
     assert "floor" in view.close_signal and view.feasibility is not None
+
+
+def _count(html: str, pattern: str) -> int:
+    return len(re.findall(pattern, html))
+
+
+def test_frozen_days_are_shown(client):
+    """Tests that a session's frozen days (set when it is opened, then changed by a new user
+    request) are marked on the page: their day headers, every period of theirs and their
+    blocks, and the legend and header name the range; a posted window's too."""
+    sid, _ = _session(client, STEPS[:1], body={"state": window_dict(WINDOW), "frozen_days": 3})
+    html = _page(client, sid)
+    slots = 12
+    assert _count(html, r'class="dayhead[^"]*\bfrozen\b') == 3
+    assert _count(html, r'class="cell[^"]*\bfrozen\b') == 3 * slots
+    frozen_days = {
+        int(d) for d in re.findall(r'class="cell[^"]*\bfrozen\b[^"]*"[^>]*data-day="(\d+)"', html)
+    }
+    assert frozen_days == {1, 2, 3}
+    blocks = re.findall(r'class="block[^"]*"[^>]*data-day="(\d+)"', html)
+    frozen_blocks = re.findall(r'class="block[^"]*\bfrozen\b[^"]*"[^>]*data-day="(\d+)"', html)
+    assert frozen_blocks and sorted(frozen_blocks) == sorted(d for d in blocks if int(d) <= 3)
+    assert "冻结：第1-3天" in html and 'data-frozen-days="3"' in html
+
+    got = client.post(f"/v1/sessions/{sid}/requests", headers=ALICE, json={"frozen_days": 5})
+    assert got.status_code == 200, got.text
+    html = _page(client, sid)
+    assert _count(html, r'class="dayhead[^"]*\bfrozen\b') == 5 and "冻结：第1-5天" in html
+    client.post(f"/v1/sessions/{sid}/requests", headers=ALICE, json={"frozen_days": 0})
+    html = _page(client, sid)
+    assert _count(html, r'class="[^"]*\bfrozen\b') == 0 and "冻结：" not in html
+
+    posted = client.post(
+        "/v1/view", headers=ALICE, json={"state": window_dict(WINDOW), "frozen_days": 2}
+    )
+    assert posted.status_code == 200
+    assert _count(posted.text, r'class="dayhead[^"]*\bfrozen\b') == 2
+
+
+def test_health_issues_are_drawn_on_their_days_and_subjects():
+    """Tests that every health issue with a day marks that day's header (its most severe
+    issue's class and the number of its issues) and every issue with a category outlines the
+    blocks of that category (its most severe issue's class); whole-window issues are listed
+    only. The window's own issues (critical and warning days) plus subject issues of each
+    severity (the health check gives them on placed study tasks)."""
+    from smartflow_engine.state.synthetic import synthetic_window
+    from smartflow_engine.tools_adapter.api.page_html import render_page
+    from smartflow_engine.tools_adapter.api.page_view import IssueView, state_view
+
+    state = synthetic_window(3, 14, occupancy=0.7, pending=10, with_task_classes=True)
+    view = state_view(state)
+    severities = {i.severity for i in view.issues if i.day is not None}
+    assert {"critical", "warning"} <= severities, severities
+    assert any(i.day is None and i.category is None for i in view.issues)
+    cats = view.categories
+    assert cats
+    extra = [("info", cats[0]), ("warning", cats[0]), ("critical", "无此科目")]
+    for n, (sev, cat) in enumerate(extra):
+        view.issues.append(IssueView(f"t{n}", sev, "subjects", "subject_gap", None, cat, "x"))
+    view.issues.append(IssueView("t9", "info", "load", "x", 2, None, "x"))
+    html = render_page(view)
+    rank = {"info": 1, "warning": 2, "critical": 3}
+    by_day: dict[int, list[str]] = {}
+    by_cat: dict[str, list[str]] = {}
+    for issue in view.issues:
+        if issue.day is not None:
+            by_day.setdefault(issue.day, []).append(issue.severity)
+        if issue.category is not None:
+            by_cat.setdefault(issue.category, []).append(issue.severity)
+    assert by_day and by_cat
+    heads = {
+        int(day): cls
+        for cls, day in re.findall(r'<div class="dayhead([^"]*)"[^>]*data-day="(\d+)"', html)
+    }
+    for day in range(1, view.num_days + 1):
+        if day in by_day:
+            top = max(by_day[day], key=rank.__getitem__)
+            assert f"sev-{top}" in heads[day], (day, heads[day])
+            badge = re.search(
+                rf'data-day="{day}"><b>{day}<i class="issue-count"[^>]*>(\d+)</i>', html
+            )
+            assert badge and int(badge.group(1)) == len(by_day[day])
+        else:
+            assert "sev-" not in heads[day]
+    blocks = re.findall(
+        r'<div class="(block [^"]*)"[^>]*data-kind="(task|guest)" data-category="([^"]*)"', html
+    )
+    assert cats[0] in {c for _, _, c in blocks}
+    for cls, _kind, category in blocks:
+        if category in by_cat:
+            top = max(by_cat[category], key=rank.__getitem__)
+            assert f"issue-{top}" in cls.split(), (category, cls)
+        else:
+            assert "issue-" not in cls
+    listed = re.findall(r'<li class="issue sev-(\w+)" data-issue-id="([^"]+)"', html)
+    assert sorted(listed) == sorted((i.severity, i.issue_id) for i in view.issues)
+
+
+def test_each_write_lists_the_tasks_it_changed(client):
+    """Tests that each write in the round log shows the tasks it changed, exactly the session's
+    change log in order (from where to where), and that after the user confirms the commit
+    the earlier writes' changes are said to be committed, not invented."""
+    from smartflow_engine.tools_adapter.api.page_view import session_view
+
+    steps = [
+        ("place", {"task_id": 11, "day": 6, "slot_start": 1}),
+        ("analyze_health", {}),
+        ("move", {"task_id": 11, "new_day": 7, "new_slot_start": 1}),
+        ("apply_proposal", {}),
+        ("analyze_health", {}),
+    ]
+    sid, replies = _session(client, steps, headers=U7, body={"window": WEEKS_7_8})
+    assert all(r["status"] == "ok" for r in replies), replies
+    snap = client.get(f"/v1/sessions/{sid}/snapshot", headers=U7).json()
+    view = session_view(snap)
+    writes = [w for r in view.rounds for w in r.writes]
+    assert [w.tool for w in writes] == ["place", "move", "apply_proposal"]
+    flat = [(m.task_id, m.after) for w in writes for m in w.moves or []]
+    assert [c["task_id"] for c in snap["changes"]] == [t for t, _ in flat]
+    assert writes[0].moves[0].before == "待安排" and writes[0].moves[0].after == "第6天第1-3节"
+    assert (writes[1].moves[0].before, writes[1].moves[0].after) == ("第6天第1-3节", "第7天第1-3节")
+    html = _page(client, sid, headers=U7)
+    assert "[11] 复习线代：待安排 → 第6天第1-3节" in html
+
+    held = client.post(
+        f"/v1/sessions/{sid}/calls", headers=U7, json={"tool": "commit", "args": {}}
+    ).json()
+    done = client.post(
+        f"/v1/sessions/{sid}/confirm", headers=U7, json={"token": held["confirm_token"]}
+    )
+    assert done.status_code == 200 and done.json()["status"] == "ok", done.text
+    snap = client.get(f"/v1/sessions/{sid}/snapshot", headers=U7).json()
+    assert snap["changes"] == []
+    view = session_view(snap)
+    assert all(w.moves is None for r in view.rounds for w in r.writes)
+    assert "改动已提交或不在变更记录中" in _page(client, sid, headers=U7)
+
+
+def test_the_stateless_page_is_self_contained():
+    """Tests that the posted window's page references no asset at all (its style and script are
+    in the document, so it shows the same in a backend's iframe srcdoc or a saved file), and that
+    its CSP lets exactly that script run, by its hash."""
+    import base64
+    import hashlib
+
+    client = TestClient(create_app(TOKENS))
+    got = client.post("/v1/view", headers=ALICE, json={"state": window_dict(WINDOW)})
+    assert got.status_code == 200
+    html = got.text
+    assert not re.findall(r"""(?:src|href)\s*=""", html) and not re.search(r"https?://|url\(", html)
+    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)
+    assert len(scripts) == 1 and "<style>" in html
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    csp = got.headers["content-security-policy"]
+    assert (
+        f"script-src 'sha256-{digest}';" in csp
+        and "'self'" not in csp.split("script-src")[1].split(";")[0]
+    )

@@ -17,8 +17,9 @@ The signing key is ``SMARTFLOW_VIEW_KEY`` when set, else derived from the server
 cookie are signed for different purposes, so one cannot stand for the other.
 
 A stateless window has its page too: ``POST /v1/view`` with ``{"state": …}`` (bearer) answers
-the page's HTML (the backend shows it, e.g. in an iframe's ``srcdoc``; the assets are absolute
-paths of this server).
+the page's HTML, self-contained: its stylesheet and script are written into the document (the
+script allowed by its hash in the CSP), so the backend can show it anywhere (an iframe's
+``srcdoc``, a saved file, a response of its own) and it makes no further request.
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ from pydantic import Field
 
 from ...rules import Level
 from ...settings import current
+from ...state.model import MAX_DAYS
 from .context import ApiContext, Ctx, Principal, Ref
 from .errors import CONFLICT, ERRORS, NOT_FOUND, ApiError
-from .models import SessionId, _Body
-from .page_html import ASSETS, render_message, render_page
+from .models import WHOLE, SessionId, _Body
+from .page_html import ASSETS, inline_script_hash, render_message, render_page
 from .page_view import PAGE_TIME_LIMIT_S, session_view, state_view
 from .routes_stateless import load_state
 
@@ -72,6 +74,9 @@ class StateView(_Body):
     state: dict[str, Any] = Field(description="规划窗口（规格 §3.1 的 JSON）")
     level: Level = Field(default="normal", pattern="^(strict|normal|relaxed)$")
     title: str = Field(default="", max_length=100)
+    frozen_days: Annotated[int, Field(strict=True, ge=0, le=MAX_DAYS), WHOLE] = Field(
+        default=0, description="把第1天到第N天标为冻结（0：不标）"
+    )
 
 
 def static_dir() -> Path:
@@ -120,8 +125,16 @@ def verify(ctx: ApiContext, token: str | None, purpose: str, session_id: str) ->
     return principal
 
 
-def _html(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status, headers=HEADERS)
+def _html(text: str, status: int = 200, headers: dict[str, str] = HEADERS) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers=headers)
+
+
+def inline_headers() -> dict[str, str]:
+    """:data:`HEADERS` for a self-contained page: its one inline script runs by its hash."""
+    csp = HEADERS["Content-Security-Policy"].replace(
+        "script-src 'self'", f"script-src {inline_script_hash()}"
+    )
+    return {**HEADERS, "Content-Security-Policy": csp}
 
 
 @router.post(
@@ -183,11 +196,18 @@ def view_page(
     },
 )
 def view_state(ctx: Ctx, _principal: Principal, body: StateView) -> Response:
-    """The page of a posted window (no session): grid, health issues, close signal."""
+    """The page of a posted window (no session): grid, health issues, close signal; one
+    self-contained HTML document (style and script inline)."""
     state = load_state(body.state)
     limit = min(PAGE_TIME_LIMIT_S, ctx.max_time_limit_s)
-    view = state_view(state, title=body.title or "规划窗口", level=body.level, time_limit_s=limit)
-    return _html(render_page(view))
+    view = state_view(
+        state,
+        title=body.title or "规划窗口",
+        level=body.level,
+        time_limit_s=limit,
+        frozen_days=body.frozen_days,
+    )
+    return _html(render_page(view, inline=True), headers=inline_headers())
 
 
 def install(app: FastAPI) -> None:

@@ -8,9 +8,11 @@ Built from a session's snapshot (state, mode, loop, pending calls) or from a bar
 - the health of the state shown (``analyze_health``'s envelope with feasibility, at the loop's
   threshold level, without the next actions' destination search): its issues, each drawn on its
   day or on the blocks of its subject, and the close signal with its floor;
+- the frozen days (``1..frozen_days`` of the session, or of a posted window);
 - the round log: per round its mode, the health key (critical, warning, impact) it measured and
   the key the next round measured after its writes, the action worked on, and every write with
-  its evidence line (rebuilt from the logged issue diff with the loop's own wording);
+  its evidence line (rebuilt from the logged issue diff with the loop's own wording) and the
+  tasks it changed (:func:`attach_moves`: read from the session's uncommitted change log);
 - the calls waiting for the user's confirmation (the pending commit's preview).
 
 The page reads; it never calls a tool of the session, so it adds no round.
@@ -46,12 +48,25 @@ class IssueView:
 
 
 @dataclass
+class MoveView:
+    """One task's change by a write: where it was and where it is after."""
+
+    task_id: int
+    name: str
+    before: str
+    after: str
+
+
+@dataclass
 class WriteView:
     tool: str
     action_id: str | None
     changes: int
     mode: str | None
     evidence: str | None
+    # the tasks the write changed; None when its changes are no longer in the session's change
+    # log (committed, discarded, or folded out of the round log)
+    moves: list[MoveView] | None = None
 
 
 @dataclass
@@ -66,6 +81,7 @@ class RoundView:
     issue_ids: list[str]
     actions: list[str]
     writes: list[WriteView]
+    writes_omitted: int = 0  # the round's earlier writes the log folded into a count
 
 
 @dataclass
@@ -94,21 +110,31 @@ class PageView:
     pending: list[PendingView] = field(default_factory=list)
     change_count: int = 0
     categories: list[str] = field(default_factory=list)
+    frozen_days: int = 0
 
     def day_severity(self) -> dict[int, str]:
+        """Day -> the most severe of its issues (critical, warning or info)."""
         out: dict[int, str] = {}
         for issue in self.issues:
-            serious = issue.severity in ("critical", "warning")
-            if issue.day is not None and serious and out.get(issue.day) != "critical":
+            if issue.day is not None and _RANK[issue.severity] > _RANK[out.get(issue.day, "")]:
                 out[issue.day] = issue.severity
         return out
 
     def category_issues(self) -> dict[str, list[IssueView]]:
+        """Category (subject) -> its issues, every severity."""
         out: dict[str, list[IssueView]] = {}
         for issue in self.issues:
-            if issue.category is not None and issue.severity in ("critical", "warning"):
+            if issue.category is not None:
                 out.setdefault(issue.category, []).append(issue)
         return out
+
+
+_RANK = {"": 0, "info": 1, "warning": 2, "critical": 3}
+
+
+def worst(issues: list[IssueView]) -> str:
+    """The most severe severity among ``issues``."""
+    return max((i.severity for i in issues), key=lambda s: _RANK.get(s, 0), default="info")
 
 
 def _issue_text(issue: Any) -> str:
@@ -161,6 +187,7 @@ def round_views(rounds: list[dict[str, Any]]) -> list[RoundView]:
                 issue_ids=[str(i) for i in entry.get("issue_ids", []) if i is not None],
                 actions=[str(a) for a in entry.get("actions", []) if a is not None],
                 writes=[_write_view(w) for w in entry.get("writes", [])],
+                writes_omitted=int(entry.get("writes_omitted") or 0),
             )
         )
     return out
@@ -172,8 +199,10 @@ def state_view(
     title: str = "",
     level: Level = "normal",
     time_limit_s: float = PAGE_TIME_LIMIT_S,
+    frozen_days: int = 0,
 ) -> PageView:
-    """The page of a bare window (no session: no rounds, no pending calls)."""
+    """The page of a bare window (no session: no rounds, no pending calls); days
+    ``1..frozen_days`` are shown frozen."""
     level = level if level in _LEVELS else "normal"
     pic = window_picture(state, level=level, issues=False)
     # The envelope of analyze_health without its next actions: their destination search runs
@@ -226,6 +255,7 @@ def state_view(
         feasibility=health.feasibility,
         level=level,
         categories=sorted({b.category for b in pic.blocks if b.kind in ("task", "guest")}),
+        frozen_days=max(0, min(int(frozen_days), pic.num_days)),
     )
 
 
@@ -235,12 +265,14 @@ def session_view(snapshot: dict[str, Any], *, time_limit_s: float = PAGE_TIME_LI
     level = level_or(loop.get("level"))
     sid = str(snapshot.get("session_id", ""))
     data = snapshot.get("state")
-    if data is not None:
+    state = ScheduleState.from_json(data) if data is not None else None
+    if state is not None:
         view = state_view(
-            ScheduleState.from_json(data),
+            state,
             title=f"会话 {sid}",
             level=level,
             time_limit_s=time_limit_s,
+            frozen_days=int(snapshot.get("frozen_days") or 0),
         )
     else:
         view = PageView(
@@ -260,6 +292,8 @@ def session_view(snapshot: dict[str, Any], *, time_limit_s: float = PAGE_TIME_LI
     view.session_id = sid
     view.mode = snapshot.get("mode")
     view.rounds = round_views(list(loop.get("rounds") or []))
+    if state is not None:
+        attach_moves(view.rounds, list(snapshot.get("changes") or []), state)
     view.pending = [
         PendingView(tool=str(p.get("tool", "")), preview=str(p.get("preview", "")))
         for p in snapshot.get("pending") or []
@@ -273,3 +307,47 @@ def session_view(snapshot: dict[str, Any], *, time_limit_s: float = PAGE_TIME_LI
             "close_reason": loop.get("close_reason"),
         }
     return view
+
+
+def _where(block: dict[str, Any] | None, status: str, host: int | None) -> str:
+    if block is None:
+        return "待安排" if status == "pending" else "未放置"
+    text = f"第{block['day']}天第{block['slot_start']}-{block['slot_end']}节"
+    return text + (f"（嵌入 [{host}]）" if host is not None else "")
+
+
+def attach_moves(rounds: list[RoundView], changes: list[dict[str, Any]], state: Any) -> None:
+    """Give each write the tasks it changed, from the session's change log.
+
+    The change log grows in one place, in call order, by exactly the changes each write applied
+    (``changes`` in its round-log entry); a commit or a discarding reload empties it. So its
+    last entries are the last writes' changes: they are handed out from the end, write by write
+    backwards, while the counts fit. The writes before that point (committed or discarded), and
+    every write before a round whose earlier writes were folded (``writes_omitted``), keep
+    ``moves=None``: the page then says their changes are not in the log.
+    """
+    names = {t.state_id: t.name for t in state.tasks}
+    end = len(changes)
+    for r in reversed(rounds):
+        for w in reversed(r.writes):
+            if w.changes > end:
+                return
+            taken = changes[end - w.changes : end]
+            end -= w.changes
+            w.moves = [
+                MoveView(
+                    task_id=int(c["task_id"]),
+                    name=names.get(int(c["task_id"]), ""),
+                    before=_where(
+                        c.get("block_before"),
+                        str(c.get("status_before")),
+                        c.get("embed_host_before"),
+                    ),
+                    after=_where(
+                        c.get("block_after"), str(c.get("status_after")), c.get("embed_host_after")
+                    ),
+                )
+                for c in taken
+            ]
+        if r.writes_omitted:
+            return
