@@ -246,3 +246,49 @@ def test_every_docs_asset_is_served_locally(page):
     for ref in refs:
         got = client.get(ref)
         assert got.status_code == 200 and len(got.content) > 1000, ref
+
+
+def test_a_tool_name_the_server_lacks_is_counted_as_unknown(access_lines):
+    """Tests that calls of tool names the server does not have (a client may send any) add no
+    series of their own: they count under tool="unknown" with their refusal code, while the log
+    line keeps the name the client sent."""
+    client = TestClient(create_app(TOKENS, access_log=True))
+    sid = _session(client)
+    for name in ("bogus_a", "bogus_b", "bogus_c"):
+        got = client.post(
+            f"/v1/sessions/{sid}/calls", headers=ALICE, json={"tool": name, "args": {}}
+        )
+        assert got.json()["error_code"] == "unknown_tool"
+    text = client.get("/metrics").text
+    assert "bogus" not in text
+    samples = _samples(client)
+    assert samples[("smartflow_tool_call_seconds_count", (("tool", "unknown"),))] == 3
+    assert samples[("smartflow_refusals_total", (("code", "unknown_tool"),))] == 3
+    calls = [line["tool"] for line in access_lines if line["path"].endswith("/calls")]
+    assert calls == ["bogus_a", "bogus_b", "bogus_c"]
+
+
+def test_queue_depth_is_the_calls_beyond_the_workers():
+    """Tests the solver pool gauges: in flight as the pool counts it, queue depth the calls
+    beyond one per worker process (never negative), busy seconds as a counter."""
+    from prometheus_client import CollectorRegistry
+
+    from smartflow_engine.tools_adapter.api.metrics import _ServerCollector
+
+    class Pool:
+        processes = 2
+
+        def __init__(self, in_flight: int) -> None:
+            self.in_flight = in_flight
+
+        def stats(self) -> dict:
+            return {"in_flight": self.in_flight, "busy_seconds": 1.5}
+
+    for in_flight, depth in [(0, 0), (1, 0), (2, 0), (5, 3)]:
+        ctx = type("Ctx", (), {"sessions": {}, "solver": Pool(in_flight)})()
+        registry = CollectorRegistry()
+        registry.register(_ServerCollector(ctx))
+        assert registry.get_sample_value("smartflow_solver_pool_queue_depth") == depth
+        assert registry.get_sample_value("smartflow_solver_pool_in_flight") == in_flight
+        assert registry.get_sample_value("smartflow_solver_pool_busy_seconds_total") == 1.5
+        assert registry.get_sample_value("smartflow_sessions_open") == 0

@@ -9,12 +9,17 @@ in the tests, never share counters). Series:
 - ``smartflow_tool_call_seconds{tool}``: a histogram of tool calls' latency (session and
   stateless calls, confirm and reject included), from the request's start to the tool's result;
 - ``smartflow_tool_calls_total{tool, status}`` and ``smartflow_refusals_total{code}``: tool
-  refusals by their ``error_code`` and refused requests (401, 404, 422, ...) by theirs;
+  refusals by their ``error_code`` and refused requests (401, 404, 422, ...) by theirs. A tool
+  name the server does not have (a client may send any) is counted as ``tool="unknown"``, so a
+  client cannot grow the series without bound;
 - ``smartflow_sessions_open``: the sessions held by the store (a store that cannot count them
   cheaply, such as Redis, reports none);
 - ``smartflow_solver_pool_processes``, ``smartflow_solver_pool_in_flight``,
   ``smartflow_solver_pool_queue_depth`` (calls waiting for a free worker) and
   ``smartflow_solver_pool_busy_seconds_total`` (time the workers spent running calls).
+
+Each request touches a handful of labelled children; they are looked up once and kept in plain
+dicts (prometheus-client's ``labels()`` takes a lock and validates the labels on every call).
 
 ``/metrics`` needs no bearer token (a scraper has none); it names no user and no session, and an
 operator who does not want it public binds the server to loopback (the default) or turns it off
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
 # Tool calls run from a millisecond (a read) to the solver cap (10 s by default).
 TOOL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 METRICS_PATH = "/metrics"
+UNKNOWN_TOOL = "unknown"
 
 
 class _ServerCollector(Collector):
@@ -114,22 +120,45 @@ class Metrics:
             registry=r,
         )
         r.register(_ServerCollector(ctx))
+        self.tools = frozenset(ctx.table) | {"confirm", "reject"}
+        # the labelled children, looked up once (see the module docstring)
+        self._http: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._tool: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._refusal: dict[str, Any] = {}
 
     def observe_request(
         self, scope: MutableMapping[str, Any], info: RequestInfo, http_status: int, elapsed: float
     ) -> None:
         route = scope.get("route")
         template = getattr(route, "path", None) or "unmatched"
-        method = scope.get("method", "")
         if template == METRICS_PATH:
             return  # scrapes do not count themselves
-        self.requests.labels(method, template, str(http_status)).inc()
-        self.request_seconds.labels(method, template).observe(elapsed)
+        method = scope.get("method", "")
+        key = (method, template, http_status)
+        http = self._http.get(key)
+        if http is None:
+            http = self._http[key] = (
+                self.requests.labels(method, template, str(http_status)),
+                self.request_seconds.labels(method, template),
+            )
+        http[0].inc()
+        http[1].observe(elapsed)
         if info.tool_seconds is not None and info.tool is not None:
-            self.tool_seconds.labels(info.tool).observe(info.tool_seconds)
-            self.tool_calls.labels(info.tool, info.status or "").inc()
+            tool = info.tool if info.tool in self.tools else UNKNOWN_TOOL
+            tkey = (tool, info.status or "")
+            pair = self._tool.get(tkey)
+            if pair is None:
+                pair = self._tool[tkey] = (
+                    self.tool_seconds.labels(tool),
+                    self.tool_calls.labels(*tkey),
+                )
+            pair[0].observe(info.tool_seconds)
+            pair[1].inc()
         if info.error_code:
-            self.refusals.labels(info.error_code).inc()
+            child = self._refusal.get(info.error_code)
+            if child is None:
+                child = self._refusal[info.error_code] = self.refusals.labels(info.error_code)
+            child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -44,6 +44,7 @@ _GIVEN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # a client's id is echoed onl
 _SESSION_PATH = re.compile(r"^/(?:v1/sessions|view|mcp)/([A-Za-z0-9_-]{1,64})(?:/|$)")
 _TOOL_PATH = re.compile(r"^/v1/(?:tools/([a-z_]{1,64})/call|analyze/([a-z_]{1,64}))$")
 _FIXED_TOOL = {"/v1/feasibility": "check_feasibility", "/v1/proposal": "propose_placement"}
+_encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per line
 
 
 @dataclass
@@ -159,7 +160,11 @@ class RequestObserver:
                 "error_code": info.error_code,
                 "duration_ms": round(elapsed * 1000.0, 3),
             }
-            access_log.info(json.dumps(line, ensure_ascii=False))
+            # the record made directly: Logger.info would also walk the stack for the caller
+            record = access_log.makeRecord(
+                access_log.name, logging.INFO, __file__, 0, _encode(line), (), None
+            )
+            access_log.handle(record)
 
     def _user(self, scope: Scope) -> str | None:
         for name, value in scope.get("headers", []):
