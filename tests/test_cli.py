@@ -248,7 +248,8 @@ def test_bad_state_file_and_args(tmp_path):
 
 
 def test_demo_runs_on_sample_window(tmp_path):
-    """Tests that `smartflow demo` walks the sample window through SQLite and commits the result."""
+    """Tests that `smartflow demo` walks the sample window through SQLite and commits the
+    result, and that the picture it draws after the proposal is the README's."""
     res = runner.invoke(app, ["demo", "--workdir", str(tmp_path)])
     assert res.exit_code == 0, res.stdout
     for text in (
@@ -263,6 +264,15 @@ def test_demo_runs_on_sample_window(tmp_path):
     assert "reloaded window equals the session's: True" in res.stdout
     for picture in ("schedule_before.png", "schedule_after.png"):  # drawn before/after
         assert (tmp_path / picture).read_bytes().startswith(b"\x89PNG")
+    # The README's picture is the one the demo draws now (byte for byte, or the same pixels
+    # within matplotlib's own test tolerance when another matplotlib encodes them).
+    readme_picture = Path(__file__).parents[1] / "docs" / "schedule.png"
+    drawn = tmp_path / "schedule_after.png"
+    if drawn.read_bytes() != readme_picture.read_bytes():
+        from matplotlib.testing.compare import compare_images
+
+        differs = compare_images(str(readme_picture), str(drawn), tol=1.0)
+        assert differs is None, f"docs/schedule.png is not what `smartflow demo` draws: {differs}"
     final = ScheduleState.from_json(tmp_path / "state_after_demo.json")
     # apply_proposal {} in first_full re-plans the suggested tasks too (issue 26): the batch move
     # put [11] on day 7; wherever the proposal put it, it is placed and nothing is left pending.
