@@ -292,3 +292,87 @@ def test_queue_depth_is_the_calls_beyond_the_workers():
         assert registry.get_sample_value("smartflow_solver_pool_in_flight") == in_flight
         assert registry.get_sample_value("smartflow_solver_pool_busy_seconds_total") == 1.5
         assert registry.get_sample_value("smartflow_sessions_open") == 0
+
+
+def test_the_series_read_as_prometheus_clients_own_would():
+    """Tests that the request and tool series (counted in plain dicts, exposed at scrape time)
+    give the samples prometheus-client's own Histogram and Counter give for the same values:
+    bucket bounds included (a value on a bound counts in that bucket), +Inf, sum and count."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram
+
+    from smartflow_engine.tools_adapter.api.metrics import TOOL_BUCKETS, Metrics
+    from smartflow_engine.tools_adapter.api.request_log import RequestInfo
+
+    values = [0.0, 0.001, 0.0011, 0.0025, 0.3, 1.0, 7.5, 30.0, 31.0, 1e-6, 0.05]
+    ours = Metrics(create_app(TOKENS).state.ctx)
+    ref = CollectorRegistry()
+    hist = Histogram(
+        "smartflow_tool_call_seconds", "x", ["tool"], registry=ref, buckets=TOOL_BUCKETS
+    )
+    calls = Counter("smartflow_tool_calls", "x", ["tool", "status"], registry=ref)
+    route = type("Route", (), {"path": "/v1/sessions/{session_id}/calls"})()
+    for n, value in enumerate(values):
+        tool = "get_overview" if n % 2 else "move"
+        info = RequestInfo("r", 0.0, tool=tool, status="ok", tool_seconds=value)
+        ours.observe_request({"method": "POST", "route": route}, info, 200, value)
+        hist.labels(tool).observe(value)
+        calls.labels(tool, "ok").inc()
+
+    def samples(registry: CollectorRegistry, prefix: str) -> dict:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in registry.collect()
+            for s in family.samples
+            if s.name.startswith(prefix) and not s.name.endswith("_created")
+        }
+
+    for prefix in ("smartflow_tool_call_seconds", "smartflow_tool_calls"):
+        got, want = samples(ours.registry, prefix), samples(ref, prefix)
+        assert want and got.keys() == want.keys()
+        assert all(abs(got[k] - want[k]) < 1e-9 for k in want), (got, want)
+    text = ours.render().decode()
+    assert 'smartflow_http_request_seconds_bucket{le="+Inf",method="POST"' in text
+
+
+def test_the_line_is_json_for_any_path(access_lines):
+    """Tests that the line (written field by field) parses as JSON and keeps the path as sent,
+    quotes, backslashes, control characters and Chinese included."""
+    client = TestClient(create_app(TOKENS, access_log=True))
+    backslash = chr(92)
+    client.get(f'/v1/x"y{backslash}z%09复习', headers=ALICE)
+    line = access_lines[-1]
+    assert line["path"] == f'/v1/x"y{backslash}z\t复习'
+    assert line["http_status"] == 404 and isinstance(line["duration_ms"], float)
+
+
+def test_serve_access_log_writes_one_line_per_request_to_stderr(monkeypatch):
+    """Tests the set-up `smartflow serve --access-log` has (the handler configure_access_log
+    installs, writing the line without a log record): one JSON line per request on stderr,
+    nothing else on it."""
+    import io
+    import sys
+
+    from smartflow_engine.tools_adapter.api import request_log
+
+    logger = logging.getLogger("smartflow.access")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    logger.handlers.clear()
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)  # the handler takes sys.stderr when made
+    try:
+        client = TestClient(create_app(TOKENS, access_log=True))
+        assert [type(h) for h in logger.handlers] == [request_log._LineHandler]
+        client.get("/health")
+        client.get("/v1/sessions", headers=ALICE)
+        client.get("/v1/sessions")
+        lines = [json.loads(text) for text in stream.getvalue().splitlines()]
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
+    assert [(x["path"], x["http_status"], x["user"]) for x in lines] == [
+        ("/health", 200, None),
+        ("/v1/sessions", 200, "alice"),
+        ("/v1/sessions", 401, None),
+    ]
+    assert all(set(FIELDS) <= set(x) for x in lines)

@@ -18,8 +18,11 @@ in the tests, never share counters). Series:
   ``smartflow_solver_pool_queue_depth`` (calls waiting for a free worker) and
   ``smartflow_solver_pool_busy_seconds_total`` (time the workers spent running calls).
 
-Each request touches a handful of labelled children; they are looked up once and kept in plain
-dicts (prometheus-client's ``labels()`` takes a lock and validates the labels on every call).
+The request and tool series are counted in plain dicts and lists under one lock (a request
+adds to them in about a microsecond) and handed to prometheus-client as metric families when
+``/metrics`` is read (:class:`_SeriesCollector`): prometheus-client's own ``Counter`` and
+``Histogram`` take a lock per value, look the labels up and walk the buckets in Python on every
+request, several times the cost. The exposition is prometheus-client's, unchanged.
 
 ``/metrics`` needs no bearer token (a scraper has none); it names no user and no session, and an
 operator who does not want it public binds the server to loopback (the default) or turns it off
@@ -28,13 +31,20 @@ operator who does not want it public binds the server to loopback (the default) 
 
 from __future__ import annotations
 
+import threading
+from bisect import bisect_left
 from collections.abc import Iterator, MutableMapping, Sized
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
@@ -84,47 +94,102 @@ class _ServerCollector(Collector):
         )
 
 
+def _le(bound: float) -> str:
+    """A bucket's ``le`` label as prometheus-client writes it (``0.001``, ``1.0``, ``+Inf``)."""
+    return "+Inf" if bound == float("inf") else repr(float(bound))
+
+
+class _Series:
+    """Counters and histograms by label values, kept in plain dicts and lists and exposed as
+    prometheus-client metric families at scrape time (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: dict[tuple[str, str, str], float] = {}
+        self.request_seconds: dict[tuple[str, str], list[float]] = {}
+        self.tool_seconds: dict[tuple[str], list[float]] = {}
+        self.tool_calls: dict[tuple[str, str], float] = {}
+        self.refusals: dict[tuple[str], float] = {}
+
+    def observe(self, table: dict[Any, list[float]], key: Any, value: float) -> None:
+        """One value into ``table[key]``: its bucket's count (``le`` semantics: the first bound
+        at or above it, else +Inf) and the sum, the last item. The caller holds the lock."""
+        row = table.get(key)
+        if row is None:
+            row = table[key] = [0.0] * (len(TOOL_BUCKETS) + 2)
+        row[bisect_left(TOOL_BUCKETS, value)] += 1
+        row[-1] += value
+
+    def histogram(
+        self, name: str, doc: str, labels: list[str], table: dict[Any, list[float]]
+    ) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(name, doc, labels=labels)
+        for key, row in sorted(table.items()):
+            cumulative, buckets = 0.0, []
+            for bound, count in zip((*TOOL_BUCKETS, float("inf")), row, strict=False):
+                cumulative += count
+                buckets.append((_le(bound), cumulative))
+            family.add_metric(list(key), buckets, row[-1])
+        return family
+
+    @staticmethod
+    def counter(
+        name: str, doc: str, labels: list[str], table: dict[Any, float]
+    ) -> CounterMetricFamily:
+        family = CounterMetricFamily(name, doc, labels=labels)
+        for key, value in sorted(table.items()):
+            family.add_metric(list(key), value)
+        return family
+
+
+class _SeriesCollector(Collector):
+    """The request and tool series of a :class:`_Series`, read at scrape time."""
+
+    def __init__(self, series: _Series) -> None:
+        self.series = series
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.series
+        with s.lock:  # a consistent copy; the families are built outside the lock
+            requests, tool_calls, refusals = dict(s.requests), dict(s.tool_calls), dict(s.refusals)
+            request_seconds = {k: list(v) for k, v in s.request_seconds.items()}
+            tool_seconds = {k: list(v) for k, v in s.tool_seconds.items()}
+        yield s.counter(
+            "smartflow_http_requests",
+            "HTTP requests by route and status",
+            ["method", "route", "http_status"],
+            requests,
+        )
+        yield s.histogram(
+            "smartflow_http_request_seconds",
+            "HTTP request latency by route",
+            ["method", "route"],
+            request_seconds,
+        )
+        yield s.histogram(
+            "smartflow_tool_call_seconds", "Tool call latency by tool", ["tool"], tool_seconds
+        )
+        yield s.counter(
+            "smartflow_tool_calls", "Tool calls by tool and status", ["tool", "status"], tool_calls
+        )
+        yield s.counter(
+            "smartflow_refusals",
+            "Refused tool calls and refused requests by error code",
+            ["code"],
+            refusals,
+        )
+
+
 class Metrics:
     """The app's registry and its series (see the module docstring)."""
 
     def __init__(self, ctx: ApiContext) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.requests = Counter(
-            "smartflow_http_requests",
-            "HTTP requests by route and status",
-            ["method", "route", "http_status"],
-            registry=r,
-        )
-        self.request_seconds = Histogram(
-            "smartflow_http_request_seconds",
-            "HTTP request latency by route",
-            ["method", "route"],
-            registry=r,
-            buckets=TOOL_BUCKETS,
-        )
-        self.tool_seconds = Histogram(
-            "smartflow_tool_call_seconds",
-            "Tool call latency by tool",
-            ["tool"],
-            registry=r,
-            buckets=TOOL_BUCKETS,
-        )
-        self.tool_calls = Counter(
-            "smartflow_tool_calls", "Tool calls by tool and status", ["tool", "status"], registry=r
-        )
-        self.refusals = Counter(
-            "smartflow_refusals",
-            "Refused tool calls and refused requests by error code",
-            ["code"],
-            registry=r,
-        )
-        r.register(_ServerCollector(ctx))
+        self.series = _Series()
+        self.registry.register(_SeriesCollector(self.series))
+        self.registry.register(_ServerCollector(ctx))
         self.tools = frozenset(ctx.table) | {"confirm", "reject"}
-        # the labelled children, looked up once (see the module docstring)
-        self._http: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-        self._tool: dict[tuple[str, str], tuple[Any, Any]] = {}
-        self._refusal: dict[str, Any] = {}
+        self._status: dict[int, str] = {}
 
     def observe_request(
         self, scope: MutableMapping[str, Any], info: RequestInfo, http_status: int, elapsed: float
@@ -134,31 +199,22 @@ class Metrics:
         if template == METRICS_PATH:
             return  # scrapes do not count themselves
         method = scope.get("method", "")
-        key = (method, template, http_status)
-        http = self._http.get(key)
-        if http is None:
-            http = self._http[key] = (
-                self.requests.labels(method, template, str(http_status)),
-                self.request_seconds.labels(method, template),
-            )
-        http[0].inc()
-        http[1].observe(elapsed)
-        if info.tool_seconds is not None and info.tool is not None:
-            tool = info.tool if info.tool in self.tools else UNKNOWN_TOOL
-            tkey = (tool, info.status or "")
-            pair = self._tool.get(tkey)
-            if pair is None:
-                pair = self._tool[tkey] = (
-                    self.tool_seconds.labels(tool),
-                    self.tool_calls.labels(*tkey),
-                )
-            pair[0].observe(info.tool_seconds)
-            pair[1].inc()
-        if info.error_code:
-            child = self._refusal.get(info.error_code)
-            if child is None:
-                child = self._refusal[info.error_code] = self.refusals.labels(info.error_code)
-            child.inc()
+        status = self._status.get(http_status) or self._status.setdefault(
+            http_status, str(http_status)
+        )
+        s = self.series
+        with s.lock:
+            key = (method, template, status)
+            s.requests[key] = s.requests.get(key, 0.0) + 1
+            s.observe(s.request_seconds, (method, template), elapsed)
+            if info.tool_seconds is not None and info.tool is not None:
+                tool = info.tool if info.tool in self.tools else UNKNOWN_TOOL
+                s.observe(s.tool_seconds, (tool,), info.tool_seconds)
+                tkey = (tool, info.status or "")
+                s.tool_calls[tkey] = s.tool_calls.get(tkey, 0.0) + 1
+            if info.error_code:
+                ckey = (info.error_code,)
+                s.refusals[ckey] = s.refusals.get(ckey, 0.0) + 1
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

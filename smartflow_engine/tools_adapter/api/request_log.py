@@ -20,6 +20,7 @@ string (a signed view link's signature stays out of the log).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -44,10 +45,36 @@ _GIVEN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # a client's id is echoed onl
 _SESSION_PATH = re.compile(r"^/(?:v1/sessions|view|mcp)/([A-Za-z0-9_-]{1,64})(?:/|$)")
 _TOOL_PATH = re.compile(r"^/v1/(?:tools/([a-z_]{1,64})/call|analyze/([a-z_]{1,64}))$")
 _FIXED_TOOL = {"/v1/feasibility": "check_feasibility", "/v1/proposal": "propose_placement"}
-_encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per line
+_HEADER_NAME = REQUEST_ID_HEADER.lower().encode()
+_quote = json.encoder.encode_basestring  # a JSON string, non-ASCII kept (as ensure_ascii=False)
+# Request ids: a random prefix per process and a counter (unique across workers and restarts
+# in practice; the 16 hex characters of the old secrets.token_hex(8), without a syscall each).
+_ID_PREFIX = secrets.token_hex(4)
+_ids = itertools.count(1)
 
 
-@dataclass
+def _new_id() -> str:
+    return f"{_ID_PREFIX}{next(_ids) & 0xFFFFFFFF:08x}"
+
+
+def _json(value: str | None) -> str:
+    return "null" if value is None else _quote(value)
+
+
+def _line(info: RequestInfo, method: Any, path: str, http_status: int, elapsed: float) -> str:
+    """The JSON line, written field by field (the same text ``json.dumps`` gives, made without
+    building a dict and walking it)."""
+    return (
+        f'{{"ts": {time.time():.3f}, "request_id": {_quote(info.request_id)}, '
+        f'"method": {_json(method)}, "path": {_quote(path)}, "http_status": {http_status}, '
+        f'"user": {_json(info.user)}, "session": {_json(info.session)}, '
+        f'"tool": {_json(info.tool)}, "mode": {_json(info.mode)}, '
+        f'"status": {_json(info.status)}, "error_code": {_quote(info.error_code)}, '
+        f'"duration_ms": {elapsed * 1000.0:.3f}}}'
+    )
+
+
+@dataclass(slots=True)
 class RequestInfo:
     """What is known about the request being served (filled in while it runs)."""
 
@@ -107,12 +134,12 @@ class RequestObserver:
         if scope["type"] != "http" or (self.metrics is None and not self.log_requests):
             await self.app(scope, receive, send)
             return
-        request_id = _given_id(scope) or secrets.token_hex(8)
+        request_id = _given_id(scope) or _new_id()
         info = RequestInfo(request_id, time.perf_counter())
         token = current.set(info)
         http_status = 500
         error_body: list[bytes] = []
-        header = (REQUEST_ID_HEADER.lower().encode(), request_id.encode())
+        header = (_HEADER_NAME, request_id.encode())
 
         async def send_with_id(message: Message) -> None:
             nonlocal http_status
@@ -131,6 +158,14 @@ class RequestObserver:
 
     def _finish(self, scope: Scope, info: RequestInfo, http_status: int, body: bytes) -> None:
         elapsed = time.perf_counter() - info.started
+        if http_status >= 400:
+            info.status = "http_error"
+            info.error_code = _error_code(body) or str(http_status)
+        if self.metrics is not None:
+            self.metrics.observe_request(scope, info, http_status, elapsed)
+        if not self.log_requests or not access_log.isEnabledFor(logging.INFO):
+            return
+        # what only the line needs
         path: str = scope.get("path", "")
         if info.session is None:
             found = _SESSION_PATH.match(path)
@@ -138,33 +173,9 @@ class RequestObserver:
                 info.session = found.group(1)
         if info.tool is None:
             info.tool = _path_tool(path)
-        if http_status >= 400:
-            info.status = "http_error"
-            info.error_code = _error_code(body) or str(http_status)
         if info.user is None and self.principal is not None:
             info.user = self._user(scope)
-        if self.metrics is not None:
-            self.metrics.observe_request(scope, info, http_status, elapsed)
-        if self.log_requests and access_log.isEnabledFor(logging.INFO):
-            line = {
-                "ts": round(time.time(), 3),
-                "request_id": info.request_id,
-                "method": scope.get("method"),
-                "path": path,
-                "http_status": http_status,
-                "user": info.user,
-                "session": info.session,
-                "tool": info.tool,
-                "mode": info.mode,
-                "status": info.status,
-                "error_code": info.error_code,
-                "duration_ms": round(elapsed * 1000.0, 3),
-            }
-            # the record made directly: Logger.info would also walk the stack for the caller
-            record = access_log.makeRecord(
-                access_log.name, logging.INFO, __file__, 0, _encode(line), (), None
-            )
-            access_log.handle(record)
+        write_line(_line(info, scope.get("method"), path, http_status, elapsed))
 
     def _user(self, scope: Scope) -> str | None:
         for name, value in scope.get("headers", []):
@@ -202,10 +213,44 @@ def _error_code(body: bytes) -> str:
     return code if isinstance(code, str) else ""
 
 
+class _LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler :func:`configure_access_log` installs: the line as it is, one per write."""
+
+    def write_line(self, text: str) -> None:
+        """Write ``text`` and a newline and flush, as :meth:`emit` would, without a record."""
+        with self.lock:  # type: ignore[union-attr]
+            try:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+            except Exception:  # as logging does: a broken stream never fails a request
+                self.handleError(logging.makeLogRecord({"msg": text}))
+
+
+def write_line(text: str) -> None:
+    """Hand the line to ``smartflow.access``. When the only handler is the one
+    :func:`configure_access_log` installed (``smartflow serve --access-log``), the line is
+    written to it directly (no log record: it costs more than the rest of the line); any other
+    set-up (a handler or a filter of the operator's) gets an ordinary record."""
+    handlers = access_log.handlers
+    if (
+        len(handlers) == 1
+        and isinstance(handlers[0], _LineHandler)
+        and not access_log.filters
+        and not handlers[0].filters
+        and handlers[0].level <= logging.INFO
+    ):
+        handlers[0].write_line(text)
+        return
+    # the record made directly: Logger.info would also walk the stack for the caller
+    access_log.handle(
+        access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, text, (), None)
+    )
+
+
 def configure_access_log() -> None:
     """Give ``smartflow.access`` a bare handler to stderr (the line is already JSON), once."""
     if not access_log.handlers:
-        handler = logging.StreamHandler()
+        handler = _LineHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
         access_log.addHandler(handler)
     access_log.setLevel(logging.INFO)
