@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -347,8 +348,9 @@ def test_the_line_is_json_for_any_path(access_lines):
 
 def test_serve_access_log_writes_one_line_per_request_to_stderr(monkeypatch):
     """Tests the set-up `smartflow serve --access-log` has (the handler configure_access_log
-    installs, writing the line without a log record): one JSON line per request on stderr,
-    nothing else on it."""
+    installs, writing the lines without a log record, in batches): one JSON line per request on
+    stderr, nothing else on it, out within the flush interval, and all of them on a flush (as at
+    exit)."""
     import io
     import sys
 
@@ -365,7 +367,15 @@ def test_serve_access_log_writes_one_line_per_request_to_stderr(monkeypatch):
         client.get("/health")
         client.get("/v1/sessions", headers=ALICE)
         client.get("/v1/sessions")
+        handler = logger.handlers[0]
+        waited = time.monotonic()
+        while stream.getvalue().count("\n") < 3 and time.monotonic() - waited < 10:
+            time.sleep(0.05)  # the lines go out in a batch, at the latest FLUSH_S later
+        assert time.monotonic() - waited < handler.FLUSH_S + 1.0
         lines = [json.loads(text) for text in stream.getvalue().splitlines()]
+        client.get("/health")
+        handler.flush()  # as logging.shutdown does at exit
+        assert len(stream.getvalue().splitlines()) == 4
     finally:
         logger.handlers[:] = saved[0]
         logger.setLevel(saved[1])
