@@ -247,10 +247,17 @@ def test_bad_state_file_and_args(tmp_path):
     assert args.exit_code == 2 and "--args is not JSON" in args.stderr
 
 
-def test_demo_runs_on_sample_window(tmp_path):
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    """`smartflow demo` run once for the tests below: its result and its work directory."""
+    workdir = tmp_path_factory.mktemp("demo")
+    return runner.invoke(app, ["demo", "--workdir", str(workdir)]), workdir
+
+
+def test_demo_runs_on_sample_window(demo_run):
     """Tests that `smartflow demo` walks the sample window through SQLite and commits the
-    result, and that the picture it draws after the proposal is the README's."""
-    res = runner.invoke(app, ["demo", "--workdir", str(tmp_path)])
+    result."""
+    res, tmp_path = demo_run
     assert res.exit_code == 0, res.stdout
     for text in (
         "规划窗口共14天",
@@ -264,15 +271,6 @@ def test_demo_runs_on_sample_window(tmp_path):
     assert "reloaded window equals the session's: True" in res.stdout
     for picture in ("schedule_before.png", "schedule_after.png"):  # drawn before/after
         assert (tmp_path / picture).read_bytes().startswith(b"\x89PNG")
-    # The README's picture is the one the demo draws now (byte for byte, or the same pixels
-    # within matplotlib's own test tolerance when another matplotlib encodes them).
-    readme_picture = Path(__file__).parents[1] / "docs" / "schedule.png"
-    drawn = tmp_path / "schedule_after.png"
-    if drawn.read_bytes() != readme_picture.read_bytes():
-        from matplotlib.testing.compare import compare_images
-
-        differs = compare_images(str(readme_picture), str(drawn), tol=1.0)
-        assert differs is None, f"docs/schedule.png is not what `smartflow demo` draws: {differs}"
     final = ScheduleState.from_json(tmp_path / "state_after_demo.json")
     # apply_proposal {} in first_full re-plans the suggested tasks too (issue 26): the batch move
     # put [11] on day 7; wherever the proposal put it, it is placed and nothing is left pending.
@@ -284,6 +282,29 @@ def test_demo_runs_on_sample_window(tmp_path):
     store = Store.from_url(f"sqlite:///{tmp_path / 'smartflow.db'}")
     loaded = store.load_window(1, final.window.day_mapping)
     assert loaded.to_dict() == final.to_dict()
+
+
+def test_the_readme_picture_is_the_one_the_demo_draws(demo_run):
+    """Tests that docs/schedule.png is the picture `smartflow demo` draws after the proposal:
+    byte for byte, or the same pixels within matplotlib's own image-comparison tolerance when
+    another matplotlib encodes them. The demo's proposal runs on a deterministic work budget
+    with the wall clock as a safety net; on a machine so loaded that the wall clock cut it (the
+    reply says so) its picture may differ by design: only then is a different picture a skip
+    (reported), not a failure."""
+    res, tmp_path = demo_run
+    assert res.exit_code == 0, res.stdout
+    flat = "".join(ch for ch in res.stdout if not ch.isspace() and ch != "│")  # panels wrap
+    cut = "搜索被时限截断" in flat or "只来得及给出初始贪心方案" in flat
+    readme_picture = Path(__file__).parents[1] / "docs" / "schedule.png"
+    drawn = tmp_path / "schedule_after.png"
+    if drawn.read_bytes() == readme_picture.read_bytes():
+        return
+    from matplotlib.testing.compare import compare_images
+
+    differs = compare_images(str(readme_picture), str(drawn), tol=1.0)
+    if differs is not None and cut:
+        pytest.skip("the demo's proposal was cut by the wall clock on this loaded machine")
+    assert differs is None, f"docs/schedule.png is not what `smartflow demo` draws: {differs}"
 
 
 def test_feasibility_argument_error_exits_1():
