@@ -29,11 +29,13 @@ SOLVER_CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 def _frozen_part(state: ScheduleState, k: int) -> list[tuple[Any, ...]]:
-    """Every block on days ``1..k`` (task, day, periods, host) and every task touching them."""
+    """Every block on days ``1..k`` (task, status, its blocks there, host). A task's blocks on
+    later days are not frozen: ``move`` with ``from_day`` may move one of them (docs/decisions.md,
+    issue 28: it counts only that day)."""
     out: list[tuple[Any, ...]] = []
     for t in state.tasks:
-        blocks = [(b.day, b.slot_start, b.slot_end) for b in t.slots]
-        if any(day <= k for day, _, _ in blocks):
+        blocks = [(b.day, b.slot_start, b.slot_end) for b in t.slots if b.day <= k]
+        if blocks:
             out.append((t.state_id, t.status, tuple(blocks), t.embed_host))
     return sorted(out)
 
