@@ -14,11 +14,12 @@ longest free run on the day); embeddable host blocks are tried at their first pe
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ..concepts import movable_by_tools
 from ..rules import Level, rules_for
@@ -219,6 +220,7 @@ class TaskPool:
 
     every: list[Task]
     by_subject: dict[str, list[Task]]
+    _by_day: dict[int, list[Task]] | None = None  # built when a search first asks for days
 
     @classmethod
     def of(cls, state: ScheduleState) -> TaskPool:
@@ -228,6 +230,22 @@ class TaskPool:
         for t in every:
             by_subject.setdefault(subject_of(t), []).append(t)
         return cls(every, by_subject)
+
+    def on_days(self, days: Iterable[Any]) -> list[Task]:
+        """The pool's tasks a ``days`` filter lets through (:func:`matches`): the pending ones
+        and those with a block on one of ``days``, each once, in no particular order."""
+        if self._by_day is None:
+            self._by_day = {}
+            for t in self.every:
+                if t.status == "pending":
+                    self._by_day.setdefault(0, []).append(t)  # day 0: pending
+                for b in t.slots:
+                    self._by_day.setdefault(b.day, []).append(t)
+        found: dict[int, Task] = {t.state_id: t for t in self._by_day.get(0, ())}
+        for d in days:  # compared as ``b.day in days`` compares them
+            for t in self._by_day.get(d, ()):
+                found[t.state_id] = t
+        return list(found.values())
 
 
 def target_tasks(
@@ -253,7 +271,8 @@ def target_tasks(
         cats = _as_list(tf.get("categories")) or _as_list(tf.get("category"))
         named = cats or sc.get("categories") or None
         some = (
-            pool.every
+            # only tasks on the filter's days pass (and pending ones): found from the days
+            (pool.on_days(hot) if hot else pool.every)
             if not named
             else [t for c in dict.fromkeys(named) for t in pool.by_subject.get(c, ())]
         )
@@ -741,23 +760,142 @@ def _helps(dest: Destination) -> bool:
 
 def _removed_issues(ev: HealthEvaluator, task: Task) -> dict[str, Issue]:
     """The critical/warning issues of the evaluator's state with ``task`` taken out (made
-    pending), judged on copies of its days' rows (the state is never changed)."""
-    rows: dict[int, tuple[list[int], list[int]]] = {}
-    guest = task.embed_host is not None
-    for block in task.slots:
-        d = block.day - 1
-        if d not in rows:
-            rows[d] = ev.rows(d)
-        layer = rows[d][1] if guest else rows[d][0]
-        for q in range(block.slot_start - 1, block.slot_end):
-            layer[q] = 0
-    sig = task_sig(task)
-    new_days = {d: ev.facts_of_rows(own, gst) for d, (own, gst) in sorted(rows.items())}
-    delta = ev.probe_facts(new_days, {task.state_id: (*sig[:3], "pending", 0, task.need())})
-    base = ev.severe()
-    out = {i: issue for i, issue in base.items() if i not in delta.before}
-    out.update(delta.after)
+    pending), judged on copies of its days' rows (the state is never changed;
+    :meth:`HealthEvaluator.removal`)."""
+    before, after = ev.removal(task)
+    out = {i: issue for i, issue in ev.severe().items() if i not in before}
+    out.update(after)
     return out
+
+
+def _removal_bound(ev: HealthEvaluator, task: Task, focus: set[str], base: dict[str, Issue]) -> int:
+    """At most how many of the ``focus`` issues taking ``task`` out resolves: a removal changes
+    the issues of the task's days, of its subject and the window-wide ones only (a guest's
+    removal also its host's subject: then any), so a focus issue of another day or subject
+    stays."""
+    if task.embed_host is not None:
+        return sum(1 for i in focus if i in base)
+    days = {b.day for b in task.slots}
+    code = ev.subject_code(task.state_id)
+    bound = 0
+    for iid in focus:
+        issue = base.get(iid)
+        if issue is None:
+            continue
+        if issue.day is not None and issue.category is None:
+            bound += issue.day in days
+        elif issue.category is not None and issue.day is None:
+            bound += ev.code_of.get(issue.category) == code
+        else:
+            bound += 1
+    return bound
+
+
+class OrderedTargets(Sequence[Task]):
+    """:func:`ordered_targets`' order, worked out only as far as it is read: a screened
+    task's removal is judged when a task placed before it in the order is asked for and its
+    bound (:func:`_removal_bound`, taken as "resolves that many, creates nothing") could still
+    place it earlier, so a fixable check that stops at its first targets judges a few
+    removals, not all ``SCREEN``. The order is the same as sorting every key."""
+
+    def __init__(
+        self,
+        tasks: list[Task],
+        screen: int,
+        exact: Callable[[int], tuple[int, int, int]],
+        bounds: list[tuple[int, int, int] | None],
+    ) -> None:
+        self._tasks = tasks
+        self._screen = screen
+        self._exact = exact
+        # (key, exact?, index): a bound is never above the key it stands for, keys are unique
+        self._heap: list[tuple[tuple[int, int, int], bool, int]] = [
+            (bound, False, i) if bound is not None else ((0, 0, i), True, i)
+            for i, bound in enumerate(bounds)
+        ]
+        heapq.heapify(self._heap)
+        self._order: list[Task] = []
+
+    def _grow(self, n: int) -> None:
+        """Work the order out to its first ``n`` tasks."""
+        while len(self._order) < min(n, self._screen) and self._heap:
+            _, exact, i = heapq.heappop(self._heap)
+            if exact:
+                self._order.append(self._tasks[i])
+            else:
+                heapq.heappush(self._heap, (self._exact(i), True, i))
+        if n > self._screen and len(self._order) < len(self._tasks):
+            self._order.extend(self._tasks[len(self._order) :])
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __bool__(self) -> bool:
+        return bool(self._tasks)
+
+    @overload
+    def __getitem__(self, index: int) -> Task: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Task]: ...
+
+    def __getitem__(self, index: int | slice) -> Task | list[Task]:
+        if isinstance(index, slice):
+            self._grow(len(self._tasks))
+            return self._order[index]
+        if index < 0:
+            index += len(self._tasks)
+        if not 0 <= index < len(self._tasks):
+            raise IndexError(index)
+        self._grow(index + 1)
+        return self._order[index]
+
+    def __iter__(self) -> Iterator[Task]:
+        for i in range(len(self._tasks)):
+            yield self[i]
+
+
+def _ordered(
+    state: ScheduleState,
+    action: NextAction | None,
+    level: Level,
+    work: ScheduleState | None,
+    target_filter: dict[str, Any] | None,
+    scope: dict[str, Any] | None,
+    removed: dict[int, dict[str, Issue]] | None,
+    ev: HealthEvaluator | None,
+    pool: TaskPool | None,
+) -> OrderedTargets:
+    """:func:`ordered_targets` as an :class:`OrderedTargets` (judged as far as it is read)."""
+    work, ev = _evaluator(state, level, work, ev)
+    tasks = target_tasks(state, action, target_filter, scope, pool)
+    removed = {} if removed is None else removed
+    focus = set(action.issue_ids) if action is not None else set()
+    base = ev.severe()
+    head = tasks[:SCREEN]
+    shared = ev  # bound once for the closure (mypy: ev is narrowed here)
+
+    def exact(index: int) -> tuple[int, int, int]:
+        task = head[index]
+        wt = work.task(task.state_id)
+        assert wt is not None
+        after = removed.get(task.state_id)
+        if after is None:
+            after = removed[task.state_id] = _removed_issues(shared, wt)
+        resolves = sum(1 for i in focus if i in base and i not in after)
+        creates = sum(1 for i in after if i not in base)
+        # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
+        worsens = sum(1 for i in focus if i in base and i in after and _eased(after[i], base[i]))
+        return (-resolves, int(creates > 0 or worsens > 0), index)
+
+    bounds: list[tuple[int, int, int] | None] = []
+    for index, task in enumerate(head):
+        wt = work.task(task.state_id)
+        if task.status == "pending" or wt is None:
+            bounds.append(None)  # not screened: key (0, 0, index)
+        else:
+            bounds.append((-_removal_bound(ev, wt, focus, base), 0, index))
+    return OrderedTargets(tasks, len(head), exact, bounds)
 
 
 def ordered_targets(
@@ -778,27 +916,7 @@ def ordered_targets(
     :func:`target_tasks`' order. ``removed`` caches each task's removal issues across the
     actions of one health call (they do not depend on the action). ``work`` / ``ev``: as in
     :func:`rank_destinations`."""
-    work, ev = _evaluator(state, level, work, ev)
-    tasks = target_tasks(state, action, target_filter, scope, pool)
-    removed = {} if removed is None else removed
-    focus = set(action.issue_ids) if action is not None else set()
-    base = ev.severe()
-    keys: dict[int, tuple[int, int, int]] = {}
-    for index, task in enumerate(tasks[:SCREEN]):
-        wt = work.task(task.state_id)
-        if task.status == "pending" or wt is None:
-            keys[task.state_id] = (0, 0, index)
-            continue
-        after = removed.get(task.state_id)
-        if after is None:
-            after = removed[task.state_id] = _removed_issues(ev, wt)
-        resolves = sum(1 for i in focus if i in base and i not in after)
-        creates = sum(1 for i in after if i not in base)
-        # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
-        worsens = sum(1 for i in focus if i in base and i in after and _eased(after[i], base[i]))
-        keys[task.state_id] = (-resolves, int(creates > 0 or worsens > 0), index)
-    head = sorted(tasks[:SCREEN], key=lambda t: keys[t.state_id])
-    return head + tasks[SCREEN:]
+    return list(_ordered(state, action, level, work, target_filter, scope, removed, ev, pool))
 
 
 @dataclass
@@ -810,7 +928,7 @@ class TargetSearch:
     :attr:`Destination.helps`; ``partial``: a task's or the whole search's budget ran out before
     every candidate was tried; ``cut``: the time limit stopped it."""
 
-    targets: list[Task]
+    targets: Sequence[Task]
     measured: list[tuple[Task, Ranking]] = field(default_factory=list)
     helpful: tuple[Task, Destination] | None = None
     partial: bool = False
@@ -844,7 +962,9 @@ def search_targets(
     is the one the query tool shows. ``deadline`` (``time.perf_counter()``): past it the
     search stops and says so (``cut``)."""
     work, ev = _evaluator(state, level, work, ev)
-    targets = ordered_targets(state, action, level, work, target_filter, scope, removed, ev, pool)
+    lazy = _ordered(state, action, level, work, target_filter, scope, removed, ev, pool)
+    # the fixable check reads the order only as far as it searches; the query tool shows it all
+    targets: Sequence[Task] = lazy if first_only else list(lazy)
     out = TargetSearch(targets)
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
