@@ -768,6 +768,24 @@ def _removed_issues(ev: HealthEvaluator, task: Task) -> dict[str, Issue]:
     return out
 
 
+Removal = tuple[dict[str, Issue], dict[str, Issue]]  # HealthEvaluator.removal's (before, after)
+
+
+def _screen_key(
+    removal: Removal, focus: set[str], base: dict[str, Issue], index: int
+) -> tuple[int, int, int]:
+    """A screened task's key in :func:`ordered_targets` from its removal's changed issues
+    (``base`` with ``before`` taken out and ``after`` put in is the state without it): its
+    removal resolves how many of the ``focus`` issues; whether it creates an issue or makes one
+    of the focus issues worse (only a changed issue can be either)."""
+    before, after = removal
+    resolves = sum(1 for i in focus if i in base and i in before and i not in after)
+    creates = any(i not in base for i in after)
+    # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
+    worsens = any(i in base and i in after and _eased(after[i], base[i]) for i in focus)
+    return (-resolves, int(creates or worsens), index)
+
+
 def _removal_bound(ev: HealthEvaluator, task: Task, focus: set[str], base: dict[str, Issue]) -> int:
     """At most how many of the ``focus`` issues taking ``task`` out resolves: a removal changes
     the issues of the task's days, of its subject and the window-wide ones only (a guest's
@@ -862,7 +880,7 @@ def _ordered(
     work: ScheduleState | None,
     target_filter: dict[str, Any] | None,
     scope: dict[str, Any] | None,
-    removed: dict[int, dict[str, Issue]] | None,
+    removed: dict[int, Removal] | None,
     ev: HealthEvaluator | None,
     pool: TaskPool | None,
 ) -> OrderedTargets:
@@ -879,14 +897,10 @@ def _ordered(
         task = head[index]
         wt = work.task(task.state_id)
         assert wt is not None
-        after = removed.get(task.state_id)
-        if after is None:
-            after = removed[task.state_id] = _removed_issues(shared, wt)
-        resolves = sum(1 for i in focus if i in base and i not in after)
-        creates = sum(1 for i in after if i not in base)
-        # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
-        worsens = sum(1 for i in focus if i in base and i in after and _eased(after[i], base[i]))
-        return (-resolves, int(creates > 0 or worsens > 0), index)
+        removal = removed.get(task.state_id)
+        if removal is None:
+            removal = removed[task.state_id] = shared.removal(wt)
+        return _screen_key(removal, focus, base, index)
 
     bounds: list[tuple[int, int, int] | None] = []
     for index, task in enumerate(head):
@@ -905,7 +919,7 @@ def ordered_targets(
     work: ScheduleState | None = None,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
-    removed: dict[int, dict[str, Issue]] | None = None,
+    removed: dict[int, Removal] | None = None,
     ev: HealthEvaluator | None = None,
     pool: TaskPool | None = None,
 ) -> list[Task]:
@@ -949,7 +963,7 @@ def search_targets(
     first_only: bool,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
-    removed: dict[int, dict[str, Issue]] | None = None,
+    removed: dict[int, Removal] | None = None,
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
     pool: TaskPool | None = None,
@@ -1016,7 +1030,7 @@ def _check(
     state: ScheduleState,
     act: NextAction,
     level: Level,
-    removed: dict[int, dict[str, Issue]],
+    removed: dict[int, Removal],
     ev: HealthEvaluator,
     deadline: float | None,
     pool: TaskPool | None = None,
@@ -1097,7 +1111,7 @@ def make_actionable(
     ev = evaluator_for(state, level, dimensions)
     critical = sum(1 for i in issues if i.severity == "critical")
     checked = actions[: 2 * keep]
-    removed: dict[int, dict[str, Issue]] = {}
+    removed: dict[int, Removal] = {}
     pool = TaskPool.of(state)
     for act in checked:
         act.required_reads = [

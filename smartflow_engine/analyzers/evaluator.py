@@ -668,7 +668,7 @@ class HealthEvaluator:
         return _Local(touched, new_days, subjects, daily, infos, sigs, issues)
 
     def _finish(
-        self, local: _Local
+        self, local: _Local, ordered: bool = True
     ) -> tuple[
         dict[Entity, tuple[tuple[Issue, ...], tuple[Issue, ...]]],
         dict[str, Issue],
@@ -677,7 +677,8 @@ class HealthEvaluator:
         list[int],
     ]:
         """:meth:`probe_facts`' second part: the window-wide sums and issues after the change,
-        and the issues of every entity it changes, before and after."""
+        and the issues of every entity it changes, before and after (their severe ones by id,
+        in the issues' order, or ``ordered=False`` in no particular order)."""
         new_days = local.new_days
         total, sq, free, usable, no_buffer = self.sums
         hist = list(self.hist)
@@ -701,14 +702,23 @@ class HealthEvaluator:
         old = get(("overall", 0), ())
         if old != new:
             changed[("overall", 0)] = (old, new)
-        before = _severe(i for old, _ in changed.values() for i in old)
-        after = _severe(i for _, new in changed.values() for i in new)
+        if ordered:
+            before = _severe(i for old, _ in changed.values() for i in old)
+            after = _severe(i for _, new in changed.values() for i in new)
+        else:
+            before = {
+                i.issue_id: i for old, _ in changed.values() for i in old if i.severity in SEVERE
+            }
+            after = {
+                i.issue_id: i for _, new in changed.values() for i in new if i.severity in SEVERE
+            }
         return changed, before, after, sums, hist
 
     def removal(self, task: Task) -> tuple[dict[str, Issue], dict[str, Issue]]:
         """The critical/warning issues of the entities that taking ``task`` out (made
-        pending) changes, before and after (:attr:`Delta.before` / :attr:`Delta.after` of that
-        probe), judged on copies of its days' rows: nothing changes. Its day and subject part
+        pending) changes, before and after, by id in no particular order (:attr:`Delta.before`
+        / :attr:`Delta.after` of that probe), judged on copies of its days' rows: nothing
+        changes. Its day and subject part
         is remembered per task by exactly what it reads (the task's blocks and facts, the
         version of each of its days and touched subjects, which :meth:`commit` bumps), so a
         write elsewhere costs the window-wide part only (a health call screens ~100 removals)."""
@@ -738,7 +748,7 @@ class HealthEvaluator:
             # kept without the subjects' new facts (a removal is never committed)
             local = _Local(full.touched, new_days, full.subjects, {}, {}, {}, full.issues)
             self._removals[tid] = (facts, self._versions(local), local)
-        _, before, after, _, _ = self._finish(local)
+        _, before, after, _, _ = self._finish(local, ordered=False)
         return before, after
 
     def _versions(self, local: _Local) -> tuple[tuple[int, ...], tuple[int, ...]]:

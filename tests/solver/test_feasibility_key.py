@@ -89,7 +89,9 @@ def change(data: st.DataObject, state: ScheduleState) -> str:
     day = data.draw(st.integers(1, state.num_days))
     slot = data.draw(st.integers(1, state.slots_per_day))
     kind = data.draw(
-        st.sampled_from(["move", "move", "move", "place", "swap", "batch", "unplace", "lock", "class"])
+        st.sampled_from(
+            ["move", "move", "move", "place", "swap", "batch", "unplace", "lock", "class"]
+        )
     )
     if kind == "move":
         from_day = task.slots[0].day if len(task.slots) > 1 else None

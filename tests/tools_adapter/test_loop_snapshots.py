@@ -37,7 +37,8 @@ def _edit(data: st.DataObject, state: ScheduleState) -> str:
     elif kind == "name":
         task.name = task.name + "·"
     elif kind == "extra":
-        setattr(task, "note", data.draw(st.sampled_from(["a", "b", ["x", 1]])))
+        field = "note"  # an extra field (the model allows them), set as a state file would
+        setattr(task, field, data.draw(st.sampled_from(["a", "b", ["x", 1]])))
     elif kind == "host":
         host = next((t for t in state.tasks if t.can_embed), None)
         if host is not None:
