@@ -326,11 +326,11 @@ class _Replay:
     """A lazily read sequence shared by several readers: what one reader drew is kept for
     the next, and no reader draws more than it reads."""
 
-    def __init__(self, source: Iterator[tuple[int, int]]) -> None:
+    def __init__(self, source: Iterator[tuple[int, tuple[int, ...]]]) -> None:
         self._source = source
-        self._seen: list[tuple[int, int]] = []
+        self._seen: list[tuple[int, tuple[int, ...]]] = []
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:
+    def __iter__(self) -> Iterator[tuple[int, tuple[int, ...]]]:
         i = 0
         while True:
             if i < len(self._seen):
@@ -346,13 +346,20 @@ class _Replay:
 
 @dataclass
 class SearchMemo:
-    """What the rankings of one search share while the state stays as it is (every probe is
-    undone): the host blocks, the tasks holding a guest, and the free-period starts per
-    (days, class window, banned periods, periods, days taken by the task's other blocks)."""
+    """What the rankings of one search (or the searches of one health call) share while the
+    state stays as it is (every probe is undone): the host blocks, the tasks holding a guest,
+    the free-period starts per (days, class window, banned periods, periods, days taken by the
+    task's other blocks) and per (day, periods, banned periods), and the evaluator's total
+    impact and free runs."""
 
     hosts: list[tuple[int, SlotRange]]
     guest_hosts: set[int]
     starts: dict[tuple[Any, ...], _Replay] = field(default_factory=dict)
+    day_starts: dict[tuple[int, int, frozenset[int]], tuple[int, ...]] = field(default_factory=dict)
+    # the day sequences ``starts`` is keyed by (by id): held, so no id is reused meanwhile
+    days_held: list[Sequence[int]] = field(default_factory=list)
+    # (evaluator, its total critical/warning impact, its free runs)
+    judged: tuple[HealthEvaluator, float, Any] | None = None
 
     @classmethod
     def of(cls, state: ScheduleState) -> SearchMemo:
@@ -367,17 +374,30 @@ def _free_starts(
     need: int,
     taken: set[int],
     runs: Sequence[Sequence[tuple[int, int]]],
-) -> Iterator[tuple[int, int]]:
-    """``(day, start)``: the first and last fitting start of each free run of each day of
-    ``days`` (in order) inside ``lo..hi`` and not in ``taken``, off the ``banned`` periods."""
+    cache: dict[tuple[int, int, frozenset[int]], tuple[int, ...]] | None = None,
+) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """``(day, starts)``: the first and last fitting start of each free run of each day of
+    ``days`` (in order) inside ``lo..hi`` and not in ``taken``, off the ``banned`` periods;
+    days without one are left out. ``cache``: each day's starts by (day, periods, banned
+    periods), for the rankings of one state."""
+    ban = frozenset(banned)
     for day in days:
         if not lo <= day <= hi or day in taken:
             continue
-        for s0, s1 in runs[day - 1]:
-            if s1 - s0 >= need - 1:
-                for start in dict.fromkeys((s0, s1 - need + 1)):
-                    if not banned or not banned & set(range(start, start + need)):
-                        yield day, start
+        key = (day, need, ban)
+        found = cache.get(key) if cache is not None else None
+        if found is None:
+            found = tuple(
+                start
+                for s0, s1 in runs[day - 1]
+                if s1 - s0 >= need - 1
+                for start in dict.fromkeys((s0, s1 - need + 1))
+                if not banned or not banned & set(range(start, start + need))
+            )
+            if cache is not None:
+                cache[key] = found
+        if found:
+            yield day, found
 
 
 def _candidate_starts(
@@ -386,20 +406,21 @@ def _candidate_starts(
     days: Sequence[int],
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
     memo: SearchMemo | None = None,
-) -> Iterator[tuple[int, int, int | None, int, bool]]:
-    """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last
-    fitting start of each free run and each free water-course block, inside the class window
-    and outside its banned periods; a block of a multi-block task never onto a day holding
-    another of its blocks. ``runs``: each day's free runs (0-based days, as
-    :meth:`HealthEvaluator.free_runs`) when the caller knows them for this state's grid;
-    ``memo``: the search's :class:`SearchMemo`. Lazy: a ranking that runs out of budget reads
-    no further."""
+) -> Iterator[tuple[int, tuple[int, ...], int | None, int, bool]]:
+    """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
+    time (its candidates in order: a search may judge them together) or one water-course
+    block: per piece, the first and last fitting start of each free run and each free
+    water-course block, inside the class window and outside its banned periods; a block of
+    a multi-block task never onto a day holding another of its blocks, nor onto its own place.
+    ``runs``: each day's free runs (0-based days, as :meth:`HealthEvaluator.free_runs`) when
+    the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`.
+    Lazy: a ranking that runs out of budget reads no further."""
     tc = state.task_class(task.category_id)
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
     banned = set(tc.excluded_slots) if tc is not None else set()
-    owner = state.grid.owner
     own = {(b.day, b.slot_start) for b in task.slots}
+    own_days = {day for day, _ in own}
     blocks = (
         []
         if task.can_embed
@@ -412,13 +433,8 @@ def _candidate_starts(
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
         if runs is None:
-            free: Iterable[tuple[int, int]] = (
-                (day, start)
-                for day in days
-                if lo <= day <= hi and day not in taken
-                for s0, s1 in _free_runs(owner[day - 1].tolist(), need)
-                for start in dict.fromkeys([s0, s1 - need + 1])
-                if not banned & set(range(start, start + need))
+            free: Iterable[tuple[int, tuple[int, ...]]] = _free_starts(
+                days, lo, hi, banned, need, taken, _LazyRuns(state.grid.owner, need)
             )
         elif memo is None:
             free = _free_starts(days, lo, hi, banned, need, taken, runs)
@@ -426,13 +442,18 @@ def _candidate_starts(
             key = (id(days), lo, hi, frozenset(banned), need, frozenset(taken))
             shared = memo.starts.get(key)
             if shared is None:
+                if not any(held is days for held in memo.days_held):
+                    memo.days_held.append(days)
                 shared = memo.starts[key] = _Replay(
-                    _free_starts(days, lo, hi, banned, need, taken, runs)
+                    _free_starts(days, lo, hi, banned, need, taken, runs, memo.day_starts)
                 )
             free = shared
-        for day, start in free:
-            if (day, start) not in own:
-                yield day, start, from_day, need, False
+        for day, starts in free:
+            if day in own_days:
+                starts = tuple(start for start in starts if (day, start) not in own)
+                if not starts:
+                    continue
+            yield day, starts, from_day, need, False
         if not blocks:
             continue
         day_set = {d for d in days if lo <= d <= hi and d not in taken}
@@ -443,7 +464,32 @@ def _candidate_starts(
                 and b.length >= need
                 and not banned & set(range(b.slot_start, b.slot_start + need))
             ):
-                yield b.day, b.slot_start, from_day, need, True
+                yield b.day, (b.slot_start,), from_day, need, True
+
+
+class _LazyRuns(Sequence[list[tuple[int, int]]]):
+    """Each day's free runs of at least ``need`` periods, read from the grid's owner layer
+    when asked (a ranking without the evaluator's runs)."""
+
+    def __init__(self, owner: Any, need: int) -> None:
+        self._owner = owner
+        self._need = need
+
+    def __len__(self) -> int:
+        return int(self._owner.shape[0])
+
+    @overload
+    def __getitem__(self, index: int) -> list[tuple[int, int]]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[tuple[int, int]]]: ...
+
+    def __getitem__(
+        self, index: int | slice
+    ) -> list[tuple[int, int]] | list[list[tuple[int, int]]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        return _free_runs(self._owner[index].tolist(), self._need)
 
 
 def _judge(
@@ -543,9 +589,15 @@ def rank_destinations(
         return ranking
     work, ev = _evaluator(state, level, work, ev)
     base = ev.severe()
-    base_impact = round(sum(i.impact_score for i in base.values()), 4)
+    if memo is not None and memo.judged is not None and memo.judged[0] is ev:
+        _, base_impact, runs = memo.judged
+    else:
+        base_impact = round(sum(i.impact_score for i in base.values()), 4)
+        runs = ev.free_runs(state.grid.owner)
+        if memo is not None:
+            memo.judged = (ev, base_impact, runs)
     focus_set = set(focus)
-    wt = work.task(task_id)
+    wt = task if work is state else work.task(task_id)
     assert wt is not None
     saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
     day_list = (
@@ -558,53 +610,76 @@ def rank_destinations(
     clock = time.perf_counter
     homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]] = {}
     easing: dict[int | None, set[int] | None] = {}
-    runs = ev.free_runs(state.grid.owner)
-    for day, start, from_day, need, into_host in _candidate_starts(
+    stopped = False
+    for day, starts, from_day, need, into_host in _candidate_starts(
         state, task, day_list, runs, memo
     ):
-        if budget <= 0:
-            ranking.complete = False
-            break
-        if deadline is not None and clock() > deadline:
-            ranking.complete = False
-            ranking.cut = True
-            break
-        if into_host:
-            # an embedding: the write tools' own rules decide it (relocate on the state, undone)
-            result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
-            if not result.ok:
+        if prune and not into_host:
+            if from_day not in easing:
+                easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
+            days_ok = easing[from_day]
+            if days_ok is not None and day not in days_ok:
+                # none of the day's free starts can ease a focus issue: each is judged
+                # without a probe, as one at a time would be (the same budget and counts; the
+                # clock is read once for the day)
+                if budget <= 0:
+                    ranking.complete = False
+                    break
+                if deadline is not None and clock() > deadline:
+                    ranking.complete = False
+                    ranking.cut = True
+                    break
+                if len(starts) > budget:
+                    ranking.skipped += budget
+                    budget = 0
+                    ranking.complete = False
+                    break
+                ranking.skipped += len(starts)
+                budget -= len(starts)
                 continue
-            moved = work.task(task_id)
-            assert moved is not None
-            host = moved.embed_host
-            try:
-                days_hit, tasks_hit = touched(result.changes)
-                delta = ev.probe(days_hit, tasks_hit)
-            finally:
-                _undo(work, moved, saved)
-        else:
-            # free periods inside the class window, off its banned periods, on a day without
-            # another of its blocks: legal by construction; judged on the rows, never applied
-            if prune:
-                if from_day not in easing:
-                    easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
-                days_ok = easing[from_day]
-                if days_ok is not None and day not in days_ok:
-                    budget -= 1
+        for start in starts:
+            if budget <= 0:
+                ranking.complete = False
+                stopped = True
+                break
+            if deadline is not None and clock() > deadline:
+                ranking.complete = False
+                ranking.cut = True
+                stopped = True
+                break
+            if into_host:
+                # an embedding: the write tools' own rules decide it (relocate on the state,
+                # undone)
+                result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
+                if not result.ok:
+                    continue
+                moved = work.task(task_id)
+                assert moved is not None
+                host = moved.embed_host
+                try:
+                    days_hit, tasks_hit = touched(result.changes)
+                    delta = ev.probe(days_hit, tasks_hit)
+                finally:
+                    _undo(work, moved, saved)
+            else:
+                # free periods inside the class window, off its banned periods, on a day
+                # without another of its blocks: legal by construction; judged on the rows,
+                # never applied
+                host = None
+                new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
+                if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
+                    budget -= 1  # a new critical/warning issue on a day it touches: never helps
                     ranking.skipped += 1
                     continue
-            host = None
-            new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
-            if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
-                budget -= 1  # a new critical/warning issue on a day it touches: never helps
-                ranking.skipped += 1
-                continue
-            delta = ev.probe_facts(new_days, sigs)
-        budget -= 1
-        dest = _judge(ev, base, base_impact, delta, focus_set, day, start, need, host, from_day)
-        ranking.destinations.append(dest)
-        if stop is not None and stop(dest):
-            ranking.complete = False
+                delta = ev.probe_facts(new_days, sigs)
+            budget -= 1
+            dest = _judge(ev, base, base_impact, delta, focus_set, day, start, need, host, from_day)
+            ranking.destinations.append(dest)
+            if stop is not None and stop(dest):
+                ranking.complete = False
+                stopped = True
+                break
+        if stopped:
             break
     ranking.destinations.sort(key=Destination.score)
     return ranking
@@ -967,6 +1042,7 @@ def search_targets(
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
     pool: TaskPool | None = None,
+    memo: SearchMemo | None = None,
 ) -> TargetSearch:
     """Search the action's targets in :func:`ordered_targets` order, each on the action's
     preferred days with at most ``PER_TASK`` candidates judged (``EVAL_BUDGET`` in all, at
@@ -974,7 +1050,8 @@ def search_targets(
     check); otherwise every task within the budget is measured (``query_target_tasks``). Both
     walk the same tasks and candidates in the same order, so the task the fixable check found
     is the one the query tool shows. ``deadline`` (``time.perf_counter()``): past it the
-    search stops and says so (``cut``)."""
+    search stops and says so (``cut``). ``pool`` / ``memo``: the :class:`TaskPool` and
+    :class:`SearchMemo` of the state, shared by the searches of one health call."""
     work, ev = _evaluator(state, level, work, ev)
     lazy = _ordered(state, action, level, work, target_filter, scope, removed, ev, pool)
     # the fixable check reads the order only as far as it searches; the query tool shows it all
@@ -983,7 +1060,7 @@ def search_targets(
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
     budget, searched = EVAL_BUDGET, 0
-    memo = SearchMemo.of(state)
+    memo = SearchMemo.of(state) if memo is None else memo
     for task in targets:
         if deadline is not None and time.perf_counter() > deadline:
             out.partial = out.cut = True
@@ -1034,6 +1111,7 @@ def _check(
     ev: HealthEvaluator,
     deadline: float | None,
     pool: TaskPool | None = None,
+    memo: SearchMemo | None = None,
 ) -> None:
     """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason`` (and
     ``fixable_cut`` when the time limit stopped the search)."""
@@ -1050,6 +1128,7 @@ def _check(
             ev=ev,
             deadline=deadline,
             pool=pool,
+            memo=memo,
         )
     if search.helpful is not None:
         act.fixable, act.fixable_reason = True, ""
@@ -1113,6 +1192,7 @@ def make_actionable(
     checked = actions[: 2 * keep]
     removed: dict[int, Removal] = {}
     pool = TaskPool.of(state)
+    memo = SearchMemo.of(state)  # the state stays as it is: every probe is undone
     for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
@@ -1138,7 +1218,7 @@ def make_actionable(
             ],
         }
         with ev.lock:
-            _check(state, act, level, removed, ev, deadline, pool)
+            _check(state, act, level, removed, ev, deadline, pool, memo)
         if sum(1 for a in checked if a.fixable is True) >= keep:
             checked = checked[: checked.index(act) + 1]
             break
