@@ -14,11 +14,12 @@ longest free run on the day); embeddable host blocks are tried at their first pe
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ..concepts import movable_by_tools
 from ..rules import Level, rules_for
@@ -219,6 +220,7 @@ class TaskPool:
 
     every: list[Task]
     by_subject: dict[str, list[Task]]
+    _by_day: dict[int, list[Task]] | None = None  # built when a search first asks for days
 
     @classmethod
     def of(cls, state: ScheduleState) -> TaskPool:
@@ -228,6 +230,22 @@ class TaskPool:
         for t in every:
             by_subject.setdefault(subject_of(t), []).append(t)
         return cls(every, by_subject)
+
+    def on_days(self, days: Iterable[Any]) -> list[Task]:
+        """The pool's tasks a ``days`` filter lets through (:func:`matches`): the pending ones
+        and those with a block on one of ``days``, each once, in no particular order."""
+        if self._by_day is None:
+            self._by_day = {}
+            for t in self.every:
+                if t.status == "pending":
+                    self._by_day.setdefault(0, []).append(t)  # day 0: pending
+                for b in t.slots:
+                    self._by_day.setdefault(b.day, []).append(t)
+        found: dict[int, Task] = {t.state_id: t for t in self._by_day.get(0, ())}
+        for d in days:  # compared as ``b.day in days`` compares them
+            for t in self._by_day.get(d, ()):
+                found[t.state_id] = t
+        return list(found.values())
 
 
 def target_tasks(
@@ -253,7 +271,8 @@ def target_tasks(
         cats = _as_list(tf.get("categories")) or _as_list(tf.get("category"))
         named = cats or sc.get("categories") or None
         some = (
-            pool.every
+            # only tasks on the filter's days pass (and pending ones): found from the days
+            (pool.on_days(hot) if hot else pool.every)
             if not named
             else [t for c in dict.fromkeys(named) for t in pool.by_subject.get(c, ())]
         )
@@ -307,11 +326,11 @@ class _Replay:
     """A lazily read sequence shared by several readers: what one reader drew is kept for
     the next, and no reader draws more than it reads."""
 
-    def __init__(self, source: Iterator[tuple[int, int]]) -> None:
+    def __init__(self, source: Iterator[tuple[int, tuple[int, ...]]]) -> None:
         self._source = source
-        self._seen: list[tuple[int, int]] = []
+        self._seen: list[tuple[int, tuple[int, ...]]] = []
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:
+    def __iter__(self) -> Iterator[tuple[int, tuple[int, ...]]]:
         i = 0
         while True:
             if i < len(self._seen):
@@ -327,13 +346,20 @@ class _Replay:
 
 @dataclass
 class SearchMemo:
-    """What the rankings of one search share while the state stays as it is (every probe is
-    undone): the host blocks, the tasks holding a guest, and the free-period starts per
-    (days, class window, banned periods, periods, days taken by the task's other blocks)."""
+    """What the rankings of one search (or the searches of one health call) share while the
+    state stays as it is (every probe is undone): the host blocks, the tasks holding a guest,
+    the free-period starts per (days, class window, banned periods, periods, days taken by the
+    task's other blocks) and per (day, periods, banned periods), and the evaluator's total
+    impact and free runs."""
 
     hosts: list[tuple[int, SlotRange]]
     guest_hosts: set[int]
     starts: dict[tuple[Any, ...], _Replay] = field(default_factory=dict)
+    day_starts: dict[tuple[int, int, frozenset[int]], tuple[int, ...]] = field(default_factory=dict)
+    # the day sequences ``starts`` is keyed by (by id): held, so no id is reused meanwhile
+    days_held: list[Sequence[int]] = field(default_factory=list)
+    # (evaluator, its total critical/warning impact, its free runs)
+    judged: tuple[HealthEvaluator, float, Any] | None = None
 
     @classmethod
     def of(cls, state: ScheduleState) -> SearchMemo:
@@ -348,17 +374,30 @@ def _free_starts(
     need: int,
     taken: set[int],
     runs: Sequence[Sequence[tuple[int, int]]],
-) -> Iterator[tuple[int, int]]:
-    """``(day, start)``: the first and last fitting start of each free run of each day of
-    ``days`` (in order) inside ``lo..hi`` and not in ``taken``, off the ``banned`` periods."""
+    cache: dict[tuple[int, int, frozenset[int]], tuple[int, ...]] | None = None,
+) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """``(day, starts)``: the first and last fitting start of each free run of each day of
+    ``days`` (in order) inside ``lo..hi`` and not in ``taken``, off the ``banned`` periods;
+    days without one are left out. ``cache``: each day's starts by (day, periods, banned
+    periods), for the rankings of one state."""
+    ban = frozenset(banned)
     for day in days:
         if not lo <= day <= hi or day in taken:
             continue
-        for s0, s1 in runs[day - 1]:
-            if s1 - s0 >= need - 1:
-                for start in dict.fromkeys((s0, s1 - need + 1)):
-                    if not banned or not banned & set(range(start, start + need)):
-                        yield day, start
+        key = (day, need, ban)
+        found = cache.get(key) if cache is not None else None
+        if found is None:
+            found = tuple(
+                start
+                for s0, s1 in runs[day - 1]
+                if s1 - s0 >= need - 1
+                for start in dict.fromkeys((s0, s1 - need + 1))
+                if not banned or not banned & set(range(start, start + need))
+            )
+            if cache is not None:
+                cache[key] = found
+        if found:
+            yield day, found
 
 
 def _candidate_starts(
@@ -367,20 +406,21 @@ def _candidate_starts(
     days: Sequence[int],
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
     memo: SearchMemo | None = None,
-) -> Iterator[tuple[int, int, int | None, int, bool]]:
-    """``(day, start, from_day, periods, into_host)`` to try: per piece, the first and last
-    fitting start of each free run and each free water-course block, inside the class window
-    and outside its banned periods; a block of a multi-block task never onto a day holding
-    another of its blocks. ``runs``: each day's free runs (0-based days, as
-    :meth:`HealthEvaluator.free_runs`) when the caller knows them for this state's grid;
-    ``memo``: the search's :class:`SearchMemo`. Lazy: a ranking that runs out of budget reads
-    no further."""
+) -> Iterator[tuple[int, tuple[int, ...], int | None, int, bool]]:
+    """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
+    time (its candidates in order: a search may judge them together) or one water-course
+    block: per piece, the first and last fitting start of each free run and each free
+    water-course block, inside the class window and outside its banned periods; a block of
+    a multi-block task never onto a day holding another of its blocks, nor onto its own place.
+    ``runs``: each day's free runs (0-based days, as :meth:`HealthEvaluator.free_runs`) when
+    the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`.
+    Lazy: a ranking that runs out of budget reads no further."""
     tc = state.task_class(task.category_id)
     lo = tc.start_day if tc is not None and tc.start_day is not None else 1
     hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
     banned = set(tc.excluded_slots) if tc is not None else set()
-    owner = state.grid.owner
     own = {(b.day, b.slot_start) for b in task.slots}
+    own_days = {day for day, _ in own}
     blocks = (
         []
         if task.can_embed
@@ -393,13 +433,8 @@ def _candidate_starts(
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
         if runs is None:
-            free: Iterable[tuple[int, int]] = (
-                (day, start)
-                for day in days
-                if lo <= day <= hi and day not in taken
-                for s0, s1 in _free_runs(owner[day - 1].tolist(), need)
-                for start in dict.fromkeys([s0, s1 - need + 1])
-                if not banned & set(range(start, start + need))
+            free: Iterable[tuple[int, tuple[int, ...]]] = _free_starts(
+                days, lo, hi, banned, need, taken, _LazyRuns(state.grid.owner, need)
             )
         elif memo is None:
             free = _free_starts(days, lo, hi, banned, need, taken, runs)
@@ -407,13 +442,18 @@ def _candidate_starts(
             key = (id(days), lo, hi, frozenset(banned), need, frozenset(taken))
             shared = memo.starts.get(key)
             if shared is None:
+                if not any(held is days for held in memo.days_held):
+                    memo.days_held.append(days)
                 shared = memo.starts[key] = _Replay(
-                    _free_starts(days, lo, hi, banned, need, taken, runs)
+                    _free_starts(days, lo, hi, banned, need, taken, runs, memo.day_starts)
                 )
             free = shared
-        for day, start in free:
-            if (day, start) not in own:
-                yield day, start, from_day, need, False
+        for day, starts in free:
+            if day in own_days:
+                starts = tuple(start for start in starts if (day, start) not in own)
+                if not starts:
+                    continue
+            yield day, starts, from_day, need, False
         if not blocks:
             continue
         day_set = {d for d in days if lo <= d <= hi and d not in taken}
@@ -424,7 +464,32 @@ def _candidate_starts(
                 and b.length >= need
                 and not banned & set(range(b.slot_start, b.slot_start + need))
             ):
-                yield b.day, b.slot_start, from_day, need, True
+                yield b.day, (b.slot_start,), from_day, need, True
+
+
+class _LazyRuns(Sequence[list[tuple[int, int]]]):
+    """Each day's free runs of at least ``need`` periods, read from the grid's owner layer
+    when asked (a ranking without the evaluator's runs)."""
+
+    def __init__(self, owner: Any, need: int) -> None:
+        self._owner = owner
+        self._need = need
+
+    def __len__(self) -> int:
+        return int(self._owner.shape[0])
+
+    @overload
+    def __getitem__(self, index: int) -> list[tuple[int, int]]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[tuple[int, int]]]: ...
+
+    def __getitem__(
+        self, index: int | slice
+    ) -> list[tuple[int, int]] | list[list[tuple[int, int]]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        return _free_runs(self._owner[index].tolist(), self._need)
 
 
 def _judge(
@@ -524,9 +589,15 @@ def rank_destinations(
         return ranking
     work, ev = _evaluator(state, level, work, ev)
     base = ev.severe()
-    base_impact = round(sum(i.impact_score for i in base.values()), 4)
+    if memo is not None and memo.judged is not None and memo.judged[0] is ev:
+        _, base_impact, runs = memo.judged
+    else:
+        base_impact = round(sum(i.impact_score for i in base.values()), 4)
+        runs = ev.free_runs(state.grid.owner)
+        if memo is not None:
+            memo.judged = (ev, base_impact, runs)
     focus_set = set(focus)
-    wt = work.task(task_id)
+    wt = task if work is state else work.task(task_id)
     assert wt is not None
     saved = (list(wt.slots), wt.status, wt.duration, wt.embed_host)
     day_list = (
@@ -539,53 +610,76 @@ def rank_destinations(
     clock = time.perf_counter
     homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]] = {}
     easing: dict[int | None, set[int] | None] = {}
-    runs = ev.free_runs(state.grid.owner)
-    for day, start, from_day, need, into_host in _candidate_starts(
+    stopped = False
+    for day, starts, from_day, need, into_host in _candidate_starts(
         state, task, day_list, runs, memo
     ):
-        if budget <= 0:
-            ranking.complete = False
-            break
-        if deadline is not None and clock() > deadline:
-            ranking.complete = False
-            ranking.cut = True
-            break
-        if into_host:
-            # an embedding: the write tools' own rules decide it (relocate on the state, undone)
-            result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
-            if not result.ok:
+        if prune and not into_host:
+            if from_day not in easing:
+                easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
+            days_ok = easing[from_day]
+            if days_ok is not None and day not in days_ok:
+                # none of the day's free starts can ease a focus issue: each is judged
+                # without a probe, as one at a time would be (the same budget and counts; the
+                # clock is read once for the day)
+                if budget <= 0:
+                    ranking.complete = False
+                    break
+                if deadline is not None and clock() > deadline:
+                    ranking.complete = False
+                    ranking.cut = True
+                    break
+                if len(starts) > budget:
+                    ranking.skipped += budget
+                    budget = 0
+                    ranking.complete = False
+                    break
+                ranking.skipped += len(starts)
+                budget -= len(starts)
                 continue
-            moved = work.task(task_id)
-            assert moved is not None
-            host = moved.embed_host
-            try:
-                days_hit, tasks_hit = touched(result.changes)
-                delta = ev.probe(days_hit, tasks_hit)
-            finally:
-                _undo(work, moved, saved)
-        else:
-            # free periods inside the class window, off its banned periods, on a day without
-            # another of its blocks: legal by construction; judged on the rows, never applied
-            if prune:
-                if from_day not in easing:
-                    easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
-                days_ok = easing[from_day]
-                if days_ok is not None and day not in days_ok:
-                    budget -= 1
+        for start in starts:
+            if budget <= 0:
+                ranking.complete = False
+                stopped = True
+                break
+            if deadline is not None and clock() > deadline:
+                ranking.complete = False
+                ranking.cut = True
+                stopped = True
+                break
+            if into_host:
+                # an embedding: the write tools' own rules decide it (relocate on the state,
+                # undone)
+                result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
+                if not result.ok:
+                    continue
+                moved = work.task(task_id)
+                assert moved is not None
+                host = moved.embed_host
+                try:
+                    days_hit, tasks_hit = touched(result.changes)
+                    delta = ev.probe(days_hit, tasks_hit)
+                finally:
+                    _undo(work, moved, saved)
+            else:
+                # free periods inside the class window, off its banned periods, on a day
+                # without another of its blocks: legal by construction; judged on the rows,
+                # never applied
+                host = None
+                new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
+                if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
+                    budget -= 1  # a new critical/warning issue on a day it touches: never helps
                     ranking.skipped += 1
                     continue
-            host = None
-            new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
-            if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
-                budget -= 1  # a new critical/warning issue on a day it touches: never helps
-                ranking.skipped += 1
-                continue
-            delta = ev.probe_facts(new_days, sigs)
-        budget -= 1
-        dest = _judge(ev, base, base_impact, delta, focus_set, day, start, need, host, from_day)
-        ranking.destinations.append(dest)
-        if stop is not None and stop(dest):
-            ranking.complete = False
+                delta = ev.probe_facts(new_days, sigs)
+            budget -= 1
+            dest = _judge(ev, base, base_impact, delta, focus_set, day, start, need, host, from_day)
+            ranking.destinations.append(dest)
+            if stop is not None and stop(dest):
+                ranking.complete = False
+                stopped = True
+                break
+        if stopped:
             break
     ranking.destinations.sort(key=Destination.score)
     return ranking
@@ -741,23 +835,156 @@ def _helps(dest: Destination) -> bool:
 
 def _removed_issues(ev: HealthEvaluator, task: Task) -> dict[str, Issue]:
     """The critical/warning issues of the evaluator's state with ``task`` taken out (made
-    pending), judged on copies of its days' rows (the state is never changed)."""
-    rows: dict[int, tuple[list[int], list[int]]] = {}
-    guest = task.embed_host is not None
-    for block in task.slots:
-        d = block.day - 1
-        if d not in rows:
-            rows[d] = ev.rows(d)
-        layer = rows[d][1] if guest else rows[d][0]
-        for q in range(block.slot_start - 1, block.slot_end):
-            layer[q] = 0
-    sig = task_sig(task)
-    new_days = {d: ev.facts_of_rows(own, gst) for d, (own, gst) in sorted(rows.items())}
-    delta = ev.probe_facts(new_days, {task.state_id: (*sig[:3], "pending", 0, task.need())})
-    base = ev.severe()
-    out = {i: issue for i, issue in base.items() if i not in delta.before}
-    out.update(delta.after)
+    pending), judged on copies of its days' rows (the state is never changed;
+    :meth:`HealthEvaluator.removal`)."""
+    before, after = ev.removal(task)
+    out = {i: issue for i, issue in ev.severe().items() if i not in before}
+    out.update(after)
     return out
+
+
+Removal = tuple[dict[str, Issue], dict[str, Issue]]  # HealthEvaluator.removal's (before, after)
+
+
+def _screen_key(
+    removal: Removal, focus: set[str], base: dict[str, Issue], index: int
+) -> tuple[int, int, int]:
+    """A screened task's key in :func:`ordered_targets` from its removal's changed issues
+    (``base`` with ``before`` taken out and ``after`` put in is the state without it): its
+    removal resolves how many of the ``focus`` issues; whether it creates an issue or makes one
+    of the focus issues worse (only a changed issue can be either)."""
+    before, after = removal
+    resolves = sum(1 for i in focus if i in base and i in before and i not in after)
+    creates = any(i not in base for i in after)
+    # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
+    worsens = any(i in base and i in after and _eased(after[i], base[i]) for i in focus)
+    return (-resolves, int(creates or worsens), index)
+
+
+def _removal_bound(ev: HealthEvaluator, task: Task, focus: set[str], base: dict[str, Issue]) -> int:
+    """At most how many of the ``focus`` issues taking ``task`` out resolves: a removal changes
+    the issues of the task's days, of its subject and the window-wide ones only (a guest's
+    removal also its host's subject: then any), so a focus issue of another day or subject
+    stays."""
+    if task.embed_host is not None:
+        return sum(1 for i in focus if i in base)
+    days = {b.day for b in task.slots}
+    code = ev.subject_code(task.state_id)
+    bound = 0
+    for iid in focus:
+        issue = base.get(iid)
+        if issue is None:
+            continue
+        if issue.day is not None and issue.category is None:
+            bound += issue.day in days
+        elif issue.category is not None and issue.day is None:
+            bound += ev.code_of.get(issue.category) == code
+        else:
+            bound += 1
+    return bound
+
+
+class OrderedTargets(Sequence[Task]):
+    """:func:`ordered_targets`' order, worked out only as far as it is read: a screened
+    task's removal is judged when a task placed before it in the order is asked for and its
+    bound (:func:`_removal_bound`, taken as "resolves that many, creates nothing") could still
+    place it earlier, so a fixable check that stops at its first targets judges a few
+    removals, not all ``SCREEN``. The order is the same as sorting every key."""
+
+    def __init__(
+        self,
+        tasks: list[Task],
+        screen: int,
+        exact: Callable[[int], tuple[int, int, int]],
+        bounds: list[tuple[int, int, int] | None],
+    ) -> None:
+        self._tasks = tasks
+        self._screen = screen
+        self._exact = exact
+        # (key, exact?, index): a bound is never above the key it stands for, keys are unique
+        self._heap: list[tuple[tuple[int, int, int], bool, int]] = [
+            (bound, False, i) if bound is not None else ((0, 0, i), True, i)
+            for i, bound in enumerate(bounds)
+        ]
+        heapq.heapify(self._heap)
+        self._order: list[Task] = []
+
+    def _grow(self, n: int) -> None:
+        """Work the order out to its first ``n`` tasks."""
+        while len(self._order) < min(n, self._screen) and self._heap:
+            _, exact, i = heapq.heappop(self._heap)
+            if exact:
+                self._order.append(self._tasks[i])
+            else:
+                heapq.heappush(self._heap, (self._exact(i), True, i))
+        if n > self._screen and len(self._order) < len(self._tasks):
+            self._order.extend(self._tasks[len(self._order) :])
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __bool__(self) -> bool:
+        return bool(self._tasks)
+
+    @overload
+    def __getitem__(self, index: int) -> Task: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Task]: ...
+
+    def __getitem__(self, index: int | slice) -> Task | list[Task]:
+        if isinstance(index, slice):
+            self._grow(len(self._tasks))
+            return self._order[index]
+        if index < 0:
+            index += len(self._tasks)
+        if not 0 <= index < len(self._tasks):
+            raise IndexError(index)
+        self._grow(index + 1)
+        return self._order[index]
+
+    def __iter__(self) -> Iterator[Task]:
+        for i in range(len(self._tasks)):
+            yield self[i]
+
+
+def _ordered(
+    state: ScheduleState,
+    action: NextAction | None,
+    level: Level,
+    work: ScheduleState | None,
+    target_filter: dict[str, Any] | None,
+    scope: dict[str, Any] | None,
+    removed: dict[int, Removal] | None,
+    ev: HealthEvaluator | None,
+    pool: TaskPool | None,
+) -> OrderedTargets:
+    """:func:`ordered_targets` as an :class:`OrderedTargets` (judged as far as it is read)."""
+    work, ev = _evaluator(state, level, work, ev)
+    tasks = target_tasks(state, action, target_filter, scope, pool)
+    removed = {} if removed is None else removed
+    focus = set(action.issue_ids) if action is not None else set()
+    base = ev.severe()
+    head = tasks[:SCREEN]
+    shared = ev  # bound once for the closure (mypy: ev is narrowed here)
+
+    def exact(index: int) -> tuple[int, int, int]:
+        task = head[index]
+        wt = work.task(task.state_id)
+        assert wt is not None
+        removal = removed.get(task.state_id)
+        if removal is None:
+            removal = removed[task.state_id] = shared.removal(wt)
+        return _screen_key(removal, focus, base, index)
+
+    bounds: list[tuple[int, int, int] | None] = []
+    for index, task in enumerate(head):
+        wt = work.task(task.state_id)
+        if task.status == "pending" or wt is None:
+            bounds.append(None)  # not screened: key (0, 0, index)
+        else:
+            bounds.append((-_removal_bound(ev, wt, focus, base), 0, index))
+    return OrderedTargets(tasks, len(head), exact, bounds)
 
 
 def ordered_targets(
@@ -767,7 +994,7 @@ def ordered_targets(
     work: ScheduleState | None = None,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
-    removed: dict[int, dict[str, Issue]] | None = None,
+    removed: dict[int, Removal] | None = None,
     ev: HealthEvaluator | None = None,
     pool: TaskPool | None = None,
 ) -> list[Task]:
@@ -778,27 +1005,7 @@ def ordered_targets(
     :func:`target_tasks`' order. ``removed`` caches each task's removal issues across the
     actions of one health call (they do not depend on the action). ``work`` / ``ev``: as in
     :func:`rank_destinations`."""
-    work, ev = _evaluator(state, level, work, ev)
-    tasks = target_tasks(state, action, target_filter, scope, pool)
-    removed = {} if removed is None else removed
-    focus = set(action.issue_ids) if action is not None else set()
-    base = ev.severe()
-    keys: dict[int, tuple[int, int, int]] = {}
-    for index, task in enumerate(tasks[:SCREEN]):
-        wt = work.task(task.state_id)
-        if task.status == "pending" or wt is None:
-            keys[task.state_id] = (0, 0, index)
-            continue
-        after = removed.get(task.state_id)
-        if after is None:
-            after = removed[task.state_id] = _removed_issues(ev, wt)
-        resolves = sum(1 for i in focus if i in base and i not in after)
-        creates = sum(1 for i in after if i not in base)
-        # leaving makes one of the action's own issues worse (e.g. the gap reopens elsewhere)
-        worsens = sum(1 for i in focus if i in base and i in after and _eased(after[i], base[i]))
-        keys[task.state_id] = (-resolves, int(creates > 0 or worsens > 0), index)
-    head = sorted(tasks[:SCREEN], key=lambda t: keys[t.state_id])
-    return head + tasks[SCREEN:]
+    return list(_ordered(state, action, level, work, target_filter, scope, removed, ev, pool))
 
 
 @dataclass
@@ -810,7 +1017,7 @@ class TargetSearch:
     :attr:`Destination.helps`; ``partial``: a task's or the whole search's budget ran out before
     every candidate was tried; ``cut``: the time limit stopped it."""
 
-    targets: list[Task]
+    targets: Sequence[Task]
     measured: list[tuple[Task, Ranking]] = field(default_factory=list)
     helpful: tuple[Task, Destination] | None = None
     partial: bool = False
@@ -831,10 +1038,11 @@ def search_targets(
     first_only: bool,
     target_filter: dict[str, Any] | None = None,
     scope: dict[str, Any] | None = None,
-    removed: dict[int, dict[str, Issue]] | None = None,
+    removed: dict[int, Removal] | None = None,
     ev: HealthEvaluator | None = None,
     deadline: float | None = None,
     pool: TaskPool | None = None,
+    memo: SearchMemo | None = None,
 ) -> TargetSearch:
     """Search the action's targets in :func:`ordered_targets` order, each on the action's
     preferred days with at most ``PER_TASK`` candidates judged (``EVAL_BUDGET`` in all, at
@@ -842,14 +1050,17 @@ def search_targets(
     check); otherwise every task within the budget is measured (``query_target_tasks``). Both
     walk the same tasks and candidates in the same order, so the task the fixable check found
     is the one the query tool shows. ``deadline`` (``time.perf_counter()``): past it the
-    search stops and says so (``cut``)."""
+    search stops and says so (``cut``). ``pool`` / ``memo``: the :class:`TaskPool` and
+    :class:`SearchMemo` of the state, shared by the searches of one health call."""
     work, ev = _evaluator(state, level, work, ev)
-    targets = ordered_targets(state, action, level, work, target_filter, scope, removed, ev, pool)
+    lazy = _ordered(state, action, level, work, target_filter, scope, removed, ev, pool)
+    # the fixable check reads the order only as far as it searches; the query tool shows it all
+    targets: Sequence[Task] = lazy if first_only else list(lazy)
     out = TargetSearch(targets)
     focus = action.issue_ids if action is not None else ()
     days = preferred_days(state, action)
     budget, searched = EVAL_BUDGET, 0
-    memo = SearchMemo.of(state)
+    memo = SearchMemo.of(state) if memo is None else memo
     for task in targets:
         if deadline is not None and time.perf_counter() > deadline:
             out.partial = out.cut = True
@@ -896,10 +1107,11 @@ def _check(
     state: ScheduleState,
     act: NextAction,
     level: Level,
-    removed: dict[int, dict[str, Issue]],
+    removed: dict[int, Removal],
     ev: HealthEvaluator,
     deadline: float | None,
     pool: TaskPool | None = None,
+    memo: SearchMemo | None = None,
 ) -> None:
     """Set ``act.fixable`` (always a bool) and, when False, ``fixable_reason`` (and
     ``fixable_cut`` when the time limit stopped the search)."""
@@ -916,6 +1128,7 @@ def _check(
             ev=ev,
             deadline=deadline,
             pool=pool,
+            memo=memo,
         )
     if search.helpful is not None:
         act.fixable, act.fixable_reason = True, ""
@@ -977,8 +1190,9 @@ def make_actionable(
     ev = evaluator_for(state, level, dimensions)
     critical = sum(1 for i in issues if i.severity == "critical")
     checked = actions[: 2 * keep]
-    removed: dict[int, dict[str, Issue]] = {}
+    removed: dict[int, Removal] = {}
     pool = TaskPool.of(state)
+    memo = SearchMemo.of(state)  # the state stays as it is: every probe is undone
     for act in checked:
         act.required_reads = [
             {"tool": "query_target_tasks", "args": {"action_id": act.action_id}},
@@ -1004,7 +1218,7 @@ def make_actionable(
             ],
         }
         with ev.lock:
-            _check(state, act, level, removed, ev, deadline, pool)
+            _check(state, act, level, removed, ev, deadline, pool, memo)
         if sum(1 for a in checked if a.fixable is True) >= keep:
             checked = checked[: checked.index(act) + 1]
             break

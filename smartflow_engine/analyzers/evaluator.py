@@ -200,6 +200,22 @@ class Delta:
         )
 
 
+@dataclass
+class _Local:
+    """A change's effect on the days and subjects it touches (:meth:`HealthEvaluator._local`):
+    the touched days (0-based, sorted) and their new facts, the touched subjects, their new
+    facts and task facts, the touched tasks' new facts, and the new issues of those days and
+    subjects (days first, in order)."""
+
+    touched: list[int]
+    new_days: dict[int, DayFacts]
+    subjects: set[int]
+    daily: dict[int, SubjectDays]
+    infos: dict[int, SubjectTasks]
+    sigs: dict[int, tuple[Any, ...]]
+    issues: dict[Entity, tuple[Issue, ...]]
+
+
 def _severe(issues: Iterable[Issue]) -> dict[str, Issue]:
     return {i.issue_id: i for i in sort_issues(issues) if i.severity in SEVERE}
 
@@ -260,6 +276,11 @@ class HealthEvaluator:
         self._runs: list[list[tuple[int, int]]] | None = None
         # inside_gaps_without's answers (read only by callers); a commit clears them
         self._gap_memo: dict[tuple[int, int | None], set[int] | None] = {}
+        self._long_memo: dict[int, list[tuple[int, int]]] = {}  # per subject, its long pairs
+        # removal's remembered parts, and the versions of the days and subjects they read
+        self._removals: dict[int, tuple[Any, Any, _Local]] = {}
+        self._day_version = [0] * self.num_days
+        self._subject_version: dict[int, int] = {}
         self.days: list[DayFacts] = self._days_of(np.arange(self.num_days))
         per: dict[int, dict[int, int]] = {c: {} for c in self.infos}
         for d, facts in enumerate(self.days):
@@ -458,8 +479,11 @@ class HealthEvaluator:
     def _overall_issues(
         self, sums: tuple[int, int, int, int, int], hist: list[int]
     ) -> tuple[Issue, ...]:
-        lo = next(i for i, n in enumerate(hist) if n)
-        hi = max(i for i, n in enumerate(hist) if n)
+        lo, hi = 0, len(hist) - 1  # the least and the largest day load (some day has one)
+        while not hist[lo]:
+            lo += 1
+        while not hist[hi]:
+            hi -= 1
         key = ("overall", *sums, hi - lo)
         found_before = self._memo(key)
         if found_before is not None:
@@ -522,16 +546,20 @@ class HealthEvaluator:
         if days is None or not days.gaps:
             return None
         most = max(days.gaps)
-        out: set[int] = set()
-        cases = [days.present]
+        long = self._long_memo.get(code)
+        if long is None:  # the pairs of the present days as they are: one pass per subject
+            long = self._long_memo[code] = [
+                (a, b) for a, b in itertools.pairwise(days.present) if b - a - 1 >= most
+            ]
+        cases = [long]
         if day is not None:
-            cases.append([d for d in days.present if d != day])
-        for present in cases:
-            long = [(a, b) for a, b in itertools.pairwise(present) if b - a - 1 >= most]
-            if not long:
+            cases.append(_long_without(days.present, long, day, most))
+        out: set[int] = set()
+        for pairs in cases:
+            if not pairs:
                 return None
-            if len(long) == 1:
-                out.update(range(long[0][0] + 1, long[0][1]))
+            if len(pairs) == 1:
+                out.update(range(pairs[0][0] + 1, pairs[0][1]))
         return out
 
     def key(self) -> tuple[int, int]:
@@ -574,6 +602,30 @@ class HealthEvaluator:
     ) -> Delta:
         """:meth:`probe` from the new facts of the touched days (0-based) and the new facts of
         the touched tasks (:func:`task_sig`): a change judged without applying it."""
+        local = self._local(new_days, new_sigs)
+        changed, before, after, sums, hist = self._finish(local)
+        crit = sum(1 for i in after.values() if i.severity == "critical") - sum(
+            1 for i in before.values() if i.severity == "critical"
+        )
+        warn = (len(after) - len(before)) - crit
+        return Delta(
+            changed,
+            crit,
+            warn,
+            before,
+            after,
+            new_days,
+            local.daily,
+            local.infos,
+            local.sigs,
+            sums,
+            hist,
+        )
+
+    def _local(self, new_days: dict[int, DayFacts], new_sigs: dict[int, tuple[Any, ...]]) -> _Local:
+        """What a change does to the touched days and subjects (:meth:`probe_facts`' first
+        part): their new facts and issues. It reads the touched days' facts, the touched
+        tasks' facts and the touched subjects' facts, nothing window-wide."""
         touched = sorted(new_days)
         # per subject, the touched days whose periods of it changed
         moved: dict[int, dict[int, int]] = {}
@@ -607,9 +659,30 @@ class HealthEvaluator:
         for c in subjects:
             days = self.daily[c]
             daily[c] = days.changed(moved[c]) if c in moved else days
+        issues: dict[Entity, tuple[Issue, ...]] = {}
+        for d in touched:
+            issues[("day", d)] = self._day_issues(d, new_days[d])
+        for c in subjects:
+            info = infos.get(c, self.infos[c])
+            issues[("subject", c)] = self._subject_issues(c, daily[c], info)
+        return _Local(touched, new_days, subjects, daily, infos, sigs, issues)
+
+    def _finish(
+        self, local: _Local, ordered: bool = True
+    ) -> tuple[
+        dict[Entity, tuple[tuple[Issue, ...], tuple[Issue, ...]]],
+        dict[str, Issue],
+        dict[str, Issue],
+        tuple[int, int, int, int, int],
+        list[int],
+    ]:
+        """:meth:`probe_facts`' second part: the window-wide sums and issues after the change,
+        and the issues of every entity it changes, before and after (their severe ones by id,
+        in the issues' order, or ``ordered=False`` in no particular order)."""
+        new_days = local.new_days
         total, sq, free, usable, no_buffer = self.sums
         hist = list(self.hist)
-        for d in touched:
+        for d in local.touched:
             a, b = self.days[d], new_days[d]
             total += b.total - a.total
             sq += b.total * b.total - a.total * a.total
@@ -620,31 +693,76 @@ class HealthEvaluator:
             hist[b.total] += 1
         sums = (total, sq, free, usable, no_buffer)
         changed: dict[Entity, tuple[tuple[Issue, ...], tuple[Issue, ...]]] = {}
-
-        def note(entity: Entity, new: tuple[Issue, ...]) -> None:
-            old = self.issues_of.get(entity, ())
+        get = self.issues_of.get
+        for entity, new in local.issues.items():
+            old = get(entity, ())
             if old != new:
                 changed[entity] = (old, new)
+        new = self._overall_issues(sums, hist)
+        old = get(("overall", 0), ())
+        if old != new:
+            changed[("overall", 0)] = (old, new)
+        if ordered:
+            before = _severe(i for old, _ in changed.values() for i in old)
+            after = _severe(i for _, new in changed.values() for i in new)
+        else:
+            before = {
+                i.issue_id: i for old, _ in changed.values() for i in old if i.severity in SEVERE
+            }
+            after = {
+                i.issue_id: i for _, new in changed.values() for i in new if i.severity in SEVERE
+            }
+        return changed, before, after, sums, hist
 
-        for d in touched:
-            note(("day", d), self._day_issues(d, new_days[d]))
-        for c in subjects:
-            info = infos.get(c, self.infos[c])
-            note(("subject", c), self._subject_issues(c, daily[c], info))
-        note(("overall", 0), self._overall_issues(sums, hist))
-        before = _severe(i for old, _ in changed.values() for i in old)
-        after = _severe(i for _, new in changed.values() for i in new)
-        crit = sum(1 for i in after.values() if i.severity == "critical") - sum(
-            1 for i in before.values() if i.severity == "critical"
+    def removal(self, task: Task) -> tuple[dict[str, Issue], dict[str, Issue]]:
+        """The critical/warning issues of the entities that taking ``task`` out (made
+        pending) changes, before and after, by id in no particular order (:attr:`Delta.before`
+        / :attr:`Delta.after` of that probe), judged on copies of its days' rows: nothing
+        changes. Its day and subject part
+        is remembered per task by exactly what it reads (the task's blocks and facts, the
+        version of each of its days and touched subjects, which :meth:`commit` bumps), so a
+        write elsewhere costs the window-wide part only (a health call screens ~100 removals)."""
+        tid = task.state_id
+        guest = task.embed_host is not None
+        blocks = tuple((b.day, b.slot_start, b.slot_end) for b in task.slots)
+        sig = task_sig(task)
+        new_sig = (*sig[:3], "pending", 0, task.need())
+        facts = (blocks, guest, new_sig, self.sigs.get(tid))
+        found = self._removals.get(tid)
+        local = None
+        if found is not None and found[0] == facts:
+            stamp, kept = found[1], found[2]
+            if stamp == self._versions(kept):
+                local = kept
+        if local is None:
+            rows: dict[int, tuple[list[int], list[int]]] = {}
+            for day, first, last in blocks:
+                d = day - 1
+                if d not in rows:
+                    rows[d] = self.rows(d)
+                layer = rows[d][1] if guest else rows[d][0]
+                for q in range(first - 1, last):
+                    layer[q] = 0
+            new_days = {d: self.facts_of_rows(own, gst) for d, (own, gst) in sorted(rows.items())}
+            full = self._local(new_days, {tid: new_sig})
+            # kept without the subjects' new facts (a removal is never committed)
+            local = _Local(full.touched, new_days, full.subjects, {}, {}, {}, full.issues)
+            self._removals[tid] = (facts, self._versions(local), local)
+        _, before, after, _, _ = self._finish(local, ordered=False)
+        return before, after
+
+    def _versions(self, local: _Local) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return (
+            tuple(self._day_version[d] for d in local.touched),
+            tuple(self._subject_version.get(c, 0) for c in local.subjects),
         )
-        warn = (len(after) - len(before)) - crit
-        return Delta(changed, crit, warn, before, after, new_days, daily, infos, sigs, sums, hist)
 
     def commit(self, delta: Delta) -> None:
         """Keep a probed change (the state must still be as it was probed)."""
         grid = self.state.grid
         for d, facts in delta.days.items():
             self.days[d] = facts
+            self._day_version[d] += 1
             self._owner[d] = grid.owner[d]
             self._guest[d] = grid.guest[d]
             if self._runs is not None:
@@ -659,10 +777,13 @@ class HealthEvaluator:
                     old.pop(d + 1, None)
             days.daily = old
             self.daily[c] = days
+        for c in delta.daily.keys() | delta.infos.keys():
+            self._subject_version[c] = self._subject_version.get(c, 0) + 1
         self.infos.update(delta.infos)
         self.sigs.update(delta.sigs)
         self.sums, self.hist = delta.sums, delta.hist
         self._gap_memo.clear()
+        self._long_memo.clear()
         for entity, (_, new) in delta.changed.items():
             self.issues_of[entity] = new
         self._refresh()
@@ -690,6 +811,27 @@ class HealthEvaluator:
             self.commit(self.probe((rows + 1).tolist(), tasks))
         except _Stale:
             self._build()
+
+
+def _long_without(
+    present: list[int], long: list[tuple[int, int]], day: int, most: int
+) -> list[tuple[int, int]]:
+    """The consecutive pairs of ``present`` without ``day`` whose gap is at least ``most``,
+    from ``long`` (those of ``present``): taking a day out replaces its two pairs by one."""
+    i = bisect.bisect_left(present, day)
+    if i == len(present) or present[i] != day:
+        return long
+    gone = set()
+    if i > 0:
+        gone.add((present[i - 1], day))
+    if i + 1 < len(present):
+        gone.add((day, present[i + 1]))
+    out = [pair for pair in long if pair not in gone]
+    if 0 < i < len(present) - 1:
+        a, b = present[i - 1], present[i + 1]
+        if b - a - 1 >= most:
+            bisect.insort(out, (a, b))
+    return out
 
 
 def _runs_of(owner: np.ndarray) -> list[list[tuple[int, int]]]:

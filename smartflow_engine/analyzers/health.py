@@ -10,6 +10,7 @@ import importlib
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -258,6 +259,50 @@ def cached_health_floor(
     return copy.deepcopy(found)
 
 
+# The proven-feasible reports of analyze_health's feasibility step, by the check that gave them
+# and :func:`..solver.feasibility.feasibility_key` (the last REPORT_CACHE_SIZE keys): a write
+# that leaves the check's problem as it was (a suggested task moved) does not pay it again.
+_REPORTS: dict[tuple[Any, ...], FeasibilityReport] = {}
+_REPORTS_LOCK = threading.Lock()
+REPORT_CACHE_SIZE = 8
+
+
+def remembered_feasibility(
+    state: ScheduleState, *, time_limit_s: float, num_workers: int, include_suggested: bool
+) -> FeasibilityReport:
+    """``solver.check_feasibility`` (read at call time: a replaced function is another key),
+    a proven-feasible report remembered by ``feasibility_key``: equal keys give equal problems,
+    and where everything fits the answer does not depend on the time the check got
+    (``is_feasible``, a zero gap, the counts; the witness is one valid placement of that
+    problem). A remembered report comes back with this call's own ``runtime_s``. Infeasible
+    and unproven reports are never remembered (their reason code, bottleneck and proof depend
+    on the time they got)."""
+    from .. import solver
+    from ..solver.feasibility import feasibility_key
+
+    started = time.perf_counter()
+    check = solver.check_feasibility
+    key = (check, *feasibility_key(state, include_suggested))
+    with _REPORTS_LOCK:
+        found = _REPORTS.pop(key, None)
+        if found is not None:
+            _REPORTS[key] = found  # the newest now
+    if found is not None:
+        return replace(found, runtime_s=time.perf_counter() - started, witness=list(found.witness))
+    report = check(
+        state,
+        time_limit_s=time_limit_s,
+        num_workers=num_workers,
+        include_suggested=include_suggested,
+    )
+    if report.is_feasible is True and report.proven:
+        with _REPORTS_LOCK:
+            while len(_REPORTS) >= REPORT_CACHE_SIZE:
+                _REPORTS.pop(next(iter(_REPORTS)))
+            _REPORTS[key] = replace(report, witness=list(report.witness))
+    return report
+
+
 def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
     rows = metrics.get("subjects", [])
     gaps = [r["max_gap"] for r in rows if r["max_gap"] is not None]
@@ -500,7 +545,7 @@ def analyze_health(
 
         # The suggested tasks count as movable (include_suggested): after a proposal has placed
         # them, the gap and the negotiation figures keep the meaning they had before.
-        report = solve(
+        report = remembered_feasibility(
             fixed,
             time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
             num_workers=num_workers,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,15 @@ class SubjectTasks:
     class_ids: list[int] = field(default_factory=list)
 
     def copy(self) -> SubjectTasks:
-        return replace(self, class_ids=list(self.class_ids))
+        # the constructor, not dataclasses.replace: a search copies one per probe
+        return SubjectTasks(
+            self.task_count,
+            self.placed,
+            self.pending,
+            self.pending_slots,
+            self.blocks,
+            list(self.class_ids),
+        )
 
 
 def subject_tasks(state: ScheduleState) -> dict[str, SubjectTasks]:

@@ -8,6 +8,9 @@ Contract (the analyzers call these; keep it stable):
     proof: when the time limit is hit first, ``is_feasible`` is ``None``, ``proven`` is ``False``,
     ``reason_code`` is ``"unknown"`` and ``feasible_slots`` / ``capacity_gap`` are ``None``.
 
+``feasibility_key(state, include_suggested=False)``: everything the check reads of the state,
+in one value (``analyze_health`` remembers proven-feasible reports by it).
+
 ``negotiation_figures(state, report=None, time_limit_s=5.0, num_workers=1,
 include_suggested=False)`` -> :class:`NegotiationFigures`: the numbers behind the four options of
 P1-F (extra days needed, whether lifting banned periods suffices, slots to cut).
@@ -23,12 +26,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from ..state import ScheduleState
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import all_fit, max_placeable, min_extra_days
-from .problem import Placement, Problem, Rule, build_problem
+from .problem import Placement, Problem, Rule, build_problem, cleared_layers, scope_tasks
 
 ReasonCode = Literal["ok", "insufficient_capacity", "fragmented", "class_window", "unknown"]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
@@ -204,6 +207,35 @@ def check_feasibility(
         feasible_slots_bounds=(res.best, res.bound),
         task_count=problem.task_count,
         bottleneck=bottleneck,
+    )
+
+
+def feasibility_key(state: ScheduleState, include_suggested: bool = False) -> tuple[Any, ...]:
+    """Everything :func:`check_feasibility` reads of ``state``, in one value: equal keys give
+    the same :func:`.problem.build_problem` (its scope tasks' durations, classes and guest
+    ability, the rules of the task classes, the free runs and the free host blocks left once
+    the scope tasks have left their places) but for ``Problem.current`` (where the re-planned
+    tasks stand now), which the check never reads. So moving a re-planned task (a suggested
+    one, with ``include_suggested``) between free periods keeps the key; placing, unplacing,
+    moving any other task, locking, or changing a class changes it."""
+    scope = scope_tasks(state, include_suggested=include_suggested)
+    owner, guest = cleared_layers(state, scope)
+    in_scope = {t.state_id for t in scope}
+    hosts = []
+    for host_id in sorted(state.grid.embed_hosts - in_scope):
+        host = state.task(host_id)
+        if host is not None:
+            hosts.append((host_id, tuple((b.day, b.slot_start, b.slot_end) for b in host.slots)))
+    return (
+        include_suggested,
+        state.num_days,
+        state.slots_per_day,
+        tuple(tc.model_dump_json() for tc in state.task_classes),
+        tuple((t.state_id, t.need(), t.category_id, t.can_embed) for t in scope),
+        tuple(hosts),
+        owner.shape,
+        owner.tobytes(),
+        guest.tobytes(),
     )
 
 

@@ -211,6 +211,49 @@ def rule_for(
     return Rule(tc.id, start, end, banned, extends)
 
 
+def scope_tasks(
+    state: ScheduleState,
+    *,
+    include_suggested: bool = False,
+    task_ids: Iterable[int] | None = None,
+) -> list[Task]:
+    """The tasks a problem re-plans, in the state's order (see :func:`build_problem`): the
+    pending ones and (``include_suggested``) the movable suggested ones, or the pending and
+    movable ones of ``task_ids``."""
+    holding = state.guests_by_host()
+    if task_ids is not None:
+        wanted = set(task_ids)
+        return [
+            t
+            for t in state.tasks
+            if t.state_id in wanted and (t.status == "pending" or movable(state, t, holding))
+        ]
+    return [
+        t
+        for t in state.tasks
+        if t.status == "pending"
+        or (include_suggested and t.status == "suggested" and movable(state, t, holding))
+    ]
+
+
+def cleared_layers(state: ScheduleState, scope: Iterable[Task]) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of the grid's owner and guest layers with the periods of every scope task
+    cleared: where the re-planned tasks may go. The grid holds each placed task's id exactly on
+    its blocks (a guest's in the guest layer, a pending task nowhere: the state's invariant),
+    so clearing the scope's ids clears their blocks, in one array pass."""
+    grid = state.grid
+    owner = grid.owner.copy()
+    guest = grid.guest.copy()
+    ids = np.fromiter((t.state_id for t in scope), dtype=np.int64)
+    if ids.size:
+        top = max(int(ids.max()), int(owner.max(initial=0)), int(guest.max(initial=0)))
+        leaving = np.zeros(top + 1, dtype=bool)
+        leaving[ids] = True
+        owner[leaving[owner]] = 0
+        guest[leaving[guest]] = 0
+    return owner, guest
+
+
 def build_problem(
     state: ScheduleState,
     *,
@@ -243,30 +286,13 @@ def build_problem(
         batch checks thousands of windows.
     """
     grid = state.grid
-    holding = state.guests_by_host()
-    if task_ids is not None:
-        wanted = set(task_ids)
-        scope = [
-            t
-            for t in state.tasks
-            if t.state_id in wanted and (t.status == "pending" or movable(state, t, holding))
-        ]
-    else:
-        scope = [
-            t
-            for t in state.tasks
-            if t.status == "pending"
-            or (include_suggested and t.status == "suggested" and movable(state, t, holding))
-        ]
-    owner = grid.owner.copy()
-    guest = grid.guest.copy()
+    scope = scope_tasks(state, include_suggested=include_suggested, task_ids=task_ids)
+    owner, guest = cleared_layers(state, scope)
     current: dict[int, Placement] = {}
     for t in scope:
         if t.status == "pending":
             continue
         b = t.slots[0]
-        target = guest if t.embed_host is not None else owner
-        target[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
         current[t.state_id] = Placement(t.state_id, b.day, b.slot_start, b.slot_end, t.embed_host)
 
     groups: dict[tuple[object, ...], Group] = {}

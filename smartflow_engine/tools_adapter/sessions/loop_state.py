@@ -33,6 +33,7 @@ the infeasible gate, evidence for every write, and the round log.
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,7 +42,7 @@ from ...analyzers.destinations import health_result
 from ...analyzers.result import Issue
 from ...concepts import is_study
 from ...rules import Level, level_or
-from ...state import ScheduleState
+from ...state import ScheduleState, Task
 from ..core.spec import ToolContext, ToolSpec
 
 CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
@@ -100,6 +101,83 @@ def evidence_line(diff: IssueDiff, action_id: str | None, check: dict[str, Any] 
     return text + "。"
 
 
+# The task fields a task's snapshot reads besides its blocks (``embedded_by`` is derived from
+# the guests, as ``ScheduleState.to_dict`` does).
+_TASK_FIELDS = tuple(name for name in Task.model_fields if name not in ("slots", "embedded_by"))
+_task_fields = operator.attrgetter(*_TASK_FIELDS)
+
+
+class StateSnapshots:
+    """``ScheduleState.to_dict()`` of a session's state, each task's object rebuilt only when
+    something it is made of changed since the previous snapshot: its fields, its blocks, its
+    host's lock (a guest of a locked host is written locked) and its guests (``embedded_by``);
+    a task with extra fields is always rebuilt. The others' objects are reused, so successive
+    best states share them: a best state is never edited (``store.py`` compares it by
+    identity). Equal to ``to_dict`` (``tests/tools_adapter/test_loop_snapshots.py``); a round
+    that makes progress costs a pass over the tasks' fields, not a serialisation of the state
+    (~8x less on 1000 days)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> StateSnapshots:
+        return StateSnapshots()  # a copy (a preview's loop) starts afresh: nothing is shared
+
+    def take(self, state: ScheduleState) -> dict[str, Any]:
+        guests = state.guests_by_host()
+        kept: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        tasks: list[dict[str, Any]] = []
+        for task in state.tasks:
+            sid = task.state_id
+            host = state.task(task.embed_host) if task.embed_host is not None else None
+            hosted = guests.get(sid)
+            slots = task.slots
+            if len(slots) == 1:  # most tasks: no generator
+                b = slots[0]
+                blocks: tuple[Any, ...] = (b.day, b.slot_start, b.slot_end)
+            else:
+                blocks = tuple([(b.day, b.slot_start, b.slot_end) for b in slots])
+            sig = (
+                _task_fields(task),
+                blocks,
+                host is not None and host.locked,
+                tuple(hosted) if hosted else None,
+            )
+            found = self._tasks.get(sid)
+            if found is not None and found[0] == sig and not task.__pydantic_extra__:
+                data = found[1]
+            else:
+                data = _task_dict(task, sig[2], hosted)
+            kept[sid] = (sig, data)
+            tasks.append(data)
+        self._tasks = kept
+        rest = state.model_dump(mode="json", exclude_none=True, exclude={"tasks"})
+        if not state.task_classes:
+            rest.pop("task_classes", None)
+        out: dict[str, Any] = {}
+        for name in (*type(state).model_fields, *rest):  # to_dict's order of keys
+            if name == "tasks":
+                out["tasks"] = tasks
+            elif name in rest:
+                out[name] = rest[name]
+        return out
+
+
+def _task_dict(task: Task, host_locked: bool, hosted: list[int] | None) -> dict[str, Any]:
+    """One task's object of ``ScheduleState.to_dict``."""
+    data = task.model_dump(mode="json", exclude_none=True)
+    data.pop("embedded_by", None)
+    if not data.get("slots") and data["status"] == "pending":
+        data.pop("slots", None)
+    if not data.get("can_embed"):
+        data.pop("can_embed", None)
+    if host_locked:
+        data["locked"] = True  # a guest of a locked host is locked (is_locked)
+    if hosted:
+        data["embedded_by"] = hosted[0] if len(hosted) == 1 else list(hosted)
+    return data
+
+
 @dataclass
 class LoopState:
     """What a session remembers of its loop (all of it goes into the snapshot)."""
@@ -135,6 +213,8 @@ class LoopState:
     calls: int = 0
     # The risk was accepted in an earlier request: it still lifts the gate but closes nothing.
     risk_carried: bool = False
+    # Builds the best state's snapshot from what changed since the last one (not persisted).
+    snapshots: StateSnapshots = field(default_factory=StateSnapshots, repr=False, compare=False)
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:
@@ -347,7 +427,7 @@ class LoopState:
         progress = self.best_key is None or key < self.best_key
         if progress:
             self.best_key, self.best_round = key, self.round
-            self.best_state = ctx.state.to_dict()
+            self.best_state = self.snapshots.take(ctx.state)
             self.rounds_without_progress = 0
         else:
             self.rounds_without_progress += 1
