@@ -213,6 +213,10 @@ LOOP_TOOLS = (
     ("analyze_health", "analyze_health"),
     ("analyze_health_after_write", "analyze_health right after a write (move)"),
     ("four_dimension_tools", "the four dimension tools, one after another"),
+    (
+        "four_dimension_tools_after_write",
+        "the four dimension tools right after a write (interleaved with analyze_health's)",
+    ),
     ("query_target_tasks", "query_target_tasks (first action)"),
     ("query_available_slots", "query_available_slots (its first task)"),
     ("write_with_evidence", "a write with its evidence line (move)"),
@@ -313,7 +317,9 @@ def loop_table(
         "them), each side in a fresh process on the same saved window: **ours** (this tree) and "
         "**today** (`main`, or `SMARTFLOW_BENCH_PEER`). A write is `move` with its evidence "
         "line (the mean of a move there and back). analyze_health right after a write: the "
-        "call timed after each move there or back (untimed), as the loop meets it. Repeats: 7 "
+        "call timed after each move there or back (untimed), as the loop meets it; the four "
+        "dimension tools are timed the same way, interleaved with it (two moves each in turn), "
+        "and the after-a-write ratio compares the two. Repeats: 7 "
         "(3 on 365 days and more; today's code once there). Goals: analyze_health <= 25 ms at 30 days, <= 60 ms at 120 days, "
         "<= 1 s at 1000 x 24, at most 3x the four dimension tools; a write with its evidence "
         "line <= 5 ms at 120 days.",
@@ -349,11 +355,11 @@ def loop_table(
             "four_dimension_tools",
         ),
         (
-            "analyze_health after a write ÷ four dimension tools (ours)",
+            "analyze_health after a write ÷ four dimension tools after a write (ours)",
             "ours",
             "analyze_health_after_write",
             "ours",
-            "four_dimension_tools",
+            "four_dimension_tools_after_write",
         ),
         (
             "analyze_health ÷ four dimension tools (today)",

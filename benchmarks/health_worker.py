@@ -94,16 +94,20 @@ def measure(path: str, repeats: int, skip: list[str]) -> dict[str, Any]:
         write()
         out["write_with_evidence"] = _median_ms(write, repeats) / 2
         # analyze_health as the loop meets it: right after a write (the task moved there or
-        # back, untimed), so nothing it remembers from a call on the same state helps
-        samples = []
-        for i in range(max(repeats, 2)):
+        # back, untimed), so nothing it remembers from a call on the same state helps; the four
+        # dimension tools timed the same way, interleaved with it (two moves each in turn), so
+        # both sides of the ratio see the same states under the same load
+        timed: dict[str, list[float]] = {"health": [], "dimensions": []}
+        for i in range(2 * max(repeats, 2)):
             fresh()
             if not s.call("move", pair[i % 2]).startswith("已将"):
-                raise RuntimeError("move refused before the timed analyze_health")
+                raise RuntimeError("move refused before the timed call")
+            which = "health" if (i // 2) % 2 == 0 else "dimensions"
             t0 = time.perf_counter()
-            health()
-            samples.append(time.perf_counter() - t0)
-        out["analyze_health_after_write"] = statistics.median(samples) * 1000
+            health() if which == "health" else dimensions()
+            timed[which].append(time.perf_counter() - t0)
+        out["analyze_health_after_write"] = statistics.median(timed["health"]) * 1000
+        out["four_dimension_tools_after_write"] = statistics.median(timed["dimensions"]) * 1000
     return out
 
 

@@ -168,7 +168,8 @@ def test_a_request_id_is_echoed_or_made(given, echoed):
     """Tests that every response carries X-Request-ID: the client's when it is a short token,
     a fresh one otherwise."""
     client = TestClient(create_app(TOKENS))
-    got = client.get("/health", headers={"X-Request-ID": given.encode("utf-8")}).headers
+    sent = {"X-Request-ID": given.encode("utf-8"), **ALICE}
+    got = client.get("/v1/sessions", headers=sent).headers
     assert (got["X-Request-ID"] == given) is echoed
     assert re.fullmatch(r"[A-Za-z0-9._-]{1,64}", got["X-Request-ID"])
 
@@ -176,11 +177,30 @@ def test_a_request_id_is_echoed_or_made(given, echoed):
 def test_the_access_log_is_off_unless_asked(access_lines, monkeypatch):
     """Tests that no line is written by default and that SMARTFLOW_ACCESS_LOG=1 turns it on."""
     monkeypatch.delenv("SMARTFLOW_ACCESS_LOG", raising=False)
-    TestClient(create_app(TOKENS)).get("/health")
+    TestClient(create_app(TOKENS)).get("/v1/sessions", headers=ALICE)
     assert access_lines == []
     monkeypatch.setenv("SMARTFLOW_ACCESS_LOG", "1")
-    TestClient(create_app(TOKENS)).get("/health")
-    assert [line["path"] for line in access_lines] == ["/health"]
+    TestClient(create_app(TOKENS)).get("/v1/sessions", headers=ALICE)
+    assert [line["path"] for line in access_lines] == ["/v1/sessions"]
+
+
+def test_the_liveness_probe_is_not_observed(access_lines):
+    """Tests that GET /health (called every few seconds by a load balancer) writes no line,
+    adds to no series and gets no request id, while the request after it is observed."""
+    client = TestClient(create_app(TOKENS, access_log=True))
+    before = _samples(client)
+    access_lines.clear()
+    probe = client.get("/health")
+    assert probe.status_code == 200 and "X-Request-ID" not in probe.headers
+    assert access_lines == []
+    after = _samples(client)
+    assert not [k for k in after if "/health" in str(k)]
+    assert {k: v for k, v in after.items() if k[0] == "smartflow_http_requests_total"} == {
+        k: v for k, v in before.items() if k[0] == "smartflow_http_requests_total"
+    }
+    access_lines.clear()
+    client.get("/v1/sessions", headers=ALICE)
+    assert [line["path"] for line in access_lines] == ["/v1/sessions"]
 
 
 def test_no_bearer_token_or_query_reaches_the_log(access_lines):
@@ -364,7 +384,8 @@ def test_serve_access_log_writes_one_line_per_request_to_stderr(monkeypatch):
     try:
         client = TestClient(create_app(TOKENS, access_log=True))
         assert [type(h) for h in logger.handlers] == [request_log._LineHandler]
-        client.get("/health")
+        client.get("/health")  # the liveness probe: no line
+        client.get("/v1/sessions/nope", headers=ALICE)
         client.get("/v1/sessions", headers=ALICE)
         client.get("/v1/sessions")
         handler = logger.handlers[0]
@@ -373,16 +394,31 @@ def test_serve_access_log_writes_one_line_per_request_to_stderr(monkeypatch):
             time.sleep(0.05)  # the lines go out in a batch, at the latest FLUSH_S later
         assert time.monotonic() - waited < handler.FLUSH_S + 1.0
         lines = [json.loads(text) for text in stream.getvalue().splitlines()]
-        client.get("/health")
-        handler.flush()  # as logging.shutdown does at exit
+        client.get("/v1/sessions", headers=ALICE)
+        handler.flush()  # as logging.shutdown does at exit: the waiting line too
         assert len(stream.getvalue().splitlines()) == 4
     finally:
         logger.handlers[:] = saved[0]
         logger.setLevel(saved[1])
         logger.propagate = saved[2]
     assert [(x["path"], x["http_status"], x["user"]) for x in lines] == [
-        ("/health", 200, None),
+        ("/v1/sessions/nope", 404, "alice"),
         ("/v1/sessions", 200, "alice"),
         ("/v1/sessions", 401, None),
     ]
     assert all(set(FIELDS) <= set(x) for x in lines)
+
+
+@pytest.mark.parametrize("requests", [1, 63, 64, 150])
+def test_a_scrape_counts_every_request_before_it(requests):
+    """Tests that the requests' records, handled in batches, are all counted by the next
+    scrape: fewer than a batch, exactly one, and several with a part left over."""
+    client = TestClient(create_app(TOKENS, access_log=False))
+    route = ("http_status", "200"), ("method", "GET"), ("route", "/v1/sessions")
+    before = _samples(client).get(("smartflow_http_requests_total", route), 0.0)
+    for _ in range(requests):
+        client.get("/v1/sessions", headers=ALICE)
+    after = _samples(client)
+    assert after[("smartflow_http_requests_total", route)] - before == requests
+    seconds = (("method", "GET"), ("route", "/v1/sessions"))
+    assert after[("smartflow_http_request_seconds_count", seconds)] >= requests

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Iterator, MutableMapping, Sized
+from collections.abc import Callable, Iterator, MutableMapping, Sized
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
@@ -145,10 +145,12 @@ class _Series:
 class _SeriesCollector(Collector):
     """The request and tool series of a :class:`_Series`, read at scrape time."""
 
-    def __init__(self, series: _Series) -> None:
-        self.series = series
+    def __init__(self, series: _Series, before: list[Callable[[], None]]) -> None:
+        self.series, self.before = series, before
 
     def collect(self) -> Iterator[Metric]:
+        for drain in self.before:  # the requests' records still waiting for their batch
+            drain()
         s = self.series
         with s.lock:  # a consistent copy; the families are built outside the lock
             requests, tool_calls, refusals = dict(s.requests), dict(s.tool_calls), dict(s.refusals)
@@ -186,7 +188,9 @@ class Metrics:
     def __init__(self, ctx: ApiContext) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.series = _Series()
-        self.registry.register(_SeriesCollector(self.series))
+        # called before a scrape reads the series (the request observers' drain)
+        self.before_scrape: list[Callable[[], None]] = []
+        self.registry.register(_SeriesCollector(self.series, self.before_scrape))
         self.registry.register(_ServerCollector(ctx))
         self.tools = frozenset(ctx.table) | {"confirm", "reject"}
         self._status: dict[int, str] = {}

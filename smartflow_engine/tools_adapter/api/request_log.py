@@ -9,7 +9,8 @@ one costs a task and a queue per request). For every HTTP request it
   things (:func:`note_session` from the session access, :func:`note_result` from the tool
   result), so the line needs no second parse of the body;
 - at the end, writes one JSON line to the ``smartflow.access`` logger (when the access log is
-  on) and updates the :class:`~.metrics.Metrics`. ``smartflow serve --access-log`` gives that
+  on) and updates the :class:`~.metrics.Metrics`, for 64 requests at a time (see
+  :class:`RequestObserver`); ``GET /health``, the liveness probe, is not observed. ``smartflow serve --access-log`` gives that
   logger one handler, to stderr, which writes the lines in batches (:class:`_LineHandler`: at
   most half a second late); a handler of the operator's own gets ordinary log records.
 
@@ -29,6 +30,7 @@ import re
 import secrets
 import threading
 import time
+import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,6 +51,9 @@ _SESSION_PATH = re.compile(r"^/(?:v1/sessions|view|mcp)/([A-Za-z0-9_-]{1,64})(?:
 _TOOL_PATH = re.compile(r"^/v1/(?:tools/([a-z_]{1,64})/call|analyze/([a-z_]{1,64}))$")
 _FIXED_TOOL = {"/v1/feasibility": "check_feasibility", "/v1/proposal": "propose_placement"}
 _HEADER_NAME = REQUEST_ID_HEADER.lower().encode()
+# The liveness probe a load balancer or orchestrator calls every few seconds: no line, no
+# series, no request id (it would flood the log with lines nobody reads; see docs/decisions.md).
+UNOBSERVED_PATHS = frozenset({"/health"})
 _quote = json.encoder.encode_basestring  # a JSON string, non-ASCII kept (as ensure_ascii=False)
 # Request ids: a random prefix per process and a counter (unique across workers and restarts
 # in practice; the 16 hex characters of the old secrets.token_hex(8), without a syscall each).
@@ -64,11 +69,13 @@ def _json(value: str | None) -> str:
     return "null" if value is None else _quote(value)
 
 
-def _line(info: RequestInfo, method: Any, path: str, http_status: int, elapsed: float) -> str:
+def _line(
+    info: RequestInfo, method: Any, path: str, http_status: int, elapsed: float, ts: float
+) -> str:
     """The JSON line, written field by field (the same text ``json.dumps`` gives, made without
-    building a dict and walking it)."""
+    building a dict and walking it); ``ts`` is when the request finished."""
     return (
-        f'{{"ts": {time.time():.3f}, "request_id": {_quote(info.request_id)}, '
+        f'{{"ts": {ts:.3f}, "request_id": {_quote(info.request_id)}, '
         f'"method": {_json(method)}, "path": {_quote(path)}, "http_status": {http_status}, '
         f'"user": {_json(info.user)}, "session": {_json(info.session)}, '
         f'"tool": {_json(info.tool)}, "mode": {_json(info.mode)}, '
@@ -120,7 +127,20 @@ def note_result(result: CallResult) -> None:
 
 
 class RequestObserver:
-    """The ASGI middleware (see the module's docstring)."""
+    """The ASGI middleware (see the module's docstring).
+
+    A finished request is kept as a record and the records are handled in batches of
+    :data:`BATCH` (the metrics updated, the lines written): handling them one after another
+    keeps the observer's code and data hot, where one request's handling between two
+    requests' work costs several times its own instructions (measured in
+    ``benchmarks/results_adapters.md``). Nothing is lost or late for a reader: a scrape of
+    ``/metrics`` handles the waiting records first, a waiting line goes out at the latest
+    :data:`_LineHandler.FLUSH_S` seconds after its request (a timer) and at exit (the
+    handler's flush), and with a log handler of the operator's own (anything but
+    ``smartflow serve --access-log``'s) every request is handled at once, as before.
+    """
+
+    BATCH = 64
 
     def __init__(
         self,
@@ -132,9 +152,20 @@ class RequestObserver:
     ) -> None:
         self.app, self.metrics, self.log_requests = app, metrics, log_requests
         self.principal = principal  # token -> principal (the app's ApiContext.principal)
+        self._records: list[tuple[Scope, RequestInfo, int, float, float]] = []
+        self._lock = threading.Lock()
+        self._timer: threading.Thread | None = None
+        if metrics is not None:
+            metrics.before_scrape.append(self.drain)
+        if log_requests:
+            _observers.add(self)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or (self.metrics is None and not self.log_requests):
+        if (
+            scope["type"] != "http"
+            or (self.metrics is None and not self.log_requests)
+            or scope["path"] in UNOBSERVED_PATHS
+        ):
             await self.app(scope, receive, send)
             return
         request_id = _given_id(scope) or _new_id()
@@ -164,21 +195,58 @@ class RequestObserver:
         if http_status >= 400:
             info.status = "http_error"
             info.error_code = _error_code(body) or str(http_status)
-        if self.metrics is not None:
-            self.metrics.observe_request(scope, info, http_status, elapsed)
+        record = (scope, info, http_status, elapsed, time.time())
+        if self.log_requests and not _batched_lines():
+            self._handle([record])  # an operator's handler gets its record at once
+            return
+        with self._lock:
+            self._records.append(record)
+            full = len(self._records) >= self.BATCH
+            start_timer = self.log_requests and not full and self._timer is None
+            if start_timer:
+                self._timer = threading.Thread(
+                    target=self._drain_soon, name="smartflow-access-records", daemon=True
+                )
+        if full:
+            self.drain()
+        elif start_timer:
+            assert self._timer is not None
+            self._timer.start()
+
+    def drain(self) -> None:
+        """Handle the records waiting (a scrape, the timer, a flush at exit, a full batch)."""
+        with self._lock:
+            records, self._records = self._records, []
+        if records:
+            self._handle(records)
+
+    def _drain_soon(self) -> None:
+        time.sleep(_LineHandler.FLUSH_S)
+        with self._lock:
+            self._timer = None
+        self.drain()
+        for handler in access_log.handlers:  # out now, not one handler interval later
+            handler.flush()
+
+    def _handle(self, records: list[tuple[Scope, RequestInfo, int, float, float]]) -> None:
+        metrics = self.metrics
+        if metrics is not None:
+            for scope, info, http_status, elapsed, _ in records:
+                metrics.observe_request(scope, info, http_status, elapsed)
         if not self.log_requests or not access_log.isEnabledFor(logging.INFO):
             return
-        # what only the line needs
-        path: str = scope.get("path", "")
-        if info.session is None:
-            found = _SESSION_PATH.match(path)
-            if found:
-                info.session = found.group(1)
-        if info.tool is None:
-            info.tool = _path_tool(path)
-        if info.user is None and self.principal is not None:
-            info.user = self._user(scope)
-        write_line(_line(info, scope.get("method"), path, http_status, elapsed))
+        for scope, info, http_status, elapsed, ts in records:
+            # what only the line needs
+            path: str = scope.get("path", "")
+            if info.session is None:
+                found = _SESSION_PATH.match(path)
+                if found:
+                    info.session = found.group(1)
+            if info.tool is None:
+                info.tool = _path_tool(path)
+            if info.user is None and self.principal is not None:
+                info.user = self._user(scope)
+            write_line(_line(info, scope.get("method"), path, http_status, elapsed, ts))
 
     def _user(self, scope: Scope) -> str | None:
         for name, value in scope.get("headers", []):
@@ -188,6 +256,16 @@ class RequestObserver:
                     found: str | None = self.principal(given.strip())
                     return found
         return None
+
+
+# observers whose waiting lines a flush of the access log (at exit, logging.shutdown) writes
+_observers: weakref.WeakSet[RequestObserver] = weakref.WeakSet()
+
+
+def drain_observers() -> None:
+    """Handle every observer's waiting records (their lines handed to the access log)."""
+    for observer in list(_observers):
+        observer.drain()
 
 
 def _given_id(scope: Scope) -> str | None:
@@ -260,6 +338,7 @@ class _LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.handleError(record)
 
     def flush(self) -> None:
+        drain_observers()  # the requests' lines still waiting (before this handler's lock)
         with self.lock:  # type: ignore[union-attr]
             self._drain()
 
@@ -283,20 +362,28 @@ class _LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._drain()
 
 
-def write_line(text: str) -> None:
-    """Hand the line to ``smartflow.access``. When the only handler is the one
-    :func:`configure_access_log` installed (``smartflow serve --access-log``), the line is
-    written to it directly (no log record: it costs more than the rest of the line); any other
-    set-up (a handler or a filter of the operator's) gets an ordinary record."""
+def _batched_lines() -> bool:
+    """Whether the access log is ``smartflow serve --access-log``'s alone (its lines may wait
+    for a batch); any other set-up gets each request's record at once."""
     handlers = access_log.handlers
-    if (
+    return (
         len(handlers) == 1
         and isinstance(handlers[0], _LineHandler)
         and not access_log.filters
         and not handlers[0].filters
         and handlers[0].level <= logging.INFO
-    ):
-        handlers[0].write_line(text)
+    )
+
+
+def write_line(text: str) -> None:
+    """Hand the line to ``smartflow.access``. When the only handler is the one
+    :func:`configure_access_log` installed (``smartflow serve --access-log``), the line is
+    written to it directly (no log record: it costs more than the rest of the line); any other
+    set-up (a handler or a filter of the operator's) gets an ordinary record."""
+    if _batched_lines():
+        handler = access_log.handlers[0]
+        assert isinstance(handler, _LineHandler)
+        handler.write_line(text)
         return
     # the record made directly: Logger.info would also walk the stack for the caller
     access_log.handle(
