@@ -191,8 +191,67 @@ def main() -> None:
             print(f"| {label} | {days} | {mine:.3g} | {theirs:.3g} | {theirs / mine:.2f}x |")
 
 
+LOOP_SIZES = ((30, 12), (120, 12), (365, 12), (1000, 24))
+LOOP_FIGURES = (
+    "analyze_health",
+    "analyze_health_after_write",
+    "query_target_tasks",
+    "query_available_slots",
+    "write_with_evidence",
+)
+
+
+def loop(rounds: int = 3, repeats: int = 9) -> None:
+    """The loop tools of ``bench_tools --loop`` (its worker, its windows) with more repeats,
+    the two sides alternated ``rounds`` times per size: the median over rounds of each side's
+    median ms (a loaded machine moves one round's figures by tens of percent)."""
+    from benchmarks.bench_loop import disturbed_window
+    from benchmarks.bench_tools import _worker as tools_worker
+
+    folder = Path(tempfile.mkdtemp(prefix="smartflow-views-loop-"))
+    ours = Path(__file__).resolve().parent.parent
+    peer, keep = _peer_root()
+    table: dict[str, dict[str, list[float]]] = {}
+    try:
+        for days, spd in LOOP_SIZES:
+            name = f"{days}x{spd}"
+            path = folder / f"{name}.json"
+            path.write_text(disturbed_window(0, days, 2.0, slots_per_day=spd).to_json())
+            spec = {"windows": [{"name": name, "path": str(path), "repeats": repeats}]}
+            for r in range(rounds):
+                for side, root in (("ours", ours), ("today", peer)):
+                    got = tools_worker(root, spec, folder, f"{side}-{name}-{r}")[name]
+                    for fig in LOOP_FIGURES:
+                        if fig in got:
+                            table.setdefault(f"{fig}|{side}", {}).setdefault(name, []).append(
+                                got[fig]
+                            )
+                print(name, "done", file=sys.stderr, flush=True)
+    finally:
+        if keep is not None:
+            keep.cleanup()
+    print(json.dumps(table), file=sys.stderr)
+    names = [f"{d}x{p}" for d, p in LOOP_SIZES]
+    print("| tool (median ms) | side | " + " | ".join(names) + " |")
+    print("|---|---|" + "---:|" * len(names))
+    for fig in LOOP_FIGURES:
+        for side in ("ours", "today"):
+            cells = [table.get(f"{fig}|{side}", {}).get(n) for n in names]
+            text = [f"{statistics.median(c):.1f}" if c else "–" for c in cells]
+            print(f"| {fig} | {side} | " + " | ".join(text) + " |")
+        mine = [table.get(f"{fig}|ours", {}).get(n) for n in names]
+        theirs = [table.get(f"{fig}|today", {}).get(n) for n in names]
+        ratio = [
+            f"{statistics.median(t) / statistics.median(m):.2f}x" if m and t else "–"
+            for m, t in zip(mine, theirs, strict=True)
+        ]
+        print(f"| {fig}: today ÷ ours | ratio | " + " | ".join(ratio) + " |")
+
+
 if __name__ == "__main__":
     if "--worker" in sys.argv:
         _worker(sys.argv[sys.argv.index("--worker") + 1])
+    elif "--loop" in sys.argv:
+        loop()
     else:
         main()
