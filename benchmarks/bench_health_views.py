@@ -8,12 +8,14 @@ onto the busiest days; 30 and 120 days), each side in a fresh process on the sam
   a random free place of its length and ``counts_now()`` (µs; the mean over 400 moves there and
   back on an evaluator of the movable single-block study tasks);
 - ``evaluator build``: ``analyzers.evaluator.HealthEvaluator`` of the window (the issues view);
-- ``write + sync``: a ``move`` through the state's write path, then the cached evaluator's
-  ``sync()`` and ``key()`` (µs; mean over 100 moves there and back).
+- ``sync after a write``: a ``move`` through the state's write path (untimed), then the
+  evaluator's ``sync()`` and ``key()`` (µs; median over 300 moves there and back).
 
 Sides: **ours** (this tree) and **today** (``SMARTFLOW_BENCH_PEER``, else ``git archive main``
 into a temporary folder), alternated twice per window (ours, today, ours, today), medians of
-each side's figures. Run ``python -m benchmarks.bench_health_views``; the worker is
+each side's figures. Run ``python -m benchmarks.bench_health_views``; ``--loop [--cpu]``
+times the loop tools instead (``bench_tools --loop``'s worker and windows, sides alternated
+three times, 9 repeats; ``--cpu``: process CPU ms). The worker is
 ``python benchmarks/bench_health_views.py --worker SPEC.json`` with ``PYTHONPATH`` naming the
 code to time (it imports only names both versions have).
 """
@@ -34,7 +36,7 @@ from typing import Any
 SIZES = (30, 120)
 SEEDS = (0, 1)
 MOVES = 400
-WRITES = 100
+WRITES = 300
 
 
 def _worker(spec_path: str) -> None:
@@ -106,22 +108,24 @@ def _worker(spec_path: str) -> None:
             samples.append(time.perf_counter() - t0)
         row["evaluator_build_ms"] = statistics.median(samples) * 1000
         view = IssuesView(state)
-        t0 = time.perf_counter()
-        writes = 0
+        synced = []
         for _ in range(WRITES):
             t = rng.choice(scope)
             home = (t.slots[0].day, t.slots[0].slot_start)
             there = move(state, t.state_id, rng.randrange(1, days + 1), rng.randrange(1, spd + 1))
             if not there.ok:
                 continue
+            t0 = time.perf_counter()
             view.sync()
             view.key()
+            t1 = time.perf_counter()
             back = move(state, t.state_id, *home)
             assert back.ok, back.refusal
+            t2 = time.perf_counter()
             view.sync()
             view.key()
-            writes += 2
-        row["write_sync_us"] = (time.perf_counter() - t0) / max(writes, 1) * 1e6
+            synced += [t1 - t0, time.perf_counter() - t2]
+        row["write_sync_us"] = statistics.median(synced) * 1e6
         out[Path(path).stem] = row
     print(json.dumps(out))
 
@@ -179,7 +183,7 @@ def main() -> None:
         ("counts_ms", "health_counts of the window (ms)"),
         ("close_eval_us", "close-stage evaluation: a move + counts_now (µs)"),
         ("evaluator_build_ms", "analyzers' HealthEvaluator built (ms)"),
-        ("write_sync_us", "a move + the evaluator's sync and key (µs)"),
+        ("write_sync_us", "the evaluator's sync and key after a move (µs)"),
     )
     print("| figure | days | ours | today | today ÷ ours |")
     print("|---|---:|---:|---:|---:|")
@@ -201,12 +205,41 @@ LOOP_FIGURES = (
 )
 
 
-def loop(rounds: int = 3, repeats: int = 9) -> None:
+_CPU = (
+    "import runpy, sys, time; time.perf_counter = time.process_time; sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def _cpu_worker(root: Path, spec: dict[str, Any], folder: Path, name: str) -> dict[str, Any]:
+    """``benchmarks/health_worker.py`` timing the process's CPU instead of the wall clock (the
+    calls' own time limits still read the wall clock): a loaded machine's other processes
+    inflate the wall figures, much less the CPU ones."""
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    script = Path(__file__).resolve().parent / "health_worker.py"
+    done = subprocess.run(
+        [sys.executable, "-c", _CPU, str(script), str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=str(root),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def loop(rounds: int = 3, repeats: int = 9, cpu: bool = False) -> None:
     """The loop tools of ``bench_tools --loop`` (its worker, its windows) with more repeats,
     the two sides alternated ``rounds`` times per size: the median over rounds of each side's
-    median ms (a loaded machine moves one round's figures by tens of percent)."""
+    median ms (a loaded machine moves one round's figures by tens of percent); ``cpu``: the
+    process's CPU ms instead of wall ms."""
     from benchmarks.bench_loop import disturbed_window
-    from benchmarks.bench_tools import _worker as tools_worker
+    from benchmarks.bench_tools import _worker
+
+    tools_worker = _cpu_worker if cpu else _worker
 
     folder = Path(tempfile.mkdtemp(prefix="smartflow-views-loop-"))
     ours = Path(__file__).resolve().parent.parent
@@ -252,6 +285,6 @@ if __name__ == "__main__":
     if "--worker" in sys.argv:
         _worker(sys.argv[sys.argv.index("--worker") + 1])
     elif "--loop" in sys.argv:
-        loop()
+        loop(cpu="--cpu" in sys.argv)
     else:
         main()
