@@ -11,7 +11,8 @@ onto the busiest days; 30 and 120 days), each side in a fresh process on the sam
 - ``sync after a write``: a ``move`` through the state's write path (untimed), then the
   evaluator's ``sync()`` and ``key()`` (µs; median over 300 moves there and back).
 
-Sides: **ours** (this tree) and **today** (``SMARTFLOW_BENCH_PEER``, else ``git archive main``
+Every figure is the worker process's CPU time (``time.process_time``: the shared machine's other
+processes inflate wall figures far more). Sides: **ours** (this tree) and **today** (``SMARTFLOW_BENCH_PEER``, else ``git archive main``
 into a temporary folder), alternated twice per window (ours, today, ours, today), medians of
 each side's figures. Run ``python -m benchmarks.bench_health_views``; ``--loop [--cpu]``
 times the loop tools instead (``bench_tools --loop``'s worker and windows, sides alternated
@@ -55,9 +56,9 @@ def _worker(spec_path: str) -> None:
         row: dict[str, float] = {}
         samples = []
         for _ in range(15):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             health_counts(state)
-            samples.append(time.perf_counter() - t0)
+            samples.append(time.process_time() - t0)
         row["counts_ms"] = statistics.median(samples) * 1000
         scope = [
             t
@@ -82,7 +83,7 @@ def _worker(spec_path: str) -> None:
         for _ in range(MOVES):
             t = rng.choice(scope)
             plan.append((t.state_id, rng.randrange(1, days + 1)))
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         evaluations = 0
         for tid, day in plan:
             old = ev.remove(tid)
@@ -100,12 +101,12 @@ def _worker(spec_path: str) -> None:
             ev.place(old)
             ev.counts_now()
             evaluations += 2
-        row["close_eval_us"] = (time.perf_counter() - t0) / max(evaluations, 1) * 1e6
+        row["close_eval_us"] = (time.process_time() - t0) / max(evaluations, 1) * 1e6
         samples = []
         for _ in range(7):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             view = IssuesView(state)
-            samples.append(time.perf_counter() - t0)
+            samples.append(time.process_time() - t0)
         row["evaluator_build_ms"] = statistics.median(samples) * 1000
         view = IssuesView(state)
         synced = []
@@ -115,16 +116,16 @@ def _worker(spec_path: str) -> None:
             there = move(state, t.state_id, rng.randrange(1, days + 1), rng.randrange(1, spd + 1))
             if not there.ok:
                 continue
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             view.sync()
             view.key()
-            t1 = time.perf_counter()
+            t1 = time.process_time()
             back = move(state, t.state_id, *home)
             assert back.ok, back.refusal
-            t2 = time.perf_counter()
+            t2 = time.process_time()
             view.sync()
             view.key()
-            synced += [t1 - t0, time.perf_counter() - t2]
+            synced += [t1 - t0, time.process_time() - t2]
         row["write_sync_us"] = statistics.median(synced) * 1e6
         out[Path(path).stem] = row
     print(json.dumps(out))

@@ -6,6 +6,8 @@ deltas of moves) and ``solver/health_eval.py`` (the close stage's ``(critical, w
 with the solver's scope lifted out). It sits beside :mod:`.rules` and :mod:`.concepts`, below
 the analyzers and the solver (it imports neither), so the two views are one model:
 
+- **subjects** (:class:`SubjectCodes`): the subject of every task as a code, and its budget;
+
 - **day facts** (:class:`DayFacts`, :func:`day_facts`, :func:`grid_day_facts`): a day's load,
   free and usable periods (free runs of at least ``MIN_USABLE``), and its study layer (a
   guest's subject replaces its host's period, :mod:`.concepts`): the periods holding a subject,
@@ -25,13 +27,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .concepts import subject_of
 from .rules import (
     DIMENSIONS,
     Band,
@@ -42,12 +45,59 @@ from .rules import (
     r4,
     rules_for,
     sample_std_dev,
+    subject_class,
 )
+
+if TYPE_CHECKING:
+    from .state import ScheduleState, Task
 
 MIN_USABLE = 2  # analyze_health's tolerance parameters (min_usable_size, min_daily_buffer)
 MIN_BUFFER = 2
 SEVERE = ("critical", "warning")
 MEMO_SIZE = 10_000  # judgements an evaluator remembers (by their facts) before starting afresh
+
+# ------------------------------------------------------------------------------ subjects
+
+
+@dataclass
+class SubjectCodes:
+    """The subjects of a window's study tasks (:func:`..concepts.subject_of`) as codes 1, 2, ...
+    in the order of their first task; 0 stands for no subject (an event, a free period)."""
+
+    names: list[str]  # code - 1 -> subject name
+    code_of: dict[str, int]  # subject name -> code
+    of_task: list[int]  # task id -> code (0: an event, or no such task)
+    class_ids: dict[int, list[int]]  # code -> its tasks' category ids, in order, once each
+
+    def budget(self, state: ScheduleState, code: int) -> tuple[int | None, int | None]:
+        """The subject's task class's ``(total_slots, end_day)`` (``None``: no class) by
+        :func:`..rules.subject_class`: the budget the ``budget_lag`` rule reads."""
+        tc = subject_class(state, self.names[code - 1], self.class_ids[code])
+        return (tc.total_slots, tc.end_day) if tc is not None else (None, None)
+
+
+def subject_codes(tasks: Iterable[Task]) -> SubjectCodes:
+    """The :class:`SubjectCodes` of ``tasks`` (a window's task list)."""
+    tasks = list(tasks)
+    names: list[str] = []
+    code_of: dict[str, int] = {}
+    class_ids: dict[int, list[int]] = {}
+    of_task = [0] * (max((t.state_id for t in tasks), default=0) + 1)
+    for t in tasks:
+        name = subject_of(t)
+        if name is None:
+            continue
+        code = code_of.get(name)
+        if code is None:
+            names.append(name)
+            code = code_of[name] = len(names)
+            class_ids[code] = []
+        of_task[t.state_id] = code
+        ids = class_ids[code]
+        if t.category_id is not None and t.category_id not in ids:
+            ids.append(t.category_id)
+    return SubjectCodes(names, code_of, of_task, class_ids)
+
 
 # ------------------------------------------------------------------------------ day facts
 
@@ -446,6 +496,7 @@ __all__ = [
     "DayFacts",
     "Judged",
     "LevelRules",
+    "SubjectCodes",
     "SubjectDays",
     "Sums",
     "day_context_metrics",
@@ -461,6 +512,7 @@ __all__ = [
     "overall_metrics",
     "severe_counts",
     "subject_changes",
+    "subject_codes",
     "subject_days",
     "subject_metrics",
     "window_sums",

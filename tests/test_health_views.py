@@ -161,6 +161,7 @@ def test_subject_days_follow_their_changes(daily: dict[int, int], new: dict[int,
 
 # names a view must take from the shared model (its facts, their sums and their judgement)
 SHARED = {
+    "subject_codes",
     "day_facts",
     "grid_day_facts",
     "SubjectDays",

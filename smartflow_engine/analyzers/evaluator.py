@@ -48,13 +48,14 @@ from ..health_facts import (
     moved_sums,
     overall_metrics,
     subject_changes,
+    subject_codes,
     subject_days,
     subject_metrics,
     window_sums,
 )
 from ..health_facts import MIN_BUFFER as MIN_BUFFER  # re-exported: analyze_health's defaults
 from ..health_facts import MIN_USABLE as MIN_USABLE
-from ..rules import UNCATEGORISED, Level, subject_class
+from ..rules import Level
 from ..state import ScheduleState, Task
 from ..state.ops import Change
 from .common import issue_of, sort_issues
@@ -163,32 +164,21 @@ class HealthEvaluator:
         state = self.state
         grid = state.grid
         self.num_days, self.spd = state.num_days, state.slots_per_day
-        self.names: list[str] = []
-        code_of: dict[str, int] = {}
-        top = max((t.state_id for t in state.tasks), default=0)
-        self._code = np.zeros(top + 1, dtype=np.int64)  # task id -> subject code (0: event)
-        self._code_list: list[int] = [0] * (top + 1)
+        codes = subject_codes(state.tasks)
+        self.names: list[str] = codes.names
+        self.code_of = codes.code_of
+        self._code_list: list[int] = codes.of_task  # task id -> subject code (0: event)
+        self._code = np.array(codes.of_task, dtype=np.int64)
         self.sigs: dict[int, tuple[Any, ...]] = {}
-        self.infos: dict[int, SubjectTasks] = {}
+        self.infos: dict[int, SubjectTasks] = {
+            c: SubjectTasks(class_ids=list(ids)) for c, ids in codes.class_ids.items()
+        }
         for task in state.tasks:
-            if task.source == "event":
-                self.sigs[task.state_id] = task_sig(task)
-                continue
-            name = task.category or UNCATEGORISED
-            code = code_of.get(name)
-            if code is None:
-                self.names.append(name)
-                code = code_of[name] = len(self.names)
-                self.infos[code] = SubjectTasks()
-            self._code[task.state_id] = code
-            self._code_list[task.state_id] = code
             sig = task_sig(task)
             self.sigs[task.state_id] = sig
-            info = self.infos[code]
-            _add_sig(info, sig, 1)
-            if task.category_id is not None and task.category_id not in info.class_ids:
-                info.class_ids.append(task.category_id)
-        self.code_of = code_of
+            code = codes.of_task[task.state_id]
+            if code:
+                _add_sig(self.infos[code], sig, 1)
         self._classes = self._class_sig()
         self._owner = grid.owner.copy()
         self._guest = grid.guest.copy()
@@ -205,10 +195,7 @@ class HealthEvaluator:
         self.daily: dict[int, SubjectDays] = {
             c: present.get(c) or SubjectDays() for c in self.infos
         }
-        self._class_of = {
-            c: subject_class(state, self.names[c - 1], info.class_ids)
-            for c, info in self.infos.items()
-        }
+        self._budget = {c: codes.budget(state, c) for c in self.infos}
         self.sums, self.hist = window_sums(self.days, self.spd)
         self.issues_of: dict[Entity, tuple[Issue, ...]] = {}
         for d, facts in enumerate(self.days):
@@ -297,15 +284,9 @@ class HealthEvaluator:
     def _subject_issues_of(
         self, c: int, days: SubjectDays, info: SubjectTasks
     ) -> tuple[Issue, ...]:
-        tc = self._class_of[c]
+        total, end_day = self._budget[c]
         row = subject_metrics(
-            days.max_gap,
-            days.used,
-            days.squares,
-            info.blocks,
-            self.num_days,
-            tc.total_slots if tc is not None else None,
-            tc.end_day if tc is not None else None,
+            days.max_gap, days.used, days.squares, info.blocks, self.num_days, total, end_day
         )
         return self._issues(judge(self.rules.subject, row), category=self.names[c - 1])
 

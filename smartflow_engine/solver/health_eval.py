@@ -46,13 +46,14 @@ from ..health_facts import (
     overall_metrics,
     severe_counts,
     subject_changes,
+    subject_codes,
     subject_days,
     subject_metrics,
     window_sums,
 )
 from ..health_facts import MIN_BUFFER as MIN_BUFFER  # re-exported: analyze_health's defaults
 from ..health_facts import MIN_USABLE as MIN_USABLE
-from ..rules import Level, Metric, Rule, rules_for, subject_class
+from ..rules import Level, Metric, Rule, rules_for
 from ..state import ScheduleState, Task
 from .problem import Placement
 
@@ -128,45 +129,27 @@ class HealthEvaluator:
         grid = state.grid
         num_days, spd = grid.owner.shape
         self.num_days, self.spd = int(num_days), int(spd)
-        # subjects: every study task's subject, in the analyzers' order
-        names: list[str] = []
-        code_of: dict[str, int] = {}
-        class_ids: dict[str, list[int]] = {}
-        blocks: dict[str, int] = {}
-        self.kind_of: dict[int, int] = {}  # per task: 1 event, 2 study task
-        self.code_of_task: dict[int, int] = {}  # per task: its subject code (0 for events)
-        for t in state.tasks:
-            name = study_subject(t)
-            self.kind_of[t.state_id] = 1 if name is None else 2
-            if name is None:
-                self.code_of_task[t.state_id] = 0
-                continue
-            if name not in code_of:
-                names.append(name)
-                code_of[name] = len(names)
-                class_ids[name] = []
-                blocks[name] = 0
-            self.code_of_task[t.state_id] = code_of[name]
-            if t.category_id is not None and t.category_id not in class_ids[name]:
-                class_ids[name].append(t.category_id)
-            if t.status != "pending" and t.state_id not in scope:
-                blocks[name] += len(t.slots)
-        self.subjects = names
-        self.code_of = code_of
-        num_codes = len(names) + 1
+        # subjects: every study task's subject, in the analyzers' order (the shared codes)
+        codes = subject_codes(state.tasks)
+        self.subjects = codes.names
+        self.code_of = codes.code_of
+        num_codes = len(codes.names) + 1
         self.num_codes = num_codes
-        self.fixed_blocks = np.array([0] + [blocks[n] for n in names], dtype=np.int64)
-        self.budget_total: list[int | None] = [None]
-        self.end_day: list[int | None] = [None]
-        for n in names:
-            tc = subject_class(state, n, class_ids[n])
-            self.budget_total.append(tc.total_slots if tc is not None else None)
-            self.end_day.append(tc.end_day if tc is not None else None)
-        top = max(self.code_of_task, default=0)
-        self._code_list = [0] * (top + 1)  # task id -> subject code
-        for tid, code in self.code_of_task.items():
-            self._code_list[tid] = code
-        self._code = np.array(self._code_list, dtype=np.int64)
+        self._code_list = codes.of_task  # task id -> subject code (0: an event)
+        self._code = np.array(codes.of_task, dtype=np.int64)
+        self.code_of_task: dict[int, int] = {}  # per task: its subject code (0 for events)
+        self.kind_of: dict[int, int] = {}  # per task: 1 event, 2 study task
+        blocks = [0] * num_codes  # per subject: the blocks of its placed tasks outside the scope
+        for t in state.tasks:
+            code = codes.of_task[t.state_id]
+            self.code_of_task[t.state_id] = code
+            self.kind_of[t.state_id] = 2 if code else 1
+            if code and t.status != "pending" and t.state_id not in scope:
+                blocks[code] += len(t.slots)
+        self.fixed_blocks = np.array(blocks, dtype=np.int64)
+        budgets = [(None, None)] + [codes.budget(state, c) for c in range(1, num_codes)]
+        self.budget_total: list[int | None] = [b[0] for b in budgets]
+        self.end_day: list[int | None] = [b[1] for b in budgets]
         owner = grid.owner.copy()
         guest = grid.guest.copy()
         for t in state.tasks:
