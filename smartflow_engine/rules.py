@@ -238,12 +238,23 @@ def rule(dimension: Dimension, name: RuleName, level: Level = "normal") -> Rule:
     raise KeyError(f"no rule {dimension}.{name}")
 
 
-def severity(r: Rule, values: Mapping[str, float | None]) -> Severity | None:
-    """The severity of the first band of ``r`` whose conditions all hold on ``values``."""
+def first_band(r: Rule, values: Mapping[str, float | None]) -> Band | None:
+    """The first band of ``r`` whose conditions all hold on ``values`` (the one judgement of a
+    rule: the analyzers' issues and the solver's counts both come from it)."""
+    get = values.get
     for band in r.bands:
-        if all(c.holds(values.get(c.metric)) for c in band.conds):
-            return band.severity
+        for c in band.conds:
+            if not c.holds(get(c.metric)):
+                break
+        else:
+            return band
     return None
+
+
+def severity(r: Rule, values: Mapping[str, float | None]) -> Severity | None:
+    """The severity of :func:`first_band`, if any."""
+    band = first_band(r, values)
+    return band.severity if band is not None else None
 
 
 # ------------------------------------------------------------------- metric formulas (shared)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import wraps
 from typing import Any, ParamSpec
 
-from ..rules import Rule, r4
+from ..rules import Band, Rule, first_band, r4
 from ..state import ScheduleState
 from .result import SEVERITY_RANK, AnalysisResult, Issue, NextAction, ParamError, Trigger
 
@@ -31,28 +31,37 @@ def evaluate(
     day: int | None = None,
     category: str | None = None,
 ) -> Issue | None:
-    """The issue of the first band of ``rule`` whose conditions all hold on ``values``, if any."""
-    for band in rule.bands:
-        for c in band.conds:
-            if not c.holds(values.get(c.metric)):
-                break
-        else:
-            triggers = tuple(
-                Trigger(c.metric, c.op, _number(c.value, c.integer), values[c.metric])
-                for c in band.conds
-            )
-            return Issue(
-                issue_id=issue_id(rule.dimension, rule.rule, day=day, category=category),
-                dimension=rule.dimension,
-                severity=band.severity,
-                rule=rule.rule,
-                trigger=triggers[0],
-                conditions=triggers,
-                impact_score=impact(triggers[0]),
-                day=day,
-                category=category,
-            )
-    return None
+    """The issue of the first band of ``rule`` whose conditions all hold on ``values``, if any
+    (:func:`..rules.first_band`)."""
+    band = first_band(rule, values)
+    if band is None:
+        return None
+    return issue_of(rule, band, values, day=day, category=category)
+
+
+def issue_of(
+    rule: Rule,
+    band: Band,
+    values: Mapping[str, Any],
+    *,
+    day: int | None = None,
+    category: str | None = None,
+) -> Issue:
+    """The issue of ``rule`` firing at ``band`` on the metric ``values``."""
+    triggers = tuple(
+        Trigger(c.metric, c.op, _number(c.value, c.integer), values[c.metric]) for c in band.conds
+    )
+    return Issue(
+        issue_id=issue_id(rule.dimension, rule.rule, day=day, category=category),
+        dimension=rule.dimension,
+        severity=band.severity,
+        rule=rule.rule,
+        trigger=triggers[0],
+        conditions=triggers,
+        impact_score=impact(triggers[0]),
+        day=day,
+        category=category,
+    )
 
 
 def issue_id(

@@ -5,10 +5,12 @@ A :class:`HealthEvaluator` is built once for a state and a level. It holds, per 
 the day rules read (load, the study layer's switches, free runs) and the issues of the day; per
 subject the periods it has on each day and its task facts, and its issues; and the window-wide
 sums the overall rules read (the load's sum, sum of squares and histogram, free and usable
-periods, days without a buffer). Every rule is the rule table's (:mod:`..rules`), evaluated with
-the analyzers' own :func:`.common.evaluate`, so an issue here is the very issue ``analyze_health``
-reports (the property test of ``tests/analyzers/test_evaluator.py`` checks it against a full
-recomputation on random states and changes).
+periods, days without a buffer). The facts, their metric rows and the rules that fire on them
+are the shared model's (:mod:`..health_facts`, which the solver's close-stage counts read too);
+this module keeps them per entity and turns each judgement into issues
+(:func:`.common.issue_of`), so an issue here is the very issue ``analyze_health`` reports (the
+property test of ``tests/analyzers/test_evaluator.py`` checks it against a full recomputation
+on random states and changes).
 
 :meth:`HealthEvaluator.probe` judges a change already applied to the state (a move, a swap, a
 batch, a task taken out) given the days and the tasks it touched, in time proportional to those
@@ -25,42 +27,40 @@ import bisect
 import itertools
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ..rules import (
-    UNCATEGORISED,
-    Level,
-    concentration_of,
-    r4,
-    rules_for,
-    sample_std_dev,
-    subject_class,
+from ..health_facts import (
+    MEMO_SIZE,
+    SEVERE,
+    DayFacts,
+    Judged,
+    SubjectDays,
+    Sums,
+    day_facts,
+    free_run_spans,
+    grid_day_facts,
+    judge,
+    level_rules,
+    load_range,
+    moved_sums,
+    overall_metrics,
+    subject_changes,
+    subject_codes,
+    subject_days,
+    subject_metrics,
+    window_sums,
 )
+from ..health_facts import MIN_BUFFER as MIN_BUFFER  # re-exported: analyze_health's defaults
+from ..health_facts import MIN_USABLE as MIN_USABLE
+from ..rules import Level
 from ..state import ScheduleState, Task
 from ..state.ops import Change
-from .common import evaluate, sort_issues
+from .common import issue_of, sort_issues
 from .result import DIMENSIONS, Issue
 from .subjects import SubjectTasks
-
-MIN_USABLE = 2  # analyze_health's tolerance parameters (min_usable_size, min_daily_buffer)
-MIN_BUFFER = 2
-SEVERE = ("critical", "warning")
-MEMO_SIZE = 10_000  # remembered entity issues (by their facts) before the memo starts afresh
-
-
-@dataclass(frozen=True)
-class DayFacts:
-    """What the day rules and the window sums read of one day."""
-
-    total: int  # occupied periods (guests add none)
-    free: int
-    usable: int  # free periods in runs of at least MIN_USABLE
-    occupied: int  # periods of the study layer holding a subject
-    switches: int
-    subjects: dict[int, int]  # subject code -> periods of the study layer that day
 
 
 def task_sig(task: Task) -> tuple[Any, ...]:
@@ -86,81 +86,6 @@ def _add_sig(info: SubjectTasks, sig: tuple[Any, ...], sign: int) -> None:
         info.blocks += sign * blocks
 
 
-@dataclass
-class SubjectDays:
-    """The study layer's periods of one subject by day, with the sums its rules read: the
-    present days in order, the multiset of gaps between consecutive ones, the periods and the
-    sum of their per-day squares (the concentration's HHI)."""
-
-    daily: dict[int, int] = field(default_factory=dict)  # 1-based day -> periods
-    present: list[int] = field(default_factory=list)
-    gaps: dict[int, int] = field(default_factory=dict)  # gap -> how many
-    used: int = 0
-    squares: int = 0
-
-    @classmethod
-    def of(cls, daily: dict[int, int]) -> SubjectDays:
-        present = sorted(daily)
-        gaps: dict[int, int] = {}
-        for a, b in itertools.pairwise(present):
-            gaps[b - a - 1] = gaps.get(b - a - 1, 0) + 1
-        used = sum(daily.values())
-        return cls(daily, present, gaps, used, sum(v * v for v in daily.values()))
-
-    def changed(self, new: dict[int, int]) -> SubjectDays:
-        """This subject with the days of ``new`` (1-based day -> periods, 0 for none) replaced;
-        the cost is that of the changed days (plus a copy of the present list)."""
-        used, squares = self.used, self.squares
-        moved: list[int] = []
-        for d, n in new.items():
-            o = self.daily.get(d, 0)
-            used += n - o
-            squares += n * n - o * o
-            if (o == 0) != (n == 0):
-                moved.append(d)
-        if not moved:
-            return SubjectDays(self.daily, self.present, self.gaps, used, squares)
-        gaps = dict(self.gaps)
-        present = list(self.present)
-        for pairs, sign in ((_pairs_around(present, moved), -1), (None, 1)):
-            if pairs is None:
-                for d in moved:
-                    i = bisect.bisect_left(present, d)
-                    if i < len(present) and present[i] == d:
-                        del present[i]
-                    else:
-                        present.insert(i, d)
-                pairs = _pairs_around(present, moved)
-            for a, b in pairs:
-                g = b - a - 1
-                k = gaps.get(g, 0) + sign
-                if k:
-                    gaps[g] = k
-                else:
-                    gaps.pop(g, None)
-        return SubjectDays(self.daily, present, gaps, used, squares)
-
-    @property
-    def max_gap(self) -> int | None:
-        return max(self.gaps) if self.gaps else None
-
-
-def _pairs_around(present: list[int], days: list[int]) -> set[tuple[int, int]]:
-    """The consecutive pairs ``(a, b)`` of ``present`` with ``a <= d <= b`` for one of ``days``."""
-    out: set[tuple[int, int]] = set()
-    n = len(present)
-    for d in days:
-        i = bisect.bisect_left(present, d)
-        if i < n and present[i] == d:
-            if i > 0:
-                out.add((present[i - 1], d))
-            if i + 1 < n:
-                out.add((d, present[i + 1]))
-        elif 0 < i < n:
-            out.add((present[i - 1], present[i]))
-    return out
-
-
 Entity = tuple[str, int]  # ("day", index0) | ("subject", code) | ("overall", 0)
 
 
@@ -181,7 +106,7 @@ class Delta:
     daily: dict[int, SubjectDays]
     infos: dict[int, SubjectTasks]
     sigs: dict[int, tuple[Any, ...]]
-    sums: tuple[int, int, int, int, int]
+    sums: Sums
     hist: list[int]
 
     @property
@@ -230,12 +155,7 @@ class HealthEvaluator:
         self.level = level
         self.dimensions = tuple(d for d in DIMENSIONS if d in dimensions)
         self.lock = threading.RLock()
-        rules = {d: rules_for(d, level) for d in DIMENSIONS}
-        self._day_util = rules["load"][0]
-        self._imbalance = rules["load"][1]
-        self._subject_rules = rules["subjects"]
-        self._context_rules = rules["context"]
-        self._tolerance_rules = rules["tolerance"]
+        self.rules = level_rules(level)
         self._build()
 
     # ------------------------------------------------------------------ building
@@ -244,32 +164,21 @@ class HealthEvaluator:
         state = self.state
         grid = state.grid
         self.num_days, self.spd = state.num_days, state.slots_per_day
-        self.names: list[str] = []
-        code_of: dict[str, int] = {}
-        top = max((t.state_id for t in state.tasks), default=0)
-        self._code = np.zeros(top + 1, dtype=np.int64)  # task id -> subject code (0: event)
-        self._code_list: list[int] = [0] * (top + 1)
+        codes = subject_codes(state.tasks)
+        self.names: list[str] = codes.names
+        self.code_of = codes.code_of
+        self._code_list: list[int] = codes.of_task  # task id -> subject code (0: event)
+        self._code = np.array(codes.of_task, dtype=np.int64)
         self.sigs: dict[int, tuple[Any, ...]] = {}
-        self.infos: dict[int, SubjectTasks] = {}
+        self.infos: dict[int, SubjectTasks] = {
+            c: SubjectTasks(class_ids=list(ids)) for c, ids in codes.class_ids.items()
+        }
         for task in state.tasks:
-            if task.source == "event":
-                self.sigs[task.state_id] = task_sig(task)
-                continue
-            name = task.category or UNCATEGORISED
-            code = code_of.get(name)
-            if code is None:
-                self.names.append(name)
-                code = code_of[name] = len(self.names)
-                self.infos[code] = SubjectTasks()
-            self._code[task.state_id] = code
-            self._code_list[task.state_id] = code
             sig = task_sig(task)
             self.sigs[task.state_id] = sig
-            info = self.infos[code]
-            _add_sig(info, sig, 1)
-            if task.category_id is not None and task.category_id not in info.class_ids:
-                info.class_ids.append(task.category_id)
-        self.code_of = code_of
+            code = codes.of_task[task.state_id]
+            if code:
+                _add_sig(self.infos[code], sig, 1)
         self._classes = self._class_sig()
         self._owner = grid.owner.copy()
         self._guest = grid.guest.copy()
@@ -281,27 +190,13 @@ class HealthEvaluator:
         self._removals: dict[int, tuple[Any, Any, _Local]] = {}
         self._day_version = [0] * self.num_days
         self._subject_version: dict[int, int] = {}
-        self.days: list[DayFacts] = self._days_of(np.arange(self.num_days))
-        per: dict[int, dict[int, int]] = {c: {} for c in self.infos}
-        for d, facts in enumerate(self.days):
-            for c, n in facts.subjects.items():
-                per[c][d + 1] = n
-        self.daily: dict[int, SubjectDays] = {c: SubjectDays.of(v) for c, v in per.items()}
-        self._class_of = {
-            c: subject_class(state, self.names[c - 1], info.class_ids)
-            for c, info in self.infos.items()
+        self.days: list[DayFacts] = grid_day_facts(grid.owner, grid.guest, self._code)
+        present = subject_days(self.days)
+        self.daily: dict[int, SubjectDays] = {
+            c: present.get(c) or SubjectDays() for c in self.infos
         }
-        totals = [f.total for f in self.days]
-        self.hist = [0] * (self.spd + 1)
-        for t in totals:
-            self.hist[t] += 1
-        self.sums = (
-            sum(totals),
-            sum(t * t for t in totals),
-            sum(f.free for f in self.days),
-            sum(f.usable for f in self.days),
-            sum(1 for f in self.days if f.usable < MIN_BUFFER),
-        )
+        self._budget = {c: codes.budget(state, c) for c in self.infos}
+        self.sums, self.hist = window_sums(self.days, self.spd)
         self.issues_of: dict[Entity, tuple[Issue, ...]] = {}
         for d, facts in enumerate(self.days):
             self.issues_of[("day", d)] = self._day_issues(d, facts)
@@ -318,50 +213,6 @@ class HealthEvaluator:
         self.critical = sum(1 for i in self._severe_all.values() if i.severity == "critical")
         self.warning = len(self._severe_all) - self.critical
 
-    def _days_of(self, days: np.ndarray) -> list[DayFacts]:
-        """The facts of ``days`` (0-based) from the state's grid, vectorised."""
-        grid = self.state.grid
-        owner = grid.owner[days]
-        guest = grid.guest[days]
-        code = self._code
-        top = code.size
-        if (owner.size and int(owner.max()) >= top) or (guest.size and int(guest.max()) >= top):
-            raise _Stale
-        study = np.where(guest != 0, code[guest], code[owner])
-        occ = owner != 0
-        total = np.count_nonzero(occ, axis=1)
-        left, right = study[:, :-1], study[:, 1:]
-        switches = np.count_nonzero((left != 0) & (right != 0) & (left != right), axis=1)
-        occupied = np.count_nonzero(study, axis=1)
-        free = ~occ
-        padded = np.zeros((free.shape[0], free.shape[1] + 2), dtype=np.int8)
-        padded[:, 1:-1] = free
-        diff = np.diff(padded, axis=1)
-        r0, c0 = np.nonzero(diff == 1)
-        _, c1 = np.nonzero(diff == -1)
-        length = c1 - c0
-        usable = np.bincount(
-            r0, weights=np.where(length >= MIN_USABLE, length, 0), minlength=len(days)
-        )
-        out: list[DayFacts] = []
-        study_rows = study.tolist()
-        for i, (t, u, o, s) in enumerate(
-            zip(
-                total.tolist(),
-                usable.astype(np.int64).tolist(),
-                occupied.tolist(),
-                switches.tolist(),
-                strict=True,
-            )
-        ):
-            subjects: dict[int, int] = {}
-            if o:
-                for c in study_rows[i]:
-                    if c:
-                        subjects[c] = subjects.get(c, 0) + 1
-            out.append(DayFacts(t, self.spd - t, u, o, s, subjects))
-        return out
-
     def _day_facts(self, d: int) -> DayFacts:
         """The facts of day ``d`` (0-based) as the state's grid holds it."""
         grid = self.state.grid
@@ -374,7 +225,7 @@ class HealthEvaluator:
         if owner is not None and not np.array_equal(owner, self._owner):
             return None
         if self._runs is None:
-            self._runs = _runs_of(self._owner)
+            self._runs = free_run_spans(self._owner)
         return self._runs
 
     def rows(self, d: int) -> tuple[list[int], list[int]]:
@@ -382,33 +233,11 @@ class HealthEvaluator:
         return self._owner[d].tolist(), self._guest[d].tolist()
 
     def facts_of_rows(self, own: list[int], gst: list[int]) -> DayFacts:
-        """The facts of a day from its owner and guest rows, in plain Python (a day is a dozen
-        periods)."""
-        code = self._code_list
+        """The facts of a day from its owner and guest rows (:func:`..health_facts.day_facts`)."""
         try:
-            study = [code[g] if g else code[o] if o else 0 for o, g in zip(own, gst, strict=True)]
+            return day_facts(own, gst, self._code_list, self.spd)
         except IndexError:
             raise _Stale from None
-        total = usable = run = occupied = switches = 0
-        prev = 0
-        subjects: dict[int, int] = {}
-        for o, c in zip(own, study, strict=True):
-            if o:
-                total += 1
-                if run >= MIN_USABLE:
-                    usable += run
-                run = 0
-            else:
-                run += 1
-            if c:
-                occupied += 1
-                subjects[c] = subjects.get(c, 0) + 1
-                if prev and prev != c:
-                    switches += 1
-            prev = c
-        if run >= MIN_USABLE:
-            usable += run
-        return DayFacts(total, self.spd - total, usable, occupied, switches, subjects)
 
     # ------------------------------------------------------------------ rules
     def _memo(self, key: tuple[Any, ...]) -> tuple[Issue, ...] | None:
@@ -429,23 +258,19 @@ class HealthEvaluator:
         return self._keep(key, self._day_issues_of(d, f))
 
     def _day_issues_of(self, d: int, f: DayFacts) -> tuple[Issue, ...]:
-        out: list[Issue] = []
-        day = d + 1
-        if "load" in self.dimensions:
-            found = evaluate(self._day_util, {"utilization": r4(f.total / self.spd)}, day=day)
-            if found:
-                out.append(found)
-        if "context" in self.dimensions and f.occupied:
-            row = {
-                "switch_count": f.switches,
-                "fragmentation": r4(f.switches / max(f.occupied - 1, 1)),
-                "heavy_adjacent": 0,  # analyze_health names no hard subjects
-            }
-            for rule in self._context_rules:
-                found = evaluate(rule, row, day=day)
-                if found:
-                    out.append(found)
-        return tuple(out)
+        load, context = self.rules.day(f.total, f.occupied, f.switches, self.spd)
+        return self._issues(load + context, day=d + 1)
+
+    def _issues(
+        self, judged: Judged, *, day: int | None = None, category: str | None = None
+    ) -> tuple[Issue, ...]:
+        """The issues of one entity's judgement, of the evaluator's dimensions."""
+        dims = self.dimensions
+        return tuple(
+            issue_of(r, band, row, day=day, category=category)
+            for r, band, row in judged
+            if r.dimension in dims
+        )
 
     def _subject_issues(self, c: int, days: SubjectDays, info: SubjectTasks) -> tuple[Issue, ...]:
         if "subjects" not in self.dimensions or info.task_count <= 0:
@@ -459,60 +284,19 @@ class HealthEvaluator:
     def _subject_issues_of(
         self, c: int, days: SubjectDays, info: SubjectTasks
     ) -> tuple[Issue, ...]:
-        tc = self._class_of[c]
-        total = tc.total_slots if tc is not None else None
-        end_day = tc.end_day if tc is not None else None
-        row = {
-            "max_gap": days.max_gap,
-            "concentration": concentration_of(days.used, days.squares, info.blocks, self.num_days),
-            "budget_progress": r4(days.used / total) if total else None,
-            "days_to_end": end_day - 1 if end_day is not None else None,
-        }
-        out = []
-        name = self.names[c - 1]
-        for rule in self._subject_rules:
-            found = evaluate(rule, row, category=name)
-            if found:
-                out.append(found)
-        return tuple(out)
+        total, end_day = self._budget[c]
+        row = subject_metrics(
+            days.max_gap, days.used, days.squares, info.blocks, self.num_days, total, end_day
+        )
+        return self._issues(judge(self.rules.subject, row), category=self.names[c - 1])
 
-    def _overall_issues(
-        self, sums: tuple[int, int, int, int, int], hist: list[int]
-    ) -> tuple[Issue, ...]:
-        lo, hi = 0, len(hist) - 1  # the least and the largest day load (some day has one)
-        while not hist[lo]:
-            lo += 1
-        while not hist[hi]:
-            hi -= 1
-        key = ("overall", *sums, hi - lo)
+    def _overall_issues(self, sums: Sums, hist: list[int]) -> tuple[Issue, ...]:
+        key = ("overall", *sums, load_range(hist))
         found_before = self._memo(key)
         if found_before is not None:
             return found_before
-        return self._keep(key, self._overall_issues_of(sums, hi - lo))
-
-    def _overall_issues_of(
-        self, sums: tuple[int, int, int, int, int], load_range: int
-    ) -> tuple[Issue, ...]:
-        total, sq, free, usable, no_buffer = sums
-        out: list[Issue] = []
-        if "load" in self.dimensions:
-            row = {
-                "load_std_dev": r4(sample_std_dev(self.num_days, total, sq)),
-                "load_range": load_range,
-            }
-            found = evaluate(self._imbalance, row)
-            if found:
-                out.append(found)
-        if "tolerance" in self.dimensions:
-            row2 = {
-                "days_without_buffer": no_buffer,
-                "fragmentation_rate": r4((free - usable) / free) if free else 0.0,
-            }
-            for rule in self._tolerance_rules:
-                found = evaluate(rule, row2)
-                if found:
-                    out.append(found)
-        return tuple(out)
+        row = overall_metrics(self.num_days, sums, hist)
+        return self._keep(key, self._issues(judge(self.rules.overall, row)))
 
     # ------------------------------------------------------------------ reading
     def creates_on_day(self, d: int, facts: DayFacts) -> bool:
@@ -630,11 +414,8 @@ class HealthEvaluator:
         # per subject, the touched days whose periods of it changed
         moved: dict[int, dict[int, int]] = {}
         for d in touched:
-            was, now = self.days[d].subjects, new_days[d].subjects
-            for c in was.keys() | now.keys():
-                n = now.get(c, 0)
-                if was.get(c, 0) != n:
-                    moved.setdefault(c, {})[d + 1] = n
+            for c, n in subject_changes(self.days[d], new_days[d]).items():
+                moved.setdefault(c, {})[d + 1] = n
         subjects: set[int] = set(moved)
         sigs: dict[int, tuple[Any, ...]] = {}
         infos: dict[int, SubjectTasks] = {}
@@ -673,25 +454,17 @@ class HealthEvaluator:
         dict[Entity, tuple[tuple[Issue, ...], tuple[Issue, ...]]],
         dict[str, Issue],
         dict[str, Issue],
-        tuple[int, int, int, int, int],
+        Sums,
         list[int],
     ]:
         """:meth:`probe_facts`' second part: the window-wide sums and issues after the change,
         and the issues of every entity it changes, before and after (their severe ones by id,
         in the issues' order, or ``ordered=False`` in no particular order)."""
         new_days = local.new_days
-        total, sq, free, usable, no_buffer = self.sums
+        sums = self.sums
         hist = list(self.hist)
         for d in local.touched:
-            a, b = self.days[d], new_days[d]
-            total += b.total - a.total
-            sq += b.total * b.total - a.total * a.total
-            free += b.free - a.free
-            usable += b.usable - a.usable
-            no_buffer += (b.usable < MIN_BUFFER) - (a.usable < MIN_BUFFER)
-            hist[a.total] -= 1
-            hist[b.total] += 1
-        sums = (total, sq, free, usable, no_buffer)
+            sums = moved_sums(sums, hist, self.days[d], new_days[d])
         changed: dict[Entity, tuple[tuple[Issue, ...], tuple[Issue, ...]]] = {}
         get = self.issues_of.get
         for entity, new in local.issues.items():
@@ -766,16 +539,10 @@ class HealthEvaluator:
             self._owner[d] = grid.owner[d]
             self._guest[d] = grid.guest[d]
             if self._runs is not None:
-                self._runs[d] = _runs_of(self._owner[d : d + 1])[0]
+                self._runs[d] = free_run_spans(self._owner[d : d + 1])[0]
         for c, days in delta.daily.items():
-            old = self.daily[c].daily
-            for d in delta.days:
-                n = delta.days[d].subjects.get(c, 0)
-                if n:
-                    old[d + 1] = n
-                else:
-                    old.pop(d + 1, None)
-            days.daily = old
+            self.daily[c].adopt({d + 1: f.subjects.get(c, 0) for d, f in delta.days.items()})
+            days.daily = self.daily[c].daily
             self.daily[c] = days
         for c in delta.daily.keys() | delta.infos.keys():
             self._subject_version[c] = self._subject_version.get(c, 0) + 1
@@ -831,19 +598,6 @@ def _long_without(
         a, b = present[i - 1], present[i + 1]
         if b - a - 1 >= most:
             bisect.insort(out, (a, b))
-    return out
-
-
-def _runs_of(owner: np.ndarray) -> list[list[tuple[int, int]]]:
-    """Per row of ``owner``, the ``(first, last)`` 1-based periods of each run of zeros."""
-    out: list[list[tuple[int, int]]] = [[] for _ in range(owner.shape[0])]
-    padded = np.zeros((owner.shape[0], owner.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = owner == 0
-    diff = np.diff(padded, axis=1)
-    rows, first = np.nonzero(diff == 1)
-    _, end = np.nonzero(diff == -1)
-    for r, a, b in zip(rows.tolist(), first.tolist(), end.tolist(), strict=True):
-        out[r].append((a + 1, b))
     return out
 
 
@@ -903,6 +657,7 @@ def forget(state: ScheduleState) -> None:
 
 
 __all__ = [
+    "DayFacts",
     "Delta",
     "HealthEvaluator",
     "evaluator_for",

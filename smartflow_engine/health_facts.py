@@ -1,0 +1,519 @@
+"""The health facts and their judgement, written once (issue 25 item 2).
+
+Both incremental evaluators of health read this module and compute no fact of their own:
+``analyzers/evaluator.py`` (the issues ``analyze_health`` reports, kept per entity, with the
+deltas of moves) and ``solver/health_eval.py`` (the close stage's ``(critical, warning)`` counts
+with the solver's scope lifted out). It sits beside :mod:`.rules` and :mod:`.concepts`, below
+the analyzers and the solver (it imports neither), so the two views are one model:
+
+- **subjects** (:class:`SubjectCodes`): the subject of every task as a code, and its budget;
+
+- **day facts** (:class:`DayFacts`, :func:`day_facts`, :func:`grid_day_facts`): a day's load,
+  free and usable periods (free runs of at least ``MIN_USABLE``), and its study layer (a
+  guest's subject replaces its host's period, :mod:`.concepts`): the periods holding a subject,
+  the context switches, the periods of each subject;
+- **subject facts** (:class:`SubjectDays`): a subject's present days, the multiset of gaps
+  between consecutive ones (its largest gap), its periods and the sum of their per-day squares
+  (the concentration's HHI), kept incrementally as days change;
+- **window sums** (:func:`window_sums`, :func:`moved_sums`): the loads' sum, sum of squares and
+  histogram (standard deviation and range), free and usable periods, days without a buffer;
+- **judgement**: the metric row of each entity from its facts (:func:`day_load_metrics`,
+  :func:`day_context_metrics`, :func:`subject_metrics`, :func:`overall_metrics`) and the rules
+  of the table that fire on it (:func:`judge`, through :func:`..rules.first_band`), by entity
+  (:class:`LevelRules`). The analyzers turn a judgement into issues, the solver into counts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .concepts import subject_of
+from .rules import (
+    DIMENSIONS,
+    Band,
+    Level,
+    Rule,
+    concentration_of,
+    first_band,
+    r4,
+    rules_for,
+    sample_std_dev,
+    subject_class,
+)
+
+if TYPE_CHECKING:
+    from .state import ScheduleState, Task
+
+MIN_USABLE = 2  # analyze_health's tolerance parameters (min_usable_size, min_daily_buffer)
+MIN_BUFFER = 2
+SEVERE = ("critical", "warning")
+MEMO_SIZE = 10_000  # judgements an evaluator remembers (by their facts) before starting afresh
+
+# ------------------------------------------------------------------------------ subjects
+
+
+@dataclass
+class SubjectCodes:
+    """The subjects of a window's study tasks (:func:`..concepts.subject_of`) as codes 1, 2, ...
+    in the order of their first task; 0 stands for no subject (an event, a free period)."""
+
+    names: list[str]  # code - 1 -> subject name
+    code_of: dict[str, int]  # subject name -> code
+    of_task: list[int]  # task id -> code (0: an event, or no such task)
+    class_ids: dict[int, list[int]]  # code -> its tasks' category ids, in order, once each
+
+    def budget(self, state: ScheduleState, code: int) -> tuple[int | None, int | None]:
+        """The subject's task class's ``(total_slots, end_day)`` (``None``: no class) by
+        :func:`..rules.subject_class`: the budget the ``budget_lag`` rule reads."""
+        tc = subject_class(state, self.names[code - 1], self.class_ids[code])
+        return (tc.total_slots, tc.end_day) if tc is not None else (None, None)
+
+
+def subject_codes(tasks: Iterable[Task]) -> SubjectCodes:
+    """The :class:`SubjectCodes` of ``tasks`` (a window's task list)."""
+    tasks = list(tasks)
+    names: list[str] = []
+    code_of: dict[str, int] = {}
+    class_ids: dict[int, list[int]] = {}
+    of_task = [0] * (max((t.state_id for t in tasks), default=0) + 1)
+    for t in tasks:
+        name = subject_of(t)
+        if name is None:
+            continue
+        code = code_of.get(name)
+        if code is None:
+            names.append(name)
+            code = code_of[name] = len(names)
+            class_ids[code] = []
+        of_task[t.state_id] = code
+        ids = class_ids[code]
+        if t.category_id is not None and t.category_id not in ids:
+            ids.append(t.category_id)
+    return SubjectCodes(names, code_of, of_task, class_ids)
+
+
+# ------------------------------------------------------------------------------ day facts
+
+
+@dataclass(frozen=True)
+class DayFacts:
+    """What the day rules and the window sums read of one day."""
+
+    total: int  # occupied periods (guests add none)
+    free: int
+    usable: int  # free periods in runs of at least MIN_USABLE
+    occupied: int  # periods of the study layer holding a subject
+    switches: int
+    subjects: dict[int, int]  # subject code -> periods of the study layer that day
+
+
+def day_facts(own: Sequence[int], gst: Sequence[int], code: Sequence[int], spd: int) -> DayFacts:
+    """The facts of one day from its owner and guest rows (task ids, 0 for none) and the subject
+    code of every task id (0: an event), in plain Python (a day is a dozen periods). An id
+    beyond ``code`` raises ``IndexError``."""
+    total = usable = run = occupied = switches = 0
+    prev = 0
+    subjects: dict[int, int] = {}
+    for o, g in zip(own, gst, strict=True):
+        if o:
+            total += 1
+            if run >= MIN_USABLE:
+                usable += run
+            run = 0
+        else:
+            run += 1
+        c = code[g] if g else code[o] if o else 0
+        if c:
+            occupied += 1
+            subjects[c] = subjects.get(c, 0) + 1
+            if prev and prev != c:
+                switches += 1
+        prev = c
+    if run >= MIN_USABLE:
+        usable += run
+    return DayFacts(total, spd - total, usable, occupied, switches, subjects)
+
+
+def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> list[DayFacts]:
+    """:func:`day_facts` of every row of ``owner`` / ``guest`` (days x periods), vectorised
+    (``code``: the subject code of every task id as an array). An id beyond ``code`` raises
+    ``IndexError``."""
+    top = code.size
+    if (owner.size and int(owner.max()) >= top) or (guest.size and int(guest.max()) >= top):
+        raise IndexError("a task id beyond the subject codes")
+    spd = owner.shape[1]
+    study = np.where(guest != 0, code[guest], code[owner])
+    occ = owner != 0
+    total = np.count_nonzero(occ, axis=1)
+    left, right = study[:, :-1], study[:, 1:]
+    switches = np.count_nonzero((left != 0) & (right != 0) & (left != right), axis=1)
+    occupied = np.count_nonzero(study, axis=1)
+    padded = np.zeros((occ.shape[0], spd + 2), dtype=np.int8)
+    padded[:, 1:-1] = ~occ
+    diff = np.diff(padded, axis=1)
+    r0, c0 = np.nonzero(diff == 1)
+    _, c1 = np.nonzero(diff == -1)
+    length = c1 - c0
+    usable = np.bincount(
+        r0, weights=np.where(length >= MIN_USABLE, length, 0), minlength=owner.shape[0]
+    )
+    out: list[DayFacts] = []
+    study_rows = study.tolist()
+    for i, (t, u, o, s) in enumerate(
+        zip(
+            total.tolist(),
+            usable.astype(np.int64).tolist(),
+            occupied.tolist(),
+            switches.tolist(),
+            strict=True,
+        )
+    ):
+        subjects: dict[int, int] = {}
+        if o:
+            for c in study_rows[i]:
+                if c:
+                    subjects[c] = subjects.get(c, 0) + 1
+        out.append(DayFacts(t, spd - t, u, o, s, subjects))
+    return out
+
+
+def free_run_spans(owner: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Per row of ``owner``, the ``(first, last)`` 1-based periods of each run of zeros."""
+    out: list[list[tuple[int, int]]] = [[] for _ in range(owner.shape[0])]
+    padded = np.zeros((owner.shape[0], owner.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = owner == 0
+    diff = np.diff(padded, axis=1)
+    rows, first = np.nonzero(diff == 1)
+    _, end = np.nonzero(diff == -1)
+    for r, a, b in zip(rows.tolist(), first.tolist(), end.tolist(), strict=True):
+        out[r].append((a + 1, b))
+    return out
+
+
+# ------------------------------------------------------------------------------ subject facts
+
+
+@dataclass
+class SubjectDays:
+    """The study layer's periods of one subject by day, with the sums its rules read: the
+    present days in order, the multiset of gaps between consecutive ones, the periods and the
+    sum of their per-day squares (the concentration's HHI)."""
+
+    daily: dict[int, int] = field(default_factory=dict)  # 1-based day -> periods
+    present: list[int] = field(default_factory=list)
+    gaps: dict[int, int] = field(default_factory=dict)  # gap -> how many
+    used: int = 0
+    squares: int = 0
+
+    @classmethod
+    def of(cls, daily: dict[int, int]) -> SubjectDays:
+        present = sorted(daily)
+        gaps: dict[int, int] = {}
+        for a, b in itertools.pairwise(present):
+            gaps[b - a - 1] = gaps.get(b - a - 1, 0) + 1
+        used = sum(daily.values())
+        return cls(daily, present, gaps, used, sum(v * v for v in daily.values()))
+
+    def changed(self, new: dict[int, int]) -> SubjectDays:
+        """This subject with the days of ``new`` (1-based day -> periods, 0 for none) replaced;
+        the cost is that of the changed days (plus a copy of the present list). Its ``daily``
+        is this one's, not yet changed (see :meth:`updated`)."""
+        used, squares = self.used, self.squares
+        moved: list[int] = []
+        for d, n in new.items():
+            o = self.daily.get(d, 0)
+            used += n - o
+            squares += n * n - o * o
+            if (o == 0) != (n == 0):
+                moved.append(d)
+        if not moved:
+            return SubjectDays(self.daily, self.present, self.gaps, used, squares)
+        gaps = dict(self.gaps)
+        present = list(self.present)
+        for pairs, sign in ((_pairs_around(present, moved), -1), (None, 1)):
+            if pairs is None:
+                for d in moved:
+                    i = bisect.bisect_left(present, d)
+                    if i < len(present) and present[i] == d:
+                        del present[i]
+                    else:
+                        present.insert(i, d)
+                pairs = _pairs_around(present, moved)
+            for a, b in pairs:
+                g = b - a - 1
+                k = gaps.get(g, 0) + sign
+                if k:
+                    gaps[g] = k
+                else:
+                    gaps.pop(g, None)
+        return SubjectDays(self.daily, present, gaps, used, squares)
+
+    def adopt(self, new: dict[int, int]) -> None:
+        """Write the days of ``new`` into :attr:`daily` (after :meth:`changed` of them, whose
+        result shares this map: the old value is not to be read again)."""
+        daily = self.daily
+        for d, n in new.items():
+            if n:
+                daily[d] = n
+            else:
+                daily.pop(d, None)
+
+    def updated(self, new: dict[int, int]) -> SubjectDays:
+        """:meth:`changed` with its ``daily`` map changed too (in place: this value is spent)."""
+        out = self.changed(new)
+        self.adopt(new)
+        return out
+
+    @property
+    def max_gap(self) -> int | None:
+        return max(self.gaps) if self.gaps else None
+
+    def largest_gap_span(self) -> tuple[int, int] | None:
+        """The first largest gap as ``(last day before, first day after)`` (1-based), or
+        ``None`` without a gap."""
+        if not self.gaps:
+            return None
+        most = max(self.gaps)
+        for a, b in itertools.pairwise(self.present):
+            if b - a - 1 == most:
+                return a, b
+        return None  # unreachable: a gap of the multiset is a gap of the present days
+
+
+def _pairs_around(present: list[int], days: list[int]) -> set[tuple[int, int]]:
+    """The consecutive pairs ``(a, b)`` of ``present`` with ``a <= d <= b`` for one of ``days``."""
+    out: set[tuple[int, int]] = set()
+    n = len(present)
+    for d in days:
+        i = bisect.bisect_left(present, d)
+        if i < n and present[i] == d:
+            if i > 0:
+                out.add((present[i - 1], d))
+            if i + 1 < n:
+                out.add((d, present[i + 1]))
+        elif 0 < i < n:
+            out.add((present[i - 1], present[i]))
+    return out
+
+
+def subject_days(days: Sequence[DayFacts]) -> dict[int, SubjectDays]:
+    """Every subject's :class:`SubjectDays` from the facts of every day (0-based, in order)."""
+    per: dict[int, dict[int, int]] = {}
+    for d, facts in enumerate(days):
+        for c, n in facts.subjects.items():
+            per.setdefault(c, {})[d + 1] = n
+    return {c: SubjectDays.of(v) for c, v in per.items()}
+
+
+def subject_changes(old: DayFacts, new: DayFacts) -> dict[int, int]:
+    """The subjects whose periods differ between two facts of one day: code -> new periods."""
+    was, now = old.subjects, new.subjects
+    out: dict[int, int] = {}
+    for c in was.keys() | now.keys():
+        n = now.get(c, 0)
+        if was.get(c, 0) != n:
+            out[c] = n
+    return out
+
+
+# ------------------------------------------------------------------------------ window sums
+
+Sums = tuple[int, int, int, int, int]  # loads' sum, their squares, free, usable, no-buffer days
+
+
+def window_sums(days: Sequence[DayFacts], spd: int) -> tuple[Sums, list[int]]:
+    """The window-wide sums of the facts of every day, and the histogram of the day loads."""
+    hist = [0] * (spd + 1)
+    total = sq = free = usable = no_buffer = 0
+    for f in days:
+        hist[f.total] += 1
+        total += f.total
+        sq += f.total * f.total
+        free += f.free
+        usable += f.usable
+        no_buffer += f.usable < MIN_BUFFER
+    return (total, sq, free, usable, no_buffer), hist
+
+
+def moved_sums(sums: Sums, hist: list[int], old: DayFacts, new: DayFacts) -> Sums:
+    """``sums`` with one day's facts changed from ``old`` to ``new`` (``hist`` changed in
+    place)."""
+    total, sq, free, usable, no_buffer = sums
+    hist[old.total] -= 1
+    hist[new.total] += 1
+    return (
+        total + new.total - old.total,
+        sq + new.total * new.total - old.total * old.total,
+        free + new.free - old.free,
+        usable + new.usable - old.usable,
+        no_buffer + (new.usable < MIN_BUFFER) - (old.usable < MIN_BUFFER),
+    )
+
+
+def load_range(hist: Sequence[int]) -> int:
+    """The largest day load minus the least, from the loads' histogram (0 without days)."""
+    lo, hi = 0, len(hist) - 1
+    while lo < hi and not hist[lo]:
+        lo += 1
+    while hi > lo and not hist[hi]:
+        hi -= 1
+    return hi - lo
+
+
+# ------------------------------------------------------------------------------ metric rows
+
+
+def day_load_metrics(total: int, spd: int) -> dict[str, Any]:
+    """The day rules' load metrics (p1 §4.3)."""
+    return {"utilization": r4(total / spd)}
+
+
+def day_context_metrics(switches: int, occupied: int) -> dict[str, Any]:
+    """The day rules' context metrics of a day whose study layer holds ``occupied`` periods
+    (p1 §4.5; ``analyze_health`` names no hard subjects, so no heavy pair is adjacent)."""
+    return {
+        "switch_count": switches,
+        "fragmentation": r4(switches / max(occupied - 1, 1)),
+        "heavy_adjacent": 0,
+    }
+
+
+def subject_metrics(
+    max_gap: int | None,
+    used: int,
+    squares: int,
+    blocks: int,
+    num_days: int,
+    budget_total: int | None,
+    end_day: int | None,
+) -> dict[str, Any]:
+    """A subject's metrics (p1 §4.4) from its facts: its largest gap, periods and their per-day
+    squares, its placed blocks, and its task class's budget and end day (``None``: no class)."""
+    return {
+        "max_gap": max_gap,
+        "concentration": concentration_of(used, squares, blocks, num_days),
+        "budget_progress": r4(used / budget_total) if budget_total else None,
+        "days_to_end": end_day - 1 if end_day is not None else None,
+    }
+
+
+def overall_metrics(num_days: int, sums: Sums, hist: Sequence[int]) -> dict[str, Any]:
+    """The window's metrics (p1 §4.3 load imbalance, §4.6 tolerance) from its sums."""
+    total, sq, free, usable, no_buffer = sums
+    return {
+        "load_std_dev": r4(sample_std_dev(num_days, total, sq)),
+        "load_range": load_range(hist),
+        "days_without_buffer": no_buffer,
+        "fragmentation_rate": r4((free - usable) / free) if free else 0.0,
+    }
+
+
+# ------------------------------------------------------------------------------ judgement
+
+# the rules that fire on an entity's metric row, each with its band and the row
+Judged = tuple[tuple[Rule, Band, Mapping[str, Any]], ...]
+
+
+def judge(rules: Sequence[Rule], row: Mapping[str, Any]) -> Judged:
+    """The rules of ``rules`` that fire on the metric ``row``, in order, with their bands."""
+    out = []
+    for r in rules:
+        band = first_band(r, row)
+        if band is not None:
+            out.append((r, band, row))
+    return tuple(out)
+
+
+def severe_counts(judged: Judged) -> tuple[int, int]:
+    """(critical, warning) of a judgement (one issue per firing rule of one entity)."""
+    c = w = 0
+    for _, band, _ in judged:
+        if band.severity == "critical":
+            c += 1
+        elif band.severity == "warning":
+            w += 1
+    return c, w
+
+
+@dataclass(frozen=True)
+class LevelRules:
+    """The rule table at one level by the entity it judges (in the analyzers' order)."""
+
+    level: Level
+    day_load: tuple[Rule, ...]  # day_utilization
+    day_context: tuple[Rule, ...]  # context_switch, heavy_adjacent
+    subject: tuple[Rule, ...]  # subject_gap, subject_concentration, budget_lag
+    overall: tuple[Rule, ...]  # load_imbalance, buffer, free_fragmentation
+
+    def day(self, total: int, occupied: int, switches: int, spd: int) -> tuple[Judged, Judged]:
+        """A day's (load, context) judgements (:func:`day_judgement`)."""
+        return day_judgement(self.level, total, occupied, switches, spd)
+
+
+@cache
+def level_rules(level: Level) -> LevelRules:
+    """The rule table at ``level`` by entity (cached: the table is immutable)."""
+    entity: dict[str, list[Rule]] = {"day": [], "subject": [], "overall": []}
+    for dim in DIMENSIONS:
+        for r in rules_for(dim, level):
+            entity[r.entity].append(r)
+    day = entity["day"]
+    return LevelRules(
+        level,
+        tuple(r for r in day if r.dimension == "load"),
+        tuple(r for r in day if r.dimension == "context"),
+        tuple(entity["subject"]),
+        tuple(entity["overall"]),
+    )
+
+
+@cache
+def day_judgement(
+    level: Level, total: int, occupied: int, switches: int, spd: int
+) -> tuple[Judged, Judged]:
+    """A day's (load, context) judgements at ``level`` from its facts; the context rules judge
+    a day whose study layer holds a subject only. Cached: a day has few distinct facts (its
+    load, study periods and switches are at most its periods), and both views ask often."""
+    rules = level_rules(level)
+    load = judge(rules.day_load, day_load_metrics(total, spd))
+    if not occupied:
+        return load, ()
+    return load, judge(rules.day_context, day_context_metrics(switches, occupied))
+
+
+__all__ = [
+    "MEMO_SIZE",
+    "MIN_BUFFER",
+    "MIN_USABLE",
+    "SEVERE",
+    "DayFacts",
+    "Judged",
+    "LevelRules",
+    "SubjectCodes",
+    "SubjectDays",
+    "Sums",
+    "day_context_metrics",
+    "day_facts",
+    "day_judgement",
+    "day_load_metrics",
+    "free_run_spans",
+    "grid_day_facts",
+    "judge",
+    "level_rules",
+    "load_range",
+    "moved_sums",
+    "overall_metrics",
+    "severe_counts",
+    "subject_changes",
+    "subject_codes",
+    "subject_days",
+    "subject_metrics",
+    "window_sums",
+]

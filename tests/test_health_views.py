@@ -1,0 +1,228 @@
+"""The one health model and its two views (issue 25 item 2).
+
+``smartflow_engine/health_facts.py`` holds the facts the rules read and their judgement; the
+analyzers' evaluator (issues) and the solver's evaluator (counts with a scope lifted out) keep
+them incrementally. These tests check that the views agree with each other and with a full
+``analyze_health`` on random states and writes, that the module's two ways to a day's facts
+(one row, a whole grid) agree, and that neither view computes a fact itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from smartflow_engine import ScheduleState, health_facts
+from smartflow_engine.analyzers.evaluator import HealthEvaluator as IssuesView
+from smartflow_engine.analyzers.health import run_health
+from smartflow_engine.analyzers.result import DIMENSIONS
+from smartflow_engine.concepts import movable_by_solver
+from smartflow_engine.solver.health_eval import HealthEvaluator as CountsView
+from smartflow_engine.solver.health_eval import health_counts
+from smartflow_engine.solver.problem import Placement
+from smartflow_engine.state import move
+from tests.analyzers.test_evaluator import random_op
+from tests.helpers.analyzer_windows import windows
+
+ROOT = Path(__file__).resolve().parents[1]
+VIEWS = {
+    "analyzers": ROOT / "smartflow_engine" / "analyzers" / "evaluator.py",
+    "solver": ROOT / "smartflow_engine" / "solver" / "health_eval.py",
+}
+LEVELS = st.sampled_from(["strict", "normal", "relaxed"])
+
+
+def _full_key(state: ScheduleState, level: str) -> tuple[int, int]:
+    """(critical, warning) of a full analyze_health recomputation (no feasibility, no search)."""
+    issues = run_health(
+        state, list(DIMENSIONS), [], "summary", level, None, None, actionable=False
+    ).issues
+    crit = sum(1 for i in issues if i.severity == "critical")
+    return crit, sum(1 for i in issues if i.severity == "warning")
+
+
+def _scope(state: ScheduleState) -> list[int]:
+    hosts = state.guests_by_host()
+    return [t.state_id for t in state.tasks if movable_by_solver(state, t, hosts)]
+
+
+def _placement(state: ScheduleState, tid: int) -> Placement:
+    task = state.task(tid)
+    assert task is not None and len(task.slots) == 1
+    b = task.slots[0]
+    return Placement(tid, b.day, b.slot_start, b.slot_end, task.embed_host)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), state=windows(), level=LEVELS)
+def test_the_two_views_agree_on_random_states(
+    data: st.DataObject, state: ScheduleState, level: str
+) -> None:
+    """Tests that on random states, levels and random writes, the solver's counts (built for the
+    state, and kept incrementally with a scope moved by place/remove), the number of
+    critical/warning issues of the analyzers' evaluator (kept by sync) and those of a full
+    analyze_health are one key, before and after every accepted write."""
+    issues = IssuesView(state, level)
+    scope = _scope(state)
+    counts = CountsView(state, scope, level)
+    counts.set_placements([_placement(state, tid) for tid in scope])
+    mismatches = 0
+    for _ in range(data.draw(st.integers(1, 5))):
+        want = _full_key(state, level)
+        mismatches += health_counts(state, level).key != want
+        mismatches += issues.key() != want
+        mismatches += counts.counts_now().key != want
+        if scope and data.draw(st.booleans()):
+            tid = data.draw(st.sampled_from(scope))
+            result = move(
+                state,
+                tid,
+                data.draw(st.integers(1, state.num_days)),
+                data.draw(st.integers(1, state.slots_per_day)),
+            )
+            if result.ok:
+                counts.remove(tid)
+                counts.place(_placement(state, tid))
+        else:
+            result = random_op(data, state)
+            if result.ok:  # the scope may have changed: a fresh counts view of the new state
+                scope = _scope(state)
+                counts = CountsView(state, scope, level)
+                counts.set_placements([_placement(state, tid) for tid in scope])
+        note(repr(result.refusal) if not result.ok else repr(result.changes))
+        issues.sync()
+    want = _full_key(state, level)
+    mismatches += health_counts(state, level).key != want
+    mismatches += issues.key() != want
+    mismatches += counts.counts_now().key != want
+    assert mismatches == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    days=st.integers(1, 5),
+    spd=st.integers(1, 14),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_row_and_the_grid_give_the_same_day_facts(days: int, spd: int, seed: int) -> None:
+    """Tests that the plain-Python facts of one day (day_facts, what a move recomputes) equal
+    the vectorised facts of the whole grid (grid_day_facts, what a build computes) on random
+    owner and guest layers, and that the free-run spans cover exactly the free periods."""
+    rng = np.random.default_rng(seed)
+    code = np.array([0, 0, 1, 2, 2, 3, 0, 1], dtype=np.int64)  # ids 1 and 6: events
+    owner = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.7)
+    guest = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.2)
+    guest = guest * (owner != 0)  # a guest sits in an occupied period
+    grid = health_facts.grid_day_facts(owner, guest, code)
+    code_list = code.tolist()
+    for d in range(days):
+        one = health_facts.day_facts(owner[d].tolist(), guest[d].tolist(), code_list, spd)
+        assert one == grid[d]
+    spans = health_facts.free_run_spans(owner)
+    for d in range(days):
+        free = {q for a, b in spans[d] for q in range(a, b + 1)}
+        assert free == {q + 1 for q in range(spd) if owner[d, q] == 0}
+        assert grid[d].usable == sum(b - a + 1 for a, b in spans[d] if b - a + 1 >= 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    daily=st.dictionaries(st.integers(1, 40), st.integers(1, 6), max_size=12),
+    new=st.dictionaries(st.integers(1, 40), st.integers(0, 6), max_size=6),
+)
+def test_subject_days_follow_their_changes(daily: dict[int, int], new: dict[int, int]) -> None:
+    """Tests that a subject's facts changed incrementally (updated) equal the facts built
+    afresh from its new days, and that its first largest gap is the first of the largest."""
+    after = dict(daily)
+    for d, n in new.items():
+        if n:
+            after[d] = n
+        else:
+            after.pop(d, None)
+    got = health_facts.SubjectDays.of(dict(daily)).updated(new)
+    fresh = health_facts.SubjectDays.of(after)
+    assert (got.daily, got.present, got.gaps, got.used, got.squares) == (
+        fresh.daily,
+        fresh.present,
+        fresh.gaps,
+        fresh.used,
+        fresh.squares,
+    )
+    present = sorted(after)
+    pairs = list(itertools.pairwise(present))
+    want = max(pairs, key=lambda p: (p[1] - p[0], -p[0])) if pairs else None
+    assert got.largest_gap_span() == want
+
+
+# names a view must take from the shared model (its facts, their sums and their judgement)
+SHARED = {
+    "subject_codes",
+    "day_facts",
+    "grid_day_facts",
+    "SubjectDays",
+    "subject_changes",
+    "subject_days",
+    "window_sums",
+    "moved_sums",
+    "load_range",
+    "subject_metrics",
+    "overall_metrics",
+    "judge",
+    "level_rules",
+}
+# what computing a fact or judging a rule would call: free runs and switch counts (numpy's
+# diff), the metric formulas and the rule evaluation of rules.py
+FORBIDDEN_CALLS = {
+    "diff",
+    "r4",
+    "concentration",
+    "concentration_of",
+    "sample_std_dev",
+    "severity",
+    "first_band",
+    "evaluate",
+    "holds",
+}
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            out.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+    return out
+
+
+def test_neither_view_computes_facts_itself() -> None:
+    """Tests that both evaluators import the shared fact and judgement functions of
+    health_facts, and that neither calls what computing a fact or judging a rule takes (numpy's
+    diff for free runs, the rules' metric formulas, a band's evaluation) or compares a free run
+    with MIN_USABLE: the facts are written once, below both."""
+    for name, path in VIEWS.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "health_facts"
+            for alias in node.names
+        }
+        assert imported >= SHARED, f"{name} view does not import {sorted(SHARED - imported)}"
+        called = _calls(tree) & FORBIDDEN_CALLS
+        assert not called, f"{name} view computes facts itself: {sorted(called)}"
+        assert not _measures_runs(tree), f"{name} view measures free runs itself"
+    # the checks are not vacuous: a view that measured a run itself would be caught
+    sneaky = ast.parse("x = np.diff(row)\nok = run >= MIN_USABLE\ny = r4(a / b)")
+    assert {"diff", "r4"} <= _calls(sneaky)
+    assert _measures_runs(sneaky)
+
+
+def _measures_runs(tree: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Compare) and "MIN_USABLE" in ast.unparse(n) for n in ast.walk(tree)
+    )
