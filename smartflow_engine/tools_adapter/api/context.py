@@ -23,7 +23,7 @@ from ..sessions.store import (
 )
 from .errors import ApiError
 from .models import SessionId
-from .request_log import note_session
+from .request_log import note_principal, note_session
 from .solver_pool import SolverPool
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ async def current_principal(
     principal = ctx.principal(creds.credentials)
     if principal is None:
         raise ApiError(401, "unauthorized", "unknown bearer token")
+    note_principal(principal)  # the access log's user, without reading the token again
     return principal
 
 

@@ -172,15 +172,21 @@ class RequestObserver:
         info = RequestInfo(request_id, time.perf_counter())
         token = current.set(info)
         http_status = 500
-        error_body: list[bytes] = []
+        error_body: list[bytes] | None = None
         header = (_HEADER_NAME, request_id.encode())
 
         async def send_with_id(message: Message) -> None:
-            nonlocal http_status
+            nonlocal http_status, error_body
             if message["type"] == "http.response.start":
                 http_status = message["status"]
-                message["headers"] = [*message.get("headers", []), header]
-            elif message["type"] == "http.response.body" and http_status >= 400:
+                headers = message.get("headers")
+                if isinstance(headers, list):  # the response's own list: one request's
+                    headers.append(header)
+                else:
+                    message["headers"] = [*(headers or ()), header]
+            elif http_status >= 400 and message["type"] == "http.response.body":
+                if error_body is None:
+                    error_body = []
                 error_body.append(message.get("body", b""))  # a typed error body: small
             await send(message)
 
@@ -188,7 +194,7 @@ class RequestObserver:
             await self.app(scope, receive, send_with_id)
         finally:
             current.reset(token)
-            self._finish(scope, info, http_status, b"".join(error_body))
+            self._finish(scope, info, http_status, b"".join(error_body) if error_body else b"")
 
     def _finish(self, scope: Scope, info: RequestInfo, http_status: int, body: bytes) -> None:
         elapsed = time.perf_counter() - info.started
