@@ -143,6 +143,10 @@ class Calibration:
     # (critical, warning). True: start -> one search on (critical, warning, soft terms) ->
     # floor -> result; the search gets the soft pipeline's work budget and the close stage's.
     one_search: bool = False
+    # The one search's work budget, a share of the limit in estimated seconds (its evaluations
+    # are estimated at eval_cost_s, ~1.5x what they cost on the 2-core machine unloaded, so
+    # the wall clock stays a safety net behind the level-1 model, the start and the floor).
+    one_search_share: float = 1.0
 
     # -------------------------------------------------------------------------- greedy packing
     # (:mod:`.baselines`, :mod:`.counting`)
@@ -231,6 +235,8 @@ class Calibration:
     # soft_scan_share of its steps.
     soft_eval_factor: float = 1.3
     soft_health_part: float = 0.8
+    soft_kick_after: int = 400  # evaluations without a better key before a kick (0: never)
+    soft_kick_moves: int = 3
     soft_history: int = 20
     soft_scan_share: float = 0.1
     soft_scan_tries: int = 3  # of a scan's places, the best few (by soft terms) tried on health

@@ -646,11 +646,28 @@ def search_health(
         return False
 
     next_refresh = 0
+    # With weights: after ``soft_kick_after`` evaluations without a better key the walk
+    # restarts from the best placement kicked by ``soft_kick_moves`` random moves (iterated
+    # local search: single moves and plateau walks stall in basins a few moves deep).
+    kick_after = cal.soft_kick_after if soft is not None else 0
+    last_best = (best_key, 0)
     while evals < health_limit and tids and not at_floor(best_key):
         if evals >= next_refresh:  # (scans spend many evaluations at once)
             next_refresh = evals + cal.refresh_every
             if time.perf_counter() > safety:
                 break
+            if best_key != last_best[0]:
+                last_best = (best_key, evals)
+            elif kick_after and evals - last_best[1] >= kick_after:
+                ev.set_placements(list(best.values()))
+                for _ in range(cal.soft_kick_moves):
+                    kicked = search.relocate(tids[int(rng.integers(len(tids)))], "any")
+                    if kicked is not None and max_moves is not None and search.moved() > max_moves:
+                        search.undo(kicked)
+                cur = ev.counts_now()
+                cur_soft = soft.total() if soft is not None else 0.0
+                evals += cal.soft_kick_moves
+                last_best = (best_key, evals)
             hot = _hot_tasks(ev, tids) or tids
         draw = rng.random()
         scanned = None  # a scan's (undo list or None, evaluations spent)

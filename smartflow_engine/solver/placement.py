@@ -55,6 +55,7 @@ from .baselines import balanced_greedy
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .columns import ColumnSearch, search
 from .counting import max_placeable, residual
+from .health_eval import HealthEvaluator
 from .health_floor import health_floor
 from .health_search import prefer_lexicographic, search_health, unplaced_check
 from .least_change import moved_tasks, send_back
@@ -329,6 +330,16 @@ def _propose_scope(
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
+    if cal.one_search and len(scored) > 1 and time.perf_counter() < search_stop:
+        # The one search minimises (critical, warning) first: it starts from the start with
+        # the fewest issues (then the lowest soft terms).
+        ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, threshold, 0)
+
+        def start_key(e: tuple[dict[str, float], tuple[ProposalStart, list[Placement]]]) -> Any:
+            ev.set_placements(e[1][1])
+            return (ev.counts_now().key, e[0]["weighted_total"])
+
+        start_obj, (start_name, start) = min(scored, key=start_key)
     start_only = time.perf_counter() >= search_stop
 
     local_moves = iterations = columns_explored = 0
@@ -569,7 +580,7 @@ def _close_stage(
     then answer otherwise on a faster machine, so the proposal says ``wall_limited``).
 
     ``one_search`` (issue 26): the search's key ends with the weighted soft terms ``w``, and it
-    gets the soft pipeline's work budget besides its own (that pipeline did not run).
+    gets ``one_search_share`` of the limit in estimated work (no soft pipeline ran before it).
 
     Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
     window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
@@ -602,7 +613,7 @@ def _close_stage(
         placements,
         level=threshold,
         seed=seed,
-        budget_s=(cal.health_share + (cal.work_share if one_search else 0.0)) * effort,
+        budget_s=(cal.one_search_share if one_search else cal.health_share) * effort,
         deadline=stop,
         feasibility_critical=feasibility,
         floor=(floor.critical, floor.warning) if floor is not None else None,
