@@ -258,8 +258,9 @@ def _propose_scope(
 
     # One-time costs are not the search's time: loading the pricing kernels and importing CP-SAT
     # (both once per process). On a fresh install the kernels compile in the background instead
-    # (see ._jit) and this proposal goes without the column search (and its bound).
-    compiled = kernels_ready()
+    # (see ._jit) and this proposal goes without the column search (and its bound). The one
+    # search (issue 26) needs no kernels: it neither loads nor compiles them.
+    compiled = False if calibration.one_search else kernels_ready()
     cp_model()
     _import_glop()
     t0 = time.perf_counter()
