@@ -585,17 +585,29 @@ def search_health(
         raise OutOfTime("the close stage's deadline passed before its evaluator was built")
     soft: SoftEvaluator | None = None
     ev: HealthEvaluator
+    paired: _SoftHealth | None = None
     if weights is not None:
         soft = SoftEvaluator(problem, weights)
-        ev = _SoftHealth(state, scope, level, feasibility_critical, soft)
+        ev = paired = _SoftHealth(state, scope, level, feasibility_critical, soft)
     else:
         ev = HealthEvaluator(state, scope, level, feasibility_critical)
     ev.set_placements(placements)
+
+    def soft_now() -> float:
+        """The soft terms of the current placement (the soft evaluator brought up to date)."""
+        assert soft is not None and paired is not None
+        paired.sync()
+        return soft.total()
+
+    # The health phase reads the soft terms only on plateaus and for the best: the soft
+    # evaluator follows lazily (the scans' candidates never reach it).
+    if paired is not None:
+        paired.lazy = True
     origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
     rng = np.random.default_rng(seed)
     search = _Search(ev, problem, origin_map, rng, max_moves, cal)
     start = ev.counts_now()
-    start_soft = soft.total() if soft is not None else 0.0
+    start_soft = soft_now() if soft is not None else 0.0
     cur = start
     best_key = (start.critical, start.warning)
     best_soft = start_soft
@@ -625,7 +637,7 @@ def search_health(
             if key < best_key:
                 best_key, best = key, dict(ev.placed_scope)
             return
-        value = soft.total()
+        value = soft_now()
         if key < best_key or (key == best_key and value < best_soft - 1e-9):
             best_key, best_soft, best = key, value, dict(ev.placed_scope)
 
@@ -639,7 +651,7 @@ def search_health(
             return cand.slack <= cur.slack + 1e-9
         if cand.slack > cur.slack + 1e-9:
             return False
-        value = soft.total()
+        value = soft_now()
         if cand.slack < cur.slack - 1e-9 or value <= cur_soft + 1e-9:
             cur_soft = value
             return True
@@ -665,7 +677,7 @@ def search_health(
                     if kicked is not None and max_moves is not None and search.moved() > max_moves:
                         search.undo(kicked)
                 cur = ev.counts_now()
-                cur_soft = soft.total() if soft is not None else 0.0
+                cur_soft = soft_now() if soft is not None else 0.0
                 evals += cal.soft_kick_moves
                 last_best = (best_key, evals)
             hot = _hot_tasks(ev, tids) or tids
@@ -684,7 +696,7 @@ def search_health(
             evals += spent
             if changes is not None and (max_moves is None or search.moved() <= max_moves):
                 cur = ev.counts_now()
-                cur_soft = soft.total() if soft is not None else 0.0
+                cur_soft = soft_now() if soft is not None else 0.0
                 record(cur)
             elif changes is not None:
                 search.undo(changes)
@@ -716,17 +728,20 @@ def search_health(
         evals += 1
         if cand.key < cur.key or (cand.key == cur.key and plateau(cand)):
             if soft is not None and cand.key < cur.key:
-                cur_soft = soft.total()
+                cur_soft = soft_now()
             cur = cand
             record(cand)
         else:
             search.undo(changes)
     if soft is not None and tids and evals < limit:
+        assert paired is not None
+        paired.sync()
+        paired.lazy = False
         evals = _soft_phase(search, soft, best, tids, evals, limit, safety, record)
     # Least change: send moved tasks back where that keeps the best key.
     ev.set_placements(list(best.values()))
     final = ev.counts_now()
-    final_soft = soft.total() if soft is not None else 0.0
+    final_soft = soft_now() if soft is not None else 0.0
     for tid in sorted(best):
         if time.perf_counter() > safety:
             break  # (what is sent back so far keeps the best counts)
@@ -748,7 +763,7 @@ def search_health(
                 final = after
                 continue
             if soft is not None:
-                after_soft = soft.total()
+                after_soft = soft_now()
                 if (after.key, after_soft) <= (final.key, final_soft + 1e-9):
                     final, final_soft = after, after_soft
                     continue
@@ -920,24 +935,52 @@ class _SoftHealth(HealthEvaluator):
     ) -> None:
         self.soft_terms = soft
         self._bulk = False
+        # lazy: the soft evaluator is brought up to date by :meth:`sync` only (the tasks
+        # touched since are kept in ``_dirty``)
+        self.lazy = False
+        self._dirty: set[int] = set()
         super().__init__(state, scope, level, feasibility_critical)
 
     def place(self, pl: Placement, refresh: bool = True) -> None:
         super().place(pl, refresh)
-        if not self._bulk:
+        if self._bulk:
+            return
+        if self.lazy:
+            self._dirty.add(pl.task_id)
+        else:
             self.soft_terms.place(pl, refresh)
 
     def remove(self, task_id: int, refresh: bool = True) -> Placement:
         pl = super().remove(task_id, refresh)
-        if not self._bulk:
+        if self._bulk:
+            return pl
+        if self.lazy:
+            self._dirty.add(task_id)
+        else:
             self.soft_terms.remove(task_id, refresh)
         return pl
 
     def refresh(self, days: Iterable[int]) -> None:
         days = list(days)
         super().refresh(days)
-        if not self._bulk:
+        if not self._bulk and not self.lazy:
             self.soft_terms.refresh(days)
+
+    def sync(self) -> None:
+        """Bring the soft evaluator to the current placement (after lazy updates): every
+        touched task's old place removed first, then its new place set."""
+        if not self._dirty:
+            return
+        soft = self.soft_terms
+        changed = [t for t in self._dirty if soft.placed_scope.get(t) != self.placed_scope.get(t)]
+        self._dirty.clear()
+        days = [soft.remove(t, refresh=False).day for t in changed if t in soft.placed_scope]
+        for t in changed:
+            pl = self.placed_scope.get(t)
+            if pl is not None:
+                soft.place(pl, refresh=False)
+                days.append(pl.day)
+        soft.refresh(days)
 
     def set_placements(self, placements: Sequence[Placement]) -> None:
         self._bulk = True
@@ -945,6 +988,7 @@ class _SoftHealth(HealthEvaluator):
             super().set_placements(placements)
         finally:
             self._bulk = False
+        self._dirty.clear()
         self.soft_terms.set_placements(placements)
 
 
