@@ -304,9 +304,11 @@ class PipelineRow:
     runtime: dict[str, float]
 
 
-def compare_pipeline(quick: bool, progress: Progress) -> list[PipelineRow]:
+def compare_pipeline(quick: bool, progress: Progress, fixed_work: bool) -> list[PipelineRow]:
     """Both proposal paths on the same seeded windows at the same time limit, one after the
-    other on each window (same process, same load)."""
+    other on each window (same process, same load). ``fixed_work``: the work budgets of a 1 s
+    limit (``work_limit_s``) under a 10 s wall limit, so that the load of the machine does not
+    decide where a search stops (every call deterministic for its seed)."""
     from smartflow_engine.solver import proposal_key
     from smartflow_engine.solver._jit import kernels_ready, wait_for_background
 
@@ -332,7 +334,16 @@ def compare_pipeline(quick: bool, progress: Progress) -> list[PipelineRow]:
         row = PipelineRow(days, variant, classes, seed, {}, {}, {})
         for name, cal in PIPELINES.items():
             t = time.perf_counter()
-            p = propose_placement(state, time_limit_s=limit, seed=0, calibration=cal)
+            if fixed_work:
+                p = propose_placement(
+                    state,
+                    time_limit_s=10.0,
+                    work_limit_s=cal.work_share * limit,
+                    seed=0,
+                    calibration=cal,
+                )
+            else:
+                p = propose_placement(state, time_limit_s=limit, seed=0, calibration=cal)
             row.runtime[name] = time.perf_counter() - t
             row.key[name] = proposal_key(state, p)
             placed = sum(
@@ -356,11 +367,20 @@ def _lex(a: tuple[float, ...], b: tuple[float, ...]) -> int:
     return 0
 
 
-def compare_section(rows: list[PipelineRow], quick: bool) -> list[str]:
+def compare_section(rows: list[PipelineRow], quick: bool, fixed_work: bool) -> list[str]:
     names = list(PIPELINES)
     old, new = names
     lines = [
-        "## One search against the soft pipeline (issue 26, `--compare-pipeline`)",
+        "## One search against the soft pipeline (issue 26, `--compare-pipeline"
+        + (" --fixed-work`)" if fixed_work else "`)"),
+        "",
+        (
+            "Fixed work: each call gets the work budgets of a 1 s limit (`work_limit_s`) under "
+            "a 10 s wall limit, so the machine's load does not decide where a search stops."
+            if fixed_work
+            else "Wall clock: each call at a 1 s limit, as the tools call it (on a loaded "
+            "machine the wall clock cuts the searches: see `--fixed-work`)."
+        ),
         "",
         "`propose_placement` with its default path (`soft pipeline`: local moves, column "
         "generation, full model or neighbourhoods, then the close stage on (critical, warning)) "
@@ -432,11 +452,11 @@ def compare_section(rows: list[PipelineRow], quick: bool) -> list[str]:
     return lines
 
 
-def run_compare(quick: bool = False) -> str:
+def run_compare(quick: bool = False, fixed_work: bool = False) -> str:
     started = time.perf_counter()
     with Progress(transient=True) as progress:
-        rows = compare_pipeline(quick, progress)
-    lines = compare_section(rows, quick)
+        rows = compare_pipeline(quick, progress, fixed_work)
+    lines = compare_section(rows, quick, fixed_work)
     lines += [
         "",
         f"_Pipeline comparison wall time: {time.perf_counter() - started:.0f} s "
@@ -447,6 +467,6 @@ def run_compare(quick: bool = False) -> str:
 
 if __name__ == "__main__":
     if "--compare-pipeline" in sys.argv[1:]:
-        print(run_compare(quick="--quick" in sys.argv[1:]))
+        print(run_compare("--quick" in sys.argv[1:], "--fixed-work" in sys.argv[1:]))
     else:
         print(run(quick="--quick" in sys.argv[1:]))

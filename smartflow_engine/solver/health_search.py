@@ -647,7 +647,7 @@ def search_health(
         """A move keeping (critical, warning) is taken when it lowers the slack or keeps it
         (with weights: keeping it without raising the soft terms)."""
         nonlocal cur_soft
-        if soft is None:
+        if soft is None or cal.soft_plateau_free:
             return cand.slack <= cur.slack + 1e-9
         if cand.slack > cur.slack + 1e-9:
             return False
@@ -658,10 +658,11 @@ def search_health(
         return False
 
     next_refresh = 0
-    # With weights: after ``soft_kick_after`` evaluations without a better key the walk
+    # With weights: after ``soft_kick_per_task`` evaluations per placed task without a better
+    # key the walk
     # restarts from the best placement kicked by ``soft_kick_moves`` random moves (iterated
     # local search: single moves and plateau walks stall in basins a few moves deep).
-    kick_after = cal.soft_kick_after if soft is not None else 0
+    kick_after = int(cal.soft_kick_per_task * len(placements)) if soft is not None else 0
     last_best = (best_key, 0)
     while evals < health_limit and tids and not at_floor(best_key):
         if evals >= next_refresh:  # (scans spend many evaluations at once)
