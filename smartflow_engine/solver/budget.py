@@ -235,7 +235,6 @@ class Calibration:
     # soft_scan_share of its steps.
     soft_eval_factor: float = 1.3
     soft_health_part: float = 0.8
-    soft_plateau_free: bool = True
     # evaluations per placed task without a better key before a kick (0: never)
     soft_kick_per_task: float = 10.0
     soft_kick_moves: int = 3

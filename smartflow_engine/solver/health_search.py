@@ -641,22 +641,6 @@ def search_health(
         if key < best_key or (key == best_key and value < best_soft - 1e-9):
             best_key, best_soft, best = key, value, dict(ev.placed_scope)
 
-    cur_soft = start_soft
-
-    def plateau(cand: HealthCounts) -> bool:
-        """A move keeping (critical, warning) is taken when it lowers the slack or keeps it
-        (with weights: keeping it without raising the soft terms)."""
-        nonlocal cur_soft
-        if soft is None or cal.soft_plateau_free:
-            return cand.slack <= cur.slack + 1e-9
-        if cand.slack > cur.slack + 1e-9:
-            return False
-        value = soft_now()
-        if cand.slack < cur.slack - 1e-9 or value <= cur_soft + 1e-9:
-            cur_soft = value
-            return True
-        return False
-
     next_refresh = 0
     # With weights: after ``soft_kick_per_task`` evaluations per placed task without a better
     # key the walk
@@ -678,7 +662,6 @@ def search_health(
                     if kicked is not None and max_moves is not None and search.moved() > max_moves:
                         search.undo(kicked)
                 cur = ev.counts_now()
-                cur_soft = soft_now() if soft is not None else 0.0
                 evals += cal.soft_kick_moves
                 last_best = (best_key, evals)
             hot = _hot_tasks(ev, tids) or tids
@@ -697,7 +680,6 @@ def search_health(
             evals += spent
             if changes is not None and (max_moves is None or search.moved() <= max_moves):
                 cur = ev.counts_now()
-                cur_soft = soft_now() if soft is not None else 0.0
                 record(cur)
             elif changes is not None:
                 search.undo(changes)
@@ -727,9 +709,9 @@ def search_health(
             continue
         cand = ev.counts_now()
         evals += 1
-        if cand.key < cur.key or (cand.key == cur.key and plateau(cand)):
-            if soft is not None and cand.key < cur.key:
-                cur_soft = soft_now()
+        # (plateaus are crossed on the slack alone, with weights too: the soft terms only choose
+        # the best among equal counts, see docs/decisions.md)
+        if cand.key < cur.key or (cand.key == cur.key and cand.slack <= cur.slack + 1e-9):
             cur = cand
             record(cand)
         else:
