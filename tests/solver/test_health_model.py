@@ -16,6 +16,7 @@ from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.health_model import day_patterns
 from smartflow_engine.solver.problem import Placement
 from smartflow_engine.state.synthetic import synthetic_window
+from smartflow_engine.tools_adapter.tools.close_text import binding_text
 from tests.helpers.solver_windows import make_state
 
 SPD = 12
@@ -213,7 +214,9 @@ def test_a_block_longer_than_every_free_run_of_the_quiet_day() -> None:
     assert keys is not None
     assert new.critical > old.critical
     assert new.critical <= min(keys)[0]
-    assert any(b["why"]["kind"] == "exact_days" for b in new.binding)
+    entry = next(b for b in new.binding if b["why"]["kind"] == "exact_days")
+    text = binding_text(entry["rule"], entry["why"])
+    assert "任务块长3节" in text and f"至少{entry['why']['min_critical']}个严重" in text
 
 
 @pytest.mark.parametrize(("days", "classes"), [(30, False), (30, True)])
