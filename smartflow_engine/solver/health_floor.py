@@ -71,7 +71,7 @@ from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
 from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
 from .health_model import ExactDays, Item, exact_days
-from .problem import rule_for
+from .problem import Placement, rule_for
 
 if TYPE_CHECKING:
     from .feasibility import FeasibilityReport
@@ -564,7 +564,7 @@ _EXACT_RULES = ("day_utilization", "buffer")
 
 
 def exact_items(
-    state: ScheduleState, movable: Callable[[Task], bool]
+    state: ScheduleState, movable: Callable[[Task], bool], members: list[list[int]] | None = None
 ) -> tuple[list[Item], list[tuple[int, int]], list[int]]:
     """The movable blocks as :class:`.health_model.Item` (alike ones counted together); the
     host blocks a guest may use where they stay, (day, length), and the lengths of those that
@@ -590,6 +590,16 @@ def exact_items(
             key = (n, lo, hi, mask, pending, not t.can_embed)
             counts[key] = counts.get(key, 0) + 1
     items = [Item(n, lo, hi, mask, p, g, c) for (n, lo, hi, mask, p, g), c in counts.items()]
+    if members is not None:  # the tasks of each item, in the items' order
+        of: dict[tuple[Any, ...], list[int]] = {key: [] for key in counts}
+        for t in state.tasks:
+            if movable(t):
+                lo, hi, allowed = _reach(state, t, memo)
+                mask = tuple(bool(x) for x in allowed.tolist())
+                pending = t.status == "pending"
+                for n in [t.need()] if pending else [b.length for b in t.slots]:
+                    of[(n, lo, hi, mask, pending, not t.can_embed)].append(t.state_id)
+        members[:] = list(of.values())
     return items, sorted(fixed_hosts), sorted(floating)
 
 
@@ -689,6 +699,152 @@ def _tighten(
         }
     )
     shares.append((new_c - old_c, new_cw - old_cw))
+
+
+def realise(
+    state: ScheduleState,
+    level: Level = "normal",
+    *,
+    pending_periods: int,
+    scope: Collection[int] | None = None,
+    time_limit_s: float,
+    num_workers: int = 1,
+) -> list[Placement] | None:
+    """A schedule of the floor's population built from the exact model's lexicographically best
+    solution (:mod:`.health_model`): each day takes its pattern's blocks (packed into its free
+    periods off each block's banned ones, by a small search), guests go into the host blocks of
+    their day, and what does not fit so goes to the first place its class allows. ``None`` when
+    the model found no solution in time, a movable task holds several blocks, or the blocks
+    cannot all be placed with ``pending_periods`` pending periods. A reference for benchmarks
+    and searches (every placement is checked against the grid): its counts are whatever the
+    evaluator says, not the model's."""
+    movable_ids = {
+        t.state_id
+        for t in state.tasks
+        if movable_study(state, t)
+        and (scope is None or t.status == "pending" or t.state_id in scope)
+    }
+    tasks = {t.state_id: t for t in state.tasks}
+    if any(len(tasks[i].slots) > 1 for i in movable_ids):
+        return None
+    owner = state.grid.owner.copy()
+    for i in movable_ids:
+        t = tasks[i]
+        if t.embed_host is None:
+            for b in t.slots:
+                owner[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
+    members: list[list[int]] = []
+    items, fixed_hosts, floating = exact_items(state, lambda t: t.state_id in movable_ids, members)
+    result = exact_days(
+        owner,
+        items,
+        level=level,
+        pending_min=pending_periods,
+        fixed_hosts=fixed_hosts,
+        floating_hosts=floating,
+        count_load=True,
+        count_buffer=True,
+        time_limit_s=time_limit_s,
+        num_workers=num_workers,
+    )
+    if result.solution is None:
+        return None
+    spd = state.slots_per_day
+    used = owner != 0
+    host_blocks: dict[int, list[tuple[int, int, int]]] = {}  # day -> (start, length, host)
+    for t in state.tasks:
+        if t.can_embed and not t.locked and t.state_id not in movable_ids:
+            for b in t.slots:
+                host_blocks.setdefault(b.day, []).append((b.slot_start, b.length, t.state_id))
+    taken_hosts: set[tuple[int, int]] = set()
+    out: list[Placement] = []
+    left: list[int] = []  # items whose block found no place yet
+
+    def pack(day: int, blocks: list[int]) -> list[tuple[int, int]] | None:
+        """Starts (0-based) for ``blocks`` (item indices) on ``day``, or None."""
+        order = sorted(range(len(blocks)), key=lambda i: -items[blocks[i]].length)
+        starts = [0] * len(blocks)
+        row = used[day - 1].copy()
+
+        def go(j: int) -> bool:
+            if j == len(order):
+                return True
+            it = items[blocks[order[j]]]
+            n, allowed = it.length, it.allowed
+            for s in range(spd - n + 1):
+                if not row[s : s + n].any() and all(allowed[s : s + n]):
+                    row[s : s + n] = True
+                    starts[order[j]] = s
+                    if go(j + 1):
+                        return True
+                    row[s : s + n] = False
+            return False
+
+        return [(blocks[i], starts[i]) for i in range(len(blocks))] if go(0) else None
+
+    def put(k: int, day: int, start: int, host: int | None = None) -> None:
+        tid = members[k].pop()
+        n = items[k].length
+        out.append(Placement(tid, day, start + 1, start + n, host))
+        if host is None:
+            used[day - 1, start : start + n] = True
+
+    for days, pats, counts, guests in result.solution["kinds"]:
+        vecs = [vec for vec, c in pats.items() for _ in range(c)]
+        pool = {k: c for k, c in counts.items()}
+        for d0, vec in zip(days, vecs, strict=False):
+            blocks: list[int] = []
+            for n, need in zip(result.solution["lengths"], vec, strict=True):
+                for _ in range(need):
+                    k = next(
+                        (k for k, c in pool.items() if c and items[k].length == n),
+                        None,
+                    )
+                    if k is not None:
+                        pool[k] -= 1
+                        blocks.append(k)
+            placed = pack(d0 + 1, blocks)
+            if placed is None:
+                left += blocks
+                continue
+            for k, s in placed:
+                put(k, d0 + 1, s)
+        left += [k for k, c in pool.items() for _ in range(c)]
+        for k, c in guests.items():
+            for _ in range(c):
+                spot = next(
+                    (
+                        (d0 + 1, s0, host)
+                        for d0 in days
+                        for s0, n, host in host_blocks.get(d0 + 1, [])
+                        if (d0 + 1, host) not in taken_hosts and n >= items[k].length
+                    ),
+                    None,
+                )
+                if spot is None:
+                    left.append(k)
+                    continue
+                taken_hosts.add((spot[0], spot[2]))
+                put(k, spot[0], spot[1] - 1, spot[2])
+    left += [k for k, c in result.solution["floating"].items() for _ in range(c)]
+    for k in sorted(left, key=lambda k: (items[k].pending, -items[k].length)):
+        it = items[k]
+        first = next(
+            (
+                (day, s)
+                for day in range(it.lo, it.hi + 1)
+                for s in range(spd - it.length + 1)
+                if not used[day - 1, s : s + it.length].any() and all(it.allowed[s : s + it.length])
+            ),
+            None,
+        )
+        if first is None:
+            if not it.pending:
+                return None
+            continue
+        put(k, first[0], first[1])
+    done = sum(p.length for p in out if tasks[p.task_id].status == "pending")
+    return out if done >= pending_periods else None
 
 
 # ---------------------------------------------------------------------------------- cache

@@ -66,12 +66,15 @@ class ExactDays:
     ``lex_warning``: least warnings of those schedules whose criticals are ``critical`` (None:
     not proven; computed only when ``critical`` is the proven optimum, not a mere bound);
     ``runtime_s``; ``figures``: what the explanation quotes (the block lengths, one
-    lexicographically best schedule's days over the bands)."""
+    lexicographically best schedule's days over the bands); ``solution``: that schedule as
+    the model sees it (per kind of day: its days, pattern counts, item counts and guests by
+    index in the items given; guests in floating hosts), for :func:`.health_floor.realise`."""
 
     proven: bool
     critical: int = 0
     critical_warning: int = 0
     lex_warning: int | None = None
+    solution: dict[str, Any] | None = None
     runtime_s: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
 
@@ -245,22 +248,35 @@ def exact_days(
     taken: list[list[Any]] = [[] for _ in placing]  # per item: its counts per kind of day
     loads_of: list[tuple[list[Any], list[int]]] = []
 
-    def host_pool(tag: str, hosts: Sequence[int], eligible: Sequence[bool], times: int) -> None:
+    def host_pool(
+        tag: str, hosts: Sequence[int], eligible: Sequence[bool], times: int
+    ) -> list[tuple[int, Any]]:
         """Guests of the ``eligible`` items in ``hosts`` (block lengths; ``times`` days alike):
-        for every length, the guests that long or longer fit the hosts that long or longer."""
+        for every length, the guests that long or longer fit the hosts that long or longer.
+        Returns (item, its guests) pairs."""
         if not hosts:
-            return
+            return []
         gs: list[tuple[Any, int]] = []
+        out = []
         for k, (it, ok) in enumerate(zip(placing, eligible, strict=True)):
             if ok and it.length <= max(hosts):
                 g = model.NewIntVar(0, min(it.count, times * len(hosts)), f"g{tag}_{k}")
                 guest_of[k].append(g)
                 gs.append((g, it.length))
+                out.append((k, g))
         for n in sorted({ln for _, ln in gs}):
             model.Add(sum(g for g, ln in gs if ln >= n) <= times * sum(1 for h in hosts if h >= n))
+        return out
+
+    # per kind of day: its days, (pattern count, pattern), (item, count), (item, guests)
+    kind_vars: list[tuple[list[int], list[tuple[Any, tuple[int, ...]]], list[Any], list[Any]]]
+    kind_vars = []
 
     for c, ((runs_d, load0, fit, room, inside, hosts_here), days) in enumerate(kinds.items()):
-        host_pool(str(c), hosts_here, inside, len(days))
+        kind_guests = host_pool(str(c), hosts_here, inside, len(days))
+        kind_items: list[tuple[int, Any]] = []
+        kind_pats: list[tuple[Any, tuple[int, ...]]] = []
+        kind_vars.append((days, kind_pats, kind_items, kind_guests))
         key = tuple(sorted(runs_d))
         if key not in memo:
             memo[key] = day_patterns(key, lengths, supply)
@@ -274,6 +290,7 @@ def exact_days(
         for vec, buf in pats.items():
             n = model.NewIntVar(0, size, f"n{c}_{'_'.join(map(str, vec))}")
             ns.append(n)
+            kind_pats.append((n, vec))
             for i, k in enumerate(vec):
                 if k:
                     per_len[i].append((n, k))
@@ -295,6 +312,7 @@ def exact_days(
                 continue
             y = model.NewIntVar(0, min(it.count, size * (spd // it.length)), f"y{k}_{c}")
             taken[k].append(y)
+            kind_items.append((k, y))
             ys[index[it.length]].append((y, 1))
             by_mask.setdefault(masks.index(it.allowed), []).append((y, it.length))
         for i in range(len(lengths)):
@@ -307,7 +325,7 @@ def exact_days(
             model.Add(sum(ln * y for y, ln in terms) <= size * room[m])
         if left() <= 0:
             return give_up()
-    host_pool("f", sorted(floating_hosts), [it.guest for it in placing], 1)
+    floating = host_pool("f", sorted(floating_hosts), [it.guest for it in placing], 1)
     pending_periods: list[Any] = []
     for k, it in enumerate(placing):
         placed = list(taken[k]) + guest_of[k]
@@ -340,6 +358,7 @@ def exact_days(
     build_s = time.perf_counter() - started
     crit_opt = critical_warning = 0
     lex_warning: int | None = None
+    solution: dict[str, Any] | None = None
     figures: dict[str, Any] = {"lengths": lengths, "build_s": round(build_s, 3), "solve_s": []}
     # 1. least criticals; 2. least warnings among those (the lexicographic floor); 3. least
     # critical + warning. Each solve gets a share of what is left and starts from the last
@@ -388,6 +407,20 @@ def exact_days(
             ]
             figures["days_over_warning"] = sum(util_cw[min(x, spd)][1] for x in loads)
             figures["days_over_critical"] = sum(util_cw[min(x, spd)][0] for x in loads)
+            original = [items.index(it) for it in placing]  # placing's items in ``items``
+            solution = {
+                "kinds": [
+                    (
+                        days,
+                        {vec: solver.Value(n) for n, vec in pats if solver.Value(n)},
+                        {original[k]: solver.Value(y) for k, y in its if solver.Value(y)},
+                        {original[k]: solver.Value(g) for k, g in gus if solver.Value(g)},
+                    )
+                    for days, pats, its, gus in kind_vars
+                ],
+                "floating": {original[k]: solver.Value(g) for k, g in floating if solver.Value(g)},
+                "lengths": lengths,
+            }
     if "critical_optimal" not in figures:
         return give_up()
     return ExactDays(
@@ -395,6 +428,7 @@ def exact_days(
         critical=crit_opt,
         critical_warning=max(critical_warning, crit_opt),
         lex_warning=lex_warning,
+        solution=solution,
         runtime_s=time.perf_counter() - started,
         figures=figures,
     )
