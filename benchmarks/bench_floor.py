@@ -76,13 +76,13 @@ def _key(state: Any, scope: set[int], placements: list[Any]) -> tuple[int, int]:
 def _applied_key(state: Any, placements: list[Any], key: tuple[int, int]) -> None:
     """The placements through the real write path; analyze_health must count ``key``."""
     applied = state.copy_state()
-    ok = relocate(
+    result = relocate(
         applied,
         [Request(p.task_id, p.day, p.slot_start) for p in placements],
         op="apply_proposal",
         status_after="suggested",
-    ).ok
-    assert ok, "the reference is not a valid schedule"
+    )
+    assert result.ok, f"the reference is not a valid schedule: {result.refusal}"
     counts = analyze_health(applied, check_feasibility=False).issue_counts()
     assert (counts["critical"], counts["warning"]) == key, "counts differ"
 

@@ -701,6 +701,12 @@ def _tighten(
     shares.append((new_c - old_c, new_cw - old_cw))
 
 
+def _inside(state: ScheduleState, t: Task) -> bool:
+    """Every block of ``t`` stands inside its class's days."""
+    cls = rule_for(state, t)
+    return all(cls.start_day <= b.day <= cls.end_day for b in t.slots)
+
+
 def realise(
     state: ScheduleState,
     level: Level = "normal",
@@ -715,7 +721,9 @@ def realise(
     periods off each block's banned ones, by a small search), guests go into the host blocks of
     their day, and what does not fit so goes to the first place its class allows. ``None`` when
     the model found no solution in time, a movable task holds several blocks, or the blocks
-    cannot all be placed with ``pending_periods`` pending periods. A reference for benchmarks
+    cannot all be placed with ``pending_periods`` pending periods. A suggested task left
+    outside its class's days (the floor lets it go anywhere, the writes keep a moved task
+    inside them) stays where it stands. A reference for benchmarks
     and searches (every placement is checked against the grid): its counts are whatever the
     evaluator says, not the model's."""
     movable_ids = {
@@ -723,6 +731,8 @@ def realise(
         for t in state.tasks
         if movable_study(state, t)
         and (scope is None or t.status == "pending" or t.state_id in scope)
+        # a suggested task left outside its class's days stays (the writes keep tasks inside)
+        and (t.status != "suggested" or _inside(state, t))
     }
     tasks = {t.state_id: t for t in state.tasks}
     if any(len(tasks[i].slots) > 1 for i in movable_ids):
