@@ -822,12 +822,15 @@ def realise(
         left += [k for k, c in pool.items() for _ in range(c)]
         for k, c in guests.items():
             for _ in range(c):
+                ln, allowed = items[k].length, items[k].allowed
                 spot = next(
                     (
-                        (d0 + 1, s0, host)
+                        (d0 + 1, s, host)
                         for d0 in days
                         for s0, n, host in host_blocks.get(d0 + 1, [])
-                        if (d0 + 1, host) not in taken_hosts and n >= items[k].length
+                        if (d0 + 1, host) not in taken_hosts
+                        for s in range(s0 - 1, s0 - 1 + n - ln + 1)
+                        if all(allowed[s : s + ln])
                     ),
                     None,
                 )
@@ -835,7 +838,7 @@ def realise(
                     left.append(k)
                     continue
                 taken_hosts.add((spot[0], spot[2]))
-                put(k, spot[0], spot[1] - 1, spot[2])
+                put(k, spot[0], spot[1], spot[2])
     left += [k for k, c in result.solution["floating"].items() for _ in range(c)]
     for k in sorted(left, key=lambda k: (items[k].pending, -items[k].length)):
         it = items[k]

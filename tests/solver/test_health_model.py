@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers import analyze_health
@@ -19,7 +21,8 @@ from smartflow_engine.solver.health_search import search_health
 from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
-from tests.helpers.solver_windows import apply_placements, make_state
+from tests.helpers.solver_windows import apply_placements, make_state, tiny_windows
+from tests.solver.test_health_search import _schedules
 
 SPD = 12
 
@@ -300,3 +303,41 @@ def test_the_realised_schedule_reaches_the_floor_the_proposal_missed() -> None:
     c, w = health_key(apply_placements(state, result.placements), "normal")
     assert floor.meets(c, w), (floor, (c, w))
     assert (floor.critical, floor.critical + floor.warning) < (c, c + w)  # lexicographic reach
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    state=tiny_windows(max_pending=3), level=st.sampled_from(LEVELS), keep_suggested=st.booleans()
+)
+def test_exact_floor_is_never_beaten_with_hosts(
+    state: ScheduleState, level: Level, keep_suggested: bool
+) -> None:
+    """Tests, against the exhaustive search of ``test_health_search`` (guests in free host
+    blocks, locked hosts, existing guests, classes), that the floor with the exact model is
+    never above any schedule: criticals, critical + warning, and lexicographically; over every
+    movable task and over the pending ones alone."""
+    from smartflow_engine.solver import check_feasibility
+
+    scope = set() if keep_suggested else None
+    report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
+    floor = health_floor(state, level, report, scope=scope, exact_s=5.0)
+    pending = sum(t.need() for t in state.pending_tasks())
+    pending_min = max(0, pending - int(report.capacity_gap or 0)) if report.proven else 0
+    fixed = frozenset(
+        t.state_id
+        for t in state.tasks
+        if t.status != "pending" and scope is not None and t.state_id not in scope
+    )
+    schedules = _schedules(state, pending_min, fixed=fixed)
+    assume(schedules)
+    assert schedules
+    feas = 1 if any(b["rule"] == "capacity_gap" for b in floor.binding) else 0
+    for sched in schedules:
+        c, w = health_key(sched, level)
+        c += feas
+        assert c >= floor.critical and c + w >= floor.critical + floor.warning
+        assert floor.least_warning is None or c > floor.critical or w >= floor.least_warning
