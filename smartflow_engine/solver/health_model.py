@@ -38,7 +38,7 @@ import numpy as np
 
 from ..rules import Level, r4, rule, severity
 from ._cpsat import cp_model, make_solver, status_of
-from .health_eval import MIN_BUFFER
+from .health_eval import MIN_BUFFER, MIN_USABLE
 
 MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up (no claim)
 
@@ -113,25 +113,27 @@ def day_patterns(
 ) -> dict[tuple[int, ...], bool] | None:
     """The patterns of a day: ``free_runs`` holds each free run's length and the lengths of
     its stretches some movable block's class allows; count vector (per length of ``lengths``,
-    at most ``supply`` each) → whether some packing may leave a buffer (a run keeping
-    ``MIN_BUFFER`` free periods; counted generously, as if they were contiguous). ``None``
-    beyond :data:`MAX_PATTERNS`."""
+    at most ``supply`` each) → whether some packing may leave a buffer. Counted generously:
+    a run keeping ``left`` free periods gives at most ``left`` usable ones when ``left`` reaches
+    ``MIN_USABLE`` (none below: its free pieces are all shorter), and the day has a buffer when
+    those reach ``MIN_BUFFER``. ``None`` beyond :data:`MAX_PATTERNS`."""
     width = len(lengths)
-    acc: dict[tuple[int, ...], bool] = {(0,) * width: False}
+    acc: dict[tuple[int, ...], int] = {(0,) * width: 0}  # vector -> most usable periods
     for run, parts in free_runs:
         options = _run_patterns(run, parts, lengths, supply)
-        nxt: dict[tuple[int, ...], bool] = {}
-        for vec, buf in acc.items():
+        nxt: dict[tuple[int, ...], int] = {}
+        for vec, usable in acc.items():
             for add, left in options.items():
                 new = tuple(a + b for a, b in zip(vec, add, strict=True))
                 if any(c > s for c, s in zip(new, supply, strict=True)):
                     continue
-                if not nxt.get(new, False):
-                    nxt[new] = buf or left >= MIN_BUFFER
+                got = usable + (left if left >= MIN_USABLE else 0)
+                if nxt.get(new, -1) < got:
+                    nxt[new] = got
         acc = nxt
         if len(acc) > MAX_PATTERNS:
             return None
-    return acc
+    return {vec: usable >= MIN_BUFFER for vec, usable in acc.items()}
 
 
 def _fits(free_row: np.ndarray, allowed: np.ndarray, length: int) -> bool:
