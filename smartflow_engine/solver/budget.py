@@ -138,6 +138,15 @@ class Calibration:
     # Of a proposal's time limit for the close stage (estimated seconds, :mod:`.health_search`);
     # zero turns the whole close stage off (benchmarks compare the proposal without it).
     health_share: float = 0.4
+    # Issue 26: the proposal's path. False: the soft-only pipeline (local moves, column
+    # generation, the full model or the neighbourhood search), then the close stage on
+    # (critical, warning). True: start -> one search on (critical, warning, soft terms) ->
+    # floor -> result; the search gets the soft pipeline's work budget and the close stage's.
+    one_search: bool = False
+    # The one search's work budget, a share of the limit in estimated seconds (its evaluations
+    # are estimated at eval_cost_s, ~1.5x what they cost on the 2-core machine unloaded, so
+    # the wall clock stays a safety net behind the level-1 model, the start and the floor).
+    one_search_share: float = 1.0
 
     # -------------------------------------------------------------------------- greedy packing
     # (:mod:`.baselines`, :mod:`.counting`)
@@ -219,6 +228,20 @@ class Calibration:
     unload_tasks: int = 2  # the unload scan's blocks
     unload_days: int = 6  # the unload scan's lightest days
     unload_exchange_days: int = 3  # of those, the days where it also trades for a shorter block
+    # With the soft terms as the last key (a search given weights, issue 26): an evaluation
+    # costs this many times more (the soft evaluator's update and reading), the health phase
+    # gets at most soft_health_part of the evaluations (it stops at the floor), the soft phase
+    # accepts by late acceptance over soft_history steps and scans one task's places on
+    # soft_scan_share of its steps.
+    soft_eval_factor: float = 1.3
+    soft_health_part: float = 0.8
+    # evaluations per placed task without a better key before a kick (0: never)
+    soft_kick_per_task: float = 10.0
+    soft_kick_moves: int = 3
+    soft_history: int = 20
+    soft_scan_share: float = 0.1
+    soft_scan_tries: int = 3  # of a scan's places, the best few (by soft terms) tried on health
+    soft_screen_cost: float = 0.2  # of an evaluation: a candidate screened on the soft terms
 
     # -------------------------------------------------------------------------- the other calls
     # Of a least-change repair's limit for placing the pending tasks (:mod:`.repair`).

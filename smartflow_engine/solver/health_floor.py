@@ -38,6 +38,11 @@ pending tasks and the scope move, so the floor is the proposal's own.
 - ``free_fragmentation``: a free period alone between fixed periods stays a fragment unless a
   one-period block fills it, and placing only shrinks the free periods.
 - ``feasibility``: more periods to place than free periods and host blocks hold.
+
+Where the relaxation is weak (fragmented windows: blocks longer than a day's free runs),
+``exact_s`` adds an exact CP-SAT model of ``day_utilization`` and ``buffer`` over per-day
+patterns (:mod:`.health_model`): its proven bound replaces those two rules' part when higher,
+and it gives the lexicographic floor :attr:`HealthFloor.least_warning` (issue 26 item 5).
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ from ..rules import (
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
 from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
-from .problem import rule_for
+from .health_model import ExactDays, Item, exact_days
+from .problem import Placement, rule_for
 
 if TYPE_CHECKING:
     from .feasibility import FeasibilityReport
@@ -76,18 +82,27 @@ _EPS = 1e-9
 @dataclass
 class HealthFloor:
     """``critical``/``warning``: the floor; ``proven``: established by the arguments above (a
-    floor is never guessed); ``binding``: the rules that make it, each with its figures;
+    floor is never guessed); ``least_warning``: when known, the lexicographic floor's warnings:
+    every schedule has more criticals than ``critical`` or at least ``least_warning`` warnings
+    (the exact model's, see :func:`_tighten`; ``None``: only ``warning``'s bound is known);
+    ``binding``: the rules that make it, each with its figures;
     ``unfixable``: (rule, day, category) → the severity fixed content alone causes there."""
 
     critical: int = 0
     warning: int = 0
     proven: bool = True
+    least_warning: int | None = None
     binding: list[dict[str, Any]] = field(default_factory=list)
     unfixable: dict[tuple[str, int | None, str | None], str] = field(default_factory=dict)
 
     def meets(self, critical: int, warning: int) -> bool:
-        """``(critical, warning)`` reaches the floor (equals it: nothing goes below)."""
-        return critical <= self.critical and critical + warning <= self.critical + self.warning
+        """``(critical, warning)`` reaches the floor (equals it: nothing goes below, neither in
+        criticals and critical + warning nor lexicographically)."""
+        if critical > self.critical:
+            return False
+        if critical + warning <= self.critical + self.warning:
+            return True
+        return self.least_warning is not None and warning <= self.least_warning
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +150,8 @@ def health_floor(
     pending_periods: int | None = None,
     scope: Collection[int] | None = None,
     deadline: float | None = None,
+    exact_s: float = 0.0,
+    num_workers: int = 1,
 ) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
@@ -146,7 +163,17 @@ def health_floor(
     ``deadline``: a ``time.perf_counter()`` value; past it the computation stops with
     :class:`~._cpsat.OutOfTime` (checked between stages and inside the long loops, so it stops
     within a few milliseconds even on 1000-day windows, where the whole floor takes about a
-    second): a floor is all or nothing, never half computed."""
+    second): a floor is all or nothing, never half computed.
+
+    ``exact_s``: when positive, the wall-clock limit of the exact model of the per-day rules
+    (:mod:`.health_model`: blocks against each day's free runs, ``day_utilization`` and
+    ``buffer`` together, model building included; ``num_workers``: its CP-SAT workers, set
+    explicitly), which raises those two rules' part of the floor to its proven bound and sets
+    :attr:`HealthFloor.least_warning` (the lexicographic floor); past its limit (or the
+    ``deadline``) it claims nothing and the relaxation's figures stand. Off by default:
+    ``analyze_health`` computes a floor on every new key in a millisecond budget, while the
+    model takes about 0.05-1 s on 13-60-day windows and 2-10 s on 120-day ones (see
+    ``benchmarks/results_close.md``)."""
     tick = _ticker(deadline)
 
     movable_ids = {  # asked of every task in several passes: decided once
@@ -219,6 +246,7 @@ def health_floor(
     p_min = max(0, to_place - host_room)  # periods placed outside host blocks, at least
     p_max = placed_movable + pending_slots
     floor = HealthFloor()
+    shares: list[tuple[int, int]] = []  # each binding entry's (critical, critical + warning)
 
     dimension_of: dict[IssueRule, IssueDimension] = {r.rule: r.dimension for r in rules.values()}
     dimension_of["capacity_gap"] = "feasibility"
@@ -230,6 +258,7 @@ def health_floor(
         floor.critical += cw[0]
         floor.warning += cw[1] - cw[0]
         floor.binding.append({"rule": rule, "why": why})
+        shares.append(cw)
 
     # -- day utilisation: fixed days, then capacity
     util = rules[("load", "day_utilization")]
@@ -499,6 +528,24 @@ def health_floor(
                 },
             )
 
+    # -- the exact model of the per-day rules (day utilisation and buffer), where time allows
+    limit = exact_s
+    if deadline is not None:
+        limit = min(limit, deadline - time.perf_counter())
+    if limit > 0 and ("load" in dimensions or "tolerance" in dimensions):
+        _tighten(
+            state,
+            floor,
+            shares,
+            movable,
+            fixed_owner,
+            level=level,
+            pending_min=pending_min,
+            dimensions=dimensions,
+            time_limit_s=limit,
+            num_workers=num_workers,
+        )
+
     # -- feasibility: more study periods than room, however they are arranged
     room = free_total + host_room
     if report is not None and report.is_feasible is False and placed_movable + pending_slots > room:
@@ -510,6 +557,309 @@ def health_floor(
     return floor
 
 
+# ------------------------------------------------------------------------- the exact model
+_EXACT_MEMO: dict[tuple[Any, ...], tuple[float, ExactDays]] = {}
+_EXACT_MEMO_SIZE = 16
+_EXACT_RULES = ("day_utilization", "buffer")
+
+
+def exact_items(
+    state: ScheduleState, movable: Callable[[Task], bool], members: list[list[int]] | None = None
+) -> tuple[list[Item], list[tuple[int, int]], list[int]]:
+    """The movable blocks as :class:`.health_model.Item` (alike ones counted together); the
+    host blocks a guest may use where they stay, (day, length), and the lengths of those that
+    move (a movable or pending host: it may stand anywhere). A pending task is one block of its
+    need; each block of a placed task is an item of its own (they move independently in the
+    model: a larger population, so the bound stays sound)."""
+    memo: dict[Any, Any] = {}
+    counts: dict[tuple[Any, ...], int] = {}
+    fixed_hosts: list[tuple[int, int]] = []
+    floating: list[int] = []
+    for t in state.tasks:
+        if t.can_embed and not t.locked:  # a host block a guest may take
+            if movable(t) or t.status == "pending":
+                floating += [t.need()] if t.status == "pending" else [b.length for b in t.slots]
+            else:
+                fixed_hosts += [(b.day, b.length) for b in t.slots]
+        if not movable(t):
+            continue
+        lo, hi, allowed = _reach(state, t, memo)
+        mask = tuple(bool(x) for x in allowed.tolist())
+        pending = t.status == "pending"
+        for n in [t.need()] if pending else [b.length for b in t.slots]:
+            key = (n, lo, hi, mask, pending, not t.can_embed)
+            counts[key] = counts.get(key, 0) + 1
+    items = [Item(n, lo, hi, mask, p, g, c) for (n, lo, hi, mask, p, g), c in counts.items()]
+    if members is not None:  # the tasks of each item, in the items' order
+        of: dict[tuple[Any, ...], list[int]] = {key: [] for key in counts}
+        for t in state.tasks:
+            if movable(t):
+                lo, hi, allowed = _reach(state, t, memo)
+                mask = tuple(bool(x) for x in allowed.tolist())
+                pending = t.status == "pending"
+                for n in [t.need()] if pending else [b.length for b in t.slots]:
+                    of[(n, lo, hi, mask, pending, not t.can_embed)].append(t.state_id)
+        members[:] = list(of.values())
+    return items, sorted(fixed_hosts), sorted(floating)
+
+
+def _tighten(
+    state: ScheduleState,
+    floor: HealthFloor,
+    shares: list[tuple[int, int]],
+    movable: Callable[[Task], bool],
+    fixed_owner: np.ndarray,
+    *,
+    level: Level,
+    pending_min: int,
+    dimensions: Sequence[str],
+    time_limit_s: float,
+    num_workers: int,
+) -> None:
+    """Raise the floor's ``day_utilization`` + ``buffer`` part to the exact model's proven
+    bound (:mod:`.health_model`) when it is higher; a bound not proven in time changes
+    nothing. The model's answers are remembered by everything it reads (a proven one for good,
+    an unproven one for calls with no more time)."""
+    items, fixed_hosts, floating = exact_items(state, movable)
+    key = (
+        level,
+        pending_min,
+        tuple(fixed_hosts),
+        tuple(floating),
+        "load" in dimensions,
+        "tolerance" in dimensions,
+        tuple(sorted(items, key=repr)),
+        fixed_owner.shape,
+        np.packbits(fixed_owner != 0).tobytes(),
+    )
+    found = _EXACT_MEMO.get(key)
+    if found is None or (not found[1].figures.get("complete") and found[0] < time_limit_s):
+        result = exact_days(
+            fixed_owner,
+            items,
+            level=level,
+            pending_min=pending_min,
+            fixed_hosts=fixed_hosts,
+            floating_hosts=floating,
+            count_load="load" in dimensions,
+            count_buffer="tolerance" in dimensions,
+            time_limit_s=time_limit_s,
+            num_workers=num_workers,
+        )
+        while len(_EXACT_MEMO) >= _EXACT_MEMO_SIZE:
+            _EXACT_MEMO.pop(next(iter(_EXACT_MEMO)))
+        _EXACT_MEMO[key] = (time_limit_s, result)
+    else:
+        result = found[1]
+    if not result.proven:
+        return
+    parts = [i for i, b in enumerate(floor.binding) if b["rule"] in _EXACT_RULES]
+    old_c = sum(shares[i][0] for i in parts)
+    old_cw = sum(shares[i][1] for i in parts)
+    other_w = sum(shares[i][1] - shares[i][0] for i in range(len(shares)) if i not in parts)
+    new_c = max(old_c, result.critical)
+    new_cw = max(old_cw, result.critical_warning, new_c)
+    if result.lex_warning is not None and new_c == result.critical:
+        # A schedule with the floor's criticals has every rule at its critical bound, so the
+        # two rules here at the model's least criticals: their warnings are at least the
+        # model's least warnings there, the other rules' at least their own bounds'.
+        least = other_w + max(result.lex_warning, new_cw - new_c)
+    else:
+        least = None
+    floor.critical += new_c - old_c
+    floor.warning += (new_cw - new_c) - (old_cw - old_c)
+    if least is not None and least > floor.warning:
+        floor.least_warning = least
+    if (new_c, new_cw) == (old_c, old_cw) and floor.least_warning is None:
+        return
+    if result.critical >= old_c and result.critical_warning >= old_cw:
+        # the model's figures say all the relaxation's did, but for the days fixed content
+        # alone puts over a band (the unfixable ones, named apart)
+        keep = [
+            i
+            for i, b in enumerate(floor.binding)
+            if i not in parts or b["why"].get("kind") == "fixed_load"
+        ]
+        floor.binding[:] = [floor.binding[i] for i in keep]
+        shares[:] = [shares[i] for i in keep]
+    floor.binding.append(
+        {
+            "rule": "day_utilization",
+            "why": {
+                "kind": "exact_days",
+                "periods_to_place": pending_min
+                + sum(it.length * it.count for it in items if not it.pending),
+                "block_lengths": result.figures.get("lengths", []),
+                "min_critical": new_c,
+                "min_issues": new_cw,
+                "min_warning_at_min_critical": (None if least is None else least - other_w),
+                "days_over_warning": result.figures.get("days_over_warning"),
+                "days_over_critical": result.figures.get("days_over_critical"),
+            },
+        }
+    )
+    shares.append((new_c - old_c, new_cw - old_cw))
+
+
+def _inside(state: ScheduleState, t: Task) -> bool:
+    """Every block of ``t`` stands inside its class's days."""
+    cls = rule_for(state, t)
+    return all(cls.start_day <= b.day <= cls.end_day for b in t.slots)
+
+
+def realise(
+    state: ScheduleState,
+    level: Level = "normal",
+    *,
+    pending_periods: int,
+    scope: Collection[int] | None = None,
+    time_limit_s: float,
+    num_workers: int = 1,
+) -> list[Placement] | None:
+    """A schedule of the floor's population built from the exact model's lexicographically best
+    solution (:mod:`.health_model`): each day takes its pattern's blocks (packed into its free
+    periods off each block's banned ones, by a small search), guests go into the host blocks of
+    their day, and what does not fit so goes to the first place its class allows. ``None`` when
+    the model found no solution in time, a movable task holds several blocks, or the blocks
+    cannot all be placed with ``pending_periods`` pending periods. A suggested task left
+    outside its class's days (the floor lets it go anywhere, the writes keep a moved task
+    inside them) stays where it stands. A reference for benchmarks
+    and searches (every placement is checked against the grid): its counts are whatever the
+    evaluator says, not the model's."""
+    movable_ids = {
+        t.state_id
+        for t in state.tasks
+        if movable_study(state, t)
+        and (scope is None or t.status == "pending" or t.state_id in scope)
+        # a suggested task left outside its class's days stays (the writes keep tasks inside)
+        and (t.status != "suggested" or _inside(state, t))
+    }
+    tasks = {t.state_id: t for t in state.tasks}
+    if any(len(tasks[i].slots) > 1 for i in movable_ids):
+        return None
+    owner = state.grid.owner.copy()
+    for i in movable_ids:
+        t = tasks[i]
+        if t.embed_host is None:
+            for b in t.slots:
+                owner[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
+    members: list[list[int]] = []
+    items, fixed_hosts, floating = exact_items(state, lambda t: t.state_id in movable_ids, members)
+    result = exact_days(
+        owner,
+        items,
+        level=level,
+        pending_min=pending_periods,
+        fixed_hosts=fixed_hosts,
+        floating_hosts=floating,
+        count_load=True,
+        count_buffer=True,
+        time_limit_s=time_limit_s,
+        num_workers=num_workers,
+    )
+    if result.solution is None:
+        return None
+    spd = state.slots_per_day
+    used = owner != 0
+    host_blocks: dict[int, list[tuple[int, int, int]]] = {}  # day -> (start, length, host)
+    for t in state.tasks:
+        if t.can_embed and not t.locked and t.state_id not in movable_ids:
+            for b in t.slots:
+                host_blocks.setdefault(b.day, []).append((b.slot_start, b.length, t.state_id))
+    taken_hosts: set[tuple[int, int]] = set()
+    out: list[Placement] = []
+    left: list[int] = []  # items whose block found no place yet
+
+    def pack(day: int, blocks: list[int]) -> list[tuple[int, int]] | None:
+        """Starts (0-based) for ``blocks`` (item indices) on ``day``, or None."""
+        order = sorted(range(len(blocks)), key=lambda i: -items[blocks[i]].length)
+        starts = [0] * len(blocks)
+        row = used[day - 1].copy()
+
+        def go(j: int) -> bool:
+            if j == len(order):
+                return True
+            it = items[blocks[order[j]]]
+            n, allowed = it.length, it.allowed
+            for s in range(spd - n + 1):
+                if not row[s : s + n].any() and all(allowed[s : s + n]):
+                    row[s : s + n] = True
+                    starts[order[j]] = s
+                    if go(j + 1):
+                        return True
+                    row[s : s + n] = False
+            return False
+
+        return [(blocks[i], starts[i]) for i in range(len(blocks))] if go(0) else None
+
+    def put(k: int, day: int, start: int, host: int | None = None) -> None:
+        tid = members[k].pop()
+        n = items[k].length
+        out.append(Placement(tid, day, start + 1, start + n, host))
+        if host is None:
+            used[day - 1, start : start + n] = True
+
+    for days, pats, counts, guests in result.solution["kinds"]:
+        vecs = [vec for vec, c in pats.items() for _ in range(c)]
+        pool = {k: c for k, c in counts.items()}
+        for d0, vec in zip(days, vecs, strict=False):
+            blocks: list[int] = []
+            for n, need in zip(result.solution["lengths"], vec, strict=True):
+                for _ in range(need):
+                    k = next(
+                        (k for k, c in pool.items() if c and items[k].length == n),
+                        None,
+                    )
+                    if k is not None:
+                        pool[k] -= 1
+                        blocks.append(k)
+            placed = pack(d0 + 1, blocks)
+            if placed is None:
+                left += blocks
+                continue
+            for k, s in placed:
+                put(k, d0 + 1, s)
+        left += [k for k, c in pool.items() for _ in range(c)]
+        for k, c in guests.items():
+            for _ in range(c):
+                ln, allowed = items[k].length, items[k].allowed
+                spot = next(
+                    (
+                        (d0 + 1, s, host)
+                        for d0 in days
+                        for s0, n, host in host_blocks.get(d0 + 1, [])
+                        if (d0 + 1, host) not in taken_hosts
+                        for s in range(s0 - 1, s0 - 1 + n - ln + 1)
+                        if all(allowed[s : s + ln])
+                    ),
+                    None,
+                )
+                if spot is None:
+                    left.append(k)
+                    continue
+                taken_hosts.add((spot[0], spot[2]))
+                put(k, spot[0], spot[1], spot[2])
+    left += [k for k, c in result.solution["floating"].items() for _ in range(c)]
+    for k in sorted(left, key=lambda k: (items[k].pending, -items[k].length)):
+        it = items[k]
+        first = next(
+            (
+                (day, s)
+                for day in range(it.lo, it.hi + 1)
+                for s in range(spd - it.length + 1)
+                if not used[day - 1, s : s + it.length].any() and all(it.allowed[s : s + it.length])
+            ),
+            None,
+        )
+        if first is None:
+            if not it.pending:
+                return None
+            continue
+        put(k, first[0], first[1])
+    done = sum(p.length for p in out if tasks[p.task_id].status == "pending")
+    return out if done >= pending_periods else None
+
+
 # ---------------------------------------------------------------------------------- cache
 def floor_key(
     state: ScheduleState,
@@ -518,6 +868,7 @@ def floor_key(
     dimensions: Sequence[str] = ("load", "subjects", "context", "tolerance"),
     pending_periods: int | None = None,
     scope: Collection[int] | None = None,
+    exact_s: float = 0.0,
 ) -> tuple[Any, ...]:
     """Everything :func:`health_floor` reads, in one value: equal keys give equal floors.
 
@@ -571,6 +922,7 @@ def floor_key(
     return (
         level,
         tuple(dimensions),
+        exact_s,
         pending_periods,
         scope_set,
         None if report is None else (report.proven, report.capacity_gap, report.is_feasible),

@@ -22,8 +22,9 @@ only a safety net.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,7 @@ from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthCounts, HealthEvaluator
 from .health_floor import health_floor
 from .problem import Bin, Group, Placement, Problem, allowed_starts
+from .soft_eval import SoftEvaluator
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class HealthSearchResult:
     # True when the deadline stopped the population floor before it was computed: the search
     # then did not stop at it, so the same seed may give another result on a faster machine.
     floor_cut: bool = False
+    # With ``weights``: the weighted soft terms of ``placements`` and of the start.
+    soft: float | None = None
+    start_soft: float | None = None
 
 
 def setup_cost(state: ScheduleState, calibration: Calibration) -> float:
@@ -85,6 +90,8 @@ class _Search:
         self.origin = origin
         self.rng = rng
         self.max_moves = max_moves
+        # set in the soft phase of a search with weights: the third key is then the soft terms
+        self.soft: SoftEvaluator | None = None
         self.group_of = problem.group_of()
         self.gap_warn = int(ev.gap_warn)
         self.hosts_by_day: dict[int, list[Bin]] = {}
@@ -126,15 +133,21 @@ class _Search:
             run = 0
         return out
 
-    def starts_on(self, g: Group, day: int) -> list[tuple[int, int | None]]:
-        """Free (start, host) places of ``g`` on ``day`` in the current state (1-based)."""
+    def starts_on(
+        self, g: Group, day: int, lifted: Sequence[Placement] = ()
+    ) -> list[tuple[int, int | None]]:
+        """Free (start, host) places of ``g`` on ``day`` in the current state (1-based), the
+        ``lifted`` places counting as free."""
         ev = self.ev
         banned = self.banned[id(g)]
         n = g.duration
-        out: list[tuple[int, int | None]] = [(s, None) for s in self.free_starts(g, day)]
+        out: list[tuple[int, int | None]] = [(s, None) for s in self.free_starts(g, day, lifted)]
         if g.can_guest:
+            own = {pl.embed_host for pl in lifted if pl.day == day}
             for b in self.hosts_by_day.get(day, ()):
-                if b.length >= n and ev.guest_free(day, b.slot_start, b.slot_end):
+                if b.length >= n and (
+                    b.host in own or ev.guest_free(day, b.slot_start, b.slot_end)
+                ):
                     out += [
                         (s + 1, b.host)
                         for s in range(b.slot_start - 1, b.slot_end - n + 1)
@@ -228,13 +241,20 @@ class _Search:
         )
         return self.relocate(tid, day)
 
+    def score(self, c: HealthCounts) -> tuple[int, int, float]:
+        """(critical, warning, the third key) of the current state, ``c`` its counts: the
+        guidance slack, or in the soft phase the weighted soft terms (see :func:`search_health`)."""
+        return (c.critical, c.warning, c.slack if self.soft is None else self.soft.total())
+
     def best_relocation(
-        self, tid: int, cur: HealthCounts
+        self, tid: int, cur: HealthCounts | tuple[int, int, float]
     ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
         """Scan every allowed free place of ``tid`` (on at most ``cal.scan_days`` of its days); move
         it to the best one if that is not worse than ``cur`` (ties broken by slack, then at
         random). Returns the undo list (or None) and the evaluations spent."""
         ev = self.ev
+        if isinstance(cur, HealthCounts):  # (the counts of the current state)
+            cur = self.score(cur)
         gi = self.group_of[tid]
         g = self.problem.groups[gi]
         old = ev.remove(tid, refresh=False)
@@ -252,11 +272,11 @@ class _Search:
                 ev.place(pl)
                 c = ev.counts_now()
                 evals += 1
-                key = (c.critical, c.warning, c.slack, float(self.rng.random()))
+                key = (*self.score(c), float(self.rng.random()))
                 if best is None or key < best[0]:
                     best = (key, pl)
                 ev.remove(tid)
-        if best is None or best[0][:3] > (cur.critical, cur.warning, cur.slack):
+        if best is None or best[0][:3] > cur:
             ev.place(old)
             return None, evals
         ev.place(best[1])
@@ -264,21 +284,25 @@ class _Search:
 
     # ------------------------------------------------------------------ targeted scans
     def scan(
-        self, candidates: list[list[tuple[int, Placement]]], cur: HealthCounts
+        self,
+        candidates: list[list[tuple[int, Placement]]],
+        cur: HealthCounts | tuple[int, int, float],
     ) -> tuple[list[tuple[int, Placement, Placement]] | None, int]:
         """Evaluate every candidate (a list of (task, new place) whose places are free once
         the candidate's own tasks are lifted) and make the best one if it is not worse than
         ``cur`` in (critical, warning, slack); the undo list (or None) and the evaluations."""
         ev = self.ev
+        if isinstance(cur, HealthCounts):  # (the counts of the current state)
+            cur = self.score(cur)
         best: tuple[tuple[int, int, float, float], int] | None = None
         for i, cand in enumerate(candidates):
             changes = self._make(cand)
             c = ev.counts_now()
-            key = (c.critical, c.warning, c.slack, float(self.rng.random()))
+            key = (*self.score(c), float(self.rng.random()))
             if best is None or key < best[0]:
                 best = (key, i)
             self.undo(changes)
-        if best is None or best[0][:3] > (cur.critical, cur.warning, cur.slack + 1e-9):
+        if best is None or best[0][:3] > (cur[0], cur[1], cur[2] + 1e-9):
             return None, len(candidates)
         return self._make(candidates[best[1]]), len(candidates)
 
@@ -493,6 +517,7 @@ def search_health(
     origin: Sequence[Placement] | None = None,
     floor: tuple[int, int] | None = None,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    weights: Mapping[str, float] | None = None,
 ) -> HealthSearchResult:
     """Minimise ``(critical, warning)`` of ``analyze_health`` over moves of the placed scope tasks.
 
@@ -522,10 +547,18 @@ def search_health(
         of its own population (only the scope tasks move, the placed ones stay placed, see
         :func:`.health_floor.health_floor`'s ``scope``) and stops at the higher of the two.
 
+    weights
+        With weights (the soft terms' of :mod:`.objective`), the key is (critical, warning,
+        weighted soft terms), scored by a :class:`.soft_eval.SoftEvaluator` beside the health
+        evaluator (issue 26): the health phase (as without weights, stopping at the floor or
+        after ``soft_health_part`` of the evaluations) keeps the best on the whole key, then
+        the soft phase lowers the soft terms without raising (critical, warning).
+
     Returns
     -------
     HealthSearchResult
-        Never worse counts than the start; among equal counts, fewer moved tasks.
+        Never worse counts than the start (with weights: never a worse key); among equal
+        counts (keys), fewer moved tasks.
 
     Raises
     ------
@@ -550,17 +583,40 @@ def search_health(
         floor_cut = True
     if too_late(deadline, setup_cost(state, cal), cal):  # (the floor may have used what was left)
         raise OutOfTime("the close stage's deadline passed before its evaluator was built")
-    ev = HealthEvaluator(state, scope, level, feasibility_critical)
+    soft: SoftEvaluator | None = None
+    ev: HealthEvaluator
+    paired: _SoftHealth | None = None
+    if weights is not None:
+        soft = SoftEvaluator(problem, weights)
+        ev = paired = _SoftHealth(state, scope, level, feasibility_critical, soft)
+    else:
+        ev = HealthEvaluator(state, scope, level, feasibility_critical)
     ev.set_placements(placements)
+
+    def soft_now() -> float:
+        """The soft terms of the current placement (the soft evaluator brought up to date)."""
+        assert soft is not None and paired is not None
+        paired.sync()
+        return soft.total()
+
+    # The health phase reads the soft terms only on plateaus and for the best: the soft
+    # evaluator follows lazily (the scans' candidates never reach it).
+    if paired is not None:
+        paired.lazy = True
     origin_map = {pl.task_id: pl for pl in (origin if origin is not None else placements)}
     rng = np.random.default_rng(seed)
     search = _Search(ev, problem, origin_map, rng, max_moves, cal)
     start = ev.counts_now()
+    start_soft = soft_now() if soft is not None else 0.0
     cur = start
     best_key = (start.critical, start.warning)
+    best_soft = start_soft
     best = dict(ev.placed_scope)
-    cost = eval_cost(problem.num_days, cal)
+    cost = eval_cost(problem.num_days, cal) * (cal.soft_eval_factor if soft is not None else 1.0)
     limit = int(budget_s / cost) if budget_s > 0 else 0
+    # With weights, the health phase gets at most this share of the evaluations (it stops at
+    # the floor); the soft phase gets the rest.
+    health_limit = int(limit * cal.soft_health_part) if soft is not None else limit
     evals = 0
     tids = sorted(ev.placed_scope)
     hot: list[int] = tids
@@ -572,12 +628,42 @@ def search_health(
         c = key[0] - feasibility_critical
         return c <= floor[0] and c + key[1] <= floor[0] + floor[1]
 
+    def record(counts: HealthCounts) -> None:
+        """Keep the current placement when it is the best so far: on (critical, warning), and
+        with weights on (critical, warning, soft)."""
+        nonlocal best_key, best_soft, best
+        key = counts.key
+        if soft is None:
+            if key < best_key:
+                best_key, best = key, dict(ev.placed_scope)
+            return
+        value = soft_now()
+        if key < best_key or (key == best_key and value < best_soft - 1e-9):
+            best_key, best_soft, best = key, value, dict(ev.placed_scope)
+
     next_refresh = 0
-    while evals < limit and tids and not at_floor(best_key):
+    # With weights: after ``soft_kick_per_task`` evaluations per placed task without a better
+    # key the walk
+    # restarts from the best placement kicked by ``soft_kick_moves`` random moves (iterated
+    # local search: single moves and plateau walks stall in basins a few moves deep).
+    kick_after = int(cal.soft_kick_per_task * len(placements)) if soft is not None else 0
+    last_best = (best_key, 0)
+    while evals < health_limit and tids and not at_floor(best_key):
         if evals >= next_refresh:  # (scans spend many evaluations at once)
             next_refresh = evals + cal.refresh_every
             if time.perf_counter() > safety:
                 break
+            if best_key != last_best[0]:
+                last_best = (best_key, evals)
+            elif kick_after and evals - last_best[1] >= kick_after:
+                ev.set_placements(list(best.values()))
+                for _ in range(cal.soft_kick_moves):
+                    kicked = search.relocate(tids[int(rng.integers(len(tids)))], "any")
+                    if kicked is not None and max_moves is not None and search.moved() > max_moves:
+                        search.undo(kicked)
+                cur = ev.counts_now()
+                evals += cal.soft_kick_moves
+                last_best = (best_key, evals)
             hot = _hot_tasks(ev, tids) or tids
         draw = rng.random()
         scanned = None  # a scan's (undo list or None, evaluations spent)
@@ -586,17 +672,15 @@ def search_health(
                 search.gap_candidates() if draw < cal.gap_scan_share else search.unload_candidates()
             )
             if cands:
-                scanned = search.scan(cands, cur)
+                scanned = search.scan(cands, search.score(cur))
         if scanned is None and rng.random() < cal.scan_share:
-            scanned = search.best_relocation(hot[int(rng.integers(len(hot)))], cur)
+            scanned = search.best_relocation(hot[int(rng.integers(len(hot)))], search.score(cur))
         if scanned is not None:
             changes, spent = scanned
             evals += spent
             if changes is not None and (max_moves is None or search.moved() <= max_moves):
                 cur = ev.counts_now()
-                if cur.key < best_key:
-                    best_key = cur.key
-                    best = dict(ev.placed_scope)
+                record(cur)
             elif changes is not None:
                 search.undo(changes)
             continue
@@ -625,16 +709,22 @@ def search_health(
             continue
         cand = ev.counts_now()
         evals += 1
+        # (plateaus are crossed on the slack alone, with weights too: the soft terms only choose
+        # the best among equal counts, see docs/decisions.md)
         if cand.key < cur.key or (cand.key == cur.key and cand.slack <= cur.slack + 1e-9):
             cur = cand
-            if cand.key < best_key:
-                best_key = cand.key
-                best = dict(ev.placed_scope)
+            record(cand)
         else:
             search.undo(changes)
-    # Least change: send moved tasks back where that keeps the best counts.
+    if soft is not None and tids and evals < limit:
+        assert paired is not None
+        paired.sync()
+        paired.lazy = False
+        evals = _soft_phase(search, soft, best, tids, evals, limit, safety, record)
+    # Least change: send moved tasks back where that keeps the best key.
     ev.set_placements(list(best.values()))
     final = ev.counts_now()
+    final_soft = soft_now() if soft is not None else 0.0
     for tid in sorted(best):
         if time.perf_counter() > safety:
             break  # (what is sent back so far keeps the best counts)
@@ -652,14 +742,19 @@ def search_health(
             ev.place(home)
             after = ev.counts_now()
             evals += 1
-            if after.key <= final.key:
+            if soft is None and after.key <= final.key:
                 final = after
                 continue
+            if soft is not None:
+                after_soft = soft_now()
+                if (after.key, after_soft) <= (final.key, final_soft + 1e-9):
+                    final, final_soft = after, after_soft
+                    continue
             ev.remove(tid)
         ev.place(here)
-    if final.key >= (start.critical, start.warning):
-        ev.set_placements(placements)  # no better counts: the start, untouched
-        final = start
+    if (final.key, final_soft) >= (start.key, start_soft - 1e-9 if soft is not None else 0.0):
+        ev.set_placements(placements)  # no better key: the start, untouched
+        final, final_soft = start, start_soft
     out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     moved = sum(1 for pl in out if origin_map.get(pl.task_id) != pl)
     return HealthSearchResult(
@@ -671,7 +766,213 @@ def search_health(
         evals * cost,
         floor=None if floor is None else (floor[0] + feasibility_critical, floor[1]),
         floor_cut=floor_cut,
+        soft=final_soft if soft is not None else None,
+        start_soft=start_soft if soft is not None else None,
     )
+
+
+def _soft_phase(
+    search: _Search,
+    soft: SoftEvaluator,
+    best: Mapping[int, Placement],
+    tids: list[int],
+    evals: int,
+    limit: int,
+    safety: float,
+    record: Callable[[HealthCounts], None],
+) -> int:
+    """The soft phase of a search with weights: from the best placement of the health phase,
+    moves (a task to another free place or host block) and swaps (two tasks of one length)
+    that keep (critical, warning) or lower it, accepted on the soft terms by late acceptance (a
+    move is taken when its soft total is at most the current one or the one ``soft_history``
+    steps back), and scans of one task's places ranked by the soft terms. Every candidate is
+    screened on the soft evaluator alone (``soft_screen_cost`` of an evaluation); only the ones
+    the soft terms accept are counted by the health evaluator. ``record`` keeps the best on
+    (critical, warning, soft). Returns the evaluations spent (whole ones, rounded up)."""
+    ev, cal, rng = search.ev, search.cal, search.rng
+    problem = search.problem
+    ev.set_placements(list(best.values()))
+    cur = ev.counts_now()
+    cur_soft = soft.total()
+    history = [cur_soft] * max(1, cal.soft_history)
+    step = 0
+    work = float(evals)
+    next_check = work
+
+    def screen(cand: list[tuple[int, Placement]]) -> float:
+        """The soft total after ``cand``, on the soft evaluator alone (left as it was)."""
+        olds = [soft.remove(t, refresh=False) for t, _ in cand]
+        for _, new in cand:
+            soft.place(new, refresh=False)
+        days = [pl.day for pl in olds] + [new.day for _, new in cand]
+        soft.refresh(days)
+        value = soft.total()
+        for t, _ in cand:
+            soft.remove(t, refresh=False)
+        for old in olds:
+            soft.place(old, refresh=False)
+        soft.refresh(days)
+        return value
+
+    def places_of(tid: int, days: Sequence[int]) -> list[Placement]:
+        here = ev.placed_scope[tid]
+        g = problem.groups[search.group_of[tid]]
+        out = []
+        for day in days:
+            for s, host in search.starts_on(g, day, (here,)):
+                pl = Placement(tid, day, s, s + g.duration - 1, host)
+                if pl != here:
+                    out.append(pl)
+        return out
+
+    def attempt(cand: list[tuple[int, Placement]]) -> bool:
+        nonlocal cur, cur_soft, work
+        changes = search._make(cand)
+        if search.max_moves is not None and search.moved() > search.max_moves:
+            search.undo(changes)
+            return False
+        counts = ev.counts_now()
+        work += 1.0
+        if counts.key <= cur.key:
+            cur, cur_soft = counts, soft.total()
+            record(counts)
+            return True
+        search.undo(changes)
+        return False
+
+    while work < limit:
+        if work >= next_check:
+            next_check = work + cal.refresh_every
+            if time.perf_counter() > safety:
+                break
+        tid = tids[int(rng.integers(len(tids)))]
+        gi = search.group_of[tid]
+        days = search.allowed_days[gi]
+        if days.size == 0:
+            work += cal.soft_screen_cost
+            continue
+        draw = rng.random()
+        if draw < cal.soft_scan_share:
+            # every place of one task (on at most scan_days days), best soft first
+            pick = days
+            if days.size > cal.scan_days:
+                pick = np.sort(rng.choice(days, size=cal.scan_days, replace=False))
+            ranked = []
+            for pl in places_of(tid, [int(d) for d in pick.tolist()]):
+                ranked.append((screen([(tid, pl)]), float(rng.random()), pl))
+                work += cal.soft_screen_cost
+            ranked.sort(key=lambda e: (e[0], e[1]))
+            for value, _, pl in ranked[: cal.soft_scan_tries]:
+                if value >= cur_soft - 1e-9 or attempt([(tid, pl)]):
+                    break
+            continue
+        cand: list[tuple[int, Placement]] | None = None
+        here = ev.placed_scope[tid]
+        if draw < cal.soft_scan_share + cal.swap_share and len(tids) > 1:
+            u = tids[int(rng.integers(len(tids)))]
+            there = ev.placed_scope[u]
+            if (
+                u != tid
+                and here.length == there.length
+                and here.embed_host is None
+                and there.embed_host is None
+                and ev.code_of_task[u] != ev.code_of_task[tid]
+            ):
+                na = Placement(tid, there.day, there.slot_start, there.slot_end)
+                nb = Placement(u, here.day, here.slot_start, here.slot_end)
+                if search.allows(tid, na) and search.allows(u, nb):
+                    cand = [(tid, na), (u, nb)]
+        else:
+            if rng.random() < 0.5:
+                a, b = (int(v) for v in rng.choice(days, size=2))
+                day = a if ev.day_total[a - 1] <= ev.day_total[b - 1] else b
+            else:
+                day = int(rng.choice(days))
+            places = places_of(tid, [day])
+            if places:
+                cand = [(tid, places[int(rng.integers(len(places)))])]
+        work += cal.soft_screen_cost
+        if cand is None:
+            continue
+        value = screen(cand)
+        bar = max(cur_soft, history[step % len(history)])
+        if value <= bar + 1e-9:
+            attempt(cand)
+        history[step % len(history)] = cur_soft
+        step += 1
+    return math.ceil(work)
+
+
+class _SoftHealth(HealthEvaluator):
+    """A :class:`.health_eval.HealthEvaluator` whose updates also update a
+    :class:`.soft_eval.SoftEvaluator` of the same scope: every move a search makes is scored on
+    both (only the public interface is overridden)."""
+
+    def __init__(
+        self,
+        state: ScheduleState,
+        scope: set[int],
+        level: Level,
+        feasibility_critical: int,
+        soft: SoftEvaluator,
+    ) -> None:
+        self.soft_terms = soft
+        self._bulk = False
+        # lazy: the soft evaluator is brought up to date by :meth:`sync` only (the tasks
+        # touched since are kept in ``_dirty``)
+        self.lazy = False
+        self._dirty: set[int] = set()
+        super().__init__(state, scope, level, feasibility_critical)
+
+    def place(self, pl: Placement, refresh: bool = True) -> None:
+        super().place(pl, refresh)
+        if self._bulk:
+            return
+        if self.lazy:
+            self._dirty.add(pl.task_id)
+        else:
+            self.soft_terms.place(pl, refresh)
+
+    def remove(self, task_id: int, refresh: bool = True) -> Placement:
+        pl = super().remove(task_id, refresh)
+        if self._bulk:
+            return pl
+        if self.lazy:
+            self._dirty.add(task_id)
+        else:
+            self.soft_terms.remove(task_id, refresh)
+        return pl
+
+    def refresh(self, days: Iterable[int]) -> None:
+        days = list(days)
+        super().refresh(days)
+        if not self._bulk and not self.lazy:
+            self.soft_terms.refresh(days)
+
+    def sync(self) -> None:
+        """Bring the soft evaluator to the current placement (after lazy updates): every
+        touched task's old place removed first, then its new place set."""
+        if not self._dirty:
+            return
+        soft = self.soft_terms
+        changed = [t for t in self._dirty if soft.placed_scope.get(t) != self.placed_scope.get(t)]
+        self._dirty.clear()
+        days = [soft.remove(t, refresh=False).day for t in changed if t in soft.placed_scope]
+        for t in changed:
+            pl = self.placed_scope.get(t)
+            if pl is not None:
+                soft.place(pl, refresh=False)
+                days.append(pl.day)
+        soft.refresh(days)
+
+    def set_placements(self, placements: Sequence[Placement]) -> None:
+        self._bulk = True
+        try:
+            super().set_placements(placements)
+        finally:
+            self._bulk = False
+        self._dirty.clear()
+        self.soft_terms.set_placements(placements)
 
 
 def _higher(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:

@@ -55,6 +55,7 @@ from .baselines import balanced_greedy
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .columns import ColumnSearch, search
 from .counting import max_placeable, residual
+from .health_eval import HealthEvaluator
 from .health_floor import health_floor
 from .health_search import prefer_lexicographic, search_health, unplaced_check
 from .least_change import moved_tasks, send_back
@@ -257,8 +258,9 @@ def _propose_scope(
 
     # One-time costs are not the search's time: loading the pricing kernels and importing CP-SAT
     # (both once per process). On a fresh install the kernels compile in the background instead
-    # (see ._jit) and this proposal goes without the column search (and its bound).
-    compiled = kernels_ready()
+    # (see ._jit) and this proposal goes without the column search (and its bound). The one
+    # search (issue 26) needs no kernels: it neither loads nor compiles them.
+    compiled = False if calibration.one_search else kernels_ready()
     cp_model()
     _import_glop()
     t0 = time.perf_counter()
@@ -329,109 +331,129 @@ def _propose_scope(
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
+    if cal.one_search and len(scored) > 1 and time.perf_counter() < search_stop:
+        # The one search minimises (critical, warning) first: it starts from the start with
+        # the fewest issues (then the lowest soft terms).
+        ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, threshold, 0)
+
+        def start_key(e: tuple[dict[str, float], tuple[ProposalStart, list[Placement]]]) -> Any:
+            ev.set_placements(e[1][1])
+            return (ev.counts_now().key, e[0]["weighted_total"])
+
+        start_obj, (start_name, start) = min(scored, key=start_key)
     start_only = time.perf_counter() >= search_stop
 
-    total_budget = cal.work_share * effort  # estimated seconds of deterministic work
-    # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
-    #    better first master for the column generation.
-    pre_budget = cal.pre_local_share * effort
-    report("local moves", t0, start_obj["weighted_total"])
-    pre = improve(
-        problem,
-        w,
-        start,
-        seed=seed,
-        deadline=search_stop,
-        budget_s=pre_budget,
-        stall_s=cal.local_stall * pre_budget,
-        calibration=cal,
-    )
-    local_moves = pre.moves
-    best = pre.placements
-    # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
-    #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
-    report(
-        "column search" if compiled else "no column search (kernels compiling)",
-        t0,
-        start_obj["weighted_total"] + pre.delta,
-    )
-    if compiled:
-        columns = search(
+    local_moves = iterations = columns_explored = 0
+    bound: float | None = None
+    current = {pl.task_id: pl for pl in start}
+    if cal.one_search:
+        # Issue 26: no soft-only stages; the close stage is the one search, on (critical,
+        # warning, soft terms), with their work budget and its own.
+        report("one search", t0, start_obj["weighted_total"])
+    else:
+        total_budget = cal.work_share * effort  # estimated seconds of deterministic work
+        # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
+        #    better first master for the column generation.
+        pre_budget = cal.pre_local_share * effort
+        report("local moves", t0, start_obj["weighted_total"])
+        pre = improve(
             problem,
-            target,
-            best,
             w,
-            budget_s=cal.column_share * effort,
-            deadline=search_stop,
-            num_workers=num_workers,
+            start,
             seed=seed,
-            start_value=start_obj["weighted_total"] + pre.delta,
+            deadline=search_stop,
+            budget_s=pre_budget,
+            stall_s=cal.local_stall * pre_budget,
             calibration=cal,
         )
-    else:
-        obj = evaluate(problem, best, w)["weighted_total"]
-        columns = ColumnSearch(
-            placements=list(best),
-            objective=obj,
-            bound=math.inf,
-            optimal=False,
-            start_objective=obj,
-            totals={},
-            explored=[],
-            converged=False,
+        local_moves = pre.moves
+        best = pre.placements
+        # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
+        #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
+        report(
+            "column search" if compiled else "no column search (kernels compiling)",
+            t0,
+            start_obj["weighted_total"] + pre.delta,
         )
-    bound: float | None = columns.bound if math.isfinite(columns.bound) else None
-    if columns.objective < columns.start_objective:
-        best = columns.placements
-    work = pre.work_s + columns.work_s
-    current = {pl.task_id: pl for pl in best}
-    iterations = 0
-    try:
-        if not columns.optimal:
-            # 3. What the budget leaves: local moves again, then the full model (short windows)
-            #    or the day-pair neighbourhood search (see .neighbourhood).
-            local_budget = min(cal.local_share * effort, max(0.0, total_budget - work))
-            so_far = min(columns.objective, columns.start_objective)
-            report("local moves", t0, so_far, bound)
-            local = improve(
+        if compiled:
+            columns = search(
                 problem,
-                w,
+                target,
                 best,
-                seed=seed + 1,
+                w,
+                budget_s=cal.column_share * effort,
                 deadline=search_stop,
-                budget_s=local_budget,
-                stall_s=cal.local_stall * local_budget,
+                num_workers=num_workers,
+                seed=seed,
+                start_value=start_obj["weighted_total"] + pre.delta,
                 calibration=cal,
             )
-            local_moves += local.moves
-            work += local.work_s
-            current = {pl.task_id: pl for pl in local.placements}
-            win = WindowData.build(
-                problem,
-                w,
-                sum(pl.length for pl in best if pl.embed_host is None),
-                deadline=search_stop,
+        else:
+            obj = evaluate(problem, best, w)["weighted_total"]
+            columns = ColumnSearch(
+                placements=list(best),
+                objective=obj,
+                bound=math.inf,
+                optimal=False,
+                start_objective=obj,
+                totals={},
+                explored=[],
+                converged=False,
             )
-            report(
-                "full model" if problem.num_days <= cal.full_model_max_days else "neighbourhoods",
-                t0,
-                so_far + local.delta,
-                bound,
-            )
-            if problem.num_days <= cal.full_model_max_days:
-                iterations = 1
-                current, model_bound = _full_model(
-                    win, w, target, current, proof, effort, search_stop, seed, num_workers, cal
+        bound = columns.bound if math.isfinite(columns.bound) else None
+        columns_explored = len(columns.explored)
+        if columns.objective < columns.start_objective:
+            best = columns.placements
+        work = pre.work_s + columns.work_s
+        current = {pl.task_id: pl for pl in best}
+        try:
+            if not columns.optimal:
+                # 3. What the budget leaves: local moves again, then the full model (short windows)
+                #    or the day-pair neighbourhood search (see .neighbourhood).
+                local_budget = min(cal.local_share * effort, max(0.0, total_budget - work))
+                so_far = min(columns.objective, columns.start_objective)
+                report("local moves", t0, so_far, bound)
+                local = improve(
+                    problem,
+                    w,
+                    best,
+                    seed=seed + 1,
+                    deadline=search_stop,
+                    budget_s=local_budget,
+                    stall_s=cal.local_stall * local_budget,
+                    calibration=cal,
                 )
-                if model_bound is not None:
-                    bound = model_bound if bound is None else max(bound, model_bound)
-            else:
-                budget = max(0.0, total_budget - work)
-                current, iterations = neighbourhood_search(
-                    win, current, search_stop, budget, seed, num_workers, cal
+                local_moves += local.moves
+                work += local.work_s
+                current = {pl.task_id: pl for pl in local.placements}
+                win = WindowData.build(
+                    problem,
+                    w,
+                    sum(pl.length for pl in best if pl.embed_host is None),
+                    deadline=search_stop,
                 )
-    except OutOfTime:
-        pass  # ``current`` holds the last complete placement found before the deadline
+                report(
+                    "full model"
+                    if problem.num_days <= cal.full_model_max_days
+                    else "neighbourhoods",
+                    t0,
+                    so_far + local.delta,
+                    bound,
+                )
+                if problem.num_days <= cal.full_model_max_days:
+                    iterations = 1
+                    current, model_bound = _full_model(
+                        win, w, target, current, proof, effort, search_stop, seed, num_workers, cal
+                    )
+                    if model_bound is not None:
+                        bound = model_bound if bound is None else max(bound, model_bound)
+                else:
+                    budget = max(0.0, total_budget - work)
+                    current, iterations = neighbourhood_search(
+                        win, current, search_stop, budget, seed, num_workers, cal
+                    )
+        except OutOfTime:
+            pass  # ``current`` holds the last complete placement found before the deadline
 
     # Every search stops by ``search_stop`` at the latest; one that got that close may have been
     # cut by the wall clock rather than by its deterministic budget.
@@ -468,6 +490,7 @@ def _propose_scope(
                 stop,
                 num_workers,
                 cal,
+                one_search=cal.one_search,
             )
             wall_limited = wall_limited or close_cut
         except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
@@ -504,7 +527,7 @@ def _propose_scope(
         seed=seed,
         iterations=iterations,
         local_moves=local_moves,
-        columns_explored=len(columns.explored),
+        columns_explored=columns_explored,
         critical=health[0] if health is not None else None,
         warning=health[1] if health is not None else None,
         threshold=threshold,
@@ -542,6 +565,7 @@ def _close_stage(
     stop: float,
     num_workers: int,
     calibration: Calibration,
+    one_search: bool = False,
 ) -> tuple[
     list[Placement],
     dict[str, float],
@@ -555,6 +579,9 @@ def _close_stage(
     counts, the counts before the stage, the floor (None when not computed in time) and whether
     the wall clock decided part of it (a floor or the feasibility check cut: the same seed may
     then answer otherwise on a faster machine, so the proposal says ``wall_limited``).
+
+    ``one_search`` (issue 26): the search's key ends with the weighted soft terms ``w``, and it
+    gets ``one_search_share`` of the limit in estimated work (no soft pipeline ran before it).
 
     Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
     window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
@@ -587,13 +614,18 @@ def _close_stage(
         placements,
         level=threshold,
         seed=seed,
-        budget_s=cal.health_share * effort,
+        budget_s=(cal.one_search_share if one_search else cal.health_share) * effort,
         deadline=stop,
         feasibility_critical=feasibility,
         floor=(floor.critical, floor.warning) if floor is not None else None,
         calibration=cal,
+        weights=w if one_search else None,
     )
-    if close.counts.key < close.start_counts.key:
+    if close.soft is not None and close.start_soft is not None:
+        better = (close.counts.key, close.soft) < (close.start_counts.key, close.start_soft)
+    else:
+        better = close.counts.key < close.start_counts.key
+    if better:
         placements = close.placements
         objective = evaluate(problem, placements, w)
     # Never lexicographically worse than the balanced greedy placing as many periods.

@@ -92,6 +92,16 @@ DOCUMENTED = {
     "switch_weight": 10.0,
     "post_solve_per_task_s": 6e-5,
     "move_weight": 0.05,
+    "one_search": False,
+    "one_search_share": 1.0,
+    "soft_eval_factor": 1.3,
+    "soft_health_part": 0.8,
+    "soft_history": 20,
+    "soft_scan_share": 0.1,
+    "soft_scan_tries": 3,
+    "soft_screen_cost": 0.2,
+    "soft_kick_per_task": 10.0,
+    "soft_kick_moves": 3,
 }
 
 

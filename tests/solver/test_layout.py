@@ -21,7 +21,8 @@ NOT_CALIBRATION = {
     "pricing": {"MAX_MASK_BITS"},  # the programme's mask axis (its encoding)
     "patterns": {"MAX_PATTERNS"},  # above it a run type uses the positional encoding
     "health_eval": {"MIN_USABLE", "MIN_BUFFER"},  # analyze_health's tolerance defaults
-    "health_floor": {"_EPS"},
+    "health_floor": {"_EPS", "_EXACT_MEMO_SIZE"},  # a tolerance; how many answers are kept
+    "health_model": {"MAX_PATTERNS"},  # above it a day's patterns are not enumerated
     "relaxation": {"DUAL_SCALE", "INTEGRAL_TOL"},  # exact arithmetic of the certified bound
     "objective": {"MAX_SCALE", "MODEL_MAGNITUDE", "FLOAT_MARGIN"},  # exact weights and bounds
 }

@@ -18,6 +18,15 @@ def binding_text(rule: str, why: dict[str, Any]) -> str:
             for d in why["days"]
         )
         return f"{days}（每天{why['slots_per_day']}节），固定课程/锁定任务无法移动，这些天的负载问题无法消除。"
+    if rule == "day_utilization" and kind == "exact_days":
+        lengths = "、".join(str(n) for n in why["block_lengths"])
+        least = why.get("min_warning_at_min_critical")
+        then = f"；严重问题最少时，警告至少{least}个" if least is not None else ""
+        return (
+            f"要放下{why['periods_to_place']}节任务（任务块长{lengths}节），每块只能放进某天"
+            f"足够长的连续空位；逐天精确排布后，每日负载与每日余量的问题至少"
+            f"{why['min_critical']}个严重、严重与警告合计至少{why['min_issues']}个{then}。"
+        )
     if rule == "day_utilization":
         return (
             f"至少要放下{why['periods_to_place']}节任务，其余天在负载低于{why['warning_load']}节"

@@ -1,0 +1,439 @@
+"""An exact CP-SAT model of the per-day health rules, for a tight floor (issue 26 item 5).
+
+:mod:`.health_floor`'s relaxation pours the periods to place freely into the free periods a class
+allows: task lengths against the free runs of a day are forgotten, and each rule is bounded on its
+own. On fragmented windows (free runs of one to three periods, blocks of two to four) that is
+weak: a block of four cannot go on a day whose free runs are all shorter, so the periods crowd
+onto the days with long runs and push them over the utilisation bands, and a day holding a block
+may lose its buffer.
+
+This module decides, exactly, which blocks each day can hold: a day's *pattern* is how many
+blocks of each length it takes, and the patterns a day allows are those whose blocks pack into
+its free runs (enumerated per distinct run structure, shared by the days alike). Given a pattern
+a day's load is known, so its ``day_utilization`` severity is, and whether it can keep a buffer
+(two usable free periods: some run keeps two periods once its blocks are pushed to one end).
+Every movable block of the population is one *item* (its length, the days its class allows, the
+free runs its banned periods leave it, whether it may sit in a host block instead); the model
+assigns item counts to days so that each day's counts are one of its patterns, every placed item
+stays placed, at least ``pending_min`` pending periods are placed, and guests (items in host
+blocks, which add no load) are at most the host blocks. It minimises the ``day_utilization``
+issues plus the ``buffer`` issue, critical ones in one solve and critical + warning in another.
+
+The population it covers contains every schedule :mod:`.health_floor` bounds (blocks of a placed
+task move independently, banned periods only restrict the days an item may take, host capacity is
+counted generously), so its objective bound, proven by CP-SAT within the wall-clock limit, is a
+lower bound on those two rules' issues in every schedule. A solve that proves no bound in time
+claims nothing (``proven`` false); the caller then keeps its relaxation's figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..rules import Level, r4, rule, severity
+from ._cpsat import cp_model, make_solver, status_of
+from .health_eval import MIN_BUFFER, MIN_USABLE
+
+MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up (no claim)
+
+
+@dataclass(frozen=True)
+class Item:
+    """Movable blocks alike: ``length`` periods, days ``lo..hi`` (1-based, inclusive),
+    ``allowed``: the periods it may take (False: banned), ``pending``: may stay unplaced,
+    ``guest``: may sit inside a host block instead (adding no load), ``count``: how many."""
+
+    length: int
+    lo: int
+    hi: int
+    allowed: tuple[bool, ...]
+    pending: bool
+    guest: bool
+    count: int = 1
+
+
+@dataclass
+class ExactDays:
+    """The model's answer: ``proven``: the bounds below hold (CP-SAT proved them within the
+    limit); ``critical`` / ``critical_warning``: least critical and least critical + warning
+    issues of ``day_utilization`` and ``buffer`` together over the population;
+    ``lex_warning``: least warnings of those schedules whose criticals are ``critical`` (None:
+    not proven; computed only when ``critical`` is the proven optimum, not a mere bound);
+    ``runtime_s``; ``figures``: what the explanation quotes (the block lengths, one
+    lexicographically best schedule's days over the bands); ``solution``: that schedule as
+    the model sees it (per kind of day: its days, pattern counts, item counts and guests by
+    index in the items given; guests in floating hosts), for :func:`.health_floor.realise`."""
+
+    proven: bool
+    critical: int = 0
+    critical_warning: int = 0
+    lex_warning: int | None = None
+    solution: dict[str, Any] | None = None
+    runtime_s: float = 0.0
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def _run_patterns(
+    run: int, parts: Sequence[int], lengths: Sequence[int], supply: Sequence[int]
+) -> dict[tuple[int, ...], int]:
+    """Every count vector (per length) of blocks packing into the allowed stretches ``parts``
+    of one free run of ``run`` periods → the most periods the run keeps free with it."""
+    width = len(lengths)
+    acc: dict[tuple[int, ...], int] = {(0,) * width: 0}
+    for part in parts:
+        ranges = [range(min(s, part // n) + 1) for n, s in zip(lengths, supply, strict=True)]
+        options = []
+        for vec in itertools.product(*ranges):
+            used = sum(c * n for c, n in zip(vec, lengths, strict=True))
+            if used <= part:
+                options.append((vec, used))
+        nxt: dict[tuple[int, ...], int] = {}
+        for vec, used0 in acc.items():
+            for add, used in options:
+                new = tuple(a + b for a, b in zip(vec, add, strict=True))
+                if any(c > s for c, s in zip(new, supply, strict=True)):
+                    continue
+                total = used0 + used
+                if nxt.get(new, run + 1) > total:
+                    nxt[new] = total
+        acc = nxt
+    return {vec: run - used for vec, used in acc.items()}
+
+
+def day_patterns(
+    free_runs: Sequence[tuple[int, tuple[int, ...]]],
+    lengths: Sequence[int],
+    supply: Sequence[int],
+) -> dict[tuple[int, ...], bool] | None:
+    """The patterns of a day: ``free_runs`` holds each free run's length and the lengths of
+    its stretches some movable block's class allows; count vector (per length of ``lengths``,
+    at most ``supply`` each) → whether some packing may leave a buffer. Counted generously:
+    a run keeping ``left`` free periods gives at most ``left`` usable ones when ``left`` reaches
+    ``MIN_USABLE`` (none below: its free pieces are all shorter), and the day has a buffer when
+    those reach ``MIN_BUFFER``. ``None`` beyond :data:`MAX_PATTERNS`."""
+    width = len(lengths)
+    acc: dict[tuple[int, ...], int] = {(0,) * width: 0}  # vector -> most usable periods
+    for run, parts in free_runs:
+        options = _run_patterns(run, parts, lengths, supply)
+        nxt: dict[tuple[int, ...], int] = {}
+        for vec, usable in acc.items():
+            for add, left in options.items():
+                new = tuple(a + b for a, b in zip(vec, add, strict=True))
+                if any(c > s for c, s in zip(new, supply, strict=True)):
+                    continue
+                got = usable + (left if left >= MIN_USABLE else 0)
+                if nxt.get(new, -1) < got:
+                    nxt[new] = got
+        acc = nxt
+        if len(acc) > MAX_PATTERNS:
+            return None
+    return {vec: usable >= MIN_BUFFER for vec, usable in acc.items()}
+
+
+def _fits(free_row: np.ndarray, allowed: np.ndarray, length: int) -> bool:
+    """Some ``length`` consecutive periods of the day are free and allowed."""
+    ok = (free_row & allowed).astype(np.int64)
+    if ok.size < length:
+        return False
+    window = np.convolve(ok, np.ones(length, dtype=np.int64), mode="valid")
+    return bool((window == length).any())
+
+
+def _stretches(row: np.ndarray) -> list[tuple[int, int]]:
+    """(start, length) of the runs of True in ``row``."""
+    out = []
+    start = None
+    for i, v in enumerate([*row.tolist(), False]):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            out.append((start, i - start))
+            start = None
+    return out
+
+
+def exact_days(
+    fixed_owner: np.ndarray,
+    items: Sequence[Item],
+    *,
+    level: Level,
+    pending_min: int,
+    fixed_hosts: Sequence[tuple[int, int]] = (),
+    floating_hosts: Sequence[int] = (),
+    count_load: bool,
+    count_buffer: bool,
+    time_limit_s: float,
+    num_workers: int = 1,
+) -> ExactDays:
+    """Least (critical, critical + warning) issues of ``day_utilization`` (when
+    ``count_load``) and ``buffer`` (when ``count_buffer``) over every placement of ``items`` on
+    the days of ``fixed_owner`` (0: free), see the module docstring. ``time_limit_s`` bounds
+    the whole call, the model's building included; ``num_workers``: CP-SAT's workers.
+
+    Days alike (the same free runs and allowed stretches, fixed load, items that fit and room
+    per banned-period mask) are interchangeable, so the model counts how many days of each
+    kind take each pattern rather than choosing one per day (the same optimum, far fewer
+    symmetric solutions)."""
+    started = time.perf_counter()
+    deadline = started + time_limit_s
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
+    def give_up() -> ExactDays:
+        return ExactDays(False, runtime_s=time.perf_counter() - started)
+
+    num_days, spd = fixed_owner.shape
+    free = fixed_owner == 0
+    fixed_load = np.count_nonzero(~free, axis=1)
+    util = rule("load", "day_utilization", level)
+    util_cw = []  # per load: (critical, critical + warning) of the day
+    for load in range(spd + 1):
+        sev = severity(util, {"utilization": r4(load / spd)})
+        util_cw.append((int(sev == "critical"), int(sev in ("critical", "warning"))))
+    if not count_load:
+        util_cw = [(0, 0)] * (spd + 1)
+    buf_rule = rule("tolerance", "buffer", level)
+    buf_cw = []  # per count of days without buffer
+    for nb in range(num_days + 1):
+        sev = severity(buf_rule, {"days_without_buffer": nb, "fragmentation_rate": 0.0})
+        buf_cw.append((int(sev == "critical"), int(sev in ("critical", "warning"))))
+    if not count_buffer:
+        buf_cw = [(0, 0)] * (num_days + 1)
+
+    placing = [it for it in items if it.count > 0]
+    lengths = sorted({it.length for it in placing})
+    supply = [sum(it.count for it in placing if it.length == n) for n in lengths]
+    index = {n: i for i, n in enumerate(lengths)}
+    masks = sorted({it.allowed for it in placing})
+    mask_arr = [np.array(m, dtype=bool) for m in masks]
+    host_days: dict[int, list[int]] = {}  # 0-based day -> its fixed host blocks' lengths
+    for day, n in fixed_hosts:
+        host_days.setdefault(day - 1, []).append(n)
+    for lst in host_days.values():
+        lst.sort()
+    guest_of: list[list[Any]] = [[] for _ in placing]  # per item: its guests per host pool
+    # kinds of days
+    kinds: dict[tuple[Any, ...], list[int]] = {}
+    for d in range(num_days):
+        fit = tuple(
+            it.lo <= d + 1 <= it.hi and _fits(free[d], np.array(it.allowed), it.length)
+            for it in placing
+        )
+        reach = np.zeros(spd, dtype=bool)
+        for it, ok in zip(placing, fit, strict=True):
+            if ok:
+                reach |= np.array(it.allowed, dtype=bool)
+        runs_d = tuple(
+            (n, tuple(p for _, p in _stretches(free[d, a : a + n] & reach[a : a + n])))
+            for a, n in _stretches(free[d])
+        )
+        room = tuple(int(np.count_nonzero(free[d] & m)) for m in mask_arr)
+        inside = tuple(it.guest and it.lo <= d + 1 <= it.hi for it in placing)
+        kinds.setdefault(
+            (runs_d, int(fixed_load[d]), fit, room, inside, tuple(host_days.get(d, []))), []
+        ).append(d)
+        if left() <= 0:
+            return give_up()
+    memo: dict[tuple[Any, ...], dict[tuple[int, ...], bool] | None] = {}
+    cp = cp_model()
+    model = cp.CpModel()
+    crit_terms: list[Any] = []
+    cw_terms: list[Any] = []
+    no_buffer: list[Any] = []
+    taken: list[list[Any]] = [[] for _ in placing]  # per item: its counts per kind of day
+    loads_of: list[tuple[list[Any], list[int]]] = []
+
+    def host_pool(
+        tag: str, hosts: Sequence[int], eligible: Sequence[bool], times: int
+    ) -> list[tuple[int, Any]]:
+        """Guests of the ``eligible`` items in ``hosts`` (block lengths; ``times`` days alike):
+        for every length, the guests that long or longer fit the hosts that long or longer.
+        Returns (item, its guests) pairs."""
+        if not hosts:
+            return []
+        gs: list[tuple[Any, int]] = []
+        out = []
+        for k, (it, ok) in enumerate(zip(placing, eligible, strict=True)):
+            if ok and it.length <= max(hosts):
+                g = model.NewIntVar(0, min(it.count, times * len(hosts)), f"g{tag}_{k}")
+                guest_of[k].append(g)
+                gs.append((g, it.length))
+                out.append((k, g))
+        for n in sorted({ln for _, ln in gs}):
+            model.Add(sum(g for g, ln in gs if ln >= n) <= times * sum(1 for h in hosts if h >= n))
+        return out
+
+    # per kind of day: its days, (pattern count, pattern), (item, count), (item, guests)
+    kind_vars: list[tuple[list[int], list[tuple[Any, tuple[int, ...]]], list[Any], list[Any]]]
+    kind_vars = []
+
+    for c, ((runs_d, load0, fit, room, inside, hosts_here), days) in enumerate(kinds.items()):
+        kind_guests = host_pool(str(c), hosts_here, inside, len(days))
+        kind_items: list[tuple[int, Any]] = []
+        kind_pats: list[tuple[Any, tuple[int, ...]]] = []
+        kind_vars.append((days, kind_pats, kind_items, kind_guests))
+        key = tuple(sorted(runs_d))
+        if key not in memo:
+            memo[key] = day_patterns(key, lengths, supply)
+        pats = memo[key]
+        if pats is None or left() <= 0:
+            return give_up()
+        size = len(days)
+        ns = []
+        per_len: list[list[tuple[Any, int]]] = [[] for _ in lengths]
+        pat_loads = []
+        for vec, buf in pats.items():
+            n = model.NewIntVar(0, size, f"n{c}_{'_'.join(map(str, vec))}")
+            ns.append(n)
+            kind_pats.append((n, vec))
+            for i, k in enumerate(vec):
+                if k:
+                    per_len[i].append((n, k))
+            load = load0 + sum(k * ln for k, ln in zip(vec, lengths, strict=True))
+            pat_loads.append(load)
+            c0, cw0 = util_cw[min(load, spd)]
+            if c0:
+                crit_terms.append(c0 * n)
+            if cw0:
+                cw_terms.append(cw0 * n)
+            if not buf:
+                no_buffer.append(n)
+        model.Add(sum(ns) == size)
+        loads_of.append((ns, pat_loads))
+        ys: list[list[tuple[Any, int]]] = [[] for _ in lengths]
+        by_mask: dict[int, list[tuple[Any, int]]] = {}
+        for k, (it, ok) in enumerate(zip(placing, fit, strict=True)):
+            if not ok:
+                continue
+            y = model.NewIntVar(0, min(it.count, size * (spd // it.length)), f"y{k}_{c}")
+            taken[k].append(y)
+            kind_items.append((k, y))
+            ys[index[it.length]].append((y, 1))
+            by_mask.setdefault(masks.index(it.allowed), []).append((y, it.length))
+        for i in range(len(lengths)):
+            model.Add(
+                sum(y for y, _ in ys[i]) == sum(k * n for n, k in per_len[i])
+                if per_len[i]
+                else sum(y for y, _ in ys[i]) == 0
+            )
+        for m, terms in by_mask.items():
+            model.Add(sum(ln * y for y, ln in terms) <= size * room[m])
+        if left() <= 0:
+            return give_up()
+    floating = host_pool("f", sorted(floating_hosts), [it.guest for it in placing], 1)
+    pending_periods: list[Any] = []
+    for k, it in enumerate(placing):
+        placed = list(taken[k]) + guest_of[k]
+        if it.pending:
+            model.Add(sum(placed) <= it.count)
+            pending_periods.append(it.length * sum(placed))
+        else:
+            model.Add(sum(placed) == it.count)
+    if pending_min > 0:
+        model.Add(sum(pending_periods) >= pending_min)
+    # the buffer issue: one for the window, by the days without buffer
+    nb = sum(no_buffer) if no_buffer else 0
+    buf_c = model.NewBoolVar("buffer_critical")
+    buf_w = model.NewBoolVar("buffer_issue")
+    first_c = next((n for n in range(num_days + 1) if buf_cw[n][0]), None)
+    first_w = next((n for n in range(num_days + 1) if buf_cw[n][1]), None)
+    if first_c is None:
+        model.Add(buf_c == 0)
+    else:
+        model.Add(nb <= first_c - 1 + num_days * buf_c)
+    if first_w is None:
+        model.Add(buf_w == 0)
+    else:
+        model.Add(nb <= first_w - 1 + num_days * buf_w)
+    crit = sum(crit_terms) + buf_c
+    crit_warn = sum(cw_terms) + buf_w
+    if left() <= 0.05:
+        return give_up()
+
+    build_s = time.perf_counter() - started
+    crit_opt = critical_warning = 0
+    lex_warning: int | None = None
+    solution: dict[str, Any] | None = None
+    figures: dict[str, Any] = {"lengths": lengths, "build_s": round(build_s, 3), "solve_s": []}
+    # 1. least criticals; 2. least warnings among those (the lexicographic floor); 3. least
+    # critical + warning. Each solve gets a share of what is left and starts from the last
+    # one's solution (a hint); the criticals are held at their least only in step 2.
+    hold = model.NewBoolVar("hold_least_critical")
+    variables = [model.GetIntVarFromProtoIndex(i) for i in range(len(model.Proto().variables))]
+    for step, objective in enumerate((crit, crit_warn - crit, crit_warn)):
+        if step == 1:
+            if not figures.get("critical_optimal"):
+                continue
+            model.Add(crit <= crit_opt).OnlyEnforceIf(hold)
+        domain = model.Proto().variables[hold.Index()].domain
+        domain[0] = domain[1] = int(step == 1)
+        model.Minimize(objective)
+        share = left() * (0.45, 0.6, 1.0)[step]
+        if share <= 0.01:
+            break
+        solver = make_solver(share, num_workers)
+        t_solve = time.perf_counter()
+        status = status_of(solver.Solve(model))
+        figures["solve_s"].append(round(time.perf_counter() - t_solve, 3))
+        if status.value not in ("optimal", "feasible"):
+            break
+        bound = int(np.ceil(solver.BestObjectiveBound() - 1e-6))
+        model.ClearHints()
+        for v in variables:
+            model.AddHint(v, solver.Value(v))
+        if step == 0:
+            crit_opt = bound
+            figures["critical_optimal"] = status.value == "optimal"
+        elif step == 2:
+            critical_warning = bound
+            figures["complete"] = (
+                status.value == "optimal"
+                and figures["critical_optimal"]
+                and bool(figures.get("lexicographic_optimal"))
+            )
+        else:
+            lex_warning = bound
+            figures["lexicographic_optimal"] = status.value == "optimal"
+            loads = [
+                load
+                for ns, pl in loads_of
+                for n, load in zip(ns, pl, strict=True)
+                for _ in range(solver.Value(n))
+            ]
+            figures["days_over_warning"] = sum(util_cw[min(x, spd)][1] for x in loads)
+            figures["days_over_critical"] = sum(util_cw[min(x, spd)][0] for x in loads)
+            original = [items.index(it) for it in placing]  # placing's items in ``items``
+            solution = {
+                "kinds": [
+                    (
+                        days,
+                        {vec: solver.Value(n) for n, vec in pats if solver.Value(n)},
+                        {original[k]: solver.Value(y) for k, y in its if solver.Value(y)},
+                        {original[k]: solver.Value(g) for k, g in gus if solver.Value(g)},
+                    )
+                    for days, pats, its, gus in kind_vars
+                ],
+                "floating": {original[k]: solver.Value(g) for k, g in floating if solver.Value(g)},
+                "lengths": lengths,
+            }
+    if "critical_optimal" not in figures:
+        return give_up()
+    return ExactDays(
+        True,
+        critical=crit_opt,
+        critical_warning=max(critical_warning, crit_opt),
+        lex_warning=lex_warning,
+        solution=solution,
+        runtime_s=time.perf_counter() - started,
+        figures=figures,
+    )
+
+
+__all__ = ["ExactDays", "Item", "day_patterns", "exact_days"]
