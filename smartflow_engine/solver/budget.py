@@ -147,6 +147,10 @@ class Calibration:
     # are estimated at eval_cost_s, ~1.5x what they cost on the 2-core machine unloaded, so
     # the wall clock stays a safety net behind the level-1 model, the start and the floor).
     one_search_share: float = 1.0
+    # Issue 26: of a proposal's time limit (wall clock, model building included), at most this
+    # for the exact model of the per-day rules in the close stage's floor (.health_model): the
+    # floor the proposal states is the tight one where the model proves it within that time.
+    exact_floor_share: float = 0.25
 
     # -------------------------------------------------------------------------- greedy packing
     # (:mod:`.baselines`, :mod:`.counting`)

@@ -112,6 +112,10 @@ class Proposal:
     # warning); the proposal is at its floor when it meets both. None when the floor could not
     # be computed within the limit (about a second on 1000-day windows): never claimed unproven.
     floor: tuple[int, int] | None = None
+    # The lexicographic floor (issue 26), when proven: every placement of the same population
+    # has more criticals than ``floor[0]`` or at least this many warnings (the exact model of
+    # the per-day rules, see .health_floor; None: only ``floor``'s componentwise bounds).
+    floor_least_warning: int | None = None
     # True when the wall-clock safety net may have cut a stage (a slow or overloaded machine):
     # the same seed then need not give the same proposal. False: every stage stopped on its
     # deterministic work budget, so the proposal is the one this seed always gives.
@@ -472,9 +476,17 @@ def _propose_scope(
     health: tuple[int, int] | None = None
     start_health: tuple[int, int] | None = None
     close_floor: tuple[int, int] | None = None
+    least_warning: int | None = None
     if run_close:
         try:
-            placements, objective, health, start_health, close_floor, close_cut = _close_stage(
+            (
+                placements,
+                objective,
+                health,
+                start_health,
+                (close_floor, least_warning),
+                close_cut,
+            ) = _close_stage(
                 state,
                 problem,
                 placements,
@@ -491,6 +503,7 @@ def _propose_scope(
                 num_workers,
                 cal,
                 one_search=cal.one_search,
+                exact_s=cal.exact_floor_share * time_limit_s,
             )
             wall_limited = wall_limited or close_cut
         except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
@@ -533,6 +546,7 @@ def _propose_scope(
         threshold=threshold,
         start_health=start_health,
         floor=close_floor,
+        floor_least_warning=least_warning,
         wall_limited=wall_limited,
         start_only=start_only,
         moved=moved_tasks(problem.current, placements),
@@ -566,12 +580,13 @@ def _close_stage(
     num_workers: int,
     calibration: Calibration,
     one_search: bool = False,
+    exact_s: float = 0.0,
 ) -> tuple[
     list[Placement],
     dict[str, float],
     tuple[int, int],
     tuple[int, int],
-    tuple[int, int] | None,
+    tuple[tuple[int, int] | None, int | None],
     bool,
 ]:
     """analyze_health's (critical, warning), see :mod:`.health_search`; it stops at the proven
@@ -582,6 +597,10 @@ def _close_stage(
 
     ``one_search`` (issue 26): the search's key ends with the weighted soft terms ``w``, and it
     gets ``one_search_share`` of the limit in estimated work (no soft pipeline ran before it).
+
+    ``exact_s``: the wall-clock limit of the exact floor model in the search's own floor
+    (:func:`.health_search.search_health`), at most what is left before ``stop`` after the
+    search's set-up; the floor returned is then (floor, lexicographic least warnings).
 
     Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
     window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
@@ -620,6 +639,8 @@ def _close_stage(
         floor=(floor.critical, floor.warning) if floor is not None else None,
         calibration=cal,
         weights=w if one_search else None,
+        exact_s=max(0.0, min(exact_s, stop - setup_s - time.perf_counter())),
+        num_workers=num_workers,
     )
     if close.soft is not None and close.start_soft is not None:
         better = (close.counts.key, close.soft) < (close.start_counts.key, close.start_soft)
@@ -643,7 +664,8 @@ def _close_stage(
             calibration=cal,
         )
     cut = cut or check_cut or close.floor_cut
-    return placements, objective, counts.key, close.start_counts.key, close.floor, cut
+    floors = (close.floor, close.floor_least_warning)
+    return placements, objective, counts.key, close.start_counts.key, floors, cut
 
 
 def _full_model(

@@ -94,6 +94,7 @@ DOCUMENTED = {
     "move_weight": 0.05,
     "one_search": False,
     "one_search_share": 1.0,
+    "exact_floor_share": 0.25,
     "soft_eval_factor": 1.3,
     "soft_health_part": 0.8,
     "soft_history": 20,

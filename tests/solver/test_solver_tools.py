@@ -376,7 +376,8 @@ def test_propose_reply_states_the_proposals_own_floor() -> None:
         counts = re.search(r"应用后 critical (\d+) 个、warning (\d+) 个", reply)
         floor = re.search(
             r"已证明同范围的任何方案至少有 critical (\d+) 个、critical 与 warning "
-            r"合计 (\d+) 个，本方案(已达|尚高于)此下限",
+            r"合计 (\d+) 个，(?:critical 为 \d+ 个的方案 warning 至少 (\d+) 个，)?"
+            r"本方案(已达|尚高于)此下限",
             reply,
         )
         assert counts is not None, reply
@@ -386,7 +387,11 @@ def test_propose_reply_states_the_proposals_own_floor() -> None:
             continue
         c, w = int(counts.group(1)), int(counts.group(2))
         fc, fsum = int(floor.group(1)), int(floor.group(2))
+        lw = None if floor.group(3) is None else int(floor.group(3))
         assert c >= fc and c + w >= fsum
-        assert (floor.group(3) == "已达") is (c <= fc and c + w <= fsum)
+        assert c > fc or lw is None or w >= lw  # the lexicographic floor holds
+        met = c <= fc and (c + w <= fsum or (lw is not None and w <= lw))
+        assert (floor.group(4) == "已达") is met
         if not proposal.wall_limited and "搜索被时限截断" not in reply:
             assert proposal.floor == (fc, fsum - fc)
+            assert proposal.floor_least_warning == lw
