@@ -35,7 +35,7 @@ from smartflow_engine.solver import check_feasibility, propose_placement
 from smartflow_engine.solver.baselines import balanced_greedy
 from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.health_eval import HealthCounts, HealthEvaluator
-from smartflow_engine.solver.health_floor import health_floor
+from smartflow_engine.solver.health_floor import _EXACT_MEMO, health_floor
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
@@ -333,6 +333,7 @@ def compare_pipeline(quick: bool, progress: Progress, fixed_work: bool) -> list[
         scope = {t for g in problem.groups for t in g.task_ids}
         row = PipelineRow(days, variant, classes, seed, {}, {}, {})
         for name, cal in PIPELINES.items():
+            _EXACT_MEMO.clear()  # each path solves its own exact floor (no answer carried over)
             t = time.perf_counter()
             if fixed_work:
                 p = propose_placement(

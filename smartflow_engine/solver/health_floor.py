@@ -58,6 +58,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..concepts import movable
+from ..concepts import subject_of as study_subject  # the subject health_facts counts
+from ..health_facts import MIN_BUFFER, grid_day_facts
 from ..rules import (
     IssueDimension,
     IssueRule,
@@ -69,7 +71,6 @@ from ..rules import (
 )
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
-from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
 from .health_model import ExactDays, Item, exact_days
 from .problem import Placement, rule_for
 
@@ -379,9 +380,11 @@ def health_floor(
 
     # -- buffer days
     tick()
-    rows, _, lengths = runs(fixed_owner == 0)
-    usable = np.bincount(
-        rows, weights=np.where(lengths >= MIN_USABLE, lengths, 0), minlength=num_days
+    # the usable periods of each day's fixed content (the one health model's day facts)
+    no_code = np.zeros(int(fixed_owner.max(initial=0)) + 1, dtype=np.int64)
+    usable = np.array(
+        [f.usable for f in grid_day_facts(fixed_owner, np.zeros_like(fixed_owner), no_code)],
+        dtype=np.int64,
     )
     hopeless = int(np.count_nonzero(usable < MIN_BUFFER))
     free_total = int(free.sum())

@@ -56,7 +56,7 @@ from .budget import DEFAULT_CALIBRATION, Calibration
 from .columns import ColumnSearch, search
 from .counting import max_placeable, residual
 from .health_eval import HealthEvaluator
-from .health_floor import health_floor
+from .health_floor import health_floor, realise
 from .health_search import prefer_lexicographic, search_health, unplaced_check
 from .least_change import moved_tasks, send_back
 from .local_search import improve
@@ -69,7 +69,7 @@ from .submodel import SubModel, WindowData
 ProposalStatus = Literal["optimal", "feasible", "unknown"]
 # Where a proposal's search started: the first packing order, it with the exact repair of its
 # leftovers, the counting model's witness, or (keep_placed's repair) the current schedule.
-ProposalStart = Literal["greedy", "greedy+repair", "witness", "current"]
+ProposalStart = Literal["greedy", "greedy+repair", "witness", "current", "exact"]
 
 
 @dataclass(frozen=True)
@@ -333,6 +333,19 @@ def _propose_scope(
         level1_cut = level1_cut or rest.runtime_s >= time_limit_s * cal.repair_share - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
+    if cal.one_search and cal.exact_floor_share > 0 and time.perf_counter() < search_stop:
+        # Issue 26: the exact model's schedule of the per-day rules (see .health_floor.realise)
+        # is a start too; its solve is the one the close stage's floor reads (remembered).
+        exact = _exact_start(
+            state,
+            problem,
+            target,
+            threshold,
+            min(cal.exact_floor_share * time_limit_s, search_stop - time.perf_counter()),
+            num_workers,
+        )
+        if exact is not None:
+            candidates.append(("exact", exact))
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
     if cal.one_search and len(scored) > 1 and time.perf_counter() < search_stop:
@@ -553,6 +566,79 @@ def _propose_scope(
         disruption_weight=float(disruption_weight),
         include_suggested=include_suggested,
     )
+
+
+def _exact_start(
+    state: ScheduleState,
+    problem: Problem,
+    target: int,
+    threshold: Level,
+    time_limit_s: float,
+    num_workers: int,
+) -> list[Placement] | None:
+    """The exact model's lexicographically best schedule of the per-day rules
+    (:func:`.health_floor.realise`) as a start placing ``target`` periods, the scope tasks it
+    leaves where they stand (a suggested task outside its class's days) kept there; None when
+    the model found none in ``time_limit_s`` (wall clock, model building included) or a block
+    is not a valid place of the problem (checked here: every scope task once, its group's
+    length, days and periods, free periods or a free part of a host block)."""
+    if time_limit_s <= 0.01:
+        return None
+    scope = {t for g in problem.groups for t in g.task_ids}
+    tasks = {t.state_id: t for t in state.tasks}
+    fixed = sum(tasks[t].need() for t in scope if tasks[t].status != "pending")
+    if target < fixed:
+        return None
+    found = realise(
+        state,
+        threshold,
+        pending_periods=target - fixed,
+        scope=scope,
+        time_limit_s=time_limit_s,
+        num_workers=num_workers,
+    )
+    if found is None:
+        return None
+    have = {pl.task_id for pl in found}
+    found += [pl for tid, pl in problem.current.items() if tid not in have]
+    return found if _valid_start(problem, found, target) else None
+
+
+def _valid_start(problem: Problem, placements: list[Placement], target: int) -> bool:
+    """``placements`` place ``target`` periods of the scope, each task at most once, each block
+    of its group's length on a day and off the periods its rule allows, on free periods (no two
+    overlapping) or inside a host block of the problem (no two guests overlapping)."""
+    group_of = {tid: g for g in problem.groups for tid in g.task_ids}
+    used = problem.owner != 0
+    used = used.copy()
+    guest_cells: set[tuple[int, int]] = set()
+    hosts = {(b.day, b.host): b for b in problem.hosts}
+    seen: set[int] = set()
+    periods = 0
+    for pl in placements:
+        g = group_of.get(pl.task_id)
+        if g is None or pl.task_id in seen or pl.length != g.duration:
+            return False
+        seen.add(pl.task_id)
+        periods += pl.length
+        if not g.rule.allows_day(pl.day, problem.num_days) or pl.day > used.shape[0]:
+            return False
+        if any(pl.slot_start <= p <= pl.slot_end for p in g.rule.banned):
+            return False
+        if pl.embed_host is None:
+            cells = used[pl.day - 1, pl.slot_start - 1 : pl.slot_end]
+            if cells.any():
+                return False
+            cells[:] = True
+            continue
+        b = hosts.get((pl.day, pl.embed_host))
+        taken = {(pl.day, p) for p in range(pl.slot_start, pl.slot_end + 1)}
+        if not g.can_guest or b is None or b.slot_start > pl.slot_start or b.slot_end < pl.slot_end:
+            return False
+        if taken & guest_cells:
+            return False
+        guest_cells |= taken
+    return periods == target
 
 
 def _import_glop() -> None:
