@@ -385,8 +385,11 @@ def compare_section(rows: list[PipelineRow], quick: bool, fixed_work: bool) -> l
         "",
         "`propose_placement` with its default path (`soft pipeline`: local moves, column "
         "generation, full model or neighbourhoods, then the close stage on (critical, warning)) "
-        "and with `Calibration.one_search` (`one search`: the same start, then one search on "
-        "(critical, warning, soft terms), scored by `HealthEvaluator` and `SoftEvaluator`), "
+        "and with `Calibration.one_search` (`one search`: the same starts and the exact model's "
+        "schedule of the per-day rules, then one search on (critical, warning, soft terms) from "
+        "the one with the fewest issues, scored by `HealthEvaluator` and `SoftEvaluator`); "
+        "both paths' floors use the exact model (a quarter of the 10 s wall limit, its "
+        "remembered answers cleared before every call), "
         "each at a 1 s limit, seed 0, on the same windows (`synthetic_window` seeds "
         f"{'600' if quick else '600-602'}), one after the other. Key = (unplaced periods, "
         "critical, warning, weighted soft terms); `wins`/`losses` = windows where the one "
