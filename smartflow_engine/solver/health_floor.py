@@ -58,6 +58,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..concepts import movable
+from ..concepts import subject_of as study_subject  # the subject health_facts counts
+from ..health_facts import MIN_BUFFER, grid_day_facts
 from ..rules import (
     IssueDimension,
     IssueRule,
@@ -69,7 +71,6 @@ from ..rules import (
 )
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
-from .health_eval import MIN_BUFFER, MIN_USABLE, study_subject
 from .health_model import ExactDays, Item, exact_days
 from .problem import Placement, rule_for
 
@@ -92,6 +93,10 @@ class HealthFloor:
     warning: int = 0
     proven: bool = True
     least_warning: int | None = None
+    # Whether the exact model answered completely (every solve proven optimal) within its
+    # limit: None when it did not run (``exact_s`` 0, or no time left), False when it was cut
+    # (its proven part stands; more time may give a higher floor).
+    exact_complete: bool | None = None
     binding: list[dict[str, Any]] = field(default_factory=list)
     unfixable: dict[tuple[str, int | None, str | None], str] = field(default_factory=dict)
 
@@ -375,9 +380,11 @@ def health_floor(
 
     # -- buffer days
     tick()
-    rows, _, lengths = runs(fixed_owner == 0)
-    usable = np.bincount(
-        rows, weights=np.where(lengths >= MIN_USABLE, lengths, 0), minlength=num_days
+    # the usable periods of each day's fixed content (the one health model's day facts)
+    no_code = np.zeros(int(fixed_owner.max(initial=0)) + 1, dtype=np.int64)
+    usable = np.array(
+        [f.usable for f in grid_day_facts(fixed_owner, np.zeros_like(fixed_owner), no_code)],
+        dtype=np.int64,
     )
     hopeless = int(np.count_nonzero(usable < MIN_BUFFER))
     free_total = int(free.sum())
@@ -603,6 +610,54 @@ def exact_items(
     return items, sorted(fixed_hosts), sorted(floating)
 
 
+def _exact(
+    fixed_owner: np.ndarray,
+    items: list[Item],
+    fixed_hosts: list[tuple[int, int]],
+    floating: list[int],
+    *,
+    level: Level,
+    pending_min: int,
+    count_load: bool,
+    count_buffer: bool,
+    time_limit_s: float,
+    num_workers: int,
+) -> ExactDays:
+    """:func:`.health_model.exact_days`, remembered by everything it reads (a complete answer
+    for good, an incomplete one for calls with no more time): the floor and :func:`realise` of
+    one population share one solve."""
+    key = (
+        level,
+        pending_min,
+        tuple(fixed_hosts),
+        tuple(floating),
+        count_load,
+        count_buffer,
+        tuple(items),
+        fixed_owner.shape,
+        np.packbits(fixed_owner != 0).tobytes(),
+    )
+    found = _EXACT_MEMO.get(key)
+    if found is not None and (found[1].figures.get("complete") or found[0] >= time_limit_s):
+        return found[1]
+    result = exact_days(
+        fixed_owner,
+        items,
+        level=level,
+        pending_min=pending_min,
+        fixed_hosts=fixed_hosts,
+        floating_hosts=floating,
+        count_load=count_load,
+        count_buffer=count_buffer,
+        time_limit_s=time_limit_s,
+        num_workers=num_workers,
+    )
+    while len(_EXACT_MEMO) >= _EXACT_MEMO_SIZE:
+        _EXACT_MEMO.pop(next(iter(_EXACT_MEMO)))
+    _EXACT_MEMO[key] = (time_limit_s, result)
+    return result
+
+
 def _tighten(
     state: ScheduleState,
     floor: HealthFloor,
@@ -621,36 +676,19 @@ def _tighten(
     nothing. The model's answers are remembered by everything it reads (a proven one for good,
     an unproven one for calls with no more time)."""
     items, fixed_hosts, floating = exact_items(state, movable)
-    key = (
-        level,
-        pending_min,
-        tuple(fixed_hosts),
-        tuple(floating),
-        "load" in dimensions,
-        "tolerance" in dimensions,
-        tuple(sorted(items, key=repr)),
-        fixed_owner.shape,
-        np.packbits(fixed_owner != 0).tobytes(),
+    result = _exact(
+        fixed_owner,
+        items,
+        fixed_hosts,
+        floating,
+        level=level,
+        pending_min=pending_min,
+        count_load="load" in dimensions,
+        count_buffer="tolerance" in dimensions,
+        time_limit_s=time_limit_s,
+        num_workers=num_workers,
     )
-    found = _EXACT_MEMO.get(key)
-    if found is None or (not found[1].figures.get("complete") and found[0] < time_limit_s):
-        result = exact_days(
-            fixed_owner,
-            items,
-            level=level,
-            pending_min=pending_min,
-            fixed_hosts=fixed_hosts,
-            floating_hosts=floating,
-            count_load="load" in dimensions,
-            count_buffer="tolerance" in dimensions,
-            time_limit_s=time_limit_s,
-            num_workers=num_workers,
-        )
-        while len(_EXACT_MEMO) >= _EXACT_MEMO_SIZE:
-            _EXACT_MEMO.pop(next(iter(_EXACT_MEMO)))
-        _EXACT_MEMO[key] = (time_limit_s, result)
-    else:
-        result = found[1]
+    floor.exact_complete = bool(result.figures.get("complete"))
     if not result.proven:
         return
     parts = [i for i, b in enumerate(floor.binding) if b["rule"] in _EXACT_RULES]
@@ -745,13 +783,14 @@ def realise(
                 owner[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
     members: list[list[int]] = []
     items, fixed_hosts, floating = exact_items(state, lambda t: t.state_id in movable_ids, members)
-    result = exact_days(
+    pending_slots = sum(tasks[i].need() for i in movable_ids if tasks[i].status == "pending")
+    result = _exact(  # (the floor's own solve when it ran on this population)
         owner,
         items,
+        fixed_hosts,
+        floating,
         level=level,
-        pending_min=pending_periods,
-        fixed_hosts=fixed_hosts,
-        floating_hosts=floating,
+        pending_min=min(pending_slots, pending_periods),
         count_load=True,
         count_buffer=True,
         time_limit_s=time_limit_s,

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from ..health_facts import MIN_BUFFER, MIN_USABLE
 from ..rules import Level, r4, rule, severity
 from ._cpsat import cp_model, make_solver, status_of
-from .health_eval import MIN_BUFFER, MIN_USABLE
 
 MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up (no claim)
 

@@ -34,7 +34,7 @@ from ..state import Request, ScheduleState, relocate
 from ._cpsat import OutOfTime
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthCounts, HealthEvaluator
-from .health_floor import health_floor
+from .health_floor import HealthFloor, health_floor
 from .problem import Bin, Group, Placement, Problem, allowed_starts
 from .soft_eval import SoftEvaluator
 
@@ -46,7 +46,9 @@ class HealthSearchResult:
     ``floor``: the proven (critical, warning) floor of every placement of this scope placing as
     many pending periods, feasibility issue included, as :meth:`.HealthFloor.meets` reads it
     (critical bounds critical, the sum bounds critical + warning); ``None`` when none was
-    computed before the deadline (never claimed unproven)."""
+    computed before the deadline (never claimed unproven); ``floor_least_warning``: when
+    known, the lexicographic floor's warnings (every placement has more criticals than
+    ``floor[0]`` or at least this many warnings, :attr:`.HealthFloor.least_warning`)."""
 
     placements: list[Placement]
     counts: HealthCounts
@@ -61,6 +63,7 @@ class HealthSearchResult:
     # With ``weights``: the weighted soft terms of ``placements`` and of the start.
     soft: float | None = None
     start_soft: float | None = None
+    floor_least_warning: int | None = None
 
 
 def setup_cost(state: ScheduleState, calibration: Calibration) -> float:
@@ -515,9 +518,11 @@ def search_health(
     feasibility_critical: int = 0,
     max_moves: int | None = None,
     origin: Sequence[Placement] | None = None,
-    floor: tuple[int, int] | None = None,
+    floor: tuple[int, int] | HealthFloor | None = None,
     calibration: Calibration = DEFAULT_CALIBRATION,
     weights: Mapping[str, float] | None = None,
+    exact_s: float = 0.0,
+    num_workers: int = 1,
 ) -> HealthSearchResult:
     """Minimise ``(critical, warning)`` of ``analyze_health`` over moves of the placed scope tasks.
 
@@ -546,6 +551,13 @@ def search_health(
         search stops once it is met (nothing can be better). The search also takes the floor
         of its own population (only the scope tasks move, the placed ones stay placed, see
         :func:`.health_floor.health_floor`'s ``scope``) and stops at the higher of the two.
+        A :class:`.HealthFloor` may carry a lexicographic floor (``least_warning``): the search
+        stops when :meth:`.HealthFloor.meets` says so.
+    exact_s, num_workers
+        The wall-clock limit (model building included) and the CP-SAT workers of the exact
+        model of the per-day rules in the search's own floor (``health_floor``'s ``exact_s``;
+        0: the relaxation alone). A model cut by its limit claims only what it proved, and the
+        result then says ``floor_cut`` (more time could have stopped the search elsewhere).
 
     weights
         With weights (the soft terms' of :mod:`.objective`), the key is (critical, warning,
@@ -575,10 +587,16 @@ def search_health(
     pending_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
     try:
         own = health_floor(
-            state, level, pending_periods=pending_placed, scope=scope, deadline=deadline
+            state,
+            level,
+            pending_periods=pending_placed,
+            scope=scope,
+            deadline=deadline,
+            exact_s=exact_s,
+            num_workers=num_workers,
         )
-        floor = _higher(floor, (own.critical, own.warning))
-        floor_cut = False
+        floor = _higher(floor, own)
+        floor_cut = own.exact_complete is False
     except OutOfTime:  # no time left for it: the search stops on the clock anyway
         floor_cut = True
     if too_late(deadline, setup_cost(state, cal), cal):  # (the floor may have used what was left)
@@ -622,11 +640,13 @@ def search_health(
     hot: list[int] = tids
     safety = deadline if deadline is not None else float("inf")
 
+    if isinstance(floor, tuple):
+        floor = HealthFloor(floor[0], floor[1])
+
     def at_floor(key: tuple[int, int]) -> bool:
         if floor is None:
             return key == (0, 0)
-        c = key[0] - feasibility_critical
-        return c <= floor[0] and c + key[1] <= floor[0] + floor[1]
+        return floor.meets(key[0] - feasibility_critical, key[1])
 
     def record(counts: HealthCounts) -> None:
         """Keep the current placement when it is the best so far: on (critical, warning), and
@@ -764,10 +784,11 @@ def search_health(
         moved,
         evals,
         evals * cost,
-        floor=None if floor is None else (floor[0] + feasibility_critical, floor[1]),
+        floor=None if floor is None else (floor.critical + feasibility_critical, floor.warning),
         floor_cut=floor_cut,
         soft=final_soft if soft is not None else None,
         start_soft=start_soft if soft is not None else None,
+        floor_least_warning=None if floor is None else floor.least_warning,
     )
 
 
@@ -975,13 +996,28 @@ class _SoftHealth(HealthEvaluator):
         self.soft_terms.set_placements(placements)
 
 
-def _higher(a: tuple[int, int] | None, b: tuple[int, int]) -> tuple[int, int]:
+def _higher(a: tuple[int, int] | HealthFloor | None, b: HealthFloor) -> HealthFloor:
     """The floor that both floors ``a`` and ``b`` (each bounding critical and critical + warning
-    from below) give together."""
+    from below, and each maybe lexicographically: :attr:`.HealthFloor.least_warning`) give
+    together. A lexicographic floor holds for the placements with its own least criticals: of
+    the two, only the one whose criticals are the higher (both on a tie) says something of the
+    placements at the combined least criticals."""
     if a is None:
         return b
-    critical = max(a[0], b[0])
-    return critical, max(a[0] + a[1], b[0] + b[1]) - critical
+    if isinstance(a, tuple):
+        a = HealthFloor(a[0], a[1])
+    critical = max(a.critical, b.critical)
+    warning = max(a.critical + a.warning, b.critical + b.warning) - critical
+    least = [
+        f.least_warning for f in (a, b) if f.critical == critical and f.least_warning is not None
+    ]
+    lw = max(least) if least else None
+    return HealthFloor(
+        critical,
+        warning,
+        least_warning=lw if lw is not None and lw > warning else None,
+        exact_complete=b.exact_complete,
+    )
 
 
 def _hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:

@@ -56,7 +56,7 @@ from .budget import DEFAULT_CALIBRATION, Calibration
 from .columns import ColumnSearch, search
 from .counting import max_placeable, residual
 from .health_eval import HealthEvaluator
-from .health_floor import health_floor
+from .health_floor import health_floor, realise
 from .health_search import prefer_lexicographic, search_health, unplaced_check
 from .least_change import moved_tasks, send_back
 from .local_search import improve
@@ -69,7 +69,7 @@ from .submodel import SubModel, WindowData
 ProposalStatus = Literal["optimal", "feasible", "unknown"]
 # Where a proposal's search started: the first packing order, it with the exact repair of its
 # leftovers, the counting model's witness, or (keep_placed's repair) the current schedule.
-ProposalStart = Literal["greedy", "greedy+repair", "witness", "current"]
+ProposalStart = Literal["greedy", "greedy+repair", "witness", "current", "exact"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,10 @@ class Proposal:
     # warning); the proposal is at its floor when it meets both. None when the floor could not
     # be computed within the limit (about a second on 1000-day windows): never claimed unproven.
     floor: tuple[int, int] | None = None
+    # The lexicographic floor (issue 26), when proven: every placement of the same population
+    # has more criticals than ``floor[0]`` or at least this many warnings (the exact model of
+    # the per-day rules, see .health_floor; None: only ``floor``'s componentwise bounds).
+    floor_least_warning: int | None = None
     # True when the wall-clock safety net may have cut a stage (a slow or overloaded machine):
     # the same seed then need not give the same proposal. False: every stage stopped on its
     # deterministic work budget, so the proposal is the one this seed always gives.
@@ -329,6 +333,19 @@ def _propose_scope(
         level1_cut = level1_cut or rest.runtime_s >= time_limit_s * cal.repair_share - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
+    if cal.one_search and cal.exact_floor_share > 0 and time.perf_counter() < search_stop:
+        # Issue 26: the exact model's schedule of the per-day rules (see .health_floor.realise)
+        # is a start too; its solve is the one the close stage's floor reads (remembered).
+        exact = _exact_start(
+            state,
+            problem,
+            target,
+            threshold,
+            min(cal.exact_floor_share * time_limit_s, search_stop - time.perf_counter()),
+            num_workers,
+        )
+        if exact is not None:
+            candidates.append(("exact", exact))
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
     if cal.one_search and len(scored) > 1 and time.perf_counter() < search_stop:
@@ -472,9 +489,17 @@ def _propose_scope(
     health: tuple[int, int] | None = None
     start_health: tuple[int, int] | None = None
     close_floor: tuple[int, int] | None = None
+    least_warning: int | None = None
     if run_close:
         try:
-            placements, objective, health, start_health, close_floor, close_cut = _close_stage(
+            (
+                placements,
+                objective,
+                health,
+                start_health,
+                (close_floor, least_warning),
+                close_cut,
+            ) = _close_stage(
                 state,
                 problem,
                 placements,
@@ -491,6 +516,7 @@ def _propose_scope(
                 num_workers,
                 cal,
                 one_search=cal.one_search,
+                exact_s=cal.exact_floor_share * time_limit_s,
             )
             wall_limited = wall_limited or close_cut
         except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
@@ -533,12 +559,86 @@ def _propose_scope(
         threshold=threshold,
         start_health=start_health,
         floor=close_floor,
+        floor_least_warning=least_warning,
         wall_limited=wall_limited,
         start_only=start_only,
         moved=moved_tasks(problem.current, placements),
         disruption_weight=float(disruption_weight),
         include_suggested=include_suggested,
     )
+
+
+def _exact_start(
+    state: ScheduleState,
+    problem: Problem,
+    target: int,
+    threshold: Level,
+    time_limit_s: float,
+    num_workers: int,
+) -> list[Placement] | None:
+    """The exact model's lexicographically best schedule of the per-day rules
+    (:func:`.health_floor.realise`) as a start placing ``target`` periods, the scope tasks it
+    leaves where they stand (a suggested task outside its class's days) kept there; None when
+    the model found none in ``time_limit_s`` (wall clock, model building included) or a block
+    is not a valid place of the problem (checked here: every scope task once, its group's
+    length, days and periods, free periods or a free part of a host block)."""
+    if time_limit_s <= 0.01:
+        return None
+    scope = {t for g in problem.groups for t in g.task_ids}
+    tasks = {t.state_id: t for t in state.tasks}
+    fixed = sum(tasks[t].need() for t in scope if tasks[t].status != "pending")
+    if target < fixed:
+        return None
+    found = realise(
+        state,
+        threshold,
+        pending_periods=target - fixed,
+        scope=scope,
+        time_limit_s=time_limit_s,
+        num_workers=num_workers,
+    )
+    if found is None:
+        return None
+    have = {pl.task_id for pl in found}
+    found += [pl for tid, pl in problem.current.items() if tid not in have]
+    return found if _valid_start(problem, found, target) else None
+
+
+def _valid_start(problem: Problem, placements: list[Placement], target: int) -> bool:
+    """``placements`` place ``target`` periods of the scope, each task at most once, each block
+    of its group's length on a day and off the periods its rule allows, on free periods (no two
+    overlapping) or inside a host block of the problem (no two guests overlapping)."""
+    group_of = {tid: g for g in problem.groups for tid in g.task_ids}
+    used = problem.owner != 0
+    used = used.copy()
+    guest_cells: set[tuple[int, int]] = set()
+    hosts = {(b.day, b.host): b for b in problem.hosts}
+    seen: set[int] = set()
+    periods = 0
+    for pl in placements:
+        g = group_of.get(pl.task_id)
+        if g is None or pl.task_id in seen or pl.length != g.duration:
+            return False
+        seen.add(pl.task_id)
+        periods += pl.length
+        if not g.rule.allows_day(pl.day, problem.num_days) or pl.day > used.shape[0]:
+            return False
+        if any(pl.slot_start <= p <= pl.slot_end for p in g.rule.banned):
+            return False
+        if pl.embed_host is None:
+            cells = used[pl.day - 1, pl.slot_start - 1 : pl.slot_end]
+            if cells.any():
+                return False
+            cells[:] = True
+            continue
+        b = hosts.get((pl.day, pl.embed_host))
+        taken = {(pl.day, p) for p in range(pl.slot_start, pl.slot_end + 1)}
+        if not g.can_guest or b is None or b.slot_start > pl.slot_start or b.slot_end < pl.slot_end:
+            return False
+        if taken & guest_cells:
+            return False
+        guest_cells |= taken
+    return periods == target
 
 
 def _import_glop() -> None:
@@ -566,12 +666,13 @@ def _close_stage(
     num_workers: int,
     calibration: Calibration,
     one_search: bool = False,
+    exact_s: float = 0.0,
 ) -> tuple[
     list[Placement],
     dict[str, float],
     tuple[int, int],
     tuple[int, int],
-    tuple[int, int] | None,
+    tuple[tuple[int, int] | None, int | None],
     bool,
 ]:
     """analyze_health's (critical, warning), see :mod:`.health_search`; it stops at the proven
@@ -582,6 +683,10 @@ def _close_stage(
 
     ``one_search`` (issue 26): the search's key ends with the weighted soft terms ``w``, and it
     gets ``one_search_share`` of the limit in estimated work (no soft pipeline ran before it).
+
+    ``exact_s``: the wall-clock limit of the exact floor model in the search's own floor
+    (:func:`.health_search.search_health`), at most what is left before ``stop`` after the
+    search's set-up; the floor returned is then (floor, lexicographic least warnings).
 
     Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
     window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
@@ -620,6 +725,8 @@ def _close_stage(
         floor=(floor.critical, floor.warning) if floor is not None else None,
         calibration=cal,
         weights=w if one_search else None,
+        exact_s=max(0.0, min(exact_s, stop - setup_s - time.perf_counter())),
+        num_workers=num_workers,
     )
     if close.soft is not None and close.start_soft is not None:
         better = (close.counts.key, close.soft) < (close.start_counts.key, close.start_soft)
@@ -643,7 +750,8 @@ def _close_stage(
             calibration=cal,
         )
     cut = cut or check_cut or close.floor_cut
-    return placements, objective, counts.key, close.start_counts.key, close.floor, cut
+    floors = (close.floor, close.floor_least_warning)
+    return placements, objective, counts.key, close.start_counts.key, floors, cut
 
 
 def _full_model(

@@ -92,8 +92,9 @@ DOCUMENTED = {
     "switch_weight": 10.0,
     "post_solve_per_task_s": 6e-5,
     "move_weight": 0.05,
-    "one_search": False,
+    "one_search": True,
     "one_search_share": 1.0,
+    "exact_floor_share": 0.25,
     "soft_eval_factor": 1.3,
     "soft_health_part": 0.8,
     "soft_history": 20,
@@ -137,10 +138,9 @@ def test_a_proposal_reads_its_calibration() -> None:
     the counts stay there, while the default's close stage improves them on this window."""
     state = synthetic_window(0, 13, variant="plain", with_task_classes=True)
     work = {"time_limit_s": 60.0, "work_limit_s": 0.2, "seed": 0}  # no machine's clock decides
-    default = propose_placement(state, **work)
-    no_close = propose_placement(
-        state, **work, calibration=replace(DEFAULT_CALIBRATION, health_share=0.0)
-    )
+    soft = replace(DEFAULT_CALIBRATION, one_search=False)  # (the one search has no share)
+    default = propose_placement(state, **work, calibration=soft)
+    no_close = propose_placement(state, **work, calibration=replace(soft, health_share=0.0))
     assert not default.wall_limited and not no_close.wall_limited
     assert default.start_health == no_close.start_health
     assert no_close.start_health is not None

@@ -7,11 +7,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from smartflow_engine.solver import _jit
+from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,12 +38,15 @@ def _run(code: str, cache_dir: Path, mode: str | None = None) -> dict[str, objec
 PROPOSE = """
     import json
     from smartflow_engine.cli import sample_window_path
+    from dataclasses import replace
     from smartflow_engine.solver import _jit, propose_placement
+    from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
     from smartflow_engine.state import ScheduleState
+    soft = replace(DEFAULT_CALIBRATION, one_search=False)  # the path that uses the kernels
     state = ScheduleState.from_json(sample_window_path())
-    p = propose_placement(state, time_limit_s=0.5, seed=0)
+    p = propose_placement(state, time_limit_s=0.5, seed=0, calibration=soft)
     done = _jit.wait_for_background(600)
-    again = propose_placement(state, time_limit_s=0.5, seed=0)
+    again = propose_placement(state, time_limit_s=0.5, seed=0, calibration=soft)
     print(json.dumps({"first_bound": p.bound, "first_columns": p.columns_explored,
                       "first_status": p.status, "waited": done,
                       "second_bound": again.bound, "second_columns": again.columns_explored,
@@ -98,8 +103,15 @@ def test_warm_up_covers_every_signature_a_proposal_uses() -> None:
 
     _jit.compile_now()
     before = {n: set(d.signatures) for n, d in _jit._dispatchers().items()}
-    propose_placement(ScheduleState.from_json(sample_window_path()), time_limit_s=0.5)
-    propose_placement(synthetic_window(3, 30, pending=60, with_task_classes=True), time_limit_s=0.5)
+    soft = replace(DEFAULT_CALIBRATION, one_search=False)  # the path that uses the kernels
+    propose_placement(
+        ScheduleState.from_json(sample_window_path()), time_limit_s=0.5, calibration=soft
+    )
+    propose_placement(
+        synthetic_window(3, 30, pending=60, with_task_classes=True),
+        time_limit_s=0.5,
+        calibration=soft,
+    )
     after = {n: set(d.signatures) for n, d in _jit._dispatchers().items()}
     assert after == before
 

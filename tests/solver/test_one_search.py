@@ -107,3 +107,43 @@ def test_one_search_is_deterministic_for_a_seed() -> None:
     ]
     assert not runs[0].wall_limited and not runs[1].wall_limited
     assert runs[0].placements == runs[1].placements
+
+
+def test_the_exact_models_schedule_is_a_valid_start() -> None:
+    """Tests, on a 13-day fragmented window where the exact model's schedule has the fewest
+    issues of the starts, that the one search starts from it (``start == "exact"``), places
+    the proven maximum, reports the counts analyze_health finds once applied and meets its
+    own (lexicographic) floor there; and that the start check refuses what is not a valid
+    place of the problem."""
+    from smartflow_engine.solver.health_floor import HealthFloor
+    from smartflow_engine.solver.placement import _exact_start, _valid_start
+
+    state = synthetic_window(600, 13, variant="fragmented")
+    proposal = propose_placement(
+        state, time_limit_s=10.0, work_limit_s=0.4, seed=0, calibration=ONE_SEARCH
+    )
+    assert proposal.start == "exact"
+    problem = build_problem(state, by_subject=True)
+    level1 = max_placeable(problem, time_limit_s=5.0, num_workers=1)
+    assert sum(p.length for p in proposal.placements) == level1.best
+    applied = apply_placements(state, proposal.placements)
+    c, w = health_key(applied, "normal", feasibility=True)
+    assert (proposal.critical, proposal.warning) == (c, w)
+    assert proposal.floor is not None and proposal.floor_least_warning is not None
+    floor = HealthFloor(*proposal.floor, least_warning=proposal.floor_least_warning)
+    assert floor.meets(c, w)
+
+    start = _exact_start(state, problem, level1.best, "normal", 5.0, 1)
+    assert start is not None and _valid_start(problem, start, level1.best)
+    first = next(p for p in start if p.embed_host is None)
+    rest = [p for p in start if p != first]
+    assert not _valid_start(problem, rest, level1.best)  # a period short
+    assert not _valid_start(problem, [*start, first], level1.best + first.length)  # twice
+    other = next(p for p in rest if p.embed_host is None and p.day != first.day)
+    moved = replace(
+        first,
+        day=other.day,
+        slot_start=other.slot_start,
+        slot_end=other.slot_start + first.length - 1,
+    )
+    assert not _valid_start(problem, [moved, *rest], level1.best)  # overlaps another block

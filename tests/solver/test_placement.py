@@ -29,7 +29,9 @@ from tests.helpers.fresh_interpreter import proposal_with_hash_seed
 from tests.helpers.solver_windows import apply_placements, make_state, oracle, tiny_windows
 
 # The proposal's soft level alone: the close stage (which ranks the health counts first) is off.
-NO_CLOSE = replace(DEFAULT_CALIBRATION, health_share=0.0)
+# The soft pipeline (issue 26: no longer the default) with its close stage off.
+SOFT_PIPELINE = replace(DEFAULT_CALIBRATION, one_search=False)
+NO_CLOSE = replace(SOFT_PIPELINE, health_share=0.0)
 
 
 def only(term: str) -> dict[str, float]:
@@ -108,6 +110,7 @@ def _one_second_of_work(seed: int) -> dict[str, Any]:
         "time_limit_s": 60.0,
         "work_limit_s": 1.0 * DEFAULT_CALIBRATION.work_share,
         "seed": seed,
+        "calibration": SOFT_PIPELINE,  # (its stages: the full model, the neighbourhoods)
     }
 
 

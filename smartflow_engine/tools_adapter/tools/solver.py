@@ -483,10 +483,16 @@ def _health_line(proposal: Proposal) -> str:
         line += f"；移动了{proposal.local_moves}个已落位任务"
     if proposal.floor is not None:
         fc, fw = proposal.floor
-        at_floor = proposal.critical <= fc and proposal.critical + proposal.warning <= fc + fw
+        lw = proposal.floor_least_warning
+        at_floor = proposal.critical <= fc and (
+            proposal.critical + proposal.warning <= fc + fw
+            or (lw is not None and proposal.warning <= lw)
+        )
         line += (
             f"；已证明同范围的任何方案至少有 critical {fc} 个、critical 与 warning 合计 "
-            f"{fc + fw} 个，" + ("本方案已达此下限" if at_floor else "本方案尚高于此下限")
+            f"{fc + fw} 个，"
+            + (f"critical 为 {fc} 个的方案 warning 至少 {lw} 个，" if lw is not None else "")
+            + ("本方案已达此下限" if at_floor else "本方案尚高于此下限")
         )
     return line + "。"
 
