@@ -124,7 +124,7 @@ def test_propose_shows_status_line_above_one_second() -> None:
     best objective and bound on stderr (stdout holds only the reply), and nothing at 1 s."""
     res = runner.invoke(app, ["propose", str(sample_window_path()), "--time-limit", "1.5"])
     assert res.exit_code == 0, res.output
-    assert "solver: max periods" in res.stderr and "solver: column search" in res.stderr
+    assert "solver: max periods" in res.stderr and "solver: one search" in res.stderr
     done = [ln for ln in res.stderr.splitlines() if ln.startswith("solver: done")]
     assert len(done) == 1 and "best " in done[0] and "bound " in done[0]
     assert "solver:" not in res.stdout and res.stdout.startswith("粗排方案")

@@ -189,6 +189,18 @@ def exact_days(
     def give_up() -> ExactDays:
         return ExactDays(False, runtime_s=time.perf_counter() - started)
 
+    trivially_false: list[bool] = []
+
+    def add(ct: Any) -> None:
+        """``model.Add`` for a constraint that may have come out as a plain bool (an empty sum
+        compared with a number): a true one is dropped (CP-SAT would add an unnamed constant
+        variable for it), a false one makes the model give up (no floor claimed)."""
+        if isinstance(ct, bool | np.bool_):
+            if not ct:
+                trivially_false.append(True)
+            return
+        model.Add(ct)
+
     num_days, spd = fixed_owner.shape
     free = fixed_owner == 0
     fixed_load = np.count_nonzero(~free, axis=1)
@@ -267,7 +279,7 @@ def exact_days(
                 gs.append((g, it.length))
                 out.append((k, g))
         for n in sorted({ln for _, ln in gs}):
-            model.Add(sum(g for g, ln in gs if ln >= n) <= times * sum(1 for h in hosts if h >= n))
+            add(sum(g for g, ln in gs if ln >= n) <= times * sum(1 for h in hosts if h >= n))
         return out
 
     # per kind of day: its days, (pattern count, pattern), (item, count), (item, guests)
@@ -305,7 +317,7 @@ def exact_days(
                 cw_terms.append(cw0 * n)
             if not buf:
                 no_buffer.append(n)
-        model.Add(sum(ns) == size)
+        add(sum(ns) == size)
         loads_of.append((ns, pat_loads))
         ys: list[list[tuple[Any, int]]] = [[] for _ in lengths]
         by_mask: dict[int, list[tuple[Any, int]]] = {}
@@ -318,13 +330,13 @@ def exact_days(
             ys[index[it.length]].append((y, 1))
             by_mask.setdefault(masks.index(it.allowed), []).append((y, it.length))
         for i in range(len(lengths)):
-            model.Add(
+            add(
                 sum(y for y, _ in ys[i]) == sum(k * n for n, k in per_len[i])
                 if per_len[i]
                 else sum(y for y, _ in ys[i]) == 0
             )
         for m, terms in by_mask.items():
-            model.Add(sum(ln * y for y, ln in terms) <= size * room[m])
+            add(sum(ln * y for y, ln in terms) <= size * room[m])
         if left() <= 0:
             return give_up()
     floating = host_pool("f", sorted(floating_hosts), [it.guest for it in placing], 1)
@@ -332,12 +344,12 @@ def exact_days(
     for k, it in enumerate(placing):
         placed = list(taken[k]) + guest_of[k]
         if it.pending:
-            model.Add(sum(placed) <= it.count)
+            add(sum(placed) <= it.count)
             pending_periods.append(it.length * sum(placed))
         else:
-            model.Add(sum(placed) == it.count)
+            add(sum(placed) == it.count)
     if pending_min > 0:
-        model.Add(sum(pending_periods) >= pending_min)
+        add(sum(pending_periods) >= pending_min)
     # the buffer issue: one for the window, by the days without buffer
     nb = sum(no_buffer) if no_buffer else 0
     buf_c = model.NewBoolVar("buffer_critical")
@@ -345,16 +357,16 @@ def exact_days(
     first_c = next((n for n in range(num_days + 1) if buf_cw[n][0]), None)
     first_w = next((n for n in range(num_days + 1) if buf_cw[n][1]), None)
     if first_c is None:
-        model.Add(buf_c == 0)
+        add(buf_c == 0)
     else:
-        model.Add(nb <= first_c - 1 + num_days * buf_c)
+        add(nb <= first_c - 1 + num_days * buf_c)
     if first_w is None:
-        model.Add(buf_w == 0)
+        add(buf_w == 0)
     else:
-        model.Add(nb <= first_w - 1 + num_days * buf_w)
+        add(nb <= first_w - 1 + num_days * buf_w)
     crit = sum(crit_terms) + buf_c
     crit_warn = sum(cw_terms) + buf_w
-    if left() <= 0.05:
+    if left() <= 0.05 or trivially_false:
         return give_up()
 
     build_s = time.perf_counter() - started
