@@ -97,6 +97,9 @@ class HealthFloor:
     # limit: None when it did not run (``exact_s`` 0, or no time left), False when it was cut
     # (its proven part stands; more time may give a higher floor).
     exact_complete: bool | None = None
+    # Whether the wall clock (not the deterministic budget ``exact_work_s``) ended the exact
+    # model before it was complete: a faster machine may then answer with a higher floor.
+    exact_wall_cut: bool = False
     binding: list[dict[str, Any]] = field(default_factory=list)
     unfixable: dict[tuple[str, int | None, str | None], str] = field(default_factory=dict)
 
@@ -157,6 +160,7 @@ def health_floor(
     deadline: float | None = None,
     exact_s: float = 0.0,
     num_workers: int = 1,
+    exact_work_s: float | None = None,
 ) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
@@ -178,7 +182,9 @@ def health_floor(
     ``deadline``) it claims nothing and the relaxation's figures stand. Off by default:
     ``analyze_health`` computes a floor on every new key in a millisecond budget, while the
     model takes about 0.05-1 s on 13-60-day windows and 2-10 s on 120-day ones (see
-    ``benchmarks/results_close.md``)."""
+    ``benchmarks/results_close.md``). ``exact_work_s``: when given, the exact model's
+    deterministic time (CP-SAT's units), so that one worker answers the same on any machine
+    the wall clock does not cut (:attr:`HealthFloor.exact_wall_cut` says when it did)."""
     tick = _ticker(deadline)
 
     movable_ids = {  # asked of every task in several passes: decided once
@@ -551,7 +557,10 @@ def health_floor(
             dimensions=dimensions,
             time_limit_s=limit,
             num_workers=num_workers,
+            work_s=exact_work_s,
         )
+    elif exact_s > 0 and ("load" in dimensions or "tolerance" in dimensions):
+        floor.exact_wall_cut = True  # (the deadline left it no time)
 
     # -- feasibility: more study periods than room, however they are arranged
     room = free_total + host_room
@@ -565,7 +574,7 @@ def health_floor(
 
 
 # ------------------------------------------------------------------------- the exact model
-_EXACT_MEMO: dict[tuple[Any, ...], tuple[float, ExactDays]] = {}
+_EXACT_MEMO: dict[tuple[Any, ...], tuple[tuple[float, float | None], ExactDays]] = {}
 _EXACT_MEMO_SIZE = 16
 _EXACT_RULES = ("day_utilization", "buffer")
 
@@ -622,10 +631,11 @@ def _exact(
     count_buffer: bool,
     time_limit_s: float,
     num_workers: int,
+    work_s: float | None = None,
 ) -> ExactDays:
     """:func:`.health_model.exact_days`, remembered by everything it reads (a complete answer
-    for good, an incomplete one for calls with no more time): the floor and :func:`realise` of
-    one population share one solve."""
+    for good, an incomplete one for calls with no more time and work): the floor and
+    :func:`realise` of one population share one solve."""
     key = (
         level,
         pending_min,
@@ -638,8 +648,12 @@ def _exact(
         np.packbits(fixed_owner != 0).tobytes(),
     )
     found = _EXACT_MEMO.get(key)
-    if found is not None and (found[1].figures.get("complete") or found[0] >= time_limit_s):
-        return found[1]
+    if found is not None:
+        (limit, work), old = found
+        inf = float("inf")  # (no deterministic budget: unbounded work)
+        as_much = (inf if work is None else work) >= (inf if work_s is None else work_s)
+        if old.figures.get("complete") or (limit >= time_limit_s and as_much):
+            return old
     result = exact_days(
         fixed_owner,
         items,
@@ -651,10 +665,11 @@ def _exact(
         count_buffer=count_buffer,
         time_limit_s=time_limit_s,
         num_workers=num_workers,
+        work_s=work_s,
     )
     while len(_EXACT_MEMO) >= _EXACT_MEMO_SIZE:
         _EXACT_MEMO.pop(next(iter(_EXACT_MEMO)))
-    _EXACT_MEMO[key] = (time_limit_s, result)
+    _EXACT_MEMO[key] = ((time_limit_s, work_s), result)
     return result
 
 
@@ -670,6 +685,7 @@ def _tighten(
     dimensions: Sequence[str],
     time_limit_s: float,
     num_workers: int,
+    work_s: float | None = None,
 ) -> None:
     """Raise the floor's ``day_utilization`` + ``buffer`` part to the exact model's proven
     bound (:mod:`.health_model`) when it is higher; a bound not proven in time changes
@@ -687,8 +703,10 @@ def _tighten(
         count_buffer="tolerance" in dimensions,
         time_limit_s=time_limit_s,
         num_workers=num_workers,
+        work_s=work_s,
     )
     floor.exact_complete = bool(result.figures.get("complete"))
+    floor.exact_wall_cut = result.wall_cut
     if not result.proven:
         return
     parts = [i for i, b in enumerate(floor.binding) if b["rule"] in _EXACT_RULES]
@@ -753,6 +771,7 @@ def realise(
     scope: Collection[int] | None = None,
     time_limit_s: float,
     num_workers: int = 1,
+    work_s: float | None = None,
 ) -> list[Placement] | None:
     """A schedule of the floor's population built from the exact model's lexicographically best
     solution (:mod:`.health_model`): each day takes its pattern's blocks (packed into its free
@@ -795,6 +814,7 @@ def realise(
         count_buffer=True,
         time_limit_s=time_limit_s,
         num_workers=num_workers,
+        work_s=work_s,
     )
     if result.solution is None:
         return None

@@ -77,6 +77,9 @@ class ExactDays:
     solution: dict[str, Any] | None = None
     runtime_s: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
+    # the wall clock ended it before it was complete (building or a solve); False when it is
+    # complete, or its deterministic budget (``work_s``) or an unusable model ended it
+    wall_cut: bool = False
 
 
 def _run_patterns(
@@ -170,11 +173,15 @@ def exact_days(
     count_buffer: bool,
     time_limit_s: float,
     num_workers: int = 1,
+    work_s: float | None = None,
 ) -> ExactDays:
     """Least (critical, critical + warning) issues of ``day_utilization`` (when
     ``count_load``) and ``buffer`` (when ``count_buffer``) over every placement of ``items`` on
     the days of ``fixed_owner`` (0: free), see the module docstring. ``time_limit_s`` bounds
-    the whole call, the model's building included; ``num_workers``: CP-SAT's workers.
+    the whole call, the model's building included; ``num_workers``: CP-SAT's workers;
+    ``work_s``: when given, CP-SAT's deterministic time for the solves together (each solve
+    gets its share of what is left), so that with one worker the answer is the same on any
+    machine the wall clock does not cut (``ExactDays.wall_cut`` says when it did).
 
     Days alike (the same free runs and allowed stretches, fixed load, items that fit and room
     per banned-period mask) are interchangeable, so the model counts how many days of each
@@ -186,8 +193,10 @@ def exact_days(
     def left() -> float:
         return deadline - time.perf_counter()
 
-    def give_up() -> ExactDays:
-        return ExactDays(False, runtime_s=time.perf_counter() - started)
+    def give_up(wall: bool = True) -> ExactDays:
+        return ExactDays(False, runtime_s=time.perf_counter() - started, wall_cut=wall)
+
+    work_left = work_s
 
     trivially_false: list[bool] = []
 
@@ -366,7 +375,9 @@ def exact_days(
         add(nb <= first_w - 1 + num_days * buf_w)
     crit = sum(crit_terms) + buf_c
     crit_warn = sum(cw_terms) + buf_w
-    if left() <= 0.05 or trivially_false:
+    if trivially_false:
+        return give_up(wall=False)
+    if left() <= 0.05:
         return give_up()
 
     build_s = time.perf_counter() - started
@@ -377,6 +388,7 @@ def exact_days(
     # 1. least criticals; 2. least warnings among those (the lexicographic floor); 3. least
     # critical + warning. Each solve gets a share of what is left and starts from the last
     # one's solution (a hint); the criticals are held at their least only in step 2.
+    wall_cut = False
     hold = model.NewBoolVar("hold_least_critical")
     variables = [model.GetIntVarFromProtoIndex(i) for i in range(len(model.Proto().variables))]
     for step, objective in enumerate((crit, crit_warn - crit, crit_warn)):
@@ -387,13 +399,22 @@ def exact_days(
         domain = model.Proto().variables[hold.Index()].domain
         domain[0] = domain[1] = int(step == 1)
         model.Minimize(objective)
-        share = left() * (0.45, 0.6, 1.0)[step]
+        part = (0.45, 0.6, 1.0)[step]
+        share = left() * part
         if share <= 0.01:
+            wall_cut = True
             break
-        solver = make_solver(share, num_workers)
+        det = None if work_left is None else work_left * part
+        solver = make_solver(share, num_workers, deterministic_time=det)
         t_solve = time.perf_counter()
         status = status_of(solver.Solve(model))
         figures["solve_s"].append(round(time.perf_counter() - t_solve, 3))
+        if work_left is not None:
+            work_left = max(0.0, work_left - solver.deterministic_time)
+        if status.value != "optimal" and (
+            det is None or time.perf_counter() - t_solve >= share - 0.01
+        ):
+            wall_cut = True  # (not the deterministic budget: the wall clock ended this solve)
         if status.value not in ("optimal", "feasible"):
             break
         bound = int(np.ceil(solver.BestObjectiveBound() - 1e-6))
@@ -436,9 +457,12 @@ def exact_days(
                 "lengths": lengths,
             }
     if "critical_optimal" not in figures:
-        return give_up()
+        return give_up(wall_cut)
+    if figures.get("complete"):
+        wall_cut = False
     return ExactDays(
         True,
+        wall_cut=wall_cut,
         critical=crit_opt,
         critical_warning=max(critical_warning, crit_opt),
         lex_warning=lex_warning,

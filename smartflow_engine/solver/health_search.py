@@ -523,6 +523,7 @@ def search_health(
     weights: Mapping[str, float] | None = None,
     exact_s: float = 0.0,
     num_workers: int = 1,
+    exact_work_s: float | None = None,
 ) -> HealthSearchResult:
     """Minimise ``(critical, warning)`` of ``analyze_health`` over moves of the placed scope tasks.
 
@@ -558,6 +559,9 @@ def search_health(
         model of the per-day rules in the search's own floor (``health_floor``'s ``exact_s``;
         0: the relaxation alone). A model cut by its limit claims only what it proved, and the
         result then says ``floor_cut`` (more time could have stopped the search elsewhere).
+    exact_work_s
+        The exact model's deterministic time (``health_floor``'s ``exact_work_s``): a model
+        its work budget ended is no ``floor_cut``, only one the wall clock ended.
 
     weights
         With weights (the soft terms' of :mod:`.objective`), the key is (critical, warning,
@@ -594,9 +598,10 @@ def search_health(
             deadline=deadline,
             exact_s=exact_s,
             num_workers=num_workers,
+            exact_work_s=exact_work_s,
         )
         floor = _higher(floor, own)
-        floor_cut = own.exact_complete is False
+        floor_cut = own.exact_wall_cut
     except OutOfTime:  # no time left for it: the search stops on the clock anyway
         floor_cut = True
     if too_late(deadline, setup_cost(state, cal), cal):  # (the floor may have used what was left)

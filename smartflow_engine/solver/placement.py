@@ -343,6 +343,7 @@ def _propose_scope(
             threshold,
             min(cal.exact_floor_share * time_limit_s, search_stop - time.perf_counter()),
             num_workers,
+            cal.exact_floor_share * effort,
         )
         if exact is not None:
             candidates.append(("exact", exact))
@@ -517,6 +518,7 @@ def _propose_scope(
                 cal,
                 one_search=cal.one_search,
                 exact_s=cal.exact_floor_share * time_limit_s,
+                exact_work_s=cal.exact_floor_share * effort,
             )
             wall_limited = wall_limited or close_cut
         except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
@@ -575,6 +577,7 @@ def _exact_start(
     threshold: Level,
     time_limit_s: float,
     num_workers: int,
+    work_s: float | None = None,
 ) -> list[Placement] | None:
     """The exact model's lexicographically best schedule of the per-day rules
     (:func:`.health_floor.realise`) as a start placing ``target`` periods, the scope tasks it
@@ -596,6 +599,7 @@ def _exact_start(
         scope=scope,
         time_limit_s=time_limit_s,
         num_workers=num_workers,
+        work_s=work_s,
     )
     if found is None:
         return None
@@ -667,6 +671,7 @@ def _close_stage(
     calibration: Calibration,
     one_search: bool = False,
     exact_s: float = 0.0,
+    exact_work_s: float | None = None,
 ) -> tuple[
     list[Placement],
     dict[str, float],
@@ -686,7 +691,8 @@ def _close_stage(
 
     ``exact_s``: the wall-clock limit of the exact floor model in the search's own floor
     (:func:`.health_search.search_health`), at most what is left before ``stop`` after the
-    search's set-up; the floor returned is then (floor, lexicographic least warnings).
+    search's set-up; the floor returned is then (floor, lexicographic least warnings);
+    ``exact_work_s`` its deterministic time (a model its work ended is not a wall cut).
 
     Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
     window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
@@ -727,6 +733,7 @@ def _close_stage(
         weights=w if one_search else None,
         exact_s=max(0.0, min(exact_s, stop - setup_s - time.perf_counter())),
         num_workers=num_workers,
+        exact_work_s=exact_work_s,
     )
     if close.soft is not None and close.start_soft is not None:
         better = (close.counts.key, close.soft) < (close.start_counts.key, close.start_soft)

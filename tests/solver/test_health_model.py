@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 from typing import Any
 
@@ -341,3 +342,30 @@ def test_exact_floor_is_never_beaten_with_hosts(
         c += feas
         assert c >= floor.critical and c + w >= floor.critical + floor.warning
         assert floor.least_warning is None or c > floor.critical or w >= floor.least_warning
+
+
+def test_a_work_budget_ends_the_model_without_a_wall_cut() -> None:
+    """Tests ``exact_work_s`` (the batch's determinism, issue 24): the same deterministic budget
+    gives the same floor on every call and, when it ends the model before it is complete, the
+    floor does not say the wall clock cut it; a wall clock too short to build the model does."""
+    state = synthetic_window(500, 30, variant="fragmented", with_task_classes=True)
+    pending = sum(t.need() for t in state.pending_tasks())
+    module = importlib.import_module("smartflow_engine.solver.health_floor")  # (not the function)
+    floors = []
+    for _ in range(2):
+        module._EXACT_MEMO.clear()  # each call solves afresh
+        f = health_floor(
+            state, "normal", pending_periods=pending, scope=set(), exact_s=60.0, exact_work_s=1e-3
+        )
+        floors.append((f.critical, f.warning, f.least_warning, f.exact_complete))
+        assert f.exact_wall_cut is False
+    assert floors[0] == floors[1]
+    assert floors[0][3] is False  # (the budget is far too small to complete: the test's point)
+    module._EXACT_MEMO.clear()
+    cut = health_floor(
+        state, "normal", pending_periods=pending, scope=set(), exact_s=1e-4, exact_work_s=10.0
+    )
+    assert cut.exact_complete is False and cut.exact_wall_cut is True
+    module._EXACT_MEMO.clear()
+    full = health_floor(state, "normal", pending_periods=pending, scope=set(), exact_s=60.0)
+    assert full.exact_complete is True and full.exact_wall_cut is False
