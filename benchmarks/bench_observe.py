@@ -381,7 +381,7 @@ def observer_cost(n: int = 20000) -> float:
             info.tool, info.status, info.error_code = "get_overview", "ok", ""
             info.tool_seconds = 0.001
             current.reset(token)
-            observer._finish(scope, info, 200, b"")
+            observer._finish(scope, info, 200, None)
         handler.flush()  # the batched writes are part of the cost
         return (time.process_time() - t0) / n * 1e6
     finally:

@@ -334,8 +334,8 @@ def test_the_series_read_as_prometheus_clients_own_would():
     route = type("Route", (), {"path": "/v1/sessions/{session_id}/calls"})()
     for n, value in enumerate(values):
         tool = "get_overview" if n % 2 else "move"
-        info = RequestInfo("r", 0.0, tool=tool, status="ok", tool_seconds=value)
-        ours.observe_request({"method": "POST", "route": route}, info, 200, value)
+        info = RequestInfo("r", 0.0, tool=tool, status="ok", tool_seconds=value, elapsed=value)
+        ours.observe_request({"method": "POST", "route": route}, info, 200)
         hist.labels(tool).observe(value)
         calls.labels(tool, "ok").inc()
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, MutableMapping, Sized
+from collections.abc import Callable, Iterator, MutableMapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
@@ -52,7 +52,7 @@ from .errors import error_response
 
 if TYPE_CHECKING:
     from .context import ApiContext
-    from .request_log import RequestInfo
+    from .request_log import Record, RequestInfo
 
 # Tool calls run from a millisecond (a read) to the solver cap (10 s by default).
 TOOL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -196,29 +196,38 @@ class Metrics:
         self._status: dict[int, str] = {}
 
     def observe_request(
-        self, scope: MutableMapping[str, Any], info: RequestInfo, http_status: int, elapsed: float
+        self, scope: MutableMapping[str, Any], info: RequestInfo, http_status: int
     ) -> None:
+        """One finished request (``info.elapsed`` its duration)."""
         route = scope.get("route")
-        template = getattr(route, "path", None) or "unmatched"
-        if template == METRICS_PATH:
-            return  # scrapes do not count themselves
-        method = scope.get("method", "")
-        status = self._status.get(http_status) or self._status.setdefault(
-            http_status, str(http_status)
+        path = route.path if route is not None else None
+        self.observe_requests(
+            [(info, http_status, scope.get("method"), scope.get("path", ""), path, None)]
         )
+
+    def observe_requests(self, records: Sequence[Record]) -> None:
+        """Finished requests (:data:`.request_log.Record`) under one lock."""
         s = self.series
+        statuses = self._status
         with s.lock:
-            key = (method, template, status)
-            s.requests[key] = s.requests.get(key, 0.0) + 1
-            s.observe(s.request_seconds, (method, template), elapsed)
-            if info.tool_seconds is not None and info.tool is not None:
-                tool = info.tool if info.tool in self.tools else UNKNOWN_TOOL
-                s.observe(s.tool_seconds, (tool,), info.tool_seconds)
-                tkey = (tool, info.status or "")
-                s.tool_calls[tkey] = s.tool_calls.get(tkey, 0.0) + 1
-            if info.error_code:
-                ckey = (info.error_code,)
-                s.refusals[ckey] = s.refusals.get(ckey, 0.0) + 1
+            for info, http_status, method, _, route_path, _ in records:
+                template = route_path or "unmatched"
+                if template == METRICS_PATH:
+                    continue  # scrapes do not count themselves
+                status = statuses.get(http_status) or statuses.setdefault(
+                    http_status, str(http_status)
+                )
+                key = (method or "", template, status)
+                s.requests[key] = s.requests.get(key, 0.0) + 1
+                s.observe(s.request_seconds, (method or "", template), info.elapsed)
+                if info.tool_seconds is not None and info.tool is not None:
+                    tool = info.tool if info.tool in self.tools else UNKNOWN_TOOL
+                    s.observe(s.tool_seconds, (tool,), info.tool_seconds)
+                    tkey = (tool, info.status or "")
+                    s.tool_calls[tkey] = s.tool_calls.get(tkey, 0.0) + 1
+                if info.error_code:
+                    ckey = (info.error_code,)
+                    s.refusals[ckey] = s.refusals.get(ckey, 0.0) + 1
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -23,6 +23,7 @@ string (a signed view link's signature stays out of the log).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import logging
@@ -97,7 +98,12 @@ class RequestInfo:
     status: Status | Literal["http_error"] | None = None
     error_code: str = ""
     tool_seconds: float | None = None
+    elapsed: float = 0.0  # the request's duration, once it has finished
 
+
+# A finished request: its info, HTTP status, method, path, route template (None: no route
+# matched) and, when the line still needs its user, the request's headers.
+Record = tuple[RequestInfo, int, Any, str, str | None, Any]
 
 current: ContextVar[RequestInfo | None] = ContextVar("smartflow_request", default=None)
 
@@ -152,8 +158,10 @@ class RequestObserver:
     ) -> None:
         self.app, self.metrics, self.log_requests = app, metrics, log_requests
         self.principal = principal  # token -> principal (the app's ApiContext.principal)
-        self._records: list[tuple[Scope, RequestInfo, int, float, float]] = []
-        self._lock = threading.Lock()
+        # finished requests waiting (:data:`Record`); deque appends and pops are atomic, so the
+        # request path takes no lock
+        self._records: collections.deque[Record] = collections.deque()
+        self._lock = threading.Lock()  # one drain at a time (the lines keep their order)
         self._timer: threading.Thread | None = None
         if metrics is not None:
             metrics.before_scrape.append(self.drain)
@@ -194,37 +202,55 @@ class RequestObserver:
             await self.app(scope, receive, send_with_id)
         finally:
             current.reset(token)
-            self._finish(scope, info, http_status, b"".join(error_body) if error_body else b"")
+            self._finish(scope, info, http_status, error_body)
 
-    def _finish(self, scope: Scope, info: RequestInfo, http_status: int, body: bytes) -> None:
-        elapsed = time.perf_counter() - info.started
+    def _finish(
+        self, scope: Scope, info: RequestInfo, http_status: int, error_body: list[bytes] | None
+    ) -> None:
+        """Keep the finished request's record (no lock: a deque's append is atomic). The record
+        holds what the line and the metrics read, not the scope: 64 scopes kept alive (each with
+        the request's routing objects) would make the garbage collector's young generations
+        walk them again and again."""
+        info.elapsed = time.perf_counter() - info.started
         if http_status >= 400:
             info.status = "http_error"
-            info.error_code = _error_code(body) or str(http_status)
-        record = (scope, info, http_status, elapsed, time.time())
-        if self.log_requests and not _batched_lines():
-            self._handle([record])  # an operator's handler gets its record at once
-            return
+            info.error_code = _error_code(b"".join(error_body or ())) or str(http_status)
+        route = scope.get("route")
+        headers = (
+            scope.get("headers")
+            if info.user is None and self.log_requests and self.principal is not None
+            else None
+        )
+        records = self._records
+        records.append(
+            (info, http_status, scope.get("method"), scope["path"], route and route.path, headers)
+        )
+        if len(records) >= self.BATCH or (self.log_requests and not _batched_lines()):
+            self.drain()  # (an operator's own log handler gets each record at once)
+        elif self._timer is None and self.log_requests:
+            self._start_timer()
+
+    def _start_timer(self) -> None:
         with self._lock:
-            self._records.append(record)
-            full = len(self._records) >= self.BATCH
-            start_timer = self.log_requests and not full and self._timer is None
-            if start_timer:
-                self._timer = threading.Thread(
-                    target=self._drain_soon, name="smartflow-access-records", daemon=True
-                )
-        if full:
-            self.drain()
-        elif start_timer:
-            assert self._timer is not None
+            if self._timer is not None:
+                return
+            self._timer = threading.Thread(
+                target=self._drain_soon, name="smartflow-access-records", daemon=True
+            )
             self._timer.start()
 
     def drain(self) -> None:
         """Handle the records waiting (a scrape, the timer, a flush at exit, a full batch)."""
         with self._lock:
-            records, self._records = self._records, []
-        if records:
-            self._handle(records)
+            records = []
+            pop = self._records.popleft
+            try:
+                while True:
+                    records.append(pop())
+            except IndexError:
+                pass
+            if records:
+                self._handle(records)
 
     def _drain_soon(self) -> None:
         time.sleep(_LineHandler.FLUSH_S)
@@ -234,28 +260,33 @@ class RequestObserver:
         for handler in access_log.handlers:  # out now, not one handler interval later
             handler.flush()
 
-    def _handle(self, records: list[tuple[Scope, RequestInfo, int, float, float]]) -> None:
+    def _handle(self, records: list[Record]) -> None:
+        """The metrics and the lines of ``records`` (the caller holds ``_lock``)."""
         metrics = self.metrics
         if metrics is not None:
-            for scope, info, http_status, elapsed, _ in records:
-                metrics.observe_request(scope, info, http_status, elapsed)
+            metrics.observe_requests(records)
         if not self.log_requests or not access_log.isEnabledFor(logging.INFO):
             return
-        for scope, info, http_status, elapsed, ts in records:
+        # wall-clock time of a request's end: its perf_counter end on this batch's offset
+        offset = time.time() - time.perf_counter()
+        lines = []
+        for info, http_status, method, path, _, headers in records:
             # what only the line needs
-            path: str = scope.get("path", "")
             if info.session is None:
                 found = _SESSION_PATH.match(path)
                 if found:
                     info.session = found.group(1)
             if info.tool is None:
                 info.tool = _path_tool(path)
-            if info.user is None and self.principal is not None:
-                info.user = self._user(scope)
-            write_line(_line(info, scope.get("method"), path, http_status, elapsed, ts))
+            if info.user is None and headers is not None:
+                info.user = self._user(headers)
+            elapsed = info.elapsed
+            ts = offset + info.started + elapsed
+            lines.append(_line(info, method, path, http_status, elapsed, ts))
+        write_lines(lines)
 
-    def _user(self, scope: Scope) -> str | None:
-        for name, value in scope.get("headers", []):
+    def _user(self, headers: Any) -> str | None:
+        for name, value in headers:
             if name == b"authorization":
                 scheme, _, given = value.decode("latin-1").partition(" ")
                 if scheme.lower() == "bearer" and given:
@@ -326,9 +357,13 @@ class _LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def write_line(self, text: str) -> None:
         """Add the line ``text`` (no newline), written as the class docstring says."""
+        self.write_lines([text])
+
+    def write_lines(self, texts: list[str]) -> None:
+        """Add the lines ``texts`` (no newlines), written as the class docstring says."""
         with self.lock:  # type: ignore[union-attr]
-            self._lines.append(text)
-            self._size += len(text) + 1
+            self._lines += texts
+            self._size += sum(map(len, texts)) + len(texts)
             if self._direct or self._size >= self.FLUSH_BYTES:
                 self._drain()
             elif self._timer is None:
@@ -382,19 +417,25 @@ def _batched_lines() -> bool:
 
 
 def write_line(text: str) -> None:
-    """Hand the line to ``smartflow.access``. When the only handler is the one
-    :func:`configure_access_log` installed (``smartflow serve --access-log``), the line is
+    """Hand the line to ``smartflow.access`` (see :func:`write_lines`)."""
+    write_lines([text])
+
+
+def write_lines(texts: list[str]) -> None:
+    """Hand the lines to ``smartflow.access``. When the only handler is the one
+    :func:`configure_access_log` installed (``smartflow serve --access-log``), the lines are
     written to it directly (no log record: it costs more than the rest of the line); any other
-    set-up (a handler or a filter of the operator's) gets an ordinary record."""
+    set-up (a handler or a filter of the operator's) gets an ordinary record per line."""
     if _batched_lines():
         handler = access_log.handlers[0]
         assert isinstance(handler, _LineHandler)
-        handler.write_line(text)
+        handler.write_lines(texts)
         return
-    # the record made directly: Logger.info would also walk the stack for the caller
-    access_log.handle(
-        access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, text, (), None)
-    )
+    for text in texts:
+        # the record made directly: Logger.info would also walk the stack for the caller
+        access_log.handle(
+            access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, text, (), None)
+        )
 
 
 def configure_access_log() -> None:
