@@ -315,6 +315,7 @@ def balanced_greedy(
             _, day, s, host_idx = best
             if host_idx is not None:
                 hosts_free[host_idx] = False
+                subj[day - 1, s - 1 : s - 1 + d] = k  # (the study layer: the guest's subject)
                 out.append(Placement(tid, day, s, s + d - 1, problem.hosts[host_idx].host))
             else:
                 free[day - 1, s - 1 : s - 1 + d] = False
@@ -358,7 +359,8 @@ def _day_candidates(
             iso = (left == 1) + (right == 1)
             switch = 0
             for nb in (s - 1, e + 1):
-                if 1 <= nb <= spd and not row_free[nb - 1] and row_subj[nb - 1] != subject:
+                # a switch: a neighbour holding another subject (an event holds none, "")
+                if 1 <= nb <= spd and row_subj[nb - 1] and row_subj[nb - 1] != subject:
                     switch += 1
             c = (
                 w["isolated_free"] * iso

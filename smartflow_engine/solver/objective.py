@@ -66,8 +66,9 @@ TERMS: tuple[Term, ...] = (
         "context_switch",
         1.0,
         "switches",
-        "adjacent occupied periods holding different subjects, at least one of them a scope "
-        "task's (switches between fixed tasks are not the proposal's doing)",
+        "adjacent periods of the study layer holding different subjects (a guest's subject "
+        "replaces its host's period; an event or a free period holds none), at least one of "
+        "them a scope task's (switches between fixed tasks are not the proposal's doing)",
     ),
     Term("late", 4.0, "days", "days past a class's end day (only when late placement is allowed)"),
     Term("time_of_day", 0.5, "periods", "periods outside a class's preferred part of the day"),
@@ -294,8 +295,9 @@ def evaluate(
         counts[(k, p.day)] = counts.get((k, p.day), 0) + 1
         if p.embed_host is None:
             owner[p.day - 1, p.slot_start - 1 : p.slot_end] = p.task_id
-            subj[p.day - 1, p.slot_start - 1 : p.slot_end] = k
-            mine[p.day - 1, p.slot_start - 1 : p.slot_end] = True
+        # the study layer (concepts.is_switch): a guest's subject replaces its host's period
+        subj[p.day - 1, p.slot_start - 1 : p.slot_end] = k
+        mine[p.day - 1, p.slot_start - 1 : p.slot_end] = True
         late += lateness(g.rule, p.day)
         if g.rule not in prefs:
             prefs[g.rule] = preferred_slots(problem, g.rule)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..concepts import movable_by_solver
+from ..concepts import subject_of as concepts_subject_of
 from ..state import ScheduleState, Task, TaskClass, runs
 
 
@@ -97,7 +98,8 @@ class Problem:
     """Everything a model needs about one window and its scope.
 
     ``owner`` is the grid's owner array after the scope tasks have left their places (for the
-    re-planned suggested ones); ``subjects`` gives each occupied cell's subject (``""`` = free).
+    re-planned suggested ones); ``subjects`` gives each cell's subject in the study layer (``""``: none, a free
+    period or an event's; a fixed guest's over its host's period, see :mod:`..concepts`).
     """
 
     num_days: int
@@ -171,10 +173,10 @@ def allowed_starts(
 
 
 def subject_of(task: Task) -> str:
-    """The subject a task counts as for same-category and context-switch terms."""
-    if task.category_id is not None:
-        return f"#{task.category_id}"
-    return task.category or task.name
+    """The subject a task counts as for the same-category and context-switch terms: the one
+    of :func:`..concepts.subject_of` (a study task's category, ``未分类`` without one), ``""``
+    for an event (it has none, as ``analyze_health`` sees it; issue 25 item 3)."""
+    return concepts_subject_of(task) or ""
 
 
 def movable(state: ScheduleState, task: Task, hosts: Container[int] | None = None) -> bool:
@@ -346,10 +348,14 @@ def build_problem(
             {},
             classes,
         )
+    # the study layer of the fixed content (concepts): "" where no subject (a free period, an
+    # event), a guest's subject over its host's period
     subj_of_id = {t.state_id: subject_of(t) for t in state.tasks}
     subject_grid = np.full(owner.shape, "", dtype=object)
     occupied = np.nonzero(owner)
     subject_grid[occupied] = [subj_of_id[int(i)] for i in owner[occupied].tolist()]
+    hosted = np.nonzero(guest)
+    subject_grid[hosted] = [subj_of_id[int(i)] for i in guest[hosted].tolist()]
     fixed_counts: dict[tuple[str, int], int] = {}
     for t in state.tasks:
         if t.state_id in scope_ids:

@@ -46,8 +46,7 @@ class SoftEvaluator:
         self._w = [self.weights[name] for name in TERM_NAMES]
         owner = np.asarray(problem.owner)
         self.num_days, self.spd = (int(v) for v in owner.shape)
-        # subject codes: 0 is "" (free, or a cell without a subject); other values (a subject,
-        # or None for an event) each get their own code, as evaluate's comparisons see them
+        # subject codes: 0 is "" (no subject: a free period, an event's), a subject another
         names: dict[object, int] = {"": 0}
         subjects = np.asarray(problem.subjects)
         if subjects.shape != owner.shape:  # a problem built without subjects
@@ -60,6 +59,7 @@ class SoftEvaluator:
             names.setdefault(k, len(names))
         self.code = names
         self.subj = np.array([names[v] for v in cells], dtype=np.int64).reshape(owner.shape)
+        self.base_subj = self.subj.copy()  # the fixed study layer (what a leaving guest uncovers)
         self.occupied = owner != 0
         self.mine = np.zeros(owner.shape, dtype=bool)
         cluster = clustered_subjects(problem)
@@ -138,10 +138,10 @@ class SoftEvaluator:
     def place(self, pl: Placement, refresh: bool = True) -> None:
         d, a, b = pl.day - 1, pl.slot_start - 1, pl.slot_end
         code = self._task_code[pl.task_id]
+        self.subj[d, a:b] = code  # (a guest's subject replaces its host's period)
+        self.mine[d, a:b] = True
         if pl.embed_host is None:
             self.occupied[d, a:b] = True
-            self.subj[d, a:b] = code
-            self.mine[d, a:b] = True
             self._set_load(d, int(self.loads[d]) + pl.length)
         self._count(code, pl.day, 1)
         late, tod = self._place_terms(pl)
@@ -156,10 +156,10 @@ class SoftEvaluator:
         pl = self.placed_scope.pop(task_id)
         d, a, b = pl.day - 1, pl.slot_start - 1, pl.slot_end
         code = self._task_code[task_id]
+        self.subj[d, a:b] = self.base_subj[d, a:b]
+        self.mine[d, a:b] = False
         if pl.embed_host is None:
             self.occupied[d, a:b] = False
-            self.subj[d, a:b] = 0
-            self.mine[d, a:b] = False
             self._set_load(d, int(self.loads[d]) - pl.length)
         self._count(code, pl.day, -1)
         late, tod = self._place_terms(pl)

@@ -354,6 +354,8 @@ class SubModel:
                         exprs.append(Lin(cat_a + occ_b + cat_b, -1))
                 else:
                     cell, fixed_subject = (q, row_subj[q]) if a_free else (q + 1, row_subj[q - 1])
+                    if not fixed_subject:
+                        continue  # a neighbour with no subject (an event): never a switch
                     occ = self._occ(day, cell)
                     same = [(v, -1) for v, _ in self._occ(day, cell, fixed_subject)]
                     if occ:

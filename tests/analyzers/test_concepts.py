@@ -85,7 +85,7 @@ def test_events_and_study_tasks() -> None:
 
 def test_subject_of_a_task() -> None:
     """Tests that a study task's subject is its category (未分类 without one) and an event has
-    none, and that the analyzers' and the solver's health model agree."""
+    none, and that the analyzers', the solver's health model and its soft terms agree."""
     state = spec_window()
     got = {t.state_id: concepts.subject_of(t) for t in state.tasks}
     assert got == {
@@ -100,6 +100,8 @@ def test_subject_of_a_task() -> None:
     }
     for t in state.tasks:
         assert health_eval.study_subject(t) == got[t.state_id]
+        # the proposal's soft terms: the same subject, "" (none) for an event
+        assert problem.subject_of(t) == (got[t.state_id] or "")
         if concepts.is_study(t):
             assert frame.subject_of(t) == got[t.state_id]
 

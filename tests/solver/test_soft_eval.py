@@ -130,3 +130,57 @@ def test_set_placements_matches_a_fresh_evaluator() -> None:
     fresh = SoftEvaluator(problem)
     fresh.set_placements(start[: len(start) // 2])
     assert ev.terms() == fresh.terms()
+
+
+def _study_layer_switches(state: ScheduleState, scope: set[int]) -> int:
+    """The reference (issue 25 item 3): adjacent periods of one day whose study-layer subjects
+    make a context switch by :func:`concepts.is_switch` (a guest's subject over its host's
+    period, an event's and a free period's none), at least one of them a scope task's."""
+    from smartflow_engine.concepts import is_switch, subject_of
+
+    grid = state.grid
+    subject = {t.state_id: subject_of(t) for t in state.tasks}
+    total = 0
+    for d in range(state.num_days):
+        layer, mine = [], []
+        for p in range(state.slots_per_day):
+            g, o = int(grid.guest[d, p]), int(grid.owner[d, p])
+            tid = g or o
+            layer.append(subject.get(tid) if tid else None)
+            mine.append(tid in scope)
+        for p in range(state.slots_per_day - 1):
+            if is_switch(layer[p], layer[p + 1]) and (mine[p] or mine[p + 1]):
+                total += 1
+    return total
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(state=windows(min_days=2, max_days=14), seed=st.integers(0, 10**6))
+def test_context_switch_is_the_concepts_switch(state: ScheduleState, seed: int) -> None:
+    """Tests that the solver's ``context_switch`` term (objective.evaluate and the incremental
+    SoftEvaluator) counts what :func:`concepts.is_switch` calls a switch in the study layer of
+    the schedule the placements make: an event next to a study task is none, a guest's
+    subject replaces its host's period."""
+    import random
+
+    from smartflow_engine.state import Request, relocate
+
+    # the pending tasks are the scope: those left out stay pending in the applied state too
+    problem = build_problem(state, include_suggested=False, by_subject=True)
+    start = balanced_greedy(problem)
+    rng = random.Random(seed)
+    placements = rng.sample(start, rng.randint(0, len(start)))
+    after = state.copy_state()
+    applied = relocate(
+        after,
+        [Request(p.task_id, p.day, p.slot_start) for p in placements],
+        op="apply_proposal",
+        status_after="suggested",
+    )
+    assert applied.ok, applied
+    scope = {p.task_id for p in placements}
+    want = _study_layer_switches(after, scope)
+    assert evaluate(problem, placements)["context_switch"] == want
+    ev = SoftEvaluator(problem)
+    ev.set_placements(placements)
+    assert ev.terms()["context_switch"] == want
