@@ -150,6 +150,9 @@ class SubModel:
         self.const = 0
         # Per cell: the placement variables covering it, with their subject.
         self.cover: dict[tuple[int, int], list[tuple[Any, str]]] = defaultdict(list)
+        # Per host cell holding no subject (an event's): the guest variables whose guest would
+        # put its subject there (the study layer, see ..concepts; context switches only).
+        self.guest_cover: dict[tuple[int, int], list[tuple[Any, str]]] = defaultdict(list)
         self._day_vars_cache: dict[int, list[tuple[Any, int, str]]] | None = None
         for family in (
             self._add_variables,
@@ -192,7 +195,13 @@ class SubModel:
             for hi in self.win.hosts_by_day.get(day, []):
                 for gi in range(len(p.groups)):
                     if self.counts[gi] and (hi, gi) in self.win.host_start:
-                        self.y[(hi, gi)] = m.new_bool_var(f"y_h{hi}_g{gi}")
+                        var = self.y[(hi, gi)] = m.new_bool_var(f"y_h{hi}_g{gi}")
+                        s = self.win.host_start[(hi, gi)]
+                        for q in range(s, s + p.groups[gi].duration):
+                            # (a host with a subject of its own, a study task, keeps it here:
+                            # the spec's hosts are courses)
+                            if not p.subjects[day - 1, q - 1]:
+                                self.guest_cover[(day, q)].append((var, p.groups[gi].subject))
 
     def add_max(self, aux: Any, exprs: list[Lin], weight: int) -> None:
         """``aux >= e`` for every expression ``e``; ``aux`` costs ``weight`` per unit, so the
@@ -341,23 +350,32 @@ class SubModel:
         for day in self.days:
             check_deadline(self.win.deadline)
             row_free, row_subj = free[day - 1], subj[day - 1]
+
+            def variable(q: int, day: int = day, row_free: Any = row_free) -> bool:
+                """Period q's subject depends on the model: free, or a host's with a guest."""
+                return bool(row_free[q - 1]) or (day, q) in self.guest_cover
+
+            def vars_at(q: int, day: int = day) -> list[tuple[Any, str]]:
+                return self.cover.get((day, q), []) + self.guest_cover.get((day, q), [])
+
             for q in range(1, self.p.slots_per_day):  # pair (q, q + 1), 1-based
-                a_free, b_free = bool(row_free[q - 1]), bool(row_free[q])
-                if not a_free and not b_free:
+                a_var, b_var = variable(q), variable(q + 1)
+                if not a_var and not b_var:
                     continue  # fixed on both sides: not counted (see objective.TERMS)
+                va, vb = vars_at(q), vars_at(q + 1)
                 exprs: list[Lin] = []
-                if a_free and b_free:
-                    occ_b = self._occ(day, q + 1)
-                    for k in sorted({k for _, k in self.cover.get((day, q), [])}):
-                        cat_a = self._occ(day, q, k)
-                        cat_b = [(v, -1) for v, _ in self._occ(day, q + 1, k)]
+                if a_var and b_var:  # no subject unless a variable puts one there
+                    occ_b = [(v, 1) for v, _ in vb]
+                    for k in sorted({k for _, k in va}):
+                        cat_a = [(v, 1) for v, kk in va if kk == k]
+                        cat_b = [(v, -1) for v, kk in vb if kk == k]
                         exprs.append(Lin(cat_a + occ_b + cat_b, -1))
                 else:
-                    cell, fixed_subject = (q, row_subj[q]) if a_free else (q + 1, row_subj[q - 1])
+                    cell_vars, fixed_subject = (va, row_subj[q]) if a_var else (vb, row_subj[q - 1])
                     if not fixed_subject:
                         continue  # a neighbour with no subject (an event): never a switch
-                    occ = self._occ(day, cell)
-                    same = [(v, -1) for v, _ in self._occ(day, cell, fixed_subject)]
+                    occ = [(v, 1) for v, _ in cell_vars]
+                    same = [(v, -1) for v, k in cell_vars if k == fixed_subject]
                     if occ:
                         exprs.append(Lin(occ + same))
                 exprs = [e for e in exprs if e.terms]

@@ -24,7 +24,8 @@ CATEGORY_IDS = (10, 11, 12)  # 12 has no task class
 def make_state(
     days: int, spd: int, tasks: list[dict[str, Any]], classes: list[dict[str, Any]] | None = None
 ) -> ScheduleState:
-    """A state from a compact task list (ids, names and sources filled in)."""
+    """A state from a compact task list (ids, names, sources and, from a ``category_id``, a
+    category name filled in)."""
     full = []
     for i, t in enumerate(tasks, start=1):
         row = {
@@ -34,6 +35,9 @@ def make_state(
             "category": "学习",
             "status": "pending",
         }
+        if "category_id" in t and "category" not in t:
+            # a category's name comes with its id (the subject is the name, concepts.subject_of)
+            row["category"] = f"科目{t['category_id']}"
         row.update(t)
         full.append(row)
     data = {
