@@ -30,7 +30,6 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[all,dev]'
-	$(VENV)/bin/smartflow warm-up
 	touch $(STAMP)
 
 demo: system-packages $(STAMP)

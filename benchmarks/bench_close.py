@@ -6,8 +6,8 @@ first, and on the feasible ones four methods get the same time limit:
 
 - ``new``: ``propose_placement`` with its close stage (lexicographic: periods placed, then
   analyze_health's critical, warning, then the six soft terms);
-- ``six-term``: the same call with the close stage's budget set to zero (the proposal before
-  issue 10);
+- ``six-term``: the same call with the search's budget set to zero: its best start (the
+  soft-term pipeline that this column measured before issue 26 is deleted);
 - ``greedy``: the load/category-aware balanced greedy (:func:`balanced_greedy`);
 - ``hill``: the six-term proposal at half the limit, then a first-improvement single-move hill
   climb on the exact (critical, warning) counts for the other half (the issue's peer).
@@ -35,14 +35,16 @@ from smartflow_engine.solver import check_feasibility, propose_placement
 from smartflow_engine.solver.baselines import balanced_greedy
 from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.health_eval import HealthCounts, HealthEvaluator
-from smartflow_engine.solver.health_floor import _EXACT_MEMO, health_floor
+from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
 VARIANTS = ("plain", "tight", "fragmented")
 METHODS = ("new", "six-term", "greedy", "hill")
-NO_CLOSE = replace(DEFAULT_CALIBRATION, health_share=0.0, one_search=False)  # before issue 10
+# The proposal's start without its search (the soft-term pipeline that stood here before issue
+# 10's close stage was deleted by issue 26: its last side-by-side table is in results_close.md)
+NO_CLOSE = replace(DEFAULT_CALIBRATION, health_share=0.0, one_search_share=0.0)
 
 
 @dataclass
@@ -69,7 +71,7 @@ def _counts(state: ScheduleState, problem: Problem, placements: list[Placement])
 
 
 def six_term(state: ScheduleState, limit: float, seed: int = 0) -> Any:
-    """The proposal without its close stage (budget zero)."""
+    """The proposal without its search (budget zero): its best start."""
     return propose_placement(state, time_limit_s=limit, seed=seed, calibration=NO_CLOSE)
 
 
@@ -288,190 +290,5 @@ def run(quick: bool = False) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ --compare-pipeline (issue 26)
-ONE_SEARCH = replace(DEFAULT_CALIBRATION, one_search=True)
-SOFT_PIPELINE = replace(DEFAULT_CALIBRATION, one_search=False)
-PIPELINES = {"soft pipeline": SOFT_PIPELINE, "one search": ONE_SEARCH}
-
-
-@dataclass
-class PipelineRow:
-    days: int
-    variant: str
-    classes: bool
-    seed: int
-    key: dict[str, tuple[float, ...]]  # (unplaced periods, critical, warning, soft)
-    above_floor: dict[str, int | None]  # (critical + warning) above the proven own floor
-    runtime: dict[str, float]
-
-
-def compare_pipeline(quick: bool, progress: Progress, fixed_work: bool) -> list[PipelineRow]:
-    """Both proposal paths on the same seeded windows at the same time limit, one after the
-    other on each window (same process, same load). ``fixed_work``: the work budgets of a 1 s
-    limit (``work_limit_s``) under a 10 s wall limit, so that the load of the machine does not
-    decide where a search stops (every call deterministic for its seed)."""
-    from smartflow_engine.solver import proposal_key
-    from smartflow_engine.solver._jit import kernels_ready, wait_for_background
-
-    sizes = (13, 30) if quick else (13, 30, 60, 120)
-    seeds = range(1) if quick else range(3)
-    limit = 1.0
-    if not kernels_ready():  # the soft pipeline's column search needs its compiled kernels
-        wait_for_background()
-    propose_placement(synthetic_window(0, 7), time_limit_s=0.2, calibration=SOFT_PIPELINE)
-    propose_placement(synthetic_window(0, 7), time_limit_s=0.2, calibration=ONE_SEARCH)
-    cells = [(d, v, c, s) for d in sizes for v in VARIANTS for c in (False, True) for s in seeds]
-    task = progress.add_task("compare", total=len(cells))
-    rows: list[PipelineRow] = []
-    for days, variant, classes, seed in cells:
-        state = synthetic_window(
-            600 + seed,
-            days,
-            variant=variant,  # type: ignore[arg-type]
-            with_task_classes=classes,
-        )
-        problem = build_problem(state, by_subject=True)
-        scope = {t for g in problem.groups for t in g.task_ids}
-        row = PipelineRow(days, variant, classes, seed, {}, {}, {})
-        for name, cal in PIPELINES.items():
-            _EXACT_MEMO.clear()  # each path solves its own exact floor (no answer carried over)
-            t = time.perf_counter()
-            if fixed_work:
-                p = propose_placement(
-                    state,
-                    time_limit_s=10.0,
-                    work_limit_s=cal.work_share * limit,
-                    seed=0,
-                    calibration=cal,
-                )
-            else:
-                p = propose_placement(state, time_limit_s=limit, seed=0, calibration=cal)
-            row.runtime[name] = time.perf_counter() - t
-            row.key[name] = proposal_key(state, p)
-            placed = sum(
-                pl.length for pl in p.placements if problem.current.get(pl.task_id) is None
-            )
-            own = health_floor(state, "normal", pending_periods=placed, scope=scope)
-            if p.critical is None or p.warning is None or not own.proven:
-                row.above_floor[name] = None
-            else:
-                row.above_floor[name] = p.critical + p.warning - own.critical - own.warning
-        rows.append(row)
-        progress.advance(task)
-    return rows
-
-
-def _lex(a: tuple[float, ...], b: tuple[float, ...]) -> int:
-    """-1 when ``a`` is lexicographically better (soft terms compared to 1e-9), 1 worse, 0 tie."""
-    for x, y in zip(a, b, strict=True):
-        if abs(x - y) > 1e-9:
-            return -1 if x < y else 1
-    return 0
-
-
-def compare_section(rows: list[PipelineRow], quick: bool, fixed_work: bool) -> list[str]:
-    names = list(PIPELINES)
-    old, new = names
-    lines = [
-        "## One search against the soft pipeline (issue 26, `--compare-pipeline"
-        + (" --fixed-work`)" if fixed_work else "`)"),
-        "",
-        (
-            "Fixed work: each call gets the work budgets of a 1 s limit (`work_limit_s`) under "
-            "a 10 s wall limit, so the machine's load does not decide where a search stops."
-            if fixed_work
-            else "Wall clock: each call at a 1 s limit, as the tools call it (on a loaded "
-            "machine the wall clock cuts the searches: see `--fixed-work`)."
-        ),
-        "",
-        "`propose_placement` with the old path (`soft pipeline`: local moves, column "
-        "generation, full model or neighbourhoods, then the close stage on (critical, warning)) "
-        "and with `Calibration.one_search` (the default, `one search`: the same starts and the exact model's "
-        "schedule of the per-day rules, then one search on (critical, warning, soft terms) from "
-        "the one with the fewest issues, scored by `HealthEvaluator` and `SoftEvaluator`); "
-        "both paths' floors use the exact model (a quarter of the 10 s wall limit, its "
-        "remembered answers cleared before every call), "
-        "each at a 1 s limit, seed 0, on the same windows (`synthetic_window` seeds "
-        f"{'600' if quick else '600-602'}), one after the other. Key = (unplaced periods, "
-        "critical, warning, weighted soft terms); `wins`/`losses` = windows where the one "
-        "search's key is lexicographically better/worse; `health wins/losses` compares "
-        "(unplaced, critical, warning) only; `above floor` = median (critical + warning) − "
-        "the proven floor of the proposal's own population; runtimes are medians (2-core "
-        "machine shared with other engineers: noisy).",
-        "",
-        "| days | variant | classes | windows | closes soft pipeline | closes one search | "
-        "wins | losses | ties | health wins | health losses | above floor soft pipeline | "
-        "above floor one search | soft pipeline s | one search s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    groups: dict[tuple[int, str, bool], list[PipelineRow]] = {}
-    for r in rows:
-        groups.setdefault((r.days, r.variant, r.classes), []).append(r)
-    tot = {"n": 0, "co": 0, "cn": 0, "w": 0, "l": 0, "t": 0, "hw": 0, "hl": 0}
-    soft_ratio: list[float] = []
-
-    def closes(k: tuple[float, ...]) -> bool:
-        return k[0] == 0 and k[1] == 0 and k[2] <= 1
-
-    def med(values: list[int | None]) -> str:
-        known = [v for v in values if v is not None]
-        return f"{statistics.median(known):g}" if known else "–"
-
-    for (days, variant, classes), group in sorted(groups.items()):
-        cmp = [_lex(r.key[new], r.key[old]) for r in group]
-        hcmp = [_lex(r.key[new][:3], r.key[old][:3]) for r in group]
-        co = sum(closes(r.key[old]) for r in group)
-        cn = sum(closes(r.key[new]) for r in group)
-        w, lo, ti = cmp.count(-1), cmp.count(1), cmp.count(0)
-        hw, hl = hcmp.count(-1), hcmp.count(1)
-        for r, h in zip(group, hcmp, strict=True):
-            if h == 0 and r.key[old][3] > 0:
-                soft_ratio.append(r.key[new][3] / r.key[old][3])
-        for k, v in (("n", len(group)), ("co", co), ("cn", cn), ("w", w), ("l", lo), ("t", ti)):
-            tot[k] += v
-        tot["hw"] += hw
-        tot["hl"] += hl
-        lines.append(
-            f"| {days} | {variant} | {'yes' if classes else 'no'} | {len(group)} | {co} | {cn} | "
-            f"{w} | {lo} | {ti} | {hw} | {hl} | "
-            f"{med([r.above_floor[old] for r in group])} | "
-            f"{med([r.above_floor[new] for r in group])} | "
-            f"{statistics.median(r.runtime[old] for r in group):.2f} | "
-            f"{statistics.median(r.runtime[new] for r in group):.2f} |"
-        )
-    all_old = [r.runtime[old] for r in rows]
-    all_new = [r.runtime[new] for r in rows]
-    lines += [
-        "",
-        f"Totals over {tot['n']} windows: closes {tot['co']} (soft pipeline) against "
-        f"{tot['cn']} (one search); lexicographic wins {tot['w']}, losses {tot['l']}, ties "
-        f"{tot['t']} for the one search; on health alone wins {tot['hw']}, losses {tot['hl']}. "
-        f"Where health ties, median soft ratio one search / soft pipeline "
-        f"{statistics.median(soft_ratio) if soft_ratio else float('nan'):.3f} "
-        f"({len(soft_ratio)} windows). Above the own floor: median "
-        f"{med([r.above_floor[old] for r in rows])} against "
-        f"{med([r.above_floor[new] for r in rows])}. Median runtime "
-        f"{statistics.median(all_old):.2f} s against {statistics.median(all_new):.2f} s "
-        f"(ratio {statistics.median(all_new) / statistics.median(all_old):.2f}).",
-    ]
-    return lines
-
-
-def run_compare(quick: bool = False, fixed_work: bool = False) -> str:
-    started = time.perf_counter()
-    with Progress(transient=True) as progress:
-        rows = compare_pipeline(quick, progress, fixed_work)
-    lines = compare_section(rows, quick, fixed_work)
-    lines += [
-        "",
-        f"_Pipeline comparison wall time: {time.perf_counter() - started:.0f} s "
-        f"({'quick' if quick else 'full'} run)._",
-    ]
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    if "--compare-pipeline" in sys.argv[1:]:
-        print(run_compare("--quick" in sys.argv[1:], "--fixed-work" in sys.argv[1:]))
-    else:
-        print(run(quick="--quick" in sys.argv[1:]))
+    print(run(quick="--quick" in sys.argv[1:]))

@@ -37,13 +37,6 @@ from smartflow_engine.solver import (
 )
 from smartflow_engine.solver._cpsat import cp_model, make_solver, status_of
 from smartflow_engine.solver.baselines import balanced_greedy, first_fit
-from smartflow_engine.solver.bounds import (
-    ColumnBound,
-    DayBound,
-    column_bound,
-    day_decomposition_bound,
-)
-from smartflow_engine.solver.columns import search
 from smartflow_engine.solver.counting import build as build_counting
 from smartflow_engine.solver.counting import max_placeable
 from smartflow_engine.solver.feasibility import FeasibilityReport
@@ -62,8 +55,6 @@ ROW_GOALS_MS = {("large", "tight", True): 20}  # issue 10: from 128 ms; every ot
 # Reference runs for the medium quality figures: (time limit in s, seeds) per mode. The search is
 # bounded by deterministic work (~40% of the limit), so a 20 s run takes ~10 s of wall time.
 LONG_RUNS = {False: (20.0, (0, 1, 2)), True: (3.0, (0,))}
-COLUMN_BUDGET = {False: 30.0, True: 5.0}  # work budget (estimated s) of the reference bound
-QUALITY_GOAL = 0.05  # issue 4: within 5% on medium at 1 s
 
 
 def _ms(seconds: float) -> str:
@@ -368,8 +359,6 @@ class PropRow:
     bound: float | None
     runtime: dict[float, float]
     long: dict[int, float] = field(default_factory=dict)  # seed -> weighted_total, long run
-    day_bound: DayBound | None = None
-    column: ColumnBound | None = None  # the reference bound (column generation, long budget)
     status: dict[float, str] = field(default_factory=dict)  # limit -> proposal status
     own_bound: dict[float, float | None] = field(default_factory=dict)  # limit -> its bound
     # analyze_health's (critical, warning) at the default level: the greedy's placement applied,
@@ -433,35 +422,20 @@ def bench_proposals(quick: bool, progress: Progress) -> list[PropRow]:
             if size == "medium":
                 row.bound = _bound(problem, placements[1.0], 1.0)
                 if not (quick and classes):  # quick: the windows without classes only
-                    _reference(row, state, problem, quick)
-            elif not quick:
-                best = min(placements, key=lambda t: runs[t]["weighted_total"])
-                row.column = column_bound(
-                    problem,
-                    int(runs[best]["placed_slots"]),
-                    placements[best],
-                    budget_s=COLUMN_BUDGET[quick],
-                )
+                    _reference(row, state, quick)
             rows.append(row)
             progress.advance(task)
     return rows
 
 
-def _reference(row: PropRow, state: ScheduleState, problem: Problem, quick: bool) -> None:
-    """Best known solution (long runs, several seeds), the decomposition bound and the
-    reference column bound (seeded with the best solution known)."""
+def _reference(row: PropRow, state: ScheduleState, quick: bool) -> None:
+    """Best known solution (long runs, several seeds)."""
     limit, seeds = LONG_RUNS[quick]
     target = row.runs[1.0]["placed_slots"]
-    best: tuple[float, list[Placement]] | None = None
     for seed in seeds:
         proposal = propose_placement(state, time_limit_s=limit, seed=seed)
         if proposal.objective["placed_slots"] == target:  # always: both place the maximum
             row.long[seed] = proposal.objective["weighted_total"]
-            if best is None or row.long[seed] < best[0]:
-                best = (row.long[seed], proposal.placements)
-    row.day_bound = day_decomposition_bound(problem, int(target))
-    assert best is not None
-    row.column = column_bound(problem, int(target), best[1], budget_s=COLUMN_BUDGET[quick])
 
 
 def _bound(problem: Problem, start: list[Placement], limit: float) -> float:
@@ -599,174 +573,6 @@ def proposal_section(rows: list[PropRow]) -> list[str]:
     return out
 
 
-def _gap(value: float, reference: float) -> float:
-    """Relative excess of ``value`` over ``reference`` (inf when the reference is 0)."""
-    if reference <= 0:
-        return 0.0 if value <= 0 else math.inf
-    return (value - reference) / reference
-
-
-def _pct(x: float) -> str:
-    return "n/a" if not math.isfinite(x) else f"{100 * x:.1f}%"
-
-
-def quality_section(rows: list[PropRow], quick: bool) -> list[str]:
-    """Medium windows: ours @1 s against the proven bound; large windows @1 s and @5 s."""
-    limit, seeds = LONG_RUNS[quick]
-    sel = [r for r in rows if r.size == "medium" and r.column is not None]
-    out = [
-        "### Proposal quality: ours against the solver's proven bound",
-        "",
-        f"Issue 4 asks for proposals within {100 * QUALITY_GOAL:.0f}% of the solver's bound on "
-        "medium windows at 1 s. The full-window model's own CP-SAT bound is useless for that: "
-        "the relaxation of the absolute-value, isolated-period and switch terms drives every "
-        "indicator to 0 with fractional placements, so after 1 s its bound is ~0 (column "
-        "*full-model bound*). The bound used here is the column-generation (Dantzig-Wolfe) "
-        "bound of `solver.columns` (see the README): the master problem picks one pattern per "
-        "day with every group count kept, the pricing programme is exact, and the free total "
-        "is branched on, so the bound is proven for every placement of the same number of "
-        "periods.",
-        "",
-        f"- *reference bound*: `solver.bounds.column_bound` with a work budget of "
-        f"{COLUMN_BUDGET[quick]:.0f} s (estimated seconds), seeded with the best solution "
-        f"known. *complete*: every free total settled. *own bound*: the bound ours @1 s "
-        "reports itself (`Proposal.bound`, from its own 1 s search).",
-        f"- *best known*: the lowest objective among ours @1 s, `propose_placement` with "
-        f"`time_limit_s={limit:.0f}` (seeds {', '.join(map(str, seeds))}) and the reference "
-        "search's own best solution. Where it equals the reference bound it is a proven "
-        "optimum.",
-        "- *decomposition bound*: `solver.bounds.day_decomposition_bound` (group counts relaxed "
-        "between days), shown to measure what keeping the counts is worth.",
-        "",
-        "Gaps are (ours − bound) / bound."
-        + (" Quick run: windows without task classes only, short budgets." if quick else ""),
-        "",
-        "| variant | classes | ours @1 s | status | own bound | reference bound | complete | "
-        "best known | gap to bound | best known vs bound | decomposition bound | full-model "
-        "bound @1 s | bound time (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    gaps, best_gaps = [], []
-    optimal = 0
-    for r in sel:
-        assert r.column is not None and r.day_bound is not None
-        ours = r.runs[1.0]["weighted_total"]
-        lb = r.column.value
-        best = min([ours, r.column.best, *r.long.values()])
-        gap, best_gap = _gap(ours, lb), _gap(best, lb)
-        gaps.append(gap)
-        best_gaps.append(best_gap)
-        optimal += r.status.get(1.0) == "optimal"
-        own = r.own_bound.get(1.0)
-        own_txt = f"{own:.2f}" if own is not None else "n/a"
-        old = f"{r.bound:.1f}" if r.bound is not None else "n/a"
-        out.append(
-            f"| {r.variant} | {'yes' if r.classes else 'no'} | {ours:.2f} | {r.status[1.0]} | "
-            f"{own_txt} | {lb:.2f} | {'yes' if r.column.complete else 'no'} | {best:.2f} | "
-            f"{_pct(gap)} | {_pct(best_gap)} | {r.day_bound.value:.1f} | {old} | "
-            f"{r.column.runtime_s:.1f} |"
-        )
-    if not sel:
-        return [*out, "", "- No medium windows measured."]
-    within = sum(g <= QUALITY_GOAL for g in gaps)
-    proven_opt = sum(g <= 1e-9 for g in best_gaps)
-    out += [
-        "",
-        "| medium, ours @1 s | median gap to bound | max gap | windows within 5% | proven "
-        "optimal by ours @1 s itself |",
-        "|---|---|---|---|---|",
-        f"| {len(sel)} windows | {_pct(_median(gaps))} | {_pct(max(gaps))} | "
-        f"{within}/{len(sel)} | {optimal}/{len(sel)} |",
-        "",
-        f"- The best known solution meets the reference bound (a proven optimum) on "
-        f"{proven_opt}/{len(sel)} windows; the median distance between them is "
-        f"{_pct(_median(best_gaps))}.",
-    ]
-    large = [r for r in rows if r.size == "large" and r.column is not None]
-    if large:
-        out += [
-            "",
-            "Large windows (120 days, 300 pending): ours against the reference bound "
-            f"(budget {COLUMN_BUDGET[quick]:.0f} s, seeded with the better of ours @1 s and "
-            "@5 s).",
-            "",
-            "| variant | classes | reference bound | complete | ours @1 s | gap | status | "
-            "ours @5 s | gap | status |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        by_limit: dict[float, list[float]] = defaultdict(list)
-        for r in large:
-            assert r.column is not None
-            cells = []
-            for t in (1.0, 5.0):
-                if t in r.runs:
-                    g = _gap(r.runs[t]["weighted_total"], r.column.value)
-                    by_limit[t].append(g)
-                    cells += [f"{r.runs[t]['weighted_total']:.1f}", _pct(g), r.status[t]]
-                else:
-                    cells += ["", "", ""]
-            out.append(
-                f"| {r.variant} | {'yes' if r.classes else 'no'} | "
-                f"{r.column.value:.1f} | {'yes' if r.column.complete else 'no'} | "
-                + " | ".join(cells)
-                + " |"
-            )
-        out += ["", "| large | median gap to bound | max gap | within 5% |", "|---|---|---|---|"]
-        for t, vals in sorted(by_limit.items()):
-            out.append(
-                f"| ours @{t:.0f} s | {_pct(_median(vals))} | {_pct(max(vals))} | "
-                f"{sum(v <= QUALITY_GOAL for v in vals)}/{len(vals)} |"
-            )
-    return out
-
-
-# ---------------------------------------------------------------------------------- figure
-FIGURE = Path(__file__).parent / "columns_convergence.png"
-
-
-def convergence_figure(path: Path = FIGURE) -> list[str]:
-    """Plot the column search's best schedule and proven bound against time, from the greedy
-    start, on a medium and a large window (one worker, 5 s work budget)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    warm = _windows("small", "plain", False, range(1))[0]  # imports and compiled kernels
-    propose_placement(warm, time_limit_s=0.2)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, (size, variant) in zip(
-        axes, (("medium", "plain"), ("large", "fragmented")), strict=True
-    ):
-        state = _windows(size, variant, True, range(1))[0]
-        problem = build_problem(state, by_subject=True)
-        start = balanced_greedy(problem)
-        res = search(problem, sum(p.length for p in start), start, budget_s=5.0)
-        t = [0.0] + [h[0] for h in res.history]
-        best = [res.start_objective] + [h[1] for h in res.history]
-        bound = [res.history[0][2] if res.history else res.bound] + [h[2] for h in res.history]
-        ax.step(t, best, where="post", label="best schedule (objective)")
-        ax.step(t, bound, where="post", label="proven lower bound")
-        days, pending = SIZES[size]
-        ax.set_title(f"{size}: {days} days, {pending} pending, {variant}, classes")
-        ax.set_xlabel("seconds")
-        ax.set_ylabel("weighted objective")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [
-        "### Column generation: best schedule and proven bound over time",
-        "",
-        f"![convergence]({path.name})",
-        "",
-        "From the load/category-aware greedy, one worker: each step of the bound is a "
-        "pricing round (a Lagrangian bound for every free total), each step of the "
-        "schedule an integer master. Where the two meet, the schedule is proven optimal.",
-    ]
-
-
 # ---------------------------------------------------------------------------------- time limits
 LIMIT_WINDOWS = {False: (500, 1000), True: (500,)}  # days (24 periods, 3 pending per day)
 LIMITS = {False: (0.001, 0.1, 1.0), True: (0.001, 0.1)}
@@ -792,38 +598,16 @@ def _entry_points(state: ScheduleState, limit: float) -> list[tuple[str, Any]]:
         r = min_context_switch(state, time_limit_s=limit)
         return r.proven, r.status
 
-    problem = build_problem(state, by_subject=True)
-    slots = problem.required_slots
-
-    def decomposition() -> tuple[bool, str]:
-        b = day_decomposition_bound(problem, slots, time_limit_s=limit)
-        if not b.complete:
-            return False, "none"
-        return b.unproven == 0, "complete" if b.unproven == 0 else "relaxed"
-
-    start = balanced_greedy(problem)
-
-    def columns() -> tuple[bool, str]:
-        b = column_bound(
-            problem, sum(p.length for p in start), start, budget_s=limit, time_limit_s=limit
-        )
-        return b.complete, "complete" if b.complete else "cut"
-
     return [
         ("check_feasibility", feasibility),
         ("propose_placement", proposal),
         ("spread_even", spread),
         ("min_context_switch", switches),
-        ("day_decomposition_bound", decomposition),
-        ("column_bound", columns),
     ]
 
 
 def time_limit_section(quick: bool) -> list[str]:
     """Wall clock ÷ time limit of every entry point on 500- and 1000-day windows (issue 12)."""
-    from smartflow_engine.solver._kernels import warm_up
-
-    warm_up()
     cp_model()
     lines = [
         "### Time limits on long windows (wall clock, model building included)",
@@ -981,10 +765,14 @@ def whole_calls_worker(quick: bool) -> None:
     import json
 
     from smartflow_engine.batch import JobConfig, WindowItem, run_window
-    from smartflow_engine.solver._kernels import warm_up
     from smartflow_engine.tools_adapter.sessions.session import Session
 
-    warm_up()
+    try:  # the base commit's compiled kernels (gone since issue 26's one search)
+        warm_up = importlib.import_module("smartflow_engine.solver._kernels").warm_up
+    except ImportError:
+        pass
+    else:
+        warm_up()
     cp_model()
     propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports (GLOP too) warm
     check_feasibility(synthetic_window(4, 7, variant="tight", pending=30), time_limit_s=0.5)
@@ -1071,7 +859,9 @@ def _worker_rows(tree: Path, quick: bool) -> list[dict[str, Any]]:
     import json
     import subprocess
 
-    env = dict(os.environ, PYTHONPATH=str(tree), SMARTFLOW_KERNELS="wait", PYTHONHASHSEED="0")
+    env = dict(
+        os.environ, PYTHONPATH=str(tree), SMARTFLOW_KERNELS="wait", PYTHONHASHSEED="0"
+    )  # (the base commit reads it)
     env.pop("SMARTFLOW_SELF_CHECK", None)
     argv = [sys.executable, str(Path(__file__).resolve()), "--whole-calls-worker"]
     done = subprocess.run(
@@ -1209,16 +999,11 @@ def run(quick: bool = False) -> str:
     lines += [""]
     lines += proposal_section(props)
     lines += [""]
-    lines += quality_section(props, quick)
-    lines += [""]
     lines += time_limit_section(quick)
     lines += [""]
     lines += apply_section(quick)
     lines += [""]
     lines += whole_calls_section(quick)
-    if not quick:  # the committed picture comes from full runs only
-        lines += [""]
-        lines += convergence_figure()
     lines += [
         "",
         f"_Solver benchmark wall time: {time.perf_counter() - started:.0f} s "

@@ -250,10 +250,8 @@ def real_reply(name: str) -> str:
 
 def real_replies() -> dict[str, str]:
     """Every registered tool's real reply, by name."""
-    from smartflow_engine.solver._jit import kernels_ready
     from smartflow_engine.tools_adapter.core.registry import TOOLS
 
-    kernels_ready("wait")  # the same proposal as every later call: compiled kernels from the start
     return {spec.name: real_reply(spec.name) for spec in TOOLS}
 
 

@@ -333,13 +333,9 @@ def _picture(state: ScheduleState, out: Path, **kwargs: Any) -> Path | None:
 
 @app.command("warm-up")
 def warm_up() -> None:
-    """Compile the solver's pricing kernels into numba's cache now (an install or image-build
-    step); without it the first proposals of a fresh install run while they compile in the
-    background."""
-    from .solver._jit import compile_now
-
-    compile_now()
-    console.print("solver kernels compiled and cached")
+    """Kept for one release as a no-op (issue 26): the solver has no compiled kernels any more,
+    so an install or image-build step that still calls it keeps working."""
+    console.print("nothing to compile: the solver has no compiled kernels any more")
 
 
 @app.command()

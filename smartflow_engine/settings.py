@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -28,8 +28,6 @@ ENV_PREFIX = "SMARTFLOW_"
 # workers: "max_time_limit_s=..,solver_processes=..". Its keys are fields now (see
 # Settings._old_serve_settings); a key named by its own variable or by a flag wins.
 OLD_SERVE_SETTINGS = "serve_settings"
-
-KernelsMode = Literal["background", "wait"]
 
 
 class SettingsError(ValueError):
@@ -54,13 +52,6 @@ class Settings(BaseSettings):
         default=False,
         description="Recompute the grid and re-validate the state after every write "
         "(`Toolbox(self_check=None)`); the test suite turns it on.",
-    )
-    kernels: KernelsMode = Field(
-        default="background",
-        description="When the numba pricing kernels compile if numba's cache lacks them: "
-        "`background` (a separate process; proposals skip the column search meanwhile) or "
-        "`wait` (in the calling process: the same seed gives the same proposal from the first "
-        "call on; the test suite sets it).",
     )
 
     # ---------------------------------------------------------------- smartflow serve

@@ -19,9 +19,6 @@ from tests.helpers.db_servers import (  # noqa: F401
 from tests.helpers.windows import load_window
 
 os.environ.setdefault("SMARTFLOW_SELF_CHECK", "1")
-# Compile the pricing kernels in-process when the cache lacks them, so a seed gives the same
-# proposal from the first test on (the background compile has its own tests).
-os.environ.setdefault("SMARTFLOW_KERNELS", "wait")
 
 settings.register_profile(
     "ci", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]

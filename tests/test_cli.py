@@ -419,3 +419,12 @@ def test_a_bad_db_url_is_one_line(command, url, words):
         argv += ["--port", str(_closed_port())]
     line = _one_line(_smartflow(command, *argv, timeout=60))
     assert words in line and f"smartflow {command}: --db" in line, line
+
+
+def test_warm_up_is_a_no_op_kept_for_one_release() -> None:
+    """Tests that ``smartflow warm-up`` (an install step once: it compiled the deleted column
+    generation's kernels, issue 26) still exits 0 and says there is nothing to compile, so a
+    build script that calls it keeps working."""
+    out = runner.invoke(app, ["warm-up"])
+    assert out.exit_code == 0, out.output
+    assert "nothing to compile" in out.output

@@ -3,7 +3,7 @@
 Every import statement counts, also one inside a function (a local import that only postpones a
 circle is still one); an import under ``if TYPE_CHECKING:`` does not (it never runs). The
 circles this removed: ``state.grid``/``state.model`` (the grid now sits below the model),
-``solver.pricing``/``solver._kernels`` (the cell states moved to ``solver._cells``),
+``solver.pricing``/``solver._kernels`` (both deleted since with the column generation),
 ``store.timeouts``/``store._psycopg_deadline`` (the watchdog moved to ``store.watchdog``) and
 ``tools_adapter.sessions.session``/``sessions.store`` (the lazy ``session.SessionStore``
 re-export is gone). Type-only back references (a lower module naming an upper one's class in

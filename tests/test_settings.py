@@ -80,7 +80,11 @@ def test_serve_command_resolves_flag_over_environment_over_default(
         (["serve", "--port", "70000"], {}, "--port=70000"),  # a flag out of range
         (["serve"], {"SMARTFLOW_PORT": "eighty"}, "SMARTFLOW_PORT='eighty'"),  # not a number
         (["serve"], {"SMARTFLOW_SOLVER_PROCESSES": "-1"}, "SMARTFLOW_SOLVER_PROCESSES"),
-        (["feasibility", "x.json"], {"SMARTFLOW_KERNELS": "soon"}, "SMARTFLOW_KERNELS='soon'"),
+        (
+            ["feasibility", "x.json"],
+            {"SMARTFLOW_MAX_TIME_LIMIT_S": "soon"},
+            "SMARTFLOW_MAX_TIME_LIMIT_S='soon'",
+        ),
         (["demo"], {"SMARTFLOW_SELF_CHECK": "perhaps"}, "SMARTFLOW_SELF_CHECK='perhaps'"),
     ],
 )

@@ -130,11 +130,6 @@ def _warm(jobs: tuple[str, ...]) -> None:
     cp_model()  # OR-Tools, imported lazily by the solver's first solve
     importlib.import_module("ortools.linear_solver.python.model_builder_helper")  # relaxations
 
-    if "proposal" in jobs:
-        from ..solver._kernels import warm_up
-
-        warm_up()
-
 
 def _context(name: str) -> Any:
     import multiprocessing

@@ -1,7 +1,7 @@
 """Every calibration figure of the solver's searches, in one frozen value: :class:`Calibration`.
 
-The searches are bounded by deterministic work measures (local-move attempts and row scans,
-pricing operations, CP-SAT deterministic time, variables built), converted to estimated seconds
+The searches are bounded by deterministic work measures (evaluations of the health and soft
+terms, CP-SAT deterministic time), converted to estimated seconds
 of the 2-core CI machine the figures below were calibrated on; the wall clock is only a safety
 net. Shares are fractions of a call's time limit. Changing a figure changes which proposal a
 seed gives, so every change is re-measured with ``benchmarks/bench_solver.py``.
@@ -82,18 +82,14 @@ class Calibration:
     # deadline (well inside the limit + 0.5 s every entry point promises), so that a tiny window
     # asked with a 1 ms limit can still be solved and proven.
     min_work_s: float = 0.05
-    # Deterministic-time budget as a share of the wall-clock limit. Measured on the 2-core CI
-    # machine: a proposal's neighbourhood search spends 1.3-1.6 s of wall time per deterministic
-    # unit (CP-SAT's deterministic time plus the model-building stand-in), so half the limit in
-    # deterministic units ends the search at 65-80 % of the wall-clock limit, which then only
-    # acts on a very busy machine.
+    # Deterministic-time budget as a share of the wall-clock limit (measured on the 2-core CI
+    # machine: 1.3-1.6 s of wall time per deterministic unit, so half the limit in
+    # deterministic units ends a solve at 65-80 % of the wall-clock limit, which then only
+    # acts on a very busy machine).
     deterministic_share: float = 0.5
     # Every stage of a proposal or re-optimisation stops this long before the call's deadline,
     # so that assembling the answer still fits the limit.
     deadline_margin_s: float = 0.02
-    # Estimated wall seconds per unit of CP-SAT deterministic time (the neighbourhood search and
-    # the integer master of the column generation).
-    wall_per_det: float = 1.5
     # A step past its deadline still runs when it costs at most this (see :func:`too_late`): the
     # close stage's set-up of a window of up to ~1,600 tasks.
     setup_grace_s: float = 0.05
@@ -125,26 +121,9 @@ class Calibration:
     # passed does not start (issue 24 item 6).
     close_setup_per_task_s: float = 3e-5
     unplaced_check_share: float = 0.1  # of the limit for the feasibility check of the unplaced
-    pre_local_share: float = 0.05  # of the limit for the first burst of local moves
-    column_share: float = 0.35  # of the limit for the column generation (see .columns)
-    # Of the limit for the local moves (measured: more effective per second than the
-    # neighbourhood search, which gets what they leave).
-    local_share: float = 0.35
-    local_stall: float = 0.4  # the local moves stop after this share of their budget, no new best
-    # The full-window model gets a fixed deterministic budget: measured wall / deterministic time
-    # of 0.7-1.9 on 13-day windows (plus set-up), so the wall clock stays out by a factor of 3.
-    full_model_det_share: float = 0.1
-    full_model_max_days: int = 14  # longer windows: the day-window neighbourhood search
-    # Of a proposal's time limit for the close stage (estimated seconds, :mod:`.health_search`);
-    # zero turns the whole close stage off (benchmarks compare the proposal without it).
+    # Zero turns the close stage's guards off (the lexicographic comparison with the greedy):
+    # with one_search_share zero, benchmarks read the proposal's best start alone.
     health_share: float = 0.4
-    # Issue 26: the proposal's path. False: the soft-only pipeline (local moves, column
-    # generation, the full model or the neighbourhood search), then the close stage on
-    # (critical, warning). True: start -> one search on (critical, warning, soft terms) ->
-    # floor -> result; the search gets the soft pipeline's work budget and the close stage's.
-    # The default since the exact floor and the exact start (benchmarks/results_close.md: same
-    # closes, 39 lexicographic wins against 32 losses on fixed work); it claims no soft bound.
-    one_search: bool = True
     # The one search's work budget, a share of the limit in estimated seconds (its evaluations
     # are estimated at eval_cost_s, ~1.5x what they cost on the 2-core machine unloaded, so
     # the wall clock stays a safety net behind the level-1 model, the start and the floor).
@@ -171,50 +150,6 @@ class Calibration:
     # (measured on the benchmark's 30-day tight windows with task classes). Larger windows (the
     # 120-day ones have ~200 bins) go to the relaxation first.
     greedy_first_max_bins: int = 100
-
-    # -------------------------------------------------------------------------- neighbourhoods
-    # (:mod:`.neighbourhood`)
-    lns_days: int = 2  # days re-solved per neighbourhood (two random blocks of lns_days // 2)
-    lns_step: float = 0.03  # deterministic time per neighbourhood: small ones solve fast
-    # Estimated seconds per neighbourhood (calibrated on the 2-core CI machine, 120-day
-    # windows): lns_solve_cost per solve call (set-up and presolve, which deterministic time
-    # barely counts), wall_per_det per unit of CP-SAT deterministic time, lns_build_cost per
-    # variable built in Python.
-    lns_solve_cost: float = 0.010
-    lns_build_cost: float = 4e-5
-
-    # -------------------------------------------------------------------------- local moves
-    # (:mod:`.local_search`) Work measure: estimated seconds = step_cost_s per move attempt +
-    # scan_cost_s per row scan (least squares on 18 windows of 13-120 days on the 2-core CI
-    # machine, within ±18%, rounded up).
-    step_cost_s: float = 1.8e-5
-    scan_cost_s: float = 3e-6
-    history: int = 5  # late-acceptance history length (steps); longer ones wander off (measured)
-    days_per_relocate: int = 3  # target days tried per relocate move (one of them load-directed)
-
-    # -------------------------------------------------------------------------- column generation
-    # (:mod:`.pricing`, :mod:`.master`, :mod:`.columns`) Estimated seconds per unit of
-    # deterministic work (calibrated on the 2-core CI machine): per counted operation of the
-    # pricing (see kernel_ops_per_op), per column of the master at each LP solve, and per unit of
-    # CP-SAT deterministic time of the integer master (wall_per_det).
-    op_cost: float = 5.5e-6
-    # Steps per second of the two loops over free totals (the decomposition programme, the
-    # Lagrangian bounds): converts a budget or the time left into their work caps.
-    totals_ops_per_s: float = 2e8
-    totals_chunk_s: float = 0.02  # the decomposition programme checks the deadline this often
-    round_grace_s: float = 0.2  # a pricing round may end this long after the search's deadline
-    # The decomposition programme's deterministic cap, in budgets: it ran uncapped before the
-    # wall clock had to hold (issue 12), and it reaches every total up to ~120-day windows
-    # within this.
-    dd_budget_factor: float = 4.0
-    day_setup_ops: int = 70  # building one day's data (its options, its signature)
-    kernel_ops_per_op: int = 200  # kernel row updates (masks x free periods) per counted op
-    lp_column_cost: float = 1.2e-5
-    build_cost: float = 2e-5  # per column added to the LP or to the integer model
-    extra_columns: int = 2  # per day type and round, besides the best: other free-period counts
-    integer_share: float = 0.3  # of a master's budget kept for its integer solve
-    min_rounds: int = 12  # a first master that cannot afford this many rounds is abandoned
-    integer_per_day: int = 8  # columns per day in the integer master (least reduced cost first)
 
     # -------------------------------------------------------------------------- the close stage
     # (:mod:`.health_search`) Estimated seconds per evaluation (process time measured on the

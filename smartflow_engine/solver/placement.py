@@ -1,42 +1,41 @@
 """Rough placement: the orchestration of a lexicographic proposal for the pending tasks.
 
-Level 1 places the most periods: exactly the maximum of the counting model (:mod:`.counting`)
-when it is proven. Level 2 minimises analyze_health's (critical, warning) counts (the close stage,
-:mod:`.health_search`), then the weighted soft terms of :mod:`.objective`, with that total held
-fixed. Every soft term is a sum over days, so the CP-SAT model (:mod:`.submodel`) is built for a
-*set of days*: the whole window for short windows, and, for long ones, a seeded
-large-neighbourhood search (:mod:`.neighbourhood`) that re-solves a few days at a time and keeps
-every improvement, which changes the global objective by exactly the local change.
+A proposal is start -> search -> floor -> result (issue 26), read as PyVRP's ``solve()``:
 
-Stages: warm start (the load/category-aware greedy, :func:`.baselines.balanced_greedy`, when it
-reaches the level-1 total, else the counting model's witness), a burst of fast local moves
-(:mod:`.local_search`), the column generation over day patterns (:mod:`.columns`: near-optimal
-placements and a proven bound), local moves again, the full model or the neighbourhood search,
-then the close stage; the result is never worse than its start. Deterministic for a given seed
-and worker count: every stage is bounded by a deterministic work measure (local-move attempts
-and row scans, pricing operations, CP-SAT deterministic time, variables built), converted to
-estimated seconds and capped at shares of the limit (:mod:`.budget`); the wall-clock limit is
-only a safety net.
+1. **Level 1** places the most periods: exactly the maximum of the counting model
+   (:mod:`.counting`) when it is proven.
+2. **Starts**: the load/category-aware greedy (:func:`.baselines.balanced_greedy`, with the
+   exact repair of its leftovers when it falls short of level 1), the counting model's
+   witness, and the exact model's best schedule of the per-day health rules
+   (:func:`.health_floor.realise`); the one with the fewest issues, then the lowest soft terms,
+   starts the search.
+3. **The one search** (:func:`.health_search.search_health`) on the key (critical, warning,
+   soft terms), scored by the incremental evaluators (:mod:`.health_eval`,
+   :mod:`.soft_eval`); it stops at the proven floor of the proposal's population
+   (:mod:`.health_floor`, with the exact model of :mod:`.health_model`).
+4. **Result**: never lexicographically worse than the balanced greedy placing as many periods,
+   moved suggested tasks sent back where that costs nothing (:mod:`.least_change`).
 
-The wall clock holds the whole call, model building included (issue 12): the greedies, the
-pricing set-up, the decomposition programme and every model build check the deadline
-(:class:`._cpsat.OutOfTime`) and the call answers with the best complete placement it has, its
-status saying what is proven (``unknown`` when even the maximum is not). The searches stop early
-enough for what must follow them (the feasibility check of tasks left unplaced, the close stage,
-the answer itself). Stages get at least ``min_work_s`` of the calibration (:class:`.budget.Calibration`), and the first packing order
-and a started pricing round may end shortly after the deadline; the call stays within its limit
-+ 0.5 s on windows up to 1000 days of 24 periods (``benchmarks/results_solver.md``). One-time
-costs (importing OR-Tools and GLOP's wrapper, loading the compiled kernels) are paid before the
-clock starts.
+Deterministic for a given seed and worker count: every stage is bounded by a deterministic
+work measure (evaluations, CP-SAT deterministic time), converted to estimated seconds and
+capped at shares of the limit (:mod:`.budget`); the wall-clock limit is only a safety net, and
+``Proposal.wall_limited`` says when it decided.
+
+The wall clock holds the whole call, model building included (issue 12): the greedies and
+every model build check the deadline (:class:`._cpsat.OutOfTime`) and the call answers with the
+best complete placement it has, its status saying what is proven (``unknown`` when even the
+maximum is not). The search stops early enough for what must follow it (the feasibility check
+of tasks left unplaced, the answer itself). One-time costs (importing OR-Tools and GLOP's
+wrapper) are paid before the clock starts.
 
 Anytime (issue 24 item 7): the first packing order of level 1 always runs to the end (it is
 linear in the window: ~35 ms for 20,000 tasks), so a proposal never places fewer periods than
-that greedy start, however small the limit; with a fixed seed, worker count and work budget, a
-larger budget never places fewer periods. A call whose deadline passed before any search began
-answers with that start and says so (``Proposal.start_only``), skipping the close stage.
+that greedy start, however small the limit. A call whose deadline passed before any search
+began answers with that start and says so (``Proposal.start_only``), skipping the search.
 
-Bounds and ``optimal`` are exact for any weight (see :mod:`.objective`): the CP-SAT models use
-integer weights scaled exactly or rounded down, and optimality is decided in exact arithmetic.
+No bound on the soft terms is claimed (issue 26 item 2): the health floor is the proof a
+proposal carries; ``optimal`` means both levels proven, which for the soft level is a total of
+0.
 """
 
 from __future__ import annotations
@@ -45,26 +44,21 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 from typing import Any, Literal
 
 from ..rules import Level
 from ..state import ScheduleState
-from ._cpsat import OutOfTime, SolveStatus, cp_model, make_solver, status_of
+from ._cpsat import OutOfTime, cp_model
 from .baselines import balanced_greedy
 from .budget import DEFAULT_CALIBRATION, Calibration
-from .columns import ColumnSearch, search
 from .counting import max_placeable, residual
 from .health_eval import HealthEvaluator
 from .health_floor import health_floor, realise
 from .health_search import prefer_lexicographic, search_health, unplaced_check
 from .least_change import moved_tasks, send_back
-from .local_search import improve
-from .neighbourhood import neighbourhood_search
-from .objective import TERM_NAMES, Proof, evaluate, resolve_weights
+from .objective import TERM_NAMES, evaluate, resolve_weights
 from .problem import Placement, Problem, build_problem
 from .progress import report
-from .submodel import SubModel, WindowData
 
 ProposalStatus = Literal["optimal", "feasible", "unknown"]
 # Where a proposal's search started: the first packing order, it with the exact repair of its
@@ -76,9 +70,9 @@ ProposalStart = Literal["greedy", "greedy+repair", "witness", "current", "exact"
 class Proposal:
     """A rough schedule for the scope tasks (the tools render it; apply_proposal applies it).
 
-    ``status``: ``optimal`` (both levels proven: the most periods, and ``weighted_total``
-    meets the proven ``bound``), ``feasible`` (the most periods are proven placed; the soft
-    terms are within ``bound`` of optimal, not proven optimal) or ``unknown`` (the maximum
+    ``status``: ``optimal`` (both levels proven: the most periods, and ``weighted_total`` 0,
+    the least there is), ``feasible`` (the most periods are proven placed; no bound on the soft
+    terms is claimed) or ``unknown`` (the maximum
     itself is not proven). ``objective`` holds each soft term, ``weighted_total``, ``placed_slots`` and
     ``unplaced_slots``; ``start_objective`` the same for the warm start.
     """
@@ -96,7 +90,6 @@ class Proposal:
     seed: int = 0
     iterations: int = 0
     local_moves: int = 0  # improving moves of the local search
-    columns_explored: int = 0  # free totals whose pattern master ran (see .columns)
     # Issue 10: analyze_health's (critical, warning) on the applied proposal, at ``threshold``;
     # the close stage (see .health_search) minimises them after the placed periods.
     critical: int | None = None
@@ -258,13 +251,8 @@ def _propose_scope(
     calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> Proposal:
     """One scope's proposal (see :func:`propose_placement`, which chooses between scopes)."""
-    from ._jit import kernels_ready
-
-    # One-time costs are not the search's time: loading the pricing kernels and importing CP-SAT
-    # (both once per process). On a fresh install the kernels compile in the background instead
-    # (see ._jit) and this proposal goes without the column search (and its bound). The one
-    # search (issue 26) needs no kernels: it neither loads nor compiles them.
-    compiled = False if calibration.one_search else kernels_ready()
+    # One-time costs are not the search's time: importing CP-SAT and GLOP's wrapper (once per
+    # process).
     cp_model()
     _import_glop()
     t0 = time.perf_counter()
@@ -275,7 +263,6 @@ def _propose_scope(
     problem = build_problem(
         state, include_suggested=include_suggested, by_subject=True, allow_late=allow_late
     )
-    proof = Proof(w, problem.num_days)
     cal = calibration
     # ``effort``: the limit the deterministic budgets are computed from (the wall clock's own
     # limit unless the caller fixes the work separately).
@@ -333,7 +320,7 @@ def _propose_scope(
         level1_cut = level1_cut or rest.runtime_s >= time_limit_s * cal.repair_share - 0.01
         if greedy_slots + rest.best == target:
             candidates.insert(0, ("greedy+repair", greedy + rest.witness))
-    if cal.one_search and cal.exact_floor_share > 0 and time.perf_counter() < search_stop:
+    if cal.exact_floor_share > 0 and time.perf_counter() < search_stop:
         # Issue 26: the exact model's schedule of the per-day rules (see .health_floor.realise)
         # is a start too; its solve is the one the close stage's floor reads (remembered).
         exact = _exact_start(
@@ -349,7 +336,7 @@ def _propose_scope(
             candidates.append(("exact", exact))
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
-    if cal.one_search and len(scored) > 1 and time.perf_counter() < search_stop:
+    if len(scored) > 1 and time.perf_counter() < search_stop:
         # The one search minimises (critical, warning) first: it starts from the start with
         # the fewest issues (then the lowest soft terms).
         ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, threshold, 0)
@@ -361,117 +348,10 @@ def _propose_scope(
         start_obj, (start_name, start) = min(scored, key=start_key)
     start_only = time.perf_counter() >= search_stop
 
-    local_moves = iterations = columns_explored = 0
-    bound: float | None = None
     current = {pl.task_id: pl for pl in start}
-    if cal.one_search:
-        # Issue 26: no soft-only stages; the close stage is the one search, on (critical,
-        # warning, soft terms), with their work budget and its own.
-        report("one search", t0, start_obj["weighted_total"])
-    else:
-        total_budget = cal.work_share * effort  # estimated seconds of deterministic work
-        # 1. A short burst of local moves (see .local_search): cheap, and a better start makes a
-        #    better first master for the column generation.
-        pre_budget = cal.pre_local_share * effort
-        report("local moves", t0, start_obj["weighted_total"])
-        pre = improve(
-            problem,
-            w,
-            start,
-            seed=seed,
-            deadline=search_stop,
-            budget_s=pre_budget,
-            stall_s=cal.local_stall * pre_budget,
-            calibration=cal,
-        )
-        local_moves = pre.moves
-        best = pre.placements
-        # 2. Column generation over day patterns (see .columns): near-optimal schedules and a
-        #    proven bound; on most windows up to ~40 days it proves the optimum within the limit.
-        report(
-            "column search" if compiled else "no column search (kernels compiling)",
-            t0,
-            start_obj["weighted_total"] + pre.delta,
-        )
-        if compiled:
-            columns = search(
-                problem,
-                target,
-                best,
-                w,
-                budget_s=cal.column_share * effort,
-                deadline=search_stop,
-                num_workers=num_workers,
-                seed=seed,
-                start_value=start_obj["weighted_total"] + pre.delta,
-                calibration=cal,
-            )
-        else:
-            obj = evaluate(problem, best, w)["weighted_total"]
-            columns = ColumnSearch(
-                placements=list(best),
-                objective=obj,
-                bound=math.inf,
-                optimal=False,
-                start_objective=obj,
-                totals={},
-                explored=[],
-                converged=False,
-            )
-        bound = columns.bound if math.isfinite(columns.bound) else None
-        columns_explored = len(columns.explored)
-        if columns.objective < columns.start_objective:
-            best = columns.placements
-        work = pre.work_s + columns.work_s
-        current = {pl.task_id: pl for pl in best}
-        try:
-            if not columns.optimal:
-                # 3. What the budget leaves: local moves again, then the full model (short windows)
-                #    or the day-pair neighbourhood search (see .neighbourhood).
-                local_budget = min(cal.local_share * effort, max(0.0, total_budget - work))
-                so_far = min(columns.objective, columns.start_objective)
-                report("local moves", t0, so_far, bound)
-                local = improve(
-                    problem,
-                    w,
-                    best,
-                    seed=seed + 1,
-                    deadline=search_stop,
-                    budget_s=local_budget,
-                    stall_s=cal.local_stall * local_budget,
-                    calibration=cal,
-                )
-                local_moves += local.moves
-                work += local.work_s
-                current = {pl.task_id: pl for pl in local.placements}
-                win = WindowData.build(
-                    problem,
-                    w,
-                    sum(pl.length for pl in best if pl.embed_host is None),
-                    deadline=search_stop,
-                )
-                report(
-                    "full model"
-                    if problem.num_days <= cal.full_model_max_days
-                    else "neighbourhoods",
-                    t0,
-                    so_far + local.delta,
-                    bound,
-                )
-                if problem.num_days <= cal.full_model_max_days:
-                    iterations = 1
-                    current, model_bound = _full_model(
-                        win, w, target, current, proof, effort, search_stop, seed, num_workers, cal
-                    )
-                    if model_bound is not None:
-                        bound = model_bound if bound is None else max(bound, model_bound)
-                else:
-                    budget = max(0.0, total_budget - work)
-                    current, iterations = neighbourhood_search(
-                        win, current, search_stop, budget, seed, num_workers, cal
-                    )
-        except OutOfTime:
-            pass  # ``current`` holds the last complete placement found before the deadline
+    # Issue 26: no soft-only stages; the close stage is the one search, on (critical, warning,
+    # soft terms), with their work budget and its own.
+    report("one search", t0, start_obj["weighted_total"])
 
     # Every search stops by ``search_stop`` at the latest; one that got that close may have been
     # cut by the wall clock rather than by its deterministic budget.
@@ -516,7 +396,6 @@ def _propose_scope(
                 stop,
                 num_workers,
                 cal,
-                one_search=cal.one_search,
                 exact_s=cal.exact_floor_share * time_limit_s,
                 exact_work_s=cal.exact_floor_share * effort,
             )
@@ -533,11 +412,14 @@ def _propose_scope(
             placements, objective = back, evaluate(problem, back, w)
         wall_limited = wall_limited or cut
     wall_limited = wall_limited or start_only or time.perf_counter() >= stop - 0.01
-    report("done", t0, objective["weighted_total"], bound)
+    report("done", t0, objective["weighted_total"])
+    # Issue 26 item 2: no bound on the soft terms is proven any more (the column generation
+    # that proved one is gone); every term is non-negative, so only a total of 0 is a proven
+    # optimum of the soft level.
     name: ProposalStatus
     if not level1.proven:
         name = "unknown"
-    elif proof.meets(objective, bound):  # exact arithmetic on the real weights
+    elif objective["weighted_total"] <= 0:
         name = "optimal"
     else:
         name = "feasible"
@@ -549,13 +431,12 @@ def _propose_scope(
         start_objective=start_obj,
         start=start_name,
         max_slots=level1.best if level1.proven else None,
-        bound=bound,
+        bound=0.0 if name == "optimal" else None,
         weights=w,
         runtime_s=time.perf_counter() - t0,
         seed=seed,
-        iterations=iterations,
-        local_moves=local_moves,
-        columns_explored=columns_explored,
+        iterations=0,
+        local_moves=0,
         critical=health[0] if health is not None else None,
         warning=health[1] if health is not None else None,
         threshold=threshold,
@@ -669,7 +550,6 @@ def _close_stage(
     stop: float,
     num_workers: int,
     calibration: Calibration,
-    one_search: bool = False,
     exact_s: float = 0.0,
     exact_work_s: float | None = None,
 ) -> tuple[
@@ -686,8 +566,8 @@ def _close_stage(
     the wall clock decided part of it (a floor or the feasibility check cut: the same seed may
     then answer otherwise on a faster machine, so the proposal says ``wall_limited``).
 
-    ``one_search`` (issue 26): the search's key ends with the weighted soft terms ``w``, and it
-    gets ``one_search_share`` of the limit in estimated work (no soft pipeline ran before it).
+    The search's key ends with the weighted soft terms ``w`` (issue 26: the one search), and it
+    gets ``one_search_share`` of the limit in estimated work.
 
     ``exact_s``: the wall-clock limit of the exact floor model in the search's own floor
     (:func:`.health_search.search_health`), at most what is left before ``stop`` after the
@@ -725,12 +605,12 @@ def _close_stage(
         placements,
         level=threshold,
         seed=seed,
-        budget_s=(cal.one_search_share if one_search else cal.health_share) * effort,
+        budget_s=cal.one_search_share * effort,
         deadline=stop,
         feasibility_critical=feasibility,
         floor=(floor.critical, floor.warning) if floor is not None else None,
         calibration=cal,
-        weights=w if one_search else None,
+        weights=w,
         exact_s=max(0.0, min(exact_s, stop - setup_s - time.perf_counter())),
         num_workers=num_workers,
         exact_work_s=exact_work_s,
@@ -759,56 +639,6 @@ def _close_stage(
     cut = cut or check_cut or close.floor_cut
     floors = (close.floor, close.floor_least_warning)
     return placements, objective, counts.key, close.start_counts.key, floors, cut
-
-
-def _full_model(
-    win: WindowData,
-    w: Mapping[str, float],
-    target: int,
-    current: dict[int, Placement],
-    proof: Proof,
-    effort: float,
-    stop: float,
-    seed: int,
-    num_workers: int,
-    calibration: Calibration,
-) -> tuple[dict[int, Placement], float | None]:
-    """Solve the whole window's model (short windows), hinted with ``current``.
-
-    Returns the better placement (``current`` itself when the model finds nothing better) and
-    the model's proven bound on the real objective, or None without one.
-    """
-    problem = win.problem
-    sub = SubModel(win, range(1, problem.num_days + 1), [g.count for g in problem.groups], target)
-    hinted = sub.hint(list(current.values()))
-    solver = make_solver(
-        max(stop - time.perf_counter(), 0.01),
-        num_workers,
-        seed=seed,
-        exact=False,
-        deterministic_time=calibration.full_model_det_share * effort,
-    )
-    # Presolve overruns the deterministic limit on tight windows (0.5 units for a 0.1 limit,
-    # measured); the hinted search without it keeps to the limit.
-    solver.parameters.cp_model_presolve = False
-    status = status_of(solver.solve(sub.model))
-    if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-        return current, None
-    # The model's weights are floor(scale · w) <= scale · w (see .objective), so its integer
-    # bound over scale · D is a valid bound of the real objective.
-    scaled = math.ceil(solver.best_objective_bound - 1e-6)
-    bound = proof.lower(Fraction(scaled, win.scale * problem.num_days))
-    if hinted is None or solver.objective_value <= hinted:
-        pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
-        found = sub.placements(solver, pool, current)
-        # With rounded-down weights the model's best may be worse in real terms.
-        if (
-            win.exact
-            or evaluate(problem, found, w)["weighted_total"]
-            <= evaluate(problem, list(current.values()), w)["weighted_total"]
-        ):
-            return {pl.task_id: pl for pl in found}, bound
-    return current, bound
 
 
 __all__ = ["TERM_NAMES", "Proposal", "proposal_key", "propose_placement"]

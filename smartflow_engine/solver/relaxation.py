@@ -95,7 +95,7 @@ class Relaxation:
 def solve_relaxation(sink: MatrixSink, *, time_limit_s: float) -> Relaxation:
     """Solve the recorded model's linear relaxation with GLOP and certify what it shows."""
     # Imported by name: a static import makes mypy read ortools' partial linear_solver stubs,
-    # which then reject the pywraplp import of .columns.
+    # which then reject a pywraplp import (the deleted column generation had one).
     mbh: Any = importlib.import_module("ortools.linear_solver.python.model_builder_helper")
     data = _Data.of(sink)
     model = mbh.ModelBuilderHelper()

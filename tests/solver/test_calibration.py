@@ -29,7 +29,6 @@ DOCUMENTED = {
     "min_work_s": 0.05,
     "deterministic_share": 0.5,
     "deadline_margin_s": 0.02,
-    "wall_per_det": 1.5,
     "setup_grace_s": 0.05,
     "work_share": 0.4,
     "level1_share": 0.3,
@@ -39,38 +38,11 @@ DOCUMENTED = {
     "close_max_share": 0.4,
     "close_setup_per_task_s": 3e-5,
     "unplaced_check_share": 0.1,
-    "pre_local_share": 0.05,
-    "column_share": 0.35,
-    "local_share": 0.35,
-    "local_stall": 0.4,
-    "full_model_det_share": 0.1,
-    "full_model_max_days": 14,
     "health_share": 0.4,
     "greedy_grace_s": 0.1,
     "pack_orders": 4,
     "random_orders": (40, 10),
     "greedy_first_max_bins": 100,
-    "lns_days": 2,
-    "lns_step": 0.03,
-    "lns_solve_cost": 0.010,
-    "lns_build_cost": 4e-5,
-    "step_cost_s": 1.8e-5,
-    "scan_cost_s": 3e-6,
-    "history": 5,
-    "days_per_relocate": 3,
-    "op_cost": 5.5e-6,
-    "totals_ops_per_s": 2e8,
-    "totals_chunk_s": 0.02,
-    "round_grace_s": 0.2,
-    "dd_budget_factor": 4.0,
-    "day_setup_ops": 70,
-    "kernel_ops_per_op": 200,
-    "lp_column_cost": 1.2e-5,
-    "build_cost": 2e-5,
-    "extra_columns": 2,
-    "integer_share": 0.3,
-    "min_rounds": 12,
-    "integer_per_day": 8,
     "eval_cost_s": 150e-6,
     "eval_cost_per_day_s": 0.3e-6,
     "refresh_every": 40,
@@ -92,7 +64,6 @@ DOCUMENTED = {
     "switch_weight": 10.0,
     "post_solve_per_task_s": 6e-5,
     "move_weight": 0.05,
-    "one_search": True,
     "one_search_share": 1.0,
     "exact_floor_share": 0.25,
     "soft_eval_factor": 1.3,
@@ -134,13 +105,13 @@ def test_budget_holds_no_module_level_figure() -> None:
 
 def test_a_proposal_reads_its_calibration() -> None:
     """Tests that a proposal's stages read the calibration they are given: with the close
-    stage's share at zero the same seed and work reach the same start of the close stage, and
-    the counts stay there, while the default's close stage improves them on this window."""
+    search's share at zero the same seed and work reach the same start of the search, and the
+    counts stay there, while the default's search improves them on this window."""
     state = synthetic_window(0, 13, variant="plain", with_task_classes=True)
     work = {"time_limit_s": 60.0, "work_limit_s": 0.2, "seed": 0}  # no machine's clock decides
-    soft = replace(DEFAULT_CALIBRATION, one_search=False)  # (the one search has no share)
-    default = propose_placement(state, **work, calibration=soft)
-    no_close = propose_placement(state, **work, calibration=replace(soft, health_share=0.0))
+    default = propose_placement(state, **work)
+    no_search = replace(DEFAULT_CALIBRATION, health_share=0.0, one_search_share=0.0)
+    no_close = propose_placement(state, **work, calibration=no_search)
     assert not default.wall_limited and not no_close.wall_limited
     assert default.start_health == no_close.start_health
     assert no_close.start_health is not None

@@ -16,9 +16,7 @@ MODULES = sorted(SOLVER.glob("*.py"))
 # Module-level numbers that are not calibration (issue 10 item 7, issue 30 item 3): encodings,
 # tolerances and limits of the models' arithmetic, and analyze_health's own defaults.
 NOT_CALIBRATION = {
-    "_cells": {"FREE_CAND", "FREE_OK", "OCC_NONE", "OCC"},  # the programme's cell states
     "_cpsat": {"MIN_TIME_LIMIT_S"},  # CP-SAT's smallest limit (zero would mean none)
-    "pricing": {"MAX_MASK_BITS"},  # the programme's mask axis (its encoding)
     "patterns": {"MAX_PATTERNS"},  # above it a run type uses the positional encoding
     "health_eval": {"MIN_USABLE", "MIN_BUFFER"},  # analyze_health's tolerance defaults
     "health_floor": {"_EPS", "_EXACT_MEMO_SIZE"},  # a tolerance; how many answers are kept
@@ -36,14 +34,14 @@ def _tree(name: str) -> ast.Module:
 def test_modules_import_no_private_names_from_each_other(path: Path) -> None:
     """Tests that no solver module imports a name with a leading underscore from another module
     of the package (``reoptimize`` once imported the placement model's private classes); the
-    private modules themselves (``_cpsat``, ``_kernels``) export public names."""
+    private modules themselves (``_cpsat``) export public names."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     private = [
         f"{node.module}.{alias.name}"
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom)
         and node.level >= 1
-        and node.module is not None  # ``from . import _kernels``: a module, not a name
+        and node.module is not None  # ``from . import _cpsat``: a module, not a name
         for alias in node.names
         if alias.name.startswith("_")
     ]

@@ -1,5 +1,5 @@
 """Issue 26: the close search on (critical, warning, soft terms) and the one-search path of
-propose_placement (``Calibration.one_search``)."""
+propose_placement."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
 from tests.helpers.solver_windows import apply_placements, tiny_windows
 
-ONE_SEARCH = replace(DEFAULT_CALIBRATION, one_search=True)
+ONE_SEARCH = DEFAULT_CALIBRATION  # (the only proposal path since issue 26 item 2)
 
 
 def health_key(state: ScheduleState, level: str, feasibility: bool = False) -> tuple[int, int]:

@@ -1,12 +1,9 @@
 """The floor a proposal states (issue 26): the exact model's where it proves it, never above
-the true best (tiny windows, exhaustive enumeration), on both pipelines."""
+the true best (tiny windows, exhaustive enumeration)."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
-
-import pytest
 
 from smartflow_engine.rules import LEVELS, Level
 from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
@@ -15,8 +12,7 @@ from smartflow_engine.solver.placement import propose_placement
 from tests.solver.test_health_model import _exhaustive, _window
 
 
-@pytest.mark.parametrize("one_search", [False, True])
-def test_a_proposals_floor_is_the_exact_one_and_never_above_the_best(one_search: bool) -> None:
+def test_a_proposals_floor_is_the_exact_one_and_never_above_the_best() -> None:
     """Tests, on seeded tiny windows of pending tasks that can all be placed (3-5 days of 12
     periods, classes with day windows and banned periods), at every level, that the floor a
     proposal states holds for every placement (exhaustive enumeration: no placement has fewer
@@ -24,7 +20,7 @@ def test_a_proposals_floor_is_the_exact_one_and_never_above_the_best(one_search:
     lexicographic floor), and that, when its search was not cut by the clock, it equals the
     exact model's floor of the same population (``health_floor`` with a generous limit) where
     that one is complete; and that the exact model tightens the stated floor on some."""
-    cal = dataclasses.replace(DEFAULT_CALIBRATION, one_search=one_search)
+    cal = DEFAULT_CALIBRATION
     rng = random.Random(26)
     checked = equal = tightened = 0
     while checked < 14:

@@ -1,6 +1,6 @@
 """Tool calls that may run a solver, in a pool of worker processes.
 
-A CP-SAT search releases the GIL, but parts of the engine (model building, numba kernels, local
+A CP-SAT search releases the GIL, but parts of the engine (model building, the health search's
 moves) hold it for long stretches; in the server's process they would stall every other request,
 ``/health`` included (issue 12 item 2). So a call of a solving tool (:data:`SOLVING_TOOLS`) is
 shipped to a worker process as the session's snapshot, run there through the same

@@ -341,23 +341,13 @@ def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
     return lines
 
 
-def _objective_line(
-    objective: dict[str, float],
-    start: dict[str, float] | None,
-    bound: float | None = None,
-    status: str = "",
-) -> str:
+def _objective_line(objective: dict[str, float], start: dict[str, float] | None) -> str:
+    """The soft terms (no bound on them is claimed since issue 26: the health floor, in the
+    health line, is the proof a proposal carries)."""
     terms = "，".join(f"{_TERM_WORDS[k]}{_num(round(objective[k], 1))}" for k in TERM_NAMES)
     tail = ""
     if start is not None:
         tail = f"（起始方案{_num(round(start['weighted_total'], 1))}）"
-    if bound is not None and status == "feasible":
-        # The proven lower bound tells how far from optimal the proposal can be at most.
-        total = objective["weighted_total"]
-        gap = (total - bound) / bound * 100 if bound > 0 else None
-        tail += f"；证明下界{_num(round(bound, 1))}" + (
-            f"，距最优至多{_num(round(gap, 1))}%" if gap is not None else ""
-        )
     return f"目标分项：{terms}；加权合计{_num(round(objective['weighted_total'], 1))}{tail}。"
 
 
@@ -537,11 +527,7 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
         shown, rest = capped(proposal.unplaced, MAX_INLINE)
         items = " ".join(f"{_label(state, t)}(需{_need(state, t)}时段)" for t in shown)
         lines.append(f"未放置：{items}" + (left_out(rest) if rest else ""))
-    lines.append(
-        _objective_line(
-            proposal.objective, proposal.start_objective, proposal.bound, proposal.status
-        )
-    )
+    lines.append(_objective_line(proposal.objective, proposal.start_objective))
     if health := _health_line(proposal):
         lines.append(health)
     cut = _cut_text(proposal, clock)
