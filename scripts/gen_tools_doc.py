@@ -214,6 +214,18 @@ def _arguments(schema: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _docs_calibration() -> Any:
+    """The default calibration with the proposal's search given a tenth of its work: the
+    examples' searches then end on their deterministic budget far inside the wall clock, so a
+    loaded machine gives the same replies (no 「搜索被时限截断」), and the docs check is not a
+    timing test."""
+    from dataclasses import replace
+
+    from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
+
+    return replace(DEFAULT_CALIBRATION, one_search_share=0.1)
+
+
 def _fresh_toolbox(window: dict[str, Any] | None = None) -> Any:
     """The sample window seeded into an in-memory SQLite store and loaded back (as the demo), or
     ``window`` (a §3.1 JSON object) without a store."""
@@ -227,13 +239,25 @@ def _fresh_toolbox(window: dict[str, Any] | None = None) -> Any:
     every = [spec.name for spec in registry.TOOLS]
     if window is not None:
         state = ScheduleState.model_validate(window)
-        return Toolbox(state, self_check=True, loop=True, enabled_tools=every)
+        return Toolbox(
+            state,
+            self_check=True,
+            loop=True,
+            enabled_tools=every,
+            calibration=_docs_calibration(),
+        )
     sample = ScheduleState.from_json(sample_window_path())
     store = Store.from_url("sqlite://")
     store.seed_from_state(USER, sample)
     state = store.load_window(USER, sample.window.day_mapping)
     return Toolbox(
-        state, store=store, user_id=USER, self_check=True, loop=True, enabled_tools=every
+        state,
+        store=store,
+        user_id=USER,
+        self_check=True,
+        loop=True,
+        enabled_tools=every,
+        calibration=_docs_calibration(),
     )
 
 

@@ -197,7 +197,9 @@ def test_every_solver_call_hands_the_calibration_on() -> None:
     passes one (by keyword or in its place): a stage left to its default would quietly run with
     the default figures whatever its caller was given."""
     calibrated = _calibrated()
-    assert {"propose_placement", "search_health", "Pricer", "max_placeable"} <= set(calibrated)
+    assert {"propose_placement", "search_health", "unplaced_check", "max_placeable"} <= set(
+        calibrated
+    )
     missing = []
     for path in sorted(SOLVER.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -31,8 +31,14 @@ def test_a_proposals_floor_is_the_exact_one_and_never_above_the_best() -> None:
         keys = _exhaustive(state, level)
         if keys is None:
             continue
+        # the work of a 1 s limit under a wall clock no loaded machine reaches
         proposal = propose_placement(
-            state, time_limit_s=1.0, seed=0, threshold=level, calibration=cal
+            state,
+            time_limit_s=30.0,
+            work_limit_s=cal.work_share,
+            seed=0,
+            threshold=level,
+            calibration=cal,
         )
         if proposal.floor is None:
             continue

@@ -262,8 +262,13 @@ def test_every_tool_same_reply_through_every_adapter(name):
     # A proposal stops on its work budget, the same for every adapter, unless the wall clock
     # cuts it first (then its reply says so and may differ). An eighth of the usual budget
     # keeps the 1 s calls work-limited on a machine many times slower than the calibration one
-    # (a loaded CI machine cut one at the usual share).
-    calibration = replace(DEFAULT_CALIBRATION, work_share=DEFAULT_CALIBRATION.work_share / 8)
+    # (a loaded CI machine cut one at the usual share). The one search's budget is its own
+    # share of the limit (work_share only converts a work budget into that limit).
+    calibration = replace(
+        DEFAULT_CALIBRATION,
+        work_share=DEFAULT_CALIBRATION.work_share / 8,
+        one_search_share=DEFAULT_CALIBRATION.one_search_share / 8,
+    )
     spec = registry.REGISTRY[name]
     replies = _all_replies(spec, example_args(spec, load_window()), calibration)
     assert replies["toolbox"], name
