@@ -656,7 +656,7 @@ def apply_section(quick: bool) -> list[str]:
 
     from smartflow_engine.tools_adapter.sessions.session import Session
 
-    propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports and kernels warm
+    propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports warm
     lines = [
         "### `apply_proposal {}` through the tool layer (whole call, wall clock)",
         "",

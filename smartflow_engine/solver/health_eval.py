@@ -260,6 +260,20 @@ class HealthEvaluator:
     def guest_free(self, day: int, slot_start: int, slot_end: int) -> bool:
         return not self.guest[day - 1, slot_start - 1 : slot_end].any()
 
+    def host_block_free(self, pl: Placement) -> bool:
+        """The host block the guest place ``pl`` is in holds no guest (a block holds one: two
+        guests on different periods of one block are refused by the writes). The block is the
+        run of the host's periods around ``pl`` on its day."""
+        row = self.owner[pl.day - 1]
+        host = pl.embed_host
+        a = pl.slot_start - 1
+        while a > 0 and row[a - 1] == host:
+            a -= 1
+        b = pl.slot_end
+        while b < len(row) and row[b] == host:
+            b += 1
+        return not self.guest[pl.day - 1, a:b].any()
+
     def place(self, pl: Placement, refresh: bool = True) -> None:
         d, a, b = pl.day - 1, pl.slot_start - 1, pl.slot_end
         tid = pl.task_id

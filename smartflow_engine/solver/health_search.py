@@ -146,11 +146,16 @@ class _Search:
         n = g.duration
         out: list[tuple[int, int | None]] = [(s, None) for s in self.free_starts(g, day, lifted)]
         if g.can_guest:
-            own = {pl.embed_host for pl in lifted if pl.day == day}
+            # a host block a lifted guest stands in counts as free: that block, not every block
+            # of its host that day (a water course may hold two blocks a day, one guest each)
+            own = {
+                (pl.embed_host, pl.slot_start)
+                for pl in lifted
+                if pl.day == day and pl.embed_host is not None
+            }
             for b in self.hosts_by_day.get(day, ()):
-                if b.length >= n and (
-                    b.host in own or ev.guest_free(day, b.slot_start, b.slot_end)
-                ):
+                mine = any(h == b.host and b.slot_start <= s <= b.slot_end for h, s in own)
+                if b.length >= n and (mine or ev.guest_free(day, b.slot_start, b.slot_end)):
                     out += [
                         (s + 1, b.host)
                         for s in range(b.slot_start - 1, b.slot_end - n + 1)
@@ -299,6 +304,8 @@ class _Search:
             cur = self.score(cur)
         best: tuple[tuple[int, int, float, float], int] | None = None
         for i, cand in enumerate(candidates):
+            if self._clash(cand):
+                continue
             changes = self._make(cand)
             c = ev.counts_now()
             key = (*self.score(c), float(self.rng.random()))
@@ -308,6 +315,33 @@ class _Search:
         if best is None or best[0][:3] > (cur[0], cur[1], cur[2] + 1e-9):
             return None, len(candidates)
         return self._make(candidates[best[1]]), len(candidates)
+
+    def _clash(self, cand: list[tuple[int, Placement]]) -> bool:
+        """Two of the candidate's new places take one period, or one host block (a block holds
+        one guest): each was found free on its own, so together they may not be."""
+        if len(cand) < 2:
+            return False
+        cells: set[tuple[int, int]] = set()
+        blocks: set[tuple[int, int, int]] = set()
+        for _, pl in cand:
+            if pl.embed_host is None:
+                here = {(pl.day, q) for q in range(pl.slot_start, pl.slot_end + 1)}
+                if here & cells:
+                    return True
+                cells |= here
+                continue
+            block = next(
+                (
+                    (pl.day, b.host, b.slot_start)
+                    for b in self.hosts_by_day.get(pl.day, ())
+                    if b.host == pl.embed_host and b.slot_start <= pl.slot_start <= b.slot_end
+                ),
+                (pl.day, pl.embed_host, pl.slot_start),
+            )
+            if block in blocks:
+                return True
+            blocks.add(block)
+        return False
 
     def _make(self, cand: list[tuple[int, Placement]]) -> list[tuple[int, Placement, Placement]]:
         ev = self.ev
@@ -761,7 +795,7 @@ def search_health(
         ok = (
             ev.free_at(home.day, home.slot_start, home.slot_end)
             if home.embed_host is None
-            else ev.guest_free(home.day, home.slot_start, home.slot_end)
+            else ev.host_block_free(home)
         )
         if ok:
             ev.place(home)

@@ -96,7 +96,7 @@ def send_back(
             free = (
                 ev.free_at(home.day, home.slot_start, home.slot_end)
                 if home.embed_host is None
-                else ev.guest_free(home.day, home.slot_start, home.slot_end)
+                else ev.host_block_free(home)
             )
             if free:
                 ev.place(home)

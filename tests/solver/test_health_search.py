@@ -989,3 +989,48 @@ def test_water_filling_levels_equal_a_bisection(window: Any) -> None:
         assert (np.isfinite(got) == np.isfinite(want)).all()
         finite = np.isfinite(want)
         assert np.allclose(got[finite], want[finite], rtol=0, atol=1e-9)
+
+
+def test_a_host_block_with_a_guest_takes_no_second_one() -> None:
+    """Tests the one-guest-per-block rule the search's moves and its send-back read: with a
+    fixed guest on period 11 of a water course's block 11-12, the block is not free for a
+    guest on period 12, while the course's other block that day (5-6) is."""
+    state = make_state(
+        1,
+        12,
+        [
+            {
+                "source": "event",
+                "category": "水课",
+                "status": "existing",
+                "can_embed": True,
+                "slots": [
+                    {"day": 1, "slot_start": 5, "slot_end": 6},
+                    {"day": 1, "slot_start": 11, "slot_end": 12},
+                ],
+            },
+            {
+                "status": "suggested",
+                "duration": 1,
+                "embed_host": 1,
+                "slots": [{"day": 1, "slot_start": 11, "slot_end": 11}],
+            },
+            {"duration": 1},
+        ],
+    )
+    ev = HealthEvaluator(state, {3})
+    assert not ev.host_block_free(Placement(3, 1, 12, 12, 1))
+    assert ev.host_block_free(Placement(3, 1, 6, 6, 1))
+
+
+@pytest.mark.parametrize(("days", "classes"), [(30, False), (120, True)])
+def test_apply_proposal_never_puts_two_guests_in_one_block(days: int, classes: bool) -> None:
+    """Tests the windows where apply_proposal {} was refused (a water course with two blocks a
+    day: the search offered the second block as free when a lifted guest stood in the first,
+    and sent a guest back into a block another guest had taken meanwhile): the whole call
+    applies its proposal."""
+    from smartflow_engine.tools_adapter.sessions.session import Session
+
+    state = synthetic_window(504, days, variant="tight", with_task_classes=classes)
+    reply = Session(state).call("apply_proposal", {})
+    assert reply.startswith("已应用粗排方案"), reply[:200]
