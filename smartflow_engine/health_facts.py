@@ -182,6 +182,20 @@ def switch_mask(study: np.ndarray) -> np.ndarray:
     return out
 
 
+def study_periods(study: np.ndarray) -> np.ndarray:
+    """Each day's periods of the study layer holding a subject."""
+    out: np.ndarray = np.count_nonzero(study, axis=1)
+    return out
+
+
+def heavy_mask(study: np.ndarray, switch: np.ndarray, hard: np.ndarray) -> np.ndarray:
+    """The switches ``switch`` (:func:`switch_mask` of ``study``) between two hard subjects
+    (``hard``: by subject code, code 0 not hard): the ``heavy_adjacent`` metric's pairs."""
+    left, right = study[:, :-1], study[:, 1:]
+    out: np.ndarray = switch & hard[left] & hard[right]
+    return out
+
+
 def day_switches(study: np.ndarray) -> np.ndarray:
     """Each day's context switches in the study layer ``study``."""
     out: np.ndarray = np.count_nonzero(switch_mask(study), axis=1)
@@ -199,7 +213,7 @@ def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> li
     study = np.where(guest != 0, code[guest], code[owner])
     total = day_loads(owner)
     switches = day_switches(study)
-    occupied = np.count_nonzero(study, axis=1)
+    occupied = study_periods(study)
     rows, _, length = free_runs(owner == 0)
     usable = usable_periods(rows, length, owner.shape[0])
     out: list[DayFacts] = []
@@ -572,6 +586,7 @@ __all__ = [
     "free_run_spans",
     "free_runs",
     "grid_day_facts",
+    "heavy_mask",
     "judge",
     "level_rules",
     "load_range",
@@ -580,6 +595,7 @@ __all__ = [
     "moved_sums",
     "overall_metrics",
     "severe_counts",
+    "study_periods",
     "subject_changes",
     "subject_codes",
     "subject_days",
