@@ -174,6 +174,13 @@ def usable_periods(
     return out
 
 
+def buffered(usable: np.ndarray, min_buffer: int = MIN_BUFFER) -> np.ndarray:
+    """Which days have a buffer: usable periods (:func:`usable_periods`) of at least
+    ``min_buffer`` (the ``buffer`` rule counts the days without one)."""
+    out: np.ndarray = usable >= min_buffer
+    return out
+
+
 def switch_mask(study: np.ndarray) -> np.ndarray:
     """``(days, periods - 1)``: whether periods ``q`` and ``q + 1`` of the study layer (subject
     codes, 0 for none) are a context switch (:func:`..concepts.is_switch`, vectorised)."""
@@ -575,6 +582,7 @@ __all__ = [
     "SubjectCodes",
     "SubjectDays",
     "Sums",
+    "buffered",
     "day_context_metrics",
     "day_facts",
     "day_judgement",
