@@ -271,8 +271,8 @@ class SubjectDays:
     def of(cls, daily: dict[int, int]) -> SubjectDays:
         present = sorted(daily)
         gaps: dict[int, int] = {}
-        for a, b in itertools.pairwise(present):
-            gaps[b - a - 1] = gaps.get(b - a - 1, 0) + 1
+        for g in gaps_of(present):
+            gaps[g] = gaps.get(g, 0) + 1
         used = sum(daily.values())
         return cls(daily, present, gaps, used, sum(v * v for v in daily.values()))
 
@@ -333,13 +333,31 @@ class SubjectDays:
     def largest_gap_span(self) -> tuple[int, int] | None:
         """The first largest gap as ``(last day before, first day after)`` (1-based), or
         ``None`` without a gap."""
-        if not self.gaps:
-            return None
-        most = max(self.gaps)
-        for a, b in itertools.pairwise(self.present):
-            if b - a - 1 == most:
-                return a, b
-        return None  # unreachable: a gap of the multiset is a gap of the present days
+        return largest_gap_span(self.present) if self.gaps else None
+
+
+def gaps_of(present: Sequence[int]) -> list[int]:
+    """The gaps between consecutive present days (ascending, 1-based): the days between them."""
+    return [b - a - 1 for a, b in itertools.pairwise(present)]
+
+
+def largest_gap_span(present: Sequence[int]) -> tuple[int, int] | None:
+    """The first largest gap of the present days (ascending) as ``(last day before, first day
+    after)``, or ``None`` without a gap."""
+    best: tuple[int, int] | None = None
+    for a, b in itertools.pairwise(present):
+        if best is None or b - a > best[1] - best[0]:
+            best = (a, b)
+    return best
+
+
+def subject_day_counts(study: np.ndarray, codes: int) -> np.ndarray:
+    """``(days, codes)``: the periods of each subject code (0 to ``codes - 1``) in the study layer
+    ``study`` by day (column 0: periods holding no subject)."""
+    num_days = study.shape[0]
+    keys = (np.arange(num_days)[:, None] * codes + study).ravel()
+    out: np.ndarray = np.bincount(keys, minlength=num_days * codes).reshape(num_days, codes)
+    return out
 
 
 def _pairs_around(present: list[int], days: list[int]) -> set[tuple[int, int]]:
@@ -593,9 +611,11 @@ __all__ = [
     "fragmentation_rate",
     "free_run_spans",
     "free_runs",
+    "gaps_of",
     "grid_day_facts",
     "heavy_mask",
     "judge",
+    "largest_gap_span",
     "level_rules",
     "load_range",
     "load_spread_metrics",
@@ -606,6 +626,7 @@ __all__ = [
     "study_periods",
     "subject_changes",
     "subject_codes",
+    "subject_day_counts",
     "subject_days",
     "subject_metrics",
     "switch_mask",
