@@ -243,6 +243,24 @@ def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> li
     return out
 
 
+def row_free_runs(row: Sequence[int], min_len: int = 1) -> list[tuple[int, int]]:
+    """``(first, last)`` periods (1-based) of each run of free periods (0) of at least
+    ``min_len`` in one day's owner row: :func:`free_run_spans` of one row, in plain Python
+    (without numpy's per-call cost, for a search that reads a few days)."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for q, owner in enumerate(row, start=1):
+        if owner:
+            if start and q - start >= min_len:
+                out.append((start, q - 1))
+            start = 0
+        elif not start:
+            start = q
+    if start and len(row) + 1 - start >= min_len:
+        out.append((start, len(row)))
+    return out
+
+
 def free_run_spans(owner: np.ndarray) -> list[list[tuple[int, int]]]:
     """Per row of ``owner``, the ``(first, last)`` 1-based periods of each run of zeros."""
     out: list[list[tuple[int, int]]] = [[] for _ in range(owner.shape[0])]
@@ -622,6 +640,7 @@ __all__ = [
     "load_spread_of",
     "moved_sums",
     "overall_metrics",
+    "row_free_runs",
     "severe_counts",
     "study_periods",
     "subject_changes",

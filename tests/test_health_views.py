@@ -112,7 +112,8 @@ def test_the_two_views_agree_on_random_states(
 def test_a_row_and_the_grid_give_the_same_day_facts(days: int, spd: int, seed: int) -> None:
     """Tests that the plain-Python facts of one day (day_facts, what a move recomputes) equal
     the vectorised facts of the whole grid (grid_day_facts, what a build computes) on random
-    owner and guest layers, and that the free-run spans cover exactly the free periods."""
+    owner and guest layers, and that the free-run spans cover exactly the free periods (the
+    whole grid's and one row's, with or without a least length, alike)."""
     rng = np.random.default_rng(seed)
     code = np.array([0, 0, 1, 2, 2, 3, 0, 1], dtype=np.int64)  # ids 1 and 6: events
     owner = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.7)
@@ -128,6 +129,10 @@ def test_a_row_and_the_grid_give_the_same_day_facts(days: int, spd: int, seed: i
         free = {q for a, b in spans[d] for q in range(a, b + 1)}
         assert free == {q + 1 for q in range(spd) if owner[d, q] == 0}
         assert grid[d].usable == sum(b - a + 1 for a, b in spans[d] if b - a + 1 >= 2)
+        assert health_facts.row_free_runs(owner[d].tolist()) == spans[d]
+        assert health_facts.row_free_runs(owner[d].tolist(), 2) == [
+            (a, b) for a, b in spans[d] if b - a + 1 >= 2
+        ]
 
 
 @settings(max_examples=200, deadline=None)

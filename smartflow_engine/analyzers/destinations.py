@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from ..concepts import movable_by_tools
+from ..health_facts import row_free_runs
 from ..rules import Level, rules_for
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
@@ -294,23 +295,6 @@ def _pieces(task: Task) -> list[tuple[int | None, int]]:
     return [(b.day, b.length) for b in task.slots]
 
 
-def _free_runs(row: list[int], min_len: int) -> list[tuple[int, int]]:
-    """``(first, last)`` periods (1-based) of each run of free periods of at least ``min_len``
-    in one day's owner row (as :meth:`Grid.free_runs`, without numpy's per-call cost)."""
-    out: list[tuple[int, int]] = []
-    start = 0
-    for q, owner in enumerate(row, start=1):
-        if owner:
-            if start and q - start >= min_len:
-                out.append((start, q - 1))
-            start = 0
-        elif not start:
-            start = q
-    if start and len(row) + 1 - start >= min_len:
-        out.append((start, len(row)))
-    return out
-
-
 def host_blocks(state: ScheduleState) -> list[tuple[int, SlotRange]]:
     """``(host id, block)`` of every block of an unlocked embeddable task (where a guest may
     go), in the state's order."""
@@ -489,7 +473,7 @@ class _LazyRuns(Sequence[list[tuple[int, int]]]):
     ) -> list[tuple[int, int]] | list[list[tuple[int, int]]]:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
-        return _free_runs(self._owner[index].tolist(), self._need)
+        return row_free_runs(self._owner[index].tolist(), self._need)
 
 
 def _judge(
