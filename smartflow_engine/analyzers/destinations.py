@@ -21,13 +21,12 @@ from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ..concepts import movable_by_tools
+from ..concepts import movable_by_tools, subject_of
 from ..health_facts import row_free_runs
 from ..rules import Level, rules_for
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
 from .evaluator import DayFacts, Delta, HealthEvaluator, evaluator_for, task_sig, touched
-from .frame import subject_of
 from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction
 
 MAX_TARGETS = 30  # tasks an action's search measures (as many as SCREEN orders; the budget binds)
@@ -229,7 +228,9 @@ class TaskPool:
         every = [t for t in state.tasks if movable(state, t, hosts)]
         by_subject: dict[str, list[Task]] = {}
         for t in every:
-            by_subject.setdefault(subject_of(t), []).append(t)
+            name = subject_of(t)
+            if name is not None:  # always: a movable task is a study task
+                by_subject.setdefault(name, []).append(t)
         return cls(every, by_subject)
 
     def on_days(self, days: Iterable[Any]) -> list[Task]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..concepts import UNCATEGORISED
+from ..concepts import UNCATEGORISED, subject_of
 from ..health_facts import (
     SubjectDays,
     gaps_of,
@@ -36,7 +36,6 @@ from .frame import (
     check_choice,
     check_level,
     movable_study_tasks,
-    subject_of,
 )
 from .result import AnalysisResult, Issue, NextAction, ParamError
 from .schema import metric_schema
@@ -237,13 +236,18 @@ def subjects_actions(
     movable: dict[str, dict[int, int]] = {}  # subject -> day -> movable periods there
     needs_placed: dict[str, list[int]] = {}
     for task in movable_study_tasks(state):
-        per_day = movable.setdefault(subject_of(task), {})
-        needs_placed.setdefault(subject_of(task), []).append(task.need())
+        name = subject_of(task)
+        if name is None:  # not reached: a movable task is a study task
+            continue
+        per_day = movable.setdefault(name, {})
+        needs_placed.setdefault(name, []).append(task.need())
         for b in task.slots:
             per_day[b.day] = per_day.get(b.day, 0) + b.length
     needs: dict[str, list[int]] = {}  # subject -> periods its pending tasks need
     for task in state.pending_tasks():
-        needs.setdefault(subject_of(task), []).append(task.need())
+        name = subject_of(task)
+        if name is not None:
+            needs.setdefault(name, []).append(task.need())
     window = range(1, state.num_days + 1)
     actions: list[NextAction] = []
     for issue in issues:
