@@ -209,6 +209,20 @@ def day_switches(study: np.ndarray) -> np.ndarray:
     return out
 
 
+def same_subject_runs(study: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of one subject code along each row: ``(row, start, length, code)``, 0-based."""
+    rows, spd = study.shape
+    padded = np.full((rows, spd + 1), -1, dtype=np.int64)
+    padded[:, :spd] = study
+    flat = padded.ravel()
+    starts = np.concatenate(([0], np.flatnonzero(flat[1:] != flat[:-1]) + 1))
+    lengths = np.diff(np.concatenate((starts, [flat.size])))
+    codes = flat[starts]
+    keep = codes > 0
+    starts, lengths, codes = starts[keep], lengths[keep], codes[keep]
+    return starts // (spd + 1), starts % (spd + 1), lengths, codes
+
+
 def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> list[DayFacts]:
     """:func:`day_facts` of every row of ``owner`` / ``guest`` (days x periods), vectorised
     (``code``: the subject code of every task id as an array). An id beyond ``code`` raises
@@ -346,12 +360,18 @@ class SubjectDays:
 
     @property
     def max_gap(self) -> int | None:
-        return max(self.gaps) if self.gaps else None
+        return largest_gap(self.gaps)
 
     def largest_gap_span(self) -> tuple[int, int] | None:
         """The first largest gap as ``(last day before, first day after)`` (1-based), or
         ``None`` without a gap."""
         return largest_gap_span(self.present) if self.gaps else None
+
+
+def largest_gap(gaps: Iterable[int]) -> int | None:
+    """The ``max_gap`` metric (p1 §4.4) of a subject's gaps (a list, or a multiset's keys);
+    ``None`` without a gap."""
+    return max(gaps, default=None)
 
 
 def gaps_of(present: Sequence[int]) -> list[int]:
@@ -633,6 +653,7 @@ __all__ = [
     "grid_day_facts",
     "heavy_mask",
     "judge",
+    "largest_gap",
     "largest_gap_span",
     "level_rules",
     "load_range",
@@ -641,6 +662,7 @@ __all__ = [
     "moved_sums",
     "overall_metrics",
     "row_free_runs",
+    "same_subject_runs",
     "severe_counts",
     "study_periods",
     "subject_changes",

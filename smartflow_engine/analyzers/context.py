@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ..health_facts import fragmentation, heavy_mask, study_periods, switch_mask
+from ..health_facts import (
+    fragmentation,
+    heavy_mask,
+    same_subject_runs,
+    study_periods,
+    switch_mask,
+)
 from ..rules import Level, r4, rules_for, threshold
 from ..state import ScheduleState
 from .common import (
@@ -33,20 +39,6 @@ TOOL = "analyze_context"
 DETAILS = ("summary", "day_detail")
 MAX_HARD = 50
 ACTION_DAYS = 3
-
-
-def same_subject_runs(study: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Maximal runs of one subject code along each row: ``(row, start, length, code)``, 0-based."""
-    rows, spd = study.shape
-    padded = np.full((rows, spd + 1), -1, dtype=np.int64)
-    padded[:, :spd] = study
-    flat = padded.ravel()
-    starts = np.concatenate(([0], np.flatnonzero(flat[1:] != flat[:-1]) + 1))
-    lengths = np.diff(np.concatenate((starts, [flat.size])))
-    codes = flat[starts]
-    keep = codes > 0
-    starts, lengths, codes = starts[keep], lengths[keep], codes[keep]
-    return starts // (spd + 1), starts % (spd + 1), lengths, codes
 
 
 def context_metrics(

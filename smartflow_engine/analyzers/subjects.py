@@ -12,6 +12,7 @@ from ..concepts import UNCATEGORISED, subject_of
 from ..health_facts import (
     SubjectDays,
     gaps_of,
+    largest_gap,
     largest_gap_span,
     subject_day_counts,
     subject_metrics,
@@ -95,9 +96,9 @@ def task_class_for(state: ScheduleState, name: str, info: SubjectTasks) -> TaskC
     return subject_class(state, name, info.class_ids)
 
 
-def gap_stats(gaps: list[int], max_gap: int | None) -> dict[str, Any]:
+def gap_stats(gaps: list[int]) -> dict[str, Any]:
     """``gaps`` (:func:`..health_facts.gaps_of`) with their avg/min/sample-std (``None`` without
-    gaps; std 0 with one) beside ``max_gap``, the rule's metric (:mod:`..health_facts`).
+    gaps; std 0 with one) and ``max_gap``, the rule's metric (:func:`..health_facts.largest_gap`).
 
     Plain Python: a subject's gap list is a handful of numbers, where numpy's per-call cost
     would dominate.
@@ -110,7 +111,7 @@ def gap_stats(gaps: list[int], max_gap: int | None) -> dict[str, Any]:
     return {
         "gaps": gaps,
         "avg_gap": r4(mean),
-        "max_gap": max_gap,
+        "max_gap": largest_gap(gaps),
         "min_gap": min(gaps),
         "std_gap": r4(std),
     }
@@ -190,7 +191,7 @@ def subjects_metrics(
         if include_pending:
             row["pending_slots"] = info.pending_slots
         row["present_days"] = present
-        row.update(gap_stats(gaps_of(present), rule_metrics["max_gap"]))
+        row.update(gap_stats(gaps_of(present)))
         row["concentration"] = rule_metrics["concentration"]
         row.update(budget_fields(tc, info, used, include_pending, rule_metrics))
         if detail == "full":
