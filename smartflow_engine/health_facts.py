@@ -141,6 +141,88 @@ def day_facts(own: Sequence[int], gst: Sequence[int], code: Sequence[int], spd: 
     return DayFacts(total, spd - total, usable, occupied, switches, subjects)
 
 
+# ------------------------------------------------------------------------------ whole-grid passes
+# The per-day facts of a whole grid (days x periods) as arrays: what :func:`grid_day_facts`
+# builds its facts from and what the dimension tools' whole-window passes report, so that each
+# fact has one definition (issue 25 item 1).
+
+
+def day_loads(occupied: np.ndarray) -> np.ndarray:
+    """Each row's load: its occupied periods (``occupied``: a mask, or task ids with 0 free)."""
+    out: np.ndarray = np.count_nonzero(occupied, axis=1)
+    return out
+
+
+def free_runs(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The maximal runs of free periods along each row of the mask ``free``: ``(row, start,
+    length)`` arrays, 0-based, by row then start."""
+    padded = np.zeros((free.shape[0], free.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = free
+    diff = np.diff(padded, axis=1)
+    rows, first = np.nonzero(diff == 1)
+    _, end = np.nonzero(diff == -1)
+    return rows, first, end - first
+
+
+def usable_periods(
+    rows: np.ndarray, length: np.ndarray, num_days: int, min_usable: int = MIN_USABLE
+) -> np.ndarray:
+    """Each day's usable periods from its free runs (:func:`free_runs`): the free periods in
+    runs of at least ``min_usable``."""
+    weights = np.where(length >= min_usable, length, 0)
+    out: np.ndarray = np.bincount(rows, weights=weights, minlength=num_days).astype(np.int64)
+    return out
+
+
+def buffered(usable: np.ndarray, min_buffer: int = MIN_BUFFER) -> np.ndarray:
+    """Which days have a buffer: usable periods (:func:`usable_periods`) of at least
+    ``min_buffer`` (the ``buffer`` rule counts the days without one)."""
+    out: np.ndarray = usable >= min_buffer
+    return out
+
+
+def switch_mask(study: np.ndarray) -> np.ndarray:
+    """``(days, periods - 1)``: whether periods ``q`` and ``q + 1`` of the study layer (subject
+    codes, 0 for none) are a context switch (:func:`..concepts.is_switch`, vectorised)."""
+    left, right = study[:, :-1], study[:, 1:]
+    out: np.ndarray = (left != 0) & (right != 0) & (left != right)
+    return out
+
+
+def study_periods(study: np.ndarray) -> np.ndarray:
+    """Each day's periods of the study layer holding a subject."""
+    out: np.ndarray = np.count_nonzero(study, axis=1)
+    return out
+
+
+def heavy_mask(study: np.ndarray, switch: np.ndarray, hard: np.ndarray) -> np.ndarray:
+    """The switches ``switch`` (:func:`switch_mask` of ``study``) between two hard subjects
+    (``hard``: by subject code, code 0 not hard): the ``heavy_adjacent`` metric's pairs."""
+    left, right = study[:, :-1], study[:, 1:]
+    out: np.ndarray = switch & hard[left] & hard[right]
+    return out
+
+
+def day_switches(study: np.ndarray) -> np.ndarray:
+    """Each day's context switches in the study layer ``study``."""
+    out: np.ndarray = np.count_nonzero(switch_mask(study), axis=1)
+    return out
+
+
+def same_subject_runs(study: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of one subject code along each row: ``(row, start, length, code)``, 0-based."""
+    rows, spd = study.shape
+    padded = np.full((rows, spd + 1), -1, dtype=np.int64)
+    padded[:, :spd] = study
+    flat = padded.ravel()
+    starts = np.concatenate(([0], np.flatnonzero(flat[1:] != flat[:-1]) + 1))
+    lengths = np.diff(np.concatenate((starts, [flat.size])))
+    codes = flat[starts]
+    keep = codes > 0
+    starts, lengths, codes = starts[keep], lengths[keep], codes[keep]
+    return starts // (spd + 1), starts % (spd + 1), lengths, codes
+
+
 def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> list[DayFacts]:
     """:func:`day_facts` of every row of ``owner`` / ``guest`` (days x periods), vectorised
     (``code``: the subject code of every task id as an array). An id beyond ``code`` raises
@@ -150,26 +232,17 @@ def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> li
         raise IndexError("a task id beyond the subject codes")
     spd = owner.shape[1]
     study = np.where(guest != 0, code[guest], code[owner])
-    occ = owner != 0
-    total = np.count_nonzero(occ, axis=1)
-    left, right = study[:, :-1], study[:, 1:]
-    switches = np.count_nonzero((left != 0) & (right != 0) & (left != right), axis=1)
-    occupied = np.count_nonzero(study, axis=1)
-    padded = np.zeros((occ.shape[0], spd + 2), dtype=np.int8)
-    padded[:, 1:-1] = ~occ
-    diff = np.diff(padded, axis=1)
-    r0, c0 = np.nonzero(diff == 1)
-    _, c1 = np.nonzero(diff == -1)
-    length = c1 - c0
-    usable = np.bincount(
-        r0, weights=np.where(length >= MIN_USABLE, length, 0), minlength=owner.shape[0]
-    )
+    total = day_loads(owner)
+    switches = day_switches(study)
+    occupied = study_periods(study)
+    rows, _, length = free_runs(owner == 0)
+    usable = usable_periods(rows, length, owner.shape[0])
     out: list[DayFacts] = []
     study_rows = study.tolist()
     for i, (t, u, o, s) in enumerate(
         zip(
             total.tolist(),
-            usable.astype(np.int64).tolist(),
+            usable.tolist(),
             occupied.tolist(),
             switches.tolist(),
             strict=True,
@@ -184,16 +257,30 @@ def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> li
     return out
 
 
+def row_free_runs(row: Sequence[int], min_len: int = 1) -> list[tuple[int, int]]:
+    """``(first, last)`` periods (1-based) of each run of free periods (0) of at least
+    ``min_len`` in one day's owner row: :func:`free_run_spans` of one row, in plain Python
+    (without numpy's per-call cost, for a search that reads a few days)."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for q, owner in enumerate(row, start=1):
+        if owner:
+            if start and q - start >= min_len:
+                out.append((start, q - 1))
+            start = 0
+        elif not start:
+            start = q
+    if start and len(row) + 1 - start >= min_len:
+        out.append((start, len(row)))
+    return out
+
+
 def free_run_spans(owner: np.ndarray) -> list[list[tuple[int, int]]]:
     """Per row of ``owner``, the ``(first, last)`` 1-based periods of each run of zeros."""
     out: list[list[tuple[int, int]]] = [[] for _ in range(owner.shape[0])]
-    padded = np.zeros((owner.shape[0], owner.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = owner == 0
-    diff = np.diff(padded, axis=1)
-    rows, first = np.nonzero(diff == 1)
-    _, end = np.nonzero(diff == -1)
-    for r, a, b in zip(rows.tolist(), first.tolist(), end.tolist(), strict=True):
-        out[r].append((a + 1, b))
+    rows, first, length = free_runs(owner == 0)
+    for r, a, n in zip(rows.tolist(), first.tolist(), length.tolist(), strict=True):
+        out[r].append((a + 1, a + n))
     return out
 
 
@@ -216,8 +303,8 @@ class SubjectDays:
     def of(cls, daily: dict[int, int]) -> SubjectDays:
         present = sorted(daily)
         gaps: dict[int, int] = {}
-        for a, b in itertools.pairwise(present):
-            gaps[b - a - 1] = gaps.get(b - a - 1, 0) + 1
+        for g in gaps_of(present):
+            gaps[g] = gaps.get(g, 0) + 1
         used = sum(daily.values())
         return cls(daily, present, gaps, used, sum(v * v for v in daily.values()))
 
@@ -273,18 +360,42 @@ class SubjectDays:
 
     @property
     def max_gap(self) -> int | None:
-        return max(self.gaps) if self.gaps else None
+        return largest_gap(self.gaps)
 
     def largest_gap_span(self) -> tuple[int, int] | None:
         """The first largest gap as ``(last day before, first day after)`` (1-based), or
         ``None`` without a gap."""
-        if not self.gaps:
-            return None
-        most = max(self.gaps)
-        for a, b in itertools.pairwise(self.present):
-            if b - a - 1 == most:
-                return a, b
-        return None  # unreachable: a gap of the multiset is a gap of the present days
+        return largest_gap_span(self.present) if self.gaps else None
+
+
+def largest_gap(gaps: Iterable[int]) -> int | None:
+    """The ``max_gap`` metric (p1 §4.4) of a subject's gaps (a list, or a multiset's keys);
+    ``None`` without a gap."""
+    return max(gaps, default=None)
+
+
+def gaps_of(present: Sequence[int]) -> list[int]:
+    """The gaps between consecutive present days (ascending, 1-based): the days between them."""
+    return [b - a - 1 for a, b in itertools.pairwise(present)]
+
+
+def largest_gap_span(present: Sequence[int]) -> tuple[int, int] | None:
+    """The first largest gap of the present days (ascending) as ``(last day before, first day
+    after)``, or ``None`` without a gap."""
+    best: tuple[int, int] | None = None
+    for a, b in itertools.pairwise(present):
+        if best is None or b - a > best[1] - best[0]:
+            best = (a, b)
+    return best
+
+
+def subject_day_counts(study: np.ndarray, codes: int) -> np.ndarray:
+    """``(days, codes)``: the periods of each subject code (0 to ``codes - 1``) in the study layer
+    ``study`` by day (column 0: periods holding no subject)."""
+    num_days = study.shape[0]
+    keys = (np.arange(num_days)[:, None] * codes + study).ravel()
+    out: np.ndarray = np.bincount(keys, minlength=num_days * codes).reshape(num_days, codes)
+    return out
 
 
 def _pairs_around(present: list[int], days: list[int]) -> set[tuple[int, int]]:
@@ -370,9 +481,20 @@ def load_range(hist: Sequence[int]) -> int:
 # ------------------------------------------------------------------------------ metric rows
 
 
+def utilization(total: int, spd: int) -> float:
+    """A day's utilization: its load over its periods (the ``day_utilization`` metric)."""
+    return r4(total / spd)
+
+
 def day_load_metrics(total: int, spd: int) -> dict[str, Any]:
     """The day rules' load metrics (p1 §4.3)."""
-    return {"utilization": r4(total / spd)}
+    return {"utilization": utilization(total, spd)}
+
+
+def fragmentation(switches: int, occupied: int) -> float:
+    """A day's context fragmentation: its switches over the gaps between its ``occupied`` study
+    periods (the ``context_switch`` rule's second metric)."""
+    return r4(switches / max(occupied - 1, 1))
 
 
 def day_context_metrics(switches: int, occupied: int) -> dict[str, Any]:
@@ -380,7 +502,7 @@ def day_context_metrics(switches: int, occupied: int) -> dict[str, Any]:
     (p1 §4.5; ``analyze_health`` names no hard subjects, so no heavy pair is adjacent)."""
     return {
         "switch_count": switches,
-        "fragmentation": r4(switches / max(occupied - 1, 1)),
+        "fragmentation": fragmentation(switches, occupied),
         "heavy_adjacent": 0,
     }
 
@@ -404,14 +526,31 @@ def subject_metrics(
     }
 
 
+def load_spread_metrics(num_days: int, total: int, sq: int, hist: Sequence[int]) -> dict[str, Any]:
+    """The ``load_imbalance`` metrics (p1 §4.3) of ``num_days`` day loads from their sum, sum of
+    squares and histogram."""
+    return {"load_std_dev": r4(sample_std_dev(num_days, total, sq)), "load_range": load_range(hist)}
+
+
+def load_spread_of(loads: np.ndarray, spd: int) -> dict[str, Any]:
+    """:func:`load_spread_metrics` of an array of day loads (each at most ``spd``)."""
+    ints = loads.astype(np.int64)
+    hist = np.bincount(ints, minlength=spd + 1).tolist()
+    return load_spread_metrics(int(ints.size), int(ints.sum()), int((ints * ints).sum()), hist)
+
+
+def fragmentation_rate(free: int, usable: int) -> float:
+    """The share of free periods that are not usable (the ``free_fragmentation`` metric)."""
+    return r4((free - usable) / free) if free else 0.0
+
+
 def overall_metrics(num_days: int, sums: Sums, hist: Sequence[int]) -> dict[str, Any]:
     """The window's metrics (p1 §4.3 load imbalance, §4.6 tolerance) from its sums."""
     total, sq, free, usable, no_buffer = sums
     return {
-        "load_std_dev": r4(sample_std_dev(num_days, total, sq)),
-        "load_range": load_range(hist),
+        **load_spread_metrics(num_days, total, sq, hist),
         "days_without_buffer": no_buffer,
-        "fragmentation_rate": r4((free - usable) / free) if free else 0.0,
+        "fragmentation_rate": fragmentation_rate(free, usable),
     }
 
 
@@ -499,21 +638,40 @@ __all__ = [
     "SubjectCodes",
     "SubjectDays",
     "Sums",
+    "buffered",
     "day_context_metrics",
     "day_facts",
     "day_judgement",
     "day_load_metrics",
+    "day_loads",
+    "day_switches",
+    "fragmentation",
+    "fragmentation_rate",
     "free_run_spans",
+    "free_runs",
+    "gaps_of",
     "grid_day_facts",
+    "heavy_mask",
     "judge",
+    "largest_gap",
+    "largest_gap_span",
     "level_rules",
     "load_range",
+    "load_spread_metrics",
+    "load_spread_of",
     "moved_sums",
     "overall_metrics",
+    "row_free_runs",
+    "same_subject_runs",
     "severe_counts",
+    "study_periods",
     "subject_changes",
     "subject_codes",
+    "subject_day_counts",
     "subject_days",
     "subject_metrics",
+    "switch_mask",
+    "usable_periods",
+    "utilization",
     "window_sums",
 ]

@@ -112,7 +112,8 @@ def test_the_two_views_agree_on_random_states(
 def test_a_row_and_the_grid_give_the_same_day_facts(days: int, spd: int, seed: int) -> None:
     """Tests that the plain-Python facts of one day (day_facts, what a move recomputes) equal
     the vectorised facts of the whole grid (grid_day_facts, what a build computes) on random
-    owner and guest layers, and that the free-run spans cover exactly the free periods."""
+    owner and guest layers, and that the free-run spans cover exactly the free periods (the
+    whole grid's and one row's, with or without a least length, alike)."""
     rng = np.random.default_rng(seed)
     code = np.array([0, 0, 1, 2, 2, 3, 0, 1], dtype=np.int64)  # ids 1 and 6: events
     owner = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.7)
@@ -128,6 +129,10 @@ def test_a_row_and_the_grid_give_the_same_day_facts(days: int, spd: int, seed: i
         free = {q for a, b in spans[d] for q in range(a, b + 1)}
         assert free == {q + 1 for q in range(spd) if owner[d, q] == 0}
         assert grid[d].usable == sum(b - a + 1 for a, b in spans[d] if b - a + 1 >= 2)
+        assert health_facts.row_free_runs(owner[d].tolist()) == spans[d]
+        assert health_facts.row_free_runs(owner[d].tolist(), 2) == [
+            (a, b) for a, b in spans[d] if b - a + 1 >= 2
+        ]
 
 
 @settings(max_examples=200, deadline=None)
@@ -226,3 +231,113 @@ def _measures_runs(tree: ast.AST) -> bool:
     return any(
         isinstance(n, ast.Compare) and "MIN_USABLE" in ast.unparse(n) for n in ast.walk(tree)
     )
+
+
+# the dimension tools' whole-window passes: each module, the metrics its rules read, and the
+# health_facts functions those metrics must come from (issue 25 item 1)
+ANALYZERS = ROOT / "smartflow_engine" / "analyzers"
+TOOL_METRICS = {
+    "load.py": ({"utilization"}, {"day_loads", "utilization", "load_spread_of"}),
+    "context.py": (
+        {"switch_count", "fragmentation", "heavy_adjacent"},
+        {"switch_mask", "study_periods", "fragmentation", "heavy_mask"},
+    ),
+    "tolerance.py": (
+        {"fragmentation_rate", "days_without_buffer"},
+        {"free_runs", "usable_periods", "buffered", "fragmentation_rate"},
+    ),
+    "subjects.py": (
+        {"max_gap", "concentration", "budget_progress", "days_to_end"},
+        {"SubjectDays", "subject_metrics", "gaps_of", "largest_gap", "largest_gap_span"},
+    ),
+}
+# rows of a reply no rule reads (a week's utilization, a part of the day's)
+OTHER_ROWS = {"load.py": frozenset({"capacity"})}
+# what computing a rule metric afresh would call: the rules' formulas, free runs and switches
+TOOL_FORBIDDEN = {"sample_std_dev", "concentration", "concentration_of", "runs", "diff"}
+
+
+def _from_facts(tree: ast.AST) -> set[str]:
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "health_facts"
+        for alias in node.names
+    }
+
+
+def _metric_sources(
+    tree: ast.AST, shared: set[str], metrics: set[str], other_rows: frozenset[str] = frozenset()
+) -> dict[str, bool]:
+    """Per rule-metric key of a dict literal in ``tree`` (not one with a key of ``other_rows``:
+    a row no rule reads, such as a week's): whether every value it gets reads a health_facts
+    name, or a name bound (transitively) from a call of one."""
+    derived = set(shared)
+    assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.NamedExpr)]
+    grew = True
+    while grew:
+        grew = False
+        for n in assigns:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if {x.id for x in ast.walk(n.value) if isinstance(x, ast.Name)} & derived:
+                for t in targets:
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Name) and x.id not in derived:
+                            derived.add(x.id)
+                            grew = True
+    out: dict[str, bool] = {}
+    for node in ast.walk(tree):  # row["metric"] = value
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+            key = node.targets[0].slice
+            if isinstance(key, ast.Constant) and key.value in metrics:
+                if isinstance(node.value, ast.Constant) and node.value.value is None:
+                    continue  # no value: not a computation
+                names = {x.id for x in ast.walk(node.value) if isinstance(x, ast.Name)}
+                out[key.value] = out.get(key.value, True) and bool(names & derived)
+    for node in ast.walk(tree):  # {"metric": value}
+        if not isinstance(node, ast.Dict):
+            continue
+        if {k.value for k in node.keys if isinstance(k, ast.Constant)} & other_rows:
+            continue
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value in metrics:
+                if isinstance(value, ast.Constant) and value.value is None:
+                    continue  # no value: not a computation
+                names = {x.id for x in ast.walk(value) if isinstance(x, ast.Name)}
+                out[key.value] = out.get(key.value, True) and bool(names & derived)
+    return out
+
+
+def test_no_dimension_tool_computes_a_rule_metric_itself() -> None:
+    """Tests that the four dimension tools import their rule metrics' functions from
+    health_facts, that every rule metric a tool writes into its reply is read from a
+    health_facts function (directly or through names bound from one), and that none calls a
+    rule formula, numpy's diff or the state's run finder itself: each metric has one
+    definition, the one the evaluators judge."""
+    for module, (metrics, needed) in TOOL_METRICS.items():
+        tree = ast.parse((ANALYZERS / module).read_text(encoding="utf-8"))
+        shared = _from_facts(tree)
+        assert shared >= needed, f"{module} does not import {sorted(needed - shared)}"
+        called = _calls(tree) & TOOL_FORBIDDEN
+        assert not called, f"{module} computes a rule metric itself: {sorted(called)}"
+        sources = _metric_sources(tree, shared, metrics, OTHER_ROWS.get(module, frozenset()))
+        assert set(sources) == metrics - {"load_std_dev", "load_range"}
+        own = sorted(k for k, ok in sources.items() if not ok)
+        assert not own, f"{module} computes {own} itself"
+    # not vacuous: a metric computed in place, or from a name of the module's own, is caught
+    sneaky = ast.parse(
+        "from ..health_facts import utilization\n"
+        "u = t / spd\n"
+        "row = {'utilization': r4(u)}\n"
+        "row['switch_count'] = int(s.sum())\n"
+        "ok = {'utilization': utilization(t, spd)}\n"
+    )
+    got = _metric_sources(sneaky, _from_facts(sneaky), {"utilization", "switch_count"})
+    assert got == {"utilization": False, "switch_count": False}
+    fine = ast.parse(
+        "from ..health_facts import day_switches\n"
+        "s = day_switches(study)\n"
+        "sl = s.tolist()\n"
+        "row = {'switch_count': sl[i]}\n"
+    )
+    assert _metric_sources(fine, _from_facts(fine), {"switch_count"}) == {"switch_count": True}

@@ -11,8 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from ..health_facts import (
+    fragmentation,
+    heavy_mask,
+    same_subject_runs,
+    study_periods,
+    switch_mask,
+)
 from ..rules import Level, r4, rules_for, threshold
-from ..solver.switches import switch_mask
 from ..state import ScheduleState
 from .common import (
     STUDY_POOL,
@@ -35,36 +41,22 @@ MAX_HARD = 50
 ACTION_DAYS = 3
 
 
-def same_subject_runs(study: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Maximal runs of one subject code along each row: ``(row, start, length, code)``, 0-based."""
-    rows, spd = study.shape
-    padded = np.full((rows, spd + 1), -1, dtype=np.int64)
-    padded[:, :spd] = study
-    flat = padded.ravel()
-    starts = np.concatenate(([0], np.flatnonzero(flat[1:] != flat[:-1]) + 1))
-    lengths = np.diff(np.concatenate((starts, [flat.size])))
-    codes = flat[starts]
-    keep = codes > 0
-    starts, lengths, codes = starts[keep], lengths[keep], codes[keep]
-    return starts // (spd + 1), starts % (spd + 1), lengths, codes
-
-
 def context_metrics(
     frame: Frame, days: np.ndarray, *, hard_categories: Sequence[str] = (), detail: str = "summary"
 ) -> dict[str, Any]:
-    """Switch metrics of the selected ``days``; ``{}`` when no study task is placed there."""
+    """Switch metrics of the selected ``days``; ``{}`` when no study task is placed there. The
+    metrics the rules read (each day's ``switch_count``, ``fragmentation``, ``heavy_adjacent``)
+    are those of :mod:`..health_facts`."""
     study = frame.study[days]
-    occupied = np.count_nonzero(study, axis=1)
+    occupied = study_periods(study)
     active_days = int(np.count_nonzero(occupied))
     if active_days == 0:
         return {}
-    left, right = study[:, :-1], study[:, 1:]
-    switch = switch_mask(study)  # the one definition min_context_switch counts too
+    switch = switch_mask(study)
     switches = np.count_nonzero(switch, axis=1)
-    fragmentation = switches / np.maximum(occupied - 1, 1)
     hard = np.zeros(len(frame.subjects) + 1, dtype=bool)
     hard[[i + 1 for i, name in enumerate(frame.subjects) if name in set(hard_categories)]] = True
-    heavy = switch & hard[left] & hard[right]
+    heavy = heavy_mask(study, switch, hard)
     heavy_count = np.count_nonzero(heavy, axis=1)
     run_row, run_start, run_len, run_code = same_subject_runs(study)
     blocks = np.bincount(run_row, minlength=days.size)
@@ -91,12 +83,13 @@ def context_metrics(
         "heavy_adjacent": int(heavy_count.sum()),
     }
     rows: list[dict[str, Any]] = []
+    occupied_list, switch_list = occupied.tolist(), switches.tolist()
     for i in np.flatnonzero(occupied).tolist():
         row: dict[str, Any] = {
             "day": int(days[i]) + 1,
-            "occupied_slots": int(occupied[i]),
-            "switch_count": int(switches[i]),
-            "fragmentation": r4(fragmentation[i]),
+            "occupied_slots": occupied_list[i],
+            "switch_count": switch_list[i],
+            "fragmentation": fragmentation(switch_list[i], occupied_list[i]),
             "block_count": int(blocks[i]),
             "heavy_adjacent": int(heavy_count[i]),
         }

@@ -21,12 +21,12 @@ from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ..concepts import movable_by_tools
+from ..concepts import movable_by_tools, subject_of
+from ..health_facts import row_free_runs
 from ..rules import Level, rules_for
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
 from .evaluator import DayFacts, Delta, HealthEvaluator, evaluator_for, task_sig, touched
-from .frame import subject_of
 from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction
 
 MAX_TARGETS = 30  # tasks an action's search measures (as many as SCREEN orders; the budget binds)
@@ -228,7 +228,9 @@ class TaskPool:
         every = [t for t in state.tasks if movable(state, t, hosts)]
         by_subject: dict[str, list[Task]] = {}
         for t in every:
-            by_subject.setdefault(subject_of(t), []).append(t)
+            name = subject_of(t)
+            if name is not None:  # always: a movable task is a study task
+                by_subject.setdefault(name, []).append(t)
         return cls(every, by_subject)
 
     def on_days(self, days: Iterable[Any]) -> list[Task]:
@@ -292,23 +294,6 @@ def _pieces(task: Task) -> list[tuple[int | None, int]]:
     if task.status == "pending" or len(task.slots) <= 1:
         return [(None, task.need())]
     return [(b.day, b.length) for b in task.slots]
-
-
-def _free_runs(row: list[int], min_len: int) -> list[tuple[int, int]]:
-    """``(first, last)`` periods (1-based) of each run of free periods of at least ``min_len``
-    in one day's owner row (as :meth:`Grid.free_runs`, without numpy's per-call cost)."""
-    out: list[tuple[int, int]] = []
-    start = 0
-    for q, owner in enumerate(row, start=1):
-        if owner:
-            if start and q - start >= min_len:
-                out.append((start, q - 1))
-            start = 0
-        elif not start:
-            start = q
-    if start and len(row) + 1 - start >= min_len:
-        out.append((start, len(row)))
-    return out
 
 
 def host_blocks(state: ScheduleState) -> list[tuple[int, SlotRange]]:
@@ -489,7 +474,7 @@ class _LazyRuns(Sequence[list[tuple[int, int]]]):
     ) -> list[tuple[int, int]] | list[list[tuple[int, int]]]:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
-        return _free_runs(self._owner[index].tolist(), self._need)
+        return row_free_runs(self._owner[index].tolist(), self._need)
 
 
 def _judge(

@@ -8,7 +8,8 @@ Layers (a decision the spec leaves open, see the README):
 - guests add nothing to occupancy (DESIGN.md), but in the *study layer* a guest's category
   replaces its host's period: the student studies there.
 
-Subjects are the categories of study tasks (``source == "task_item"``).
+Subjects are the categories of study tasks (``source == "task_item"``), coded as every health
+view codes them (:func:`..health_facts.subject_codes`, :func:`..concepts.subject_of`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..concepts import UNCATEGORISED, is_event, movable
-from ..concepts import subject_of as concept_subject
+from ..concepts import is_event, movable
+from ..health_facts import subject_codes
 from ..rules import LEVELS, Level
 from ..state import ScheduleState, Task
 from .result import ParamError
@@ -32,12 +33,6 @@ _DIRECT_LUT_MAX = 1 << 16
 def is_course(task: Task) -> bool:
     """An event (course): :func:`..concepts.is_event`."""
     return is_event(task)
-
-
-def subject_of(task: Task) -> str:
-    """The subject of a study task (:func:`..concepts.subject_of`; callers ask about study
-    tasks only)."""
-    return concept_subject(task) or UNCATEGORISED
 
 
 def _lookup(grid: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -75,21 +70,14 @@ class Frame:
     @classmethod
     def build(cls, state: ScheduleState) -> Frame:
         grid = state.grid
-        ids: list[int] = []
-        values: list[int] = []  # (subject code << 2) | kind, so one lookup gives both
-        subjects: list[str] = []
-        code_of: dict[str, int] = {}
-        for task in state.tasks:
-            ids.append(task.state_id)
-            if task.source == "event":  # is_course, inlined: this loop is on the hot path
-                values.append(COURSE)
-                continue
-            name = task.category or UNCATEGORISED
-            code = code_of.get(name)
-            if code is None:
-                subjects.append(name)
-                code = code_of[name] = len(subjects)
-            values.append(code << 2 | TASK)
+        codes = subject_codes(state.tasks)  # the subjects, as every health view codes them
+        of_task = codes.of_task
+        tasks = state.tasks
+        ids = [t.state_id for t in tasks]
+        values = [  # (subject code << 2) | kind, so one lookup gives both
+            COURSE if t.source == "event" else of_task[t.state_id] << 2 | TASK for t in tasks
+        ]
+        subjects = codes.names
         id_arr = np.array(ids, dtype=np.int64)
         value_arr = np.array(values, dtype=np.int32)
         packed = _lookup(grid.owner, id_arr, value_arr)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..concepts import subject_of
 from ..rules import RULES, Level, Rule, r4
 from ..state import ScheduleState
 from ..state.freeze import frozen_count, frozen_view
@@ -29,7 +30,7 @@ from .common import (
 from .context import run_context
 from .destinations import make_actionable
 from .escalation import compound_batch, escalation_action
-from .frame import Frame, check_bool, check_choice, check_level, is_course, subject_of
+from .frame import Frame, check_bool, check_choice, check_level
 from .load import run_load
 from .result import (
     DIMENSIONS,
@@ -126,7 +127,7 @@ def negotiation_actions(
     """The four options of P1-F, carrying the solver's figures; the user decides, so no writes
     other than a task-class update are named."""
     pending = state.pending_tasks()
-    cats = {subject_of(t) for t in pending if not is_course(t)}
+    cats = {name for t in pending if (name := subject_of(t)) is not None}
     window = range(1, state.num_days + 1)
     gap = report.capacity_gap
     common: dict[str, Any] = {

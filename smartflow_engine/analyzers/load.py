@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import Level, r4, rules_for, sample_std_dev, threshold
+from ..health_facts import day_loads, load_spread_of, utilization
+from ..rules import Level, r4, rules_for, threshold
 from ..state import ScheduleState
 from .common import (
     MAX_LISTED_DAYS,
@@ -44,12 +45,6 @@ def load_level(utilization: float, level: Level) -> str:
     return "light" if utilization < LIGHT_LOAD else "normal"
 
 
-def sample_std(values: np.ndarray) -> float:
-    """The sample standard deviation of integer loads (the rule table's one formula)."""
-    ints = values.astype(np.int64)
-    return sample_std_dev(int(ints.size), int(ints.sum()), int((ints * ints).sum()))
-
-
 def load_metrics(
     frame: Frame,
     days: np.ndarray,
@@ -58,13 +53,15 @@ def load_metrics(
     detail: str = "summary",
     level: Level = "normal",
 ) -> dict[str, Any]:
-    """The load metrics of the selected ``days`` (0-based), computed on the grid."""
+    """The load metrics of the selected ``days`` (0-based), computed on the grid; the metrics
+    the rules read (each day's ``utilization``, ``load_std_dev``, ``load_range``) are those of
+    :mod:`..health_facts`."""
     state, spd = frame.state, frame.slots_per_day
     kind = frame.kind[days]
     course = np.count_nonzero(kind == COURSE, axis=1)
     task = np.count_nonzero(kind == TASK, axis=1)
-    total = course + task
-    all_total = np.count_nonzero(frame.kind, axis=1)
+    total = day_loads(kind)
+    all_total = day_loads(frame.kind)
     occupied = kind != 0
     parts = {name: np.count_nonzero(occupied[:, lo - 1 : hi], axis=1) for name, lo, hi in PARTS}
     k = int(days.size)
@@ -85,8 +82,7 @@ def load_metrics(
         "mean_daily_load": r4(total_used / k),
         "peak": {"day": int(days[peak]) + 1, "total_used": int(total[peak])},
         "valley": {"day": int(days[valley]) + 1, "total_used": int(total[valley])},
-        "load_std_dev": r4(sample_std(total)),
-        "load_range": int(total.max() - total.min()),
+        **load_spread_of(total, spd),
     }
     weeks = frame.weeks[days]
     out: dict[str, Any] = {"summary": summary}
@@ -111,7 +107,7 @@ def load_metrics(
             "total_used": t,
             "course_used": c,
             "task_used": tk,
-            "utilization": (u := r4(t / spd)),
+            "utilization": (u := utilization(t, spd)),
             "morning": m,
             "afternoon": a,
             "evening": e,

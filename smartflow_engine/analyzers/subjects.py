@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..concepts import UNCATEGORISED
-from ..rules import Level, concentration, r4, rules_for, subject_class, threshold
+from ..concepts import UNCATEGORISED, subject_of
+from ..health_facts import (
+    SubjectDays,
+    gaps_of,
+    largest_gap,
+    largest_gap_span,
+    subject_day_counts,
+    subject_metrics,
+)
+from ..rules import Level, r4, rules_for, subject_class, threshold
 from ..state import ScheduleState, TaskClass
 from .common import (
     MAX_LISTED_DAYS,
@@ -30,7 +37,6 @@ from .frame import (
     check_choice,
     check_level,
     movable_study_tasks,
-    subject_of,
 )
 from .result import AnalysisResult, Issue, NextAction, ParamError
 from .schema import metric_schema
@@ -90,13 +96,13 @@ def task_class_for(state: ScheduleState, name: str, info: SubjectTasks) -> TaskC
     return subject_class(state, name, info.class_ids)
 
 
-def gap_stats(present: list[int]) -> dict[str, Any]:
-    """``gaps`` and their avg/max/min/sample-std (``None`` without gaps; std 0 with one).
+def gap_stats(gaps: list[int]) -> dict[str, Any]:
+    """``gaps`` (:func:`..health_facts.gaps_of`) with their avg/min/sample-std (``None`` without
+    gaps; std 0 with one) and ``max_gap``, the rule's metric (:func:`..health_facts.largest_gap`).
 
     Plain Python: a subject's gap list is a handful of numbers, where numpy's per-call cost
     would dominate.
     """
-    gaps = [b - a - 1 for a, b in itertools.pairwise(present)]
     if not gaps:
         return {"gaps": [], "avg_gap": None, "max_gap": None, "min_gap": None, "std_gap": None}
     n = len(gaps)
@@ -105,27 +111,31 @@ def gap_stats(present: list[int]) -> dict[str, Any]:
     return {
         "gaps": gaps,
         "avg_gap": r4(mean),
-        "max_gap": max(gaps),
+        "max_gap": largest_gap(gaps),
         "min_gap": min(gaps),
         "std_gap": r4(std),
     }
 
 
 def budget_fields(
-    state: ScheduleState, name: str, info: SubjectTasks, used: int, include_pending: bool
+    tc: TaskClass | None,
+    info: SubjectTasks,
+    used: int,
+    include_pending: bool,
+    rule_metrics: dict[str, Any],
 ) -> dict[str, Any]:
-    tc = task_class_for(state, name, info)
+    """The budget fields of a subject with task class ``tc``; ``budget_progress`` and
+    ``days_to_end`` are the rule's metrics (``rule_metrics``: :func:`..health_facts.subject_metrics`)."""
     total = tc.total_slots if tc is not None else None
-    end_day = tc.end_day if tc is not None else None
     out: dict[str, Any] = {
         "task_class_id": tc.id if tc is not None else None,
         "total_slots": total,
-        "budget_progress": r4(used / total) if total else None,
+        "budget_progress": rule_metrics["budget_progress"],
     }
     if include_pending:
         out["planned_progress"] = r4((used + info.pending_slots) / total) if total else None
-    out["end_day"] = end_day
-    out["days_to_end"] = end_day - 1 if end_day is not None else None
+    out["end_day"] = tc.end_day if tc is not None else None
+    out["days_to_end"] = rule_metrics["days_to_end"]
     return out
 
 
@@ -137,12 +147,12 @@ def subjects_metrics(
     detail: str = "summary",
     infos: dict[str, SubjectTasks] | None = None,
 ) -> dict[str, Any]:
-    """Per-subject metrics; ``{}`` when no subject matches (p1 §4.4: not a failure)."""
+    """Per-subject metrics; ``{}`` when no subject matches (p1 §4.4: not a failure). The
+    metrics the rules read (``max_gap``, ``concentration``, ``budget_progress``,
+    ``days_to_end``) are :func:`..health_facts.subject_metrics` of the subject's facts."""
     state = frame.state
     num_days = frame.num_days
-    codes = len(frame.subjects) + 1
-    keys = (np.arange(num_days)[:, None] * codes + frame.study).ravel()
-    counts = np.bincount(keys, minlength=num_days * codes).reshape(num_days, codes)
+    counts = subject_day_counts(frame.study, len(frame.subjects) + 1)
     present_of = [(np.flatnonzero(col) + 1).tolist() for col in counts.T]  # per code, 1-based
     by_code = counts.T.tolist()
     infos = subject_tasks(state) if infos is None else infos
@@ -158,7 +168,18 @@ def subjects_metrics(
         present = present_of[code] if code is not None else []
         daily = by_code[code] if code is not None else [0] * num_days
         on_days = [daily[d - 1] for d in present]
-        used = sum(on_days)
+        facts = SubjectDays.of(dict(zip(present, on_days, strict=True)))
+        used = facts.used
+        tc = task_class_for(state, name, info)
+        rule_metrics = subject_metrics(
+            facts.max_gap,
+            used,
+            facts.squares,
+            info.blocks,
+            num_days,
+            tc.total_slots if tc is not None else None,
+            tc.end_day if tc is not None else None,
+        )
         row: dict[str, Any] = {
             "category": name,
             "task_count": info.task_count if include_pending else info.placed,
@@ -170,9 +191,9 @@ def subjects_metrics(
         if include_pending:
             row["pending_slots"] = info.pending_slots
         row["present_days"] = present
-        row.update(gap_stats(present))
-        row["concentration"] = concentration(on_days, info.blocks, num_days)
-        row.update(budget_fields(state, name, info, used, include_pending))
+        row.update(gap_stats(gaps_of(present)))
+        row["concentration"] = rule_metrics["concentration"]
+        row.update(budget_fields(tc, info, used, include_pending, rule_metrics))
         if detail == "full":
             row["daily_slots"] = [
                 {"day": d, "slots": v} for d, v in zip(present, on_days, strict=True)
@@ -202,14 +223,6 @@ def subjects_issues(metrics: dict[str, Any], level: Level) -> list[Issue]:
     return sort_issues(issues)
 
 
-def _largest_gap(present: list[int]) -> tuple[int, int] | None:
-    best: tuple[int, int] | None = None
-    for a, b in itertools.pairwise(present):
-        if best is None or b - a > best[1] - best[0]:
-            best = (a, b)
-    return best
-
-
 def subjects_actions(
     state: ScheduleState,
     metrics: dict[str, Any],
@@ -224,13 +237,18 @@ def subjects_actions(
     movable: dict[str, dict[int, int]] = {}  # subject -> day -> movable periods there
     needs_placed: dict[str, list[int]] = {}
     for task in movable_study_tasks(state):
-        per_day = movable.setdefault(subject_of(task), {})
-        needs_placed.setdefault(subject_of(task), []).append(task.need())
+        name = subject_of(task)
+        if name is None:  # not reached: a movable task is a study task
+            continue
+        per_day = movable.setdefault(name, {})
+        needs_placed.setdefault(name, []).append(task.need())
         for b in task.slots:
             per_day[b.day] = per_day.get(b.day, 0) + b.length
     needs: dict[str, list[int]] = {}  # subject -> periods its pending tasks need
     for task in state.pending_tasks():
-        needs.setdefault(subject_of(task), []).append(task.need())
+        name = subject_of(task)
+        if name is not None:
+            needs.setdefault(name, []).append(task.need())
     window = range(1, state.num_days + 1)
     actions: list[NextAction] = []
     for issue in issues:
@@ -278,7 +296,7 @@ def subjects_actions(
                 )
             )
         elif issue.rule == "subject_gap" and (pending or moved_days):
-            gap = _largest_gap(row["present_days"])
+            gap = largest_gap_span(row["present_days"])
             if gap is None:
                 continue
             lo, hi = gap[0] + 1, gap[1] - 1

@@ -11,8 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import Level, r4, rules_for, threshold
-from ..state import ScheduleState, runs
+from ..health_facts import (
+    MIN_BUFFER,
+    MIN_USABLE,
+    buffered,
+    fragmentation_rate,
+    free_runs,
+    usable_periods,
+)
+from ..rules import Level, rules_for, threshold
+from ..state import ScheduleState
 from .common import (
     MAX_LISTED_DAYS,
     STUDY_POOL,
@@ -53,30 +61,32 @@ def tolerance_metrics(
     frame: Frame,
     days: np.ndarray,
     *,
-    min_usable_size: int = 2,
-    min_daily_buffer: int = 2,
+    min_usable_size: int = MIN_USABLE,
+    min_daily_buffer: int = MIN_BUFFER,
     detail: str = "summary",
 ) -> dict[str, Any]:
+    """The tolerance metrics of the selected ``days``; the metrics the rules read
+    (``days_without_buffer``, ``fragmentation_rate``) and the free runs, usable periods and
+    buffers under them are those of :mod:`..health_facts`."""
     kind = frame.kind[days]
     free = kind == FREE
     k = int(days.size)
-    row, start, length = runs(free)
-    usable_len = np.where(length >= min_usable_size, length, 0)
+    row, start, length = free_runs(free)
     free_day = np.count_nonzero(free, axis=1)
-    usable_day = np.bincount(row, weights=usable_len, minlength=k).astype(np.int64)
+    usable_day = usable_periods(row, length, k, min_usable_size)
     largest_day = np.zeros(k, dtype=np.int64)
     np.maximum.at(largest_day, row, length)
     frag_day = free_day - usable_day
-    buffered = usable_day >= min_daily_buffer
+    has_buffer = buffered(usable_day, min_daily_buffer)
     total_free, usable = int(free_day.sum()), int(usable_day.sum())
     overall = {
         "days": k,
         "total_free": total_free,
         "usable_slots": usable,
         "fragmented_slots": total_free - usable,
-        "fragmentation_rate": r4((total_free - usable) / total_free) if total_free else 0.0,
-        "days_without_buffer": int(k - np.count_nonzero(buffered)),
-        "days_with_buffer": int(np.count_nonzero(buffered)),
+        "fragmentation_rate": fragmentation_rate(total_free, usable),
+        "days_without_buffer": int(k - np.count_nonzero(has_buffer)),
+        "days_with_buffer": int(np.count_nonzero(has_buffer)),
         "largest_free_block": int(largest_day.max()),
         "min_usable_size": min_usable_size,
         "min_daily_buffer": min_daily_buffer,
@@ -96,7 +106,7 @@ def tolerance_metrics(
             usable_day.tolist(),
             frag_day.tolist(),
             largest_day.tolist(),
-            buffered.tolist(),
+            has_buffer.tolist(),
             strict=True,
         )
     ]
@@ -282,8 +292,8 @@ def analyze_tolerance(
     week_to: int | None = None,
     day_from: int | None = None,
     day_to: int | None = None,
-    min_usable_size: int = 2,
-    min_daily_buffer: int = 2,
+    min_usable_size: int = MIN_USABLE,
+    min_daily_buffer: int = MIN_BUFFER,
     detail: str = "summary",
     threshold: str = "normal",
 ) -> AnalysisResult:

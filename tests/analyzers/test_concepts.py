@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 from hypothesis import given, settings
 
-from smartflow_engine import ScheduleState, concepts
+from smartflow_engine import ScheduleState, concepts, health_facts
 from smartflow_engine.analyzers import destinations, frame
 from smartflow_engine.analyzers.evaluator import HealthEvaluator
 from smartflow_engine.solver import health_eval, problem
@@ -102,8 +103,17 @@ def test_subject_of_a_task() -> None:
         assert health_eval.study_subject(t) == got[t.state_id]
         # the proposal's soft terms: the same subject, "" (none) for an event
         assert problem.subject_of(t) == (got[t.state_id] or "")
-        if concepts.is_study(t):
-            assert frame.subject_of(t) == got[t.state_id]
+    # the analyzers' frame codes the subjects as the health model does: same names, same study
+    # layer (a guest's subject over its host's period)
+    codes = health_facts.subject_codes(state.tasks)
+    assert codes.names == [n for n in dict.fromkeys(got.values()) if n is not None]
+    built = frame.Frame.build(state)
+    assert built.subjects == codes.names
+    of_task = np.array(codes.of_task)
+    grid = state.grid
+    want = np.where(grid.guest != 0, of_task[grid.guest], of_task[grid.owner])
+    assert (built.study == want).all()
+    assert grid.guest.any() and built.study.any()  # the spec window has a guest and subjects
 
 
 def test_movable_and_its_named_variants() -> None:
