@@ -113,8 +113,9 @@ def choose_neighbourhood(
 ) -> tuple[list[int], list[int]]:
     """(days, tasks) of one step, drawn with ``rng``: an anchor day with a day issue, no buffer
     or guidance slack (any day with lifted tasks when none has), then up to ``max_days - 1``
-    days its tasks' classes allow, the light ones and the ones with issues first, with noise;
-    the liftable tasks on those days, at most ``max_tasks`` (the anchor's first)."""
+    days its tasks' classes allow: half the time a second day with an issue, and the lightest
+    (with noise); the liftable tasks on those days, at most ``max_tasks`` (the anchor's
+    first)."""
     n = ev.num_days
     bad = np.flatnonzero(ev.day_cw.any(axis=1) | (ev.day_usable < MIN_BUFFER) | (ev.day_slack > 0))
     on_day: dict[int, list[int]] = {}
@@ -131,18 +132,17 @@ def choose_neighbourhood(
         allowed |= {d for d in range(1, n + 1) if rule.allows_day(d, n)}
     allowed.discard(anchor)
     others = sorted(allowed)
-    if others:
-        issue = ev.day_cw.any(axis=1) | (ev.day_usable < MIN_BUFFER)
-        # light days and days with issues first, with noise (a seeded choice)
-        score = [
-            float(ev.day_total[d - 1]) / ev.spd - 0.5 * float(issue[d - 1]) + float(rng.random())
-            for d in others
-        ]
-        order = np.argsort(np.array(score), kind="stable").tolist()
-        size = int(rng.integers(1, max(1, max_days - 1) + 1))
-        picked = [others[i] for i in order[:size]]
-    else:
-        picked = []
+    picked: list[int] = []
+    bad_others = [d for d in anchors if d in allowed]
+    if bad_others and max_days >= 3 and rng.random() < 0.5:  # a second day with an issue
+        picked.append(bad_others[int(rng.integers(len(bad_others)))])
+    light = [d for d in others if d not in picked]
+    if light:
+        # the light days take the tasks (a seeded choice among the lightest)
+        score = np.array([float(ev.day_total[d - 1]) / ev.spd for d in light])
+        score += 0.25 * rng.random(len(light))
+        order = np.argsort(score, kind="stable").tolist()
+        picked += [light[i] for i in order[: max(0, max_days - 1 - len(picked))]]
     days = sorted([anchor, *picked])
     tasks = list(on_day[anchor])
     rest = [t for d in days if d != anchor for t in on_day.get(d, [])]
@@ -276,11 +276,14 @@ def lns_step(
     num_workers: int = 1,
     seed: int = 0,
     deterministic_time: float | None = None,
+    pin: Mapping[int, Placement] | None = None,
 ) -> LnsStep:
     """Re-place the liftable ``tasks`` (default: every liftable task) standing on ``days`` by
     the exact model of the health rules over those days (module docstring); ``ev`` holds the
     current placement and is left as it was. ``time_limit_s`` bounds the whole call, building
-    included; ``deterministic_time`` bounds the solve's deterministic time."""
+    included; ``deterministic_time`` bounds the solve's deterministic time. ``pin`` (for tests
+    and diagnostics): lifted tasks held at the given places (the model then scores that
+    placement)."""
     started = time.perf_counter()
     deadline = started + time_limit_s
     days = sorted(set(days))
@@ -327,9 +330,25 @@ def lns_step(
         for d, s in opts:
             x[t, d, s] = mdl.boolean(f"x{t}_{d}_{s}")
         m.AddExactlyOne([x[t, d, s] for d, s in opts])
+        if pin is not None and t in pin:
+            m.Add(x[t, pin[t].day, pin[t].slot_start] == 1)
         for d, s in opts:
             m.AddHint(x[t, d, s], int((d, s) == cur))
     length = {t: here[t].length for t in freed}
+    # Tasks alike (one group, one subject) are interchangeable: their places are ordered as
+    # they stand now (the current placement stays a solution), which removes symmetric ones.
+    alike: dict[tuple[int, int], list[int]] = {}
+    for t in freed:
+        alike.setdefault((group_of[t], code[t]), []).append(t)
+    for twins in alike.values():
+        if len(twins) < 2:
+            continue
+        twins.sort(key=lambda t: (here[t].day, here[t].slot_start))
+        pos = {
+            t: sum((d * (spd + 1) + s) * v for (u, d, s), v in x.items() if u == t) for t in twins
+        }
+        for a, b in itertools.pairwise(twins):
+            m.Add(pos[a] < pos[b])
     days_of = {t: {d for (u, d, _) in x if u == t} for t in freed}
     covers: dict[tuple[int, int], list[tuple[int, Any]]] = {}  # (day, period) -> (task, x)
     for (t, d, s), var in x.items():
@@ -437,14 +456,14 @@ def lns_step(
         # switches of the study layer
         switch_terms: list[Any] = []
         for p in range(spd - 1):
-            a, b = z[p], z[p + 1]
-            sa, sb = _present(occ[p], a, own[p]), _present(occ[p + 1], b, own[p + 1])
+            za, zb = z[p], z[p + 1]
+            sa, sb = _present(occ[p], za, own[p]), _present(occ[p + 1], zb, own[p + 1])
             if isinstance(occ[p], int) and isinstance(occ[p + 1], int):
-                ca = next(iter(a), 0)
-                cb = next(iter(b), 0)
+                ca = next(iter(za), 0)
+                cb = next(iter(zb), 0)
                 switch_terms.append(int(bool(ca and cb and ca != cb)))
                 continue
-            same_terms = [mdl.and_(a[k], b[k], f"s{d}_{p}_{k}") for k in a.keys() & b.keys()]
+            same_terms = [mdl.and_(za[k], zb[k], f"s{d}_{p}_{k}") for k in za.keys() & zb.keys()]
             same = sum(same_terms) if same_terms else 0
             if (isinstance(sa, int) and not sa) or (isinstance(sb, int) and not sb):
                 continue
@@ -622,7 +641,7 @@ def lns_step(
     if left <= 0.005:
         return out_of_time()
     solver = make_solver(
-        left, num_workers, seed=seed, exact=False, deterministic_time=deterministic_time
+        left, num_workers, seed=seed, exact=True, deterministic_time=deterministic_time
     )
     status = status_of(solver.Solve(m))
     runtime = time.perf_counter() - started

@@ -35,6 +35,7 @@ from ._cpsat import OutOfTime
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthCounts, HealthEvaluator
 from .health_floor import HealthFloor, health_floor
+from .health_lns import choose_neighbourhood, lns_step
 from .problem import Bin, Group, Placement, Problem, allowed_starts
 from .soft_eval import SoftEvaluator
 
@@ -64,6 +65,12 @@ class HealthSearchResult:
     soft: float | None = None
     start_soft: float | None = None
     floor_least_warning: int | None = None
+    # Large-neighbourhood steps (:mod:`.health_lns`): how many ran and were kept, and whether
+    # the wall clock (not the deterministic time) stopped one (the same seed may then give
+    # another result on a faster machine).
+    lns_steps: int = 0
+    lns_accepted: int = 0
+    lns_cut: bool = False
 
 
 def setup_cost(state: ScheduleState, calibration: Calibration) -> float:
@@ -668,11 +675,45 @@ def search_health(
     # local search: single moves and plateau walks stall in basins a few moves deep).
     kick_after = int(cal.soft_kick_per_task * len(placements)) if soft is not None else 0
     last_best = (best_key, 0)
+    # Large-neighbourhood steps on plateaus: the evaluations one costs, the most they may take
+    lns_cost = math.ceil((cal.health_lns_det * cal.wall_per_det + cal.health_lns_setup_s) / cost)
+    lns_cap = int(health_limit * cal.health_lns_share)
+    lns_stall = max(cal.health_lns_stall_min, int(cal.health_lns_stall * len(placements)))
+    lns_spent = lns_steps = lns_accepted = 0
+    lns_cut = False
+    lns_seen = (best_key, best_soft, 0)  # the best when last seen, and the evaluations then
     while evals < health_limit and tids and not at_floor(best_key):
         if evals >= next_refresh:  # (scans spend many evaluations at once)
             next_refresh = evals + cal.refresh_every
             if time.perf_counter() > safety:
                 break
+            if (best_key, best_soft) != lns_seen[:2]:
+                lns_seen = (best_key, best_soft, evals)
+            elif (
+                cal.health_lns_share > 0
+                and evals - lns_seen[2] >= lns_stall
+                and lns_spent + lns_cost <= lns_cap
+            ):
+                lns_seen = (best_key, best_soft, evals)
+                step = _lns_move(
+                    search,
+                    cur,
+                    soft_now if soft is not None else None,
+                    lns_cost * cost,
+                    safety,
+                )
+                evals += lns_cost
+                lns_spent += lns_cost
+                lns_steps += 1
+                if step is not None:
+                    changes, wall_cut = step
+                    lns_cut = lns_cut or wall_cut
+                    if changes is not None:
+                        lns_accepted += 1
+                        cur = ev.counts_now()
+                        record(cur)
+                        lns_seen = (best_key, best_soft, evals)
+                continue
             if best_key != last_best[0]:
                 last_best = (best_key, evals)
             elif kick_after and evals - last_best[1] >= kick_after:
@@ -789,7 +830,65 @@ def search_health(
         soft=final_soft if soft is not None else None,
         start_soft=start_soft if soft is not None else None,
         floor_least_warning=None if floor is None else floor.least_warning,
+        lns_steps=lns_steps,
+        lns_accepted=lns_accepted,
+        lns_cut=lns_cut,
     )
+
+
+def _lns_move(
+    search: _Search,
+    cur: HealthCounts,
+    soft_now: Callable[[], float] | None,
+    estimate_s: float,
+    safety: float,
+) -> tuple[list[tuple[int, Placement, Placement]] | None, bool] | None:
+    """One large-neighbourhood step from the current placement (:mod:`.health_lns`): a few
+    days chosen with the search's generator, their lifted tasks re-placed by the exact model,
+    kept when the evaluator's key of the whole window (critical, warning, then with weights the
+    soft terms) is better than ``cur``'s and the move limit holds. Returns (the undo list or
+    None, whether the wall clock stopped the model), or None when nothing could be lifted.
+    The model gets ``cal.health_lns_det`` deterministic time on one worker (one worker: the
+    same answer for a seed), and a wall-clock limit of a few times ``estimate_s``, never past
+    ``safety`` (without a deadline, a generous one: the work budget decides)."""
+    ev, cal, rng = search.ev, search.cal, search.rng
+    days, tasks = choose_neighbourhood(
+        ev, search.problem, rng, cal.health_lns_days, cal.health_lns_tasks
+    )
+    if not tasks:
+        return None
+    if math.isinf(safety):  # no deadline: a generous safety net (the work budget decides)
+        limit = max(20.0 * estimate_s, 1.0)
+    else:
+        limit = min(max(4.0 * estimate_s, 0.05), safety - time.perf_counter())
+    if limit <= 0:
+        return None, True
+    step = lns_step(
+        ev,
+        search.problem,
+        days,
+        tasks,
+        time_limit_s=limit,
+        num_workers=1,
+        seed=int(rng.integers(2**31 - 1)),
+        deterministic_time=cal.health_lns_det,
+    )
+    if step.placements is None:
+        return None, step.wall_limited
+    cand = [(t, pl) for t, pl in step.placements.items() if ev.placed_scope.get(t) != pl]
+    if not cand:
+        return None, step.wall_limited
+    before = (cur.critical, cur.warning, soft_now() if soft_now is not None else 0.0)
+    changes = search._make(cand)
+    if search.max_moves is not None and search.moved() > search.max_moves:
+        search.undo(changes)
+        return None, step.wall_limited
+    after = ev.counts_now()
+    key = (after.critical, after.warning, soft_now() if soft_now is not None else 0.0)
+    if key[:2] < before[:2] or (key[:2] == before[:2] and key[2] < before[2] - 1e-9):
+        return changes, step.wall_limited
+    search.undo(changes)
+    return None, step.wall_limited
 
 
 def _soft_phase(
