@@ -74,7 +74,9 @@ class LnsStep:
     (``skipped`` when nothing could be lifted, ``unknown`` when building ran out of time);
     ``proven``: the model's optimum was proven; ``wall_limited``: the wall clock (not the
     deterministic time) stopped it; ``model_key``: the model's (critical, warning) of the issues
-    it sees, the constants of the other days left out; ``start_key``: the same of the start."""
+    it sees, the constants of the other days left out; ``start_key``: the same of the start;
+    ``det_time``: the deterministic time the solve used (what a caller charges to its work
+    budget: the same for a seed on one worker)."""
 
     placements: dict[int, Placement] | None
     days: tuple[int, ...]
@@ -85,6 +87,7 @@ class LnsStep:
     model_key: tuple[int, int] | None = None
     start_key: tuple[int, int] | None = None
     runtime_s: float = 0.0
+    det_time: float = 0.0  # CP-SAT's deterministic time (the same for a seed on one worker)
 
 
 def liftable(ev: HealthEvaluator, problem: Problem, days: Sequence[int]) -> list[int]:
@@ -111,17 +114,40 @@ def choose_neighbourhood(
     max_days: int,
     max_tasks: int,
 ) -> tuple[list[int], list[int]]:
-    """(days, tasks) of one step, drawn with ``rng``: an anchor day with a day issue, no buffer
-    or guidance slack (any day with lifted tasks when none has), then up to ``max_days - 1``
+    """(days, tasks) of one step, drawn with ``rng``: an anchor day with a day issue or without
+    a buffer that lifting its tasks could give it (else one with guidance slack, else any day
+    with tasks to lift), then up to ``max_days - 1``
     days its tasks' classes allow: half the time a second day with an issue, and the lightest
     (with noise); the liftable tasks on those days, at most ``max_tasks`` (the anchor's
     first)."""
     n = ev.num_days
-    bad = np.flatnonzero(ev.day_cw.any(axis=1) | (ev.day_usable < MIN_BUFFER) | (ev.day_slack > 0))
     on_day: dict[int, list[int]] = {}
     for tid in liftable(ev, problem, range(1, n + 1)):
         on_day.setdefault(ev.placed_scope[tid].day, []).append(tid)
-    anchors = [int(d) + 1 for d in bad.tolist() if int(d) + 1 in on_day] or sorted(on_day)
+
+    def buffer_possible(day: int) -> bool:
+        """Lifting the day's tasks leaves it a buffer (else its lack is the fixed content's)."""
+        row = ev.owner[day - 1].copy()
+        for t in on_day.get(day, []):
+            pl = ev.placed_scope[t]
+            row[pl.slot_start - 1 : pl.slot_end] = 0
+        run = usable = 0
+        for v in [*row.tolist(), 1]:
+            if v == 0:
+                run += 1
+                continue
+            usable += run if run >= MIN_USABLE else 0
+            run = 0
+        return usable >= MIN_BUFFER
+
+    issue = [bool(c or w) for c, w in ev.day_cw.tolist()]
+    fixable = [
+        d
+        for d in sorted(on_day)
+        if issue[d - 1] or (ev.day_usable[d - 1] < MIN_BUFFER and buffer_possible(d))
+    ]
+    slack = [d for d in sorted(on_day) if ev.day_slack[d - 1] > 0]
+    anchors = fixable or slack or sorted(on_day)
     if not anchors:
         return [], []
     anchor = anchors[int(rng.integers(len(anchors)))]
@@ -655,6 +681,7 @@ def lns_step(
             status.proven,
             wall and not status.proven,
             runtime_s=runtime,
+            det_time=solver.deterministic_time,
         )
     placements: dict[int, Placement] = {}
     for (t, d, s), var in x.items():
@@ -675,6 +702,7 @@ def lns_step(
         not proven and not det_cut,
         model_key=(crit, warn),
         runtime_s=runtime,
+        det_time=solver.deterministic_time,
     )
 
 

@@ -702,11 +702,15 @@ def search_health(
                     lns_cost * cost,
                     safety,
                 )
-                evals += lns_cost
-                lns_spent += lns_cost
+                # charged what it used: its deterministic time, or the most when none is known
+                used = lns_cost
+                if step is not None and step[2] is not None:
+                    used = math.ceil((step[2] * cal.wall_per_det + cal.health_lns_setup_s) / cost)
+                evals += used
+                lns_spent += used
                 lns_steps += 1
                 if step is not None:
-                    changes, wall_cut = step
+                    changes, wall_cut, _ = step
                     lns_cut = lns_cut or wall_cut
                     if changes is not None:
                         lns_accepted += 1
@@ -842,12 +846,13 @@ def _lns_move(
     soft_now: Callable[[], float] | None,
     estimate_s: float,
     safety: float,
-) -> tuple[list[tuple[int, Placement, Placement]] | None, bool] | None:
+) -> tuple[list[tuple[int, Placement, Placement]] | None, bool, float | None] | None:
     """One large-neighbourhood step from the current placement (:mod:`.health_lns`): a few
     days chosen with the search's generator, their lifted tasks re-placed by the exact model,
     kept when the evaluator's key of the whole window (critical, warning, then with weights the
     soft terms) is better than ``cur``'s and the move limit holds. Returns (the undo list or
-    None, whether the wall clock stopped the model), or None when nothing could be lifted.
+    None, whether the wall clock stopped the model, the deterministic time the model used or
+    None when it did not run to a solve), or None when nothing could be lifted.
     The model gets ``cal.health_lns_det`` deterministic time on one worker (one worker: the
     same answer for a seed), and a wall-clock limit of a few times ``estimate_s``, never past
     ``safety`` (without a deadline, a generous one: the work budget decides)."""
@@ -862,7 +867,7 @@ def _lns_move(
     else:
         limit = min(max(4.0 * estimate_s, 0.05), safety - time.perf_counter())
     if limit <= 0:
-        return None, True
+        return None, True, None
     step = lns_step(
         ev,
         search.problem,
@@ -873,22 +878,23 @@ def _lns_move(
         seed=int(rng.integers(2**31 - 1)),
         deterministic_time=cal.health_lns_det,
     )
+    det = None if step.wall_limited else step.det_time
     if step.placements is None:
-        return None, step.wall_limited
+        return None, step.wall_limited, det
     cand = [(t, pl) for t, pl in step.placements.items() if ev.placed_scope.get(t) != pl]
     if not cand:
-        return None, step.wall_limited
+        return None, step.wall_limited, det
     before = (cur.critical, cur.warning, soft_now() if soft_now is not None else 0.0)
     changes = search._make(cand)
     if search.max_moves is not None and search.moved() > search.max_moves:
         search.undo(changes)
-        return None, step.wall_limited
+        return None, step.wall_limited, det
     after = ev.counts_now()
     key = (after.critical, after.warning, soft_now() if soft_now is not None else 0.0)
     if key[:2] < before[:2] or (key[:2] == before[:2] and key[2] < before[2] - 1e-9):
-        return changes, step.wall_limited
+        return changes, step.wall_limited, det
     search.undo(changes)
-    return None, step.wall_limited
+    return None, step.wall_limited, det
 
 
 def _soft_phase(
