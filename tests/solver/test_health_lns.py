@@ -302,3 +302,17 @@ def test_search_with_lns_is_deterministic_for_a_seed() -> None:
     b = search_health(state, problem, start, seed=5, budget_s=0.3, calibration=FORCED)
     assert a.lns_steps >= 1 and not a.lns_cut and not b.lns_cut
     assert a.placements == b.placements and a.counts == b.counts
+
+
+def test_lns_steps_keep_the_move_limit() -> None:
+    """Tests that a search with LNS steps at every refresh and a move limit of one task ends
+    with at most one task away from its start (a step moving more is undone), while the same
+    search without the limit takes the two-task re-plan."""
+    state, problem, start = plateau_window()
+    free = search_health(state, problem, start, seed=0, budget_s=0.3, calibration=FORCED)
+    assert free.lns_accepted >= 1 and free.moved >= 2
+    capped = search_health(
+        state, problem, start, seed=0, budget_s=0.3, calibration=FORCED, max_moves=1
+    )
+    assert capped.lns_steps >= 1 and capped.moved <= 1
+    assert capped.counts.key <= capped.start_counts.key
