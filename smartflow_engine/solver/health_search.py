@@ -10,6 +10,14 @@ place, or two tasks of equal length and different subjects trading places) to mi
 plateaus of the counts. The set of placed tasks never changes (level 1 stays), nor do class
 windows, banned periods, host blocks (one guest each) or anything outside the scope.
 
+Large-neighbourhood steps (issue 26 item 1): when the best key has not improved for a while (a
+plateau), a few days are re-planned at once by an exact CP-SAT model of the health rules over
+them (:mod:`.health_lns`); the step is kept only when the evaluator says the whole window's key
+(critical, warning, then with weights the soft terms) got better. The steps are charged to the
+same work budget (their deterministic time), take at most ``health_lns_share`` of it, and run on
+one worker, so the search stays deterministic for a seed unless the wall clock cut a step
+(``lns_cut``).
+
 Least change: a move limit ``max_moves`` caps how many tasks may end away from their ``origin``;
 at the end every moved task whose return keeps the best counts goes back, so among equal counts
 the result keeps more of the start (and of its soft terms, level 4).
