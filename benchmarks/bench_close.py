@@ -290,5 +290,205 @@ def run(quick: bool = False) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ --lns (issue 26 item 1)
+def _lex(a: tuple[float, ...], b: tuple[float, ...]) -> int:
+    """-1 when ``a`` is lexicographically better (soft terms compared to 1e-9), 1 worse, 0 tie."""
+    for x, y in zip(a, b, strict=True):
+        if abs(x - y) > 1e-9:
+            return -1 if x < y else 1
+    return 0
+
+
+LNS_ON = replace(DEFAULT_CALIBRATION, health_lns_share=0.5)
+LNS_OFF = replace(DEFAULT_CALIBRATION, health_lns_share=0.0)
+LNS_CONFIGS = {"no LNS": LNS_OFF, "LNS": LNS_ON}
+
+
+@dataclass
+class LnsRow:
+    days: int
+    variant: str
+    classes: bool
+    seed: int
+    key: dict[str, tuple[float, ...]]  # (unplaced periods, critical, warning, soft)
+    above_floor: dict[str, int | None]  # (critical + warning) above the own floor
+    floor_met: dict[str, bool]  # the key meets the own (lexicographic) floor
+    runtime: dict[str, float]
+    steps: dict[str, tuple[int, int, bool]]  # LNS steps run, kept, wall-cut (all searches)
+
+
+def compare_lns(
+    quick: bool, progress: Progress, limit: float, sizes: tuple[int, ...], seeds: int
+) -> list[LnsRow]:
+    """The proposal (one search, the default) with and without its LNS steps on the same
+    seeded windows, each call with the work budgets of a ``limit`` s call (``work_limit_s``)
+    under a wall limit of 10x, so the machine's load does not decide where a search stops."""
+    from smartflow_engine.solver import placement as placement_module
+    from smartflow_engine.solver import proposal_key
+
+    namespace = vars(placement_module)  # (counts the LNS steps of every search it runs)
+    real_search = namespace["search_health"]
+    seen: list[tuple[int, int, bool]] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        result = real_search(*args, **kwargs)
+        seen.append((result.lns_steps, result.lns_accepted, result.lns_cut))
+        return result
+
+    namespace["search_health"] = counting
+    try:
+        propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # (imports, caches)
+        cells = [
+            (d, v, c, s)
+            for d in sizes
+            for v in VARIANTS
+            for c in (False, True)
+            for s in range(1 if quick else seeds)
+        ]
+        task = progress.add_task("lns", total=len(cells))
+        rows: list[LnsRow] = []
+        for days, variant, classes, seed in cells:
+            state = synthetic_window(
+                600 + seed,
+                days,
+                variant=variant,  # type: ignore[arg-type]
+                with_task_classes=classes,
+            )
+            problem = build_problem(state, by_subject=True)
+            scope = {t for g in problem.groups for t in g.task_ids}
+            row = LnsRow(days, variant, classes, seed, {}, {}, {}, {}, {})
+            for name, cal in LNS_CONFIGS.items():
+                seen.clear()
+                t = time.perf_counter()
+                p = propose_placement(
+                    state,
+                    time_limit_s=10.0 * limit,
+                    work_limit_s=cal.work_share * limit,
+                    seed=0,
+                    calibration=cal,
+                )
+                row.runtime[name] = time.perf_counter() - t
+                row.steps[name] = (
+                    sum(s for s, _, _ in seen),
+                    sum(a for _, a, _ in seen),
+                    any(c for _, _, c in seen),
+                )
+                row.key[name] = proposal_key(state, p)
+                placed = sum(
+                    pl.length for pl in p.placements if problem.current.get(pl.task_id) is None
+                )
+                own = health_floor(
+                    state, "normal", pending_periods=placed, scope=scope, exact_s=2.0
+                )
+                if p.critical is None or p.warning is None or not own.proven:
+                    row.above_floor[name] = None
+                    row.floor_met[name] = False
+                else:
+                    row.above_floor[name] = p.critical + p.warning - own.critical - own.warning
+                    row.floor_met[name] = own.meets(p.critical, p.warning)
+            rows.append(row)
+            progress.advance(task)
+        return rows
+    finally:
+        namespace["search_health"] = real_search
+
+
+def lns_section(rows: list[LnsRow], limit: float) -> list[str]:
+    old, new = list(LNS_CONFIGS)
+    lines = [
+        f"### LNS steps on and off, work budgets of a {limit:g} s call",
+        "",
+        "| days | variant | classes | windows | closes no LNS | closes LNS | wins | losses | "
+        "ties | health wins | health losses | at floor no LNS | at floor LNS | "
+        "above floor no LNS | above floor LNS | LNS steps (kept) | no LNS s | LNS s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[int, str, bool], list[LnsRow]] = {}
+    for r in rows:
+        groups.setdefault((r.days, r.variant, r.classes), []).append(r)
+    tot = {k: 0 for k in ("n", "co", "cn", "w", "l", "t", "hw", "hl", "fo", "fn", "st", "ac")}
+    cut = 0
+
+    def closes(k: tuple[float, ...]) -> bool:
+        return k[0] == 0 and k[1] == 0 and k[2] <= 1
+
+    def med(values: list[int | None]) -> str:
+        known = [v for v in values if v is not None]
+        return f"{statistics.median(known):g}" if known else "–"
+
+    for (days, variant, classes), group in sorted(groups.items()):
+        cmp = [_lex(r.key[new], r.key[old]) for r in group]
+        hcmp = [_lex(r.key[new][:3], r.key[old][:3]) for r in group]
+        counts = {
+            "n": len(group),
+            "co": sum(closes(r.key[old]) for r in group),
+            "cn": sum(closes(r.key[new]) for r in group),
+            "w": cmp.count(-1),
+            "l": cmp.count(1),
+            "t": cmp.count(0),
+            "hw": hcmp.count(-1),
+            "hl": hcmp.count(1),
+            "fo": sum(r.floor_met[old] for r in group),
+            "fn": sum(r.floor_met[new] for r in group),
+            "st": sum(r.steps[new][0] for r in group),
+            "ac": sum(r.steps[new][1] for r in group),
+        }
+        cut += sum(r.steps[new][2] for r in group)
+        for k, v in counts.items():
+            tot[k] += v
+        lines.append(
+            f"| {days} | {variant} | {'yes' if classes else 'no'} | {counts['n']} | "
+            f"{counts['co']} | {counts['cn']} | {counts['w']} | {counts['l']} | {counts['t']} | "
+            f"{counts['hw']} | {counts['hl']} | {counts['fo']} | {counts['fn']} | "
+            f"{med([r.above_floor[old] for r in group])} | "
+            f"{med([r.above_floor[new] for r in group])} | {counts['st']} ({counts['ac']}) | "
+            f"{statistics.median(r.runtime[old] for r in group):.2f} | "
+            f"{statistics.median(r.runtime[new] for r in group):.2f} |"
+        )
+    all_old = [r.runtime[old] for r in rows]
+    all_new = [r.runtime[new] for r in rows]
+    lines += [
+        "",
+        f"Totals over {tot['n']} windows ({limit:g} s budgets): closes {tot['co']} (no LNS) "
+        f"against {tot['cn']} (LNS); lexicographic wins {tot['w']}, losses {tot['l']}, ties "
+        f"{tot['t']} for LNS; on health alone wins {tot['hw']}, losses {tot['hl']}; at the own "
+        f"floor {tot['fo']} against {tot['fn']}; above the own floor: median "
+        f"{med([r.above_floor[old] for r in rows])} against "
+        f"{med([r.above_floor[new] for r in rows])}. LNS steps {tot['st']}, kept {tot['ac']}, "
+        f"windows with a step cut by the wall clock {cut}. Median runtime "
+        f"{statistics.median(all_old):.2f} s against {statistics.median(all_new):.2f} s.",
+    ]
+    return lines
+
+
+def run_lns(quick: bool, limits: tuple[float, ...], sizes: tuple[int, ...], seeds: int) -> str:
+    started = time.perf_counter()
+    lines: list[str] = []
+    for limit in limits:
+        with Progress(transient=True) as progress:
+            rows = compare_lns(quick, progress, limit, sizes, seeds)
+        lines += [*lns_section(rows, limit), ""]
+    lines.append(
+        f"_LNS comparison wall time: {time.perf_counter() - started:.0f} s "
+        f"({'quick' if quick else 'full'} run)._"
+    )
+    return "\n".join(lines)
+
+
+def _arg(name: str, default: str) -> str:
+    argv = sys.argv[1:]
+    return argv[argv.index(name) + 1] if name in argv else default
+
+
 if __name__ == "__main__":
-    print(run(quick="--quick" in sys.argv[1:]))
+    if "--lns" in sys.argv[1:]:
+        print(
+            run_lns(
+                "--quick" in sys.argv[1:],
+                tuple(float(x) for x in _arg("--limits", "1,3").split(",")),
+                tuple(int(x) for x in _arg("--sizes", "13,30,60").split(",")),
+                int(_arg("--seeds", "2")),
+            )
+        )
+    else:
+        print(run(quick="--quick" in sys.argv[1:]))

@@ -183,6 +183,21 @@ class Calibration:
     soft_scan_share: float = 0.1
     soft_scan_tries: int = 3  # of a scan's places, the best few (by soft terms) tried on health
     soft_screen_cost: float = 0.2  # of an evaluation: a candidate screened on the soft terms
+    # Large-neighbourhood steps of the one search (:mod:`.health_lns`): when the best key has not
+    # improved for ``health_lns_stall`` evaluations per placed scope task (at least
+    # ``health_lns_stall_min``), a few days (``health_lns_days``, at most ``health_lns_tasks``
+    # lifted tasks) are re-placed by an exact CP-SAT model of the health rules, kept only when
+    # the evaluator's whole-window key gets better. A step costs ``health_lns_det`` deterministic
+    # time (``wall_per_det`` estimated seconds each) plus ``health_lns_setup_s``, counted in
+    # evaluations; the steps together take at most ``health_lns_share`` of the health phase's
+    # evaluations (0 turns them off, as ``bench_close --lns`` compares).
+    health_lns_share: float = 0.0  # off by default: results_close.md (--lns) measured no gain
+    health_lns_stall: float = 2.0
+    health_lns_stall_min: int = 200
+    health_lns_days: int = 3
+    health_lns_tasks: int = 12
+    health_lns_det: float = 0.05
+    health_lns_setup_s: float = 0.01
 
     # -------------------------------------------------------------------------- the other calls
     # Of a least-change repair's limit for placing the pending tasks (:mod:`.repair`).

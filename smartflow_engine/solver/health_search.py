@@ -10,6 +10,14 @@ place, or two tasks of equal length and different subjects trading places) to mi
 plateaus of the counts. The set of placed tasks never changes (level 1 stays), nor do class
 windows, banned periods, host blocks (one guest each) or anything outside the scope.
 
+Large-neighbourhood steps (issue 26 item 1): when the best key has not improved for a while (a
+plateau), a few days are re-planned at once by an exact CP-SAT model of the health rules over
+them (:mod:`.health_lns`); the step is kept only when the evaluator says the whole window's key
+(critical, warning, then with weights the soft terms) got better. The steps are charged to the
+same work budget (their deterministic time), take at most ``health_lns_share`` of it, and run on
+one worker, so the search stays deterministic for a seed unless the wall clock cut a step
+(``lns_cut``).
+
 Least change: a move limit ``max_moves`` caps how many tasks may end away from their ``origin``;
 at the end every moved task whose return keeps the best counts goes back, so among equal counts
 the result keeps more of the start (and of its soft terms, level 4).
@@ -35,6 +43,7 @@ from ._cpsat import OutOfTime
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthCounts, HealthEvaluator
 from .health_floor import HealthFloor, health_floor
+from .health_lns import choose_neighbourhood, lns_step
 from .problem import Bin, Group, Placement, Problem, allowed_starts
 from .soft_eval import SoftEvaluator
 
@@ -64,6 +73,12 @@ class HealthSearchResult:
     soft: float | None = None
     start_soft: float | None = None
     floor_least_warning: int | None = None
+    # Large-neighbourhood steps (:mod:`.health_lns`): how many ran and were kept, and whether
+    # the wall clock (not the deterministic time) stopped one (the same seed may then give
+    # another result on a faster machine).
+    lns_steps: int = 0
+    lns_accepted: int = 0
+    lns_cut: bool = False
 
 
 def setup_cost(state: ScheduleState, calibration: Calibration) -> float:
@@ -707,11 +722,49 @@ def search_health(
     # local search: single moves and plateau walks stall in basins a few moves deep).
     kick_after = int(cal.soft_kick_per_task * len(placements)) if soft is not None else 0
     last_best = (best_key, 0)
+    # Large-neighbourhood steps on plateaus: the evaluations one costs, the most they may take
+    lns_cost = math.ceil((cal.health_lns_det * cal.wall_per_det + cal.health_lns_setup_s) / cost)
+    lns_cap = int(health_limit * cal.health_lns_share)
+    lns_stall = max(cal.health_lns_stall_min, int(cal.health_lns_stall * len(placements)))
+    lns_spent = lns_steps = lns_accepted = 0
+    lns_cut = False
+    lns_seen = (best_key, best_soft, 0)  # the best when last seen, and the evaluations then
     while evals < health_limit and tids and not at_floor(best_key):
         if evals >= next_refresh:  # (scans spend many evaluations at once)
             next_refresh = evals + cal.refresh_every
             if time.perf_counter() > safety:
                 break
+            if (best_key, best_soft) != lns_seen[:2]:
+                lns_seen = (best_key, best_soft, evals)
+            elif (
+                cal.health_lns_share > 0
+                and evals - lns_seen[2] >= lns_stall
+                and lns_spent + lns_cost <= lns_cap
+            ):
+                lns_seen = (best_key, best_soft, evals)
+                step = _lns_move(
+                    search,
+                    cur,
+                    soft_now if soft is not None else None,
+                    lns_cost * cost,
+                    safety,
+                )
+                # charged what it used: its deterministic time, or the most when none is known
+                used = lns_cost
+                if step is not None and step[2] is not None:
+                    used = math.ceil((step[2] * cal.wall_per_det + cal.health_lns_setup_s) / cost)
+                evals += used
+                lns_spent += used
+                lns_steps += 1
+                if step is not None:
+                    changes, wall_cut, _ = step
+                    lns_cut = lns_cut or wall_cut
+                    if changes is not None:
+                        lns_accepted += 1
+                        cur = ev.counts_now()
+                        record(cur)
+                        lns_seen = (best_key, best_soft, evals)
+                continue
             if best_key != last_best[0]:
                 last_best = (best_key, evals)
             elif kick_after and evals - last_best[1] >= kick_after:
@@ -828,7 +881,67 @@ def search_health(
         soft=final_soft if soft is not None else None,
         start_soft=start_soft if soft is not None else None,
         floor_least_warning=None if floor is None else floor.least_warning,
+        lns_steps=lns_steps,
+        lns_accepted=lns_accepted,
+        lns_cut=lns_cut,
     )
+
+
+def _lns_move(
+    search: _Search,
+    cur: HealthCounts,
+    soft_now: Callable[[], float] | None,
+    estimate_s: float,
+    safety: float,
+) -> tuple[list[tuple[int, Placement, Placement]] | None, bool, float | None] | None:
+    """One large-neighbourhood step from the current placement (:mod:`.health_lns`): a few
+    days chosen with the search's generator, their lifted tasks re-placed by the exact model,
+    kept when the evaluator's key of the whole window (critical, warning, then with weights the
+    soft terms) is better than ``cur``'s and the move limit holds. Returns (the undo list or
+    None, whether the wall clock stopped the model, the deterministic time the model used or
+    None when it did not run to a solve), or None when nothing could be lifted.
+    The model gets ``cal.health_lns_det`` deterministic time on one worker (one worker: the
+    same answer for a seed), and a wall-clock limit of a few times ``estimate_s``, never past
+    ``safety`` (without a deadline, a generous one: the work budget decides)."""
+    ev, cal, rng = search.ev, search.cal, search.rng
+    days, tasks = choose_neighbourhood(
+        ev, search.problem, rng, cal.health_lns_days, cal.health_lns_tasks
+    )
+    if not tasks:
+        return None
+    if math.isinf(safety):  # no deadline: a generous safety net (the work budget decides)
+        limit = max(20.0 * estimate_s, 1.0)
+    else:
+        limit = min(max(4.0 * estimate_s, 0.05), safety - time.perf_counter())
+    if limit <= 0:
+        return None, True, None
+    step = lns_step(
+        ev,
+        search.problem,
+        days,
+        tasks,
+        time_limit_s=limit,
+        num_workers=1,
+        seed=int(rng.integers(2**31 - 1)),
+        deterministic_time=cal.health_lns_det,
+    )
+    det = None if step.wall_limited else step.det_time
+    if step.placements is None:
+        return None, step.wall_limited, det
+    cand = [(t, pl) for t, pl in step.placements.items() if ev.placed_scope.get(t) != pl]
+    if not cand:
+        return None, step.wall_limited, det
+    before = (cur.critical, cur.warning, soft_now() if soft_now is not None else 0.0)
+    changes = search._make(cand)
+    if search.max_moves is not None and search.moved() > search.max_moves:
+        search.undo(changes)
+        return None, step.wall_limited, det
+    after = ev.counts_now()
+    key = (after.critical, after.warning, soft_now() if soft_now is not None else 0.0)
+    if key[:2] < before[:2] or (key[:2] == before[:2] and key[2] < before[2] - 1e-9):
+        return changes, step.wall_limited, det
+    search.undo(changes)
+    return None, step.wall_limited, det
 
 
 def _soft_phase(

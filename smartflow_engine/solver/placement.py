@@ -636,7 +636,7 @@ def _close_stage(
             deadline=stop,
             calibration=cal,
         )
-    cut = cut or check_cut or close.floor_cut
+    cut = cut or check_cut or close.floor_cut or close.lns_cut
     floors = (close.floor, close.floor_least_warning)
     return placements, objective, counts.key, close.start_counts.key, floors, cut
 

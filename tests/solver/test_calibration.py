@@ -74,6 +74,13 @@ DOCUMENTED = {
     "soft_screen_cost": 0.2,
     "soft_kick_per_task": 10.0,
     "soft_kick_moves": 3,
+    "health_lns_share": 0.0,
+    "health_lns_stall": 2.0,
+    "health_lns_stall_min": 200,
+    "health_lns_days": 3,
+    "health_lns_tasks": 12,
+    "health_lns_det": 0.05,
+    "health_lns_setup_s": 0.01,
 }
 
 
