@@ -87,6 +87,8 @@ class Calibration:
     # deterministic units ends a solve at 65-80 % of the wall-clock limit, which then only
     # acts on a very busy machine).
     deterministic_share: float = 0.5
+    # Estimated wall seconds per unit of CP-SAT deterministic time (the LNS steps' charge).
+    wall_per_det: float = 1.5
     # Every stage of a proposal or re-optimisation stops this long before the call's deadline,
     # so that assembling the answer still fits the limit.
     deadline_margin_s: float = 0.02

@@ -28,6 +28,7 @@ SOLVER = Path(solver_package.__file__).parent
 DOCUMENTED = {
     "min_work_s": 0.05,
     "deterministic_share": 0.5,
+    "wall_per_det": 1.5,
     "deadline_margin_s": 0.02,
     "setup_grace_s": 0.05,
     "work_share": 0.4,
