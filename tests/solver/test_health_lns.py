@@ -167,10 +167,10 @@ def plateau_window() -> tuple[ScheduleState, Problem, list[Placement]]:
         _course(1, 5),
         _course(2, 4),
         _course(2, 5),
-        {"category_id": 11, "duration": 3},
-        {"category_id": 12, "duration": 2},
-        {"category_id": 11, "duration": 3},
-        {"category_id": 12, "duration": 1},
+        {"category_id": 11, "category": "学习", "duration": 3},
+        {"category_id": 12, "category": "学习", "duration": 2},
+        {"category_id": 11, "category": "学习", "duration": 3},
+        {"category_id": 12, "category": "学习", "duration": 1},
     ]
     state = make_state(2, 8, tasks)
     problem = build_problem(state, include_suggested=True, by_subject=True)
