@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -62,12 +62,19 @@ MEMO_SIZE = 10_000  # judgements an evaluator remembers (by their facts) before 
 @dataclass
 class SubjectCodes:
     """The subjects of a window's study tasks (:func:`..concepts.subject_of`) as codes 1, 2, ...
-    in the order of their first task; 0 stands for no subject (an event, a free period)."""
+    in the order of their first task; 0 stands for no subject (an event, a free period).
+
+    Task ids may be sparse (any id up to 2**31 - 1): ``of_task`` is a mapping and
+    :meth:`of_ids` looks arrays of ids up through a direct table only when the ids are dense
+    enough, else through the sorted ids, so no table ever grows with the largest id."""
 
     names: list[str]  # code - 1 -> subject name
     code_of: dict[str, int]  # subject name -> code
-    of_task: list[int]  # task id -> code (0: an event, or no such task)
+    of_task: dict[int, int]  # task id -> code (0: an event), for every task of the window
     class_ids: dict[int, list[int]]  # code -> its tasks' category ids, in order, once each
+    _table: tuple[np.ndarray, np.ndarray | None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def budget(self, state: ScheduleState, code: int) -> tuple[int | None, int | None]:
         """The subject's task class's ``(total_slots, end_day)`` (``None``: no class) by
@@ -75,17 +82,64 @@ class SubjectCodes:
         tc = subject_class(state, self.names[code - 1], self.class_ids[code])
         return (tc.total_slots, tc.end_day) if tc is not None else (None, None)
 
+    def of_ids(self, ids: np.ndarray) -> np.ndarray:
+        """The code of every task id of ``ids`` (an int array of any shape; 0, no task, stays 0).
+        An id of no task of the window raises ``IndexError``."""
+        if self._table is None:
+            n = len(self.of_task)
+            keys = np.fromiter(self.of_task.keys(), dtype=np.int64, count=n)
+            values = np.fromiter(self.of_task.values(), dtype=np.int64, count=n)
+            top = int(keys.max()) if n else 0
+            if top <= _DENSE_IDS * n + 64:  # a direct table: a few times the tasks at most
+                lut = np.full(top + 1, -1, dtype=np.int64)
+                lut[0] = 0
+                lut[keys] = values
+                self._table = (lut, None)
+            else:
+                order = np.argsort(keys)
+                self._table = (keys[order], values[order])
+        first, second = self._table
+        if second is None:
+            out: np.ndarray = first[ids]  # an id beyond the table: numpy's IndexError
+            if ids.size and int(out.min()) < 0:
+                raise IndexError("a task id the subject codes do not know")
+            return out
+        if first.size == 0:
+            if ids.size and ids.any():
+                raise IndexError("a task id the subject codes do not know")
+            return np.zeros(ids.shape, dtype=np.int64)
+        idx = np.minimum(np.searchsorted(first, ids), first.size - 1)
+        known = first[idx] == ids
+        if not (known | (ids == 0)).all():
+            raise IndexError("a task id the subject codes do not know")
+        return np.where(known, second[idx], 0)
+
+    def study_layer(
+        self, owner: np.ndarray, guest: np.ndarray, owner_codes: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The study layer of an owner and a guest layer (days x periods of task ids):
+        :func:`study_layer` with these codes (``owner_codes``: :meth:`of_ids` of ``owner``,
+        when the caller has it already)."""
+        if owner_codes is None:
+            return study_layer(owner, guest, self.of_ids)
+        return study_layer(
+            owner, guest, lambda ids: owner_codes if ids is owner else self.of_ids(ids)
+        )
+
+
+_DENSE_IDS = 4  # ids up to this many times the task count (+ 64) get a direct lookup table
+
 
 def subject_codes(tasks: Iterable[Task]) -> SubjectCodes:
     """The :class:`SubjectCodes` of ``tasks`` (a window's task list)."""
-    tasks = list(tasks)
     names: list[str] = []
     code_of: dict[str, int] = {}
     class_ids: dict[int, list[int]] = {}
-    of_task = [0] * (max((t.state_id for t in tasks), default=0) + 1)
+    of_task: dict[int, int] = {}
     for t in tasks:
         name = subject_of(t)
         if name is None:
+            of_task[t.state_id] = 0
             continue
         code = code_of.get(name)
         if code is None:
@@ -93,10 +147,26 @@ def subject_codes(tasks: Iterable[Task]) -> SubjectCodes:
             code = code_of[name] = len(names)
             class_ids[code] = []
         of_task[t.state_id] = code
-        ids = class_ids[code]
-        if t.category_id is not None and t.category_id not in ids:
-            ids.append(t.category_id)
+        cid = t.category_id
+        if cid is not None:
+            ids = class_ids[code]
+            if cid not in ids:
+                ids.append(cid)
     return SubjectCodes(names, code_of, of_task, class_ids)
+
+
+def study_layer(
+    owner: np.ndarray, guest: np.ndarray, code: Callable[[np.ndarray], np.ndarray] | np.ndarray
+) -> np.ndarray:
+    """The *study layer* (:mod:`.concepts`): per period of ``owner`` / ``guest`` (days x
+    periods of task ids, 0 for none) the subject code of the study task doing it, a guest's
+    over its host's; 0 for a free period or an event. ``code`` maps an array of task ids to
+    their codes (:meth:`SubjectCodes.of_ids`), or is an array of the code of every id."""
+    of = code.__getitem__ if isinstance(code, np.ndarray) else code
+    study: np.ndarray = of(owner)
+    if guest.any():
+        study = np.where(guest != 0, of(guest), study)
+    return study
 
 
 # ------------------------------------------------------------------------------ day facts
@@ -114,10 +184,12 @@ class DayFacts:
     subjects: dict[int, int]  # subject code -> periods of the study layer that day
 
 
-def day_facts(own: Sequence[int], gst: Sequence[int], code: Sequence[int], spd: int) -> DayFacts:
+def day_facts(
+    own: Sequence[int], gst: Sequence[int], code: Sequence[int] | Mapping[int, int], spd: int
+) -> DayFacts:
     """The facts of one day from its owner and guest rows (task ids, 0 for none) and the subject
-    code of every task id (0: an event), in plain Python (a day is a dozen periods). An id
-    beyond ``code`` raises ``IndexError``."""
+    code of every task id (0: an event; :attr:`SubjectCodes.of_task`), in plain Python (a day is
+    a dozen periods). An id ``code`` does not know raises ``LookupError``."""
     total = usable = run = occupied = switches = 0
     prev = 0
     subjects: dict[int, int] = {}
@@ -223,15 +295,10 @@ def same_subject_runs(study: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return starts // (spd + 1), starts % (spd + 1), lengths, codes
 
 
-def grid_day_facts(owner: np.ndarray, guest: np.ndarray, code: np.ndarray) -> list[DayFacts]:
-    """:func:`day_facts` of every row of ``owner`` / ``guest`` (days x periods), vectorised
-    (``code``: the subject code of every task id as an array). An id beyond ``code`` raises
-    ``IndexError``."""
-    top = code.size
-    if (owner.size and int(owner.max()) >= top) or (guest.size and int(guest.max()) >= top):
-        raise IndexError("a task id beyond the subject codes")
+def grid_day_facts(owner: np.ndarray, study: np.ndarray) -> list[DayFacts]:
+    """:func:`day_facts` of every row of an owner layer (days x periods of task ids) and its
+    study layer (:func:`study_layer` of it and its guests), vectorised."""
     spd = owner.shape[1]
-    study = np.where(guest != 0, code[guest], code[owner])
     total = day_loads(owner)
     switches = day_switches(study)
     occupied = study_periods(study)
@@ -664,6 +731,7 @@ __all__ = [
     "row_free_runs",
     "same_subject_runs",
     "severe_counts",
+    "study_layer",
     "study_periods",
     "subject_changes",
     "subject_codes",

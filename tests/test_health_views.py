@@ -119,7 +119,7 @@ def test_a_row_and_the_grid_give_the_same_day_facts(days: int, spd: int, seed: i
     owner = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.7)
     guest = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.2)
     guest = guest * (owner != 0)  # a guest sits in an occupied period
-    grid = health_facts.grid_day_facts(owner, guest, code)
+    grid = health_facts.grid_day_facts(owner, health_facts.study_layer(owner, guest, code))
     code_list = code.tolist()
     for d in range(days):
         one = health_facts.day_facts(owner[d].tolist(), guest[d].tolist(), code_list, spd)

@@ -167,8 +167,8 @@ class HealthEvaluator:
         codes = subject_codes(state.tasks)
         self.names: list[str] = codes.names
         self.code_of = codes.code_of
-        self._code_list: list[int] = codes.of_task  # task id -> subject code (0: event)
-        self._code = np.array(codes.of_task, dtype=np.int64)
+        self._codes = codes
+        self._code_list = codes.of_task  # task id -> subject code (0: event)
         self.sigs: dict[int, tuple[Any, ...]] = {}
         self.infos: dict[int, SubjectTasks] = {
             c: SubjectTasks(class_ids=list(ids)) for c, ids in codes.class_ids.items()
@@ -190,7 +190,9 @@ class HealthEvaluator:
         self._removals: dict[int, tuple[Any, Any, _Local]] = {}
         self._day_version = [0] * self.num_days
         self._subject_version: dict[int, int] = {}
-        self.days: list[DayFacts] = grid_day_facts(grid.owner, grid.guest, self._code)
+        self.days: list[DayFacts] = grid_day_facts(
+            grid.owner, codes.study_layer(grid.owner, grid.guest)
+        )
         present = subject_days(self.days)
         self.daily: dict[int, SubjectDays] = {
             c: present.get(c) or SubjectDays() for c in self.infos
@@ -236,7 +238,7 @@ class HealthEvaluator:
         """The facts of a day from its owner and guest rows (:func:`..health_facts.day_facts`)."""
         try:
             return day_facts(own, gst, self._code_list, self.spd)
-        except IndexError:
+        except LookupError:  # a task id the evaluator does not know
             raise _Stale from None
 
     # ------------------------------------------------------------------ rules
@@ -310,7 +312,7 @@ class HealthEvaluator:
 
     def subject_code(self, task_id: int) -> int:
         """The subject code of a task (0: an event, or a task the evaluator does not know)."""
-        return self._code_list[task_id] if 0 <= task_id < len(self._code_list) else 0
+        return self._code_list.get(task_id, 0)
 
     def inside_gaps_without(self, code: int, day: int | None) -> set[int] | None:
         """Where one new present day of the subject could shrink its largest gap: for its

@@ -27,30 +27,11 @@ from ..state import ScheduleState, Task
 from .result import ParamError
 
 FREE, COURSE, TASK = 0, 1, 2
-_DIRECT_LUT_MAX = 1 << 16
 
 
 def is_course(task: Task) -> bool:
     """An event (course): :func:`..concepts.is_event`."""
     return is_event(task)
-
-
-def _lookup(grid: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``values[i]`` where ``grid == ids[i]``, 0 where ``grid == 0`` (ids are distinct, >= 1)."""
-    if ids.size == 0:
-        return np.zeros(grid.shape, dtype=values.dtype)
-    top = int(ids.max())
-    if top <= _DIRECT_LUT_MAX:
-        lut = np.zeros(top + 1, dtype=values.dtype)
-        lut[ids] = values
-        out: np.ndarray = lut[grid]
-        return out
-    order = np.argsort(ids)
-    sorted_ids, sorted_values = ids[order], values[order]
-    idx = np.minimum(np.searchsorted(sorted_ids, grid), sorted_ids.size - 1)
-    out = sorted_values[idx]
-    out[grid == 0] = 0
-    return out
 
 
 @dataclass
@@ -71,20 +52,12 @@ class Frame:
     def build(cls, state: ScheduleState) -> Frame:
         grid = state.grid
         codes = subject_codes(state.tasks)  # the subjects, as every health view codes them
-        of_task = codes.of_task
-        tasks = state.tasks
-        ids = [t.state_id for t in tasks]
-        values = [  # (subject code << 2) | kind, so one lookup gives both
-            COURSE if t.source == "event" else of_task[t.state_id] << 2 | TASK for t in tasks
-        ]
+        owner = grid.owner
+        owner_code = codes.of_ids(owner)  # every study task has a code >= 1, an event 0
+        # FREE 0, COURSE 1 (occupied), TASK 2 (occupied by a task with a subject)
+        kind = (owner != 0).view(np.int8) + (owner_code > 0).view(np.int8)
+        study = codes.study_layer(owner, grid.guest, owner_code)
         subjects = codes.names
-        id_arr = np.array(ids, dtype=np.int64)
-        value_arr = np.array(values, dtype=np.int32)
-        packed = _lookup(grid.owner, id_arr, value_arr)
-        kind = (packed & 3).astype(np.int8)
-        study = packed >> 2
-        if grid.guest.any():
-            study = np.where(grid.guest != 0, _lookup(grid.guest, id_arr, value_arr) >> 2, study)
         return cls(state, kind, study, subjects, week_numbers(state))
 
     @property

@@ -135,14 +135,12 @@ class HealthEvaluator:
         self.code_of = codes.code_of
         num_codes = len(codes.names) + 1
         self.num_codes = num_codes
-        self._code_list = codes.of_task  # task id -> subject code (0: an event)
-        self._code = np.array(codes.of_task, dtype=np.int64)
-        self.code_of_task: dict[int, int] = {}  # per task: its subject code (0 for events)
+        self._codes = codes
+        self.code_of_task = codes.of_task  # per task: its subject code (0 for events)
         self.kind_of: dict[int, int] = {}  # per task: 1 event, 2 study task
         blocks = [0] * num_codes  # per subject: the blocks of its placed tasks outside the scope
         for t in state.tasks:
             code = codes.of_task[t.state_id]
-            self.code_of_task[t.state_id] = code
             self.kind_of[t.state_id] = 2 if code else 1
             if code and t.status != "pending" and t.state_id not in scope:
                 blocks[code] += len(t.slots)
@@ -187,7 +185,9 @@ class HealthEvaluator:
     def _rebuild(self) -> None:
         """Every day's and subject's figures from the grid (vectorised)."""
         n, num_codes = self.num_days, self.num_codes
-        self.days: list[DayFacts] = grid_day_facts(self.owner, self.guest, self._code)
+        self.days: list[DayFacts] = grid_day_facts(
+            self.owner, self._codes.study_layer(self.owner, self.guest)
+        )
         self.sums, self.hist = window_sums(self.days, self.spd)
         present = subject_days(self.days)
         self.subject_days: list[SubjectDays] = [
@@ -230,7 +230,7 @@ class HealthEvaluator:
 
     def _day(self, d: int) -> None:
         """Recompute day ``d``'s cached figures (plain Python: a row is a dozen periods)."""
-        new = day_facts(self.owner[d].tolist(), self.guest[d].tolist(), self._code_list, self.spd)
+        new = day_facts(self.owner[d].tolist(), self.guest[d].tolist(), self.code_of_task, self.spd)
         old = self.days[d]
         if new == old:
             return

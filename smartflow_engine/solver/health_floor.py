@@ -387,9 +387,9 @@ def health_floor(
     # -- buffer days
     tick()
     # the usable periods of each day's fixed content (the one health model's day facts)
-    no_code = np.zeros(int(fixed_owner.max(initial=0)) + 1, dtype=np.int64)
+    no_study = np.zeros_like(fixed_owner)  # usable periods read the owner layer alone
     usable = np.array(
-        [f.usable for f in grid_day_facts(fixed_owner, np.zeros_like(fixed_owner), no_code)],
+        [f.usable for f in grid_day_facts(fixed_owner, no_study)],
         dtype=np.int64,
     )
     hopeless = int(np.count_nonzero(usable < MIN_BUFFER))

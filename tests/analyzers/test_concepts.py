@@ -109,9 +109,9 @@ def test_subject_of_a_task() -> None:
     assert codes.names == [n for n in dict.fromkeys(got.values()) if n is not None]
     built = frame.Frame.build(state)
     assert built.subjects == codes.names
-    of_task = np.array(codes.of_task)
     grid = state.grid
-    want = np.where(grid.guest != 0, of_task[grid.guest], of_task[grid.owner])
+    of = np.vectorize(lambda i: codes.of_task[i] if i else 0, otypes=[np.int64])
+    want = np.where(grid.guest != 0, of(grid.guest), of(grid.owner))  # period by period
     assert (built.study == want).all()
     assert grid.guest.any() and built.study.any()  # the spec window has a guest and subjects
 
