@@ -40,7 +40,7 @@ pending tasks and the scope move, so the floor is the proposal's own.
 - ``feasibility``: more periods to place than free periods and host blocks hold.
 
 Where the relaxation is weak (fragmented windows: blocks longer than a day's free runs),
-``exact_s`` adds an exact CP-SAT model of ``day_utilization`` and ``buffer`` over per-day
+``exact_s`` adds an exact CP-SAT model of ``day_utilization``, ``buffer`` and ``free_fragmentation`` over per-day
 patterns (:mod:`.health_model`): its proven bound replaces those two rules' part when higher,
 and it gives the lexicographic floor :attr:`HealthFloor.least_warning` (issue 26 item 5).
 """
@@ -576,7 +576,7 @@ def health_floor(
 # ------------------------------------------------------------------------- the exact model
 _EXACT_MEMO: dict[tuple[Any, ...], tuple[tuple[float, float | None], ExactDays]] = {}
 _EXACT_MEMO_SIZE = 16
-_EXACT_RULES = ("day_utilization", "buffer")
+_EXACT_RULES = ("day_utilization", "buffer", "free_fragmentation")
 
 
 def exact_items(
@@ -687,7 +687,7 @@ def _tighten(
     num_workers: int,
     work_s: float | None = None,
 ) -> None:
-    """Raise the floor's ``day_utilization`` + ``buffer`` part to the exact model's proven
+    """Raise the floor's ``day_utilization`` + ``buffer`` + ``free_fragmentation`` part to the exact model's proven
     bound (:mod:`.health_model`) when it is higher; a bound not proven in time changes
     nothing. The model's answers are remembered by everything it reads (a proven one for good,
     an unproven one for calls with no more time)."""
@@ -829,27 +829,38 @@ def realise(
     out: list[Placement] = []
     left: list[int] = []  # items whose block found no place yet
 
-    def pack(day: int, blocks: list[int]) -> list[tuple[int, int]] | None:
-        """Starts (0-based) for ``blocks`` (item indices) on ``day``, or None."""
-        order = sorted(range(len(blocks)), key=lambda i: -items[blocks[i]].length)
-        starts = [0] * len(blocks)
+    def pack(day: int, need: list[int], pool: dict[int, int]) -> list[tuple[int, int]] | None:
+        """Items of ``pool`` (item -> how many are left) and starts (0-based) for blocks of the
+        lengths ``need`` on ``day``, each item in periods its class allows (a small search:
+        longest blocks first, items alike tried once), or None."""
+        order = sorted(need, reverse=True)
         row = used[day - 1].copy()
+        chosen: list[tuple[int, int]] = []
 
         def go(j: int) -> bool:
             if j == len(order):
                 return True
-            it = items[blocks[order[j]]]
-            n, allowed = it.length, it.allowed
-            for s in range(spd - n + 1):
-                if not row[s : s + n].any() and all(allowed[s : s + n]):
-                    row[s : s + n] = True
-                    starts[order[j]] = s
-                    if go(j + 1):
-                        return True
-                    row[s : s + n] = False
+            n = order[j]
+            tried: set[tuple[bool, ...]] = set()
+            for k, c in pool.items():
+                it = items[k]
+                if not c or it.length != n or it.allowed in tried:
+                    continue
+                tried.add(it.allowed)
+                allowed = it.allowed
+                for s in range(spd - n + 1):
+                    if not row[s : s + n].any() and all(allowed[s : s + n]):
+                        row[s : s + n] = True
+                        pool[k] -= 1
+                        chosen.append((k, s))
+                        if go(j + 1):
+                            return True
+                        chosen.pop()
+                        pool[k] += 1
+                        row[s : s + n] = False
             return False
 
-        return [(blocks[i], starts[i]) for i in range(len(blocks))] if go(0) else None
+        return list(chosen) if go(0) else None
 
     def put(k: int, day: int, start: int, host: int | None = None) -> None:
         tid = members[k].pop()
@@ -862,21 +873,14 @@ def realise(
         vecs = [vec for vec, c in pats.items() for _ in range(c)]
         pool = {k: c for k, c in counts.items()}
         for d0, vec in zip(days, vecs, strict=False):
-            blocks: list[int] = []
-            for n, need in zip(result.solution["lengths"], vec, strict=True):
-                for _ in range(need):
-                    k = next(
-                        (k for k, c in pool.items() if c and items[k].length == n),
-                        None,
-                    )
-                    if k is not None:
-                        pool[k] -= 1
-                        blocks.append(k)
-            placed = pack(d0 + 1, blocks)
-            if placed is None:
-                left += blocks
-                continue
-            for k, s in placed:
+            need = [
+                n for n, m in zip(result.solution["lengths"], vec, strict=True) for _ in range(m)
+            ]
+            placed = pack(d0 + 1, need, pool)
+            while placed is None and need:  # drop the shortest block (it goes to leftovers)
+                need.pop(need.index(min(need)))
+                placed = pack(d0 + 1, need, pool)
+            for k, s in placed or []:
                 put(k, d0 + 1, s)
         left += [k for k, c in pool.items() for _ in range(c)]
         for k, c in guests.items():

@@ -17,7 +17,10 @@ free runs its banned periods leave it, whether it may sit in a host block instea
 assigns item counts to days so that each day's counts are one of its patterns, every placed item
 stays placed, at least ``pending_min`` pending periods are placed, and guests (items in host
 blocks, which add no load) are at most the host blocks. It minimises the ``day_utilization``
-issues plus the ``buffer`` issue, critical ones in one solve and critical + warning in another.
+issues plus the window's ``buffer`` and ``free_fragmentation`` issues, critical ones in one
+solve and critical + warning in another. ``free_fragmentation`` reads the window's free periods
+(known from the patterns' loads) against its usable ones (each pattern's most, generously), so
+the model's rate is never above a real schedule's.
 
 The population it covers contains every schedule :mod:`.health_floor` bounds (blocks of a placed
 task move independently, banned periods only restrict the days an item may take, host capacity is
@@ -62,13 +65,16 @@ class Item:
 class ExactDays:
     """The model's answer: ``proven``: the bounds below hold (CP-SAT proved them within the
     limit); ``critical`` / ``critical_warning``: least critical and least critical + warning
-    issues of ``day_utilization`` and ``buffer`` together over the population;
+    issues of ``day_utilization``, ``buffer`` and ``free_fragmentation`` together over the
+    population;
     ``lex_warning``: least warnings of those schedules whose criticals are ``critical`` (None:
     not proven; computed only when ``critical`` is the proven optimum, not a mere bound);
     ``runtime_s``; ``figures``: what the explanation quotes (the block lengths, one
     lexicographically best schedule's days over the bands); ``solution``: that schedule as
     the model sees it (per kind of day: its days, pattern counts, item counts and guests by
-    index in the items given; guests in floating hosts), for :func:`.health_floor.realise`."""
+    index in the items given; guests in floating hosts), for :func:`.health_floor.realise`;
+    when the criticals were not proven least in time, the schedule with the fewest criticals
+    found (a start, not a claim)."""
 
     proven: bool
     critical: int = 0
@@ -113,13 +119,13 @@ def day_patterns(
     free_runs: Sequence[tuple[int, tuple[int, ...]]],
     lengths: Sequence[int],
     supply: Sequence[int],
-) -> dict[tuple[int, ...], bool] | None:
+) -> dict[tuple[int, ...], int] | None:
     """The patterns of a day: ``free_runs`` holds each free run's length and the lengths of
     its stretches some movable block's class allows; count vector (per length of ``lengths``,
-    at most ``supply`` each) → whether some packing may leave a buffer. Counted generously:
-    a run keeping ``left`` free periods gives at most ``left`` usable ones when ``left`` reaches
-    ``MIN_USABLE`` (none below: its free pieces are all shorter), and the day has a buffer when
-    those reach ``MIN_BUFFER``. ``None`` beyond :data:`MAX_PATTERNS`."""
+    at most ``supply`` each) → the most usable free periods some packing may leave. Counted
+    generously: a run keeping ``left`` free periods gives at most ``left`` usable ones when
+    ``left`` reaches ``MIN_USABLE`` (none below: its free pieces are all shorter); the day may
+    keep a buffer when they reach ``MIN_BUFFER``. ``None`` beyond :data:`MAX_PATTERNS`."""
     width = len(lengths)
     acc: dict[tuple[int, ...], int] = {(0,) * width: 0}  # vector -> most usable periods
     for run, parts in free_runs:
@@ -136,7 +142,33 @@ def day_patterns(
         acc = nxt
         if len(acc) > MAX_PATTERNS:
             return None
-    return {vec: usable >= MIN_BUFFER for vec, usable in acc.items()}
+    return acc
+
+
+def _rate_thresholds(level: Level) -> tuple[int | None, int | None]:
+    """The least ``free_fragmentation`` rates (in 1/10000, as the metric is rounded) that are
+    critical, and critical or warning, at ``level`` (``None``: no rate is)."""
+    frag_rule = rule("tolerance", "free_fragmentation", level)
+
+    def least(ok: Any) -> int | None:
+        def sev(k: int) -> str | None:
+            return severity(frag_rule, {"days_without_buffer": 0, "fragmentation_rate": k / 10_000})
+
+        if not ok(sev(10_000)):
+            return None
+        lo, hi = 0, 10_000  # the bands are ">=" thresholds: severity grows with the rate
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(sev(mid)):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    return (
+        least(lambda s: s == "critical"),
+        least(lambda s: s in ("critical", "warning")),
+    )
 
 
 def _fits(free_row: np.ndarray, allowed: np.ndarray, length: int) -> bool:
@@ -176,7 +208,8 @@ def exact_days(
     work_s: float | None = None,
 ) -> ExactDays:
     """Least (critical, critical + warning) issues of ``day_utilization`` (when
-    ``count_load``) and ``buffer`` (when ``count_buffer``) over every placement of ``items`` on
+    ``count_load``), ``buffer`` and ``free_fragmentation`` (the tolerance rules, when
+    ``count_buffer``) over every placement of ``items`` on
     the days of ``fixed_owner`` (0: free), see the module docstring. ``time_limit_s`` bounds
     the whole call, the model's building included; ``num_workers``: CP-SAT's workers;
     ``work_s``: when given, CP-SAT's deterministic time for the solves together (each solve
@@ -227,6 +260,7 @@ def exact_days(
         buf_cw.append((int(sev == "critical"), int(sev in ("critical", "warning"))))
     if not count_buffer:
         buf_cw = [(0, 0)] * (num_days + 1)
+    frag_from = _rate_thresholds(level) if count_buffer else (None, None)
 
     placing = [it for it in items if it.count > 0]
     lengths = sorted({it.length for it in placing})
@@ -262,12 +296,14 @@ def exact_days(
         ).append(d)
         if left() <= 0:
             return give_up()
-    memo: dict[tuple[Any, ...], dict[tuple[int, ...], bool] | None] = {}
+    memo: dict[tuple[Any, ...], dict[tuple[int, ...], int] | None] = {}
     cp = cp_model()
     model = cp.CpModel()
     crit_terms: list[Any] = []
     cw_terms: list[Any] = []
     no_buffer: list[Any] = []
+    usable_terms: list[Any] = []  # the window's usable periods (most) and free periods
+    free_terms: list[Any] = []
     taken: list[list[Any]] = [[] for _ in placing]  # per item: its counts per kind of day
     loads_of: list[tuple[list[Any], list[int]]] = []
 
@@ -310,7 +346,7 @@ def exact_days(
         ns = []
         per_len: list[list[tuple[Any, int]]] = [[] for _ in lengths]
         pat_loads = []
-        for vec, buf in pats.items():
+        for vec, usable in pats.items():
             n = model.NewIntVar(0, size, f"n{c}_{'_'.join(map(str, vec))}")
             ns.append(n)
             kind_pats.append((n, vec))
@@ -324,8 +360,12 @@ def exact_days(
                 crit_terms.append(c0 * n)
             if cw0:
                 cw_terms.append(cw0 * n)
-            if not buf:
+            if usable < MIN_BUFFER:
                 no_buffer.append(n)
+            if usable:
+                usable_terms.append(usable * n)
+            if load < spd:
+                free_terms.append((spd - load) * n)
         add(sum(ns) == size)
         loads_of.append((ns, pat_loads))
         ys: list[list[tuple[Any, int]]] = [[] for _ in lengths]
@@ -375,6 +415,26 @@ def exact_days(
         add(nb <= first_w - 1 + num_days * buf_w)
     crit = sum(crit_terms) + buf_c
     crit_warn = sum(cw_terms) + buf_w
+    # the free-fragmentation issue: one for the window, by its rate (free - usable) / free
+    if frag_from != (None, None) and free_terms:  # (no free period: rate 0, no issue)
+        usable_sum, free_sum = sum(usable_terms), sum(free_terms)
+        some_free = model.NewBoolVar("some_free")
+        model.Add(free_sum >= 1).OnlyEnforceIf(some_free)
+        model.Add(free_sum <= 0).OnlyEnforceIf(some_free.Not())
+        frag = []
+        for tag, least in zip(("critical", "issue"), frag_from, strict=True):
+            b = model.NewBoolVar(f"fragmentation_{tag}")
+            frag.append(b)
+            if least is None:
+                add(b == 0)
+                continue
+            # a rate below the band's (r4-rounded) threshold least / 10000 is below
+            # (k + 0.5) / 10000 unrounded: free - usable < (k + 0.5) / 10000 * free
+            model.Add(
+                20_000 * (free_sum - usable_sum) - (2 * least + 1) * free_sum <= -1
+            ).OnlyEnforceIf([b.Not(), some_free])
+        crit += frag[0]
+        crit_warn += frag[1]
     if trivially_false:
         return give_up(wall=False)
     if left() <= 0.05:
@@ -391,6 +451,24 @@ def exact_days(
     wall_cut = False
     hold = model.NewBoolVar("hold_least_critical")
     variables = [model.GetIntVarFromProtoIndex(i) for i in range(len(model.Proto().variables))]
+    original = [items.index(it) for it in placing]  # placing's items in ``items``
+
+    def snapshot(solver: Any) -> dict[str, Any]:
+        """The solver's schedule as the model sees it (see :class:`ExactDays`)."""
+        return {
+            "kinds": [
+                (
+                    days,
+                    {vec: solver.Value(n) for n, vec in pats if solver.Value(n)},
+                    {original[k]: solver.Value(y) for k, y in its if solver.Value(y)},
+                    {original[k]: solver.Value(g) for k, g in gus if solver.Value(g)},
+                )
+                for days, pats, its, gus in kind_vars
+            ],
+            "floating": {original[k]: solver.Value(g) for k, g in floating if solver.Value(g)},
+            "lengths": lengths,
+        }
+
     for step, objective in enumerate((crit, crit_warn - crit, crit_warn)):
         if step == 1:
             if not figures.get("critical_optimal"):
@@ -399,7 +477,7 @@ def exact_days(
         domain = model.Proto().variables[hold.Index()].domain
         domain[0] = domain[1] = int(step == 1)
         model.Minimize(objective)
-        part = (0.45, 0.6, 1.0)[step]
+        part = (0.7, 0.6, 1.0)[step]  # the criticals first: their solve gives the start too
         share = left() * part
         if share <= 0.01:
             wall_cut = True
@@ -424,6 +502,9 @@ def exact_days(
         if step == 0:
             crit_opt = bound
             figures["critical_optimal"] = status.value == "optimal"
+            # the schedule with the fewest criticals found: a start for a search even when
+            # the criticals were not proven least in time (the lexicographic step replaces it)
+            solution = snapshot(solver)
         elif step == 2:
             critical_warning = bound
             figures["complete"] = (
@@ -442,20 +523,7 @@ def exact_days(
             ]
             figures["days_over_warning"] = sum(util_cw[min(x, spd)][1] for x in loads)
             figures["days_over_critical"] = sum(util_cw[min(x, spd)][0] for x in loads)
-            original = [items.index(it) for it in placing]  # placing's items in ``items``
-            solution = {
-                "kinds": [
-                    (
-                        days,
-                        {vec: solver.Value(n) for n, vec in pats if solver.Value(n)},
-                        {original[k]: solver.Value(y) for k, y in its if solver.Value(y)},
-                        {original[k]: solver.Value(g) for k, g in gus if solver.Value(g)},
-                    )
-                    for days, pats, its, gus in kind_vars
-                ],
-                "floating": {original[k]: solver.Value(g) for k, g in floating if solver.Value(g)},
-                "lengths": lengths,
-            }
+            solution = snapshot(solver)
     if "critical_optimal" not in figures:
         return give_up(wall_cut)
     if figures.get("complete"):

@@ -338,12 +338,16 @@ def _propose_scope(
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
     if len(scored) > 1 and time.perf_counter() < search_stop:
         # The one search minimises (critical, warning) first: it starts from the start with
-        # the fewest issues (then the lowest soft terms).
+        # the fewest criticals, the exact model's schedule on a tie when there are criticals
+        # (its days are the model's best for the per-day rules, which single moves hardly
+        # repair; its extra warnings, mostly switches and gaps, they do), then the fewest
+        # warnings and soft terms.
         ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, threshold, 0)
 
         def start_key(e: tuple[dict[str, float], tuple[ProposalStart, list[Placement]]]) -> Any:
             ev.set_placements(e[1][1])
-            return (ev.counts_now().key, e[0]["weighted_total"])
+            critical, warning = ev.counts_now().key
+            return (critical, critical > 0 and e[1][0] != "exact", warning, e[0]["weighted_total"])
 
         start_obj, (start_name, start) = min(scored, key=start_key)
     start_only = time.perf_counter() >= search_stop
@@ -412,6 +416,9 @@ def _propose_scope(
             placements, objective = back, evaluate(problem, back, w)
         wall_limited = wall_limited or cut
     wall_limited = wall_limited or start_only or time.perf_counter() >= stop - 0.01
+    # the close stage may trade a placed task for an unplaced one of the same periods
+    placed = {pl.task_id for pl in placements}
+    unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
     report("done", t0, objective["weighted_total"])
     # Issue 26 item 2: no bound on the soft terms is proven any more (the column generation
     # that proved one is gone); every term is non-negative, so only a total of 0 is a proven

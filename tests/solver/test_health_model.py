@@ -7,18 +7,19 @@ import importlib
 import random
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers import analyze_health
+from smartflow_engine.health_facts import MIN_BUFFER
 from smartflow_engine.rules import LEVELS, Level
 from smartflow_engine.solver.health_eval import HealthEvaluator
 from smartflow_engine.solver.health_floor import health_floor, realise
 from smartflow_engine.solver.health_model import day_patterns
 from smartflow_engine.solver.health_search import search_health
+from smartflow_engine.solver.placement import propose_placement
 from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
@@ -230,6 +231,38 @@ def test_a_block_longer_than_every_free_run_of_the_quiet_day() -> None:
     assert "任务块长3节" in text and f"至少{entry['why']['min_critical']}个严重" in text
 
 
+def test_free_fragmentation_is_part_of_the_exact_model() -> None:
+    """Tests the window rule the exact model counts beside the per-day ones: two days whose
+    only free run is three periods, two blocks of two to place: each day keeps one isolated
+    free period, so every schedule's free periods are all fragments (rate 1, critical). The
+    relaxation sees no isolated period before placing; the exact model proves the true best,
+    free_fragmentation included."""
+    tasks: list[dict[str, Any]] = [
+        {
+            "source": "event",
+            "category": "课程",
+            "status": "existing",
+            "locked": True,
+            "slots": [{"day": d, "slot_start": 4, "slot_end": 12}],
+        }
+        for d in (1, 2)
+    ]
+    tasks += [{"status": "pending", "duration": 2, "category_id": 12, "category": "数学"}] * 2
+    state = make_state(2, SPD, tasks)
+    old = health_floor(state, "normal", pending_periods=4, exact_s=0.0)
+    new = health_floor(state, "normal", pending_periods=4, exact_s=10.0)
+    keys = _exhaustive(state, "normal")
+    assert keys is not None
+    best = min(keys)
+    assert new.critical == best[0] > old.critical  # the floor is the true best
+    applied = apply_placements(
+        state,
+        [Placement(3, 1, 1, 2), Placement(4, 2, 1, 2)],
+    )
+    issues = analyze_health(applied, check_feasibility=False).issues
+    assert any(i.rule == "free_fragmentation" and i.severity == "critical" for i in issues)
+
+
 @pytest.mark.parametrize(("days", "classes"), [(30, False), (30, True)])
 def test_tighter_on_fragmented_windows_never_lower(days: int, classes: bool) -> None:
     """Tests, on the bench_close fragmented windows where the relaxation was loose (seeds
@@ -252,17 +285,19 @@ def test_tighter_on_fragmented_windows_never_lower(days: int, classes: bool) -> 
 
 def test_day_patterns_pack_blocks_into_runs() -> None:
     """Tests the pattern enumeration: two runs of 3 and 1 hold one block of 3 or one block of 2
-    (with a single left), never a block of 4 nor two blocks of 2; a buffer remains only when a
-    run keeps two free periods."""
+    (with a single left), never a block of 4 nor two blocks of 2; a run's free periods are usable
+    only when it keeps two of them (the most usable ones any packing keeps)."""
     pats = day_patterns([(3, (3,)), (1, (1,))], [1, 2, 3, 4], [4, 4, 4, 4])
     assert pats is not None
     assert (0, 0, 0, 1) not in pats
     assert (0, 2, 0, 0) not in pats
-    assert (0, 0, 1, 0) in pats and pats[(0, 0, 1, 0)] is False
-    assert (0, 1, 0, 0) in pats and pats[(0, 1, 0, 0)] is False
-    assert pats[(1, 0, 0, 0)] is True  # a single in the short run leaves the run of 3
+    assert pats[(0, 0, 0, 0)] == 3  # the run of 3 is usable, the single is not
+    assert (0, 0, 1, 0) in pats and pats[(0, 0, 1, 0)] == 0
+    assert (0, 1, 0, 0) in pats and pats[(0, 1, 0, 0)] == 0
+    assert pats[(1, 0, 0, 0)] == 3  # a single in the short run leaves the run of 3
+    assert pats[(1, 0, 0, 0)] >= MIN_BUFFER  # so that day keeps a buffer
     assert (2, 1, 0, 0) in pats
-    assert np.sum([1 for v in pats.values() if v]) >= 2
+    assert sum(1 for v in pats.values() if v >= MIN_BUFFER) >= 2
 
 
 def test_realised_schedules_are_valid_and_never_below_the_floor() -> None:
@@ -369,3 +404,35 @@ def test_a_work_budget_ends_the_model_without_a_wall_cut() -> None:
     module._EXACT_MEMO.clear()
     full = health_floor(state, "normal", pending_periods=pending, scope=set(), exact_s=60.0)
     assert full.exact_complete is True and full.exact_wall_cut is False
+
+
+def test_the_least_criticals_solve_alone_gives_a_schedule() -> None:
+    """Tests that a model whose work budget ends after the least-criticals solve (the
+    lexicographic one not finished) still gives its schedule: realise builds a start from it
+    (before, only the lexicographic solve kept one, so short budgets gave no start)."""
+    state = synthetic_window(500, 60, variant="tight")
+    problem = build_problem(state, by_subject=True)
+    scope = {t for g in problem.groups for t in g.task_ids}
+    need = sum(t.need() for t in state.pending_tasks())
+    floors = importlib.import_module("smartflow_engine.solver.health_floor")  # (the module)
+    floors._EXACT_MEMO.clear()
+    start = realise(
+        state, "normal", pending_periods=need, scope=scope, time_limit_s=30.0, work_s=0.2
+    )
+    answer = next(iter(floors._EXACT_MEMO.values()))[1]
+    assert answer.proven and not answer.wall_cut
+    assert not answer.figures.get("lexicographic_optimal")  # that solve did not finish
+    assert start is not None
+    apply_placements(state, start)  # a valid schedule through the write path
+
+
+def test_a_proposal_starts_from_the_exact_schedule_on_a_tie_of_criticals() -> None:
+    """Tests, on the 13-day tight window (seed 501, task classes) whose exact-model schedule
+    has as many criticals as the greedy one but more warnings, that the proposal starts from
+    the exact schedule (its days are what single moves cannot repair) and reaches the floor's
+    criticals, which the greedy start's search missed (15 against 14)."""
+    state = synthetic_window(501, 13, variant="tight", with_task_classes=True)
+    proposal = propose_placement(state, time_limit_s=6.0, seed=0)
+    assert proposal.start == "exact"
+    assert proposal.floor is not None and proposal.critical is not None
+    assert proposal.critical == proposal.floor[0]

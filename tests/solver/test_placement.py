@@ -384,3 +384,24 @@ def test_proposal_does_not_depend_on_string_hash_order() -> None:
         for seed in ("0", "1", "2", "3")
     }
     assert len(answers) == 1
+
+
+def test_unplaced_lists_what_the_close_stage_left_out() -> None:
+    """Tests that a proposal's unplaced tasks are those its final placements leave out: on one
+    day of 3 periods with tasks of 1, 2 and 3 periods, a start placing the 1 and the 2 may be
+    traded by the close stage for the 3 (same periods); the reply must then list the 1 and the
+    2 as unplaced, not the 3 (hypothesis found the stale list)."""
+    state = make_state(
+        1,
+        3,
+        [
+            {"duration": 1, "category_id": 10},
+            {"duration": 2, "category_id": 10},
+            {"duration": 3, "category_id": 10},
+        ],
+    )
+    proposal = propose_placement(state, time_limit_s=2.0, seed=0)
+    placed = {p.task_id for p in proposal.placements}
+    assert sum(p.length for p in proposal.placements) == 3
+    assert not placed & set(proposal.unplaced)
+    assert placed | set(proposal.unplaced) == {1, 2, 3}
