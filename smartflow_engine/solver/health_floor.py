@@ -832,7 +832,8 @@ def realise(
     def pack(day: int, need: list[int], pool: dict[int, int]) -> list[tuple[int, int]] | None:
         """Items of ``pool`` (item -> how many are left) and starts (0-based) for blocks of the
         lengths ``need`` on ``day``, each item in periods its class allows (a small search:
-        longest blocks first, items alike tried once), or None."""
+        longest blocks first, the most restricted items first, items alike tried once), or
+        None."""
         order = sorted(need, reverse=True)
         row = used[day - 1].copy()
         chosen: list[tuple[int, int]] = []
@@ -842,7 +843,9 @@ def realise(
                 return True
             n = order[j]
             tried: set[tuple[bool, ...]] = set()
-            for k, c in pool.items():
+            # the most restricted items first: a day that can take one should (the others fit
+            # more days of the kind)
+            for k, c in sorted(pool.items(), key=lambda e: sum(items[e[0]].allowed)):
                 it = items[k]
                 if not c or it.length != n or it.allowed in tried:
                     continue

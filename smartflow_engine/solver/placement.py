@@ -337,17 +337,13 @@ def _propose_scope(
     scored = [(evaluate(problem, c[1], w), c) for c in candidates]
     start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
     if len(scored) > 1 and time.perf_counter() < search_stop:
-        # The one search minimises (critical, warning) first: it starts from the start with
-        # the fewest criticals, the exact model's schedule on a tie when there are criticals
-        # (its days are the model's best for the per-day rules, which single moves hardly
-        # repair; its extra warnings, mostly switches and gaps, they do), then the fewest
-        # warnings and soft terms.
+        # The one search minimises (critical, warning) first: it starts from the best start
+        # by ``start_rank``.
         ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, threshold, 0)
 
         def start_key(e: tuple[dict[str, float], tuple[ProposalStart, list[Placement]]]) -> Any:
             ev.set_placements(e[1][1])
-            critical, warning = ev.counts_now().key
-            return (critical, critical > 0 and e[1][0] != "exact", warning, e[0]["weighted_total"])
+            return start_rank(e[1][0], ev.counts_now().key, e[0]["weighted_total"])
 
         start_obj, (start_name, start) = min(scored, key=start_key)
     start_only = time.perf_counter() >= search_stop
@@ -456,6 +452,17 @@ def _propose_scope(
         disruption_weight=float(disruption_weight),
         include_suggested=include_suggested,
     )
+
+
+def start_rank(
+    name: ProposalStart, counts: tuple[int, int], soft: float
+) -> tuple[int, bool, int, float]:
+    """How a start ranks for the one search (least first): fewest criticals, then the exact
+    model's schedule when there are criticals (its days are the model's best for the per-day
+    rules, which single moves hardly repair; its extra warnings they do), then the fewest
+    warnings and the lowest soft terms."""
+    critical, warning = counts
+    return (critical, critical > 0 and name != "exact", warning, soft)
 
 
 def _exact_start(
