@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...solver.budget import DEFAULT_CALIBRATION, Calibration
+from ...solver.placement import warm_imports
 from ...state import ScheduleState
 from . import pipeline, registry
 from .spec import Mode, ToolContext, ToolSpec, refused
@@ -103,6 +104,9 @@ class Toolbox:
         )
         self.self_check = _env_self_check() if self_check is None else self_check
         self.enabled_tools: tuple[str, ...] = tuple(dict.fromkeys(enabled_tools))
+        # A tool call's clock starts with the call: the solver's one-time imports (~0.4 s) are
+        # paid here, once per process, not inside a process's first solver call's limit.
+        warm_imports()
 
     @property
     def state(self) -> ScheduleState | None:
