@@ -114,17 +114,10 @@ class SubjectCodes:
             raise IndexError("a task id the subject codes do not know")
         return np.where(known, second[idx], 0)
 
-    def study_layer(
-        self, owner: np.ndarray, guest: np.ndarray, owner_codes: np.ndarray | None = None
-    ) -> np.ndarray:
+    def study_layer(self, owner: np.ndarray, guest: np.ndarray) -> np.ndarray:
         """The study layer of an owner and a guest layer (days x periods of task ids):
-        :func:`study_layer` with these codes (``owner_codes``: :meth:`of_ids` of ``owner``,
-        when the caller has it already)."""
-        if owner_codes is None:
-            return study_layer(owner, guest, self.of_ids)
-        return study_layer(
-            owner, guest, lambda ids: owner_codes if ids is owner else self.of_ids(ids)
-        )
+        :func:`study_layer` with these codes."""
+        return study_layer(owner, guest, self.of_ids)
 
 
 _DENSE_IDS = 4  # ids up to this many times the task count (+ 64) get a direct lookup table

@@ -167,7 +167,6 @@ class HealthEvaluator:
         codes = subject_codes(state.tasks)
         self.names: list[str] = codes.names
         self.code_of = codes.code_of
-        self._codes = codes
         self._code_list = codes.of_task  # task id -> subject code (0: event)
         self.sigs: dict[int, tuple[Any, ...]] = {}
         self.infos: dict[int, SubjectTasks] = {

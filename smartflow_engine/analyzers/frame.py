@@ -56,7 +56,7 @@ class Frame:
         owner_code = codes.of_ids(owner)  # every study task has a code >= 1, an event 0
         # FREE 0, COURSE 1 (occupied), TASK 2 (occupied by a task with a subject)
         kind = (owner != 0).view(np.int8) + (owner_code > 0).view(np.int8)
-        study = codes.study_layer(owner, grid.guest, owner_code)
+        study = codes.study_layer(owner, grid.guest)
         subjects = codes.names
         return cls(state, kind, study, subjects, week_numbers(state))
 

@@ -40,8 +40,9 @@ pending tasks and the scope move, so the floor is the proposal's own.
 - ``feasibility``: more periods to place than free periods and host blocks hold.
 
 Where the relaxation is weak (fragmented windows: blocks longer than a day's free runs),
-``exact_s`` adds an exact CP-SAT model of ``day_utilization``, ``buffer`` and ``free_fragmentation`` over per-day
-patterns (:mod:`.health_model`): its proven bound replaces those two rules' part when higher,
+``exact_s`` adds an exact CP-SAT model of ``day_utilization``, ``buffer`` and
+``free_fragmentation`` over per-day patterns (:mod:`.health_model`): its proven bound replaces
+those rules' part when higher,
 and it gives the lexicographic floor :attr:`HealthFloor.least_warning` (issue 26 item 5).
 """
 
@@ -175,9 +176,9 @@ def health_floor(
     second): a floor is all or nothing, never half computed.
 
     ``exact_s``: when positive, the wall-clock limit of the exact model of the per-day rules
-    (:mod:`.health_model`: blocks against each day's free runs, ``day_utilization`` and
-    ``buffer`` together, model building included; ``num_workers``: its CP-SAT workers, set
-    explicitly), which raises those two rules' part of the floor to its proven bound and sets
+    (:mod:`.health_model`: blocks against each day's free runs, ``day_utilization``,
+    ``buffer`` and ``free_fragmentation`` together, model building included; ``num_workers``:
+    its CP-SAT workers, set explicitly), which raises those rules' part of the floor to its proven bound and sets
     :attr:`HealthFloor.least_warning` (the lexicographic floor); past its limit (or the
     ``deadline``) it claims nothing and the relaxation's figures stand. Off by default:
     ``analyze_health`` computes a floor on every new key in a millisecond budget, while the
@@ -687,8 +688,8 @@ def _tighten(
     num_workers: int,
     work_s: float | None = None,
 ) -> None:
-    """Raise the floor's ``day_utilization`` + ``buffer`` + ``free_fragmentation`` part to the exact model's proven
-    bound (:mod:`.health_model`) when it is higher; a bound not proven in time changes
+    """Raise the floor's ``day_utilization`` + ``buffer`` + ``free_fragmentation`` part to the
+    exact model's proven bound (:mod:`.health_model`) when it is higher; a bound not proven in time changes
     nothing. The model's answers are remembered by everything it reads (a proven one for good,
     an unproven one for calls with no more time)."""
     items, fixed_hosts, floating = exact_items(state, movable)
@@ -717,7 +718,7 @@ def _tighten(
     new_cw = max(old_cw, result.critical_warning, new_c)
     if result.lex_warning is not None and new_c == result.critical:
         # A schedule with the floor's criticals has every rule at its critical bound, so the
-        # two rules here at the model's least criticals: their warnings are at least the
+        # rules here at the model's least criticals: their warnings are at least the
         # model's least warnings there, the other rules' at least their own bounds'.
         least = other_w + max(result.lex_warning, new_cw - new_c)
     else:
@@ -835,6 +836,9 @@ def realise(
         longest blocks first, the most restricted items first, items alike tried once), or
         None."""
         order = sorted(need, reverse=True)
+        # the most restricted items first: a day that can take one should (the others fit
+        # more days of the kind)
+        candidates = sorted(pool, key=lambda k: sum(items[k].allowed))
         row = used[day - 1].copy()
         chosen: list[tuple[int, int]] = []
 
@@ -843,11 +847,9 @@ def realise(
                 return True
             n = order[j]
             tried: set[tuple[bool, ...]] = set()
-            # the most restricted items first: a day that can take one should (the others fit
-            # more days of the kind)
-            for k, c in sorted(pool.items(), key=lambda e: sum(items[e[0]].allowed)):
+            for k in candidates:
                 it = items[k]
-                if not c or it.length != n or it.allowed in tried:
+                if not pool[k] or it.length != n or it.allowed in tried:
                     continue
                 tried.add(it.allowed)
                 allowed = it.allowed

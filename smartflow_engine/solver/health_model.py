@@ -25,7 +25,7 @@ the model's rate is never above a real schedule's.
 The population it covers contains every schedule :mod:`.health_floor` bounds (blocks of a placed
 task move independently, banned periods only restrict the days an item may take, host capacity is
 counted generously), so its objective bound, proven by CP-SAT within the wall-clock limit, is a
-lower bound on those two rules' issues in every schedule. A solve that proves no bound in time
+lower bound on those rules' issues in every schedule. A solve that proves no bound in time
 claims nothing (``proven`` false); the caller then keeps its relaxation's figures.
 """
 
