@@ -204,7 +204,8 @@ def call(
         err_console.print("[red]smartflow: --args is not JSON: nested too deeply[/red]")
         raise typer.Exit(2) from None
     tb = Toolbox(loaded)
-    # The solving tools show the solver's status line above a second (their default limit is 2 s).
+    # The solving tools show the solver's status line above a second (their default limits are
+    # 2 s or more).
     limit = parsed.get("time_limit_s", 2.0) if isinstance(parsed, dict) else 0.0
     solving = (
         tool in _STATUS_TOOLS and isinstance(limit, int | float) and not isinstance(limit, bool)

@@ -60,7 +60,7 @@ import numpy as np
 
 from ..concepts import movable
 from ..concepts import subject_of as study_subject  # the subject health_facts counts
-from ..health_facts import MIN_BUFFER, grid_day_facts
+from ..health_facts import MIN_BUFFER, free_runs, grid_day_facts, usable_periods
 from ..rules import (
     IssueDimension,
     IssueRule,
@@ -764,6 +764,54 @@ def _inside(state: ScheduleState, t: Task) -> bool:
     return all(cls.start_day <= b.day <= cls.end_day for b in t.slots)
 
 
+PACK_NODES = 400  # search steps per day when realise packs a day's blocks (see realise)
+
+
+def _give_out(
+    spots: dict[int, list[tuple[int, int, int | None]]],
+    members: list[list[int]],
+    subject: Callable[[int], str],
+    length: dict[int, int],
+    fixed_days: dict[str, list[int]],
+) -> list[Placement]:
+    """The places of each item (``spots``: item -> (day, 0-based start, host)) given to tasks
+    of that item (``members``), in day order: each place to the task whose subject has waited
+    longest since its last session (its own fixed ones, ``fixed_days``, included; the start of
+    the window for a subject not yet seen). Ties: the subject's name, then the task's order.
+    (Weighing the wait by each subject's share of the sessions was tried: on the floor
+    benchmark's open windows it met the floor on 2 fewer; docs/decisions.md.)"""
+    places = sorted(
+        ((day, start, host, k) for k, got in spots.items() for day, start, host in got),
+        key=lambda p: (p[0], p[1], p[3]),
+    )
+    left = {k: list(members[k]) for k in spots}
+    fixed = {name: sorted(days) for name, days in fixed_days.items()}
+    last: dict[str, int] = {}
+    out = []
+    for day, start, host, k in places:
+        best = None
+        for order, t in enumerate(left[k]):
+            name = subject(t)
+            seen = fixed.get(name, [])
+            before = seen[bisect.bisect_right(seen, day) - 1] if seen and seen[0] <= day else 0
+            since = day - max(last.get(name, 0), before)
+            key = (-since, name, order)
+            if best is None or key < best[0]:
+                best = (key, order)
+        assert best is not None  # every place has a task of its item
+        t = left[k].pop(best[1])
+        last[subject(t)] = day
+        n = length[k]
+        out.append(Placement(t, day, start + 1, start + n, host))
+    return out
+
+
+def _usable(taken: np.ndarray) -> int:
+    """Usable free periods of a day (``taken``: its periods held), as health_facts counts them."""
+    rows, _, lengths = free_runs(~taken[None, :])
+    return int(usable_periods(rows, lengths, 1)[0])
+
+
 def realise(
     state: ScheduleState,
     level: Level = "normal",
@@ -773,13 +821,18 @@ def realise(
     time_limit_s: float,
     num_workers: int = 1,
     work_s: float | None = None,
+    short_ok: bool = False,
+    dropped: list[int] | None = None,
 ) -> list[Placement] | None:
     """A schedule of the floor's population built from the exact model's lexicographically best
     solution (:mod:`.health_model`): each day takes its pattern's blocks (packed into its free
     periods off each block's banned ones, by a small search), guests go into the host blocks of
     their day, and what does not fit so goes to the first place its class allows. ``None`` when
     the model found no solution in time, a movable task holds several blocks, or the blocks
-    cannot all be placed with ``pending_periods`` pending periods. A suggested task left
+    cannot all be placed with ``pending_periods`` pending periods (with ``short_ok``, what could
+    be placed is returned instead: the model's day patterns count a day's periods that any of
+    its items may use, so a day's blocks do not always pack, and a caller may complete the rest
+    exactly, as :func:`.placement._exact_start` does). A suggested task left
     outside its class's days (the floor lets it go anywhere, the writes keep a moved task
     inside them) stays where it stands. A reference for benchmarks
     and searches (every placement is checked against the grid): its counts are whatever the
@@ -832,18 +885,31 @@ def realise(
 
     def pack(day: int, need: list[int], pool: dict[int, int]) -> list[tuple[int, int]] | None:
         """Items of ``pool`` (item -> how many are left) and starts (0-based) for blocks of the
-        lengths ``need`` on ``day``, each item in periods its class allows (a small search:
-        longest blocks first, the most restricted items first, items alike tried once), or
-        None."""
+        lengths ``need`` on ``day``, each item in periods its class allows, or None. A small
+        search (longest blocks first, the most restricted items first, items alike tried once,
+        at most :data:`PACK_NODES` steps) for the packing that leaves the day the most usable
+        free periods, as the model's pattern counts them (its buffer and fragmentation follow);
+        the chosen items are taken from ``pool``."""
         order = sorted(need, reverse=True)
         # the most restricted items first: a day that can take one should (the others fit
         # more days of the kind)
         candidates = sorted(pool, key=lambda k: sum(items[k].allowed))
         row = used[day - 1].copy()
+        most = int(np.count_nonzero(~row)) - sum(need)  # free periods left: usable at most
         chosen: list[tuple[int, int]] = []
+        best: list[Any] = [None, []]  # usable periods, packing
+        steps = [0]
 
         def go(j: int) -> bool:
+            """Extend the packing from block ``j``; True: stop (the best possible is found,
+            or the steps are spent)."""
+            steps[0] += 1
             if j == len(order):
+                got = _usable(row)
+                if best[0] is None or got > best[0]:
+                    best[0], best[1] = got, list(chosen)
+                return got >= most or steps[0] >= PACK_NODES
+            if steps[0] >= PACK_NODES:
                 return True
             n = order[j]
             tried: set[tuple[bool, ...]] = set()
@@ -858,21 +924,28 @@ def realise(
                         row[s : s + n] = True
                         pool[k] -= 1
                         chosen.append((k, s))
-                        if go(j + 1):
-                            return True
+                        stop = go(j + 1)
                         chosen.pop()
                         pool[k] += 1
                         row[s : s + n] = False
+                        if stop:
+                            return True
             return False
 
-        return list(chosen) if go(0) else None
+        go(0)
+        if best[0] is None:
+            return None
+        for k, _ in best[1]:
+            pool[k] -= 1
+        packed: list[tuple[int, int]] = best[1]
+        return packed
+
+    spots: dict[int, list[tuple[int, int, int | None]]] = {}  # item -> (day, start, host)
 
     def put(k: int, day: int, start: int, host: int | None = None) -> None:
-        tid = members[k].pop()
-        n = items[k].length
-        out.append(Placement(tid, day, start + 1, start + n, host))
+        spots.setdefault(k, []).append((day, start, host))
         if host is None:
-            used[day - 1, start : start + n] = True
+            used[day - 1, start : start + items[k].length] = True
 
     for days, pats, counts, guests in result.solution["kinds"]:
         vecs = [vec for vec, c in pats.items() for _ in range(c)]
@@ -882,6 +955,8 @@ def realise(
                 n for n, m in zip(result.solution["lengths"], vec, strict=True) for _ in range(m)
             ]
             placed = pack(d0 + 1, need, pool)
+            if placed is None and dropped is not None:
+                dropped.append(d0 + 1)
             while placed is None and need:  # drop the shortest block (it goes to leftovers)
                 need.pop(need.index(min(need)))
                 placed = pack(d0 + 1, need, pool)
@@ -924,8 +999,23 @@ def realise(
                 return None
             continue
         put(k, first[0], first[1])
+    # Which task takes which of its item's places: the model does not see subjects (the
+    # subject-gap rule reads the longest stretch of days without a subject), so the places are
+    # given out in day order, each to the task of its item whose subject has waited longest.
+    fixed_days: dict[str, list[int]] = {}
+    for t in state.tasks:
+        name = study_subject(t)
+        if name is not None and t.state_id not in movable_ids:
+            fixed_days.setdefault(name, []).extend(b.day for b in t.slots)
+    out += _give_out(
+        spots,
+        members,
+        lambda t: study_subject(tasks[t]) or "",
+        {k: it.length for k, it in enumerate(items)},
+        fixed_days,
+    )
     done = sum(p.length for p in out if tasks[p.task_id].status == "pending")
-    return out if done >= pending_periods else None
+    return out if short_ok or done >= pending_periods else None
 
 
 # ---------------------------------------------------------------------------------- cache

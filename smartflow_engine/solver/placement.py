@@ -330,6 +330,12 @@ def _propose_scope(
             min(cal.exact_floor_share * time_limit_s, search_stop - time.perf_counter()),
             num_workers,
             cal.exact_floor_share * effort,
+            complete_by=min(
+                search_stop,
+                time.perf_counter()
+                + (cal.exact_floor_share + cal.exact_complete_share) * time_limit_s,
+            ),
+            calibration=cal,
         )
         if exact is not None:
             candidates.append(("exact", exact))
@@ -472,20 +478,30 @@ def _exact_start(
     time_limit_s: float,
     num_workers: int,
     work_s: float | None = None,
+    complete_by: float | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> list[Placement] | None:
     """The exact model's lexicographically best schedule of the per-day rules
     (:func:`.health_floor.realise`) as a start placing ``target`` periods, the scope tasks it
     leaves where they stand (a suggested task outside its class's days) kept there; None when
     the model found none in ``time_limit_s`` (wall clock, model building included) or a block
     is not a valid place of the problem (checked here: every scope task once, its group's
-    length, days and periods, free periods or a free part of a host block)."""
+    length, days and periods, free periods or a free part of a host block).
+
+    The model's day patterns count the periods any of a day's items may use, so a day's blocks
+    do not always pack into the periods each item's class allows: what ``realise`` could not
+    place is then placed exactly in the space left (:func:`.counting.max_placeable` on the
+    residual problem, by ``complete_by``), first around everything realised, then, when that
+    falls short, with the realised blocks of the days that lost one taken out again."""
     if time_limit_s <= 0.01:
         return None
+    t0 = time.perf_counter()
     scope = {t for g in problem.groups for t in g.task_ids}
     tasks = {t.state_id: t for t in state.tasks}
     fixed = sum(tasks[t].need() for t in scope if tasks[t].status != "pending")
     if target < fixed:
         return None
+    dropped: list[int] = []
     found = realise(
         state,
         threshold,
@@ -494,12 +510,80 @@ def _exact_start(
         time_limit_s=time_limit_s,
         num_workers=num_workers,
         work_s=work_s,
+        short_ok=True,
+        dropped=dropped,
     )
     if found is None:
         return None
     have = {pl.task_id for pl in found}
     found += [pl for tid, pl in problem.current.items() if tid not in have]
+    if sum(pl.length for pl in found if pl.task_id in scope) < target:
+        by = t0 + time_limit_s if complete_by is None else complete_by
+        evaluator = HealthEvaluator(state, scope, threshold, 0)
+        found = _complete_start(
+            problem,
+            found,
+            target,
+            set(dropped),
+            evaluator,
+            by,
+            num_workers,
+            calibration=calibration,
+        )
+        if found is None:
+            return None
     return found if _valid_start(problem, found, target) else None
+
+
+def _complete_start(
+    problem: Problem,
+    placements: list[Placement],
+    target: int,
+    dropped: set[int],
+    evaluator: HealthEvaluator,
+    deadline: float,
+    num_workers: int,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+) -> list[Placement] | None:
+    """``placements`` (short of ``target`` periods) completed by the exact maximum of the
+    residual problem (see :func:`_exact_start`; ``dropped``: the days whose pattern did not
+    pack): around every block, then without the blocks of the days in ``dropped``, then also
+    without every block of the lengths those days wanted. The exact maximum does not look at the
+    health rules, so of the tries that reach ``target`` (by ``deadline``) the one with the least
+    (critical, warning) by ``evaluator`` is returned; None when none does."""
+    if not _valid_start(problem, placements, sum(pl.length for pl in placements)):
+        return None
+    tries = [placements]
+    kept = [pl for pl in placements if pl.day not in dropped]
+    if len(kept) < len(placements):
+        tries.append(kept)
+    # the blocks of the lengths those days wanted, wherever they went (a day's items of one
+    # length may be the ones that fit another day's periods)
+    scope = {t for g in problem.groups for t in g.task_ids}
+    duration = {t: g.duration for g in problem.groups for t in g.task_ids}
+    missing = scope - {pl.task_id for pl in placements}
+    lengths = {duration[t] for t in missing} | {pl.length for pl in placements if pl.day in dropped}
+    wider = [pl for pl in kept if pl.length not in lengths or pl.task_id not in scope]
+    if len(wider) < len(kept):
+        tries.append(wider)
+    found: list[tuple[tuple[int, int], int, list[Placement]]] = []
+    for keep in tries:
+        left = deadline - time.perf_counter()
+        if left <= 0.01:
+            break
+        done = sum(pl.length for pl in keep)
+        rest = max_placeable(
+            residual(problem, keep),
+            time_limit_s=left,
+            num_workers=num_workers,
+            deadline=deadline,
+            calibration=calibration,
+        )
+        if done + rest.best >= target:
+            complete = keep + rest.witness
+            evaluator.set_placements(complete)
+            found.append((evaluator.counts_now().key, len(found), complete))
+    return min(found)[2] if found else None
 
 
 def _valid_start(problem: Problem, placements: list[Placement], target: int) -> bool:

@@ -445,3 +445,71 @@ def test_a_proposal_from_the_exact_schedule_reaches_the_floors_criticals() -> No
     assert proposal.start == "exact"
     assert proposal.floor is not None and proposal.critical is not None
     assert proposal.critical == proposal.floor[0] == 14
+
+
+def test_a_start_whose_days_do_not_pack_is_completed_exactly() -> None:
+    """Tests, on the 13-day tight window with task classes (seed 501), where a day of the exact
+    model's schedule cannot hold its blocks in the periods their classes allow (the model
+    counts a day's periods any of its items may use), that ``realise`` alone falls short of the
+    pending periods (None), that the start completes it exactly (the proven maximum, a valid
+    schedule through the write path) with the floor's criticals, and that the proposal starts
+    from it and reaches the floor, where the counting model's start stays at 15 criticals."""
+    from smartflow_engine.solver.counting import max_placeable
+    from smartflow_engine.solver.placement import _exact_start
+
+    state = synthetic_window(501, 13, variant="tight", with_task_classes=True)
+    problem = build_problem(state, by_subject=True)
+    scope = {t for g in problem.groups for t in g.task_ids}
+    target = max_placeable(problem, time_limit_s=5.0, num_workers=1).best
+    pending = sum(t.need() for t in state.pending_tasks())
+    assert target == pending
+    assert realise(state, "normal", pending_periods=pending, scope=scope, time_limit_s=5.0) is None
+    dropped: list[int] = []
+    short = realise(
+        state,
+        "normal",
+        pending_periods=pending,
+        scope=scope,
+        time_limit_s=5.0,
+        short_ok=True,
+        dropped=dropped,
+    )
+    assert short is not None and dropped
+    assert sum(p.length for p in short) < target
+    floor = health_floor(state, "normal", pending_periods=pending, scope=scope, exact_s=10.0)
+    start = _exact_start(state, problem, target, "normal", 5.0, 1)
+    assert start is not None and sum(p.length for p in start) == target
+    applied = apply_placements(state, start)  # the write path accepts every block
+    assert not applied.pending_tasks()
+    c, _ = health_key(applied, "normal")
+    assert c == floor.critical == 14
+    proposal = propose_placement(state, time_limit_s=6.0, seed=0)
+    assert proposal.start == "exact"
+    assert proposal.critical is not None and proposal.warning is not None
+    assert floor.meets(proposal.critical, proposal.warning)
+
+
+def test_places_go_to_the_subject_that_waited_longest() -> None:
+    """Tests how ``realise`` gives an item's places to its tasks (the model does not see
+    subjects): in day order, each to the task whose subject has waited longest, so two subjects
+    of three tasks each alternate over six days (handing them out in task order put each
+    subject's three on three days in a row, a gap of three days), a subject's own fixed session
+    counts as its last one, and every place goes to a task of its own item, once."""
+    from smartflow_engine.solver.health_floor import _give_out
+
+    subject = {1: "A", 2: "A", 3: "A", 4: "B", 5: "B", 6: "B", 7: "A", 8: "B"}.__getitem__
+    spots = {0: [(d, 0, None) for d in (6, 5, 4, 3, 2, 1)]}
+    out = _give_out(spots, [[1, 2, 3, 4, 5, 6]], subject, {0: 2}, {})
+    by_day = [subject(p.task_id) for p in sorted(out, key=lambda p: p.day)]
+    assert by_day in (["A", "B", "A", "B", "A", "B"], ["B", "A", "B", "A", "B", "A"])
+    assert sorted(p.task_id for p in out) == [1, 2, 3, 4, 5, 6]
+    assert all((p.slot_start, p.slot_end) == (1, 2) for p in out)
+    # B studied on day 1 already (a fixed session): A goes first
+    out = _give_out({0: [(2, 0, None), (3, 0, None)]}, [[7, 8]], subject, {0: 2}, {"B": [1]})
+    assert [subject(p.task_id) for p in sorted(out, key=lambda p: p.day)] == ["A", "B"]
+    # two items: each place keeps its item's length, and a task never leaves its item
+    spots2 = {0: [(1, 0, None), (3, 0, None)], 1: [(2, 4, 9)]}
+    out = _give_out(spots2, [[1, 4], [2, 5]], subject, {0: 2, 1: 3}, {})
+    assert {p.task_id for p in out if p.length == 2} == {1, 4}
+    assert len(out) == 3 and {p.task_id for p in out if p.length == 3} <= {2, 5}
+    assert next(p for p in out if p.length == 3).embed_host == 9

@@ -319,6 +319,33 @@ def test_proposal_tools_count_the_whole_call(
     assert seen["seed"] == 4
 
 
+@pytest.mark.parametrize("tool", ["propose_placement", "apply_proposal"])
+@pytest.mark.parametrize(("days", "limit"), [(13, 2.0), (30, 2.0), (66, 3.0), (120, 4.5)])
+def test_a_proposal_without_a_limit_gets_one_by_the_windows_days(
+    tool: str, days: int, limit: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests the proposal tools' default limit (issue 26, docs/decisions.md): 2 s up to 30 days,
+    1 s more per 36 days beyond, at most 4.5 s; the deterministic work follows it, and an
+    asked limit is still the limit."""
+    import smartflow_engine.tools_adapter.tools.solver as solver_tools
+
+    assert solver_tools.proposal_limit(days) == pytest.approx(limit)
+    seen: list[float] = []
+
+    def spy(state: ScheduleState, **kw: Any) -> Any:
+        seen.append(kw["work_limit_s"])
+        return propose_placement(state, **{**kw, "time_limit_s": 0.3, "work_limit_s": 0.05})
+
+    monkeypatch.setattr(solver_tools, "propose_placement", spy)
+    state = synthetic_window(3, days)
+    Toolbox(state.copy_state(), max_time_limit_s=10.0).call(tool, {})
+    Toolbox(state.copy_state(), max_time_limit_s=10.0).call(tool, {"time_limit_s": 1.0})
+    assert seen == [
+        pytest.approx(DEFAULT_CALIBRATION.work_share * limit),
+        pytest.approx(DEFAULT_CALIBRATION.work_share * 1.0),
+    ]
+
+
 def test_apply_proposal_with_allow_late_applies_the_late_block() -> None:
     """Tests that apply_proposal {allow_late: true} writes the block the proposal puts after its
     class window (the write path honours the caller's late permission), while a plain move of a

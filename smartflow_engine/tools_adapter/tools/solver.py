@@ -102,6 +102,20 @@ _TERM_WORDS = {
 _MAX_DAYS_LISTED = 12
 
 
+# The limit of propose_placement / apply_proposal when the call gives none (issue 26): a longer
+# window gets more of the search and of the exact model's time, within the issue's goals
+# (apply_proposal {} at most 2 s on 30 days, 5 s on 120): 2 s up to 30 days, 1 s more per
+# 36 days beyond, at most 4.5 s. See docs/decisions.md.
+PROPOSAL_LIMIT_S = (2.0, 30, 36.0, 4.5)  # base, days it covers, days per extra second, most
+PROPOSAL_LIMIT_TEXT = "缺省按窗口天数：30天及以内2秒，此后每多36天加1秒，至多4.5秒"
+
+
+def proposal_limit(num_days: int) -> float:
+    """The default limit of a proposal on a window of ``num_days`` days (see above)."""
+    base, covered, per, most = PROPOSAL_LIMIT_S
+    return min(most, base + max(0, num_days - covered) / per)
+
+
 def _limit(ctx: ToolContext, asked: float) -> float:
     return min(float(asked), float(ctx.max_time_limit_s))
 
@@ -299,7 +313,9 @@ def _scoped(ctx: ToolContext, args: _Scoped) -> _Scoped:
 
 
 class ProposeArgs(Args):
-    time_limit_s: TimeLimit = 2.0
+    time_limit_s: TimeLimit | None = Field(
+        default=None, description=f"求解时间上限（秒），受服务端上限约束；{PROPOSAL_LIMIT_TEXT}"
+    )
     seed: Seed = 0
     include_suggested: StrictBool | None = Field(default=None, description=SCOPE_SUGGESTED)
     allow_late: StrictBool = Field(
@@ -398,7 +414,8 @@ def _proposal(
     """
     state = ctx.state
     assert state is not None
-    clock = _clock(ctx, args.time_limit_s)
+    asked = args.time_limit_s
+    clock = _clock(ctx, proposal_limit(state.num_days) if asked is None else asked)
     movable = len(state.pending_tasks())
     if args.keep_placed or args.include_suggested:
         movable += sum(1 for t in state.tasks if t.status == "suggested")
@@ -561,7 +578,9 @@ class ApplyArgs(Args):
         max_length=MAX_BATCH,
         description=f"要应用的放置（1-{MAX_BATCH}项）；不传则按其余参数计算粗排方案并整体应用",
     )
-    time_limit_s: TimeLimit = 2.0
+    time_limit_s: TimeLimit | None = Field(
+        default=None, description=f"求解时间上限（秒），受服务端上限约束；{PROPOSAL_LIMIT_TEXT}"
+    )
     seed: Seed = 0
     include_suggested: StrictBool | None = Field(default=None, description=SCOPE_SUGGESTED)
     allow_late: StrictBool = False
