@@ -137,6 +137,9 @@ class Calibration:
     # When the exact model's days do not all pack (see .placement._exact_start), the exact
     # maximum of what is left may take up to this share of the limit more (from the search's).
     exact_complete_share: float = 0.1
+    # Search steps per day when .health_floor.realise packs a day's blocks for the most usable
+    # free periods (a day holds a dozen periods: the packings are few; the first found counts).
+    realise_pack_steps: int = 400
 
     # -------------------------------------------------------------------------- greedy packing
     # (:mod:`.baselines`, :mod:`.counting`)

@@ -72,6 +72,7 @@ from ..rules import (
 )
 from ..state import ScheduleState, Task, runs
 from ._cpsat import OutOfTime
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, Item, exact_days
 from .problem import Placement, rule_for
 
@@ -764,9 +765,6 @@ def _inside(state: ScheduleState, t: Task) -> bool:
     return all(cls.start_day <= b.day <= cls.end_day for b in t.slots)
 
 
-PACK_NODES = 400  # search steps per day when realise packs a day's blocks (see realise)
-
-
 def _give_out(
     spots: dict[int, list[tuple[int, int, int | None]]],
     members: list[list[int]],
@@ -823,6 +821,7 @@ def realise(
     work_s: float | None = None,
     short_ok: bool = False,
     dropped: list[int] | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> list[Placement] | None:
     """A schedule of the floor's population built from the exact model's lexicographically best
     solution (:mod:`.health_model`): each day takes its pattern's blocks (packed into its free
@@ -887,9 +886,9 @@ def realise(
         """Items of ``pool`` (item -> how many are left) and starts (0-based) for blocks of the
         lengths ``need`` on ``day``, each item in periods its class allows, or None. A small
         search (longest blocks first, the most restricted items first, items alike tried once,
-        at most :data:`PACK_NODES` steps) for the packing that leaves the day the most usable
-        free periods, as the model's pattern counts them (its buffer and fragmentation follow);
-        the chosen items are taken from ``pool``."""
+        at most ``calibration.realise_pack_steps`` steps) for the packing that leaves the day
+        the most usable free periods, as the model's pattern counts them (its buffer and
+        fragmentation follow); the chosen items are taken from ``pool``."""
         order = sorted(need, reverse=True)
         # the most restricted items first: a day that can take one should (the others fit
         # more days of the kind)
@@ -898,6 +897,7 @@ def realise(
         most = int(np.count_nonzero(~row)) - sum(need)  # free periods left: usable at most
         chosen: list[tuple[int, int]] = []
         best: list[Any] = [None, []]  # usable periods, packing
+        pack_steps = calibration.realise_pack_steps
         steps = [0]
 
         def go(j: int) -> bool:
@@ -908,8 +908,8 @@ def realise(
                 got = _usable(row)
                 if best[0] is None or got > best[0]:
                     best[0], best[1] = got, list(chosen)
-                return got >= most or steps[0] >= PACK_NODES
-            if steps[0] >= PACK_NODES:
+                return got >= most or steps[0] >= pack_steps
+            if steps[0] >= pack_steps:
                 return True
             n = order[j]
             tried: set[tuple[bool, ...]] = set()

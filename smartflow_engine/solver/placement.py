@@ -512,6 +512,7 @@ def _exact_start(
         work_s=work_s,
         short_ok=True,
         dropped=dropped,
+        calibration=calibration,
     )
     if found is None:
         return None

@@ -68,6 +68,7 @@ DOCUMENTED = {
     "one_search_share": 1.0,
     "exact_floor_share": 0.4,
     "exact_complete_share": 0.1,
+    "realise_pack_steps": 400,
     "soft_eval_factor": 1.3,
     "soft_health_part": 0.8,
     "soft_history": 20,
