@@ -49,6 +49,7 @@ and it gives the lexicographic floor :attr:`HealthFloor.least_warning` (issue 26
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import math
 import time
@@ -782,25 +783,31 @@ def _give_out(
         ((day, start, host, k) for k, got in spots.items() for day, start, host in got),
         key=lambda p: (p[0], p[1], p[3]),
     )
-    left = {k: list(members[k]) for k in spots}
+    # per item, its tasks by subject, each subject's in the tasks' order (the first one left
+    # is the one a tie on the subject goes to)
+    queues: dict[int, dict[str, collections.deque[int]]] = {}
+    for k in spots:
+        by = queues[k] = {}
+        for t in members[k]:
+            by.setdefault(subject(t), collections.deque()).append(t)
     fixed = {name: sorted(days) for name, days in fixed_days.items()}
     last: dict[str, int] = {}
     out = []
     for day, start, host, k in places:
-        best = None
-        for order, t in enumerate(left[k]):
-            name = subject(t)
+        best: tuple[int, str] | None = None
+        for name, queue in queues[k].items():
+            if not queue:
+                continue
             seen = fixed.get(name, [])
             before = seen[bisect.bisect_right(seen, day) - 1] if seen and seen[0] <= day else 0
-            since = day - max(last.get(name, 0), before)
-            key = (-since, name, order)
-            if best is None or key < best[0]:
-                best = (key, order)
+            key = (max(last.get(name, 0), before) - day, name)  # longest wait first
+            if best is None or key < best:
+                best = key
         assert best is not None  # every place has a task of its item
-        t = left[k].pop(best[1])
-        last[subject(t)] = day
-        n = length[k]
-        out.append(Placement(t, day, start + 1, start + n, host))
+        name = best[1]
+        t = queues[k][name].popleft()
+        last[name] = day
+        out.append(Placement(t, day, start + 1, start + length[k], host))
     return out
 
 

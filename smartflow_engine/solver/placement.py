@@ -491,8 +491,7 @@ def _exact_start(
     The model's day patterns count the periods any of a day's items may use, so a day's blocks
     do not always pack into the periods each item's class allows: what ``realise`` could not
     place is then placed exactly in the space left (:func:`.counting.max_placeable` on the
-    residual problem, by ``complete_by``), first around everything realised, then, when that
-    falls short, with the realised blocks of the days that lost one taken out again."""
+    residual problem, by ``complete_by``; see :func:`_complete_start`)."""
     if time_limit_s <= 0.01:
         return None
     t0 = time.perf_counter()
@@ -560,11 +559,10 @@ def _complete_start(
         tries.append(kept)
     # the blocks of the lengths those days wanted, wherever they went (a day's items of one
     # length may be the ones that fit another day's periods)
-    scope = {t for g in problem.groups for t in g.task_ids}
     duration = {t: g.duration for g in problem.groups for t in g.task_ids}
-    missing = scope - {pl.task_id for pl in placements}
+    missing = duration.keys() - {pl.task_id for pl in placements}
     lengths = {duration[t] for t in missing} | {pl.length for pl in placements if pl.day in dropped}
-    wider = [pl for pl in kept if pl.length not in lengths or pl.task_id not in scope]
+    wider = [pl for pl in kept if pl.length not in lengths]
     if len(wider) < len(kept):
         tries.append(wider)
     found: list[tuple[tuple[int, int], int, list[Placement]]] = []

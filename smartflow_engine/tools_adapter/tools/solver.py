@@ -107,7 +107,11 @@ _MAX_DAYS_LISTED = 12
 # (apply_proposal {} at most 2 s on 30 days, 5 s on 120): 2 s up to 30 days, 1 s more per
 # 36 days beyond, at most 4.5 s. See docs/decisions.md.
 PROPOSAL_LIMIT_S = (2.0, 30, 36.0, 4.5)  # base, days it covers, days per extra second, most
-PROPOSAL_LIMIT_TEXT = "缺省按窗口天数：30天及以内2秒，此后每多36天加1秒，至多4.5秒"
+PROPOSAL_LIMIT_TEXT = (
+    "缺省按窗口天数：{1}天及以内{0:g}秒，此后每多{2:g}天加1秒，至多{3:g}秒".format(
+        *PROPOSAL_LIMIT_S
+    )
+)
 
 
 def proposal_limit(num_days: int) -> float:
