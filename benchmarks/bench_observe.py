@@ -559,11 +559,7 @@ def run(quick: bool = False) -> str:
             f"{_pct(_median(both))} | {_pct(q1)} .. {_pct(q3)} |"
         )
     obs = _median(observer)
-    cheapest = min(
-        _median(cpu["off"][n])
-        for n, _, _ in REQUESTS
-        if n not in UNOBSERVED
-    )
+    cheapest = min(_median(cpu["off"][n]) for n, _, _ in REQUESTS if n not in UNOBSERVED)
     lines += [
         "",
         f"The observer's own work timed alone (request id, record, notes, metrics update, JSON "
