@@ -584,22 +584,22 @@ _EXACT_RULES = ("day_utilization", "buffer", "free_fragmentation")
 
 def exact_items(
     state: ScheduleState, movable: Callable[[Task], bool], members: list[list[int]] | None = None
-) -> tuple[list[Item], list[tuple[int, int]], list[int]]:
+) -> tuple[list[Item], list[tuple[int, int, int]], list[int]]:
     """The movable blocks as :class:`.health_model.Item` (alike ones counted together); the
-    host blocks a guest may use where they stay, (day, length), and the lengths of those that
-    move (a movable or pending host: it may stand anywhere). A pending task is one block of its
+    host blocks a guest may use where they stay, (day, first period, length), and the lengths
+    of those that move (a movable or pending host: it may stand anywhere). A pending task is one block of its
     need; each block of a placed task is an item of its own (they move independently in the
     model: a larger population, so the bound stays sound)."""
     memo: dict[Any, Any] = {}
     counts: dict[tuple[Any, ...], int] = {}
-    fixed_hosts: list[tuple[int, int]] = []
+    fixed_hosts: list[tuple[int, int, int]] = []
     floating: list[int] = []
     for t in state.tasks:
         if t.can_embed and not t.locked:  # a host block a guest may take
             if movable(t) or t.status == "pending":
                 floating += [t.need()] if t.status == "pending" else [b.length for b in t.slots]
             else:
-                fixed_hosts += [(b.day, b.length) for b in t.slots]
+                fixed_hosts += [(b.day, b.slot_start, b.length) for b in t.slots]
         if not movable(t):
             continue
         lo, hi, allowed = _reach(state, t, memo)
@@ -625,7 +625,7 @@ def exact_items(
 def _exact(
     fixed_owner: np.ndarray,
     items: list[Item],
-    fixed_hosts: list[tuple[int, int]],
+    fixed_hosts: list[tuple[int, int, int]],
     floating: list[int],
     *,
     level: Level,
@@ -829,6 +829,7 @@ def realise(
     short_ok: bool = False,
     dropped: list[int] | None = None,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    spread: bool = True,
 ) -> list[Placement] | None:
     """A schedule of the floor's population built from the exact model's lexicographically best
     solution (:mod:`.health_model`): each day takes its pattern's blocks (packed into its free
@@ -836,11 +837,16 @@ def realise(
     their day, and what does not fit so goes to the first place its class allows. ``None`` when
     the model found no solution in time, a movable task holds several blocks, or the blocks
     cannot all be placed with ``pending_periods`` pending periods (with ``short_ok``, what could
-    be placed is returned instead: the model's day patterns count a day's periods that any of
-    its items may use, so a day's blocks do not always pack, and a caller may complete the rest
-    exactly, as :func:`.placement._exact_start` does). A suggested task left
+    be placed is returned instead: the packing search is bounded, guests and leftovers go by
+    first fit, and a day past :data:`.health_model.MAX_PATTERNS` is modelled by the union of
+    its masks, so a day's blocks may not pack; a caller may complete the rest exactly, as
+    :func:`.placement._exact_start` does). A suggested task left
     outside its class's days (the floor lets it go anywhere, the writes keep a moved task
-    inside them) stays where it stands. A reference for benchmarks
+    inside them) stays where it stands. Days of a kind are interchangeable in the model: with
+    ``spread``, each pattern's days spread evenly over its kind's days and alike items take
+    turns (the one put longest ago first), else they go in the solution's order (the subjects
+    then fall otherwise: neither is always better, a caller may try both; the model's
+    solve is remembered, so the second costs the packing alone). A reference for benchmarks
     and searches (every placement is checked against the grid): its counts are whatever the
     evaluator says, not the model's."""
     movable_ids = {
@@ -898,8 +904,11 @@ def realise(
         fragmentation follow); the chosen items are taken from ``pool``."""
         order = sorted(need, reverse=True)
         # the most restricted items first: a day that can take one should (the others fit
-        # more days of the kind)
-        candidates = sorted(pool, key=lambda k: sum(items[k].allowed))
+        # more days of the kind); among alike ones, the one placed longest ago (its tasks'
+        # subjects wait least)
+        candidates = sorted(
+            pool, key=lambda k: (sum(items[k].allowed), last_day.get(k, 0) if spread else 0)
+        )
         row = used[day - 1].copy()
         most = int(np.count_nonzero(~row)) - sum(need)  # free periods left: usable at most
         chosen: list[tuple[int, int]] = []
@@ -948,19 +957,28 @@ def realise(
         return packed
 
     spots: dict[int, list[tuple[int, int, int | None]]] = {}  # item -> (day, start, host)
+    last_day: dict[int, int] = {}  # item -> the last day it was put on
 
     def put(k: int, day: int, start: int, host: int | None = None) -> None:
         spots.setdefault(k, []).append((day, start, host))
+        last_day[k] = max(day, last_day.get(k, 0))
         if host is None:
             used[day - 1, start : start + items[k].length] = True
 
     for days, pats, counts, guests in result.solution["kinds"]:
-        vecs = [vec for vec, c in pats.items() for _ in range(c)]
+        # days alike are interchangeable: each pattern's days spread evenly over the kind's
+        # days (in day order), so that no item crowds into the kind's first days
+        vecs = [
+            vec
+            for _, _, vec in sorted(
+                ((j + 0.5) / c if spread else i, i, vec)
+                for i, (vec, c) in enumerate(pats.items())
+                for j in range(c)
+            )
+        ]
         pool = {k: c for k, c in counts.items()}
         for d0, vec in zip(days, vecs, strict=False):
-            need = [
-                n for n, m in zip(result.solution["lengths"], vec, strict=True) for _ in range(m)
-            ]
+            need = [n for (n, _), m in vec for _ in range(m)]
             placed = pack(d0 + 1, need, pool)
             if placed is None and dropped is not None:
                 dropped.append(d0 + 1)
@@ -970,7 +988,12 @@ def realise(
             for k, s in placed or []:
                 put(k, d0 + 1, s)
         left += [k for k, c in pool.items() for _ in range(c)]
-        for k, c in guests.items():
+        # the most restricted guests first (fewest allowed periods, then the longest): the
+        # model's guests fit the host blocks (Hall's condition), a first fit in that order
+        # almost always finds the places
+        for k, c in sorted(
+            guests.items(), key=lambda e: (sum(items[e[0]].allowed), -items[e[0]].length)
+        ):
             for _ in range(c):
                 ln, allowed = items[k].length, items[k].allowed
                 spot = next(

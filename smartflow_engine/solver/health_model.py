@@ -8,15 +8,21 @@ onto the days with long runs and push them over the utilisation bands, and a day
 may lose its buffer.
 
 This module decides, exactly, which blocks each day can hold: a day's *pattern* is how many
-blocks of each length it takes, and the patterns a day allows are those whose blocks pack into
-its free runs (enumerated per distinct run structure, shared by the days alike). Given a pattern
+blocks of each *type* it takes (a type: a length and the banned-period masks that allow the
+block where it stands), and the patterns a day allows are those whose blocks pack into its free
+runs (enumerated per distinct run structure, shared by the days alike; a pattern another one
+dominates is left out). An item fills only blocks its mask allows (Hall's condition per kind of
+day over the sets of masks), so classes that ban different periods are counted exactly, not by
+the union of what they allow; only a day with more patterns than :data:`MAX_PATTERNS` falls
+back to that union (bounded per mask by the free periods it allows). Given a pattern
 a day's load is known, so its ``day_utilization`` severity is, and whether it can keep a buffer
 (two usable free periods: some run keeps two periods once its blocks are pushed to one end).
 Every movable block of the population is one *item* (its length, the days its class allows, the
 free runs its banned periods leave it, whether it may sit in a host block instead); the model
 assigns item counts to days so that each day's counts are one of its patterns, every placed item
 stays placed, at least ``pending_min`` pending periods are placed, and guests (items in host
-blocks, which add no load) are at most the host blocks. It minimises the ``day_utilization``
+blocks, which add no load) fit the host blocks (Hall's condition over the host blocks of known
+places, off each guest's banned periods). It minimises the ``day_utilization``
 issues plus the window's ``buffer`` and ``free_fragmentation`` issues, critical ones in one
 solve and critical + warning in another. ``free_fragmentation`` reads the window's free periods
 (known from the patterns' loads) against its usable ones (each pattern's most, generously), so
@@ -33,7 +39,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,61 +94,155 @@ class ExactDays:
     wall_cut: bool = False
 
 
+# A block type: (length, the banned-period masks that allow it, as bits of the model's masks).
+BlockType = tuple[int, int]
+# A pattern: how many blocks of each type, as sorted (type, count) pairs (types a day lacks left
+# out).
+Pattern = tuple[tuple[BlockType, int], ...]
+
+
+def _plus(vec: Pattern, kind: BlockType) -> Pattern:
+    """``vec`` with one more block of ``kind``."""
+    got = dict(vec)
+    got[kind] = got.get(kind, 0) + 1
+    return tuple(sorted(got.items()))
+
+
+def _prune(pats: dict[Pattern, int]) -> dict[Pattern, int]:
+    """``pats`` (pattern → usable periods) without the patterns another one dominates: as many
+    blocks of each length, at least as many usable periods, and for every set of masks at
+    least as many blocks of each length some mask of the set allows (what Hall's condition in
+    the model reads: an item fills a block its mask allows). A dominated pattern is never
+    needed for an optimum, and a packing of the dominating one exists (it was enumerated)."""
+    if len(pats) < 2:
+        return pats
+    every = 0
+    for vec in pats:
+        for (_, allowed), _c in vec:
+            every |= allowed
+    bits = [b for b in range(every.bit_length()) if every >> b & 1]
+    if len(bits) > 4:
+        return pats  # (profiles too long to be worth it)
+    sets = [
+        sum(1 << b for b in sub)
+        for r in range(1, len(bits) + 1)
+        for sub in itertools.combinations(bits, r)
+    ]
+    groups: dict[tuple[tuple[int, int], ...], list[tuple[int, tuple[int, ...], Pattern]]] = {}
+    for vec, usable in pats.items():
+        per_len: dict[int, int] = {}
+        for (n, _), c in vec:
+            per_len[n] = per_len.get(n, 0) + c
+        lens = sorted(per_len)
+        profile = tuple(
+            sum(c for (m, t), c in vec if m == n and t & mask) for n in lens for mask in sets
+        )
+        groups.setdefault(tuple(sorted(per_len.items())), []).append((usable, profile, vec))
+    out: dict[Pattern, int] = {}
+    for members in groups.values():
+        if len(members) == 1:
+            out[members[0][2]] = members[0][0]
+            continue
+        members.sort(key=lambda m: (-m[0], [-x for x in m[1]]))
+        kept: list[tuple[int, tuple[int, ...]]] = []
+        for usable, profile, vec in members:
+            if any(
+                u >= usable and all(x >= y for x, y in zip(pr, profile, strict=True))
+                for u, pr in kept
+            ):
+                continue
+            kept.append((usable, profile))
+            out[vec] = usable
+    return out
+
+
 def _run_patterns(
-    run: int, parts: Sequence[int], lengths: Sequence[int], supply: Sequence[int]
-) -> dict[tuple[int, ...], int]:
-    """Every count vector (per length) of blocks packing into the allowed stretches ``parts``
-    of one free run of ``run`` periods → the most periods the run keeps free with it."""
-    width = len(lengths)
-    acc: dict[tuple[int, ...], int] = {(0,) * width: 0}
-    for part in parts:
-        ranges = [range(min(s, part // n) + 1) for n, s in zip(lengths, supply, strict=True)]
-        options = []
-        for vec in itertools.product(*ranges):
-            used = sum(c * n for c, n in zip(vec, lengths, strict=True))
-            if used <= part:
-                options.append((vec, used))
-        nxt: dict[tuple[int, ...], int] = {}
-        for vec, used0 in acc.items():
-            for add, used in options:
-                new = tuple(a + b for a, b in zip(vec, add, strict=True))
-                if any(c > s for c, s in zip(new, supply, strict=True)):
+    allow: Sequence[int], lengths: Sequence[int], cap: Callable[[Pattern], bool]
+) -> dict[Pattern, int]:
+    """Every pattern of blocks packing into one free run (``allow``: per period of the run,
+    the bits of the masks that allow it; 0: no movable block may take it) → the periods the
+    run keeps free with it. A block's type names the masks allowing all of its periods, so an
+    item of a mask goes only where its mask allows (exact, not the union of the masks);
+    ``cap`` rejects a pattern beyond the supply."""
+    run = len(allow)
+    at: list[set[Pattern]] = [set() for _ in range(run + 1)]
+    at[0].add(())
+    for p in range(run):
+        # (what is placed from p on does not depend on how: a dominated start stays dominated)
+        for vec in _prune(dict.fromkeys(at[p], 0)):
+            at[p + 1].add(vec)  # period p stays free
+            for n in lengths:
+                if p + n > run:
                     continue
-                total = used0 + used
-                if nxt.get(new, run + 1) > total:
-                    nxt[new] = total
-        acc = nxt
-    return {vec: run - used for vec, used in acc.items()}
+                bits = -1
+                for q in range(p, p + n):
+                    bits &= allow[q]
+                if bits:
+                    new = _plus(vec, (n, bits))
+                    if cap(new):
+                        at[p + n].add(new)
+    return _prune({vec: run - sum(n * c for (n, _), c in vec) for vec in at[run]})
+
+
+def _merge(a: Pattern, b: Pattern) -> Pattern:
+    got = dict(a)
+    for kind, c in b:
+        got[kind] = got.get(kind, 0) + c
+    return tuple(sorted(got.items()))
 
 
 def day_patterns(
-    free_runs: Sequence[tuple[int, tuple[int, ...]]],
+    free_runs: Sequence[Sequence[int]],
     lengths: Sequence[int],
-    supply: Sequence[int],
-) -> dict[tuple[int, ...], int] | None:
-    """The patterns of a day: ``free_runs`` holds each free run's length and the lengths of
-    its stretches some movable block's class allows; count vector (per length of ``lengths``,
-    at most ``supply`` each) → the most usable free periods some packing may leave. Counted
-    generously: a run keeping ``left`` free periods gives at most ``left`` usable ones when
-    ``left`` reaches ``MIN_USABLE`` (none below: its free pieces are all shorter); the day may
-    keep a buffer when they reach ``MIN_BUFFER``. ``None`` beyond :data:`MAX_PATTERNS`."""
-    width = len(lengths)
-    acc: dict[tuple[int, ...], int] = {(0,) * width: 0}  # vector -> most usable periods
-    for run, parts in free_runs:
-        options = _run_patterns(run, parts, lengths, supply)
-        nxt: dict[tuple[int, ...], int] = {}
+    supply: Mapping[BlockType, int],
+) -> dict[Pattern, int] | None:
+    """The patterns of a day: ``free_runs`` holds each free run as the bits of the masks
+    allowing each of its periods (:func:`_run_patterns`); pattern → the most usable free
+    periods some packing may leave. ``supply``: per (length, mask bit) the blocks of the
+    population, which no pattern exceeds (per type: the blocks of the masks it allows; per
+    length: all). Counted generously: a run keeping ``left`` free periods gives at most
+    ``left`` usable ones when ``left`` reaches ``MIN_USABLE`` (none below: its free pieces are
+    all shorter); the day may keep a buffer when they reach ``MIN_BUFFER``. ``None`` beyond
+    :data:`MAX_PATTERNS`."""
+    per_len: dict[int, int] = {}
+    for (n, _), c in supply.items():
+        per_len[n] = per_len.get(n, 0) + c
+
+    def cap(vec: Pattern) -> bool:
+        total: dict[int, int] = {}
+        for (n, bits), c in vec:
+            if c > sum(s for (m, b), s in supply.items() if m == n and bits >> b & 1):
+                return False
+            total[n] = total.get(n, 0) + c
+        return all(c <= per_len.get(n, 0) for n, c in total.items())
+
+    acc: dict[Pattern, int] = {(): 0}  # pattern -> most usable periods
+    for allow in free_runs:
+        options = _run_patterns(allow, lengths, cap)
+        nxt: dict[Pattern, int] = {}
         for vec, usable in acc.items():
             for add, left in options.items():
-                new = tuple(a + b for a, b in zip(vec, add, strict=True))
-                if any(c > s for c, s in zip(new, supply, strict=True)):
+                new = _merge(vec, add) if add else vec
+                if add and not cap(new):
                     continue
                 got = usable + (left if left >= MIN_USABLE else 0)
                 if nxt.get(new, -1) < got:
                     nxt[new] = got
-        acc = nxt
+        acc = _prune(nxt)
         if len(acc) > MAX_PATTERNS:
             return None
     return acc
+
+
+def _collapsed(runs: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    """``runs`` with every period any mask allows allowed by all of the day's masks (the
+    relaxation the model falls back to when typed patterns are too many: a block's type is
+    its length alone, and per-mask room bounds what each mask's items take)."""
+    every = 0
+    for run in runs:
+        for bits in run:
+            every |= bits
+    return tuple(tuple(every if bits else 0 for bits in run) for run in runs)
 
 
 def _rate_thresholds(level: Level) -> tuple[int | None, int | None]:
@@ -199,7 +299,7 @@ def exact_days(
     *,
     level: Level,
     pending_min: int,
-    fixed_hosts: Sequence[tuple[int, int]] = (),
+    fixed_hosts: Sequence[tuple[int, int, int]] = (),
     floating_hosts: Sequence[int] = (),
     count_load: bool,
     count_buffer: bool,
@@ -264,13 +364,15 @@ def exact_days(
 
     placing = [it for it in items if it.count > 0]
     lengths = sorted({it.length for it in placing})
-    supply = [sum(it.count for it in placing if it.length == n) for n in lengths]
-    index = {n: i for i, n in enumerate(lengths)}
     masks = sorted({it.allowed for it in placing})
     mask_arr = [np.array(m, dtype=bool) for m in masks]
-    host_days: dict[int, list[int]] = {}  # 0-based day -> its fixed host blocks' lengths
-    for day, n in fixed_hosts:
-        host_days.setdefault(day - 1, []).append(n)
+    bit_of = [masks.index(it.allowed) for it in placing]  # per item: its mask's bit
+    supply: dict[BlockType, int] = {}  # per (length, mask bit): the blocks of the population
+    for it, b in zip(placing, bit_of, strict=True):
+        supply[(it.length, b)] = supply.get((it.length, b), 0) + it.count
+    host_days: dict[int, list[tuple[int, int]]] = {}  # 0-based day -> its fixed host blocks
+    for day, start, n in fixed_hosts:
+        host_days.setdefault(day - 1, []).append((start - 1, n))
     for lst in host_days.values():
         lst.sort()
     guest_of: list[list[Any]] = [[] for _ in placing]  # per item: its guests per host pool
@@ -281,14 +383,11 @@ def exact_days(
             it.lo <= d + 1 <= it.hi and _fits(free[d], np.array(it.allowed), it.length)
             for it in placing
         )
-        reach = np.zeros(spd, dtype=bool)
-        for it, ok in zip(placing, fit, strict=True):
-            if ok:
-                reach |= np.array(it.allowed, dtype=bool)
-        runs_d = tuple(
-            (n, tuple(p for _, p in _stretches(free[d, a : a + n] & reach[a : a + n])))
-            for a, n in _stretches(free[d])
-        )
+        allow = np.zeros(spd, dtype=np.int64)  # per period: the bits of the fit items' masks
+        for b in sorted({b for ok, b in zip(fit, bit_of, strict=True) if ok}):
+            allow |= mask_arr[b].astype(np.int64) << b
+        allow &= np.where(free[d], -1, 0)
+        runs_d = tuple(tuple(allow[a : a + n].tolist()) for a, n in _stretches(free[d]))
         room = tuple(int(np.count_nonzero(free[d] & m)) for m in mask_arr)
         inside = tuple(it.guest and it.lo <= d + 1 <= it.hi for it in placing)
         kinds.setdefault(
@@ -296,7 +395,7 @@ def exact_days(
         ).append(d)
         if left() <= 0:
             return give_up()
-    memo: dict[tuple[Any, ...], dict[tuple[int, ...], int] | None] = {}
+    memo: dict[tuple[Any, ...], dict[Pattern, int] | None] = {}
     cp = cp_model()
     model = cp.CpModel()
     crit_terms: list[Any] = []
@@ -308,52 +407,73 @@ def exact_days(
     loads_of: list[tuple[list[Any], list[int]]] = []
 
     def host_pool(
-        tag: str, hosts: Sequence[int], eligible: Sequence[bool], times: int
+        tag: str, hosts: Sequence[tuple[int | None, int]], eligible: Sequence[bool], times: int
     ) -> list[tuple[int, Any]]:
-        """Guests of the ``eligible`` items in ``hosts`` (block lengths; ``times`` days alike):
-        for every length, the guests that long or longer fit the hosts that long or longer.
-        Returns (item, its guests) pairs."""
+        """Guests of the ``eligible`` items in ``hosts`` ((0-based start, length) of each
+        block; start ``None``: a host that may stand anywhere; ``times`` days alike): a guest
+        goes into a host block it fits in, off its banned periods. For every length, the guests
+        that long or longer fit the hosts that long or longer; with hosts of known places
+        (at most eight), Hall's condition over every set of them: the guests that fit none
+        but these are at most what these hold. Returns (item, its guests) pairs."""
         if not hosts:
             return []
-        gs: list[tuple[Any, int]] = []
+
+        def fits(it: Item, host: tuple[int | None, int]) -> bool:
+            start, n = host
+            if it.length > n:
+                return False
+            if start is None:
+                return True
+            return any(
+                all(it.allowed[s : s + it.length]) for s in range(start, start + n - it.length + 1)
+            )
+
+        gs: list[tuple[Any, int, int]] = []  # guests, their length, the hosts they fit (bits)
         out = []
         for k, (it, ok) in enumerate(zip(placing, eligible, strict=True)):
-            if ok and it.length <= max(hosts):
+            where = sum(1 << h for h, host in enumerate(hosts) if fits(it, host)) if ok else 0
+            if where:
                 g = model.NewIntVar(0, min(it.count, times * len(hosts)), f"g{tag}_{k}")
                 guest_of[k].append(g)
-                gs.append((g, it.length))
+                gs.append((g, it.length, where))
                 out.append((k, g))
-        for n in sorted({ln for _, ln in gs}):
-            add(sum(g for g, ln in gs if ln >= n) <= times * sum(1 for h in hosts if h >= n))
+        for n in sorted({ln for _, ln, _ in gs}):
+            add(sum(g for g, ln, _ in gs if ln >= n) <= times * sum(1 for h in hosts if h[1] >= n))
+        if len(hosts) <= 8 and any(start is not None for start, _ in hosts):
+            for mask in range(1, 1 << len(hosts)):
+                inside = [g for g, _, where in gs if where & ~mask == 0]
+                if inside:
+                    add(sum(inside) <= times * bin(mask).count("1"))
         return out
 
     # per kind of day: its days, (pattern count, pattern), (item, count), (item, guests)
-    kind_vars: list[tuple[list[int], list[tuple[Any, tuple[int, ...]]], list[Any], list[Any]]]
+    kind_vars: list[tuple[list[int], list[tuple[Any, Pattern]], list[Any], list[Any]]]
     kind_vars = []
 
     for c, ((runs_d, load0, fit, room, inside, hosts_here), days) in enumerate(kinds.items()):
         kind_guests = host_pool(str(c), hosts_here, inside, len(days))
         kind_items: list[tuple[int, Any]] = []
-        kind_pats: list[tuple[Any, tuple[int, ...]]] = []
+        kind_pats: list[tuple[Any, Pattern]] = []
         kind_vars.append((days, kind_pats, kind_items, kind_guests))
         key = tuple(sorted(runs_d))
         if key not in memo:
             memo[key] = day_patterns(key, lengths, supply)
+            if memo[key] is None:  # too many typed patterns: every block any fit mask's
+                memo[key] = day_patterns(_collapsed(key), lengths, supply)
         pats = memo[key]
         if pats is None or left() <= 0:
             return give_up()
         size = len(days)
         ns = []
-        per_len: list[list[tuple[Any, int]]] = [[] for _ in lengths]
+        per_type: dict[BlockType, list[tuple[Any, int]]] = {}
         pat_loads = []
-        for vec, usable in pats.items():
-            n = model.NewIntVar(0, size, f"n{c}_{'_'.join(map(str, vec))}")
+        for j, (vec, usable) in enumerate(pats.items()):
+            n = model.NewIntVar(0, size, f"n{c}_{j}")
             ns.append(n)
             kind_pats.append((n, vec))
-            for i, k in enumerate(vec):
-                if k:
-                    per_len[i].append((n, k))
-            load = load0 + sum(k * ln for k, ln in zip(vec, lengths, strict=True))
+            for kind, k in vec:
+                per_type.setdefault(kind, []).append((n, k))
+            load = load0 + sum(k * ln for (ln, _), k in vec)
             pat_loads.append(load)
             c0, cw0 = util_cw[min(load, spd)]
             if c0:
@@ -368,27 +488,50 @@ def exact_days(
                 free_terms.append((spd - load) * n)
         add(sum(ns) == size)
         loads_of.append((ns, pat_loads))
-        ys: list[list[tuple[Any, int]]] = [[] for _ in lengths]
         by_mask: dict[int, list[tuple[Any, int]]] = {}
+        ys: dict[int, dict[int, list[Any]]] = {}  # length -> mask bit -> its items' counts
         for k, (it, ok) in enumerate(zip(placing, fit, strict=True)):
             if not ok:
                 continue
             y = model.NewIntVar(0, min(it.count, size * (spd // it.length)), f"y{k}_{c}")
             taken[k].append(y)
             kind_items.append((k, y))
-            ys[index[it.length]].append((y, 1))
-            by_mask.setdefault(masks.index(it.allowed), []).append((y, it.length))
-        for i in range(len(lengths)):
-            add(
-                sum(y for y, _ in ys[i]) == sum(k * n for n, k in per_len[i])
-                if per_len[i]
-                else sum(y for y, _ in ys[i]) == 0
-            )
+            ys.setdefault(it.length, {}).setdefault(bit_of[k], []).append(y)
+            by_mask.setdefault(bit_of[k], []).append((y, it.length))
+        for ln in lengths:
+            blocks = {
+                bits: sum(k * n for n, k in terms)
+                for (m, bits), terms in per_type.items()
+                if m == ln
+            }
+            of = ys.get(ln, {})
+            add(sum(y for lst in of.values() for y in lst) == sum(blocks.values()))
+            # Hall's condition: the items of any set of masks fill at most the blocks some mask
+            # of the set allows (every subset up to six masks; beyond, single masks and all)
+            bits_here = sorted(of)
+            if len(bits_here) <= 6:
+                subsets = [
+                    sub
+                    for r in range(1, len(bits_here) + 1)
+                    for sub in itertools.combinations(bits_here, r)
+                ]
+            else:
+                subsets = [(b,) for b in bits_here] + [tuple(bits_here)]
+            for sub in subsets:
+                mask = sum(1 << b for b in sub)
+                if all(bits & mask for bits in blocks) and len(sub) == len(bits_here):
+                    continue  # (the equality above says it)
+                add(
+                    sum(y for b in sub for y in of[b])
+                    <= sum(v for bits, v in blocks.items() if bits & mask)
+                )
         for m, terms in by_mask.items():
             add(sum(ln * y for y, ln in terms) <= size * room[m])
         if left() <= 0:
             return give_up()
-    floating = host_pool("f", sorted(floating_hosts), [it.guest for it in placing], 1)
+    floating = host_pool(
+        "f", [(None, n) for n in sorted(floating_hosts)], [it.guest for it in placing], 1
+    )
     pending_periods: list[Any] = []
     for k, it in enumerate(placing):
         placed = list(taken[k]) + guest_of[k]

@@ -488,10 +488,11 @@ def _exact_start(
     is not a valid place of the problem (checked here: every scope task once, its group's
     length, days and periods, free periods or a free part of a host block).
 
-    The model's day patterns count the periods any of a day's items may use, so a day's blocks
-    do not always pack into the periods each item's class allows: what ``realise`` could not
-    place is then placed exactly in the space left (:func:`.counting.max_placeable` on the
-    residual problem, by ``complete_by``; see :func:`_complete_start`)."""
+    ``realise`` runs twice (days of a kind spread, and not; the one with the least
+    (critical, warning) is the start). It packs each day's blocks by a bounded search and
+    puts guests and leftovers by first fit, so it may fall short of ``target`` (a packing not found in its steps): what it
+    could not place is then placed exactly in the space left (:func:`.counting.max_placeable`
+    on the residual problem, by ``complete_by``; see :func:`_complete_start`)."""
     if time_limit_s <= 0.01:
         return None
     t0 = time.perf_counter()
@@ -500,39 +501,43 @@ def _exact_start(
     fixed = sum(tasks[t].need() for t in scope if tasks[t].status != "pending")
     if target < fixed:
         return None
-    dropped: list[int] = []
-    found = realise(
-        state,
-        threshold,
-        pending_periods=target - fixed,
-        scope=scope,
-        time_limit_s=time_limit_s,
-        num_workers=num_workers,
-        work_s=work_s,
-        short_ok=True,
-        dropped=dropped,
-        calibration=calibration,
-    )
-    if found is None:
-        return None
-    have = {pl.task_id for pl in found}
-    found += [pl for tid, pl in problem.current.items() if tid not in have]
-    if sum(pl.length for pl in found if pl.task_id in scope) < target:
-        by = t0 + time_limit_s if complete_by is None else complete_by
-        evaluator = HealthEvaluator(state, scope, threshold, 0)
-        found = _complete_start(
-            problem,
-            found,
-            target,
-            set(dropped),
-            evaluator,
-            by,
-            num_workers,
+    evaluator = HealthEvaluator(state, scope, threshold, 0)
+    starts: list[tuple[tuple[int, int], int, list[Placement]]] = []
+    for spread in (True, False):  # (the second reads the first's solve: packing alone)
+        dropped: list[int] = []
+        found = realise(
+            state,
+            threshold,
+            pending_periods=target - fixed,
+            scope=scope,
+            time_limit_s=time_limit_s,
+            num_workers=num_workers,
+            work_s=work_s,
+            short_ok=True,
+            dropped=dropped,
             calibration=calibration,
+            spread=spread,
         )
         if found is None:
             return None
-    return found if _valid_start(problem, found, target) else None
+        have = {pl.task_id for pl in found}
+        found += [pl for tid, pl in problem.current.items() if tid not in have]
+        if sum(pl.length for pl in found if pl.task_id in scope) < target:
+            by = t0 + time_limit_s if complete_by is None else complete_by
+            found = _complete_start(
+                problem,
+                found,
+                target,
+                set(dropped),
+                evaluator,
+                by,
+                num_workers,
+                calibration=calibration,
+            )
+        if found is not None and _valid_start(problem, found, target):
+            evaluator.set_placements(found)
+            starts.append((evaluator.counts_now().key, len(starts), found))
+    return min(starts)[2] if starts else None
 
 
 def _complete_start(

@@ -66,7 +66,7 @@ DOCUMENTED = {
     "post_solve_per_task_s": 6e-5,
     "move_weight": 0.05,
     "one_search_share": 1.0,
-    "exact_floor_share": 0.4,
+    "exact_floor_share": 0.55,
     "exact_complete_share": 0.1,
     "realise_pack_steps": 400,
     "soft_eval_factor": 1.3,

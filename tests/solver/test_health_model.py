@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -283,21 +285,83 @@ def test_tighter_on_fragmented_windows_never_lower(days: int, classes: bool) -> 
     assert higher >= 1
 
 
+def _pattern(*blocks: tuple[int, int, int]) -> tuple[tuple[tuple[int, int], int], ...]:
+    """A pattern from (length, mask bits, count) triples."""
+    return tuple(sorted(((n, bits), c) for n, bits, c in blocks if c))
+
+
 def test_day_patterns_pack_blocks_into_runs() -> None:
     """Tests the pattern enumeration: two runs of 3 and 1 hold one block of 3 or one block of 2
     (with a single left), never a block of 4 nor two blocks of 2; a run's free periods are usable
     only when it keeps two of them (the most usable ones any packing keeps)."""
-    pats = day_patterns([(3, (3,)), (1, (1,))], [1, 2, 3, 4], [4, 4, 4, 4])
+    pats = day_patterns([(1, 1, 1), (1,)], [1, 2, 3, 4], {(n, 0): 4 for n in (1, 2, 3, 4)})
     assert pats is not None
-    assert (0, 0, 0, 1) not in pats
-    assert (0, 2, 0, 0) not in pats
-    assert pats[(0, 0, 0, 0)] == 3  # the run of 3 is usable, the single is not
-    assert (0, 0, 1, 0) in pats and pats[(0, 0, 1, 0)] == 0
-    assert (0, 1, 0, 0) in pats and pats[(0, 1, 0, 0)] == 0
-    assert pats[(1, 0, 0, 0)] == 3  # a single in the short run leaves the run of 3
-    assert pats[(1, 0, 0, 0)] >= MIN_BUFFER  # so that day keeps a buffer
-    assert (2, 1, 0, 0) in pats
+    assert _pattern((4, 1, 1)) not in pats
+    assert _pattern((2, 1, 2)) not in pats
+    assert pats[()] == 3  # the run of 3 is usable, the single is not
+    assert pats[_pattern((3, 1, 1))] == 0
+    assert pats[_pattern((2, 1, 1))] == 0
+    assert pats[_pattern((1, 1, 1))] == 3  # a single in the short run leaves the run of 3
+    assert pats[_pattern((1, 1, 1))] >= MIN_BUFFER  # so that day keeps a buffer
+    assert _pattern((1, 1, 2), (2, 1, 1)) in pats
     assert sum(1 for v in pats.values() if v >= MIN_BUFFER) >= 2
+
+
+def test_day_patterns_keep_each_mask_off_its_banned_periods() -> None:
+    """Tests the typed patterns (issue 26: the union of the masks was a relaxation): a run of
+    four periods whose last two only mask 1 allows (bits 0b10; the first two both masks,
+    0b11) takes two blocks of 2 only as one block any mask may fill and one only mask 1's
+    items may fill, never as two blocks mask 0's items could fill; and a pattern another one
+    dominates (the same blocks, fewer masks allowed) is left out."""
+    pats = day_patterns([(0b11, 0b11, 0b10, 0b10)], [2], {(2, 0): 2, (2, 1): 2})
+    assert pats is not None
+    assert _pattern((2, 0b11, 1), (2, 0b10, 1)) in pats
+    assert _pattern((2, 0b11, 2)) not in pats
+    # one block: on the first two periods (any mask) dominates the last two (mask 1 only)
+    assert _pattern((2, 0b11, 1)) in pats
+    assert _pattern((2, 0b10, 1)) not in pats
+    # with mask 1's blocks alone in the population, the last two periods still take one
+    only = day_patterns([(0b11, 0b11, 0b10, 0b10)], [2], {(2, 1): 2})
+    assert only is not None and _pattern((2, 0b11, 1), (2, 0b10, 1)) in only
+
+
+def test_the_model_keeps_items_off_their_banned_periods() -> None:
+    """Tests the exact model against the union of the masks (issue 26): one day of 12 periods
+    whose only free ones are 9-12 and two placed blocks of 2. Blocks of a class that bans 11-12
+    cannot both go there (one would sit on 11-12): no schedule exists, and the model claims
+    nothing (no floor from an impossible population). With one block of each class they fit;
+    and a guest of the banning class does not fit a host block on 11-12 (with a free day it
+    goes on the day, adding its load: the model's load issue counts it)."""
+    from smartflow_engine.solver.health_model import Item, exact_days
+
+    owner = np.ones((1, SPD), dtype=np.int64)
+    owner[0, 8:] = 0
+    late_banned = tuple(p < 10 for p in range(SPD))
+    anywhere = (True,) * SPD
+    common: dict[str, Any] = {"level": "normal", "pending_min": 0, "count_load": True}
+    both = [Item(2, 1, 1, late_banned, pending=False, guest=False, count=2)]
+    assert not exact_days(owner, both, count_buffer=True, time_limit_s=10.0, **common).proven
+    mixed = [
+        Item(2, 1, 1, late_banned, pending=False, guest=False, count=1),
+        Item(2, 1, 1, anywhere, pending=False, guest=False, count=1),
+    ]
+    assert exact_days(owner, mixed, count_buffer=True, time_limit_s=10.0, **common).proven
+    # a guest and a host block on 11-12 of a day otherwise fixed but for 1-4
+    owner = np.ones((1, SPD), dtype=np.int64)
+    owner[0, :4] = 0
+    for allowed, load_issue in ((anywhere, False), (late_banned, True)):
+        guest = [Item(4, 1, 1, allowed, pending=False, guest=True, count=1)]
+        found = exact_days(
+            owner,
+            guest,
+            fixed_hosts=[(1, 9, 4)],
+            count_buffer=False,
+            time_limit_s=10.0,
+            **common,
+        )
+        assert found.proven
+        # 8 fixed periods: 2/3 of the day; a block of 4 on the day puts it at 12 of 12
+        assert (found.critical > 0) == load_issue
 
 
 def test_realised_schedules_are_valid_and_never_below_the_floor() -> None:
@@ -448,45 +512,52 @@ def test_a_proposal_from_the_exact_schedule_reaches_the_floors_criticals() -> No
 
 
 def test_a_start_whose_days_do_not_pack_is_completed_exactly() -> None:
-    """Tests, on the 13-day tight window with task classes (seed 501), where a day of the exact
-    model's schedule cannot hold its blocks in the periods their classes allow (the model
-    counts a day's periods any of its items may use), that ``realise`` alone falls short of the
-    pending periods (None), that the start completes it exactly (the proven maximum, a valid
-    schedule through the write path) with the floor's criticals, and that the proposal starts
-    from it and reaches the floor, where the counting model's start stays at 15 criticals."""
+    """Tests, on the 13-day tight window with task classes (seed 501), whose classes ban
+    different periods: the exact model's schedule packs into the periods each class allows
+    (the model's blocks are typed by the masks allowing them; with the masks' union it did not
+    pack there), so ``realise`` alone places every pending period, with the floor's criticals,
+    and the proposal starts from it and reaches the floor (the counting model's start stays at
+    15 criticals). When ``realise`` cannot pack its days (its packing search given a single
+    step; the 13-day fragmented window with classes, seed 502), it falls short of the pending
+    periods (None) and the start completes it exactly (the proven maximum, a valid schedule
+    through the write path)."""
+    from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
     from smartflow_engine.solver.counting import max_placeable
     from smartflow_engine.solver.placement import _exact_start
 
     state = synthetic_window(501, 13, variant="tight", with_task_classes=True)
     problem = build_problem(state, by_subject=True)
     scope = {t for g in problem.groups for t in g.task_ids}
-    target = max_placeable(problem, time_limit_s=5.0, num_workers=1).best
     pending = sum(t.need() for t in state.pending_tasks())
-    assert target == pending
-    assert realise(state, "normal", pending_periods=pending, scope=scope, time_limit_s=5.0) is None
-    dropped: list[int] = []
-    short = realise(
-        state,
-        "normal",
-        pending_periods=pending,
-        scope=scope,
-        time_limit_s=5.0,
-        short_ok=True,
-        dropped=dropped,
-    )
-    assert short is not None and dropped
-    assert sum(p.length for p in short) < target
+    assert max_placeable(problem, time_limit_s=5.0, num_workers=1).best == pending
+    masks = {tuple(state.task_class(t.category_id).excluded_slots) for t in state.pending_tasks()}
+    assert len(masks) > 1  # classes ban different periods
     floor = health_floor(state, "normal", pending_periods=pending, scope=scope, exact_s=10.0)
-    start = _exact_start(state, problem, target, "normal", 5.0, 1)
-    assert start is not None and sum(p.length for p in start) == target
-    applied = apply_placements(state, start)  # the write path accepts every block
+    whole = realise(state, "normal", pending_periods=pending, scope=scope, time_limit_s=5.0)
+    assert whole is not None
+    applied = apply_placements(state, whole)  # the write path accepts every block
     assert not applied.pending_tasks()
-    c, _ = health_key(applied, "normal")
-    assert c == floor.critical == 14
+    assert health_key(applied, "normal")[0] == floor.critical == 14
     proposal = propose_placement(state, time_limit_s=6.0, seed=0)
     assert proposal.start == "exact"
     assert proposal.critical is not None and proposal.warning is not None
     assert floor.meets(proposal.critical, proposal.warning)
+
+    state = synthetic_window(502, 13, variant="fragmented", with_task_classes=True)
+    problem = build_problem(state, by_subject=True)
+    scope = {t for g in problem.groups for t in g.task_ids}
+    pending = sum(t.need() for t in state.pending_tasks())
+    assert max_placeable(problem, time_limit_s=5.0, num_workers=1).best == pending
+    one_step = dataclasses.replace(DEFAULT_CALIBRATION, realise_pack_steps=1)
+    kwargs: dict[str, Any] = {"pending_periods": pending, "scope": scope, "time_limit_s": 5.0}
+    assert realise(state, "normal", calibration=one_step, **kwargs) is None
+    dropped: list[int] = []
+    short = realise(state, "normal", short_ok=True, dropped=dropped, calibration=one_step, **kwargs)
+    assert short is not None and dropped
+    assert sum(p.length for p in short) < pending
+    start = _exact_start(state, problem, pending, "normal", 5.0, 1, calibration=one_step)
+    assert start is not None and sum(p.length for p in start) == pending
+    assert not apply_placements(state, start).pending_tasks()  # through the write path
 
 
 def test_places_go_to_the_subject_that_waited_longest() -> None:
