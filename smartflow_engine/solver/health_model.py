@@ -199,8 +199,8 @@ def day_patterns(
     """The patterns of a day: ``free_runs`` holds each free run as the bits of the masks
     allowing each of its periods (:func:`_run_patterns`); pattern → the most usable free
     periods some packing may leave. ``supply``: per (length, mask bit) the blocks of the
-    population, which no pattern exceeds (per type: the blocks of the masks it allows; per
-    length: all). Counted generously: a run keeping ``left`` free periods gives at most
+    population; no pattern holds more blocks of a length than the population has. Counted
+    generously: a run keeping ``left`` free periods gives at most
     ``left`` usable ones when ``left`` reaches ``MIN_USABLE`` (none below: its free pieces are
     all shorter); the day may keep a buffer when they reach ``MIN_BUFFER``. ``None`` beyond
     :data:`MAX_PATTERNS`."""
@@ -209,10 +209,11 @@ def day_patterns(
         per_len[n] = per_len.get(n, 0) + c
 
     def cap(vec: Pattern) -> bool:
+        # per length only: a pattern's fate must not change when a dominating one replaces it
+        # (same blocks per length), or pruning could lose a pattern a schedule needs; what
+        # each mask's items may fill is Hall's condition in the model
         total: dict[int, int] = {}
-        for (n, bits), c in vec:
-            if c > sum(s for (m, b), s in supply.items() if m == n and bits >> b & 1):
-                return False
+        for (n, _), c in vec:
             total[n] = total.get(n, 0) + c
         return all(c <= per_len.get(n, 0) for n, c in total.items())
 
