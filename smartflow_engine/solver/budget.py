@@ -180,12 +180,17 @@ class Calibration:
     unload_days: int = 6  # the unload scan's lightest days
     unload_exchange_days: int = 3  # of those, the days where it also trades for a shorter block
     # With the soft terms as the last key (a search given weights, issue 26): an evaluation
-    # costs this many times more (the soft evaluator's update and reading), the health phase
-    # gets at most soft_health_part of the evaluations (it stops at the floor), the soft phase
-    # accepts by late acceptance over soft_history steps and scans one task's places on
-    # soft_scan_share of its steps.
+    # costs this many times more (the soft evaluator's update and reading); the health phase
+    # gets at most soft_health_part times the search's evaluations (it stops at the floor),
+    # the soft phase what is left of them, if anything; the soft phase accepts by late
+    # acceptance over soft_history steps and scans one task's places on soft_scan_share of
+    # its steps. Above 1: a search short of its floor keeps working on health past its
+    # nominal budget (the evaluations cost 2-3.5x less than estimated, ~40-110 µs: 0.8 let
+    # 13- and 120-day searches stop a warning short with half the limit unused; 1.6 met the
+    # floor on 25/31 open windows twice, 0.8 on 24 and 24; results_close.md, 2026-12-05),
+    # while one that meets its floor early leaves the soft phase as much as before.
     soft_eval_factor: float = 1.3
-    soft_health_part: float = 0.8
+    soft_health_part: float = 1.6
     # evaluations per placed task without a better key before a kick (0: never)
     soft_kick_per_task: float = 10.0
     soft_kick_moves: int = 3

@@ -616,8 +616,9 @@ def search_health(
         With weights (the soft terms' of :mod:`.objective`), the key is (critical, warning,
         weighted soft terms), scored by a :class:`.soft_eval.SoftEvaluator` beside the health
         evaluator (issue 26): the health phase (as without weights, stopping at the floor or
-        after ``soft_health_part`` of the evaluations) keeps the best on the whole key, then
-        the soft phase lowers the soft terms without raising (critical, warning).
+        after ``soft_health_part`` times the evaluations, which may exceed the budget) keeps the
+        best on the whole key, then the soft phase lowers the soft terms without raising
+        (critical, warning) with what is left of the budget.
 
     Returns
     -------
@@ -687,7 +688,8 @@ def search_health(
     cost = eval_cost(problem.num_days, cal) * (cal.soft_eval_factor if soft is not None else 1.0)
     limit = int(budget_s / cost) if budget_s > 0 else 0
     # With weights, the health phase gets at most this share of the evaluations (it stops at
-    # the floor); the soft phase gets the rest.
+    # the floor; a share above 1 lets a search short of its floor go on past the budget); the
+    # soft phase gets what is left of the budget.
     health_limit = int(limit * cal.soft_health_part) if soft is not None else limit
     evals = 0
     tids = sorted(ev.placed_scope)

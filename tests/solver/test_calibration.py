@@ -70,7 +70,7 @@ DOCUMENTED = {
     "exact_complete_share": 0.1,
     "realise_pack_steps": 400,
     "soft_eval_factor": 1.3,
-    "soft_health_part": 0.8,
+    "soft_health_part": 1.6,
     "soft_history": 20,
     "soft_scan_share": 0.1,
     "soft_scan_tries": 3,

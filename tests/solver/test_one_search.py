@@ -17,7 +17,7 @@ from smartflow_engine.solver.baselines import balanced_greedy
 from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.counting import max_placeable
 from smartflow_engine.solver.health_eval import HealthEvaluator
-from smartflow_engine.solver.health_search import search_health
+from smartflow_engine.solver.health_search import eval_cost, search_health
 from smartflow_engine.solver.objective import evaluate
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
@@ -147,3 +147,23 @@ def test_the_exact_models_schedule_is_a_valid_start() -> None:
         slot_end=other.slot_start + first.length - 1,
     )
     assert not _valid_start(problem, [moved, *rest], level1.best)  # overlaps another block
+
+
+@pytest.mark.parametrize("share", [0.8, 1.6])
+def test_a_search_short_of_its_floor_works_on_health_for_its_share(share: float) -> None:
+    """Tests that with weights the health phase of a search that does not reach its floor
+    spends ``soft_health_part`` times the evaluations its budget buys (past the budget when the
+    share is above 1) and leaves the soft phase nothing beyond the budget."""
+    state = synthetic_window(501, 13, variant="tight")
+    problem = build_problem(state, by_subject=True)
+    start = max_placeable(problem, time_limit_s=5.0, num_workers=1).witness
+    cal = replace(DEFAULT_CALIBRATION, soft_health_part=share)
+    budget = 0.2
+    nominal = int(budget / (eval_cost(problem.num_days, cal) * cal.soft_eval_factor))
+    result = search_health(
+        state, problem, start, seed=0, budget_s=budget, weights={}, calibration=cal
+    )
+    floor = result.floor
+    assert floor is not None and result.counts.key != floor  # (short of its floor)
+    # a scan spends many evaluations at once: the last step may overrun by a few dozen
+    assert int(share * nominal) <= result.evaluations <= max(share, 1.0) * nominal + 100
