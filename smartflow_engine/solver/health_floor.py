@@ -587,9 +587,9 @@ def exact_items(
 ) -> tuple[list[Item], list[tuple[int, int, int]], list[int]]:
     """The movable blocks as :class:`.health_model.Item` (alike ones counted together); the
     host blocks a guest may use where they stay, (day, first period, length), and the lengths
-    of those that move (a movable or pending host: it may stand anywhere). A pending task is one block of its
-    need; each block of a placed task is an item of its own (they move independently in the
-    model: a larger population, so the bound stays sound)."""
+    of those that move (a movable or pending host: it may stand anywhere). A pending task is
+    one block of its need; each block of a placed task is an item of its own (they move
+    independently in the model: a larger population, so the bound stays sound)."""
     memo: dict[Any, Any] = {}
     counts: dict[tuple[Any, ...], int] = {}
     fixed_hosts: list[tuple[int, int, int]] = []

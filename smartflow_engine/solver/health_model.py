@@ -194,19 +194,16 @@ def _merge(a: Pattern, b: Pattern) -> Pattern:
 def day_patterns(
     free_runs: Sequence[Sequence[int]],
     lengths: Sequence[int],
-    supply: Mapping[BlockType, int],
+    supply: Mapping[int, int],
 ) -> dict[Pattern, int] | None:
     """The patterns of a day: ``free_runs`` holds each free run as the bits of the masks
     allowing each of its periods (:func:`_run_patterns`); pattern → the most usable free
-    periods some packing may leave. ``supply``: per (length, mask bit) the blocks of the
-    population; no pattern holds more blocks of a length than the population has. Counted
+    periods some packing may leave. ``supply``: per length the blocks of the population; no
+    pattern holds more blocks of a length than that (per length only, see ``cap``). Counted
     generously: a run keeping ``left`` free periods gives at most
     ``left`` usable ones when ``left`` reaches ``MIN_USABLE`` (none below: its free pieces are
     all shorter); the day may keep a buffer when they reach ``MIN_BUFFER``. ``None`` beyond
     :data:`MAX_PATTERNS`."""
-    per_len: dict[int, int] = {}
-    for (n, _), c in supply.items():
-        per_len[n] = per_len.get(n, 0) + c
 
     def cap(vec: Pattern) -> bool:
         # per length only: a pattern's fate must not change when a dominating one replaces it
@@ -215,7 +212,7 @@ def day_patterns(
         total: dict[int, int] = {}
         for (n, _), c in vec:
             total[n] = total.get(n, 0) + c
-        return all(c <= per_len.get(n, 0) for n, c in total.items())
+        return all(c <= supply.get(n, 0) for n, c in total.items())
 
     acc: dict[Pattern, int] = {(): 0}  # pattern -> most usable periods
     for allow in free_runs:
@@ -368,9 +365,9 @@ def exact_days(
     masks = sorted({it.allowed for it in placing})
     mask_arr = [np.array(m, dtype=bool) for m in masks]
     bit_of = [masks.index(it.allowed) for it in placing]  # per item: its mask's bit
-    supply: dict[BlockType, int] = {}  # per (length, mask bit): the blocks of the population
-    for it, b in zip(placing, bit_of, strict=True):
-        supply[(it.length, b)] = supply.get((it.length, b), 0) + it.count
+    supply: dict[int, int] = {}  # per length: the blocks of the population
+    for it in placing:
+        supply[it.length] = supply.get(it.length, 0) + it.count
     host_days: dict[int, list[tuple[int, int]]] = {}  # 0-based day -> its fixed host blocks
     for day, start, n in fixed_hosts:
         host_days.setdefault(day - 1, []).append((start - 1, n))

@@ -490,9 +490,10 @@ def _exact_start(
 
     ``realise`` runs twice (days of a kind spread, and not; the one with the least
     (critical, warning) is the start). It packs each day's blocks by a bounded search and
-    puts guests and leftovers by first fit, so it may fall short of ``target`` (a packing not found in its steps): what it
-    could not place is then placed exactly in the space left (:func:`.counting.max_placeable`
-    on the residual problem, by ``complete_by``; see :func:`_complete_start`)."""
+    puts guests and leftovers by first fit, so it may fall short of ``target`` (a packing not
+    found in its steps): what it could not place is then placed exactly in the space left
+    (:func:`.counting.max_placeable` on the residual problem, by ``complete_by``; see
+    :func:`_complete_start`)."""
     if time_limit_s <= 0.01:
         return None
     t0 = time.perf_counter()

@@ -294,7 +294,7 @@ def test_day_patterns_pack_blocks_into_runs() -> None:
     """Tests the pattern enumeration: two runs of 3 and 1 hold one block of 3 or one block of 2
     (with a single left), never a block of 4 nor two blocks of 2; a run's free periods are usable
     only when it keeps two of them (the most usable ones any packing keeps)."""
-    pats = day_patterns([(1, 1, 1), (1,)], [1, 2, 3, 4], {(n, 0): 4 for n in (1, 2, 3, 4)})
+    pats = day_patterns([(1, 1, 1), (1,)], [1, 2, 3, 4], dict.fromkeys((1, 2, 3, 4), 4))
     assert pats is not None
     assert _pattern((4, 1, 1)) not in pats
     assert _pattern((2, 1, 2)) not in pats
@@ -313,15 +313,15 @@ def test_day_patterns_keep_each_mask_off_its_banned_periods() -> None:
     0b11) takes two blocks of 2 only as one block any mask may fill and one only mask 1's
     items may fill, never as two blocks mask 0's items could fill; and a pattern another one
     dominates (the same blocks, fewer masks allowed) is left out."""
-    pats = day_patterns([(0b11, 0b11, 0b10, 0b10)], [2], {(2, 0): 2, (2, 1): 2})
+    pats = day_patterns([(0b11, 0b11, 0b10, 0b10)], [2], {2: 4})
     assert pats is not None
     assert _pattern((2, 0b11, 1), (2, 0b10, 1)) in pats
     assert _pattern((2, 0b11, 2)) not in pats
     # one block: on the first two periods (any mask) dominates the last two (mask 1 only)
     assert _pattern((2, 0b11, 1)) in pats
     assert _pattern((2, 0b10, 1)) not in pats
-    # with mask 1's blocks alone in the population, the last two periods still take one
-    only = day_patterns([(0b11, 0b11, 0b10, 0b10)], [2], {(2, 1): 2})
+    # with two blocks of 2 in the population (the cap is per length), both still fit
+    only = day_patterns([(0b11, 0b11, 0b10, 0b10)], [2], {2: 2})
     assert only is not None and _pattern((2, 0b11, 1), (2, 0b10, 1)) in only
 
 
