@@ -519,8 +519,8 @@ def _exact_start(
             calibration=calibration,
             spread=spread,
         )
-        if found is None:
-            return None
+        if found is None:  # (no solution in time: the other order reads the same solve)
+            break
         have = {pl.task_id for pl in found}
         found += [pl for tid, pl in problem.current.items() if tid not in have]
         if sum(pl.length for pl in found if pl.task_id in scope) < target:

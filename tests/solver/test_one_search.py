@@ -167,3 +167,27 @@ def test_a_search_short_of_its_floor_works_on_health_for_its_share(share: float)
     assert floor is not None and result.counts.key != floor  # (short of its floor)
     # a scan spends many evaluations at once: the last step may overrun by a few dozen
     assert int(share * nominal) <= result.evaluations <= max(share, 1.0) * nominal + 100
+
+
+def test_an_exact_start_keeps_the_first_order_when_the_second_finds_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tests that the exact start realises both orders of a kind's days and that a second
+    realisation finding nothing (its solve forgotten and out of time) leaves the first one's
+    start standing rather than none."""
+    from smartflow_engine.solver import placement
+
+    state = synthetic_window(600, 13, variant="fragmented")
+    problem = build_problem(state, by_subject=True)
+    level1 = max_placeable(problem, time_limit_s=5.0, num_workers=1)
+    real = placement.realise
+    orders: list[bool] = []
+
+    def first_only(*args: object, **kwargs: object) -> object:
+        orders.append(bool(kwargs["spread"]))
+        return real(*args, **kwargs) if len(orders) == 1 else None  # type: ignore[arg-type]
+
+    monkeypatch.setattr(placement, "realise", first_only)
+    start = placement._exact_start(state, problem, level1.best, "normal", 5.0, 1)
+    assert orders == [True, False]
+    assert start is not None and placement._valid_start(problem, start, level1.best)
