@@ -3,7 +3,7 @@
 Windows: seeded synthetic windows (13, 30 and 120 days, with task classes) whose pending tasks
 are then mostly placed at random free places, so the study layer looks like a window after
 coarse pre-scheduling. Ours: ``analyze_*`` (numpy over the grid: metrics, issues, next actions).
-Peer: the pure-Python reference metrics of :mod:`smartflow_engine.analyzers.reference` followed
+Peer: the pure-Python reference metrics of :mod:`tests.helpers.reference` followed
 by the very same issue and action code, so both produce the same envelope.
 
 Batch: core load/tolerance metrics of 10,000 stacked 30-day windows with
@@ -39,12 +39,6 @@ from smartflow_engine.analyzers.context import context_actions, context_issues, 
 from smartflow_engine.analyzers.frame import Frame
 from smartflow_engine.analyzers.health import merge_issues
 from smartflow_engine.analyzers.load import load_actions, load_issues, load_metrics
-from smartflow_engine.analyzers.reference import (
-    reference_context,
-    reference_load,
-    reference_subjects,
-    reference_tolerance,
-)
 from smartflow_engine.analyzers.subjects import (
     subjects_actions,
     subjects_issues,
@@ -58,6 +52,12 @@ from smartflow_engine.analyzers.tolerance import (
 from smartflow_engine.state import place
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter import Toolbox
+from tests.helpers.reference import (
+    reference_context,
+    reference_load,
+    reference_subjects,
+    reference_tolerance,
+)
 
 SIZES = (13, 30, 120)
 GOAL_SINGLE_MS = 0.5

@@ -16,7 +16,8 @@ Reported: the share of feasible windows whose health closes (``critical=0 && war
 after each method; for the new proposal, the share of windows that cannot close where the proven
 floor already shows it (floor not closable), the share at ``best_achievable``, the median
 distance to the floor (critical + warning issues above it), and runtimes. Run
-``python -m benchmarks.bench_close [--quick]``.
+``python -m benchmarks.bench_close [--quick]``; ``--upstream`` runs the upstream-shaped set
+alone (issue 42: every proposal keeps every class rule).
 """
 
 from __future__ import annotations
@@ -290,188 +291,238 @@ def run(quick: bool = False) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ --lns (issue 26 item 1)
-def _lex(a: tuple[float, ...], b: tuple[float, ...]) -> int:
-    """-1 when ``a`` is lexicographically better (soft terms compared to 1e-9), 1 worse, 0 tie."""
-    for x, y in zip(a, b, strict=True):
-        if abs(x - y) > 1e-9:
-            return -1 if x < y else 1
-    return 0
+# ------------------------------------------------------------ --fixed-work (issue 40 item 6)
+def _instrument() -> tuple[dict[str, int], Any]:
+    """Counters of the evaluator builds, ``health_floor`` and ``max_placeable`` calls made by
+    the engine (every module's reference is wrapped); returns them and an undo function."""
+    from smartflow_engine.solver import counting
+
+    counts = {"evaluator builds": 0, "floor calls": 0, "max_placeable calls": 0}
+    real_init = HealthEvaluator.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        counts["evaluator builds"] += 1
+        real_init(self, *args, **kwargs)
+
+    wrapped: list[tuple[Any, str, Any]] = []
+
+    def wrap(function: Any, key: str) -> None:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            counts[key] += 1
+            return function(*args, **kwargs)
+
+        for module in list(sys.modules.values()):
+            name = getattr(module, "__name__", "")
+            if not name.startswith("smartflow_engine"):
+                continue
+            for attr, value in list(vars(module).items()):
+                if value is function:
+                    wrapped.append((module, attr, value))
+                    setattr(module, attr, counted)
+
+    HealthEvaluator.__init__ = init  # type: ignore[method-assign]
+    wrap(health_floor, "floor calls")
+    wrap(counting.max_placeable, "max_placeable calls")
+
+    def undo() -> None:
+        HealthEvaluator.__init__ = real_init  # type: ignore[method-assign]
+        for module, attr, value in wrapped:
+            setattr(module, attr, value)
+
+    return counts, undo
 
 
-LNS_ON = replace(DEFAULT_CALIBRATION, health_lns_share=0.5)
-LNS_OFF = replace(DEFAULT_CALIBRATION, health_lns_share=0.0)
-LNS_CONFIGS = {"no LNS": LNS_OFF, "LNS": LNS_ON}
+def fixed_work(
+    sizes: tuple[int, ...], seeds: int, limit: float, with_counts: bool, wall: float = 100.0
+) -> list[dict[str, Any]]:
+    """One first_full proposal per seeded window with the work budgets of a ``limit`` s call
+    (``work_limit_s``) under a wall limit of ``wall`` times it (100x: a loaded 2-core machine
+    runs the soft phase's screening at a fifth of its speed, and 20x was cut): the placements and the proposal's key are a
+    function of the window, so two runs (before and after a change that claims "behaviour
+    unchanged", or on a busy machine) must print the same lines."""
+    import hashlib
 
-
-@dataclass
-class LnsRow:
-    days: int
-    variant: str
-    classes: bool
-    seed: int
-    key: dict[str, tuple[float, ...]]  # (unplaced periods, critical, warning, soft)
-    above_floor: dict[str, int | None]  # (critical + warning) above the own floor
-    floor_met: dict[str, bool]  # the key meets the own (lexicographic) floor
-    runtime: dict[str, float]
-    steps: dict[str, tuple[int, int, bool]]  # LNS steps run, kept, wall-cut (all searches)
-
-
-def compare_lns(
-    quick: bool, progress: Progress, limit: float, sizes: tuple[int, ...], seeds: int
-) -> list[LnsRow]:
-    """The proposal (one search, the default) with and without its LNS steps on the same
-    seeded windows, each call with the work budgets of a ``limit`` s call (``work_limit_s``)
-    under a wall limit of 10x, so the machine's load does not decide where a search stops."""
-    from smartflow_engine.solver import placement as placement_module
     from smartflow_engine.solver import proposal_key
 
-    namespace = vars(placement_module)  # (counts the LNS steps of every search it runs)
-    real_search = namespace["search_health"]
-    seen: list[tuple[int, int, bool]] = []
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        result = real_search(*args, **kwargs)
-        seen.append((result.lns_steps, result.lns_accepted, result.lns_cut))
-        return result
-
-    namespace["search_health"] = counting
-    try:
-        propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # (imports, caches)
-        cells = [
-            (d, v, c, s)
-            for d in sizes
-            for v in VARIANTS
-            for c in (False, True)
-            for s in range(1 if quick else seeds)
-        ]
-        task = progress.add_task("lns", total=len(cells))
-        rows: list[LnsRow] = []
-        for days, variant, classes, seed in cells:
-            state = synthetic_window(
-                600 + seed,
-                days,
-                variant=variant,  # type: ignore[arg-type]
-                with_task_classes=classes,
-            )
-            problem = build_problem(state, by_subject=True)
-            scope = {t for g in problem.groups for t in g.task_ids}
-            row = LnsRow(days, variant, classes, seed, {}, {}, {}, {}, {})
-            for name, cal in LNS_CONFIGS.items():
-                seen.clear()
-                t = time.perf_counter()
-                p = propose_placement(
-                    state,
-                    time_limit_s=10.0 * limit,
-                    work_limit_s=cal.work_share * limit,
-                    seed=0,
-                    calibration=cal,
-                )
-                row.runtime[name] = time.perf_counter() - t
-                row.steps[name] = (
-                    sum(s for s, _, _ in seen),
-                    sum(a for _, a, _ in seen),
-                    any(c for _, _, c in seen),
-                )
-                row.key[name] = proposal_key(state, p)
-                placed = sum(
-                    pl.length for pl in p.placements if problem.current.get(pl.task_id) is None
-                )
-                own = health_floor(
-                    state, "normal", pending_periods=placed, scope=scope, exact_s=2.0
-                )
-                if p.critical is None or p.warning is None or not own.proven:
-                    row.above_floor[name] = None
-                    row.floor_met[name] = False
-                else:
-                    row.above_floor[name] = p.critical + p.warning - own.critical - own.warning
-                    row.floor_met[name] = own.meets(p.critical, p.warning)
-            rows.append(row)
-            progress.advance(task)
-        return rows
-    finally:
-        namespace["search_health"] = real_search
+    propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # (imports, caches)
+    out: list[dict[str, Any]] = []
+    for days in sizes:
+        for variant in VARIANTS:
+            for classes in (False, True):
+                for seed in range(seeds):
+                    state = synthetic_window(
+                        600 + seed,
+                        days,
+                        variant=variant,  # type: ignore[arg-type]
+                        with_task_classes=classes,
+                    )
+                    counts, undo = _instrument() if with_counts else ({}, None)
+                    try:
+                        t = time.perf_counter()
+                        p = propose_placement(
+                            state,
+                            time_limit_s=wall * limit,
+                            work_limit_s=DEFAULT_CALIBRATION.work_share * limit,
+                            seed=0,
+                        )
+                        runtime = time.perf_counter() - t
+                    finally:
+                        if undo is not None:
+                            undo()
+                    text = ";".join(
+                        f"{pl.task_id}@{pl.day}.{pl.slot_start}-{pl.slot_end}"
+                        for pl in sorted(p.placements, key=lambda pl: pl.task_id)
+                    )
+                    out.append(
+                        {
+                            "window": f"{days}d {variant} {'classes' if classes else 'plain'} "
+                            f"s{seed}",
+                            "key": tuple(round(x, 6) for x in proposal_key(state, p)),
+                            "placements": hashlib.sha256(text.encode()).hexdigest()[:12],
+                            "wall_limited": p.wall_limited,
+                            "runtime": runtime,
+                            **dict(counts),
+                        }
+                    )
+    return out
 
 
-def lns_section(rows: list[LnsRow], limit: float) -> list[str]:
-    old, new = list(LNS_CONFIGS)
-    lines = [
-        f"### LNS steps on and off, work budgets of a {limit:g} s call",
-        "",
-        "| days | variant | classes | windows | closes no LNS | closes LNS | wins | losses | "
-        "ties | health wins | health losses | at floor no LNS | at floor LNS | "
-        "above floor no LNS | above floor LNS | LNS steps (kept) | no LNS s | LNS s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    groups: dict[tuple[int, str, bool], list[LnsRow]] = {}
+def fixed_work_table(rows: list[dict[str, Any]], with_counts: bool) -> str:
+    extra = ["evaluator builds", "floor calls", "max_placeable calls"] if with_counts else []
+    head = ["window", "key", "placements", "wall_limited", *extra, "runtime"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        groups.setdefault((r.days, r.variant, r.classes), []).append(r)
-    tot = {k: 0 for k in ("n", "co", "cn", "w", "l", "t", "hw", "hl", "fo", "fn", "st", "ac")}
-    cut = 0
+        cells = [str(r[h]) if h != "runtime" else f"{r[h]:.2f}" for h in head]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
-    def closes(k: tuple[float, ...]) -> bool:
-        return k[0] == 0 and k[1] == 0 and k[2] <= 1
 
-    def med(values: list[int | None]) -> str:
-        known = [v for v in values if v is not None]
-        return f"{statistics.median(known):g}" if known else "–"
+# ------------------------------------------------------------- --upstream (issue 42, phase 2)
+@dataclass
+class UpstreamRow:
+    days: int
+    variant: str
+    seed: int
+    feasible: bool | None
+    required: int = 0
+    placed: int = 0
+    kept: bool = True  # the write path (which refuses every class rule's breach) accepts it
+    counts: tuple[int, int] = (0, 0)
+    floor: tuple[int, int] | None = None  # analyze_health's proven floor (None: unproven)
+    heavy: int = 0  # heavy adjacency (issue 42 item 4) after the proposal
+    runtime: float = 0.0
 
-    for (days, variant, classes), group in sorted(groups.items()):
-        cmp = [_lex(r.key[new], r.key[old]) for r in group]
-        hcmp = [_lex(r.key[new][:3], r.key[old][:3]) for r in group]
-        counts = {
-            "n": len(group),
-            "co": sum(closes(r.key[old]) for r in group),
-            "cn": sum(closes(r.key[new]) for r in group),
-            "w": cmp.count(-1),
-            "l": cmp.count(1),
-            "t": cmp.count(0),
-            "hw": hcmp.count(-1),
-            "hl": hcmp.count(1),
-            "fo": sum(r.floor_met[old] for r in group),
-            "fn": sum(r.floor_met[new] for r in group),
-            "st": sum(r.steps[new][0] for r in group),
-            "ac": sum(r.steps[new][1] for r in group),
-        }
-        cut += sum(r.steps[new][2] for r in group)
-        for k, v in counts.items():
+
+def bench_upstream(quick: bool, progress: Progress) -> list[UpstreamRow]:
+    """Upstream-shaped windows (the reference system's constraints: half-day blocks, weekdays,
+    dates, water-course permission, profiles, item order): every proposal applied through the
+    write path, which refuses any breach of a class rule."""
+    from smartflow_engine.analyzers import analyze_context
+    from smartflow_engine.state import Request, relocate
+
+    sizes = (13, 30) if quick else (13, 30, 60)
+    seeds = range(1) if quick else range(2)
+    limit = 1.0 if quick else 2.0
+    propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports and kernels warm
+    cells = [(d, v, s) for d in sizes for v in VARIANTS for s in seeds]
+    task = progress.add_task("upstream", total=len(cells))
+    rows: list[UpstreamRow] = []
+    for days, variant, seed in cells:
+        state = synthetic_window(500 + seed, days, variant=variant, upstream=True)  # type: ignore[arg-type]
+        report = check_feasibility(state, time_limit_s=5.0)
+        row = UpstreamRow(days, variant, seed, report.is_feasible, report.required_task_slots)
+        rows.append(row)
+        progress.advance(task)
+        t = time.perf_counter()
+        new = propose_placement(state, time_limit_s=limit, seed=0)
+        row.runtime = time.perf_counter() - t
+        row.placed = sum(p.length for p in new.placements)
+        applied = state.copy_state()
+        result = relocate(
+            applied,
+            [Request(p.task_id, p.day, p.slot_start) for p in new.placements],
+            op="apply_proposal",
+            status_after="suggested",
+        )
+        row.kept = result.ok
+        if not result.ok:
+            continue
+        health = analyze_health(applied, time_limit_s=2.0)
+        signal = health.metrics["close_signal"]
+        row.counts = (signal["critical"], signal["warning"])
+        floor = signal["floor"]
+        row.floor = (floor["critical"], floor["warning"]) if floor["proven"] else None
+        ctx = analyze_context(applied)
+        row.heavy = ctx.metrics.get("overall", {}).get("heavy_adjacent", 0)
+    return rows
+
+
+def upstream_section(rows: list[UpstreamRow], quick: bool) -> list[str]:
+    lines = [
+        "## Upstream-shaped windows: every proposal keeps every rule (issue 42)",
+        "",
+        "Seeded `synthetic_window(..., upstream=True)` windows (banned half-day blocks and "
+        "weekdays, class dates, water-course permission, profiles, item order), one "
+        f"`propose_placement` each ({'1' if quick else '2'} s), applied through the write path "
+        "(`relocate`, which refuses any breach of a class rule: `rules kept`). `all placed` "
+        "counts the proven-feasible windows whose proposal places every pending period; "
+        "`closes` = `analyze_health` on the applied proposal has `critical=0 && warning<=1`; "
+        "`floor blocks` = of the windows left open, those whose proven floor shows closing "
+        "impossible; `heavy` = heavy-adjacency pairs after the proposal (profiles' hard "
+        "classes). Shared 2-core machine: runtimes are noisy.",
+        "",
+        "| days | variant | windows | feasible / infeasible / unproven | rules kept | "
+        "all placed | closes | "
+        "floor blocks | heavy (median) | new s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[int, str], list[UpstreamRow]] = {}
+    for r in rows:
+        groups.setdefault((r.days, r.variant), []).append(r)
+    tot = {"n": 0, "feas": 0, "kept": 0, "all": 0, "closes": 0, "open": 0, "blocked": 0}
+    for (days, variant), group in sorted(groups.items()):
+        feas = [r for r in group if r.feasible]
+        kept = sum(r.kept for r in group)
+        all_placed = sum(r.placed == r.required for r in feas)
+        closes = sum(r.kept and _closes(r.counts) for r in group)
+        open_rows = [r for r in group if r.kept and not _closes(r.counts)]
+        blocked = sum(r.floor is not None and (r.floor[0] > 0 or r.floor[1] > 1) for r in open_rows)
+        for k, v in (
+            ("n", len(group)),
+            ("feas", len(feas)),
+            ("kept", kept),
+            ("all", all_placed),
+            ("closes", closes),
+            ("open", len(open_rows)),
+            ("blocked", blocked),
+        ):
             tot[k] += v
         lines.append(
-            f"| {days} | {variant} | {'yes' if classes else 'no'} | {counts['n']} | "
-            f"{counts['co']} | {counts['cn']} | {counts['w']} | {counts['l']} | {counts['t']} | "
-            f"{counts['hw']} | {counts['hl']} | {counts['fo']} | {counts['fn']} | "
-            f"{med([r.above_floor[old] for r in group])} | "
-            f"{med([r.above_floor[new] for r in group])} | {counts['st']} ({counts['ac']}) | "
-            f"{statistics.median(r.runtime[old] for r in group):.2f} | "
-            f"{statistics.median(r.runtime[new] for r in group):.2f} |"
+            f"| {days} | {variant} | {len(group)} | {len(feas)} / "
+            f"{sum(r.feasible is False for r in group)} / "
+            f"{sum(r.feasible is None for r in group)} | {_pct(kept, len(group))} | "
+            f"{_pct(all_placed, len(feas))} | {_pct(closes, len(group))} | "
+            f"{_pct(blocked, len(open_rows))} | "
+            f"{statistics.median([r.heavy for r in group])} | "
+            f"{statistics.median([r.runtime for r in group]):.2f} |"
         )
-    all_old = [r.runtime[old] for r in rows]
-    all_new = [r.runtime[new] for r in rows]
     lines += [
         "",
-        f"Totals over {tot['n']} windows ({limit:g} s budgets): closes {tot['co']} (no LNS) "
-        f"against {tot['cn']} (LNS); lexicographic wins {tot['w']}, losses {tot['l']}, ties "
-        f"{tot['t']} for LNS; on health alone wins {tot['hw']}, losses {tot['hl']}; at the own "
-        f"floor {tot['fo']} against {tot['fn']}; above the own floor: median "
-        f"{med([r.above_floor[old] for r in rows])} against "
-        f"{med([r.above_floor[new] for r in rows])}. LNS steps {tot['st']}, kept {tot['ac']}, "
-        f"windows with a step cut by the wall clock {cut}. Median runtime "
-        f"{statistics.median(all_old):.2f} s against {statistics.median(all_new):.2f} s.",
+        f"Totals: {tot['n']} windows, {tot['feas']} proven feasible; rules kept "
+        f"{_pct(tot['kept'], tot['n'])}; every pending period placed on "
+        f"{_pct(tot['all'], tot['feas'])} of the feasible ones; closes "
+        f"{_pct(tot['closes'], tot['n'])}; of the {tot['open']} left open the proven floor "
+        f"shows closing impossible on {_pct(tot['blocked'], tot['open'])}.",
     ]
     return lines
 
 
-def run_lns(quick: bool, limits: tuple[float, ...], sizes: tuple[int, ...], seeds: int) -> str:
+def run_upstream(quick: bool = False) -> str:
     started = time.perf_counter()
-    lines: list[str] = []
-    for limit in limits:
-        with Progress(transient=True) as progress:
-            rows = compare_lns(quick, progress, limit, sizes, seeds)
-        lines += [*lns_section(rows, limit), ""]
-    lines.append(
-        f"_LNS comparison wall time: {time.perf_counter() - started:.0f} s "
-        f"({'quick' if quick else 'full'} run)._"
-    )
+    with Progress(transient=True) as progress:
+        rows = bench_upstream(quick, progress)
+    lines = upstream_section(rows, quick)
+    lines += ["", f"_Upstream set wall time: {time.perf_counter() - started:.0f} s._"]
     return "\n".join(lines)
 
 
@@ -481,13 +532,20 @@ def _arg(name: str, default: str) -> str:
 
 
 if __name__ == "__main__":
-    if "--lns" in sys.argv[1:]:
+    if "--upstream" in sys.argv[1:]:
+        print(run_upstream(quick="--quick" in sys.argv[1:]))
+    elif "--fixed-work" in sys.argv[1:]:
+        counted = "--counts" in sys.argv[1:]
         print(
-            run_lns(
-                "--quick" in sys.argv[1:],
-                tuple(float(x) for x in _arg("--limits", "1,3").split(",")),
-                tuple(int(x) for x in _arg("--sizes", "13,30,60").split(",")),
-                int(_arg("--seeds", "2")),
+            fixed_work_table(
+                fixed_work(
+                    tuple(int(x) for x in _arg("--sizes", "13,30,60").split(",")),
+                    int(_arg("--seeds", "1")),
+                    float(_arg("--limit", "1")),
+                    counted,
+                    float(_arg("--wall", "100")),
+                ),
+                counted,
             )
         )
     else:

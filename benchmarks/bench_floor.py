@@ -9,7 +9,7 @@ task classes), for every feasible window:
   :func:`~smartflow_engine.tools_adapter.tools.solver.proposal_limit`: 2 s up to 30 days,
   4.5 s at 120; seed 0; and at 6 s, seed 1) and of a *reference*: the exact
   model's lexicographically best day patterns realised as a schedule
-  (:func:`~smartflow_engine.solver.health_floor.realise`, 10 s) then polished by the close
+  (:func:`~smartflow_engine.solver.realise.realise`, 10 s) then polished by the close
   stage's search (``search_health``, 3 s); every candidate places as many periods, and the
   reference is applied through the real write path (``relocate``) and its counts checked
   equal to ``analyze_health``'s;
@@ -46,6 +46,7 @@ from smartflow_engine.solver import check_feasibility, propose_placement
 from smartflow_engine.solver.health_eval import HealthEvaluator
 from smartflow_engine.solver.health_search import search_health
 from smartflow_engine.solver.problem import build_problem
+from smartflow_engine.solver.realise import realise
 from smartflow_engine.state import Request, relocate
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.tools.solver import proposal_limit
@@ -141,9 +142,7 @@ def bench(quick: bool, progress: Progress) -> list[Row]:
             if n == placed:
                 keys.append(_key(state, scope, prop.placements))
         row.proposal, row.proposals = keys[0], min(keys)
-        reference = floors.realise(
-            state, "normal", pending_periods=placed, scope=scope, time_limit_s=10.0
-        )
+        reference = realise(state, "normal", pending_periods=placed, scope=scope, time_limit_s=10.0)
         if reference is not None:
             polished = search_health(state, problem, reference, budget_s=3.0, seed=0)
             ref = polished.placements

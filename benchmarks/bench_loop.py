@@ -241,11 +241,11 @@ def run_post_edit(seeds: range, num_days: int = 30) -> str:
         f"the proposal applied, then {EDIT_TASKS} study tasks moved onto the busiest days; "
         f"local_adjust, at most {EDIT_ROUNDS} health rounds): ends at or below the pre-edit "
         f"health (its counts) {at_counts}/{n} ({_pct(at_counts, n)}), at or below its key "
-        f"{at_key}/{n} ({_pct(at_key, n)}); escalation batches written {batches}; most rounds "
+        f"{at_key}/{n} ({_pct(at_key, n)}); least-change repairs written {batches}; most rounds "
         f"{rounds_used}. Keys are critical/warning/total impact.",
         "",
         "| seed | pre-edit | after the edit | agent's end | at or below pre-edit counts | "
-        "at or below pre-edit key | close reason | rounds | batches | refused |",
+        "at or below pre-edit key | close reason | rounds | repairs | refused |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     return "\n".join(head + rows)

@@ -41,10 +41,10 @@ from smartflow_engine.solver.counting import build as build_counting
 from smartflow_engine.solver.counting import max_placeable
 from smartflow_engine.solver.feasibility import FeasibilityReport
 from smartflow_engine.solver.health_eval import health_counts
-from smartflow_engine.solver.health_search import unplaced_critical
 from smartflow_engine.solver.objective import resolve_weights
 from smartflow_engine.solver.problem import Placement, Problem, build_problem
 from smartflow_engine.solver.submodel import SubModel, WindowData
+from smartflow_engine.solver.unplaced import unplaced_check
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -378,7 +378,7 @@ def _greedy_health(
     assert applied.ok, applied.refusal
     placed = {p.task_id for p in greedy}
     unplaced = [t for g in problem.groups for t in g.task_ids if t not in placed]
-    counts = health_counts(after, "normal", unplaced_critical(state, unplaced, 2.0, 1))
+    counts = health_counts(after, "normal", unplaced_check(state, unplaced, 2.0, 1)[0])
     return counts.critical, counts.warning
 
 

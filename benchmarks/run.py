@@ -26,6 +26,9 @@ AREAS = (
     "batch",
     "loop",
     "close",
+    "tokens",
+    "lanes",
+    "rough_build",
 )
 
 

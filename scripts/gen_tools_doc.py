@@ -96,8 +96,11 @@ EXAMPLES: dict[str, tuple[list[Call], dict[str, Any]]] = {
         ],
         {"day_from": 6, "day_to": 6, "time_limit_s": 5},
     ),
-    "query_target_tasks": ([], {"target_filter": {"status": ["pending"]}, "limit": 2}),
-    "query_available_slots": ([], {"task_id": 9, "limit": 3}),
+    "query_target_tasks": ([], {"week": 7, "day_scope": "workday", "status": "suggested"}),
+    "query_available_slots": (
+        [],
+        {"week": 8, "day_scope": "workday", "duration": 2, "exclude_sections": [1, 2, 11, 12]},
+    ),
     "get_round_log": (
         [("analyze_health", {}), ("move", {"task_id": 9, "new_day": 6, "new_slot_start": 1})],
         {},

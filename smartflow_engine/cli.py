@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -19,6 +20,7 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
+from .files import write_atomic
 from .state import ScheduleState, StateError
 from .tools_adapter import Toolbox
 from .tools_adapter.core.toolbox import ToolReply
@@ -65,6 +67,10 @@ def _root(
 
 
 StateFile = Annotated[Path, typer.Argument(help="State JSON (the spec's §3.1 format).")]
+# A window of the database (smartflow call, smartflow mcp): whose, and from which day to which.
+DbUser = Annotated[int | None, typer.Option(help="Database user id.")]
+FirstDay = Annotated[str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")]
+LastDay = Annotated[str | None, typer.Option(help="Last day: WEEK-DAY, e.g. 8-7.")]
 
 
 def sample_window_path() -> Path:
@@ -129,7 +135,8 @@ def open_store(command: str, url: str) -> Any:
     except Exception:  # sqlalchemy's ArgumentError: not a URL at all
         raise fail(f"is not a database URL: {url!r}") from None
     try:
-        return Store.from_url(url)
+        # a refused connection or a bad password is said now, not at the first session
+        return Store.from_url(url, defer=False)
     except ModuleNotFoundError as exc:  # the URL's driver
         extra = DRIVER_EXTRAS.get((exc.name or "").split(".")[0])
         hint = f"; {_install_hint(extra)}" if extra else ""
@@ -140,18 +147,24 @@ def open_store(command: str, url: str) -> Any:
 
 
 def _load(path: Path) -> ScheduleState:
+    """The window of a state file; a file that cannot be read, is not JSON or not a window is
+    one line naming the file, and exit code 2."""
+    from .tools_adapter.core.semester import dated
+
     try:
-        return ScheduleState.from_json(path)
+        state = dated(ScheduleState.from_json(path))
+        assert state is not None
+        return state
     except StateError as exc:
-        err_console.print(Text(f"smartflow: {exc}", style="red"), soft_wrap=True)
+        why = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+        err_console.print(Text(f"smartflow: {why}", style="red"), soft_wrap=True)
         raise typer.Exit(2) from None
 
 
 def _write(path: Path, text: str) -> None:
     """Write ``text`` to ``path``; a path that cannot be written is one line and exit code 2."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, text)  # a kill mid-write leaves the old file (issue 44 item 9)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         err_console.print(
@@ -175,7 +188,7 @@ def _show(title: str, reply: str) -> None:
 @app.command()
 def call(
     tool: Annotated[str, typer.Argument(help="Tool name, e.g. get_overview, place.")],
-    state: Annotated[Path, typer.Option("--state", help="State JSON file.")],
+    state: Annotated[Path | None, typer.Option("--state", help="State JSON file.")] = None,
     args: Annotated[str, typer.Option("--args", help="Tool arguments as a JSON object.")] = "{}",
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the resulting state here.")
@@ -187,14 +200,32 @@ def call(
             help="The user confirmed: run a tool that needs confirmation (e.g. upsert_task_class).",
         ),
     ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            help="Database URL: load the window from it (with --user, --from, --to) instead "
+            "of --state; upsert_task_class, commit and reload act on it."
+        ),
+    ] = None,
+    user: DbUser = None,
+    from_: FirstDay = None,
+    to: LastDay = None,
+    commit: Annotated[
+        bool,
+        typer.Option(
+            "--commit",
+            help="With --db: write the tool's changes to the database in one transaction "
+            "(the user confirms with --yes).",
+        ),
+    ] = False,
 ) -> None:
-    """Call one tool on a state file and print its reply.
+    """Call one tool on a state file (or a window of the database) and print its reply.
 
     Exit code 0 when the tool did what was asked; 1 when it refused or did not run (unknown tool,
-    bad arguments, a refusal in the spec's words, a confirm-required tool without --yes); 2 for
-    an unreadable state file, --args that is not JSON or an --out that cannot be written.
+    bad arguments, a refusal in the spec's words, a confirm-required tool without --yes, a
+    refused commit); 2 for an unreadable state file or database, --args that is not JSON or an
+    --out that cannot be written.
     """
-    loaded = _load(state)
     try:
         parsed: Any = json.loads(args)
     except json.JSONDecodeError as exc:
@@ -203,7 +234,7 @@ def call(
     except RecursionError:
         err_console.print("[red]smartflow: --args is not JSON: nested too deeply[/red]")
         raise typer.Exit(2) from None
-    tb = Toolbox(loaded)
+    tb = _call_toolbox(state, db, user, from_, to, commit)
     # The solving tools show the solver's status line above a second (their default limits are
     # 2 s or more).
     limit = parsed.get("time_limit_s", 2.0) if isinstance(parsed, dict) else 0.0
@@ -213,8 +244,46 @@ def call(
     with solver_status(float(limit) if solving else 0.0):
         reply = tb.invoke(tool, parsed, confirm=yes)
     _print_reply(reply)
-    if out is not None:
-        _write(out, loaded.to_json())
+    if commit and tb.changes:
+        _print_reply(tb.invoke("commit", {}, confirm=yes))
+    if out is not None and tb.state is not None:
+        _write(out, tb.state.to_json())
+
+
+def _call_toolbox(
+    state: Path | None,
+    db: str | None,
+    user: int | None,
+    start: str | None,
+    end: str | None,
+    commit: bool,
+) -> Toolbox:
+    """``smartflow call``'s toolbox: on the state file, or on the database's window (its store
+    set, so the database tools act on it)."""
+
+    def fail(message: str) -> typer.Exit:
+        err_console.print(Text(f"smartflow call: {message}", style="red"), soft_wrap=True)
+        return typer.Exit(2)
+
+    if db is None:
+        if state is None:
+            raise fail("give --state FILE or --db URL (with --user, --from, --to)")
+        if commit or user is not None or start or end:
+            raise fail("--user, --from, --to and --commit need --db")
+        return Toolbox(_load(state))
+    try:
+        window = _db_window(user, start, end, state)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    store = open_store("call", db)
+    from .store import StoreError, window_days
+
+    assert user is not None
+    try:
+        loaded = store.load_window(user, window_days(*window))
+    except (StoreError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    return Toolbox(loaded, store=store, user_id=user)
 
 
 _STATUS_TOOLS = frozenset({"propose_placement", "apply_proposal"})
@@ -225,15 +294,44 @@ def feasibility(
     state: StateFile,
     time_limit: Annotated[float, typer.Option(help="Solver time limit, seconds.")] = 5.0,
     include_suggested: Annotated[bool, typer.Option(help="Also re-plan suggested tasks.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the report as one JSON object (FeasibilityReport's figures)."
+        ),
+    ] = False,
 ) -> None:
-    """Exact feasibility and capacity gap of a window (CP-SAT, proven or said to be unproven)."""
-    tb = Toolbox(_load(state), max_time_limit_s=max(time_limit, 0.01))
-    _print_reply(
-        tb.invoke(
+    """Exact feasibility and capacity gap of a window (CP-SAT, proven or said to be unproven).
+
+    Exit code 0: proven feasible; 3: proven infeasible; 4: unknown (the limit ran out before a
+    proof); 1: the check refused; 2: an unreadable window file.
+    """
+    loaded = _load(state)
+    if as_json:
+        from dataclasses import asdict
+
+        from .solver import check_feasibility
+
+        report = check_feasibility(
+            loaded, time_limit_s=time_limit, include_suggested=include_suggested
+        )
+        data = {k: v for k, v in asdict(report).items() if k != "witness"}
+        print(json.dumps(data, ensure_ascii=False))
+        verdict = report.is_feasible
+    else:
+        tb = Toolbox(loaded, max_time_limit_s=max(time_limit, 0.01))
+        reply = tb.invoke(
             "check_feasibility",
             {"time_limit_s": time_limit, "include_suggested": include_suggested},
         )
-    )
+        _print_reply(reply)
+        # the reply's first words are the verdict (tool-layer layout: 可行性：可行/不可行/未知)
+        verdict = {"可行性：可行": True, "可行性：不可": False}.get(reply.text[:6])
+    if verdict is not True:
+        raise typer.Exit(FEASIBILITY_EXIT[verdict])
+
+
+FEASIBILITY_EXIT = {False: 3, None: 4}
 
 
 def _progress_text(p: Any) -> str:
@@ -393,6 +491,13 @@ def serve(
             help="One JSON line per request on stderr (env SMARTFLOW_ACCESS_LOG; default off).",
         ),
     ] = None,
+    day_labels: Annotated[
+        str | None,
+        typer.Option(
+            help="How text replies name a day: index (第6天) or weekday (第6天(星期六)); a "
+            "session's own setting wins (env SMARTFLOW_DAY_LABELS; default index)."
+        ),
+    ] = None,
 ) -> None:
     """Run the HTTP API (FastAPI + uvicorn). Tokens: SMARTFLOW_API_TOKENS="tok:user,...".
 
@@ -412,6 +517,7 @@ def serve(
             db_url=db,
             solver_processes=solver_processes,
             access_log=access_log,
+            day_labels=day_labels,
         )
     except SettingsError as exc:
         err_console.print(f"[red]smartflow serve: {exc}[/red]")
@@ -434,6 +540,7 @@ def serve(
             db_url=cfg.db_url,
             solver_processes=cfg.solver_processes,
             access_log=cfg.access_log,
+            day_labels=cfg.day_labels,
         )
     except ValueError as exc:
         err_console.print(f"[red]smartflow serve: {exc}[/red]")
@@ -465,11 +572,9 @@ def mcp(
             "--user, --from, --to); commit writes back."
         ),
     ] = None,
-    user: Annotated[int | None, typer.Option(help="Database user id.")] = None,
-    from_: Annotated[
-        str | None, typer.Option("--from", help="First day: WEEK-DAY, e.g. 7-1.")
-    ] = None,
-    to: Annotated[str | None, typer.Option(help="Last day: WEEK-DAY, e.g. 8-7.")] = None,
+    user: DbUser = None,
+    from_: FirstDay = None,
+    to: LastDay = None,
     auto_confirm: Annotated[
         bool,
         typer.Option(
@@ -479,15 +584,54 @@ def mcp(
             "elicitation request; a client without elicitation is refused).",
         ),
     ] = False,
+    print_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-config",
+            help="Print an MCP client configuration running these options (absolute command "
+            "and paths, ready to paste) and exit.",
+        ),
+    ] = False,
+    day_labels: Annotated[
+        str | None,
+        typer.Option(
+            help="How text replies name a day: index (第6天) or weekday (第6天(星期六)) "
+            "(env SMARTFLOW_DAY_LABELS; default index)."
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP server over stdio (on a state file, or on a window of the database).
 
     Database writes (commit, upsert_task_class) run only after the user accepts the server's
     elicitation request showing the change summary; no tool lets the model confirm.
+
+    A server that cannot open its session (a missing state file, a bad --db window) says why on
+    stderr and exits 2; started by an MCP client (stdin not a terminal) it first answers the
+    client, so the reason shows there instead of a bare "Connection closed".
     """
     require("mcp", "mcp")
-    from .tools_adapter.mcp.server import run_stdio
+    from .tools_adapter.mcp.server import run_stdio, run_unavailable_stdio
 
+    if state is not None and not state.is_file():
+        reason = (
+            f"--state {state}: no such file ({state.resolve()}; an MCP client starts the server "
+            "in its own directory: give an absolute path, or use smartflow mcp --print-config)"
+        )
+        _mcp_unavailable(reason, mode, None if print_config else run_unavailable_stdio)
+    if print_config:
+        args = ["mcp", "--mode", mode, "--time-limit", f"{time_limit:g}"]
+        args += ["--state", str(state.resolve())] if state is not None else []
+        args += ["--save", str(save.resolve())] if save is not None else []
+        for name in enable or ():
+            args += ["--enable", name]
+        if db is not None:
+            args += ["--db", db, *(["--user", str(user)] if user is not None else [])]
+            args += [*(["--from", from_] if from_ else []), *(["--to", to] if to else [])]
+        args += ["--auto-confirm"] if auto_confirm else []
+        args += ["--day-labels", day_labels] if day_labels is not None else []
+        config = {"mcpServers": {"smartflow": {"command": _smartflow_command(), "args": args}}}
+        print(json.dumps(config, ensure_ascii=False, indent=2))
+        return
     try:
         database = window = None
         if db is not None:
@@ -503,10 +647,32 @@ def mcp(
             db_user_id=user,
             window=window,
             auto_confirm=auto_confirm,
+            day_labels=day_labels,
         )
     except ValueError as exc:
-        err_console.print(f"[red]smartflow mcp: {exc}[/red]")
-        raise typer.Exit(2) from None
+        _mcp_unavailable(str(exc), mode, run_unavailable_stdio)
+
+
+def _mcp_unavailable(reason: str, mode: str, serve: Any) -> None:
+    """Say why the MCP server cannot open its session and exit 2; when an MCP client started it
+    (stdin is not a terminal), first tell the client through MCP (see ``smartflow mcp``)."""
+    err_console.print(Text(f"smartflow mcp: {reason}", style="red"), soft_wrap=True)
+    if serve is not None and not sys.stdin.isatty():
+        serve(f"smartflow mcp 未能打开日程：{reason}", mode if mode in _MODES else "first_full")
+    raise typer.Exit(2)
+
+
+_MODES = ("first_full", "local_adjust", "global_reopt")
+
+
+def _smartflow_command() -> str:
+    """The absolute path of this installation's ``smartflow`` (an MCP client does not read the
+    shell's PATH)."""
+    beside = Path(sys.executable).with_name("smartflow")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("smartflow")
+    return str(Path(found).resolve()) if found else "smartflow"
 
 
 @app.command()
@@ -653,7 +819,9 @@ def batch(
     time_limit: Annotated[
         float, typer.Option(help="Each solver call's time limit, seconds.")
     ] = 2.0,
-    seed: Annotated[int, typer.Option(help="Proposal seed (same seed, same table).")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Proposal seed (same seed, same table but rows the clock cut).")
+    ] = 0,
     jobs: Annotated[
         str, typer.Option(help="Comma-separated: feasibility, proposal, health.")
     ] = "feasibility,proposal,health",
@@ -710,15 +878,6 @@ def batch(
         require("batch", "ray")
     if db is not None:
         require("batch", "db")
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     try:
         from .batch import SourceError, from_db, parse_range, run_batch, write_table
         from .batch.sinks import sink_kind
@@ -734,7 +893,9 @@ def batch(
         err_console.print(Text(f"smartflow batch: {message}", style="red"), soft_wrap=True)
         return typer.Exit(2)
 
-    if (source is None) == (db is None):
+    if source is None and db is None:
+        raise fail("give SOURCE (a directory, glob or .jsonl file of windows) or --db URL")
+    if source is not None and db is not None:
         raise fail("give either SOURCE (files) or --db URL, not both")
     if db is None and (users or weeks or commit):
         raise fail("--users, --weeks and --commit need --db")
@@ -747,24 +908,7 @@ def batch(
             src: Any = from_db(db, ids, span)
         else:
             src = source
-        with Progress(
-            TextColumn("[bold]batch"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("failures {task.fields[failures]}"),
-            TextColumn("{task.fields[rate]} windows/s"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-        ) as bar:
-            task = bar.add_task("windows", total=None, failures=0, rate="-")
-            t0 = time.perf_counter()
-
-            def progress(done: int, failures: int, total: int) -> None:
-                rate = done / max(time.perf_counter() - t0, 1e-9)
-                bar.update(task, completed=done, total=total, failures=failures, rate=f"{rate:.1f}")
-
+        with batch_progress() as progress:
             df = run_batch(
                 src,
                 jobs=jobs.split(","),
@@ -793,6 +937,60 @@ def batch(
     console.print(f"results written to {out}")
 
 
+@contextmanager
+def batch_progress() -> Iterator[Callable[[int, int, int], None]]:
+    """``run_batch``'s progress callback: a live bar on a terminal; otherwise (a log, a pipe, a
+    CI job) one plain line on stderr at each tenth of the cohort and at its end."""
+    t0 = time.perf_counter()
+
+    def rate(done: int) -> str:
+        return f"{done / max(time.perf_counter() - t0, 1e-9):.1f}"
+
+    if not console.is_terminal:
+        said = [-1]
+
+        def plain(done: int, failures: int, total: int) -> None:
+            step = 10 * done // total if total else 0
+            if step > said[0]:
+                said[0] = step
+                err_console.print(
+                    Text(
+                        f"batch: {done}/{total} windows, failures {failures}, "
+                        f"{rate(done)} windows/s"
+                    ),
+                    soft_wrap=True,
+                )
+
+        yield plain
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("[bold]batch"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("failures {task.fields[failures]}"),
+        TextColumn("{task.fields[rate]} windows/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+    ) as bar:
+        task = bar.add_task("windows", total=None, failures=0, rate="-")
+
+        def live(done: int, failures: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, failures=failures, rate=rate(done))
+
+        yield live
+
+
 def _batch_summary(df: Any) -> Any:
     """The closing table: verdicts, errors, total capacity gap, runtimes (and commits)."""
     from rich.table import Table
@@ -810,6 +1008,8 @@ def _batch_summary(df: Any) -> Any:
         table.add_row("unproven", str(int((ok & df["is_feasible"].isna()).sum())))
         table.add_row("total capacity gap (periods)", str(int(df["capacity_gap"].sum())))
     table.add_row("errors", str(int((~ok).sum())))
+    # rows whose figures hang on the machine's load (issue 45 item 2)
+    table.add_row("cut by the wall clock (clock_cut)", str(run.get("clock_cut", 0)))
     median = df.loc[ok, "total_s"].median() if ok.any() else None
     table.add_row("median runtime per window", "-" if median is None else f"{median:.3f} s")
     wall = run.get("wall_s")
@@ -898,8 +1098,10 @@ def demo(
         raise typer.Exit(1)
     state = session.state
     assert state is not None
+    from .store.load import as_stored
+
     again = store.load_window(DEMO_USER, mapping)
-    same = again.to_dict() == state.to_dict()
+    same = as_stored(again) == as_stored(state)
     console.print(
         f"committed {count} changes in one transaction; rows now "
         f"{store.row_counts(DEMO_USER)}; reloaded window equals the session's: {same}",
@@ -913,7 +1115,7 @@ def demo(
     _show("另一个会话提交（数据库已变）· commit → confirm", rival.confirm(token).reply)
     _show("另一个会话刷新 · reload", rival.call("reload", {"discard_changes": True}))
     out = workdir / "state_after_demo.json"
-    out.write_text(state.to_json(), encoding="utf-8")
+    write_atomic(out, state.to_json())
     console.print(f"state written to {out}")
     after = _picture(
         state, workdir / "schedule_after.png", title="sample window, after the proposal"
@@ -996,8 +1198,25 @@ def eval_kit(
         str, typer.Option(help="openai: the environment variable holding the API key.")
     ] = "OPENAI_API_KEY",
     temperature: Annotated[float | None, typer.Option(help="openai: sampling temperature.")] = None,
+    notes: Annotated[
+        Path | None,
+        typer.Option(help="A markdown file whose text ends OUT.md (the baseline's notes)."),
+    ] = None,
+    baseline: Annotated[
+        bool,
+        typer.Option(
+            "--baseline",
+            help="A reproducible table (make eval): no seconds column, and exit 1 when the "
+            "wall clock cut a solver call (its row hangs on the machine's load).",
+        ),
+    ] = False,
 ) -> None:
-    """Run the public task set through real sessions for a policy; write the pass^k table."""
+    """Run the public task set through real sessions for a policy; write the pass^k table.
+
+    Exit code 0; 1 when a trial stopped on a policy error, or with --baseline when the wall
+    clock cut a solver call (the table is written); 2 for bad options or an endpoint that fails
+    the set-up check (nothing is run or written).
+    """
     from .evalkit.command import run_command
 
     def split(text: str | None) -> list[str] | None:
@@ -1014,10 +1233,17 @@ def eval_kit(
         base_url=base_url,
         api_key_env=api_key_env,
         temperature=temperature,
+        notes=notes,
+        baseline=baseline,
         console=console,
     )
     if code:
         raise typer.Exit(code)
+
+
+from .cli_db import register as _register_db  # noqa: E402 (issue 41: db init, rough-build)
+
+_register_db(app)
 
 
 def main() -> None:

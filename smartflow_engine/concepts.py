@@ -25,11 +25,11 @@ move" or "is this a context switch" gets the spec's one answer:
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .state import ScheduleState, Task
+    from .state import ScheduleState, Task, TaskClass
 
 UNCATEGORISED = "未分类"  # the subject of a study task without a category
 
@@ -92,7 +92,9 @@ def is_switch(left: object | None, right: object | None) -> bool:
 
 __all__ = [
     "UNCATEGORISED",
+    "hard_subjects",
     "is_event",
+    "is_hard_class",
     "is_study",
     "is_switch",
     "movable",
@@ -100,3 +102,26 @@ __all__ = [
     "movable_by_tools",
     "subject_of",
 ]
+
+
+def is_hard_class(tc: TaskClass) -> bool:
+    """Cognitive load (issue 42 item 4, the reference system's profile): a task class is hard
+    when its ``difficulty_level`` or its ``cognitive_intensity`` is ``high``. Two hard items of
+    different subjects back to back on a day are one ``heavy_adjacent`` pair (p1 §4.5);
+    :mod:`.rules` re-exports it beside the rule."""
+    return tc.difficulty_level == "high" or tc.cognitive_intensity == "high"
+
+
+def hard_subjects(state: ScheduleState, named: Iterable[str] = ()) -> frozenset[str]:
+    """The subjects that are hard (issue 42 item 4): those of a task class that is hard by its
+    profile (:func:`is_hard_class`) — the subjects of its tasks and its own name — and
+    the subjects ``named`` (a caller's ``hard_categories``)."""
+    hard = {tc.id for tc in state.task_classes if is_hard_class(tc)}
+    out = set(named)
+    if not hard:
+        return frozenset(out)
+    out.update(tc.name for tc in state.task_classes if tc.id in hard)
+    for t in state.tasks:
+        if t.task_class_id in hard and (subject := subject_of(t)) is not None:
+            out.add(subject)
+    return frozenset(out)

@@ -11,7 +11,8 @@ the analyzers and the solver (it imports neither), so the two views are one mode
 - **day facts** (:class:`DayFacts`, :func:`day_facts`, :func:`grid_day_facts`): a day's load,
   free and usable periods (free runs of at least ``MIN_USABLE``), and its study layer (a
   guest's subject replaces its host's period, :mod:`.concepts`): the periods holding a subject,
-  the context switches, the periods of each subject;
+  the context switches, the heavy pairs (switches between two hard subjects, issue 42), the
+  periods of each subject;
 - **subject facts** (:class:`SubjectDays`): a subject's present days, the multiset of gaps
   between consecutive ones (its largest gap), its periods and the sum of their per-day squares
   (the concentration's HHI), kept incrementally as days change;
@@ -27,14 +28,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .concepts import subject_of
+from .concepts import hard_subjects, subject_of
 from .rules import (
     DIMENSIONS,
     Band,
@@ -114,6 +115,21 @@ class SubjectCodes:
             raise IndexError("a task id the subject codes do not know")
         return np.where(known, second[idx], 0)
 
+    def hard(self, state: ScheduleState) -> frozenset[int]:
+        """The codes of the hard subjects of ``state`` (:func:`..concepts.hard_subjects`: the
+        classes' profiles, issue 42), whose switches are heavy pairs."""
+        named = hard_subjects(state)
+        return frozenset(self.code_of[n] for n in named if n in self.code_of)
+
+    def hard_mask(self, hard: Container[int]) -> np.ndarray | None:
+        """By code (0 included, never hard), whether it is in ``hard``; ``None`` when none is."""
+        codes = [c for c in range(1, len(self.names) + 1) if c in hard]
+        if not codes:
+            return None
+        out = np.zeros(len(self.names) + 1, dtype=bool)
+        out[codes] = True
+        return out
+
     def study_layer(self, owner: np.ndarray, guest: np.ndarray) -> np.ndarray:
         """The study layer of an owner and a guest layer (days x periods of task ids):
         :func:`study_layer` with these codes."""
@@ -175,15 +191,23 @@ class DayFacts:
     occupied: int  # periods of the study layer holding a subject
     switches: int
     subjects: dict[int, int]  # subject code -> periods of the study layer that day
+    # switches between two hard subjects (the ``heavy_adjacent`` pairs, issue 42): 0 in a
+    # window without hard subjects
+    heavy: int = 0
 
 
 def day_facts(
-    own: Sequence[int], gst: Sequence[int], code: Sequence[int] | Mapping[int, int], spd: int
+    own: Sequence[int],
+    gst: Sequence[int],
+    code: Sequence[int] | Mapping[int, int],
+    spd: int,
+    hard: Container[int] = (),
 ) -> DayFacts:
     """The facts of one day from its owner and guest rows (task ids, 0 for none) and the subject
     code of every task id (0: an event; :attr:`SubjectCodes.of_task`), in plain Python (a day is
-    a dozen periods). An id ``code`` does not know raises ``LookupError``."""
-    total = usable = run = occupied = switches = 0
+    a dozen periods); ``hard``: the codes of the hard subjects (:meth:`SubjectCodes.hard`), whose
+    switches are the day's heavy pairs. An id ``code`` does not know raises ``LookupError``."""
+    total = usable = run = occupied = switches = heavy = 0
     prev = 0
     subjects: dict[int, int] = {}
     for o, g in zip(own, gst, strict=True):
@@ -200,10 +224,12 @@ def day_facts(
             subjects[c] = subjects.get(c, 0) + 1
             if prev and prev != c:
                 switches += 1
+                if hard and prev in hard and c in hard:
+                    heavy += 1
         prev = c
     if run >= MIN_USABLE:
         usable += run
-    return DayFacts(total, spd - total, usable, occupied, switches, subjects)
+    return DayFacts(total, spd - total, usable, occupied, switches, subjects, heavy)
 
 
 # ------------------------------------------------------------------------------ whole-grid passes
@@ -288,12 +314,21 @@ def same_subject_runs(study: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return starts // (spd + 1), starts % (spd + 1), lengths, codes
 
 
-def grid_day_facts(owner: np.ndarray, study: np.ndarray) -> list[DayFacts]:
+def grid_day_facts(
+    owner: np.ndarray, study: np.ndarray, hard: np.ndarray | None = None
+) -> list[DayFacts]:
     """:func:`day_facts` of every row of an owner layer (days x periods of task ids) and its
-    study layer (:func:`study_layer` of it and its guests), vectorised."""
+    study layer (:func:`study_layer` of it and its guests), vectorised; ``hard``: by subject
+    code, whether it is hard (:meth:`SubjectCodes.hard_mask`; ``None``: none is)."""
     spd = owner.shape[1]
     total = day_loads(owner)
-    switches = day_switches(study)
+    switch = switch_mask(study)
+    switches = np.count_nonzero(switch, axis=1)
+    heavy = (
+        np.count_nonzero(heavy_mask(study, switch, hard), axis=1).tolist()
+        if hard is not None and hard.any()
+        else [0] * owner.shape[0]
+    )
     occupied = study_periods(study)
     rows, _, length = free_runs(owner == 0)
     usable = usable_periods(rows, length, owner.shape[0])
@@ -313,7 +348,7 @@ def grid_day_facts(owner: np.ndarray, study: np.ndarray) -> list[DayFacts]:
             for c in study_rows[i]:
                 if c:
                     subjects[c] = subjects.get(c, 0) + 1
-        out.append(DayFacts(t, spd - t, u, o, s, subjects))
+        out.append(DayFacts(t, spd - t, u, o, s, subjects, heavy[i]))
     return out
 
 
@@ -557,13 +592,13 @@ def fragmentation(switches: int, occupied: int) -> float:
     return r4(switches / max(occupied - 1, 1))
 
 
-def day_context_metrics(switches: int, occupied: int) -> dict[str, Any]:
+def day_context_metrics(switches: int, occupied: int, heavy: int = 0) -> dict[str, Any]:
     """The day rules' context metrics of a day whose study layer holds ``occupied`` periods
-    (p1 §4.5; ``analyze_health`` names no hard subjects, so no heavy pair is adjacent)."""
+    and ``heavy`` heavy pairs (:func:`heavy_mask`, issue 42) (p1 §4.5)."""
     return {
         "switch_count": switches,
         "fragmentation": fragmentation(switches, occupied),
-        "heavy_adjacent": 0,
+        "heavy_adjacent": heavy,
     }
 
 
@@ -651,9 +686,11 @@ class LevelRules:
     subject: tuple[Rule, ...]  # subject_gap, subject_concentration, budget_lag
     overall: tuple[Rule, ...]  # load_imbalance, buffer, free_fragmentation
 
-    def day(self, total: int, occupied: int, switches: int, spd: int) -> tuple[Judged, Judged]:
+    def day(
+        self, total: int, occupied: int, switches: int, spd: int, heavy: int = 0
+    ) -> tuple[Judged, Judged]:
         """A day's (load, context) judgements (:func:`day_judgement`)."""
-        return day_judgement(self.level, total, occupied, switches, spd)
+        return day_judgement(self.level, total, occupied, switches, spd, heavy)
 
 
 @cache
@@ -675,16 +712,17 @@ def level_rules(level: Level) -> LevelRules:
 
 @cache
 def day_judgement(
-    level: Level, total: int, occupied: int, switches: int, spd: int
+    level: Level, total: int, occupied: int, switches: int, spd: int, heavy: int = 0
 ) -> tuple[Judged, Judged]:
     """A day's (load, context) judgements at ``level`` from its facts; the context rules judge
     a day whose study layer holds a subject only. Cached: a day has few distinct facts (its
-    load, study periods and switches are at most its periods), and both views ask often."""
+    load, study periods, switches and heavy pairs are at most its periods), and both views ask
+    often."""
     rules = level_rules(level)
     load = judge(rules.day_load, day_load_metrics(total, spd))
     if not occupied:
         return load, ()
-    return load, judge(rules.day_context, day_context_metrics(switches, occupied))
+    return load, judge(rules.day_context, day_context_metrics(switches, occupied, heavy))
 
 
 __all__ = [

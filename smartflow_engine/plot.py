@@ -6,7 +6,8 @@
   their guests drawn inside them;
 - study tasks coloured by category, existing ones solid, suggested ones hatched, locked ones
   with a heavy edge;
-- free periods banned for a task class (its ``excluded_slots``) crossed;
+- free periods a task class bans inside its days (half-day blocks, single periods, weekdays:
+  :attr:`~smartflow_engine.state.ScheduleState.class_rules`) crossed;
 - days with a critical or warning issue of :func:`~smartflow_engine.analyzers.analyze_health`
   marked above the grid;
 
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .analyzers import analyze_health
+from .files import atomic_path
 from .rules import Level, threshold
 from .state import ScheduleState
 
@@ -152,13 +154,12 @@ def window_picture(
             if kind != "guest":
                 occupied.update((s.day, p) for p in range(s.slot_start, s.slot_end + 1))
     banned: dict[tuple[int, int], list[str]] = {}
-    for tc in state.task_classes:
-        first = max(1, tc.start_day or 1)
-        last = min(state.num_days, tc.end_day or state.num_days)
-        for day in range(first, last + 1):
-            for p in tc.excluded_slots:
-                if 1 <= p <= spd and (day, p) not in occupied:
-                    banned.setdefault((day, p), []).append(tc.name)
+    for rule in state.class_rules.all():
+        allowed = rule.grid()
+        for day in range(rule.first_day, rule.last_day + 1):
+            for p in range(1, spd + 1):
+                if not allowed[day - 1, p - 1] and (day, p) not in occupied:
+                    banned.setdefault((day, p), []).append(rule.name)
     day_severity: dict[int, str] = {}
     if issues:
         health = analyze_health(state, threshold=level)
@@ -449,6 +450,7 @@ def plot_window(
 def save_window(state: ScheduleState, path: str | Path, *, dpi: int = 110, **kwargs: Any) -> Path:
     """Draw the window with :func:`plot_window` and write it (format from the suffix)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    plot_window(state, **kwargs).savefig(path, dpi=dpi)
+    figure = plot_window(state, **kwargs)
+    with atomic_path(path) as tmp:  # a kill mid-write leaves the old picture
+        figure.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or None)
     return path

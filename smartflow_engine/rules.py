@@ -205,8 +205,14 @@ RULES: tuple[Rule, ...] = (
             Band("warning", (_c("fragmentation", ">=", 0.55),)),
         ),
     ),
+    # Cognitive load (issue 42 item 4): a day with a heavy pair (two hard subjects back to back,
+    # :func:`.concepts.is_hard_class`) is a warning at normal and strict, two at relaxed (the
+    # shift); no critical band (docs/decisions.md, issue 42: heavy adjacency).
     Rule(
-        "context", "heavy_adjacent", "day", (Band("info", (_c("heavy_adjacent", ">=", 1, True),)),)
+        "context",
+        "heavy_adjacent",
+        "day",
+        (Band("warning", (_c("heavy_adjacent", ">=", 1, True),)),),
     ),
     Rule(
         "tolerance",
@@ -259,6 +265,7 @@ def severity(r: Rule, values: Mapping[str, float | None]) -> Severity | None:
 
 # ------------------------------------------------------------------- metric formulas (shared)
 from .concepts import UNCATEGORISED as UNCATEGORISED  # noqa: E402  (the concepts' one home)
+from .concepts import is_hard_class as is_hard_class  # noqa: E402  (defined with the concepts)
 
 
 def subject_class(state: ScheduleState, name: str, class_ids: list[int]) -> TaskClass | None:

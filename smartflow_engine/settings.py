@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import date, time
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "SMARTFLOW_"
@@ -28,6 +29,38 @@ ENV_PREFIX = "SMARTFLOW_"
 # workers: "max_time_limit_s=..,solver_processes=..". Its keys are fields now (see
 # Settings._old_serve_settings); a key named by its own variable or by a flag wins.
 OLD_SERVE_SETTINGS = "serve_settings"
+
+
+# Twelve sections of 45 minutes, a common Chinese university day (SmartFlow-Agent's 1-12).
+DEFAULT_SECTION_CLOCK = (
+    "08:00-08:45,08:55-09:40,10:10-10:55,11:05-11:50,14:00-14:45,14:55-15:40,"
+    "16:10-16:55,17:05-17:50,19:00-19:45,19:55-20:40,20:50-21:35,21:45-22:30"
+)
+
+
+def parse_section_clock(text: str) -> list[tuple[time, time]]:
+    """``"08:00-08:45,08:55-09:40,..."`` as ``[(start, end), ...]`` (section 1 first).
+
+    Raises
+    ------
+    ValueError
+        An entry that is not ``HH:MM-HH:MM`` with start < end, or sections out of order.
+    """
+    out: list[tuple[time, time]] = []
+    for n, part in enumerate(text.split(","), start=1):
+        start, sep, end = part.strip().partition("-")
+        try:
+            if not sep:
+                raise ValueError
+            a, b = time.fromisoformat(start.strip()), time.fromisoformat(end.strip())
+        except ValueError:
+            raise ValueError(f"section {n}: {part.strip()!r} is not HH:MM-HH:MM") from None
+        if a >= b:
+            raise ValueError(f"section {n}: {part.strip()!r} ends before it starts")
+        if out and a < out[-1][1]:
+            raise ValueError(f"section {n} starts before section {n - 1} ends")
+        out.append((a, b))
+    return out
 
 
 class SettingsError(ValueError):
@@ -52,6 +85,26 @@ class Settings(BaseSettings):
         default=False,
         description="Recompute the grid and re-validate the state after every write "
         "(`Toolbox(self_check=None)`); the test suite turns it on.",
+    )
+    semester_start: date | None = Field(
+        default=None,
+        description="The date of week 1's Monday (YYYY-MM-DD): a window whose day mapping "
+        "gives weeks but no dates is dated from it, so task classes' start_date/end_date hold "
+        "(without any date they cannot, and the tools say so).",
+    )
+    section_clock: str = Field(
+        default=DEFAULT_SECTION_CLOCK,
+        description="Start and end time of each section (period) 1..n, comma-separated "
+        "`HH:MM-HH:MM`: the `start_time`/`end_time` a committed task event gets in "
+        "`schedule_events` (a task over sections a..b runs from a's start to b's end).",
+    )
+
+    day_labels: Literal["index", "weekday"] = Field(
+        default="index",
+        description="How text replies name a day: `index` (the spec's `第6天`) or `weekday` "
+        "(`第6天(星期六)`, and the teaching week when the window spans several: "
+        "`第34天(第17周星期一)`); the default of every Toolbox and Session (a session's own "
+        "setting wins; `serve --day-labels`, `mcp --day-labels`).",
     )
 
     # ---------------------------------------------------------------- smartflow serve
@@ -106,6 +159,36 @@ class Settings(BaseSettings):
         description="Deprecated (read for one release): the old `k=v,...` hand-off of "
         "`max_time_limit_s` and `solver_processes`; use their own variables.",
     )
+
+    @field_validator("semester_start")
+    @classmethod
+    def _a_monday(cls, value: date | None) -> date | None:
+        if value is not None and value.isoweekday() != 1:
+            raise ValueError(f"{value.isoformat()} is not a Monday (week 1's Monday)")
+        return value
+
+    @field_validator("section_clock")
+    @classmethod
+    def _a_clock(cls, value: str) -> str:
+        parse_section_clock(value)
+        return value
+
+    def section_times(self, section_from: int, section_to: int) -> tuple[time, time]:
+        """The start of ``section_from`` and the end of ``section_to`` on the section clock.
+
+        Raises
+        ------
+        ValueError
+            A section the clock does not list.
+        """
+        clock = parse_section_clock(self.section_clock)
+        for s in (section_from, section_to):
+            if not 1 <= s <= len(clock):
+                raise ValueError(
+                    f"section {s} is not on the section clock ({len(clock)} sections, "
+                    f"{self.env_name('section_clock')})"
+                )
+        return clock[section_from - 1][0], clock[section_to - 1][1]
 
     @model_validator(mode="before")
     @classmethod

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.cli import app
+from tests.helpers.store import stored
 
 DATA = Path(__file__).parent / "data"
 runner = CliRunner()
@@ -63,8 +64,12 @@ def test_call_write_tool_writes_state(tmp_path):
             '{"task_id": 1, "new_day": 3, "new_slot_start": 1}',
             "移动失败：[1]高等数学 是固定课程",
         ),
-        ("nope", "{}", "未知工具：nope。"),  # an unknown tool
-        ("place", '{"task_id": 3, "day": "五", "slot_start": 1}', "参数错误：参数 day 应为整数"),
+        ("nope", "{}", "调用失败：未知工具 nope。"),  # an unknown tool
+        (
+            "place",
+            '{"task_id": 3, "day": "五", "slot_start": 1}',
+            "放置失败：参数错误，参数 day 应为整数",
+        ),
         ("get_task_info", '{"task_id": 42}', "查询失败：任务 [42] 不存在。"),
         # a confirm-required tool without --yes runs nothing
         ("upsert_task_class", '{"task_class": {"name": "复习"}}', "需要用户确认"),
@@ -229,7 +234,7 @@ def test_feasibility_names_a_one_day_class_window(tmp_path):
     )  # 3 + 8 > 10 free periods
     path = _write_state(tmp_path / "state.json", json.dumps(data, ensure_ascii=False))
     res = runner.invoke(app, ["feasibility", str(path), "--time-limit", "2"])
-    assert res.exit_code == 0 and "不可行（已证明）" in res.stdout, res.stdout
+    assert res.exit_code == 3 and "不可行（已证明）" in res.stdout, res.stdout
     assert "任务类[7]复习（第1天）" in res.stdout and "第1-1天" not in res.stdout
 
 
@@ -281,7 +286,7 @@ def test_demo_runs_on_sample_window(demo_run):
 
     store = Store.from_url(f"sqlite:///{tmp_path / 'smartflow.db'}")
     loaded = store.load_window(1, final.window.day_mapping)
-    assert loaded.to_dict() == final.to_dict()
+    assert stored(loaded) == stored(final)
 
 
 def test_the_readme_picture_is_the_one_the_demo_draws(demo_run):
@@ -311,7 +316,9 @@ def test_feasibility_argument_error_exits_1():
     """Tests that `smartflow feasibility` with a time limit the tool refuses prints the reply
     and exits 1."""
     res = runner.invoke(app, ["feasibility", str(DATA / "spec_example.json"), "--time-limit", "0"])
-    assert res.exit_code == 1 and res.stdout.startswith("参数错误：参数 time_limit_s")
+    assert res.exit_code == 1 and res.stdout.startswith(
+        "可行性检查失败：参数错误，参数 time_limit_s"
+    )
 
 
 # ---------------------------------------------------------------------------------- core install

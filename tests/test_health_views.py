@@ -27,7 +27,7 @@ from smartflow_engine.solver.health_eval import health_counts
 from smartflow_engine.solver.problem import Placement
 from smartflow_engine.state import move
 from tests.analyzers.test_evaluator import random_op
-from tests.helpers.analyzer_windows import windows
+from tests.helpers.analyzer_windows import windows, with_profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS = {
@@ -66,7 +66,10 @@ def test_the_two_views_agree_on_random_states(
     """Tests that on random states, levels and random writes, the solver's counts (built for the
     state, and kept incrementally with a scope moved by place/remove), the number of
     critical/warning issues of the analyzers' evaluator (kept by sync) and those of a full
-    analyze_health are one key, before and after every accepted write."""
+    analyze_health are one key, before and after every accepted write; half of the states
+    carry random class profiles (hard classes: heavy pairs count, issue 42)."""
+    if data.draw(st.booleans()):
+        state = with_profiles(state, data.draw(st.integers(0, 2**32 - 1)))
     issues = IssuesView(state, level)
     scope = _scope(state)
     counts = CountsView(state, scope, level)
@@ -112,17 +115,19 @@ def test_the_two_views_agree_on_random_states(
 def test_a_row_and_the_grid_give_the_same_day_facts(days: int, spd: int, seed: int) -> None:
     """Tests that the plain-Python facts of one day (day_facts, what a move recomputes) equal
     the vectorised facts of the whole grid (grid_day_facts, what a build computes) on random
-    owner and guest layers, and that the free-run spans cover exactly the free periods (the
+    owner and guest layers and hard subjects (the heavy pairs), and that the free-run spans cover exactly the free periods (the
     whole grid's and one row's, with or without a least length, alike)."""
     rng = np.random.default_rng(seed)
     code = np.array([0, 0, 1, 2, 2, 3, 0, 1], dtype=np.int64)  # ids 1 and 6: events
     owner = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.7)
     guest = rng.integers(0, code.size, size=(days, spd)) * (rng.random((days, spd)) < 0.2)
     guest = guest * (owner != 0)  # a guest sits in an occupied period
-    grid = health_facts.grid_day_facts(owner, health_facts.study_layer(owner, guest, code))
+    hard = frozenset(int(c) for c in rng.choice([1, 2, 3], size=int(rng.integers(0, 4))))
+    mask = np.array([c in hard for c in range(4)]) if hard else None
+    grid = health_facts.grid_day_facts(owner, health_facts.study_layer(owner, guest, code), mask)
     code_list = code.tolist()
     for d in range(days):
-        one = health_facts.day_facts(owner[d].tolist(), guest[d].tolist(), code_list, spd)
+        one = health_facts.day_facts(owner[d].tolist(), guest[d].tolist(), code_list, spd, hard)
         assert one == grid[d]
     spans = health_facts.free_run_spans(owner)
     for d in range(days):
@@ -267,11 +272,17 @@ def _from_facts(tree: ast.AST) -> set[str]:
 
 
 def _metric_sources(
-    tree: ast.AST, shared: set[str], metrics: set[str], other_rows: frozenset[str] = frozenset()
+    tree: ast.AST,
+    shared: set[str],
+    metrics: set[str],
+    other_rows: frozenset[str] = frozenset(),
+    constants: bool = False,
 ) -> dict[str, bool]:
     """Per rule-metric key of a dict literal in ``tree`` (not one with a key of ``other_rows``:
     a row no rule reads, such as a week's): whether every value it gets reads a health_facts
-    name, or a name bound (transitively) from a call of one."""
+    name, or a name bound (transitively) from a call of one. ``constants``: a constant value
+    is no computation either (a row's placeholder for a metric its rule does not read), as
+    ``None`` always is."""
     derived = set(shared)
     assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.NamedExpr)]
     grew = True
@@ -301,7 +312,7 @@ def _metric_sources(
             continue
         for key, value in zip(node.keys, node.values, strict=True):
             if isinstance(key, ast.Constant) and key.value in metrics:
-                if isinstance(value, ast.Constant) and value.value is None:
+                if isinstance(value, ast.Constant) and (constants or value.value is None):
                     continue  # no value: not a computation
                 names = {x.id for x in ast.walk(value) if isinstance(x, ast.Name)}
                 out[key.value] = out.get(key.value, True) and bool(names & derived)
@@ -341,3 +352,86 @@ def test_no_dimension_tool_computes_a_rule_metric_itself() -> None:
         "row = {'switch_count': sl[i]}\n"
     )
     assert _metric_sources(fine, _from_facts(fine), {"switch_count"}) == {"switch_count": True}
+
+
+# The solver's models and floor (issue 40 item 5): each module, the health_facts functions it
+# must read its facts from, and the rule metrics it computes exactly (the floor judges fixed
+# content by the rules: those rows must come from health_facts). The floor's other rows are
+# bounds of a relaxation (water-filled loads, forced gaps, isolated periods: see
+# solver/health_floor.py), no metric of a schedule, so no health_facts function computes them.
+SOLVER = ROOT / "smartflow_engine" / "solver"
+SOLVER_FACTS: dict[str, tuple[set[str], set[str]]] = {
+    "health_floor.py": (
+        {
+            "day_loads",
+            "day_switches",
+            "fragmentation",
+            "utilization",
+            "buffered",
+            "grid_day_facts",
+            "free_runs",
+            "subject_codes",
+            "subject_metrics",
+        },
+        {
+            "utilization",
+            "switch_count",
+            "fragmentation",
+            "days_without_buffer",
+            "budget_progress",
+            "days_to_end",
+        },
+    ),
+    "health_model.py": (
+        {"day_loads", "utilization", "free_runs", "usable_periods", "buffered"},
+        {"utilization"},
+    ),
+    "problem.py": ({"free_runs"}, set()),
+    "counting.py": ({"free_runs"}, set()),
+    "feasibility.py": (set(), set()),
+    "ordered.py": (set(), set()),
+    "order.py": (set(), set()),
+    "relaxation.py": (set(), set()),
+    "objective.py": ({"day_loads", "day_switches", "free_runs"}, set()),
+    "baselines.py": ({"day_loads", "free_runs", "switch_mask"}, set()),
+    "soft_eval.py": ({"day_loads"}, set()),
+    "reoptimize.py": ({"gaps_of", "largest_gap"}, set()),
+}
+RULE_METRICS = {m for metrics, _ in TOOL_METRICS.values() for m in metrics}
+
+
+def _shifts_periods(tree: ast.AST) -> bool:
+    """Whether ``tree`` slices a layer one period off along its last axis (``x[:, :-1]`` or
+    ``x[:, 1:]``): how adjacent periods are compared, which is the switch's definition."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple) and n.slice.elts:
+            last = n.slice.elts[-1]
+            if isinstance(last, ast.Slice) and ast.unparse(last) in (":-1", "1:"):
+                return True
+    return False
+
+
+def test_no_solver_model_computes_a_rule_metric_itself() -> None:
+    """Tests that the solver's models and floor read free runs, day loads, switches and the
+    rules' metrics from health_facts: each imports what it reads, none calls a rule formula,
+    numpy's diff or the state's run finder, compares adjacent periods (a switch written out) or
+    measures a free run against MIN_USABLE itself, and every exact rule-metric row of the floor
+    is read from a health_facts function (the floor's relaxation bounds aside)."""
+    for module, (needed, exact) in SOLVER_FACTS.items():
+        tree = ast.parse((SOLVER / module).read_text(encoding="utf-8"))
+        shared = _from_facts(tree)
+        assert shared >= needed, f"{module} does not import {sorted(needed - shared)}"
+        called = _calls(tree) & (TOOL_FORBIDDEN | {"is_switch"})
+        assert not called, f"{module} computes a rule metric itself: {sorted(called)}"
+        assert not _shifts_periods(tree), f"{module} compares adjacent periods itself"
+        assert not _measures_runs(tree), f"{module} measures free runs itself"
+        sources = _metric_sources(tree, shared, RULE_METRICS, constants=True)
+        assert set(sources) >= exact, f"{module} no longer judges {sorted(exact - set(sources))}"
+        own = sorted(k for k in exact if not sources[k])
+        assert not own, f"{module} computes {own} itself"
+    # not vacuous: a switch written out, a run found by numpy's diff, a ratio are caught
+    sneaky = ast.parse("s = (study[:, :-1] != study[:, 1:])\nd = np.diff(x)\nu = r4(t / spd)\n")
+    assert _shifts_periods(sneaky)
+    assert "diff" in _calls(sneaky)
+    row = ast.parse("u = r4(t / spd)\nrow = {'utilization': u, 'fragmentation_rate': 0.0}\n")
+    assert _metric_sources(row, set(), {"utilization"}, constants=True) == {"utilization": False}

@@ -211,3 +211,21 @@ def test_workers_read_the_flags_over_the_inherited_variables(
     worker_app = app_module.app_from_env()
     assert worker_app.state.ctx.max_time_limit_s == 3.0
     assert worker_app.state.ctx.tokens == {"t": "u"}
+
+
+def test_section_clock_gives_a_blocks_start_and_end(clean_env: pytest.MonkeyPatch) -> None:
+    """Tests that the section clock maps sections a..b to a's start and b's end, and that a
+    malformed clock or a section beyond it is refused naming the variable."""
+    from datetime import time
+
+    s = load_settings()
+    assert s.section_times(1, 2) == (time(8, 0), time(9, 40))
+    assert s.section_times(11, 12) == (time(20, 50), time(22, 30))
+    clean_env.setenv("SMARTFLOW_SECTION_CLOCK", "09:00-09:50,10:00-10:50")
+    s = load_settings()
+    assert s.section_times(2, 2) == (time(10, 0), time(10, 50))
+    with pytest.raises(ValueError, match="section 3"):
+        s.section_times(1, 3)
+    clean_env.setenv("SMARTFLOW_SECTION_CLOCK", "09:00-08:50")
+    with pytest.raises(SettingsError, match="SMARTFLOW_SECTION_CLOCK"):
+        load_settings()

@@ -35,6 +35,7 @@ from smartflow_engine.state.strategies import (
     write_calls,
 )
 from smartflow_engine.store import Store
+from smartflow_engine.store.load import as_stored
 from smartflow_engine.tools_adapter import Session
 from smartflow_engine.tools_adapter.api import create_app
 
@@ -233,10 +234,16 @@ def test_the_spec_windows_corrupting_move_is_refused_on_every_surface():
 
 # ---------------------------------------------------------------------------------- database
 def _cells(state: ScheduleState) -> dict[int, Any]:
-    """Tasks as periods held (schedule rows store periods: touching blocks come back as one)."""
+    """Tasks as periods held (schedule rows store periods: touching blocks come back as one),
+    as the backend's tables keep them (:func:`~smartflow_engine.store.load.as_stored`: a
+    confirmed placement is existing, a placed item's duration is its block)."""
+    stored = {t["state_id"]: t for t in as_stored(state)["tasks"]}
     out = {}
     for t in state.tasks:
         data = t.model_dump(mode="json", exclude={"slots", "embedded_by"}, exclude_none=True)
+        data["status"] = stored[t.state_id]["status"]
+        if "duration" not in stored[t.state_id]:
+            data.pop("duration", None)
         data["cells"] = sorted(
             (b.day, s) for b in t.slots for s in range(b.slot_start, b.slot_end + 1)
         )
@@ -260,11 +267,22 @@ def test_committed_sequences_load_back_from_the_database(data: st.DataObject):
         try:
             store.seed_from_state(USER, state)
             mapping, spd = state.window.day_mapping, state.slots_per_day
+            initial = store.load_window(USER, mapping, slots_per_day=spd)
             surface = _Toolbox(store.load_window(USER, mapping, slots_per_day=spd))
             _drive(surface, data, data.draw(st.integers(3, 10), label="steps"), solver=False)
             result = store.commit(USER, surface.state, surface.tb.changes)
-            assert result.ok, result
             back = store.load_window(USER, mapping, slots_per_day=spd)
+            if not result.ok:
+                # what the backend's tables cannot hold is refused at commit (issue 41): a course
+                # taken off the timetable (no pending event), a course inside a water course
+                # (the host's rows carry a task item id); the refusal writes nothing
+                assert result.error_code == "invalid_changes", result
+                assert (
+                    "cannot be taken off the timetable" in result.error
+                    or "only a task item can be embedded" in result.error
+                ), result
+                assert _cells(back) == _cells(initial), result
+                return
             _assert_loads_again(back)
             assert _cells(back) == _cells(surface.state)
         finally:

@@ -12,7 +12,16 @@ from .result import SEVERITY_RANK, AnalysisResult, Issue, NextAction, ParamError
 
 # Write tools an action may name. min_context_switch is never offered (spec P1-B / §4.5).
 WRITE_TOOLS: frozenset[str] = frozenset(
-    {"place", "move", "swap", "batch_move", "unplace", "spread_even", "upsert_task_class"}
+    {
+        "place",
+        "move",
+        "swap",
+        "batch_move",
+        "unplace",
+        "spread_even",
+        "upsert_task_class",
+        "apply_proposal",
+    }
 )
 # "Study tasks" in the model's terms (a task kind), never the internal source field (DESIGN.md,
 # decisions of turn 3; issue 24 item 10).

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..concepts import hard_subjects, subject_of
 from ..health_facts import (
     fragmentation,
     heavy_mask,
@@ -19,7 +20,7 @@ from ..health_facts import (
     switch_mask,
 )
 from ..rules import Level, r4, rules_for, threshold
-from ..state import ScheduleState
+from ..state import ScheduleState, Task
 from .common import (
     STUDY_POOL,
     action,
@@ -130,19 +131,39 @@ def context_issues(metrics: dict[str, Any], level: Level) -> list[Issue]:
 
 
 def context_actions(
-    state: ScheduleState, metrics: dict[str, Any], issues: list[Issue], level: Level
+    state: ScheduleState,
+    metrics: dict[str, Any],
+    issues: list[Issue],
+    level: Level,
+    hard_categories: Sequence[str] = (),
 ) -> list[NextAction]:
-    """Group same-subject study blocks with move/swap; never ``min_context_switch`` (p1 §4.5)."""
+    """Group same-subject study blocks with move/swap; never ``min_context_switch`` (p1 §4.5).
+    Part heavy pairs (two hard subjects back to back, issue 42) by moving a hard item."""
     if not any(i.severity != "info" for i in issues):
         return []
     movable = movable_days(state)
+    out = [
+        act
+        for act in (
+            _switch_action(movable, issues, level),
+            _heavy_action(state, movable, issues, level, hard_categories),
+        )
+        if act is not None
+    ]
+    return number_actions(order_actions(out, issues))
+
+
+def _switch_action(
+    movable: dict[int, list[Task]], issues: list[Issue], level: Level
+) -> NextAction | None:
+    """Regroup the study blocks of the days with the worst switching."""
     worst = [
         i
         for i in issues
         if i.rule == "context_switch" and i.severity != "info" and i.day in movable
     ]
     if not worst:
-        return []
+        return None
     worst = worst[:ACTION_DAYS]
     days = [i.day for i in worst if i.day is not None]
     categories = {t.category for d in days for t in movable[d]}
@@ -166,20 +187,62 @@ def context_actions(
                 "value": threshold("context", "context_switch", "warning", "fragmentation", level),
             }
         )
-    return number_actions(
-        [
-            action(
-                "reduce_switch",
-                "days_" + "_".join(str(d) for d in days),
-                candidate_scope=candidate_scope(days, categories=categories, task_pool="placed"),
-                target_filter={**STUDY_POOL, "days": days, "status": ["suggested", "existing"]},
-                slot_filter={"days": days, "prefer": "adjacent_to_same_category"},
-                required_reads=reads_for_days(days),
-                success_criteria={"recheck_tool": TOOL, "conditions": conditions},
-                candidate_write_tools=["move", "swap", "batch_move"],
-                issue_ids=[i.issue_id for i in worst],
-            )
-        ]
+    return action(
+        "reduce_switch",
+        "days_" + "_".join(str(d) for d in days),
+        candidate_scope=candidate_scope(days, categories=categories, task_pool="placed"),
+        target_filter={**STUDY_POOL, "days": days, "status": ["suggested", "existing"]},
+        slot_filter={"days": days, "prefer": "adjacent_to_same_category"},
+        required_reads=reads_for_days(days),
+        success_criteria={"recheck_tool": TOOL, "conditions": conditions},
+        candidate_write_tools=["move", "swap", "batch_move"],
+        issue_ids=[i.issue_id for i in worst],
+    )
+
+
+def _heavy_action(
+    state: ScheduleState,
+    movable: dict[int, list[Task]],
+    issues: list[Issue],
+    level: Level,
+    hard_categories: Sequence[str],
+) -> NextAction | None:
+    """Move a hard item of the days with heavy pairs away from the other hard subject (the same
+    day first, any day of the window)."""
+    hard = set(hard_categories)
+    worst = [
+        i
+        for i in issues
+        if i.rule == "heavy_adjacent"
+        and i.severity != "info"
+        and any(subject_of(t) in hard for t in movable.get(i.day or 0, ()))
+    ][:ACTION_DAYS]
+    if not worst:
+        return None
+    days = [i.day for i in worst if i.day is not None]
+    categories = sorted({c for d in days for t in movable[d] if (c := subject_of(t)) in hard})
+    limit = int(threshold("context", "heavy_adjacent", "warning", "heavy_adjacent", level))
+    return action(
+        "separate_hard",
+        "days_" + "_".join(str(d) for d in days),
+        candidate_scope=candidate_scope(days, categories=categories, task_pool="placed"),
+        target_filter={
+            **STUDY_POOL,
+            "days": days,
+            "categories": categories,
+            "status": ["suggested", "existing"],
+        },
+        slot_filter={"prefer_days": days, "day_range": [1, state.num_days]},
+        required_reads=reads_for_days(days),
+        success_criteria={
+            "recheck_tool": TOOL,
+            "conditions": [
+                {"metric": "days[].heavy_adjacent", "day": d, "operator": "<", "value": limit}
+                for d in days
+            ],
+        },
+        candidate_write_tools=["move", "swap", "batch_move"],
+        issue_ids=[i.issue_id for i in worst],
     )
 
 
@@ -188,7 +251,9 @@ def run_context(
 ) -> AnalysisResult:
     metrics = context_metrics(frame, days, hard_categories=hard_categories, detail=detail)
     issues = context_issues(metrics, level)
-    actions = order_actions(context_actions(frame.state, metrics, issues, level), issues)
+    actions = order_actions(
+        context_actions(frame.state, metrics, issues, level, hard_categories), issues
+    )
     return AnalysisResult(
         tool=TOOL,
         success=True,
@@ -232,7 +297,9 @@ def analyze_context(
     detail
         ``summary`` or ``day_detail`` (adds each day's sequence, blocks and switching pairs).
     hard_categories
-        Subjects that are hard; two adjacent blocks of them count as ``heavy_adjacent``.
+        Subjects that are hard besides those of the task classes hard by their profile
+        (difficulty or cognitive intensity ``high``, :func:`..concepts.hard_subjects`); two
+        adjacent blocks of different hard subjects count as ``heavy_adjacent``.
     threshold
         ``strict``, ``normal`` or ``relaxed``.
     """
@@ -240,7 +307,7 @@ def analyze_context(
     return run_context(
         Frame.build(state),
         days,
-        check_categories("hard_categories", hard_categories),
+        tuple(sorted(hard_subjects(state, check_categories("hard_categories", hard_categories)))),
         check_choice("detail", detail, DETAILS),
         check_level(threshold),
     )

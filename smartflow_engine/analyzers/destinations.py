@@ -1,8 +1,9 @@
 """Targets and destinations of a next action: which tasks it may move, where each may legally go,
 and what each destination does to the health issues.
 
-A destination is legal when the write tools would accept it: free periods (or a free block of an
-embeddable water course), inside the task's class window and outside its banned periods. Its effect
+A destination is legal when the write tools would accept it: free periods (or a free block of a
+water course, when the task's class permits), where every class rule allows (its days, dates and
+weekdays, off its banned periods, in the order of its class's items). Its effect
 is measured by the one health evaluator (:mod:`.evaluator`): the task is moved on the state, the
 evaluator judges the days and subjects the move touched, and the move is undone, so ``resolves``
 / ``creates`` and the severity deltas are exactly what ``analyze_health`` would report after the
@@ -27,7 +28,7 @@ from ..rules import Level, rules_for
 from ..state import Request, ScheduleState, SlotRange, Task, relocate
 from .criteria import SEVERE
 from .evaluator import DayFacts, Delta, HealthEvaluator, evaluator_for, task_sig, touched
-from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction
+from .result import DIMENSIONS, SEVERITY_RANK, AnalysisResult, Issue, NextAction, close_signal
 
 MAX_TARGETS = 30  # tasks an action's search measures (as many as SCREEN orders; the budget binds)
 EVAL_BUDGET = 240  # candidates judged per search or ranking (each a probe of what it touches)
@@ -130,11 +131,7 @@ def health_result(state: ScheduleState, level: Level = "normal") -> AnalysisResu
         success=True,
         metrics={
             "issue_counts": counts,
-            "close_signal": {
-                "acceptable_to_close": counts["critical"] == 0 and counts["warning"] <= 1,
-                "critical": counts["critical"],
-                "warning": counts["warning"],
-            },
+            "close_signal": close_signal(counts["critical"], counts["warning"]),
         },
         issues=issues,
         has_feasibility=True,
@@ -177,6 +174,9 @@ def matches(
     days = _as_list(target_filter.get("days"))
     if days and task.status != "pending" and not any(b.day in days for b in task.slots):
         return False
+    ids = target_filter.get("task_ids")
+    if ids is not None and task.state_id not in ids:
+        return False
     pool = scope.get("task_pool")
     if pool == "placed" and task.status == "pending":
         return False
@@ -194,9 +194,12 @@ def _matcher(
     scope_cats = scope.get("categories") or None
     allowed = [set(a) for a in (cats, scope_cats) if a]
     days = set(_as_list(target_filter.get("days")) or ())
+    ids = target_filter.get("task_ids")  # a caller's own selection (the calendar filters)
     pool = scope.get("task_pool")
 
     def fits(task: Task) -> bool:
+        if ids is not None and task.state_id not in ids:
+            return False
         if sources is not None and task.source not in sources:
             return False
         if statuses is not None and task.status not in statuses:
@@ -340,7 +343,7 @@ class SearchMemo:
     hosts: list[tuple[int, SlotRange]]
     guest_hosts: set[int]
     starts: dict[tuple[Any, ...], _Replay] = field(default_factory=dict)
-    day_starts: dict[tuple[int, int, frozenset[int]], tuple[int, ...]] = field(default_factory=dict)
+    day_starts: dict[tuple[Any, ...], tuple[int, ...]] = field(default_factory=dict)
     # the day sequences ``starts`` is keyed by (by id): held, so no id is reused meanwhile
     days_held: list[Sequence[int]] = field(default_factory=list)
     # (evaluator, its total critical/warning impact, its free runs)
@@ -351,30 +354,60 @@ class SearchMemo:
         return cls(host_blocks(state), set(state.guests_by_host()))
 
 
+OrderBound = tuple[int, int] | None  # a (day, period) the order rule bounds a place by
+
+
+def _order_span(day: int, after: OrderBound, before: OrderBound) -> tuple[int, int] | None:
+    """The periods of ``day`` a block may cover under the order rule (it starts after
+    ``after`` and ends before ``before``), ``None`` when no period of the day may."""
+    lo, hi = 1, 10**6
+    if after is not None:
+        if day < after[0]:
+            return None
+        if day == after[0]:
+            lo = after[1] + 1
+    if before is not None:
+        if day > before[0]:
+            return None
+        if day == before[0]:
+            hi = before[1] - 1
+    return (lo, hi) if lo <= hi else None
+
+
 def _free_starts(
     days: Sequence[int],
-    lo: int,
-    hi: int,
+    day_ok: Any,
     banned: set[int],
     need: int,
     taken: set[int],
     runs: Sequence[Sequence[tuple[int, int]]],
-    cache: dict[tuple[int, int, frozenset[int]], tuple[int, ...]] | None = None,
+    order: tuple[OrderBound, OrderBound] = (None, None),
+    cache: dict[tuple[Any, ...], tuple[int, ...]] | None = None,
 ) -> Iterator[tuple[int, tuple[int, ...]]]:
     """``(day, starts)``: the first and last fitting start of each free run of each day of
-    ``days`` (in order) inside ``lo..hi`` and not in ``taken``, off the ``banned`` periods;
-    days without one are left out. ``cache``: each day's starts by (day, periods, banned
-    periods), for the rankings of one state."""
+    ``days`` (in order) the task's class allows (``day_ok``: its ``(num_days,)`` bool days, or
+    ``None``: every day) and not in ``taken``, off the ``banned`` periods, the runs cut to the
+    periods the order rule leaves (``order``: the ``(after, before)`` bounds); days without one
+    are left out. ``cache``: each day's starts by (day, periods, banned periods, order cut),
+    for the rankings of one state."""
     ban = frozenset(banned)
+    after, before = order
     for day in days:
-        if not lo <= day <= hi or day in taken:
+        if day in taken or (
+            day_ok is not None and not (1 <= day <= len(day_ok) and day_ok[day - 1])
+        ):
             continue
-        key = (day, need, ban)
+        span = _order_span(day, after, before)
+        if span is None:
+            continue
+        key = (day, need, ban, span)
         found = cache.get(key) if cache is not None else None
         if found is None:
+            lo, hi = span
             found = tuple(
                 start
-                for s0, s1 in runs[day - 1]
+                for r0, r1 in runs[day - 1]
+                for s0, s1 in ((max(r0, lo), min(r1, hi)),)
                 if s1 - s0 >= need - 1
                 for start in dict.fromkeys((s0, s1 - need + 1))
                 if not banned or not banned & set(range(start, start + need))
@@ -391,24 +424,31 @@ def _candidate_starts(
     days: Sequence[int],
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
     memo: SearchMemo | None = None,
+    periods: frozenset[int] | None = None,
 ) -> Iterator[tuple[int, tuple[int, ...], int | None, int, bool]]:
     """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
     time (its candidates in order: a search may judge them together) or one water-course
     block: per piece, the first and last fitting start of each free run and each free
-    water-course block, inside the class window and outside its banned periods; a block of
-    a multi-block task never onto a day holding another of its blocks, nor onto its own place.
+    water-course block, where the task's class rules allow (its days, dates and weekdays, off
+    its banned periods, into a water course only when the class permits, and in the order of
+    its items: :attr:`ScheduleState.class_rules`); a block of a multi-block task never onto a
+    day holding another of its blocks, nor onto its own place.
     ``runs``: each day's free runs (0-based days, as :meth:`HealthEvaluator.free_runs`) when
-    the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`.
-    Lazy: a ranking that runs out of budget reads no further."""
-    tc = state.task_class(task.category_id)
-    lo = tc.start_day if tc is not None and tc.start_day is not None else 1
-    hi = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
-    banned = set(tc.excluded_slots) if tc is not None else set()
+    the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`;
+    ``periods``: only places whose every period is one of these (a caller's section filter:
+    the free runs are cut at the other periods, so their ends are tried). Lazy: a ranking that
+    runs out of budget reads no further."""
+    rules = state.class_rules
+    rule = rules.for_task(task)
+    day_ok = rule.days if rule is not None else None
+    banned = set(rule.banned_periods) if rule is not None else set()
+    after, before = rules.order_window(task)
+    order = (after[0] if after else None, before[0] if before else None)
     own = {(b.day, b.slot_start) for b in task.slots}
     own_days = {day for day, _ in own}
     blocks = (
         []
-        if task.can_embed
+        if task.can_embed or not rules.may_embed(task)
         else [
             b
             for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
@@ -417,20 +457,30 @@ def _candidate_starts(
     )
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
-        if runs is None:
-            free: Iterable[tuple[int, tuple[int, ...]]] = _free_starts(
-                days, lo, hi, banned, need, taken, _LazyRuns(state.grid.owner, need)
+        kept = [b for b in task.slots if b.day != from_day] if from_day is not None else []
+        if kept and not _order_keeps(kept, order):
+            continue  # the blocks that stay already break the order: no place helps
+        free: Iterable[tuple[int, tuple[int, ...]]]
+        if periods is not None:
+            every = runs if runs is not None else _LazyRuns(state.grid.owner, 1)
+            free = _free_starts(
+                days, day_ok, banned, need, taken, _WithinRuns(every, periods), order
+            )
+        elif runs is None:
+            free = _free_starts(
+                days, day_ok, banned, need, taken, _LazyRuns(state.grid.owner, need), order
             )
         elif memo is None:
-            free = _free_starts(days, lo, hi, banned, need, taken, runs)
+            free = _free_starts(days, day_ok, banned, need, taken, runs, order)
         else:
-            key = (id(days), lo, hi, frozenset(banned), need, frozenset(taken))
+            cid = rule.class_id if rule is not None else None
+            key = (id(days), cid, frozenset(banned), need, frozenset(taken), order)
             shared = memo.starts.get(key)
             if shared is None:
                 if not any(held is days for held in memo.days_held):
                     memo.days_held.append(days)
                 shared = memo.starts[key] = _Replay(
-                    _free_starts(days, lo, hi, banned, need, taken, runs, memo.day_starts)
+                    _free_starts(days, day_ok, banned, need, taken, runs, order, memo.day_starts)
                 )
             free = shared
         for day, starts in free:
@@ -441,15 +491,34 @@ def _candidate_starts(
             yield day, starts, from_day, need, False
         if not blocks:
             continue
-        day_set = {d for d in days if lo <= d <= hi and d not in taken}
+        day_set = {
+            d
+            for d in days
+            if d not in taken and (day_ok is None or (1 <= d <= len(day_ok) and day_ok[d - 1]))
+        }
         for b in blocks:
+            span = _order_span(b.day, *order)
             if (
                 b.day in day_set
                 and (b.day, b.slot_start) not in own  # its own place: move refuses no_change
                 and b.length >= need
                 and not banned & set(range(b.slot_start, b.slot_start + need))
+                and span is not None
+                and span[0] <= b.slot_start
+                and b.slot_start + need - 1 <= span[1]
+                and (
+                    periods is None or periods.issuperset(range(b.slot_start, b.slot_start + need))
+                )
             ):
                 yield b.day, (b.slot_start,), from_day, need, True
+
+
+def _order_keeps(kept: Sequence[SlotRange], order: tuple[OrderBound, OrderBound]) -> bool:
+    """Whether the blocks a move leaves in place keep the order rule by themselves."""
+    after, before = order
+    first = min((b.day, b.slot_start) for b in kept)
+    last = max((b.day, b.slot_end) for b in kept)
+    return (after is None or first > after) and (before is None or last < before)
 
 
 class _LazyRuns(Sequence[list[tuple[int, int]]]):
@@ -474,7 +543,34 @@ class _LazyRuns(Sequence[list[tuple[int, int]]]):
     ) -> list[tuple[int, int]] | list[list[tuple[int, int]]]:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
+        return self._row(index)
+
+    def _row(self, index: int) -> list[tuple[int, int]]:
         return row_free_runs(self._owner[index].tolist(), self._need)
+
+
+class _WithinRuns(_LazyRuns):
+    """Each day's free runs of ``runs`` cut at the periods not in ``periods`` (a caller's
+    section filter), so a candidate start is an end of a run of allowed free periods."""
+
+    def __init__(self, runs: Sequence[Sequence[tuple[int, int]]], periods: frozenset[int]) -> None:
+        self._runs = runs
+        self._periods = periods
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def _row(self, index: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for s0, s1 in self._runs[index]:
+            start = None
+            for p in range(s0, s1 + 2):
+                if p <= s1 and p in self._periods:
+                    start = p if start is None else start
+                elif start is not None:
+                    out.append((start, p - 1))
+                    start = None
+        return out
 
 
 def _judge(
@@ -539,6 +635,7 @@ def rank_destinations(
     deadline: float | None = None,
     prune: bool = False,
     memo: SearchMemo | None = None,
+    periods: frozenset[int] | None = None,
 ) -> Ranking:
     """Legal destinations of ``task_id`` with their measured effect, best first.
 
@@ -567,6 +664,9 @@ def rank_destinations(
     memo
         The :class:`SearchMemo` of a search over many tasks of ``state`` (its ``days`` the same
         sequence object for every ranking).
+    periods
+        Only destinations whose every period is one of these (``query_available_slots``'
+        section filter); ``None``: any.
     """
     task = state.task(task_id)
     ranking = Ranking(task_id)
@@ -597,7 +697,7 @@ def rank_destinations(
     easing: dict[int | None, set[int] | None] = {}
     stopped = False
     for day, starts, from_day, need, into_host in _candidate_starts(
-        state, task, day_list, runs, memo
+        state, task, day_list, runs, memo if periods is None else None, periods
     ):
         if prune and not into_host:
             if from_day not in easing:
@@ -647,9 +747,9 @@ def rank_destinations(
                 finally:
                     _undo(work, moved, saved)
             else:
-                # free periods inside the class window, off its banned periods, on a day
-                # without another of its blocks: legal by construction; judged on the rows,
-                # never applied
+                # free periods the class rules allow (days, weekdays, banned periods, the
+                # order of its items), on a day without another of its blocks: legal by
+                # construction; judged on the rows, never applied
                 host = None
                 new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
                 if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):

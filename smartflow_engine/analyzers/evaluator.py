@@ -55,7 +55,7 @@ from ..health_facts import (
 )
 from ..health_facts import MIN_BUFFER as MIN_BUFFER  # re-exported: analyze_health's defaults
 from ..health_facts import MIN_USABLE as MIN_USABLE
-from ..rules import Level
+from ..rules import Level, is_hard_class
 from ..state import ScheduleState, Task
 from ..state.ops import Change
 from .common import issue_of, sort_issues
@@ -168,6 +168,7 @@ class HealthEvaluator:
         self.names: list[str] = codes.names
         self.code_of = codes.code_of
         self._code_list = codes.of_task  # task id -> subject code (0: event)
+        self._hard = codes.hard(state)  # the hard subjects' codes (heavy pairs, issue 42)
         self.sigs: dict[int, tuple[Any, ...]] = {}
         self.infos: dict[int, SubjectTasks] = {
             c: SubjectTasks(class_ids=list(ids)) for c, ids in codes.class_ids.items()
@@ -190,7 +191,7 @@ class HealthEvaluator:
         self._day_version = [0] * self.num_days
         self._subject_version: dict[int, int] = {}
         self.days: list[DayFacts] = grid_day_facts(
-            grid.owner, codes.study_layer(grid.owner, grid.guest)
+            grid.owner, codes.study_layer(grid.owner, grid.guest), codes.hard_mask(self._hard)
         )
         present = subject_days(self.days)
         self.daily: dict[int, SubjectDays] = {
@@ -207,7 +208,10 @@ class HealthEvaluator:
         self._refresh()
 
     def _class_sig(self) -> tuple[Any, ...]:
-        return tuple((tc.id, tc.name, tc.total_slots, tc.end_day) for tc in self.state.task_classes)
+        return tuple(
+            (tc.id, tc.name, tc.total_slots, tc.end_day, is_hard_class(tc))
+            for tc in self.state.task_classes
+        )
 
     def _refresh(self) -> None:
         self._severe_all = _severe(i for v in self.issues_of.values() for i in v)
@@ -236,7 +240,7 @@ class HealthEvaluator:
     def facts_of_rows(self, own: list[int], gst: list[int]) -> DayFacts:
         """The facts of a day from its owner and guest rows (:func:`..health_facts.day_facts`)."""
         try:
-            return day_facts(own, gst, self._code_list, self.spd)
+            return day_facts(own, gst, self._code_list, self.spd, self._hard)
         except LookupError:  # a task id the evaluator does not know
             raise _Stale from None
 
@@ -252,14 +256,14 @@ class HealthEvaluator:
         return issues
 
     def _day_issues(self, d: int, f: DayFacts) -> tuple[Issue, ...]:
-        key = ("day", d, f.total, f.occupied, f.switches)
+        key = ("day", d, f.total, f.occupied, f.switches, f.heavy)
         found_before = self._memo(key)
         if found_before is not None:
             return found_before
         return self._keep(key, self._day_issues_of(d, f))
 
     def _day_issues_of(self, d: int, f: DayFacts) -> tuple[Issue, ...]:
-        load, context = self.rules.day(f.total, f.occupied, f.switches, self.spd)
+        load, context = self.rules.day(f.total, f.occupied, f.switches, self.spd, f.heavy)
         return self._issues(load + context, day=d + 1)
 
     def _issues(

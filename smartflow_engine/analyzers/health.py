@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..concepts import subject_of
+from ..concepts import hard_subjects, subject_of
 from ..rules import RULES, Level, Rule, r4
 from ..state import ScheduleState
 from ..state.freeze import frozen_count, frozen_view
@@ -28,8 +28,8 @@ from .common import (
     sort_issues,
 )
 from .context import run_context
+from .criteria import SEVERE
 from .destinations import make_actionable
-from .escalation import compound_batch, escalation_action
 from .frame import Frame, check_bool, check_choice, check_level
 from .load import run_load
 from .result import (
@@ -40,6 +40,7 @@ from .result import (
     NextAction,
     ParamError,
     Trigger,
+    close_signal,
 )
 from .schema import metric_schema
 from .subjects import run_subjects
@@ -56,7 +57,11 @@ MIN_STEP_S = 0.01  # a CP-SAT step started at the limit still gets this (it answ
 # Share of the time left that each CP-SAT step (feasibility, then the negotiation figures) may
 # take, so the floor and the fixable search keep the rest of the call's limit.
 FEASIBILITY_SHARE = 0.5
-CLOSE_RULE = "critical=0 && warning<=1"
+# The action naming the write that searches (issue 40 item 7, :func:`search_action`) and the
+# move limit it suggests (apply_proposal's own cap: a tighter limit missed batches the search
+# finds by moving more tasks on its way, docs/decisions.md issue 26 item 4).
+SEARCH_INTENT = "least_change_repair"
+SEARCH_MAX_MOVES = 20
 NEGOTIATION_INTENTS = (
     "ask_expand_window",
     "ask_relax_constraints",
@@ -318,34 +323,65 @@ def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, An
     }
 
 
-def _escalate(
+def search_action(
+    state: ScheduleState,
+    issues: Sequence[Issue],
+    critical: int,
+    warning: int,
+    better: tuple[int, int],
+) -> NextAction:
+    """The action that names the write that searches (issue 40 item 7): ``apply_proposal``
+    with ``keep_placed`` and ``max_moves`` runs the least-change repair, and its ``preview``
+    shows the effect before anything changes. ``better``: the proven floor's (critical,
+    warning), or the request's starting health, below today's. Nothing is searched here: a read
+    stays a read."""
+    ids = [i.issue_id for i in issues if i.severity in SEVERE]
+    return action(
+        SEARCH_INTENT,
+        "window",
+        candidate_scope=candidate_scope(range(1, state.num_days + 1), task_pool="placed"),
+        target_filter={"kind": "study", "status": ["suggested", "existing"], "locked": False},
+        slot_filter={},
+        required_reads=[],
+        success_criteria={
+            "recheck_tool": "analyze_health",
+            "conditions": [
+                {"metric": "metrics.close_signal.critical", "operator": "<=", "value": critical},
+                {"metric": "metrics.close_signal.warning", "operator": "<=", "value": warning},
+            ],
+        },
+        candidate_write_tools=["apply_proposal"],
+        issue_ids=ids,
+        figures={
+            "write_args": {"keep_placed": True, "max_moves": SEARCH_MAX_MOVES, "preview": True},
+            "better_critical": better[0],
+            "better_warning": better[1],
+        },
+    )
+
+
+def offer_search(
     state: ScheduleState,
     actions: list[NextAction],
     issues: list[Issue],
-    level: Level,
     floor: HealthFloor,
     dimensions: Sequence[str],
-    floor_scope: Sequence[int] | None,
-    deadline: float | None,
 ) -> list[NextAction]:
-    """``actions`` with the escalation batch first (issue 26 item 4, :mod:`.escalation`) when no
-    action is fixable while the proven floor lies below today's (critical, warning). Only on the
-    whole check-up (every dimension) without frozen days (the batch may move any placed task)."""
+    """``actions`` with :func:`search_action` first when no single move helps (no action is
+    ``fixable``) while the proven floor lies below today's (critical, warning). Only on the
+    whole check-up (every dimension): the floor is of all of them."""
     if (
         any(a.fixable is True for a in actions)
         or not floor.proven
         or list(dimensions) != list(DIMENSIONS)
-        or floor_scope is not None
     ):
         return actions
     critical = sum(1 for i in issues if i.severity == "critical")
     warning = sum(1 for i in issues if i.severity == "warning")
     if floor.meets(critical, warning):
         return actions
-    batch = compound_batch(state, level, deadline)
-    if batch is None:
-        return actions
-    return [escalation_action(state, batch, issues, critical), *actions][:MAX_ACTIONS]
+    better = (floor.critical, floor.warning)
+    return [search_action(state, issues, critical, warning, better), *actions][:MAX_ACTIONS]
 
 
 def run_health(
@@ -373,8 +409,12 @@ def run_health(
     if "subjects" in dimensions:
         parts["subjects"] = run_subjects(frame, None, True, detail, level)
     if "context" in dimensions:
-        parts["context"] = run_context(
-            frame, everything, (), "day_detail" if detail == "full" else "summary", level
+        parts["context"] = run_context(  # the hard subjects: the classes' profiles (issue 42)
+            frame,
+            everything,
+            tuple(sorted(hard_subjects(state))),
+            "day_detail" if detail == "full" else "summary",
+            level,
         )
     if "tolerance" in dimensions:
         parts["tolerance"] = run_tolerance(frame, everything, 2, 2, detail, level)
@@ -414,9 +454,7 @@ def run_health(
             ordered = make_actionable(
                 state, ordered, issues, level, MAX_ACTIONS, dimensions=dimensions, deadline=deadline
             )
-            ordered = _escalate(
-                state, ordered, issues, level, floor, dimensions, floor_scope, deadline
-            )
+            ordered = offer_search(state, ordered, issues, floor, dimensions)
         actions = number_actions(ordered, MAX_ACTIONS)
 
     counts = {s: 0 for s in SEVERITY_RANK}
@@ -432,9 +470,10 @@ def run_health(
     if "tolerance" in parts:
         metrics["tolerance"] = parts["tolerance"].metrics["overall"]
     metrics["issue_counts"] = counts
-    acceptable = counts["critical"] == 0 and counts["warning"] <= 1
-    # The current schedule is one of the floor's population only when no pending period that
-    # could be placed is left (see .solver.health_floor).
+    # No pending period that could be placed is left: proven (the capacity gap covers every
+    # pending period), not assumed. Only then may the request close (issue 45 item 1: 可收口
+    # above 12 pending tasks), and only then is the schedule one of the floor's population
+    # (see .solver.health_floor).
     pending = sum(t.need() for t in state.pending_tasks())
     complete = pending == 0 or (
         report is not None
@@ -443,17 +482,14 @@ def run_health(
         and pending <= report.capacity_gap
     )
     best = floor.proven and complete and floor.meets(counts["critical"], counts["warning"])
-    metrics["close_signal"] = {
-        "acceptable_to_close": acceptable,
-        "critical": counts["critical"],
-        "warning": counts["warning"],
-        "rule": CLOSE_RULE,
-        "reason": "rules_met" if acceptable else "best_achievable" if best else "open",
-        "best_achievable": best,
-        "floor": floor.to_dict(),
-    }
-    if floor_cut:
-        metrics["close_signal"]["floor_cut"] = "time_limit"
+    metrics["close_signal"] = close_signal(
+        counts["critical"],
+        counts["warning"],
+        floor.to_dict(),
+        best_achievable=best,
+        floor_cut=floor_cut,
+        complete=complete,
+    )
     if ignored:
         metrics["ignored_dimensions"] = ignored
     if detail == "full":

@@ -133,6 +133,52 @@ class NextAction:
         return out
 
 
+CLOSE_RULE = "critical=0 && warning<=1"
+
+
+def close_signal(
+    critical: int,
+    warning: int,
+    floor: dict[str, Any] | None = None,
+    *,
+    best_achievable: bool = False,
+    floor_cut: bool = False,
+    complete: bool = True,
+) -> dict[str, Any]:
+    """``metrics.close_signal``, built here only (issue 40 item 8): the spec's close rule
+    (P1-E, ``critical=0 && warning<=1``) on the counts, and with ``floor`` (the proven floor's
+    dict) the reason and ``best_achievable``. A session adds its round fields
+    (:meth:`~smartflow_engine.tools_adapter.sessions.loop_state.LoopState.on_health`).
+
+    ``complete``: no pending period that could be placed is left (proven). Without it the
+    request may not close although the rule is met (issue 45 item 1), reason
+    ``pending_placeable``."""
+    rules_met = critical == 0 and warning <= 1
+    acceptable = rules_met and complete
+    out: dict[str, Any] = {
+        "acceptable_to_close": acceptable,
+        "critical": critical,
+        "warning": warning,
+    }
+    if floor is None:
+        return out
+    out.update(
+        rule=CLOSE_RULE,
+        reason="rules_met"
+        if acceptable
+        else "pending_placeable"
+        if rules_met
+        else "best_achievable"
+        if best_achievable
+        else "open",
+        best_achievable=best_achievable,
+        floor=floor,
+    )
+    if floor_cut:
+        out["floor_cut"] = "time_limit"
+    return out
+
+
 @dataclass
 class AnalysisResult:
     """The envelope of one analysis tool call; ``feasibility`` is set by ``analyze_health`` only."""

@@ -232,7 +232,7 @@ _HEALTH: tuple[_Row, ...] = (
     ("close_signal.rule", "收口规则", "text", "neutral"),
     (
         "close_signal.reason",
-        "收口依据：rules_met 达标 / best_achievable 已达证明下限 / open 未收口",
+        "收口依据：rules_met 达标 / pending_placeable 达标但仍有可放下的待安排任务 / best_achievable 已达证明下限 / open 未收口",
         "name",
         "neutral",
     ),
@@ -244,7 +244,8 @@ _HEALTH: tuple[_Row, ...] = (
     ),
     (
         "close_signal.floor",
-        "任何排法都无法低于的 critical/warning 下限（proven 表示有证明），"
+        "可重排全部未锁定学习任务（冻结天的除外）时任何排法都无法低于的 critical/warning 下限（proven 表示有"
+        "证明；propose_placement 的下限只让其方案范围内的任务移动、证明更细，可能更高），"
         "binding 列出造成下限的规则及数字",
         "object",
         "neutral",

@@ -27,10 +27,12 @@ is read as the batch goes), the next chunk submitted as soon as one comes back.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .jobs import JobConfig, WindowResult, run_chunk
@@ -267,12 +269,30 @@ def ray_init(address: str | None = None, workers: int | None = None) -> bool:
     else:
         kwargs = local_ray_options(workers or default_workers())
     try:
-        ray.init(**kwargs)
+        with _quiet_token_banner():
+            ray.init(**kwargs)
     except Exception as exc:  # connection refused, bad address, ...
         raise EngineError(
             f"cannot start Ray{' at ' + address if address else ''}: {type(exc).__name__}: {exc}"
         ) from None
     return True
+
+
+# Ray (2.5x) warns on every ray.init that token authentication is on by default, through a logger
+# that, with configure_logging=False, ends on the operator's stderr among the batch's own lines.
+# The authentication stays as Ray sets it; only the banner is not shown (issue 45 item 8).
+RAY_AUTH_LOGGER = "ray._private.authentication"
+
+
+@contextmanager
+def _quiet_token_banner() -> Iterator[None]:
+    logger = logging.getLogger(RAY_AUTH_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 _REMOTE: dict[str, Any] = {}  # the remote function, defined once Ray is imported

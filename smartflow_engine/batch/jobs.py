@@ -22,6 +22,12 @@ Each job holds the batch's ``time_limit_s`` as its whole wall clock (issue 24 it
   defensively (``reason``, ``best_achievable`` and ``floor`` exist only on engines that compute
   them).
 
+``clock_cut`` marks a row where the wall clock ended a solver call before its proof or its
+work budget did (issue 45 item 2): the check or its figures unproven (they stop only on a proof
+or the clock), the proposal ``wall_limited``, analyze_health's check or floor unproven. Every
+other row is the same on any engine, worker count and load for the same seed; a marked row's
+solver figures may differ (``run_batch`` counts them in ``attrs["batch"]["clock_cut"]``).
+
 Frozen days (issue 28, ``frozen_days``): days ``1..k`` of every window are frozen. The
 feasibility check, its figures and the proposal run on
 :func:`~smartflow_engine.state.freeze.frozen_view` (nothing placed there moves, nothing new lands
@@ -94,6 +100,9 @@ HEALTH_COLUMNS: tuple[str, ...] = (
     "floor_warning",
     "floor_proven",
 )
+# Whether the wall clock, not a proof or a work budget, ended a solver call of the row (issue 45
+# item 2): its solver figures may then differ on another run, engine or load.
+CUT_COLUMNS: tuple[str, ...] = ("clock_cut",)
 RUNTIME_COLUMNS: tuple[str, ...] = ("feasibility_s", "proposal_s", "health_s", "total_s")
 
 
@@ -126,6 +135,7 @@ _BOOLEAN = (
     "acceptable_to_close",
     "best_achievable",
     "floor_proven",
+    "clock_cut",
 )
 _FLOAT = ("unplaced_slots", "objective_bound", *RUNTIME_COLUMNS)
 
@@ -138,6 +148,7 @@ def columns(commit: bool = False) -> tuple[str, ...]:
         *PROPOSAL_HEAD,
         *objective_columns(),
         *HEALTH_COLUMNS,
+        *CUT_COLUMNS,
         *RUNTIME_COLUMNS,
         "error",
         *(COMMIT_COLUMNS if commit else ()),
@@ -286,6 +297,8 @@ def run_window(item: Any, config: JobConfig) -> WindowResult:
             if "health" in config.jobs:
                 stage = "health"
                 _health(state, placements, config, row)
+            row["clock_cut"] = clock_cut(row)
+            row.pop("health_check_proven", None)
     except WindowTimeout:
         row["error"] = f"timeout: {stage} still running after the window's {config.timeout():g} s"
     except Exception as exc:  # a solver or analyzer failure on this window only
@@ -293,6 +306,20 @@ def run_window(item: Any, config: JobConfig) -> WindowResult:
     finally:
         row["total_s"] = time.perf_counter() - t0
     return result
+
+
+def clock_cut(row: dict[str, Any]) -> bool:
+    """Whether the wall clock ended one of the row's solver calls (see the module docstring):
+    an unproven feasibility check or negotiation figures, a wall-limited proposal, an unproven
+    floor or feasibility check of analyze_health."""
+    flags = (
+        row.get("proven") is False,
+        row.get("negotiation_proven") is False,
+        row.get("proposal_wall_limited") is True,
+        row.get("floor_proven") is False,
+        row.get("health_check_proven") is False,
+    )
+    return any(flags)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -403,6 +430,9 @@ def _health(
     )
     if not result.success:
         raise RuntimeError(f"analyze_health: {result.error_code}: {result.error}")
+    check = result.feasibility or {}
+    if "proven" in check:  # (not a column: read by clock_cut, then dropped)
+        row["health_check_proven"] = bool(check["proven"])
     close = result.metrics.get("close_signal") or {}
     floor = close.get("floor") or {}
     row.update(

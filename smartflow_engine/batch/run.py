@@ -104,7 +104,8 @@ def run_batch(
         machine, fix it and give a generous ``time_limit_s``.
     seed
         The proposals' seed: the same seed gives the same table whatever the engine, workers
-        and load (runtime columns aside), unless a row says ``proposal_wall_limited``.
+        and load (runtime columns aside), unless a row says ``clock_cut`` (the wall clock
+        ended one of its solver calls: counted in ``attrs["batch"]["clock_cut"]``).
     negotiation
         Whether the feasibility job also computes the negotiation figures (extra days, lifting
         flags, slots to cut) of the infeasible windows. Their exact solves cost several times
@@ -142,7 +143,8 @@ def run_batch(
         Columns :func:`~.jobs.columns` with nullable dtypes; ``error`` is null on a good row.
         ``df.attrs["batch"]`` holds the run's figures (wall time, windows/s, CPU seconds spent
         by the workers on their chunks and by this process, peak memory per worker process,
-        engine, workers, chunk size, proposal budgets, wall-limited proposals).
+        engine, workers, chunk size, proposal budgets, wall-limited proposals, ``clock_cut``:
+        rows a wall clock cut, see :mod:`.jobs`).
 
     Raises
     ------
@@ -234,6 +236,7 @@ def run_batch(
         "proposal_work_limit_s": config.proposal_work_s() if "proposal" in job_tuple else None,
         "proposal_wall_limit_s": config.proposal_wall_s() if "proposal" in job_tuple else None,
         "wall_limited": int(df["proposal_wall_limited"].fillna(False).sum()),
+        "clock_cut": int(df["clock_cut"].fillna(False).sum()),
     }
     return df
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..files import atomic_path
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -23,13 +25,13 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     """Write ``df`` (without its index); the parent directory is created."""
     target = Path(path)
     kind = sink_kind(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if kind == "parquet":
-        out = df.copy()
-        out.attrs = {}  # run figures are not part of the table
-        out.to_parquet(target, index=False, engine="pyarrow")
-    else:
-        df.to_csv(target, index=False)
+    with atomic_path(target) as tmp:  # a kill mid-write leaves the old table
+        if kind == "parquet":
+            out = df.copy()
+            out.attrs = {}  # run figures are not part of the table
+            out.to_parquet(tmp, index=False, engine="pyarrow")
+        else:
+            df.to_csv(tmp, index=False)
     return target
 
 

@@ -17,6 +17,9 @@ For each candidate window (seeded synthetic windows, most with task classes, 13-
    that final state still meets the window's health goal (the close rule, or the floor that the
    edited witness reaches). The days before the first day the edit touches are frozen
    (``frozen_days``: the student's settled past), for the engine's run and for the graded one.
+
+The logged calendar requests (issue 43) are built apart, from code (:mod:`.calendar_tasks`);
+``--calendar-only`` refreshes just them in a set.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..solver import check_feasibility
 from ..state import ScheduleState
 from ..state.synthetic import Variant, synthetic_window
 from ..tools_adapter import Session
+from .calendar_tasks import calendar_tasks
 from .goals import CallRecord, Outcome, counts, grade
 from .policies import ScriptedPolicy
 from .runner import BudgetedSession
@@ -326,7 +330,7 @@ def build_tasks(
         tasks.extend(made)
         if on_candidate is not None:
             on_candidate(c, made)
-    return tasks
+    return tasks + calendar_tasks()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -335,11 +339,22 @@ def main(argv: list[str] | None = None) -> None:
     import time
     from pathlib import Path
 
-    from .tasks import default_path, save_tasks
+    from .tasks import default_path, load_tasks, save_tasks
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--out", type=Path, default=default_path())
+    parser.add_argument(
+        "--calendar-only",
+        action="store_true",
+        help="keep the set's other tasks; rebuild only the logged calendar requests",
+    )
     args = parser.parse_args(argv)
+    if args.calendar_only:
+        kept = [t for t in load_tasks(args.out) if t.kind != "calendar"]
+        fresh = calendar_tasks()
+        save_tasks(sorted(kept + fresh, key=lambda t: (t.days, t.id)), args.out)
+        print(f"{len(fresh)} calendar tasks written to {args.out} ({len(kept)} others kept)")
+        return
     started = time.perf_counter()
 
     def report(c: Candidate, made: list[EvalTask]) -> None:
@@ -355,8 +370,9 @@ def main(argv: list[str] | None = None) -> None:
             sorted(tasks, key=lambda t: (t.days, t.id)), args.out
         )  # after each window: a long build can be cut short
 
-    build_tasks(on_candidate=keep)
-    print(f"{len(tasks)} tasks written to {args.out}")
+    built = build_tasks(on_candidate=keep)  # the windows' tasks, then the calendar requests
+    save_tasks(sorted(built, key=lambda t: (t.days, t.id)), args.out)
+    print(f"{len(built)} tasks written to {args.out}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ goal names. A trial passes when every one holds (τ-bench: graded by the final s
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -167,6 +168,125 @@ def check_round_cap(task: EvalTask, out: Outcome) -> CheckResult:
     return CheckResult("round_cap", ok, f"{used} of {cap} tool calls{extra}")
 
 
+# ---------------------------------------------------------------------------------- calendar goals
+def _blocks(tasks: list[dict[str, Any]]) -> dict[int, list[tuple[int, int, int]]]:
+    return {
+        t["state_id"]: sorted(
+            (b["day"], b["slot_start"], b["slot_end"]) for b in t.get("slots") or ()
+        )
+        for t in tasks
+    }
+
+
+def check_into(task: EvalTask, out: Outcome) -> CheckResult:
+    goal = task.goal.calendar
+    assert goal is not None
+    after = _blocks(out.state.to_dict()["tasks"])
+    wrong = []
+    for part in goal.into:
+        days = set(part.days)
+        inside = [
+            tid for tid in part.task_ids if after.get(tid) and all(b[0] in days for b in after[tid])
+        ]
+        if part.count is None and len(inside) != len(part.task_ids):
+            outside = [tid for tid in part.task_ids if tid not in inside]
+            wrong.append(f"{outside} not on days {sorted(days)}")
+        elif part.count is not None and len(inside) != part.count:
+            wrong.append(
+                f"{len(inside)} of {part.task_ids} on days {sorted(days)}, want {part.count}"
+            )
+    return CheckResult("into", not wrong, "; ".join(wrong) or "every named task where asked")
+
+
+def check_unchanged(task: EvalTask, out: Outcome) -> CheckResult:
+    goal = task.goal.calendar
+    assert goal is not None
+    before = _blocks(task.state["tasks"])
+    after = _blocks(out.state.to_dict()["tasks"])
+    moved = [tid for tid in goal.unchanged if before.get(tid) != after.get(tid)]
+    return CheckResult(
+        "unchanged", not moved, f"moved: {moved}" if moved else f"{len(goal.unchanged)} kept"
+    )
+
+
+def check_avoid(task: EvalTask, out: Outcome) -> CheckResult:
+    """No task the request moved or placed uses the periods the student ruled out."""
+    goal = task.goal.calendar
+    assert goal is not None
+    avoid = set(goal.avoid_periods)
+    before = _blocks(task.state["tasks"])
+    hits = [
+        (tid, b)
+        for tid, blocks in _blocks(out.state.to_dict()["tasks"]).items()
+        if blocks != before.get(tid)
+        for b in blocks
+        if avoid & set(range(b[1], b[2] + 1))
+    ]
+    return CheckResult("avoid", not hits, f"on ruled-out periods: {hits}" if hits else "none")
+
+
+def check_even(task: EvalTask, out: Outcome) -> CheckResult:
+    goal = task.goal.calendar
+    assert goal is not None and goal.even is not None
+    even = goal.even
+    per_day = dict.fromkeys(even.days, 0)
+    for tid, blocks in _blocks(out.state.to_dict()["tasks"]).items():
+        if tid in even.task_ids and blocks and blocks[0][0] in per_day:
+            per_day[blocks[0][0]] += 1
+    gap = max(per_day.values()) - min(per_day.values())
+    return CheckResult("even", gap <= even.max_gap, f"per day {per_day} (gap {gap})")
+
+
+def rule_breaks(data: dict[str, Any]) -> list[str]:
+    """Every task-class rule a state's JSON breaks, in the reference system's meanings, read by
+    the kit itself (not by the engine): a class's days (``start_day``/``end_day``), banned
+    weekdays (``excluded_days_of_week``), banned half-day blocks (``excluded_slots``, block b =
+    periods 2b-1 and 2b) and single periods (``excluded_periods``), water courses only when
+    ``allow_filler_course``, and the order of its items (``task_order``: for two placed items
+    a < b of one class, a ends strictly before b starts)."""
+    classes = {c["id"]: c for c in data.get("task_classes") or ()}
+    weekday = {m["day_index"]: m["day_of_week"] for m in data["window"].get("day_mapping") or ()}
+    out: list[str] = []
+    ordered: dict[int, list[tuple[int, tuple[int, int], tuple[int, int], int]]] = {}
+    for t in data["tasks"]:
+        cid = t.get("category_id", t.get("task_class_id"))
+        slots = t.get("slots") or []
+        if t.get("source", "task_item") == "event" or not slots or cid is None:
+            continue
+        who = f"[{t['state_id']}]"
+        c = classes.get(cid)
+        if c is not None:
+            banned = {p for b in c.get("excluded_slots") or () for p in (2 * b - 1, 2 * b)}
+            banned |= set(c.get("excluded_periods") or ())
+            for b in slots:
+                day = b["day"]
+                if not c.get("start_day", 1) <= day <= c.get("end_day", day):
+                    out.append(f"{who} day {day} outside class {cid}'s days")
+                if weekday.get(day) in set(c.get("excluded_days_of_week") or ()):
+                    out.append(f"{who} day {day} on a banned weekday of class {cid}")
+                if banned & set(range(b["slot_start"], b["slot_end"] + 1)):
+                    out.append(f"{who} day {day} on banned periods of class {cid}")
+            if t.get("embed_host") is not None and not c.get("allow_filler_course", True):
+                out.append(f"{who} in a water course, which class {cid} does not allow")
+        if t.get("task_order"):
+            first = min((b["day"], b["slot_start"]) for b in slots)
+            last = max((b["day"], b["slot_end"]) for b in slots)
+            ordered.setdefault(cid, []).append((t["task_order"], first, last, t["state_id"]))
+    for cid, items in ordered.items():
+        items.sort()
+        for (oa, _, last_a, a), (ob, first_b, _, b) in itertools.pairwise(items):
+            if not last_a < first_b:
+                out.append(
+                    f"[{a}] (order {oa}) does not end before [{b}] (order {ob}) of class {cid}"
+                )
+    return out
+
+
+def check_rules(task: EvalTask, out: Outcome) -> CheckResult:
+    breaks = rule_breaks(out.state.to_dict())
+    return CheckResult("rules", not breaks, "; ".join(breaks[:5]) or "every class rule held")
+
+
 Check = Callable[[EvalTask, Outcome], CheckResult]
 # goal part -> (applies to the task, checker)
 CHECKS: dict[str, tuple[Callable[[EvalTask], bool], Check]] = {
@@ -176,6 +296,20 @@ CHECKS: dict[str, tuple[Callable[[EvalTask], bool], Check]] = {
     "locked": (lambda t: True, check_locked),
     "frozen": (lambda t: t.goal.frozen_days > 0, check_frozen),
     "negotiation": (lambda t: t.goal.negotiation is not None, check_negotiation),
+    "into": (lambda t: t.goal.calendar is not None and bool(t.goal.calendar.into), check_into),
+    "unchanged": (
+        lambda t: t.goal.calendar is not None and bool(t.goal.calendar.unchanged),
+        check_unchanged,
+    ),
+    "avoid": (
+        lambda t: t.goal.calendar is not None and bool(t.goal.calendar.avoid_periods),
+        check_avoid,
+    ),
+    "even": (
+        lambda t: t.goal.calendar is not None and t.goal.calendar.even is not None,
+        check_even,
+    ),
+    "rules": (lambda t: t.goal.calendar is not None and t.goal.calendar.rules, check_rules),
     "round_cap": (lambda t: True, check_round_cap),
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
 
 SOLVER_CAP_S = 2.0  # the sessions' cap on a solver tool's time limit (as bench_loop)
 
+# The words every solver tool's reply uses when the wall clock, not the work budget, ended its
+# search or left its answer unproven ("搜索被时限截断", "时限内未找到", "2秒内未得出证明",
+# "只来得及给出初始贪心方案"): such a call's answer can differ on a busier or quieter machine.
+CLOCK_CUT = re.compile(r"时限截断|时限内|秒内未得出证明|只来得及给出")
+
 
 class BudgetedSession:
     """A session as the policy sees it: calls pass through to the real session until the cap;
@@ -37,6 +43,7 @@ class BudgetedSession:
         self.max_calls = max_calls
         self.calls: list[CallRecord] = []
         self.exhausted = False
+        self.clock_cuts = 0  # calls whose answer the wall clock cut (see CLOCK_CUT)
 
     @property
     def remaining(self) -> int:
@@ -61,6 +68,7 @@ class BudgetedSession:
                 error_code="round_cap",
             )
         result = self.session.invoke(name, args)
+        self.clock_cuts += bool(CLOCK_CUT.search(result.reply))
         self.calls.append(
             CallRecord(
                 name,
@@ -99,6 +107,7 @@ class Trial:
     refused_writes: int
     stats: PolicyStats
     seconds: float
+    clock_cuts: int = 0  # tool calls whose answer the wall clock cut
 
 
 def run_trial(task: EvalTask, policy: Policy, trial: int = 0) -> Trial:
@@ -139,6 +148,7 @@ def run_trial(task: EvalTask, policy: Policy, trial: int = 0) -> Trial:
         sum(1 for c in s.calls if c.is_write and c.status == "error"),
         stats,
         seconds,
+        s.clock_cuts,
     )
 
 
@@ -147,8 +157,11 @@ def run_eval(
     policy: Policy,
     k: int = 1,
     on_trial: Callable[[Trial], None] | None = None,
+    timings: bool = True,
 ) -> pd.DataFrame:
-    """Every task ``k`` times; one row per trial."""
+    """Every task ``k`` times; one row per trial. ``timings=False`` leaves out the wall-clock
+    column (``seconds``), so that the table is a function of the task set and the policy (what
+    the committed baseline is)."""
     import pandas as pd
 
     rows = []
@@ -170,7 +183,8 @@ def run_eval(
                     "refused_writes": t.refused_writes,
                     "prompt_tokens": t.stats.prompt_tokens,
                     "completion_tokens": t.stats.completion_tokens,
-                    "seconds": round(t.seconds, 2),
+                    "clock_cuts": t.clock_cuts,
+                    **({"seconds": round(t.seconds, 2)} if timings else {}),
                 }
             )
             if on_trial is not None:
@@ -188,7 +202,7 @@ def pass_hat_k(successes: int, trials: int, k: int) -> float:
 
 def summary(trials: pd.DataFrame, k: int) -> pd.DataFrame:
     """Per task kind (and ``all``): tasks, pass^1..pass^k, rounds, tool calls, refused writes,
-    tokens, seconds."""
+    trials with a call the wall clock cut, tokens, and (when the trials have them) seconds."""
     import pandas as pd
 
     per_task = trials.groupby(["kind", "task_id"], sort=False).agg(
@@ -210,15 +224,17 @@ def summary(trials: pd.DataFrame, k: int) -> pd.DataFrame:
             tool_calls_median=float(rows["tool_calls"].median()),
             tool_calls_max=int(rows["tool_calls"].max()),
             refused_writes=int(rows["refused_writes"].sum()),
+            clock_cut_trials=int((rows["clock_cuts"] > 0).sum()),
             tokens_mean=None if rows["prompt_tokens"].isna().all() else float(tokens.mean()),
-            seconds_median=round(float(rows["seconds"].median()), 1),
         )
+        if "seconds" in rows:
+            row["seconds_median"] = round(float(rows["seconds"].median()), 1)
         out.append(row)
     return pd.DataFrame(out)
 
 
-def markdown(summary_df: pd.DataFrame, trials: pd.DataFrame, title: str) -> str:
-    """The summary and the per-task rows as markdown tables."""
+def markdown(summary_df: pd.DataFrame, trials: pd.DataFrame, title: str, notes: str = "") -> str:
+    """The summary and the per-task rows as markdown tables, then ``notes`` (verbatim)."""
 
     def table(df: pd.DataFrame) -> list[str]:
         cols = list(df.columns)
@@ -237,6 +253,7 @@ def markdown(summary_df: pd.DataFrame, trials: pd.DataFrame, title: str) -> str:
             tool_calls=("tool_calls", "median"),
             rounds=("rounds", "median"),
             refused_writes=("refused_writes", "sum"),
+            clock_cuts=("clock_cuts", "sum"),
         )
         .reset_index()
     )
@@ -251,4 +268,4 @@ def markdown(summary_df: pd.DataFrame, trials: pd.DataFrame, title: str) -> str:
             *table(per_task),
             "",
         ]
-    )
+    ) + (notes if not notes or notes.endswith("\n") else notes + "\n")

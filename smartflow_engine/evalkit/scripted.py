@@ -3,8 +3,8 @@
 
 The agent only calls tools and reads their replies: ``analyze_health`` → the first action whose
 two reads (``query_target_tasks`` → ``query_available_slots``) find a destination that helps →
-the write with ``action_id`` (for the escalation action, whose ``query_target_tasks`` lists a
-batch of moves that helps: that batch with ``batch_move``) → ``analyze_health`` … until ``close_signal.should_close``; on
+the write with ``action_id`` (for the ``least_change_repair`` action, offered when no single move
+helps: ``apply_proposal`` with its ``keep_placed`` / ``max_moves``) → ``analyze_health`` … until ``close_signal.should_close``; on
 ``no_progress`` / ``round_cap`` it calls ``restore_best`` when the last round was not the best.
 On an infeasible window it records the user's choice with ``resolve_negotiation``.
 """
@@ -42,7 +42,7 @@ class AgentRun:
     fixable_unfound: int = 0  # fixable=true, yet the two reads found no destination that helps
     unfixable_found: int = 0  # fixable=false, yet the two reads found one (a wrong false)
     trades: int = 0  # writes of a destination that does not help but improves the counts
-    batches: int = 0  # escalation batches written with batch_move (issue 26 item 4)
+    batches: int = 0  # least-change repairs written with apply_proposal (issue 40 item 7)
     writes: int = 0
     refused: int = 0
     created_issues: int = 0
@@ -122,19 +122,10 @@ def health_loop(
             run.actions_seen += 1
             aid = act["action_id"]
             fixable = act.get("fixable")
-            targets = json.loads(s.call("query_target_tasks", {"action_id": aid}))
-            batch = next(
-                (
-                    b
-                    for b in targets["metrics"].get("batches") or []
-                    if b["helps"] and not {m["task_id"] for m in b["moves"]} & set(pinned)
-                ),
-                None,
-            )
-            if batch is not None:  # the escalation (issue 26 item 4): one atomic batch_move
+            if act.get("intent_code") == "least_change_repair":
+                # no single move helps (issue 40 item 7): the least-change repair, one write
                 run.actions_actionable += 1
-                run.unfixable_found += fixable is False
-                result = write_batch(s, batch, aid)
+                result = write_search(s, act["figures"]["write_args"], aid)
                 run.writes += 1
                 run.batches += 1
                 if result.status == "error" or not result.changes:
@@ -143,6 +134,7 @@ def health_loop(
                 if "新增 0 项" not in result.reply.splitlines()[-1]:
                     run.created_issues += 1
                 break
+            targets = json.loads(s.call("query_target_tasks", {"action_id": aid}))
             rows = [
                 t
                 for t in targets["metrics"].get("tasks", [])
@@ -211,21 +203,13 @@ def write_destination(
     return s.invoke("place" if task["status"] == "pending" else "move", args)
 
 
-def write_batch(s: ToolCaller, batch: dict[str, Any], action_id: str | None = None) -> CallResult:
-    """``batch_move`` the moves of an escalation batch listed by ``query_target_tasks``."""
-    moves = [
-        {
-            "task_id": m["task_id"],
-            "new_day": m["new_day"],
-            "new_slot_start": m["new_slot_start"],
-            **({"from_day": m["from_day"]} if m.get("from_day") is not None else {}),
-        }
-        for m in batch["moves"]
-    ]
-    args: dict[str, Any] = {"moves": moves}
+def write_search(s: ToolCaller, write_args: dict[str, Any], action_id: str | None) -> CallResult:
+    """``apply_proposal`` with the ``least_change_repair`` action's arguments (``keep_placed``,
+    ``max_moves``), applied (not previewed)."""
+    args: dict[str, Any] = {**write_args, "preview": False}
     if action_id is not None:
         args["action_id"] = action_id
-    return s.invoke("batch_move", args)
+    return s.invoke("apply_proposal", args)
 
 
 def full_round_log(s: ToolCaller) -> dict[str, Any]:

@@ -10,10 +10,16 @@ final state, all computed and proven by the engine when the set was built (:mod:
 - ``infeasible``: the exact feasibility check proved the pending work does not fit; the right
   outcome is the negotiation (the user's choice recorded before anything is written).
 
+- ``calendar``: a request named by the calendar, as the reference system's agent logged them
+  (issue 43: "把所有周末的任务都挪到周一到周五，不要越周移动" …), on an upstream-shaped window (half-day
+  bans, banned weekdays, water-course permission, item order); the goal says where the named
+  tasks end, what stays put and that every class rule holds, in at most three tool calls.
+
 Requests: ``first_full`` (plan the pending tasks), ``local_edit`` (a student's change written in
 Chinese, with the edit it implies as data: these tasks end on these days; some on frozen days,
-``frozen_days``, that must hold exactly what they held) and ``negotiate`` (an infeasible window,
-with the choice the student already stated in the request).
+``frozen_days``, that must hold exactly what they held), ``negotiate`` (an infeasible window,
+with the choice the student already stated in the request) and ``calendar`` (the request's text
+and, as data, the one-call form it maps to: ``calls``).
 """
 
 from __future__ import annotations
@@ -27,11 +33,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..files import write_atomic
 from ..state import ScheduleState
 
-Kind = Literal["closable", "unclosable", "infeasible"]
-KINDS: tuple[Kind, ...] = ("closable", "unclosable", "infeasible")
-RequestType = Literal["first_full", "local_edit", "negotiate"]
+Kind = Literal["closable", "unclosable", "infeasible", "calendar"]
+KINDS: tuple[Kind, ...] = ("closable", "unclosable", "infeasible", "calendar")
+RequestType = Literal["first_full", "local_edit", "negotiate", "calendar"]
 MAX_TOOL_CALLS = 60  # tool calls per request (DESIGN: each call of the execute model is a round)
 TASKS_FILE = "tasks.json.gz"
 
@@ -46,6 +53,15 @@ class Edit(BaseModel):
     days: list[int] = Field(min_length=1)
 
 
+class ToolCallSpec(BaseModel):
+    """One tool call a request maps to (what a model that understood it would send)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
 class EvalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -53,6 +69,13 @@ class EvalRequest(BaseModel):
     mode: Literal["first_full", "local_adjust"]
     text: str
     edit: Edit | None = None
+    # a calendar request's one-call form (issue 43): the proposal arguments that name its tasks
+    # and places (the scripted policy reads them as data, as it reads ``edit``)
+    calls: list[ToolCallSpec] = Field(default_factory=list)
+    # a calendar request that also asks for an even spread ("均匀化"): the days its study tasks
+    # are to be spread over (per-day counts within one); the scripted policy checks the
+    # replies of ``calls`` and evens them out with scoped proposals (:mod:`.policies`)
+    spread_days: list[int] = Field(default_factory=list, exclude_if=lambda days: not days)
     choice: Literal["accept_risk"] | None = None  # the negotiation choice the request states
     # days 1..frozen_days are frozen by the session (``Session(frozen_days=...)``, as an
     # integrator sets it): writes touching them are refused, proposals leave them alone
@@ -71,6 +94,44 @@ class HealthGoal(BaseModel):
     warning: int = 1
 
 
+class Into(BaseModel):
+    """Every block of each of ``task_ids`` lies on one of ``days`` (``count``: exactly that many
+    of them do, e.g. "随便挪两个到第12周")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_ids: list[int] = Field(min_length=1)
+    days: list[int] = Field(min_length=1)
+    count: int | None = Field(default=None, ge=0)
+
+
+class Even(BaseModel):
+    """Those of ``task_ids`` on ``days`` spread over them: the per-day counts (each of ``days``,
+    zero included) differ by at most ``max_gap``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_ids: list[int] = Field(min_length=1)
+    days: list[int] = Field(min_length=1)
+    max_gap: int = Field(default=1, ge=0)
+
+
+class CalendarGoal(BaseModel):
+    """A calendar request's outcome (issue 43): where the named tasks end (``into``), the tasks
+    that keep their blocks exactly (``unchanged``: "nothing else moved"), the periods no task the
+    request moved or placed may use (``avoid_periods``: "不要早八和晚10"), an even spread
+    (``even``), and every task-class rule held on the final state (``rules``: the reference
+    system's meanings, checked by the kit itself)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    into: list[Into] = Field(default_factory=list)
+    unchanged: list[int] = Field(default_factory=list)
+    avoid_periods: list[int] = Field(default_factory=list)
+    even: Even | None = None
+    rules: bool = True
+
+
 class Goal(BaseModel):
     """What the final state and the call trace must satisfy; absent parts are not checked."""
 
@@ -82,6 +143,7 @@ class Goal(BaseModel):
     locked_ids: list[int] = Field(default_factory=list)  # must keep their slots
     frozen_days: int = Field(default=0, ge=0)  # days 1..k keep exactly the blocks they had
     negotiation: Literal["accept_risk"] | None = None
+    calendar: CalendarGoal | None = None
     max_tool_calls: int = MAX_TOOL_CALLS
 
 
@@ -116,9 +178,8 @@ def save_tasks(tasks: list[EvalTask], path: Path) -> None:
     """Write the set as gzip-compressed JSON (one object: version and tasks)."""
     data = {"version": 1, "tasks": [t.model_dump(mode="json") for t in tasks]}
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    path.parent.mkdir(parents=True, exist_ok=True)
     # mtime=0: the same set gives the same bytes
-    path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    write_atomic(path, gzip.compress(text.encode("utf-8"), mtime=0))
 
 
 @cache

@@ -18,9 +18,11 @@ import functools
 import heapq
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..health_facts import day_loads, free_runs, switch_mask
 from ..state import ScheduleState
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .problem import Bin, Group, Placement, Problem, Rule, build_problem
@@ -85,7 +87,7 @@ def first_fit(state: ScheduleState, *, include_suggested: bool = False) -> list[
                 continue
             row = free[day - 1]
             for s in range(1, spd - d + 2):
-                if banned[s : s + d].any():
+                if banned[s : s + d].any() or not g.rule.order_allows(day, s, s + d - 1):
                     continue
                 if row[s - 1 : s - 1 + d].all():
                     row[s - 1 : s - 1 + d] = False
@@ -207,7 +209,7 @@ def best_fit_decreasing(
                     break
                 b = hosts[i]
                 s = first[b.slot_start]
-                if s + d - 1 <= b.slot_end:
+                if s + d - 1 <= b.slot_end and g.rule.order_allows(b.day, s, s + d - 1):
                     out.append(Placement(ids[k], b.day, s, s + d - 1, b.host))
                     taken.add(i)
                     k += 1
@@ -220,7 +222,7 @@ def best_fit_decreasing(
             length, day, start = heapq.heappop(heap)
             end = start + length - 1
             s = first[start]
-            if s + d - 1 > end:
+            if s + d - 1 > end or not g.rule.order_allows(day, s, s + d - 1):
                 rest.append((length, day, start))
                 continue
             out.append(Placement(ids[k], day, s, s + d - 1))
@@ -235,6 +237,119 @@ def best_fit_decreasing(
         segments = rest + heap
     out.sort(key=lambda p: (p.day, p.slot_start, p.task_id))
     return out
+
+
+@dataclass
+class _GreedyGrid:
+    """What :func:`balanced_greedy` updates as it places: free periods, the study layer (as
+    subject codes, 0 for none: what :func:`..health_facts.switch_mask` reads), day loads, tasks
+    per subject and day, and which host blocks are still free."""
+
+    free: np.ndarray
+    study: np.ndarray
+    code: dict[str, int]
+    load: np.ndarray
+    count: dict[str, np.ndarray]
+    hosts_free: dict[int, bool]
+    hosts_by_day: dict[int, list[int]]
+
+
+def _greedy_grid(problem: Problem) -> _GreedyGrid:
+    num_days = problem.num_days
+    code = {"": 0}
+    cells = problem.subjects.ravel().tolist()
+    for value in cells:
+        code.setdefault(value, len(code))
+    for g in problem.groups:
+        code.setdefault(g.subject, len(code))
+    study = np.array([code[v] for v in cells], dtype=np.int64).reshape(problem.subjects.shape)
+    load = day_loads(problem.owner).astype(float)
+    subjects = sorted({g.subject for g in problem.groups})
+    count = {k: np.zeros(num_days) for k in subjects}
+    for (k, d), n in problem.fixed_counts.items():
+        if k in count:
+            count[k][d - 1] += n
+    hosts_free = {hi: True for hi in range(len(problem.hosts))}
+    hosts_by_day: dict[int, list[int]] = {}
+    for hi, b in enumerate(problem.hosts):
+        hosts_by_day.setdefault(b.day, []).append(hi)
+    return _GreedyGrid(problem.owner == 0, study, code, load, count, hosts_free, hosts_by_day)
+
+
+def _host_candidates(
+    problem: Problem,
+    grid: _GreedyGrid,
+    day: int,
+    banned: np.ndarray,
+    d: int,
+    pref: frozenset[int] | None,
+    w: Mapping[str, float],
+) -> list[tuple[float, int, int | None]]:
+    """Scored starts in the day's free host blocks: (score, start, host index)."""
+    from .objective import off_preference
+
+    out: list[tuple[float, int, int | None]] = []
+    for hi in grid.hosts_by_day.get(day, []):
+        b = problem.hosts[hi]
+        if grid.hosts_free[hi] and b.length >= d:
+            hs = _first_start(banned, d, b.slot_start, b.slot_end)
+            if hs is not None:
+                hc = w["time_of_day"] * off_preference(pref, hs, hs + d - 1)
+                # A guest adds no load: credit the day's load term back.
+                hc -= w["load_imbalance"] * d
+                out.append((hc, hs, hi))
+    return out
+
+
+def _best_place(
+    problem: Problem,
+    grid: _GreedyGrid,
+    g: Group,
+    score: np.ndarray,
+    banned: np.ndarray,
+    pref: frozenset[int] | None,
+    w: Mapping[str, float],
+) -> tuple[float, int, int, int | None] | None:
+    """The best (score, day, start, host) over the best few days by ``score``, or None."""
+    d, k = g.duration, g.subject
+    best: tuple[float, int, int, int | None] | None = None  # score, day, start, host
+    tried = 0
+    for di in np.argsort(score, kind="stable").tolist():
+        if not np.isfinite(score[di]) or tried >= 3:
+            break
+        day = di + 1
+        # a task without a subject still differs from a neighbour's subject (code -1)
+        mine = grid.code[k] if k else -1
+        cand = _day_candidates(grid.free[di], grid.study[di], banned, d, mine, pref, w)
+        if g.can_guest:
+            cand.extend(_host_candidates(problem, grid, day, banned, d, pref, w))
+        if g.rule.after is not None or g.rule.before is not None:
+            cand = [c for c in cand if g.rule.order_allows(day, c[1], c[1] + d - 1)]
+        if not cand:
+            continue
+        tried += 1
+        pick = min(cand)
+        total = float(score[di]) + pick[0]
+        if best is None or total < best[0]:
+            best = (total, day, pick[1], pick[2])
+    return best
+
+
+def _commit(
+    problem: Problem, grid: _GreedyGrid, tid: int, g: Group, best: tuple[int, int, int | None]
+) -> Placement:
+    """Place task ``tid`` at ``best`` (day, start, host index) and update ``grid``."""
+    day, s, host_idx = best
+    d, k = g.duration, g.subject
+    grid.count[k][day - 1] += 1
+    # (the study layer: a guest's subject replaces its host's period)
+    grid.study[day - 1, s - 1 : s - 1 + d] = grid.code[k]
+    if host_idx is not None:
+        grid.hosts_free[host_idx] = False
+        return Placement(tid, day, s, s + d - 1, problem.hosts[host_idx].host)
+    grid.free[day - 1, s - 1 : s - 1 + d] = False
+    grid.load[day - 1] += d
+    return Placement(tid, day, s, s + d - 1)
 
 
 def balanced_greedy(
@@ -252,99 +367,57 @@ def balanced_greedy(
     proposal objective so that the greedy and the model aim at the same thing.
     """
     from ._cpsat import check_deadline
-    from .objective import clustered_subjects, lateness, off_preference, preferred_slots
+    from .objective import clustered_subjects, lateness, preferred_slots
     from .objective import resolve_weights as _resolve
 
     w = _resolve(weights)
     spd, num_days = problem.slots_per_day, problem.num_days
-    free = problem.owner == 0
-    subj = problem.subjects.copy()
-    load = np.count_nonzero(problem.owner, axis=1).astype(float)
+    grid = _greedy_grid(problem)
     cluster = clustered_subjects(problem)
-    subjects = sorted({g.subject for g in problem.groups})
-    count = {k: np.zeros(num_days) for k in subjects}
-    for (k, d), n in problem.fixed_counts.items():
-        if k in count:
-            count[k][d - 1] += n
-    hosts_free = {hi: True for hi in range(len(problem.hosts))}
-    hosts_by_day: dict[int, list[int]] = {}
-    for hi, b in enumerate(problem.hosts):
-        hosts_by_day.setdefault(b.day, []).append(hi)
     day_index = np.arange(1, num_days + 1)
     out: list[Placement] = []
     order = sorted(range(len(problem.groups)), key=lambda gi: longest_first(problem.groups[gi]))
     for gi in order:
         g = problem.groups[gi]
-        d, k = g.duration, g.subject
+        k = g.subject
         banned = _banned_mask(g, spd)
         pref = preferred_slots(problem, g.rule)
-        allowed = (day_index >= g.rule.start_day) & (day_index <= g.rule.end_day)
+        allowed = np.array([g.rule.allows_day(int(x), num_days) for x in day_index], dtype=bool)
         late = np.array([lateness(g.rule, int(x)) for x in day_index], dtype=float)
         for tid in g.task_ids:
             check_deadline(deadline)
-            present = count[k] > 0
+            present = grid.count[k] > 0
             same = (~present if k in cluster else present).astype(float)
-            score = w["load_imbalance"] * load + w["same_category"] * spd * same + w["late"] * late
+            score = (
+                w["load_imbalance"] * grid.load + w["same_category"] * spd * same + w["late"] * late
+            )
             score = np.where(allowed, score, np.inf)
-            best: tuple[float, int, int, int | None] | None = None  # score, day, start, host
-            tried = 0
-            for di in np.argsort(score, kind="stable").tolist():
-                if not np.isfinite(score[di]) or tried >= 3:
-                    break
-                day = di + 1
-                cand = _day_candidates(free[di], subj[di], banned, d, k, pref, w)
-                if g.can_guest:
-                    for hi in hosts_by_day.get(day, []):
-                        b = problem.hosts[hi]
-                        if hosts_free[hi] and b.length >= d:
-                            hs = _first_start(banned, d, b.slot_start, b.slot_end)
-                            if hs is not None:
-                                hc = w["time_of_day"] * off_preference(pref, hs, hs + d - 1)
-                                # A guest adds no load: credit the day's load term back.
-                                hc -= w["load_imbalance"] * d
-                                cand.append((hc, hs, hi))
-                if not cand:
-                    continue
-                tried += 1
-                pick = min(cand)
-                total = float(score[di]) + pick[0]
-                if best is None or total < best[0]:
-                    best = (total, day, pick[1], pick[2])
-            if best is None:
-                continue
-            _, day, s, host_idx = best
-            if host_idx is not None:
-                hosts_free[host_idx] = False
-                subj[day - 1, s - 1 : s - 1 + d] = k  # (the study layer: the guest's subject)
-                out.append(Placement(tid, day, s, s + d - 1, problem.hosts[host_idx].host))
-            else:
-                free[day - 1, s - 1 : s - 1 + d] = False
-                subj[day - 1, s - 1 : s - 1 + d] = k
-                load[day - 1] += d
-                out.append(Placement(tid, day, s, s + d - 1))
-            count[k][day - 1] += 1
+            best = _best_place(problem, grid, g, score, banned, pref, w)
+            if best is not None:
+                out.append(_commit(problem, grid, tid, g, best[1:]))
     out.sort(key=lambda p: (p.day, p.slot_start, p.task_id))
     return out
 
 
 def _day_candidates(
     row_free: np.ndarray,
-    row_subj: np.ndarray,
+    row_study: np.ndarray,
     banned: np.ndarray,
     d: int,
-    subject: str,
+    subject: int,
     pref: frozenset[int] | None,
     w: Mapping[str, float],
 ) -> list[tuple[float, int, int | None]]:
-    """Scored edge-aligned starts in the day's free segments: (score, start, None)."""
+    """Scored edge-aligned starts in the day's free segments: (score, start, None).
+    ``row_study``: the day's study layer as subject codes (0 for none), ``subject`` the task's
+    code."""
     from .objective import off_preference
 
     spd = len(row_free)
     out: list[tuple[float, int, int | None]] = []
-    padded = np.concatenate(([False], row_free, [False]))
-    edges = np.flatnonzero(np.diff(padded.astype(np.int8)))
-    for a, b in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-        seg_start, seg_end = a + 1, b  # 1-based inclusive
+    _, run_start, run_length = free_runs(row_free[np.newaxis, :])
+    for a, n in zip(run_start.tolist(), run_length.tolist(), strict=True):
+        seg_start, seg_end = a + 1, a + n  # 1-based inclusive
         if seg_end - seg_start + 1 < d:
             continue
         starts = {seg_start, seg_end - d + 1}
@@ -357,11 +430,10 @@ def _day_candidates(
                 continue
             left, right = s - seg_start, seg_end - e  # free periods left on each side
             iso = (left == 1) + (right == 1)
-            switch = 0
-            for nb in (s - 1, e + 1):
-                # a switch: a neighbour holding another subject (an event holds none, "")
-                if 1 <= nb <= spd and row_subj[nb - 1] and row_subj[nb - 1] != subject:
-                    switch += 1
+            # the switches with the neighbours (an event or a day edge holds no subject, 0)
+            before = int(row_study[s - 2]) if s >= 2 else 0
+            after = int(row_study[e]) if e < spd else 0
+            switch = int(np.count_nonzero(switch_mask(np.array([[before, subject, after]]))))
             c = (
                 w["isolated_free"] * iso
                 + w["context_switch"] * switch

@@ -87,8 +87,6 @@ class Calibration:
     # deterministic units ends a solve at 65-80 % of the wall-clock limit, which then only
     # acts on a very busy machine).
     deterministic_share: float = 0.5
-    # Estimated wall seconds per unit of CP-SAT deterministic time (the LNS steps' charge).
-    wall_per_det: float = 1.5
     # Every stage of a proposal or re-optimisation stops this long before the call's deadline,
     # so that assembling the answer still fits the limit.
     deadline_margin_s: float = 0.02
@@ -136,10 +134,10 @@ class Calibration:
     # 0.55: the model types blocks by the masks allowing them (slower on windows with classes,
     # exact there); measured against 0.4 / 0.5 in results_close.md (2026-12-05, evening).
     exact_floor_share: float = 0.55
-    # When the exact model's days do not all pack (see .placement._exact_start), the exact
+    # When the exact model's days do not all pack (see .starts.exact_model_start), the exact
     # maximum of what is left may take up to this share of the limit more (from the search's).
     exact_complete_share: float = 0.1
-    # Search steps per day when .health_floor.realise packs a day's blocks for the most usable
+    # Search steps per day when .realise.realise packs a day's blocks for the most usable
     # free periods (a day holds a dozen periods: the packings are few; the first found counts).
     realise_pack_steps: int = 400
 
@@ -198,21 +196,6 @@ class Calibration:
     soft_scan_share: float = 0.1
     soft_scan_tries: int = 3  # of a scan's places, the best few (by soft terms) tried on health
     soft_screen_cost: float = 0.2  # of an evaluation: a candidate screened on the soft terms
-    # Large-neighbourhood steps of the one search (:mod:`.health_lns`): when the best key has not
-    # improved for ``health_lns_stall`` evaluations per placed scope task (at least
-    # ``health_lns_stall_min``), a few days (``health_lns_days``, at most ``health_lns_tasks``
-    # lifted tasks) are re-placed by an exact CP-SAT model of the health rules, kept only when
-    # the evaluator's whole-window key gets better. A step costs ``health_lns_det`` deterministic
-    # time (``wall_per_det`` estimated seconds each) plus ``health_lns_setup_s``, counted in
-    # evaluations; the steps together take at most ``health_lns_share`` of the health phase's
-    # evaluations (0 turns them off, as ``bench_close --lns`` compares).
-    health_lns_share: float = 0.0  # off by default: results_close.md (--lns) measured no gain
-    health_lns_stall: float = 2.0
-    health_lns_stall_min: int = 200
-    health_lns_days: int = 3
-    health_lns_tasks: int = 12
-    health_lns_det: float = 0.05
-    health_lns_setup_s: float = 0.01
 
     # -------------------------------------------------------------------------- the other calls
     # Of a least-change repair's limit for placing the pending tasks (:mod:`.repair`).
@@ -230,6 +213,11 @@ class Calibration:
     # 0.03 ms a task on 1000-day windows of 3,111 and 20,111 tasks; at most half the limit.
     post_solve_per_task_s: float = 6e-5
     move_weight: float = 0.05  # per task moved: prefer the current place on ties
+    # The exact ordered model (issue 42, solver/ordered.py): more places of all tasks together
+    # than this are not built (the answer is unproven), and building stops at this share of the
+    # call's limit (the limit holds model building too).
+    ordered_max_options: int = 40_000
+    ordered_build_share: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):

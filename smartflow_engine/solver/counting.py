@@ -38,7 +38,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from ..state import runs
+from ..health_facts import free_runs
 from ._cpsat import (
     MIN_TIME_LIMIT_S,
     OutOfTime,
@@ -206,6 +206,11 @@ class CountModelBuilder:
             for gi in self.active
         ]
         self._banned_sets = list(dict.fromkeys(r.banned for r in rules if r.banned))
+        # the item order's cuts on its bounding days (issue 42): a bin's type keeps them
+        self._ordered_rules = [
+            i for i, r in enumerate(rules) if r.after is not None or r.before is not None
+        ]
+        self._rules = rules
         num_days = problem.num_days
         self._day_sig = [
             tuple(r.allows_day(day, num_days) for r in rules) for day in range(num_days + 2)
@@ -230,7 +235,15 @@ class CountModelBuilder:
         """Bins grouped by (length, allowed rules, banned offsets), in first-seen order."""
         out: dict[tuple[Any, ...], list[Bin]] = defaultdict(list)
         for b in bins:
-            out[(b.length, self._day_sig[b.day], self._relative(b))].append(b)
+            cuts = tuple(  # relative to the bin, as the banned periods
+                tuple(
+                    p - b.slot_start
+                    for p in self._rules[i].order_banned(b.day, self.problem.slots_per_day)
+                    if b.slot_start <= p <= b.slot_end
+                )
+                for i in self._ordered_rules
+            )
+            out[(b.length, self._day_sig[b.day], self._relative(b), cuts)].append(b)
         return list(out.values())
 
     def _type_of(self, bins: list[Bin], proto: Bin | None = None) -> _TypeSpec:
@@ -242,6 +255,9 @@ class CountModelBuilder:
         for gi, rule, d, banned, can_guest in self._group_facts:
             if not sig[rule] or d > length or (proto.host is not None and not can_guest):
                 continue
+            cut = self._rules[rule].order_banned(proto.day, self.problem.slots_per_day)
+            if cut:
+                banned = (*banned, *cut)
             rel = tuple(p - start for p in banned if start <= p <= end) if banned else ()
             offsets = _offsets(length, d, rel)
             if offsets:
@@ -555,7 +571,7 @@ def residual(problem: Problem, placements: Sequence[Placement]) -> Problem:
     for pl in placements:
         if pl.embed_host is None:
             owner[pl.day - 1, pl.slot_start - 1 : pl.slot_end] = pl.task_id
-    days, starts, lengths = runs(owner == 0)
+    days, starts, lengths = free_runs(owner == 0)
     free = [
         Bin(int(d) + 1, int(s) + 1, int(s + n))
         for d, s, n in zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)
@@ -735,23 +751,50 @@ def max_placeable(
     t0 = time.perf_counter()
     counts = [g.count for g in problem.groups] if counts is None else counts
     required = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
-
-    def answer(
-        status: SolveStatus, best: list[Placement], bound: int, proof: ProofKind = "cp-sat"
-    ) -> CountResult:
-        return CountResult(status, _slots(best), bound, best, time.perf_counter() - t0, proof)
-
     if required == 0:
-        return answer(SolveStatus.OPTIMAL, [], 0, "complete")
+        return _answer(t0, SolveStatus.OPTIMAL, [], 0, "complete")
     end = t0 + max(time_limit_s, calibration.min_work_s)
     if deadline is not None:
         end = min(end, deadline)
+    greedy, bound, builder = _packings(problem, counts, required, end, relaxation, calibration)
+    if _slots(greedy) == bound or builder is None:
+        proof: ProofKind = "complete" if bound == required else "relaxation"
+        return _answer(t0, SolveStatus.OPTIMAL, greedy, bound, proof)
+    if time.perf_counter() > end:
+        return _answer(t0, SolveStatus.UNKNOWN, greedy, bound)
+    # The limit covers the greedy and the model building too (issue 12); the deterministic
+    # bound stays a share of the whole limit (or the caller's own), so it does not depend on
+    # the machine's load.
+    if deterministic_time is None and deterministic:
+        deterministic_time = calibration.deterministic_share * time_limit_s
+    solve = _CountSolve(t0, end, num_workers, deterministic_time, witness)
+    return solve.run(problem, builder, greedy, bound, required)
+
+
+def _answer(
+    t0: float, status: SolveStatus, best: list[Placement], bound: int, proof: ProofKind = "cp-sat"
+) -> CountResult:
+    """The :class:`CountResult` of the packing ``best`` (its runtime from ``t0``)."""
+    return CountResult(status, _slots(best), bound, best, time.perf_counter() - t0, proof)
+
+
+def _packings(
+    problem: Problem,
+    counts: list[int],
+    required: int,
+    end: float,
+    relaxation: bool,
+    calibration: Calibration,
+) -> tuple[list[Placement], int, CountModelBuilder | None]:
+    """The best greedy packing, the bound it is measured against (the relaxation's certified
+    one, else ``required``) and the counting model's builder (``None`` when a packing placed
+    everything before the model was needed)."""
     # The first order always runs to the end (issue 24 item 7): it is linear in the window
     # (~35 ms for 20,000 tasks on 1000 days), and a cut one made the answer erratic (a call cut
     # early answered 0 or a few hundred tasks where this greedy places thousands).
     greedy = best_fit_decreasing(problem, counts, PACK_ORDERS[0], None)
     if _slots(greedy) == required:
-        return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
+        return greedy, required, None
     bound = required
     orders: Sequence[Any] = PACK_ORDERS[1 : calibration.pack_orders]
     capacity = problem.free_slots + problem.embed_slots
@@ -760,7 +803,7 @@ def max_placeable(
         # Small windows that may fit: the other orders cost less than the relaxation.
         greedy = _pack_orders(problem, counts, orders, greedy, required, end)
         if _slots(greedy) == required:
-            return answer(SolveStatus.OPTIMAL, greedy, required, "complete")
+            return greedy, required, None
         orders = ()
     builder = CountModelBuilder(problem, counts)
     if relaxation and time.perf_counter() < end:
@@ -768,51 +811,60 @@ def max_placeable(
         if _slots(found) > _slots(greedy):
             greedy = found
         if _slots(greedy) == bound:
-            return answer(
-                SolveStatus.OPTIMAL,
-                greedy,
-                bound,
-                "complete" if bound == required else "relaxation",
-            )
-    greedy = _pack_orders(problem, counts, orders, greedy, bound, end)
-    if _slots(greedy) == bound:
-        return answer(
-            SolveStatus.OPTIMAL, greedy, bound, "complete" if bound == required else "relaxation"
+            return greedy, bound, builder
+    return _pack_orders(problem, counts, orders, greedy, bound, end), bound, builder
+
+
+@dataclass(frozen=True)
+class _CountSolve:
+    """The CP-SAT stage of :func:`max_placeable`: its start ``t0``, wall-clock ``end``,
+    workers, deterministic time and whether a witness is decoded."""
+
+    t0: float
+    end: float
+    num_workers: int
+    deterministic_time: float | None
+    witness: bool
+
+    def run(
+        self,
+        problem: Problem,
+        builder: CountModelBuilder,
+        greedy: list[Placement],
+        bound: int,
+        required: int,
+    ) -> CountResult:
+        """The counting model hinted with ``greedy`` and cut at ``bound``, solved."""
+        try:
+            cm = builder.build(CpSatSink(), deadline=self.end)
+        except OutOfTime:
+            return _answer(self.t0, SolveStatus.UNKNOWN, greedy, bound)
+        if bound < required:  # a proven cut: CP-SAT stops as soon as it meets it
+            cm.sink.add_row(cm.placed, cm.durations, -INF, bound)
+        add_hint(problem, cm, greedy)
+        solver = make_solver(
+            max(self.end - time.perf_counter(), MIN_TIME_LIMIT_S),
+            self.num_workers,
+            deterministic_time=self.deterministic_time,
         )
-    if time.perf_counter() > end:
-        return answer(SolveStatus.UNKNOWN, greedy, bound)
-    try:
-        cm = builder.build(CpSatSink(), deadline=end)
-    except OutOfTime:
-        return answer(SolveStatus.UNKNOWN, greedy, bound)
-    if bound < required:  # a proven cut: CP-SAT stops as soon as it meets it
-        cm.sink.add_row(cm.placed, cm.durations, -INF, bound)
-    add_hint(problem, cm, greedy)
-    # The limit covers the greedy and the model building too (issue 12); the deterministic
-    # bound stays a share of the whole limit (or the caller's own), so it does not depend on
-    # the machine's load.
-    if deterministic_time is None and deterministic:
-        deterministic_time = calibration.deterministic_share * time_limit_s
-    solver = make_solver(
-        max(end - time.perf_counter(), MIN_TIME_LIMIT_S),
-        num_workers,
-        deterministic_time=deterministic_time,
-    )
-    status = status_of(solver.solve(cm.model))
-    if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-        best = round(solver.objective_value)
-        if status == SolveStatus.OPTIMAL:
-            bound = best
-        else:
-            bound = min(bound, int(solver.best_objective_bound + 1e-6))
-        if best > _slots(greedy):  # else the greedy is as good (a feasible hint is kept)
-            placements = decode(problem, cm, CpSatSink.values(solver)) if witness else []
-            return CountResult(status, best, max(best, bound), placements, time.perf_counter() - t0)
-    return answer(
-        status if status != SolveStatus.INFEASIBLE else SolveStatus.UNKNOWN,
-        greedy,
-        max(bound, _slots(greedy)),
-    )
+        status = status_of(solver.solve(cm.model))
+        if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+            best = round(solver.objective_value)
+            if status == SolveStatus.OPTIMAL:
+                bound = best
+            else:
+                bound = min(bound, int(solver.best_objective_bound + 1e-6))
+            if best > _slots(greedy):  # else the greedy is as good (a feasible hint is kept)
+                values = CpSatSink.values(solver)
+                placements = decode(problem, cm, values) if self.witness else []
+                runtime = time.perf_counter() - self.t0
+                return CountResult(status, best, max(best, bound), placements, runtime)
+        return _answer(
+            self.t0,
+            status if status != SolveStatus.INFEASIBLE else SolveStatus.UNKNOWN,
+            greedy,
+            max(bound, _slots(greedy)),
+        )
 
 
 def relaxation_bound(

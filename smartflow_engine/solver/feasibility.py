@@ -24,17 +24,22 @@ reason code of a proven infeasibility still gets one short solve (``min_solve_s`
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from ..state import ScheduleState
 from .budget import DEFAULT_CALIBRATION, Calibration
-from .counting import all_fit, max_placeable, min_extra_days
+from .counting import CountResult, all_fit, max_placeable, min_extra_days
+from .order import keep_order
+from .ordered import has_inner_order, max_placeable_ordered
 from .problem import Placement, Problem, Rule, build_problem, cleared_layers, scope_tasks
 
 ReasonCode = Literal["ok", "insufficient_capacity", "fragmented", "class_window", "unknown"]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,10 @@ class NegotiationFigures:
     lifting_class_constraints_suffices: bool | None
     proven: bool
     runtime_s: float
+    # Issue 42: whether lifting the classes' banned weekdays alone / the item order alone lets
+    # everything fit (None: no such rule binds the scope, or unproven within the limit).
+    lifting_weekdays_suffices: bool | None = None
+    lifting_order_suffices: bool | None = None
 
 
 # ---------------------------------------------------------------------------------- feasibility
@@ -176,17 +185,10 @@ def check_feasibility(
         relaxation=relaxation,
         calibration=calibration,
     )
-
-    if res.best == required:
-        feasible: bool | None = True
-        reason: ReasonCode = "ok"
-    elif res.proven:
-        feasible = False
-        reason = _reason(
-            problem, required, capacity, deadline, num_workers, relaxation, calibration
-        )
-    else:
-        feasible, reason = None, "unknown"
+    res = _with_order(state, problem, res, deadline, num_workers, calibration)
+    feasible, reason = _verdict(
+        problem, res, capacity, deadline, num_workers, relaxation, calibration
+    )
     proven = feasible is not None
     bottleneck = None
     if feasible is False and explain:
@@ -208,6 +210,54 @@ def check_feasibility(
         task_count=problem.task_count,
         bottleneck=bottleneck,
     )
+
+
+def _verdict(
+    problem: Problem,
+    res: CountResult,
+    capacity: int,
+    deadline: float,
+    num_workers: int,
+    relaxation: bool,
+    calibration: Calibration,
+) -> tuple[bool | None, ReasonCode]:
+    """Whether everything fits by the count ``res`` (``None``: unproven), and why not."""
+    required = problem.required_slots
+    if res.best == required:
+        return True, "ok"
+    if not res.proven:
+        return None, "unknown"
+    reason = _reason(problem, required, capacity, deadline, num_workers, relaxation, calibration)
+    return False, reason
+
+
+def _with_order(
+    state: ScheduleState,
+    problem: Problem,
+    res: CountResult,
+    deadline: float,
+    num_workers: int,
+    calibration: Calibration,
+) -> CountResult:
+    """The counting model's answer with the item order among the scope's items held (issue
+    42): its maximum bounds the ordered one; a witness that keeps the order once relabelled
+    meets it, else the exact model of :mod:`.ordered` decides (unproven past the limit)."""
+    if not has_inner_order(state, problem):
+        return res
+    scope = [tid for g in problem.groups for tid in g.task_ids]
+    kept, dropped = keep_order(state, res.witness, scope, calibration=calibration)
+    if not dropped:
+        return replace(res, witness=kept)
+    status, best, bound, placed = max_placeable_ordered(
+        state,
+        problem,
+        time_limit_s=_left(deadline, calibration),
+        num_workers=num_workers,
+        upper=res.bound,
+        hint=kept,
+        calibration=calibration,
+    )
+    return CountResult(status, best, max(best, min(bound, res.bound)), placed, res.runtime_s)
 
 
 def feasibility_key(state: ScheduleState, include_suggested: bool = False) -> tuple[Any, ...]:
@@ -283,7 +333,14 @@ def lift_class_rules(problem: Problem) -> Problem:
     return replace(
         problem,
         groups=[
-            replace(g, rule=Rule(g.rule.class_id, 1, num_days, (), True)) for g in problem.groups
+            # the item order's segments stay: they are no class window (issue 42)
+            replace(
+                g,
+                rule=Rule(
+                    g.rule.class_id, 1, num_days, (), True, after=g.rule.after, before=g.rule.before
+                ),
+            )
+            for g in problem.groups
         ],
     )
 
@@ -304,77 +361,100 @@ def explain_bottleneck(
     proven within the budget.
     """
     groups = problem.groups
-    full = [g.count for g in groups]
     candidates: list[list[int]] = []
+    durations, cut = _duration_shortfall(problem, deadline, num_workers, calibration)
+    candidates += [list(d.counts) for d in durations]
+    classes, cut_classes = _class_shortfalls(state, problem, deadline, num_workers, calibration)
+    candidates += [list(c.counts) for c in classes]
+    candidates.append([g.count for g in groups])
+    core = min(candidates, key=sum)
+    core, minimal = _shrink(problem, core, deadline, num_workers, calibration)
+    minimal = minimal and not (cut or cut_classes)
+    ids: list[int] = []
+    for g, c in zip(groups, core, strict=True):
+        ids.extend(g.task_ids[:c])
+    return Bottleneck(
+        tuple(d.shortfall for d in durations),
+        tuple(c.shortfall for c in classes),
+        tuple(sorted(ids)),
+        minimal,
+    )
 
-    durations: list[DurationShortfall] = []
-    cut = False  # the deadline stopped the explanation: the conflict set is not minimal
+
+@dataclass(frozen=True)
+class _Found(Generic[S]):
+    """A shortfall the explanation found, with the group counts that show it."""
+
+    shortfall: S
+    counts: tuple[int, ...]
+
+
+def _short(
+    problem: Problem,
+    counts: list[int],
+    deadline: float,
+    num_workers: int,
+    calibration: Calibration,
+) -> tuple[int, int] | None:
+    """(required, placeable) periods of the groups' ``counts`` when proven not to fit."""
+    res = max_placeable(
+        problem,
+        counts=counts,
+        time_limit_s=_left(deadline, calibration),
+        num_workers=num_workers,
+        witness=False,
+        calibration=calibration,
+    )
+    req = sum(g.duration * c for g, c in zip(problem.groups, counts, strict=True))
+    return (req, res.best) if res.proven and res.best < req else None
+
+
+def _duration_shortfall(
+    problem: Problem, deadline: float, num_workers: int, calibration: Calibration
+) -> tuple[list[_Found[DurationShortfall]], bool]:
+    """The tightest duration threshold whose tasks cannot fit on their own (at most one: the
+    largest such threshold), and whether the deadline cut the search."""
+    groups = problem.groups
     for d in sorted({g.duration for g in groups}, reverse=True):
         if _past(deadline):
-            cut = True
-            break
+            return [], True
         counts = [g.count if g.duration >= d else 0 for g in groups]
-        res = max_placeable(
-            problem,
-            counts=counts,
-            time_limit_s=_left(deadline, calibration),
-            num_workers=num_workers,
-            witness=False,
-            calibration=calibration,
-        )
-        req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
-        if res.proven and res.best < req:
+        short = _short(problem, counts, deadline, num_workers, calibration)
+        if short is not None:
             bins = [b for b in (*problem.runs, *problem.hosts) if b.length >= d]
-            durations.append(
-                DurationShortfall(
-                    d, sum(counts), req, res.best, len(bins), tuple(sorted({b.day for b in bins}))
-                )
-            )
-            candidates.append(counts)
-            break  # smaller thresholds only add tasks: the largest one is the tightest
+            days = tuple(sorted({b.day for b in bins}))
+            found = DurationShortfall(d, sum(counts), *short, len(bins), days)
+            # smaller thresholds only add tasks: the largest one is the tightest
+            return [_Found(found, tuple(counts))], False
+    return [], False
 
-    classes: list[ClassShortfall] = []
+
+def _class_shortfalls(
+    state: ScheduleState,
+    problem: Problem,
+    deadline: float,
+    num_workers: int,
+    calibration: Calibration,
+) -> tuple[list[_Found[ClassShortfall]], bool]:
+    """The task classes whose tasks cannot fit on their own, and whether the deadline cut the
+    search."""
+    groups = problem.groups
+    out: list[_Found[ClassShortfall]] = []
     for tc in state.task_classes:
         counts = [g.count if g.rule.class_id == tc.id else 0 for g in groups]
         if not any(counts):
             continue
         if _past(deadline):
-            cut = True
-            break
-        res = max_placeable(
-            problem,
-            counts=counts,
-            time_limit_s=_left(deadline, calibration),
-            num_workers=num_workers,
-            witness=False,
-            calibration=calibration,
-        )
-        req = sum(g.duration * c for g, c in zip(groups, counts, strict=True))
-        if res.proven and res.best < req:
-            rule = next(g.rule for g, c in zip(groups, counts, strict=True) if c)
-            classes.append(
-                ClassShortfall(
-                    tc.id,
-                    tc.name,
-                    rule.start_day,
-                    rule.end_day,
-                    rule.banned,
-                    sum(counts),
-                    req,
-                    res.best,
-                    _window_free(problem, rule.start_day, rule.end_day, rule.banned),
-                )
-            )
-            candidates.append(counts)
-
-    candidates.append(full)
-    core = min(candidates, key=sum)
-    core, minimal = _shrink(problem, core, deadline, num_workers, calibration)
-    minimal = minimal and not cut
-    ids: list[int] = []
-    for g, c in zip(groups, core, strict=True):
-        ids.extend(g.task_ids[:c])
-    return Bottleneck(tuple(durations), tuple(classes), tuple(sorted(ids)), minimal)
+            return out, True
+        short = _short(problem, counts, deadline, num_workers, calibration)
+        if short is None:
+            continue
+        rule = next(g.rule for g, c in zip(groups, counts, strict=True) if c)
+        start, end, banned = rule.start_day, rule.end_day, rule.banned
+        free = _window_free(problem, start, end, banned)
+        found = ClassShortfall(tc.id, tc.name, start, end, banned, sum(counts), *short, free)
+        out.append(_Found(found, tuple(counts)))
+    return out, False
 
 
 def _window_free(problem: Problem, start: int, end: int, banned: tuple[int, ...]) -> int:
@@ -462,39 +542,105 @@ def negotiation_figures(
             problem, time_limit_s=_left(deadline, calibration), num_workers=num_workers
         )
     possible: bool | None = (days is not None) if days_proven else None
-    # Lifting the class windows too relaxes lifting the banned periods alone, so the wider lift
-    # runs first: when even it cannot place everything (proven), neither can the narrower one.
-    lifts: list[bool | None] = [None, None]  # [banned periods only, banned periods and windows]
+    lift = functools.partial(
+        _lift_suffices, state, include_suggested, deadline, num_workers, calibration
+    )
+    lifts = _class_lifts(deadline, lift)
+    rules = {
+        f"lifting_{name}_suffices": lift(**entry.lift)
+        for name, entry in RULE_LIFTS.items()
+        if entry.binds(state, problem)
+    }
+    return NegotiationFigures(
+        is_feasible=False,
+        slots_to_cut=report.capacity_gap,
+        extra_days_needed=days,
+        extra_days_possible=possible,
+        lifting_banned_suffices=lifts[0],
+        lifting_class_constraints_suffices=lifts[1],
+        proven=days_proven and all(v is not None for v in lifts),
+        runtime_s=time.perf_counter() - t0,
+        **rules,
+    )
+
+
+def _class_lifts(deadline: float, lift: Callable[..., bool | None]) -> list[bool | None]:
+    """[lifting the banned periods suffices, lifting them and the class windows suffices].
+    Lifting the class windows too relaxes lifting the banned periods alone, so the wider lift
+    runs first: when even it cannot place everything (proven), neither can the narrower one."""
+    lifts: list[bool | None] = [None, None]
     for lift_windows in (True, False):
         if _past(deadline):
             continue
         if not lift_windows and lifts[1] is False:
             lifts[0] = False
             continue
-        relaxed = build_problem(
-            state,
-            include_suggested=include_suggested,
-            subjects=False,
-            lift_banned=True,
-            lift_windows=lift_windows,
-        )
-        res = max_placeable(
-            relaxed,
-            time_limit_s=_left(deadline, calibration),
-            num_workers=num_workers,
-            witness=False,
-            calibration=calibration,
-        )
-        required = relaxed.required_slots
-        lifts[int(lift_windows)] = True if res.best == required else (False if res.proven else None)
-    proven = days_proven and all(v is not None for v in lifts)
-    return NegotiationFigures(
-        False,
-        report.capacity_gap,
-        days,
-        possible,
-        lifts[0],
-        lifts[1],
-        proven,
-        time.perf_counter() - t0,
+        lifts[int(lift_windows)] = lift(lift_banned=True, lift_windows=lift_windows)
+    return lifts
+
+
+@dataclass(frozen=True)
+class RuleLift:
+    """A class rule whose lifting is a negotiation figure of its own (issue 42): ``binds``:
+    whether the rule binds the scope of the problem (else the figure stays ``None``);
+    ``lift``: the :func:`.problem.build_problem` lift that removes it."""
+
+    binds: Callable[[ScheduleState, Problem], bool]
+    lift: dict[str, bool]
+
+
+def _order_binds(state: ScheduleState, problem: Problem) -> bool:
+    return any(g.rule.after or g.rule.before for g in problem.groups) or has_inner_order(
+        state, problem
     )
+
+
+# The rules a negotiation figure lifts one at a time, each the figure
+# ``NegotiationFigures.lifting_<name>_suffices``: a rule of its own is one entry here (and
+# its field there).
+RULE_LIFTS: dict[str, RuleLift] = {
+    "weekdays": RuleLift(
+        lambda _, problem: any(g.rule.off_days for g in problem.groups), {"lift_weekdays": True}
+    ),
+    "order": RuleLift(_order_binds, {"lift_order": True}),
+}
+
+
+def _lift_suffices(
+    state: ScheduleState,
+    include_suggested: bool,
+    deadline: float,
+    num_workers: int,
+    calibration: Calibration,
+    *,
+    lift_banned: bool = False,
+    lift_windows: bool = False,
+    lift_weekdays: bool = False,
+    lift_order: bool = False,
+) -> bool | None:
+    """Whether everything fits once ``lift`` (a :func:`.problem.build_problem` lift) is made:
+    the exact maximum under every other rule, the item order included unless lifted (None:
+    past the deadline or unproven)."""
+    if _past(deadline):
+        return None
+    relaxed = build_problem(
+        state,
+        include_suggested=include_suggested,
+        subjects=False,
+        lift_banned=lift_banned,
+        lift_windows=lift_windows,
+        lift_weekdays=lift_weekdays,
+        lift_order=lift_order,
+    )
+    res = max_placeable(
+        relaxed,
+        time_limit_s=_left(deadline, calibration),
+        num_workers=num_workers,
+        witness=not lift_order,  # the order's check reads the witness
+        calibration=calibration,
+    )
+    if not lift_order:
+        res = _with_order(state, relaxed, res, deadline, num_workers, calibration)
+    if res.best == relaxed.required_slots:
+        return True
+    return False if res.proven else None

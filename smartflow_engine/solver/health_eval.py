@@ -8,8 +8,10 @@ module's, so a count here is a count of the issues the analyzers' evaluator repo
 only keeps them for a movable scope:
 
 - per day (cached, recomputed only for the days a move touches): the day's facts
-  (:class:`..health_facts.DayFacts`), its (critical, warning) from lookup tables built by the
-  shared judgement over every (load, study periods, switches), and its subject counts;
+  (:class:`..health_facts.DayFacts`, its heavy pairs between the window's hard subjects
+  included, issue 42), its (critical, warning) from lookup tables built by the shared judgement
+  over every (load, study periods, switches) and every count of heavy pairs, and its subject
+  counts;
 - per subject (:class:`..health_facts.SubjectDays`, updated with the days): present days and
   their largest gap, the concentration over ``min(blocks, days)`` days, budget progress (the
   budget's class and its end are constants of the window);
@@ -37,6 +39,7 @@ from ..health_facts import (
     MEMO_SIZE,
     DayFacts,
     SubjectDays,
+    day_context_metrics,
     day_facts,
     grid_day_facts,
     judge,
@@ -83,20 +86,34 @@ def study_subject(task: Task) -> str | None:
     return subject_of(task)
 
 
+Table = tuple[tuple[int, int], ...]
+
+
 @cache
-def _day_tables(
-    level: Level, spd: int
-) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[tuple[int, int], ...], ...]]:
-    """The day rules' (critical, warning) by load (``[total]``) and by study layer
-    (``[switches][occupied]``), from the shared judgement of every value (cached per level and
-    day length: a table is a few hundred judgements)."""
+def _day_tables(level: Level, spd: int) -> tuple[Table, tuple[Table, ...], Table]:
+    """The day rules' (critical, warning) by load (``[total]``), by study layer without heavy
+    pairs (``[switches][occupied]``) and what ``h`` heavy pairs add (``[h]``: the
+    ``heavy_adjacent`` rule reads its own metric alone, so its issue adds to the others'), from
+    the shared judgement of every value (cached per level and day length: a table is a few
+    hundred judgements)."""
     rules = level_rules(level)
     util = tuple(severe_counts(rules.day(t, 0, 0, spd)[0]) for t in range(spd + 1))
     ctx = tuple(
         tuple(severe_counts(rules.day(0, occ, sw, spd)[1]) for occ in range(spd + 1))
         for sw in range(spd + 1)
     )
-    return util, ctx
+    heavy_rules = [
+        r
+        for r in rules.day_context
+        if any(c.metric == "heavy_adjacent" for b in r.bands for c in b.conds)
+    ]
+    assert all(  # (else the heavy pairs' count would not add to the others')
+        c.metric == "heavy_adjacent" for r in heavy_rules for b in r.bands for c in b.conds
+    ), "a rule reads heavy_adjacent with another metric"
+    heavy = tuple(
+        severe_counts(judge(heavy_rules, day_context_metrics(h, h + 1, h))) for h in range(spd + 1)
+    )
+    return util, ctx, heavy
 
 
 class HealthEvaluator:
@@ -137,6 +154,7 @@ class HealthEvaluator:
         self.num_codes = num_codes
         self._codes = codes
         self.code_of_task = codes.of_task  # per task: its subject code (0 for events)
+        self.hard = codes.hard(state)  # the hard subjects' codes (heavy pairs, issue 42)
         self.kind_of: dict[int, int] = {}  # per task: 1 event, 2 study task
         blocks = [0] * num_codes  # per subject: the blocks of its placed tasks outside the scope
         for t in state.tasks:
@@ -176,9 +194,11 @@ class HealthEvaluator:
         self._rules = level_rules(level)
         self._subject_memo: dict[tuple[Any, ...], tuple[int, int, float]] = {}
         self._overall_memo: dict[tuple[int, ...], tuple[int, int, float]] = {}
-        self.util_cw, self.ctx_cw = _day_tables(level, spd)
+        self.util_cw, self.ctx_cw, self.heavy_cw = _day_tables(level, spd)
         warn_total = [t for t in range(spd + 1) if any(self.util_cw[t])]
         self.util_warn_total = warn_total[0] if warn_total else spd + 1
+        warn_heavy = [h for h in range(spd + 1) if any(self.heavy_cw[h])]
+        self.heavy_warn = warn_heavy[0] if warn_heavy else spd + 1
         self.gap_warn = _first_value(rules[("subjects", "subject_gap")], "max_gap")
 
     # ------------------------------------------------------------------ per day
@@ -186,7 +206,9 @@ class HealthEvaluator:
         """Every day's and subject's figures from the grid (vectorised)."""
         n, num_codes = self.num_days, self.num_codes
         self.days: list[DayFacts] = grid_day_facts(
-            self.owner, self._codes.study_layer(self.owner, self.guest)
+            self.owner,
+            self._codes.study_layer(self.owner, self.guest),
+            self._codes.hard_mask(self.hard),
         )
         self.sums, self.hist = window_sums(self.days, self.spd)
         present = subject_days(self.days)
@@ -219,6 +241,9 @@ class HealthEvaluator:
         if f.occupied:
             c2, w2 = self.ctx_cw[f.switches][f.occupied]
             c, w = c + c2, w + w2
+            if f.heavy:
+                c2, w2 = self.heavy_cw[f.heavy]
+                c, w = c + c2, w + w2
         return c, w
 
     def _day_slack(self, f: DayFacts) -> int:
@@ -226,11 +251,14 @@ class HealthEvaluator:
             max(0, f.total - self.util_warn_total + 1)
             + max(0, MIN_BUFFER - f.usable)
             + max(0, f.switches - 2)
+            + max(0, f.heavy - self.heavy_warn + 1)
         )
 
     def _day(self, d: int) -> None:
         """Recompute day ``d``'s cached figures (plain Python: a row is a dozen periods)."""
-        new = day_facts(self.owner[d].tolist(), self.guest[d].tolist(), self.code_of_task, self.spd)
+        new = day_facts(
+            self.owner[d].tolist(), self.guest[d].tolist(), self.code_of_task, self.spd, self.hard
+        )
         old = self.days[d]
         if new == old:
             return

@@ -19,6 +19,7 @@ schedule of the population, hence no schedule is lexicographically below the flo
   in each task-class day window for the tasks confined to it.
 - ``context_switch``: switches between fixed study periods (no host block in between) only grow,
   and the day's study periods stay within the periods no course holds for good.
+- ``heavy_adjacent``: heavy pairs between fixed study periods stay (:mod:`.heavy_floor`).
 - ``buffer``: a day needs two usable free periods; days whose fixed content leaves fewer never
   get them, and the free periods left after placing, halved, bound the days that can.
 - ``load_imbalance``: the water-filled daily loads (each day between its fixed load and its
@@ -39,6 +40,14 @@ pending tasks and the scope move, so the floor is the proposal's own.
   one-period block fills it, and placing only shrinks the free periods.
 - ``feasibility``: more periods to place than free periods and host blocks hold.
 
+Each argument is one entry of :data:`FLOOR_RULES` (Timefold's one definition per constraint):
+a function ``(pop, out)`` that reads the :class:`_Population` (the facts every rule shares,
+computed once) and counts its rule's issues: ``out.issue(rule, severity, **why)`` for one
+issue, ``out.add(rule, (critical, critical + warning), why)`` for several. Adding a rule's floor is a local change: write its function beside the
+others and add one ``FloorRule(rule, function)`` entry where its binding entries should come
+(e.g. ``heavy_adjacent`` after ``context_switch``); a fact several rules read becomes a cached
+property of :class:`_Population`.
+
 Where the relaxation is weak (fragmented windows: blocks longer than a day's free runs),
 ``exact_s`` adds an exact CP-SAT model of ``day_utilization``, ``buffer`` and
 ``free_fragmentation`` over per-day patterns (:mod:`.health_model`): its proven bound replaces
@@ -49,33 +58,45 @@ and it gives the lexicographic floor :attr:`HealthFloor.least_warning` (issue 26
 from __future__ import annotations
 
 import bisect
-import collections
 import itertools
 import math
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..concepts import movable
 from ..concepts import subject_of as study_subject  # the subject health_facts counts
-from ..health_facts import MIN_BUFFER, free_runs, grid_day_facts, usable_periods
+from ..health_facts import (
+    MIN_BUFFER,
+    SubjectCodes,
+    buffered,
+    day_loads,
+    day_switches,
+    fragmentation,
+    free_runs,
+    grid_day_facts,
+    subject_codes,
+    subject_metrics,
+    utilization,
+)
 from ..rules import (
     IssueDimension,
     IssueRule,
     Level,
+    Rule,
     r4,
     rules_for,
     severity,
-    subject_class,
 )
-from ..state import ScheduleState, Task, runs
+from ..state import ScheduleState, Task
 from ._cpsat import OutOfTime
-from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, Item, exact_days
-from .problem import Placement, rule_for
+from .heavy_floor import fixed_heavy_days
+from .problem import rule_for
 
 if TYPE_CHECKING:
     from .feasibility import FeasibilityReport
@@ -164,9 +185,11 @@ def health_floor(
     exact_s: float = 0.0,
     num_workers: int = 1,
     exact_work_s: float | None = None,
+    task_reach: Mapping[int, tuple[int, int, np.ndarray]] | None = None,
 ) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
-    module docstring); ``report``: the feasibility check ``analyze_health`` ran (re-planning
+    module docstring): the sum of :data:`FLOOR_RULES`' bounds over one :class:`_Population`.
+    ``report``: the feasibility check ``analyze_health`` ran (re-planning
     the suggested tasks), or ``None``; ``pending_periods``: pending periods every schedule of
     the population places (default: from ``report``, else none); ``scope``: when given, only
     the pending tasks and these may move (e.g. a proposal that keeps the suggested tasks where
@@ -187,32 +210,183 @@ def health_floor(
     model takes about 0.05-1 s on 13-60-day windows and 2-10 s on 120-day ones (see
     ``benchmarks/results_close.md``). ``exact_work_s``: when given, the exact model's
     deterministic time (CP-SAT's units), so that one worker answers the same on any machine
-    the wall clock does not cut (:attr:`HealthFloor.exact_wall_cut` says when it did)."""
-    tick = _ticker(deadline)
+    the wall clock does not cut (:attr:`HealthFloor.exact_wall_cut` says when it did).
 
+    ``task_reach``: per task, the (first day, last day, allowed periods) it may take instead of its
+    class's, holding every place it may take (a calendar scope, :func:`.scoped.floor_scope`);
+    the exact model keeps the classes'."""
+    tick = _ticker(deadline)
+    limits = _ExactLimits(exact_s, deadline, num_workers, exact_work_s)
+    pop = _population(
+        state, level, report, dimensions, pending_periods, scope, tick, limits, task_reach
+    )
+    out = _Sum(HealthFloor(), dimensions, {r.rule: r.dimension for r in pop.rules.values()})
+    out.dimension_of["capacity_gap"] = "feasibility"
+    for entry in FLOOR_RULES:
+        tick()
+        entry.bound(pop, out)
+    return out.floor
+
+
+# -------------------------------------------------------------------------- the population
+@dataclass(frozen=True)
+class _ExactLimits:
+    """The exact model's limits (:func:`health_floor`'s ``exact_s``, ``deadline``,
+    ``num_workers``, ``exact_work_s``)."""
+
+    seconds: float
+    deadline: float | None
+    num_workers: int
+    work_s: float | None
+
+
+@dataclass
+class _Population:
+    """What every rule's floor reads, computed once per floor: the tasks that may move
+    (``movable_ids``), the grid without their blocks (``fixed_owner``) and its loads, the free
+    periods some movable task may use per day (``reachable``), the unlocked host blocks a
+    guest may use, and the periods placed now and pending (``pending_min``: those every
+    schedule of the population places)."""
+
+    state: ScheduleState
+    level: Level
+    dimensions: Sequence[str]
+    report: FeasibilityReport | None
+    tick: Callable[[], None]
+    limits: _ExactLimits
+    movable_ids: set[int]
+    rules: dict[tuple[str, str], Rule]
+    fixed_owner: np.ndarray
+    reachable: np.ndarray
+    host_blocks: list[tuple[int, int]]  # (day, periods) of each block of an unlocked host
+    placed_movable: int  # periods of movable study tasks placed now
+    pending_slots: int
+    pending_min: int
+    movable_by_subject: dict[str, int]
+    reach_memo: dict[Any, Any]  # :func:`_reach`'s answers (a calendar scope's given per task)
+
+    def movable(self, t: Task) -> bool:
+        return t.state_id in self.movable_ids
+
+    def rule(self, dimension: str, rule: str) -> Rule:
+        return self.rules[(dimension, rule)]
+
+    @property
+    def num_days(self) -> int:
+        return self.state.num_days
+
+    @property
+    def spd(self) -> int:
+        return self.state.slots_per_day
+
+    @cached_property
+    def fixed_load(self) -> np.ndarray:
+        return day_loads(self.fixed_owner).astype(np.int64)
+
+    @property
+    def free(self) -> np.ndarray:
+        out: np.ndarray = self.spd - self.fixed_load
+        return out
+
+    @property
+    def free_total(self) -> int:
+        return int(self.free.sum())
+
+    @property
+    def host_room(self) -> int:
+        return sum(n for _, n in self.host_blocks)
+
+    @property
+    def p_min(self) -> int:
+        """Periods placed outside host blocks, at least."""
+        return max(0, self.placed_movable + self.pending_min - self.host_room)
+
+    @property
+    def p_max(self) -> int:
+        return self.placed_movable + self.pending_slots
+
+    @property
+    def everything(self) -> bool:
+        """Every pending period is placed in every schedule of the population."""
+        return self.pending_min == self.pending_slots
+
+    @cached_property
+    def codes(self) -> SubjectCodes:
+        """The window's subject codes (:func:`..health_facts.subject_codes`)."""
+        return subject_codes(self.state.tasks)
+
+    @cached_property
+    def usable(self) -> np.ndarray:
+        """The usable periods of each day's fixed content (the one health model's day facts)."""
+        no_study = np.zeros_like(self.fixed_owner)  # usable periods read the owner layer alone
+        facts = grid_day_facts(self.fixed_owner, no_study)
+        return np.array([f.usable for f in facts], dtype=np.int64)
+
+    @cached_property
+    def subjects(self) -> tuple[dict[str, _Subject], np.ndarray]:
+        """:func:`_subjects` of the population (the gap and concentration rules share it)."""
+        self.tick()
+        out = _subjects(
+            self.state, self.movable, self.fixed_owner, self.everything, self.reach_memo
+        )
+        self.tick()
+        return out
+
+
+def _population(
+    state: ScheduleState,
+    level: Level,
+    report: FeasibilityReport | None,
+    dimensions: Sequence[str],
+    pending_periods: int | None,
+    scope: Collection[int] | None,
+    tick: Callable[[], None],
+    limits: _ExactLimits,
+    task_reach: Mapping[int, tuple[int, int, np.ndarray]] | None = None,
+) -> _Population:
+    """The :class:`_Population` of :func:`health_floor`'s arguments."""
     movable_ids = {  # asked of every task in several passes: decided once
         t.state_id
         for t in state.tasks
         if movable_study(state, t)
         and (scope is None or t.status == "pending" or t.state_id in scope)
     }
-
-    def movable(t: Task) -> bool:
-        return t.state_id in movable_ids
-
-    num_days, spd = state.num_days, state.slots_per_day
-    rules = {
+    rules: dict[tuple[str, str], Rule] = {
         (r.dimension, r.rule): r
         for dim in ("load", "subjects", "context", "tolerance")
         for r in rules_for(dim, level)
     }
+    fixed_owner, placed, pending_slots, by_subject = _cleared(state, movable_ids)
+    tick()
+    # a task's reach given by the caller (a calendar scope) stands for its class's
+    reach_memo: dict[Any, Any] = {("task", k): v for k, v in (task_reach or {}).items()}
+    reachable = _reachable(state, movable_ids, fixed_owner, reach_memo)
+    tick()
+    host_blocks = [
+        (b.day, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
+    ]
+    pending_min = 0
+    if pending_periods is not None:
+        pending_min = min(pending_slots, pending_periods)
+    elif report is not None and report.proven and report.capacity_gap is not None:
+        pending_min = max(0, pending_slots - int(report.capacity_gap))
+    return _Population(
+        state, level, dimensions, report, tick, limits, movable_ids, rules, fixed_owner,
+        reachable, host_blocks, placed, pending_slots, pending_min, by_subject, reach_memo,
+    )  # fmt: skip
+
+
+def _cleared(
+    state: ScheduleState, movable_ids: set[int]
+) -> tuple[np.ndarray, int, int, dict[str, int]]:
+    """The owner layer without the movable tasks' own blocks (a guest's host stays), the
+    periods those tasks hold now, their pending periods, and their periods by subject."""
     fixed_owner = state.grid.owner.copy()
-    placed_movable = 0  # periods of movable study tasks placed now
-    pending_slots = 0
+    placed_movable = pending_slots = 0
     movable_by_subject: dict[str, int] = {}
     cleared: list[tuple[int, int, int]] = []  # (day, first period, periods), 0-based
     for t in state.tasks:
-        if not movable(t):
+        if t.state_id not in movable_ids:
             continue
         name = study_subject(t) or ""
         periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
@@ -228,83 +402,133 @@ def health_floor(
         day0, first, count = (np.array(c, dtype=np.int64) for c in zip(*cleared, strict=True))
         offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
         fixed_owner[np.repeat(day0, count), np.repeat(first, count) + offset] = 0
-    tick()
-    fixed_load = np.count_nonzero(fixed_owner, axis=1).astype(np.int64)
-    free = spd - fixed_load
-    # The periods a movable task may take: inside its class's day window (pending tasks and
-    # suggested ones standing inside it) and off its class's banned periods; the loads can only
-    # grow there (``reachable``: free periods some movable task may use, per day).
-    reach = np.zeros((num_days, spd), dtype=bool)
-    reach_memo: dict[Any, Any] = {}
+    return fixed_owner, placed_movable, pending_slots, movable_by_subject
+
+
+def _reachable(
+    state: ScheduleState, movable_ids: set[int], fixed_owner: np.ndarray, reach_memo: dict[Any, Any]
+) -> np.ndarray:
+    """Per day, the free periods some movable task may take: inside its class's day window
+    (pending tasks and suggested ones standing inside it) and off its class's banned periods
+    (the loads can only grow there); ``reach_memo``: :func:`_reach`'s memo."""
+    reach = np.zeros((state.num_days, state.slots_per_day), dtype=bool)
     poured: set[tuple[int, int, int]] = set()  # (lo, hi, mask) already OR-ed in
     for t in state.tasks:
-        if movable(t):
+        if t.state_id in movable_ids:
             lo, hi, banned = _reach(state, t, reach_memo)
             if (lo, hi, id(banned)) not in poured:  # the masks live in reach_memo
                 poured.add((lo, hi, id(banned)))
                 reach[lo - 1 : hi] |= banned[None, :]
-    tick()
-    reachable = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
-    # host blocks a guest may use (hosts that are fixed and unlocked; a movable host's own
-    # block is counted among the periods, so its guest room only lowers the periods placed)
-    host_blocks = [  # (day, periods) of each block of an unlocked host
-        (b.day, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
-    ]
-    host_room = sum(n for _, n in host_blocks)
-    pending_min = 0
-    if pending_periods is not None:
-        pending_min = min(pending_slots, pending_periods)
-    elif report is not None and report.proven and report.capacity_gap is not None:
-        pending_min = max(0, pending_slots - int(report.capacity_gap))
-    to_place = placed_movable + pending_min
-    p_min = max(0, to_place - host_room)  # periods placed outside host blocks, at least
-    p_max = placed_movable + pending_slots
-    floor = HealthFloor()
-    shares: list[tuple[int, int]] = []  # each binding entry's (critical, critical + warning)
+    out: np.ndarray = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
+    return out
 
-    dimension_of: dict[IssueRule, IssueDimension] = {r.rule: r.dimension for r in rules.values()}
-    dimension_of["capacity_gap"] = "feasibility"
 
-    def add(rule: IssueRule, cw: tuple[int, int], why: dict[str, Any]) -> None:
+@dataclass
+class _Sum:
+    """The floor being summed: each rule's bound counted in (:meth:`add`), with the
+    (critical, critical + warning) share of each binding entry."""
+
+    floor: HealthFloor
+    dimensions: Sequence[str]
+    dimension_of: dict[IssueRule, IssueDimension]
+    shares: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, rule: IssueRule, cw: tuple[int, int], why: dict[str, Any]) -> None:
         """Count ``cw`` = (critical, critical + warning) issues of ``rule`` into the floor."""
-        if cw == (0, 0) or dimension_of[rule] not in (*dimensions, "feasibility"):
+        if cw == (0, 0) or self.dimension_of[rule] not in (*self.dimensions, "feasibility"):
             return
-        floor.critical += cw[0]
-        floor.warning += cw[1] - cw[0]
-        floor.binding.append({"rule": rule, "why": why})
-        shares.append(cw)
+        self.floor.critical += cw[0]
+        self.floor.warning += cw[1] - cw[0]
+        self.floor.binding.append({"rule": rule, "why": why})
+        self.shares.append(cw)
 
-    # -- day utilisation: fixed days, then capacity
-    util = rules[("load", "day_utilization")]
-    band_at = [severity(util, {"utilization": r4(t / spd)}) for t in range(spd + 1)]
+    def issue(self, rule: IssueRule, sev: str | None, **why: Any) -> None:
+        """Count one issue of ``rule`` at severity ``sev`` (none below a warning), ``why``:
+        its figures."""
+        self.add(rule, _sev_cw(sev), why)
+
+    def unfixable(self, rule: IssueRule, day: int, sev: str) -> None:
+        """Fixed content alone puts ``day`` at ``sev`` for ``rule`` (when its dimension counts)."""
+        if self.dimension_of[rule] in self.dimensions:
+            self.floor.unfixable[(rule, day, None)] = sev
+
+
+# ------------------------------------------------------------------------- the rules' floors
+def _utilization_floor(pop: _Population, out: _Sum) -> None:
+    """``day_utilization``: days whose fixed periods alone reach a band, then the days the
+    periods to place force over the warning (critical) load, in the whole window and in each
+    task-class day window for the tasks confined to it."""
+    spd = pop.spd
+    util = pop.rule("load", "day_utilization")
+    band_at = [severity(util, {"utilization": utilization(t, spd)}) for t in range(spd + 1)]
     warn_t = next((t for t in range(spd + 1) if band_at[t] is not None), spd + 1)
     crit_t = next((t for t in range(spd + 1) if band_at[t] == "critical"), spd + 1)
     fixed_days = []
     crit0 = warn0 = 0
-    for d, load in enumerate(fixed_load.tolist()):
+    for d, load in enumerate(pop.fixed_load.tolist()):
         sev = band_at[load]
         if sev in ("critical", "warning"):
             fixed_days.append({"day": d + 1, "fixed_periods": load, "severity": sev})
-            if "load" in dimensions:
-                floor.unfixable[("day_utilization", d + 1, None)] = sev
+            out.unfixable("day_utilization", d + 1, sev)
             crit0 += sev == "critical"
             warn0 += 1
-    forced_w = _forced_days(fixed_load, reachable, p_min, warn_t)
-    forced_c = _forced_days(fixed_load, reachable, p_min, crit_t)
-    window: list[int] = [1, num_days]
-    # Task-class day windows: the periods of the tasks confined to a span of days must fit in
-    # that span (host blocks there aside), which may force more days over a load.
-    everything = pending_min == pending_slots
-    spans: dict[tuple[int, int], int] = {}
+    forced_w, forced_c, window = _forced_over(pop, warn_t, crit_t)
+    util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
+    if fixed_days:
+        why = {"kind": "fixed_load", "days": fixed_days, "slots_per_day": spd}
+        out.add("day_utilization", (crit0, warn0), why)
+    if util_cw == (crit0, warn0):
+        return
+    fixed_load, reachable = pop.fixed_load, pop.reachable
+    room = np.minimum(reachable, np.maximum(0, warn_t - 1 - fixed_load))[fixed_load < warn_t]
+    why = {
+        "kind": "capacity",
+        "periods_to_place": pop.p_min,
+        "days": window,
+        "room_below_warning": int(room.sum()),
+        "days_forced_over_warning": forced_w,
+        "days_forced_over_critical": forced_c,
+        "warning_load": warn_t,
+        "critical_load": crit_t,
+    }
+    out.add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), why)
+
+
+def _forced_over(pop: _Population, warn_t: int, crit_t: int) -> tuple[int, int, list[int]]:
+    """The days forced over the warning and the critical loads, and the span that names the
+    cause: the whole window, or a task-class day window whose confined periods (host blocks
+    there aside) must fit in it."""
+    fixed_load, reachable = pop.fixed_load, pop.reachable
+    forced_w = _forced_days(fixed_load, reachable, pop.p_min, warn_t)
+    forced_c = _forced_days(fixed_load, reachable, pop.p_min, crit_t)
+    window: list[int] = [1, pop.num_days]
+    confined = _confined(pop)
+    for lo, hi in dict.fromkeys((a, b) for a, b, _ in confined):
+        demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
+        room = sum(n for day, n in pop.host_blocks if lo <= day <= hi)
+        part = slice(lo - 1, hi)
+        need = max(0, demand - room)
+        fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
+        fc = _forced_days(fixed_load[part], reachable[part], need, crit_t)
+        if fc >= forced_c and fw >= forced_w and fw > 0:  # (a span names the cause)
+            window = [lo, hi]
+        forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
+    return forced_w, forced_c, window
+
+
+def _confined(pop: _Population) -> list[tuple[int, int, int]]:
+    """(first day, last day, periods) of each movable task confined to a task-class day
+    window narrower than the window. The engine's own tasks keep to their class's days: the
+    pending ones (when all of them are placed) and the suggested ones standing inside them
+    now. An existing task, or a suggested one left outside by a class change, may stand
+    anywhere (DESIGN)."""
+    state = pop.state
     confined: list[tuple[int, int, int]] = []
     class_rules: dict[int | None, Any] = {}  # rule_for reads the task's class only
     for t in state.tasks:
-        # The engine's own tasks keep to their class's days: the pending ones (when all of them
-        # are placed) and the suggested ones standing inside them now. An existing task, or a
-        # suggested one left outside by a class change, may stand anywhere (DESIGN).
-        if not movable(t) or t.status == "existing":
+        if not pop.movable(t) or t.status == "existing":
             continue
-        if t.status == "pending" and not everything:
+        if t.status == "pending" and not pop.everything:
             continue
         cls = class_rules.get(t.category_id)
         if cls is None:
@@ -313,267 +537,250 @@ def health_floor(
             cls.start_day <= b.day <= cls.end_day for b in t.slots
         ):
             continue
-        if (cls.start_day, cls.end_day) != (1, num_days):
+        if (cls.start_day, cls.end_day) != (1, state.num_days):
             periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
             confined.append((cls.start_day, cls.end_day, periods))
-            spans[(cls.start_day, cls.end_day)] = 0
-    for lo, hi in spans:
-        demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
-        room = sum(n for day, n in host_blocks if lo <= day <= hi)
-        part = slice(lo - 1, hi)
-        need = max(0, demand - room)
-        fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
-        fc = _forced_days(fixed_load[part], reachable[part], need, crit_t)
-        if fc >= forced_c and fw >= forced_w and fw > 0:  # (a span names the cause)
-            window = [lo, hi]
-        forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
-    util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
-    if fixed_days:
-        add(
-            "day_utilization",
-            (crit0, warn0),
-            {"kind": "fixed_load", "days": fixed_days, "slots_per_day": spd},
-        )
-    if util_cw != (crit0, warn0):
-        add(
-            "day_utilization",
-            (util_cw[0] - crit0, util_cw[1] - warn0),
-            {
-                "kind": "capacity",
-                "periods_to_place": p_min,
-                "days": window,
-                "room_below_warning": int(
-                    np.minimum(reachable, np.maximum(0, warn_t - 1 - fixed_load))[
-                        fixed_load < warn_t
-                    ].sum()
-                ),
-                "days_forced_over_warning": forced_w,
-                "days_forced_over_critical": forced_c,
-                "warning_load": warn_t,
-                "critical_load": crit_t,
-            },
-        )
+    return confined
 
-    # -- context switches between fixed study periods
-    tick()
-    ctx = rules[("context", "context_switch")]
-    study = _fixed_study(state, movable)
-    left, right = study[:, :-1], study[:, 1:]
-    switches = np.count_nonzero((left > 0) & (right > 0) & (left != right), axis=1)
-    # a day's study periods stay within the periods no course or event holds for good (an
-    # unlocked water course may host a guest): fragmentation = switches / (study periods - 1)
-    # is at least the fixed switches over that
-    never = np.zeros(num_days, dtype=np.int64)
-    for t in state.tasks:
+
+def _context_floor(pop: _Population, out: _Sum) -> None:
+    """``context_switch``: switches between fixed study periods (no host block in between)
+    only grow, and a day's study periods stay within the periods no course or event holds for
+    good (an unlocked water course may host a guest): the day's fragmentation is at least the
+    fixed switches over the most study periods it may hold (the metric only grows with more
+    switches and fewer periods)."""
+    ctx = pop.rule("context", "context_switch")
+    switches = day_switches(_fixed_study(pop.state, pop.movable, pop.codes))
+    never = np.zeros(pop.num_days, dtype=np.int64)
+    for t in pop.state.tasks:
         if study_subject(t) is None and not (t.can_embed and not t.locked):
             for b in t.slots:
                 never[b.day - 1] += b.length
     for d in np.flatnonzero(switches).tolist():
         sw = int(switches[d])
-        most = spd - int(never[d])
-        frag = r4(max(0.0, sw / max(most - 1, 1) - _EPS))
-        sev = severity(ctx, {"switch_count": sw, "fragmentation": frag})
-        if sev in ("critical", "warning"):
-            add(
-                "context_switch",
-                _sev_cw(sev),
-                {
-                    "kind": "fixed_switches",
-                    "day": d + 1,
-                    "fixed_switches": sw,
-                    "min_fragmentation": frag,
-                },
-            )
-            if "context" in dimensions:
-                floor.unfixable[("context_switch", d + 1, None)] = sev
-
-    # -- buffer days
-    tick()
-    # the usable periods of each day's fixed content (the one health model's day facts)
-    no_study = np.zeros_like(fixed_owner)  # usable periods read the owner layer alone
-    usable = np.array(
-        [f.usable for f in grid_day_facts(fixed_owner, no_study)],
-        dtype=np.int64,
-    )
-    hopeless = int(np.count_nonzero(usable < MIN_BUFFER))
-    free_total = int(free.sum())
-    can_buffer = min(num_days - hopeless, max(0, free_total - p_min) // MIN_BUFFER)
-    no_buffer = num_days - can_buffer
-    sev = severity(
-        rules[("tolerance", "buffer")],
-        {"days_without_buffer": no_buffer, "fragmentation_rate": 0.0},
-    )
-    if sev is not None:
-        add(
-            "buffer",
-            _sev_cw(sev),
-            {
-                "kind": "capacity",
-                "days": num_days,
-                "days_without_room": hopeless,
-                "free_periods": free_total,
-                "periods_to_place": p_min,
-                "buffer_periods": MIN_BUFFER,
-                "days_without_buffer": no_buffer,
-            },
+        least = fragmentation(sw, pop.spd - int(never[d]))
+        sev = severity(ctx, {"switch_count": sw, "fragmentation": least})
+        out.issue(
+            "context_switch",
+            sev,
+            kind="fixed_switches",
+            day=d + 1,
+            fixed_switches=sw,
+            min_fragmentation=least,
         )
+        if sev in ("critical", "warning"):
+            out.unfixable("context_switch", d + 1, sev)
 
-    # -- free-period fragmentation: a free period alone between fixed periods (or the day's
-    # edge) stays a fragment unless a one-period block fills it; placing only shrinks the free
-    # periods, so the rate is at least (isolated - one-period blocks) / (free - periods placed)
-    isolated = free_total - int(usable.sum())
+
+def _heavy_floor(pop: _Population, out: _Sum) -> None:
+    """``heavy_adjacent``: heavy pairs between fixed study periods (issue 42,
+    :mod:`.heavy_floor`): nothing placed can separate two periods already side by side."""
+    for hd in fixed_heavy_days(pop.state, pop.level, pop.movable):
+        why = {"kind": "fixed_heavy_pairs", "day": hd.day, "fixed_pairs": hd.pairs}
+        out.add("heavy_adjacent", _sev_cw(hd.severity), why)
+        out.unfixable("heavy_adjacent", hd.day, hd.severity)
+
+
+def _buffer_floor(pop: _Population, out: _Sum) -> None:
+    """``buffer``: a day needs :data:`..health_facts.MIN_BUFFER` usable free periods; days
+    whose fixed content leaves fewer never get them, and the free periods left after placing,
+    so divided, bound the days that can."""
+    num_days, free_total = pop.num_days, pop.free_total
+    hopeless = int(np.count_nonzero(~buffered(pop.usable)))
+    can_buffer = min(num_days - hopeless, max(0, free_total - pop.p_min) // MIN_BUFFER)
+    no_buffer = num_days - can_buffer
+    rule = pop.rule("tolerance", "buffer")
+    sev = severity(rule, {"days_without_buffer": no_buffer, "fragmentation_rate": 0.0})
+    out.issue(
+        "buffer",
+        sev,
+        kind="capacity",
+        days=num_days,
+        days_without_room=hopeless,
+        free_periods=free_total,
+        periods_to_place=pop.p_min,
+        buffer_periods=MIN_BUFFER,
+        days_without_buffer=no_buffer,
+    )
+
+
+def _fragmentation_floor(pop: _Population, out: _Sum) -> None:
+    """``free_fragmentation``: a free period alone between fixed periods (or the day's edge)
+    stays a fragment unless a one-period block fills it; placing only shrinks the free
+    periods, so the rate is at least (isolated - one-period blocks) / (free - periods placed)."""
+    free_total = pop.free_total
+    isolated = free_total - int(pop.usable.sum())
     singles = 0  # movable one-period blocks
-    for t in state.tasks:
-        if movable(t):
+    for t in pop.state.tasks:
+        if pop.movable(t):
             singles += (
                 t.need() == 1 if t.status == "pending" else sum(b.length == 1 for b in t.slots)
             )
-    free_left = free_total - p_min
-    if isolated > singles and free_left > 0:
-        rate = max(0.0, float((isolated - singles) / free_left) - _EPS)
-        sev = severity(
-            rules[("tolerance", "free_fragmentation")],
-            {"days_without_buffer": 0, "fragmentation_rate": r4(rate)},
-        )
-        if sev in ("critical", "warning"):
-            add(
-                "free_fragmentation",
-                _sev_cw(sev),
-                {
-                    "kind": "isolated_periods",
-                    "isolated_periods": isolated,
-                    "one_period_blocks": singles,
-                    "free_periods_left_max": free_left,
-                    "min_fragmentation_rate": r4(rate),
-                },
-            )
+    free_left = free_total - pop.p_min
+    if isolated <= singles or free_left <= 0:
+        return
+    rate = r4(max(0.0, float((isolated - singles) / free_left) - _EPS))
+    rule = pop.rule("tolerance", "free_fragmentation")
+    sev = severity(rule, {"days_without_buffer": 0, "fragmentation_rate": rate})
+    out.issue(
+        "free_fragmentation",
+        sev,
+        kind="isolated_periods",
+        isolated_periods=isolated,
+        one_period_blocks=singles,
+        free_periods_left_max=free_left,
+        min_fragmentation_rate=rate,
+    )
 
-    # -- load spread (water-filling)
-    # std is not monotone in the total placed outside hosts: try every total
-    tick()
-    stds, spreads = _water_fill(fixed_load, reachable, np.arange(p_min, p_max + 1), tick)
+
+def _spread_floor(pop: _Population, out: _Sum) -> None:
+    """``load_imbalance``: the water-filled daily loads (each day between its fixed load and
+    its reachable room) have the least sample std-dev and range of all (majorisation); std is
+    not monotone in the total placed outside hosts, so every total is tried."""
+    totals = np.arange(pop.p_min, pop.p_max + 1)
+    stds, spreads = _water_fill(pop.fixed_load, pop.reachable, totals, pop.tick)
     std_lb, range_lb = float(stds.min()), float(spreads.min())
-    if math.isfinite(std_lb):
-        std_v = r4(max(0.0, std_lb - _EPS))
-        range_v = math.ceil(range_lb - _EPS)
-        sev = severity(
-            rules[("load", "load_imbalance")], {"load_std_dev": std_v, "load_range": range_v}
-        )
-        if sev in ("critical", "warning"):
-            add(
-                "load_imbalance",
-                _sev_cw(sev),
-                {
-                    "kind": "water_filling",
-                    "min_load_std_dev": std_v,
-                    "min_load_range": range_v,
-                    "fixed_periods": int(fixed_load.sum()),
-                    "periods_to_place_min": p_min,
-                },
-            )
+    if not math.isfinite(std_lb):
+        return
+    std_v = r4(max(0.0, std_lb - _EPS))
+    range_v = math.ceil(range_lb - _EPS)
+    rule = pop.rule("load", "load_imbalance")
+    sev = severity(rule, {"load_std_dev": std_v, "load_range": range_v})
+    out.issue(
+        "load_imbalance",
+        sev,
+        kind="water_filling",
+        min_load_std_dev=std_v,
+        min_load_range=range_v,
+        fixed_periods=int(pop.fixed_load.sum()),
+        periods_to_place_min=pop.p_min,
+    )
 
-    # -- budget lag
-    tick()
-    budget = rules[("subjects", "budget_lag")]
+
+def _budget_floor(pop: _Population, out: _Sum) -> None:
+    """``budget_lag``: a subject whose fixed and movable periods together stay below its
+    budget threshold near its end day lags in every schedule."""
+    state, codes = pop.state, pop.codes
+    budget = pop.rule("subjects", "budget_lag")
     fixed_by_subject: dict[str, int] = {}
-    class_ids: dict[str, list[int]] = {}
     for t in state.tasks:
-        subject = study_subject(t)
-        if subject is None:
-            continue
-        name = subject
-        class_ids.setdefault(name, [])
-        if t.category_id is not None and t.category_id not in class_ids[name]:
-            class_ids[name].append(t.category_id)
-        if not movable(t) and t.status != "pending":
+        name = study_subject(t)
+        if name is not None and not pop.movable(t) and t.status != "pending":
             fixed_by_subject[name] = fixed_by_subject.get(name, 0) + sum(b.length for b in t.slots)
-    for name, ids in class_ids.items():
-        tc = subject_class(state, name, ids)
-        if tc is None or not tc.total_slots or tc.end_day is None:
+    for code, name in enumerate(codes.names, start=1):
+        total_slots, end_day = codes.budget(state, code)
+        if not total_slots or end_day is None:
             continue
-        most = fixed_by_subject.get(name, 0) + movable_by_subject.get(name, 0)
-        sev = severity(
-            budget, {"budget_progress": r4(most / tc.total_slots), "days_to_end": tc.end_day - 1}
+        most = fixed_by_subject.get(name, 0) + pop.movable_by_subject.get(name, 0)
+        metrics = subject_metrics(None, most, 0, 0, state.num_days, total_slots, end_day)
+        row = {
+            "budget_progress": metrics["budget_progress"],
+            "days_to_end": metrics["days_to_end"],
+        }
+        sev = severity(budget, row)
+        out.issue(
+            "budget_lag",
+            sev,
+            kind="budget",
+            category=name,
+            max_used_slots=most,
+            total_slots=total_slots,
+            days_to_end=row["days_to_end"],
         )
-        if sev is not None:
-            add(
-                "budget_lag",
-                _sev_cw(sev),
-                {
-                    "kind": "budget",
-                    "category": name,
-                    "max_used_slots": most,
-                    "total_slots": tc.total_slots,
-                    "days_to_end": tc.end_day - 1,
-                },
-            )
 
-    # -- subject gaps and concentration forced by class windows, fixed blocks and full days
-    tick()
-    subjects, capacity = _subjects(state, movable, fixed_owner, everything)
-    tick()
-    gap_rule = rules[("subjects", "subject_gap")]
-    for name, (least, after_day, before_day) in _forced_gaps(subjects, tick).items():
+
+def _gap_floor(pop: _Population, out: _Sum) -> None:
+    """``subject_gap``: the least largest gap forced by class windows, fixed blocks and full
+    days (:func:`_forced_gaps`)."""
+    subjects, _ = pop.subjects
+    gap_rule = pop.rule("subjects", "subject_gap")
+    for name, (least, after_day, before_day) in _forced_gaps(subjects, pop.tick).items():
         sev = severity(gap_rule, {"max_gap": least})
-        if sev in ("critical", "warning"):
-            add(
-                "subject_gap",
-                _sev_cw(sev),
-                {
-                    "kind": "forced_gap",
-                    "category": name,
-                    "min_max_gap": least,
-                    "after_day": after_day,
-                    "before_day": before_day,
-                },
-            )
-    conc_rule = rules[("subjects", "subject_concentration")]
+        out.issue(
+            "subject_gap",
+            sev,
+            kind="forced_gap",
+            category=name,
+            min_max_gap=least,
+            after_day=after_day,
+            before_day=before_day,
+        )
+
+
+def _concentration_floor(pop: _Population, out: _Sum) -> None:
+    """``subject_concentration``: with all its blocks placed, the subject's HHI is at least
+    the water-filled one (:func:`_least_concentration`)."""
+    subjects, capacity = pop.subjects
+    conc_rule = pop.rule("subjects", "subject_concentration")
     for name, sub in subjects.items():
-        tick()
-        conc = _least_concentration(sub, capacity, num_days)
+        pop.tick()
+        conc = _least_concentration(sub, capacity, pop.num_days)
         sev = severity(conc_rule, {"concentration": r4(conc)}) if conc is not None else None
-        if sev in ("critical", "warning"):
-            add(
-                "subject_concentration",
-                _sev_cw(sev),
-                {
-                    "kind": "forced_concentration",
-                    "category": name,
-                    "min_concentration": r4(conc or 0.0),
-                    "days_reachable": int(np.count_nonzero(sub.reach | (sub.fixed > 0))),
-                },
-            )
-
-    # -- the exact model of the per-day rules (day utilisation and buffer), where time allows
-    limit = exact_s
-    if deadline is not None:
-        limit = min(limit, deadline - time.perf_counter())
-    if limit > 0 and ("load" in dimensions or "tolerance" in dimensions):
-        _tighten(
-            state,
-            floor,
-            shares,
-            movable,
-            fixed_owner,
-            level=level,
-            pending_min=pending_min,
-            dimensions=dimensions,
-            time_limit_s=limit,
-            num_workers=num_workers,
-            work_s=exact_work_s,
+        out.issue(
+            "subject_concentration",
+            sev,
+            kind="forced_concentration",
+            category=name,
+            min_concentration=r4(conc or 0.0),
+            days_reachable=int(np.count_nonzero(sub.reach | (sub.fixed > 0))),
         )
-    elif exact_s > 0 and ("load" in dimensions or "tolerance" in dimensions):
-        floor.exact_wall_cut = True  # (the deadline left it no time)
 
-    # -- feasibility: more study periods than room, however they are arranged
-    room = free_total + host_room
-    if report is not None and report.is_feasible is False and placed_movable + pending_slots > room:
-        add(
-            "capacity_gap",
-            (1, 1),
-            {"kind": "capacity", "study_periods": placed_movable + pending_slots, "room": room},
-        )
-    return floor
+
+def _exact_floor(pop: _Population, out: _Sum) -> None:
+    """The exact model of the per-day rules (``day_utilization``, ``buffer``,
+    ``free_fragmentation``), where the limits allow: :func:`_tighten`."""
+    limits = pop.limits
+    if "load" not in pop.dimensions and "tolerance" not in pop.dimensions:
+        return
+    limit = limits.seconds
+    if limits.deadline is not None:
+        limit = min(limit, limits.deadline - time.perf_counter())
+    if limit > 0:
+        _tighten(pop, out, limit)
+    elif limits.seconds > 0:
+        out.floor.exact_wall_cut = True  # (the deadline left it no time)
+
+
+def _capacity_floor(pop: _Population, out: _Sum) -> None:
+    """``capacity_gap`` (feasibility): more study periods than free periods and host blocks
+    hold, however they are arranged."""
+    room = pop.free_total + pop.host_room
+    report = pop.report
+    if report is not None and report.is_feasible is False and pop.p_max > room:
+        why = {"kind": "capacity", "study_periods": pop.p_max, "room": room}
+        out.add("capacity_gap", (1, 1), why)
+
+
+@dataclass(frozen=True)
+class FloorRule:
+    """One entry of :data:`FLOOR_RULES`: ``rule`` (or the rules) it bounds and ``bound``,
+    which reads the :class:`_Population` and counts its issues into the :class:`_Sum`
+    (``out.issue(rule, severity, **why)``, ``out.add(rule, (critical, critical + warning),
+    why)``; ``out.unfixable(...)`` for a day fixed content alone decides)."""
+
+    rule: str
+    bound: Callable[[_Population, _Sum], None]
+
+
+# The floor, one definition per rule (each a sound relaxation of its rule alone; their issues
+# are disjoint, so the bounds add up). The order is the order of the floor's ``binding``.
+# Adding a rule's floor is one entry: write ``_<rule>_floor(pop, out)`` that reads the
+# population (add a cached property to :class:`_Population` for a fact several rules share)
+# and calls ``out.issue(...)``, then list it here; the exact model's entry raises the part of the
+# per-day rules it models, and the feasibility entry comes last.
+FLOOR_RULES: tuple[FloorRule, ...] = (
+    FloorRule("day_utilization", _utilization_floor),
+    FloorRule("context_switch", _context_floor),
+    FloorRule("heavy_adjacent", _heavy_floor),
+    FloorRule("buffer", _buffer_floor),
+    FloorRule("free_fragmentation", _fragmentation_floor),
+    FloorRule("load_imbalance", _spread_floor),
+    FloorRule("budget_lag", _budget_floor),
+    FloorRule("subject_gap", _gap_floor),
+    FloorRule("subject_concentration", _concentration_floor),
+    FloorRule("day_utilization+buffer+free_fragmentation", _exact_floor),
+    FloorRule("capacity_gap", _capacity_floor),
+)
 
 
 # ------------------------------------------------------------------------- the exact model
@@ -622,7 +829,7 @@ def exact_items(
     return items, sorted(fixed_hosts), sorted(floating)
 
 
-def _exact(
+def solve_exact(
     fixed_owner: np.ndarray,
     items: list[Item],
     fixed_hosts: list[tuple[int, int, int]],
@@ -638,7 +845,7 @@ def _exact(
 ) -> ExactDays:
     """:func:`.health_model.exact_days`, remembered by everything it reads (a complete answer
     for good, an incomplete one for calls with no more time and work): the floor and
-    :func:`realise` of one population share one solve."""
+    :func:`.realise.realise` of one population share one solve."""
     key = (
         level,
         pending_min,
@@ -676,38 +883,26 @@ def _exact(
     return result
 
 
-def _tighten(
-    state: ScheduleState,
-    floor: HealthFloor,
-    shares: list[tuple[int, int]],
-    movable: Callable[[Task], bool],
-    fixed_owner: np.ndarray,
-    *,
-    level: Level,
-    pending_min: int,
-    dimensions: Sequence[str],
-    time_limit_s: float,
-    num_workers: int,
-    work_s: float | None = None,
-) -> None:
+def _tighten(pop: _Population, out: _Sum, time_limit_s: float) -> None:
     """Raise the floor's ``day_utilization`` + ``buffer`` + ``free_fragmentation`` part to the
     exact model's proven bound (:mod:`.health_model`) when it is higher; a bound not proven in time changes
     nothing. The model's answers are remembered by everything it reads (a proven one for good,
     an unproven one for calls with no more time)."""
-    items, fixed_hosts, floating = exact_items(state, movable)
-    result = _exact(
-        fixed_owner,
+    items, fixed_hosts, floating = exact_items(pop.state, pop.movable)
+    result = solve_exact(
+        pop.fixed_owner,
         items,
         fixed_hosts,
         floating,
-        level=level,
-        pending_min=pending_min,
-        count_load="load" in dimensions,
-        count_buffer="tolerance" in dimensions,
+        level=pop.level,
+        pending_min=pop.pending_min,
+        count_load="load" in pop.dimensions,
+        count_buffer="tolerance" in pop.dimensions,
         time_limit_s=time_limit_s,
-        num_workers=num_workers,
-        work_s=work_s,
+        num_workers=pop.limits.num_workers,
+        work_s=pop.limits.work_s,
     )
+    floor, shares = out.floor, out.shares
     floor.exact_complete = bool(result.figures.get("complete"))
     floor.exact_wall_cut = result.wall_cut
     if not result.proven:
@@ -732,320 +927,32 @@ def _tighten(
     if (new_c, new_cw) == (old_c, old_cw) and floor.least_warning is None:
         return
     if result.critical >= old_c and result.critical_warning >= old_cw:
-        # the model's figures say all the relaxation's did, but for the days fixed content
-        # alone puts over a band (the unfixable ones, named apart)
-        keep = [
-            i
-            for i, b in enumerate(floor.binding)
-            if i not in parts or b["why"].get("kind") == "fixed_load"
-        ]
-        floor.binding[:] = [floor.binding[i] for i in keep]
-        shares[:] = [shares[i] for i in keep]
-    floor.binding.append(
-        {
-            "rule": "day_utilization",
-            "why": {
-                "kind": "exact_days",
-                "periods_to_place": pending_min
-                + sum(it.length * it.count for it in items if not it.pending),
-                "block_lengths": result.figures.get("lengths", []),
-                "min_critical": new_c,
-                "min_issues": new_cw,
-                "min_warning_at_min_critical": (None if least is None else least - other_w),
-                "days_over_warning": result.figures.get("days_over_warning"),
-                "days_over_critical": result.figures.get("days_over_critical"),
-            },
-        }
-    )
+        _drop_relaxed(out, parts)
+    why = {
+        "kind": "exact_days",
+        "periods_to_place": pop.pending_min
+        + sum(it.length * it.count for it in items if not it.pending),
+        "block_lengths": result.figures.get("lengths", []),
+        "min_critical": new_c,
+        "min_issues": new_cw,
+        "min_warning_at_min_critical": (None if least is None else least - other_w),
+        "days_over_warning": result.figures.get("days_over_warning"),
+        "days_over_critical": result.figures.get("days_over_critical"),
+    }
+    floor.binding.append({"rule": "day_utilization", "why": why})
     shares.append((new_c - old_c, new_cw - old_cw))
 
 
-def _inside(state: ScheduleState, t: Task) -> bool:
-    """Every block of ``t`` stands inside its class's days."""
-    cls = rule_for(state, t)
-    return all(cls.start_day <= b.day <= cls.end_day for b in t.slots)
-
-
-def _give_out(
-    spots: dict[int, list[tuple[int, int, int | None]]],
-    members: list[list[int]],
-    subject: Callable[[int], str],
-    length: dict[int, int],
-    fixed_days: dict[str, list[int]],
-) -> list[Placement]:
-    """The places of each item (``spots``: item -> (day, 0-based start, host)) given to tasks
-    of that item (``members``), in day order: each place to the task whose subject has waited
-    longest since its last session (its own fixed ones, ``fixed_days``, included; the start of
-    the window for a subject not yet seen). Ties: the subject's name, then the task's order.
-    (Weighing the wait by each subject's share of the sessions was tried: on the floor
-    benchmark's open windows it met the floor on 2 fewer; docs/decisions.md.)"""
-    places = sorted(
-        ((day, start, host, k) for k, got in spots.items() for day, start, host in got),
-        key=lambda p: (p[0], p[1], p[3]),
-    )
-    # per item, its tasks by subject, each subject's in the tasks' order (the first one left
-    # is the one a tie on the subject goes to)
-    queues: dict[int, dict[str, collections.deque[int]]] = {}
-    for k in spots:
-        by = queues[k] = {}
-        for t in members[k]:
-            by.setdefault(subject(t), collections.deque()).append(t)
-    fixed = {name: sorted(days) for name, days in fixed_days.items()}
-    last: dict[str, int] = {}
-    out = []
-    for day, start, host, k in places:
-        best: tuple[int, str] | None = None
-        for name, queue in queues[k].items():
-            if not queue:
-                continue
-            seen = fixed.get(name, [])
-            before = seen[bisect.bisect_right(seen, day) - 1] if seen and seen[0] <= day else 0
-            key = (max(last.get(name, 0), before) - day, name)  # longest wait first
-            if best is None or key < best:
-                best = key
-        assert best is not None  # every place has a task of its item
-        name = best[1]
-        t = queues[k][name].popleft()
-        last[name] = day
-        out.append(Placement(t, day, start + 1, start + length[k], host))
-    return out
-
-
-def _usable(taken: np.ndarray) -> int:
-    """Usable free periods of a day (``taken``: its periods held), as health_facts counts them."""
-    rows, _, lengths = free_runs(~taken[None, :])
-    return int(usable_periods(rows, lengths, 1)[0])
-
-
-def realise(
-    state: ScheduleState,
-    level: Level = "normal",
-    *,
-    pending_periods: int,
-    scope: Collection[int] | None = None,
-    time_limit_s: float,
-    num_workers: int = 1,
-    work_s: float | None = None,
-    short_ok: bool = False,
-    dropped: list[int] | None = None,
-    calibration: Calibration = DEFAULT_CALIBRATION,
-    spread: bool = True,
-) -> list[Placement] | None:
-    """A schedule of the floor's population built from the exact model's lexicographically best
-    solution (:mod:`.health_model`): each day takes its pattern's blocks (packed into its free
-    periods off each block's banned ones, by a small search), guests go into the host blocks of
-    their day, and what does not fit so goes to the first place its class allows. ``None`` when
-    the model found no solution in time, a movable task holds several blocks, or the blocks
-    cannot all be placed with ``pending_periods`` pending periods (with ``short_ok``, what could
-    be placed is returned instead: the packing search is bounded, guests and leftovers go by
-    first fit, and a day past :data:`.health_model.MAX_PATTERNS` is modelled by the union of
-    its masks, so a day's blocks may not pack; a caller may complete the rest exactly, as
-    :func:`.placement._exact_start` does). A suggested task left
-    outside its class's days (the floor lets it go anywhere, the writes keep a moved task
-    inside them) stays where it stands. Days of a kind are interchangeable in the model: with
-    ``spread``, each pattern's days spread evenly over its kind's days and alike items take
-    turns (the one put longest ago first), else they go in the solution's order (the subjects
-    then fall otherwise: neither is always better, a caller may try both; the model's
-    solve is remembered, so the second costs the packing alone). A reference for benchmarks
-    and searches (every placement is checked against the grid): its counts are whatever the
-    evaluator says, not the model's."""
-    movable_ids = {
-        t.state_id
-        for t in state.tasks
-        if movable_study(state, t)
-        and (scope is None or t.status == "pending" or t.state_id in scope)
-        # a suggested task left outside its class's days stays (the writes keep tasks inside)
-        and (t.status != "suggested" or _inside(state, t))
-    }
-    tasks = {t.state_id: t for t in state.tasks}
-    if any(len(tasks[i].slots) > 1 for i in movable_ids):
-        return None
-    owner = state.grid.owner.copy()
-    for i in movable_ids:
-        t = tasks[i]
-        if t.embed_host is None:
-            for b in t.slots:
-                owner[b.day - 1, b.slot_start - 1 : b.slot_end] = 0
-    members: list[list[int]] = []
-    items, fixed_hosts, floating = exact_items(state, lambda t: t.state_id in movable_ids, members)
-    pending_slots = sum(tasks[i].need() for i in movable_ids if tasks[i].status == "pending")
-    result = _exact(  # (the floor's own solve when it ran on this population)
-        owner,
-        items,
-        fixed_hosts,
-        floating,
-        level=level,
-        pending_min=min(pending_slots, pending_periods),
-        count_load=True,
-        count_buffer=True,
-        time_limit_s=time_limit_s,
-        num_workers=num_workers,
-        work_s=work_s,
-    )
-    if result.solution is None:
-        return None
-    spd = state.slots_per_day
-    used = owner != 0
-    host_blocks: dict[int, list[tuple[int, int, int]]] = {}  # day -> (start, length, host)
-    for t in state.tasks:
-        if t.can_embed and not t.locked and t.state_id not in movable_ids:
-            for b in t.slots:
-                host_blocks.setdefault(b.day, []).append((b.slot_start, b.length, t.state_id))
-    taken_hosts: set[tuple[int, int]] = set()
-    out: list[Placement] = []
-    left: list[int] = []  # items whose block found no place yet
-
-    def pack(day: int, need: list[int], pool: dict[int, int]) -> list[tuple[int, int]] | None:
-        """Items of ``pool`` (item -> how many are left) and starts (0-based) for blocks of the
-        lengths ``need`` on ``day``, each item in periods its class allows, or None. A small
-        search (longest blocks first, the most restricted items first, items alike tried once,
-        at most ``calibration.realise_pack_steps`` steps) for the packing that leaves the day
-        the most usable free periods, as the model's pattern counts them (its buffer and
-        fragmentation follow); the chosen items are taken from ``pool``."""
-        order = sorted(need, reverse=True)
-        # the most restricted items first: a day that can take one should (the others fit
-        # more days of the kind); among alike ones, the one placed longest ago (its tasks'
-        # subjects wait least)
-        candidates = sorted(
-            pool, key=lambda k: (sum(items[k].allowed), last_day.get(k, 0) if spread else 0)
-        )
-        row = used[day - 1].copy()
-        most = int(np.count_nonzero(~row)) - sum(need)  # free periods left: usable at most
-        chosen: list[tuple[int, int]] = []
-        best: list[Any] = [None, []]  # usable periods, packing
-        pack_steps = calibration.realise_pack_steps
-        steps = [0]
-
-        def go(j: int) -> bool:
-            """Extend the packing from block ``j``; True: stop (the best possible is found,
-            or the steps are spent)."""
-            steps[0] += 1
-            if j == len(order):
-                got = _usable(row)
-                if best[0] is None or got > best[0]:
-                    best[0], best[1] = got, list(chosen)
-                return got >= most or steps[0] >= pack_steps
-            if steps[0] >= pack_steps:
-                return True
-            n = order[j]
-            tried: set[tuple[bool, ...]] = set()
-            for k in candidates:
-                it = items[k]
-                if not pool[k] or it.length != n or it.allowed in tried:
-                    continue
-                tried.add(it.allowed)
-                allowed = it.allowed
-                for s in range(spd - n + 1):
-                    if not row[s : s + n].any() and all(allowed[s : s + n]):
-                        row[s : s + n] = True
-                        pool[k] -= 1
-                        chosen.append((k, s))
-                        stop = go(j + 1)
-                        chosen.pop()
-                        pool[k] += 1
-                        row[s : s + n] = False
-                        if stop:
-                            return True
-            return False
-
-        go(0)
-        if best[0] is None:
-            return None
-        for k, _ in best[1]:
-            pool[k] -= 1
-        packed: list[tuple[int, int]] = best[1]
-        return packed
-
-    spots: dict[int, list[tuple[int, int, int | None]]] = {}  # item -> (day, start, host)
-    last_day: dict[int, int] = {}  # item -> the last day it was put on
-
-    def put(k: int, day: int, start: int, host: int | None = None) -> None:
-        spots.setdefault(k, []).append((day, start, host))
-        last_day[k] = max(day, last_day.get(k, 0))
-        if host is None:
-            used[day - 1, start : start + items[k].length] = True
-
-    for days, pats, counts, guests in result.solution["kinds"]:
-        # days alike are interchangeable: each pattern's days spread evenly over the kind's
-        # days (in day order), so that no item crowds into the kind's first days
-        vecs = [
-            vec
-            for _, _, vec in sorted(
-                ((j + 0.5) / c if spread else i, i, vec)
-                for i, (vec, c) in enumerate(pats.items())
-                for j in range(c)
-            )
-        ]
-        pool = {k: c for k, c in counts.items()}
-        for d0, vec in zip(days, vecs, strict=False):
-            need = [n for (n, _), m in vec for _ in range(m)]
-            placed = pack(d0 + 1, need, pool)
-            if placed is None and dropped is not None:
-                dropped.append(d0 + 1)
-            while placed is None and need:  # drop the shortest block (it goes to leftovers)
-                need.pop(need.index(min(need)))
-                placed = pack(d0 + 1, need, pool)
-            for k, s in placed or []:
-                put(k, d0 + 1, s)
-        left += [k for k, c in pool.items() for _ in range(c)]
-        # the most restricted guests first (fewest allowed periods, then the longest): the
-        # model's guests fit the host blocks (Hall's condition), a first fit in that order
-        # almost always finds the places
-        for k, c in sorted(
-            guests.items(), key=lambda e: (sum(items[e[0]].allowed), -items[e[0]].length)
-        ):
-            for _ in range(c):
-                ln, allowed = items[k].length, items[k].allowed
-                spot = next(
-                    (
-                        (d0 + 1, s, host)
-                        for d0 in days
-                        for s0, n, host in host_blocks.get(d0 + 1, [])
-                        if (d0 + 1, host) not in taken_hosts
-                        for s in range(s0 - 1, s0 - 1 + n - ln + 1)
-                        if all(allowed[s : s + ln])
-                    ),
-                    None,
-                )
-                if spot is None:
-                    left.append(k)
-                    continue
-                taken_hosts.add((spot[0], spot[2]))
-                put(k, spot[0], spot[1], spot[2])
-    left += [k for k, c in result.solution["floating"].items() for _ in range(c)]
-    for k in sorted(left, key=lambda k: (items[k].pending, -items[k].length)):
-        it = items[k]
-        first = next(
-            (
-                (day, s)
-                for day in range(it.lo, it.hi + 1)
-                for s in range(spd - it.length + 1)
-                if not used[day - 1, s : s + it.length].any() and all(it.allowed[s : s + it.length])
-            ),
-            None,
-        )
-        if first is None:
-            if not it.pending:
-                return None
-            continue
-        put(k, first[0], first[1])
-    # Which task takes which of its item's places: the model does not see subjects (the
-    # subject-gap rule reads the longest stretch of days without a subject), so the places are
-    # given out in day order, each to the task of its item whose subject has waited longest.
-    fixed_days: dict[str, list[int]] = {}
-    for t in state.tasks:
-        name = study_subject(t)
-        if name is not None and t.state_id not in movable_ids:
-            fixed_days.setdefault(name, []).extend(b.day for b in t.slots)
-    out += _give_out(
-        spots,
-        members,
-        lambda t: study_subject(tasks[t]) or "",
-        {k: it.length for k, it in enumerate(items)},
-        fixed_days,
-    )
-    done = sum(p.length for p in out if tasks[p.task_id].status == "pending")
-    return out if short_ok or done >= pending_periods else None
+def _drop_relaxed(out: _Sum, parts: list[int]) -> None:
+    """The exact model's figures say all the relaxation's entries ``parts`` did, but for the
+    days fixed content alone puts over a band (the unfixable ones, named apart): drop the
+    others."""
+    binding = out.floor.binding
+    keep = [
+        i for i, b in enumerate(binding) if i not in parts or b["why"].get("kind") == "fixed_load"
+    ]
+    binding[:] = [binding[i] for i in keep]
+    out.shares[:] = [out.shares[i] for i in keep]
 
 
 # ---------------------------------------------------------------------------------- cache
@@ -1131,6 +1038,8 @@ def _reach(
     its window; anywhere for the others (DESIGN: an existing task may stand anywhere).
     ``memo``: answers by class, shared by the calls of one floor (the mask is read only)."""
     memo = {} if memo is None else memo
+    if (own := memo.get(("task", t.state_id))) is not None:  # given by the caller
+        return own  # type: ignore[no-any-return]
     anywhere = memo.get("anywhere")
     if anywhere is None:
         anywhere = memo["anywhere"] = (1, state.num_days, np.ones(state.slots_per_day, dtype=bool))
@@ -1180,12 +1089,13 @@ def _subjects(
     movable: Callable[[Task], bool],
     fixed_owner: np.ndarray,
     all_pending: bool,
+    reach_memo: dict[Any, Any] | None = None,
 ) -> tuple[dict[str, _Subject], np.ndarray]:
     """Per subject, its :class:`_Subject`; and per day the periods a study block may take at
     most besides the fixed ones (free periods plus unlocked host blocks)."""
-    reach_memo: dict[Any, Any] = {}
+    reach_memo = {} if reach_memo is None else reach_memo
     num_days = state.num_days
-    rows, _, lengths = runs(fixed_owner == 0)
+    rows, _, lengths = free_runs(fixed_owner == 0)
     max_run = np.zeros(num_days, dtype=np.int64)
     np.maximum.at(max_run, rows, lengths)
     max_host = np.zeros(num_days, dtype=np.int64)
@@ -1428,19 +1338,20 @@ def _water_fill(
     return np.where(fits, std, np.inf), np.where(fits, spread, np.inf)
 
 
-def _fixed_study(state: ScheduleState, movable: Callable[[Task], bool]) -> np.ndarray:
-    """Subject codes (>0) of fixed study periods that no guest can cover; 0 elsewhere."""
+def _fixed_study(
+    state: ScheduleState, movable: Callable[[Task], bool], codes: SubjectCodes
+) -> np.ndarray:
+    """The study layer (subject ``codes``, 0 for none) of the fixed study periods no guest
+    can cover; 0 elsewhere."""
     owner = state.grid.owner
     out = np.zeros(owner.shape, dtype=np.int64)
-    codes: dict[str, int] = {}
     for t in state.tasks:
-        name = study_subject(t)
-        if name is None or movable(t) or t.embed_host is not None or t.can_embed:
+        code = codes.of_task[t.state_id]
+        if not code or movable(t) or t.embed_host is not None or t.can_embed:
             continue
-        code = codes.setdefault(name, len(codes) + 1)
         for b in t.slots:
             out[b.day - 1, b.slot_start - 1 : b.slot_end] = code
     return out
 
 
-__all__ = ["HealthFloor", "floor_key", "health_floor", "movable_study"]
+__all__ = ["FLOOR_RULES", "FloorRule", "HealthFloor", "floor_key", "health_floor", "movable_study"]

@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from ..health_facts import MIN_BUFFER, MIN_USABLE
-from ..rules import Level, r4, rule, severity
+from ..health_facts import buffered, day_loads, free_runs, usable_periods, utilization
+from ..rules import Level, rule, severity
 from ._cpsat import cp_model, make_solver, status_of
 
 MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up (no claim)
@@ -78,7 +78,7 @@ class ExactDays:
     ``runtime_s``; ``figures``: what the explanation quotes (the block lengths, one
     lexicographically best schedule's days over the bands); ``solution``: that schedule as
     the model sees it (per kind of day: its days, pattern counts, item counts and guests by
-    index in the items given; guests in floating hosts), for :func:`.health_floor.realise`;
+    index in the items given; guests in floating hosts), for :func:`.realise.realise`;
     when the criticals were not proven least in time, the schedule with the fewest criticals
     found (a start, not a claim)."""
 
@@ -217,13 +217,16 @@ def day_patterns(
     acc: dict[Pattern, int] = {(): 0}  # pattern -> most usable periods
     for allow in free_runs:
         options = _run_patterns(allow, lengths, cap)
+        # the usable periods each option's free periods give (one run each: health_facts')
+        lefts = np.fromiter(options.values(), dtype=np.int64, count=len(options))
+        kept = usable_periods(np.arange(len(options)), lefts, len(options)).tolist()
         nxt: dict[Pattern, int] = {}
         for vec, usable in acc.items():
-            for add, left in options.items():
+            for add, keeps in zip(options, kept, strict=True):
                 new = _merge(vec, add) if add else vec
                 if add and not cap(new):
                     continue
-                got = usable + (left if left >= MIN_USABLE else 0)
+                got = usable + keeps
                 if nxt.get(new, -1) < got:
                     nxt[new] = got
         acc = _prune(nxt)
@@ -278,17 +281,54 @@ def _fits(free_row: np.ndarray, allowed: np.ndarray, length: int) -> bool:
     return bool((window == length).any())
 
 
-def _stretches(row: np.ndarray) -> list[tuple[int, int]]:
-    """(start, length) of the runs of True in ``row``."""
-    out = []
-    start = None
-    for i, v in enumerate([*row.tolist(), False]):
-        if v and start is None:
-            start = i
-        elif not v and start is not None:
-            out.append((start, i - start))
-            start = None
-    return out
+def _fits_host(it: Item, host: tuple[int | None, int]) -> bool:
+    """Whether ``it`` fits the host block ``host`` ((0-based start, length); start ``None``: a
+    host that may stand anywhere), off its banned periods."""
+    start, n = host
+    if it.length > n:
+        return False
+    if start is None:
+        return True
+    return any(all(it.allowed[s : s + it.length]) for s in range(start, start + n - it.length + 1))
+
+
+def _hall_subsets(bits_here: Sequence[int]) -> list[tuple[int, ...]]:
+    """The sets of masks Hall's condition is written for: every subset up to six masks;
+    beyond, single masks and all."""
+    if len(bits_here) <= 6:
+        return [
+            sub
+            for r in range(1, len(bits_here) + 1)
+            for sub in itertools.combinations(bits_here, r)
+        ]
+    return [(b,) for b in bits_here] + [tuple(bits_here)]
+
+
+Cw = list[tuple[int, int]]  # per value: (critical, critical + warning) of it
+
+
+def _rule_tables(
+    level: Level, spd: int, num_days: int, count_load: bool, count_buffer: bool
+) -> tuple[Cw, Cw, tuple[int | None, int | None]]:
+    """Per load, the ``day_utilization`` severity of a day; per count of days without buffer,
+    the ``buffer`` severity of the window; the least critical and warning
+    ``free_fragmentation`` rates (:func:`_rate_thresholds`). All none for a rule not counted."""
+    util = rule("load", "day_utilization", level)
+    util_cw = []  # per load: (critical, critical + warning) of the day
+    for load in range(spd + 1):
+        sev = severity(util, {"utilization": utilization(load, spd)})
+        util_cw.append((int(sev == "critical"), int(sev in ("critical", "warning"))))
+    if not count_load:
+        util_cw = [(0, 0)] * (spd + 1)
+    buf_rule = rule("tolerance", "buffer", level)
+    buf_cw = []  # per count of days without buffer
+    for nb in range(num_days + 1):
+        sev = severity(buf_rule, {"days_without_buffer": nb, "fragmentation_rate": 0.0})
+        buf_cw.append((int(sev == "critical"), int(sev in ("critical", "warning"))))
+    if not count_buffer:
+        buf_cw = [(0, 0)] * (num_days + 1)
+    frag_from = _rate_thresholds(level) if count_buffer else (None, None)
+    return util_cw, buf_cw, frag_from
 
 
 def exact_days(
@@ -318,94 +358,195 @@ def exact_days(
     per banned-period mask) are interchangeable, so the model counts how many days of each
     kind take each pattern rather than choosing one per day (the same optimum, far fewer
     symmetric solutions)."""
-    started = time.perf_counter()
-    deadline = started + time_limit_s
+    built = ExactDaysModel(
+        fixed_owner,
+        items,
+        level=level,
+        count_load=count_load,
+        count_buffer=count_buffer,
+        time_limit_s=time_limit_s,
+    )
+    given_up = built.build(pending_min, fixed_hosts, floating_hosts)
+    if given_up is not None:
+        return given_up
+    return built.solve(num_workers, work_s)
 
-    def left() -> float:
-        return deadline - time.perf_counter()
 
-    def give_up(wall: bool = True) -> ExactDays:
-        return ExactDays(False, runtime_s=time.perf_counter() - started, wall_cut=wall)
+# Per kind of day: its days, (pattern count, pattern), (item, count), (item, guests).
+KindVars = tuple[list[int], list[tuple[Any, Pattern]], list[tuple[int, Any]], list[tuple[int, Any]]]
 
-    work_left = work_s
 
-    trivially_false: list[bool] = []
+class ExactDaysModel:
+    """The CP-SAT model of :func:`exact_days`, built one constraint family at a time (each a
+    method, called from :meth:`build` in a fixed order, so a seed gives the same answer), then
+    solved in three lexicographic steps by :meth:`solve`. The clock starts at construction:
+    ``time_limit_s`` bounds the building and the solves together."""
 
-    def add(ct: Any) -> None:
+    def __init__(
+        self,
+        fixed_owner: np.ndarray,
+        items: Sequence[Item],
+        *,
+        level: Level,
+        count_load: bool,
+        count_buffer: bool,
+        time_limit_s: float,
+    ) -> None:
+        self.started = time.perf_counter()
+        self.deadline = self.started + time_limit_s
+        self.num_days, self.spd = fixed_owner.shape
+        self.free = fixed_owner == 0
+        self.fixed_load = day_loads(~self.free)
+        self.util_cw, self.buf_cw, self.frag_from = _rule_tables(
+            level, self.spd, self.num_days, count_load, count_buffer
+        )
+        self.placing = [it for it in items if it.count > 0]
+        self.lengths = sorted({it.length for it in self.placing})
+        masks = sorted({it.allowed for it in self.placing})
+        self.mask_arr = [np.array(m, dtype=bool) for m in masks]
+        self.bit_of = [masks.index(it.allowed) for it in self.placing]  # per item: its mask's bit
+        self.supply: dict[int, int] = {}  # per length: the blocks of the population
+        for it in self.placing:
+            self.supply[it.length] = self.supply.get(it.length, 0) + it.count
+        self.original = [items.index(it) for it in self.placing]  # placing's items in ``items``
+        self.model = cp_model().CpModel()
+        self.trivially_false = False
+        self.memo: dict[tuple[Any, ...], dict[Pattern, int] | None] = {}
+        self.crit_terms: list[Any] = []
+        self.cw_terms: list[Any] = []
+        self.no_buffer: list[Any] = []
+        self.usable_terms: list[Any] = []  # the window's usable periods (most) and free periods
+        self.free_terms: list[Any] = []
+        self.taken: list[list[Any]] = [[] for _ in self.placing]  # per item: per kind of day
+        self.guest_of: list[list[Any]] = [[] for _ in self.placing]  # per item: per host pool
+        self.loads_of: list[tuple[list[Any], list[int]]] = []
+        self.kind_vars: list[KindVars] = []
+        self.floating: list[tuple[int, Any]] = []
+        self.crit: Any = 0
+        self.crit_warn: Any = 0
+        # what the solves found (see :class:`ExactDays`)
+        self.figures: dict[str, Any] = {}
+        self.work_left: float | None = None
+        self.crit_opt = self.critical_warning = 0
+        self.lex_warning: int | None = None
+        self.solution: dict[str, Any] | None = None
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def give_up(self, wall: bool = True) -> ExactDays:
+        return ExactDays(False, runtime_s=time.perf_counter() - self.started, wall_cut=wall)
+
+    def add(self, ct: Any) -> None:
         """``model.Add`` for a constraint that may have come out as a plain bool (an empty sum
         compared with a number): a true one is dropped (CP-SAT would add an unnamed constant
         variable for it), a false one makes the model give up (no floor claimed)."""
         if isinstance(ct, bool | np.bool_):
             if not ct:
-                trivially_false.append(True)
+                self.trivially_false = True
             return
-        model.Add(ct)
+        self.model.Add(ct)
 
-    num_days, spd = fixed_owner.shape
-    free = fixed_owner == 0
-    fixed_load = np.count_nonzero(~free, axis=1)
-    util = rule("load", "day_utilization", level)
-    util_cw = []  # per load: (critical, critical + warning) of the day
-    for load in range(spd + 1):
-        sev = severity(util, {"utilization": r4(load / spd)})
-        util_cw.append((int(sev == "critical"), int(sev in ("critical", "warning"))))
-    if not count_load:
-        util_cw = [(0, 0)] * (spd + 1)
-    buf_rule = rule("tolerance", "buffer", level)
-    buf_cw = []  # per count of days without buffer
-    for nb in range(num_days + 1):
-        sev = severity(buf_rule, {"days_without_buffer": nb, "fragmentation_rate": 0.0})
-        buf_cw.append((int(sev == "critical"), int(sev in ("critical", "warning"))))
-    if not count_buffer:
-        buf_cw = [(0, 0)] * (num_days + 1)
-    frag_from = _rate_thresholds(level) if count_buffer else (None, None)
+    # ------------------------------------------------------------------ building
 
-    placing = [it for it in items if it.count > 0]
-    lengths = sorted({it.length for it in placing})
-    masks = sorted({it.allowed for it in placing})
-    mask_arr = [np.array(m, dtype=bool) for m in masks]
-    bit_of = [masks.index(it.allowed) for it in placing]  # per item: its mask's bit
-    supply: dict[int, int] = {}  # per length: the blocks of the population
-    for it in placing:
-        supply[it.length] = supply.get(it.length, 0) + it.count
-    host_days: dict[int, list[tuple[int, int]]] = {}  # 0-based day -> its fixed host blocks
-    for day, start, n in fixed_hosts:
-        host_days.setdefault(day - 1, []).append((start - 1, n))
-    for lst in host_days.values():
-        lst.sort()
-    guest_of: list[list[Any]] = [[] for _ in placing]  # per item: its guests per host pool
-    # kinds of days
-    kinds: dict[tuple[Any, ...], list[int]] = {}
-    for d in range(num_days):
-        fit = tuple(
-            it.lo <= d + 1 <= it.hi and _fits(free[d], np.array(it.allowed), it.length)
-            for it in placing
+    def build(
+        self,
+        pending_min: int,
+        fixed_hosts: Sequence[tuple[int, int, int]],
+        floating_hosts: Sequence[int],
+    ) -> ExactDays | None:
+        """Every constraint family and the objectives' terms, in order; None when built, else
+        the answer claiming nothing (the clock ran out, or the model is unusable)."""
+        kinds = self.day_kinds(fixed_hosts)
+        if kinds is None:
+            return self.give_up()
+        for c, (key, days) in enumerate(kinds.items()):
+            if not self.add_kind(c, key, days):
+                return self.give_up()
+        self.floating = self.add_guests(
+            "f", [(None, n) for n in sorted(floating_hosts)], [it.guest for it in self.placing], 1
         )
-        allow = np.zeros(spd, dtype=np.int64)  # per period: the bits of the fit items' masks
-        for b in sorted({b for ok, b in zip(fit, bit_of, strict=True) if ok}):
-            allow |= mask_arr[b].astype(np.int64) << b
-        allow &= np.where(free[d], -1, 0)
-        runs_d = tuple(tuple(allow[a : a + n].tolist()) for a, n in _stretches(free[d]))
-        room = tuple(int(np.count_nonzero(free[d] & m)) for m in mask_arr)
-        inside = tuple(it.guest and it.lo <= d + 1 <= it.hi for it in placing)
-        kinds.setdefault(
-            (runs_d, int(fixed_load[d]), fit, room, inside, tuple(host_days.get(d, []))), []
-        ).append(d)
-        if left() <= 0:
-            return give_up()
-    memo: dict[tuple[Any, ...], dict[Pattern, int] | None] = {}
-    cp = cp_model()
-    model = cp.CpModel()
-    crit_terms: list[Any] = []
-    cw_terms: list[Any] = []
-    no_buffer: list[Any] = []
-    usable_terms: list[Any] = []  # the window's usable periods (most) and free periods
-    free_terms: list[Any] = []
-    taken: list[list[Any]] = [[] for _ in placing]  # per item: its counts per kind of day
-    loads_of: list[tuple[list[Any], list[int]]] = []
+        self.add_placed(pending_min)
+        self.add_buffer()
+        self.add_fragmentation()
+        if self.trivially_false:
+            return self.give_up(wall=False)
+        if self.left() <= 0.05:
+            return self.give_up()
+        return None
 
-    def host_pool(
-        tag: str, hosts: Sequence[tuple[int | None, int]], eligible: Sequence[bool], times: int
+    def day_kinds(
+        self, fixed_hosts: Sequence[tuple[int, int, int]]
+    ) -> dict[tuple[Any, ...], list[int]] | None:
+        """The days grouped by kind (:meth:`day_key`); None when the clock ran out."""
+        host_days: dict[int, list[tuple[int, int]]] = {}  # 0-based day -> its fixed host blocks
+        for day, start, n in fixed_hosts:
+            host_days.setdefault(day - 1, []).append((start - 1, n))
+        for lst in host_days.values():
+            lst.sort()
+        runs: list[list[tuple[int, int]]] = [[] for _ in range(self.num_days)]
+        rows, first, length = free_runs(self.free)
+        for r, a, n in zip(rows.tolist(), first.tolist(), length.tolist(), strict=True):
+            runs[r].append((a, n))
+        kinds: dict[tuple[Any, ...], list[int]] = {}
+        for d in range(self.num_days):
+            key = self.day_key(d, runs[d], tuple(host_days.get(d, [])))
+            kinds.setdefault(key, []).append(d)
+            if self.left() <= 0:
+                return None
+        return kinds
+
+    def day_key(
+        self, d: int, runs: Sequence[tuple[int, int]], hosts: tuple[tuple[int, int], ...]
+    ) -> tuple[Any, ...]:
+        """What makes day ``d`` (0-based; ``runs``: its free runs, (start, length)) alike
+        another: its free runs as the bits of the masks allowing each period, its fixed load,
+        the items that fit, the room per mask, the items it may host and its host blocks."""
+        free_d = self.free[d]
+        fit = tuple(
+            it.lo <= d + 1 <= it.hi and _fits(free_d, np.array(it.allowed), it.length)
+            for it in self.placing
+        )
+        allow = np.zeros(self.spd, dtype=np.int64)  # per period: the bits of the fit items' masks
+        for b in sorted({b for ok, b in zip(fit, self.bit_of, strict=True) if ok}):
+            allow |= self.mask_arr[b].astype(np.int64) << b
+        allow &= np.where(free_d, -1, 0)
+        runs_d = tuple(tuple(allow[a : a + n].tolist()) for a, n in runs)
+        room = tuple(int(np.count_nonzero(free_d & m)) for m in self.mask_arr)
+        inside = tuple(it.guest and it.lo <= d + 1 <= it.hi for it in self.placing)
+        return (runs_d, int(self.fixed_load[d]), fit, room, inside, hosts)
+
+    def add_kind(self, c: int, key: tuple[Any, ...], days: list[int]) -> bool:
+        """Kind ``c`` of day: its guests, its patterns and its blocks; False when the model
+        gives up (too many patterns, or the clock ran out)."""
+        runs_d, load0, fit, room, inside, hosts_here = key
+        kind_guests = self.add_guests(str(c), hosts_here, inside, len(days))
+        kind_items: list[tuple[int, Any]] = []
+        kind_pats: list[tuple[Any, Pattern]] = []
+        self.kind_vars.append((days, kind_pats, kind_items, kind_guests))
+        pats = self.patterns_of(runs_d)
+        if pats is None or self.left() <= 0:
+            return False
+        per_type = self.add_patterns(c, len(days), load0, pats, kind_pats)
+        self.add_blocks(c, len(days), fit, room, per_type, kind_items)
+        return self.left() > 0
+
+    def patterns_of(self, runs_d: tuple[tuple[int, ...], ...]) -> dict[Pattern, int] | None:
+        """The patterns of a day with free runs ``runs_d`` (shared by the days alike); when
+        typed patterns are too many, every block any fit mask's (:func:`_collapsed`)."""
+        key = tuple(sorted(runs_d))
+        if key not in self.memo:
+            self.memo[key] = day_patterns(key, self.lengths, self.supply)
+            if self.memo[key] is None:
+                self.memo[key] = day_patterns(_collapsed(key), self.lengths, self.supply)
+        return self.memo[key]
+
+    def add_guests(
+        self,
+        tag: str,
+        hosts: Sequence[tuple[int | None, int]],
+        eligible: Sequence[bool],
+        times: int,
     ) -> list[tuple[int, Any]]:
         """Guests of the ``eligible`` items in ``hosts`` ((0-based start, length) of each
         block; start ``None``: a host that may stand anywhere; ``times`` days alike): a guest
@@ -415,187 +556,256 @@ def exact_days(
         but these are at most what these hold. Returns (item, its guests) pairs."""
         if not hosts:
             return []
-
-        def fits(it: Item, host: tuple[int | None, int]) -> bool:
-            start, n = host
-            if it.length > n:
-                return False
-            if start is None:
-                return True
-            return any(
-                all(it.allowed[s : s + it.length]) for s in range(start, start + n - it.length + 1)
-            )
-
         gs: list[tuple[Any, int, int]] = []  # guests, their length, the hosts they fit (bits)
         out = []
-        for k, (it, ok) in enumerate(zip(placing, eligible, strict=True)):
-            where = sum(1 << h for h, host in enumerate(hosts) if fits(it, host)) if ok else 0
+        for k, (it, ok) in enumerate(zip(self.placing, eligible, strict=True)):
+            where = sum(1 << h for h, host in enumerate(hosts) if _fits_host(it, host)) if ok else 0
             if where:
-                g = model.NewIntVar(0, min(it.count, times * len(hosts)), f"g{tag}_{k}")
-                guest_of[k].append(g)
+                g = self.model.NewIntVar(0, min(it.count, times * len(hosts)), f"g{tag}_{k}")
+                self.guest_of[k].append(g)
                 gs.append((g, it.length, where))
                 out.append((k, g))
         for n in sorted({ln for _, ln, _ in gs}):
-            add(sum(g for g, ln, _ in gs if ln >= n) <= times * sum(1 for h in hosts if h[1] >= n))
+            self.add(
+                sum(g for g, ln, _ in gs if ln >= n) <= times * sum(1 for h in hosts if h[1] >= n)
+            )
         if len(hosts) <= 8 and any(start is not None for start, _ in hosts):
             for mask in range(1, 1 << len(hosts)):
                 inside = [g for g, _, where in gs if where & ~mask == 0]
                 if inside:
-                    add(sum(inside) <= times * bin(mask).count("1"))
+                    self.add(sum(inside) <= times * bin(mask).count("1"))
         return out
 
-    # per kind of day: its days, (pattern count, pattern), (item, count), (item, guests)
-    kind_vars: list[tuple[list[int], list[tuple[Any, Pattern]], list[Any], list[Any]]]
-    kind_vars = []
-
-    for c, ((runs_d, load0, fit, room, inside, hosts_here), days) in enumerate(kinds.items()):
-        kind_guests = host_pool(str(c), hosts_here, inside, len(days))
-        kind_items: list[tuple[int, Any]] = []
-        kind_pats: list[tuple[Any, Pattern]] = []
-        kind_vars.append((days, kind_pats, kind_items, kind_guests))
-        key = tuple(sorted(runs_d))
-        if key not in memo:
-            memo[key] = day_patterns(key, lengths, supply)
-            if memo[key] is None:  # too many typed patterns: every block any fit mask's
-                memo[key] = day_patterns(_collapsed(key), lengths, supply)
-        pats = memo[key]
-        if pats is None or left() <= 0:
-            return give_up()
-        size = len(days)
+    def add_patterns(
+        self,
+        c: int,
+        size: int,
+        load0: int,
+        pats: dict[Pattern, int],
+        kind_pats: list[tuple[Any, Pattern]],
+    ) -> dict[BlockType, list[tuple[Any, int]]]:
+        """How many of the ``size`` days of kind ``c`` take each of ``pats`` (pattern → most
+        usable periods), each pattern's load, utilization, buffer and free periods; returns per
+        block type the (pattern count, blocks) terms."""
         ns = []
         per_type: dict[BlockType, list[tuple[Any, int]]] = {}
         pat_loads = []
-        for j, (vec, usable) in enumerate(pats.items()):
-            n = model.NewIntVar(0, size, f"n{c}_{j}")
+        kept = buffered(np.fromiter(pats.values(), dtype=np.int64, count=len(pats))).tolist()
+        for j, ((vec, usable), has_buffer) in enumerate(zip(pats.items(), kept, strict=True)):
+            n = self.model.NewIntVar(0, size, f"n{c}_{j}")
             ns.append(n)
             kind_pats.append((n, vec))
             for kind, k in vec:
                 per_type.setdefault(kind, []).append((n, k))
             load = load0 + sum(k * ln for (ln, _), k in vec)
             pat_loads.append(load)
-            c0, cw0 = util_cw[min(load, spd)]
-            if c0:
-                crit_terms.append(c0 * n)
-            if cw0:
-                cw_terms.append(cw0 * n)
-            if usable < MIN_BUFFER:
-                no_buffer.append(n)
-            if usable:
-                usable_terms.append(usable * n)
-            if load < spd:
-                free_terms.append((spd - load) * n)
-        add(sum(ns) == size)
-        loads_of.append((ns, pat_loads))
+            self.add_day_terms(n, load, usable, has_buffer)
+        self.add(sum(ns) == size)
+        self.loads_of.append((ns, pat_loads))
+        return per_type
+
+    def add_day_terms(self, n: Any, load: int, usable: int, has_buffer: bool) -> None:
+        """The objectives' terms of ``n`` days of ``load`` keeping ``usable`` periods: their
+        ``day_utilization`` issues, whether they lack a buffer, their usable and free periods."""
+        c0, cw0 = self.util_cw[min(load, self.spd)]
+        if c0:
+            self.crit_terms.append(c0 * n)
+        if cw0:
+            self.cw_terms.append(cw0 * n)
+        if not has_buffer:
+            self.no_buffer.append(n)
+        if usable:
+            self.usable_terms.append(usable * n)
+        if load < self.spd:
+            self.free_terms.append((self.spd - load) * n)
+
+    def add_blocks(
+        self,
+        c: int,
+        size: int,
+        fit: Sequence[bool],
+        room: Sequence[int],
+        per_type: dict[BlockType, list[tuple[Any, int]]],
+        kind_items: list[tuple[int, Any]],
+    ) -> None:
+        """The items the ``size`` days of kind ``c`` take: per length, they fill the blocks of
+        the patterns (Hall's condition over their masks); per mask, at most its ``room``."""
         by_mask: dict[int, list[tuple[Any, int]]] = {}
         ys: dict[int, dict[int, list[Any]]] = {}  # length -> mask bit -> its items' counts
-        for k, (it, ok) in enumerate(zip(placing, fit, strict=True)):
+        for k, (it, ok) in enumerate(zip(self.placing, fit, strict=True)):
             if not ok:
                 continue
-            y = model.NewIntVar(0, min(it.count, size * (spd // it.length)), f"y{k}_{c}")
-            taken[k].append(y)
+            y = self.model.NewIntVar(0, min(it.count, size * (self.spd // it.length)), f"y{k}_{c}")
+            self.taken[k].append(y)
             kind_items.append((k, y))
-            ys.setdefault(it.length, {}).setdefault(bit_of[k], []).append(y)
-            by_mask.setdefault(bit_of[k], []).append((y, it.length))
-        for ln in lengths:
+            ys.setdefault(it.length, {}).setdefault(self.bit_of[k], []).append(y)
+            by_mask.setdefault(self.bit_of[k], []).append((y, it.length))
+        for ln in self.lengths:
             blocks = {
                 bits: sum(k * n for n, k in terms)
                 for (m, bits), terms in per_type.items()
                 if m == ln
             }
-            of = ys.get(ln, {})
-            add(sum(y for lst in of.values() for y in lst) == sum(blocks.values()))
-            # Hall's condition: the items of any set of masks fill at most the blocks some mask
-            # of the set allows (every subset up to six masks; beyond, single masks and all)
-            bits_here = sorted(of)
-            if len(bits_here) <= 6:
-                subsets = [
-                    sub
-                    for r in range(1, len(bits_here) + 1)
-                    for sub in itertools.combinations(bits_here, r)
-                ]
-            else:
-                subsets = [(b,) for b in bits_here] + [tuple(bits_here)]
-            for sub in subsets:
-                mask = sum(1 << b for b in sub)
-                if all(bits & mask for bits in blocks) and len(sub) == len(bits_here):
-                    continue  # (the equality above says it)
-                add(
-                    sum(y for b in sub for y in of[b])
-                    <= sum(v for bits, v in blocks.items() if bits & mask)
-                )
+            self.add_hall(ys.get(ln, {}), blocks)
         for m, terms in by_mask.items():
-            add(sum(ln * y for y, ln in terms) <= size * room[m])
-        if left() <= 0:
-            return give_up()
-    floating = host_pool(
-        "f", [(None, n) for n in sorted(floating_hosts)], [it.guest for it in placing], 1
-    )
-    pending_periods: list[Any] = []
-    for k, it in enumerate(placing):
-        placed = list(taken[k]) + guest_of[k]
-        if it.pending:
-            add(sum(placed) <= it.count)
-            pending_periods.append(it.length * sum(placed))
-        else:
-            add(sum(placed) == it.count)
-    if pending_min > 0:
-        add(sum(pending_periods) >= pending_min)
-    # the buffer issue: one for the window, by the days without buffer
-    nb = sum(no_buffer) if no_buffer else 0
-    buf_c = model.NewBoolVar("buffer_critical")
-    buf_w = model.NewBoolVar("buffer_issue")
-    first_c = next((n for n in range(num_days + 1) if buf_cw[n][0]), None)
-    first_w = next((n for n in range(num_days + 1) if buf_cw[n][1]), None)
-    if first_c is None:
-        add(buf_c == 0)
-    else:
-        add(nb <= first_c - 1 + num_days * buf_c)
-    if first_w is None:
-        add(buf_w == 0)
-    else:
-        add(nb <= first_w - 1 + num_days * buf_w)
-    crit = sum(crit_terms) + buf_c
-    crit_warn = sum(cw_terms) + buf_w
-    # the free-fragmentation issue: one for the window, by its rate (free - usable) / free
-    if frag_from != (None, None) and free_terms:  # (no free period: rate 0, no issue)
-        usable_sum, free_sum = sum(usable_terms), sum(free_terms)
-        some_free = model.NewBoolVar("some_free")
-        model.Add(free_sum >= 1).OnlyEnforceIf(some_free)
-        model.Add(free_sum <= 0).OnlyEnforceIf(some_free.Not())
+            self.add(sum(ln * y for y, ln in terms) <= size * room[m])
+
+    def add_hall(self, of: dict[int, list[Any]], blocks: dict[int, Any]) -> None:
+        """The items of one length (``of``: mask bit → their counts) fill its ``blocks`` (the
+        masks allowing a block, as bits → how many): all of them together, and the items of
+        any set of masks at most the blocks some mask of the set allows (Hall's condition)."""
+        self.add(sum(y for lst in of.values() for y in lst) == sum(blocks.values()))
+        bits_here = sorted(of)
+        for sub in _hall_subsets(bits_here):
+            mask = sum(1 << b for b in sub)
+            if all(bits & mask for bits in blocks) and len(sub) == len(bits_here):
+                continue  # (the equality above says it)
+            self.add(
+                sum(y for b in sub for y in of[b])
+                <= sum(v for bits, v in blocks.items() if bits & mask)
+            )
+
+    def add_placed(self, pending_min: int) -> None:
+        """Every placed item stays placed (on a day or as a guest), a pending one at most
+        once, and at least ``pending_min`` pending periods are placed."""
+        pending_periods: list[Any] = []
+        for k, it in enumerate(self.placing):
+            placed = list(self.taken[k]) + self.guest_of[k]
+            if it.pending:
+                self.add(sum(placed) <= it.count)
+                pending_periods.append(it.length * sum(placed))
+            else:
+                self.add(sum(placed) == it.count)
+        if pending_min > 0:
+            self.add(sum(pending_periods) >= pending_min)
+
+    def add_buffer(self) -> None:
+        """The buffer issue: one for the window, by the days without buffer; starts the
+        objectives (criticals, criticals + warnings) with the days' utilization terms."""
+        nb = sum(self.no_buffer) if self.no_buffer else 0
+        buf_c = self.model.NewBoolVar("buffer_critical")
+        buf_w = self.model.NewBoolVar("buffer_issue")
+        for b, col in ((buf_c, 0), (buf_w, 1)):
+            first = next((n for n in range(self.num_days + 1) if self.buf_cw[n][col]), None)
+            if first is None:
+                self.add(b == 0)
+            else:
+                self.add(nb <= first - 1 + self.num_days * b)
+        self.crit = sum(self.crit_terms) + buf_c
+        self.crit_warn = sum(self.cw_terms) + buf_w
+
+    def add_fragmentation(self) -> None:
+        """The free-fragmentation issue: one for the window, by its rate (free - usable) /
+        free."""
+        if self.frag_from == (None, None) or not self.free_terms:
+            return  # (no free period: rate 0, no issue)
+        usable_sum, free_sum = sum(self.usable_terms), sum(self.free_terms)
+        some_free = self.model.NewBoolVar("some_free")
+        self.model.Add(free_sum >= 1).OnlyEnforceIf(some_free)
+        self.model.Add(free_sum <= 0).OnlyEnforceIf(some_free.Not())
         frag = []
-        for tag, least in zip(("critical", "issue"), frag_from, strict=True):
-            b = model.NewBoolVar(f"fragmentation_{tag}")
+        for tag, least in zip(("critical", "issue"), self.frag_from, strict=True):
+            b = self.model.NewBoolVar(f"fragmentation_{tag}")
             frag.append(b)
             if least is None:
-                add(b == 0)
+                self.add(b == 0)
                 continue
             # a rate below the band's (r4-rounded) threshold least / 10000 is below
             # (k + 0.5) / 10000 unrounded: free - usable < (k + 0.5) / 10000 * free
-            model.Add(
+            self.model.Add(
                 20_000 * (free_sum - usable_sum) - (2 * least + 1) * free_sum <= -1
             ).OnlyEnforceIf([b.Not(), some_free])
-        crit += frag[0]
-        crit_warn += frag[1]
-    if trivially_false:
-        return give_up(wall=False)
-    if left() <= 0.05:
-        return give_up()
+        self.crit += frag[0]
+        self.crit_warn += frag[1]
 
-    build_s = time.perf_counter() - started
-    crit_opt = critical_warning = 0
-    lex_warning: int | None = None
-    solution: dict[str, Any] | None = None
-    figures: dict[str, Any] = {"lengths": lengths, "build_s": round(build_s, 3), "solve_s": []}
-    # 1. least criticals; 2. least warnings among those (the lexicographic floor); 3. least
-    # critical + warning. Each solve gets a share of what is left and starts from the last
-    # one's solution (a hint); the criticals are held at their least only in step 2.
-    wall_cut = False
-    hold = model.NewBoolVar("hold_least_critical")
-    variables = [model.GetIntVarFromProtoIndex(i) for i in range(len(model.Proto().variables))]
-    original = [items.index(it) for it in placing]  # placing's items in ``items``
+    # ------------------------------------------------------------------ solving
 
-    def snapshot(solver: Any) -> dict[str, Any]:
+    def solve(self, num_workers: int, work_s: float | None) -> ExactDays:
+        """1. least criticals; 2. least warnings among those (the lexicographic floor); 3. least
+        critical + warning. Each solve gets a share of what is left and starts from the last
+        one's solution (a hint); the criticals are held at their least only in step 2."""
+        build_s = time.perf_counter() - self.started
+        self.figures = {"lengths": self.lengths, "build_s": round(build_s, 3), "solve_s": []}
+        self.work_left = work_s
+        wall_cut = False
+        model = self.model
+        hold = model.NewBoolVar("hold_least_critical")
+        variables = [model.GetIntVarFromProtoIndex(i) for i in range(len(model.Proto().variables))]
+        for step, objective in enumerate((self.crit, self.crit_warn - self.crit, self.crit_warn)):
+            if step == 1:
+                if not self.figures.get("critical_optimal"):
+                    continue
+                model.Add(self.crit <= self.crit_opt).OnlyEnforceIf(hold)
+            domain = model.Proto().variables[hold.Index()].domain
+            domain[0] = domain[1] = int(step == 1)
+            model.Minimize(objective)
+            part = (0.7, 0.6, 1.0)[step]  # the criticals first: their solve gives the start too
+            share = self.left() * part
+            if share <= 0.01:
+                wall_cut = True
+                break
+            solver, status, cut = self.solve_once(share, part, num_workers)
+            wall_cut = wall_cut or cut
+            if status.value not in ("optimal", "feasible"):
+                break
+            bound = int(np.ceil(solver.BestObjectiveBound() - 1e-6))
+            model.ClearHints()
+            for v in variables:
+                model.AddHint(v, solver.Value(v))
+            self.record(step, solver, status.value, bound)
+        return self.answer(wall_cut)
+
+    def solve_once(self, share: float, part: float, num_workers: int) -> tuple[Any, Any, bool]:
+        """One solve within ``share`` seconds (and ``part`` of the work left): the solver, its
+        status and whether the wall clock ended it (not the deterministic budget)."""
+        det = None if self.work_left is None else self.work_left * part
+        solver = make_solver(share, num_workers, deterministic_time=det)
+        # One presolve pass: the same answers 15-30 % sooner on 30-120-day windows (presolve
+        # took most of a fragmented window's first solve; results_close.md, 2026-12-05).
+        solver.parameters.max_presolve_iterations = 1
+        t_solve = time.perf_counter()
+        status = status_of(solver.Solve(self.model))
+        self.figures["solve_s"].append(round(time.perf_counter() - t_solve, 3))
+        if self.work_left is not None:
+            self.work_left = max(0.0, self.work_left - solver.deterministic_time)
+        cut = status.value != "optimal" and (
+            det is None or time.perf_counter() - t_solve >= share - 0.01
+        )
+        return solver, status, cut
+
+    def record(self, step: int, solver: Any, status: str, bound: int) -> None:
+        """What solve ``step`` found: its bound, whether proven, and its schedule."""
+        figures = self.figures
+        if step == 0:
+            self.crit_opt = bound
+            figures["critical_optimal"] = status == "optimal"
+            # the schedule with the fewest criticals found: a start for a search even when
+            # the criticals were not proven least in time (the lexicographic step replaces it)
+            self.solution = self.snapshot(solver)
+        elif step == 2:
+            self.critical_warning = bound
+            figures["complete"] = (
+                status == "optimal"
+                and figures["critical_optimal"]
+                and bool(figures.get("lexicographic_optimal"))
+            )
+        else:
+            self.lex_warning = bound
+            figures["lexicographic_optimal"] = status == "optimal"
+            loads = [
+                load
+                for ns, pl in self.loads_of
+                for n, load in zip(ns, pl, strict=True)
+                for _ in range(solver.Value(n))
+            ]
+            util_cw, spd = self.util_cw, self.spd
+            figures["days_over_warning"] = sum(util_cw[min(x, spd)][1] for x in loads)
+            figures["days_over_critical"] = sum(util_cw[min(x, spd)][0] for x in loads)
+            self.solution = self.snapshot(solver)
+
+    def snapshot(self, solver: Any) -> dict[str, Any]:
         """The solver's schedule as the model sees it (see :class:`ExactDays`)."""
+        original = self.original
         return {
             "kinds": [
                 (
@@ -604,84 +814,28 @@ def exact_days(
                     {original[k]: solver.Value(y) for k, y in its if solver.Value(y)},
                     {original[k]: solver.Value(g) for k, g in gus if solver.Value(g)},
                 )
-                for days, pats, its, gus in kind_vars
+                for days, pats, its, gus in self.kind_vars
             ],
-            "floating": {original[k]: solver.Value(g) for k, g in floating if solver.Value(g)},
-            "lengths": lengths,
+            "floating": {original[k]: solver.Value(g) for k, g in self.floating if solver.Value(g)},
+            "lengths": self.lengths,
         }
 
-    for step, objective in enumerate((crit, crit_warn - crit, crit_warn)):
-        if step == 1:
-            if not figures.get("critical_optimal"):
-                continue
-            model.Add(crit <= crit_opt).OnlyEnforceIf(hold)
-        domain = model.Proto().variables[hold.Index()].domain
-        domain[0] = domain[1] = int(step == 1)
-        model.Minimize(objective)
-        part = (0.7, 0.6, 1.0)[step]  # the criticals first: their solve gives the start too
-        share = left() * part
-        if share <= 0.01:
-            wall_cut = True
-            break
-        det = None if work_left is None else work_left * part
-        solver = make_solver(share, num_workers, deterministic_time=det)
-        # One presolve pass: the same answers 15-30 % sooner on 30-120-day windows (presolve
-        # took most of a fragmented window's first solve; results_close.md, 2026-12-05).
-        solver.parameters.max_presolve_iterations = 1
-        t_solve = time.perf_counter()
-        status = status_of(solver.Solve(model))
-        figures["solve_s"].append(round(time.perf_counter() - t_solve, 3))
-        if work_left is not None:
-            work_left = max(0.0, work_left - solver.deterministic_time)
-        if status.value != "optimal" and (
-            det is None or time.perf_counter() - t_solve >= share - 0.01
-        ):
-            wall_cut = True  # (not the deterministic budget: the wall clock ended this solve)
-        if status.value not in ("optimal", "feasible"):
-            break
-        bound = int(np.ceil(solver.BestObjectiveBound() - 1e-6))
-        model.ClearHints()
-        for v in variables:
-            model.AddHint(v, solver.Value(v))
-        if step == 0:
-            crit_opt = bound
-            figures["critical_optimal"] = status.value == "optimal"
-            # the schedule with the fewest criticals found: a start for a search even when
-            # the criticals were not proven least in time (the lexicographic step replaces it)
-            solution = snapshot(solver)
-        elif step == 2:
-            critical_warning = bound
-            figures["complete"] = (
-                status.value == "optimal"
-                and figures["critical_optimal"]
-                and bool(figures.get("lexicographic_optimal"))
-            )
-        else:
-            lex_warning = bound
-            figures["lexicographic_optimal"] = status.value == "optimal"
-            loads = [
-                load
-                for ns, pl in loads_of
-                for n, load in zip(ns, pl, strict=True)
-                for _ in range(solver.Value(n))
-            ]
-            figures["days_over_warning"] = sum(util_cw[min(x, spd)][1] for x in loads)
-            figures["days_over_critical"] = sum(util_cw[min(x, spd)][0] for x in loads)
-            solution = snapshot(solver)
-    if "critical_optimal" not in figures:
-        return give_up(wall_cut)
-    if figures.get("complete"):
-        wall_cut = False
-    return ExactDays(
-        True,
-        wall_cut=wall_cut,
-        critical=crit_opt,
-        critical_warning=max(critical_warning, crit_opt),
-        lex_warning=lex_warning,
-        solution=solution,
-        runtime_s=time.perf_counter() - started,
-        figures=figures,
-    )
+    def answer(self, wall_cut: bool) -> ExactDays:
+        """The bounds the solves proved (none when the criticals' solve found nothing)."""
+        if "critical_optimal" not in self.figures:
+            return self.give_up(wall_cut)
+        if self.figures.get("complete"):
+            wall_cut = False
+        return ExactDays(
+            True,
+            wall_cut=wall_cut,
+            critical=self.crit_opt,
+            critical_warning=max(self.critical_warning, self.crit_opt),
+            lex_warning=self.lex_warning,
+            solution=self.solution,
+            runtime_s=time.perf_counter() - self.started,
+            figures=self.figures,
+        )
 
 
-__all__ = ["ExactDays", "Item", "day_patterns", "exact_days"]
+__all__ = ["ExactDays", "ExactDaysModel", "Item", "day_patterns", "exact_days"]

@@ -18,14 +18,14 @@ back every move the counts do not need.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..rules import Level
 from ..state import ScheduleState
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthEvaluator
-from .health_search import setup_cost
 from .problem import Placement, Problem, Rule
+from .scoring import accepts, setup_cost
 
 
 def moved_tasks(current: Mapping[int, Placement], placements: Sequence[Placement]) -> int:
@@ -76,12 +76,35 @@ def send_back(
         for tid, home in problem.current.items()
         if tid in group_of and _allowed(problem.groups[group_of[tid]].rule, home, problem.num_days)
     }
-    scope = set(group_of)
-    ev = HealthEvaluator(state, scope, level, 0)
+    ev = HealthEvaluator(state, set(group_of), level, 0)
     ev.set_placements(list(placements))
-    start = best = ev.counts_now().key
+    start = ev.counts_now().key
+
+    def key() -> tuple[float, ...]:
+        return ev.counts_now().key
+
     safety = deadline if deadline is not None else float("inf")
-    cut = False
+    best, _, cut = return_moved(ev, origin, key, safety, repeat=True)
+    out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+    return out, (int(best[0]) - start[0], int(best[1]) - start[1]), cut
+
+
+def return_moved(
+    ev: HealthEvaluator,
+    origin: Mapping[int, Placement],
+    key: Callable[[], tuple[float, ...]],
+    deadline: float,
+    *,
+    repeat: bool,
+) -> tuple[tuple[float, ...], int, bool]:
+    """The one send-back (issue 40 item 2): in task-id order, every task of ``ev`` away from its
+    ``origin`` place goes back when that place is free and the ``key`` of the result (health
+    counts, maybe then the soft terms) stays at most the best so far (the last term within
+    1e-9); with ``repeat``, passes repeat while a return frees another task's place. Returns
+    the best key, the evaluations spent and whether ``deadline`` (a ``time.perf_counter()``
+    value) stopped it (what was sent back so far keeps the key)."""
+    best = key()
+    evaluations = 0
     returned = True
     while returned:
         returned = False
@@ -89,33 +112,32 @@ def send_back(
             home, here = origin.get(tid), ev.placed_scope[tid]
             if home is None or home == here:
                 continue
-            if time.perf_counter() > safety:
-                cut = True
-                break
+            if time.perf_counter() > deadline:
+                return best, evaluations, True
             ev.remove(tid)
-            free = (
-                ev.free_at(home.day, home.slot_start, home.slot_end)
-                if home.embed_host is None
-                else ev.host_block_free(home)
-            )
-            if free:
+            if _free(ev, home):
                 ev.place(home)
-                key = ev.counts_now().key
-                if key <= best:
-                    best, returned = key, True
+                after = key()
+                evaluations += 1
+                if accepts(after, best):
+                    best, returned = after, True
                     continue
                 ev.remove(tid)
             ev.place(here)
-        if cut:
-            break
-    out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
-    return out, (best[0] - start[0], best[1] - start[1]), cut
+        returned = returned and repeat
+    return best, evaluations, False
+
+
+def _free(ev: HealthEvaluator, home: Placement) -> bool:
+    """``home``'s periods (or its host block) are free on ``ev``'s placement."""
+    if home.embed_host is None:
+        return bool(ev.free_at(home.day, home.slot_start, home.slot_end))
+    return bool(ev.host_block_free(home))
 
 
 def _allowed(rule: Rule, home: Placement, num_days: int) -> bool:
-    return rule.allows_day(home.day, num_days) and not any(
-        home.slot_start <= p <= home.slot_end for p in rule.banned
-    )
+    """Every class rule of the task's group (days, weekdays, periods, its order segment)."""
+    return rule.allows(home.day, home.slot_start, home.slot_end, num_days)
 
 
-__all__ = ["moved_tasks", "send_back"]
+__all__ = ["moved_tasks", "return_moved", "send_back"]

@@ -35,7 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..state import runs
+from ..health_facts import day_loads, day_switches, free_runs
 from .problem import Placement, Problem, Rule
 
 
@@ -224,10 +224,9 @@ def clustered_subjects(problem: Problem) -> frozenset[str]:
         tc = problem.classes.get(g.rule.class_id) if g.rule.class_id is not None else None
         if tc is None:
             continue
-        extra = tc.model_extra or {}
-        if (tc.strategy or "").lower() in CLUSTER_STRATEGIES or extra.get(
-            "same_category_aggregation_preference"
-        ) is True:
+        if (
+            tc.strategy or ""
+        ).lower() in CLUSTER_STRATEGIES or tc.same_category_aggregation_preference is True:
             out.add(problem.task_subjects[g.task_ids[0]])
     return frozenset(out)
 
@@ -237,12 +236,11 @@ def preferred_slots(problem: Problem, rule: Rule) -> frozenset[int] | None:
     tc = problem.classes.get(rule.class_id) if rule.class_id is not None else None
     if tc is None:
         return None
-    extra = tc.model_extra or {}
     spd = problem.slots_per_day
-    listed = extra.get("preferred_slots")
-    if isinstance(listed, list) and listed:
-        return frozenset(int(p) for p in listed if isinstance(p, int) and 1 <= p <= spd)
-    part = TIME_OF_DAY.get(str(extra.get("time_of_day", "")).lower())
+    listed = tc.preferred_slots
+    if listed:
+        return frozenset(p for p in listed if 1 <= p <= spd)
+    part = TIME_OF_DAY.get((tc.time_of_day or "").lower())
     if part is None:
         return None
     lo, hi = part
@@ -303,17 +301,19 @@ def evaluate(
             prefs[g.rule] = preferred_slots(problem, g.rule)
         tod += off_preference(prefs[g.rule], p.slot_start, p.slot_end)
 
-    loads = np.count_nonzero(owner, axis=1).astype(float)
+    loads = day_loads(owner).astype(float)
     load_imbalance = float(np.abs(loads - loads.mean()).sum())
     cluster = clustered_subjects(problem)
     same = sum(
         (1 if n > 0 else 0) if k in cluster else max(0, n - 1) for (k, _), n in counts.items()
     )
-    _, _, lengths = runs(owner == 0)
+    _, _, lengths = free_runs(owner == 0)
     isolated = int(np.count_nonzero(lengths == 1))
-    left, right = subj[:, :-1], subj[:, 1:]
-    touched = mine[:, :-1] | mine[:, 1:]
-    switches = int(np.count_nonzero((left != "") & (right != "") & (left != right) & touched))
+    # the switches touching a scope task's period: all of them minus those between two other
+    # periods (the layer with the scope's periods emptied has exactly those)
+    study = _codes(subj)
+    others = np.where(mine, 0, study)
+    switches = int(day_switches(study).sum() - day_switches(others).sum())
     terms = {
         "load_imbalance": load_imbalance,
         "same_category": float(same),
@@ -326,4 +326,13 @@ def evaluate(
     out["weighted_total"] = sum(w[name] * value for name, value in terms.items())
     out["placed_slots"] = float(placed)
     out["unplaced_slots"] = float(problem.required_slots - placed)
+    return out
+
+
+def _codes(subjects: np.ndarray) -> np.ndarray:
+    """The study layer ``subjects`` (subject names, ``""`` for none) as the subject codes the
+    shared definitions of :mod:`..health_facts` read (0 for none)."""
+    _, inverse = np.unique(np.concatenate(([""], subjects.ravel())), return_inverse=True)
+    # "" sorts first: it is code 0
+    out: np.ndarray = inverse[1:].reshape(subjects.shape)
     return out

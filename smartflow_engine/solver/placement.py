@@ -1,20 +1,27 @@
 """Rough placement: the orchestration of a lexicographic proposal for the pending tasks.
 
-A proposal is start -> search -> floor -> result (issue 26), read as PyVRP's ``solve()``:
+A proposal reads as PyVRP's ``solve()`` (issue 40 item 2, :func:`_propose_scope`):
 
-1. **Level 1** places the most periods: exactly the maximum of the counting model
+1. **Problem** (:class:`.run.ScopeRun`): the tasks the scope may move, the call's clocks and
+   work budgets.
+2. **Level 1** places the most periods: exactly the maximum of the counting model
    (:mod:`.counting`) when it is proven.
-2. **Starts**: the load/category-aware greedy (:func:`.baselines.balanced_greedy`, with the
-   exact repair of its leftovers when it falls short of level 1), the counting model's
-   witness, and the exact model's best schedule of the per-day health rules
-   (:func:`.health_floor.realise`); the one with the fewest issues, then the lowest soft terms,
-   starts the search.
-3. **The one search** (:func:`.health_search.search_health`) on the key (critical, warning,
-   soft terms), scored by the incremental evaluators (:mod:`.health_eval`,
-   :mod:`.soft_eval`); it stops at the proven floor of the proposal's population
-   (:mod:`.health_floor`, with the exact model of :mod:`.health_model`).
-4. **Result**: never lexicographically worse than the balanced greedy placing as many periods,
-   moved suggested tasks sent back where that costs nothing (:mod:`.least_change`).
+3. **Starts** (:data:`.starts.START_BUILDERS`): the load/category-aware greedy (with the exact
+   repair of its leftovers when it falls short of level 1), the counting model's witness, and
+   the exact model's best schedule of the per-day health rules (:mod:`.realise`); the one with
+   the fewest issues, then the lowest soft terms, starts the search.
+4. **The floor**, once per scope (:mod:`.scope_floor`): the proven floor of the proposal's
+   population (:mod:`.health_floor`, with the exact model of :mod:`.health_model`).
+5. **The one search** (:func:`.health_search.search_health`) on the key (critical, warning,
+   soft terms), scored by the incremental evaluators (:mod:`.scoring`); it stops at that floor.
+   The result is never lexicographically worse than the balanced greedy placing as many
+   periods.
+6. **The send-back** (:mod:`.least_change`): moved suggested tasks go back where that costs no
+   health.
+7. **The** :class:`Proposal`.
+
+The least-change repair (:mod:`.repair`, ``keep_placed``) is a mode of the same pipeline: the
+pending tasks' proposal, then the same floor and search with a move limit.
 
 Deterministic for a given seed and worker count: every stage is bounded by a deterministic
 work measure (evaluations, CP-SAT deterministic time), converted to estimated seconds and
@@ -46,24 +53,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..calendar_filters import ProposalScope
 from ..rules import Level
 from ..state import ScheduleState
 from ._cpsat import OutOfTime, cp_model
-from .baselines import balanced_greedy
-from .budget import DEFAULT_CALIBRATION, Calibration
-from .counting import max_placeable, residual
-from .health_eval import HealthEvaluator
-from .health_floor import health_floor, realise
-from .health_search import prefer_lexicographic, search_health, unplaced_check
+from .budget import DEFAULT_CALIBRATION, Calibration, too_late
+from .counting import CountResult
+from .health_search import HealthSearchResult, search_health
 from .least_change import moved_tasks, send_back
-from .objective import TERM_NAMES, evaluate, resolve_weights
-from .problem import Placement, Problem, build_problem
+from .objective import TERM_NAMES, evaluate
+from .order import order_proposal
+from .problem import Placement
 from .progress import report
+from .run import ScopeRun
+from .scope_floor import ScopeFloor, proposal_floor
+from .scoped import in_item_order
+from .scoring import prefer_lexicographic, setup_cost
+from .starts import ProposalStart, Start, build_starts, choose_start
+from .unplaced import unplaced_check
 
 ProposalStatus = Literal["optimal", "feasible", "unknown"]
-# Where a proposal's search started: the first packing order, it with the exact repair of its
-# leftovers, the counting model's witness, or (keep_placed's repair) the current schedule.
-ProposalStart = Literal["greedy", "greedy+repair", "witness", "current", "exact"]
 
 
 @dataclass(frozen=True)
@@ -136,23 +145,18 @@ def propose_placement(
     work_limit_s: float | None = None,
     disruption_weight: float = 1.0,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    within: ProposalScope | None = None,
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
 
     Parameters
     ----------
-    time_limit_s
-        Budget for everything (level 1, warm start and level 2).
-    seed
-        Seeds CP-SAT and the neighbourhood choice; same seed + workers -> same proposal.
-    weights
-        Overrides of :data:`.objective.DEFAULT_WEIGHTS` (unknown names raise ValueError).
+    time_limit_s, seed, weights
+        The wall-clock budget of everything; the seed of CP-SAT and the search (same seed +
+        workers -> same proposal); overrides of :data:`.objective.DEFAULT_WEIGHTS`.
     include_suggested
         Re-plan the movable suggested tasks too. A larger scope is never worse than the smaller
-        one (issue 26 item 3): when suggested tasks are placed, the call first proposes for the
-        pending tasks alone (half the work and wall time), then for both, and answers with the
-        lexicographically better plan (:func:`proposal_key`); a plan that would leave a placed
-        suggested task unplaced is never chosen over the narrow one.
+        one (issue 26 item 3, :func:`_better_scope`).
     allow_late
         Let class tasks go past their class's end day, each day late costing the ``late``
         weight (level 1 then maximises with the end days lifted).
@@ -160,9 +164,8 @@ def propose_placement(
         The ``analyze_health`` level whose (critical, warning) counts the close stage minimises
         (lexicographically after the placed periods, before the soft terms).
     work_limit_s
-        The deterministic work budget, in estimated seconds of the calibration machine
-        (default ``calibration.work_share * time_limit_s``). It alone decides where the search stops, so a
-        seed gives the same proposal on any machine that finishes it within ``time_limit_s``;
+        The deterministic work budget, in estimated seconds of the calibration machine (default
+        ``calibration.work_share * time_limit_s``). It alone decides where the search stops:
         ``Proposal.wall_limited`` says when the wall clock cut it instead.
     disruption_weight
         The key's disruption level (issue 28, :mod:`.least_change`): with a positive weight,
@@ -172,6 +175,10 @@ def propose_placement(
     calibration
         The solver's figures (:class:`.budget.Calibration`: the stages' shares of the limit,
         their work costs); every stage reads the same value.
+    within
+        A proposal limited by the calendar (issue 43, :mod:`.scoped`): exactly its tasks are
+        re-planned (``include_suggested`` is then not read), each only on its cells; the
+        items of a class keep their order.
 
     Returns
     -------
@@ -190,29 +197,55 @@ def propose_placement(
         "calibration": calibration,
     }
     suggested = include_suggested and any(t.status == "suggested" and t.slots for t in state.tasks)
-    if not suggested:
-        return _propose_scope(
+    if suggested and within is None:
+        work = calibration.work_share * time_limit_s if work_limit_s is None else work_limit_s
+        return _better_scope(state, time_limit_s, work / 2, common)
+    return order_proposal(  # the item order among the placed tasks (issue 42, .order)
+        state,
+        _propose_scope(
             state,
             time_limit_s=time_limit_s,
-            include_suggested=include_suggested,
+            include_suggested=include_suggested and within is None,
             work_limit_s=work_limit_s,
+            within=within,
             **common,
-        )
+        ),
+        new_places=within is None,  # a calendar scope's cells are the model's to keep
+        calibration=calibration,
+    )
+
+
+def _better_scope(
+    state: ScheduleState, time_limit_s: float, work: float, common: dict[str, Any]
+) -> Proposal:
+    """The pending tasks' own proposal (half the limit, ``work``), then the one re-planning the
+    suggested tasks too (the time left, ``work``), the lexicographically better answering
+    (:func:`proposal_key`). A wide plan that leaves a placed suggested task unplaced would have
+    to take it off the schedule to apply (its periods go to pending tasks): the student's plan
+    is not dropped, so the narrow plan answers then."""
     t0 = time.perf_counter()
-    work = (calibration.work_share * time_limit_s if work_limit_s is None else work_limit_s) / 2
-    narrow = _propose_scope(
-        state, time_limit_s=time_limit_s / 2, include_suggested=False, work_limit_s=work, **common
+    narrow = order_proposal(
+        state,
+        _propose_scope(
+            state,
+            time_limit_s=time_limit_s / 2,
+            include_suggested=False,
+            work_limit_s=work,
+            **common,
+        ),
+        calibration=common["calibration"],
     )
     if narrow.start_only:  # the window is too big for the limit: nothing left for the wide one
         return narrow
     left = max(0.0, time_limit_s - (time.perf_counter() - t0))
-    wide = _propose_scope(
-        state, time_limit_s=left, include_suggested=True, work_limit_s=work, **common
+    wide = order_proposal(
+        state,
+        _propose_scope(
+            state, time_limit_s=left, include_suggested=True, work_limit_s=work, **common
+        ),
+        calibration=common["calibration"],
     )
     runtime = time.perf_counter() - t0
-    # A wide plan that leaves a placed suggested task unplaced would have to take it off the
-    # schedule to apply (its periods go to pending tasks): the student's plan is not dropped,
-    # so the narrow plan answers then.
     placed_now = {t.state_id for t in state.tasks if t.slots}
     if any(task_id in placed_now for task_id in wide.unplaced) or proposal_key(
         state, narrow
@@ -237,395 +270,207 @@ def proposal_key(state: ScheduleState, proposal: Proposal) -> tuple[float, ...]:
     )
 
 
-def _propose_scope(
-    state: ScheduleState,
-    time_limit_s: float = 2.0,
-    seed: int = 0,
-    weights: Mapping[str, float] | None = None,
-    include_suggested: bool = False,
-    num_workers: int = 1,
-    allow_late: bool = False,
-    threshold: Level = "normal",
-    work_limit_s: float | None = None,
-    disruption_weight: float = 1.0,
-    calibration: Calibration = DEFAULT_CALIBRATION,
-) -> Proposal:
-    """One scope's proposal (see :func:`propose_placement`, which chooses between scopes)."""
-    # One-time costs are not the search's time: importing CP-SAT and GLOP's wrapper (once per
-    # process).
-    warm_imports()
-    t0 = time.perf_counter()
-    report("max periods", t0)
-    w = resolve_weights(weights)
-    if not (math.isfinite(disruption_weight) and disruption_weight >= 0):
-        raise ValueError(f"disruption_weight must be finite and >= 0, got {disruption_weight}")
-    problem = build_problem(
-        state, include_suggested=include_suggested, by_subject=True, allow_late=allow_late
-    )
-    cal = calibration
-    # ``effort``: the limit the deterministic budgets are computed from (the wall clock's own
-    # limit unless the caller fixes the work separately).
-    effort = time_limit_s if work_limit_s is None else work_limit_s / cal.work_share
-    deadline = t0 + max(time_limit_s, cal.min_work_s)
-    # The wall clock holds the whole call, model building included (issue 12): every stage
-    # below stops by ``stop`` and the answer says what was proven; the margin is for the answer
-    # itself (the lexicographic guard, the evaluation, the Proposal).
-    stop = deadline - cal.deadline_margin_s
-    level1 = max_placeable(
-        problem,
-        time_limit_s=time_limit_s * cal.level1_share,
-        num_workers=num_workers,
-        deterministic_time=effort * cal.level1_share * cal.deterministic_share,
-        deadline=stop,
-        calibration=cal,
-    )
-    level1_cut = level1.runtime_s >= time_limit_s * cal.level1_share - 0.01
-    target = level1.best
-    # When tasks must stay unplaced, the feasibility check analyze_health runs on the result
-    # (see .health_search.unplaced_critical) comes after the searches: they leave it its time.
-    check_s = cal.unplaced_check_share * time_limit_s if target < problem.required_slots else 0.0
-    # The close stage's set-up grows with the window (issue 24): it is kept its time when
-    # that fits a share of the limit, and skipped otherwise (its counts are then not claimed).
-    close_s = cal.close_per_task_s * len(state.tasks)
-    run_close = close_s <= cal.close_max_share * max(time_limit_s, cal.min_work_s)
-    search_stop = stop - (check_s + close_s if run_close else 0.0)
-    candidates: list[tuple[ProposalStart, list[Placement]]] = [("witness", level1.witness)]
-    try:
-        # The balanced greedy gets a share of the limit: on 20,000 tasks it needs minutes.
-        greedy = balanced_greedy(
-            problem,
-            w,
-            deadline=min(search_stop, time.perf_counter() + cal.greedy_share * time_limit_s),
-        )
-    except OutOfTime:
-        greedy = []
-        level1_cut = True  # (the wall clock decided which start the search had)
-    greedy_slots = sum(pl.length for pl in greedy)
-    if greedy and greedy_slots > target:  # level 1 was cut before it matched the greedy
-        target = greedy_slots
-        candidates = [("greedy", greedy)]
-    elif greedy_slots == target and greedy:
-        candidates.insert(0, ("greedy", greedy))
-    elif greedy and greedy_slots < target and time.perf_counter() < search_stop:
-        # Repair: place the greedy's leftovers exactly in the space it left.
-        rest = max_placeable(
-            residual(problem, greedy),
-            time_limit_s=time_limit_s * cal.repair_share,
-            num_workers=num_workers,
-            deterministic_time=effort * cal.repair_share * cal.deterministic_share,
-            deadline=search_stop,
-            calibration=cal,
-        )
-        level1_cut = level1_cut or rest.runtime_s >= time_limit_s * cal.repair_share - 0.01
-        if greedy_slots + rest.best == target:
-            candidates.insert(0, ("greedy+repair", greedy + rest.witness))
-    if cal.exact_floor_share > 0 and time.perf_counter() < search_stop:
-        # Issue 26: the exact model's schedule of the per-day rules (see .health_floor.realise)
-        # is a start too; its solve is the one the close stage's floor reads (remembered).
-        exact = _exact_start(
-            state,
-            problem,
-            target,
-            threshold,
-            min(cal.exact_floor_share * time_limit_s, search_stop - time.perf_counter()),
-            num_workers,
-            cal.exact_floor_share * effort,
-            complete_by=min(
-                search_stop,
-                time.perf_counter()
-                + (cal.exact_floor_share + cal.exact_complete_share) * time_limit_s,
-            ),
-            calibration=cal,
-        )
-        if exact is not None:
-            candidates.append(("exact", exact))
-    scored = [(evaluate(problem, c[1], w), c) for c in candidates]
-    start_obj, (start_name, start) = min(scored, key=lambda e: e[0]["weighted_total"])
-    if len(scored) > 1 and time.perf_counter() < search_stop:
-        # The one search minimises (critical, warning) first: it starts from the best start
-        # by ``start_rank``.
-        ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids}, threshold, 0)
-
-        def start_key(e: tuple[dict[str, float], tuple[ProposalStart, list[Placement]]]) -> Any:
-            ev.set_placements(e[1][1])
-            return start_rank(e[1][0], ev.counts_now().key, e[0]["weighted_total"])
-
-        start_obj, (start_name, start) = min(scored, key=start_key)
-    start_only = time.perf_counter() >= search_stop
-
-    current = {pl.task_id: pl for pl in start}
-    # Issue 26: no soft-only stages; the close stage is the one search, on (critical, warning,
-    # soft terms), with their work budget and its own.
-    report("one search", t0, start_obj["weighted_total"])
-
+def _propose_scope(state: ScheduleState, **args: Any) -> Proposal:
+    """One scope's proposal (see :func:`propose_placement`, which chooses between scopes), read
+    as PyVRP's ``solve()``: problem, level 1, starts, the floor (once), the one search, the
+    send-back, the :class:`Proposal`."""
+    warm_imports()  # (one-time costs, once per process, are not the call's time)
+    run = ScopeRun.begin(state, **args)
+    report("max periods", run.t0)
+    level1, level1_cut = run.level1()
+    starts = build_starts(run, level1)
+    start = choose_start(run, starts)
+    report("one search", run.t0, start.objective["weighted_total"])
     # Every search stops by ``search_stop`` at the latest; one that got that close may have been
     # cut by the wall clock rather than by its deterministic budget.
-    wall_limited = level1_cut or time.perf_counter() >= search_stop - 0.01
-    placements = sorted(current.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
-    unchanged = {pl.task_id: pl for pl in start} == current
-    objective = start_obj if unchanged else evaluate(problem, placements, w)
-    if objective["weighted_total"] > start_obj["weighted_total"] + 1e-9:  # guard, never expected
-        placements, objective = sorted(start, key=lambda pl: (pl.day, pl.slot_start)), start_obj
-    placed = {pl.task_id for pl in placements}
-    unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
-    # 4. The close stage (issue 10): analyze_health's (critical, warning), see .health_search;
-    #    it stops at the proven floor of placements of as many periods.
-    #    A window too big for the limit answers without it (see ``run_close``): its
-    #    evaluation alone costs ~0.4 s on 20,000 tasks.
+    cut = level1_cut or starts.cut or time.perf_counter() >= run.search_stop - 0.01
+    result = StageResult(start.placements, start.objective, wall_limited=cut)
+    if run.run_close:  # (a window too big for the limit answers without it, see ScopeRun)
+        placed = {pl.task_id for pl in result.placements}
+        unplaced = sorted(tid for tid in run.scope() if tid not in placed)
+        close_stage(
+            run, result, unplaced=unplaced, checked=result.placements, proven=level1.proven,
+            greedy=starts.greedy,
+        )  # fmt: skip
+        if run.disruption_weight > 0:
+            _send_back(run, result)
+    result.wall_limited |= start.start_only or time.perf_counter() >= run.stop - 0.01
+    if run.within is not None:  # a class's items in the scope keep their order (.scoped)
+        result.placements = in_item_order(state, run.problem, result.placements)
+        result.objective = evaluate(run.problem, result.placements, run.weights)
+    report("done", run.t0, result.objective["weighted_total"])
+    return _proposal(run, level1, start, result)
+
+
+@dataclass
+class StageResult:
+    """What the stages after the start hand on: the placements and their soft terms, the
+    (critical, warning) claimed (None: not counted in time), before the close stage, the floor,
+    and whether the wall clock decided part of it."""
+
+    placements: list[Placement]
+    objective: dict[str, float]
     health: tuple[int, int] | None = None
     start_health: tuple[int, int] | None = None
-    close_floor: tuple[int, int] | None = None
+    floor: tuple[int, int] | None = None
     least_warning: int | None = None
-    if run_close:
-        try:
-            (
-                placements,
-                objective,
-                health,
-                start_health,
-                (close_floor, least_warning),
-                close_cut,
-            ) = _close_stage(
-                state,
-                problem,
-                placements,
-                objective,
-                greedy,
-                unplaced,
-                level1.proven,
-                threshold,
-                seed,
-                w,
-                effort,
-                min(cal.unplaced_check_share * time_limit_s, max(0.0, stop - time.perf_counter())),
-                stop,
-                num_workers,
-                cal,
-                exact_s=cal.exact_floor_share * time_limit_s,
-                exact_work_s=cal.exact_floor_share * effort,
-            )
-            wall_limited = wall_limited or close_cut
-        except OutOfTime:  # no counts known in time: none claimed (``critical`` None)
-            wall_limited = True
-    if run_close and disruption_weight > 0 and moved_tasks(problem.current, placements):
-        back, change, cut = send_back(
-            state, problem, placements, level=threshold, deadline=stop, calibration=cal
-        )
-        if health is not None:
-            health = (health[0] + change[0], health[1] + change[1])
-        if back != placements:
-            placements, objective = back, evaluate(problem, back, w)
-        wall_limited = wall_limited or cut
-    wall_limited = wall_limited or start_only or time.perf_counter() >= stop - 0.01
+    wall_limited: bool = False
+    search: HealthSearchResult | None = None  # the one search's own result
+
+
+def close_stage(
+    run: ScopeRun,
+    result: StageResult,
+    *,
+    unplaced: list[int],
+    checked: list[Placement],
+    proven: bool = False,
+    greedy: list[Placement] | None = None,
+) -> None:
+    """analyze_health's (critical, warning) (issue 10): the scope's floor (computed once), the
+    feasibility check of the ``unplaced`` tasks (on ``state`` with ``checked`` applied, see
+    :func:`.unplaced.unplaced_check`), the one search (:mod:`.health_search`) stopping at that
+    floor, and the guard: never lexicographically worse than the ``greedy`` placing as many
+    periods. A proposal's search is on the key (critical, warning, soft terms) with
+    ``one_search_share`` of the work; the repair's (``run.repair``) on the counts alone with
+    ``health_share`` of it and at most ``run.max_moves`` moved tasks. Every step checks ``stop``
+    before it starts (issue 24 item 6: the set-up grows with the window); when ``stop`` passed
+    before the start's counts were known no counts are claimed and the result says
+    ``wall_limited``."""
+    cal = run.calibration
+    try:
+        floor = _scope_floor(run, result.placements, proven)
+        feasibility, check_cut = unplaced_check(
+            run.state, unplaced, _check_limit(run), run.num_workers, deadline=run.stop,
+            placements=checked, calibration=cal,
+        )  # fmt: skip
+        close = search_health(
+            run.state, run.problem, result.placements, level=run.threshold, seed=run.seed,
+            budget_s=(cal.health_share if run.repair else cal.one_search_share) * run.effort,
+            deadline=run.stop, max_moves=run.max_moves, feasibility_critical=feasibility,
+            floor=floor, calibration=cal, weights=None if run.repair else run.weights,
+            num_workers=run.num_workers,
+        )  # fmt: skip
+    except OutOfTime:  # no counts known in time: none claimed
+        result.wall_limited = True
+        return
+    result.search = close
+    if close.soft is not None and close.start_soft is not None:
+        better = (close.counts.key, close.soft) < (close.start_counts.key, close.start_soft)
+    else:
+        better = close.counts.key < close.start_counts.key
+    if better or run.repair:
+        result.placements = close.placements
+        result.objective = evaluate(run.problem, close.placements, run.weights)
+    counts = close.counts
+    if greedy is not None and cal.health_share > 0:  # (zero: no close stage, for benchmarks)
+        result.placements, result.objective, counts = prefer_lexicographic(
+            run.state, run.problem, run.threshold, feasibility, run.weights,
+            (result.placements, result.objective, counts), greedy, deadline=run.stop,
+            calibration=cal,
+        )  # fmt: skip
+    result.health, result.start_health = counts.key, close.start_counts.key
+    result.floor, result.least_warning = close.floor, close.floor_least_warning
+    result.wall_limited |= floor.population_cut or check_cut or close.floor_cut or close.wall_cut
+
+
+def _check_limit(run: ScopeRun) -> float:
+    """The feasibility check's wall-clock limit: a share of the call's, leaving the close
+    search its set-up (it starts only before ``stop``); the repair's, a tenth of its limit."""
+    if run.repair:
+        return 0.1 * run.time_limit_s
+    cal = run.calibration
+    setup_s = cal.close_setup_per_task_s * len(run.state.tasks)
+    return min(
+        cal.unplaced_check_share * run.time_limit_s, run.stop - setup_s - time.perf_counter()
+    )
+
+
+def _scope_floor(run: ScopeRun, placements: list[Placement], proven: bool) -> ScopeFloor:
+    """The scope's floor, once (:func:`.scope_floor.proposal_floor`); a proposal's exact model
+    gets ``exact_floor_share`` of the limit (at most what is left before ``stop`` after the
+    search's set-up) and of the work, the repair's floor is the relaxation's alone. Raises
+    OutOfTime when ``stop`` passed before the search's set-up."""
+    cal = run.calibration
+    setup_s = setup_cost(run.state, cal)
+    if too_late(run.stop, setup_s, cal):
+        raise OutOfTime("the close stage's deadline passed before its set-up")
+    exact_s = cal.exact_floor_share * run.time_limit_s
+    return proposal_floor(
+        run.state,
+        run.problem,
+        placements,
+        level=run.threshold,
+        proven=proven,
+        deadline=run.stop,
+        exact_s=0.0
+        if run.repair
+        else max(0.0, min(exact_s, run.stop - setup_s - time.perf_counter())),
+        num_workers=1 if run.repair else run.num_workers,
+        exact_work_s=None if run.repair else cal.exact_floor_share * run.effort,
+        scoped=run.within is not None,
+    )
+
+
+def _send_back(run: ScopeRun, result: StageResult) -> None:
+    """The disruption level (issue 28, :mod:`.least_change`): moved tasks go back to where they
+    stand now while the health counts stay as good."""
+    if not moved_tasks(run.problem.current, result.placements):
+        return
+    back, change, cut = send_back(
+        run.state,
+        run.problem,
+        result.placements,
+        level=run.threshold,
+        deadline=run.stop,
+        calibration=run.calibration,
+    )
+    if result.health is not None:
+        result.health = (result.health[0] + change[0], result.health[1] + change[1])
+    if back != result.placements:
+        result.placements = back
+        result.objective = evaluate(run.problem, back, run.weights)
+    result.wall_limited |= cut
+
+
+def _proposal(run: ScopeRun, level1: CountResult, start: Start, result: StageResult) -> Proposal:
+    """The :class:`Proposal` of a scope. No bound on the soft terms is proven (issue 26 item 2);
+    every term is non-negative, so only a total of 0 is a proven optimum of the soft level."""
     # the close stage may trade a placed task for an unplaced one of the same periods
-    placed = {pl.task_id for pl in placements}
-    unplaced = sorted(tid for g in problem.groups for tid in g.task_ids if tid not in placed)
-    report("done", t0, objective["weighted_total"])
-    # Issue 26 item 2: no bound on the soft terms is proven any more (the column generation
-    # that proved one is gone); every term is non-negative, so only a total of 0 is a proven
-    # optimum of the soft level.
+    placed = {pl.task_id for pl in result.placements}
+    unplaced = sorted(tid for g in run.problem.groups for tid in g.task_ids if tid not in placed)
     name: ProposalStatus
     if not level1.proven:
         name = "unknown"
-    elif objective["weighted_total"] <= 0:
+    elif result.objective["weighted_total"] <= 0:
         name = "optimal"
     else:
         name = "feasible"
+    health = result.health
     return Proposal(
         status=name,
-        placements=placements,
+        placements=result.placements,
         unplaced=unplaced,
-        objective=objective,
-        start_objective=start_obj,
-        start=start_name,
+        objective=result.objective,
+        start_objective=start.objective,
+        start=start.name,
         max_slots=level1.best if level1.proven else None,
         bound=0.0 if name == "optimal" else None,
-        weights=w,
-        runtime_s=time.perf_counter() - t0,
-        seed=seed,
-        iterations=0,
-        local_moves=0,
+        weights=run.weights,
+        runtime_s=time.perf_counter() - run.t0,
+        seed=run.seed,
         critical=health[0] if health is not None else None,
         warning=health[1] if health is not None else None,
-        threshold=threshold,
-        start_health=start_health,
-        floor=close_floor,
-        floor_least_warning=least_warning,
-        wall_limited=wall_limited,
-        start_only=start_only,
-        moved=moved_tasks(problem.current, placements),
-        disruption_weight=float(disruption_weight),
-        include_suggested=include_suggested,
+        threshold=run.threshold,
+        start_health=result.start_health,
+        floor=result.floor,
+        floor_least_warning=result.least_warning,
+        wall_limited=result.wall_limited,
+        start_only=start.start_only,
+        moved=moved_tasks(run.problem.current, result.placements),
+        disruption_weight=run.disruption_weight,
+        include_suggested=run.include_suggested,
     )
-
-
-def start_rank(
-    name: ProposalStart, counts: tuple[int, int], soft: float
-) -> tuple[int, bool, int, float]:
-    """How a start ranks for the one search (least first): fewest criticals, then the exact
-    model's schedule when there are criticals (its days are the model's best for the per-day
-    rules, which single moves hardly repair; its extra warnings they do), then the fewest
-    warnings and the lowest soft terms."""
-    critical, warning = counts
-    return (critical, critical > 0 and name != "exact", warning, soft)
-
-
-def _exact_start(
-    state: ScheduleState,
-    problem: Problem,
-    target: int,
-    threshold: Level,
-    time_limit_s: float,
-    num_workers: int,
-    work_s: float | None = None,
-    complete_by: float | None = None,
-    calibration: Calibration = DEFAULT_CALIBRATION,
-) -> list[Placement] | None:
-    """The exact model's lexicographically best schedule of the per-day rules
-    (:func:`.health_floor.realise`) as a start placing ``target`` periods, the scope tasks it
-    leaves where they stand (a suggested task outside its class's days) kept there; None when
-    the model found none in ``time_limit_s`` (wall clock, model building included) or a block
-    is not a valid place of the problem (checked here: every scope task once, its group's
-    length, days and periods, free periods or a free part of a host block).
-
-    ``realise`` runs twice (days of a kind spread, and not; the one with the least
-    (critical, warning) is the start). It packs each day's blocks by a bounded search and
-    puts guests and leftovers by first fit, so it may fall short of ``target`` (a packing not
-    found in its steps): what it could not place is then placed exactly in the space left
-    (:func:`.counting.max_placeable` on the residual problem, by ``complete_by``; see
-    :func:`_complete_start`)."""
-    if time_limit_s <= 0.01:
-        return None
-    t0 = time.perf_counter()
-    scope = {t for g in problem.groups for t in g.task_ids}
-    tasks = {t.state_id: t for t in state.tasks}
-    fixed = sum(tasks[t].need() for t in scope if tasks[t].status != "pending")
-    if target < fixed:
-        return None
-    evaluator = HealthEvaluator(state, scope, threshold, 0)
-    starts: list[tuple[tuple[int, int], int, list[Placement]]] = []
-    for spread in (True, False):  # (the second reads the first's solve: packing alone)
-        dropped: list[int] = []
-        found = realise(
-            state,
-            threshold,
-            pending_periods=target - fixed,
-            scope=scope,
-            time_limit_s=time_limit_s,
-            num_workers=num_workers,
-            work_s=work_s,
-            short_ok=True,
-            dropped=dropped,
-            calibration=calibration,
-            spread=spread,
-        )
-        if found is None:  # (no solution in time: the other order reads the same solve)
-            break
-        have = {pl.task_id for pl in found}
-        found += [pl for tid, pl in problem.current.items() if tid not in have]
-        if sum(pl.length for pl in found if pl.task_id in scope) < target:
-            by = t0 + time_limit_s if complete_by is None else complete_by
-            found = _complete_start(
-                problem,
-                found,
-                target,
-                set(dropped),
-                evaluator,
-                by,
-                num_workers,
-                calibration=calibration,
-            )
-        if found is not None and _valid_start(problem, found, target):
-            evaluator.set_placements(found)
-            starts.append((evaluator.counts_now().key, len(starts), found))
-    return min(starts)[2] if starts else None
-
-
-def _complete_start(
-    problem: Problem,
-    placements: list[Placement],
-    target: int,
-    dropped: set[int],
-    evaluator: HealthEvaluator,
-    deadline: float,
-    num_workers: int,
-    calibration: Calibration = DEFAULT_CALIBRATION,
-) -> list[Placement] | None:
-    """``placements`` (short of ``target`` periods) completed by the exact maximum of the
-    residual problem (see :func:`_exact_start`; ``dropped``: the days whose pattern did not
-    pack): around every block, then without the blocks of the days in ``dropped``, then also
-    without every block of the lengths those days wanted. The exact maximum does not look at the
-    health rules, so of the tries that reach ``target`` (by ``deadline``) the one with the least
-    (critical, warning) by ``evaluator`` is returned; None when none does."""
-    if not _valid_start(problem, placements, sum(pl.length for pl in placements)):
-        return None
-    tries = [placements]
-    kept = [pl for pl in placements if pl.day not in dropped]
-    if len(kept) < len(placements):
-        tries.append(kept)
-    # the blocks of the lengths those days wanted, wherever they went (a day's items of one
-    # length may be the ones that fit another day's periods)
-    duration = {t: g.duration for g in problem.groups for t in g.task_ids}
-    missing = duration.keys() - {pl.task_id for pl in placements}
-    lengths = {duration[t] for t in missing} | {pl.length for pl in placements if pl.day in dropped}
-    wider = [pl for pl in kept if pl.length not in lengths]
-    if len(wider) < len(kept):
-        tries.append(wider)
-    found: list[tuple[tuple[int, int], int, list[Placement]]] = []
-    for keep in tries:
-        left = deadline - time.perf_counter()
-        if left <= 0.01:
-            break
-        done = sum(pl.length for pl in keep)
-        rest = max_placeable(
-            residual(problem, keep),
-            time_limit_s=left,
-            num_workers=num_workers,
-            deadline=deadline,
-            calibration=calibration,
-        )
-        if done + rest.best >= target:
-            complete = keep + rest.witness
-            evaluator.set_placements(complete)
-            found.append((evaluator.counts_now().key, len(found), complete))
-    return min(found)[2] if found else None
-
-
-def _valid_start(problem: Problem, placements: list[Placement], target: int) -> bool:
-    """``placements`` place ``target`` periods of the scope, each task at most once, each block
-    of its group's length on a day and off the periods its rule allows, on free periods (no two
-    overlapping) or inside a host block of the problem (no two guests overlapping)."""
-    group_of = {tid: g for g in problem.groups for tid in g.task_ids}
-    used = problem.owner != 0
-    used = used.copy()
-    guest_cells: set[tuple[int, int]] = set()
-    hosts = {(b.day, b.host): b for b in problem.hosts}
-    seen: set[int] = set()
-    periods = 0
-    for pl in placements:
-        g = group_of.get(pl.task_id)
-        if g is None or pl.task_id in seen or pl.length != g.duration:
-            return False
-        seen.add(pl.task_id)
-        periods += pl.length
-        if not g.rule.allows_day(pl.day, problem.num_days) or pl.day > used.shape[0]:
-            return False
-        if any(pl.slot_start <= p <= pl.slot_end for p in g.rule.banned):
-            return False
-        if pl.embed_host is None:
-            cells = used[pl.day - 1, pl.slot_start - 1 : pl.slot_end]
-            if cells.any():
-                return False
-            cells[:] = True
-            continue
-        b = hosts.get((pl.day, pl.embed_host))
-        taken = {(pl.day, p) for p in range(pl.slot_start, pl.slot_end + 1)}
-        if not g.can_guest or b is None or b.slot_start > pl.slot_start or b.slot_end < pl.slot_end:
-            return False
-        if taken & guest_cells:
-            return False
-        guest_cells |= taken
-    return periods == target
 
 
 def warm_imports() -> None:
@@ -636,113 +481,6 @@ def warm_imports() -> None:
 
     cp_model()
     importlib.import_module("ortools.linear_solver.python.model_builder_helper")
-
-
-def _close_stage(
-    state: ScheduleState,
-    problem: Problem,
-    placements: list[Placement],
-    objective: dict[str, float],
-    greedy: list[Placement],
-    unplaced: list[int],
-    proven: bool,
-    threshold: Level,
-    seed: int,
-    w: Mapping[str, float],
-    effort: float,
-    check_s: float,
-    stop: float,
-    num_workers: int,
-    calibration: Calibration,
-    exact_s: float = 0.0,
-    exact_work_s: float | None = None,
-) -> tuple[
-    list[Placement],
-    dict[str, float],
-    tuple[int, int],
-    tuple[int, int],
-    tuple[tuple[int, int] | None, int | None],
-    bool,
-]:
-    """analyze_health's (critical, warning), see :mod:`.health_search`; it stops at the proven
-    floor of placements of as many periods. Returns the placements, their objective, their
-    counts, the counts before the stage, the floor (None when not computed in time) and whether
-    the wall clock decided part of it (a floor or the feasibility check cut: the same seed may
-    then answer otherwise on a faster machine, so the proposal says ``wall_limited``).
-
-    The search's key ends with the weighted soft terms ``w`` (issue 26: the one search), and it
-    gets ``one_search_share`` of the limit in estimated work.
-
-    ``exact_s``: the wall-clock limit of the exact floor model in the search's own floor
-    (:func:`.health_search.search_health`), at most what is left before ``stop`` after the
-    search's set-up; the floor returned is then (floor, lexicographic least warnings);
-    ``exact_work_s`` its deterministic time (a model its work ended is not a wall cut).
-
-    Every step checks ``stop`` before it starts (issue 24 item 6): the set-up grows with the
-    window. Raises :class:`~._cpsat.OutOfTime` when ``stop`` passed before the counts of the
-    start were known (the feasibility check of the unplaced tasks, the search's set-up): the
-    proposal then claims no counts."""
-    scope_placed = sum(pl.length for pl in placements if problem.current.get(pl.task_id) is None)
-    floor = None
-    cut = False
-    if proven:
-        try:
-            floor = health_floor(state, threshold, pending_periods=scope_placed, deadline=stop)
-        except OutOfTime:  # a floor not computed in time is not claimed
-            floor, cut = None, True
-    # The check leaves the close search its set-up (it starts only before ``stop``).
-    cal = calibration
-    setup_s = cal.close_setup_per_task_s * len(state.tasks)
-    check_s = min(check_s, stop - setup_s - time.perf_counter())
-    feasibility, check_cut = unplaced_check(
-        state,
-        unplaced,
-        check_s,
-        num_workers,
-        deadline=stop,
-        placements=placements,
-        calibration=cal,
-    )
-    close = search_health(
-        state,
-        problem,
-        placements,
-        level=threshold,
-        seed=seed,
-        budget_s=cal.one_search_share * effort,
-        deadline=stop,
-        feasibility_critical=feasibility,
-        floor=(floor.critical, floor.warning) if floor is not None else None,
-        calibration=cal,
-        weights=w,
-        exact_s=max(0.0, min(exact_s, stop - setup_s - time.perf_counter())),
-        num_workers=num_workers,
-        exact_work_s=exact_work_s,
-    )
-    if close.soft is not None and close.start_soft is not None:
-        better = (close.counts.key, close.soft) < (close.start_counts.key, close.start_soft)
-    else:
-        better = close.counts.key < close.start_counts.key
-    if better:
-        placements = close.placements
-        objective = evaluate(problem, placements, w)
-    # Never lexicographically worse than the balanced greedy placing as many periods.
-    counts = close.counts
-    if cal.health_share > 0:  # (zero turns the whole close stage off, as benchmarks compare)
-        placements, objective, counts = prefer_lexicographic(
-            state,
-            problem,
-            threshold,
-            feasibility,
-            w,
-            (placements, objective, counts),
-            greedy,
-            deadline=stop,
-            calibration=cal,
-        )
-    cut = cut or check_cut or close.floor_cut or close.lns_cut
-    floors = (close.floor, close.floor_least_warning)
-    return placements, objective, counts.key, close.start_counts.key, floors, cut
 
 
 __all__ = ["TERM_NAMES", "Proposal", "proposal_key", "propose_placement"]

@@ -18,9 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..calendar_filters import ProposalScope, scope_cells
 from ..concepts import movable_by_solver
 from ..concepts import subject_of as concepts_subject_of
-from ..state import ScheduleState, Task, TaskClass, runs
+from ..health_facts import free_runs
+from ..state import ScheduleState, Task, TaskClass
+from .order_spans import order_segments
+from .scoped import narrow_rule
 
 
 @dataclass(frozen=True)
@@ -40,11 +44,15 @@ class Placement:
 
 @dataclass(frozen=True)
 class Rule:
-    """The class constraints of a group: allowed days and banned periods.
+    """The class constraints of a group: allowed days and banned periods, as the state's
+    :attr:`~smartflow_engine.state.ScheduleState.class_rules` reads them.
 
-    ``extends`` says whether days appended after the window are allowed too: a class whose window
-    runs to the window's last day (or has no end day) extends with the window; a class with an
-    earlier end day keeps it (its deadline is a constraint of its own).
+    ``start_day``..``end_day`` bound the class's days (its start/end days and dates);
+    ``off_days`` are the days inside them it may not use (its banned weekdays); ``banned`` its
+    banned periods (half-day blocks expanded, and single periods). ``extends`` says whether days
+    appended after the window are allowed too: a class whose window runs to the window's last
+    day (or has no end) extends with the window; a class with an earlier end keeps it (its
+    deadline is a constraint of its own).
     """
 
     class_id: int | None
@@ -53,11 +61,46 @@ class Rule:
     banned: tuple[int, ...] = ()
     extends: bool = True
     due_day: int | None = None  # with late placement allowed: the class's real end day
+    off_days: frozenset[int] = frozenset()
+    # The item order (issue 42): a task of this rule starts strictly after ``after`` and ends
+    # strictly before ``before`` ((day, period)), the places of its class's ordered items that
+    # the problem does not move (see :func:`order_segments`); None where nothing binds.
+    after: tuple[int, int] | None = None
+    before: tuple[int, int] | None = None
 
     def allows_day(self, day: int, num_days: int) -> bool:
         if day > num_days:  # an appended extra day
-            return self.extends
-        return self.start_day <= day <= self.end_day
+            return self.extends and self.before is None
+        if self.after is not None and day < self.after[0]:
+            return False
+        if self.before is not None and day > self.before[0]:
+            return False
+        return self.start_day <= day <= self.end_day and day not in self.off_days
+
+    def allows(self, day: int, slot_start: int, slot_end: int, num_days: int) -> bool:
+        """Whether a task of this rule may take ``day`` periods ``slot_start..slot_end``: its
+        day, its periods and its order window (every rule of the class)."""
+        if not self.allows_day(day, num_days):
+            return False
+        if any(slot_start <= p <= slot_end for p in self.banned):
+            return False
+        return self.order_allows(day, slot_start, slot_end)
+
+    def order_banned(self, day: int, spd: int) -> tuple[int, ...]:
+        """The periods of ``day`` the order window takes away (on its bounding days; the days
+        beyond them are :meth:`allows_day`'s): with :attr:`banned`, the day's banned periods."""
+        out: tuple[int, ...] = ()
+        if self.after is not None and day == self.after[0]:
+            out += tuple(range(1, min(self.after[1], spd) + 1))
+        if self.before is not None and day == self.before[0]:
+            out += tuple(range(max(self.before[1], 1), spd + 1))
+        return out
+
+    def order_allows(self, day: int, slot_start: int, slot_end: int) -> bool:
+        """The order window alone (the periods on its bounding days)."""
+        if self.after is not None and (day, slot_start) <= self.after:
+            return False
+        return self.before is None or (day, slot_end) < self.before
 
 
 @dataclass
@@ -150,9 +193,14 @@ class Problem:
             return []
         if b.host is not None and not group.can_guest:
             return []
-        return allowed_starts(
+        out = allowed_starts(
             group.rule.banned, group.duration, b.slot_start, b.slot_end, self.slots_per_day
         )
+        rule = group.rule
+        if rule.after is not None or rule.before is not None:
+            d = group.duration
+            out = [s for s in out if rule.order_allows(b.day, s, s + d - 1)]
+        return out
 
 
 def allowed_starts(
@@ -194,23 +242,43 @@ def rule_for(
     lift_banned: bool = False,
     lift_windows: bool = False,
     allow_late: bool = False,
+    order: tuple[tuple[int, int] | None, tuple[int, int] | None] = (None, None),
+    lift_weekdays: bool = False,
 ) -> Rule:
     """The class constraints of ``task`` (its category's TaskClass, if any).
 
     ``allow_late`` keeps the start day and banned periods but lets the task run to the window's
-    end, remembering the class's end day as ``due_day``.
+    end, remembering the class's end day as ``due_day``. ``order``: the task's order segment
+    (:func:`.order.order_segments`), kept whatever is lifted.
     """
     num_days = state.num_days
-    tc = state.task_class(task.category_id)
-    if tc is None:
-        return Rule(None, 1, num_days, (), True)
-    start = 1 if lift_windows or tc.start_day is None else tc.start_day
-    end = num_days if lift_windows or tc.end_day is None else tc.end_day
-    banned = () if lift_banned else tuple(sorted(set(tc.excluded_slots)))
-    extends = lift_windows or tc.end_day is None or tc.end_day >= num_days
+    cr = state.class_rules.for_task(task)
+    after, before = order
+    if cr is None:
+        return Rule(None, 1, num_days, (), True, after=after, before=before)
+    start = 1 if lift_windows else cr.first_day
+    end = num_days if lift_windows else cr.last_day
+    banned = () if lift_banned else cr.banned_periods
+    extends = lift_windows or cr.open_end
+    # the class's banned weekdays inside its day window (lifting windows lifts them too)
+    off = (
+        frozenset()
+        if lift_windows or lift_weekdays
+        else frozenset(int(d) + 1 for d in np.flatnonzero(~cr.late_days)) - set(range(1, start))
+    )
     if allow_late and end < num_days:
-        return Rule(tc.id, start, num_days, banned, True, due_day=end)
-    return Rule(tc.id, start, end, banned, extends)
+        return Rule(
+            cr.class_id,
+            start,
+            num_days,
+            banned,
+            True,
+            due_day=end,
+            off_days=off,
+            after=after,
+            before=before,
+        )
+    return Rule(cr.class_id, start, end, banned, extends, off_days=off, after=after, before=before)
 
 
 def scope_tasks(
@@ -266,6 +334,9 @@ def build_problem(
     allow_late: bool = False,
     task_ids: Iterable[int] | None = None,
     subjects: bool = True,
+    lift_order: bool = False,
+    lift_weekdays: bool = False,
+    within: ProposalScope | None = None,
 ) -> Problem:
     """Extract the scope, its groups and the bins from ``state`` (the state is not changed).
 
@@ -281,13 +352,25 @@ def build_problem(
         Let class tasks run past their class's end day (a soft ``late`` term in proposals).
     task_ids
         Explicit scope instead of the default one (each must be pending or movable).
+    lift_weekdays
+        Drop the task classes' banned weekdays alone (a negotiation figure).
+    lift_order
+        Drop the item order's segments (the negotiation's order relaxation): by default each
+        ordered scope task keeps to the span its class's unmoved items leave it (a mask in its
+        rule, :mod:`.order`); the order among scope tasks is :func:`.order.keep_order`'s.
     subjects
         Also fill ``subjects``, ``fixed_counts`` and ``task_subjects`` (what the placement
         objective reads). ``False`` leaves them empty (``subjects`` of shape ``(0, 0)``, so a
         reader fails loudly): the counting models of feasibility never read them, and a cohort
         batch checks thousands of windows.
+    within
+        A proposal limited by the calendar (issue 43): its tasks are the scope (instead of
+        ``task_ids``; the other placed tasks stay), each one's class rule narrowed to its cells
+        (:mod:`.scoped`).
     """
-    grid = state.grid
+    limits = scope_cells(state, within) if within is not None else None
+    if limits is not None:
+        task_ids = limits.keys()
     scope = scope_tasks(state, include_suggested=include_suggested, task_ids=task_ids)
     owner, guest = cleared_layers(state, scope)
     current: dict[int, Placement] = {}
@@ -296,60 +379,94 @@ def build_problem(
             continue
         b = t.slots[0]
         current[t.state_id] = Placement(t.state_id, b.day, b.slot_start, b.slot_end, t.embed_host)
+    lifts = {
+        "lift_banned": lift_banned,
+        "lift_windows": lift_windows,
+        "allow_late": allow_late,
+        "lift_weekdays": lift_weekdays,
+    }
+    segments = {} if lift_order else order_segments(state, scope)
+    groups = _groups(state, scope, lifts, segments, limits, owner == 0, by_subject)
+    scope_ids = {t.state_id for t in scope}
+    free_bins, hosts = _bins(state, scope_ids, owner, guest)
+    classes = {tc.id: tc for tc in state.task_classes}
+    if not subjects:
+        no_subjects = np.empty((0, 0), dtype=object)
+        return Problem(
+            state.num_days, state.slots_per_day, groups, free_bins, hosts, owner,
+            no_subjects, current, {}, {}, classes,
+        )  # fmt: skip
+    subject_grid, fixed_counts, subj_of_id = _subject_facts(state, scope_ids, owner, guest)
+    return Problem(
+        state.num_days, state.slots_per_day, groups, free_bins, hosts, owner, subject_grid,
+        current, fixed_counts, {t.state_id: subj_of_id[t.state_id] for t in scope}, classes,
+    )  # fmt: skip
 
+
+def _groups(
+    state: ScheduleState,
+    scope: list[Task],
+    lifts: dict[str, bool],
+    segments: dict[int, tuple[tuple[int, int] | None, tuple[int, int] | None]],
+    limits: dict[int, np.ndarray] | None,
+    free: np.ndarray,
+    by_subject: bool,
+) -> list[Group]:
+    """The scope's tasks grouped by what the models tell apart: duration, rule (the class's,
+    with ``lifts`` made, the task's order segment, narrowed to a calendar scope's cells
+    ``limits``), whether it may be a guest, and (``by_subject``) its subject."""
     groups: dict[tuple[object, ...], Group] = {}
     # A task's rule depends on its category only; equal rules share one object, so a group's
     # key holds the rule's identity (hashing the rule itself per task was a third of the time).
-    rules: dict[int | None, Rule] = {}
+    rules: dict[tuple[object, ...], Rule] = {}
     same: dict[Rule, Rule] = {}
     for t in sorted(scope, key=lambda t: t.state_id):
-        rule = rules.get(t.category_id)
+        segment = segments.get(t.state_id, (None, None))
+        rule = rules.get((t.category_id, segment))
         if rule is None:
-            rule = rule_for(
-                state, t, lift_banned=lift_banned, lift_windows=lift_windows, allow_late=allow_late
-            )
-            rule = rules[t.category_id] = same.setdefault(rule, rule)
+            rule = rule_for(state, t, order=segment, **lifts)
+            rule = rules[(t.category_id, segment)] = same.setdefault(rule, rule)
+        if limits is not None:  # a calendar scope narrows each task's rule to its cells
+            narrowed = narrow_rule(rule, limits[t.state_id], free)
+            rule = same.setdefault(narrowed, narrowed)
         duration = t.need()
-        can_guest = not t.can_embed
+        can_guest = not t.can_embed and state.class_rules.may_embed(t)
         subject = subject_of(t) if by_subject else ""
         key = (duration, id(rule), can_guest, subject)
         if key not in groups:
             groups[key] = Group(duration, rule, can_guest, subject)
         groups[key].task_ids.append(t.state_id)
+    return list(groups.values())
 
-    days, starts, lengths = runs(owner == 0)
+
+def _bins(
+    state: ScheduleState, scope_ids: set[int], owner: np.ndarray, guest: np.ndarray
+) -> tuple[list[Bin], list[Bin]]:
+    """The free runs of the cleared ``owner`` layer and the host blocks no guest outside the
+    scope holds (by day, then period)."""
+    days, starts, lengths = free_runs(owner == 0)
     free_bins = [
         Bin(int(d) + 1, int(s) + 1, int(s + n))
         for d, s, n in zip(days.tolist(), starts.tolist(), lengths.tolist(), strict=True)
     ]
-    scope_ids = {t.state_id for t in scope}
     hosts: list[Bin] = []
+    embed_hosts = state.grid.embed_hosts
     for t in state.tasks:
-        if t.state_id not in grid.embed_hosts or t.state_id in scope_ids:
+        if t.state_id not in embed_hosts or t.state_id in scope_ids:
             continue
         for b in t.slots:
             if not guest[b.day - 1, b.slot_start - 1 : b.slot_end].any():
                 hosts.append(Bin(b.day, b.slot_start, b.slot_end, t.state_id))
     hosts.sort(key=lambda b: (b.day, b.slot_start))
+    return free_bins, hosts
 
-    classes = {tc.id: tc for tc in state.task_classes}
-    groups_list = list(groups.values())
-    if not subjects:
-        return Problem(
-            state.num_days,
-            state.slots_per_day,
-            groups_list,
-            free_bins,
-            hosts,
-            owner,
-            np.empty((0, 0), dtype=object),
-            current,
-            {},
-            {},
-            classes,
-        )
-    # the study layer of the fixed content (concepts): "" where no subject (a free period, an
-    # event), a guest's subject over its host's period
+
+def _subject_facts(
+    state: ScheduleState, scope_ids: set[int], owner: np.ndarray, guest: np.ndarray
+) -> tuple[np.ndarray, dict[tuple[str, int], int], dict[int, str]]:
+    """The study layer of the fixed content (concepts): "" where no subject (a free period, an
+    event), a guest's subject over its host's period; the fixed tasks' periods per (subject,
+    day); and every task's subject."""
     subj_of_id = {t.state_id: subject_of(t) for t in state.tasks}
     subject_grid = np.full(owner.shape, "", dtype=object)
     occupied = np.nonzero(owner)
@@ -363,16 +480,4 @@ def build_problem(
         for b in t.slots:
             where = (subj_of_id[t.state_id], b.day)
             fixed_counts[where] = fixed_counts.get(where, 0) + 1
-    return Problem(
-        state.num_days,
-        state.slots_per_day,
-        groups_list,
-        free_bins,
-        hosts,
-        owner,
-        subject_grid,
-        current,
-        fixed_counts,
-        {t.state_id: subj_of_id[t.state_id] for t in scope},
-        classes,
-    )
+    return subject_grid, fixed_counts, subj_of_id

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-
+from ..health_facts import gaps_of, largest_gap
+from ..rules import Level
 from ..state import Request, ScheduleState, relocate
 from ._cpsat import OutOfTime, SolveStatus, make_solver, status_of, time_left
 from .budget import DEFAULT_CALIBRATION, Calibration
-from .health_search import health_worse
+from .health_eval import HealthCounts, HealthEvaluator
 from .objective import evaluate, resolve_weights
+from .order import keep_order
 from .problem import Placement, Problem, build_problem, movable
 from .submodel import Lin, SubModel, WindowData
 from .switches import switches
@@ -159,6 +160,135 @@ def min_context_switch(
     )
 
 
+@dataclass
+class _Scope:
+    """What a re-optimisation works on: the problem of the scope tasks, their current places,
+    the days ``first..last`` the measures read and the days the model may place on."""
+
+    problem: Problem
+    current: list[Placement]
+    first: int
+    last: int
+    day_range: list[int]
+    group_of: dict[int, int]
+
+
+def _scope(
+    state: ScheduleState, ids: list[int], mode: str, days: tuple[int, int] | None
+) -> _Scope | None:
+    """The scope of ``ids`` (None when there is no day to re-place on)."""
+    problem = build_problem(state, by_subject=True, task_ids=ids)
+    current = list(problem.current.values())
+    if days is None:
+        first = min(g.rule.start_day for g in problem.groups)
+        last = max(g.rule.end_day for g in problem.groups)
+    else:
+        first, last = days
+    if last < first:  # no day to re-place on (loading refuses such a class; kept as a guard)
+        return None
+    day_range = list(range(first, last + 1))
+    if mode == "switch":  # tasks keep their days: the other days only add constants
+        day_range = sorted({pl.day for pl in problem.current.values()})
+    return _Scope(problem, current, first, last, day_range, problem.group_of())
+
+
+def _extra_terms(scope: _Scope, mode: str, n: int, cal: Calibration) -> Callable[[SubModel], None]:
+    """The model's extra terms: a small reward per variable at a current place, then the
+    mode's primary term (spread) or its day counts (switch)."""
+    problem, current, group_of = scope.problem, scope.current, scope.group_of
+    origin: dict[tuple[int, int], int] = defaultdict(int)  # (group, day) -> tasks there now
+    for pl in current:
+        origin[(group_of[pl.task_id], pl.day)] += 1
+
+    def extra(sub: SubModel) -> None:
+        d_scale = problem.num_days
+        # Moving costs a little: reward each variable at a current place.
+        here = {
+            (pl.day, pl.slot_start, group_of[pl.task_id]) for pl in current if pl.embed_host is None
+        }
+        for (ri, gi, s), var in sub.x.items():
+            if (problem.runs[ri].day, s, gi) in here:
+                sub.cost.append((var, -round(sub.win.scale * cal.move_weight * d_scale)))
+        if mode == "spread":
+            _add_spread(sub, scope.first, scope.last, n, cal.spread_weight)
+        elif mode == "switch":
+            _keep_days(sub, origin)
+
+    return extra
+
+
+def _build_model(
+    scope: _Scope,
+    mode: str,
+    n: int,
+    w: Mapping[str, float],
+    deadline: float,
+    cal: Calibration,
+) -> tuple[WindowData, SubModel, int | None]:
+    """The placement model warm-started at the current places, and its hinted objective
+    (raises :class:`OutOfTime` when ``deadline`` passes while it is built)."""
+    problem, current = scope.problem, scope.current
+    model_w = dict(w)
+    if mode != "spread":
+        model_w["context_switch"] = cal.switch_weight
+    free_now = sum(pl.length for pl in current if pl.embed_host is None)
+    win = WindowData.build(
+        problem,
+        model_w,
+        free_now,
+        (cal.move_weight, cal.spread_weight),
+        deadline=deadline - cal.deadline_margin_s,
+    )
+    extra = _extra_terms(scope, mode, n, cal)
+    groups = [g.count for g in problem.groups]
+    sub = SubModel(win, scope.day_range, groups, problem.required_slots, extra, free_slots=free_now)
+    return win, sub, sub.hint(current)
+
+
+def _solved_places(
+    scope: _Scope, mode: str, sub: SubModel, solver: Any, status: SolveStatus, hinted: int | None
+) -> list[Placement]:
+    """The places of the solution when it beats the hint, else the current ones."""
+    problem, current = scope.problem, scope.current
+    if (
+        status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
+        and hinted is not None
+        and solver.objective_value < hinted - 1e-9
+    ):
+        pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
+        before_map = {pl.task_id: pl for pl in current}
+        fresh = sub.placements(solver, pool, before_map)
+        return _same_day(fresh, before_map, scope.group_of) if mode == "switch" else fresh
+    return current
+
+
+def _checked_moves(
+    state: ScheduleState,
+    scope: _Scope,
+    mode: str,
+    moves: list[tuple[Placement, Placement]],
+    after_places: list[Placement],
+    before: dict[str, float],
+    w: Mapping[str, float],
+) -> tuple[list[tuple[Placement, Placement]], dict[str, float]]:
+    """``moves`` and the measures after them, or none when they worsen analyze_health's
+    (critical, warning) or (min_context_switch) do not cut the student's switches."""
+    first, last = scope.first, scope.last
+    if moves and health_worse(state, moves):  # (critical, warning) rank first (issue 10)
+        moves = []
+    after = _measures(scope.problem, after_places, w, mode, first, last) if moves else dict(before)
+    if moves and mode != "spread":
+        # The student's switch count (analyze_context's, see .switches) must drop, else
+        # nothing moves: the model's own switch term also counts courses and fixed neighbours.
+        moved = _switches_after(state, moves, first, last)
+        if moved is None or moved >= before["context_switch"]:
+            moves, after = [], dict(before)
+        else:
+            after["context_switch_term"] = after["context_switch"]
+            after["context_switch"] = float(moved)
+    return moves, after
+
+
 def _reoptimize(
     state: ScheduleState,
     ids: list[int],
@@ -175,72 +305,21 @@ def _reoptimize(
     t0 = time.perf_counter()
     cal = calibration
     w = resolve_weights(weights)
-    if not ids:
+    scope = _scope(state, ids, mode, days) if ids else None
+    if scope is None:
         return Reoptimization("empty", [], {}, {}, [], True, time.perf_counter() - t0)
-    problem = build_problem(state, by_subject=True, task_ids=ids)
-    current = list(problem.current.values())
-    required = problem.required_slots
-    if days is None:
-        first = min(g.rule.start_day for g in problem.groups)
-        last = max(g.rule.end_day for g in problem.groups)
-    else:
-        first, last = days
-    if last < first:  # no day to re-place on (loading refuses such a class; kept as a guard)
-        return Reoptimization("empty", [], {}, {}, [], True, time.perf_counter() - t0)
-    day_range = list(range(first, last + 1))
-    if mode == "switch":  # tasks keep their days: the other days only add constants
-        day_range = sorted({pl.day for pl in problem.current.values()})
-    before = _measures(problem, current, w, mode, first, last, state)
-
-    group_of = problem.group_of()
-    origin: dict[tuple[int, int], int] = defaultdict(int)  # (group, day) -> tasks there now
-    for pl in current:
-        origin[(group_of[pl.task_id], pl.day)] += 1
-
-    def extra(sub: SubModel) -> None:
-        d_scale = problem.num_days
-        # Moving costs a little: reward each variable at a current place.
-        here = {
-            (pl.day, pl.slot_start, group_of[pl.task_id]) for pl in current if pl.embed_host is None
-        }
-        for (ri, gi, s), var in sub.x.items():
-            if (problem.runs[ri].day, s, gi) in here:
-                sub.cost.append((var, -round(sub.win.scale * cal.move_weight * d_scale)))
-        if mode == "spread":
-            _add_spread(sub, first, last, len(ids), cal.spread_weight)
-        elif mode == "switch":
-            _keep_days(sub, origin)
-
-    model_w = dict(w)
-    if mode != "spread":
-        model_w["context_switch"] = cal.switch_weight
-    free_now = sum(pl.length for pl in current if pl.embed_host is None)
+    current = scope.current
+    before = _measures(scope.problem, current, w, mode, scope.first, scope.last, state)
     # The wall clock holds the whole call, model building included (issue 12), and the checks
     # of the moves after the solve (issue 24): the solve stops that much earlier.
     deadline = t0 + max(time_limit_s, cal.min_work_s)
     post = min(0.5 * time_limit_s, cal.post_solve_per_task_s * len(state.tasks))
     try:
-        win = WindowData.build(
-            problem,
-            model_w,
-            free_now,
-            (cal.move_weight, cal.spread_weight),
-            deadline=deadline - cal.deadline_margin_s,
-        )
-        sub = SubModel(
-            win, day_range, [g.count for g in problem.groups], required, extra, free_slots=free_now
-        )
-        hinted = sub.hint(current)
+        win, sub, hinted = _build_model(scope, mode, len(ids), w, deadline, cal)
     except OutOfTime:
+        elapsed = time.perf_counter() - t0
         return Reoptimization(
-            "unknown",
-            [],
-            before,
-            dict(before),
-            sorted(ids),
-            False,
-            time.perf_counter() - t0,
-            wall_limited=True,
+            "unknown", [], before, dict(before), sorted(ids), False, elapsed, wall_limited=True
         )
     effort = time_limit_s if work_limit_s is None else work_limit_s
     solve_until = deadline - post
@@ -253,32 +332,15 @@ def _reoptimize(
     )
     status = status_of(solver.solve(sub.model))
     wall_limited = status != SolveStatus.OPTIMAL and time.perf_counter() >= solve_until - 0.01
-    after_places = current
-    if (
-        status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
-        and hinted is not None
-        and solver.objective_value < hinted - 1e-9
-    ):
-        pool = {gi: list(g.task_ids) for gi, g in enumerate(problem.groups)}
-        before_map = {pl.task_id: pl for pl in current}
-        fresh = sub.placements(solver, pool, before_map)
-        after_places = _same_day(fresh, before_map, group_of) if mode == "switch" else fresh
+    after_places = _solved_places(scope, mode, sub, solver, status, hinted)
+    if after_places is not current:  # the item order among the moved tasks (issue 42)
+        kept, dropped = keep_order(state, after_places, ids, calibration=cal)
+        after_places = current if dropped else kept
     moves = _moves(current, after_places)
     # ``post`` is about twice the checks' measured cost: half of it must still fit.
     if moves and time.perf_counter() + 0.5 * post > deadline:  # no time left to check them
         moves, wall_limited = [], True
-    if moves and health_worse(state, moves):  # (critical, warning) rank first (issue 10)
-        moves = []
-    after = _measures(problem, after_places, w, mode, first, last) if moves else dict(before)
-    if moves and mode != "spread":
-        # The student's switch count (analyze_context's, see .switches) must drop, else
-        # nothing moves: the model's own switch term also counts courses and fixed neighbours.
-        moved = _switches_after(state, moves, first, last)
-        if moved is None or moved >= before["context_switch"]:
-            moves, after = [], dict(before)
-        else:
-            after["context_switch_term"] = after["context_switch"]
-            after["context_switch"] = float(moved)
+    moves, after = _checked_moves(state, scope, mode, moves, after_places, before, w)
     return Reoptimization(
         status="improved" if moves else "unchanged",
         moves=moves,
@@ -394,6 +456,28 @@ def _measures(
         days = sorted(pl.day for pl in places)
         out["spread_deviation"] = spread_measure(days, first, last)
         out["days_used"] = float(len(set(days)))
-        gaps = np.diff(sorted(set(days))) - 1 if len(set(days)) > 1 else np.zeros(1)
-        out["max_gap"] = float(gaps.max())
+        out["max_gap"] = float(largest_gap(gaps_of(sorted(set(days)))) or 0)
     return out
+
+
+# ------------------------------------------------- the re-optimisers' health check (issue 10)
+def health_of_moves(
+    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: Level = "normal"
+) -> tuple[HealthCounts, HealthCounts]:
+    """analyze_health's (critical, warning) before and after ``moves`` ((before, after) places
+    of placed tasks), feasibility issue aside: the re-optimising tools rank these first."""
+    ev = HealthEvaluator(state, {before.task_id for before, _ in moves}, level)
+    ev.set_placements([before for before, _ in moves])
+    start = ev.counts_now()
+    ev.set_placements([after for _, after in moves])
+    return start, ev.counts_now()
+
+
+def health_worse(
+    state: ScheduleState, moves: Sequence[tuple[Placement, Placement]], level: Level = "normal"
+) -> bool:
+    """``moves`` leave analyze_health's (critical, warning) lexicographically worse: a
+    re-optimising tool (spread_even, min_context_switch) then keeps the current places, since
+    its own measure only ranks after (critical, warning)."""
+    before, after = health_of_moves(state, moves, level)
+    return after.key > before.key

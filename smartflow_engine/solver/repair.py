@@ -1,10 +1,12 @@
 """Least-change repair (issue 10 item 4): the schedule as it is, at most ``max_moves`` tasks moved.
 
-For local_adjust, after the student changed a few things: the pending tasks are placed first (a
-proposal over them alone, the placed tasks staying put, so level 1 — the most periods — holds),
-then the close stage (:mod:`.health_search`) moves at most ``max_moves`` of the unlocked placed
-tasks (any status, one block, no host) to reach the best ``(critical, warning)`` it can, and
-sends back every move that the counts do not need, so among equal counts it moves fewer tasks.
+For local_adjust, after the student changed a few things. A mode of the proposal's pipeline
+(:mod:`.placement`, issue 40 item 2), not a second one: its level 1 is the pending tasks' own
+proposal (the placed tasks staying put, so the most periods hold), its start the current schedule
+with them placed (``current``), then the same floor (the scope's own, once), feasibility check and
+one search (:func:`.placement.close_stage`), on the counts alone with at most ``max_moves`` of the
+unlocked placed tasks (any status, one block, no host) moved, and the search's send-back of every
+move the counts do not need, so among equal counts it moves fewer tasks.
 """
 
 from __future__ import annotations
@@ -13,12 +15,11 @@ import time
 
 from ..rules import Level
 from ..state import ScheduleState
-from ._cpsat import OutOfTime
 from .budget import DEFAULT_CALIBRATION, Calibration
-from .health_search import search_health, unplaced_critical
-from .objective import evaluate, resolve_weights
-from .placement import Proposal, ProposalStatus, propose_placement
-from .problem import Placement, build_problem, movable
+from .objective import evaluate
+from .placement import Proposal, ProposalStatus, StageResult, close_stage, propose_placement
+from .problem import movable
+from .run import ScopeRun
 
 
 def repair_placement(
@@ -30,11 +31,17 @@ def repair_placement(
     threshold: Level = "normal",
     num_workers: int = 1,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    work_limit_s: float | None = None,
 ) -> Proposal:
     """Place the pending tasks and move at most ``max_moves`` placed tasks for better health.
 
     The pending tasks' proposal gets ``calibration.pending_share`` of ``time_limit_s``, the close
     search ``calibration.health_share`` of it (:class:`.budget.Calibration`, handed to both).
+    What the searches do is decided by work budgets computed from the arguments alone (issue 40
+    item 6: never from the time left on the clock): ``work_limit_s`` (default: the work of a
+    ``time_limit_s`` call, ``work_share`` of it) as :func:`.placement.propose_placement` reads
+    it; the wall clock only cuts a call that would run past ``time_limit_s``, and the answer then
+    says ``wall_limited``.
 
     Returns
     -------
@@ -46,102 +53,76 @@ def repair_placement(
         pending tasks are placed, nothing moves, the counts are ``None`` (not claimed) and
         ``wall_limited`` is set.
     """
-    t0 = time.perf_counter()
-    deadline = t0 + time_limit_s
-    w = resolve_weights(None)
     pending = state.pending_tasks()
-    placed_pending: list[Placement] = []
-    unplaced: list[int] = []
-    status: ProposalStatus = "optimal"
-    max_slots: int | None = None
-    cut = False  # the wall clock cut the pending tasks' proposal
-    if pending:
-        first = propose_placement(
-            state,
-            time_limit_s=calibration.pending_share * time_limit_s,
-            seed=seed,
-            threshold=threshold,
-            num_workers=num_workers,
-            calibration=calibration,
-        )
-        placed_pending, unplaced = first.placements, first.unplaced
-        status, max_slots = first.status, first.max_slots
-        cut = first.wall_limited
     hosts = state.guests_by_host()
     ids = [t.state_id for t in pending] + [
         t.state_id for t in state.tasks if movable(state, t, hosts)
     ]
-    problem = build_problem(state, by_subject=True, task_ids=ids)
-    start = list(problem.current.values()) + placed_pending
-    budget = min(
-        calibration.health_share * time_limit_s, max(0.0, deadline - time.perf_counter()) * 0.8
+    run = ScopeRun.for_repair(
+        state, ids, max_moves=max_moves, time_limit_s=time_limit_s, seed=seed,
+        threshold=threshold, num_workers=num_workers, calibration=calibration,
+        work_limit_s=work_limit_s,
+    )  # fmt: skip
+    first = _pending_proposal(run) if pending else None
+    placed_pending = first.placements if first is not None else []
+    start = list(run.problem.current.values()) + placed_pending
+    start_objective = evaluate(run.problem, start, run.weights)
+    result = StageResult(start, start_objective, wall_limited=bool(first and first.wall_limited))
+    unplaced = first.unplaced if first is not None else []
+    close_stage(run, result, unplaced=unplaced, checked=placed_pending)
+    return _repair_proposal(run, first, result, start_objective)
+
+
+def _pending_proposal(run: ScopeRun) -> Proposal:
+    """The repair's level 1: the pending tasks' own proposal, ``pending_share`` of the limit
+    and of the work."""
+    cal = run.calibration
+    return propose_placement(
+        run.state,
+        time_limit_s=cal.pending_share * run.time_limit_s,
+        work_limit_s=cal.pending_share * cal.work_share * run.effort,
+        seed=run.seed,
+        threshold=run.threshold,
+        num_workers=run.num_workers,
+        calibration=cal,
     )
-    try:
-        # Each step starts only before the deadline (issue 24 item 6): the search's set-up
-        # (floor, evaluator) grows with the window, ~0.2 s on 20,000 tasks.
-        feasibility = unplaced_critical(
-            state,
-            unplaced,
-            0.1 * time_limit_s,
-            num_workers,
-            deadline=deadline - 0.02,
-            placements=placed_pending,
-            calibration=calibration,
-        )
-        result = search_health(
-            state,
-            problem,
-            start,
-            level=threshold,
-            seed=seed,
-            budget_s=budget,
-            deadline=deadline - 0.02,
-            max_moves=max_moves,
-            feasibility_critical=feasibility,
-            calibration=calibration,
-        )
-    except OutOfTime:  # the pending tasks placed, nothing moved, no counts claimed
-        objective = evaluate(problem, start, w)
-        return Proposal(
-            status=status,
-            placements=sorted(placed_pending, key=lambda pl: (pl.day, pl.slot_start, pl.task_id)),
-            unplaced=unplaced,
-            objective=objective,
-            start_objective=objective,
-            start="current",
-            max_slots=max_slots,
-            bound=None,
-            weights=w,
-            runtime_s=time.perf_counter() - t0,
-            seed=seed,
-            threshold=threshold,
-            wall_limited=True,
-        )
-    final = result.placements
-    changed = [pl for pl in final if problem.current.get(pl.task_id) != pl]
-    objective = evaluate(problem, final, w)
+
+
+def _repair_proposal(
+    run: ScopeRun,
+    first: Proposal | None,
+    result: StageResult,
+    start_objective: dict[str, float],
+) -> Proposal:
+    """The repair's :class:`.placement.Proposal`: what changes, the search's figures."""
+    current = run.problem.current
+    changed = [pl for pl in result.placements if current.get(pl.task_id) != pl]
+    status: ProposalStatus = first.status if first is not None else "optimal"
+    close = result.search
+    health = result.health
     return Proposal(
         status=status,
         placements=sorted(changed, key=lambda pl: (pl.day, pl.slot_start, pl.task_id)),
-        unplaced=unplaced,
-        objective=objective,
-        start_objective=evaluate(problem, start, w),
+        unplaced=first.unplaced if first is not None else [],
+        objective=result.objective,
+        start_objective=start_objective,
         start="current",
-        max_slots=max_slots,
+        max_slots=first.max_slots if first is not None else None,
         bound=None,
-        weights=w,
-        runtime_s=time.perf_counter() - t0,
-        seed=seed,
-        iterations=result.evaluations,
-        local_moves=result.moved,
-        moved=result.moved,
-        critical=result.counts.critical,
-        warning=result.counts.warning,
-        threshold=threshold,
-        start_health=result.start_counts.key,
+        weights=run.weights,
+        runtime_s=time.perf_counter() - run.t0,
+        seed=run.seed,
+        iterations=close.evaluations if close is not None else 0,
+        local_moves=close.moved if close is not None else 0,
+        moved=close.moved if close is not None else 0,
+        critical=health[0] if health is not None else None,
+        warning=health[1] if health is not None else None,
+        threshold=run.threshold,
+        start_health=result.start_health,
         floor=result.floor,
-        # the wall clock cut the pending tasks' proposal, or the close search ran to its end
-        wall_limited=cut or time.perf_counter() >= deadline - 0.03,
+        # the wall clock cut the pending tasks' proposal, the feasibility check, the close
+        # search or its floor
+        wall_limited=result.wall_limited,
     )
 
 

@@ -3,6 +3,8 @@
 This sub-package imports nothing else of ``smartflow_engine``.
 """
 
+from .calendar import Calendar, weekday_word
+from .class_rules import Breach, ClassRule, ClassRules, Notice, order_key
 from .grid import Grid, runs
 from .model import (
     STATUSES,
@@ -28,6 +30,7 @@ from .ops import (
     move,
     place,
     relocate,
+    rule_refusal,
     self_check,
     swap,
     unplace,
@@ -38,9 +41,14 @@ __all__ = [
     "REFUSAL_KINDS",
     "STATUSES",
     "Blocker",
+    "Breach",
+    "Calendar",
     "Change",
+    "ClassRule",
+    "ClassRules",
     "DayMapping",
     "Grid",
+    "Notice",
     "OpResult",
     "Refusal",
     "Request",
@@ -54,10 +62,13 @@ __all__ = [
     "batch_move",
     "host_blocks",
     "move",
+    "order_key",
     "place",
     "relocate",
+    "rule_refusal",
     "runs",
     "self_check",
     "swap",
     "unplace",
+    "weekday_word",
 ]

@@ -66,6 +66,17 @@ def frozen_view(state: ScheduleState, until_day: int) -> ScheduleState:
     return ScheduleState.model_validate(data)
 
 
+def existing_fixed_view(state: ScheduleState) -> ScheduleState:
+    """A copy of ``state`` in which no solver moves an ``existing`` task (issue 42 item 5: the
+    student's existing entries are facts): each is locked, but for a water course, which keeps
+    taking guests (no solver moves a water course). :func:`thaw` maps a write back."""
+    data = state.to_dict()
+    for task in data["tasks"]:
+        if task["status"] == "existing" and not task.get("can_embed"):
+            task["locked"] = True
+    return ScheduleState.model_validate(data)
+
+
 def thaw(view: ScheduleState, original: ScheduleState) -> ScheduleState:
     """The real state after a write on ``view``: its real tasks where the view put them, with
     the ``locked`` / ``can_embed`` flags of ``original``; the blockers dropped."""

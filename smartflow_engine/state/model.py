@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from .calendar import Calendar, mapping_problem, parse_date
+from .class_rules import ClassRules
 from .grid import Grid
 
 Status = Literal["existing", "suggested", "pending"]
@@ -46,47 +49,156 @@ class SlotRange(BaseModel):
 
 
 class DayMapping(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    """One day of the window in the calendar: its teaching week, weekday and (optionally) date."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     day_index: int
     week: int = Field(ge=1, le=MAX_DAYS)  # teaching weeks count from 1
     day_of_week: int = Field(ge=1, le=7)
+    date: str | None = None  # YYYY-MM-DD (our extension: a date per day)
 
 
 class Window(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     total_days: int = Field(ge=1, le=MAX_DAYS)
     slots_per_day: int = Field(default=12, ge=1, le=MAX_SLOTS_PER_DAY)
     day_mapping: list[DayMapping] = Field(default_factory=list)
+    # The date of week 1's Monday, YYYY-MM-DD (our extension; SMARTFLOW_SEMESTER_START fills it).
+    semester_start: str | None = None
 
     @property
     def total_slots(self) -> int:
         return self.total_days * self.slots_per_day
 
 
-class TaskClass(BaseModel):
-    """TaskClass metadata the analyzers and the solver need (DESIGN.md extension).
+Level = Literal["low", "medium", "high"]
+SubjectType = Literal["quantitative", "memory", "reading", "mixed"]
+TolerancePreference = Literal["strict", "normal", "relaxed"]
 
-    ``start_day``/``end_day`` bound the days its pending tasks may use; ``excluded_slots`` are the
-    banned periods (1-based) on every day.
+# The reference system's TaskClassMeta writes these lists as JSON null when empty (Go nil slices).
+_NULLABLE_LISTS = ("excluded_slots", "excluded_days_of_week")
+# ... and these strings are left out when empty (omitempty); an empty one means "not given".
+_OPTIONAL_TEXTS = (
+    "start_date",
+    "end_date",
+    "subject_type",
+    "difficulty_level",
+    "cognitive_intensity",
+)
+
+
+class TaskClass(BaseModel):
+    """A task class: the reference system's ``TaskClassMeta`` plus our own fields.
+
+    What each field means (the constraints are read through :attr:`ScheduleState.class_rules`,
+    never from these fields directly):
+
+    - ``excluded_slots``: banned **half-day blocks** 1..6 (block b = periods 2b-1 and 2b);
+    - ``excluded_days_of_week``: banned weekdays, 1 = Monday … 7 = Sunday;
+    - ``allow_filler_course``: whether the class's items may be embedded in water courses;
+    - ``start_date`` / ``end_date`` (YYYY-MM-DD) and our ``start_day`` / ``end_day`` (window
+      days): the days its items may use, all bounds holding together;
+    - ``excluded_periods`` (ours): single banned periods, on every day;
+    - ``strategy``, ``total_slots`` and the profile (``subject_type``, ``difficulty_level``,
+      ``cognitive_intensity``) and the p1 preference fields describe the class to the analyzers
+      and the solver (docs/decisions.md lists what each one does).
     """
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
+    # the reference system's TaskClassMeta
     id: int
     name: str
+    strategy: str | None = None  # "steady" | "rapid" upstream
     total_slots: int | None = Field(default=None, ge=0)
+    allow_filler_course: bool = True
+    excluded_slots: list[int] = Field(default_factory=list)
+    excluded_days_of_week: list[int] = Field(default_factory=list)
+    start_date: str | None = None
+    end_date: str | None = None
+    subject_type: SubjectType | None = None
+    difficulty_level: Level | None = None
+    cognitive_intensity: Level | None = None
+    # ours
     start_day: int | None = None
     end_day: int | None = None
-    excluded_slots: list[int] = Field(default_factory=list)
-    strategy: str | None = None
+    excluded_periods: list[int] = Field(default_factory=list)
+    # the p1 plan's task-class fields (upsert_task_class, §4.8-4.9)
+    tolerance_preference: TolerancePreference | None = None
+    time_of_day: str | None = None
+    time_of_day_weight: float | None = None
+    preferred_slots: list[int] | None = None
+    same_category_aggregation_preference: bool | None = None
+    aggregate_same_category: bool | None = None
+    milestones: list[str] | None = None
+    knowledge_tags: list[str] | None = None
+    notes: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upstream_empties(cls, data: Any) -> Any:
+        """Go's empty values mean "not given": a null list is empty, an empty string absent."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for key in _NULLABLE_LISTS:
+            if key in out and out[key] is None:
+                out[key] = []
+        for key in _OPTIONAL_TEXTS:
+            if out.get(key) == "":
+                out[key] = None
+        return out
+
+    @model_validator(mode="after")
+    def _check_meaning(self) -> TaskClass:
+        who = f"task class [{self.id}] {self.name}"
+        if self.excluded_slots and "allow_filler_course" not in self.model_fields_set:
+            # Before issue 42 excluded_slots held single periods; the same numbers now mean
+            # half-day blocks. A class without allow_filler_course (which the reference system
+            # always writes) may be in the old form: refuse rather than guess.
+            raise StateError(
+                f"{who}: excluded_slots {self.excluded_slots} are half-day blocks 1-6 (block b is "
+                f"periods 2b-1 and 2b, as in SmartFlow-Agent's TaskClassMeta) and this class does "
+                f"not say allow_filler_course; write banned single periods as excluded_periods "
+                f"{self.excluded_slots}, or give allow_filler_course (true/false) beside "
+                f"excluded_slots to mean half-day blocks"
+            )
+        for name in ("start_date", "end_date"):
+            value = getattr(self, name)
+            if value is not None:
+                try:
+                    parse_date(value)
+                except ValueError as exc:
+                    raise StateError(f"{who}: {name} {exc}") from None
+        if (
+            self.start_date is not None
+            and self.end_date is not None
+            and parse_date(self.start_date) > parse_date(self.end_date)
+        ):
+            raise StateError(
+                f"{who}: start_date {self.start_date} is after end_date {self.end_date} "
+                f"(no day left)"
+            )
+        bad_days = [d for d in self.excluded_days_of_week if not 1 <= d <= 7]
+        if bad_days:
+            raise StateError(
+                f"{who}: excluded_days_of_week {bad_days} outside 1-7 (1 = Monday, 7 = Sunday)"
+            )
+        return self
 
 
 class Task(BaseModel):
-    """One task of the window: a course, a placed study task or a pending one."""
+    """One task of the window: a course, a placed study task or a pending one.
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    ``task_class_id`` is its task class (the reference system writes it twice, also as
+    ``category_id``; either key is read, :meth:`ScheduleState.to_dict` writes the spec's
+    ``category_id``); ``task_order`` its place in the class's sequence (items of one class keep
+    their order, :mod:`.class_rules`).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     state_id: int = Field(ge=1, le=MAX_TASK_ID)
     source: TaskSource = "task_item"
@@ -98,9 +210,43 @@ class Task(BaseModel):
     can_embed: bool = False
     slots: list[SlotRange] = Field(default_factory=list)
     duration: int | None = None
-    category_id: int | None = None
+    task_class_id: int | None = None
+    task_order: int | None = Field(default=None, ge=1)
     embedded_by: int | list[int] | None = None
     embed_host: int | None = None
+    event_type: Literal["course", "task"] | None = None  # upstream's flush hint: carries nothing
+
+    @model_validator(mode="before")
+    @classmethod
+    def _class_id_alias(cls, data: Any) -> Any:
+        """``category_id`` is ``task_class_id``'s alias (upstream writes both, equal);
+        ``task_order`` 0 means none (upstream enforces orders above 0 only)."""
+        if not isinstance(data, dict) or (
+            "category_id" not in data and data.get("task_order") != 0
+        ):
+            return data
+        out = dict(data)
+        if "category_id" in out:
+            alias = out.pop("category_id")
+            if "task_class_id" in out and out["task_class_id"] != alias:
+                raise StateError(
+                    f"task [{out.get('state_id')}] {out.get('name')}: task_class_id "
+                    f"{out['task_class_id']} and category_id {alias} differ (category_id is "
+                    f"task_class_id's other name)"
+                )
+            out["task_class_id"] = alias
+        if out.get("task_order") == 0:
+            out["task_order"] = None
+        return out
+
+    @property
+    def category_id(self) -> int | None:
+        """The task class id (``task_class_id``), under the spec's name."""
+        return self.task_class_id
+
+    @category_id.setter
+    def category_id(self, value: int | None) -> None:
+        self.task_class_id = value
 
     @property
     def is_placed(self) -> bool:
@@ -120,14 +266,17 @@ class Task(BaseModel):
 class ScheduleState(BaseModel):
     """A planning window and its tasks (the spec's §3.1 JSON, plus DESIGN.md's extensions)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     window: Window
     tasks: list[Task] = Field(default_factory=list)
     task_classes: list[TaskClass] = Field(default_factory=list)
+    # The reference agent's run-time queue (its LLM's work list): kept as given, read by nothing.
+    runtime_queue: Any = None
 
     _index: dict[int, Task] = PrivateAttr(default_factory=dict)
     _grid: Grid | None = PrivateAttr(default=None)
+    _rules: ClassRules | None = PrivateAttr(default=None)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -163,21 +312,12 @@ class ScheduleState(BaseModel):
         """The state as the spec's JSON object; ``embedded_by`` is derived from the guests."""
         guests = self.guests_by_host()
         data = self.model_dump(mode="json", exclude_none=True)
-        if not self.task_classes:
-            data.pop("task_classes", None)
+        tidy_state_dict(data, bool(self.task_classes))
         for task_data in data["tasks"]:
-            sid = task_data["state_id"]
-            task_data.pop("embedded_by", None)
-            if not task_data.get("slots") and task_data["status"] == "pending":
-                task_data.pop("slots", None)
-            if not task_data.get("can_embed"):
-                task_data.pop("can_embed", None)
             host = self._index.get(task_data.get("embed_host", 0))
-            if host is not None and host.locked:
-                task_data["locked"] = True  # a guest of a locked host is locked (is_locked)
-            hosted = guests.get(sid)
-            if hosted:
-                task_data["embedded_by"] = hosted[0] if len(hosted) == 1 else hosted
+            tidy_task_dict(
+                task_data, host is not None and host.locked, guests.get(task_data["state_id"])
+            )
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -235,6 +375,45 @@ class ScheduleState(BaseModel):
             self._grid = Grid.build(self)
         return self._grid
 
+    @property
+    def class_rules(self) -> ClassRules:
+        """The one reading of every class constraint (days, dates, weekdays, half-day blocks,
+        banned periods, water-course permission, item order): see :mod:`.class_rules`."""
+        if self._rules is None:
+            self._rules = ClassRules(self)
+        return self._rules
+
+    @property
+    def calendar(self) -> Calendar:
+        """Each day's week, weekday and date, as far as the window says them."""
+        return self.class_rules.calendar
+
+    def apply_semester_start(self, semester_start: str | date | None) -> bool:
+        """Give the window the date of week 1's Monday when it states no dates of its own (the
+        ``SMARTFLOW_SEMESTER_START`` setting of a tool surface). Returns whether it was applied.
+
+        Raises
+        ------
+        StateError
+            ``semester_start`` is not a Monday written YYYY-MM-DD (nothing changes).
+        """
+        window = self.window
+        if semester_start is None or window.semester_start is not None:
+            return False
+        if any(m.date is not None for m in window.day_mapping):
+            return False
+        text = semester_start.isoformat() if isinstance(semester_start, date) else semester_start
+        trial = window.model_copy(update={"semester_start": text})
+        try:
+            parse_date(text)
+        except ValueError as exc:
+            raise StateError(f"semester start {exc}") from None
+        if problem := mapping_problem(trial):
+            raise StateError(problem)
+        window.semester_start = text
+        self._rules = None
+        return True
+
     # ------------------------------------------------------------------ validation
     @model_validator(mode="before")
     @classmethod
@@ -251,7 +430,36 @@ class ScheduleState(BaseModel):
                 task.embedded_by = None
         self._index = {t.state_id: t for t in self.tasks}
         self._grid = None
+        self._rules = None
         return self
+
+
+def tidy_state_dict(data: dict[str, Any], has_classes: bool) -> None:
+    """The state's dump (``model_dump(mode="json", exclude_none=True)``, tasks or not) as
+    :meth:`ScheduleState.to_dict` writes it: no empty ``task_classes``, a class's
+    ``excluded_periods`` only when it bans something."""
+    if not has_classes:
+        data.pop("task_classes", None)
+    for class_data in data.get("task_classes", ()):
+        if not class_data.get("excluded_periods"):  # our extension: written when it says something
+            class_data.pop("excluded_periods", None)
+
+
+def tidy_task_dict(data: dict[str, Any], host_locked: bool, hosted: list[int] | None) -> None:
+    """A task's dump as :meth:`ScheduleState.to_dict` writes it: the class under the spec's
+    name ``category_id``, no empty slots of a pending task, ``can_embed`` only when true, a
+    guest of a locked host locked, ``embedded_by`` from the guests (``hosted``)."""
+    data.pop("embedded_by", None)
+    if "task_class_id" in data:
+        data["category_id"] = data.pop("task_class_id")
+    if not data.get("slots") and data["status"] == "pending":
+        data.pop("slots", None)
+    if not data.get("can_embed"):
+        data.pop("can_embed", None)
+    if host_locked:
+        data["locked"] = True  # a guest of a locked host is locked (is_locked)
+    if hosted:
+        data["embedded_by"] = hosted[0] if len(hosted) == 1 else hosted
 
 
 MAX_NESTING = 64  # levels of JSON nesting a state may have (extra fields included)
@@ -379,10 +587,17 @@ def _first_error_line(exc: Exception) -> str:
             first = errors()[0]
         except Exception:  # pragma: no cover - defensive
             return str(exc).splitlines()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
+        parts = [str(p) for p in first.get("loc", ())]
+        loc = ".".join(parts)
         msg = str(first.get("msg", ""))
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
+        if first.get("type") == "extra_forbidden" and parts:
+            where = ".".join(parts[:-1]) or "the state"
+            return (
+                f"{loc}: unknown field {parts[-1]!r} in {where} (not a field of the state "
+                f"format: docs/decisions.md, issue 42, lists every field)"
+            )
         return f"{loc}: {msg}" if loc else msg
     return str(exc).splitlines()[0]
 
@@ -416,6 +631,18 @@ def _validate(state: ScheduleState) -> None:
                     f"window.day_mapping: days {first} and {i} are both week "
                     f"{dm.week} day_of_week {dm.day_of_week}"
                 )
+            if dm.date is not None:
+                try:
+                    parse_date(dm.date)
+                except ValueError as exc:
+                    raise StateError(f"window.day_mapping[{i - 1}].date {exc}") from None
+    if window.semester_start is not None:
+        try:
+            parse_date(window.semester_start)
+        except ValueError as exc:
+            raise StateError(f"window.semester_start {exc}") from None
+    if problem := mapping_problem(window):
+        raise StateError(problem)
     seen: dict[int, Task] = {}
     for task in state.tasks:
         if task.state_id in seen:
@@ -450,22 +677,29 @@ def _validate(state: ScheduleState) -> None:
                 f"duplicate task class id {tc.id} ({class_ids[tc.id].name} and {tc.name})"
             )
         class_ids[tc.id] = tc
+    blocks = (spd + 1) // 2
     for tc in state.task_classes:
-        bad = [s for s in tc.excluded_slots if not 1 <= s <= spd]
+        who = f"task class [{tc.id}] {tc.name}"
+        bad = [b for b in tc.excluded_slots if not 1 <= b <= blocks]
         if bad:
             raise StateError(
-                f"task class [{tc.id}] {tc.name}: excluded_slots {bad} outside 1-{spd}"
+                f"{who}: excluded_slots {bad} outside 1-{blocks} (half-day blocks: block b is "
+                "periods 2b-1 and 2b; single periods go in excluded_periods)"
+            )
+        bad = [s for s in tc.excluded_periods if not 1 <= s <= spd]
+        if bad:
+            raise StateError(f"{who}: excluded_periods {bad} outside 1-{spd}")
+        if tc.excluded_days_of_week and not window.day_mapping:
+            raise StateError(
+                f"{who}: excluded_days_of_week {tc.excluded_days_of_week} needs "
+                f"window.day_mapping (which day of the window is which weekday)"
             )
         for name, value in (("start_day", tc.start_day), ("end_day", tc.end_day)):
             if value is not None and not 1 <= value <= num_days:
-                raise StateError(
-                    f"task class [{tc.id}] {tc.name}: {name} {value} is outside "
-                    f"the window (days 1-{num_days})"
-                )
+                raise StateError(f"{who}: {name} {value} is outside the window (days 1-{num_days})")
         if tc.start_day is not None and tc.end_day is not None and tc.start_day > tc.end_day:
             raise StateError(
-                f"task class [{tc.id}] {tc.name}: start_day {tc.start_day} is after "
-                f"end_day {tc.end_day} (no day left)"
+                f"{who}: start_day {tc.start_day} is after end_day {tc.end_day} (no day left)"
             )
 
     # Occupancy: non-guest tasks may not share a period; a guest lies inside one host block.

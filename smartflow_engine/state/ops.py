@@ -17,6 +17,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from .class_rules import Breach
 from .grid import Grid
 from .model import ScheduleState, SlotRange, Status, Task
 
@@ -76,8 +77,13 @@ RefusalKind = Literal[
     "duplicate_task",  # the same task twice in one batch
     "empty_batch",
     "batch_too_large",
-    "class_window",  # the target day lies outside the task's class window (other_id: class id)
+    "class_window",  # the target day lies outside the task's class days (other_id: class id)
+    "banned_weekday",  # the target day is a weekday the task's class excludes (other_id: class)
     "banned_period",  # the target periods include a banned period of the task's class
+    "no_filler",  # the target lies in a water course; the task's class may not embed there
+    "order_after",  # the task would not start after an earlier item of its class (other_id)
+    "order_before",  # the task would not end before a later item of its class (other_id)
+    "existing_fixed",  # the task is existing and the request keeps existing entries as facts
 ]
 REFUSAL_KINDS: tuple[RefusalKind, ...] = get_args(RefusalKind)
 
@@ -163,28 +169,43 @@ def move(
     new_day: int,
     new_slot_start: int,
     from_day: int | None = None,
+    *,
+    existing_fixed: bool = False,
 ) -> OpResult:
     """Move one block of a placed task; status is kept. A move onto the block's own place is
-    refused (``no_change``), so the change log records only real changes."""
+    refused (``no_change``), so the change log records only real changes. ``existing_fixed``:
+    an existing task stays (see :func:`relocate`)."""
     return relocate(
         state,
         [Request(task_id, new_day, new_slot_start, from_day)],
         op="move",
         placed_only=True,
         refuse_no_change=True,
+        existing_fixed=existing_fixed,
     )
 
 
-def batch_move(state: ScheduleState, moves: Sequence[Request]) -> OpResult:
+def batch_move(
+    state: ScheduleState, moves: Sequence[Request], *, existing_fixed: bool = False
+) -> OpResult:
     """Move several placed tasks at once (simultaneous; any failure rolls all back)."""
     if not moves:
         return OpResult.refuse("empty_batch")
     if len(moves) > MAX_BATCH:
         return OpResult.refuse("batch_too_large", limit=MAX_BATCH)
-    return relocate(state, moves, op="batch_move", placed_only=True, refuse_no_change=True)
+    return relocate(
+        state,
+        moves,
+        op="batch_move",
+        placed_only=True,
+        refuse_no_change=True,
+        existing_fixed=existing_fixed,
+    )
 
 
-def swap(state: ScheduleState, task_a: int, task_b: int) -> OpResult:
+def swap(
+    state: ScheduleState, task_a: int, task_b: int, *, existing_fixed: bool = False
+) -> OpResult:
     """Trade the places of two placed single-block tasks of equal length."""
     if task_a == task_b:
         return OpResult.refuse("same_task", task_id=task_a)
@@ -196,7 +217,7 @@ def swap(state: ScheduleState, task_a: int, task_b: int) -> OpResult:
         tasks.append(task)
     # The spec's order of refusals: status and lock (of either task) before shape.
     for task in tasks:
-        if refusal := _check_status(state, task):
+        if refusal := _check_status(state, task, existing_fixed):
             return OpResult(False, [], refusal)
     for task in tasks:
         if len(task.slots) > 1:
@@ -213,15 +234,18 @@ def swap(state: ScheduleState, task_a: int, task_b: int) -> OpResult:
         [Request(a.state_id, bb.day, bb.slot_start), Request(b.state_id, ba.day, ba.slot_start)],
         op="swap",
         placed_only=True,
+        existing_fixed=existing_fixed,
     )
 
 
-def unplace(state: ScheduleState, task_id: int) -> OpResult:
+def unplace(state: ScheduleState, task_id: int, *, existing_fixed: bool = False) -> OpResult:
     """Take a placed single-block task out of the grid: → ``pending`` with ``duration`` = length."""
     task = state.task(task_id)
     if task is None:
         return OpResult.refuse("not_found", task_id=task_id)
-    if refusal := _check_movable(state, task, None, set()):
+    if refusal := _check_status(state, task, existing_fixed) or _check_shape(
+        state, task, None, set()
+    ):
         return OpResult(False, [], refusal)
     if len(task.slots) > 1:
         return OpResult.refuse("multi_block", task_id=task_id, blocks=tuple(task.slots))
@@ -245,6 +269,7 @@ def relocate(
     status_after: str | None = None,
     refuse_no_change: bool = False,
     allow_late: bool = False,
+    existing_fixed: bool = False,
 ) -> OpResult:
     """Apply several placements / moves simultaneously, all or nothing.
 
@@ -252,13 +277,21 @@ def relocate(
     block moved (status kept unless ``status_after``). With ``placed_only`` a pending task is
     refused (``pending``), as ``move`` and ``batch_move`` require. With ``refuse_no_change`` a
     request that puts a block back on its own place is refused (``no_change``). With
-    ``allow_late`` (a proposal the caller asked to run late) a block may lie after its class
-    window's last day; the first day and the banned periods still hold.
+    ``allow_late`` (a proposal the caller asked to run late) a block may lie after its class's
+    last day; every other class rule still holds. With ``existing_fixed`` (the host keeps the
+    student's existing entries as facts) an ``existing`` task is refused (``existing_fixed``).
+
+    Simultaneous means every check reads the picture after the call: each task has left its
+    old place and stands at its new one, whatever the order of the requests. A range wholly
+    inside a block of a water course (at the block's place after the call: a host moving in the
+    same call takes guests at its new place, its unmoved blocks keep theirs) is an embedding;
+    every other range must be free. The class rules (:attr:`ScheduleState.class_rules`) hold
+    for every task at its new place, the item order among the places after the call.
     """
     grid = state.grid
+    rules = state.class_rules
     num_days, spd = state.num_days, state.slots_per_day
     moving_ids = {r.task_id for r in requests}
-    plans: list[tuple[Task, SlotRange | None, SlotRange]] = []  # task, old block, new block
     # First every request's task, status and lock (the spec's order of refusals: what a task is
     # before the shape of its blocks), then each request's block and target.
     tasks: list[Task] = []
@@ -273,10 +306,11 @@ def relocate(
         if task.status == "pending":
             if placed_only:
                 return OpResult.refuse("pending", task_id=task.state_id)
-        elif refusal := _check_status(state, task):
+        elif refusal := _check_status(state, task, existing_fixed):
             return OpResult(False, [], refusal)
         tasks.append(task)
     guests = state.guests_by_host() if len(requests) > 1 else None
+    plans: list[tuple[Task, SlotRange | None, SlotRange]] = []  # task, old block, new block
     for req, task in zip(requests, tasks, strict=True):
         old: SlotRange | None = None
         if task.status == "pending":
@@ -303,11 +337,19 @@ def relocate(
                 slot_start=req.slot_start,
                 slot_end=end,
             )
-        if rule := _check_class_rules(state, task, req.day, req.slot_start, end, allow_late):
-            return OpResult(False, [], rule)
+        if breach := rules.breach(task, req.day, req.slot_start, end, allow_late=allow_late):
+            return OpResult(False, [], rule_refusal(task, breach))
         plans.append((task, old, SlotRange(day=req.day, slot_start=req.slot_start, slot_end=end)))
 
-    # The simultaneous picture: every relocated task has left its old place.
+    # The picture after the call: every task's blocks, and the item order among them.
+    after: dict[int, list[SlotRange]] = {}
+    for task, old, new in plans:
+        kept = [b for b in task.slots if b is not old] if old is not None else []
+        after[task.state_id] = sorted([*kept, new], key=lambda b: (b.day, b.slot_start))
+    if found := rules.order_breaches([t for t, _, _ in plans], after):
+        return OpResult(False, [], rule_refusal(found[0], found[1], after))
+
+    # Where each range goes: inside a water-course block (a guest), else onto free periods.
     owner = grid.owner.copy()
     guest = grid.guest.copy()
     for task, old, _ in plans:
@@ -315,49 +357,54 @@ def relocate(
             (guest if task.embed_host is not None else owner)[
                 old.day - 1, old.slot_start - 1 : old.slot_end
             ] = 0
-    new_blocks: dict[int, SlotRange] = {}
-    hosts: dict[int, int | None] = {}
+    into: dict[int, tuple[int, SlotRange]] = {}  # task id -> (host id, host block after the call)
+    moving_hosts = [tid for tid in after if tid in grid.embed_hosts]
     for task, _, new in plans:
+        if task.can_embed:
+            continue  # no nesting: a host never becomes a guest
+        cells = owner[new.day - 1, new.slot_start - 1 : new.slot_end]
+        if not moving_hosts and not cells.any():
+            continue  # free periods, and no water course arrives: not an embedding
+        if guests is None:  # read once per call: it scans every task
+            guests = state.guests_by_host()
+        if task.state_id in guests:
+            continue
+        if found_host := _host_block_for(state, grid, task, new, cells, after, moving_hosts):
+            into[task.state_id] = found_host
+    new_blocks = {task.state_id: new for task, _, new in plans}
+    for task, _, new in plans:
+        if task.state_id in into:
+            continue
         d, s0, s1 = new.day - 1, new.slot_start - 1, new.slot_end
-        cells = owner[d, s0:s1]
-        if not cells.any():
-            owner[d, s0:s1] = task.state_id
-            hosts[task.state_id] = None
-        else:
-            if guests is None:  # read once per call: it scans every task
-                guests = state.guests_by_host()
-            found = _embed_host_for(state, grid, task, new, cells, new_blocks, guests)
-            if found is None:
-                return OpResult(False, [], _conflict(task, new, owner, moving_ids, new_blocks))
-            host_id, host_block = found
-            if len(task.slots) > 1:
-                # A guest holds exactly one block (the state model's rule): a task that meets
-                # several times cannot have one of its blocks embedded.
-                return OpResult.refuse(
-                    "multi_block_guest",
-                    task_id=task.state_id,
-                    day=new.day,
-                    slot_start=new.slot_start,
-                    slot_end=new.slot_end,
-                    blocks=tuple(task.slots),
-                    blockers=(Blocker(host_id, new.slot_start, new.slot_end),),
-                )
-            # One guest per host block: the whole block must be free of guests, not just the range.
-            taken = guest[d, host_block.slot_start - 1 : host_block.slot_end]
-            if taken.any():
-                gid = int(taken[taken != 0][0])
-                return OpResult.refuse(
-                    "embed_taken",
-                    task_id=task.state_id,
-                    other_id=gid,
-                    day=new.day,
-                    slot_start=new.slot_start,
-                    slot_end=new.slot_end,
-                    blockers=(Blocker(host_id, new.slot_start, new.slot_end),),
-                )
-            guest[d, s0:s1] = task.state_id
-            hosts[task.state_id] = host_id
-        new_blocks[task.state_id] = new
+        if owner[d, s0:s1].any():
+            return OpResult(False, [], _conflict(task, new, owner, new_blocks))
+        owner[d, s0:s1] = task.state_id
+    hosts: dict[int, int | None] = {task.state_id: None for task, _, _ in plans}
+    for task, _, new in plans:
+        if task.state_id not in into:
+            continue
+        host_id, host_block = into[task.state_id]
+        where = {
+            "task_id": task.state_id,
+            "day": new.day,
+            "slot_start": new.slot_start,
+            "slot_end": new.slot_end,
+            "blockers": (Blocker(host_id, new.slot_start, new.slot_end, host_id in new_blocks),),
+        }
+        if len(task.slots) > 1:
+            # A guest holds exactly one block (the state model's rule): a task that meets
+            # several times cannot have one of its blocks embedded.
+            return OpResult.refuse("multi_block_guest", blocks=tuple(task.slots), **where)
+        if not rules.may_embed(task):
+            return OpResult.refuse("no_filler", other_id=task.task_class_id, **where)
+        # One guest per host block: the whole block must be free of guests, not just the range.
+        d = new.day - 1
+        taken = guest[d, host_block.slot_start - 1 : host_block.slot_end]
+        if taken.any():
+            gid = int(taken[taken != 0][0])
+            return OpResult.refuse("embed_taken", other_id=gid, **where)
+        guest[d, new.slot_start - 1 : new.slot_end] = task.state_id
+        hosts[task.state_id] = host_id
 
     # Commit: the checks above cannot fail from here on.
     changes: list[Change] = []
@@ -366,13 +413,7 @@ def relocate(
             grid.clear(old, as_guest=task.embed_host is not None)
     for task, old, new in plans:
         before_status, before_host = task.status, task.embed_host
-        if old is None:
-            task.slots = [new]
-        else:
-            task.slots = sorted(
-                [b for b in task.slots if b is not old] + [new],
-                key=lambda b: (b.day, b.slot_start),
-            )
+        task.slots = after[task.state_id]
         task.embed_host = hosts[task.state_id]
         if status_after is not None:
             task.status = status_after  # type: ignore[assignment]
@@ -433,19 +474,15 @@ def self_check(state: ScheduleState) -> None:
         raise SelfCheckError(f"state invariant broken: {exc}") from exc
 
 
-def _check_movable(
-    state: ScheduleState, task: Task, from_day: int | None, moving_ids: set[int]
-) -> Refusal | None:
-    """Whether a placed task's block may leave its place: status and lock, then shape."""
-    return _check_status(state, task) or _check_shape(state, task, from_day, moving_ids)
-
-
-def _check_status(state: ScheduleState, task: Task) -> Refusal | None:
-    """What the task is: pending (nothing to move) or locked (itself or by its host)."""
+def _check_status(state: ScheduleState, task: Task, existing_fixed: bool = False) -> Refusal | None:
+    """What the task is: pending (nothing to move), locked (itself or by its host), or existing
+    while the request keeps existing entries as facts."""
     if task.status == "pending":
         return Refusal("pending", task_id=task.state_id)
     if state.is_locked(task):
         return Refusal("locked", task_id=task.state_id, other_id=task.embed_host)
+    if existing_fixed and task.status == "existing":
+        return Refusal("existing_fixed", task_id=task.state_id)
     return None
 
 
@@ -481,41 +518,36 @@ def _check_shape(
     return None
 
 
-def _check_class_rules(
-    state: ScheduleState,
-    task: Task,
-    day: int,
-    slot_start: int,
-    slot_end: int,
-    allow_late: bool = False,
-) -> Refusal | None:
-    """The task class's window and banned periods are rules of every write, as of the solver."""
-    tc = state.task_class(task.category_id)
-    if tc is None:
-        return None
-    if (tc.start_day is not None and day < tc.start_day) or (
-        tc.end_day is not None and day > tc.end_day and not allow_late
-    ):
+def rule_refusal(
+    task: Task, breach: Breach, after: dict[int, list[SlotRange]] | None = None
+) -> Refusal:
+    """The refusal of a broken class rule: the task, the class (``other_id``; for the order
+    rule the other item, with its blocks after the call in ``blocks`` and, when it moves in
+    the same call, a ``moving`` blocker), the place, the banned periods it covers."""
+    kind: RefusalKind = breach.kind
+    common = {
+        "task_id": task.state_id,
+        "day": breach.day,
+        "slot_start": breach.slot_start,
+        "slot_end": breach.slot_end,
+    }
+    if kind in ("order_after", "order_before"):
+        other = breach.other_id
+        assert other is not None
+        moving = after is not None and other in after
         return Refusal(
-            "class_window",
-            task_id=task.state_id,
-            other_id=tc.id,
-            day=day,
-            slot_start=slot_start,
-            slot_end=slot_end,
+            kind,
+            other_id=other,
+            blockers=(Blocker(other, 0, 0, moving),),
+            blocks=tuple(after[other]) if after is not None and moving else (),
+            **common,
         )
-    banned = sorted(set(tc.excluded_slots) & set(range(slot_start, slot_end + 1)))
-    if banned:
-        return Refusal(
-            "banned_period",
-            task_id=task.state_id,
-            other_id=tc.id,
-            day=day,
-            slot_start=slot_start,
-            slot_end=slot_end,
-            blockers=tuple(Blocker(0, b, b) for b in banned),
-        )
-    return None
+    return Refusal(
+        kind,
+        other_id=breach.class_id,
+        blockers=tuple(Blocker(0, p, p) for p in breach.periods),
+        **common,  # type: ignore[arg-type]
+    )
 
 
 def _pick_block(task: Task, from_day: int | None) -> SlotRange:
@@ -524,32 +556,34 @@ def _pick_block(task: Task, from_day: int | None) -> SlotRange:
     return next(b for b in task.slots if b.day == from_day)
 
 
-def _embed_host_for(
+def _host_block_for(
     state: ScheduleState,
     grid: Grid,
     task: Task,
     new: SlotRange,
     cells: np.ndarray,
-    new_blocks: dict[int, SlotRange],
-    guests: dict[int, list[int]],
+    after: dict[int, list[SlotRange]],
+    moving_hosts: list[int],
 ) -> tuple[int, SlotRange] | None:
-    """The host (and its block) wholly containing ``new``, if ``task`` may embed there
-    (``guests``: the state's guests by host before the call)."""
+    """The water course (and its block, at the block's place after the call) wholly containing
+    ``new``, if there is one: a host that stays is found by the periods it holds (``cells``:
+    ``new``'s periods in the grid with every moving task gone), a host that moves
+    (``moving_hosts``) by its blocks in ``after``."""
     ids = np.unique(cells)
-    if len(ids) != 1 or ids[0] == 0:
-        return None
-    host_id = int(ids[0])
-    host = state.task(host_id)
-    if host is None or host_id not in grid.embed_hosts or host.embed_host is not None:
-        return None
-    if task.can_embed or task.state_id in guests:
-        return None  # no nesting: a host never becomes a guest
-    blocks = list(host.slots)
-    if host_id in new_blocks:  # the host itself moved in this call: only its new block counts
-        blocks = [new_blocks[host_id]]
-    for b in blocks:
-        if b.day == new.day and b.slot_start <= new.slot_start and new.slot_end <= b.slot_end:
-            return host_id, b
+    candidates = [int(ids[0])] if len(ids) == 1 and ids[0] != 0 else []
+    candidates += moving_hosts
+    for host_id in candidates:
+        host = state.task(host_id)
+        if (
+            host is None
+            or host_id == task.state_id
+            or host_id not in grid.embed_hosts
+            or host.embed_host is not None
+        ):
+            continue
+        for b in after.get(host_id, host.slots):
+            if b.day == new.day and b.slot_start <= new.slot_start and new.slot_end <= b.slot_end:
+                return host_id, b
     return None
 
 
@@ -557,16 +591,26 @@ def _conflict(
     task: Task,
     new: SlotRange,
     owner: np.ndarray,
-    moving_ids: set[int],
     new_blocks: dict[int, SlotRange],
 ) -> Refusal:
+    """``task``'s range ``new`` overlaps what ``owner`` holds: each blocker with its periods,
+    flagged ``moving`` when that is the blocker's new place in the same call."""
     row = owner[new.day - 1, new.slot_start - 1 : new.slot_end]
     cuts = [0, *(np.flatnonzero(np.diff(row)) + 1).tolist(), len(row)]
-    blockers = [
-        Blocker(int(row[a]), new.slot_start + a, new.slot_start + b - 1, int(row[a]) in new_blocks)
-        for a, b in itertools.pairwise(cuts)
-        if row[a] != 0
-    ]
+    blockers = []
+    for a, b in itertools.pairwise(cuts):
+        tid = int(row[a])
+        if tid == 0:
+            continue
+        s0, s1 = new.slot_start + a, new.slot_start + b - 1
+        moved = new_blocks.get(tid)
+        moving = (
+            moved is not None
+            and moved.day == new.day
+            and moved.slot_start <= s0
+            and s1 <= moved.slot_end
+        )
+        blockers.append(Blocker(tid, s0, s1, moving))
     return Refusal(
         "conflict",
         task_id=task.state_id,

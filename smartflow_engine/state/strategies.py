@@ -25,16 +25,20 @@ def windows(
     task_classes: bool | None = None,
     movable_courses: float = 0.0,
     embeddable: float = 0.2,
+    upstream: bool | None = False,
 ) -> ScheduleState:
     """A synthetic window of ``min_days..max_days`` days, any variant.
 
     ``movable_courses`` leaves that share of the locked courses unlocked (tasks with several
     blocks that writes may move block by block); ``embeddable`` is the share of water courses
-    (hosts a single-block task may be embedded into)."""
+    (hosts a single-block task may be embedded into); ``upstream`` gives the classes the
+    reference system's constraints (half-day blocks, weekdays, dates, water-course permission,
+    item order; ``None``: drawn)."""
     days = draw(st.integers(min_days, max_days))
     variant = draw(st.sampled_from(variants))
     classes = draw(st.booleans()) if task_classes is None else task_classes
     seed = draw(st.integers(0, 2**32 - 1))
+    shaped = draw(st.booleans()) if upstream is None else upstream
     return synthetic_window(
         seed,
         days,
@@ -43,6 +47,7 @@ def windows(
         with_task_classes=classes,
         movable_courses=movable_courses,
         embeddable=embeddable,
+        upstream=shaped,
     )
 
 
@@ -149,6 +154,13 @@ def _sensible_call(draw: st.DrawFn, state: ScheduleState) -> tuple[str, dict[str
     if kind == "move":
         return kind, moves[0]
     return kind, {"moves": moves}
+
+
+def sensible_write_calls(state: ScheduleState) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """``(tool name, args)`` of a write tool with real ids and whole-number arguments, aimed at
+    free runs and free water-course blocks (a fair share succeed; ``get_overview`` when the
+    window has nothing to write)."""
+    return _sensible_call(state)
 
 
 def write_calls(state: ScheduleState) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:

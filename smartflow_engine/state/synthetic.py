@@ -8,11 +8,17 @@ tasks of 1-4 periods. Variants:
 - ``tight``: pending work is 85-105 % of the free periods, so some windows do not fit;
 - ``fragmented``: single-period activities break the free time into short runs.
 
+With ``upstream=True`` the task classes carry the reference system's constraints as a student
+sets them (issue 42): banned half-day blocks and weekdays, start/end dates (the window states its
+term's first Monday), whether its items may sit in water courses, a profile, and an order of
+its items. They are drawn from a generator of their own, so every other window stays as it was.
+
 The same ``(seed, arguments)`` always gives the same window.
 """
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from typing import Any, Literal
 
 import numpy as np
@@ -54,6 +60,7 @@ def synthetic_window(
     with_task_classes: bool = False,
     slots_per_day: int = 12,
     movable_courses: float = 0.0,
+    upstream: bool = False,
 ) -> ScheduleState:
     """Build a seeded synthetic window.
 
@@ -78,6 +85,9 @@ def synthetic_window(
         Share of the other (not embeddable) courses left unlocked: tasks with several blocks a
         write may move one block of (as the spec's [2]英语). Drawn from a generator of its own,
         so the default 0 keeps every window exactly as before.
+    upstream
+        Task classes with the reference system's constraints (see the module; implies
+        ``with_task_classes``).
     """
     rng = np.random.default_rng(seed)
     course_rng = np.random.default_rng([seed, 1])  # movable_courses only: the rest stays put
@@ -212,7 +222,7 @@ def synthetic_window(
                     "total_slots": int(sum(used_classes[cid]) * rng.uniform(1.0, 1.3)),
                     "start_day": start_day,
                     "end_day": max(start_day, end_day),
-                    "excluded_slots": banned,
+                    "excluded_periods": banned,
                 }
             )
 
@@ -220,9 +230,66 @@ def synthetic_window(
         {"day_index": d, "week": 1 + (d - 1) // 7, "day_of_week": (d - 1) % 7 + 1}
         for d in range(1, num_days + 1)
     ]
-    data = {
-        "window": {"total_days": num_days, "slots_per_day": spd, "day_mapping": mapping},
-        "tasks": tasks,
-        "task_classes": task_classes,
-    }
+    window: dict[str, Any] = {"total_days": num_days, "slots_per_day": spd, "day_mapping": mapping}
+    if upstream:
+        window["semester_start"] = SEMESTER_START.isoformat()
+        task_classes = _upstream_classes(seed, num_days, spd, tasks, used_classes)
+    data = {"window": window, "tasks": tasks, "task_classes": task_classes}
     return ScheduleState.model_validate(data)
+
+
+SEMESTER_START = date(2026, 9, 7)  # a Monday: week 1's, for the upstream-shaped windows
+_LEVELS = ("low", "medium", "high")
+_SUBJECT_TYPES = ("quantitative", "memory", "reading", "mixed")
+
+
+def _upstream_classes(
+    seed: int,
+    num_days: int,
+    spd: int,
+    tasks: list[dict[str, Any]],
+    used_classes: dict[int, list[int]],
+) -> list[dict[str, Any]]:
+    """The reference system's TaskClassMeta for each study category used, and a ``task_order``
+    on its items (placed ones keep their order by place, pending ones slot in between)."""
+    rng = np.random.default_rng([seed, 2])
+    out: list[dict[str, Any]] = []
+    blocks = (spd + 1) // 2
+    for cid, cname in _CATEGORIES:
+        items = [t for t in tasks if t.get("category_id") == cid]
+        if not items:
+            continue
+        first = int(rng.integers(max(1, num_days // 4)))
+        last = num_days - 1 - int(rng.integers(max(1, num_days // 4)))
+        meta: dict[str, Any] = {
+            "id": cid,
+            "name": cname,
+            "strategy": str(rng.choice(["steady", "rapid"])),
+            "total_slots": int(sum(used_classes.get(cid, [2])) * rng.uniform(1.0, 1.3)),
+            "allow_filler_course": bool(rng.random() < 0.6),
+            "excluded_slots": sorted(
+                int(b) for b in rng.choice(blocks, size=int(rng.integers(0, 3)), replace=False) + 1
+            ),
+            "excluded_days_of_week": sorted(
+                {int(d) for d in rng.choice([1, 3, 5, 6, 7], size=int(rng.integers(0, 3)))}
+            ),
+            "start_date": (SEMESTER_START + timedelta(days=first)).isoformat(),
+            "end_date": (SEMESTER_START + timedelta(days=max(first, last))).isoformat(),
+            "subject_type": str(rng.choice(_SUBJECT_TYPES)),
+            "difficulty_level": str(rng.choice(_LEVELS)),
+            "cognitive_intensity": str(rng.choice(_LEVELS)),
+        }
+        if rng.random() < 0.3:  # an end date past the window: the class is not due inside it
+            del meta["end_date"]
+        out.append(meta)
+        placed = sorted(
+            (t for t in items if t.get("slots")),
+            key=lambda t: (t["slots"][0]["day"], t["slots"][0]["slot_start"]),
+        )
+        sequence = list(placed)
+        for t in items:
+            if not t.get("slots"):
+                sequence.insert(int(rng.integers(len(sequence) + 1)), t)
+        for order, t in enumerate(sequence, start=1):
+            t["task_order"] = order
+    return out

@@ -15,7 +15,7 @@ Quick use::
 
 from .commit import COMMIT_ERRORS, CommitResult, net_changes
 from .days import DayIndex, StoreError, window_days
-from .models import Base, Schedule, ScheduleEvent, TaskClass, TaskClassItem
+from .models import Base, Extension, Schedule, ScheduleEvent, TaskClass, TaskClassItem, TaskItem
 from .protocol import ScheduleStore
 from .seed import SeedResult
 from .sql_store import Store
@@ -41,6 +41,7 @@ __all__ = [
     "Base",
     "CommitResult",
     "DayIndex",
+    "Extension",
     "Schedule",
     "ScheduleEvent",
     "ScheduleStore",
@@ -50,6 +51,7 @@ __all__ = [
     "TaskClass",
     "TaskClassInput",
     "TaskClassItem",
+    "TaskItem",
     "TaskItemInput",
     "UpsertResult",
     "ValidationIssue",

@@ -21,8 +21,9 @@ Any failure rolls everything back and is reported as a :class:`CommitResult` wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import time
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -34,7 +35,6 @@ from sqlalchemy import (
     bindparam,
     delete,
     false,
-    func,
     insert,
     select,
     text,
@@ -47,12 +47,14 @@ from sqlalchemy.types import NullType
 from ..state import Change, ScheduleState, SlotRange, Task
 from . import models as m
 from .days import DayIndex, StoreError, expand
+from .load import extensions, has_extension, is_task_event
 
 COMMIT_ERRORS = (
     "invalid_changes",  # the log does not fit the state (unknown task, block the task lacks, ...)
     "stale",  # a row the session started from changed or vanished meanwhile
     "conflict",  # a target period is held by another event in the database
-    "db_error",  # the database refused (connection, lock, constraint)
+    "db_error",  # the database refused (connection, lock, constraint); nothing was written
+    "outcome_unknown",  # COMMIT was sent and its answer lost: written or not is not known
 )
 
 
@@ -171,7 +173,10 @@ def net_changes(state: ScheduleState, changes: Sequence[Change]) -> list[NetChan
 
 
 Cell = tuple[int, int, int]  # (week, day_of_week, section)
-ITEMS = cast(Table, m.TaskClassItem.__table__)
+ITEMS = cast(Table, m.TaskItem.__table__)
+CLASSES = cast(Table, m.TaskClass.__table__)
+EXT = cast(Table, m.Extension.__table__)
+Clock = Callable[[int, int], tuple[time, time]]
 EVENTS = cast(Table, m.ScheduleEvent.__table__)
 SCHEDULES = cast(Table, m.Schedule.__table__)
 
@@ -268,27 +273,25 @@ def _is_mysql(conn: Connection) -> bool:
 _PG_INSERT_SCHEDULES = text(
     "INSERT INTO schedules (user_id, event_id, week, day_of_week, section) "
     "SELECT * FROM unnest(CAST(:user_id AS BIGINT[]), CAST(:event_id AS BIGINT[]), "
-    "CAST(:week AS SMALLINT[]), CAST(:day_of_week AS SMALLINT[]), CAST(:section AS SMALLINT[]))"
+    "CAST(:week AS BIGINT[]), CAST(:day_of_week AS BIGINT[]), CAST(:section AS BIGINT[]))"
 )
 _EVENT_COLUMNS = (
     "user_id",
     "name",
+    "location",
     "type",
+    "rel_id",
+    "task_source_type",
     "can_be_embedded",
-    "task_class_id",
-    "task_item_id",
-    "status",
-    "duration",
-    "locked",
-    "category",
+    "start_time",
+    "end_time",
 )
 _PG_INSERT_EVENTS = text(
     f"INSERT INTO schedule_events ({', '.join(_EVENT_COLUMNS)}) "
     "SELECT * FROM unnest(CAST(:user_id AS BIGINT[]), CAST(:name AS VARCHAR[]), "
-    "CAST(:type AS VARCHAR[]), CAST(:can_be_embedded AS BOOLEAN[]), "
-    "CAST(:task_class_id AS BIGINT[]), CAST(:task_item_id AS BIGINT[]), "
-    "CAST(:status AS VARCHAR[]), CAST(:duration AS SMALLINT[]), CAST(:locked AS BOOLEAN[]), "
-    "CAST(:category AS VARCHAR[])) RETURNING id, task_item_id"
+    "CAST(:location AS VARCHAR[]), CAST(:type AS VARCHAR[]), CAST(:rel_id AS BIGINT[]), "
+    "CAST(:task_source_type AS VARCHAR[]), CAST(:can_be_embedded AS BOOLEAN[]), "
+    "CAST(:start_time AS TIME[]), CAST(:end_time AS TIME[])) RETURNING id, rel_id"
 )
 
 
@@ -301,7 +304,7 @@ def _columns(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> dict[str, 
 class _Row:
     id: int
     event_id: int
-    guest_id: int | None
+    guest_id: int | None  # the task item embedded there (``embedded_task_id``)
 
 
 class _Rows:
@@ -316,31 +319,44 @@ class _Rows:
         self.s, self.user_id, self.days = session, user_id, days
         item_ids = {t.source_id for t in tasks if t.source == "task_item"}
         event_ids = {t.source_id for t in tasks if t.source == "event"}
-        # Core rows (read-only snapshots of the locked rows), not ORM objects: the writes below
-        # are set-based Core statements, so no unit of work has to track or flush them.
         conn = session.connection()
+        mine = select(CLASSES.c.id).where(CLASSES.c.user_id == user_id)
         items = conn.execute(
             select(
-                ITEMS.c.id, ITEMS.c.status, ITEMS.c.duration, ITEMS.c.content, ITEMS.c.category_id
+                ITEMS.c.id,
+                ITEMS.c.status,
+                ITEMS.c.content,
+                ITEMS.c.category_id,
+                ITEMS.c.embedded_time,
             )
-            .where(ITEMS.c.user_id == user_id, _in_ids(conn, ITEMS.c.id, item_ids))
+            .where(ITEMS.c.category_id.in_(mine), _in_ids(conn, ITEMS.c.id, item_ids))
             .order_by(ITEMS.c.id)
             .with_for_update()
         ).all()
         events = conn.execute(
-            select(EVENTS.c.id, EVENTS.c.task_item_id, EVENTS.c.status, EVENTS.c.duration)
+            select(
+                EVENTS.c.id,
+                EVENTS.c.type,
+                EVENTS.c.rel_id,
+                EVENTS.c.task_source_type,
+                EVENTS.c.can_be_embedded,
+            )
             .where(
                 EVENTS.c.user_id == user_id,
                 _in_ids(conn, EVENTS.c.id, event_ids)
-                | _in_ids(conn, EVENTS.c.task_item_id, item_ids),
+                | (
+                    (EVENTS.c.type == "task")
+                    & EVENTS.c.task_source_type.in_((m.TASK_SOURCE_ITEM, ""))
+                    & _in_ids(conn, EVENTS.c.rel_id, item_ids)
+                ),
             )
             .order_by(EVENTS.c.id)
             .with_for_update()
         ).all()
-        by_item = {e.task_item_id: e for e in events if e.task_item_id is not None}
+        by_item = {int(e.rel_id): e for e in events if is_task_event(e)}
         by_id = {e.id: e for e in events}
         item_by_id = {it.id: it for it in items}
-        self._items: dict[int, Any] = {}  # a locked item row (id, status, duration, ...), None
+        self._items: dict[int, Any] = {}  # a locked item row, None
         self._events: dict[int, Any] = {}  # a locked event row, a new event's _NewEvent, None
         for t in tasks:
             if t.source == "task_item":
@@ -353,19 +369,22 @@ class _Rows:
             (w, d, sec): _Row(rid, eid, gid)
             for rid, eid, w, d, sec, gid in conn.execute(
                 select(
-                    m.Schedule.id,
-                    m.Schedule.event_id,
-                    m.Schedule.week,
-                    m.Schedule.day_of_week,
-                    m.Schedule.section,
-                    m.Schedule.embedded_event_id,
+                    SCHEDULES.c.id,
+                    SCHEDULES.c.event_id,
+                    SCHEDULES.c.week,
+                    SCHEDULES.c.day_of_week,
+                    SCHEDULES.c.section,
+                    SCHEDULES.c.embedded_task_id,
                 )
                 .where(
-                    m.Schedule.user_id == user_id, m.Schedule.week >= first, m.Schedule.week <= last
+                    SCHEDULES.c.user_id == user_id,
+                    SCHEDULES.c.week >= first,
+                    SCHEDULES.c.week <= last,
                 )
                 .with_for_update()
             )
         }
+        self.hosted_items = {r.guest_id for r in self.cells.values() if r.guest_id is not None}
 
     def item(self, task: Task) -> Any:
         return self._items.get(task.state_id)
@@ -384,18 +403,36 @@ class _Rows:
         """The WHERE clause of a block's rows (the user's rows on that day, those sections)."""
         week, dow = self.days.weekday(block.day)
         return (
-            (m.Schedule.user_id == self.user_id)
-            & (m.Schedule.week == week)
-            & (m.Schedule.day_of_week == dow)
-            & m.Schedule.section.in_(list(expand(block)))
+            (SCHEDULES.c.user_id == self.user_id)
+            & (SCHEDULES.c.week == week)
+            & (SCHEDULES.c.day_of_week == dow)
+            & SCHEDULES.c.section.in_(list(expand(block)))
         )
+
+    def target(self, block: SlotRange) -> dict[str, int]:
+        """A block as the backend's ``embedded_time``."""
+        week, dow = self.days.weekday(block.day)
+        return {
+            "week": week,
+            "day_of_week": dow,
+            "section_from": block.slot_start,
+            "section_to": block.slot_end,
+        }
 
 
 def commit_changes(
-    session: Session, user_id: int, state: ScheduleState, changes: Sequence[Change]
+    session: Session,
+    user_id: int,
+    state: ScheduleState,
+    changes: Sequence[Change],
+    *,
+    clock: Clock | None = None,
 ) -> CommitResult:
-    """Apply ``changes`` inside the caller's transaction; raise :class:`CommitFailure` on any
-    problem (the caller rolls back)."""
+    """Apply ``changes`` inside the caller's transaction as SmartFlow-Agent's backend writes an
+    applied item; raise :class:`CommitFailure` on any problem (the caller rolls back).
+
+    ``clock(section_from, section_to)`` gives a task event's start and end time (default: the
+    ``SMARTFLOW_SECTION_CLOCK`` setting)."""
     try:
         days = DayIndex.build(state.window.day_mapping)
     except StoreError as exc:
@@ -422,16 +459,15 @@ def commit_changes(
         conn.execute(
             update(SCHEDULES)
             .where(_in_ids(conn, SCHEDULES.c.id, to_clear))
-            .values(embedded_event_id=None)
+            .values(embedded_task_id=None)
         )
         result.guests_cleared = len(to_clear)
     if to_delete:
         conn.execute(delete(SCHEDULES).where(_in_ids(conn, SCHEDULES.c.id, to_delete)))
         result.rows_deleted += len(to_delete)
-    # 3. Statuses: events created, deleted or split off.
-    new_ids: dict[int, int] = {}
-    _update_statuses(session, rows, nets, result, new_ids)
-    # 4. Added blocks: owners first (the periods must be free once the removed rows are gone),
+    # 3. Items and task events follow their tasks.
+    _update_items(session, rows, nets, result, clock or _default_clock())
+    # 4. Added blocks: owners first (the sections must be free once the removed rows are gone),
     #    then guests onto their hosts' rows.
     inserts: list[dict[str, Any]] = []
     for net in nets:
@@ -444,9 +480,7 @@ def commit_changes(
                 held = rows.cells.get((week, dow, section))
                 if held is not None and held.id not in to_delete:
                     t = net.task
-                    name = session.scalar(
-                        select(m.ScheduleEvent.name).where(m.ScheduleEvent.id == held.event_id)
-                    )
+                    name = session.scalar(select(EVENTS.c.name).where(EVENTS.c.id == held.event_id))
                     raise CommitFailure(
                         "conflict",
                         f"task [{t.state_id}] {t.name}: day "
@@ -470,49 +504,53 @@ def commit_changes(
     insert_rows(conn, inserts)
     result.rows_inserted = len(inserts)
     for net in nets:
-        if net.task.embed_host is None:
+        t = net.task
+        if t.embed_host is None or not net.added:
             continue
-        ev, host_ev = rows.event(net.task), rows.event(_host(tasks, net.task.embed_host))
-        assert ev is not None
+        host_ev = rows.event(_host(tasks, t.embed_host))
+        item = rows.item(t)
+        if t.source != "task_item" or item is None:
+            raise CommitFailure(
+                "invalid_changes",
+                f"task [{t.state_id}] {t.name}: only a task item can be embedded in a course "
+                "(the host's rows carry a task item id)",
+                t.state_id,
+            )
         for block in net.added:
             if host_ev is None:
                 raise CommitFailure(
                     "conflict",
-                    f"task [{net.task.state_id}] {net.task.name}: its "
-                    "host holds no periods in the database",
-                    net.task.state_id,
+                    f"task [{t.state_id}] {t.name}: its host holds no periods in the database",
+                    t.state_id,
                     "host_not_free",
                     day=block.day,
-                    host=net.task.embed_host,
+                    host=t.embed_host,
                 )
             out = conn.execute(
                 update(SCHEDULES)
                 .where(
                     rows.where(block),
                     SCHEDULES.c.event_id == host_ev.id,
-                    SCHEDULES.c.embedded_event_id.is_(None),
+                    SCHEDULES.c.embedded_task_id.is_(None),
                 )
-                .values(embedded_event_id=ev.id)
+                .values(embedded_task_id=item.id)
             )
             if int(out.rowcount) != block.length:
                 raise CommitFailure(
                     "conflict",
-                    f"task [{net.task.state_id}] {net.task.name}: the "
+                    f"task [{t.state_id}] {t.name}: the "
                     f"host's periods on day {block.day} are not free to embed "
                     "into in the database",
-                    net.task.state_id,
+                    t.state_id,
                     "host_not_free",
                     day=block.day,
-                    host=net.task.embed_host,
+                    host=t.embed_host,
                 )
             result.guests_marked += block.length
     session.flush()
     result.tasks_written = len(nets)
     result.items_updated = sum(1 for n in nets if n.task.source == "task_item")
-    result.events_updated = sum(
-        1 for n in nets if n.task.source == "event" and n.task.state_id not in new_ids
-    )
-    result.source_ids = new_ids
+    result.events_updated += sum(1 for n in nets if n.task.source == "event")
     return result
 
 
@@ -556,6 +594,12 @@ def _host(tasks: dict[int, Task], host_id: int) -> Task:
     return host
 
 
+def _default_clock() -> Clock:
+    from ..settings import current
+
+    return current().section_times
+
+
 def _check(
     tasks: dict[int, Task],
     rows: _Rows,
@@ -568,20 +612,27 @@ def _check(
     who = f"task [{t.state_id}] {t.name}"
     was_pending = net.status_before == "pending"
     ev = rows.event(t)
+    item = None
     if t.source == "task_item":
         item = rows.item(t)
         if item is None:
             raise CommitFailure(
                 "stale", f"{who}: task item {t.source_id} no longer exists", t.state_id, "item_gone"
             )
-        if was_pending and (item.status != "pending" or ev is not None):
+        hosted = item.id in rows.hosted_items
+        if was_pending and (
+            item.status not in (None, m.ITEM_UNSCHEDULED)
+            or ev is not None
+            or hosted
+            or item.embedded_time is not None
+        ):
             raise CommitFailure(
                 "stale",
                 f"{who}: task item {t.source_id} was scheduled meanwhile",
                 t.state_id,
                 "item_scheduled",
             )
-        if not was_pending and ev is None:
+        if not was_pending and ev is None and not hosted and item.embedded_time is None:
             raise CommitFailure(
                 "stale",
                 f"{who}: task item {t.source_id} is no longer scheduled",
@@ -593,18 +644,17 @@ def _check(
             raise CommitFailure(
                 "stale", f"{who}: event {t.source_id} no longer exists", t.state_id, "event_gone"
             )
-        if was_pending != (ev.status == "pending"):
+        if t.status == "pending":
             raise CommitFailure(
-                "stale",
-                f"{who}: event {t.source_id} is now {ev.status}",
+                "invalid_changes",
+                f"{who}: event {t.source_id} cannot be taken off the timetable (the backend's "
+                "tables hold no pending event); move it instead",
                 t.state_id,
-                "event_status",
-                status=ev.status,
+                "event_unplace",
             )
     else:
         raise CommitFailure("invalid_changes", f"{who}: unknown source {t.source!r}", t.state_id)
     for block, host in net.removed:
-        assert ev is not None
         host_ev = rows.event(_host(tasks, host)) if host is not None else None
         if host is not None and host_ev is None:
             raise CommitFailure(
@@ -614,29 +664,42 @@ def _check(
                 "host_gone",
                 host=host,
             )
+        if host_ev is None and ev is None:
+            # an item placed by its embedded_time only: nothing in schedules to undo
+            if item is None or item.embedded_time != rows.target(block):
+                raise _periods_changed(who, t, block)
+            continue
         for cell in rows.block_cells(block):
             row = rows.cells.get(cell)
             if host_ev is None:
                 ok = row is not None and row.event_id == ev.id
             else:
-                ok = row is not None and row.event_id == host_ev.id and row.guest_id == ev.id
-            if not ok:
-                raise CommitFailure(
-                    "stale",
-                    f"{who}: its periods {block.slot_start}-"
-                    f"{block.slot_end} on day {block.day} changed in the "
-                    "database meanwhile",
-                    t.state_id,
-                    "periods_changed",
-                    day=block.day,
-                    slot_start=block.slot_start,
-                    slot_end=block.slot_end,
+                ok = (
+                    row is not None
+                    and row.event_id == host_ev.id
+                    and item is not None
+                    and row.guest_id == item.id
                 )
+            if not ok:
+                raise _periods_changed(who, t, block)
             assert row is not None
             if host_ev is not None:
                 to_clear.add(row.id)
             else:
                 to_delete[row.id] = (t, block)
+
+
+def _periods_changed(who: str, task: Task, block: SlotRange) -> CommitFailure:
+    return CommitFailure(
+        "stale",
+        f"{who}: its periods {block.slot_start}-{block.slot_end} on day {block.day} changed in "
+        "the database meanwhile",
+        task.state_id,
+        "periods_changed",
+        day=block.day,
+        slot_start=block.slot_start,
+        slot_end=block.slot_end,
+    )
 
 
 def _check_no_new_guests(
@@ -650,9 +713,7 @@ def _check_no_new_guests(
         row = by_id[row_id]
         if row.guest_id is None or row_id in to_clear:
             continue
-        name = session.scalar(
-            select(m.ScheduleEvent.name).where(m.ScheduleEvent.id == row.guest_id)
-        )
+        name = session.scalar(select(ITEMS.c.content).where(ITEMS.c.id == row.guest_id))
         raise CommitFailure(
             "stale",
             f"task [{t.state_id}] {t.name}: its periods "
@@ -667,173 +728,166 @@ def _check_no_new_guests(
         )
 
 
-def _update_statuses(
-    session: Session,
-    rows: _Rows,
-    nets: Sequence[NetChange],
-    result: CommitResult,
-    new_ids: dict[int, int],
+def _update_items(
+    session: Session, rows: _Rows, nets: Sequence[NetChange], result: CommitResult, clock: Clock
 ) -> None:
-    """Item and event rows follow their tasks' final statuses (see the module docstring), as
-    set-based statements: one ``UPDATE ... WHERE id IN (...)`` per distinct (status, duration),
-    one multi-row ``INSERT`` for the new events of task items."""
+    """Items and their task events follow the tasks, as the backend applies an item:
+
+    - placed in its own sections: ``status`` 2, ``embedded_time`` its (first) block, and a task
+      event (``type`` task, ``rel_id`` the item, ``task_source_type`` task_item, ``name`` its
+      content, start/end time from the section clock) whose rows the caller inserts;
+    - placed in a water course: ``status`` 2 and ``embedded_time``; no event of its own (the host's
+      rows carry it);
+    - unplaced: ``status`` 1, ``embedded_time`` NULL, its event and the event's rows deleted.
+    """
     conn = session.connection()
-    item_sets: dict[int, tuple[Any, str, int | None]] = {}  # id -> (row, status, duration)
-    event_sets: dict[int, tuple[Any, str, int | None]] = {}
-    dropped: list[int] = []  # placements (events) of items that went back to pending
+    dropped: list[int] = []
     created: list[tuple[Task, dict[str, Any]]] = []
-    taken_off: list[tuple[Task, Any]] = []  # events that went back to pending
+    durations: dict[int, int] = {}  # items going back to pending: their duration (extension)
     for net in nets:
         t, ev = net.task, rows.event(net.task)
-        if t.source == "task_item":
-            item = rows.item(t)
-            assert item is not None
-            if t.status == "pending":
-                item_sets[item.id] = (item, "pending", t.duration)
-                if ev is not None:
-                    dropped.append(ev.id)
-                    rows.set_event(t, None)
-                continue
-            duration = t.duration if t.duration is not None else item.duration
-            item_sets[item.id] = (item, "scheduled", duration)
-            if ev is None:
-                created.append(
-                    (
-                        t,
-                        {
-                            "user_id": rows.user_id,
-                            "name": item.content,
-                            "type": "task",
-                            "can_be_embedded": t.can_embed,
-                            "task_class_id": item.category_id,
-                            "task_item_id": item.id,
-                            "status": t.status,
-                            "duration": t.duration,
-                            "locked": True if t.locked else None,
-                            "category": None,
-                        },
-                    )
-                )
-            else:
-                event_sets[ev.id] = (ev, t.status, ev.duration)
+        if t.source != "task_item":
             continue
-        assert ev is not None
-        if t.status != "pending":
-            duration = t.duration if t.duration is not None else ev.duration
-            event_sets[ev.id] = (ev, t.status, duration)
-        elif net.status_before != "pending":
-            taken_off.append((t, ev))
-    _set_status_duration(conn, ITEMS, rows.user_id, item_sets.values())
+        item = rows.item(t)
+        assert item is not None
+        if t.status == "pending":
+            target: dict[str, int] | None = None
+            status = m.ITEM_UNSCHEDULED
+            if t.duration is not None:
+                durations[item.id] = t.duration
+        else:
+            target = rows.target(t.slots[0]) if t.slots else item.embedded_time
+            status = m.ITEM_APPLIED
+        if item.status != status or item.embedded_time != target:
+            conn.execute(
+                update(ITEMS)
+                .where(ITEMS.c.id == item.id)
+                .values(status=status, embedded_time=target)
+            )
+        own = t.status != "pending" and t.embed_host is None and bool(t.slots)
+        if ev is not None and not own:
+            dropped.append(ev.id)
+            rows.set_event(t, None)
+        elif ev is None and own:
+            start, end = _times(clock, t)
+            created.append(
+                (
+                    t,
+                    {
+                        "user_id": rows.user_id,
+                        "name": (item.content or t.name)[: m.NAME_LEN],
+                        "location": "",
+                        "type": "task",
+                        "rel_id": item.id,
+                        "task_source_type": m.TASK_SOURCE_ITEM,
+                        "can_be_embedded": False,
+                        "start_time": start,
+                        "end_time": end,
+                    },
+                )
+            )
+        elif ev is not None and net.added:
+            start, end = _times(clock, t)
+            conn.execute(
+                update(EVENTS).where(EVENTS.c.id == ev.id).values(start_time=start, end_time=end)
+            )
+            result.events_updated += 1
     if dropped:
         conn.execute(
             update(SCHEDULES)
-            .where(_in_ids(conn, SCHEDULES.c.embedded_event_id, dropped))
-            .values(embedded_event_id=None)
+            .where(_in_ids(conn, SCHEDULES.c.event_id, dropped))
+            .values(embedded_task_id=None)
         )
         gone = conn.execute(delete(SCHEDULES).where(_in_ids(conn, SCHEDULES.c.event_id, dropped)))
         result.rows_deleted += int(gone.rowcount)
         conn.execute(delete(EVENTS).where(_in_ids(conn, EVENTS.c.id, dropped)))
         result.events_deleted += len(dropped)
-    left: dict[int, int] = {}
-    if taken_off:
-        left = {
-            eid: int(n)
-            for eid, n in conn.execute(
-                select(SCHEDULES.c.event_id, func.count())
-                .where(_in_ids(conn, SCHEDULES.c.event_id, [ev.id for _, ev in taken_off]))
-                .group_by(SCHEDULES.c.event_id)
-            ).all()
-        }
-    split = [ev.id for _, ev in taken_off if left.get(ev.id)]
-    full = (
-        {
-            row.id: row
-            for row in conn.execute(select(EVENTS).where(_in_ids(conn, EVENTS.c.id, split)))
-        }
-        if split
-        else {}
-    )
-    for t, ev in taken_off:
-        if left.get(ev.id):  # other weeks still hold it: the occurrence becomes its own event
-            ev = full[ev.id]
-            created.append(
-                (
-                    t,
-                    {
-                        "user_id": ev.user_id,
-                        "name": ev.name,
-                        "type": ev.type,
-                        "can_be_embedded": ev.can_be_embedded,
-                        "task_class_id": ev.task_class_id,
-                        "task_item_id": None,
-                        "status": "pending",
-                        "duration": t.duration,
-                        "locked": ev.locked,
-                        "category": ev.category,
-                    },
-                )
-            )
-        else:
-            event_sets[ev.id] = (ev, "pending", t.duration)
-    _set_status_duration(conn, EVENTS, rows.user_id, event_sets.values())
-    # Placements of items: one multi-row INSERT ... RETURNING, matched back by the (unique)
-    # task_item_id; split-off events (rare) one by one.
-    of_items = [values for _, values in created if values["task_item_id"] is not None]
+    if durations and has_extension(session):
+        _store_durations(session, durations)
+    values = [v for _, v in created]
     ids_by_item: dict[int, int] = {}
-    if of_items and _is_pg(conn):
+    if values and _is_pg(conn):
         ids_by_item = {
-            item_id: eid
-            for eid, item_id in conn.execute(_PG_INSERT_EVENTS, _columns(of_items, _EVENT_COLUMNS))
+            int(item_id): eid
+            for eid, item_id in conn.execute(_PG_INSERT_EVENTS, _columns(values, _EVENT_COLUMNS))
         }
-    elif of_items and _is_mysql(conn):
+    elif values and _is_mysql(conn):
         ids_by_item = {
-            item_id: eid
-            for eid, item_id in _mysql_insert(conn, EVENTS, of_items, returning="id, task_item_id")
+            int(item_id): eid
+            for eid, item_id in _mysql_insert(conn, EVENTS, values, returning="id, rel_id")
         }
-    elif of_items:
+    elif values:
         ids_by_item = {
-            item_id: eid
+            int(item_id): eid
             for eid, item_id in conn.execute(
-                insert(EVENTS).returning(EVENTS.c.id, EVENTS.c.task_item_id), of_items
+                insert(EVENTS).returning(EVENTS.c.id, EVENTS.c.rel_id), values
             )
         }
-    for t, values in created:
-        item_id = values["task_item_id"]
-        if item_id is not None:
-            eid = ids_by_item[item_id]
-        else:
-            eid = conn.execute(insert(EVENTS).values(values).returning(EVENTS.c.id)).scalar_one()
-        rows.set_event(t, _NewEvent(eid))
-        if t.source == "event":
-            new_ids[t.state_id] = eid
+    for t, v in created:
+        rows.set_event(t, _NewEvent(ids_by_item[int(v["rel_id"])]))
     result.events_created += len(created)
 
 
-def _set_status_duration(
-    conn: Connection, table: Table, user_id: int, targets: Iterable[tuple[Any, str, int | None]]
-) -> None:
-    """Give each (locked) row its target ``status`` and ``duration``: one ``UPDATE ... WHERE id
-    IN (...)`` per distinct value that differs from the row as read, so a commit that places
-    many items in their own durations costs one statement, not one per duration."""
-    statuses: dict[str, list[int]] = {}
-    durations: dict[int | None, list[int]] = {}
-    for row, status, duration in targets:
-        if row.status != status:
-            statuses.setdefault(status, []).append(row.id)
-        if row.duration != duration:
-            durations.setdefault(duration, []).append(row.id)
-    # ``user_id`` too: the rows are the user's own, and it lets the planner take the
-    # (user_id, status) index where it would otherwise scan the whole table (PostgreSQL on
-    # tables without statistics yet, matching every row against the id array).
-    for status, ids in statuses.items():
-        conn.execute(
-            update(table)
-            .where(table.c.user_id == user_id, _in_ids(conn, table.c.id, ids))
-            .values(status=status)
-        )
-    for duration, ids in durations.items():
-        conn.execute(
-            update(table)
-            .where(table.c.user_id == user_id, _in_ids(conn, table.c.id, ids))
-            .values(duration=duration)
-        )
+def _store_durations(session: Session, durations: dict[int, int]) -> None:
+    """Keep pending items' durations in the extension table (the backend has no column)."""
+    ext = extensions(session, "task_item", list(durations))
+    conn = session.connection()
+    conn.execute(
+        delete(EXT).where(EXT.c.kind == "task_item", _in_ids(conn, EXT.c.ref_id, durations))
+    )
+    conn.execute(
+        insert(EXT),
+        [
+            {"kind": "task_item", "ref_id": iid, "data": {**ext.get(iid, {}), "duration": d}}
+            for iid, d in durations.items()
+        ],
+    )
+
+
+def _times(clock: Clock, task: Task) -> tuple[time, time]:
+    """A task event's start and end time: the first block's first section's start and its last
+    section's end on the section clock."""
+    block = task.slots[0]
+    try:
+        return clock(block.slot_start, block.slot_end)
+    except ValueError as exc:
+        raise CommitFailure(
+            "invalid_changes", f"task [{task.state_id}] {task.name}: {exc}", task.state_id
+        ) from None
+
+
+def backend_batches(state: ScheduleState, changes: Sequence[Change]) -> list[dict[str, Any]]:
+    """The confirmed change as SmartFlow-Agent's batch payload, for hosts that apply changes
+    through their own API: per task class ``{task_class_id, items: [{task_item_id, week,
+    day_of_week, start_section, end_section, embed_course_event_id}]}`` for every task item the
+    change leaves placed in new sections (``embed_course_event_id`` 0 unless it is embedded in a
+    course, whose event id it then names)."""
+    days = DayIndex.build(state.window.day_mapping)
+    tasks = task_index(state)
+    out: dict[int, list[dict[str, Any]]] = {}
+    for net in net_changes(state, changes):
+        t = net.task
+        if t.source != "task_item" or t.status == "pending" or not net.added:
+            continue
+        host = tasks.get(t.embed_host) if t.embed_host is not None else None
+        for block in net.added:
+            week, dow = days.weekday(block.day)
+            out.setdefault(t.task_class_id or 0, []).append(
+                {
+                    "task_item_id": t.source_id,
+                    "week": week,
+                    "day_of_week": dow,
+                    "start_section": block.slot_start,
+                    "end_section": block.slot_end,
+                    "embed_course_event_id": host.source_id
+                    if host is not None and host.source == "event"
+                    else 0,
+                }
+            )
+    return [
+        {
+            "task_class_id": cid,
+            "items": sorted(items, key=lambda i: (i["task_item_id"], i["week"], i["day_of_week"])),
+        }
+        for cid, items in sorted(out.items())
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from ..state import DayMapping, SlotRange
@@ -158,3 +159,18 @@ def window_days(start: WeekDay, end: WeekDay) -> list[DayMapping]:
         DayMapping(day_index=i + 1, week=o // 7, day_of_week=o % 7 + 1)
         for i, o in enumerate(range(first, last + 1))
     ]
+
+
+def class_week_day(
+    day: date | datetime | None, ext: Any, semester_start: date | None
+) -> WeekDay | None:
+    """A class end as ``(week, day_of_week)``: from its date on the semester calendar, else from
+    the teaching-week day the extension table keeps."""
+    if day is not None and semester_start is not None:
+        d = day.date() if isinstance(day, datetime) else day
+        offset = (d - semester_start).days
+        if offset >= 0:
+            return offset // 7 + 1, offset % 7 + 1
+    if isinstance(ext, dict) and "week" in ext and "day_of_week" in ext:
+        return int(ext["week"]), int(ext["day_of_week"])
+    return None

@@ -14,6 +14,7 @@ from ..state import Change, DayMapping, ScheduleState
 
 if TYPE_CHECKING:
     from .commit import CommitResult
+    from .rough_build import RoughBuild
     from .task_classes import TaskClassInput, TaskItemInput, UpsertResult
 
 DayMappingLike = Iterable[DayMapping | Mapping[str, Any]]
@@ -21,8 +22,8 @@ DayMappingLike = Iterable[DayMapping | Mapping[str, Any]]
 
 @runtime_checkable
 class ScheduleStore(Protocol):
-    """Load a window, write a session back (or preview that write), and upsert task classes
-    (the ``upsert_task_class`` tool). Every method acts on one user's rows only."""
+    """Load a window, write a session back (or preview that write), upsert task classes (the
+    ``upsert_task_class`` tool) and answer a rough build (``POST /v1/rough-build``). Every method acts on one user's rows only."""
 
     def load_window(
         self,
@@ -49,3 +50,13 @@ class ScheduleStore(Protocol):
         items: Sequence[TaskItemInput] = (),
         source: str | None = None,
     ) -> UpsertResult: ...
+
+    def rough_build(
+        self,
+        user_id: int,
+        task_class_ids: Collection[int],
+        *,
+        time_limit_s: float = 5.0,
+        num_workers: int = 1,
+        slots_per_day: int = 12,
+    ) -> RoughBuild: ...

@@ -16,24 +16,39 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from datetime import date
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, event, func, inspect, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from ..state import Change, ScheduleState
 from . import models as m
-from .commit import CommitFailure, CommitResult, commit_changes
-from .load import load_window
+from .commit import CommitFailure, CommitResult, backend_batches, commit_changes
+from .load import load_window, owned_items
+from .outcome import (
+    CommitInDoubt,
+    Outcome,
+    create_markers,
+    drop_markers,
+    forget_marker,
+    new_marker,
+    settle,
+    uses_markers,
+    write_marker,
+)
 from .protocol import DayMappingLike
+from .rough_build import RoughBuild, rough_build
+from .schema import prepare
 from .seed import SeedResult, seed_from_state
 from .task_classes import TaskClassInput, TaskItemInput, UpsertResult, upsert_task_class
 from .timeouts import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_S, connect_args, install_liveness
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class Store:
@@ -44,14 +59,39 @@ class Store:
     engine
         A SQLAlchemy engine; :meth:`from_url` builds one with the right SQLite settings.
     create
-        Create the four tables if they are missing.
+        Create SmartFlow-Agent's four tables and our extension table on a database that holds
+        none of the four. On any other database nothing is created or altered: the tables and
+        columns are checked (:mod:`.schema`) and a difference raises :class:`StoreError`.
     """
 
-    def __init__(self, engine: Engine, *, create: bool = True) -> None:
+    def __init__(self, engine: Engine, *, create: bool = True, defer: bool = True) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        if create:
-            self.create_tables()
+        self._markers: bool | None = None  # whether commits write a marker (asked once)
+        self.has_extension = False
+        self._create = create
+        self._checked = False
+        try:
+            self._check()
+        except OperationalError as exc:  # the server is down: checked on the first session
+            if not defer:  # a command opening --db says so at once (one line, exit 2)
+                raise
+            log.warning("schema check deferred (database unreachable): %s", _first_line(exc))
+
+    def _open(self) -> Session:
+        """A new ORM session, after the schema check if it was deferred."""
+        if not self._checked:
+            self._check()
+        return self._sessions()
+
+    def _check(self) -> None:
+        backend = {t.__tablename__ for t in m.TABLES}
+        ours = not set(inspect(self.engine).get_table_names()) & backend
+        self.has_extension = prepare(self.engine, create=self._create)
+        # the commit marker table (:mod:`.outcome`) only where this created the whole schema
+        create_markers(self.engine, schema_is_ours=ours and self._create)
+        self._markers = None
+        self._checked = True
 
     @classmethod
     def from_url(
@@ -59,6 +99,7 @@ class Store:
         url: str,
         *,
         create: bool = True,
+        defer: bool = True,
         echo: bool = False,
         connect_timeout_s: float | None = CONNECT_TIMEOUT_S,
         statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
@@ -67,12 +108,19 @@ class Store:
         """A store on ``url``: ``sqlite:///path.db``, ``sqlite://`` (in memory, one shared
         connection), ``postgresql+psycopg://...``, ``mysql+pymysql://...`` or ``mariadb://...``
         (``charset=utf8mb4`` is added when the URL names none). Tables are created unless
-        ``create=False``.
+        ``create=False``. A server that cannot be reached defers the schema check to the first
+        session (a server process starts anyway); ``defer=False`` raises at once instead.
 
         On a database server, connecting is limited to ``connect_timeout_s`` and each
         statement to ``statement_timeout_s`` (``None``: no limit; the URL's own
         ``connect_timeout``, ``options``, ``read_timeout``, ``write_timeout`` win), and every
-        connection taken from the pool is checked first (see :mod:`.timeouts`)."""
+        connection taken from the pool is checked first (see :mod:`.timeouts`).
+
+        Raises
+        ------
+        StoreError
+            The database holds some of the backend's tables but not the tables and columns the
+            engine needs (one line naming what differs; nothing is created or altered)."""
         parsed = make_url(url)
         if parsed.get_backend_name() == "sqlite":
             memory = parsed.database in (None, "", ":memory:")
@@ -95,13 +143,23 @@ class Store:
             kwargs.update(engine_kwargs)
             engine = create_engine(parsed, echo=echo, **kwargs)
             install_liveness(engine, {**parsed.query, **kwargs["connect_args"]})
-        return cls(engine, create=create)
+        return cls(engine, create=create, defer=defer)
 
     def create_tables(self) -> None:
+        """Create every table (``smartflow db init`` on an empty database); the commit marker
+        table (:mod:`.outcome`) only when this creates the whole schema (no table of ours
+        existed), or keep the one there is."""
+        existing = set(inspect(self.engine).get_table_names())
+        ours = not existing & {t.__tablename__ for t in m.TABLES}
         m.Base.metadata.create_all(self.engine)
+        create_markers(self.engine, schema_is_ours=ours)
+        self._markers = None
+        self.has_extension = self._checked = True
 
     def drop_tables(self) -> None:
         m.Base.metadata.drop_all(self.engine)
+        drop_markers(self.engine)
+        self._markers = None
 
     def dispose(self) -> None:
         """Close the pooled connections (the file can then be copied or removed)."""
@@ -110,7 +168,7 @@ class Store:
     @contextmanager
     def session(self, *, write: bool = False) -> Iterator[Session]:
         """One transaction: committed on success, rolled back on any exception."""
-        with self._sessions() as s, s.begin():
+        with self._open() as s, s.begin():
             if write and self.engine.dialect.name == "sqlite":
                 s.connection(execution_options={"sqlite_immediate": True})
             yield s
@@ -133,7 +191,12 @@ class Store:
         """
         with self.session() as s:
             return load_window(
-                s, user_id, day_mapping, slots_per_day=slots_per_day, task_class_ids=task_class_ids
+                s,
+                user_id,
+                day_mapping,
+                slots_per_day=slots_per_day,
+                task_class_ids=task_class_ids,
+                semester_start=_semester_start(),
             )
 
     def commit(self, user_id: int, state: ScheduleState, changes: Sequence[Change]) -> CommitResult:
@@ -141,18 +204,114 @@ class Store:
         and ``ok`` is false with an ``error_code`` from :data:`~.commit.COMMIT_ERRORS`."""
         if not changes:
             return CommitResult(ok=True)
-
-        def write() -> CommitResult:
-            with self.session(write=True) as s:
-                return commit_changes(s, user_id, state, changes)
-
-        result = _refusal_or(write, log_db_errors=True)
+        marker = self._new_marker()
+        try:
+            result = _refusal_or(
+                lambda: self._write(
+                    lambda s: commit_changes(s, user_id, state, changes), lambda _r: True, marker
+                ),
+                log_db_errors=True,
+            )
+        except CommitInDoubt as doubt:
+            result = self._settle(doubt, marker, user_id, state, changes)
         if result.ok:
             for state_id, source_id in result.source_ids.items():
                 task = state.task(state_id)
                 if task is not None:
                     task.source_id = source_id
         return result
+
+    def rough_build(
+        self,
+        user_id: int,
+        task_class_ids: Collection[int],
+        *,
+        time_limit_s: float = 5.0,
+        num_workers: int = 1,
+        slots_per_day: int = 12,
+    ) -> RoughBuild:
+        """SmartFlow-Agent's rough build by the proposal search, in the backend's coordinates;
+        nothing is written (see :mod:`.rough_build`).
+
+        Raises
+        ------
+        StoreError
+            A class the user does not own, or classes without a span on teaching weeks.
+        """
+        return rough_build(
+            self,
+            user_id,
+            task_class_ids,
+            time_limit_s=time_limit_s,
+            num_workers=num_workers,
+            slots_per_day=slots_per_day,
+        )
+
+    def batch_payload(
+        self, state: ScheduleState, changes: Sequence[Change]
+    ) -> list[dict[str, Any]]:
+        """The change as SmartFlow-Agent's batch payload (per class ``{task_class_id, items}``),
+        for a host that applies changes through its own API; see :func:`.commit.backend_batches`.
+        """
+        return backend_batches(state, changes)
+
+    def _new_marker(self) -> str | None:
+        """A marker for the next write transaction, when this database keeps them (asked once;
+        a database that cannot be asked now is asked again next time)."""
+        if self._markers is None:
+            self._markers = uses_markers(self.engine)
+        return new_marker() if self._markers else None
+
+    def _write(
+        self, work: Callable[[Session], R], keep: Callable[[R], bool], marker: str | None
+    ) -> R:
+        """``work`` in one write transaction, committed when ``keep`` says so (else rolled back),
+        with ``marker`` written just before ``COMMIT``. A failed ``COMMIT`` on a server raises
+        :class:`.outcome.CommitInDoubt`; any failure before it rolls back and raises as is."""
+        with self._open() as s:
+            s.begin()
+            if self.engine.dialect.name == "sqlite":
+                s.connection(execution_options={"sqlite_immediate": True})
+            result = work(s)
+            if not keep(result):
+                s.rollback()
+                return result
+            if marker is not None:
+                write_marker(s, marker)
+            s.flush()
+            try:
+                s.commit()
+            except SQLAlchemyError as exc:
+                if self.engine.dialect.name == "sqlite":
+                    raise  # in process, no answer to lose: a failed COMMIT wrote nothing
+                raise CommitInDoubt(exc, result) from exc
+        if marker is not None:
+            forget_marker(self.engine, marker)
+        return result
+
+    def _settle(
+        self,
+        doubt: CommitInDoubt,
+        marker: str | None,
+        user_id: int,
+        state: ScheduleState,
+        changes: Sequence[Change],
+    ) -> CommitResult:
+        """The result of a commit whose ``COMMIT`` failed, from its settled outcome."""
+
+        def dry_run() -> bool | None:
+            again = self.preview_commit(user_id, state, changes)
+            return True if again.ok else None if again.error_code == "db_error" else False
+
+        outcome: Outcome = settle(self.engine, marker, dry_run)
+        log.warning("COMMIT failed (%s); outcome: %s", _first_line(doubt.cause), outcome)
+        if outcome == "committed":
+            written: CommitResult = doubt.result
+            written.detail = {**written.detail, "answer_lost": True}
+            return written
+        if outcome == "not_committed":
+            return CommitResult(ok=False, error_code="db_error", error=_first_line(doubt.cause))
+        return CommitResult(ok=False, error_code="outcome_unknown", error=_first_line(doubt.cause))
 
     def preview_commit(
         self, user_id: int, state: ScheduleState, changes: Sequence[Change]
@@ -164,7 +323,7 @@ class Store:
             return CommitResult(ok=True)
 
         def dry_run() -> CommitResult:
-            with self._sessions() as s, s.begin() as tx:
+            with self._open() as s, s.begin() as tx:
                 if self.engine.dialect.name == "sqlite":
                     s.connection(execution_options={"sqlite_immediate": True})
                 try:
@@ -186,14 +345,25 @@ class Store:
     ) -> UpsertResult:
         """Create (``class_id=0``) or update a task class and its items; written only when the
         post-write validation passes (otherwise rolled back, ``issues`` say what to repair)."""
+        marker = self._new_marker()
         try:
-            with self._sessions() as s, s.begin() as tx:
-                if self.engine.dialect.name == "sqlite":
-                    s.connection(execution_options={"sqlite_immediate": True})
-                result = upsert_task_class(s, user_id, class_id, task_class, items, source)
-                if not result.success:
-                    tx.rollback()
-            return result
+            return self._write(
+                lambda s: upsert_task_class(
+                    s, user_id, class_id, task_class, items, source, semester_start=_semester_date()
+                ),
+                lambda result: result.success,
+                marker,
+            )
+        except CommitInDoubt as doubt:  # no dry run here: without a marker it stays unknown
+            outcome = settle(self.engine, marker, lambda: None)
+            log.warning("upsert COMMIT failed (%s); outcome: %s", _first_line(doubt.cause), outcome)
+            if outcome == "committed":
+                kept: UpsertResult = doubt.result
+                return kept
+            code = "db_error" if outcome == "not_committed" else "outcome_unknown"
+            return UpsertResult(
+                False, None, False, error_code=code, detail={"error": _first_line(doubt.cause)}
+            )
         except SQLAlchemyError as exc:
             log.warning("upsert_task_class failed: %s", exc)
             return UpsertResult(
@@ -220,7 +390,9 @@ class Store:
             for table in m.TABLES:
                 query = select(func.count()).select_from(table)
                 if user_id is not None:
-                    query = query.where(table.user_id == user_id)
+                    query = query.where(
+                        owned_items(user_id) if table is m.TaskItem else table.user_id == user_id  # type: ignore[union-attr]
+                    )
                 out[table.__tablename__] = int(s.scalar(query) or 0)
         return out
 
@@ -240,6 +412,17 @@ def _refusal_or(run: Callable[[], CommitResult], *, log_db_errors: bool) -> Comm
         if log_db_errors:
             log.warning("commit failed: %s", exc)
         return CommitResult(ok=False, error_code="db_error", error=_first_line(exc))
+
+
+def _semester_date() -> date | None:
+    from ..settings import current
+
+    return current().semester_start
+
+
+def _semester_start() -> str | None:
+    start = _semester_date()
+    return start.isoformat() if start is not None else None
 
 
 def _first_line(exc: Exception) -> str:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from . import models as m
 from .days import ordinal
-from .load import fallback_duration
+from .load import extensions, fallback_duration, has_extension
 
 STRATEGIES = ("steady", "rapid")
 TOLERANCE_PREFERENCES = ("strict", "normal", "relaxed")  # the analyzers' threshold levels
@@ -55,10 +56,38 @@ class WeekDayInput(BaseModel):
     day_of_week: int
 
 
-class TaskClassInput(BaseModel):
-    """Fields to write; ``None`` leaves a stored value as it is (on create: not given)."""
+class BackendConfig(BaseModel):
+    """SmartFlow-Agent's ``UserAddTaskClassConfig``: ``excluded_slots`` are half-day blocks
+    1..6 (block b = sections 2b-1, 2b), ``excluded_days_of_week`` weekdays 1..7."""
 
     model_config = ConfigDict(extra="forbid")
+
+    total_slots: int | None = None
+    allow_filler_course: bool | None = None
+    strategy: str | None = None
+    excluded_slots: list[int] | None = None
+    excluded_days_of_week: list[int] | None = None
+
+
+class TaskClassInput(BaseModel):
+    """Fields to write; ``None`` leaves a stored value as it is (on create: not given).
+
+    Two payloads are accepted: today's (``start``/``end`` teaching-week days, single banned
+    periods in ``excluded_slots``, ``tolerance_preference``, preferences) and SmartFlow-Agent's
+    ``UserAddTaskClassRequest`` (``mode``, ``start_date``/``end_date``, the profile and
+    ``config``), which :meth:`from_backend` reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # SmartFlow-Agent's payload
+    mode: str | None = None
+    start_date: date | None = None
+    end_date: date | None = None
+    subject_type: str | None = None
+    difficulty_level: str | None = None
+    cognitive_intensity: str | None = None
+    config: BackendConfig | None = None
+    # today's payload
 
     name: str | None = None
     start: WeekDayInput | None = None
@@ -74,10 +103,27 @@ class TaskItemInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: int | None = None
+    order: int | None = None  # SmartFlow-Agent's item order (1..)
     content: str | None = None
     duration: int | None = None
     priority: int | None = None
     depends_on: list[str] | None = None
+
+
+def from_backend(payload: dict[str, Any]) -> tuple[TaskClassInput, list[TaskItemInput]]:
+    """SmartFlow-Agent's ``{task_class: {...}, items: [{order, content}]}`` (or its flat
+    ``UserAddTaskClassRequest``) as the store's inputs.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        A field of the wrong type or an unknown one.
+    """
+    body = dict(payload.get("task_class", payload))
+    items = payload.get("items", body.pop("items", []))
+    body.pop("items", None)
+    fields = TaskClassInput.model_validate(body)
+    return fields, [TaskItemInput.model_validate(it) for it in items or []]
 
 
 @dataclass(frozen=True)
@@ -132,6 +178,10 @@ class ClassSnapshot:
     other_class_names: set[str] = field(default_factory=set)
     # The column cannot be NULL, so "never given" is known only when the class is created.
     excluded_slots_given: bool = True
+    # SmartFlow-Agent's payload: half-day blocks and weekdays (None: not that payload)
+    backend: bool = False
+    excluded_blocks: list[int] = field(default_factory=list)
+    excluded_days: list[int] = field(default_factory=list)
 
 
 def validate_task_class(snap: ClassSnapshot) -> list[ValidationIssue]:
@@ -146,18 +196,32 @@ def validate_task_class(snap: ClassSnapshot) -> list[ValidationIssue]:
         add("missing_field", f"{tc}.name")
     elif snap.name.strip() in snap.other_class_names:
         add("duplicate_class_name", f"{tc}.name", snap.name)
-    # Key fields of p1 §4.8 (a missing one fails validation, §4.9).
-    for key, value in (
+    # Key fields of p1 §4.8 (a missing one fails validation, §4.9); SmartFlow-Agent's payload
+    # has no tolerance_preference and its bans are optional.
+    keys: list[tuple[str, Any]] = [
         ("start", snap.start),
         ("end", snap.end),
         ("total_slots", snap.total_slots),
         ("strategy", snap.strategy),
-        ("tolerance_preference", snap.tolerance_preference),
-    ):
+    ]
+    if not snap.backend:
+        keys.append(("tolerance_preference", snap.tolerance_preference))
+    for key, value in keys:
         if value is None:
             add("missing_field", f"{tc}.{key}")
-    if not snap.excluded_slots_given:
+    if not snap.excluded_slots_given and not snap.backend:
         add("missing_field", f"{tc}.excluded_slots")
+    bad_blocks = sorted({b for b in snap.excluded_blocks if not 1 <= b <= SLOTS_PER_DAY // 2})
+    if bad_blocks:
+        add(
+            "slot_out_of_range",
+            f"{tc}.config.excluded_slots",
+            bad_blocks,
+            f"1-{SLOTS_PER_DAY // 2}",
+        )
+    bad_days = sorted({d for d in snap.excluded_days if not 1 <= d <= 7})
+    if bad_days:
+        add("invalid_value", f"{tc}.config.excluded_days_of_week", bad_days, "1-7")
     if snap.strategy is not None and snap.strategy not in STRATEGIES:
         add("invalid_value", f"{tc}.strategy", snap.strategy, list(STRATEGIES))
     if (
@@ -195,7 +259,10 @@ def validate_task_class(snap: ClassSnapshot) -> list[ValidationIssue]:
     if len(set(snap.excluded_slots)) != len(snap.excluded_slots):
         dups = sorted({s for s in snap.excluded_slots if snap.excluded_slots.count(s) > 1})
         add("duplicate_value", f"{tc}.excluded_slots", dups)
-    allowed = [s for s in range(1, SLOTS_PER_DAY + 1) if s not in set(snap.excluded_slots)]
+    banned = set(snap.excluded_slots) | {
+        s for b in snap.excluded_blocks for s in (2 * b - 1, 2 * b) if 1 <= b <= SLOTS_PER_DAY // 2
+    }
+    allowed = [s for s in range(1, SLOTS_PER_DAY + 1) if s not in banned]
     if not allowed:
         add("no_allowed_slot", f"{tc}.excluded_slots", len(snap.excluded_slots))
     longest = _longest_run(allowed)
@@ -296,12 +363,22 @@ def upsert_task_class(
     fields: TaskClassInput,
     items: Sequence[TaskItemInput],
     source: str | None = None,
+    *,
+    semester_start: date | None = None,
 ) -> UpsertResult:
-    """Write the class then its items, then validate; the caller commits on success only."""
+    """Write the class then its items, then validate; the caller commits on success only.
+
+    The backend's columns take what they can hold (name, dates from ``start``/``end`` when the
+    semester start is known, ``total_slots``, ``strategy``); the rest (``start``/``end`` as
+    teaching-week days, single banned periods, ``tolerance_preference``, preferences, an item's
+    duration, priority and dependencies) goes to the extension table, and without one
+    ``detail["not_stored"]`` names the fields that were dropped."""
+    ext_ok = has_extension(session)
     created = class_id == 0
     if created:
-        row = m.TaskClass(user_id=user_id, name="", excluded_slots=[], preferences={})
+        row = m.TaskClass(user_id=user_id, name="", mode="auto")
         session.add(row)
+        class_ext: dict[str, Any] = {}
     else:
         found = session.get(m.TaskClass, class_id)
         if found is None or found.user_id != user_id:  # another user's id reads as missing
@@ -309,25 +386,27 @@ def upsert_task_class(
                 False, None, False, error_code="not_found", detail={"task_class_id": class_id}
             )
         row = found
-    _write_class(row, fields)
+        class_ext = extensions(session, "task_class", [row.id]).get(row.id, {})
+    not_stored = _write_class(row, class_ext, fields, semester_start)
     if source is not None:
-        row.source = source
+        class_ext["source"] = source
     session.flush()
 
     stored = list(
         session.scalars(
-            select(m.TaskClassItem)
-            .where(m.TaskClassItem.category_id == row.id)
-            .order_by(m.TaskClassItem.position, m.TaskClassItem.id)
+            select(m.TaskItem)
+            .where(m.TaskItem.category_id == row.id)
+            .order_by(m.TaskItem.order, m.TaskItem.id)
         )
     )
+    item_ext = extensions(session, "task_item", [it.id for it in stored])
     by_id = {it.id: it for it in stored}
-    by_content = {it.content: it for it in reversed(stored)}
+    by_content = {(it.content or ""): it for it in reversed(stored)}
     claimed: set[int] = set()
-    touched: list[tuple[m.TaskClassItem, str]] = []  # each item of the call, with its path
-    next_pos = max((it.position for it in stored), default=-1) + 1
+    touched: list[tuple[m.TaskItem, str, dict[str, Any]]] = []  # item, path, its extension
+    next_pos = max((it.order or 0 for it in stored), default=0) + 1
     for i, inp in enumerate(items):
-        target: m.TaskClassItem | None = None
+        target: m.TaskItem | None = None
         if inp.id is not None:
             target = by_id.get(inp.id)
             if target is None:
@@ -343,37 +422,43 @@ def upsert_task_class(
             if match is not None and match.id not in claimed:
                 target = match
         if target is None:
-            target = m.TaskClassItem(
-                user_id=user_id,
-                category_id=row.id,
-                content="",
-                status="pending",
-                position=next_pos,
-                depends_on=[],
+            target = m.TaskItem(
+                category_id=row.id, content="", status=m.ITEM_UNSCHEDULED, order=next_pos
             )
             next_pos += 1
             session.add(target)
+            ext: dict[str, Any] = {}
         else:
             claimed.add(target.id)
+            ext = item_ext.setdefault(target.id, {})
         if inp.content is not None:
             target.content = inp.content.strip()
-        if inp.duration is not None:
-            target.duration = inp.duration
-        if inp.priority is not None:
-            target.priority = inp.priority
+        if inp.order is not None:
+            target.order = inp.order
+        for key in ("duration", "priority"):
+            if getattr(inp, key) is not None:
+                ext[key] = getattr(inp, key)
         if inp.depends_on is not None:
-            target.depends_on = [d.strip() for d in inp.depends_on]
-        touched.append((target, f"items[{i}]"))
+            ext["depends_on"] = [d.strip() for d in inp.depends_on]
+        touched.append((target, f"items[{i}]", ext))
     session.flush()
-    paths = {it.id: path for it, path in touched}
+    paths = {it.id: path for it, path, _ in touched}
+    for it, _, ext in touched:
+        item_ext[it.id] = ext
+    if ext_ok:
+        _save_ext(session, "task_class", {row.id: class_ext})
+        _save_ext(session, "task_item", {it.id: ext for it, _, ext in touched})
+    else:
+        not_stored += sorted({f"items.{k}" for _, _, ext in touched for k in ext})
+        not_stored += [f"task_class.{k}" for k in sorted(class_ext) if k not in not_stored]
 
     # Post-write validation on what the tables now hold.
     session.refresh(row)
     written = list(
         session.scalars(
-            select(m.TaskClassItem)
-            .where(m.TaskClassItem.category_id == row.id)
-            .order_by(m.TaskClassItem.position, m.TaskClassItem.id)
+            select(m.TaskItem)
+            .where(m.TaskItem.category_id == row.id)
+            .order_by(m.TaskItem.order, m.TaskItem.id)
         )
     )
     others = set(
@@ -382,51 +467,121 @@ def upsert_task_class(
         )
     )
     snap = ClassSnapshot(
-        name=row.name,
-        start=_pair(row.start_week, row.start_day_of_week),
-        end=_pair(row.end_week, row.end_day_of_week),
+        name=row.name or "",
+        start=_pair(class_ext.get("start")) or _date_pair(row.start_date),
+        end=_pair(class_ext.get("end")) or _date_pair(row.end_date),
         total_slots=row.total_slots,
-        strategy=row.strategy,
-        tolerance_preference=row.tolerance_preference,
-        excluded_slots=list(row.excluded_slots or []),
+        strategy=class_ext.get("strategy", row.strategy),
+        tolerance_preference=class_ext.get("tolerance_preference"),
+        excluded_slots=list(class_ext.get("excluded_periods", [])),
         items=[
             ItemSnapshot(
                 paths.get(it.id, f"items(id={it.id})"),
-                it.content,
-                it.duration,
-                list(it.depends_on or []),
+                it.content or "",
+                item_ext.get(it.id, {}).get("duration"),
+                list(item_ext.get(it.id, {}).get("depends_on", [])),
             )
             for it in written
         ],
-        other_class_names={n.strip() for n in others},
+        other_class_names={n.strip() for n in others if n},
         excluded_slots_given=not created or fields.excluded_slots is not None,
+        backend=fields.config is not None,
+        excluded_blocks=list(row.excluded_slots or []),
+        excluded_days=list(row.excluded_days_of_week or []),
     )
     issues = validate_task_class(snap)
     if issues:
         return UpsertResult(
             False, None if created else row.id, False, issues, error_code="validation_failed"
         )
-    return UpsertResult(True, row.id, created)
+    detail = {"not_stored": not_stored} if not_stored and not ext_ok else {}
+    return UpsertResult(True, row.id, created, detail=detail)
 
 
-def _pair(week: int | None, dow: int | None) -> tuple[int, int] | None:
-    return (week, dow) if week is not None and dow is not None else None
+def _save_ext(session: Session, kind: str, data: dict[int, dict[str, Any]]) -> None:
+    """Replace the extension rows of ``data``'s ids (an empty dict removes the row)."""
+    if not data:
+        return
+    session.execute(
+        delete(m.Extension).where(m.Extension.kind == kind, m.Extension.ref_id.in_(list(data)))
+    )
+    session.add_all(
+        [m.Extension(kind=kind, ref_id=ref, data=value) for ref, value in data.items() if value]
+    )
+    session.flush()
 
 
-def _write_class(row: m.TaskClass, fields: TaskClassInput) -> None:
+def _pair(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, dict) and "week" in value and "day_of_week" in value:
+        return int(value["week"]), int(value["day_of_week"])
+    return None
+
+
+def _date_pair(value: datetime | date | None) -> tuple[int, int] | None:
+    """A date as a (week, day_of_week) pair on a Monday-aligned count (spans and order hold)."""
+    if value is None:
+        return None
+    n = value.toordinal() - 1  # 0001-01-01 is a Monday
+    return n // 7, n % 7 + 1
+
+
+def _as_date(semester_start: date | None, week: int, dow: int) -> datetime | None:
+    if semester_start is None or week < 1 or not 1 <= dow <= 7:
+        return None
+    day = semester_start + timedelta(days=(week - 1) * 7 + dow - 1)
+    return datetime(day.year, day.month, day.day)
+
+
+def _set_strategy(row: m.TaskClass, ext: dict[str, Any], strategy: str) -> None:
+    """The column holds steady/rapid; another value is kept aside for the validation to name."""
+    row.strategy = strategy if strategy in STRATEGIES else None
+    if strategy in STRATEGIES:
+        ext.pop("strategy", None)
+    else:
+        ext["strategy"] = strategy
+
+
+def _write_class(
+    row: m.TaskClass, ext: dict[str, Any], fields: TaskClassInput, semester_start: date | None
+) -> list[str]:
+    """Write ``fields`` into the class row and its extension data; returns the fields that
+    have no column of the backend's (stored only with the extension table)."""
     if fields.name is not None:
         row.name = fields.name.strip()
-    if fields.start is not None:
-        row.start_week, row.start_day_of_week = fields.start.week, fields.start.day_of_week
-    if fields.end is not None:
-        row.end_week, row.end_day_of_week = fields.end.week, fields.end.day_of_week
+    for attr in ("mode", "subject_type", "difficulty_level", "cognitive_intensity"):
+        if getattr(fields, attr) is not None:
+            setattr(row, attr, getattr(fields, attr))
+    for key, day in (("start", fields.start_date), ("end", fields.end_date)):
+        if day is not None:
+            setattr(row, f"{key}_date", datetime(day.year, day.month, day.day))
+            ext.pop(key, None)  # the date wins over an older teaching-week day
+    cfg = fields.config
+    if cfg is not None:
+        if cfg.total_slots is not None:
+            row.total_slots = cfg.total_slots
+        if cfg.allow_filler_course is not None:
+            row.allow_filler_course = cfg.allow_filler_course
+        if cfg.strategy is not None:
+            _set_strategy(row, ext, cfg.strategy)
+        if cfg.excluded_slots is not None:
+            row.excluded_slots = list(cfg.excluded_slots)
+        if cfg.excluded_days_of_week is not None:
+            row.excluded_days_of_week = list(cfg.excluded_days_of_week)
+    for key, value in (("start", fields.start), ("end", fields.end)):
+        if value is not None:
+            ext[key] = value.model_dump()
+            dated = _as_date(semester_start, value.week, value.day_of_week)
+            if dated is not None:
+                setattr(row, f"{key}_date", dated)
     if fields.total_slots is not None:
         row.total_slots = fields.total_slots
     if fields.strategy is not None:
-        row.strategy = fields.strategy
+        _set_strategy(row, ext, fields.strategy)
     if fields.tolerance_preference is not None:
-        row.tolerance_preference = fields.tolerance_preference
+        ext["tolerance_preference"] = fields.tolerance_preference
     if fields.excluded_slots is not None:
-        row.excluded_slots = list(fields.excluded_slots)
+        # today's payload bans single periods (the backend's column holds half-day blocks)
+        ext["excluded_periods"] = list(fields.excluded_slots)
     if fields.preferences:
-        row.preferences = {**(row.preferences or {}), **fields.preferences}
+        ext.update(fields.preferences)
+    return [f"task_class.{k}" for k in sorted(ext)]

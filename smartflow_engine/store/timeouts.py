@@ -10,10 +10,12 @@ never a hang, and must not leave the pool holding dead connections:
   never answers at all, a client-side deadline a second later (:class:`.watchdog.Watchdog`: it shuts the
   connection's socket down, so the driver sees a lost connection, SQLAlchemy invalidates it and
   the error is an ``OperationalError``); on MariaDB/MySQL pymysql's ``read_timeout`` and
-  ``write_timeout`` (client side; pymysql also reads the server's greeting under it).
+  ``write_timeout`` (client side). A new pymysql connection's handshake (greeting,
+  authentication, ``SET NAMES``) runs under the connect time limit instead, as libpq's
+  ``connect_timeout`` covers PostgreSQL's: a blackholed server costs both the same few seconds.
 - **Liveness**: every connection taken from the pool is pinged first (the pessimistic
-  ``pool_pre_ping`` check, here a ``checkout`` listener so that the ping on PostgreSQL runs under
-  the connect time limit); a dead one is replaced by a new connection before the request uses
+  ``pool_pre_ping`` check, here a ``checkout`` listener so that the ping runs under the connect
+  time limit on both servers); a dead one is replaced by a new connection before the request uses
   it, so a request after an outage never fails on a stale pooled connection.
 
 Values given in the URL's query (``connect_timeout``, ``options``, ``read_timeout``,
@@ -24,7 +26,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, event
@@ -72,7 +75,10 @@ def install_liveness(engine: Engine, params: Mapping[str, Any]) -> None:
     read from the connection parameters ``params`` (the URL's query and the connect
     arguments) so that a limit given in the URL is the one enforced."""
     guarded = engine.dialect.driver == "psycopg"
+    mysql = engine.dialect.driver == "pymysql"
     connect = _seconds(params.get("connect_timeout"))
+    if mysql and connect is not None:
+        _pymysql_handshake_limit(engine, connect)
     statement = _pg_statement_timeout(params.get("options"))
     if guarded:
         from ._psycopg_deadline import guarded_connection
@@ -92,10 +98,48 @@ def install_liveness(engine: Engine, params: Mapping[str, Any]) -> None:
             if guarded:
                 with dbapi_conn.deadline(connect):
                     engine.dialect.do_ping(dbapi_conn)
+            elif mysql and connect is not None:
+                with pymysql_limits(dbapi_conn, connect):
+                    engine.dialect.do_ping(dbapi_conn)
             else:
                 engine.dialect.do_ping(dbapi_conn)
         except Exception as exc:  # the pool replaces the connection and tries again
             raise DisconnectionError(f"pooled connection is dead: {exc}") from exc
+
+
+def _pymysql_handshake_limit(engine: Engine, connect: float) -> None:
+    """Open pymysql connections with every read and write of the handshake limited to
+    ``connect`` seconds, then restore the statement limits (the connection's own read and write
+    timeouts) for its life in the pool."""
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        read, write = cparams.get("read_timeout"), cparams.get("write_timeout")
+        conn = dialect.loaded_dbapi.connect(
+            *cargs, **{**cparams, "read_timeout": connect, "write_timeout": connect}
+        )
+        _set_pymysql_timeouts(conn, (read, write))
+        return conn
+
+
+@contextmanager
+def pymysql_limits(conn: Any, seconds: float) -> Iterator[None]:
+    """Inside the block, each read and write of the pymysql connection ``conn`` is limited to
+    ``seconds`` (pymysql applies its ``_read_timeout``/``_write_timeout`` to the socket before
+    every read and write)."""
+    before = _set_pymysql_timeouts(conn, (seconds, seconds))
+    try:
+        yield
+    finally:
+        _set_pymysql_timeouts(conn, before)
+
+
+def _set_pymysql_timeouts(conn: Any, timeouts: tuple[Any, Any]) -> tuple[Any, Any]:
+    """Set a pymysql connection's (read, write) timeouts; the previous ones. pymysql has no
+    public setter: it applies these attributes to the socket before each read and write."""
+    before = conn._read_timeout, conn._write_timeout  # noqa: SLF001 (no public setter)
+    conn._read_timeout, conn._write_timeout = timeouts  # noqa: SLF001
+    return before
 
 
 def _seconds(value: Any) -> float | None:

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers.evaluator import HealthEvaluator, evaluator_for, touched
 from smartflow_engine.analyzers.health import run_health
-from smartflow_engine.analyzers.reference import reference_core
 from smartflow_engine.analyzers.result import DIMENSIONS, Issue
 from smartflow_engine.state import Request, batch_move, move, place, swap, unplace
 from tests.helpers.analyzer_windows import windows
+from tests.helpers.reference import reference_core
 
 LEVELS = st.sampled_from(["strict", "normal", "relaxed"])
 

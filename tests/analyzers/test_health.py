@@ -79,7 +79,10 @@ def test_close_signal_follows_the_counts() -> None:
         counts = result.issue_counts()
         assert result.metrics["issue_counts"] == counts
         signal = result.metrics["close_signal"]
-        assert signal["acceptable_to_close"] is (counts["critical"] == 0 and counts["warning"] <= 1)
+        rules = counts["critical"] == 0 and counts["warning"] <= 1
+        # without a feasibility proof a pending task may still be placeable: no close then
+        pending = bool(random_window(seed, 14, 12, 0.5).pending_tasks())
+        assert signal["acceptable_to_close"] is (rules and not pending)
         # reason: rules_met when acceptable, best_achievable only at a proven floor
         floor = signal["floor"]
         at_floor = (
@@ -90,6 +93,8 @@ def test_close_signal_follows_the_counts() -> None:
         assert signal["reason"] == (
             "rules_met"
             if signal["acceptable_to_close"]
+            else "pending_placeable"
+            if rules
             else "best_achievable"
             if signal["best_achievable"]
             else "open"
@@ -231,3 +236,25 @@ def test_floor_figures_are_rendered_in_chinese() -> None:
     assert "第1天已有11节固定占用" in fixed["text"]
     issue = next(i for i in reply["issues"] if i["rule"] == "day_utilization")
     assert issue["fixable"] is False
+
+
+def test_no_close_while_a_pending_task_can_be_placed() -> None:
+    """Tests issue 45 item 1: a window meeting the rule (critical=0 && warning<=1) with pending
+    tasks that provably fit says acceptable_to_close false (reason pending_placeable), not 可收口;
+    once they are placed the same rule closes; a pending task proven not to fit (the capacity
+    gap covers it) does not hold the close back."""
+    from smartflow_engine.cli import sample_window_path
+
+    state = ScheduleState.from_json(sample_window_path())
+    assert state.pending_tasks()
+    first = analyze_health(state)
+    counts = first.metrics["issue_counts"]
+    assert counts["critical"] == 0 and counts["warning"] <= 1  # the empty plan meets the rule
+    assert first.feasibility is not None and first.feasibility["capacity_gap"] == 0
+    signal = first.metrics["close_signal"]
+    assert signal["acceptable_to_close"] is False and signal["reason"] == "pending_placeable"
+    box = Toolbox(state)
+    assert "待安排任务剩余：0个" in box.call("apply_proposal", {})
+    assert box.state is not None
+    after = analyze_health(box.state).metrics["close_signal"]
+    assert after["acceptable_to_close"] is (after["critical"] == 0 and after["warning"] <= 1), after

@@ -19,14 +19,14 @@ from smartflow_engine.analyzers import (
     batch_core_metrics,
     stack_kinds,
 )
-from smartflow_engine.analyzers.reference import (
+from tests.helpers.analyzer_windows import CATEGORIES, random_window, windows
+from tests.helpers.reference import (
     reference_context,
     reference_core,
     reference_load,
     reference_subjects,
     reference_tolerance,
 )
-from tests.helpers.analyzer_windows import CATEGORIES, random_window, windows
 
 LEVELS = st.sampled_from(["strict", "normal", "relaxed"])
 

@@ -102,7 +102,7 @@ SHIFTS = [
     ("subjects", "budget_lag", "critical", "days_to_end", 8, 7, 6),  # "<=": earlier = larger
     ("context", "context_switch", "critical", "switch_count", 4, 5, 6),
     ("context", "context_switch", "critical", "fragmentation", 0.675, 0.75, 0.825),
-    ("context", "heavy_adjacent", "info", "heavy_adjacent", 1, 1, 2),  # never below 1
+    ("context", "heavy_adjacent", "warning", "heavy_adjacent", 1, 1, 2),  # never below 1
     ("tolerance", "buffer", "critical", "days_without_buffer", 1, 2, 3),
     ("tolerance", "buffer", "warning", "days_without_buffer", 1, 1, 2),
     ("tolerance", "free_fragmentation", "warning", "fragmentation_rate", 0.405, 0.45, 0.495),

@@ -53,6 +53,32 @@ def test_batch_files_to_parquet_with_summary(window_dir, tmp_path):
     assert errors is not None and int(errors.group(1)) == 1
 
 
+def test_neither_source_nor_db_does_not_say_not_both(tmp_path):
+    """Tests that `smartflow batch` with neither SOURCE nor --db says what to give, not "not
+    both" (issue 45 item 8)."""
+    res = runner.invoke(app, ["batch", "--out", str(tmp_path / "x.csv")])
+    assert res.exit_code == 2 and "not both" not in res.stderr
+    assert "give SOURCE" in res.stderr and "--db URL" in res.stderr
+
+
+def test_batch_prints_progress_lines_when_not_on_a_terminal(window_dir, tmp_path):
+    """Tests that out of a terminal (a log, a pipe: CliRunner's output is not a terminal) the
+    batch still reports progress, one plain line on stderr per tenth of the cohort, the last
+    one the whole cohort (issue 45 item 8)."""
+    res = runner.invoke(
+        app,
+        [
+            *("batch", str(window_dir), "--out", str(tmp_path / "r.csv"), "--engine", "loop"),
+            *("--jobs", "feasibility", "--time-limit", "3"),
+        ],
+    )
+    assert res.exit_code == 0, res.stdout + res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("batch: ")]
+    done = [int(re.match(r"batch: (\d+)/6 windows", ln).group(1)) for ln in lines]  # type: ignore[union-attr]
+    assert done == sorted(done) and done[-1] == 6 and len(done) >= 2
+    assert "failures 1" in lines[-1]
+
+
 def test_batch_no_negotiation_and_work_limit(window_dir, tmp_path):
     """Tests that `--no-negotiation` runs the check alone (negotiation columns empty, verdicts
     and gaps as with them) and `--work-limit` reaches the proposals' work budget."""
@@ -121,7 +147,7 @@ def test_batch_database_commit_to_csv(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--out", "x.parquet"], "either SOURCE"),  # neither files nor a database
+        (["--out", "x.parquet"], "give SOURCE (a directory, glob or .jsonl file"),  # neither
         (["DIR", "--db", "sqlite://", "--out", "x.parquet"], "not both"),  # both
         (["DIR", "--commit", "--out", "x.parquet"], "need --db"),  # commit without a database
         (["DIR", "--out", "x.txt"], ".parquet or .csv"),  # unknown sink

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from smartflow_engine.batch import ray_init, run_batch
-from tests.helpers.batch_windows import TIME_LIMIT, WORK_LIMIT, runtime_columns, tiny_cohort
+from tests.helpers.batch_windows import TIME_LIMIT, WORK_LIMIT, same_table, tiny_cohort
 
 
 @pytest.mark.slow
 def test_ray_gives_the_same_table_as_a_loop(local_ray):
     """Tests that Ray tasks over chunks of two windows give the loop's table (runtimes aside),
-    including an error row for a malformed window in the middle, in source order."""
+    including an error row for a malformed window in the middle, in source order; a row the
+    wall clock cut on either engine is marked ``clock_cut`` and counted (issue 45 item 2)."""
     cohort = [*tiny_cohort(4), "{bad", *tiny_cohort(6)[4:]]
     loop = run_batch(
         cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, seed=2, engine="loop"
@@ -20,8 +20,9 @@ def test_ray_gives_the_same_table_as_a_loop(local_ray):
     ray_df = run_batch(
         cohort, time_limit_s=TIME_LIMIT, work_limit_s=WORK_LIMIT, seed=2, engine="ray", chunk_size=2
     )
-    runtime = runtime_columns(list(loop.columns))
-    pd.testing.assert_frame_equal(loop.drop(columns=runtime), ray_df.drop(columns=runtime))
+    # rows the clock cut on either engine are marked and left out of the comparison (none
+    # expected: the limit is far above the work), the others must agree
+    assert same_table(loop, ray_df) <= 1
     assert ray_df["error"].iloc[4].startswith("invalid_state:")
     assert ray_df.attrs["batch"]["engine"] == "ray"
     assert len(ray_df.attrs["batch"]["peak_rss_mb"]) >= 1  # memory reported by Ray workers
@@ -79,3 +80,28 @@ def test_local_ray_workers_run_at_the_pools_priority(local_ray):
         return os.nice(0)
 
     assert local_ray.get(niceness.remote()) == os.nice(0)
+
+
+@pytest.mark.slow
+def test_starting_a_local_ray_prints_no_token_banner(tmp_path):
+    """Tests that a batch starting its own local Ray (RAY_AUTH_MODE unset, Ray's default) does
+    not print Ray's token-authentication banner into the operator's output (issue 45 item 8),
+    and that the authentication stays as Ray sets it."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, ray\n"
+        "from smartflow_engine.batch.engines import ray_init\n"
+        "assert ray_init(workers=1)\n"
+        "print(os.environ.get('RAY_AUTH_MODE'))\n"
+        "ray.shutdown()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Token authentication" not in done.stderr + done.stdout
+    assert done.stdout.strip() == "token"  # Ray's own default, left as it is

@@ -92,6 +92,7 @@ def _expected_row(state, seed: int) -> dict:
         "floor_warning": floor.get("warning"),
         "floor_proven": floor.get("proven"),
         "health_of": "proposal" if proposal.placements else "window",
+        "clock_cut": False,  # every call ended on its proof or work budget
     }
     for name in (*TERM_NAMES, "weighted_total"):
         row[f"obj_{name}"] = proposal.objective[name]
@@ -240,6 +241,36 @@ def test_a_proposal_cut_by_the_wall_clock_says_so():
     assert df["error"].isna().all()
     assert df["proposal_wall_limited"].all()
     assert df.attrs["batch"]["wall_limited"] == 2
+    assert df["clock_cut"].all() and df.attrs["batch"]["clock_cut"] == 2
+
+
+def test_a_row_any_clock_cut_is_marked():
+    """Tests that a row is marked clock_cut when any of its solver calls ended on the wall clock
+    (an unproven check or figures, a wall-limited proposal, an unproven floor or health check),
+    and not when every one ended on its proof or work (issue 45 item 2)."""
+    from smartflow_engine.batch.jobs import clock_cut
+
+    whole = {
+        "proven": True,
+        "negotiation_proven": True,
+        "proposal_wall_limited": False,
+        "floor_proven": True,
+        "health_check_proven": True,
+    }
+    assert not clock_cut(whole)
+    assert not clock_cut({})  # no job ran: nothing cut
+    for flag, cut_value in (
+        ("proven", False),
+        ("negotiation_proven", False),
+        ("proposal_wall_limited", True),
+        ("floor_proven", False),
+        ("health_check_proven", False),
+    ):
+        assert clock_cut({**whole, flag: cut_value}), flag
+    # the loaded cohort: nothing cut at the tests' limit, and the count says so
+    df = run_batch(tiny_cohort(2), jobs=("feasibility", "health"), time_limit_s=TIME_LIMIT)
+    assert not df["clock_cut"].any() and df.attrs["batch"]["clock_cut"] == 0
+    assert "health_check_proven" not in df.columns
 
 
 BAD_WINDOWS = [

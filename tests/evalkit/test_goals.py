@@ -117,6 +117,105 @@ def _asked_past_cap(task: EvalTask) -> Outcome:
     return Outcome(task.witness_state(), _witness_calls(task), exhausted=True)
 
 
+def _edited(task: EvalTask, edit) -> Outcome:
+    """The witness with ``edit(data)`` applied to its JSON."""
+    data = task.witness_state().to_dict()
+    edit(data)
+    return Outcome(ScheduleState.from_json(data), _witness_calls(task))
+
+
+def _by_id(data: dict, tid: int) -> dict:
+    return next(t for t in data["tasks"] if t["state_id"] == tid)
+
+
+def _not_into(task: EvalTask) -> Outcome:
+    """The first named task left where it was (a weekend item not moved)."""
+    part = task.goal.calendar.into[0]
+    before = {t["state_id"]: t for t in task.state["tasks"]}
+
+    def edit(data: dict) -> None:
+        for tid in part.task_ids:
+            _by_id(data, tid)["slots"] = before[tid].get("slots")
+            _by_id(data, tid)["status"] = before[tid]["status"]
+            if not before[tid].get("slots"):
+                _by_id(data, tid).pop("slots", None)
+                _by_id(data, tid).pop("embed_host", None)
+
+    return _edited(task, edit)
+
+
+def _other_moved(task: EvalTask) -> Outcome:
+    """A task that was to stay put moved one period later (onto a free period)."""
+    state = task.witness_state()
+    for tid in task.goal.calendar.unchanged:
+        t = state.task(tid)
+        if t is None or state.is_locked(t) or len(t.slots) != 1 or t.source == "event":
+            continue
+        b = t.slots[0]
+        for start in range(1, 13 - b.length + 1):
+            if start != b.slot_start and move(state, tid, b.day, start).ok:
+                return Outcome(state, [])
+    raise AssertionError("no task to move")
+
+
+def _on_ruled_out(task: EvalTask) -> Outcome:
+    """A placed item put on period 1-2 (ruled out by the request)."""
+    state = task.witness_state()
+    for tid in task.goal.calendar.into[0].task_ids:
+        for day in range(1, state.num_days + 1):
+            if move(state, tid, day, 1).ok:
+                return Outcome(state, [])
+    raise AssertionError("no free period 1-2")
+
+
+def _uneven(task: EvalTask) -> Outcome:
+    """The spread items moved onto the first of the days, as far as the write rules let."""
+    even = task.goal.calendar.even
+    state = task.witness_state()
+    for tid in even.task_ids:
+        t = state.task(tid)
+        if (
+            t is None
+            or not t.slots
+            or t.slots[0].day in (even.days[0],)
+            or t.slots[0].day not in even.days
+        ):
+            continue
+        for start in range(1, 12):
+            if move(state, tid, even.days[0], start).ok:
+                break
+    return Outcome(state, [])
+
+
+def _rule_broken(task: EvalTask) -> Outcome:
+    """A placed item put on free periods of a half-day block its class bans (block b: periods
+    2b-1 and 2b)."""
+
+    def edit(data: dict) -> None:
+        classes = {c["id"]: c for c in data["task_classes"]}
+        item = next(
+            t
+            for t in data["tasks"]
+            if t.get("slots") and classes.get(t.get("category_id"), {}).get("excluded_slots")
+        )
+        block = classes[item["category_id"]]["excluded_slots"][0]
+        taken = {
+            (b["day"], p)
+            for t in data["tasks"]
+            for b in t.get("slots") or ()
+            for p in range(b["slot_start"], b["slot_end"] + 1)
+        }
+        day = next(
+            d
+            for d in range(1, data["window"]["total_days"] + 1)
+            if (d, 2 * block - 1) not in taken and (d, 2 * block) not in taken
+        )
+        item["slots"] = [{"day": day, "slot_start": 2 * block - 1, "slot_end": 2 * block}]
+        item.pop("embed_host", None)
+
+    return _edited(task, edit)
+
+
 BREAKS = [
     # (goal part, which task, the broken final state)
     ("health", lambda t: t.goal.health is not None and t.goal.health.rule == "close", _overloaded),
@@ -131,6 +230,20 @@ BREAKS = [
     ("negotiation", lambda t: t.goal.negotiation is not None, _other_choice),  # not the choice
     ("round_cap", lambda t: True, _too_many_calls),  # 61 calls
     ("round_cap", lambda t: True, _asked_past_cap),  # the policy wanted a 61st
+    # the calendar requests (issue 43)
+    ("into", lambda t: t.goal.calendar is not None and bool(t.goal.calendar.into), _not_into),
+    (
+        "unchanged",
+        lambda t: t.kind == "calendar" and t.request.mode == "local_adjust",
+        _other_moved,
+    ),
+    (
+        "avoid",
+        lambda t: t.goal.calendar is not None and bool(t.goal.calendar.avoid_periods),
+        _on_ruled_out,
+    ),
+    ("even", lambda t: t.goal.calendar is not None and t.goal.calendar.even is not None, _uneven),
+    ("rules", lambda t: t.goal.calendar is not None, _rule_broken),
 ]
 
 
@@ -159,11 +272,12 @@ def test_every_shipped_witness_meets_its_whole_goal(task):
 
 
 def test_the_set_covers_every_kind_size_and_request():
-    """Tests that the shipped set holds every kind on windows of 13 to 120 days (each kind on
-    13-, 30-, 60- and 120-day windows), every kind of request, a request on frozen days, with
-    proofs: proven feasibility and, on unclosable windows, a proven floor above the close rule."""
-    assert {t.kind for t in TASKS} == {"closable", "unclosable", "infeasible"}
-    assert {t.request.type for t in TASKS} == {"first_full", "local_edit", "negotiate"}
+    """Tests that the shipped set holds every kind on windows of 13 to 120 days (each health
+    kind on 13-, 30-, 60- and 120-day windows), every kind of request (the logged calendar
+    requests too), a request on frozen days, with proofs: proven feasibility and, on
+    unclosable windows, a proven floor above the close rule."""
+    assert {t.kind for t in TASKS} == {"closable", "unclosable", "infeasible", "calendar"}
+    assert {t.request.type for t in TASKS} == {"first_full", "local_edit", "negotiate", "calendar"}
     assert min(t.days for t in TASKS) == 13 and max(t.days for t in TASKS) == 120
     for kind in ("closable", "unclosable", "infeasible"):
         assert {13, 30, 60, 120} <= {t.days for t in TASKS if t.kind == kind}, kind

@@ -24,9 +24,10 @@ from smartflow_engine.tools_adapter import Session  # noqa: E402
 class ReplayServer:
     """Replays ``script`` (one recorded assistant message per request) and keeps the requests."""
 
-    def __init__(self, script: list[dict[str, Any]]) -> None:
+    def __init__(self, script: list[dict[str, Any]], app: Any = None) -> None:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
+        served = app
         app = fastapi.FastAPI()
 
         @app.post("/v1/chat/completions")
@@ -50,7 +51,7 @@ class ReplayServer:
                 "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
             }
 
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        config = uvicorn.Config(served or app, host="127.0.0.1", port=0, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -182,3 +183,94 @@ def test_arguments_that_are_not_json_get_the_tools_own_refusal(negotiate_task):
     assert "policy_error" not in trial.failed and trial.tool_calls == 1
     assert reply["role"] == "tool" and reply["tool_call_id"] == "call_1"
     assert json.loads(reply["content"])["success"] is False
+
+
+# ---------------------------------------------------------------------------------- the command
+def _eval(tmp_path: Any, *args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from smartflow_engine.cli import app
+
+    task = next(t for t in load_tasks() if t.request.type == "negotiate" and t.days <= 21)
+    return CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--policy",
+            "openai",
+            "--model",
+            "m",
+            "--tasks",
+            task.id,
+            "--out",
+            str(tmp_path / "e"),
+            *args,
+        ],
+    )
+
+
+def _written(tmp_path: Any) -> bool:
+    return any(tmp_path.glob("e.*"))
+
+
+def test_no_api_key_for_openais_own_api_stops_before_any_task(tmp_path, monkeypatch):
+    """Tests that ``smartflow eval --policy openai`` with no key in the environment and no
+    --base-url (OpenAI's own API, which needs one) exits 2 with one line naming the variable,
+    runs no task and writes nothing."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = _eval(tmp_path)
+    assert result.exit_code == 2
+    assert "no API key: $OPENAI_API_KEY is not set" in result.output
+    assert "#1" not in result.output and not _written(tmp_path)
+
+
+def test_an_unreachable_base_url_stops_before_any_task(tmp_path):
+    """Tests that a --base-url nothing listens on exits 2 with one line naming the URL (not a
+    table of failed trials with exit 0), runs no task and writes nothing."""
+    with ReplayServer([]) as server:
+        url = server.base_url  # the port is free again once the server stopped
+    result = _eval(tmp_path, "--base-url", url)
+    assert result.exit_code == 2
+    assert f"cannot reach {url}: " in result.output
+    assert "#1" not in result.output and not _written(tmp_path)
+
+
+def test_a_refused_key_stops_before_any_task(tmp_path, monkeypatch):
+    """Tests that an endpoint answering 401 (a wrong key) exits 2 with one line saying the key
+    was refused, before any task, writing nothing."""
+    app = fastapi.FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def completions() -> Any:
+        return fastapi.responses.JSONResponse(
+            {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}},
+            status_code=401,
+        )
+
+    monkeypatch.setenv("OPENAI_API_KEY", "wrong")
+    with ReplayServer([], app=app) as server:
+        url = server.base_url
+        result = _eval(tmp_path, "--base-url", url)
+    assert result.exit_code == 2
+    assert f"{url} refused the API key (HTTP 401): " in result.output
+    assert "#1" not in result.output and not _written(tmp_path)
+
+
+def test_a_working_endpoint_runs_and_a_policy_error_mid_run_exits_1(tmp_path, monkeypatch):
+    """Tests that an endpoint passing the set-up check runs the task (the check is one extra
+    request before it), exits 0 when every trial ran, and exits 1 with the table written and
+    one line naming the error when a trial stopped on a policy error (here the endpoint stops
+    answering after the check)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with ReplayServer([{"content": "pong"}, *_script()]) as server:
+        ok = _eval(tmp_path, "--base-url", server.base_url)
+        assert server.requests[0]["messages"] == [{"role": "user", "content": "ping"}]
+    assert ok.exit_code == 0, ok.output
+    assert "#1: pass" in ok.output
+    with ReplayServer([{"content": "pong"}]) as server:
+        broken = _eval(tmp_path, "--base-url", server.base_url)
+    assert broken.exit_code == 1, broken.output
+    assert "1 of 1 trials stopped on a policy error (first: the endpoint returned no choice)" in (
+        broken.output
+    )
+    assert (tmp_path / "e.md").exists() and (tmp_path / "e.parquet").exists()

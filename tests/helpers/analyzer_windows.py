@@ -192,3 +192,29 @@ def build(
             "task_classes": classes or [],
         }
     )
+
+
+PROFILE_LEVELS = ("low", "medium", "high", None)
+
+
+def with_profiles(state: ScheduleState, seed: int) -> ScheduleState:
+    """``state`` with a random profile (``difficulty_level`` / ``cognitive_intensity``, some
+    high: hard classes, issue 42) on each task class, and a class for each category that has
+    none yet (so most subjects may be hard)."""
+    rng = np.random.default_rng(seed)
+    data = state.to_dict()
+    classes = data.setdefault("task_classes", [])
+    known = {c["id"] for c in classes}
+    for t in data["tasks"]:
+        cid = t.get("category_id")
+        if cid is not None and cid not in known:
+            known.add(cid)
+            classes.append({"id": cid, "name": t.get("category") or f"c{cid}"})
+    for c in classes:
+        for key in ("difficulty_level", "cognitive_intensity"):
+            level = PROFILE_LEVELS[int(rng.integers(len(PROFILE_LEVELS)))]
+            if level is None:
+                c.pop(key, None)
+            else:
+                c[key] = level
+    return ScheduleState.model_validate(data)

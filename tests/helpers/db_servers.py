@@ -118,7 +118,7 @@ def empty_tables(engine: Any) -> None:
     (much faster than dropping and creating them again on MariaDB)."""
     from smartflow_engine.store import models as m
 
-    names = [t.__tablename__ for t in reversed(m.TABLES)]
+    names = [t.__tablename__ for t in reversed(m.ALL_TABLES)]
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text(f"TRUNCATE {', '.join(names)} RESTART IDENTITY CASCADE"))
@@ -132,6 +132,18 @@ def empty_tables(engine: Any) -> None:
                 conn.execute(text(f"DELETE FROM {name}"))
 
 
+def _drop_every_table(url: str) -> None:
+    from sqlalchemy import MetaData, create_engine
+
+    engine = create_engine(url)
+    try:
+        meta = MetaData()
+        meta.reflect(engine)
+        meta.drop_all(engine)
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture(scope="session")
 def server_stores(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     """One store per database server for the whole run (tables created once); tests empty them
@@ -142,9 +154,9 @@ def server_stores(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 
     class _Lazy(dict[str, Any]):
         def __missing__(self, kind: str) -> Any:
-            store = Store.from_url(database_url(request, kind), create=False)
-            store.drop_tables()
-            store.create_tables()
+            url = database_url(request, kind)
+            _drop_every_table(url)  # an earlier run's tables may have another schema
+            store = Store.from_url(url)
             opened[kind] = self[kind] = store
             return store
 

@@ -123,7 +123,7 @@ def tiny_windows(draw: st.DrawFn, *, max_pending: int = 5) -> ScheduleState:
                 "name": f"c{cid}",
                 "start_day": start,
                 "end_day": end,
-                "excluded_slots": banned,
+                "excluded_periods": banned,
             }
         )
     for _ in range(draw(st.integers(0, max_pending))):
@@ -210,7 +210,7 @@ def scope_options(
                 continue
             for s in range(1, spd - d + 2):
                 cells = [(day, p) for p in range(s, s + d)]
-                if c is not None and any(p in c.excluded_slots for _, p in cells):
+                if c is not None and any(p in c.excluded_periods for _, p in cells):
                     continue
                 if not any(cell in busy for cell in cells):
                     opts.append((day, s, None))

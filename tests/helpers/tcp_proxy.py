@@ -9,6 +9,11 @@ database or Redis server and cut or blackhole it, instead of stopping the servic
   that swallows packets: the client waits until its own time limit).
 - ``restore()``: back to ``open``; connections held in the blackhole are closed (their protocol
   state is lost), new ones are forwarded again.
+- ``lose_answer_to(needle)``: once, when a client sends bytes containing ``needle`` (e.g.
+  ``b"COMMIT"``), the request is forwarded but the server's answer is dropped and both sides of
+  that connection are closed (a network that fails right after the request); with
+  ``lose_request=True`` the request itself is dropped instead. ``then="cut"`` cuts everything
+  at that moment (the client cannot reconnect either).
 
 One thread accepts, two threads pump each connection; everything stops with :meth:`close`.
 """
@@ -19,7 +24,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Literal
+from typing import Any, Literal
 
 Mode = Literal["open", "cut", "blackhole"]
 
@@ -35,6 +40,8 @@ class TcpProxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._closed = False
+        self._needle: tuple[bytes, bool, Mode] | None = None
+        self.lost = threading.Event()  # set when lose_answer_to has struck
         self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
         self._thread.start()
 
@@ -57,6 +64,15 @@ class TcpProxy:
             self.mode = "open"
             if was == "blackhole":
                 self._drop_all()
+
+    def lose_answer_to(
+        self, needle: bytes, *, lose_request: bool = False, then: Mode = "open"
+    ) -> None:
+        """Once: drop the server's answer to the next request containing ``needle`` (or,
+        with ``lose_request``, the request) and close that connection; then go to ``then``."""
+        with self._lock:
+            self._needle = (needle, lose_request, then)
+            self.lost.clear()
 
     def close(self) -> None:
         with self._lock:
@@ -108,28 +124,60 @@ class TcpProxy:
         if self.mode == "blackhole":
             self._swallow(client)
             return
-        threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
-        self._pump(client, upstream)
+        link: dict[str, Any] = {}  # "then" once the next answer on this connection is lost
+        threading.Thread(target=self._pump, args=(upstream, client, link), daemon=True).start()
+        self._pump(client, upstream, link, upstream=True)
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(
+        self,
+        src: socket.socket,
+        dst: socket.socket,
+        link: dict[str, Any],
+        *,
+        upstream: bool = False,
+    ) -> None:
         """Copy ``src`` to ``dst`` while open; in the blackhole, read and drop."""
         while True:
             try:
                 data = src.recv(65536)
             except OSError:
                 data = b""
-            if not data:
+            if not data or (not upstream and "then" in link):
+                if data:
+                    self._struck(link)
                 self._forget(src)
                 self._forget(dst)
                 return
             if self.mode == "blackhole":
                 continue
+            if upstream and self._strikes(data, link):
+                self._struck(link)
+                self._forget(src)
+                self._forget(dst)
+                return
             try:
                 dst.sendall(data)
             except OSError:
                 self._forget(src)
                 self._forget(dst)
                 return
+
+    def _strikes(self, data: bytes, link: dict[str, Any]) -> bool:
+        """Whether ``data`` is the request to lose; if so the proxy is disarmed and ``link``
+        remembers what follows. ``True``: drop the request itself now."""
+        with self._lock:
+            if self._needle is None or self._needle[0] not in data:
+                return False
+            _, lose_request, link["then"] = self._needle
+            self._needle = None
+        return lose_request
+
+    def _struck(self, link: dict[str, Any]) -> None:
+        with self._lock:
+            self.mode = link["then"]
+            if self.mode == "cut":
+                self._drop_all()
+        self.lost.set()
 
     def _swallow(self, client: socket.socket) -> None:
         """Read and drop what a client sends until the connection is closed."""

@@ -44,7 +44,7 @@ def class_window_window() -> ScheduleState:
             {"duration": 2, "category_id": 10},
             {"duration": 2, "category_id": 10},
         ],
-        [{"id": 10, "name": "复习", "start_day": 1, "end_day": 1, "excluded_slots": [4]}],
+        [{"id": 10, "name": "复习", "start_day": 1, "end_day": 1, "excluded_periods": [4]}],
     )
 
 

@@ -28,7 +28,6 @@ SOLVER = Path(solver_package.__file__).parent
 DOCUMENTED = {
     "min_work_s": 0.05,
     "deterministic_share": 0.5,
-    "wall_per_det": 1.5,
     "deadline_margin_s": 0.02,
     "setup_grace_s": 0.05,
     "work_share": 0.4,
@@ -65,6 +64,8 @@ DOCUMENTED = {
     "switch_weight": 10.0,
     "post_solve_per_task_s": 6e-5,
     "move_weight": 0.05,
+    "ordered_max_options": 40_000,
+    "ordered_build_share": 0.5,
     "one_search_share": 1.0,
     "exact_floor_share": 0.55,
     "exact_complete_share": 0.1,
@@ -77,13 +78,6 @@ DOCUMENTED = {
     "soft_screen_cost": 0.2,
     "soft_kick_per_task": 10.0,
     "soft_kick_moves": 3,
-    "health_lns_share": 0.0,
-    "health_lns_stall": 2.0,
-    "health_lns_stall_min": 200,
-    "health_lns_days": 3,
-    "health_lns_tasks": 12,
-    "health_lns_det": 0.05,
-    "health_lns_setup_s": 0.01,
 }
 
 

@@ -19,7 +19,16 @@ import pytest
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.batch import JobConfig, WindowItem, run_window
-from smartflow_engine.solver import budget, health_search, least_change, placement, repair
+from smartflow_engine.solver import (
+    budget,
+    health_search,
+    least_change,
+    placement,
+    repair,
+    scope_floor,
+    scoring,
+    unplaced,
+)
 from smartflow_engine.solver._cpsat import OutOfTime
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
@@ -58,6 +67,7 @@ def forbid_evaluators(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(health_search, "HealthEvaluator", forbidden)
     monkeypatch.setattr(least_change, "HealthEvaluator", forbidden)
+    monkeypatch.setattr(scoring, "HealthEvaluator", forbidden)
 
 
 @pytest.fixture
@@ -92,6 +102,7 @@ def test_a_cheap_set_up_still_runs_after_its_deadline(monkeypatch: pytest.Monkey
     counts its start past the deadline (so a small window's counts do not depend on the load),
     and returns the start unchanged."""
     monkeypatch.setattr(health_search, "HealthEvaluator", _real_evaluator())
+    monkeypatch.setattr(scoring, "HealthEvaluator", _real_evaluator())
     state = _window()
     problem = build_problem(state, by_subject=True)
     start = placement.propose_placement(state, time_limit_s=1.0, seed=0).placements
@@ -125,7 +136,7 @@ def test_the_unplaced_check_does_not_start_after_its_deadline(
     state = _window()
     pending = [t.state_id for t in state.pending_tasks()]
     with pytest.raises(OutOfTime):
-        health_search.unplaced_critical(
+        unplaced.unplaced_check(
             state,
             pending,
             1.0,
@@ -138,9 +149,9 @@ def test_the_unplaced_check_does_not_start_after_its_deadline(
     for task in nothing.tasks:
         if task.status == "suggested":
             task.status = "existing"
-    assert health_search.unplaced_critical(nothing, [], 1.0, 1, deadline=0.0) == 0
+    assert unplaced.unplaced_check(nothing, [], 1.0, 1, deadline=0.0) == (0, False)
     with pytest.raises(OutOfTime):  # a suggested task may stand outside its class: checked
-        health_search.unplaced_critical(
+        unplaced.unplaced_check(
             state, [], 1.0, 1, deadline=time.perf_counter() - 1.0, calibration=EXPENSIVE_SETUP
         )
 
@@ -158,7 +169,7 @@ def test_a_proposal_whose_close_stage_is_cut_claims_no_counts(
         clock.jump()
         raise OutOfTime
 
-    monkeypatch.setattr(placement, "health_floor", floor_that_takes_all_the_time)
+    monkeypatch.setattr(scope_floor, "health_floor", floor_that_takes_all_the_time)
     calibration = replace(EXPENSIVE_SETUP, close_per_task_s=0.0)  # the close stage gets its turn
     state = _window()
     proposal = placement.propose_placement(

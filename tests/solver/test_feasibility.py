@@ -214,7 +214,7 @@ def test_extra_days_respect_banned_periods() -> None:
             {"duration": 4, "category_id": 10},
             {"duration": 4, "category_id": 10},
         ],
-        [{"id": 10, "name": "复习", "excluded_slots": [5, 6, 7, 8, 9, 10, 11, 12]}],
+        [{"id": 10, "name": "复习", "excluded_periods": [5, 6, 7, 8, 9, 10, 11, 12]}],
     )
     figures = negotiation_figures(state, time_limit_s=5.0)
     assert figures.extra_days_needed == 2
@@ -248,7 +248,7 @@ def test_lifting_banned_suffices() -> None:
             },
             {"duration": 2, "category_id": 10},
         ],
-        [{"id": 10, "name": "复习", "excluded_slots": [4]}],
+        [{"id": 10, "name": "复习", "excluded_periods": [4]}],
     )
     figures = negotiation_figures(state, time_limit_s=5.0)
     assert figures.lifting_banned_suffices is True

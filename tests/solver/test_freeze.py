@@ -162,7 +162,7 @@ def test_restore_best_that_would_change_a_frozen_day_is_refused():
     before = session.state.to_json()
     out = session.invoke("restore_best", {})
     assert (out.status, out.error_code) == ("error", "frozen_day"), out.reply
-    assert out.reply.startswith("restore_best 未执行：第1天已冻结")
+    assert out.reply.startswith("恢复最佳状态失败：第1天已冻结")
     assert session.state.to_json() == before
     session.frozen_days = 0
     assert session.invoke("restore_best", {}).status == "ok"

@@ -74,10 +74,11 @@ def change(data: st.DataObject, state: ScheduleState) -> str:
         tc = data.draw(st.sampled_from(state.task_classes))
         tc.start_day = data.draw(st.integers(1, state.num_days))
         tc.end_day = data.draw(st.integers(tc.start_day, state.num_days))
-        tc.excluded_slots = data.draw(
+        tc.excluded_periods = data.draw(
             st.lists(st.integers(1, state.slots_per_day), max_size=2, unique=True)
         )
         tc.total_slots = data.draw(st.integers(0, 30))
+        state._rules = None  # the class rules are read once per state
         return "class"
     if kind == "category" and task.source != "event":
         task.category = data.draw(st.sampled_from(["复习", "作业", "实验", "阅读"]))

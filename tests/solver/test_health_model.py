@@ -18,11 +18,13 @@ from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.health_facts import MIN_BUFFER
 from smartflow_engine.rules import LEVELS, Level
 from smartflow_engine.solver.health_eval import HealthEvaluator
-from smartflow_engine.solver.health_floor import health_floor, realise
+from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.health_model import day_patterns
 from smartflow_engine.solver.health_search import search_health
-from smartflow_engine.solver.placement import propose_placement, start_rank
+from smartflow_engine.solver.placement import propose_placement
 from smartflow_engine.solver.problem import Placement, build_problem
+from smartflow_engine.solver.realise import realise
+from smartflow_engine.solver.starts import start_rank
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
 from tests.helpers.solver_windows import apply_placements, make_state, tiny_windows
@@ -73,7 +75,7 @@ def _window(rng: random.Random) -> ScheduleState:
                     "name": f"c{cid}",
                     "start_day": start,
                     "end_day": rng.randint(start, days),
-                    "excluded_slots": rng.sample(range(1, SPD + 1), rng.randint(0, 2)),
+                    "excluded_periods": rng.sample(range(1, SPD + 1), rng.randint(0, 2)),
                 }
             )
     for _ in range(rng.randint(2, 5)):
@@ -119,7 +121,7 @@ def _places(state: ScheduleState, t: Any) -> list[tuple[int, int]]:
             lo, hi, banned = (
                 cls.start_day,
                 min(cls.end_day, state.num_days),
-                set(cls.excluded_slots),
+                set(cls.excluded_periods),
             )
     return [
         (d, s)
@@ -523,14 +525,14 @@ def test_a_start_whose_days_do_not_pack_is_completed_exactly() -> None:
     through the write path)."""
     from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
     from smartflow_engine.solver.counting import max_placeable
-    from smartflow_engine.solver.placement import _exact_start
+    from smartflow_engine.solver.starts import exact_start
 
     state = synthetic_window(501, 13, variant="tight", with_task_classes=True)
     problem = build_problem(state, by_subject=True)
     scope = {t for g in problem.groups for t in g.task_ids}
     pending = sum(t.need() for t in state.pending_tasks())
     assert max_placeable(problem, time_limit_s=5.0, num_workers=1).best == pending
-    masks = {tuple(state.task_class(t.category_id).excluded_slots) for t in state.pending_tasks()}
+    masks = {tuple(state.task_class(t.category_id).excluded_periods) for t in state.pending_tasks()}
     assert len(masks) > 1  # classes ban different periods
     floor = health_floor(state, "normal", pending_periods=pending, scope=scope, exact_s=10.0)
     whole = realise(state, "normal", pending_periods=pending, scope=scope, time_limit_s=5.0)
@@ -555,7 +557,7 @@ def test_a_start_whose_days_do_not_pack_is_completed_exactly() -> None:
     short = realise(state, "normal", short_ok=True, dropped=dropped, calibration=one_step, **kwargs)
     assert short is not None and dropped
     assert sum(p.length for p in short) < pending
-    start = _exact_start(state, problem, pending, "normal", 5.0, 1, calibration=one_step)
+    start, _ = exact_start(state, problem, pending, "normal", 5.0, 1, calibration=one_step)
     assert start is not None and sum(p.length for p in start) == pending
     assert not apply_placements(state, start).pending_tasks()  # through the write path
 
@@ -566,21 +568,21 @@ def test_places_go_to_the_subject_that_waited_longest() -> None:
     of three tasks each alternate over six days (handing them out in task order put each
     subject's three on three days in a row, a gap of three days), a subject's own fixed session
     counts as its last one, and every place goes to a task of its own item, once."""
-    from smartflow_engine.solver.health_floor import _give_out
+    from smartflow_engine.solver.realise import give_out
 
     subject = {1: "A", 2: "A", 3: "A", 4: "B", 5: "B", 6: "B", 7: "A", 8: "B"}.__getitem__
     spots = {0: [(d, 0, None) for d in (6, 5, 4, 3, 2, 1)]}
-    out = _give_out(spots, [[1, 2, 3, 4, 5, 6]], subject, {0: 2}, {})
+    out = give_out(spots, [[1, 2, 3, 4, 5, 6]], subject, {0: 2}, {})
     by_day = [subject(p.task_id) for p in sorted(out, key=lambda p: p.day)]
     assert by_day in (["A", "B", "A", "B", "A", "B"], ["B", "A", "B", "A", "B", "A"])
     assert sorted(p.task_id for p in out) == [1, 2, 3, 4, 5, 6]
     assert all((p.slot_start, p.slot_end) == (1, 2) for p in out)
     # B studied on day 1 already (a fixed session): A goes first
-    out = _give_out({0: [(2, 0, None), (3, 0, None)]}, [[7, 8]], subject, {0: 2}, {"B": [1]})
+    out = give_out({0: [(2, 0, None), (3, 0, None)]}, [[7, 8]], subject, {0: 2}, {"B": [1]})
     assert [subject(p.task_id) for p in sorted(out, key=lambda p: p.day)] == ["A", "B"]
     # two items: each place keeps its item's length, and a task never leaves its item
     spots2 = {0: [(1, 0, None), (3, 0, None)], 1: [(2, 4, 9)]}
-    out = _give_out(spots2, [[1, 4], [2, 5]], subject, {0: 2, 1: 3}, {})
+    out = give_out(spots2, [[1, 4], [2, 5]], subject, {0: 2, 1: 3}, {})
     assert {p.task_id for p in out if p.length == 2} == {1, 4}
     assert len(out) == 3 and {p.task_id for p in out if p.length == 3} <= {2, 5}
     assert next(p for p in out if p.length == 3).embed_host == 9

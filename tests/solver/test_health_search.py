@@ -503,7 +503,7 @@ def test_floor_counts_class_windows() -> None:
     from smartflow_engine.solver import check_feasibility
     from smartflow_engine.solver.health_floor import health_floor
 
-    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 1, "excluded_slots": []}]
+    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 1, "excluded_periods": []}]
     tasks = [{"status": "pending", "duration": 2, "category_id": 10} for _ in range(3)]
     state = make_state(3, 6, tasks, classes)
     report = check_feasibility(state, time_limit_s=2.0, include_suggested=True)
@@ -542,7 +542,9 @@ def gap_windows(draw: st.DrawFn) -> ScheduleState:
             tasks.append(_course(day, 2, 2))
     start = draw(st.integers(1, days))
     end = draw(st.integers(start, min(days, start + 2)))
-    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end, "excluded_slots": []}]
+    classes = [
+        {"id": 10, "name": "c10", "start_day": start, "end_day": end, "excluded_periods": []}
+    ]
     movable = draw(st.integers(1, 2))
     for _ in range(movable):
         if draw(st.booleans()):
@@ -611,7 +613,7 @@ def test_forced_gap_floor_is_never_beaten(
 def test_gap_forced_by_class_window_is_tight() -> None:
     """Tests that a locked c10 block on day 1 and a pending c10 task confined to days 7-10 force
     a gap of 5 days (a warning), named in the floor, and that a schedule attains the floor."""
-    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 10, "excluded_slots": []}]
+    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 10, "excluded_periods": []}]
     tasks = [
         _study(1, 1, 1, 10, status="existing", locked=True),
         {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"},
@@ -646,7 +648,7 @@ def test_banned_periods_force_loads_in_the_floor() -> None:
     tasks whose class bans period 5 of 5 must fill periods 1-4 of each of three days (load
     0.8, a warning each), which the floor counts (free periods alone would allow 2) and no
     schedule beats."""
-    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 3, "excluded_slots": [5]}]
+    classes = [{"id": 10, "name": "c10", "start_day": 1, "end_day": 3, "excluded_periods": [5]}]
     tasks = [
         {"status": "pending", "duration": 4, "category_id": 10, "category": "c10"} for _ in range(3)
     ]
@@ -707,7 +709,9 @@ def concentration_windows(draw: st.DrawFn) -> ScheduleState:
             tasks.append(_course(day, spd - 1, spd))
     start = draw(st.integers(1, days))
     end = draw(st.integers(start, min(days, start + 1)))
-    classes = [{"id": 10, "name": "c10", "start_day": start, "end_day": end, "excluded_slots": []}]
+    classes = [
+        {"id": 10, "name": "c10", "start_day": start, "end_day": end, "excluded_periods": []}
+    ]
     if draw(st.booleans()):
         tasks.append(_study(draw(st.integers(start, end)), spd, spd, 10))
     for _ in range(draw(st.integers(1, 2))):
@@ -744,7 +748,7 @@ def test_forced_concentration_floor_is_never_beaten(
 def test_concentration_forced_by_a_one_day_class_is_tight() -> None:
     """Tests that three c10 blocks confined by their class to day 2 of 3 (N = 3 blocks, all on
     one day: concentration 1.0) give a critical in the floor that every schedule meets."""
-    classes = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
+    classes = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_periods": []}]
     tasks = [
         {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"} for _ in range(3)
     ]
@@ -770,7 +774,7 @@ def test_spread_even_ranks_health_first(monkeypatch: pytest.MonkeyPatch) -> None
     critical issue (critical, warning rank before the spread), and that without that rank it
     would have moved a block onto a full day."""
     import smartflow_engine.solver.reoptimize as reopt
-    from smartflow_engine.solver.health_search import health_of_moves
+    from smartflow_engine.solver.reoptimize import health_of_moves
 
     state = _spread_window()
     ranked = reopt.spread_even(state, "c10", time_limit_s=2.0)
@@ -792,7 +796,7 @@ def test_forced_subject_floors_read_in_student_terms() -> None:
     from smartflow_engine.solver.health_floor import health_floor
     from smartflow_engine.tools_adapter.tools.close_text import binding_text
 
-    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 7, "excluded_slots": []}]
+    classes = [{"id": 10, "name": "c10", "start_day": 7, "end_day": 7, "excluded_periods": []}]
     tasks = [_study(1, 1, 1, 10, status="existing", locked=True)]
     tasks += [
         {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"} for _ in range(3)
@@ -802,7 +806,7 @@ def test_forced_subject_floors_read_in_student_terms() -> None:
     assert texts["subject_gap"] == (
         "c10在第1天与第7天之间只能排在任务类时间窗内、有足够空位的日子，最长间隔至少5天。"
     )
-    one_day = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_slots": []}]
+    one_day = [{"id": 10, "name": "c10", "start_day": 2, "end_day": 2, "excluded_periods": []}]
     floor = health_floor(make_state(3, 6, tasks[1:], one_day), "normal", pending_periods=3)
     why = next(b["why"] for b in floor.binding if b["rule"] == "subject_concentration")
     assert binding_text("subject_concentration", why) == (
@@ -837,14 +841,14 @@ def _search_at_start(state: ScheduleState) -> tuple[Any, list[Placement], Health
     """The close stage's search over every movable placed task, standing at the start."""
     import numpy as np
 
-    from smartflow_engine.solver.health_search import _Search
+    from smartflow_engine.solver.moves import Neighbourhood
 
     problem = build_problem(state, include_suggested=True, by_subject=True)
     start = list(problem.current.values())
     ev = HealthEvaluator(state, {t for g in problem.groups for t in g.task_ids})
     ev.set_placements(start)
     origin = {pl.task_id: pl for pl in start}
-    search = _Search(ev, problem, origin, np.random.default_rng(0), None, DEFAULT_CALIBRATION)
+    search = Neighbourhood(ev, problem, origin, np.random.default_rng(0), None, DEFAULT_CALIBRATION)
     return problem, start, ev, search
 
 

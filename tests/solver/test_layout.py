@@ -21,9 +21,6 @@ NOT_CALIBRATION = {
     "health_eval": {"MIN_USABLE", "MIN_BUFFER"},  # analyze_health's tolerance defaults
     "health_floor": {"_EPS", "_EXACT_MEMO_SIZE"},  # a tolerance; how many answers are kept
     "health_model": {"MAX_PATTERNS"},
-    "health_lns": {
-        "MAX_VALUES"
-    },  # above it a quantity is left to the evaluator (model size)  # above it a day's patterns are not enumerated
     "relaxation": {"DUAL_SCALE", "INTEGRAL_TOL"},  # exact arithmetic of the certified bound
     "objective": {"MAX_SCALE", "MODEL_MAGNITUDE", "FLOAT_MARGIN"},  # exact weights and bounds
 }

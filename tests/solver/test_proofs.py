@@ -101,7 +101,7 @@ def random_window(rng: np.random.Generator) -> ScheduleState:
                 "name": f"c{cid}",
                 "start_day": start,
                 "end_day": end,
-                "excluded_slots": [int(rng.integers(1, spd + 1))] if rng.random() < 0.3 else [],
+                "excluded_periods": [int(rng.integers(1, spd + 1))] if rng.random() < 0.3 else [],
             }
             if rng.random() < 0.3:
                 row["strategy"] = "rapid"

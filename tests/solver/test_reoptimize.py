@@ -136,4 +136,4 @@ def test_synthetic_window_with_one_period_a_day(seed: int) -> None:
     for spd in (1, 2):
         state = synthetic_window(seed, slots_per_day=spd, with_task_classes=True)
         assert state.task_classes
-        assert all(not tc.excluded_slots for tc in state.task_classes)
+        assert all(not tc.excluded_periods for tc in state.task_classes)

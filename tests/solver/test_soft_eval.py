@@ -184,3 +184,36 @@ def test_context_switch_is_the_concepts_switch(state: ScheduleState, seed: int) 
     ev = SoftEvaluator(problem)
     ev.set_placements(placements)
     assert ev.terms()["context_switch"] == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_per_day_counts_equal_the_shared_definitions(seed: int) -> None:
+    """Tests that the evaluator's per-move counts of a day (a Python loop, kept for speed)
+    equal health_facts' definitions on random days: the isolated free periods are the free
+    runs of length 1 (``free_runs``), the switches the pairs of ``switch_mask`` that touch a
+    scope period."""
+    import numpy as np
+
+    from smartflow_engine.health_facts import free_runs, switch_mask
+    from smartflow_engine.state.synthetic import synthetic_window
+
+    state = synthetic_window(1, 6, variant="fragmented", with_task_classes=True)
+    problem = build_problem(state, include_suggested=True, by_subject=True)
+    ev = SoftEvaluator(problem)
+    rng = np.random.default_rng(seed)
+    shape = ev.occupied.shape
+    ev.occupied[:] = rng.random(shape) < 0.5
+    ev.subj[:] = rng.integers(0, 4, size=shape)
+    ev.mine[:] = rng.random(shape) < 0.5
+    ev.refresh(range(1, ev.num_days + 1))
+    rows, _, lengths = free_runs(~ev.occupied)
+    isolated = np.bincount(rows[lengths == 1], minlength=ev.num_days)
+    touched = np.zeros((shape[0], shape[1] - 1), dtype=bool)
+    for q in range(shape[1] - 1):
+        touched[:, q] = ev.mine[:, q] | ev.mine[:, q + 1]
+    switches = np.count_nonzero(switch_mask(ev.subj) & touched, axis=1)
+    assert ev.day_isolated.tolist() == isolated.tolist()
+    assert ev.day_switches.tolist() == switches.tolist()
+    assert (ev.isolated, ev.switches) == (int(isolated.sum()), int(switches.sum()))
+    assert switches.sum() > 0 or not touched.any()  # not vacuous on most draws

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +14,7 @@ from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.reoptimize import spread_measure
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter import Mode
+from smartflow_engine.tools_adapter.core.spec import failure_head
 from tests.helpers.solver_windows import make_state
 
 
@@ -24,8 +26,26 @@ def test_check_feasibility_feasible_reply(roomy_window: ScheduleState) -> None:
     """Tests the feasible reply: proven verdict and the exact figures."""
     reply = toolbox(roomy_window).call("check_feasibility", {})
     assert reply.startswith("可行性：可行（已证明）。")
-    assert "范围内任务2个，共需4个时段；最多可同时放下4个时段，缺口0个。" in reply
+    assert "范围内待安排任务2个，共需4个时段；最多可同时放下4个时段，缺口0个。" in reply
     assert "余量2个" in reply
+
+
+def test_check_feasibility_names_the_tasks_it_counts(roomy_window: ScheduleState) -> None:
+    """Tests issue 45 item 1: the figure says which tasks it counts: with include_suggested the
+    placed (suggested) task is counted too and the line says 待安排与已预排 (analyze_health's
+    required_task_slots counts the same set), without it only the pending ones."""
+    box = toolbox(roomy_window)
+    free = box.state.pending_tasks()[0]
+    first_free = box.call("find_free", {"duration": free.need()})
+    assert "第" in first_free
+    placed = box.call("apply_proposal", {})
+    assert "待安排任务剩余：0个" in placed
+    pending_only = box.call("check_feasibility", {})
+    both = box.call("check_feasibility", {"include_suggested": True})
+    assert "范围内待安排任务0个，共需0个时段" in pending_only
+    assert "范围内待安排与已预排任务2个，共需4个时段" in both
+    health = json.loads(box.call("analyze_health", {}))
+    assert health["feasibility"]["required_task_slots"] == 4
 
 
 def test_check_feasibility_infeasible_reply(class_window_window: ScheduleState) -> None:
@@ -97,11 +117,12 @@ def test_check_feasibility_capped_time_limit_is_unknown() -> None:
 def test_bad_arguments_are_a_reply(
     tool: str, args: dict[str, Any], roomy_window: ScheduleState
 ) -> None:
-    """Tests that bad arguments give a 参数错误 reply and leave the state unchanged."""
+    """Tests that bad arguments give an ``X失败：参数错误，…`` reply (X the tool's verb) and leave
+    the state unchanged."""
     tb = toolbox(roomy_window, enabled_tools=[tool])
     before = roomy_window.to_json()
     reply = tb.call(tool, args)
-    assert reply.startswith("参数错误")
+    assert reply.startswith(f"{failure_head(tool)}：参数错误，"), reply
     assert roomy_window.to_json() == before and not tb.changes
 
 
@@ -139,12 +160,14 @@ def test_apply_proposal_compute_mode_matches_propose() -> None:
     """Tests that apply_proposal without placements applies exactly what propose_placement
     proposes for the same arguments, atomically, as suggested tasks, logging each change."""
     state = synthetic_window(6, 13, pending=15)
-    # a tenth of the search's work: both calls end on it, not on a loaded machine's clock
-    quick = replace(DEFAULT_CALIBRATION, one_search_share=0.1)
-    proposal = propose_placement(state, time_limit_s=1.0, seed=2, calibration=quick)
+    # A 10 s wall clock with a search of a hundredth of it (the exact models of this small
+    # window end on their proofs): both calls end on their work, not on a loaded machine's
+    # clock, and get the same budgets.
+    quick = replace(DEFAULT_CALIBRATION, one_search_share=0.01)
+    proposal = propose_placement(state, time_limit_s=10.0, seed=2, calibration=quick)
     assert not proposal.wall_limited
     tb = toolbox(state, calibration=quick)
-    reply = tb.call("apply_proposal", {"time_limit_s": 1.0, "seed": 2})
+    reply = tb.call("apply_proposal", {"time_limit_s": 10.0, "seed": 2})
     assert reply.startswith(f"已应用粗排方案，{len(proposal.placements)}个任务变为已预排：")
     assert len(tb.changes) == len(proposal.placements)
     for p in proposal.placements:
@@ -386,7 +409,7 @@ def test_propose_reply_states_the_proposals_own_floor() -> None:
         reply = toolbox(state).call("propose_placement", {"time_limit_s": 1.0, "seed": 0})
         counts = re.search(r"应用后 critical (\d+) 个、warning (\d+) 个", reply)
         floor = re.search(
-            r"已证明同范围的任何方案至少有 critical (\d+) 个、critical 与 warning "
+            r"已证明[^，；]+的任何方案至少有 critical (\d+) 个、critical 与 warning "
             r"合计 (\d+) 个，(?:critical 为 \d+ 个的方案 warning 至少 (\d+) 个，)?"
             r"本方案(已达|尚高于)此下限",
             reply,

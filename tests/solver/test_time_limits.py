@@ -44,7 +44,7 @@ def one_day_classes_window(days: int = 200) -> ScheduleState:
     classes = []
     for day in range(1, days + 1):
         classes.append(
-            {"id": day, "name": f"c{day}", "start_day": day, "end_day": day, "excluded_slots": []}
+            {"id": day, "name": f"c{day}", "start_day": day, "end_day": day, "excluded_periods": []}
         )
         for _ in range(5):
             tasks.append(
@@ -148,7 +148,7 @@ def test_the_health_floor_stops_at_its_deadline(long_window: ScheduleState) -> N
 def test_a_proposal_gives_its_floors_its_own_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests that both floors a proposal computes (its population's and the close search's own)
     get a deadline inside the call's limit, and that a floor cut by it is not claimed."""
-    from smartflow_engine.solver import health_search, placement
+    from smartflow_engine.solver import placement, scope_floor
     from smartflow_engine.solver._cpsat import OutOfTime
 
     seen: list[float | None] = []
@@ -157,8 +157,7 @@ def test_a_proposal_gives_its_floors_its_own_deadline(monkeypatch: pytest.Monkey
         seen.append(deadline)
         raise OutOfTime
 
-    monkeypatch.setattr(placement, "health_floor", out_of_time)
-    monkeypatch.setattr(health_search, "health_floor", out_of_time)
+    monkeypatch.setattr(scope_floor, "health_floor", out_of_time)  # (both floors: .scope_floor)
     # (the feasibility check of the unplaced tasks answered at once: on a loaded machine it may
     # run past the deadline, and then the close search rightly does not start, issue 24 item 6)
     monkeypatch.setattr(placement, "unplaced_check", lambda *args, **kwargs: (0, False))

@@ -301,3 +301,97 @@ def test_a_moving_host_takes_no_multi_block_guest(spec_tools_window):
     res = batch_move(s, [Request(10, 9, 1), Request(2, 9, 1, 6)])
     assert not res.ok and res.refusal.kind == "multi_block_guest"
     assert _unchanged(s, snap)
+
+
+# ---------------------------------------------------------------------------------- issue 44 item 8
+def _two_block_host_window() -> ScheduleState:
+    """The spec's tool window with [10]思政 meeting twice (day 7 and day 11, periods 1-2) and
+    [7] placed on day 5 periods 1-2."""
+    from tests.helpers.windows import load_window
+
+    data = load_window("spec_tools_window").to_dict()
+    host = next(t for t in data["tasks"] if t["state_id"] == 10)
+    host["slots"].append({"day": 11, "slot_start": 1, "slot_end": 2})
+    s = ScheduleState.from_json(data)
+    assert place(s, 7, 5, 1).ok
+    return s
+
+
+@pytest.mark.parametrize("host_first", [True, False])
+def test_a_guest_follows_its_host_in_either_order(spec_tools_window, host_first):
+    """Tests issue 44 item 8: [7] embedded in [10]思政, then batch_move [7 → day 9 period 1,
+    10 → day 9 period 1] is accepted in either order, [7] embedded in [10] at its new place
+    (the batch is simultaneous: a host that moves takes guests at its new place)."""
+    s = spec_tools_window
+    assert place(s, 7, 7, 1).ok and s.task(7).embed_host == 10
+    moves = [Request(7, 9, 1), Request(10, 9, 1)]
+    res = batch_move(s, moves[::-1] if host_first else moves)
+    assert res.ok, res.refusal
+    assert s.task(7).embed_host == 10 and s.task(7).slots[0].day == 9
+    assert s.task(10).slots[0].day == 9 and (s.grid.guest[8, 0:2] == 7).all()
+    self_check(s)
+
+
+@pytest.mark.parametrize("host_first", [True, False])
+def test_a_guest_fills_an_unmoved_block_of_a_moving_host(host_first):
+    """Tests issue 44 item 8: moving one block of a two-block water course while a task moves
+    into its other (unmoved) block embeds the task there, whichever move is listed first."""
+    s = _two_block_host_window()
+    moves = [Request(10, 9, 1, from_day=7), Request(7, 11, 1)]
+    res = batch_move(s, moves if host_first else moves[::-1])
+    assert res.ok, res.refusal
+    assert s.task(7).embed_host == 10 and s.task(7).slots[0].day == 11
+    assert sorted(b.day for b in s.task(10).slots) == [9, 11]
+    self_check(s)
+
+
+@pytest.mark.parametrize("host_first", [True, False])
+def test_a_conflict_with_an_unmoved_block_does_not_blame_the_new_place(host_first):
+    """Tests issue 44 item 8: a range only partly inside the unmoved block of a moving host is
+    a conflict with that block, not with the host's new place (``moving`` is False)."""
+    s = _two_block_host_window()
+    snap = _snapshot(s)
+    moves = [Request(10, 9, 1, from_day=7), Request(7, 11, 2)]
+    res = batch_move(s, moves if host_first else moves[::-1])
+    assert not res.ok and res.refusal.kind == "conflict"
+    (blocker,) = res.refusal.blockers
+    assert (blocker.task_id, blocker.slot_start, blocker.moving) == (10, 2, False)
+    assert _unchanged(s, snap)
+
+
+def test_a_conflict_with_a_new_place_says_so(spec_tools_window):
+    """Tests that a blocker standing at its new place (it moves in the same batch) is flagged
+    ``moving``, in either order of the requests."""
+    for moves in ([Request(6, 9, 5), Request(4, 9, 6)], [Request(4, 9, 6), Request(6, 9, 5)]):
+        res = batch_move(spec_tools_window, moves)
+        assert res.refusal.kind == "conflict" and res.refusal.blockers[0].moving
+
+
+# ---------------------------------------------------------------------------------- existing as facts
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        (move, (6, 5, 1)),
+        (batch_move, ([Request(6, 5, 1)],)),
+        (swap, (6, 4)),
+        (unplace, (6,)),
+    ],
+)
+def test_existing_fixed_refuses_moving_an_existing_task(spec_tools_window, op, args):
+    """Tests issue 42 item 5: with existing entries kept as facts, every write that would move
+    an existing task ([6]线代) is refused and changes nothing; without it the write applies."""
+    s = spec_tools_window
+    snap = _snapshot(s)
+    res = op(s, *args, existing_fixed=True)
+    assert not res.ok and res.refusal.kind == "existing_fixed" and res.refusal.task_id == 6
+    assert _unchanged(s, snap)
+    assert op(s, *args).ok
+
+
+def test_existing_fixed_still_moves_suggested_and_places_pending(spec_tools_window):
+    """Tests that under existing_fixed a pending task is placed and a suggested one moves."""
+    s = spec_tools_window
+    assert place(s, 9, 5, 1).ok
+    assert move(s, 9, 5, 3, existing_fixed=True).ok
+    assert batch_move(s, [Request(9, 9, 5)], existing_fixed=True).ok
+    assert unplace(s, 9, existing_fixed=True).ok

@@ -18,7 +18,7 @@ from smartflow_engine.state import Change, SlotRange
 from smartflow_engine.state.strategies import windows, write_calls
 from smartflow_engine.store import Store
 from smartflow_engine.store import models as m
-from tests.helpers.store import OTHER_USER, USER, cell_view, file_digest, reload, table_rows
+from tests.helpers.store import OTHER_USER, USER, cell_view, file_digest, reload, stored, table_rows
 from tests.helpers.windows import load_window
 
 Call = tuple[str, dict[str, Any]]
@@ -99,24 +99,45 @@ def test_committed_session_reloads_as_the_session_state(sample_store: Store, cal
     assert result.ok, result
     assert result.tasks_written == len({c.task_id for c in tb.changes})
     assert tb.state is not None
-    assert reload(sample_store, tb.state).to_dict() == tb.state.to_dict()
+    assert stored(reload(sample_store, tb.state)) == stored(tb.state)
+
+
+def _task_event(s: Any, item_id: int) -> Any:
+    return s.scalars(
+        select(m.ScheduleEvent).where(
+            m.ScheduleEvent.type == "task",
+            m.ScheduleEvent.rel_id == item_id,
+            m.ScheduleEvent.task_source_type == "task_item",
+        )
+    ).first()
 
 
 def test_place_creates_the_items_event_and_rows(sample_store: Store):
-    """Tests that placing a pending item writes its ScheduleEvent(type=task) and one row per
-    period at the mapped (week, day_of_week), and marks the item scheduled."""
+    """Tests that placing a pending item writes what SmartFlow-Agent writes for an applied item:
+    a task event (rel_id the item, task_source_type task_item, its content as name, start/end
+    time from the section clock), one row per section at the mapped (week, day_of_week), and the
+    item's status 2 with its embedded_time."""
+    from datetime import time
+
     tb = _session(sample_store, PLACE)  # [11] = item 301 → day 6 (week 7, Saturday) 1-3
     assert sample_store.commit(USER, tb.state, tb.changes).ok
     with sample_store.session() as s:
-        item = s.get(m.TaskClassItem, 301)
-        event = s.scalars(select(m.ScheduleEvent).where(m.ScheduleEvent.task_item_id == 301)).one()
+        item = s.get(m.TaskItem, 301)
+        event = _task_event(s, 301)
         rows = s.execute(
             select(m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section).where(
                 m.Schedule.event_id == event.id
             )
         ).all()
-    assert item is not None and item.status == "scheduled"
-    assert (event.type, event.status, event.user_id) == ("task", "suggested", USER)
+    assert item is not None and item.status == 2
+    assert item.embedded_time == {"week": 7, "day_of_week": 6, "section_from": 1, "section_to": 3}
+    assert (event.type, event.user_id, event.name, event.can_be_embedded) == (
+        "task",
+        USER,
+        "复习线代",
+        False,
+    )
+    assert (event.start_time, event.end_time) == (time(8, 0), time(10, 55))
     assert sorted(rows) == [(7, 6, 1), (7, 6, 2), (7, 6, 3)]
 
 
@@ -129,30 +150,23 @@ def test_placed_items_keep_names_the_batched_insert_must_escape(sample_store: St
     treat specially (quotes, backslash, comma, braces, the word NULL, ``%s``, 4-byte characters)
     reach the new events unchanged, two items placed in one commit (the multi-row insert)."""
     with sample_store.session(write=True) as s:
-        s.execute(
-            update(m.TaskClassItem)
-            .where(m.TaskClassItem.id.in_([301, 302]))
-            .values(content=content)
-        )
+        s.execute(update(m.TaskItem).where(m.TaskItem.id.in_([301, 302])).values(content=content))
     tb = _session(sample_store, [*PLACE, ("place", {"task_id": 12, "day": 7, "slot_start": 5})])
     assert sample_store.commit(USER, tb.state, tb.changes).ok
     with sample_store.session() as s:
         names = s.execute(
-            select(
-                m.ScheduleEvent.task_item_id,
-                m.ScheduleEvent.name,
-                m.ScheduleEvent.locked,
-                m.ScheduleEvent.category,
-            ).where(m.ScheduleEvent.task_item_id.in_([301, 302]))
+            select(m.ScheduleEvent.rel_id, m.ScheduleEvent.name).where(
+                m.ScheduleEvent.rel_id.in_([301, 302])
+            )
         ).all()
-    assert sorted(names) == [(301, content, None, None), (302, content, None, None)]
+    assert sorted(names) == [(301, content), (302, content)]
     assert tb.state is not None
-    assert reload(sample_store, tb.state).to_dict() == tb.state.to_dict()
+    assert stored(reload(sample_store, tb.state)) == stored(tb.state)
 
 
 def test_unplace_removes_the_items_event(sample_store: Store):
-    """Tests that unplacing a scheduled item deletes its event and rows and makes the item
-    pending again with its block's length as duration."""
+    """Tests that unplacing an applied item deletes its task event and rows and sets the item
+    back to status 1 without embedded_time."""
     tb = _session(sample_store, UNPLACE)  # [10] = item 202, day 2 period 11
     before = sample_store.row_counts(USER)
     assert sample_store.commit(USER, tb.state, tb.changes).ok
@@ -160,71 +174,69 @@ def test_unplace_removes_the_items_event(sample_store: Store):
     assert after["schedule_events"] == before["schedule_events"] - 1
     assert after["schedules"] == before["schedules"] - 1
     with sample_store.session() as s:
-        item = s.get(m.TaskClassItem, 202)
-        assert item is not None and (item.status, item.duration) == ("pending", 1)
-        assert (
-            s.scalars(select(m.ScheduleEvent).where(m.ScheduleEvent.task_item_id == 202)).first()
-            is None
-        )
+        item = s.get(m.TaskItem, 202)
+        assert item is not None and (item.status, item.embedded_time) == (1, None)
+        assert _task_event(s, 202) is None
 
 
 def test_embedding_is_written_on_the_hosts_rows(sample_store: Store):
-    """Tests that a guest placed into a water course is stored on the host's row for that period,
-    and that unplacing it later clears the mark."""
+    """Tests that a guest placed into a water course is the host's row's embedded_task_id, with
+    no event of its own, the item applied with its embedded_time; unplacing clears the mark."""
     tb = _session(sample_store, EMBED)  # [15] = item 305 into 思政 (event 106) day 3 period 3
     assert sample_store.commit(USER, tb.state, tb.changes).ok
     with sample_store.session() as s:
-        guest = s.scalars(
-            select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 305)
-        ).one()
         marked = s.execute(
             select(
                 m.Schedule.event_id, m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section
-            ).where(m.Schedule.embedded_event_id == guest)
+            ).where(m.Schedule.embedded_task_id == 305)
         ).all()
+        assert _task_event(s, 305) is None
+        item = s.get(m.TaskItem, 305)
+        assert item is not None and item.status == 2
+        assert item.embedded_time == {
+            "week": 7,
+            "day_of_week": 3,
+            "section_from": 3,
+            "section_to": 3,
+        }
     assert marked == [(106, 7, 3, 3)]
     tb.changes.clear()
     assert "移除" in tb.call("unplace", {"task_id": 15})
     assert sample_store.commit(USER, tb.state, tb.changes).ok
     with sample_store.session() as s:
         assert (
-            s.scalar(select(m.Schedule.id).where(m.Schedule.embedded_event_id.is_not(None))) is None
+            s.scalar(select(m.Schedule.id).where(m.Schedule.embedded_task_id.is_not(None))) is None
         )
+        item = s.get(m.TaskItem, 305)
+        assert item is not None and (item.status, item.embedded_time) == (1, None)
 
 
-def test_unplacing_one_week_of_a_course_splits_it_off(sample_store: Store):
-    """Tests that taking one occurrence of a weekly water course off a one-week window keeps the
-    other week's periods and records the occurrence as a new pending event, whose id the session's
-    state takes over."""
+def test_unplacing_a_course_is_refused_and_writes_nothing(sample_store: Store):
+    """Tests that taking a water course off the timetable is refused (the backend's tables hold
+    no pending event) and leaves every row as it was."""
     week7 = load_window("sample_window").window.day_mapping[:7]
     state = sample_store.load_window(USER, week7)
     tb = Toolbox(state, self_check=True)
     assert "恢复为待安排" in tb.call("unplace", {"task_id": 6})  # 思政, event 106, day 3
+    rows = table_rows(sample_store)
     result = sample_store.commit(USER, state, tb.changes)
-    assert result.ok and result.events_created == 1
-    new_id = result.source_ids[6]
-    assert state.task(6) is not None and state.task(6).source_id == new_id  # type: ignore[union-attr]
-    with sample_store.session() as s:
-        rows = s.execute(
-            select(m.Schedule.week, m.Schedule.day_of_week).where(m.Schedule.event_id == 106)
-        ).all()
-        split = s.get(m.ScheduleEvent, new_id)
-    assert sorted(set(rows)) == [(8, 3)]  # week 8 still meets
-    assert split is not None and (split.status, split.duration, split.name) == (
-        "pending",
-        2,
-        "思政（水课）",
+    assert not result.ok and result.error_code == "invalid_changes"
+    assert result.detail["reason"] == "event_unplace"
+    assert table_rows(sample_store) == rows
+
+
+def storable(state: ScheduleState, call: Call) -> bool:
+    """Whether the call's writes fit the backend's tables: an event (a course) is never taken
+    off the timetable nor embedded in another (only task items are pending work or guests);
+    such writes are refused at commit (test_unplacing_a_course_is_refused_and_writes_nothing)."""
+    probe = Toolbox(state.model_copy(deep=True))
+    probe.call(*call)
+    source = {t.state_id: t.source for t in state.tasks}
+    return not any(
+        source.get(c.task_id) == "event"
+        and (c.status_after == "pending" or c.embed_host_after is not None)
+        for c in probe.changes
     )
-    back = sample_store.load_window(USER, week7)
-
-    def by_source(st: ScheduleState) -> list[tuple[Any, ...]]:
-        views = cell_view(st)[0]
-        return sorted(
-            (t.source, t.source_id, t.status, t.duration, views[t.state_id]["cells"])
-            for t in st.tasks
-        )
-
-    assert by_source(back) == by_source(state)
 
 
 # ---------------------------------------------------------------------------------- failures
@@ -246,11 +258,11 @@ def _period_taken(s: Any) -> None:  # someone else took [11]'s target day 6 peri
 
 
 def _item_scheduled_meanwhile(s: Any) -> None:  # [12] = item 302 placed by another session
-    s.execute(update(m.TaskClassItem).where(m.TaskClassItem.id == 302).values(status="scheduled"))
+    s.execute(update(m.TaskItem).where(m.TaskItem.id == 302).values(status=2))
 
 
 def _item_deleted(s: Any) -> None:  # [11] = item 301
-    s.execute(delete(m.TaskClassItem).where(m.TaskClassItem.id == 301))
+    s.execute(delete(m.TaskItem).where(m.TaskItem.id == 301))
 
 
 def _host_gone(s: Any) -> None:  # 思政's day 3 periods, where [15] embeds
@@ -261,21 +273,15 @@ def _guest_place_taken(s: Any) -> None:  # another guest already sits in 思政 
     s.execute(
         update(m.Schedule)
         .where(m.Schedule.event_id == 106, m.Schedule.week == 7)
-        .values(embedded_event_id=101)
+        .values(embedded_task_id=202)
     )
 
 
-def _event_moved(s: Any) -> None:  # [9]'s item event changed status to pending elsewhere
-    s.execute(
-        update(m.ScheduleEvent).where(m.ScheduleEvent.task_item_id == 201).values(status="pending")
-    )
-    s.execute(
-        delete(m.Schedule).where(
-            m.Schedule.event_id.in_(
-                select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 201)
-            )
-        )
-    )
+def _event_moved(s: Any) -> None:  # [9]'s item was unapplied elsewhere (event and rows gone)
+    event_ids = select(m.ScheduleEvent.id).where(m.ScheduleEvent.rel_id == 201)
+    s.execute(delete(m.Schedule).where(m.Schedule.event_id.in_(event_ids)))
+    s.execute(delete(m.ScheduleEvent).where(m.ScheduleEvent.rel_id == 201))
+    s.execute(update(m.TaskItem).where(m.TaskItem.id == 201).values(status=1, embedded_time=None))
 
 
 @pytest.mark.parametrize(
@@ -397,7 +403,8 @@ def test_random_sessions_commit_and_reload(data: st.DataObject):
                 for _ in range(data.draw(st.integers(3, 16), label="calls")):
                     assert tb.state is not None
                     name, args = data.draw(write_calls(tb.state), label="call")
-                    tb.call(name, args)
+                    if storable(tb.state, (name, args)):
+                        tb.call(name, args)
                 assert tb.state is not None
                 event(f"changes in the round: {min(len(tb.changes), 3)}+")
                 result = store.commit(USER, tb.state, tb.changes)
@@ -427,38 +434,31 @@ GUEST_INTO_DAY3: list[Call] = EMBED  # B: [15] embeds into that very block
 
 
 def _items_and_events_hold(store: Store) -> None:
-    """No task lost: every scheduled item has its event, every scheduled event holds periods
-    (as owner), and every embedded guest mark points at an event that exists."""
+    """No task lost: every applied item (status 2) has its task event holding sections or a
+    host row carrying it, and every task event holds sections."""
     with store.session() as s:
-        scheduled = s.scalars(
-            select(m.TaskClassItem.id).where(
-                m.TaskClassItem.user_id == USER, m.TaskClassItem.status == "scheduled"
-            )
-        ).all()
+        applied = s.scalars(select(m.TaskItem.id).where(m.TaskItem.status == 2)).all()
         placed = dict(
             s.execute(
-                select(m.ScheduleEvent.task_item_id, m.ScheduleEvent.id).where(
-                    m.ScheduleEvent.user_id == USER, m.ScheduleEvent.task_item_id.is_not(None)
+                select(m.ScheduleEvent.rel_id, m.ScheduleEvent.id).where(
+                    m.ScheduleEvent.user_id == USER, m.ScheduleEvent.type == "task"
                 )
             ).all()
         )
         owners = set(s.scalars(select(m.Schedule.event_id).where(m.Schedule.user_id == USER)))
         guests = set(
             s.scalars(
-                select(m.Schedule.embedded_event_id).where(
-                    m.Schedule.user_id == USER, m.Schedule.embedded_event_id.is_not(None)
+                select(m.Schedule.embedded_task_id).where(
+                    m.Schedule.user_id == USER, m.Schedule.embedded_task_id.is_not(None)
                 )
             )
         )
-        holding = s.scalars(
-            select(m.ScheduleEvent.id).where(
-                m.ScheduleEvent.user_id == USER, m.ScheduleEvent.status != "pending"
-            )
-        ).all()
-    for item in scheduled:
-        assert item in placed, f"scheduled item {item} has no event"
-    for ev in holding:
-        assert ev in owners or ev in guests, f"event {ev} is placed but holds no period"
+    for item in applied:
+        assert (item in placed and placed[item] in owners) or item in guests, (
+            f"applied item {item} holds no section"
+        )
+    for ev in placed.values():
+        assert ev in owners, f"task event {ev} holds no section"
 
 
 @pytest.mark.parametrize(
@@ -511,7 +511,7 @@ def test_racing_commits_keep_every_task(sample_store: Store):
 def _reset(store: Store, state: ScheduleState) -> None:
     """The user's rows back to ``state`` (rows deleted and seeded again, no DDL)."""
     with store.session(write=True) as s:
-        for table in reversed(m.TABLES):
+        for table in reversed(m.ALL_TABLES):
             s.execute(delete(table))
     store.seed_from_state(USER, state)
 
@@ -557,8 +557,10 @@ def test_concurrent_change_logs_never_lose_or_duplicate_a_task(store: Store, dat
             tb.call(*call)
         for _ in range(data.draw(st.integers(1, 8), label=f"calls {label}")):
             assert tb.state is not None
-            calls.append(data.draw(write_calls(tb.state), label=f"call {label}"))
-            tb.call(*calls[-1])
+            call = data.draw(write_calls(tb.state), label=f"call {label}")
+            if storable(tb.state, call):
+                calls.append(call)
+                tb.call(*call)
         logs.append(calls)
     items = sorted(t.source_id for t in loaded.tasks if t.source == "task_item")
     for order in ((0, 1), (1, 0)):

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from smartflow_engine import Toolbox
 from smartflow_engine.store import Store, window_days
@@ -16,7 +16,15 @@ from smartflow_engine.store import models as m
 from smartflow_engine.store.days import StoreError
 from smartflow_engine.tools_adapter.sessions.session import CallResult, Session
 from tests.helpers.db_servers import SERVER_BACKENDS, fresh_server_store
-from tests.helpers.store import USER, reload, table_rows
+from tests.helpers.store import (
+    UPSERT_EXAMPLE,
+    USER,
+    item_placement,
+    mcp_params,
+    reload,
+    stored,
+    table_rows,
+)
 from tests.helpers.windows import load_window
 
 MOVE_HOST = {"task_id": 6, "new_day": 6, "new_slot_start": 7, "from_day": 3}
@@ -46,7 +54,7 @@ def test_commit_previews_then_writes_in_one_transaction(sample_store: Store):
     assert session.changes == []
     with sample_store.session() as s:
         item_event = s.scalars(
-            select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 301)
+            select(m.ScheduleEvent.id).where(m.ScheduleEvent.rel_id == 301)
         ).one()
         cells = sorted(
             s.execute(
@@ -55,13 +63,14 @@ def test_commit_previews_then_writes_in_one_transaction(sample_store: Store):
                 )
             ).all()
         )
-        status = s.scalar(select(m.TaskClassItem.status).where(m.TaskClassItem.id == 301))
-    assert cells == [(7, 6, 1), (7, 6, 2), (7, 6, 3)] and status == "scheduled"
+        status = s.scalar(select(m.TaskItem.status).where(m.TaskItem.id == 301))
+    assert cells == [(7, 6, 1), (7, 6, 2), (7, 6, 3)] and status == 2
     assert session.state is not None
-    assert reload(sample_store, session.state).to_dict() == session.state.to_dict()
+    assert stored(reload(sample_store, session.state)) == stored(session.state)
+    # issue 45 item 7: with nothing to write, commit answers at once and holds nothing
     again = session.invoke("commit", {})
-    assert "没有未提交的修改" in again.reply
-    assert session.confirm(again.confirm_token or "").reply == "没有需要提交的修改。"
+    assert (again.status, again.reply, again.confirm_token) == ("ok", "没有需要提交的修改。", None)
+    assert session.pending() == []
 
 
 def test_a_stale_commit_names_what_changed_and_keeps_the_state(sample_store: Store):
@@ -158,9 +167,7 @@ def test_the_losing_side_of_two_conflicting_commits_is_an_error(sample_store: St
     assert statuses[1] == ("ok", "") and statuses[0][0] == "error", statuses
     assert statuses[0][1] in ("conflict", "stale"), statuses
     with sample_store.session() as s:
-        scheduled = s.scalars(
-            select(m.TaskClassItem.id).where(m.TaskClassItem.status == "scheduled")
-        ).all()
+        scheduled = s.scalars(select(m.TaskItem.id).where(m.TaskItem.status == 2)).all()
     winner = 301 if results[0].status == "ok" else 302
     assert winner in scheduled and ({301, 302} - {winner}).isdisjoint(scheduled)
 
@@ -269,38 +276,6 @@ def test_window_days_counts_consecutive_days():
     ]
 
 
-def _mcp_params(store: Store, *extra: str) -> Any:
-    """``smartflow mcp --db URL --user USER --from 7-1 --to 8-7`` as a stdio server."""
-    import sys
-    from pathlib import Path
-
-    from mcp import StdioServerParameters
-
-    url = store.engine.url.render_as_string(hide_password=False)
-    root = Path(__file__).resolve().parents[2]
-    return StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-c",
-            "from smartflow_engine.cli import main; main()",
-            "mcp",
-            "--db",
-            url,
-            "--user",
-            str(USER),
-            "--from",
-            "7-1",
-            "--to",
-            "8-7",
-            "--mode",
-            "local_adjust",
-            *extra,
-        ],
-        cwd=str(root),
-        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
-    )
-
-
 def _user_says(action: str, asked: list[str]) -> Any:
     """The client's elicitation callback: the user reads the question and answers ``action``."""
     import mcp.types as types
@@ -329,7 +304,7 @@ def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
     rows = [table_rows(sample_store)]
 
     async def go() -> list[Any]:
-        params = _mcp_params(sample_store)
+        params = mcp_params(sample_store)
         async with Client(params, read_timeout_seconds=120, elicitation_callback=callback) as c:
             names = [t.name for t in (await c.list_tools()).tools]
             placed = await c.call_tool("place", {"task_id": 11, "day": 6, "slot_start": 1})
@@ -341,18 +316,10 @@ def test_smartflow_mcp_on_the_database_commits(sample_store: Store):
     names, placed, declined, done = anyio.run(go)
     assert "commit" in names and not {"confirm", "reject"} & set(names)
     assert placed.content[0].text.startswith("已将 [11]")
-    assert declined.is_error and "用户拒绝了 commit" in declined.content[0].text
+    assert declined.is_error and declined.content[0].text.startswith("提交失败：用户拒绝了确认")
     assert rows[1] == rows[0] and len(asked) == 2 and "schedules：新增3行" in asked[0], asked
     assert not done.is_error and done.content[0].text.startswith("已提交 1 项修改"), done
-    with sample_store.session() as s:
-        status = s.scalar(select(m.TaskClassItem.status).where(m.TaskClassItem.id == 301))
-        count = s.scalar(
-            select(func.count())
-            .select_from(m.Schedule)
-            .join(m.ScheduleEvent, m.Schedule.event_id == m.ScheduleEvent.id)
-            .where(m.ScheduleEvent.task_item_id == 301)
-        )
-    assert status == "scheduled" and count == 3
+    assert item_placement(sample_store, 301) == (2, 3)
 
 
 def test_a_declined_commit_over_mcp_writes_nothing(sample_store: Store):
@@ -394,18 +361,7 @@ def test_upsert_task_class_over_mcp_asks_the_user(sample_store: Store):
 
     from smartflow_engine.tools_adapter.mcp.server import build_server
 
-    args = {
-        "task_class": {
-            "name": "考研英语",
-            "start": {"week": 7, "day_of_week": 3},
-            "end": {"week": 9, "day_of_week": 7},
-            "total_slots": 12,
-            "strategy": "steady",
-            "tolerance_preference": "normal",
-            "excluded_slots": [11, 12],
-        },
-        "items": [{"content": "背单词", "duration": 2}],
-    }
+    args = UPSERT_EXAMPLE
     session = Session(None, store=sample_store, db_user_id=USER)
     asked: list[str] = []
 

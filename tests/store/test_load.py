@@ -1,16 +1,16 @@
-"""Tests of load_window on rows written directly (not through seed_from_state): the spec's
-mapping rules §3.3, section compression §3.4 and the day mapping §3.5."""
+"""Tests of load_window on rows of SmartFlow-Agent's tables written directly (not through
+seed_from_state): the spec's mapping rules §3.3 as schedule_state.go derives them, section
+compression §3.4 and the day mapping §3.5."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from sqlalchemy.exc import DBAPIError
 
 from smartflow_engine.store import Store, StoreError
 from smartflow_engine.store import models as m
-from tests.helpers.store import OTHER_USER, USER
+from tests.helpers.store import OTHER_USER, USER, stored
 from tests.helpers.windows import load_window
 
 WEEK5 = [{"day_index": d, "week": 5, "day_of_week": d} for d in range(1, 8)]
@@ -41,11 +41,24 @@ def _periods(
                 week=week,
                 day_of_week=dow,
                 section=s,
-                embedded_event_id=guest,
+                embedded_task_id=guest,
             )
             for s in sections
         ],
     )
+
+
+def _cls(id: int, name: str, user: int = USER, **kw: Any) -> m.TaskClass:
+    return m.TaskClass(id=id, user_id=user, name=name, mode="auto", **kw)
+
+
+def _item(
+    id: int, cid: int, content: str, status: int | None = 1, duration: int | None = None, **kw: Any
+) -> list[Any]:
+    rows: list[Any] = [m.TaskItem(id=id, category_id=cid, content=content, status=status, **kw)]
+    if duration is not None:
+        rows.append(m.Extension(kind="task_item", ref_id=id, data={"duration": duration}))
+    return rows
 
 
 def test_spec_example_rows_load_as_the_spec_state(store: Store):
@@ -54,8 +67,8 @@ def test_spec_example_rows_load_as_the_spec_state(store: Store):
     spec = load_window("spec_example")
     _add(
         store,
-        m.TaskClass(id=10, user_id=USER, name="学习", excluded_slots=[], preferences={}),
-        m.TaskClassItem(id=201, user_id=USER, category_id=10, content="复习线代", duration=3),
+        _cls(10, "学习"),
+        *_item(201, 10, "复习线代", duration=3),
         m.ScheduleEvent(id=101, user_id=USER, name="高等数学", type="course"),
         m.ScheduleEvent(
             id=102, user_id=USER, name="思政（水课）", type="course", can_be_embedded=True
@@ -65,49 +78,34 @@ def test_spec_example_rows_load_as_the_spec_state(store: Store):
         _periods(store, USER, 101, week, dow, [1, 2])
     _periods(store, USER, 102, 5, 2, [2, 1])  # row order does not matter
     state = store.load_window(USER, spec.window.day_mapping)
-    assert state.to_dict() == spec.to_dict()
+    assert stored(state) == stored(spec)
 
 
 @pytest.mark.parametrize(
-    "kind,embeddable,locked,category,class_name,want_locked,want_category",
+    "kind,embeddable,ext,want_locked,want_category",
     [
-        ("course", False, None, None, None, True, "课程"),  # a course is locked
-        ("course", True, None, None, None, False, "课程"),  # a water course is not
-        ("task", False, None, None, "作业", False, "作业"),  # a task: its class's name
-        ("task", False, None, None, None, False, ""),  # a task without a class
-        ("course", False, False, None, None, False, "课程"),  # stored lock override
-        ("task", False, None, "活动", None, False, "活动"),  # stored category override
+        ("course", False, None, True, "课程"),  # a course is locked
+        ("course", True, None, False, "课程"),  # a water course is not
+        ("task", False, None, False, "任务"),  # a task event of no item: the backend's 任务
+        ("course", False, {"locked": False}, False, "课程"),  # our extension's lock override
+        ("task", False, {"category": "活动"}, False, "活动"),  # our extension's category
     ],
 )
 def test_locked_and_category_follow_the_spec(
     store: Store,
     kind: str,
     embeddable: bool,
-    locked: bool | None,
-    category: str | None,
-    class_name: str | None,
+    ext: dict[str, Any] | None,
     want_locked: bool,
     want_category: str,
 ):
-    """Tests §3.3: locked = type course and not can_be_embedded, category 课程 for a course else
-    the task class's name; the optional override columns win when set."""
-    rows: list[Any] = []
-    if class_name is not None:
-        rows.append(
-            m.TaskClass(id=3, user_id=USER, name=class_name, excluded_slots=[], preferences={})
-        )
-    rows.append(
-        m.ScheduleEvent(
-            id=40,
-            user_id=USER,
-            name="x",
-            type=kind,
-            can_be_embedded=embeddable,
-            locked=locked,
-            category=category,
-            task_class_id=3 if class_name else None,
-        )
-    )
+    """Tests §3.3 as schedule_state.go: locked = type course and not can_be_embedded, category
+    课程 for a course else 任务; the extension table's override wins when there is one."""
+    rows: list[Any] = [
+        m.ScheduleEvent(id=40, user_id=USER, name="x", type=kind, can_be_embedded=embeddable)
+    ]
+    if ext is not None:
+        rows.append(m.Extension(kind="event", ref_id=40, data=ext))
     _add(store, *rows)
     _periods(store, USER, 40, 5, 3, [5, 6])
     (task,) = store.load_window(USER, WEEK5).tasks
@@ -118,7 +116,7 @@ def test_locked_and_category_follow_the_spec(
 @pytest.mark.parametrize(
     "duration,total,count,expected",
     [
-        (3, 10, 4, 3),  # the item's own duration
+        (3, 10, 4, 3),  # the item's own duration (our extension)
         (None, 10, 4, 2),  # total_slots / items = 10 // 4
         (None, 9, 2, 4),  # 9 // 2
         (None, 100, 2, 12),  # capped at the periods of a day
@@ -129,21 +127,8 @@ def test_pending_duration_follows_the_spec(
     store: Store, duration: int | None, total: int | None, count: int, expected: int
 ):
     """Tests §3.3: a pending item's duration is its own, else TotalSlots / item count, else 2."""
-    _add(
-        store,
-        m.TaskClass(
-            id=1, user_id=USER, name="复习", total_slots=total, excluded_slots=[], preferences={}
-        ),
-    )
-    _add(
-        store,
-        *[
-            m.TaskClassItem(
-                id=10 + i, user_id=USER, category_id=1, content=f"项{i}", duration=duration
-            )
-            for i in range(count)
-        ],
-    )
+    _add(store, _cls(1, "复习", total_slots=total))
+    _add(store, *[r for i in range(count) for r in _item(10 + i, 1, f"项{i}", duration=duration)])
     state = store.load_window(USER, WEEK5)
     assert [t.duration for t in state.tasks] == [expected] * count
     assert all(t.status == "pending" and t.category == "复习" for t in state.tasks)
@@ -173,80 +158,68 @@ def test_an_event_outside_the_window_is_not_loaded(store: Store):
 
 
 def test_a_host_run_with_two_guests_is_split_between_them(store: Store):
-    """Tests that one run of a water course holding two guests (touching blocks merged by the
-    table) loads as two host blocks, one guest in each."""
+    """Tests that one run of a water course holding two guests (host rows carrying two item
+    ids) loads as two host blocks, one guest in each, the guests existing with no event."""
     _add(
         store,
-        m.TaskClass(id=1, user_id=USER, name="复习", excluded_slots=[], preferences={}),
-        m.TaskClassItem(id=11, user_id=USER, category_id=1, content="单词", status="scheduled"),
-        m.TaskClassItem(id=12, user_id=USER, category_id=1, content="听力", status="scheduled"),
+        _cls(1, "复习"),
+        *_item(11, 1, "单词", status=2),
+        *_item(12, 1, "听力", status=2),
         m.ScheduleEvent(id=1, user_id=USER, name="思政", type="course", can_be_embedded=True),
-        m.ScheduleEvent(
-            id=2, user_id=USER, name="单词", type="task", task_item_id=11, task_class_id=1
-        ),
-        m.ScheduleEvent(
-            id=3,
-            user_id=USER,
-            name="听力",
-            type="task",
-            task_item_id=12,
-            task_class_id=1,
-            status="suggested",
-        ),
     )
-    _periods(store, USER, 1, 5, 2, [1], guest=2)
+    _periods(store, USER, 1, 5, 2, [1], guest=11)
     _periods(store, USER, 1, 5, 2, [2, 3])
-    _periods(store, USER, 1, 5, 2, [4], guest=3)
+    _periods(store, USER, 1, 5, 2, [4], guest=12)
     state = store.load_window(USER, WEEK5)
     host, guest_a, guest_b = state.tasks
     assert [(b.slot_start, b.slot_end) for b in host.slots] == [(1, 1), (2, 4)]
     assert (guest_a.source, guest_a.source_id, guest_a.embed_host) == ("task_item", 11, 1)
-    assert (guest_b.status, guest_b.slots[0].slot_start, guest_b.embed_host) == ("suggested", 4, 1)
+    assert (guest_b.status, guest_b.slots[0].slot_start, guest_b.embed_host) == ("existing", 4, 1)
     assert state.grid.occupied().sum() == 4  # guests add nothing to occupancy
 
 
 def test_class_windows_map_to_day_indexes_and_clamp(store: Store):
-    """Tests that a class window starting before and ending inside the planning window maps to
-    days 1..its end day; a class whose window misses the planning window keeps its pending items
-    out, and a class that constrains nothing is not listed."""
+    """Tests that a class window (our extension's teaching-week days) starting before and ending
+    inside the planning window maps to days 1..its end day; a class whose window misses the
+    planning window keeps its pending items out; an applied item outside the window is not
+    loaded; a class that constrains nothing is not listed."""
     _add(
         store,
-        m.TaskClass(
-            id=1,
-            user_id=USER,
-            name="复习",
-            start_week=4,
-            start_day_of_week=3,
-            end_week=5,
-            end_day_of_week=5,
-            excluded_slots=[12],
-            strategy="steady",
-            preferences={},
+        _cls(1, "复习", strategy="steady"),
+        _cls(2, "往期"),
+        _cls(3, "杂项"),
+        m.Extension(
+            kind="task_class",
+            ref_id=1,
+            data={
+                "start": {"week": 4, "day_of_week": 3},
+                "end": {"week": 5, "day_of_week": 5},
+                "excluded_periods": [12],
+            },
         ),
-        m.TaskClass(
-            id=2,
-            user_id=USER,
-            name="往期",
-            start_week=1,
-            start_day_of_week=1,
-            end_week=2,
-            end_day_of_week=7,
-            excluded_slots=[],
-            preferences={},
+        m.Extension(
+            kind="task_class",
+            ref_id=2,
+            data={"start": {"week": 1, "day_of_week": 1}, "end": {"week": 2, "day_of_week": 7}},
         ),
-        m.TaskClass(id=3, user_id=USER, name="杂项", excluded_slots=[], preferences={}),
     )
     _add(
         store,
-        m.TaskClassItem(id=1, user_id=USER, category_id=1, content="a", duration=2),
-        m.TaskClassItem(id=2, user_id=USER, category_id=2, content="b", duration=2),
-        m.TaskClassItem(id=3, user_id=USER, category_id=3, content="c", duration=2),
-        m.TaskClassItem(id=4, user_id=USER, category_id=1, content="d", status="done"),
+        *_item(1, 1, "a", duration=2),
+        *_item(2, 2, "b", duration=2),
+        *_item(3, 3, "c", duration=2),
+        *_item(
+            4,
+            1,
+            "d",
+            status=2,
+            embedded_time={"week": 9, "day_of_week": 1, "section_from": 1, "section_to": 2},
+        ),
     )
     state = store.load_window(USER, WEEK5)
     assert [t.name for t in state.tasks] == ["a", "c"]
     (tc,) = state.task_classes
-    assert (tc.id, tc.start_day, tc.end_day, tc.excluded_slots) == (1, 1, 5, [12])
+    assert (tc.id, tc.start_day, tc.end_day, tc.excluded_periods) == (1, 1, 5, [12])
 
 
 def test_task_class_filter_limits_pending_work_only(store: Store):
@@ -254,17 +227,16 @@ def test_task_class_filter_limits_pending_work_only(store: Store):
     classes still occupy their periods."""
     _add(
         store,
-        *[
-            m.TaskClass(id=i, user_id=USER, name=f"类{i}", excluded_slots=[], preferences={})
-            for i in (1, 2)
-        ],
+        *[_cls(i, f"类{i}") for i in (1, 2)],
     )
     _add(
         store,
-        m.TaskClassItem(id=1, user_id=USER, category_id=1, content="a", duration=1),
-        m.TaskClassItem(id=2, user_id=USER, category_id=2, content="b", duration=1),
-        m.TaskClassItem(id=3, user_id=USER, category_id=2, content="c", status="scheduled"),
-        m.ScheduleEvent(id=9, user_id=USER, name="c", type="task", task_item_id=3, task_class_id=2),
+        *_item(1, 1, "a", duration=1),
+        *_item(2, 2, "b", duration=1),
+        *_item(3, 2, "c", status=2),
+        m.ScheduleEvent(
+            id=9, user_id=USER, name="c", type="task", rel_id=3, task_source_type="task_item"
+        ),
     )
     _periods(store, USER, 9, 5, 1, [1])
     state = store.load_window(USER, WEEK5, task_class_ids=[1])
@@ -275,11 +247,11 @@ def test_state_ids_follow_source_ids(store: Store):
     """Tests that state ids are assigned 1.. by (source_id, source), whatever the insert order."""
     _add(
         store,
-        m.TaskClass(id=1, user_id=USER, name="类", excluded_slots=[], preferences={}),
-        m.TaskClassItem(id=7, user_id=USER, category_id=1, content="item7", duration=1),
+        _cls(1, "类"),
+        *_item(7, 1, "item7", duration=1),
         m.ScheduleEvent(id=9, user_id=USER, name="event9", type="course"),
         m.ScheduleEvent(id=3, user_id=USER, name="event3", type="course"),
-        m.TaskClassItem(id=3, user_id=USER, category_id=1, content="item3", duration=1),
+        *_item(3, 1, "item3", duration=1),
     )
     _periods(store, USER, 9, 5, 1, [1])
     _periods(store, USER, 3, 5, 1, [2])
@@ -297,9 +269,9 @@ def test_other_users_rows_are_invisible(store: Store):
     _add(
         store,
         m.ScheduleEvent(id=1, user_id=OTHER_USER, name="别人的课", type="course"),
-        m.TaskClass(id=1, user_id=OTHER_USER, name="别人的类", excluded_slots=[], preferences={}),
+        _cls(1, "别人的类", user=OTHER_USER),
     )
-    _add(store, m.TaskClassItem(id=1, user_id=OTHER_USER, category_id=1, content="别人的任务"))
+    _add(store, *_item(1, 1, "别人的任务"))
     _periods(store, OTHER_USER, 1, 5, 1, [1, 2])
     assert store.load_window(USER, WEEK5).tasks == []
     assert len(store.load_window(OTHER_USER, WEEK5).tasks) == 2
@@ -311,21 +283,3 @@ def test_a_section_beyond_the_day_is_refused_on_load(store: Store):
     _periods(store, USER, 1, 5, 2, [12, 13])
     with pytest.raises(StoreError, match="section 13"):
         store.load_window(USER, WEEK5)
-
-
-@pytest.mark.parametrize(
-    "field,value",
-    [
-        ("section", 0),  # periods start at 1
-        ("day_of_week", 8),  # seven weekdays
-    ],
-)
-def test_the_tables_refuse_impossible_periods(store: Store, field: str, value: int):
-    """Tests that the CHECK constraints keep impossible periods out of the schedules table."""
-    _add(store, m.ScheduleEvent(id=1, user_id=USER, name="课", type="course"))
-    row = {"user_id": USER, "event_id": 1, "week": 5, "day_of_week": 1, "section": 1, field: value}
-    # IntegrityError on SQLite/PostgreSQL; pymysql reports MariaDB's CHECK error 4025 as an
-    # OperationalError: both are DBAPIErrors naming the constraint.
-    with pytest.raises(DBAPIError, match="ck_schedules_"), store.session(write=True) as s:
-        s.add(m.Schedule(**row))
-    assert store.row_counts()["schedules"] == 0

@@ -15,7 +15,7 @@ from smartflow_engine.state import StateError
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.store import Store, StoreError
 from smartflow_engine.store import models as m
-from tests.helpers.store import OTHER_USER, USER, cell_view, reload, table_rows
+from tests.helpers.store import OTHER_USER, USER, cell_view, reload, stored, table_rows
 from tests.helpers.windows import load_window
 
 
@@ -34,7 +34,7 @@ def test_fixture_windows_round_trip_exactly(store: Store, name: str):
     sources, blocks, statuses, locks, embedding and task classes."""
     state = load_window(name)
     store.seed_from_state(USER, state)
-    assert reload(store, state).to_dict() == state.to_dict()
+    assert stored(reload(store, state)) == stored(state)
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_synthetic_windows_round_trip(
     back = reload(store, state)
     assert cell_view(back) == cell_view(state)
     if not _touching_blocks(state):
-        assert back.to_dict() == state.to_dict()
+        assert stored(back) == stored(state)
 
 
 def test_spec_section_rows_are_written_per_period(store: Store):
@@ -91,12 +91,12 @@ def test_seed_writes_one_row_per_period_and_guests_on_their_host(store: Store):
     assert result.schedule_rows == held
     with store.session() as s:
         marked = s.execute(
-            select(m.Schedule.event_id, m.Schedule.section).where(
-                m.Schedule.embedded_event_id.is_not(None)
+            select(m.Schedule.event_id, m.Schedule.section, m.Schedule.embedded_task_id).where(
+                m.Schedule.embedded_task_id.is_not(None)
             )
         ).all()
-    assert sorted(marked) == [(106, 3)]  # host event 106, day 3 period 3
-    assert reload(store, tb_state).to_dict() == tb_state.to_dict()
+    assert sorted(marked) == [(106, 3, 305)]  # host event 106, day 3 period 3: item 305
+    assert stored(reload(store, tb_state)) == stored(tb_state)
 
 
 def test_users_are_isolated(store: Store):
@@ -107,7 +107,7 @@ def test_users_are_isolated(store: Store):
     with pytest.raises(StoreError, match="already taken"):
         store.seed_from_state(OTHER_USER, theirs)  # same source ids as USER's rows
     ids = store.seed_from_state(OTHER_USER, theirs, keep_ids=False)
-    assert reload(store, mine).to_dict() == mine.to_dict()
+    assert stored(reload(store, mine)) == stored(mine)
     back = reload(store, theirs, user=OTHER_USER)
     assert sorted(t.name for t in back.tasks) == sorted(t.name for t in theirs.tasks)
     assert cell_view(_renumbered(theirs, ids))[0] == cell_view(back)[0]
@@ -223,7 +223,7 @@ def test_store_on_a_file_persists_across_instances(db_path: Path):
     first.seed_from_state(USER, state)
     first.dispose()
     second = Store.from_url(f"sqlite:///{db_path}")
-    assert reload(second, state).to_dict() == state.to_dict()
+    assert stored(reload(second, state)) == stored(state)
     assert second.row_counts(USER)["schedules"] == 61
     second.dispose()
 

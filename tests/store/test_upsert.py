@@ -79,31 +79,43 @@ def test_create_writes_the_class_and_its_items(store: Store):
     with store.session() as s:
         row = s.get(m.TaskClass, out["task_class_id"])
         items = s.scalars(
-            select(m.TaskClassItem)
-            .where(m.TaskClassItem.category_id == out["task_class_id"])
-            .order_by(m.TaskClassItem.position)
+            select(m.TaskItem)
+            .where(m.TaskItem.category_id == out["task_class_id"])
+            .order_by(m.TaskItem.order)
         ).all()
+        ext = _ext(s, "task_class", [out["task_class_id"]])[out["task_class_id"]]
+        item_ext = _ext(s, "task_item", [i.id for i in items])
     assert row is not None and row.user_id == USER
-    assert (row.name, row.total_slots, row.strategy, row.excluded_slots, row.source) == (
+    # the backend's columns take what they hold; single banned periods are not half-day blocks
+    assert (row.name, row.total_slots, row.strategy, row.excluded_slots, row.mode) == (
         "考研英语",
         20,
         "steady",
-        [11, 12],
-        "chat",
+        None,
+        "auto",
     )
-    assert (row.start_week, row.start_day_of_week, row.end_week, row.end_day_of_week) == (
-        5,
-        3,
-        8,
-        7,
-    )
-    assert row.preferences == {"time_of_day": "morning", "milestones": ["第6周完成词汇"]}
-    assert [(i.content, i.duration, i.status, i.user_id) for i in items] == [
-        ("背单词", 2, "pending", USER),
-        ("真题阅读", 3, "pending", USER),
-        ("作文模板", None, "pending", USER),
+    assert ext == {
+        "start": {"week": 5, "day_of_week": 3},
+        "end": {"week": 8, "day_of_week": 7},
+        "excluded_periods": [11, 12],
+        "tolerance_preference": ext["tolerance_preference"],
+        "time_of_day": "morning",
+        "milestones": ["第6周完成词汇"],
+        "source": "chat",
+    }
+    assert [(i.content, i.status, i.order) for i in items] == [
+        ("背单词", 1, 1),
+        ("真题阅读", 1, 2),
+        ("作文模板", 1, 3),
     ]
-    assert items[1].depends_on == ["背单词"]
+    assert [item_ext.get(i.id, {}).get("duration") for i in items] == [2, 3, None]
+    assert item_ext[items[1].id]["depends_on"] == ["背单词"]
+
+
+def _ext(s: Any, kind: str, ids: list[int]) -> dict[int, dict[str, Any]]:
+    from smartflow_engine.store.load import extensions
+
+    return extensions(s, kind, ids)
 
 
 def test_created_class_loads_into_a_window(store: Store):
@@ -112,7 +124,7 @@ def test_created_class_loads_into_a_window(store: Store):
     class_id = _create(store)
     state = store.load_window(USER, WEEK5_6)
     (tc,) = state.task_classes
-    assert (tc.id, tc.name, tc.start_day, tc.end_day, tc.excluded_slots) == (
+    assert (tc.id, tc.name, tc.start_day, tc.end_day, tc.excluded_periods) == (
         class_id,
         "考研英语",
         3,
@@ -144,18 +156,21 @@ def test_update_keeps_the_id_and_matches_items(store: Store):
     assert (out["success"], out["task_class_id"], out["created"]) == (True, class_id, False)
     with store.session() as s:
         row = s.get(m.TaskClass, class_id)
-        items = s.execute(
-            select(m.TaskClassItem.content, m.TaskClassItem.duration)
-            .where(m.TaskClassItem.category_id == class_id)
-            .order_by(m.TaskClassItem.position)
+        rows = s.execute(
+            select(m.TaskItem.id, m.TaskItem.content)
+            .where(m.TaskItem.category_id == class_id)
+            .order_by(m.TaskItem.order)
         ).all()
+        ext = _ext(s, "task_item", [r[0] for r in rows])
+        class_ext = _ext(s, "task_class", [class_id])[class_id]
     assert row is not None
-    assert (row.name, row.total_slots, row.excluded_slots, row.strategy) == (
+    assert (row.name, row.total_slots, class_ext["excluded_periods"], row.strategy) == (
         "考研英语",
         24,
         [],
         "steady",
     )
+    items = [(c, ext.get(i, {}).get("duration")) for i, c in rows]
     assert items == [("背单词", 2), ("真题阅读", 4), ("作文模板", None), ("听力精听", 2)]
 
 
@@ -163,9 +178,7 @@ def test_update_by_item_id_renames(store: Store):
     """Tests that an item given by id is updated (renamed) rather than created."""
     class_id = _create(store)
     with store.session() as s:
-        item_id = s.scalars(
-            select(m.TaskClassItem.id).where(m.TaskClassItem.content == "作文模板")
-        ).one()
+        item_id = s.scalars(select(m.TaskItem.id).where(m.TaskItem.content == "作文模板")).one()
     out = _call(
         store,
         {
@@ -176,9 +189,10 @@ def test_update_by_item_id_renames(store: Store):
     )
     assert out["success"], out
     with store.session() as s:
-        item = s.get(m.TaskClassItem, item_id)
-        count = len(s.scalars(select(m.TaskClassItem.id)).all())
-    assert item is not None and (item.content, item.duration) == ("大作文模板", 2) and count == 3
+        item = s.get(m.TaskItem, item_id)
+        count = len(s.scalars(select(m.TaskItem.id)).all())
+        duration = _ext(s, "task_item", [item_id])[item_id]["duration"]
+    assert item is not None and (item.content, duration) == ("大作文模板", 2) and count == 3
 
 
 def _with(path: str, value: Any) -> dict[str, Any]:
@@ -339,7 +353,7 @@ def test_an_item_of_another_class_is_not_found(store: Store):
     second = _call(store, {**VALID, "task_class": {**VALID["task_class"], "name": "数学"}})
     with store.session() as s:
         foreign = s.scalars(
-            select(m.TaskClassItem.id).where(m.TaskClassItem.category_id == second["task_class_id"])
+            select(m.TaskItem.id).where(m.TaskItem.category_id == second["task_class_id"])
         ).first()
     before = table_rows(store)
     out = _call(store, {"id": first, "task_class": {}, "items": [{"id": foreign, "content": "x"}]})
@@ -408,7 +422,7 @@ def test_confirm_gate_holds_the_write_until_confirmed(store: Store):
     assert done["success"] and done["created"]
     assert store.row_counts(USER) == {
         "task_classes": 1,
-        "task_class_items": 3,
+        "task_items": 3,
         "schedule_events": 0,
         "schedules": 0,
     }
@@ -473,3 +487,296 @@ def test_bare_toolbox_needs_confirm(store: Store):
     assert "确认" in out["error"] and table_rows(store) == before
     done = tb.invoke("upsert_task_class", VALID, confirm=True)
     assert not done.is_error and json.loads(done.text)["created"] is True
+
+
+BACKEND_PAYLOAD: dict[str, Any] = {
+    "task_class": {
+        "name": "线代复习",
+        "mode": "auto",
+        "start_date": "2026-03-09",
+        "end_date": "2026-03-22",
+        "subject_type": "quantitative",
+        "difficulty_level": "high",
+        "cognitive_intensity": "medium",
+        "config": {
+            "total_slots": 8,
+            "allow_filler_course": False,
+            "strategy": "rapid",
+            "excluded_slots": [1, 6],
+            "excluded_days_of_week": [6, 7],
+        },
+    },
+    "items": [{"order": 1, "content": "行列式"}, {"order": 2, "content": "矩阵"}],
+}
+
+
+def test_the_backends_payload_writes_its_columns_and_loads_with_its_rules(store: Store):
+    """Tests issue 41 item 4: SmartFlow-Agent's task-class payload writes task_classes'
+    columns (mode, dates, profile, config with half-day blocks and weekdays) and task_items
+    (order, content, status 1), and the class loads with those rules; a block outside 1-6 is
+    refused by the post-write validation and nothing is written."""
+    from datetime import datetime
+
+    from smartflow_engine.store import window_days
+    from smartflow_engine.store.task_classes import from_backend
+
+    fields, items = from_backend(BACKEND_PAYLOAD)
+    result = store.upsert_task_class(USER, 0, fields, items)
+    assert result.success, result
+    with store.session() as s:
+        row = s.get(m.TaskClass, result.task_class_id)
+        stored_items = s.execute(
+            select(m.TaskItem.order, m.TaskItem.content, m.TaskItem.status)
+            .where(m.TaskItem.category_id == result.task_class_id)
+            .order_by(m.TaskItem.order)
+        ).all()
+    assert row is not None
+    assert (row.mode, row.start_date, row.end_date) == (
+        "auto",
+        datetime(2026, 3, 9),
+        datetime(2026, 3, 22),
+    )
+    assert (row.subject_type, row.difficulty_level, row.cognitive_intensity) == (
+        "quantitative",
+        "high",
+        "medium",
+    )
+    assert (row.total_slots, row.allow_filler_course, row.strategy) == (8, False, "rapid")
+    assert (row.excluded_slots, row.excluded_days_of_week) == ([1, 6], [6, 7])
+    assert stored_items == [(1, "行列式", 1), (2, "矩阵", 1)]
+    state = store.load_window(USER, window_days((2, 1), (3, 7)))
+    (tc,) = state.task_classes
+    assert (tc.excluded_slots, tc.excluded_days_of_week, tc.allow_filler_course) == (
+        [1, 6],
+        [6, 7],
+        False,
+    )
+    assert [(t.name, t.task_order, t.duration) for t in state.tasks] == [
+        ("行列式", 1, 4),
+        ("矩阵", 2, 4),
+    ]
+    before = table_rows(store)
+    bad = {**BACKEND_PAYLOAD, "task_class": {**BACKEND_PAYLOAD["task_class"], "name": "另一个"}}
+    bad["task_class"]["config"] = {**BACKEND_PAYLOAD["task_class"]["config"], "excluded_slots": [7]}
+    fields, items = from_backend(bad)
+    refused = store.upsert_task_class(USER, 0, fields, items)
+    assert not refused.success and refused.error_code == "validation_failed"
+    assert [i.code for i in refused.issues] == ["slot_out_of_range"]
+    assert table_rows(store) == before
+
+
+def _backend_columns(store: Store, class_id: int) -> tuple[Any, ...]:
+    with store.session() as s:
+        row = s.get(m.TaskClass, class_id)
+        assert row is not None
+        items = s.execute(
+            select(m.TaskItem.order, m.TaskItem.content, m.TaskItem.status)
+            .where(m.TaskItem.category_id == class_id)
+            .order_by(m.TaskItem.order)
+        ).all()
+        return (
+            row.user_id,
+            row.name,
+            row.mode,
+            row.start_date,
+            row.end_date,
+            row.subject_type,
+            row.difficulty_level,
+            row.cognitive_intensity,
+            row.total_slots,
+            row.allow_filler_course,
+            row.strategy,
+            row.excluded_slots,
+            row.excluded_days_of_week,
+            [tuple(it) for it in items],
+        )
+
+
+def test_the_tool_takes_the_backends_payload(store: Store):
+    """Tests issue 41 item 4 through the tool: SmartFlow-Agent's payload (task_class with mode,
+    dates, profile and config; items {order, content}) writes the same task_classes / task_items
+    rows as the store's from_backend path (each field in its column, items unscheduled), and
+    an update in that shape by id keeps the class and matches its items by content."""
+    from datetime import datetime
+
+    out = _call(store, BACKEND_PAYLOAD)
+    assert out["success"] and out["created"] and out["validation"]["ok"], out
+    class_id = out["task_class_id"]
+    assert _backend_columns(store, class_id) == (
+        USER,
+        "线代复习",
+        "auto",
+        datetime(2026, 3, 9),
+        datetime(2026, 3, 22),
+        "quantitative",
+        "high",
+        "medium",
+        8,
+        False,
+        "rapid",
+        [1, 6],
+        [6, 7],
+        [(1, "行列式", 1), (2, "矩阵", 1)],
+    )
+    assert store.row_counts(OTHER_USER)["task_classes"] == 0
+    update = {
+        "id": class_id,
+        "task_class": {"config": {"excluded_days_of_week": [7], "total_slots": 12}},
+        "items": [{"order": 3, "content": "矩阵"}, {"order": 2, "content": "特征值"}],
+    }
+    again = _call(store, update)
+    assert again["success"] and not again["created"] and again["task_class_id"] == class_id
+    columns = _backend_columns(store, class_id)
+    assert columns[8] == 12 and columns[11:13] == ([1, 6], [7])
+    assert columns[13] == [(1, "行列式", 1), (2, "特征值", 1), (3, "矩阵", 1)]
+
+
+@pytest.mark.parametrize(
+    ("config", "code", "field", "actual"),
+    [
+        ({"excluded_slots": [1, 7]}, "slot_out_of_range", "config.excluded_slots", [7]),
+        ({"excluded_days_of_week": [6, 8]}, "invalid_value", "config.excluded_days_of_week", [8]),
+    ],
+)
+def test_the_backends_bad_block_or_weekday_fails_validation(
+    store: Store, config: dict[str, Any], code: str, field: str, actual: list[int]
+):
+    """Tests that a half-day block outside 1-6 or a weekday outside 1-7 in the backend's
+    payload is refused by the post-write validation (a repairable issue naming the field and
+    the value), with nothing written."""
+    bad = copy.deepcopy(BACKEND_PAYLOAD)
+    bad["task_class"]["config"].update(config)
+    before = table_rows(store)
+    out = _call(store, bad)
+    assert (out["success"], out["error_code"]) == (False, "validation_failed"), out
+    (issue,) = out["validation"]["issues"]
+    assert (issue["code"], issue["field"], issue["actual"]) == (code, f"task_class.{field}", actual)
+    assert issue["message"]
+    assert table_rows(store) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # the two payloads are not mixed
+        {**BACKEND_PAYLOAD, "task_class": {**BACKEND_PAYLOAD["task_class"], "total_slots": 8}},
+        {**BACKEND_PAYLOAD, "items": [{"order": 1, "content": "行列式", "duration": 2}]},
+        {**BACKEND_PAYLOAD, "items": [{"content": "行列式"}]},  # the backend's item has order
+        {**VALID, "items": [{"order": 1, "content": "背单词"}]},
+        # strict types and unknown keys of the backend's own fields
+        {**BACKEND_PAYLOAD, "task_class": {**BACKEND_PAYLOAD["task_class"], "mode": "fast"}},
+        {**BACKEND_PAYLOAD, "task_class": {**BACKEND_PAYLOAD["task_class"], "config": {"x": 1}}},
+        {
+            **BACKEND_PAYLOAD,
+            "task_class": {**BACKEND_PAYLOAD["task_class"], "config": {"total_slots": "8"}},
+        },
+        {**BACKEND_PAYLOAD, "task_class": {**BACKEND_PAYLOAD["task_class"], "end_date": "3月"}},
+        {**BACKEND_PAYLOAD, "items": [{"order": 0, "content": "行列式"}]},
+    ],
+)
+def test_a_bad_or_mixed_backend_payload_is_refused_before_any_write(
+    store: Store, args: dict[str, Any]
+):
+    """Tests that the backend's payload is checked strictly by the argument model (types,
+    unknown keys, bounds) and that mixing it with today's keys is refused (invalid_args),
+    with nothing written."""
+    before = table_rows(store)
+    out = _call(store, args)
+    assert (out["success"], out["error_code"]) == (False, "invalid_args"), out
+    assert out["error"] and table_rows(store) == before
+
+
+def test_the_backends_payload_waits_for_the_confirm_gate(store: Store):
+    """Tests that the backend's payload through a session is held for confirmation with a
+    preview showing what will be written (its config and items), nothing is written when held
+    or rejected, and the rows are written once confirmed; today's payload works beside it."""
+    session = Session(None, store=store, db_user_id=USER)
+    held = session.invoke("upsert_task_class", BACKEND_PAYLOAD)
+    assert held.status == "pending_confirm" and held.confirm_token
+    for shown in ("2026-03-09", '"excluded_days_of_week": [6, 7]', '"order": 2', "矩阵"):
+        assert shown in held.reply, held.reply
+    assert store.row_counts()["task_classes"] == 0
+    assert session.reject(held.confirm_token).status == "rejected"
+    assert store.row_counts()["task_classes"] == 0
+    again = session.invoke("upsert_task_class", BACKEND_PAYLOAD)
+    assert again.confirm_token is not None
+    done = json.loads(session.confirm(again.confirm_token).reply)
+    assert done["success"] and done["created"], done
+    today = session.invoke("upsert_task_class", VALID)
+    assert today.confirm_token is not None
+    assert json.loads(session.confirm(today.confirm_token).reply)["success"]
+    counts = store.row_counts(USER)
+    assert (counts["task_classes"], counts["task_items"], counts["schedules"]) == (2, 5, 0)
+
+
+def test_the_backends_payload_over_http(store: Store):
+    """Tests that the HTTP surface (same registry) takes the backend's payload: held for the
+    user's confirm, written once confirmed (201 session, 200 confirm, the class's columns), and
+    a bad weekday answers 422 validation_failed with nothing written."""
+    from fastapi.testclient import TestClient
+
+    from smartflow_engine.tools_adapter.api import create_app
+
+    client = TestClient(create_app({"tok": str(USER)}, database=store))
+    auth = {"Authorization": "Bearer tok"}
+    made = client.post("/v1/sessions", headers=auth, json={})
+    assert made.status_code == 201, made.text
+    sid = made.json()["session_id"]
+
+    def call(args: dict[str, Any]) -> Any:
+        body = {"tool": "upsert_task_class", "args": args}
+        held = client.post(f"/v1/sessions/{sid}/calls", headers=auth, json=body).json()
+        assert held["status"] == "pending_confirm", held
+        token = {"token": held["confirm_token"]}
+        return client.post(f"/v1/sessions/{sid}/confirm", headers=auth, json=token)
+
+    done = call(BACKEND_PAYLOAD)
+    assert done.status_code == 200, done.text
+    out = json.loads(done.json()["reply"])
+    assert out["success"] and out["created"]
+    assert _backend_columns(store, out["task_class_id"])[11:] == (
+        [1, 6],
+        [6, 7],
+        [(1, "行列式", 1), (2, "矩阵", 1)],
+    )
+    before = table_rows(store)
+    bad = copy.deepcopy(BACKEND_PAYLOAD)
+    bad["task_class"]["name"] = "另一个"
+    bad["task_class"]["config"]["excluded_days_of_week"] = [8]
+    refused = call(bad)
+    assert refused.status_code == 422 and refused.json()["error_code"] == "validation_failed"
+    assert table_rows(store) == before
+
+
+def test_the_backends_payload_over_mcp(store: Store):
+    """Tests that the MCP surface (same registry) takes the backend's payload: the server asks
+    the user with the call's summary, and on accept the class's rows are written."""
+    import anyio
+    import mcp.types as types
+    from mcp import Client
+
+    from smartflow_engine.tools_adapter.mcp.server import build_server
+
+    session = Session(None, store=store, db_user_id=USER)
+    asked: list[str] = []
+
+    async def accept(_context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={})
+
+    async def go() -> Any:
+        async with Client(build_server(session), elicitation_callback=accept) as client:
+            return await client.call_tool("upsert_task_class", BACKEND_PAYLOAD)
+
+    result = anyio.run(go)
+    out = json.loads(result.content[0].text)
+    assert not result.is_error and out["success"] and out["created"], out
+    assert len(asked) == 1 and "线代复习" in asked[0]
+    columns = _backend_columns(store, out["task_class_id"])
+    assert (columns[1], columns[2], columns[11], columns[12]) == (
+        "线代复习",
+        "auto",
+        [1, 6],
+        [6, 7],
+    )
+    assert store.row_counts(USER)["task_items"] == 2

@@ -94,8 +94,9 @@ def test_a_proposal_write_reports_how_much_moved():
 
 def test_a_proposal_says_what_applying_it_would_move():
     """Tests that propose_placement's reply ends with the disruption line of applying it
-    (``若应用，改动：…``), equal to the line apply_proposal then writes with the same arguments,
-    and that the state is unchanged by the proposal."""
+    (``若应用，改动：…``), equal to the line apply_proposal then writes with the same arguments
+    except for the counts after, which it leaves to the proposal's health line (the same figures
+    apply_proposal then reads), and that the state is unchanged by the proposal."""
     session = Session(ScheduleState.from_json(SAMPLE))
     args = {"time_limit_s": 2, "seed": 3, "include_suggested": True}
     before = session.state.to_json()
@@ -105,7 +106,16 @@ def test_a_proposal_says_what_applying_it_would_move():
     assert last.startswith("若应用，改动："), proposed.reply
     applied = session.invoke("apply_proposal", args)
     line = next(x for x in applied.reply.splitlines() if x.startswith("改动："))
-    assert last == "若应用，" + line
+    # the counts after are stated once, by the health line; the line refers to them and
+    # apply_proposal then reads the same (issue 45 item 1)
+    moved, health = ("若应用，" + line).split("；体检（严重/警告）")
+    assert (
+        last
+        == f"{moved}；体检（严重/警告）现为 {health.split(' → ')[0]}，应用后的数目见上文体检行。"
+    )
+    stated = re.search(r"应用后 critical (\d+) 个、warning (\d+) 个", proposed.reply)
+    assert stated is not None, proposed.reply
+    assert health.split(" → ")[1] == f"{stated.group(1)}/{stated.group(2)}。"
 
 
 def test_a_proposal_that_changes_nothing_has_no_disruption_line():

@@ -470,7 +470,7 @@ def test_a_session_on_the_database_commits_through_http(database):
     ).json()
     assert done["status"] == "ok" and done["reply"].startswith("已提交 1 项修改"), done
     with database.session() as s:
-        ev = s.scalars(select(m.ScheduleEvent.id).where(m.ScheduleEvent.task_item_id == 301)).one()
+        ev = s.scalars(select(m.ScheduleEvent.id).where(m.ScheduleEvent.rel_id == 301)).one()
         cells = sorted(
             s.execute(
                 select(m.Schedule.week, m.Schedule.day_of_week, m.Schedule.section).where(

@@ -207,7 +207,8 @@ def test_accept_risk_opens_the_gate_and_closes_with_risk_accepted():
     no longer repeats the negotiation actions."""
     s = Session(infeasible())
     health(s)
-    assert "未执行" in s.call("resolve_negotiation", {"choice": "reduce_scope"})  # args missing
+    missing = s.call("resolve_negotiation", {"choice": "reduce_scope"})  # args missing
+    assert missing.startswith("记录协商失败：choice=reduce_scope 需要参数 task_ids")
     reply = s.call("resolve_negotiation", {"choice": "accept_risk"})
     assert reply.startswith("已记录用户选择：接受风险收口")
     env = health(s)
@@ -478,7 +479,7 @@ def classed() -> ScheduleState:
             {"slots": block(12, 1, 2), "category_id": 7},
         ],
         classes=[
-            {"id": 7, "name": "复习", "start_day": 7, "end_day": 29, "excluded_slots": [11, 12]}
+            {"id": 7, "name": "复习", "start_day": 7, "end_day": 29, "excluded_periods": [11, 12]}
         ],
     )
 
@@ -860,7 +861,7 @@ def test_undo_of_a_lifted_ban_is_refused_while_a_task_uses_it():
                 "slots": block(1, 3, 12),
             },
         ],
-        classes=[{"id": 7, "name": "复习", "excluded_slots": [1, 2]}],
+        classes=[{"id": 7, "name": "复习", "excluded_periods": [1, 2]}],
     )
     s = Session(state)
     assert health(s)["feasibility"]["is_feasible"] is False
@@ -870,11 +871,11 @@ def test_undo_of_a_lifted_ban_is_refused_while_a_task_uses_it():
     assert "解除任务类[7]复习的禁排第1、2节" in reply and "已解除门禁" in reply
     assert s.call("place", {"task_id": 1, "day": 1, "slot_start": 1}).startswith("已将")
     refused = s.invoke("resolve_negotiation", {"choice": "undo"})
-    assert refused.status == "error" and "禁排节次" in refused.reply and "[1]任务1" in refused.reply
-    assert s.state.task_classes[0].excluded_slots == []
+    assert refused.status == "error" and "禁排时段" in refused.reply and "[1]任务1" in refused.reply
+    assert s.state.task_classes[0].excluded_periods == []
     assert s.call("unplace", {"task_id": 1}).startswith("已将")
     assert s.invoke("resolve_negotiation", {"choice": "undo"}).status == "ok"
-    assert s.state.task_classes[0].excluded_slots == [1, 2]
+    assert s.state.task_classes[0].excluded_periods == [1, 2]
 
 
 def test_undo_of_reduce_scope_brings_the_tasks_back():

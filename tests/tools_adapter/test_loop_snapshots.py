@@ -28,17 +28,16 @@ def _same(snapshot: dict[str, Any], state: ScheduleState) -> None:
 
 
 def _edit(data: st.DataObject, state: ScheduleState) -> str:
-    """A change no write makes but a snapshot must see: a flag, a name, an extra field, a
+    """A change no write makes but a snapshot must see: a flag, a name, an item's order, a
     host's lock (its guests are written locked), a class."""
     task = data.draw(st.sampled_from(state.tasks))
-    kind = data.draw(st.sampled_from(["locked", "name", "extra", "host", "class"]))
+    kind = data.draw(st.sampled_from(["locked", "name", "order", "host", "class"]))
     if kind == "locked":
         task.locked = not task.locked
     elif kind == "name":
         task.name = task.name + "·"
-    elif kind == "extra":
-        field = "note"  # an extra field (the model allows them), set as a state file would
-        setattr(task, field, data.draw(st.sampled_from(["a", "b", ["x", 1]])))
+    elif kind == "order":
+        task.task_order = data.draw(st.sampled_from([None, 1, 2]))
     elif kind == "host":
         host = next((t for t in state.tasks if t.can_embed), None)
         if host is not None:

@@ -17,7 +17,7 @@ from smartflow_engine.tools_adapter.core import registry
 from smartflow_engine.tools_adapter.core.schemas import tool_schemas
 from smartflow_engine.tools_adapter.core.spec import Mode
 from smartflow_engine.tools_adapter.mcp.server import build_server
-from smartflow_engine.tools_adapter.sessions.prompts import prompt_rules
+from smartflow_engine.tools_adapter.sessions.prompts import mcp_rules, prompt_rules
 from smartflow_engine.tools_adapter.sessions.session import Session
 from tests.helpers.adapters import note_tool, specs_with
 from tests.helpers.windows import DATA, EXAMPLE_WINDOW, load_window
@@ -54,14 +54,16 @@ def _answering(action: str, asked: list[str]) -> Any:
 @pytest.mark.parametrize("mode", list(Mode))
 def test_lists_the_modes_tools_with_registry_schemas(mode):
     """Tests that the server lists exactly the session's tools, with the registry's schemas and
-    the mode's rules as instructions."""
+    the mode's rules as instructions, whose confirm rule says the server asks the user (issue 45
+    item 7: they said a confirm-required call returns a token)."""
     session = Session(load_window(), mode=mode)
 
     async def steps(client: Client) -> Any:
         return client.instructions, (await client.list_tools()).tools
 
     instructions, tools = _run(session, steps)
-    assert instructions == prompt_rules(mode)
+    assert instructions == mcp_rules(prompt_rules(mode)) != prompt_rules(mode)
+    assert "确认令牌" not in instructions and "请用户确认变更摘要" in instructions
     expected = {e["name"]: e for e in tool_schemas("mcp", mode)}
     assert [t.name for t in tools] == registry.tool_names(mode)
     for tool in tools:
@@ -272,11 +274,11 @@ def test_stdio_subprocess_serves_the_state_file(tmp_path: Path):
 
     instructions, names, moved, bad = anyio.run(go)
     direct = Toolbox(load_window(), loop=True)
-    assert instructions == prompt_rules(Mode.LOCAL_ADJUST)
+    assert instructions == mcp_rules(prompt_rules(Mode.LOCAL_ADJUST))
     offered = registry.tool_names(Mode.LOCAL_ADJUST)
     assert names == offered
     assert _text(moved) == direct.call("move", MOVE)
-    assert bad.is_error and _text(bad) == "参数错误：缺少必填参数 new_day。"
+    assert bad.is_error and _text(bad) == "移动失败：参数错误，缺少必填参数 new_day。"
     assert out.read_text(encoding="utf-8") == direct.state.to_json()
 
 
@@ -363,6 +365,11 @@ def test_stdio_refusals_are_errors_and_optional_integers_are_numbers():
         # valid JSON that is not a JSON-RPC message: invalid request with that id
         ('{"jsonrpc": "2.0", "id": 8, "method": 5}', -32600, 8),
         ('{"jsonrpc": "1.0", "id": 9, "method": "ping"}', -32600, 9),
+        # issue 44 item 11: an id that is no id gets the error with id null (before: nothing)
+        ('{"jsonrpc": "2.0", "id": [1], "method": "ping"}', -32600, None),
+        ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', -32600, None),
+        ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None),
+        ('{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', -32600, None),
     ],
 )
 def test_stdio_malformed_line_with_an_id_gets_an_error(line, code, request_id):
@@ -425,5 +432,19 @@ def test_parse_error_reply_needs_an_id():
     assert parse_error_reply('{"jsonrpc": "2.0", "method": 5}') is None  # a notification
     assert parse_error_reply("garbage\n") is None
     assert parse_error_reply("") is None
-    assert parse_error_reply('{"jsonrpc": "2.0", "id": true, "method": 5}') is None
+    assert parse_error_reply('{"jsonrpc": "2.0", "id": true, "method": 5}').id is None
     assert parse_error_reply('{"jsonrpc": "2.0", "id": 3, "method": "ping"}') is None
+
+
+def test_an_unknown_prompt_is_invalid_params():
+    """Tests issue 44 item 11: prompts/get of an unknown prompt is a JSON-RPC invalid-params
+    error (-32602) naming it (before: error code 0)."""
+    from mcp.shared.exceptions import MCPError
+
+    async def steps(client: Client) -> Any:
+        with pytest.raises(MCPError) as raised:
+            await client.get_prompt("no_such_prompt")
+        return raised.value
+
+    error = _run(Session(load_window()), steps)
+    assert error.error.code == types.INVALID_PARAMS and "no_such_prompt" in error.error.message

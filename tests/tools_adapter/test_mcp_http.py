@@ -155,3 +155,19 @@ def test_mcp_calls_count_in_the_metrics(server):
     assert not _run(server, sid, work).is_error
     assert count() == before + 1
     assert "tok-alice" not in httpx.get(f"{server}/metrics").text
+
+
+def test_mcp_requests_are_labelled_with_their_route_in_the_metrics(server):
+    """Tests that requests to /mcp/{session_id} are counted under that route template in
+    /metrics, not as route="unmatched" (issue 45 item 8), and the session id never appears."""
+    sid = _session(server)
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("find_free", {"duration": 2})
+
+    assert not _run(server, sid, work).is_error
+    text = httpx.get(f"{server}/metrics").text
+    mine = [ln for ln in text.splitlines() if ln.startswith("smartflow_http_requests_total{")]
+    assert any('route="/mcp/{session_id}"' in ln and 'method="POST"' in ln for ln in mine)
+    assert not any('route="unmatched"' in ln and 'http_status="200"' in ln for ln in mine)
+    assert sid not in text

@@ -249,7 +249,7 @@ def test_solver_pool_busy_time_is_measured():
     assert samples[("smartflow_solver_pool_busy_seconds_total", ())] > 0
     assert samples[("smartflow_solver_pool_in_flight", ())] == 0
     assert samples[("smartflow_solver_pool_queue_depth", ())] == 0
-    assert samples[("smartflow_solver_pool_processes", ())] == 1
+    assert samples[("smartflow_solver_pool_processes", ())] == 2  # the long lane's and the short
 
 
 # ----------------------------------------------------------------------------- offline docs
@@ -297,7 +297,7 @@ def test_queue_depth_is_the_calls_beyond_the_workers():
     from smartflow_engine.tools_adapter.api.metrics import _ServerCollector
 
     class Pool:
-        processes = 2
+        size = 2
 
         def __init__(self, in_flight: int) -> None:
             self.in_flight = in_flight

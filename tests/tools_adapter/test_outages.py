@@ -176,22 +176,29 @@ def test_a_database_cut_is_a_503_and_every_worker_recovers(db_proxy, caplog):
             store.dispose()
 
 
-def test_a_blackholed_database_answers_503_within_the_time_limits(db_proxy):
+@pytest.mark.parametrize("statement_s", [2.0, 10.0])
+def test_a_blackholed_database_answers_503_within_the_time_limits(db_proxy, statement_s):
     """Tests that a database that accepts connections and never answers holds a request only for
-    the configured connect and statement time limits, then answers 503 ``db_unavailable``: on a
-    worker whose pool holds a connection and on one that must connect; both recover after."""
+    the connect time limit's deadline, then answers 503 ``db_unavailable``: on a worker whose
+    pool holds a connection and on one that must connect; both recover after. At most a
+    liveness check and a new connection's handshake, each under the connect limit (2 s), on
+    PostgreSQL and MariaDB alike, whatever the statement limit (issue 44 item 11: MariaDB held
+    a request 10-20 s, its ping and greeting waiting for the 10 s statement limit). The bound
+    asserted is twice that deadline, under the 10 s statement limit."""
     url, proxy = db_proxy
-    limits = {"connect_timeout_s": 2.0, "statement_timeout_s": 2.0}
-    warm, warm_store = _db_worker(url, **limits)
-    cold, cold_store = _db_worker(url, **limits)
+    connect = 2.0
+    deadline = 2 * connect
+    warm, warm_store = _db_worker(url, connect_timeout_s=connect, statement_timeout_s=statement_s)
+    cold, cold_store = _db_worker(url, connect_timeout_s=connect, statement_timeout_s=statement_s)
     try:
         assert _open_window(warm).status_code == 201
         proxy.blackhole()
         for client in (warm, cold):
             started = time.monotonic()
-            _assert_outage(_open_window(client), "db_unavailable")
-            # at most: a liveness check and a new connection's handshake, each within its limit
-            assert time.monotonic() - started < 2 * 2.0 + 2.0 + 1.5
+            refused = _open_window(client)
+            took = time.monotonic() - started
+            _assert_outage(refused, "db_unavailable")
+            assert took < 2 * deadline, took
         proxy.restore()
         for client in (warm, cold):
             assert _open_window(client).status_code == 201

@@ -138,6 +138,10 @@ def test_the_page_shows_each_writes_evidence_line_as_the_model_read_it(client):
         assert f'<div class="evidence">{line}</div>' in html.replace("&quot;", '"')
     assert "待确认：commit 尚未执行" in html
     assert "下界（floor）" in html
+    # issue 44 item 11: the page never carries the pending confirm's token
+    pending = client.get(f"/v1/sessions/{sid}", headers=U7).json()["pending"]
+    assert pending and all(p["token"] not in html for p in pending)
+    assert "确认令牌" not in html
 
 
 def test_rounds_record_the_mode_they_ran_in():

@@ -21,7 +21,6 @@ from smartflow_engine.tools_adapter.core.replies import (
     OUTPUT_SCHEMAS,
     TOKEN_BUDGET,
     comparable,
-    estimate_tokens,
     load_examples,
     minimal_example,
     prune,
@@ -31,6 +30,12 @@ from smartflow_engine.tools_adapter.core.replies import (
 )
 from smartflow_engine.tools_adapter.core.schemas import FORMATS, tool_description, tool_schemas
 from smartflow_engine.tools_adapter.core.spec import Mode
+from smartflow_engine.tools_adapter.core.tokens import (
+    ENCODINGS,
+    count_tokens,
+    model_facing,
+    tool_list_tokens,
+)
 from smartflow_engine.tools_adapter.mcp.server import build_server
 from smartflow_engine.tools_adapter.sessions.session import Session
 from tests.helpers.adapters import note_tool, specs_with
@@ -40,7 +45,7 @@ from tests.helpers.windows import load_window
 ROOT = Path(__file__).resolve().parents[2]
 EVERY = registry.tool_names()
 JSON_TOOLS = [s.name for s in registry.TOOLS if s.output == "json"]
-EXAMPLE_HEAD = "\n示例（真实回复节选）：\n"
+EXAMPLE_HEAD = "\n示例：\n"
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +144,28 @@ def test_cutting_rules():
     assert cut["rows"] == [{"id": 1}] and cut["tags"] == []
     assert cut["note"].endswith("…") and len(cut["note"]) == replies.JSON_STR_CHARS
     text = "\n".join(f"第{i}行" for i in range(1, 9))
-    assert minimal_example(text, "text") == "第1行\n第2行\n第3行\n第4行\n…"
+    assert minimal_example(text, "text") == "第1行\n第2行\n…"
     assert minimal_example("第1行\n\n第2行", "text") == "第1行\n\n第2行"
+    assert minimal_example("长" * 80, "text") == "长" * (replies.TEXT_LINE_CHARS - 1) + "…"
+
+
+def test_deep_objects_keep_their_first_keys_and_say_how_many_were_left_out():
+    """Tests the JSON example rule beyond two levels: a dimension's figures in ``metrics`` keep
+    their first JSON_DEEP_KEYS keys and ``"…": n``; an object one key longer stays whole (the
+    marker would save nothing); a list item's own keys are all kept (an issue, an action);
+    ``metric_schema`` keeps its first entry's meaning."""
+    k = replies.JSON_DEEP_KEYS
+    wide = {f"k{i}": i for i in range(k + 3)}
+    data = {
+        "metric_schema": {"a": {"meaning": "x", "unit": "u"}, "b": {"meaning": "y"}},
+        "metrics": {"load": wide, "small": {f"k{i}": i for i in range(k + 1)}},
+        "issues": [wide, wide],
+    }
+    cut = prune(data)
+    assert cut["metric_schema"] == {"a": {"meaning": "x"}}
+    assert cut["metrics"]["load"] == {**{f"k{i}": i for i in range(k)}, "…": 3}
+    assert cut["metrics"]["small"] == data["metrics"]["small"]
+    assert cut["issues"] == [wide]
 
 
 def test_a_tool_without_example_still_states_its_return_type():
@@ -154,31 +179,29 @@ def test_a_tool_without_example_still_states_its_return_type():
 
 
 # ---------------------------------------------------------------------------------- budget
-def _model_facing(fmt: str) -> str:
-    """What a model reads of the full tool list (every tool, the hidden one included): the whole
-    entry for OpenAI and Anthropic; name, description and inputSchema on MCP (annotations and
-    outputSchema are for the client)."""
-    entries = tool_schemas(fmt, include=EVERY)
-    if fmt == "mcp":
-        keep = ("name", "description", "inputSchema")
-        entries = [{k: e[k] for k in keep} for e in entries]
-    return json.dumps(entries, ensure_ascii=False, separators=(",", ":"))
-
-
+@pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_tool_list_fits_the_token_budget(fmt):
-    """Tests that the whole tool list, examples included, stays within the stated budget (the
-    estimate of replies.estimate_tokens) in every format."""
-    tokens = estimate_tokens(_model_facing(fmt))
-    assert tokens <= TOKEN_BUDGET, f"{fmt}: {tokens} estimated tokens > budget {TOKEN_BUDGET}"
+@pytest.mark.parametrize("mode", list(Mode))
+def test_each_modes_tool_list_fits_the_token_budget(mode, fmt, encoding):
+    """Tests that one mode's whole tool list, as a model reads it (MCP: name, description and
+    inputSchema), examples included, counts at most TOKEN_BUDGET tokens with OpenAI's own
+    tokenizers (counting is deterministic: the same text, the same count)."""
+    tokens = tool_list_tokens(fmt, mode, encoding)
+    assert tokens <= TOKEN_BUDGET, f"{mode} {fmt} {encoding}: {tokens} tokens > {TOKEN_BUDGET}"
 
 
-def test_token_estimate_counts_chinese_per_character():
-    """Tests the stated rule: one token per CJK character or full-width mark, one per three
-    other characters."""
-    assert estimate_tokens("返回：中文文本。") == 8
-    assert estimate_tokens('{"a":1}') == 3
-    assert estimate_tokens("已将 [15]") == 2 + 2
+def test_the_count_is_the_tokenizers_and_covers_what_the_model_reads():
+    """Tests that the counts are OpenAI's encodings (known counts of fixed text) and that MCP's
+    count leaves out only what a client keeps for itself (annotations, outputSchema)."""
+    assert count_tokens("hello world", "o200k_base") == 2
+    assert count_tokens("hello world", "cl100k_base") == 2
+    assert count_tokens("规划窗口", "o200k_base") != count_tokens("规划窗口", "cl100k_base")
+    read = json.loads(model_facing("mcp", Mode.FIRST_FULL))
+    listed = tool_schemas("mcp", Mode.FIRST_FULL)
+    assert read == [{k: e[k] for k in ("name", "description", "inputSchema")} for e in listed]
+    assert json.loads(model_facing("anthropic", Mode.FIRST_FULL)) == tool_schemas(
+        "anthropic", Mode.FIRST_FULL
+    )
 
 
 # ---------------------------------------------------------------------------------- output schemas

@@ -10,12 +10,14 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import Field
 
-from smartflow_engine import Toolbox
+from smartflow_engine import ScheduleState, Toolbox
+from smartflow_engine.cli import sample_window_path
 from smartflow_engine.tools_adapter.core import registry
 from smartflow_engine.tools_adapter.core.args import Args
 from smartflow_engine.tools_adapter.core.schemas import (
     CONFIRM_NOTE,
     FORMATS,
+    TEXT_GUARD,
     drop_null_optionals,
     input_schema,
     strict_schema,
@@ -129,8 +131,9 @@ def test_openai_schemas_follow_strict_mode_rules(mode):
             assert node.get("additionalProperties") is False, (fn["name"], path)
             assert sorted(node.get("required", [])) == sorted(node.get("properties", {})), path
         model = registry.REGISTRY[fn["name"]].args_model
+        published = model.model_json_schema()["properties"]  # not the SkipJsonSchema ones
         for field_name, field in model.model_fields.items():
-            if not field.is_required():
+            if not field.is_required() and field_name in published:
                 assert _allows_null(fn["parameters"]["properties"][field_name]), field_name
 
 
@@ -198,7 +201,7 @@ def test_schema_and_model_reject_the_same_moves(args):
         args
     )
     reply = Toolbox(load_window()).call("move", args)
-    assert reply.startswith("参数错误："), reply
+    assert reply.startswith("移动失败：参数错误，"), reply
 
 
 def test_strict_nulls_mean_omitted():
@@ -220,7 +223,7 @@ def test_strict_nulls_mean_omitted():
 def test_null_for_a_required_field_is_still_refused():
     """Tests that null only stands for "omitted" on optional fields: a required null is refused."""
     reply = Session(load_window()).call("get_task_info", {"task_id": None})
-    assert reply.startswith("参数错误：参数 task_id 应为整数")
+    assert reply.startswith("查询失败：参数错误，参数 task_id 应为整数")
 
 
 def test_confirm_tools_say_so_in_their_description():
@@ -359,18 +362,16 @@ def test_mcp_optional_arguments_are_optional_not_nullable(name):
 
 def test_mcp_optional_integer_has_a_top_level_type():
     """Tests that an optional integer (find_free.day) is published to MCP as an integer with its
-    bounds, so a client converting by the top-level `type` sends a number; Anthropic keeps
-    pydantic's anyOf form."""
+    bounds, so a client converting by the top-level `type` sends a number; Anthropic gets the
+    same schema (no strict mode there either: optional means not required)."""
     mcp = next(e for e in tool_schemas("mcp") if e["name"] == "find_free")["inputSchema"]
     assert mcp["properties"]["day"] == {
         "description": "限定某天；不传则搜索全部天",
-        "maximum": 1000,
         "minimum": 1,
         "type": "integer",
     }
     anthropic = next(e for e in tool_schemas("anthropic") if e["name"] == "find_free")
-    day = anthropic["input_schema"]["properties"]["day"]
-    assert {"type": "null"} in day["anyOf"]
+    assert anthropic["input_schema"] == mcp
 
 
 @pytest.mark.parametrize("name", TOOL_IDS)
@@ -387,7 +388,11 @@ def test_openai_strict_schemas_carry_no_string_limits(name):
     for path, node in _walk(params):
         assert "maxLength" not in node and "minLength" not in node, path
     plain = input_schema(registry.REGISTRY[name].args_model)
-    limits = [n for _, n in _walk(plain) if "maxLength" in n or "minLength" in n]
+    limits = [
+        n
+        for _, n in _walk(plain)
+        if ("maxLength" in n or "minLength" in n) and n.get("maxLength", 0) < TEXT_GUARD
+    ]  # (a guard, e.g. an action id's 128 characters, is enforced, not stated)
     text = str(params)
     for node in limits:
         assert f"{node['maxLength']}个字符" in text if "maxLength" in node else "个字符" in text
@@ -400,8 +405,77 @@ def test_openai_string_limits_stay_enforced(tools: Toolbox):
     spread = next(e for e in tool_schemas("openai") if e["function"]["name"] == "spread_even")
     assert "1-64个字符" in spread["function"]["parameters"]["properties"]["category"]["description"]
     assert tools.call("spread_even", {"category": "复" * 65}).startswith(
-        "参数错误：参数 category 最多 64 个字符"
+        "均匀分散失败：参数错误，参数 category 最多 64 个字符"
     )
     assert tools.call("spread_even", {"category": ""}).startswith(
-        "参数错误：参数 category 至少 1 个字符"
+        "均匀分散失败：参数错误，参数 category 至少 1 个字符"
     )
+
+
+# ---------------------------------------------------------------------------------- what a model reads (issue 45)
+def _properties(node: Any, path: str = "") -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Every property at any depth: (path, its schema, the object schema that holds it)."""
+    found: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    if isinstance(node, dict):
+        for name, sub in (node.get("properties") or {}).items():
+            found.append((f"{path}.{name}", sub, node))
+            found.extend(_properties(sub, f"{path}.{name}"))
+        for key in ("anyOf", "items"):
+            value = node.get(key)
+            for sub in value if isinstance(value, list) else [value]:
+                found.extend(_properties(sub, path))
+    return found
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", TOOL_IDS)
+def test_every_argument_has_a_description(fmt, name):
+    """Tests that every argument, at every depth and in every format, has a description, the
+    one exception being the keys of an enumerated map (``weights``), whose own description
+    names each key (issue 45: seven arguments had none in the Anthropic/MCP formats)."""
+    (entry,) = [e for e in tool_schemas(fmt, include=[name]) if _name(e, fmt) == name]
+    fields = registry.REGISTRY[name].args_model.model_fields
+    maps = {f".{n}" for n, f in fields.items() if "dict[" in str(f.annotation)}
+    described = {p: sub.get("description", "") for p, sub, _ in _properties(_params(entry, fmt))}
+    for path, text in described.items():
+        owner, _, key = path.rpartition(".")
+        if owner in maps:
+            assert key in described[owner], (name, fmt, path)
+        else:
+            assert text, (name, fmt, path)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_no_description_states_a_narrower_range_than_the_schema(fmt):
+    """Tests that no argument says "1-12" while its schema admits more (issue 45: slot_start
+    said 1-12 with maximum 24; a window may have up to 24 periods a day)."""
+    for entry in tool_schemas(fmt, include=TOOL_IDS):
+        for path, sub, _ in _properties(_params(entry, fmt)):
+            nodes = [sub, *(o for o in sub.get("anyOf", []) if isinstance(o, dict))]
+            items = [n["items"] for n in nodes if isinstance(n.get("items"), dict)]
+            high = max((n.get("maximum", 0) for n in [*nodes, *items]), default=0)
+            if high > 12:
+                assert "1-12" not in sub.get("description", ""), (_name(entry, fmt), path)
+
+
+def test_writes_no_call_undoes_are_annotated_destructive():
+    """Tests MCP's destructive hint: commit (the database rows), reload (drops uncommitted
+    changes) and upsert_task_class (overwrites a stored class) say so; every other write and
+    every read does not, and reads are read-only."""
+    hints = {e["name"]: e["annotations"] for e in tool_schemas("mcp", include=TOOL_IDS)}
+    destructive = {n for n, a in hints.items() if a["destructiveHint"]}
+    assert destructive == {"commit", "reload", "upsert_task_class"}
+    for name, a in hints.items():
+        assert a["readOnlyHint"] is not registry.REGISTRY[name].is_write, name
+
+
+@pytest.mark.parametrize(("tool", "args"), [("query_range", {"day": 3}), ("list_tasks", {})])
+def test_read_descriptions_promise_only_what_the_reply_shows(tool, args):
+    """Tests that query_range and list_tasks no longer promise the source tag (来源 课程表/任务类)
+    their replies dropped, and that each tag the description does promise (类别, 固定, 可嵌入) is
+    in the real reply."""
+    description = registry.REGISTRY[tool].description
+    reply = Toolbox(ScheduleState.from_json(sample_window_path())).call(tool, args)
+    assert "来源" not in description and "来源" not in reply
+    for word in ("固定", "可嵌入"):
+        assert word in description and word in reply, word

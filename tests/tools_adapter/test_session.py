@@ -91,7 +91,7 @@ def test_bad_arguments_are_refused_before_a_token_is_issued(gated, journal, args
     """Tests that a confirm-required call with bad arguments gets an argument error, no token."""
     result = gated.invoke("record_note", args)
     assert result.status == "error" and result.error_code == "invalid_args"
-    assert result.reply.startswith("参数错误：")
+    assert result.reply.startswith("调用失败：参数错误，")  # record_note: a test tool, no verb
     assert gated.pending() == [] and journal == []
 
 
@@ -191,7 +191,8 @@ def test_unknown_tool_lists_the_offered_ones():
     session = Session(load_window())
     result = session.invoke("teleport", {})
     assert result.error_code == "unknown_tool"
-    assert result.reply == f"未知工具：teleport。可用工具：{'、'.join(session.tool_names())}。"
+    offered = "、".join(session.tool_names())
+    assert result.reply == f"调用失败：未知工具 teleport。可用工具：{offered}。"
 
 
 # ---------------------------------------------------------------------------------- snapshot

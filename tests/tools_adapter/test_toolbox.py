@@ -17,82 +17,86 @@ def _nested(depth: int) -> object:
 
 BAD_CALLS = [
     # unknown tool: names the tool and lists the real ones
-    ("nope", {}, "未知工具：nope。可用工具：get_overview"),
+    ("nope", {}, "调用失败：未知工具 nope。可用工具：get_overview"),
     # args that are not an object
-    ("place", [1, 2], "参数错误：参数应为 JSON 对象。"),
+    ("place", [1, 2], "放置失败：参数错误，参数应为 JSON 对象。"),
     # a missing required argument
-    ("place", {"task_id": 3, "day": 5}, "参数错误：缺少必填参数 slot_start。"),
+    ("place", {"task_id": 3, "day": 5}, "放置失败：参数错误，缺少必填参数 slot_start。"),
     # an ill-typed argument (a string where an integer belongs)
-    ("place", {"task_id": 3, "day": "五", "slot_start": 1}, "参数错误：参数 day 应为整数"),
+    (
+        "place",
+        {"task_id": 3, "day": "五", "slot_start": 1},
+        "放置失败：参数错误，参数 day 应为整数",
+    ),
     # a float is not an integer
     (
         "move",
         {"task_id": 6, "new_day": 2.5, "new_slot_start": 1},
-        "参数错误：参数 new_day 应为整数",
+        "移动失败：参数错误，参数 new_day 应为整数",
     ),
     # booleans are not ids
-    ("unplace", {"task_id": True}, "参数错误：参数 task_id 应为整数"),
+    ("unplace", {"task_id": True}, "移除失败：参数错误，参数 task_id 应为整数"),
     # an id below the static range
-    ("get_task_info", {"task_id": 0}, "参数错误：参数 task_id=0 超出范围（应 ≥ 1）。"),
+    ("get_task_info", {"task_id": 0}, "查询失败：参数错误，参数 task_id=0 超出范围（应 ≥ 1）。"),
     # a period above the static range
     (
         "query_range",
         {"day": 1, "slot_start": 99},
-        "参数错误：参数 slot_start=99 超出范围（应 ≤ 24）。",
+        "查询失败：参数错误，参数 slot_start=99 超出范围（应 ≤ 24）。",
     ),
     # an unknown argument
-    ("get_overview", {"verbose": True}, "参数错误：未知参数 verbose。"),
+    ("get_overview", {"verbose": True}, "查询失败：参数错误，未知参数 verbose。"),
     # a bad enum value
-    ("list_tasks", {"status": "done"}, "参数错误：参数 status 取值无效"),
+    ("list_tasks", {"status": "done"}, "查询失败：参数错误，参数 status 取值无效"),
     # an empty batch
-    ("batch_move", {"moves": []}, "参数错误：参数 moves 至少 1 项。"),
+    ("batch_move", {"moves": []}, "批量移动失败：参数错误，参数 moves 至少 1 项。"),
     # an oversized batch
     (
         "batch_move",
         {"moves": [{"task_id": 6, "new_day": 1, "new_slot_start": 1}] * 51},
-        "参数错误：参数 moves 最多 50 项。",
+        "批量移动失败：参数错误，参数 moves 最多 50 项。",
     ),
     # a broken item inside a batch names its index
     (
         "batch_move",
         {"moves": [{"task_id": 6, "new_day": 1}]},
-        "参数错误：缺少必填参数 moves[0].new_slot_start。",
+        "批量移动失败：参数错误，缺少必填参数 moves[0].new_slot_start。",
     ),
     # ids far beyond anything in the window are a reply, not a crash
     ("swap", {"task_a": 2**31 - 1, "task_b": 6}, "交换失败：任务 [2147483647] 不存在。"),
-    ("swap", {"task_a": 2**40, "task_b": 6}, "参数错误：参数 task_a="),
+    ("swap", {"task_a": 2**40, "task_b": 6}, "交换失败：参数错误，参数 task_a="),
     # a lone surrogate in a string argument is named, not echoed
     (
         "list_tasks",
         {"category": "\ud800x"},
-        "参数错误：参数 category 含无法编码的字符（孤立的 UTF-16 代理项 U+D800），请改用正常的文本。",
+        "查询失败：参数错误，参数 category 含无法编码的字符（孤立的 UTF-16 代理项 U+D800），请改用正常的文本。",
     ),
     # ... also deep inside a batch item's key
     (
         "batch_move",
         {"moves": [{"task_id": 6, "new_day": 9, "new_slot_start": 1, "\udc00": 1}]},
-        "参数错误：参数 moves[0] 含无法编码的字符（孤立的 UTF-16 代理项 U+DC00）",
+        "批量移动失败：参数错误，参数 moves[0] 含无法编码的字符（孤立的 UTF-16 代理项 U+DC00）",
     ),
     # a huge bad value is summarised, not echoed whole
     (
         "place",
         {"task_id": list(range(100_000)), "day": 1, "slot_start": 1},
-        "参数错误：参数 task_id 应为整数，收到 含100000项的数组。",
+        "放置失败：参数错误，参数 task_id 应为整数，收到 含100000项的数组。",
     ),
     (
         "list_tasks",
         {"category": "学" * 5000},
-        "参数错误：参数 category 最多 64 个字符（收到 5000 个）。",
+        "查询失败：参数错误，参数 category 最多 64 个字符（收到 5000 个）。",
     ),
     # a deeply nested bad value is quoted depth-limited
     (
         "place",
         {"task_id": _nested(900), "day": 1, "slot_start": 1},
-        "参数错误：参数 task_id 应为整数，收到 [[[[...]]]]。",
+        "放置失败：参数错误，参数 task_id 应为整数，收到 [[[[...]]]]。",
     ),
     # an unknown tool with a huge or unencodable name
-    ("x" * 10_000, {}, "未知工具：" + "x" * 40 + "…（共10000个字符）。"),
-    ("\ud800", {}, "未知工具：\\ud800。"),
+    ("x" * 10_000, {}, "调用失败：未知工具 " + "x" * 40 + "…（共10000个字符）。"),
+    ("\ud800", {}, "调用失败：未知工具 \\ud800。"),
 ]
 
 
@@ -116,7 +120,9 @@ def test_none_args_mean_no_args(tools: Toolbox):
 
 def test_no_state_loaded():
     """Tests that a state tool on a Toolbox without a window says so."""
-    assert Toolbox().call("get_overview", {}) == "当前没有加载日程，无法调用 get_overview。"
+    assert (
+        Toolbox().call("get_overview", {}) == "查询失败：当前没有加载日程，无法调用 get_overview。"
+    )
 
 
 def test_registry_names_and_kinds(tools: Toolbox):
@@ -145,9 +151,7 @@ def test_internal_error_is_a_reply(monkeypatch, tools: Toolbox):
         raise RuntimeError("bug")
 
     monkeypatch.setattr(read_tools, "_query_day", boom)
-    assert (
-        tools.call("query_range", {"day": 1}) == "内部错误：query_range 执行失败（RuntimeError）。"
-    )
+    assert tools.call("query_range", {"day": 1}) == "查询失败：内部错误（RuntimeError）。"
 
 
 def test_json_tool_errors_keep_the_tool_shape():
@@ -165,7 +169,7 @@ def test_strict_mode_nulls_mean_not_given(tools: Toolbox):
         "list_tasks", {}
     )
     assert tools.call("place", {"task_id": 3, "day": None, "slot_start": 1}).startswith(
-        "参数错误：参数 day 应为整数"
+        "放置失败：参数错误，参数 day 应为整数"
     )
 
 
@@ -225,7 +229,7 @@ def test_validation_messages_have_no_english(tools: Toolbox, name, args):
     reply = tools.call(name, args)
     if reply.startswith("{"):
         reply = json.loads(reply)["error"]
-    assert reply.startswith("参数错误：") or "参数" in reply, reply
+    assert "失败：参数错误，" in reply or "参数" in reply, reply
     allowed = _allowed_words() | {str(v) for v in args.values() if isinstance(v, str)}
     allowed |= {k for v in args.values() if isinstance(v, dict) for k in v}
     allowed |= {str(x) for v in args.values() if isinstance(v, dict) for x in v.values()}
@@ -270,4 +274,4 @@ def test_no_schedule_offers_only_tools_that_work_without_one():
     assert [s["name"] for s in tb.schemas("mcp")] == names
     assert [s["function"]["name"] for s in tb.schemas("openai")] == names
     for name in names:
-        assert not tb.invoke(name, None).text.startswith("当前没有加载日程")
+        assert "当前没有加载日程" not in tb.invoke(name, None).text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ..core import registry
 from ..core.spec import ToolSpec
 from ..sessions.store import MemorySessionStore, SessionBackend, session_backend
-from . import observe, routes_meta, routes_sessions, routes_stateless, typed
+from . import observe, routes_meta, routes_rough_build, routes_sessions, routes_stateless, typed
 from .context import ApiContext, parse_tokens
 from .errors import install_handlers
 from .middleware import BodyLimit
@@ -111,6 +112,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if ctx.solver.processes > 0:  # spawned and warmed beside serving, not in the
+            # first call; /health answers meanwhile
+            threading.Thread(target=ctx.solver.start, name="solver-start", daemon=True).start()
         yield
         ctx.solver.shutdown()
 
@@ -125,7 +129,7 @@ def create_app(
     app.state.ctx = ctx
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     install_handlers(app)
-    for module in (routes_meta, routes_stateless, routes_sessions):
+    for module in (routes_meta, routes_stateless, routes_sessions, routes_rough_build):
         app.include_router(module.router)
     typed.install(app, table)  # one typed route per tool; the window's schema (issue 30)
     _publish_tool_names(app, sorted(table))
@@ -155,6 +159,7 @@ SESSION_PREFIX_ENV = "SMARTFLOW_SESSION_PREFIX"
 DB_URL_ENV = "SMARTFLOW_DB_URL"
 MAX_TIME_LIMIT_ENV = "SMARTFLOW_MAX_TIME_LIMIT_S"
 SOLVER_PROCESSES_ENV = "SMARTFLOW_SOLVER_PROCESSES"
+DAY_LABELS_ENV = "SMARTFLOW_DAY_LABELS"  # the sessions' default day labels (issue 43)
 
 
 def app_from_env() -> FastAPI:
@@ -226,6 +231,7 @@ def serve(
     max_time_limit_s: float = 10.0,
     solver_processes: int = 1,
     access_log: bool = False,
+    day_labels: str | None = None,
 ) -> None:
     """Run the API with uvicorn (``smartflow serve``); binds 127.0.0.1 by default.
 
@@ -256,6 +262,8 @@ def serve(
     # Our JSON line per request (uvicorn's own access log stays off); "0" too, so that a
     # --no-access-log wins over a SMARTFLOW_ACCESS_LOG=1 the workers would inherit.
     os.environ[ACCESS_LOG_ENV] = "1" if access_log else "0"
+    if day_labels is not None:  # every worker's sessions default to it
+        os.environ[DAY_LABELS_ENV] = day_labels
     if db_url:
         os.environ[DB_URL_ENV] = db_url
     else:

@@ -5,7 +5,7 @@ stands for; a *database user* (``db_user_id``) is a user id in the scheduling ta
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,11 +20,12 @@ from ..sessions.store import (
     SessionBackend,
     SessionConflictError,
     SessionStoreUnavailable,
+    run_effect,
 )
 from .errors import ApiError
 from .models import SessionId
 from .request_log import note_principal, note_session
-from .solver_pool import SolverPool
+from .solver_pool import SolverPool, SolverUnavailable
 
 if TYPE_CHECKING:
     from ...store.protocol import ScheduleStore
@@ -82,6 +83,25 @@ class ApiContext:
         except SessionStoreUnavailable as exc:
             raise ApiError(503, "session_store_unavailable", str(exc)) from None
 
+    def effect(self, principal: str, session_id: str, act: Callable[[Session], Any]) -> Any:
+        """``act(session)`` for a call that may act outside the session (a confirm): run once
+        on the stored session, loaded again when another request changed it before the held
+        call ran (:func:`~..sessions.store.run_effect`); its result is always the outcome."""
+
+        def noted(session: Session) -> Any:
+            note_session(session)
+            return act(session)
+
+        try:
+            found = run_effect(self.sessions, principal, session_id, noted)
+        except SessionConflictError as exc:
+            raise ApiError(409, "session_conflict", str(exc)) from None
+        except SessionStoreUnavailable as exc:
+            raise ApiError(503, "session_store_unavailable", str(exc)) from None
+        if found is None:
+            raise ApiError(404, "session_not_found", f"no session {session_id}")
+        return found
+
     def reads_only(self, tool: str) -> bool:
         """Whether a call of ``tool`` leaves the session's state as it is (a read tool that
         needs no confirmation; an unknown tool only gets a refusal)."""
@@ -91,7 +111,10 @@ class ApiContext:
     def invoke(self, session: Session, name: str, args: Any) -> Any:
         """One tool call of a session: solving tools in the worker pool."""
         if self.solver.handles(name, session):
-            return self.solver.session_call(session, name, args)
+            try:
+                return self.solver.session_call(session, name, args)
+            except SolverUnavailable as exc:
+                raise ApiError(503, "solver_unavailable", str(exc)) from None
         return session.invoke(name, args)
 
 

@@ -54,11 +54,18 @@ UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {
         "model": ErrorBody,
         "description": "a service the request needs is unavailable, retry later "
-        "(session_store_unavailable, db_unavailable)",
+        "(session_store_unavailable, db_unavailable, solver_unavailable); on a commit or "
+        "upsert_task_class, outcome_unknown: the database's answer to COMMIT was lost and "
+        "could not be checked, so reload and check before retrying",
     },
 }
 CONFLICT: dict[int | str, dict[str, Any]] = {
-    409: {"model": ErrorBody, "description": "another worker changed the session: retry"},
+    409: {
+        "model": ErrorBody,
+        "description": "another request changed the session meanwhile (session_conflict: "
+        "nothing of this request was done, retry) or, on confirm, the session changed since "
+        "the preview (preview_changed: nothing ran, preview again)",
+    },
     **UNAVAILABLE,
 }
 DATABASE: dict[int | str, dict[str, Any]] = {

@@ -5,7 +5,7 @@ in the tests, never share counters). Series:
 
 - ``smartflow_http_requests_total{method, route, http_status}`` and
   ``smartflow_http_request_seconds{method, route}`` (a histogram): every request, by its route
-  template (``/v1/sessions/{session_id}/calls``), never by its raw path;
+  template (``/v1/sessions/{session_id}/calls``, ``/mcp/{session_id}``), never by its raw path;
 - ``smartflow_tool_call_seconds{tool}``: a histogram of tool calls' latency (session and
   stateless calls, confirm and reject included), from the request's start to the tool's result;
 - ``smartflow_tool_calls_total{tool, status}`` and ``smartflow_refusals_total{code}``: tool
@@ -49,6 +49,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from .errors import error_response
+from .request_log import route_template
 
 if TYPE_CHECKING:
     from .context import ApiContext
@@ -75,7 +76,7 @@ class _ServerCollector(Collector):
         pool = self.ctx.solver
         stats = pool.stats()
         yield GaugeMetricFamily(
-            "smartflow_solver_pool_processes", "Worker processes of the solver pool", pool.processes
+            "smartflow_solver_pool_processes", "Worker processes of the solver pool", pool.size
         )
         yield GaugeMetricFamily(
             "smartflow_solver_pool_in_flight",
@@ -85,7 +86,7 @@ class _ServerCollector(Collector):
         yield GaugeMetricFamily(
             "smartflow_solver_pool_queue_depth",
             "Solving calls waiting for a free worker process",
-            max(0, stats["in_flight"] - pool.processes),
+            max(0, stats["in_flight"] - pool.size),
         )
         yield CounterMetricFamily(
             "smartflow_solver_pool_busy_seconds",
@@ -199,8 +200,7 @@ class Metrics:
         self, scope: MutableMapping[str, Any], info: RequestInfo, http_status: int
     ) -> None:
         """One finished request (``info.elapsed`` its duration)."""
-        route = scope.get("route")
-        path = route.path if route is not None else None
+        path = route_template(scope)
         self.observe_requests(
             [(info, http_status, scope.get("method"), scope.get("path", ""), path, None)]
         )

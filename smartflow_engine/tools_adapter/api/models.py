@@ -94,6 +94,11 @@ class SessionCreate(_Body):
         default=0,
         description="冻结第1天到第N天（0 表示不冻结）：这些天上的任务不移动，也不放入新任务",
     )
+    day_labels: Literal["index", "weekday"] | None = Field(
+        default=None,
+        description="文本回复中天的写法：index（第6天）或 weekday（第6天(星期六)）；"
+        "不传为服务器设置（SMARTFLOW_DAY_LABELS）",
+    )
 
 
 class SessionRestore(_Body):
@@ -159,6 +164,7 @@ class SessionOut(BaseModel):
     tools: list[str]
     enabled_tools: list[str]
     frozen_days: int = 0
+    day_labels: Literal["index", "weekday"] = "index"
     pending: list[PendingOut]
     change_count: int
 
@@ -187,9 +193,13 @@ class RulesOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"]
     version: str
     tools: int
+    solver_pool: str = Field(
+        default="inline",
+        description="inline (no worker processes), ok, or 'cannot start: <why>' (then 503)",
+    )
 
 
 _Out = TypeVar("_Out", bound=CallOut)
@@ -221,6 +231,7 @@ def session_out(session: Session) -> SessionOut:
             tools=session.tool_names(),
             enabled_tools=list(session.enabled_tools),
             frozen_days=session.frozen_days,
+            day_labels=session.day_labels,
             pending=[
                 PendingOut(token=p.token, tool=p.tool, args=p.args, preview=p.preview)
                 for p in session.pending()

@@ -31,6 +31,7 @@ from ...rules import Level, level_or
 from ...solver import check_feasibility
 from ...state import ScheduleState
 from ..sessions.loop_state import evidence_line
+from ..sessions.snapshot import without_token
 
 PAGE_TIME_LIMIT_S = 1.0  # the page's own health check (feasibility and floor) per render
 _LEVELS = ("strict", "normal", "relaxed")
@@ -295,7 +296,7 @@ def session_view(snapshot: dict[str, Any], *, time_limit_s: float = PAGE_TIME_LI
     if state is not None:
         attach_moves(view.rounds, list(snapshot.get("changes") or []), state)
     view.pending = [
-        PendingView(tool=str(p.get("tool", "")), preview=str(p.get("preview", "")))
+        PendingView(tool=str(p.get("tool", "")), preview=without_token(str(p.get("preview", ""))))
         for p in snapshot.get("pending") or []
     ]
     view.change_count = len(snapshot.get("changes") or [])

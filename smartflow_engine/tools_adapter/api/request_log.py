@@ -215,16 +215,14 @@ class RequestObserver:
         if http_status >= 400:
             info.status = "http_error"
             info.error_code = _error_code(b"".join(error_body or ())) or str(http_status)
-        route = scope.get("route")
+        route = route_template(scope)
         headers = (
             scope.get("headers")
             if info.user is None and self.log_requests and self.principal is not None
             else None
         )
         records = self._records
-        records.append(
-            (info, http_status, scope.get("method"), scope["path"], route and route.path, headers)
-        )
+        records.append((info, http_status, scope.get("method"), scope["path"], route, headers))
         if len(records) >= self.BATCH or (self.log_requests and not _batched_lines()):
             self.drain()  # (an operator's own log handler gets each record at once)
         elif self._timer is None and self.log_requests:
@@ -446,3 +444,19 @@ def configure_access_log() -> None:
         access_log.addHandler(handler)
     access_log.setLevel(logging.INFO)
     access_log.propagate = False
+
+
+def route_template(scope: Scope) -> str | None:
+    """The template of the route that served ``scope``: FastAPI's routes put themselves in the
+    scope; a plain Starlette route of an ASGI endpoint (MCP over HTTP, ``/mcp/{session_id}``)
+    only its endpoint, looked up among the app's routes. ``None``: no route matched."""
+    route = scope.get("route")
+    if route is not None:
+        return str(route.path)
+    endpoint, app = scope.get("endpoint"), scope.get("app")
+    if endpoint is None or app is None:
+        return None
+    for candidate in getattr(getattr(app, "router", None), "routes", ()):
+        if getattr(candidate, "endpoint", None) is endpoint:
+            return str(candidate.path)
+    return None

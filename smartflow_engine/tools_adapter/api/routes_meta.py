@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
 
 from ... import __version__
 from ..core.schemas import FORMATS, tool_schemas
@@ -17,11 +18,20 @@ from .models import HealthOut, RulesOut, ToolsOut
 router = APIRouter(tags=["meta"])
 
 
-@router.get("/health", response_model=HealthOut)
-async def health(ctx: Ctx) -> HealthOut:
+@router.get("/health", response_model=HealthOut, responses={503: {"model": HealthOut}})
+async def health(ctx: Ctx) -> Any:
     """Liveness: answered on the event loop, never behind a tool call (those run in threads or
-    worker processes)."""
-    return HealthOut(status="ok", version=__version__, tools=len(ctx.table))
+    worker processes). 503 ``degraded`` when the solver's worker processes cannot start (the
+    solving tools then answer 503 ``solver_unavailable``)."""
+    pool = ctx.solver.health()
+    ok = not pool.startswith("cannot start")
+    out = HealthOut(
+        status="ok" if ok else "degraded",
+        version=__version__,
+        tools=len(ctx.table),
+        solver_pool=pool,
+    )
+    return out if ok else JSONResponse(out.model_dump(), status_code=503)
 
 
 @router.get("/v1/tools", response_model=ToolsOut, responses=ERRORS)

@@ -7,12 +7,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ...state import ScheduleState
 from ...state.model import MAX_DAYS
 from ..core.spec import Mode
-from ..sessions.session import CallResult, SessionError, SessionLimitError
+from ..sessions.session import PREVIEW_CHANGED, CallResult, SessionError, SessionLimitError
 from ..sessions.store import SessionStoreUnavailable, db_user
 from ..tools.store import COMMIT_TOOL, RELOAD_TOOL, STORE_ERRORS
 from ..tools.store import TOOL as UPSERT_TOOL
@@ -57,6 +57,18 @@ def answer(result: CallResult) -> Any:
     return JSONResponse({"error": out.reply, **out.model_dump(mode="json")}, status_code=status)
 
 
+def database_user(principal: str, requested: int | None) -> int:
+    """The database user a request acts for: the token's own (a request may name it, never
+    another's)."""
+    mine = db_user(principal)
+    wanted = requested if requested is not None else mine
+    if wanted is None:
+        raise ApiError(422, "no_db_user", "this token stands for no database user")
+    if wanted != mine:
+        raise ApiError(403, "forbidden", f"database user {wanted} is not this token's user")
+    return wanted
+
+
 def _from_database(
     ctx: Any, principal: str, body: SessionCreate, window: DbWindow
 ) -> tuple[ScheduleState, int]:
@@ -64,12 +76,7 @@ def _from_database(
 
     if ctx.database is None:
         raise ApiError(422, "no_database", "this server has no database: post a state instead")
-    mine = db_user(principal)
-    wanted = body.db_user_id if body.db_user_id is not None else mine
-    if wanted is None:
-        raise ApiError(422, "no_db_user", "this token stands for no database user")
-    if wanted != mine:
-        raise ApiError(403, "forbidden", f"database user {wanted} is not this token's user")
+    wanted = database_user(principal, body.db_user_id)
     try:
         days = window_days(
             (window.start.week, window.start.day_of_week), (window.end.week, window.end.day_of_week)
@@ -105,6 +112,8 @@ def create_session(ctx: Ctx, principal: Principal, body: SessionCreate) -> Sessi
             enabled_tools=body.enable_tools,
             db_user_id=db_id,
             frozen_days=body.frozen_days,
+            day_labels=body.day_labels,
+            db_window=body.window is not None,  # a posted window is tied to no rows
         )
     except SessionLimitError as exc:
         raise ApiError(429, "too_many_sessions", str(exc)) from None
@@ -180,6 +189,11 @@ class RequestBody(BaseModel):
         max_length=64,
         description="宿主自己的请求编号（如用户消息 id）；与当前请求相同则不开始新请求（重试安全）",
     )
+    existing_fixed: StrictBool | None = Field(
+        default=None,
+        description="已安排（existing）的任务作为事实不移动，只调整已预排和待安排任务"
+        "（不填则沿用会话当前设置；默认关闭）",
+    )
 
 
 class RequestOut(BaseModel):
@@ -188,6 +202,7 @@ class RequestOut(BaseModel):
     request: int
     mode: Mode
     frozen_days: int
+    existing_fixed: bool
     rounds: int
     rounds_left: int
     closed: bool
@@ -206,6 +221,7 @@ def begin_request(ctx: Ctx, ref: Ref, body: RequestBody | None = None) -> Reques
                 body.mode if body is not None else None,
                 body.frozen_days if body is not None else None,
                 key=body.key if body is not None else None,
+                existing_fixed=body.existing_fixed if body is not None else None,
             )
         except SessionError as exc:
             raise ApiError(422, "invalid_request", str(exc)) from None
@@ -248,15 +264,19 @@ def session_call(ctx: Ctx, ref: Ref, body: ToolCall) -> Any:
 def _token_result(result: CallResult) -> Any:
     if result.error_code == "unknown_token":
         raise ApiError(404, "unknown_token", result.reply)
+    if result.error_code == PREVIEW_CHANGED:  # nothing ran: the session changed since
+        out = call_out(result, CallOut)
+        return JSONResponse({"error": out.reply, **out.model_dump(mode="json")}, status_code=409)
     return answer(result)
 
 
 @router.post("/v1/sessions/{session_id}/confirm", response_model=CallOut, responses=ONE)
 def confirm(ctx: Ctx, ref: Ref, body: TokenBody) -> Any:
-    """The user confirmed: run the held call (a failed commit or upsert_task_class answers its
-    HTTP status, see ``/calls``)."""
-    with ctx.use(ref.principal, ref.session_id) as session:
-        result = session.confirm(body.token)
+    """The user confirmed: run the held call if the session still is what its preview showed
+    (409 ``preview_changed`` otherwise: nothing ran; preview again). The call's outcome is the
+    answer, whatever else writes the session meanwhile (a failed commit or upsert_task_class
+    answers its HTTP status, see ``/calls``)."""
+    result = ctx.effect(ref.principal, ref.session_id, lambda session: session.confirm(body.token))
     return _token_result(result)
 
 

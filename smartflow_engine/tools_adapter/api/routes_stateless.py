@@ -6,18 +6,20 @@ from fastapi import APIRouter
 
 from ...state import ScheduleState, StateError
 from ..core import registry
+from ..core.pipeline import unknown_tool_text
 from ..sessions.session import Session
 from ..tools.analysis import ANALYSIS_TOOLS
 from .context import ApiContext, Ctx, Principal
-from .errors import ERRORS, NOT_FOUND, ApiError
+from .errors import ERRORS, NOT_FOUND, UNAVAILABLE, ApiError
 from .models import StateCall, StatelessCallOut, ToolName, call_out
+from .solver_pool import SolverUnavailable
 
 router = APIRouter(tags=["stateless"])
 
 FEASIBILITY_TOOL = "check_feasibility"
 PROPOSAL_TOOL = "propose_placement"
 ANALYZERS = frozenset(spec.name for spec in ANALYSIS_TOOLS)
-RESPONSES = {**ERRORS, **NOT_FOUND}
+RESPONSES = {**ERRORS, **NOT_FOUND, **UNAVAILABLE}
 
 
 def load_state(data: dict[str, object]) -> ScheduleState:
@@ -32,19 +34,23 @@ def load_state(data: dict[str, object]) -> ScheduleState:
 def stateless(ctx: ApiContext, name: str, body: StateCall) -> StatelessCallOut:
     spec = ctx.table.get(name)
     if spec is None:
-        raise ApiError(404, "unknown_tool", f"unknown tool {name}")
+        offered = [n for n, s in ctx.table.items() if s.modes]
+        raise ApiError(404, "unknown_tool", unknown_tool_text(name, offered))
     if spec.needs_confirm:
         raise ApiError(422, "needs_session", f"{name} needs confirmation: call it inside a session")
     state = load_state(body.state) if spec.needs_state else None  # refuse a bad state here
     if ctx.solver.handles(name) and registry.REGISTRY.get(name) is spec:
-        result, after = ctx.solver.stateless_call(
-            body.state if state is not None else None,
-            name,
-            body.args,
-            ctx.max_time_limit_s,
-            ctx.num_workers,
-            ctx.calibration,
-        )
+        try:
+            result, after = ctx.solver.stateless_call(
+                body.state if state is not None else None,
+                name,
+                body.args,
+                ctx.max_time_limit_s,
+                ctx.num_workers,
+                ctx.calibration,
+            )
+        except SolverUnavailable as exc:
+            raise ApiError(503, "solver_unavailable", str(exc)) from None
         return call_out(result, StatelessCallOut, state=after)
     # a hidden tool (offered in no mode) stays hidden here too
     session = Session(

@@ -47,6 +47,9 @@ class _Pending(_Strict):
     preview: Annotated[str, Field(max_length=100_000)] = ""
     created_at: float = 0.0
     session_id: Annotated[str, Field(max_length=64)] | None = None
+    digest: Annotated[str, Field(max_length=64)] = ""
+    seen: Annotated[int, Field(strict=True, ge=0, le=1_000_000)] = 0
+    log: Annotated[str, Field(max_length=64)] = ""
 
     @field_validator("created_at")
     @classmethod
@@ -70,6 +73,8 @@ class _Snapshot(BaseModel):
     changes: list[_Change] = Field(default_factory=list, max_length=100_000)
     pending: list[_Pending] = Field(default_factory=list, max_length=64)
     created_at: float | None = None
+    day_labels: Literal["index", "weekday"] | None = None
+    db_window: bool = True
 
     @field_validator("created_at")
     @classmethod

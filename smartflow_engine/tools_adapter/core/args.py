@@ -14,12 +14,13 @@ from pydantic_core import PydanticCustomError
 
 from ...state.model import MAX_DAYS, MAX_SLOTS_PER_DAY, MAX_TASK_ID
 
-TaskId = Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID, description="任务 ID（state_id）")]
-Day = Annotated[int, Field(strict=True, ge=1, le=MAX_DAYS, description="天索引，从 1 开始")]
-Slot = Annotated[int, Field(strict=True, ge=1, le=MAX_SLOTS_PER_DAY, description="节次，1-12")]
-Duration = Annotated[
-    int, Field(strict=True, ge=1, le=MAX_SLOTS_PER_DAY, description="需要的连续时段数")
+TaskId = Annotated[int, Field(strict=True, ge=1, le=MAX_TASK_ID, description="任务 ID")]
+Day = Annotated[int, Field(strict=True, ge=1, le=MAX_DAYS, description="第几天（从 1 起）")]
+Slot = Annotated[
+    int,
+    Field(strict=True, ge=1, le=MAX_SLOTS_PER_DAY, description="节次，1 到每天的节数（通常 12）"),
 ]
+Duration = Annotated[int, Field(strict=True, ge=1, le=MAX_SLOTS_PER_DAY, description="连续节数")]
 
 
 class Args(BaseModel):

@@ -80,20 +80,35 @@ def days_text(days: Sequence[int]) -> str:
     return f"第{shown}天"
 
 
+# What a proposal line says of the counts after when the proposal's own health line gave them
+# (issue 45 item 1: one statement of the counts after, never "not computed" below them).
+AFTER_STATED = "应用后的数目见上文体检行"
+# The key's name when the window may be infeasible (a proposal leaves tasks unplaced): the key
+# is the dimensions' counts, without analyze_health's feasibility issue (issue 45 item 1).
+WITHOUT_FEASIBILITY = "不含可行性问题"
+
+
 def disruption_line(
     fig: dict[str, Any],
     before: tuple[int, int],
     after: tuple[int, int] | None,
     lead: str = "改动",
+    after_text: str = "应用后的数目时限内未计算",
+    without_feasibility: bool = False,
 ) -> str:
     """``改动：移动已安排任务 2 个（共 5 节），新放置 3 个，涉及第4、6天；体检（严重/警告）1/3 → 0/1。``
-    (``after`` None: the key after was not computed within the call's limit)."""
+    (``after`` None: ``after_text`` says why the key after is not given here: not computed
+    within the call's limit, or :data:`AFTER_STATED`; ``without_feasibility``: the key is
+    named :data:`WITHOUT_FEASIBILITY`, for a window analyze_health may count infeasible)."""
     days = fig["days_touched"]
     where = f"涉及{days_text(days)}" if days else "未涉及任何一天"
+    name = (
+        f"体检（严重/警告，{WITHOUT_FEASIBILITY}）" if without_feasibility else "体检（严重/警告）"
+    )
     health = (
-        f"体检（严重/警告）{before[0]}/{before[1]} → {after[0]}/{after[1]}。"
+        f"{name}{before[0]}/{before[1]} → {after[0]}/{after[1]}。"
         if after is not None
-        else f"体检（严重/警告）现为 {before[0]}/{before[1]}，应用后的数目时限内未计算。"
+        else f"{name}现为 {before[0]}/{before[1]}，{after_text}。"
     )
     return (
         f"{lead}：移动已安排任务 {fig['tasks_moved']} 个（共 {fig['periods_moved']} 节），"
@@ -155,23 +170,45 @@ def proposal_line(
     requests: Sequence[Request],
     status_after: str | None,
     deadline: Deadline | None = None,
+    after_stated: bool = False,
+    unplaced: bool = False,
 ) -> str | None:
     """``若应用，改动：…`` for a proposal's ``requests`` on ``state`` (None: nothing would change,
     or the requests do not apply, which ``apply_proposal`` would then say itself). The key after
     is read on a copy with the requests applied as ``apply_proposal`` applies them, when the
-    call's ``deadline`` leaves time for it; otherwise the line says it was not computed."""
+    call's ``deadline`` leaves time for it; otherwise the line says it was not computed.
+    ``after_stated``: the proposal's own health line already gives the counts after (at its
+    threshold, the unplaceable tasks' feasibility issue included): the line then refers to it
+    instead of a second, maybe different, figure (issue 45 item 1). ``unplaced``: the proposal
+    leaves tasks unplaced, so the window may be infeasible, and analyze_health then counts a
+    feasibility issue the key (the dimensions' counts) has not: the key is named so."""
     if not requests:
         return None
     fig = request_figures(state, requests)
     if not (fig["tasks_moved"] or fig["tasks_placed"]):
         return None
+    if after_stated:
+        return disruption_line(
+            fig,
+            health_key(state),
+            None,
+            lead="若应用，改动",
+            after_text=AFTER_STATED,
+            without_feasibility=unplaced,
+        )
     cost = PROPOSAL_KEY_PER_TASK_S * len(state.tasks)
     if deadline is not None and deadline.left() < cost:
-        return disruption_line(fig, health_key(state), None, lead="若应用，改动")
+        return disruption_line(
+            fig, health_key(state), None, lead="若应用，改动", without_feasibility=unplaced
+        )
     trial = state.copy_state()
     result = relocate(trial, list(requests), op="apply_proposal", status_after=status_after)
     if not result.ok or not result.changes:
         return None
     return disruption_line(
-        figures(result.changes), health_key(state), health_key(trial), lead="若应用，改动"
+        figures(result.changes),
+        health_key(state),
+        health_key(trial),
+        lead="若应用，改动",
+        without_feasibility=unplaced,
     )

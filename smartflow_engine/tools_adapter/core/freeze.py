@@ -10,6 +10,11 @@ later) or by a call's ``frozen_until_day`` (the larger of the two wins). Then:
   min_context_switch) run on :func:`~smartflow_engine.state.freeze.frozen_view` of the state, in
   which tasks on frozen days are fixed and the frozen days have no free period; a write's result
   is mapped back with :func:`~smartflow_engine.state.freeze.thaw`.
+
+With the request option ``existing_fixed`` (:attr:`.spec.ToolContext.existing_fixed`, issue 42)
+the simple writes refuse to move an existing task (the state operations' own rule) and the solver
+tools run on :func:`~smartflow_engine.state.freeze.existing_fixed_view`, in which every existing
+task is fixed.
 """
 
 from __future__ import annotations
@@ -20,23 +25,25 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ...state.freeze import frozen_blocks, frozen_count, frozen_view, task_days, thaw
+from ...state.freeze import (
+    existing_fixed_view,
+    frozen_blocks,
+    frozen_count,
+    frozen_view,
+    task_days,
+    thaw,
+)
 from .args import Day
-from .spec import Refused, ToolContext, ToolSpec, is_refusal, refused
+from .spec import Refused, ToolContext, ToolSpec, failure_head, is_refusal, refused
 
 ERROR_CODE = "frozen_day"
 SIMPLE_WRITES: dict[str, str] = {
-    "place": "放置失败",
-    "move": "移动失败",
-    "swap": "交换失败",
-    "batch_move": "批量移动失败",
-    "unplace": "移除失败",
+    name: failure_head(name) for name in ("place", "move", "swap", "batch_move", "unplace")
 }
 # Writes whose effect is not known from their arguments: tried on a copy first, refused when the
 # copy's frozen days changed.
 TRIED_WRITES: dict[str, str] = {
-    "restore_best": "restore_best 未执行",
-    "resolve_negotiation": "resolve_negotiation 未执行",
+    name: failure_head(name) for name in ("restore_best", "resolve_negotiation")
 }
 # Tools that take ``frozen_until_day`` and run on the frozen view.
 SOLVER_TOOLS: frozenset[str] = frozenset(
@@ -48,9 +55,7 @@ SOLVER_TOOLS: frozenset[str] = frozenset(
         "min_context_switch",
     }
 )
-FROZEN_DESCRIPTION = (
-    "冻结第1天到第N天：这些天上已安排的任务不移动，也不放入新任务（不填则只用会话的冻结设置）"
-)
+FROZEN_DESCRIPTION = "冻结第1..N天；缺省用会话设置"
 
 
 def with_frozen_arg(spec: ToolSpec) -> ToolSpec:
@@ -95,10 +100,13 @@ def _touched(ctx: ToolContext, name: str, parsed: Any) -> set[int]:
 
 
 def run_handler(ctx: ToolContext, spec: ToolSpec, parsed: Any) -> str:
-    """Run ``spec``'s handler honouring the frozen days (see the module)."""
+    """Run ``spec``'s handler honouring the frozen days and, for the solver tools, the
+    request's ``existing_fixed`` (existing tasks stay: the solver sees them locked, see the
+    module)."""
     guarded = spec.name in SIMPLE_WRITES or spec.name in SOLVER_TOOLS or spec.name in TRIED_WRITES
     k = frozen_days(ctx, parsed) if guarded else 0
-    if k == 0:
+    fixed = ctx.existing_fixed and spec.name in SOLVER_TOOLS and ctx.state is not None
+    if k == 0 and not fixed:
         return spec.handler(ctx, parsed)
     if spec.name in TRIED_WRITES:
         return _tried(ctx, spec, parsed, k)
@@ -114,7 +122,8 @@ def run_handler(ctx: ToolContext, spec: ToolSpec, parsed: Any) -> str:
         return spec.handler(ctx, parsed)
     real = ctx.state
     assert real is not None
-    view = frozen_view(real, k)
+    view = existing_fixed_view(real) if fixed else real
+    view = frozen_view(view, k) if k else view
     ctx.state = view
     try:
         reply = spec.handler(ctx, parsed)
@@ -122,7 +131,7 @@ def run_handler(ctx: ToolContext, spec: ToolSpec, parsed: Any) -> str:
         ctx.state = real
     if ctx.applied:
         ctx.state = thaw(view, real)
-    if spec.name == "check_feasibility" and reply.startswith("可行性：不可行"):
+    if k and spec.name == "check_feasibility" and reply.startswith("可行性：不可行"):
         unfrozen = spec.handler(ctx, parsed)
         if unfrozen.startswith("可行性：可行"):
             text = f"{reply}\n{freeze_gap_line(k)}"

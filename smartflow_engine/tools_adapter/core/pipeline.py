@@ -9,6 +9,7 @@ shape (text, or the JSON envelope with ``success=false`` and a stable ``error_co
 When the context carries a :class:`~.loop.LoopState` (a :class:`Session` does), :func:`execute`
 also applies the loop's rules around the handler: the infeasible gate before a write, rounds and
 close rules after ``analyze_health``, and the evidence line and round-log entry after a write.
+Last, every reply is capped (:mod:`.cap`): no reply a model reads exceeds 64 KB.
 """
 
 from __future__ import annotations
@@ -25,10 +26,20 @@ from pydantic import ValidationError
 from ...state import Change, SelfCheckError, self_check
 from . import disruption
 from .args import describe_validation_error, short_name
+from .cap import cap_reply
 from .freeze import run_handler
 from .preview import run_preview, wants_preview
+from .render import labelled_days
 from .schemas import drop_null_optionals
-from .spec import ToolContext, ToolSpec, is_refusal, refused
+from .spec import (
+    UNKNOWN_WORD,
+    ToolContext,
+    ToolSpec,
+    failure_form,
+    failure_text,
+    is_refusal,
+    refused,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +86,21 @@ class CallResult:
 
 
 def refusal(spec: ToolSpec, code: str, msg: str, *, arg: bool = False) -> CallResult:
-    """A refusal decided before the handler, in the tool's own reply shape."""
-    text = f"参数错误：{msg}" if arg and spec.output == "text" else msg
+    """A refusal decided outside the handler, in the tool's own reply shape: for a text tool
+    ``X失败：msg`` (``X失败：参数错误，msg`` for an argument), for a JSON tool the envelope with
+    ``success=false``, ``error=msg`` and ``error_code=code``."""
+    text = (
+        failure_text(spec.name, f"参数错误，{msg}" if arg else msg)
+        if spec.output == "text"
+        else msg
+    )
     return CallResult(spec.name, spec.error(code, text), spec.output, "error", code)
+
+
+def unknown_tool_text(name: str, offered: list[str]) -> str:
+    """The one wording of an unknown tool, on every surface (Toolbox, Session, HTTP, MCP, CLI)."""
+    names = "、".join(offered) or "无"
+    return f"{UNKNOWN_WORD}失败：未知工具 {short_name(str(name))}。可用工具：{names}。"
 
 
 def refused_result(spec: ToolSpec, reply: str, changes: tuple[Change, ...] = ()) -> CallResult:
@@ -100,15 +123,15 @@ def lookup(
     """The row of ``name``, or the refusal for an unknown tool or one not offered here
     (``unavailable`` says why, e.g. the mode)."""
     spec = specs.get(name)
-    names = "、".join(offered) or "无"
     if spec is None:
         return CallResult(
-            name,
-            refused(f"未知工具：{short_name(str(name))}。可用工具：{names}。"),
+            str(name),
+            refused(unknown_tool_text(name, offered), "unknown_tool"),
             status="error",
             error_code="unknown_tool",
         )
     if not is_offered(name):
+        names = "、".join(offered) or "无"
         return refusal(spec, "not_available", f"工具 {name} {unavailable}。可用工具：{names}。")
     return spec
 
@@ -144,23 +167,27 @@ def execute(ctx: ToolContext, spec: ToolSpec, parsed: Any, *, check: bool = Fals
     before = loop.issues_before(ctx, spec) if loop is not None else None
     key = disruption.key_before(ctx, spec)
     ctx.applied, ctx.proposed = [], None
-    try:
-        reply = run_handler(ctx, spec, parsed)  # honours frozen days (:mod:`.freeze`)
-    except SelfCheckError:
-        raise
-    except Exception as exc:  # a bug must not reach the model as a traceback
-        log.exception("tool %s failed", spec.name)
-        ctx.applied = []
-        return refusal(
-            spec, "internal_error", f"内部错误：{spec.name} 执行失败（{type(exc).__name__}）。"
-        )
-    applied, ctx.applied = tuple(ctx.applied), []
-    ctx.changes.extend(applied)  # the one place the change log grows
-    if spec.is_write and check and ctx.state is not None:
-        self_check(ctx.state)
-    if is_refusal(reply, spec.output):  # the tool refused: nothing was done
-        return refused_result(spec, reply, applied)
-    reply = disruption.annotate(ctx, reply, applied, key)  # issue 28: how much moved
-    if loop is not None:
-        reply = loop.after(ctx, spec, parsed, reply, applied, before)
-    return CallResult(spec.name, reply, spec.output, changes=applied)
+    with labelled_days(ctx.day_labels, lambda: ctx.state):  # the session's day labels
+        try:
+            reply = run_handler(ctx, spec, parsed)  # honours frozen days (:mod:`.freeze`)
+        except SelfCheckError:
+            raise
+        except Exception as exc:  # a bug must not reach the model as a traceback
+            log.exception("tool %s failed", spec.name)
+            ctx.applied = []
+            return refusal(spec, "internal_error", f"内部错误（{type(exc).__name__}）。")
+        applied, ctx.applied = tuple(ctx.applied), []
+        ctx.changes.extend(applied)  # the one place the change log grows
+        if spec.is_write and check and ctx.state is not None:
+            self_check(ctx.state)
+        if is_refusal(reply, spec.output):  # the tool refused: nothing was done
+            if spec.output == "text":
+                reply = failure_form(spec.name, reply)  # one form for every text refusal
+            return refused_result(spec, cap_reply(spec, reply), applied)
+        reply = disruption.annotate(ctx, reply, applied, key)  # issue 28: how much moved
+        if loop is not None:
+            reply = loop.after(ctx, spec, parsed, reply, applied, before)
+        reply = cap_reply(spec, reply)  # issue 45: what a model reads is bounded, every surface
+        if is_refusal(reply, spec.output):  # (a JSON reply no cut brings under the cap)
+            return refused_result(spec, reply, applied)
+        return CallResult(spec.name, reply, spec.output, changes=applied)

@@ -28,10 +28,7 @@ if TYPE_CHECKING:
 
 PREVIEW_LINE = "预览（未执行，状态未改变）："
 # Writes that act at once and so take ``preview``: every write but the confirm-gated ones.
-PREVIEW_DESCRIPTION = (
-    "为 true 时只预览：回复与真正执行时完全相同（成功或失败的格式、证据行），"
-    f"首行为「{PREVIEW_LINE}」，日程、修改记录与轮次均不改变"
-)
+PREVIEW_DESCRIPTION = "true：只预览，不执行"
 
 
 def takes_preview(spec: ToolSpec) -> bool:

@@ -26,6 +26,7 @@ from ..tools.read import READ_TOOLS
 from ..tools.solver import SOLVER_TOOLS
 from ..tools.store import STORE_TOOLS
 from ..tools.write import WRITE_TOOLS
+from .calendar_args import PROPOSAL_TOOLS, with_scope_args
 from .freeze import SOLVER_TOOLS as FROZEN_SOLVER_TOOLS
 from .freeze import with_frozen_arg
 from .preview import takes_preview, with_preview
@@ -104,8 +105,7 @@ def _with_action_id(spec: ToolSpec) -> ToolSpec:
             ActionId | None,
             Field(
                 default=None,
-                description="本次写操作针对的动作（最近一次 analyze_health 的 action_id）；"
-                "给出时回复末尾的证据行会说明其成功判据是否满足",
+                description="针对的 action_id；回复末行判其成功判据",
             ),
         )
     }
@@ -119,6 +119,7 @@ def _row(spec: ToolSpec) -> ToolSpec:
     if spec.name == "min_context_switch":
         modes = frozenset()  # hidden from the execute model (P1-B)
     out = dataclasses.replace(spec, modes=modes)
+    out = with_scope_args(out) if spec.name in PROPOSAL_TOOLS else out
     out = _with_action_id(out) if spec.name in ACTION_WRITES else out
     out = with_frozen_arg(out) if spec.name in FROZEN_SOLVER_TOOLS else out
     return with_preview(out) if takes_preview(out) else out
@@ -170,14 +171,13 @@ def mode_refusal(mode: Mode, name: str, parsed: Any, state: Any) -> str | None:
         return None
     if getattr(parsed, "include_suggested", False):
         return (
-            "apply_proposal 未执行：局部调整模式（local_adjust）只允许最少改动的修补，"
+            "局部调整模式（local_adjust）只允许最少改动的修补，"
             "不能重排已预排任务（include_suggested=true）。"
         )
     for item in getattr(parsed, "placements", None) or ():
         task = state.task(item.task_id) if state is not None else None
         if task is not None and task.status != "pending":
             return (
-                f"apply_proposal 未执行：局部调整模式（local_adjust）下只放置待安排任务，"
-                f"{task.label} 已落位，请用 move。"
+                f"局部调整模式（local_adjust）下只放置待安排任务，{task.label} 已落位，请用 move。"
             )
     return None

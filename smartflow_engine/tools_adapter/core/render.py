@@ -2,16 +2,80 @@
 
 Everything the LLM reads about a day, a range or a task is phrased here once, so the read tools,
 the write tools and the solver tools say the same thing the same way.
+
+Day labels (issue 43 item 2). The spec names a day by its index only (``第6天``), as the model
+never sees dates. A host whose students speak in weekdays turns on ``weekday`` labels (a session
+or server setting, :attr:`.spec.ToolContext.day_labels`): every day a text reply names through
+:func:`day_label` then carries its weekday from the window's day mapping, ``第6天(星期六)``, and
+its teaching week when the window spans several, ``第34天(第17周星期一)``. The setting of the
+running call reaches the renderers through :func:`labelled_days` (a context variable the call
+pipeline sets), so no renderer takes it as an argument; the spec's layouts stay the default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Literal, TypeVar
 
 from ...state import Change, ScheduleState, SlotRange, Task
+from ...state.calendar import weekday_word
 
 T = TypeVar("T")
+
+DayLabels = Literal["index", "weekday"]
+DAY_LABELS: tuple[DayLabels, ...] = ("index", "weekday")
+_NAMER: ContextVar[Callable[[int], str] | None] = ContextVar("smartflow_day_namer", default=None)
+
+
+def weekday_label(state: ScheduleState | None, day: int, spans_weeks: bool) -> str:
+    """``第6天(星期六)``, ``第34天(第17周星期一)`` with ``spans_weeks``; ``第6天`` when the
+    window has no day mapping (or the day is outside it)."""
+    cal = state.calendar if state is not None else None
+    dow = cal.weekday(day) if cal is not None else None
+    if cal is None or dow is None:
+        return f"第{day}天"
+    week = f"第{cal.week(day)}周" if spans_weeks else ""
+    return f"第{day}天({week}{weekday_word(dow)})"
+
+
+class _WeekdayNamer:
+    """The ``weekday`` labels of the state a call works on (read when a label is made: a call
+    may replace its state), whether it spans several weeks decided once per window."""
+
+    def __init__(self, state_of: Callable[[], ScheduleState | None]) -> None:
+        self._state_of = state_of
+        self._window: object = None
+        self._spans = False
+
+    def __call__(self, day: int) -> str:
+        state = self._state_of()
+        window = state.window if state is not None else None
+        if window is not self._window:
+            self._window = window
+            self._spans = window is not None and len({m.week for m in window.day_mapping}) > 1
+
+        return weekday_label(state, day, self._spans)
+
+
+@contextmanager
+def labelled_days(style: DayLabels, state_of: Callable[[], ScheduleState | None]) -> Iterator[None]:
+    """Within the block, :func:`day_label` writes days in ``style`` for the state ``state_of``
+    returns (the call pipeline wraps each call in it)."""
+    token = _NAMER.set(_WeekdayNamer(state_of) if style == "weekday" else None)
+    try:
+        yield
+    finally:
+        _NAMER.reset(token)
+
+
+def day_label(day: int) -> str:
+    """``第6天`` (the spec's label), or with the running call's ``weekday`` labels
+    ``第6天(星期六)`` / ``第34天(第17周星期一)``."""
+    namer = _NAMER.get()
+    return f"第{day}天" if namer is None else namer(day)
+
 
 STATUS_WORDS = {"existing": "已安排", "suggested": "已预排", "pending": "待安排"}
 SOURCE_WORDS = {"event": "课程表", "task_item": "任务类"}
@@ -33,8 +97,8 @@ def day_span(first: int, last: int) -> str:
 
 
 def block_text(block: SlotRange) -> str:
-    """``第5天第1-3节``."""
-    return f"第{block.day}天第{periods(block.slot_start, block.slot_end)}节"
+    """``第5天第1-3节`` (the day as :func:`day_label` writes it)."""
+    return f"{day_label(block.day)}第{periods(block.slot_start, block.slot_end)}节"
 
 
 def fixed_word(task: Task) -> str:
@@ -67,8 +131,8 @@ def occupancy_line(state: ScheduleState, day: int) -> str:
     items = day_items(state, day)
     load = f"{day_load(state, day)}/{state.slots_per_day}"
     if not items:
-        return f"第{day}天当前占用：{load}。"
-    return f"第{day}天当前占用：{' '.join(items)}，占用{load}。"
+        return f"{day_label(day)}当前占用：{load}。"
+    return f"{day_label(day)}当前占用：{' '.join(items)}，占用{load}。"
 
 
 def free_periods_text(state: ScheduleState, day: int) -> str:

@@ -17,21 +17,21 @@ Cutting a reply down (the rule the descriptions state in one word, 节选):
 
 - text: the lines up to the :data:`TEXT_LINES`-th non-blank one, each at most :data:`TEXT_LINE_CHARS` characters; a cut
   line or a dropped tail ends in ``…``;
-- JSON: every key is kept (so the example has the reply's shape), a list keeps its first item,
-  ``metric_schema`` keeps its first entry, a string longer than :data:`JSON_STR_CHARS` characters
-  ends in ``…``.
+- JSON: every key of the reply and of each list item's object is kept (the envelope, each issue,
+  each action), a list keeps its first item, ``metric_schema`` keeps its first entry's meaning, an object
+  two levels down (a dimension's figures in ``metrics``) keeps its first :data:`JSON_DEEP_KEYS`
+  keys and then ``"…": n`` (n keys left out; the return-type line names the top two levels), a
+  string longer than :data:`JSON_STR_CHARS` characters ends in ``…``.
 
-The tool list must stay short enough for a model's context: :func:`estimate_tokens` is the stated
-estimate (no tokenizer is a dependency; see its docstring) and :data:`TOKEN_BUDGET` the budget of
-the whole list in any format, enforced by a test.
+The tool list must stay short enough for a model's context: it is sent on every turn.
+:mod:`.tokens` counts it with OpenAI's tokenizers; :data:`TOKEN_BUDGET` is the budget of one
+mode's list in any format (``benchmarks/results_tokens.md`` has the table, a test holds it).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import math
-import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -40,33 +40,20 @@ from .spec import ToolSpec
 
 EXAMPLES_PATH = Path(__file__).resolve().parents[2] / "data" / "tool_examples.json"
 
-TEXT_LINES = 4
-TEXT_LINE_CHARS = 90
+TEXT_LINES = 2
+TEXT_LINE_CHARS = 50
 JSON_STR_CHARS = 40
+JSON_DEEP_KEYS = 2
 ELLIPSIS = "…"
 
-# The estimated tokens of every registered tool's definition (hidden tools included), in each
-# schema format, serialised as compact JSON: at most this many (tests/tools_adapter/
-# test_reply_examples.py). Measured 2026-12: about 14k before the return types and examples,
-# about 19k with them.
-TOKEN_BUDGET = 21_000
+# Tokens (o200k_base and cl100k_base) of the largest mode's tool list (first_full), in each
+# schema format as a model reads it, serialised as compact JSON: at most this many (issue 45:
+# 15-16k before, every turn; tests/tools_adapter/test_reply_examples.py).
+TOKEN_BUDGET = 12_000
 
 # Keys whose value is a wall-clock figure: the example shows the generation run's value, and the
 # comparison with a fresh run ignores it.
 VOLATILE_KEYS = frozenset({"runtime", "runtime_s", "wall_time", "elapsed_s"})
-
-_WIDE = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\u3000-\u303f]")
-
-
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free, deliberately pessimistic token estimate: one token per CJK character or
-    full-width punctuation mark, plus one per three other characters (rounded up).
-
-    BPE tokenizers (cl100k, o200k, Claude's) give Chinese about 0.6-1.2 tokens per character
-    and JSON-schema text about 3.5-4 characters per token, so the estimate runs high.
-    """
-    wide = len(_WIDE.findall(text))
-    return wide + math.ceil((len(text) - wide) / 3)
 
 
 # ---------------------------------------------------------------------------------- examples
@@ -97,16 +84,24 @@ def _cut_text(reply: str) -> str:
     return "\n".join(kept)
 
 
-def prune(value: Any, key: str = "") -> Any:
-    """A JSON value with every key kept, lists cut to their first item, ``metric_schema`` to its
-    first entry and long strings cut (the example's rule)."""
+def prune(value: Any, key: str = "", depth: int = 0) -> Any:
+    """A JSON value cut by the example's rule (see the module docstring): lists to their first
+    item, ``metric_schema`` to its first entry's meaning, objects two levels down to their first
+    :data:`JSON_DEEP_KEYS` keys, long strings cut. A list's item stays at its list's depth."""
     if isinstance(value, dict):
         items = list(value.items())
-        if key == "metric_schema":
-            items = items[:1]
-        return {k: prune(v, k) for k, v in items}
+        if key == "metric_schema":  # the first metric's meaning, as a sample of the map
+            return {
+                k: {"meaning": prune(v.get("meaning"))} if isinstance(v, dict) else prune(v)
+                for k, v in items[:1]
+            }
+        deep = depth >= 2 and len(items) > JSON_DEEP_KEYS + 1  # "…": 1 would save nothing
+        out = {k: prune(v, k, depth + 1) for k, v in (items[:JSON_DEEP_KEYS] if deep else items)}
+        if deep:
+            out[ELLIPSIS] = len(items) - JSON_DEEP_KEYS
+        return out
     if isinstance(value, list):
-        return [prune(value[0], key)] if value else []
+        return [prune(value[0], key, depth)] if value else []
     if isinstance(value, str) and len(value) > JSON_STR_CHARS:
         return value[: JSON_STR_CHARS - 1] + ELLIPSIS
     return value
@@ -159,7 +154,7 @@ def return_type(spec: ToolSpec) -> str:
     if spec.output != "json":
         return f"{head}中文文本。"
     outline = _outline(output_schema(spec), depth=2)
-    return f"{head}JSON {outline}；失败时 success=false，error 说明原因。"
+    return f"{head}JSON {outline}；失败时 success=false。"
 
 
 def reply_tail(spec: ToolSpec) -> str:
@@ -168,7 +163,7 @@ def reply_tail(spec: ToolSpec) -> str:
     tail = "\n" + return_type(spec)
     example = load_examples().get(spec.name)
     if example:
-        tail += "\n示例（真实回复节选）：\n" + example
+        tail += "\n示例：\n" + example
     return tail
 
 
@@ -314,7 +309,7 @@ _CLOSE_SIGNAL = _obj(
         "acceptable_to_close": BOOL,
         "critical": INT,
         "warning": INT,
-        "reason": {"enum": ["rules_met", "best_achievable", "open"]},
+        "reason": {"enum": ["rules_met", "pending_placeable", "best_achievable", "open"]},
         "best_achievable": BOOL,
     },
     {
@@ -330,7 +325,9 @@ _FEASIBILITY = _obj(
     {"is_feasible": _t(["boolean", "null"]), "capacity_gap": NULL_INT, "reason_code": STR},
     {"proven": BOOL, "required_task_slots": INT, "feasible_slots": NULL_INT},
 )
-_SLOT_BLOCK = _obj({"day": INT, "slot_start": INT, "slot_end": INT})
+# a day's week and weekday, on every day a query reply names (when the window has a calendar)
+_CALENDAR = {"week": INT, "day_of_week": INT}
+_SLOT_BLOCK = _obj({"day": INT, "slot_start": INT, "slot_end": INT}, _CALENDAR)
 _DESTINATION = _obj(
     {
         "day": INT,
@@ -341,8 +338,19 @@ _DESTINATION = _obj(
         "warning_delta": INT,
         "helps": BOOL,
     },
-    {"resolves": _arr(STR), "creates": _arr(STR), "impact_delta": NUM},
+    {"resolves": _arr(STR), "creates": _arr(STR), "impact_delta": NUM, **_CALENDAR},
 )
+_PLACE = _obj(
+    {
+        "day": INT,
+        "slot_start": INT,
+        "slot_end": INT,
+        "slot_type": {"enum": ["empty", "embedded"]},
+        "embed_host": NULL_INT,
+    },
+    _CALENDAR,
+)
+_DAY_RUNS = _arr(_arr(INT))  # selected days as [first, last] runs
 _TASK = _obj(
     {
         "task_id": INT,
@@ -395,18 +403,22 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "query_target_tasks": _envelope(
         "query_target_tasks",
-        _obj({"action_id": NULL_STR, "count": INT, "tasks": _arr(_TASK)}),
+        _obj(
+            {"action_id": NULL_STR, "count": INT, "tasks": _arr(_TASK)},
+            {"batches": _arr(OBJ), "selected_days": _DAY_RUNS},
+        ),
     ),
     "query_available_slots": _envelope(
         "query_available_slots",
         _obj(
             {
-                "task": _TASK,
+                "task": {"anyOf": [_TASK, {"type": "null"}]},
                 "action_id": NULL_STR,
                 "count": INT,
                 "complete": BOOL,
-                "slots": _arr(_DESTINATION),
-            }
+                "slots": _arr({"anyOf": [_DESTINATION, _PLACE]}),
+            },
+            {"duration": INT, "selected_days": _DAY_RUNS},
         ),
     ),
     "get_round_log": _envelope(

@@ -5,18 +5,24 @@ Three formats:
 - ``openai``: ``{"type": "function", "function": {name, description, parameters, strict: true}}``,
   strict-mode compatible: every object has ``additionalProperties: false`` and lists all its
   properties as required; optional fields are nullable (``null`` means "not given"); no ``$ref``,
-  ``title`` or ``default`` keywords (the default is stated in the description instead). A map with
+  ``title`` or ``default`` keywords (the default is stated in the description instead, but for a
+  flag's ``false``, which ``null`` already means). A map with
   enumerated keys becomes an object with one nullable property per key; a map with free keys
   cannot be strict, and such a tool is published with ``strict: false``. String limits
   (``maxLength``/``minLength``, outside the keywords OpenAI documents for strict mode) move into
   the description (``（1-64个字符）``); the argument models still enforce them.
-- ``anthropic``: ``{name, description, input_schema}`` (pydantic's schema: an optional argument is
-  ``anyOf: [X, null]``).
+- ``anthropic``: ``{name, description, input_schema}``, the input schema as MCP's.
 - ``mcp``: ``{name, description, inputSchema, annotations}`` (+ ``outputSchema`` for JSON tools:
-  each tool's own reply schema, :data:`.replies.OUTPUT_SCHEMAS`).
-  MCP has no strict mode, so an optional argument is simply optional: its schema is ``X`` itself,
-  not ``anyOf: [X, null]`` (a client that converts arguments by the top-level ``type``, as MCP
-  Inspector does, then sends a number for an optional integer). ``null`` is still accepted.
+  each tool's own reply schema, :data:`.replies.OUTPUT_SCHEMAS`). The annotations: reads are
+  read-only and idempotent; ``commit``, ``reload`` and ``upsert_task_class`` are destructive
+  (:data:`DESTRUCTIVE`).
+  Neither has a strict mode, so an optional argument is simply optional: its schema is ``X``
+  itself, not ``anyOf: [X, null]`` (a client that converts arguments by the top-level ``type``, as
+  MCP Inspector does, then sends a number for an optional integer; and no token is spent on
+  ``null``). ``null`` is still accepted.
+
+Every format reads the argument models through :func:`_compact` (the same schema in fewer
+tokens: every definition is sent on every turn; ``benchmarks/results_tokens.md``).
 
 Every description ends with the tool's return type and a minimal real example reply
 (:mod:`.replies`).
@@ -41,7 +47,7 @@ from .spec import Mode, ToolSpec
 Format = Literal["openai", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "anthropic", "mcp")
 
-CONFIRM_NOTE = "（需用户确认：调用后只返回预览和确认令牌，用户确认后才执行。）"
+CONFIRM_NOTE = "（需用户确认：确认后才执行。）"
 
 
 # ---------------------------------------------------------------------------------- public API
@@ -166,7 +172,7 @@ def _tool_schema(spec: ToolSpec, fmt: str) -> dict[str, Any]:
         return {
             "name": spec.name,
             "description": description,
-            "input_schema": input_schema(spec.args_model),
+            "input_schema": mcp_input_schema(spec.args_model),
         }
     out: dict[str, Any] = {
         "name": spec.name,
@@ -180,12 +186,20 @@ def _tool_schema(spec: ToolSpec, fmt: str) -> dict[str, Any]:
     return out
 
 
+# Writes no other call undoes (MCP: "may perform destructive updates"): ``commit`` overwrites the
+# database's rows, ``reload`` with ``discard_changes`` drops the session's uncommitted changes,
+# ``upsert_task_class`` with an id overwrites a stored task class's fields. Every other write
+# changes only the session's window, where another write (or restore_best) undoes it.
+DESTRUCTIVE: frozenset[str] = frozenset({"commit", "reload", "upsert_task_class"})
+
+
 def mcp_annotations(spec: ToolSpec) -> dict[str, bool]:
-    """MCP behaviour hints: reads are read-only and idempotent; nothing reaches outside the window."""
+    """MCP behaviour hints: reads are read-only and idempotent; :data:`DESTRUCTIVE` writes are
+    destructive; nothing reaches outside the window and its database."""
     read = not spec.is_write
     return {
         "readOnlyHint": read,
-        "destructiveHint": False,  # every write can be undone by another write
+        "destructiveHint": spec.name in DESTRUCTIVE,
         "idempotentHint": read,
         "openWorldHint": False,
     }
@@ -201,8 +215,76 @@ def _plain(model: type[BaseModel]) -> dict[str, Any]:
 
 
 @cache
+def _compact_cached(model: type[BaseModel]) -> dict[str, Any]:
+    """What a model reads (the three LLM formats): :func:`_plain` without the class docstring
+    (it is for developers; the tool's description is the model's) and :func:`_compact`."""
+    plain = {k: v for k, v in _plain(model).items() if k != "description"}
+    out: dict[str, Any] = _compact(plain)
+    return out
+
+
+def _compact(node: Any) -> Any:
+    """The same schema in fewer tokens (every tool definition is sent on every turn):
+
+    - an optional scalar or array, ``anyOf: [X, {"type": "null"}]``, becomes X with
+      ``type: [x, "null"]`` (and ``null`` among its ``enum``); an option's own description
+      gives way to the property's;
+    - a static guard is not stated (a day's ``maximum`` of 1000, an id's 2**31-1, an action
+      id's 128 characters); the argument model still enforces it;
+    - an array's items say nothing the array's own description says (``任务 ID`` under
+      ``task_ids: 要移出的任务``).
+    """
+    if isinstance(node, list):
+        return [_compact(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {
+        k: (
+            {n: _compact(sub) for n, sub in v.items()}
+            if k in _SCHEMA_MAPS and isinstance(v, dict)
+            else _compact(v)
+        )
+        for k, v in node.items()
+    }
+    high, longest = out.get("maximum"), out.get("maxLength")
+    if isinstance(high, int | float) and high >= GUARD:
+        out.pop("maximum")
+    if isinstance(longest, int) and longest >= TEXT_GUARD:
+        out.pop("maxLength")
+        if out.get("minLength") == 1:
+            out.pop("minLength")
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        (inner,) = [o for o in options if o != {"type": "null"}]
+        kind = inner.get("type") if isinstance(inner, dict) else None
+        if isinstance(kind, str) and kind != "object" and "anyOf" not in inner:
+            merged = {
+                k: v for k, v in inner.items() if k != "description" or "description" not in out
+            }
+            merged["type"] = [kind, "null"]
+            if "enum" in merged:
+                merged["enum"] = [*merged["enum"], None]
+            rest = {k: v for k, v in out.items() if k != "anyOf"}
+            out = {**merged, **rest}
+    items = out.get("items")
+    if "description" in out and isinstance(items, dict) and "description" in items:
+        out["items"] = {k: v for k, v in items.items() if k != "description"}
+    return out
+
+
+# A static guard at least this large is not published: it bounds nothing a call needs (a time
+# limit's 600 s, where the server's own cap decides; a day index's 1000 and an id's 2**31-1, where
+# the window's own bounds, read from the tools, decide; a weight's 1000), and the argument model
+# still enforces it (its refusal names it).
+GUARD = 600
+# Likewise a text's length guard of this many characters or more (an action id's 128, a note's
+# 500), with its non-empty minimum.
+TEXT_GUARD = 128
+
+
+@cache
 def _strict_cached(model: type[BaseModel]) -> dict[str, Any]:
-    out: dict[str, Any] = _strictify(_lift_limits(copy.deepcopy(_plain(model))))
+    out: dict[str, Any] = _strictify(_lift_limits(copy.deepcopy(_compact_cached(model))))
     return out
 
 
@@ -224,7 +306,7 @@ def _lift_limits(node: Any) -> Any:
 
 @cache
 def _mcp_cached(model: type[BaseModel]) -> dict[str, Any]:
-    out: dict[str, Any] = _not_nullable(copy.deepcopy(_plain(model)))
+    out: dict[str, Any] = _not_nullable(copy.deepcopy(_compact_cached(model)))
     return out
 
 
@@ -353,8 +435,13 @@ def _strictify(node: Any) -> Any:
             continue
         else:
             out[key] = _strictify(value)
-    if "default" in node and node["default"] is not None:
-        note = f"默认 {json.dumps(node['default'], ensure_ascii=False)}"
+    said = "默认" in out.get("description", "")
+    if "default" in node and node["default"] not in (None, False) and not said:
+        # (a flag's default false goes without saying: null, "not given", is false; a string
+        # default unquoted, as the enum lists it)
+        default = node["default"]
+        shown = default if isinstance(default, str) else json.dumps(default, ensure_ascii=False)
+        note = f"默认 {shown}"
         out["description"] = f"{out['description']}（{note}）" if out.get("description") else note
     if "maxLength" in out or "minLength" in out:
         # Not a strict-mode keyword: said in words, enforced by the argument model.

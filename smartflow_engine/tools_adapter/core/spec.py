@@ -15,6 +15,7 @@ from ...state import Change, ScheduleState
 
 if TYPE_CHECKING:
     from ...store.protocol import ScheduleStore
+    from .render import DayLabels
 
 
 class Mode(StrEnum):
@@ -46,6 +47,10 @@ class ToolContext:
     # Days 1..frozen_days are frozen (issue 28): nothing on them moves, nothing new lands there.
     # A session setting today (``Session(frozen_days=...)``); a request setting can set it later.
     frozen_days: int = 0
+    # Existing entries are facts (issue 42 item 5): only suggested and pending tasks may move.
+    # A request setting (``Session.begin_request(existing_fixed=...)``, HTTP, MCP ``_meta``);
+    # off by default (the spec's rule: an existing task may move).
+    existing_fixed: bool = False
     # The plan a preview computed (issue 28): a re-optimising write's plan keyed by (tool,
     # arguments) with the digest of the state it was computed on. The real call that follows
     # takes it, so applying gives exactly the previewed plan even where the wall clock cut the
@@ -61,6 +66,14 @@ class ToolContext:
     # a proposal's work budget is its ``work_share`` of the asked limit. A server setting like
     # the caps above (``Toolbox``/``Session``/``create_app(calibration=...)``); tests pass one.
     calibration: Calibration = DEFAULT_CALIBRATION
+    # How text replies name a day (issue 43 item 2, :mod:`.render`): ``index`` (the spec's
+    # ``第6天``) or ``weekday`` (``第6天(星期六)``). A session or server setting.
+    day_labels: DayLabels = "index"
+
+    # Whether the window was loaded from the database (``store`` and ``user_id``): commit and
+    # reload act only on such a window; a window a caller posted is not tied to any rows
+    # (issue 44 item 5). A bare Toolbox given a store is trusted to hold one.
+    db_window: bool = True
 
     def record(self, changes: list[Change]) -> None:
         """Report the changes a write applied; the call pipeline appends them to the log."""
@@ -84,6 +97,11 @@ def refused(text: str, error_code: str = "") -> Refused:
     return out
 
 
+class NothingToConfirm(str):
+    """A confirm gate's preview saying the call would write nothing (e.g. ``commit`` with no
+    changes): the call runs at once and nothing is held for the user to confirm."""
+
+
 def is_refusal(reply: str, output: str = "text") -> bool:
     """Whether ``reply`` reports that the tool refused: a :class:`Refused` text, or a JSON reply
     whose ``success`` is false."""
@@ -96,6 +114,83 @@ def is_refusal(reply: str, output: str = "text") -> bool:
     except ValueError:
         return False
     return isinstance(data, dict) and data.get("success") is False
+
+
+# ---------------------------------------------------------------------------------- refusals
+# Every refusal of a text tool reads ``X失败：reason`` (issue 43 item 3), the spec's form (放置失败,
+# 移动失败, ...): a host marks a text reply failed when it says 失败. ``X`` is the tool's verb; a
+# name that is no tool (an unknown one) fails as 调用.
+FAILURE_WORDS: dict[str, str] = {
+    "get_overview": "查询",
+    "query_range": "查询",
+    "find_free": "查询",
+    "list_tasks": "查询",
+    "get_task_info": "查询",
+    "place": "放置",
+    "move": "移动",
+    "swap": "交换",
+    "batch_move": "批量移动",
+    "unplace": "移除",
+    "check_feasibility": "可行性检查",
+    "propose_placement": "粗排",
+    "apply_proposal": "应用方案",
+    "spread_even": "均匀分散",
+    "min_context_switch": "减少切换",
+    "restore_best": "恢复最佳状态",
+    "resolve_negotiation": "记录协商",
+    "commit": "提交",
+    "reload": "重新加载",
+    "upsert_task_class": "保存任务类",
+    "confirm": "确认",
+    "reject": "取消",
+}
+UNKNOWN_WORD = "调用"
+# The heads refusals had before issue 43, still written by a few handlers: rewritten on the way
+# out (:func:`failure_form`), so the model reads one form.
+_OLD_HEADS = ("{name} 未执行：", "{name} 未执行，")
+_ARG_HEAD = "参数错误："
+
+
+def failure_head(name: str) -> str:
+    """``移动失败``: the head of a refusal of tool ``name`` (``调用失败`` for a name that is no
+    tool)."""
+    return f"{FAILURE_WORDS.get(name, UNKNOWN_WORD)}失败"
+
+
+PREVIEW_HEAD = "预览（"  # the first line of a preview reply (:data:`.preview.PREVIEW_LINE`)
+
+
+def failure_text(name: str, reason: str) -> str:
+    """``移动失败：reason``; a preview's first line stays first (``预览（…）：`` then the
+    refusal)."""
+    if reason.startswith(PREVIEW_HEAD) and "\n" in reason:
+        first, rest = reason.split("\n", 1)
+        return f"{first}\n{failure_head(name)}：{rest}"
+    return f"{failure_head(name)}：{reason}"
+
+
+def failure_form(name: str, reply: str) -> str:
+    """A handler's text refusal of tool ``name`` in the form ``X失败：reason``: kept as it is
+    when its head line (after a preview's first line) already says 失败, as the spec's own
+    refusals do; an old head (``move 未执行：``, ``参数错误：``) is replaced. Keeps the
+    :class:`Refused` mark and its code."""
+    lines = reply.split("\n")
+    head = lines[1] if lines[0].startswith(PREVIEW_HEAD) and len(lines) > 1 else lines[0]
+    if "失败" in head:
+        return reply
+    preview = ""
+    body = reply
+    if lines[0].startswith(PREVIEW_HEAD) and len(lines) > 1:
+        preview, body = lines[0] + "\n", "\n".join(lines[1:])
+    for old in _OLD_HEADS:
+        old = old.format(name=name)
+        if body.startswith(old):
+            body = body[len(old) :]
+            break
+    if body.startswith(_ARG_HEAD):
+        body = "参数错误，" + body[len(_ARG_HEAD) :]
+    text = preview + failure_text(name, body)
+    return refused(text, getattr(reply, "error_code", "")) if isinstance(reply, Refused) else text
 
 
 Handler = Callable[[ToolContext, Any], str]

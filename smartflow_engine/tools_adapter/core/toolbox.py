@@ -18,7 +18,9 @@ from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ...solver.placement import warm_imports
 from ...state import ScheduleState
 from . import pipeline, registry
-from .spec import Mode, ToolContext, ToolSpec, refused
+from .render import DAY_LABELS, DayLabels
+from .semester import dated
+from .spec import Mode, ToolContext, ToolSpec, failure_text, refused
 
 if TYPE_CHECKING:
     from ...store.protocol import ScheduleStore
@@ -33,6 +35,21 @@ def _env_self_check() -> bool:
     from ...settings import current
 
     return current().self_check
+
+
+def _env_day_labels() -> DayLabels:
+    from ...settings import current
+
+    labels: DayLabels = current().day_labels
+    return labels
+
+
+def check_day_labels(value: Any) -> DayLabels:
+    """``value`` if it is a day-label style (``index`` / ``weekday``), else ``ValueError``."""
+    if value not in DAY_LABELS:
+        raise ValueError(f"day_labels must be one of {', '.join(DAY_LABELS)}, not {value!r}")
+    out: DayLabels = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,9 @@ class Toolbox:
     loop
         Keep the agent loop's rounds, close rules, infeasible gate, evidence lines and round log
         (a :class:`~.session.Session` turns this on; a bare toolbox answers as the spec's tools).
+    day_labels
+        How text replies name a day: ``index`` (the spec's ``第6天``) or ``weekday``
+        (``第6天(星期六)``, :mod:`.render`); default the ``SMARTFLOW_DAY_LABELS`` setting.
     """
 
     def __init__(
@@ -89,11 +109,12 @@ class Toolbox:
         enabled_tools: Iterable[str] = (),
         loop: bool = False,
         calibration: Calibration = DEFAULT_CALIBRATION,
+        day_labels: DayLabels | None = None,
     ) -> None:
         from ..sessions.loop_state import LoopState
 
         self.ctx = ToolContext(
-            state,
+            dated(state),
             [],
             max_time_limit_s,
             num_workers,
@@ -101,6 +122,7 @@ class Toolbox:
             user_id,
             loop=LoopState() if loop else None,
             calibration=calibration,
+            day_labels=_env_day_labels() if day_labels is None else check_day_labels(day_labels),
         )
         self.self_check = _env_self_check() if self_check is None else self_check
         self.enabled_tools: tuple[str, ...] = tuple(dict.fromkeys(enabled_tools))
@@ -214,12 +236,12 @@ class Toolbox:
     def _confirm_needed(self, spec: ToolSpec, parsed: Any) -> str:
         args = parsed.model_dump(mode="json", exclude_unset=True)
         msg = (
-            f"{spec.name} 需要用户确认后才能执行，本次未执行，没有任何修改。"
+            f"{spec.name} 需要用户确认后才能执行（待确认），本次未执行，没有任何修改。"
             "请在用户明确同意后以 confirm=True 再次调用。"
         )
         if spec.output != "json":
             shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
-            return refused(f"待确认：{msg}\n参数：{shown}")
+            return refused(failure_text(spec.name, f"{msg}\n参数：{shown}"), "confirm_required")
         # The tool's own failure shape, plus what would be run.
         data = json.loads(spec.error("confirm_required", msg))
         data["preview"] = {"tool": spec.name, "args": args}

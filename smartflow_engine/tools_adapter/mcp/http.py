@@ -17,8 +17,18 @@ the HTTP API's own:
 
 The transport runs in the SDK's *stateless* mode with JSON responses: each HTTP request is
 answered on its own, so any server worker can answer it (the session lives in the store, not
-in the MCP transport), and nothing is held between requests. Server-to-client requests inside a
-call (sampling, elicitation) need a stateful transport and are not offered over HTTP.
+in the MCP transport), and nothing is held between requests.
+
+The user's confirmation (issue 44 item 2). With protocol 2026-07-28 a confirm-required call asks
+the user through an ``input_required`` result: the client shows the question and sends the call
+again with the answer and the server's sealed ``requestState``. That retry is a new HTTP
+request, possibly on another worker, answered by a server built for it, so the seal's key is
+the deployment's (:meth:`~..sessions.store.SessionBackend.shared_secret`: in Redis for every
+worker, or the process's own with the memory store), and its audience names the principal and
+the session, so a sealed state answers only the call of that session it was issued for. An
+older protocol has no way over a stateless transport to send the question (its
+``elicitation/create`` request needs a back channel): such a call is refused saying to connect
+with 2026-07-28 or use stdio, nothing written.
 """
 
 from __future__ import annotations
@@ -30,7 +40,8 @@ import anyio
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..sessions.session import CallResult
+from ..core.spec import failure_text, refused
+from ..sessions.session import CallResult, PendingCall
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -38,6 +49,7 @@ if TYPE_CHECKING:
     from ..api.context import ApiContext
 
 MCP_PATH = "/mcp/{session_id}"
+REQUEST_STATE_SECRET = "mcp-request-state"  # the shared secret's name in the session store
 _SESSION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -52,9 +64,8 @@ class StoredSession:
         from ..api.errors import ApiError
 
         if isinstance(exc, ApiError):
-            return CallResult(
-                name, f"{name} 未执行：{exc.message}", status="error", error_code=exc.code
-            )
+            text = refused(failure_text(name, exc.message), exc.code)
+            return CallResult(name, text, status="error", error_code=exc.code)
         raise exc
 
     def invoke(self, name: str, args: Any = None) -> CallResult:
@@ -74,10 +85,36 @@ class StoredSession:
 
     def confirm(self, token: str) -> CallResult:
         try:
-            with self.ctx.use(self.principal, self.session_id) as session:
-                return session.confirm(token)
+            done: CallResult = self.ctx.effect(
+                self.principal, self.session_id, lambda s: s.confirm(token)
+            )
         except Exception as exc:
             return self._refused("confirm", exc)
+        return done
+
+    def preview_call(self, name: str, args: Any = None) -> PendingCall | CallResult:
+        """:meth:`Session.preview_call` on the stored session (written back: a call that needed
+        no confirmation has run)."""
+        try:
+            with self.ctx.use(self.principal, self.session_id) as session:
+                found: PendingCall | CallResult = session.preview_call(name, args)
+        except Exception as exc:
+            return self._refused(name, exc)
+        return found
+
+    def confirm_call(self, name: str, args: Any, shown: PendingCall) -> CallResult:
+        """:meth:`Session.confirm_call` on the stored session, its database write secured
+        against a concurrent request (:meth:`ApiContext.effect`)."""
+        from ..api.request_log import note_result
+
+        try:
+            result: CallResult = self.ctx.effect(
+                self.principal, self.session_id, lambda s: s.confirm_call(name, args, shown)
+            )
+        except Exception as exc:
+            result = self._refused(name, exc)
+        note_result(result)
+        return result
 
     def reject(self, token: str) -> CallResult:
         try:
@@ -87,7 +124,12 @@ class StoredSession:
             return self._refused("reject", exc)
 
     def begin_request(
-        self, mode: Any = None, frozen_days: int | None = None, *, key: str | None = None
+        self,
+        mode: Any = None,
+        frozen_days: int | None = None,
+        *,
+        key: str | None = None,
+        existing_fixed: bool | None = None,
     ) -> dict[str, Any]:
         """A new user request on the stored session (written back, as ``POST .../requests``);
         a store failure is a :class:`~.session.SessionError` (the call is then refused)."""
@@ -96,7 +138,9 @@ class StoredSession:
 
         try:
             with self.ctx.use(self.principal, self.session_id) as session:
-                return session.begin_request(mode, frozen_days, key=key)
+                return session.begin_request(
+                    mode, frozen_days, key=key, existing_fixed=existing_fixed
+                )
         except ApiError as exc:
             raise SessionError(exc.message) from None
 
@@ -150,12 +194,19 @@ class McpEndpoint:
 
 
 def _server(session: StoredSession) -> Any:
-    """The stdio server's construction, over the stored session, with a stateless transport."""
+    """The stdio server's construction, over the stored session, with a stateless transport
+    and the deployment's request-state key (see the module docstring)."""
+    from mcp.server.request_state import RequestStateSecurity
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from .server import build_server
+    from .server import SERVER_NAME, build_server
 
-    server = build_server(session)  # type: ignore[arg-type]  # duck-typed Session
+    sealing = RequestStateSecurity(
+        keys=[session.ctx.sessions.shared_secret(REQUEST_STATE_SECRET)],
+        audience=f"{SERVER_NAME}:{session.principal}:{session.session_id}",
+        bind_principal=None,  # the bearer token is checked before the MCP layer
+    )
+    server = build_server(session, request_state=sealing)  # type: ignore[arg-type]
     # The bearer token, not the Host header, guards this endpoint; the API's own bind address
     # (loopback by default) decides who reaches it.
     server.streamable_http_app(

@@ -6,8 +6,9 @@ the infeasible gate, evidence for every write, and the round log.
   (lexicographically) smaller than the best key so far, and then its state becomes the best state
   (``restore_best`` returns to it). ``close_signal`` gains ``round``, ``rounds_without_progress``,
   ``should_close`` and ``close_reason``: ``risk_accepted`` (the user accepted an infeasible
-  window), ``rules_met`` (critical=0 && warning<=1, unless ``improvable``: the proven floor lies
-  below and an offered action is ``fixable``, issue 26 item 4), ``best_achievable`` (the analyzers proved no
+  window), ``rules_met`` (critical=0 && warning<=1, P1-E; issue 40 item 8: it closes, and
+  ``improvable`` says whether the proven floor lies below and an offered action is ``fixable``
+  or names the searching write, for an agent or host that goes on), ``best_achievable`` (the analyzers proved no
   better (critical, warning) exists), ``no_progress`` (3 rounds in a row without progress),
   ``round_cap`` (round 60), or null.
 - **The infeasible gate.** Once a round reports ``is_feasible=false`` the placing and probing
@@ -27,22 +28,25 @@ the infeasible gate, evidence for every write, and the round log.
   :data:`ROUND_CAP` counts them and the call beyond it is refused (``round_cap``). Once the
   request is closed (``close_reason`` set; it stays set until the next request) every write is
   refused (``request_closed``) except :data:`AFTER_CLOSE` (saving the plan, returning to the best
-  state); reads stay allowed. After the round cap every call is refused.
+  state, writing a task class); reads stay allowed. After the round cap every call is refused.
 """
 
 from __future__ import annotations
 
-import json
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ...analyzers.common import number_actions
 from ...analyzers.criteria import IssueDiff, check_criteria, diff_issues
 from ...analyzers.destinations import health_result
-from ...analyzers.result import Issue
+from ...analyzers.health import MAX_ACTIONS, SEARCH_INTENT, search_action
+from ...analyzers.result import AnalysisResult, Issue
 from ...concepts import is_study
 from ...rules import Level, level_or
+from ...solver.health_floor import HealthFloor
 from ...state import ScheduleState, Task
+from ...state.model import tidy_state_dict, tidy_task_dict
 from ..core.spec import ToolContext, ToolSpec
 
 CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
@@ -62,8 +66,9 @@ NEGOTIATION_INTENTS = (
 )
 CHOICES = ("expand_window", "relax_constraints", "reduce_scope", "accept_risk")
 # Writes still allowed once a request is closed (not after the round cap): saving the finished
-# plan (user-confirmed) and returning to the request's best state.
-AFTER_CLOSE: frozenset[str] = frozenset({"commit", "restore_best"})
+# plan (user-confirmed), returning to the request's best state, and writing a task class (a
+# database write the user confirms, which changes no schedule: issue 45).
+AFTER_CLOSE: frozenset[str] = frozenset({"commit", "restore_best", "upsert_task_class"})
 CLOSE_WORDS = {
     "rules_met": "已满足收口规则（critical=0 且 warning<=1）",
     "best_achievable": "已达到当前约束下可达的最好结果",
@@ -81,14 +86,19 @@ def _ids(values: tuple[str, ...]) -> str:
 
 def _improvable(signal: dict[str, Any], actions: list[dict[str, Any]]) -> bool:
     """The proven floor lies below the round's (critical, warning) and an offered action is
-    ``fixable`` (a write it names makes the health key strictly better)."""
+    ``fixable`` (a write it names makes the health key strictly better) or names the write that
+    searches (``least_change_repair``, issue 40 item 7)."""
     floor = signal.get("floor") or {}
     if not floor.get("proven"):
         return False
     crit, warn = int(signal.get("critical", 0)), int(signal.get("warning", 0))
-    fc, fw = int(floor.get("critical", 0)), int(floor.get("warning", 0))
-    at_floor = crit <= fc and crit + warn <= fc + fw
-    return not at_floor and any(a.get("fixable") is True for a in actions)
+    # the floor's own rule (HealthFloor.meets), not a restatement of it
+    at_floor = HealthFloor(int(floor.get("critical", 0)), int(floor.get("warning", 0))).meets(
+        crit, warn
+    )
+    return not at_floor and any(
+        a.get("fixable") is True or a.get("intent_code") == SEARCH_INTENT for a in actions
+    )
 
 
 def evidence_line(diff: IssueDiff, action_id: str | None, check: dict[str, Any] | None) -> str:
@@ -111,9 +121,9 @@ class StateSnapshots:
     """``ScheduleState.to_dict()`` of a session's state, each task's object rebuilt only when
     something it is made of changed since the previous snapshot: its fields, its blocks, its
     host's lock (a guest of a locked host is written locked) and its guests (``embedded_by``);
-    a task with extra fields is always rebuilt. The others' objects are reused, so successive
-    best states share them: a best state is never edited (``store.py`` compares it by
-    identity). Equal to ``to_dict`` (``tests/tools_adapter/test_loop_snapshots.py``); a round
+    a task has no fields beyond the model's (unknown ones are refused at load). The others'
+    objects are reused, so successive best states share them: a best state is never edited
+    (``store.py`` compares it by identity). Equal to ``to_dict`` (``tests/tools_adapter/test_loop_snapshots.py``); a round
     that makes progress costs a pass over the tasks' fields, not a serialisation of the state
     (~8x less on 1000 days)."""
 
@@ -144,7 +154,7 @@ class StateSnapshots:
                 tuple(hosted) if hosted else None,
             )
             found = self._tasks.get(sid)
-            if found is not None and found[0] == sig and not task.__pydantic_extra__:
+            if found is not None and found[0] == sig:
                 data = found[1]
             else:
                 data = _task_dict(task, sig[2], hosted)
@@ -152,8 +162,7 @@ class StateSnapshots:
             tasks.append(data)
         self._tasks = kept
         rest = state.model_dump(mode="json", exclude_none=True, exclude={"tasks"})
-        if not state.task_classes:
-            rest.pop("task_classes", None)
+        tidy_state_dict(rest, bool(state.task_classes))
         out: dict[str, Any] = {}
         for name in (*type(state).model_fields, *rest):  # to_dict's order of keys
             if name == "tasks":
@@ -166,15 +175,7 @@ class StateSnapshots:
 def _task_dict(task: Task, host_locked: bool, hosted: list[int] | None) -> dict[str, Any]:
     """One task's object of ``ScheduleState.to_dict``."""
     data = task.model_dump(mode="json", exclude_none=True)
-    data.pop("embedded_by", None)
-    if not data.get("slots") and data["status"] == "pending":
-        data.pop("slots", None)
-    if not data.get("can_embed"):
-        data.pop("can_embed", None)
-    if host_locked:
-        data["locked"] = True  # a guest of a locked host is locked (is_locked)
-    if hosted:
-        data["embedded_by"] = hosted[0] if len(hosted) == 1 else list(hosted)
+    tidy_task_dict(data, host_locked, list(hosted) if hosted else None)
     return data
 
 
@@ -186,6 +187,9 @@ class LoopState:
     best_key: tuple[int, int, float] | None = None
     best_round: int = 0
     best_state: dict[str, Any] | None = None
+    # The (critical, warning) of the request's first round (issue 40 item 7): a later round
+    # worse than it, where no single move helps, is offered the least-change repair.
+    start_key: tuple[int, int] | None = None
     rounds_without_progress: int = 0
     gate_open: bool = False
     risk_accepted: bool = False
@@ -223,6 +227,7 @@ class LoopState:
             "best_key": list(self.best_key) if self.best_key else None,
             "best_round": self.best_round,
             "best_state": self.best_state,
+            "start_key": list(self.start_key) if self.start_key else None,
             "rounds_without_progress": self.rounds_without_progress,
             "gate_open": self.gate_open,
             "risk_accepted": self.risk_accepted,
@@ -250,6 +255,11 @@ class LoopState:
             round=int(data.get("round", 0)),
             best_key=(int(key[0]), int(key[1]), float(key[2])) if key else None,
             best_round=int(data.get("best_round", 0)),
+            start_key=(
+                (int(data["start_key"][0]), int(data["start_key"][1]))
+                if data.get("start_key")
+                else None
+            ),
             best_state=data.get("best_state"),
             rounds_without_progress=int(data.get("rounds_without_progress", 0)),
             gate_open=bool(data.get("gate_open", False)),
@@ -296,18 +306,19 @@ class LoopState:
         self.risk_carried = self.risk_accepted
 
     def request_refusal(self, name: str, is_write: bool) -> tuple[str, str] | None:
-        """The refusal ``(error_code, message)`` of a call the current request no longer takes."""
+        """The refusal ``(error_code, reason)`` of a call the current request no longer takes
+        (the caller puts the tool's ``X失败：`` head before the reason)."""
         again = "如需继续，请等待用户提出新的请求（用户再次提问即开始新请求）。"
         if self.calls >= ROUND_CAP or self.close_reason == "round_cap":
             return "round_cap", (
-                f"{name} 未执行：本次请求已用满 {ROUND_CAP} 轮工具调用，不再执行任何工具。"
+                f"本次请求已用满 {ROUND_CAP} 轮工具调用，不再执行任何工具（{name} 未执行）。"
                 f"请向用户汇报当前结果。{again}"
             )
         if self.close_reason is not None and is_write and name not in AFTER_CLOSE:
             why = CLOSE_WORDS.get(self.close_reason, self.close_reason)
             return "request_closed", (
-                f"{name} 未执行：本次请求已收口（{self.close_reason}：{why}），不再修改日程；"
-                f"仍可查询，可用 restore_best 回到最好状态、commit 保存。{again}"
+                f"本次请求已收口（{self.close_reason}：{why}），不再修改日程（{name} 未执行）；"
+                f"仍可查询，可用 restore_best 回到最好状态、commit 保存、upsert_task_class 写任务类。{again}"
             )
         return None
 
@@ -321,7 +332,7 @@ class LoopState:
     def before(self, ctx: ToolContext, spec: ToolSpec, parsed: Any) -> tuple[str, str] | None:
         """A refusal ``(error_code, message)`` decided before the handler, if any."""
         if spec.name in GATED and self.gate_open:
-            return "negotiation_required", self.gate_text(spec.name)
+            return "negotiation_required", self.gate_text()
         action_id = getattr(parsed, "action_id", None)
         if action_id is not None and action_id not in self.last_actions:
             offered = "、".join(self.last_actions) or "无（请先调用 analyze_health）"
@@ -344,8 +355,6 @@ class LoopState:
         applied: tuple[Any, ...],
         before: list[Issue] | None,
     ) -> str:
-        if spec.name == "analyze_health":
-            return self._on_health(ctx, parsed, reply)
         if not spec.is_write or not applied or ctx.state is None:
             return reply
         action_id = getattr(parsed, "action_id", None)
@@ -399,28 +408,20 @@ class LoopState:
     def reset_best(self) -> None:
         """The window itself changed: earlier states are no longer comparable."""
         self.best_key, self.best_state, self.best_round = None, None, 0
+        self.start_key = None
         self.rounds_without_progress = 0
 
-    def _on_health(self, ctx: ToolContext, parsed: Any, reply: str) -> str:
-        try:
-            env = json.loads(reply)
-        except ValueError:
-            return reply
-        if not isinstance(env, dict) or env.get("success") is not True or ctx.state is None:
-            return reply
-        metrics = env.setdefault("metrics", {})
-        signal = metrics.setdefault("close_signal", {})
-        issues = env.get("issues", [])
-        critical = sum(1 for i in issues if i.get("severity") == "critical")
-        warning = sum(1 for i in issues if i.get("severity") == "warning")
-        impact = round(
-            sum(
-                float(i.get("impact_score", 0.0))
-                for i in issues
-                if i.get("severity") in ("critical", "warning")
-            ),
-            4,
-        )
+    def on_health(self, ctx: ToolContext, parsed: Any, result: AnalysisResult) -> None:
+        """A round (issue 40 item 8: the tool hands over its :class:`AnalysisResult`, edited in
+        place before it is rendered once, no JSON round trip): the round's key and progress,
+        the gate, the actions offered, and the session's fields of ``close_signal``."""
+        if not result.success or ctx.state is None:
+            return
+        signal = result.metrics.setdefault("close_signal", {})
+        severe = [i for i in result.issues if i.severity in ("critical", "warning")]
+        critical = sum(1 for i in severe if i.severity == "critical")
+        warning = len(severe) - critical
+        impact = round(sum(float(i.impact_score) for i in severe), 4)
         key = (critical, warning, impact)
         self.round += 1
         self.level = getattr(parsed, "threshold", "normal")
@@ -431,36 +432,39 @@ class LoopState:
             self.rounds_without_progress = 0
         else:
             self.rounds_without_progress += 1
-        feas = env.get("feasibility") or {}
+        feas = result.feasibility or {}
         infeasible = feas.get("is_feasible") is False
         self.gate_open = infeasible and not self.risk_accepted
-        actions = env.get("next_actions", [])
         if infeasible:
             self.negotiation = {
                 "capacity_gap": feas.get("capacity_gap"),
                 "reason_code": feas.get("reason_code"),
                 "figures": {
-                    a["intent_code"]: a.get("figures", {})
-                    for a in actions
-                    if a.get("intent_code") in NEGOTIATION_INTENTS
+                    a.intent_code: dict(a.figures)
+                    for a in result.next_actions
+                    if a.intent_code in NEGOTIATION_INTENTS
                 },
             }
         if self.risk_accepted:
-            actions = [a for a in actions if a.get("intent_code") not in NEGOTIATION_INTENTS]
-            env["next_actions"] = actions
-        self.last_actions = {a["action_id"]: a for a in actions if "action_id" in a}
+            result.next_actions = [
+                a for a in result.next_actions if a.intent_code not in NEGOTIATION_INTENTS
+            ]
+        if self.start_key is None:
+            self.start_key = (critical, warning)
+        elif not infeasible and (critical, warning) > self.start_key:
+            self._offer_search(ctx.state, result, critical, warning, self.start_key)
+        actions = [a.to_dict() for a in result.next_actions]
+        self.last_actions = {a["action_id"]: a for a in actions}
         # A plan with study tasks still waiting, on a window proven to hold them all, is not
         # done: the close rule on the placed part alone would close a first_full request at its
         # first health check (an empty plan meets it), so the rules close only once they are in.
         waiting = feas.get("is_feasible") is True and any(
             is_study(t) and t.status == "pending" for t in ctx.state.tasks
         )
-        # Rules met, yet the proven floor lies below and an offered action makes the key strictly
-        # better (issue 26 item 4): the request goes on to the floor rather than stop short.
+        # Rules met closes (P1-E, issue 40 item 8); ``improvable`` (the proven floor lies below
+        # and an offered action may reach it) is reported for an agent or host that goes on.
         improvable = _improvable(signal, actions)
-        reason = self.close_reason or self._close_reason(
-            signal, waiting=waiting, improvable=improvable
-        )
+        reason = self.close_reason or self._close_reason(signal, waiting=waiting)
         self.close_reason = reason
         signal.update(
             improvable=improvable,
@@ -481,18 +485,30 @@ class LoopState:
                 "rounds_without_progress": self.rounds_without_progress,
                 "should_close": reason is not None,
                 "close_reason": reason,
-                "issue_ids": [
-                    i.get("issue_id")
-                    for i in issues
-                    if i.get("severity") in ("critical", "warning")
-                ],
-                "actions": [a.get("action_id") for a in actions],
+                "issue_ids": [i.issue_id for i in severe],
+                "actions": [a["action_id"] for a in actions],
                 "worked_on": None,
                 "writes": [],
             }
         )
         self.trim()
-        return json.dumps(env, ensure_ascii=False)
+
+    @staticmethod
+    def _offer_search(
+        state: ScheduleState,
+        result: AnalysisResult,
+        critical: int,
+        warning: int,
+        start: tuple[int, int],
+    ) -> None:
+        """The request's starting health beats this round's and no single move helps: the
+        action naming the least-change repair goes first (unless the floor already put it
+        there), as analyze_health offers it below a proven floor."""
+        acts = result.next_actions
+        if any(a.fixable is True or a.intent_code == SEARCH_INTENT for a in acts):
+            return
+        first = search_action(state, result.issues, critical, warning, start)
+        result.next_actions = number_actions([first, *acts], MAX_ACTIONS)
 
     def trim(self) -> None:
         """Fold the rounds beyond the last :data:`ROUND_LOG_KEEP` into the summary."""
@@ -503,14 +519,12 @@ class LoopState:
             self.summary = fold_rounds(self.summary, self.rounds[:extra])
             del self.rounds[:extra]
 
-    def _close_reason(
-        self, signal: dict[str, Any], *, waiting: bool = False, improvable: bool = False
-    ) -> CloseReason | None:
+    def _close_reason(self, signal: dict[str, Any], *, waiting: bool = False) -> CloseReason | None:
         if self.risk_accepted and not self.risk_carried:
             return "risk_accepted"
         if self.gate_open:
             return "round_cap" if self.calls >= ROUND_CAP else None
-        if signal.get("acceptable_to_close") and not waiting and not improvable:
+        if signal.get("acceptable_to_close") and not waiting:
             return "rules_met"
         if not waiting and (
             signal.get("reason") == "best_achievable" or signal.get("best_achievable") is True
@@ -523,7 +537,9 @@ class LoopState:
         return None
 
     # ------------------------------------------------------------------ texts
-    def gate_text(self, tool: str) -> str:
+    def gate_text(self) -> str:
+        """Why the infeasible gate refuses a write, and the four options (after the tool's
+        ``X失败：`` head)."""
         neg = self.negotiation
         figs = neg.get("figures", {})
         days = figs.get("ask_expand_window", {}).get("extra_days_needed")
@@ -533,7 +549,7 @@ class LoopState:
         lift = figs.get("ask_relax_constraints", {}).get("lifting_banned_suffices")
         return "\n".join(
             [
-                f"{tool} 未执行：最近一次 analyze_health 判定当前窗口不可行（缺口{neg.get('capacity_gap')}"
+                f"最近一次 analyze_health 判定当前窗口不可行（缺口{neg.get('capacity_gap')}"
                 f"个时段，原因 {neg.get('reason_code')}），在用户选择协商方案之前不再放置或移动任务。"
                 "请先询问用户，再用 resolve_negotiation 记录选择：",
                 f"1. expand_window：扩展时间窗（{f'约需增加{days}天' if days else '增加天数'}）",

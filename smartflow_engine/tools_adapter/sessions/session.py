@@ -11,6 +11,17 @@ The confirm gate: a tool with ``needs_confirm=True`` does not act when called; i
 and a token. :meth:`Session.confirm` runs the stored call, :meth:`Session.reject` drops it; nothing
 is written without a confirm. A token is single-use and bound to the session it was issued in (its
 id travels with the held call): a snapshot restored under another session id holds no tokens.
+A preview that would write nothing (``commit`` without changes) holds nothing: the call runs.
+
+A confirm writes exactly what the user was shown (issue 44 item 1). A held call carries the
+digest of what its preview described (:class:`~.snapshot.PendingCall`): the tool and its
+arguments and, for a tool that acts on the session's window, the window and the change log.
+The preview shows the digest's first characters as its number. A confirm recomputes the digest
+under the session's lock and runs the call only when it is the one shown; otherwise it is
+refused (``preview_changed``) naming what changed meanwhile (e.g. the writes that came in while
+the user read), nothing runs and the token is spent: the model previews again and the user
+confirms the new preview. MCP's elicitation binds its question the same way
+(:meth:`Session.preview_call` / :meth:`Session.confirm_call`).
 
 Requests (issue 27): a session works on one user request at a time. Creating a session starts
 the first request in the given mode; :meth:`Session.begin_request` starts the next one (the host
@@ -23,6 +34,7 @@ the round cap). Confirming a held write is refused the same way (the token stays
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import secrets
@@ -36,15 +48,18 @@ from pydantic import BaseModel
 from ...solver.budget import DEFAULT_CALIBRATION, Calibration
 from ...state import Change, ScheduleState
 from ..core import pipeline, registry
+from ..core.args import short_name
 from ..core.pipeline import CallResult, Status
 from ..core.preview import PREVIEW_LINE, takes_preview
+from ..core.render import DayLabels
 from ..core.schemas import tool_schemas, visible_specs
-from ..core.spec import Mode, ToolSpec, is_refusal, refused
-from ..core.toolbox import Toolbox
+from ..core.spec import UNKNOWN_WORD, Mode, NothingToConfirm, ToolSpec, is_refusal, refused
+from ..core.toolbox import Toolbox, check_day_labels
 from .loop_state import ROUND_CAP, LoopState
 from .prompts import prompt_rules
 from .snapshot import (
     SNAPSHOT_VERSION,
+    TOKEN_LINE,
     PendingCall,
     SessionError,
     fill_session,
@@ -60,9 +75,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_PENDING = 20  # confirmations kept per session; the oldest is dropped beyond this
+PREVIEW_CHANGED = "preview_changed"  # a confirm refused: the session changed since the preview
+_SHOWN_CHANGES = 5  # changes named one by one in a preview_changed refusal
 
 __all__ = [
     "MAX_PENDING",
+    "PREVIEW_CHANGED",
     "SNAPSHOT_VERSION",
     "CallResult",
     "PendingCall",
@@ -103,6 +121,15 @@ class Session:
         Days ``1..frozen_days`` are frozen (issue 28): writes that touch them are refused and
         proposals leave them as they are (:mod:`.freeze`). The first request's setting;
         :meth:`begin_request` can change it for the next one.
+    day_labels
+        How text replies name a day (issue 43): ``index`` (the spec's ``第6天``) or ``weekday``
+        (``第6天(星期六)``, with the week when the window spans several); default the
+        ``SMARTFLOW_DAY_LABELS`` setting. Kept in the snapshot.
+    db_window
+        Whether ``state`` was loaded from ``store`` for ``db_user_id`` (the default: a caller
+        that passes a store with a window passes that store's window). ``False`` for a window a
+        caller posted: ``commit`` and ``reload`` then refuse (``not_from_database``), while
+        ``upsert_task_class`` still writes the user's task classes (issue 44 item 5).
     """
 
     def __init__(
@@ -121,6 +148,8 @@ class Session:
         db_user_id: int | None = None,
         frozen_days: int = 0,
         calibration: Calibration = DEFAULT_CALIBRATION,
+        day_labels: DayLabels | None = None,
+        db_window: bool = True,
     ) -> None:
         self._specs: dict[str, ToolSpec] = {s.name: s for s in (specs or registry.TOOLS)}
         self._mode = _parse_mode(mode)
@@ -140,13 +169,18 @@ class Session:
             user_id=db_user_id,
             loop=True,
             calibration=calibration,
+            day_labels=_labels(day_labels),
         )
         self.frozen_days = frozen_days
+        self.toolbox.ctx.db_window = db_window
         self.lock = threading.RLock()
         self._pending: dict[str, PendingCall] = {}
-        # Set by a store shared between workers: marks a token used for every worker at once
-        # (``False`` when another worker's request already used it); see ``_take``.
-        self.claim_token: Callable[[PendingCall], bool] | None = None
+        # Set by a store shared between workers (:class:`~.store.RedisSessionStore`): called
+        # right before a confirmed call acts outside the session (a database write). It secures
+        # the session's next version for this request, so that the write back after the effect
+        # cannot lose (issue 44 item 3), and raises when another request changed the session
+        # first (the caller then reloads it and tries again; nothing ran).
+        self.before_effect: Callable[[], None] | None = None
         self.created_at = self.last_used = time.time()
         self._loop.request_mode = self._mode.value
 
@@ -161,6 +195,11 @@ class Session:
         return list(self.toolbox.changes)
 
     @property
+    def db_window(self) -> bool:
+        """Whether the window was loaded from the database (commit and reload act on it)."""
+        return bool(self.toolbox.ctx.db_window)
+
+    @property
     def frozen_days(self) -> int:
         """Days ``1..frozen_days`` are frozen for every call (0: none)."""
         return self.toolbox.ctx.frozen_days
@@ -170,6 +209,28 @@ class Session:
         if isinstance(days, bool) or not isinstance(days, int) or days < 0:
             raise SessionError(f"frozen_days must be a whole number >= 0, not {days!r}")
         self.toolbox.ctx.frozen_days = days
+
+    @property
+    def existing_fixed(self) -> bool:
+        """Existing entries are facts (issue 42): only suggested and pending tasks may move."""
+        return self.toolbox.ctx.existing_fixed
+
+    @existing_fixed.setter
+    def existing_fixed(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise SessionError(f"existing_fixed must be true or false, not {value!r}")
+        self.toolbox.ctx.existing_fixed = value
+
+    @property
+    def day_labels(self) -> DayLabels:
+        """How text replies name a day: ``index`` or ``weekday``."""
+        return self.toolbox.ctx.day_labels
+
+    @day_labels.setter
+    def day_labels(self, value: DayLabels) -> None:
+        labels = _labels(value)
+        assert labels is not None
+        self.toolbox.ctx.day_labels = labels
 
     @property
     def mode(self) -> Mode:
@@ -195,6 +256,7 @@ class Session:
         frozen_days: int | None = None,
         *,
         key: str | None = None,
+        existing_fixed: bool | None = None,
     ) -> dict[str, Any]:
         """Start the next user request in ``mode`` and return :meth:`request_info`.
 
@@ -204,11 +266,15 @@ class Session:
         freeze); ``None`` keeps the current setting (a student's lock-ahead lasts until changed).
         ``key``: the host's own id of the request (e.g. its user-message id, 1-64 characters);
         when it is the current request's key nothing starts (a retried or repeated start).
+        ``existing_fixed``: existing entries are facts for the new request (only suggested and
+        pending tasks move); ``None`` keeps the current setting (off by default: the spec lets
+        an existing task move).
 
         Raises
         ------
         SessionError
-            An unknown mode, a bad ``frozen_days`` or ``key`` (nothing changes).
+            An unknown mode, a bad ``frozen_days``, ``key`` or ``existing_fixed`` (nothing
+            changes).
         """
         if key is not None and not (isinstance(key, str) and 1 <= len(key) <= 64):
             raise SessionError(f"request key must be a string of 1-64 characters, not {key!r}")
@@ -216,8 +282,12 @@ class Session:
             if key is not None and key == self._loop.request_key:
                 return self.request_info()
             chosen = _parse_mode(mode) if mode is not None else default_mode(self.state)
+            if existing_fixed is not None and not isinstance(existing_fixed, bool):
+                raise SessionError(f"existing_fixed must be true or false, not {existing_fixed!r}")
             if frozen_days is not None:
                 self.frozen_days = frozen_days  # SessionError before anything changed
+            if existing_fixed is not None:
+                self.existing_fixed = existing_fixed
             self._mode = chosen
             self._loop.begin_request(chosen.value, key or "")
             self.last_used = time.time()
@@ -237,6 +307,7 @@ class Session:
             "request": loop.request,
             "mode": self._mode.value,
             "frozen_days": self.frozen_days,
+            "existing_fixed": self.existing_fixed,
             "rounds": loop.calls,
             "rounds_left": max(0, ROUND_CAP - loop.calls),
             "closed": loop.close_reason is not None,
@@ -281,36 +352,87 @@ class Session:
     def invoke(self, name: str, args: Any = None) -> CallResult:
         """Run tool ``name`` and report what happened (see :class:`CallResult`)."""
         with self.lock:
-            self.last_used = time.time()
-            spec_of = self._specs.get(name) if isinstance(name, str) else None
-            stop = self._loop.request_refusal(str(name), spec_of is not None and spec_of.is_write)
-            if stop is not None:
-                code, msg = stop
-                if spec_of is not None and _is_preview(spec_of, args):
-                    msg = f"{PREVIEW_LINE}\n{msg}"  # a preview answers what the write would
-                return _stopped(spec_of, str(name), code, msg)
-            if not (spec_of is not None and _is_preview(spec_of, args)):
-                self._loop.count_call()  # a preview changes nothing, the round count included
-            found = pipeline.lookup(
-                self._specs,
-                name,
-                self.tool_names(),
-                self.is_visible,
-                f"在当前模式（{self._mode.value}）下不可用",
-            )
+            found = self._enter(name, args, count=not self._asks_preview(name, args))
             if isinstance(found, CallResult):
                 return found
-            spec = found
-            parsed, refusal = pipeline.parse(spec, args, self.toolbox.ctx)
-            if refusal is not None:
-                return refusal
-            ruled = registry.mode_refusal(self._mode, name, parsed, self.state)
-            if ruled is not None:
-                return pipeline.refusal(spec, "not_available", ruled)
-            log.info("session %s mode=%s tool=%s", self.session_id, self._mode.value, name)
+            spec, parsed = found
             if spec.needs_confirm:
                 return self._hold(spec, parsed)
             return self._run(spec, parsed)
+
+    def preview_call(self, name: str, args: Any = None) -> PendingCall | CallResult:
+        """What confirming the confirm-required call ``name(args)`` would do, for a surface that
+        asks the user itself (MCP's elicitation): the :class:`PendingCall` with its preview and
+        digest, not kept (no token is issued, no round is counted); or the call's result when it
+        is refused before any confirm, or when it would write nothing (it has then run)."""
+        with self.lock:
+            found = self._enter(name, args, count=False)
+            if isinstance(found, CallResult):
+                return found
+            spec, parsed = found
+            if not spec.needs_confirm:
+                return pipeline.refusal(spec, "not_available", f"{name} 不需要用户确认。")
+            bound = self._bind(spec, parsed)
+            if bound is None:  # nothing to confirm: this is the call's round
+                self._loop.count_call()
+                return self._run(spec, parsed)
+            return bound  # the held call as it would be, or the refusal
+
+    def confirm_call(self, name: str, args: Any, shown: PendingCall) -> CallResult:
+        """Run the confirm-required call ``name(args)`` the user approved after seeing ``shown``
+        (a :meth:`preview_call`): one round; refused (``preview_changed``, nothing runs) unless
+        the call would still do exactly what ``shown`` described."""
+        with self.lock:
+            found = self._enter(name, args, count=True)
+            if isinstance(found, CallResult):
+                return found
+            spec, parsed = found
+            args = parsed.model_dump(mode="json", exclude_unset=True)
+            if self._binding(spec, args)[0] != shown.digest or spec.name != shown.tool:
+                return self._changed(spec, shown)
+            log.info("session %s confirm tool=%s (asked)", self.session_id, name)
+            return self._effect(spec, parsed)
+
+    def _enter(
+        self, name: str, args: Any, *, count: bool
+    ) -> tuple[ToolSpec, BaseModel] | CallResult:
+        """The checks every call passes before it runs or is held: the request's state (a
+        round counted when ``count``), the tool offered in this mode, its arguments, the mode's
+        own rules. The parsed call, or the refusal."""
+        self.last_used = time.time()
+        spec_of = self._specs.get(name) if isinstance(name, str) else None
+        stop = self._loop.request_refusal(
+            short_name(str(name)), spec_of is not None and spec_of.is_write
+        )
+        if stop is not None:
+            code, msg = stop
+            if spec_of is not None and _is_preview(spec_of, args):
+                msg = f"{PREVIEW_LINE}\n{msg}"  # a preview answers what the write would
+            return _stopped(spec_of, name, code, msg)
+        if count:
+            self._loop.count_call()  # a preview changes nothing, the round count included
+        found = pipeline.lookup(
+            self._specs,
+            name,
+            self.tool_names(),
+            self.is_visible,
+            f"在当前模式（{self._mode.value}）下不可用",
+        )
+        if isinstance(found, CallResult):
+            return found
+        spec = found
+        parsed, refusal = pipeline.parse(spec, args, self.toolbox.ctx)
+        if refusal is not None:
+            return refusal
+        ruled = registry.mode_refusal(self._mode, name, parsed, self.state)
+        if ruled is not None:
+            return pipeline.refusal(spec, "not_available", ruled)
+        log.info("session %s mode=%s tool=%s", self.session_id, self._mode.value, name)
+        return spec, parsed
+
+    def _asks_preview(self, name: Any, args: Any) -> bool:
+        spec = self._specs.get(name) if isinstance(name, str) else None
+        return spec is not None and _is_preview(spec, args)
 
     def _take(self, token: str, action: str, word: str) -> PendingCall | CallResult:
         """The held call of ``token``, removed from the pending ones, or the error reply."""
@@ -319,9 +441,6 @@ class Session:
         if held is not None and held.session_id != self.session_id:
             log.warning("session %s refused a token issued in another session", self.session_id)
             held = None  # bound to the session it was issued in (issue 24 item 9)
-        if held is not None and self.claim_token is not None and not self.claim_token(held):
-            log.warning("session %s refused a token another worker used", self.session_id)
-            held = None  # single-use across workers: another request confirmed or rejected it
         if held is None:
             return CallResult(
                 action,
@@ -332,7 +451,8 @@ class Session:
         return held
 
     def confirm(self, token: str) -> CallResult:
-        """Run the held call of ``token`` (arguments are validated again against today's state)."""
+        """Run the held call of ``token`` when it still does what its preview showed (arguments
+        validated again against today's state; see the module docstring)."""
         with self.lock:
             waiting = self._pending.get(token)
             if waiting is not None and waiting.tool in self._specs:
@@ -354,8 +474,49 @@ class Session:
             parsed, refusal = pipeline.parse(spec, held.args, self.toolbox.ctx)
             if refusal is not None:
                 return refusal
+            if self._binding(spec, held.args)[0] != held.digest:
+                return self._changed(spec, held)
             log.info("session %s confirm tool=%s", self.session_id, held.tool)
-            return self._run(spec, parsed)
+            return self._effect(spec, parsed)
+
+    def _effect(self, spec: ToolSpec, parsed: BaseModel) -> CallResult:
+        """Run a confirmed call (it may act outside the session): the store secures the
+        session's write back first (:attr:`before_effect`)."""
+        if self.before_effect is not None:
+            self.before_effect()
+        return self._run(spec, parsed)
+
+    def _changed(self, spec: ToolSpec, shown: PendingCall) -> CallResult:
+        """The refusal of a confirm whose call no longer does what the user was shown."""
+        what = self._drift(shown)
+        log.info("session %s confirm of %s refused: %s", self.session_id, spec.name, what)
+        text = (
+            f"确认失败：{what}用户确认的是之前的预览（编号 {shown.digest[:8]}），"
+            f"{spec.name} 未执行，没有写入任何内容。请重新调用 {spec.name} 预览，"
+            "并请用户确认新的预览。"
+        )
+        # Headed 确认失败 (not the tool's 提交失败): what failed is the user's confirmation.
+        return CallResult(
+            spec.name, spec.error(PREVIEW_CHANGED, text), spec.output, "error", PREVIEW_CHANGED
+        )
+
+    def _drift(self, shown: PendingCall) -> str:
+        """What changed in the session between the preview ``shown`` and now, in words."""
+        changes = self.toolbox.changes
+        if len(changes) >= shown.seen and _log_digest(changes[: shown.seen]) == shown.log:
+            extra = changes[shown.seen :]
+            if not extra:
+                return "预览之后日程有了变化（如窗口调整）。"
+            named = "；".join(_change_text(self.state, c) for c in extra[:_SHOWN_CHANGES])
+            more = f"等 {len(extra)} 项" if len(extra) > _SHOWN_CHANGES else ""
+            return (
+                f"预览时会话有 {shown.seen} 项未提交的修改，之后又新增了 {len(extra)} 项"
+                f"（{named}{more}），现在共 {len(changes)} 项。"
+            )
+        return (
+            f"预览时的 {shown.seen} 项修改已不在会话中（已提交、重新加载或被替换），"
+            f"现在有 {len(changes)} 项未提交的修改。"
+        )
 
     def reject(self, token: str) -> CallResult:
         """Drop the held call of ``token``; nothing is written."""
@@ -447,36 +608,96 @@ class Session:
             loop.stamp(mark, mode=self._mode.value)
         return result
 
-    def _hold(self, spec: ToolSpec, parsed: BaseModel) -> CallResult:
-        token = secrets.token_urlsafe(9)
+    def _binding(self, spec: ToolSpec, args: dict[str, Any]) -> tuple[str, int, str]:
+        """``(digest, changes, log digest)`` of what confirming ``spec(args)`` would act on:
+        the call and, for a tool that needs the window, the window and the change log."""
+        changes = self.toolbox.changes if spec.needs_state else []
+        state = self.state.to_dict() if spec.needs_state and self.state is not None else None
+        log_digest = _log_digest(changes)
+        digest = _digest({"tool": spec.name, "args": args, "state": state, "log": log_digest})
+        return digest, len(changes), log_digest
+
+    def _bind(self, spec: ToolSpec, parsed: BaseModel) -> PendingCall | CallResult | None:
+        """The held call ``spec(parsed)`` would be, with its preview and digest (a fresh token,
+        kept nowhere yet); ``None`` when the preview says it would write nothing; the refusal
+        when the preview says it cannot run here at all."""
         args = parsed.model_dump(mode="json", exclude_unset=True)
-        shown = json.dumps(args, ensure_ascii=False, sort_keys=True)
-        what = (
-            spec.preview(self.toolbox.ctx, parsed) if spec.preview is not None else f"参数：{shown}"
-        )
-        if is_refusal(what, spec.output):  # it cannot run here at all: nothing to confirm
+        if spec.preview is not None:
+            what = spec.preview(self.toolbox.ctx, parsed)
+        else:
+            what = f"参数：{json.dumps(args, ensure_ascii=False, sort_keys=True)}"
+        if isinstance(what, NothingToConfirm):
+            return None
+        if is_refusal(what, spec.output):
             return pipeline.refused_result(spec, what)
+        digest, seen, log_digest = self._binding(spec, args)
+        token = secrets.token_urlsafe(9)
         preview = (
             f"待确认：{spec.name} 尚未执行，需要用户确认。\n{what}\n"
-            f"确认令牌：{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。"
+            f"预览编号：{digest[:8]}（确认只对这份预览有效；会话之后有变化则需重新预览）\n"
+            f"{TOKEN_LINE}{token}（用户确认后执行；用户拒绝则丢弃，不做任何修改）。"
         )
-        self.hold_call(PendingCall(token, spec.name, args, preview, time.time(), self.session_id))
+        return PendingCall(
+            token,
+            spec.name,
+            args,
+            preview,
+            time.time(),
+            self.session_id,
+            digest=digest,
+            seen=seen,
+            log=log_digest,
+        )
+
+    def _hold(self, spec: ToolSpec, parsed: BaseModel) -> CallResult:
+        held = self._bind(spec, parsed)
+        if held is None:  # nothing to confirm: the call runs (it writes nothing)
+            return self._run(spec, parsed)
+        if isinstance(held, CallResult):  # it cannot run here at all: nothing to confirm
+            return held
+        self.hold_call(held)
         if spec.output == "json":
             reply = json.dumps(
                 {
                     "tool": spec.name,
                     "success": True,
                     "status": "pending_confirm",
-                    "confirm_token": token,
-                    "preview": {"tool": spec.name, "args": args},
+                    "confirm_token": held.token,
+                    "preview": {"tool": spec.name, "args": held.args, "digest": held.digest[:8]},
                     "error": "",
                     "error_code": "",
                 },
                 ensure_ascii=False,
             )
         else:
-            reply = preview
-        return CallResult(spec.name, reply, spec.output, "pending_confirm", confirm_token=token)
+            reply = held.preview
+        return CallResult(
+            spec.name, reply, spec.output, "pending_confirm", confirm_token=held.token
+        )
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _log_digest(changes: Sequence[Change]) -> str:
+    return _digest([c.to_dict() for c in changes])
+
+
+def _change_text(state: ScheduleState | None, change: Change) -> str:
+    """One change of the log in the model's terms: ``move [6]高数复习 → 第5天第3-4节``."""
+    task = state.task(change.task_id) if state is not None else None
+    who = f"[{change.task_id}]{task.name}" if task is not None else f"[{change.task_id}]"
+    block = change.block_after
+    if block is None:
+        return f"{change.op} {who} → 待安排"
+    periods = (
+        f"第{block.slot_start}节"
+        if block.slot_start == block.slot_end
+        else f"第{block.slot_start}-{block.slot_end}节"
+    )
+    return f"{change.op} {who} → 第{block.day}天{periods}"
 
 
 def default_mode(state: ScheduleState | None) -> Mode:
@@ -490,11 +711,23 @@ def default_mode(state: ScheduleState | None) -> Mode:
     return Mode.LOCAL_ADJUST
 
 
-def _stopped(spec: ToolSpec | None, name: str, code: str, msg: str) -> CallResult:
-    """A call the request no longer takes, in the tool's reply shape when the tool is known."""
+def _stopped(spec: ToolSpec | None, name: Any, code: str, msg: str) -> CallResult:
+    """A call the request no longer takes, in the tool's reply shape when the tool is known
+    (``调用失败：`` before the reason for a name that is no tool)."""
     if spec is not None:
         return pipeline.refusal(spec, code, msg)
-    return CallResult(name, refused(msg), status="error", error_code=code)
+    text = f"{UNKNOWN_WORD}失败：{msg}"
+    return CallResult(str(name), refused(text, code), status="error", error_code=code)
+
+
+def _labels(value: Any) -> DayLabels | None:
+    """``value`` as a day-label style (``None``: the setting's default), or ``SessionError``."""
+    if value is None:
+        return None
+    try:
+        return check_day_labels(value)
+    except ValueError as exc:
+        raise SessionError(str(exc)) from None
 
 
 def _parse_mode(mode: Mode | str) -> Mode:

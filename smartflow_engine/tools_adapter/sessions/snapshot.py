@@ -2,8 +2,11 @@
 
 ``version``, ``user_id``, ``session_id``, ``mode``, ``enabled_tools``, ``state``, ``changes``,
 ``pending`` (held confirmations, each bound to the session it was issued in: a snapshot restored
-under another session id drops them), ``created_at`` and ``loop`` (rounds, best state, infeasible
-gate, last actions and the round log; absent in snapshots written before the loop existed).
+under another session id drops them; each with the digest of what its preview showed),
+``created_at``, ``loop`` (rounds, best state, infeasible gate, last actions and the round log;
+absent in snapshots written before the loop existed), ``frozen_days``, ``existing_fixed``,
+``day_labels`` (issue 43; absent before it: the setting's default) and ``db_window`` (whether
+the window was loaded from the database; ``true`` when absent).
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ class PendingCall:
 
     ``token`` is a random nonce; ``session_id`` the session it was issued in. The pair is the
     token's binding (issue 24 item 9): a session confirms only its own tokens, and a snapshot
-    restored under another session id brings none of its pending calls along."""
+    restored under another session id brings none of its pending calls along. ``digest`` binds
+    the confirm to what the preview showed (issue 44 item 1): the call, and the window and change
+    log it acts on; ``seen`` and ``log`` are the length and digest of that change log (to say
+    what changed when a confirm is refused)."""
 
     token: str
     tool: str
@@ -38,6 +44,9 @@ class PendingCall:
     preview: str
     created_at: float
     session_id: str = ""
+    digest: str = ""
+    seen: int = 0
+    log: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +56,9 @@ class PendingCall:
             "preview": self.preview,
             "created_at": self.created_at,
             "session_id": self.session_id,
+            "digest": self.digest,
+            "seen": self.seen,
+            "log": self.log,
         }
 
     @classmethod
@@ -64,6 +76,11 @@ class PendingCall:
         owner = data.get("session_id") or session_id
         if not isinstance(owner, str):
             raise SessionError("snapshot.pending: session_id must be a string")
+        digest, seen, log = data.get("digest", ""), data.get("seen", 0), data.get("log", "")
+        if not isinstance(digest, str) or not isinstance(log, str):
+            raise SessionError("snapshot.pending: digest and log must be strings")
+        if isinstance(seen, bool) or not isinstance(seen, int) or seen < 0:
+            raise SessionError("snapshot.pending: seen must be a whole number >= 0")
         return cls(
             token,
             tool,
@@ -71,7 +88,19 @@ class PendingCall:
             str(data.get("preview", "")),
             float(data.get("created_at", 0.0)),
             owner,
+            digest=digest,
+            seen=seen,
+            log=log,
         )
+
+
+TOKEN_LINE = "确认令牌："  # the preview's last line, for the host that confirms with it
+
+
+def without_token(preview: str) -> str:
+    """A held call's preview as the user may read it anywhere (a page, MCP's question): without
+    the token line, which only the host that confirms needs."""
+    return "\n".join(line for line in preview.splitlines() if not line.startswith(TOKEN_LINE))
 
 
 def take_snapshot(session: Session) -> dict[str, Any]:
@@ -90,6 +119,9 @@ def take_snapshot(session: Session) -> dict[str, Any]:
         "created_at": session.created_at,
         "loop": loop.to_dict() if loop is not None else None,
         "frozen_days": session.frozen_days,
+        "existing_fixed": session.existing_fixed,
+        "day_labels": session.day_labels,
+        "db_window": session.db_window,
     }
 
 
@@ -153,6 +185,13 @@ def fill_session(session: Session, data: dict[str, Any]) -> None:
     if isinstance(created, int | float):
         session.created_at = float(created)
     session.frozen_days = data.get("frozen_days", 0)  # SessionError when malformed
+    session.existing_fixed = data.get("existing_fixed", False)
+    if "day_labels" in data:  # absent in snapshots written before issue 43: the default
+        session.day_labels = data["day_labels"]  # SessionError when malformed
+    db_window = data.get("db_window", True)
+    if not isinstance(db_window, bool):
+        raise SessionError("snapshot.db_window must be true or false")
+    session.toolbox.ctx.db_window = db_window
     loop = data.get("loop")
     if loop is not None:
         try:

@@ -34,16 +34,14 @@ Week = Annotated[
 ]
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 
-_LEVEL: Any = Field(
-    default="normal", description="阈值档位：strict 提前约10%触发，relaxed 延后约10%"
-)
+_LEVEL: Any = Field(default="normal", description="阈值档位")
 _SCOPE: Any = Field(
-    default=None, description="full=全窗口 / week=按周 / day_range=按天；不传时按给出的范围推断"
+    default=None, description="full=全窗口 / week=按周 / day_range=按天；不传则按所给范围推断"
 )
-_DAY_FROM: Any = Field(default=None, description="起始天（scope=day_range 时必填）")
-_DAY_TO: Any = Field(default=None, description="结束天（scope=day_range 时必填）")
-_WEEK_FROM: Any = Field(default=None, description="起始周（scope=week 时可选）")
-_WEEK_TO: Any = Field(default=None, description="结束周（scope=week 时可选）")
+_DAY_FROM: Any = Field(default=None, description="起始天（day_range 必填）")
+_DAY_TO: Any = Field(default=None, description="结束天（day_range 必填）")
+_WEEK_FROM: Any = Field(default=None, description="起始周（week 可选）")
+_WEEK_TO: Any = Field(default=None, description="结束周（week 可选）")
 
 
 class LoadArgs(Args):
@@ -53,7 +51,7 @@ class LoadArgs(Args):
     day_from: Day | None = _DAY_FROM
     day_to: Day | None = _DAY_TO
     granularity: Literal["day", "week", "time_of_day"] = Field(
-        default="day", description="day=按天 / week=附加周聚合 / time_of_day=附加上午/下午/晚上拆分"
+        default="day", description="week 附加周聚合 / time_of_day 附加时段拆分"
     )
     detail: Literal["summary", "full"] = Field(default="summary", description="full 附加全部聚合")
     threshold: Level = _LEVEL
@@ -107,9 +105,11 @@ class HealthArgs(Args):
         default=None,
         min_length=1,
         max_length=8,
-        description="要体检的维度：load/subjects/context/tolerance，默认全部；非法维度被忽略",
+        description="体检维度：load/subjects/context/tolerance（默认全部，非法的忽略）",
     )
-    threshold: Level = _LEVEL
+    threshold: Level = Field(
+        default="normal", description="阈值档位：strict 早约10%触发，relaxed 晚约10%"
+    )
     detail: Literal["summary", "full"] = Field(
         default="summary", description="full 附加各维度完整指标"
     )
@@ -142,6 +142,8 @@ def _health(ctx: ToolContext, args: HealthArgs) -> str:
         frozen_days=int(ctx.frozen_days or 0),  # issue 28: feasibility and floor honour it
     )
     if result.success:
+        if ctx.loop is not None:  # a session's round: its fields, on the result itself
+            ctx.loop.on_health(ctx, args, result)
         annotate_close_signal(result.metrics)  # the floor's figures in the student's words
     return _reply(result)
 
@@ -152,11 +154,12 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         HealthArgs,
         _health,
-        "整体体检（首次编排/全局重优化的默认入口）：先做可行性判定，再合并负载、科目、切换、容错"
-        "各维度的问题，按严重度排序，给出最多3条建议动作和“可接受收口”信号；不可行时给出"
-        "四类协商选项。单次移动都无法改善（动作均 fixable=false）而证明的下限更低时，"
-        "给出 compound_repair 动作：一组移动（用 query_target_tasks 查看，用 batch_move 原子执行）；"
-        "close_signal.improvable=true 表示已达收口规则但仍有可改善的动作，本次请求继续。",
+        "整体体检（first_full/global_reopt 的默认入口）：先判可行性，再合并负载、科目、切换、"
+        "容错的问题（按严重度排序），给出至多3条建议动作与收口信号 close_signal；"
+        "不可行时给出四类协商选项。单步移动都无帮助（fixable=false）而证明的下限更低时，"
+        "给出 least_change_repair 动作：用 apply_proposal（keep_placed=true、max_moves，"
+        "先 preview=true 看效果）做最少改动修复；体检本身不搜索。"
+        "close_signal.improvable=true：已达收口规则但仍有可改善的动作，本次请求继续。",
         output="json",
     ),
     ToolSpec(
@@ -164,8 +167,7 @@ ANALYSIS_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         LoadArgs,
         _handler("analyze_load", analyze_load),
-        "负载分析：利用率、课程/任务占用拆分、每日负载标准差与极差、上午/下午/晚上拆分、"
-        "峰谷日；发现过满的天与波动过大。",
+        "负载分析：利用率、每日负载的标准差与极差、峰谷日；找出过满的天与过大的波动。",
         output="json",
     ),
     ToolSpec(

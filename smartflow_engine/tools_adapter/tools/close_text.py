@@ -36,6 +36,10 @@ def binding_text(rule: str, why: dict[str, Any]) -> str:
         )
     if rule == "context_switch":
         return f"第{why['day']}天固定任务之间已有{why['fixed_switches']}次科目切换，无法减少。"
+    if rule == "heavy_adjacent":
+        return (
+            f"第{why['day']}天固定任务之间已有{why['fixed_pairs']}处两门高难度科目相邻，无法拆开。"
+        )
     if rule == "buffer":
         return (
             f"空闲{why['free_periods']}节，放下{why['periods_to_place']}节任务后，无法让"

@@ -10,10 +10,10 @@ session (:class:`~.loop.LoopState`); on a bare :class:`Toolbox` the two queries 
 from __future__ import annotations
 
 import json
-import time
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ...analyzers.destinations import (
@@ -22,20 +22,32 @@ from ...analyzers.destinations import (
     rank_destinations,
     search_targets,
 )
-from ...analyzers.escalation import INTENT as COMPOUND_INTENT
-from ...analyzers.escalation import compound_batch
 from ...analyzers.result import NextAction
+from ...calendar_filters import PlaceFilter, TaskFilter, calendar_of, free_places
 from ...rules import Level
-from ...state import Change, ScheduleState, SlotRange, StateError, Task
+from ...state import Change, ScheduleState, SlotRange, StateError, Task, rule_refusal
+from ...state.calendar import Calendar, parse_date
 from ...state.model import MAX_TASK_ID
-from ..core.args import Args, Day, Slot, TaskId
+from ..core.args import Args, Day, Duration, Slot, TaskId
+from ..core.calendar_args import (
+    DAY_FIELDS,
+    SECTION_FIELDS,
+    TASK_FIELDS,
+    PlaceArgs,
+    TaskArgs,
+    day_info,
+    given,
+    place_filter,
+    task_filter,
+)
 from ..core.render import block_text
 from ..core.spec import ToolContext, ToolSpec, json_error, refused
 from ..sessions.loop_state import CHOICES, ROUND_LOG_KEEP, LoopState
+from .write import class_rule_text
 
 Name = Annotated[str, Field(min_length=1, max_length=64)]
 ActionId = Annotated[
-    str, Field(min_length=1, max_length=128, description="最近一次 analyze_health 给出的 action_id")
+    str, Field(min_length=1, max_length=128, description="最近一次 analyze_health 的 action_id")
 ]
 MAX_EXTRA_DAYS = 60
 MAX_LISTED = 50
@@ -93,13 +105,16 @@ def left_places(ctx: ToolContext, task_id: int) -> set[tuple[int, int]]:
     }
 
 
-def ranked(ctx: ToolContext, task_id: int, dests: list[Any]) -> list[dict[str, Any]]:
+def ranked(
+    ctx: ToolContext, task_id: int, dests: list[Any], cal: Calendar | None = None
+) -> list[dict[str, Any]]:
     """Destinations best first: those that help the action (``helps``: clean and strictly
-    better) before the rest, those returning the task to a place it left last."""
+    better) before the rest, those returning the task to a place it left last; each with its
+    day's week and weekday when the window has a calendar."""
     left = left_places(ctx, task_id)
     rows = []
     for d in sorted(dests, key=lambda d: ((d.day, d.slot_start) in left, not d.helps, d.score())):
-        row = d.to_dict()
+        row = {**d.to_dict(), **day_info(cal, d.day)}
         if (d.day, d.slot_start) in left:
             row["returns_to_earlier_place"] = True
         rows.append(row)
@@ -111,19 +126,25 @@ def _level(ctx: ToolContext) -> Level:
 
 
 def class_window(state: ScheduleState, task: Task) -> dict[str, Any] | None:
-    tc = state.task_class(task.category_id)
-    if tc is None:
+    """The class rules of ``task`` as the JSON tools show them (from the state's one reading:
+    the day window, the banned weekdays and periods, the water-course permission)."""
+    rule = state.class_rules.for_task(task)
+    if rule is None:
         return None
     return {
-        "class_id": tc.id,
-        "name": tc.name,
-        "start_day": tc.start_day or 1,
-        "end_day": tc.end_day or state.num_days,
-        "excluded_slots": list(tc.excluded_slots),
+        "class_id": rule.class_id,
+        "name": rule.name,
+        "start_day": rule.first_day,
+        "end_day": rule.last_day,
+        "excluded_days_of_week": list(rule.banned_weekdays),
+        "banned_periods": list(rule.banned_periods),
+        "allow_filler_course": rule.allow_filler,
     }
 
 
-def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
+def task_row(state: ScheduleState, task: Task, cal: Calendar | None = None) -> dict[str, Any]:
+    """A task as the query tools list it; each block with its week and weekday when the window
+    has a calendar."""
     return {
         "task_id": task.state_id,
         "name": task.name,
@@ -132,7 +153,7 @@ def task_row(state: ScheduleState, task: Task) -> dict[str, Any]:
         "status": task.status,
         "locked": state.is_locked(task),
         "duration": task.need(),
-        "blocks": [b.model_dump() for b in task.slots],
+        "blocks": [{**b.model_dump(), **day_info(cal, b.day)} for b in task.slots],
         "embed_host": task.embed_host,
         "class_window": class_window(state, task),
     }
@@ -145,11 +166,11 @@ class TargetFilter(Args):
     )
     # The old internal form (task_item / event), accepted quietly, never advertised.
     source: SkipJsonSchema[Name | None] = None
-    locked: StrictBool | None = None
+    locked: StrictBool | None = Field(default=None, description="是否固定")
     status: list[Literal["existing", "suggested", "pending"]] | None = Field(
-        default=None, max_length=3
+        default=None, max_length=3, description="任务状态"
     )
-    categories: list[Name] | None = Field(default=None, max_length=20)
+    categories: list[Name] | None = Field(default=None, max_length=20, description="类别名")
     days: list[Day] | None = Field(
         default=None, max_length=60, description="任务需在这些天之一有时段块"
     )
@@ -159,15 +180,26 @@ class CandidateScope(Args):
     day_range: list[Day] | None = Field(
         default=None, min_length=2, max_length=2, description="[起始天, 结束天]"
     )
-    categories: list[Name] | None = Field(default=None, max_length=20)
-    task_pool: Literal["placed", "pending", "mixed"] | None = None
+    categories: list[Name] | None = Field(default=None, max_length=20, description="类别名")
+    task_pool: Literal["placed", "pending", "mixed"] | None = Field(
+        default=None, description="placed=已落位 / pending=待安排 / mixed=两者"
+    )
 
 
-class TargetArgs(Args):
+class TargetArgs(TaskArgs):
     target_filter: TargetFilter | None = Field(default=None, description="覆盖/补充动作的筛选条件")
-    candidate_scope: CandidateScope | None = None
-    action_id: ActionId | None = None
+    candidate_scope: CandidateScope | None = Field(
+        default=None, description="覆盖/补充动作的候选范围"
+    )
+    action_id: ActionId | None = Field(
+        default=None, description="按此动作找目标任务（最近一次 analyze_health 的 action_id）"
+    )
     limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回任务数")
+
+
+# The calendar vocabulary of the task query (issue 43): given alone, the query lists the tasks it
+# selects; with an action, it narrows the action's targets to them.
+TASK_SELECTION = (*DAY_FIELDS, *SECTION_FIELDS, *TASK_FIELDS)
 
 
 def _query_start(
@@ -182,14 +214,46 @@ def _query_start(
     return state, act
 
 
+def _day_runs(days: list[int]) -> list[list[int]]:
+    """``[[34, 38], [41, 42]]``: the selected days as runs (a reply names what it understood
+    without listing a thousand days)."""
+    out: list[list[int]] = []
+    for d in days:
+        if out and out[-1][1] == d - 1:
+            out[-1][1] = d
+        else:
+            out.append([d, d])
+    return out
+
+
+def _selected(where: PlaceFilter, state: ScheduleState, cal: Calendar | None) -> dict[str, Any]:
+    """``{"selected_days": runs}`` when a day filter was given (``{}`` otherwise)."""
+    if not where.days.active:
+        return {}
+    return {"selected_days": _day_runs(where.days.days(state.num_days, cal))}
+
+
 def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
-    start = _query_start(ctx, "query_target_tasks", args.action_id)
+    tool = "query_target_tasks"
+    start = _query_start(ctx, tool, args.action_id)
     if isinstance(start, str):
         return start
     state, act = start
-    if act is not None and act.intent_code == COMPOUND_INTENT:
-        return _batch_targets(ctx, state, args)
+    cal = calendar_of(state)
+    chosen: TaskFilter | None = None
+    if given(args, TASK_SELECTION):
+        found = task_filter(args, state)
+        if isinstance(found, str):
+            return json_error(tool, "invalid_args", f"{found}。")
+        chosen = found
+    by_action = (
+        act is not None or args.target_filter is not None or args.candidate_scope is not None
+    )
+    if chosen is not None and not by_action:
+        return _listing(state, cal, chosen, args)
     tf = args.target_filter.model_dump(exclude_none=True) if args.target_filter else {}
+    if chosen is not None:
+        tf["task_ids"] = {t.state_id for t in chosen.select(state, cal)}
     sc = args.candidate_scope.model_dump(exclude_none=True) if args.candidate_scope else {}
     level = _level(ctx)
     focus = act.issue_ids if act is not None else ()
@@ -199,7 +263,7 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     tasks = search.targets
     measured: list[tuple[Task, dict[str, Any] | None, tuple[Any, ...]]] = []
     for task, ranking in search.measured:
-        listed = ranked(ctx, task.state_id, ranking.destinations)
+        listed = ranked(ctx, task.state_id, ranking.destinations, cal)
         best = listed[0] if listed else None
         order: tuple[Any, ...] = (2,)
         if best is not None:
@@ -215,40 +279,43 @@ def query_target_tasks_tool(ctx: ToolContext, args: TargetArgs) -> str:
     measured.sort(key=lambda p: p[2])
     rows = []
     for task, best, _ in measured:
-        rows.append({**task_row(state, task), "best_destination": best})
-    rows += [{**task_row(state, t), "best_destination": None} for t in tasks[len(measured) :]]
+        rows.append({**task_row(state, task, cal), "best_destination": best})
+    rows += [{**task_row(state, t, cal), "best_destination": None} for t in tasks[len(measured) :]]
+    extra = _selected(chosen.where, state, cal) if chosen is not None else {}
     return _envelope(
-        "query_target_tasks",
-        {"action_id": args.action_id, "count": len(tasks), "tasks": rows[: args.limit]},
+        tool,
+        {"action_id": args.action_id, "count": len(tasks), "tasks": rows[: args.limit], **extra},
     )
 
 
-def _batch_targets(ctx: ToolContext, state: ScheduleState, args: TargetArgs) -> str:
-    """query_target_tasks for the escalation action (issue 26 item 4): the batch of moves the
-    least-change repair finds now, measured (``batches``), and its tasks."""
-    deadline = time.perf_counter() + ctx.max_time_limit_s
-    batch = compound_batch(state, _level(ctx), deadline)
-    batches = [batch.to_dict(state)] if batch is not None else []
-    rows = []
-    for move in batch.moves if batch is not None else ():
-        task = state.task(move.task_id)
-        assert task is not None
-        rows.append({**task_row(state, task), "best_destination": None})
+def _listing(
+    state: ScheduleState, cal: Calendar | None, chosen: TaskFilter, args: TargetArgs
+) -> str:
+    """query_target_tasks by the calendar vocabulary alone: the tasks it selects, placed ones by
+    their first selected block, then pending ones (nothing is measured)."""
+    tasks = chosen.select(state, cal)
     return _envelope(
         "query_target_tasks",
         {
-            "action_id": args.action_id,
-            "count": len(rows),
-            "tasks": rows[: args.limit],
-            "batches": batches,
+            "action_id": None,
+            "count": len(tasks),
+            "tasks": [task_row(state, t, cal) for t in tasks[: args.limit]],
+            **_selected(chosen.where, state, cal),
         },
     )
 
 
 # ---------------------------------------------------------------------------------- query_available_slots
-class SlotsArgs(Args):
-    task_id: TaskId
-    action_id: ActionId | None = None
+DEFAULT_SPAN = 2  # periods a place query without a task asks for (the reference system's default)
+
+
+class SlotsArgs(PlaceArgs):
+    task_id: TaskId | None = None
+    duration: Duration | None = Field(default=None, description=f"无 task_id 时默认{DEFAULT_SPAN}")
+    span: Duration | None = None  # duration's other name (the reference system's)
+    action_id: ActionId | None = Field(
+        default=None, description="按此动作的 slot_filter 与判据评估落点"
+    )
     day_range: list[Day] | None = Field(
         default=None,
         min_length=2,
@@ -257,6 +324,14 @@ class SlotsArgs(Args):
     )
     limit: int = Field(default=10, strict=True, ge=1, le=MAX_LISTED, description="最多返回落点数")
 
+    @model_validator(mode="after")
+    def _one_length(self) -> SlotsArgs:
+        if self.duration is not None and self.span is not None and self.duration != self.span:
+            raise ValueError(f"duration={self.duration} 与其别名 span={self.span} 不一致")
+        if self.day_range is not None and given(self, ("day", "day_start", "day_end")):
+            raise ValueError("day_range 与 day/day_start/day_end 不能同时给出")
+        return self
+
 
 def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     tool = "query_available_slots"
@@ -264,6 +339,24 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
     if isinstance(start, str):
         return start
     state, act = start
+    where = place_filter(args, state)
+    if isinstance(where, str):
+        return json_error(tool, "invalid_args", f"{where}。")
+    cal = calendar_of(state)
+    days = preferred_days(state, act)
+    if args.day_range is not None:
+        lo, hi = sorted(args.day_range)
+        if hi > state.num_days:
+            return json_error(
+                tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。"
+            )
+        days = list(range(lo, hi + 1))
+    if where.days.active:
+        chosen = set(where.days.days(state.num_days, cal))
+        days = [d for d in days if d in chosen]
+    need = args.duration if args.duration is not None else args.span
+    if args.task_id is None:
+        return _free_listing(state, cal, where, days, need or DEFAULT_SPAN, args)
     task = state.task(args.task_id)
     if task is None:
         return json_error(tool, "not_found", f"任务 [{args.task_id}] 不存在。")
@@ -273,14 +366,14 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
             "not_movable",
             f"{task.label} 不能移动（固定任务、课程、嵌有任务或同一天有多个时段块的任务）。",
         )
-    days = preferred_days(state, act)
-    if args.day_range is not None:
-        lo, hi = sorted(args.day_range)
-        if hi > state.num_days:
-            return json_error(
-                tool, "out_of_range", f"第{hi}天超出规划窗口（第1-{state.num_days}天）。"
-            )
-        days = list(range(lo, hi + 1))
+    lengths = sorted({task.need()} if len(task.slots) <= 1 else {b.length for b in task.slots})
+    if need is not None and need not in lengths:
+        return json_error(
+            tool,
+            "invalid_args",
+            f"{task.label} 需{'或'.join(map(str, lengths))}个连续时段，duration={need} 不符"
+            "（给出 task_id 时可不传 duration）。",
+        )
     ranking = rank_destinations(
         state,
         task.state_id,
@@ -288,16 +381,68 @@ def query_available_slots_tool(ctx: ToolContext, args: SlotsArgs) -> str:
         level=_level(ctx),
         focus=act.issue_ids if act is not None else (),
         budget=400,
+        periods=_usable_periods(state, task, where),
     )
-    rows = ranked(ctx, task.state_id, ranking.destinations)[: args.limit]
+    rows = ranked(ctx, task.state_id, ranking.destinations, cal)[: args.limit]
     return _envelope(
         tool,
         {
-            "task": task_row(state, task),
+            "task": task_row(state, task, cal),
             "action_id": args.action_id,
             "count": len(ranking.destinations),
             "complete": ranking.complete,
             "slots": rows,
+            **_selected(where, state, cal),
+        },
+    )
+
+
+def _usable_periods(state: ScheduleState, task: Task, where: PlaceFilter) -> frozenset[int] | None:
+    """The periods the task's places may cover: the section filter's and its class's (the
+    state's class rules), so the free runs are cut at both and the ends of what is left are
+    tried (a run 1-12 with blocks 1 and 6 banned offers 3-4 and 9-10, not nothing); ``None``
+    when every period is usable."""
+    usable = where.sections.mask(state.slots_per_day)
+    rule = state.class_rules.for_task(task)
+    if rule is not None:
+        usable = usable & rule.periods
+    if usable.all():
+        return None
+    return frozenset(int(p) + 1 for p in usable.nonzero()[0])
+
+
+def _free_listing(
+    state: ScheduleState,
+    cal: Calendar | None,
+    where: PlaceFilter,
+    days: list[int],
+    need: int,
+    args: SlotsArgs,
+) -> str:
+    """query_available_slots without a task: every place of ``need`` free periods on the days
+    and periods asked (free runs first, then free water-course blocks), by day and period."""
+    places = free_places(state, days, where.sections, need)
+    rows = [
+        {
+            "day": p.day,
+            **day_info(cal, p.day),
+            "slot_start": p.slot_start,
+            "slot_end": p.slot_end,
+            "slot_type": p.kind,
+            "embed_host": p.embed_host,
+        }
+        for p in places[: args.limit]
+    ]
+    return _envelope(
+        "query_available_slots",
+        {
+            "task": None,
+            "action_id": args.action_id,
+            "duration": need,
+            "count": len(places),
+            "complete": True,
+            "slots": rows,
+            **_selected(where, state, cal),
         },
     )
 
@@ -314,7 +459,7 @@ class RoundLogArgs(Args):
         strict=True,
         ge=0,
         le=1_000_000,
-        description="分页：从最近一轮往前跳过几轮（0 为最近的一页；下一页用回复里的 next_offset）",
+        description="跳过最近几轮（下一页用 next_offset）",
     )
     limit: int = Field(
         default=ROUND_PAGE,
@@ -456,7 +601,7 @@ def restore_best_tool(ctx: ToolContext, _args: RestoreArgs) -> str:
 
 # ---------------------------------------------------------------------------------- resolve_negotiation
 class BannedLift(Args):
-    class_id: int = Field(strict=True, ge=1, le=MAX_TASK_ID)
+    class_id: int = Field(strict=True, ge=1, le=MAX_TASK_ID, description="任务类 id")
     slots: list[Slot] | None = Field(
         default=None, max_length=24, description="要解除的禁排节次；不传解除该任务类全部禁排"
     )
@@ -465,9 +610,8 @@ class BannedLift(Args):
 class ResolveArgs(Args):
     choice: Literal["expand_window", "relax_constraints", "reduce_scope", "accept_risk", "undo"] = (
         Field(
-            description="用户的选择：expand_window 扩展时间窗 / relax_constraints 放松约束 / "
-            "reduce_scope 缩小本轮范围 / accept_risk 接受风险收口；"
-            "undo 撤销最近一次窗口调整（随时可用）"
+            description="expand_window 扩展时间窗 / relax_constraints 放松约束 / "
+            "reduce_scope 缩小范围 / accept_risk 接受风险收口 / undo 撤销上次窗口调整"
         )
     )
     extra_days: int | None = Field(
@@ -516,10 +660,16 @@ def _expanded(state: ScheduleState, extra: int) -> dict[str, Any]:
             dow += 1
             if dow > 7:
                 week, dow = week + 1, 1
-            mapping.append({"day_index": old + i, "week": week, "day_of_week": dow})
+            entry: dict[str, Any] = {"day_index": old + i, "week": week, "day_of_week": dow}
+            if "date" in last:  # a window dated day by day stays so
+                entry["date"] = (parse_date(last["date"]) + timedelta(days=i)).isoformat()
+            mapping.append(entry)
+    last_date = state.calendar.date(old)
     for tc in data.get("task_classes", []):
         if tc.get("end_day") == old:  # bounded by the window, not by a deadline of its own
             tc["end_day"] = old + extra
+        if last_date is not None and tc.get("end_date") == last_date.isoformat():
+            tc["end_date"] = (last_date + timedelta(days=extra)).isoformat()
     return data
 
 
@@ -529,14 +679,24 @@ def _relaxed(state: ScheduleState, args: ResolveArgs) -> dict[str, Any] | str:
     for cid in args.lift_class_windows or []:
         if cid not in classes:
             return f"任务类 [{cid}] 不存在。"
-        classes[cid].pop("start_day", None)
-        classes[cid].pop("end_day", None)
+        for key in ("start_day", "end_day", "start_date", "end_date"):
+            classes[cid].pop(key, None)
     for lift in args.lift_banned or []:
         tc = classes.get(lift.class_id)
-        if tc is None:
+        rule = state.class_rules.of(lift.class_id)
+        if tc is None or rule is None:
             return f"任务类 [{lift.class_id}] 不存在。"
-        drop = set(lift.slots) if lift.slots is not None else set(tc.get("excluded_slots", []))
-        tc["excluded_slots"] = [s for s in tc.get("excluded_slots", []) if s not in drop]
+        drop = set(lift.slots) if lift.slots is not None else set(rule.banned_periods)
+        # what stays banned, written back as whole half-day blocks and single periods
+        left = set(rule.banned_periods) - drop
+        spd = state.slots_per_day
+        blocks = [
+            b for b in rule.banned_blocks if set(range(2 * b - 1, min(2 * b, spd) + 1)) <= left
+        ]
+        covered = {p for b in blocks for p in range(2 * b - 1, min(2 * b, spd) + 1)}
+        tc["excluded_slots"] = blocks
+        tc["excluded_periods"] = sorted(left - covered)
+        tc.setdefault("allow_filler_course", rule.allow_filler)
     return data
 
 
@@ -548,7 +708,8 @@ def _lifted_text(state: ScheduleState, args: ResolveArgs) -> str:
         parts.append(f"解除任务类[{cid}]{tc.name if tc else ''}的时间窗")
     for lift in args.lift_banned or []:
         tc = state.task_class(lift.class_id)
-        slots = lift.slots if lift.slots is not None else (tc.excluded_slots if tc else [])
+        rule = state.class_rules.of(lift.class_id)
+        slots = lift.slots if lift.slots is not None else (rule.banned_periods if rule else ())
         parts.append(
             f"解除任务类[{lift.class_id}]{tc.name if tc else ''}的禁排第"
             f"{'、'.join(str(x) for x in sorted(slots)) or '（无）'}节"
@@ -678,29 +839,20 @@ def _regate(
 
 
 def rule_breaks(state: ScheduleState) -> list[tuple[Task, str]]:
-    """Placed study tasks outside their class window or on a banned period, with the reason."""
+    """Placed study tasks that break a class rule where they stand (its days, weekdays, banned
+    periods, or the order of its items), with the reason."""
+    rules = state.class_rules
     out: list[tuple[Task, str]] = []
     for task in state.tasks:
-        tc = state.task_class(task.category_id)
-        if tc is None or task.source == "event" or task.status == "pending":
+        if task.source == "event" or task.status == "pending":
             continue
-        lo, hi = tc.start_day or 1, tc.end_day or state.num_days
         for b in task.slots:
-            if not lo <= b.day <= hi:
-                out.append(
-                    (task, f"{block_text(b)}不在任务类「{tc.name}」的时间窗（第{lo}-{hi}天）内")
-                )
+            if breach := rules.breach(task, b.day, b.slot_start, b.slot_end):
+                out.append((task, class_rule_text(state, rule_refusal(task, breach)).rstrip("。")))
                 break
-            banned = sorted(set(tc.excluded_slots) & set(range(b.slot_start, b.slot_end + 1)))
-            if banned:
-                out.append(
-                    (
-                        task,
-                        f"{block_text(b)}占用任务类「{tc.name}」的禁排节次"
-                        f"（第{'、'.join(map(str, banned))}节）",
-                    )
-                )
-                break
+        else:
+            if breach := rules.order_breach(task):
+                out.append((task, class_rule_text(state, rule_refusal(task, breach)).rstrip("。")))
     return out
 
 
@@ -760,10 +912,9 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         TargetArgs,
         query_target_tasks_tool,
-        "列出某个动作（action_id）可以移动的任务：id、名称、类别、来源、状态、是否固定、时段块、任务类"
-        "时间窗，最有帮助的在前，并附每个任务的最佳落点预览。可用 target_filter/candidate_scope 覆盖筛选。"
-        "对 compound_repair 动作另给 batches：一组移动（moves）及其整体效果"
-        "（resolves/creates/critical_delta/warning_delta/impact_delta/helps），可用 batch_move 原子执行。",
+        "列出任务。只用日历与 status/category/task_ids 筛选时列出命中的全部任务（count 为总数）；"
+        "给出 action_id 时列出该动作可移动的任务，"
+        "最有帮助的在前，附最佳落点预览；target_filter/candidate_scope 覆盖筛选，日历筛选再缩小范围。",
         output="json",
     ),
     ToolSpec(
@@ -771,10 +922,9 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         SlotsArgs,
         query_available_slots_tool,
-        "列出一个任务的所有合法落点（空闲时段与可嵌入的水课块，在任务类时间窗内、避开禁排时段），按对"
-        "体检结果的影响排序，每个落点给出 resolves/creates/critical_delta/warning_delta/impact_delta 与 "
-        "helps（解决或缓解本动作的问题、不新增严重/警告问题且体检变好）；有多个时段块的任务逐块给出"
-        "落点并带 from_day（move 时传入）。",
+        "列出落点，可用日历筛选。给出 task_id：该任务的全部合法落点（空闲或可嵌入的水课），"
+        "按体检影响排序，带各项增减与 helps（对本动作有帮助且不新增问题）；多块任务逐块给出并带"
+        " from_day（move 时传入）。不给 task_id：duration 节的全部空位，count 为总数。",
         output="json",
     ),
     ToolSpec(
@@ -782,10 +932,8 @@ LOOP_READ_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         RoundLogArgs,
         get_round_log_tool,
-        "本会话的轮次日志：每轮 analyze_health 的严重/警告数、是否进步、收口信号、本轮针对的动作"
-        f"和每次写操作的证据。分页返回（默认最近 {ROUND_PAGE} 轮，内容过长时本页少给几轮；page.next_offset 为下一页的 "
-        f"offset，null 表示没有更早的完整轮次）；只保留最近 {ROUND_LOG_KEEP} 轮的完整记录，更早的轮次合并在 "
-        "earlier_rounds 摘要中（轮数、首末轮次、写操作数、进步轮数、其中最好的一轮及其 key）。",
+        "本会话的轮次日志：每轮严重/警告数、是否进步、收口信号、动作与写操作；"
+        f"分页（page.next_offset），最近{ROUND_LOG_KEEP}轮之前的合并为 earlier_rounds。",
         output="json",
     ),
 )
@@ -796,19 +944,16 @@ LOOP_WRITE_TOOLS: tuple[ToolSpec, ...] = (
         "write",
         RestoreArgs,
         restore_best_tool,
-        "把日程恢复到本会话各轮 analyze_health 中最好的一轮（严重、警告、影响分依次最小）的状态；"
-        "记入变更日志，之后仍可继续调整。",
+        "把日程恢复到本会话 analyze_health 各轮中最好的一轮；记入修改记录。",
     ),
     ToolSpec(
         "resolve_negotiation",
         "write",
         ResolveArgs,
         resolve_negotiation_tool,
-        "窗口被判定不可行后，记录用户在四个协商选项中的选择：expand_window（extra_days）、"
-        "relax_constraints（lift_class_windows/lift_banned）、reduce_scope（task_ids）、accept_risk。"
-        "改变窗口的选择会重新判定可行性，并记入窗口调整记录（只在会话中生效，commit 不写入数据库）；"
-        "choice=undo 撤销最近一次窗口调整（恢复天数、任务类时间窗与禁排、移出的任务，并重新判定可行性；"
-        "新增天上仍有任务或任务会违反恢复的约束时拒绝并点名）。记录选择之前放置/移动类写操作会被拒绝。",
+        "不可行后记录用户的协商选择（expand_window 用 extra_days，relax_constraints 用 "
+        "lift_class_windows/lift_banned，reduce_scope 用 task_ids）；改变窗口的选择重新判定可行性"
+        "（只在会话中，commit 不写库）。记录选择前，放置/移动类写操作被拒绝。",
     ),
 )
 

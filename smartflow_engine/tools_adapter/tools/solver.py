@@ -22,7 +22,10 @@ from collections.abc import Callable, Iterable
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field, StrictBool, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
+from ...calendar_filters import ProposalScope
+from ...concepts import movable as study_movable
 from ...solver import (
     FeasibilityReport,
     NegotiationFigures,
@@ -38,11 +41,13 @@ from ...solver.objective import TERM_NAMES
 from ...solver.reoptimize import Reoptimization, min_context_switch, spread_even
 from ...state import MAX_BATCH, Request, ScheduleState, relocate
 from ..core.args import Args, Day, Slot, TaskId
+from ..core.calendar_args import scope_of
 from ..core.render import (
     MAX_INLINE,
     MAX_LINES,
     applied_lines,
     capped,
+    day_label,
     day_span,
     left_out,
     occupancy_line,
@@ -75,9 +80,9 @@ MAX_OCCUPANCY_DAYS = 20
 
 TimeLimit = Annotated[
     float,
-    Field(gt=0, le=600, allow_inf_nan=False, description="求解时间上限（秒），受服务端上限约束"),
+    Field(gt=0, le=600, allow_inf_nan=False, description="时限（秒）"),
 ]
-Seed = Annotated[int, Field(strict=True, ge=0, le=2**31 - 1, description="随机种子；同种子同结果")]
+Seed = Annotated[int, Field(strict=True, ge=0, le=2**31 - 1, description="随机种子")]
 WeightName = Literal[
     "load_imbalance", "same_category", "isolated_free", "context_switch", "late", "time_of_day"
 ]
@@ -107,11 +112,7 @@ _MAX_DAYS_LISTED = 12
 # (apply_proposal {} at most 2 s on 30 days, 5 s on 120): 2 s up to 30 days, 1 s more per
 # 36 days beyond, at most 4.5 s. See docs/decisions.md.
 PROPOSAL_LIMIT_S = (2.0, 30, 36.0, 4.5)  # base, days it covers, days per extra second, most
-PROPOSAL_LIMIT_TEXT = (
-    "缺省按窗口天数：{1}天及以内{0:g}秒，此后每多{2:g}天加1秒，至多{3:g}秒".format(
-        *PROPOSAL_LIMIT_S
-    )
-)
+PROPOSAL_LIMIT_TEXT = "缺省{0:g}-{3:g}秒，随天数增加".format(*PROPOSAL_LIMIT_S)
 
 
 def proposal_limit(num_days: int) -> float:
@@ -157,7 +158,7 @@ def _days_text(days: Iterable[int]) -> str:
     days = list(days)
     if not days:
         return "无"
-    shown = "、".join(f"第{d}天" for d in days[:_MAX_DAYS_LISTED])
+    shown = "、".join(day_label(d) for d in days[:_MAX_DAYS_LISTED])
     return shown + (f"等{len(days)}天" if len(days) > _MAX_DAYS_LISTED else "")
 
 
@@ -180,6 +181,8 @@ def feasibility_text(
     report: FeasibilityReport,
     figures: NegotiationFigures | None = None,
     time_limit_s: float | None = None,
+    *,
+    include_suggested: bool = False,
 ) -> str:
     """The check_feasibility reply: verdict, figures, bottleneck, negotiation figures.
 
@@ -193,7 +196,10 @@ def feasibility_text(
         within = f"{_num(time_limit_s, 3)}秒" if time_limit_s is not None else "时限"
         head = f"可行性：未知（{within}内未得出证明）。"
     lines = [head]
-    need = f"范围内任务{report.task_count}个，共需{report.required_task_slots}个时段"
+    # Which tasks the figure counts, named (issue 45 item 1: analyze_health counts the
+    # suggested tasks too, so its required_task_slots may differ from this line's).
+    who = "待安排与已预排任务" if include_suggested else "待安排任务"
+    need = f"范围内{who}{report.task_count}个，共需{report.required_task_slots}个时段"
     if report.feasible_slots is not None:
         lines.append(
             f"{need}；最多可同时放下{report.feasible_slots}个时段，缺口{report.capacity_gap}个。"
@@ -233,6 +239,8 @@ def feasibility_text(
         for value, what in (
             (figures.lifting_banned_suffices, "取消禁排时段"),
             (figures.lifting_class_constraints_suffices, "取消任务类时间窗与禁排时段"),
+            (figures.lifting_weekdays_suffices, "取消任务类的禁排星期"),
+            (figures.lifting_order_suffices, "取消任务类内的先后顺序"),
         ):
             if value is True:
                 parts.append(f"{what}后可全部放下")
@@ -286,18 +294,16 @@ def check_feasibility_tool(ctx: ToolContext, args: FeasibilityArgs) -> str:
             include_suggested=args.include_suggested,
             calibration=ctx.calibration,
         )
-    return feasibility_text(state, report, figures, clock.limit_s)
+    return feasibility_text(
+        state, report, figures, clock.limit_s, include_suggested=args.include_suggested
+    )
 
 
 # ---------------------------------------------------------------------------------- propose
 # The proposal's scope follows the request's mode unless the call gives it (issue 26).
-SCOPE_SUGGESTED = (
-    "是否同时重排已预排任务；缺省按模式：first_full 与 global_reopt 为 true"
-    "（重排待安排与已预排任务，已安排任务不动），local_adjust 为 false"
-)
+SCOPE_SUGGESTED = "也重排已预排任务；缺省 local_adjust 为 false，其余 true"
 SCOPE_KEEP = (
-    "最少改动修复：保留当前日程，只放置待安排任务并最多移动 max_moves 个未锁定任务，"
-    "以减少体检问题；缺省按模式：local_adjust 为 true，其余为 false"
+    "最少改动修复：放置待安排任务，至多移动 max_moves 个已落位任务；缺省 local_adjust 为 true"
 )
 
 
@@ -306,6 +312,8 @@ def _scoped(ctx: ToolContext, args: _Scoped) -> _Scoped:
     request's mode. first_full and global_reopt re-plan the pending and suggested study tasks
     (existing ones stay); local_adjust keeps what is placed and repairs with least change; the
     bare Toolbox (no execute loop, no mode) places the pending tasks only."""
+    if _calendar(args):  # the calendar's tasks/slots decide what moves (refused with these two)
+        return args.model_copy(update={"include_suggested": False, "keep_placed": False})
     mode = ctx.loop.request_mode if ctx.loop is not None else ""
     keep = args.keep_placed
     if keep is None:
@@ -316,31 +324,34 @@ def _scoped(ctx: ToolContext, args: _Scoped) -> _Scoped:
     return args.model_copy(update={"include_suggested": include, "keep_placed": keep})
 
 
-class ProposeArgs(Args):
+class ProposalOptions(Args):
+    """The options of a computed proposal, one definition for both proposal tools."""
+
     time_limit_s: TimeLimit | None = Field(
-        default=None, description=f"求解时间上限（秒），受服务端上限约束；{PROPOSAL_LIMIT_TEXT}"
+        default=None, description=f"时限（秒）；{PROPOSAL_LIMIT_TEXT}"
     )
     seed: Seed = 0
     include_suggested: StrictBool | None = Field(default=None, description=SCOPE_SUGGESTED)
-    allow_late: StrictBool = Field(
-        default=False, description="是否允许任务排在其任务类截止日之后（按超期天数计罚）"
-    )
+    allow_late: StrictBool = Field(default=False, description="允许超过截止日（计罚）")
     weights: dict[WeightName, Weight] | None = Field(
         default=None,
-        description="软目标权重（缺省用默认值）：load_imbalance 负载不均、"
-        "same_category 同类同日、isolated_free 孤立空闲时段、context_switch 科目切换、"
-        "late 超期天数、time_of_day 偏好外时段",
+        description="软目标权重：load_imbalance 负载不均、same_category 同类同日、"
+        "isolated_free 孤立空闲、context_switch 切换、late 超期、time_of_day 偏好外时段",
     )
     threshold: Literal["strict", "normal", "relaxed"] = Field(
-        default="normal", description="按 analyze_health 的哪档阈值减少 critical/warning 问题"
+        default="normal", description="体检阈值档位"
     )
     keep_placed: StrictBool | None = Field(default=None, description=SCOPE_KEEP)
     max_moves: int = Field(
         default=3,
         ge=0,
         le=MAX_MOVES,
-        description=f"keep_placed 时最多移动的已落位任务数（0-{MAX_MOVES}）",
+        description="keep_placed/tasks 时最多移动数",
     )
+
+
+class ProposeArgs(ProposalOptions):
+    pass
 
 
 def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
@@ -355,7 +366,7 @@ def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
         )
         rows.setdefault(p.day, []).append(item)
     shown, rest = capped(sorted(rows.items()), MAX_LINES)
-    lines = [f"  第{d}天：{' '.join(items)}" for d, items in shown]
+    lines = [f"  {day_label(d)}：{' '.join(items)}" for d, items in shown]
     if rest:
         lines.append("  " + left_out(rest, "天", "应用后可用 query_range 查看"))
     return lines
@@ -426,6 +437,9 @@ def _proposal(
     reserve = _after_reserve(ctx, clock, movable if apply else 0, EVIDENCE_FACTOR if apply else 0.0)
 
     def compute() -> Proposal:
+        within = _within(state, args)
+        if within is not None:
+            return _within_proposal(ctx, args, within, lambda: clock.left(reserve), clock.limit_s)
         if args.keep_placed:
             return repair_placement(
                 state,
@@ -455,6 +469,98 @@ def _proposal(
     return _planned(ctx, "apply_proposal", args, compute), clock
 
 
+def _calendar(args: Args) -> bool:
+    """Whether the call limits the proposal by the calendar (``tasks`` / ``slots``)."""
+    return getattr(args, "tasks", None) is not None or getattr(args, "slots", None) is not None
+
+
+def _within(state: ScheduleState, args: Args) -> ProposalScope | None:
+    """The call's calendar scope (its arguments were checked before the handler ran)."""
+    if not _calendar(args):
+        return None
+    scope = scope_of(state, getattr(args, "tasks", None), getattr(args, "slots", None))
+    assert not isinstance(scope, str), scope
+    return scope
+
+
+def _within_proposal(
+    ctx: ToolContext,
+    args: ProposeArgs | ApplyArgs,
+    within: ProposalScope,
+    left: Callable[[], float],
+    limit_s: float,
+) -> Proposal:
+    """A proposal limited by the calendar (issue 43): the selected tasks move, each only within
+    its allowed places and its class rules, the rest stays. With ``max_moves`` given, at most
+    that many of them move: the first proposal's first ``max_moves`` moves (by place) are
+    proposed again as the only moving tasks (the others stay where they are), each proposal
+    with half the call's time and work."""
+    state = ctx.state
+    assert state is not None
+    cap = args.max_moves if "max_moves" in args.model_fields_set else None
+
+    def run(scope: ProposalScope, share: float) -> Proposal:
+        return propose_placement(
+            state,
+            time_limit_s=left() * share,
+            work_limit_s=ctx.calibration.work_share * limit_s * share,
+            seed=args.seed,
+            weights=_weights(args.weights),
+            num_workers=ctx.num_workers,
+            allow_late=args.allow_late,
+            threshold=args.threshold,
+            calibration=ctx.calibration,
+            within=scope,
+        )
+
+    if cap is None:
+        return run(within, 1.0)
+    first = run(within, 0.5)
+    moved = [
+        pl.task_id for pl in first.placements if pl.task_id in within.movable and _moved(state, pl)
+    ]
+    if len(moved) <= cap and not _stuck(within, first):
+        return first
+    chosen = frozenset(moved[:cap])
+    narrow = ProposalScope(
+        chosen,
+        {tid: m for tid, m in within.allowed.items() if tid in chosen or tid not in within.movable},
+    )
+    return run(narrow, 1.0)
+
+
+def _moved(state: ScheduleState, pl: Placement) -> bool:
+    task = state.task(pl.task_id)
+    return (
+        task is None or not task.slots or _moves(state, Request(pl.task_id, pl.day, pl.slot_start))
+    )
+
+
+def _stuck(within: ProposalScope, proposal: Proposal) -> list[int]:
+    """The selected placed tasks ``proposal`` found no place for."""
+    return [tid for tid in proposal.unplaced if tid in within.movable]
+
+
+def _stuck_text(state: ScheduleState, within: ProposalScope, proposal: Proposal) -> str:
+    """Why a calendar proposal cannot move every selected task: the proven maximum and the
+    tasks its plan could not move ("" when every one moves)."""
+    stuck = _stuck(within, proposal)
+    if not stuck:
+        return ""
+    need = sum(_need(state, t) for t in within.allowed)
+    most = (
+        f"已证明按这些限制最多能放下{proposal.max_slots}个时段（共需{need}个）"
+        if proposal.max_slots is not None
+        else f"时限内未证明最多能放下多少时段（共需{need}个）"
+    )
+    shown, rest = capped(stuck, MAX_INLINE)
+    items = " ".join(_label(state, t) for t in shown) + (left_out(rest) if rest else "")
+    return (
+        f"选中的{len(within.movable)}个任务中有{len(stuck)}个无法移入指定范围：{items}；{most}。"
+        "可放宽 slots，或用 max_moves 只移动放得下的任务"
+    )
+
+
 def _wide_by_default(ctx: ToolContext, args: ProposeArgs | ApplyArgs) -> bool:
     """Whether the mode alone (no scope argument) makes this proposal re-plan suggested tasks."""
     mode = ctx.loop.request_mode if ctx.loop is not None else ""
@@ -477,8 +583,53 @@ def _cut_text(proposal: Proposal, clock: Deadline) -> str:
     return ""
 
 
-def _health_line(proposal: Proposal) -> str:
-    """The proposal's analyze_health counts (issue 10), and what the close stage changed."""
+# Who moves in the population of a proposal's proven floor, in the reply's words (issue 45 item
+# 1): analyze_health's floor lets every unlocked study task move and has no exact model (a
+# millisecond read), so it may be lower; naming the proposal's population keeps the two apart.
+FLOOR_SCOPE_WORDS = {
+    "pending": "已落位任务都不动、只放置待安排任务",
+    "suggested": "已安排任务不动、放置待安排任务并重排已预排任务",
+    "repair": "放置待安排任务并移动任意多个未锁定的已落位任务",
+    "calendar": "只在指定范围内移动选中的任务、其余不动",
+}
+FLOOR_SCOPE_NOTE = "analyze_health 的下限可重排全部未锁定的学习任务、证明更粗，可能更低"
+# The note when analyze_health's floor moves the same tasks (no placed movable study task stays
+# out of the proposal's movers): the one difference is the strength of the proof.
+FLOOR_SAME_NOTE = "analyze_health 的下限移动同样的任务、证明更粗，可能更低"
+
+
+def _floor_scope(state: ScheduleState, proposal: Proposal, calendar: bool) -> str:
+    """The key of :data:`FLOOR_SCOPE_WORDS` naming the population of ``proposal``'s floor (the
+    same words for the same population: without a placed suggested task, re-planning them
+    moves nothing more than placing the pending tasks, whatever the scope argument)."""
+    if calendar:
+        return "calendar"
+    if proposal.start == "current":
+        return "repair"
+    wide = proposal.include_suggested and any(
+        t.status == "suggested" and t.slots for t in state.tasks
+    )
+    return "suggested" if wide else "pending"
+
+
+def _floor_note(state: ScheduleState, scope: str) -> str:
+    """The note after a proposal's floor comparing it to analyze_health's: none for a repair (the
+    same population), :data:`FLOOR_SAME_NOTE` when every placed study task analyze_health's floor
+    may move is one the proposal moves too, else :data:`FLOOR_SCOPE_NOTE` (issue 45 item 1)."""
+    if scope == "repair":
+        return ""
+    if scope in ("pending", "suggested"):
+        movers = {"pending"} if scope == "pending" else {"pending", "suggested"}
+        if not any(
+            t.slots and t.status not in movers and study_movable(state, t) for t in state.tasks
+        ):
+            return f"（{FLOOR_SAME_NOTE}）"
+    return f"（{FLOOR_SCOPE_NOTE}）"
+
+
+def _health_line(state: ScheduleState, proposal: Proposal, calendar: bool = False) -> str:
+    """The proposal's analyze_health counts (issue 10), what the close stage started from, and
+    the proven floor of the proposal's own population, named (issue 45 item 1)."""
     if proposal.critical is None or proposal.warning is None:
         return ""
     line = (
@@ -489,7 +640,8 @@ def _health_line(proposal: Proposal) -> str:
         proposal.critical,
         proposal.warning,
     ):
-        line += f"（调整前 {proposal.start_health[0]}/{proposal.start_health[1]}）"
+        # the plan the close stage started from, not today's schedule (issue 45 item 1)
+        line += f"（优化前的起始方案 {proposal.start_health[0]}/{proposal.start_health[1]}）"
     if proposal.start == "current":
         line += f"；移动了{proposal.local_moves}个已落位任务"
     if proposal.floor is not None:
@@ -499,11 +651,15 @@ def _health_line(proposal: Proposal) -> str:
             proposal.critical + proposal.warning <= fc + fw
             or (lw is not None and proposal.warning <= lw)
         )
+        scope = _floor_scope(state, proposal, calendar)
+        note = _floor_note(state, scope)
+        who = FLOOR_SCOPE_WORDS[scope]
         line += (
-            f"；已证明同范围的任何方案至少有 critical {fc} 个、critical 与 warning 合计 "
+            f"；已证明{who}的任何方案至少有 critical {fc} 个、critical 与 warning 合计 "
             f"{fc + fw} 个，"
             + (f"critical 为 {fc} 个的方案 warning 至少 {lw} 个，" if lw is not None else "")
             + ("本方案已达此下限" if at_floor else "本方案尚高于此下限")
+            + note
         )
     return line + "。"
 
@@ -514,9 +670,10 @@ def _proposal_requests(
     """What applying ``proposal`` asks of the state: the requests (only tasks that change
     place when placed ones may move) and the status they take (keep_placed: their own)."""
     requests = [Request(p.task_id, p.day, p.slot_start) for p in proposal.placements]
-    if args.include_suggested or args.keep_placed:
+    calendar = _calendar(args)
+    if args.include_suggested or args.keep_placed or calendar:
         requests = [r for r in requests if _moves(state, r)]
-    return requests, None if args.keep_placed else "suggested"
+    return requests, None if args.keep_placed or calendar else "suggested"
 
 
 def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
@@ -525,8 +682,14 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     both = _wide_by_default(ctx, args)
     args = _scoped(ctx, args)
     proposal, clock = _proposal(ctx, args, both_scopes=both)
-    # the disruption line's (issue 28), within what the call's limit has left
-    ctx.proposed = (*_proposal_requests(state, proposal, args), clock)
+    # the disruption line's (issue 28), within what the call's limit has left; it refers to the
+    # health line's counts after when that line gives them (issue 45 item 1)
+    ctx.proposed = (
+        *_proposal_requests(state, proposal, args),
+        clock,
+        proposal.critical is not None and proposal.warning is not None,
+        bool(proposal.unplaced),
+    )
     placed = proposal.placements
     if not placed and not proposal.unplaced:
         if proposal.start == "current":  # keep_placed: nothing to place and no move helps
@@ -534,7 +697,9 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
             found = "时限内未找到" if cut else "没有找到"
             lines = [f"最少改动修复：{found}能减少体检问题的调整，日程保持不变。"]
             lines += [
-                line for line in (_health_line(proposal), f"注意：{cut}。" if cut else "") if line
+                line
+                for line in (_health_line(state, proposal), f"注意：{cut}。" if cut else "")
+                if line
             ]
             return "\n".join(lines)
         return "没有待安排任务，无需粗排。"
@@ -548,8 +713,11 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
         shown, rest = capped(proposal.unplaced, MAX_INLINE)
         items = " ".join(f"{_label(state, t)}(需{_need(state, t)}时段)" for t in shown)
         lines.append(f"未放置：{items}" + (left_out(rest) if rest else ""))
+    within = _within(state, args)
+    if within is not None and (stuck := _stuck_text(state, within, proposal)):
+        lines.append(stuck + "。")
     lines.append(_objective_line(proposal.objective, proposal.start_objective))
-    if health := _health_line(proposal):
+    if health := _health_line(state, proposal, _calendar(args)):
         lines.append(health)
     cut = _cut_text(proposal, clock)
     lines.append(f"方案未写入日程（seed={proposal.seed}{'；' + cut if cut else ''}）。")
@@ -572,7 +740,7 @@ class PlacementItem(Args):
     slot_start: Slot
 
 
-class ApplyArgs(Args):
+class ApplyArgs(ProposalOptions):
     """Either explicit ``placements`` (e.g. copied from a propose_placement reply), applied as
     given, or none: the proposal is computed with the other arguments and applied whole."""
 
@@ -580,18 +748,11 @@ class ApplyArgs(Args):
         default=None,
         min_length=1,
         max_length=MAX_BATCH,
-        description=f"要应用的放置（1-{MAX_BATCH}项）；不传则按其余参数计算粗排方案并整体应用",
+        description="要应用的放置；不传则计算方案并应用",
     )
-    time_limit_s: TimeLimit | None = Field(
-        default=None, description=f"求解时间上限（秒），受服务端上限约束；{PROPOSAL_LIMIT_TEXT}"
-    )
-    seed: Seed = 0
-    include_suggested: StrictBool | None = Field(default=None, description=SCOPE_SUGGESTED)
-    allow_late: StrictBool = False
-    weights: dict[WeightName, Weight] | None = None
-    threshold: Literal["strict", "normal", "relaxed"] = "normal"
-    keep_placed: StrictBool | None = Field(default=None, description=SCOPE_KEEP)
-    max_moves: int = Field(default=3, ge=0, le=MAX_MOVES)
+    # Accepted as on propose_placement, not published here: the first_full tool list's token
+    # budget pays for tasks/slots instead (docs/decisions.md, issue 43 phase 2).
+    weights: SkipJsonSchema[dict[WeightName, Weight] | None] = None
 
     @model_validator(mode="after")
     def _one_way(self) -> ApplyArgs:
@@ -633,6 +794,13 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         args = _scoped(ctx, args)
         proposal, clock = _proposal(ctx, args, apply=True, both_scopes=both)
         cut = _cut_text(proposal, clock)
+        within = _within(state, args)
+        if (
+            within is not None
+            and "max_moves" not in args.model_fields_set
+            and (stuck := _stuck_text(state, within, proposal))
+        ):  # every selected task moves, or none (docs/decisions.md, issue 43 phase 2)
+            return _apply_refusal(stuck + "。" + (f"\n注意：{cut}。" if cut else ""))
         requests, _ = _proposal_requests(state, proposal, args)
         if not requests:
             tail = f"\n注意：{cut}。" if cut else ""
@@ -643,7 +811,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         state,
         requests,
         op="apply_proposal",
-        status_after=None if args.keep_placed else "suggested",
+        status_after=None if args.keep_placed or _calendar(args) else "suggested",
         allow_late=args.allow_late,
     )
     if not result.ok:
@@ -651,14 +819,20 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         text = refusal_text(state, "batch_move", result.refusal)
         return refused(text.replace("批量移动失败", "应用方案失败", 1))
     ctx.record(result.changes)
+    calendar = _calendar(args)
     lines, days = applied_lines(
         state,
         result.changes,
-        from_to=False,
+        from_to=calendar and all(ch.block_before is not None for ch in result.changes),
         limit=MAX_CHANGE_LINES,
         more_hint="可用 list_tasks 查看已预排任务",
     )
-    lines = [f"已应用粗排方案，{len(result.changes)}个任务变为已预排：", *lines]
+    head = (
+        f"已应用方案，按 tasks/slots 移动或放置了{len(result.changes)}个任务："
+        if calendar
+        else f"已应用粗排方案，{len(result.changes)}个任务变为已预排："
+    )
+    lines = [head, *lines]
     lines += _occupancy_lines(state, days)
     lines.append(pending_left_line(state))
     if cut:
@@ -835,16 +1009,16 @@ SOLVER_TOOLS: tuple[ToolSpec, ...] = (
         "read",
         FeasibilityArgs,
         check_feasibility_tool,
-        "精确判定所有待安排任务能否同时放下（CP-SAT，考虑连续时段、占用、水课嵌入、任务类时间窗与禁排时段）。"
-        "返回是否可行（已证明/未知）、需要与最多可放下的时段数、缺口、原因、瓶颈和协商数据。只读。",
+        "精确判定待安排任务能否同时放下（CP-SAT，守全部规则）："
+        "是否可行（已证明/未知）、所需与可放下的时段数、缺口、原因与协商数据。",
     ),
     ToolSpec(
         "propose_placement",
         "read",
         ProposeArgs,
         propose_tool,
-        "计算一份粗排方案：先放下尽可能多的时段，再按权重优化负载均衡、同类分散、孤立空闲、科目切换等。"
-        "只返回方案，不修改日程；用 apply_proposal 应用。",
+        "计算粗排方案：先放下最多的时段，再减少体检问题，再按权重优化软目标。只返回方案，"
+        "不改日程（用 apply_proposal 应用）。",
     ),
     ToolSpec(
         "apply_proposal",

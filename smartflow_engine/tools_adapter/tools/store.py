@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from ...state.model import MAX_TASK_ID
 from ..core.args import Args
-from ..core.spec import ToolContext, ToolSpec, refused
+from ..core.semester import dated
+from ..core.spec import NothingToConfirm, ToolContext, ToolSpec, refused
 
 if TYPE_CHECKING:
     from ...store.protocol import ScheduleStore
@@ -46,12 +49,69 @@ Text = Annotated[str, Field(max_length=100)]
 
 
 class WeekDayArg(Args):
-    week: int = Field(strict=True, ge=1, le=52, description="教学周，从 1 开始")
-    day_of_week: int = Field(strict=True, ge=1, le=7, description="星期几，1=周一 … 7=周日")
+    week: int = Field(strict=True, ge=1, le=52, description="教学周")
+    day_of_week: int = Field(strict=True, ge=1, le=7, description="星期（1=周一）")
+
+
+class BackendConfigArgs(Args):
+    """SmartFlow-Agent's ``config`` (issue 41 item 4): ``excluded_slots`` are half-day blocks
+    1..6 and ``excluded_days_of_week`` weekdays 1..7. The bounds here are loose on purpose: a
+    block 7 or a weekday 8 is written and refused by the post-write validation, which names it
+    as a repairable issue."""
+
+    total_slots: int | None = Field(default=None, strict=True, ge=0, le=2000)
+    allow_filler_course: bool | None = Field(default=None, strict=True)
+    strategy: Literal["steady", "rapid"] | None = None
+    excluded_slots: list[Annotated[int, Field(strict=True, ge=0, le=24)]] | None = Field(
+        default=None, max_length=24
+    )
+    excluded_days_of_week: list[Annotated[int, Field(strict=True, ge=0, le=14)]] | None = Field(
+        default=None, max_length=14
+    )
+
+
+# SmartFlow-Agent's keys of ``task_class`` (besides ``name``): accepted, not published (the
+# tool list is read every turn, within its token budget); any of them (or an item's ``order``)
+# makes the call that system's payload, which takes none of today's keys below.
+BACKEND_KEYS = (
+    "mode",
+    "start_date",
+    "end_date",
+    "subject_type",
+    "difficulty_level",
+    "cognitive_intensity",
+    "config",
+)
+_ORDINARY = (
+    "time_of_day",
+    "time_of_day_weight",
+    "aggregate_same_category",
+    "milestones",
+    "knowledge_tags",
+    "notes",
+)
+TODAY_KEYS = (
+    "start",
+    "end",
+    "total_slots",
+    "strategy",
+    "tolerance_preference",
+    "excluded_slots",
+    *_ORDINARY,
+)
+TODAY_ITEM_KEYS = ("id", "duration", "priority", "depends_on")
 
 
 class TaskClassArgs(Args):
     name: str | None = Field(default=None, max_length=64, description="任务类名称（即类别名）")
+    # SmartFlow-Agent's payload (hidden from the schema; see BACKEND_KEYS)
+    mode: SkipJsonSchema[Literal["auto", "manual"] | None] = None
+    start_date: SkipJsonSchema[date | None] = None
+    end_date: SkipJsonSchema[date | None] = None
+    subject_type: SkipJsonSchema[Annotated[str, Field(max_length=32)] | None] = None
+    difficulty_level: SkipJsonSchema[Annotated[str, Field(max_length=16)] | None] = None
+    cognitive_intensity: SkipJsonSchema[Annotated[str, Field(max_length=16)] | None] = None
+    config: SkipJsonSchema[BackendConfigArgs | None] = None
     start: WeekDayArg | None = Field(default=None, description="时间窗开始（含当天）")
     end: WeekDayArg | None = Field(default=None, description="时间窗结束（含当天）")
     total_slots: int | None = Field(
@@ -62,29 +122,29 @@ class TaskClassArgs(Args):
     )
     tolerance_preference: Literal["strict", "normal", "relaxed"] | None = Field(
         default=None,
-        description="容错偏好：strict=留足余量，normal=适中，relaxed=可以排满。新建时必填（关键字段）",
+        description="容错偏好：strict 留足余量 / normal 适中 / relaxed 可排满；新建时必填（关键字段）",
     )
     excluded_slots: list[Annotated[int, Field(strict=True, ge=0, le=24)]] | None = Field(
         default=None,
         max_length=24,
-        description="禁排节次（每天都不安排的节次，1-12）；[] 表示没有禁排。新建时必填（关键字段）",
+        description="每天都不安排的节次（[] 为没有）；新建时必填（关键字段）",
     )
     time_of_day: Literal["morning", "afternoon", "evening", "any"] | None = Field(
-        default=None, description="偏好时段（普通字段）"
+        default=None, description="偏好时段"
     )
     time_of_day_weight: float | None = Field(
-        default=None, ge=0, le=1, description="偏好时段权重 0-1（普通字段）"
+        default=None, ge=0, le=1, description="偏好时段权重 0-1"
     )
     aggregate_same_category: bool | None = Field(
-        default=None, description="是否倾向把同类任务排在一起（普通字段）"
+        default=None, description="是否倾向把同类任务排在一起"
     )
     milestones: list[Annotated[str, Field(max_length=50)]] | None = Field(
-        default=None, max_length=10, description="里程碑拆分建议（普通字段）"
+        default=None, max_length=10, description="里程碑拆分建议"
     )
     knowledge_tags: list[Annotated[str, Field(max_length=30)]] | None = Field(
-        default=None, max_length=20, description="知识标签与学习路径备注（普通字段）"
+        default=None, max_length=20, description="知识标签与学习路径备注"
     )
-    notes: str | None = Field(default=None, max_length=500, description="其他备注（普通字段）")
+    notes: str | None = Field(default=None, max_length=500, description="其他备注")
 
 
 class TaskItemArgs(Args):
@@ -93,11 +153,13 @@ class TaskItemArgs(Args):
         strict=True,
         ge=1,
         le=MAX_TASK_ID,
-        description="已有任务项的 ID（更新时可选；不填则按名称匹配，匹配不到则新建）",
+        description="已有任务项 ID（不填则按名称匹配，无则新建）",
     )
     content: Text | None = Field(default=None, description="任务项名称")
+    # SmartFlow-Agent's item order (1..), hidden from the schema
+    order: SkipJsonSchema[Annotated[int, Field(strict=True, ge=1, le=10000)] | None] = None
     duration: int | None = Field(
-        default=None, strict=True, ge=1, le=24, description="需要的连续节数（1-12）"
+        default=None, strict=True, ge=1, le=24, description="需要的连续节数"
     )
     priority: int | None = Field(
         default=None, strict=True, ge=1, le=5, description="优先级 1-5，1 最高"
@@ -122,18 +184,35 @@ class UpsertTaskClassArgs(Args):
         description="任务项（按 ID 或名称更新，其余新建；未列出的保留）",
     )
     source: Literal["chat", "memory", "web"] | None = Field(
-        default=None, description="字段来源，用于审计：chat=用户对话，memory=记忆，web=常识"
+        default=None, description="字段来源（审计用）：chat 对话 / memory 记忆 / web 常识"
     )
 
+    @model_validator(mode="after")
+    def _one_payload(self) -> UpsertTaskClassArgs:
+        """SmartFlow-Agent's payload and today's are not mixed: a call in that system's shape
+        takes its own keys only (each is written to its column as that system writes it)."""
+        if not self.is_backend():
+            return self
+        given = self.task_class.model_fields_set
+        mixed = [f"task_class.{k}" for k in TODAY_KEYS if k in given]
+        for i, item in enumerate(self.items):
+            if item.order is None:
+                mixed.append(f"items[{i}].order（缺少）")
+            mixed += [f"items[{i}].{k}" for k in TODAY_ITEM_KEYS if k in item.model_fields_set]
+        if mixed:
+            raise ValueError(
+                "后端任务类格式（mode/start_date/end_date/config、items 的 order）不能与本格式的"
+                f"字段混用：{'、'.join(mixed[:6])}"
+            )
+        return self
 
-_ORDINARY = (
-    "time_of_day",
-    "time_of_day_weight",
-    "aggregate_same_category",
-    "milestones",
-    "knowledge_tags",
-    "notes",
-)
+    def is_backend(self) -> bool:
+        """Whether the call is SmartFlow-Agent's payload (one of its keys is given)."""
+        given = self.task_class.model_fields_set
+        return any(k in given for k in BACKEND_KEYS) or any(
+            it.order is not None for it in self.items
+        )
+
 
 # Chinese text of each validation issue code (smartflow_engine.store.ISSUE_CODES).
 _ISSUE_TEXT = {
@@ -218,6 +297,7 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
     if missing is not None:
         return _reply(success=False, error=missing[1], error_code=missing[0], source=source)
     from ...store import TaskClassInput, TaskItemInput  # the store pulls in SQLAlchemy
+    from ...store.task_classes import from_backend
 
     tc = args.task_class
     preferences = {k: getattr(tc, k) for k in _ORDINARY if getattr(tc, k) is not None}
@@ -231,7 +311,17 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
         end=tc.end.model_dump() if tc.end else None,
         preferences=preferences or None,
     )
-    items = [TaskItemInput.model_validate(it.model_dump()) for it in args.items]
+    items = [
+        TaskItemInput.model_validate(it.model_dump(include=set(TODAY_ITEM_KEYS) | {"content"}))
+        for it in args.items
+    ]
+    if args.is_backend():
+        fields, items = from_backend(
+            {
+                "task_class": tc.model_dump(include={"name", *BACKEND_KEYS}, exclude_none=True),
+                "items": [it.model_dump(include={"order", "content"}) for it in args.items],
+            }
+        )
     store, user_id = _db(ctx)
     result = store.upsert_task_class(user_id, args.id, fields, items, source=args.source)
     if result.success:
@@ -261,6 +351,15 @@ def upsert_task_class_tool(ctx: ToolContext, args: UpsertTaskClassArgs) -> str:
             error=f"写后校验未通过（{len(issues)} 项），已回滚，未保存任何"
             "修改。请按 validation.issues 修正后重试。",
             error_code=code,
+            source=source,
+        )
+    if code == OUTCOME_UNKNOWN:
+        return _reply(
+            success=False,
+            error="保存失败：提交请求已发出，但数据库的应答在途中丢失，重新连接也未能核实结果，"
+            "无法确定任务类是否已保存（要么全部保存，要么完全没有保存）。请不要直接重试（可能重复"
+            "创建），先核实数据库中的任务类再决定。",
+            error_code=OUTCOME_UNKNOWN,
             source=source,
         )
     return _reply(
@@ -307,11 +406,22 @@ COMMIT_TOOL = "commit"
 RELOAD_TOOL = "reload"
 
 NO_DATABASE = "no_database"
+NOT_FROM_DATABASE = "not_from_database"
 DB_UNAVAILABLE = "db_unavailable"
+# issue 44 item 4: COMMIT was sent and its answer lost, and a check could not settle the outcome
+OUTCOME_UNKNOWN = "outcome_unknown"
+UNKNOWN_OUTCOME_TEXT = (
+    "失败：提交请求已发出，但数据库的应答在途中丢失，重新连接也未能核实结果，无法确定这些修改"
+    "是否已写入（要么全部写入，要么完全没有写入，不会只写入一部分）。会话中的修改仍然保留；"
+    "请不要直接重试提交，先调用 reload（discard_changes=true）重新加载，检查数据库中的日程后"
+    "再决定是否重新调整并提交。"
+)
+ANSWER_LOST_NOTE = "（数据库对提交的应答在途中丢失，已重新连接核实：修改已全部写入）"
 # Every way commit, reload and upsert_task_class fail, with the HTTP status the API answers a
 # failed call of them with (the body is the call's result, ``error_code`` included).
 STORE_ERRORS: dict[str, int] = {
     NO_DATABASE: 422,  # the session was not opened on a database
+    NOT_FROM_DATABASE: 422,  # the session's window was posted, not loaded from the database
     "no_user": 422,  # no database user for this session
     "no_day_mapping": 422,  # the window has no (week, day) mapping to find its rows by
     "unsaved_changes": 409,  # reload without discard_changes while changes are uncommitted
@@ -322,6 +432,7 @@ STORE_ERRORS: dict[str, int] = {
     "not_found": 404,  # upsert_task_class: no such task class / item for this user
     "validation_failed": 422,  # upsert_task_class: the written class failed validation
     DB_UNAVAILABLE: 503,  # the database could not be reached or refused the transaction
+    OUTCOME_UNKNOWN: 503,  # COMMIT's answer was lost and the database could not be asked again
 }
 
 
@@ -374,7 +485,7 @@ def _counts(result: Any) -> str:
         f"- 日程事件 schedule_events：新建{result.events_created}个，删除{result.events_deleted}个，"
         f"更新{result.events_updated}个\n"
         f"- 日程节次 schedules：新增{result.rows_inserted}行，删除{result.rows_deleted}行\n"
-        f"- 任务项 task_class_items：更新{result.items_updated}个\n"
+        f"- 任务项 task_items：更新{result.items_updated}个\n"
         f"- 嵌入 embedded：标记{result.guests_marked}节，清除{result.guests_cleared}节"
     )
 
@@ -385,6 +496,11 @@ def _store_refusal(ctx: ToolContext) -> tuple[str, str] | None:
         return NO_DATABASE, "未配置数据库：本会话不是从数据库加载的，无法提交或重新加载。"
     if ctx.user_id is None:
         return "no_user", "未指定数据库用户，无法提交或重新加载。"
+    if not ctx.db_window:
+        return NOT_FROM_DATABASE, (
+            "本会话的日程是调用方提交的窗口，不是从数据库加载的，与数据库中的日程没有对应关系，"
+            "无法提交或重新加载；要写回数据库，请从数据库的窗口新建会话。"
+        )
     if ctx.state is None or not ctx.state.window.day_mapping:
         return "no_day_mapping", "当前日程没有周次映射（day_mapping），无法与数据库对应。"
     return None
@@ -394,7 +510,8 @@ def _failure_code(result: Any) -> str:
     """The tool's code for a failed commit: the store's, except that any other database error
     (the store's ``db_error``: no connection, a timeout, a lock) means "not written, retry"."""
     code = str(result.error_code or "")
-    return code if code in ("stale", "conflict", "invalid_changes") else DB_UNAVAILABLE
+    known = ("stale", "conflict", "invalid_changes", OUTCOME_UNKNOWN)
+    return code if code in known else DB_UNAVAILABLE
 
 
 def _failure(ctx: ToolContext, result: Any, word: str) -> str:
@@ -407,6 +524,8 @@ def _failure(ctx: ToolContext, result: Any, word: str) -> str:
         )
     if code == "invalid_changes":
         return f"{word}失败：变更记录与当前日程不一致，没有写入任何内容。"
+    if code == OUTCOME_UNKNOWN:
+        return f"{word}{UNKNOWN_OUTCOME_TEXT}"
     return f"{word}失败：数据库写入出错，已回滚，没有写入任何内容，会话中的修改仍然保留。"
 
 
@@ -444,12 +563,12 @@ def commit_preview(ctx: ToolContext, _args: CommitArgs) -> str:
     refusal = _store_refusal(ctx)
     if refusal is not None:
         return refused(f"提交失败：{refusal[1]}", refusal[0])
+    if not ctx.changes:  # nothing to write: answered at once, nothing held for the user
+        return NothingToConfirm("没有需要提交的修改。")
     return _with_window_note(ctx, _commit_preview(ctx))
 
 
 def _commit_preview(ctx: ToolContext) -> str:
-    if not ctx.changes:
-        return "本会话没有未提交的修改，确认后不会写入任何内容。"
     assert ctx.state is not None
     tasks = len({c.task_id for c in ctx.changes})
     store, user_id = _db(ctx)
@@ -478,8 +597,9 @@ def commit_tool(ctx: ToolContext, _args: CommitArgs) -> str:
     if not result.ok:
         return refused(_failure(ctx, result, "提交"), _failure_code(result))
     ctx.changes.clear()  # the database now holds them; the next commit starts from here
+    checked = ANSWER_LOST_NOTE if result.detail.get("answer_lost") else ""
     return _with_window_note(
-        ctx, f"已提交 {count} 项修改到数据库（一个事务）：\n" + _counts(result)
+        ctx, f"已提交 {count} 项修改到数据库（一个事务）{checked}：\n" + _counts(result)
     )
 
 
@@ -505,11 +625,12 @@ def reload_tool(ctx: ToolContext, args: ReloadArgs) -> str:
             f"重新加载失败：数据库中的日程无法构成有效窗口（{exc}）。会话状态未改变。",
             "invalid_window",
         )
-    except Exception:  # the database is unreachable: the session keeps its state
-        log.warning("reload failed", exc_info=True)
+    except Exception as exc:  # the database is unreachable: the session keeps its state
+        first = (str(exc).splitlines() or [""])[0]
+        log.warning("reload failed: %s: %s", type(exc).__name__, first)
         return refused("重新加载失败：数据库读取出错。会话状态未改变。", DB_UNAVAILABLE)
     dropped = len(ctx.changes)
-    ctx.state = state
+    ctx.state = dated(state)
     ctx.changes.clear()
     if ctx.loop is not None:  # the database's window: the session's window changes are gone
         ctx.loop.window_changes.clear()
@@ -528,9 +649,9 @@ STORE_TOOLS: tuple[ToolSpec, ...] = (
         "write",
         UpsertTaskClassArgs,
         upsert_task_class_tool,
-        "创建或更新任务类并写库（id=0 新建，id>0 更新）：先写任务类主体（名称、时间窗、策略、总预算、"
-        "容错偏好、禁排节次等），再写任务项；写后校验字段合法性与完整性，不通过则整体回滚并返回可修复的 "
-        "validation.issues。关键字段须先经用户确认。不依赖已加载的日程。",
+        "创建（id=0）或更新（id>0）任务类并写库；亦收后端格式（mode/start_date/config、items"
+        " 的 order）。校验不通过则整体回滚并返回可修复的 validation.issues。"
+        "关键字段须先经用户确认。不需要已加载的日程。",
         output="json",
         needs_state=False,
         needs_confirm=True,
@@ -542,9 +663,8 @@ STORE_TOOLS: tuple[ToolSpec, ...] = (
         "write",
         CommitArgs,
         commit_tool,
-        "把本会话的全部修改在一个事务中写回数据库（需用户确认）：预览会列出各表的净变化"
-        "（日程事件、日程节次、任务项、嵌入）；若数据库在加载后被他人修改，提交失败并说明改了什么，"
-        "会话修改保留，可 reload 后重新调整。",
+        "把本会话的全部修改在一个事务中写回数据库：预览列出各表的净变化；若数据库在加载后被他人"
+        "修改，提交失败并说明改了什么，会话修改保留，可 reload 后重新调整。",
         needs_confirm=True,
         preview=commit_preview,
     ),

@@ -20,6 +20,7 @@ from ...state import (
     swap,
     unplace,
 )
+from ...state.calendar import weekday_word
 from ..core.args import Args, Day, Slot, TaskId
 from ..core.render import (
     applied_lines,
@@ -80,19 +81,69 @@ def _day_context(state: ScheduleState, day: int) -> str:
     return f"\n{occupancy_line(state, day)}{free_periods_text(state, day)}"
 
 
+RULE_KINDS = frozenset(
+    {"class_window", "banned_weekday", "banned_period", "no_filler", "order_after", "order_before"}
+)
+
+
+def class_span_text(state: ScheduleState, class_id: int | None) -> str:
+    """``第7-29天`` (and ``，2026-09-13 至 2026-10-05`` when the class has dates the calendar
+    honours): the days the class may use, in the student's words."""
+    rule = state.class_rules.of(class_id)
+    if rule is None:
+        return day_span(1, state.num_days)
+    if rule.last_day < rule.first_day:
+        days = "窗口内没有可用的天"
+    else:
+        days = day_span(rule.first_day, rule.last_day)
+    if rule.start_date or rule.end_date:
+        dates = f"{rule.start_date or '不限'} 至 {rule.end_date or '不限'}"
+        return f"{days}，{dates}"
+    return days
+
+
+def _place_of(state: ScheduleState, refusal: Refusal) -> str:
+    """Where the other item of an order refusal stands (after the call when it moves too)."""
+    other = state.task(refusal.other_id) if refusal.other_id is not None else None
+    moving = bool(refusal.blockers and refusal.blockers[0].moving)
+    blocks = refusal.blocks if moving else tuple(other.slots) if other is not None else ()
+    text = "、".join(block_text(b) for b in blocks)
+    return f"其新位置：{text}" if moving else text
+
+
 def class_rule_text(state: ScheduleState, refusal: Refusal) -> str:
-    """``第1天不在任务类「复习」的时间窗（第7-29天）内。`` / the banned periods it would use."""
+    """The class rule a place breaks, in the student's words: the class's days, the weekday,
+    the banned periods, the water course, or the item it must follow / precede."""
+    kind = refusal.kind
+    target = f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节"
+    label = _label(state, refusal.task_id)
+    if kind in ("order_after", "order_before"):
+        task = state.task(refusal.task_id) if refusal.task_id is not None else None
+        tc = state.task_class(task.task_class_id) if task is not None else None
+        name = tc.name if tc is not None else (task.category if task is not None else "")
+        other = _label(state, refusal.other_id)
+        if kind == "order_after":
+            need = f"必须在 {other}（{_place_of(state, refusal)}）结束之后开始"
+            why = f"{other} 排在它前面"
+        else:
+            need = f"必须在 {other}（{_place_of(state, refusal)}）开始之前结束"
+            why = f"{other} 排在它后面"
+        return f"{label} 不能放到{target}：它{need}（任务类「{name}」的任务按顺序安排，{why}）。"
     tc = state.task_class(refusal.other_id)
     name = tc.name if tc is not None else str(refusal.other_id)
-    if refusal.kind == "class_window":
-        first = tc.start_day if tc is not None and tc.start_day is not None else 1
-        last = tc.end_day if tc is not None and tc.end_day is not None else state.num_days
-        return f"第{refusal.day}天不在任务类「{name}」的时间窗（{day_span(first, last)}）内。"
+    if kind == "class_window":
+        return f"第{refusal.day}天不在任务类「{name}」的时间窗（{class_span_text(state, refusal.other_id)}）内。"
+    if kind == "banned_weekday":
+        rule = state.class_rules.of(refusal.other_id)
+        banned = "、".join(weekday_word(d) for d in (rule.banned_weekdays if rule else ()))
+        weekday = state.calendar.weekday(refusal.day or 0)
+        today = weekday_word(weekday) if weekday is not None else "被排除的星期"
+        return f"第{refusal.day}天是{today}，任务类「{name}」不安排在{banned}。"
+    if kind == "no_filler":
+        host = _label(state, refusal.blockers[0].task_id if refusal.blockers else None)
+        return f"{target}位于水课 {host} 中，但任务类「{name}」不允许嵌入水课。"
     banned = "、".join(str(b.slot_start) for b in refusal.blockers)
-    return (
-        f"第{refusal.day}天第{periods(refusal.slot_start or 0, refusal.slot_end or 0)}节含任务类"
-        f"「{name}」的禁排时段（第{banned}节）。"
-    )
+    return f"{target}含任务类「{name}」的禁排时段（第{banned}节）。"
 
 
 def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
@@ -175,8 +226,10 @@ def refusal_text(state: ScheduleState, op: str, refusal: Refusal) -> Refused:
         )
         if op != "batch_move" and refusal.day is not None:
             day_context = _day_context(state, refusal.day)
-    elif kind in ("class_window", "banned_period"):
+    elif kind in RULE_KINDS:
         reason = class_rule_text(state, refusal)
+    elif kind == "existing_fixed":
+        reason = f"{label} 是已安排任务，本次请求保持已安排任务不动，只能{verb}已预排和待安排任务。"
     elif kind == "duration_mismatch":
         a, b = state.task(refusal.task_id or 0), state.task(refusal.other_id or 0)
         la = a.slots[0].length if a and a.slots else 0
@@ -249,16 +302,23 @@ class MoveArgs(Args):
     task_id: TaskId
     new_day: Day
     new_slot_start: Slot
-    from_day: Day | None = Field(
-        default=None, description="任务有多个时段块时（如一周两次的课），指定要移动哪一天的块"
-    )
+    from_day: Day | None = Field(default=None, description="任务有多个块时：要移动的块所在天")
 
 
 def move_tool(ctx: ToolContext, args: MoveArgs) -> str:
     state = ctx.state
     assert state is not None
     result = _apply(
-        ctx, "move", move(state, args.task_id, args.new_day, args.new_slot_start, args.from_day)
+        ctx,
+        "move",
+        move(
+            state,
+            args.task_id,
+            args.new_day,
+            args.new_slot_start,
+            args.from_day,
+            existing_fixed=ctx.existing_fixed,
+        ),
     )
     if result.refusal is not None:
         return refusal_text(state, "move", result.refusal)
@@ -280,7 +340,9 @@ class SwapArgs(Args):
 def swap_tool(ctx: ToolContext, args: SwapArgs) -> str:
     state = ctx.state
     assert state is not None
-    result = _apply(ctx, "swap", swap(state, args.task_a, args.task_b))
+    result = _apply(
+        ctx, "swap", swap(state, args.task_a, args.task_b, existing_fixed=ctx.existing_fixed)
+    )
     if result.refusal is not None:
         return refusal_text(state, "swap", result.refusal)
     lines, days = applied_lines(state, result.changes, from_to=True, embed_word="嵌入宿主：")
@@ -305,7 +367,9 @@ def batch_move_tool(ctx: ToolContext, args: BatchMoveArgs) -> str:
     state = ctx.state
     assert state is not None
     requests = [Request(m.task_id, m.new_day, m.new_slot_start, m.from_day) for m in args.moves]
-    result = _apply(ctx, "batch_move", batch_move(state, requests))
+    result = _apply(
+        ctx, "batch_move", batch_move(state, requests, existing_fixed=ctx.existing_fixed)
+    )
     if result.refusal is not None:
         return refusal_text(state, "batch_move", result.refusal)
     lines, _ = applied_lines(state, result.changes, from_to=False)
@@ -322,7 +386,7 @@ class UnplaceArgs(Args):
 def unplace_tool(ctx: ToolContext, args: UnplaceArgs) -> str:
     state = ctx.state
     assert state is not None
-    result = _apply(ctx, "unplace", unplace(state, args.task_id))
+    result = _apply(ctx, "unplace", unplace(state, args.task_id, existing_fixed=ctx.existing_fixed))
     if result.refusal is not None:
         return refusal_text(state, "unplace", result.refusal)
     ch = result.changes[0]
@@ -342,16 +406,16 @@ WRITE_TOOLS: tuple[ToolSpec, ...] = (
         "write",
         PlaceArgs,
         place_tool,
-        "把一个待安排（pending）任务放到第 day 天、从 slot_start 节开始的连续时段（长度=任务所需时长），"
-        "成功后任务变为已预排。目标完全落在空闲的水课时段内时自动嵌入。冲突或越界时不做任何修改。",
+        "把待安排任务放到第 day 天从 slot_start 节起的连续时段，成功后变为已预排；"
+        "全落在空闲水课内时自动嵌入。冲突时不做修改。",
     ),
     ToolSpec(
         "move",
         "write",
         MoveArgs,
         move_tool,
-        "把一个已落位任务移到第 new_day 天、从 new_slot_start 节开始（时长不变）。固定任务不可移动；"
-        "有多个时段块的任务需用 from_day 指定块。冲突时不做任何修改。",
+        "把已落位任务移到第 new_day 天从 new_slot_start 节起；固定任务不可移动，"
+        "多块任务用 from_day 指定块。冲突时不做修改。",
     ),
     ToolSpec(
         "swap",
@@ -365,8 +429,7 @@ WRITE_TOOLS: tuple[ToolSpec, ...] = (
         "write",
         BatchMoveArgs,
         batch_move_tool,
-        "同时移动多个已落位任务（原子操作：全部成功或全部回滚）。所有任务先离开原位再检查新位置，"
-        "因此可以在一次调用中互换位置。",
+        "同时移动多个已落位任务（全部成功或全部回滚）。所有任务先离开原位再检查新位置，可互换位置。",
     ),
     ToolSpec(
         "unplace",

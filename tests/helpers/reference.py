@@ -11,9 +11,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from ..rules import Level
-from ..state import ScheduleState, Task
-from .load import PARTS, load_level
+from smartflow_engine.analyzers.load import PARTS, load_level
+from smartflow_engine.rules import Level
+from smartflow_engine.state import ScheduleState, Task
 
 
 def _r4(x: float) -> float:

@@ -1,0 +1,371 @@
+"""The item order of a task class in the solver's models (issue 42).
+
+For two placed items of one class with orders a < b, a ends strictly before b starts
+(:mod:`..state.class_rules`). The models hold it in two parts:
+
+- **order segments** (:func:`order_segments`): the class's ordered items the problem does not
+  move bound each scope item to the span between the latest earlier one and the earliest later
+  one — a per-task window, part of its :class:`.problem.Rule` (a mask like the class's days);
+- **the order among the scope items** (:func:`keep_order`): items of one class that share a
+  duration, embeddability and subject are interchangeable for every other rule and every soft
+  term, so any placement of them is relabelled, in time order, to keep their order at no cost.
+  What relabelling cannot fix (items of different durations placed out of order) is re-placed
+  as a chain, in order, near the model's places; an item no place takes is left unplaced, so an
+  output never breaks the rule. The exact models hold it as precedence instead (see
+  :mod:`.ordered`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from ..state import order_key
+from .budget import DEFAULT_CALIBRATION, Calibration
+
+if TYPE_CHECKING:
+    from ..state import ScheduleState, Task
+    from .problem import Placement
+
+from .order_spans import Position, order_segments, task_of
+
+__all__ = ["Position", "keep_order", "order_kept", "order_proposal", "order_segments", "task_of"]
+
+
+def _fits(window: tuple[Position | None, Position | None] | None, pl: Placement) -> bool:
+    if window is None:
+        return True
+    after, before = window
+    if after is not None and (pl.day, pl.slot_start) <= after:
+        return False
+    return before is None or (pl.day, pl.slot_end) < before
+
+
+def order_kept(state: ScheduleState, placements: Sequence[Placement]) -> bool:
+    """Whether ``placements`` keep the order among themselves (the tasks' places outside them
+    are the windows' business)."""
+    by_class: dict[int, list[tuple[Position, int, Position]]] = defaultdict(list)
+    for pl in placements:
+        key = order_key(task_of(state, pl.task_id))
+        if key is not None:
+            by_class[key[0]].append(((pl.day, pl.slot_start), key[1], (pl.day, pl.slot_end)))
+    for rows in by_class.values():
+        rows.sort()
+        best: int | None = None  # the highest order among strictly earlier rows
+        for _, order, _ in rows:
+            if best is not None and order < best:
+                return False
+            best = order if best is None else max(best, order)
+    # rows sorted by start; placements never overlap, so start order is time order; equal
+    # orders may sit in any order
+    return True
+
+
+def keep_order(
+    state: ScheduleState,
+    placements: Sequence[Placement],
+    scope: Collection[int] | None = None,
+    exact_s: float = 0.5,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+) -> tuple[list[Placement], list[int]]:
+    """``placements`` with the ordered items of each class relabelled (interchangeable items
+    swap places, in time order) so that every order holds, among themselves and against their
+    class's items outside the scope ``scope`` (default: the placed tasks); a class whose places
+    no relabelling orders is re-placed as a chain (:func:`_chain`). Returns the placements and
+    the ids no place took (left unplaced). ``exact_s``: the wall time the exact chains may take
+    together (a safety net: the greedy chain always runs); ``calibration``: the exact chains'
+    model limits."""
+    placements = list(placements)
+    ids = {pl.task_id for pl in placements}
+    scope_ids = set(scope) if scope is not None else ids
+    tasks = {tid: task_of(state, tid) for tid in scope_ids}
+    ordered = {tid for tid, t in tasks.items() if order_key(t) is not None}
+    if not ordered & ids:
+        return placements, []
+    windows = order_segments(state, (tasks[tid] for tid in ordered))
+
+    def kind(t: Task) -> tuple[object, ...]:
+        return (t.need(), t.can_embed, t.category)
+
+    by_class: dict[int, list[int]] = defaultdict(list)
+    for tid in ordered:
+        by_class[order_key(tasks[tid])[0]].append(tid)  # type: ignore[index]
+    at = {pl.task_id: pl for pl in placements}
+    result: dict[int, Placement] = {}
+    dropped: list[int] = []
+    failing: list[tuple[list[int], list[Placement]]] = []
+    for items in by_class.values():
+        items.sort(key=lambda tid: (tasks[tid].task_order or 0, tid))
+        places = sorted(
+            (at[tid] for tid in items if tid in at), key=lambda p: (p.day, p.slot_start)
+        )
+        # relabel: the k-th place of a kind in time order gets the k-th item of that kind
+        pool: dict[tuple[object, ...], list[int]] = defaultdict(list)
+        for tid in items:
+            if tid in at:
+                pool[kind(tasks[tid])].append(tid)
+        taken = {k: 0 for k in pool}
+        relabelled: list[Placement] = []
+        for pl in places:
+            k = kind(tasks[pl.task_id])
+            relabelled.append(replace(pl, task_id=pool[k][taken[k]]))
+            taken[k] += 1
+        if all(_fits(windows.get(p.task_id), p) for p in relabelled) and order_kept(
+            state, relabelled
+        ):
+            result.update((p.task_id, p) for p in relabelled)
+            continue
+        failing.append((items, places))
+    # the caller's sequence of places: a relabelled place keeps its slot in the list
+    by_place = {(p.day, p.slot_start): p for tid, p in result.items() if tid in ordered}
+    final: list[Placement] = []
+    failed = {tid for items, _ in failing for tid in items}
+    for pl in placements:
+        if pl.task_id not in ordered:
+            final.append(pl)
+        elif pl.task_id not in failed and (new := by_place.get((pl.day, pl.slot_start))):
+            final.append(new)
+    if failing:
+        final, dropped = _chain(state, final, failing, scope_ids, exact_s, calibration)
+    return final, sorted(dropped)
+
+
+def _chain(
+    state: ScheduleState,
+    placements: list[Placement],
+    failing: list[tuple[list[int], list[Placement]]],
+    scope_ids: set[int],
+    exact_s: float,
+    calibration: Calibration,
+) -> tuple[list[Placement], list[int]]:
+    """Re-place the items of each class whose places no relabelling orders, as a chain: in
+    order, each at the first place every rule allows (its class's grid, free periods or a free
+    water-course block when permitted) that starts after the previous item ends and inside its
+    segment, from the time the model gave the item of its rank on (earlier if nothing later
+    fits), so the model's spread is kept where it can be; what no place takes is dropped. The
+    exact chain (:func:`.ordered.solve_ordered`, within ``exact_s`` of wall time) reads the
+    ``calibration``'s limits."""
+    t0 = time.perf_counter()
+    room = _ChainRoom.of(state, placements, scope_ids)
+    windows = order_segments(state, (task_of(state, tid) for items, _ in failing for tid in items))
+    out = list(placements)
+    dropped: list[int] = []
+    for items, places in failing:
+        placed_ids = {p.task_id for p in places}
+        chain = [tid for tid in items if tid in placed_ids]  # the model's others stay unplaced
+        options = {tid: room.options(state, tid, windows.get(tid, (None, None))) for tid in chain}
+        targets = {tid: (p.day, p.slot_start) for tid, p in zip(chain, places, strict=False)}
+        picks = _greedy_chain(chain, options, targets)
+        left = exact_s - (time.perf_counter() - t0)
+        if len(picks) < len(chain) and left > 0.05:  # the exact chain: most periods, near targets
+            from .ordered import solve_ordered
+
+            _, _, _, exact = solve_ordered(
+                state,
+                options,
+                state.slots_per_day,
+                state.num_days,
+                time_limit_s=left,
+                num_workers=1,
+                hint=picks,
+                targets=targets,
+                calibration=calibration,
+            )
+            if sum(p.length for p in exact) > sum(p.length for p in picks):
+                picks = exact
+        chosen = {p.task_id for p in picks}
+        dropped.extend(tid for tid in chain if tid not in chosen)
+        for pick in picks:
+            room.take(pick)
+            out.append(pick)
+    return out, dropped
+
+
+@dataclass
+class _ChainRoom:
+    """What a chain may take: the free periods (the scope's tasks lifted, the placements kept
+    placed) and the unlocked host blocks no guest outside the scope holds (``hosts``: day ->
+    (first period, last period, host), ``taken``: (day, first period) of those with a guest)."""
+
+    free: np.ndarray
+    hosts: dict[int, list[tuple[int, int, int]]]
+    taken: set[tuple[int, int]]
+
+    @classmethod
+    def of(
+        cls, state: ScheduleState, placements: Sequence[Placement], scope_ids: set[int]
+    ) -> _ChainRoom:
+        from .problem import cleared_layers
+
+        owner, guest = cleared_layers(state, [task_of(state, tid) for tid in scope_ids])
+        free = owner == 0
+        used_hosts: set[tuple[int, int]] = set()  # (day, host block's first period)
+        for pl in placements:
+            if pl.embed_host is None:
+                free[pl.day - 1, pl.slot_start - 1 : pl.slot_end] = False
+            else:
+                used_hosts.add((pl.day, pl.slot_start))
+        hosts: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        for t in state.tasks:
+            if t.can_embed and not t.locked and t.state_id not in scope_ids:
+                for b in t.slots:
+                    if not guest[b.day - 1, b.slot_start - 1 : b.slot_end].any():
+                        hosts[b.day].append((b.slot_start, b.slot_end, t.state_id))
+        taken = {
+            (day, hs)
+            for day, blocks in hosts.items()
+            for hs, he, _ in blocks
+            if any(hs <= p0 <= he for (d0, p0) in used_hosts if d0 == day)
+        }
+        return cls(free, hosts, taken)
+
+    def options(
+        self, state: ScheduleState, tid: int, window: tuple[Position | None, Position | None]
+    ) -> list[Placement]:
+        """Every place task ``tid`` may take now (its class's grid, its segment ``window``,
+        free periods or a free water-course block when permitted), in time order."""
+        from .problem import Placement as _Placement
+
+        spd, num_days = state.slots_per_day, state.num_days
+        task = task_of(state, tid)
+        need = task.need()
+        after, before = window
+        lo = after if after is not None else (0, spd)
+        hi = before if before is not None else (num_days + 1, 1)
+        starts = state.class_rules.allowed_starts(task, need)
+        guest_ok = state.class_rules.may_embed(task) and not task.can_embed
+        opts: list[Placement] = []
+        for day in range(max(lo[0], 1), min(hi[0], num_days) + 1):
+            for s0 in range(1, spd - need + 2):
+                e0 = s0 + need - 1
+                if (day, s0) <= lo or (day, e0) >= hi or not starts[day - 1, s0 - 1]:
+                    continue
+                if self.free[day - 1, s0 - 1 : e0].all():
+                    opts.append(_Placement(tid, day, s0, e0))
+                elif guest_ok:
+                    for hs, he, hid in self.hosts.get(day, ()):
+                        if hs <= s0 and e0 <= he and (day, hs) not in self.taken:
+                            opts.append(_Placement(tid, day, s0, e0, hid))
+                            break
+        return opts
+
+    def take(self, pick: Placement) -> None:
+        """``pick``'s periods (or its host block's guest seat) are no longer free."""
+        if pick.embed_host is None:
+            self.free[pick.day - 1, pick.slot_start - 1 : pick.slot_end] = False
+            return
+        hs = next(
+            h[0]
+            for h in self.hosts[pick.day]
+            if h[2] == pick.embed_host and h[0] <= pick.slot_start <= h[1]
+        )
+        self.taken.add((pick.day, hs))
+
+
+def _greedy_chain(
+    chain: list[int], options: dict[int, list[Placement]], targets: dict[int, Position]
+) -> list[Placement]:
+    """Each item of ``chain`` in turn at its first option that starts after the previous pick
+    ends (and does not overlap an earlier pick: options are taken from one free grid), from its
+    target on, else the earliest one before it."""
+    picks: list[Placement] = []
+    used: set[tuple[int, int]] = set()
+    hosts: set[tuple[int, int | None]] = set()
+    prev: Position = (0, 0)
+    for tid in chain:
+        target = targets.get(tid, prev)
+        found: Placement | None = None
+        fallback: Placement | None = None
+        for pl in options[tid]:
+            if (pl.day, pl.slot_start) <= prev:
+                continue
+            if pl.embed_host is None:
+                if any((pl.day, q) in used for q in range(pl.slot_start, pl.slot_end + 1)):
+                    continue
+            elif (pl.day, pl.embed_host) in hosts:
+                continue
+            if (pl.day, pl.slot_start) >= target:
+                found = pl
+                break
+            if fallback is None:
+                fallback = pl
+        pick = found or fallback
+        if pick is None:
+            continue
+        picks.append(pick)
+        if pick.embed_host is None:
+            used.update((pick.day, q) for q in range(pick.slot_start, pick.slot_end + 1))
+        else:
+            hosts.add((pick.day, pick.embed_host))
+        prev = (pick.day, pick.slot_end)
+    return picks
+
+
+P = TypeVar("P")
+
+
+def order_proposal(
+    state: ScheduleState,
+    proposal: P,
+    *,
+    new_places: bool = True,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+) -> P:
+    """A proposal (:class:`.placement.Proposal`) whose placements keep the item order: the
+    same proposal when they do, relabelled when that suffices (every figure unchanged: the
+    swapped items are interchangeable), else cut by :func:`keep_order` — the dropped items join
+    ``unplaced``, the placed periods drop, and the figures no longer describe it are withdrawn
+    (``max_slots``, ``bound``, the health counts and floor: never claimed unproven), status
+    ``unknown``. ``new_places=False`` keeps only the model's own places (a relabelling); an
+    item the chain would put elsewhere is left unplaced instead. ``calibration``: the exact
+    chains' model limits (:func:`keep_order`)."""
+    placements: list[Placement] | None = getattr(proposal, "placements", None)
+    if not placements:  # nothing placed (or a stand-in without placements): nothing to order
+        return proposal
+    unplaced: list[int] = proposal.unplaced  # type: ignore[attr-defined]
+    scope = {p.task_id for p in placements} | set(unplaced)
+    kept, dropped = keep_order(state, placements, scope, calibration=calibration)
+    if not new_places:  # only the model's own places (a calendar scope): a chain's others drop
+        original = {(p.day, p.slot_start, p.embed_host) for p in placements}
+        away = {p.task_id for p in kept if (p.day, p.slot_start, p.embed_host) not in original}
+        kept = [p for p in kept if p.task_id not in away]
+        dropped = [*dropped, *sorted(away)]
+
+    def places(pls: Sequence[Placement]) -> set[tuple[int, int, int | None]]:
+        return {(p.day, p.slot_start, p.embed_host) for p in pls}
+
+    if not dropped and places(kept) == places(placements):
+        if kept == placements:
+            return proposal
+        return replace(proposal, placements=kept)  # type: ignore[type-var]
+    # places changed (items put back elsewhere, or left out): the figures are measured again
+    # where cheap (the soft terms, the health counts) and withdrawn where not (the proofs)
+    from .health_eval import HealthEvaluator
+    from .objective import evaluate
+    from .problem import build_problem
+
+    wide: bool = getattr(proposal, "include_suggested", False)
+    problem = build_problem(state, by_subject=True, include_suggested=wide, task_ids=scope)
+    weights = getattr(proposal, "weights", None) or None
+    objective = evaluate(problem, kept, weights)
+    counts = HealthEvaluator(state, scope, getattr(proposal, "threshold", "normal"))
+    counts.set_placements(kept)
+    critical, warning = counts.counts_now().key
+    return replace(  # type: ignore[type-var]
+        proposal,
+        placements=kept,
+        unplaced=sorted((scope - {p.task_id for p in kept}) | set(dropped)),
+        objective=objective,
+        status="unknown",
+        max_slots=None,
+        bound=None,
+        critical=critical,
+        warning=warning,
+        floor=None,
+        floor_least_warning=None,
+    )
