@@ -97,14 +97,17 @@ class Calibration:
     # -------------------------------------------------------------------------- the proposal
     # (:func:`.placement.propose_placement`) Every stage is bounded by a deterministic work
     # measure, converted to estimated seconds of the 2-core CI machine; the wall clock
-    # (time_limit_s) is only a safety net. The total estimate is work_share of the limit, so the
-    # wall clock decides only on a machine more than 1 / work_share times slower than the
-    # calibration. No share keeps a loaded machine out (on a fresh 2-core machine the estimates
-    # ran ~1.5x short of the wall time, and a competing busy thread slowed the pure-Python
-    # stages 2-7x), so determinism for a seed is promised only for a proposal the wall clock did
-    # not cut: it says so (``wall_limited``), and a caller that needs the same answer everywhere
-    # fixes the work (``work_limit_s``) under a generous wall limit.
-    work_share: float = 0.4
+    # (time_limit_s) is only a safety net. A call's work is work_share of its limit (or the
+    # caller's ``work_limit_s``), and the stage shares below are fractions of its ``effort`` =
+    # work / shares_of (the shares were tuned when a call's work was 0.4 of its limit). Measured
+    # on the bench_close windows at their default limits (2026-12-07, results_close.md): with
+    # work_share 0.4 every default proposal ran into its limit on a quiet machine (the stages
+    # took 1.6-3x the effort), so no default reply was reproducible; at 0.1 (effort a quarter of
+    # the limit) the stages take 0.3-0.7 of the limit quietly, which leaves a busy machine its
+    # ~2x. A proposal the wall clock did cut says so (``wall_limited``); a caller that needs the
+    # same answer everywhere fixes the work (``work_limit_s``) under a generous wall limit.
+    work_share: float = 0.1
+    shares_of: float = 0.4
     level1_share: float = 0.3  # of the limit for the counting model's proven maximum (level 1)
     repair_share: float = 0.1  # of the limit for placing the greedy's leftovers exactly
     greedy_share: float = 0.2  # of the limit, at most, for the balanced greedy (minutes on 20k)
@@ -134,6 +137,11 @@ class Calibration:
     # 0.55: the model types blocks by the masks allowing them (slower on windows with classes,
     # exact there); measured against 0.4 / 0.5 in results_close.md (2026-12-05, evening).
     exact_floor_share: float = 0.55
+    # The exact model's work is CP-SAT deterministic time: exact_floor_share of the effort, in
+    # estimated seconds, times this (its solves ran 0.2-0.45 deterministic units per wall second
+    # on the bench_close windows, 2026-12-07; the work was passed as deterministic units 1:1
+    # before, so a 60-day window's model ran into its wall limit on a quiet machine).
+    exact_det_per_s: float = 0.45
     # When the exact model's days do not all pack (see .starts.exact_model_start), the exact
     # maximum of what is left may take up to this share of the limit more (from the search's).
     exact_complete_share: float = 0.1
@@ -195,7 +203,13 @@ class Calibration:
     soft_history: int = 20
     soft_scan_share: float = 0.1
     soft_scan_tries: int = 3  # of a scan's places, the best few (by soft terms) tried on health
-    soft_screen_cost: float = 0.2  # of an evaluation: a candidate screened on the soft terms
+    # of an evaluation: a candidate screened on the soft terms (measured 60-90 us a screen
+    # against the 195 us estimated for a weighted evaluation, 2026-12-07; was 0.2)
+    soft_screen_cost: float = 0.45
+    # The soft phase ends after max(soft_patience_min, soft_patience_per_task x its tasks) steps
+    # without a lower soft total (a scan is one step).
+    soft_patience_per_task: float = 50.0
+    soft_patience_min: int = 500
 
     # -------------------------------------------------------------------------- the other calls
     # Of a least-change repair's limit for placing the pending tasks (:mod:`.repair`).

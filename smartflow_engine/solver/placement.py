@@ -407,7 +407,7 @@ def _scope_floor(run: ScopeRun, placements: list[Placement], proven: bool) -> Sc
         if run.repair
         else max(0.0, min(exact_s, run.stop - setup_s - time.perf_counter())),
         num_workers=1 if run.repair else run.num_workers,
-        exact_work_s=None if run.repair else cal.exact_floor_share * run.effort,
+        exact_work_s=None if run.repair else run.exact_work(),
         scoped=run.within is not None,
     )
 

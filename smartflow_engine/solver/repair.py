@@ -80,7 +80,7 @@ def _pending_proposal(run: ScopeRun) -> Proposal:
     return propose_placement(
         run.state,
         time_limit_s=cal.pending_share * run.time_limit_s,
-        work_limit_s=cal.pending_share * cal.work_share * run.effort,
+        work_limit_s=cal.pending_share * cal.shares_of * run.effort,
         seed=run.seed,
         threshold=run.threshold,
         num_workers=run.num_workers,

@@ -3,8 +3,8 @@ threshold, its clocks and its work budgets, read by every stage of :mod:`.placem
 (level 1, :mod:`.starts`, the floor, the search, the send-back).
 
 Work budgets (estimated seconds of the calibration machine) decide what a stage does:
-``effort`` is the limit they are computed from (``time_limit_s`` unless the caller fixes the work
-apart, ``work_limit_s``). The wall clock only cuts: ``stop`` holds the whole call (its margin is
+``effort`` is the limit they are computed from (the call's work over ``shares_of``, see
+:func:`_effort`). The wall clock only cuts: ``stop`` holds the whole call (its margin is
 for the answer itself), ``search_stop`` leaves the close stage and the feasibility check of the
 unplaced tasks their time (set once level 1 knows how many periods stay unplaced).
 """
@@ -27,9 +27,10 @@ from .problem import Problem, build_problem
 
 
 def _effort(time_limit_s: float, work_limit_s: float | None, cal: Calibration) -> float:
-    """The limit the work budgets are computed from: the wall clock's own unless the caller
-    fixes the work separately (``work_limit_s``, a ``work_share`` of it)."""
-    return time_limit_s if work_limit_s is None else work_limit_s / cal.work_share
+    """The limit the stages' shares are computed from: the call's work (``work_limit_s``, by
+    default ``work_share`` of its wall-clock limit) over ``shares_of``, never the time left."""
+    work = cal.work_share * time_limit_s if work_limit_s is None else work_limit_s
+    return work / cal.shares_of
 
 
 @dataclass
@@ -157,6 +158,12 @@ class ScopeRun:
         if self._counter is None:
             self._counter = HealthEvaluator(self.state, self.scope(), self.threshold, 0)
         return self._counter
+
+    def exact_work(self) -> float:
+        """The exact model's work (CP-SAT deterministic time): its share of the effort, converted
+        by the calibration's measured rate (see :attr:`.budget.Calibration.exact_det_per_s`)."""
+        cal = self.calibration
+        return cal.exact_floor_share * self.effort * cal.exact_det_per_s
 
     def level1(self) -> tuple[CountResult, bool]:
         """Level 1: the most periods (the counting model, its share of the limit and of the

@@ -152,7 +152,14 @@ class SoftPhase:
         history = [self.cur_soft] * max(1, cal.soft_history)
         step = 0
         next_check = self.work
-        while self.work < limit:
+        # Steps without a lower soft total before the phase ends (deterministic: counted in
+        # steps; a small window's soft terms settle long before its budget is spent).
+        patience = max(cal.soft_patience_min, int(cal.soft_patience_per_task * len(tids)))
+        best, since = self.cur_soft, 0
+        while self.work < limit and since < patience:
+            if self.cur_soft < best - 1e-9:
+                best, since = self.cur_soft, 0
+            since += 1
             if self.work >= next_check:
                 next_check = self.work + cal.refresh_every
                 if time.perf_counter() > safety:

@@ -109,7 +109,7 @@ def exact_model_start(run: ScopeRun, found: Starts) -> None:
         run.threshold,
         min(cal.exact_floor_share * limit, run.search_stop - time.perf_counter()),
         run.num_workers,
-        cal.exact_floor_share * run.effort,
+        run.exact_work(),
         complete_by=min(
             run.search_stop,
             time.perf_counter() + (cal.exact_floor_share + cal.exact_complete_share) * limit,
