@@ -18,6 +18,7 @@ import pytest
 from smartflow_engine.solver import proposal_key, propose_placement, repair_placement
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import make_state
 
 
 def _spin() -> None:  # pragma: no cover (runs in a child process)
@@ -97,3 +98,45 @@ def test_analyze_health_replies_the_same_twice_with_both_cores_busy(busy_cores: 
         env["feasibility"].pop("runtime_s", None)
         replies.append(env)
     assert replies[0] == replies[1]
+
+
+@pytest.mark.parametrize("days", [1, 7])
+def test_a_small_windows_default_proposal_is_the_same_twice_with_both_cores_busy(
+    days: int, busy_cores: None
+) -> None:
+    """The default limit's work fits the limit with room for a busy machine (the CI failure of
+    2026-12-07: a one-day window's soft phase spent its whole budget and the clock cut it)."""
+    state = (
+        synthetic_window(2, days, variant="fragmented")
+        if days > 1
+        else make_state(1, 6, [{"duration": 2}, {"duration": 2}])
+    )
+    runs = [propose_placement(state, seed=0) for _ in range(2)]
+    assert not runs[0].wall_limited and not runs[1].wall_limited
+    assert _answer(state, runs[0]) == _answer(state, runs[1])
+
+
+def test_the_soft_phase_ends_on_its_patience_not_its_budget() -> None:
+    """A search given far more work than a small window needs stops once the soft terms have
+    not improved for ``soft_patience`` steps: the evaluations spent are the same with a budget
+    ten times larger, and far below either budget."""
+    from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
+    from smartflow_engine.solver.health_search import search_health
+    from smartflow_engine.solver.objective import DEFAULT_WEIGHTS
+    from smartflow_engine.solver.placement import propose_placement as propose
+    from smartflow_engine.solver.problem import build_problem
+
+    state = synthetic_window(2, 7, variant="fragmented")
+    problem = build_problem(state, by_subject=True)
+    start = propose(state, time_limit_s=60.0, work_limit_s=0.01, seed=0).placements
+    runs = [
+        search_health(
+            state, problem, start, seed=0, budget_s=budget, weights=DEFAULT_WEIGHTS,
+            calibration=DEFAULT_CALIBRATION,
+        )  # fmt: skip
+        for budget in (30.0, 300.0)
+    ]
+    assert runs[0].evaluations == runs[1].evaluations
+    assert runs[0].placements == runs[1].placements
+    limit = 30.0 / (DEFAULT_CALIBRATION.eval_cost_s * DEFAULT_CALIBRATION.soft_eval_factor)
+    assert runs[0].evaluations < limit / 10
