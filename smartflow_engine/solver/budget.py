@@ -206,10 +206,14 @@ class Calibration:
     # of an evaluation: a candidate screened on the soft terms (measured 60-90 us a screen
     # against the 195 us estimated for a weighted evaluation, 2026-12-07; was 0.2)
     soft_screen_cost: float = 0.45
+    # The health phase ends after max(health_patience_min, health_patience_per_task x its tasks)
+    # evaluations without a better key (0: only its budget ends it; kicks count).
+    health_patience_per_task: float = 50.0
+    health_patience_min: int = 1500
     # The soft phase ends after max(soft_patience_min, soft_patience_per_task x its tasks) steps
     # without a lower soft total (a scan is one step).
     soft_patience_per_task: float = 50.0
-    soft_patience_min: int = 500
+    soft_patience_min: int = 2000
 
     # -------------------------------------------------------------------------- the other calls
     # Of a least-change repair's limit for placing the pending tasks (:mod:`.repair`).
@@ -241,6 +245,8 @@ class Calibration:
                 raise ValueError(f"calibration figure {f.name} must not be negative: {value!r}")
         if self.pack_orders < 1:
             raise ValueError("calibration figure pack_orders must be at least 1")
+        if self.shares_of <= 0:
+            raise ValueError("calibration figure shares_of must be positive")
 
 
 DEFAULT_CALIBRATION = Calibration()

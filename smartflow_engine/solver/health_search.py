@@ -296,11 +296,18 @@ def _health_phase(walk: Walk, limit: int) -> None:
     )
     next_refresh = 0
     last_best = (walk.best_key, 0)
+    # Evaluations without a better key before the phase ends (deterministic; kicks included).
+    patience = max(cal.health_patience_min, int(cal.health_patience_per_task * len(walk.tids)))
+    improved = (walk.best_key, 0)
     while walk.evals < limit and walk.tids and not walk.at_floor(walk.best_key):
         if walk.evals >= next_refresh:  # (scans spend many evaluations at once)
             next_refresh = walk.evals + cal.refresh_every
             if time.perf_counter() > walk.safety:
                 walk.wall_cut = True
+                break
+            if walk.best_key != improved[0]:
+                improved = (walk.best_key, walk.evals)
+            elif patience and walk.evals - improved[1] >= patience:
                 break
             if walk.best_key != last_best[0]:
                 last_best = (walk.best_key, walk.evals)
