@@ -425,11 +425,11 @@ def _candidate_starts(
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
     memo: SearchMemo | None = None,
     periods: frozenset[int] | None = None,
-) -> Iterator[tuple[int, tuple[int, ...], int | None, int, bool]]:
+) -> Iterator[tuple[int, tuple[int, ...], int | None, int, SlotRange | None]]:
     """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
-    time (its candidates in order: a search may judge them together) or one water-course
-    block: per piece, the first and last fitting start of each free run and each free
-    water-course block, where the task's class rules allow (its days, dates and weekdays, off
+    time (its candidates in order: a search may judge them together; ``into_host`` None) or
+    one water-course block (``into_host``: the block): per piece, the first and last fitting
+    start of each free run and each free water-course block, where the task's class rules allow (its days, dates and weekdays, off
     its banned periods, into a water course only when the class permits, and in the order of
     its items: :attr:`ScheduleState.class_rules`); a block of a multi-block task never onto a
     day holding another of its blocks, nor onto its own place.
@@ -488,7 +488,7 @@ def _candidate_starts(
                 starts = tuple(start for start in starts if (day, start) not in own)
                 if not starts:
                     continue
-            yield day, starts, from_day, need, False
+            yield day, starts, from_day, need, None
         if not blocks:
             continue
         day_set = {
@@ -510,7 +510,7 @@ def _candidate_starts(
                     periods is None or periods.issuperset(range(b.slot_start, b.slot_start + need))
                 )
             ):
-                yield b.day, (b.slot_start,), from_day, need, True
+                yield b.day, (b.slot_start,), from_day, need, b
 
 
 def _order_keeps(kept: Sequence[SlotRange], order: tuple[OrderBound, OrderBound]) -> bool:
@@ -699,7 +699,7 @@ def rank_destinations(
     for day, starts, from_day, need, into_host in _candidate_starts(
         state, task, day_list, runs, memo if periods is None else None, periods
     ):
-        if prune and not into_host:
+        if prune and into_host is None:
             if from_day not in easing:
                 easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
             days_ok = easing[from_day]
@@ -732,9 +732,16 @@ def rank_destinations(
                 ranking.cut = True
                 stopped = True
                 break
-            if into_host:
+            if into_host is not None:
                 # an embedding: the write tools' own rules decide it (relocate on the state,
-                # undone)
+                # undone). A host block holding another task's guest refuses it
+                # (``embed_taken``, or an earlier refusal): known without the call, which is
+                # the cost of a ranking on a window whose water courses are mostly taken.
+                taken = work.grid.guest[
+                    into_host.day - 1, into_host.slot_start - 1 : into_host.slot_end
+                ]
+                if ((taken != 0) & (taken != task_id)).any():
+                    continue
                 result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
                 if not result.ok:
                     continue
