@@ -337,8 +337,8 @@ class SearchMemo:
     """What the rankings of one search (or the searches of one health call) share while the
     state stays as it is (every probe is undone): the host blocks, the tasks holding a guest,
     the free-period starts per (days, class window, banned periods, periods, days taken by the
-    task's other blocks) and per (day, periods, banned periods), and the evaluator's total
-    impact and free runs."""
+    task's other blocks) and per (day, periods, banned periods), the evaluator's total impact
+    and free runs, and the guests each host block holds."""
 
     hosts: list[tuple[int, SlotRange]]
     guest_hosts: set[int]
@@ -348,6 +348,8 @@ class SearchMemo:
     days_held: list[Sequence[int]] = field(default_factory=list)
     # (evaluator, its total critical/warning impact, its free runs)
     judged: tuple[HealthEvaluator, float, Any] | None = None
+    # the guests of each host block (by day, first and last period)
+    block_guests: dict[tuple[int, int, int], frozenset[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, state: ScheduleState) -> SearchMemo:
@@ -737,10 +739,8 @@ def rank_destinations(
                 # undone). A host block holding another task's guest refuses it
                 # (``embed_taken``, or an earlier refusal): known without the call, which is
                 # the cost of a ranking on a window whose water courses are mostly taken.
-                taken = work.grid.guest[
-                    into_host.day - 1, into_host.slot_start - 1 : into_host.slot_end
-                ]
-                if ((taken != 0) & (taken != task_id)).any():
+                held = _block_guests(work, into_host, memo)
+                if held and held != {task_id}:
                     continue
                 result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
                 if not result.ok:
@@ -775,6 +775,21 @@ def rank_destinations(
             break
     ranking.destinations.sort(key=Destination.score)
     return ranking
+
+
+def _block_guests(
+    work: ScheduleState, block: SlotRange, memo: SearchMemo | None
+) -> frozenset[int]:
+    """The ids the guest layer of ``work`` holds in the host ``block`` (``memo``: kept for
+    the searches of a state that stays as it is)."""
+    key = (block.day, block.slot_start, block.slot_end)
+    found = memo.block_guests.get(key) if memo is not None else None
+    if found is None:
+        cells = work.grid.guest[block.day - 1, block.slot_start - 1 : block.slot_end]
+        found = frozenset(int(g) for g in cells.tolist() if g)
+        if memo is not None:
+            memo.block_guests[key] = found
+    return found
 
 
 def _free_move_facts(
