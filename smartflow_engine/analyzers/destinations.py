@@ -348,6 +348,8 @@ class SearchMemo:
     days_held: list[Sequence[int]] = field(default_factory=list)
     # (evaluator, its total critical/warning impact, its free runs)
     judged: tuple[HealthEvaluator, float, Any] | None = None
+    # the days a piece may go to, by (days, class, days taken by the task's other blocks)
+    day_sets: dict[tuple[Any, ...], frozenset[int]] = field(default_factory=dict)
     # the guests of each host block (by day, first and last period)
     block_guests: dict[tuple[int, int, int], frozenset[int]] = field(default_factory=dict)
 
@@ -431,9 +433,10 @@ def _candidate_starts(
     """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
     time (its candidates in order: a search may judge them together; ``into_host`` None) or
     one water-course block (``into_host``: the block): per piece, the first and last fitting
-    start of each free run and each free water-course block, where the task's class rules allow (its days, dates and weekdays, off
-    its banned periods, into a water course only when the class permits, and in the order of
-    its items: :attr:`ScheduleState.class_rules`); a block of a multi-block task never onto a
+    start of each free run and each free water-course block, where the task's class rules
+    allow (its days, dates and weekdays, off its banned periods, into a water course only when
+    the class permits, and in the order of its items: :attr:`ScheduleState.class_rules`); a
+    block of a multi-block task never onto a
     day holding another of its blocks, nor onto its own place.
     ``runs``: each day's free runs (0-based days, as :meth:`HealthEvaluator.free_runs`) when
     the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`;
@@ -493,26 +496,52 @@ def _candidate_starts(
             yield day, starts, from_day, need, None
         if not blocks:
             continue
-        day_set = {
-            d
-            for d in days
-            if d not in taken and (day_ok is None or (1 <= d <= len(day_ok) and day_ok[d - 1]))
-        }
+        day_set = _day_set(days, day_ok, taken, rule.class_id if rule is not None else None, memo)
         for b in blocks:
-            span = _order_span(b.day, *order)
             if (
-                b.day in day_set
-                and (b.day, b.slot_start) not in own  # its own place: move refuses no_change
-                and b.length >= need
-                and not banned & set(range(b.slot_start, b.slot_start + need))
-                and span is not None
-                and span[0] <= b.slot_start
-                and b.slot_start + need - 1 <= span[1]
-                and (
-                    periods is None or periods.issuperset(range(b.slot_start, b.slot_start + need))
-                )
+                b.day not in day_set
+                or b.length < need
+                or (b.day, b.slot_start) in own  # its own place: move refuses no_change
+                or (banned and not banned.isdisjoint(range(b.slot_start, b.slot_start + need)))
             ):
-                yield b.day, (b.slot_start,), from_day, need, b
+                continue
+            if order != (None, None):
+                span = _order_span(b.day, *order)
+                if span is None or not (
+                    span[0] <= b.slot_start and b.slot_start + need - 1 <= span[1]
+                ):
+                    continue
+            if periods is not None and not periods.issuperset(
+                range(b.slot_start, b.slot_start + need)
+            ):
+                continue
+            yield b.day, (b.slot_start,), from_day, need, b
+
+
+def _day_set(
+    days: Sequence[int],
+    day_ok: Any,
+    taken: set[int],
+    class_id: int | None,
+    memo: SearchMemo | None,
+) -> set[int] | frozenset[int]:
+    """The days of ``days`` a piece may go to (its class's, not ``taken`` by the task's other
+    blocks); kept in ``memo`` by (days, class, days taken)."""
+    key = (id(days), class_id, frozenset(taken))
+    if memo is not None:
+        found = memo.day_sets.get(key)  # ``days`` held since stored: its id is its own
+        if found is not None:
+            return found
+    out = frozenset(
+        d
+        for d in days
+        if d not in taken and (day_ok is None or (1 <= d <= len(day_ok) and day_ok[d - 1]))
+    )
+    if memo is not None:
+        if not any(held is days for held in memo.days_held):
+            memo.days_held.append(days)
+        memo.day_sets[key] = out
+    return out
 
 
 def _order_keeps(kept: Sequence[SlotRange], order: tuple[OrderBound, OrderBound]) -> bool:
