@@ -78,9 +78,7 @@ def cases() -> list[tuple[str, Any, dict[str, Any]]]:
     for i, opts in enumerate(options):
         for variant in VARIANTS:
             name = f"options {json.dumps(opts)} {variant}"
-            out.append(
-                (name, lambda v=variant, s=i: placed_window(30, v, True, seed=20 + s), opts)
-            )
+            out.append((name, lambda v=variant, s=i: placed_window(30, v, True, seed=20 + s), opts))
             name = f"options pending {json.dumps(opts)} {variant}"
             out.append(
                 (
@@ -113,7 +111,9 @@ def _paths(a: Any, b: Any, at: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         return [p for k in {*a, *b} for p in _paths(a.get(k), b.get(k), f"{at}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [p for i, (x, y) in enumerate(zip(a, b)) for p in _paths(x, y, f"{at}[{i}]")]
+        return [
+            p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _paths(x, y, f"{at}[{i}]")
+        ]
     return [] if a == b else [f"{at}: {str(a)[:80]} != {str(b)[:80]}"]
 
 

@@ -348,6 +348,8 @@ class SearchMemo:
     days_held: list[Sequence[int]] = field(default_factory=list)
     # (evaluator, its total critical/warning impact, its free runs)
     judged: tuple[HealthEvaluator, float, Any] | None = None
+    # per task: its class rule, banned periods, order bounds and the host blocks it may enter
+    task_facts: dict[int, _TaskFacts] = field(default_factory=dict)
     # the days a piece may go to, by (days, class, days taken by the task's other blocks)
     day_sets: dict[tuple[Any, ...], frozenset[int]] = field(default_factory=dict)
     # the guests of each host block (by day, first and last period)
@@ -443,23 +445,15 @@ def _candidate_starts(
     ``periods``: only places whose every period is one of these (a caller's section filter:
     the free runs are cut at the other periods, so their ends are tried). Lazy: a ranking that
     runs out of budget reads no further."""
-    rules = state.class_rules
-    rule = rules.for_task(task)
+    facts = memo.task_facts.get(task.state_id) if memo is not None else None
+    if facts is None:
+        facts = _task_facts(state, task, memo)
+        if memo is not None:
+            memo.task_facts[task.state_id] = facts
+    rule, banned, order, blocks = facts
     day_ok = rule.days if rule is not None else None
-    banned = set(rule.banned_periods) if rule is not None else set()
-    after, before = rules.order_window(task)
-    order = (after[0] if after else None, before[0] if before else None)
     own = {(b.day, b.slot_start) for b in task.slots}
     own_days = {day for day, _ in own}
-    blocks = (
-        []
-        if task.can_embed or not rules.may_embed(task)
-        else [
-            b
-            for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
-            if host_id != task.state_id
-        ]
-    )
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
         kept = [b for b in task.slots if b.day != from_day] if from_day is not None else []
@@ -516,6 +510,30 @@ def _candidate_starts(
             ):
                 continue
             yield b.day, (b.slot_start,), from_day, need, b
+
+
+# (class rule, banned periods, order bounds, host blocks it may go into)
+_TaskFacts = tuple[Any, set[int], tuple[OrderBound, OrderBound], list[SlotRange]]
+
+
+def _task_facts(state: ScheduleState, task: Task, memo: SearchMemo | None) -> _TaskFacts:
+    """What :func:`_candidate_starts` reads of ``task``'s class rules and the host blocks,
+    kept in ``memo`` per task (the state stays as it is)."""
+    rules = state.class_rules
+    rule = rules.for_task(task)
+    banned = set(rule.banned_periods) if rule is not None else set()
+    after, before = rules.order_window(task)
+    order = (after[0] if after else None, before[0] if before else None)
+    blocks = (
+        []
+        if task.can_embed or not rules.may_embed(task)
+        else [
+            b
+            for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
+            if host_id != task.state_id
+        ]
+    )
+    return rule, banned, order, blocks
 
 
 def _day_set(
@@ -806,9 +824,7 @@ def rank_destinations(
     return ranking
 
 
-def _block_guests(
-    work: ScheduleState, block: SlotRange, memo: SearchMemo | None
-) -> frozenset[int]:
+def _block_guests(work: ScheduleState, block: SlotRange, memo: SearchMemo | None) -> frozenset[int]:
     """The ids the guest layer of ``work`` holds in the host ``block`` (``memo``: kept for
     the searches of a state that stays as it is)."""
     key = (block.day, block.slot_start, block.slot_end)

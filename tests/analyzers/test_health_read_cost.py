@@ -12,8 +12,7 @@ import pytest
 
 from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.analyzers import destinations as dest
-from smartflow_engine.solver import check_feasibility
-from smartflow_engine.solver import counting
+from smartflow_engine.solver import check_feasibility, counting
 from smartflow_engine.solver.problem import build_problem
 from smartflow_engine.state.synthetic import synthetic_window
 from tests.helpers.solver_windows import make_state
