@@ -337,8 +337,8 @@ class SearchMemo:
     """What the rankings of one search (or the searches of one health call) share while the
     state stays as it is (every probe is undone): the host blocks, the tasks holding a guest,
     the free-period starts per (days, class window, banned periods, periods, days taken by the
-    task's other blocks) and per (day, periods, banned periods), and the evaluator's total
-    impact and free runs."""
+    task's other blocks) and per (day, periods, banned periods), the evaluator's total impact
+    and free runs, and the guests each host block holds."""
 
     hosts: list[tuple[int, SlotRange]]
     guest_hosts: set[int]
@@ -348,6 +348,12 @@ class SearchMemo:
     days_held: list[Sequence[int]] = field(default_factory=list)
     # (evaluator, its total critical/warning impact, its free runs)
     judged: tuple[HealthEvaluator, float, Any] | None = None
+    # per task: its class rule, banned periods, order bounds and the host blocks it may enter
+    task_facts: dict[int, _TaskFacts] = field(default_factory=dict)
+    # the days a piece may go to, by (days, class, days taken by the task's other blocks)
+    day_sets: dict[tuple[Any, ...], frozenset[int]] = field(default_factory=dict)
+    # the guests of each host block (by day, first and last period)
+    block_guests: dict[tuple[int, int, int], frozenset[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, state: ScheduleState) -> SearchMemo:
@@ -425,36 +431,29 @@ def _candidate_starts(
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
     memo: SearchMemo | None = None,
     periods: frozenset[int] | None = None,
-) -> Iterator[tuple[int, tuple[int, ...], int | None, int, bool]]:
+) -> Iterator[tuple[int, tuple[int, ...], int | None, int, SlotRange | None]]:
     """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
-    time (its candidates in order: a search may judge them together) or one water-course
-    block: per piece, the first and last fitting start of each free run and each free
-    water-course block, where the task's class rules allow (its days, dates and weekdays, off
-    its banned periods, into a water course only when the class permits, and in the order of
-    its items: :attr:`ScheduleState.class_rules`); a block of a multi-block task never onto a
+    time (its candidates in order: a search may judge them together; ``into_host`` None) or
+    one water-course block (``into_host``: the block): per piece, the first and last fitting
+    start of each free run and each free water-course block, where the task's class rules
+    allow (its days, dates and weekdays, off its banned periods, into a water course only when
+    the class permits, and in the order of its items: :attr:`ScheduleState.class_rules`); a
+    block of a multi-block task never onto a
     day holding another of its blocks, nor onto its own place.
     ``runs``: each day's free runs (0-based days, as :meth:`HealthEvaluator.free_runs`) when
     the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`;
     ``periods``: only places whose every period is one of these (a caller's section filter:
     the free runs are cut at the other periods, so their ends are tried). Lazy: a ranking that
     runs out of budget reads no further."""
-    rules = state.class_rules
-    rule = rules.for_task(task)
+    facts = memo.task_facts.get(task.state_id) if memo is not None else None
+    if facts is None:
+        facts = _task_facts(state, task, memo)
+        if memo is not None:
+            memo.task_facts[task.state_id] = facts
+    rule, banned, order, blocks = facts
     day_ok = rule.days if rule is not None else None
-    banned = set(rule.banned_periods) if rule is not None else set()
-    after, before = rules.order_window(task)
-    order = (after[0] if after else None, before[0] if before else None)
     own = {(b.day, b.slot_start) for b in task.slots}
     own_days = {day for day, _ in own}
-    blocks = (
-        []
-        if task.can_embed or not rules.may_embed(task)
-        else [
-            b
-            for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
-            if host_id != task.state_id
-        ]
-    )
     for from_day, need in _pieces(task):
         taken = {b.day for b in task.slots if b.day != from_day} if from_day is not None else set()
         kept = [b for b in task.slots if b.day != from_day] if from_day is not None else []
@@ -488,29 +487,79 @@ def _candidate_starts(
                 starts = tuple(start for start in starts if (day, start) not in own)
                 if not starts:
                     continue
-            yield day, starts, from_day, need, False
+            yield day, starts, from_day, need, None
         if not blocks:
             continue
-        day_set = {
-            d
-            for d in days
-            if d not in taken and (day_ok is None or (1 <= d <= len(day_ok) and day_ok[d - 1]))
-        }
+        day_set = _day_set(days, day_ok, taken, rule.class_id if rule is not None else None, memo)
         for b in blocks:
-            span = _order_span(b.day, *order)
             if (
-                b.day in day_set
-                and (b.day, b.slot_start) not in own  # its own place: move refuses no_change
-                and b.length >= need
-                and not banned & set(range(b.slot_start, b.slot_start + need))
-                and span is not None
-                and span[0] <= b.slot_start
-                and b.slot_start + need - 1 <= span[1]
-                and (
-                    periods is None or periods.issuperset(range(b.slot_start, b.slot_start + need))
-                )
+                b.day not in day_set
+                or b.length < need
+                or (b.day, b.slot_start) in own  # its own place: move refuses no_change
+                or (banned and not banned.isdisjoint(range(b.slot_start, b.slot_start + need)))
             ):
-                yield b.day, (b.slot_start,), from_day, need, True
+                continue
+            if order != (None, None):
+                span = _order_span(b.day, *order)
+                if span is None or not (
+                    span[0] <= b.slot_start and b.slot_start + need - 1 <= span[1]
+                ):
+                    continue
+            if periods is not None and not periods.issuperset(
+                range(b.slot_start, b.slot_start + need)
+            ):
+                continue
+            yield b.day, (b.slot_start,), from_day, need, b
+
+
+# (class rule, banned periods, order bounds, host blocks it may go into)
+_TaskFacts = tuple[Any, set[int], tuple[OrderBound, OrderBound], list[SlotRange]]
+
+
+def _task_facts(state: ScheduleState, task: Task, memo: SearchMemo | None) -> _TaskFacts:
+    """What :func:`_candidate_starts` reads of ``task``'s class rules and the host blocks,
+    kept in ``memo`` per task (the state stays as it is)."""
+    rules = state.class_rules
+    rule = rules.for_task(task)
+    banned = set(rule.banned_periods) if rule is not None else set()
+    after, before = rules.order_window(task)
+    order = (after[0] if after else None, before[0] if before else None)
+    blocks = (
+        []
+        if task.can_embed or not rules.may_embed(task)
+        else [
+            b
+            for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
+            if host_id != task.state_id
+        ]
+    )
+    return rule, banned, order, blocks
+
+
+def _day_set(
+    days: Sequence[int],
+    day_ok: Any,
+    taken: set[int],
+    class_id: int | None,
+    memo: SearchMemo | None,
+) -> set[int] | frozenset[int]:
+    """The days of ``days`` a piece may go to (its class's, not ``taken`` by the task's other
+    blocks); kept in ``memo`` by (days, class, days taken)."""
+    key = (id(days), class_id, frozenset(taken))
+    if memo is not None:
+        found = memo.day_sets.get(key)  # ``days`` held since stored: its id is its own
+        if found is not None:
+            return found
+    out = frozenset(
+        d
+        for d in days
+        if d not in taken and (day_ok is None or (1 <= d <= len(day_ok) and day_ok[d - 1]))
+    )
+    if memo is not None:
+        if not any(held is days for held in memo.days_held):
+            memo.days_held.append(days)
+        memo.day_sets[key] = out
+    return out
 
 
 def _order_keeps(kept: Sequence[SlotRange], order: tuple[OrderBound, OrderBound]) -> bool:
@@ -699,7 +748,7 @@ def rank_destinations(
     for day, starts, from_day, need, into_host in _candidate_starts(
         state, task, day_list, runs, memo if periods is None else None, periods
     ):
-        if prune and not into_host:
+        if prune and into_host is None:
             if from_day not in easing:
                 easing[from_day] = _easing_days(ev, wt, from_day, focus_set, base, level)
             days_ok = easing[from_day]
@@ -732,9 +781,14 @@ def rank_destinations(
                 ranking.cut = True
                 stopped = True
                 break
-            if into_host:
+            if into_host is not None:
                 # an embedding: the write tools' own rules decide it (relocate on the state,
-                # undone)
+                # undone). A host block holding another task's guest refuses it
+                # (``embed_taken``, or an earlier refusal): known without the call, which is
+                # the cost of a ranking on a window whose water courses are mostly taken.
+                held = _block_guests(work, into_host, memo)
+                if held and held != {task_id}:
+                    continue
                 result = relocate(work, [Request(task_id, day, start, from_day)], op="probe")
                 if not result.ok:
                     continue
@@ -768,6 +822,19 @@ def rank_destinations(
             break
     ranking.destinations.sort(key=Destination.score)
     return ranking
+
+
+def _block_guests(work: ScheduleState, block: SlotRange, memo: SearchMemo | None) -> frozenset[int]:
+    """The ids the guest layer of ``work`` holds in the host ``block`` (``memo``: kept for
+    the searches of a state that stays as it is)."""
+    key = (block.day, block.slot_start, block.slot_end)
+    found = memo.block_guests.get(key) if memo is not None else None
+    if found is None:
+        cells = work.grid.guest[block.day - 1, block.slot_start - 1 : block.slot_end]
+        found = frozenset(int(g) for g in cells.tolist() if g)
+        if memo is not None:
+            memo.block_guests[key] = found
+    return found
 
 
 def _free_move_facts(

@@ -300,6 +300,7 @@ def remembered_feasibility(
         time_limit_s=time_limit_s,
         num_workers=num_workers,
         include_suggested=include_suggested,
+        explain="classes",  # the health reply reads the short classes of the bottleneck only
     )
     if report.is_feasible is True and report.proven:
         with _REPORTS_LOCK:
@@ -594,6 +595,7 @@ def analyze_health(
                 time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
                 num_workers=num_workers,
                 include_suggested=True,
+                explain=False,  # its verdict alone is read
             ).is_feasible
         if report.is_feasible is False:
             figures = negotiation_figures(

@@ -925,6 +925,73 @@ def min_extra_days(
     if upper == 0:
         return 0, True
     t0 = time.perf_counter()
+    found = _min_extra_days_cheap(problem, upper, t0 + time_limit_s)
+    if found is not None:
+        return found
+    return _min_extra_days_exact(
+        problem, upper, max(time_limit_s - (time.perf_counter() - t0), 0.0), num_workers
+    )
+
+
+def with_extra_days(problem: Problem, days: int) -> Problem:
+    """``problem`` with ``days`` empty days appended: as many free runs of a whole day, each on
+    day ``num_days + 1`` (what the counting model's extra-day type stands for: the rules allow
+    every appended day alike, :meth:`.problem.Rule.allows_day`)."""
+    extra = Bin(problem.num_days + 1, 1, problem.slots_per_day)
+    return replace(problem, runs=[*problem.runs, *([extra] * days)])
+
+
+def _min_extra_days_cheap(
+    problem: Problem, upper: int, end: float
+) -> tuple[int | None, bool] | None:
+    """:func:`min_extra_days` without CP-SAT when cheap proofs settle it, else ``None``: the
+    fewest appended days with which a greedy packing places everything (binary search), proven
+    least when the relaxation's certified bound shows one day fewer cannot place everything
+    (fitting only gets easier with more days); ``(None, True)`` when even ``upper`` days leave
+    the relaxation's bound below the required periods."""
+    required = problem.required_slots
+
+    def packs(days: int) -> bool:
+        placed = best_fit_decreasing(with_extra_days(problem, days), None, PACK_ORDERS[0], None)
+        return _slots(placed) == required
+
+    def short(days: int) -> bool:
+        left = end - time.perf_counter()
+        if left <= 0:
+            return False
+        bound = relaxation_bound(with_extra_days(problem, days), time_limit_s=left)
+        return bound is not None and bound < required
+
+    if packs(0):
+        return 0, True
+    if not packs(upper):
+        return (None, True) if short(upper) else None
+    # the periods missing, a day's worth per day: the first guess (the proof does not rest on it)
+    missing = required - problem.free_slots - problem.embed_slots
+    guess = min(upper, max(1, -(-missing // problem.slots_per_day)))
+    lo, hi = 0, guess  # not packs(lo); packs(hi) is found below
+    step = 1
+    while hi < upper and not packs(hi):
+        if time.perf_counter() > end:
+            return None
+        lo, hi, step = hi, min(upper, hi + step), 2 * step
+    while hi - lo > 1:
+        if time.perf_counter() > end:
+            return None
+        mid = (lo + hi) // 2
+        if packs(mid):
+            hi = mid
+        else:
+            lo = mid
+    return (hi, True) if short(hi - 1) else None
+
+
+def _min_extra_days_exact(
+    problem: Problem, upper: int, time_limit_s: float, num_workers: int
+) -> tuple[int | None, bool]:
+    """:func:`min_extra_days` by the CP-SAT counting model (its extra days a variable,
+    minimised)."""
+    t0 = time.perf_counter()
     cm = build(problem, place_all=True, extra_days_max=upper)
     solver = make_solver(
         max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S), num_workers

@@ -140,7 +140,7 @@ def check_feasibility(
     time_limit_s: float = 5.0,
     num_workers: int = 1,
     include_suggested: bool = False,
-    explain: bool = True,
+    explain: bool | Literal["classes"] = True,
     relaxation: bool = True,
     *,
     calibration: Calibration = DEFAULT_CALIBRATION,
@@ -158,7 +158,10 @@ def check_feasibility(
     include_suggested
         Also re-plan the movable suggested tasks (their current places count as free).
     explain
-        When infeasible, compute the :class:`Bottleneck` (extra solves, within the budget).
+        When infeasible, compute the :class:`Bottleneck` (extra solves, within the budget);
+        ``"classes"``: only its ``classes`` (the short task classes, all ``analyze_health``
+        reads of it): no duration shortfall, no conflict set (the deletion filter's solves are
+        most of an explanation's time).
     relaxation
         Use the certified linear-relaxation shortcut before CP-SAT (the default; ``False``
         gives the plain greedy-then-CP-SAT path, kept for side-by-side benchmarks).
@@ -193,7 +196,13 @@ def check_feasibility(
     bottleneck = None
     if feasible is False and explain:
         bottleneck = explain_bottleneck(
-            state, problem, res.best, deadline, num_workers, calibration=calibration
+            state,
+            problem,
+            res.best,
+            deadline,
+            num_workers,
+            calibration=calibration,
+            only_classes=explain == "classes",
         )
     return FeasibilityReport(
         is_feasible=feasible,
@@ -353,14 +362,19 @@ def explain_bottleneck(
     num_workers: int,
     *,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    only_classes: bool = False,
 ) -> Bottleneck:
     """Which durations and which classes cannot fit on their own, and a small conflict set.
 
     The conflict set is found by a deletion filter over group counts (binary search per group,
     starting from the smallest infeasible candidate); it is irreducible when every check was
-    proven within the budget.
+    proven within the budget. ``only_classes``: the classes alone (no durations, no conflict
+    set).
     """
     groups = problem.groups
+    if only_classes:
+        classes, _ = _class_shortfalls(state, problem, deadline, num_workers, calibration)
+        return Bottleneck(classes=tuple(c.shortfall for c in classes))
     candidates: list[list[int]] = []
     durations, cut = _duration_shortfall(problem, deadline, num_workers, calibration)
     candidates += [list(d.counts) for d in durations]
