@@ -224,6 +224,10 @@ class Calibration:
     min_solve_s: float = 0.02
     # (:mod:`.reoptimize`) Integer-model weights of the re-optimising writes, in the soft terms'
     # units.
+    # The re-optimisers' CP-SAT deterministic time, a share of their work (the tools give them
+    # their limit as work); was deterministic_share 0.5, which ran 12 of 24 calls of 2 s on
+    # 13-120-day windows into the wall clock (2026-12-07, see docs/decisions.md).
+    reoptimize_det_share: float = 0.1
     spread_weight: float = 20.0  # per task of deviation from an even spread (spread_even)
     switch_weight: float = 10.0  # per switch (primary for min_context_switch)
     # Wall seconds per task of the window kept after a re-optimisation's solve for checking its

@@ -328,7 +328,7 @@ def _reoptimize(
         num_workers,
         seed=seed,
         exact=False,
-        deterministic_time=cal.deterministic_share * effort,
+        deterministic_time=cal.reoptimize_det_share * effort,
     )
     status = status_of(solver.solve(sub.model))
     wall_limited = status != SolveStatus.OPTIMAL and time.perf_counter() >= solve_until - 0.01

@@ -100,15 +100,18 @@ class SoftPhase:
         search.undo(changes)
         return False
 
-    def scan(self, tid: int, days: np.ndarray) -> None:
+    def scan(self, tid: int, days: np.ndarray, limit: float = math.inf) -> None:
         """Every place of one task (on at most ``scan_days`` days), best soft first: the first
-        of ``soft_scan_tries`` that lowers the soft terms and keeps the counts is made."""
+        of ``soft_scan_tries`` that lowers the soft terms and keeps the counts is made. The
+        screening stops at ``limit`` evaluations (the phase's budget holds within a scan)."""
         cal, rng = self.cal, self.rng
         pick = days
         if days.size > cal.scan_days:
             pick = np.sort(rng.choice(days, size=cal.scan_days, replace=False))
         ranked = []
         for pl in self.places_of(tid, [int(d) for d in pick.tolist()]):
+            if self.work >= limit:
+                break
             ranked.append((self.screen([(tid, pl)]), float(rng.random()), pl))
             self.work += cal.soft_screen_cost
         ranked.sort(key=lambda e: (e[0], e[1]))
@@ -171,7 +174,7 @@ class SoftPhase:
                 continue
             operator = draw_operator(SOFT_OPERATORS, float(rng.random()), cal, len(tids))
             if operator == "scan":
-                self.scan(tid, days)
+                self.scan(tid, days, limit)
                 continue
             cand = self.swap(tid, days) if operator == "swap" else self.relocate(tid, days)
             self.work += cal.soft_screen_cost

@@ -106,11 +106,13 @@ def _check_text(capped: str, whole: str, hint: str) -> None:
     assert len(shown) <= len(lines)
 
 
-def _check_json(capped: dict[str, Any], whole: dict[str, Any], hint: str) -> None:
+def _check_json(
+    capped: dict[str, Any], whole: dict[str, Any], hint: str, limit: int = LIMIT
+) -> None:
     """The independent checker of a capped JSON reply: walk both; where they differ the capped
     value is a shorter prefix of a list named in ``truncated.cut`` with its true total."""
     info = capped.pop("truncated")
-    assert info["hint"] == hint and info["limit_kb"] == LIMIT // 1024
+    assert info["hint"] == hint and info["limit_kb"] == limit // 1024
     seen: set[str] = set()
 
     def walk(a: Any, b: Any, path: str) -> None:
@@ -185,7 +187,7 @@ def test_a_capped_json_reply_is_a_true_prefix_within_the_limit(envelope, limit):
     if data.get("success") is False:  # nothing long enough to cut (one list of huge items)
         assert data["error_code"] == "reply_too_long"
         return
-    _check_json(data, envelope, cap.narrow_hint("big"))
+    _check_json(data, envelope, cap.narrow_hint("big"), limit)
 
 
 @settings(max_examples=100, deadline=None)
