@@ -26,15 +26,27 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ..state import order_key
+from ._cpsat import SolveStatus
 from .budget import DEFAULT_CALIBRATION, Calibration
 
 if TYPE_CHECKING:
     from ..state import ScheduleState, Task
+    from .counting import CountResult
     from .problem import Placement
+    from .run import ScopeRun
+    from .starts import Start
 
 from .order_spans import Position, order_segments, task_of
 
-__all__ = ["Position", "keep_order", "order_kept", "order_proposal", "order_segments", "task_of"]
+__all__ = [
+    "Position",
+    "keep_order",
+    "order_kept",
+    "order_proposal",
+    "order_segments",
+    "order_start",
+    "task_of",
+]
 
 
 def _fits(window: tuple[Position | None, Position | None] | None, pl: Placement) -> bool:
@@ -369,3 +381,39 @@ def order_proposal(
         floor=None,
         floor_least_warning=None,
     )
+
+
+def order_start(
+    run: ScopeRun, start: Start, greedy: list[Placement] | None, level1: CountResult
+) -> tuple[Start, list[Placement] | None, CountResult]:
+    """The one search's start and the greedy it is guarded by (:func:`.placement.close_stage`),
+    keeping the item order before the search (issue 42): the search's moves keep it
+    (:class:`.moves.ItemOrder`), so the proposal needs no order step after it (which re-placed
+    the search's answer and undid its gains). The start is ordered by :func:`keep_order`
+    (relabelled, else its classes re-placed as chains); the greedy likewise, used only when
+    nothing of it drops. When the start's chains leave items out, ``level1`` comes back
+    unproven with the periods placed (the proposal then claims no maximum, as
+    :func:`order_proposal` withdraws it). Unchanged (the same objects) on a problem without
+    ordered items, and for a calendar scope (its order is kept after the search,
+    :func:`.scoped.in_item_order`)."""
+    from .objective import evaluate
+
+    if run.within is not None or not run.problem.groups:
+        return start, greedy, level1
+    state, scope = run.state, run.scope()
+    # the exact chains (a safety net) at most half a second, and never past the search's stop
+    exact_s = max(0.0, min(0.5, run.search_stop - time.perf_counter() - 0.05))
+    kept, dropped = keep_order(state, start.placements, scope, exact_s, run.calibration)
+    if not dropped and kept == start.placements:
+        new_start = start
+    else:
+        kept = sorted(kept, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+        objective = evaluate(run.problem, kept, run.weights)
+        new_start = replace(start, placements=kept, objective=objective)
+    if dropped:
+        placed = sum(pl.length for pl in kept)
+        level1 = replace(level1, best=min(level1.best, placed), status=SolveStatus.UNKNOWN)
+    if greedy is not None:
+        ordered_greedy, lost = keep_order(state, greedy, scope, 0.0, run.calibration)
+        greedy = None if lost else ordered_greedy
+    return new_start, greedy, level1
