@@ -390,7 +390,10 @@ def order_start(
     keeping the item order before the search (issue 42): the search's moves keep it
     (:class:`.moves.ItemOrder`), so the proposal needs no order step after it (which re-placed
     the search's answer and undid its gains). The start is ordered by :func:`keep_order`
-    (relabelled, else its classes re-placed as chains); the greedy likewise, used only when
+    (relabelled, else its classes re-placed as chains; when a chain leaves items out, the
+    exact ordered model of the whole scope, :func:`.ordered.max_placeable_ordered`, near the
+    start's places, within half of what is left before the search's stop and at most a
+    second); the greedy likewise, used only when
     nothing of it drops. When the start's chains leave items out, ``level1`` comes back
     unproven with the periods placed (the proposal then claims no maximum, as
     :func:`order_proposal` withdraws it). Unchanged (the same objects) on a problem without
@@ -410,6 +413,11 @@ def order_start(
         kept = sorted(kept, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
         objective = evaluate(run.problem, kept, run.weights)
         new_start = replace(start, placements=kept, objective=objective)
+    if dropped:  # the exact ordered model of the whole scope, near the start's places
+        kept, dropped = _ordered_max(run, start.placements, kept, dropped)
+        new_start = replace(
+            start, placements=kept, objective=evaluate(run.problem, kept, run.weights)
+        )
     if dropped:
         placed = sum(pl.length for pl in kept)
         level1 = replace(level1, best=min(level1.best, placed), status=SolveStatus.UNKNOWN)
@@ -417,3 +425,30 @@ def order_start(
         ordered_greedy, lost = keep_order(state, greedy, scope, 0.0, run.calibration)
         greedy = None if lost else ordered_greedy
     return new_start, greedy, level1
+
+
+def _ordered_max(
+    run: ScopeRun, placements: list[Placement], kept: list[Placement], dropped: list[int]
+) -> tuple[list[Placement], list[int]]:
+    """The exact ordered model of ``run``'s scope (every item, most periods, then nearest its
+    place in ``placements``), hinted with ``kept``; its answer when it places more periods
+    than ``kept``, else ``kept`` and ``dropped``."""
+    from .ordered import max_placeable_ordered
+
+    limit = min(1.0, 0.5 * (run.search_stop - time.perf_counter()))
+    if limit < 0.1:
+        return kept, dropped
+    _, best, _, exact = max_placeable_ordered(
+        run.state,
+        run.problem,
+        time_limit_s=limit,
+        num_workers=run.num_workers,
+        hint=kept,
+        calibration=run.calibration,
+        targets={pl.task_id: (pl.day, pl.slot_start) for pl in placements},
+    )
+    if best <= sum(pl.length for pl in kept):
+        return kept, dropped
+    placed = {pl.task_id for pl in exact}
+    out = sorted(exact, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+    return out, sorted(tid for tid in run.scope() if tid not in placed)
