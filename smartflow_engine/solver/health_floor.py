@@ -897,24 +897,50 @@ def exact_items(
                 fixed_hosts += [(b.day, b.slot_start, b.length) for b in t.slots]
         if not movable(t):
             continue
-        lo, hi, allowed = _reach(state, t, memo)
+        reach = _reach(state, t, memo)
+        lo, hi, allowed = reach
         mask = tuple(bool(x) for x in allowed.tolist())
         pending = t.status == "pending"
+        off = _off_days(state, t, reach, memo)
         for n in [t.need()] if pending else [b.length for b in t.slots]:
-            key = (n, lo, hi, mask, pending, not t.can_embed)
+            key = (n, lo, hi, mask, pending, not t.can_embed, off)
             counts[key] = counts.get(key, 0) + 1
-    items = [Item(n, lo, hi, mask, p, g, c) for (n, lo, hi, mask, p, g), c in counts.items()]
+    items = [
+        Item(n, lo, hi, mask, p, g, c, off) for (n, lo, hi, mask, p, g, off), c in counts.items()
+    ]
     if members is not None:  # the tasks of each item, in the items' order
         of: dict[tuple[Any, ...], list[int]] = {key: [] for key in counts}
         for t in state.tasks:
             if movable(t):
-                lo, hi, allowed = _reach(state, t, memo)
+                reach = _reach(state, t, memo)
+                lo, hi, allowed = reach
                 mask = tuple(bool(x) for x in allowed.tolist())
                 pending = t.status == "pending"
+                off = _off_days(state, t, reach, memo)
                 for n in [t.need()] if pending else [b.length for b in t.slots]:
-                    of[(n, lo, hi, mask, pending, not t.can_embed)].append(t.state_id)
+                    of[(n, lo, hi, mask, pending, not t.can_embed, off)].append(t.state_id)
         members[:] = list(of.values())
     return items, sorted(fixed_hosts), sorted(floating)
+
+
+def _off_days(
+    state: ScheduleState, t: Task, reach: tuple[int, int, np.ndarray], memo: dict[Any, Any]
+) -> tuple[int, ...]:
+    """The days of its ``reach`` (:func:`_reach`'s answer) task ``t`` may not take in the
+    population (issue 42): its class's banned weekdays, when that reach is its class's (not an
+    existing task's, nor one standing outside its class's days, nor a reach the caller gave)
+    and, for a placed task, when it stands on none of them now (a task on a banned day keeps
+    its place in the population); none otherwise."""
+    if reach is not memo.get(t.category_id) or ("task", t.state_id) in memo:
+        return ()
+    key = ("off", t.category_id)
+    if key not in memo:
+        lo, hi = reach[0], reach[1]
+        memo[key] = tuple(sorted(d for d in rule_for(state, t).off_days if lo <= d <= hi))
+    off: tuple[int, ...] = memo[key]
+    if off and t.status != "pending" and any(b.day in off for b in t.slots):
+        return ()
+    return off
 
 
 def solve_exact(
