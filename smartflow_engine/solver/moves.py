@@ -327,7 +327,9 @@ class Neighbourhood:
         if not spans:
             return None
         code, (a, b) = spans[int(self.rng.integers(len(spans)))]
-        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        mine = self._reaching(
+            [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code], a + 1, b - 1
+        )
         if not mine:
             return None
         per_day: dict[int, int] = {}
@@ -346,6 +348,23 @@ class Neighbourhood:
             )
         )
         return self.relocate(tid, day)
+
+    def _reaching(self, tids: list[int], lo: int, hi: int) -> list[int]:
+        """Of ``tids``, those whose item order lets them stand on some day of ``lo..hi`` (a
+        gap's days: an ordered item between the gap's ends cannot cross its class's other
+        items); all of them when none does (or no task is ordered)."""
+        if not self.order:
+            return tids
+        out = []
+        for t in tids:
+            window = self.order.window(t, self.ev.placed_scope)
+            if window is None:
+                out.append(t)
+                continue
+            after, before = window
+            if (after is None or after[0] <= hi) and (before is None or before[0] >= lo):
+                out.append(t)
+        return out or tids
 
     def score(self, c: HealthCounts) -> tuple[int, int, float]:
         """(critical, warning, guidance slack) of the current state, ``c`` its counts: what the
@@ -515,7 +534,9 @@ class Neighbourhood:
         code, (a, b) = spans[int(self.rng.integers(len(spans)))]
         col = ev.counts[:, code]
         present = (np.flatnonzero(col) + 1).tolist()
-        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        mine = self._reaching(
+            [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code], a + 1, b - 1
+        )
         if not mine:
             return []
         ranked: list[tuple[int, float, int]] = []
