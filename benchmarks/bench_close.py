@@ -477,8 +477,9 @@ def upstream_section(
         "",
         "| days | variant | windows | feasible / infeasible / unproven | rules kept | "
         "all placed | closes | "
-        "floor blocks | heavy (median) | new s | (critical, warning) after | floor |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "floor blocks | heavy (median) | new s | periods placed / pending | "
+        "(critical, warning) after | floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[int, str], list[UpstreamRow]] = {}
     for r in rows:
@@ -509,6 +510,7 @@ def upstream_section(
             f"{_pct(blocked, len(open_rows))} | "
             f"{statistics.median([r.heavy for r in group])} | "
             f"{statistics.median([r.runtime for r in group]):.2f} | "
+            f"{' '.join(f'{r.placed}/{r.required}' for r in group)} | "
             f"{' '.join(str(r.counts) if r.kept else '–' for r in group)} | "
             f"{' '.join(str(r.floor) if r.floor is not None else '–' for r in group)} |"
         )

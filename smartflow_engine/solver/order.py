@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -384,7 +384,11 @@ def order_proposal(
 
 
 def order_start(
-    run: ScopeRun, start: Start, greedy: list[Placement] | None, level1: CountResult
+    run: ScopeRun,
+    start: Start,
+    greedy: list[Placement] | None,
+    level1: CountResult,
+    others: Sequence[tuple[Any, list[Placement]]] = (),
 ) -> tuple[Start, list[Placement] | None, CountResult]:
     """The one search's start and the greedy it is guarded by (:func:`.placement.close_stage`),
     keeping the item order before the search (issue 42): the search's moves keep it
@@ -393,7 +397,8 @@ def order_start(
     (relabelled, else its classes re-placed as chains; when a chain leaves items out, the
     exact ordered model of the whole scope, :func:`.ordered.max_placeable_ordered`, near the
     start's places, within half of what is left before the search's stop and at most a
-    second); the greedy likewise, used only when
+    second; before it, the ``others`` starts (name, placements), chained alike, stand in when
+    one keeps more periods: the periods placed come first); the greedy likewise, used only when
     nothing of it drops. When the start's chains leave items out, ``level1`` comes back
     unproven with the periods placed (the proposal then claims no maximum, as
     :func:`order_proposal` withdraws it). Unchanged (the same objects) on a problem without
@@ -407,17 +412,22 @@ def order_start(
     # the exact chains (a safety net) at most half a second, and never past the search's stop
     exact_s = max(0.0, min(0.5, run.search_stop - time.perf_counter() - 0.05))
     kept, dropped = keep_order(state, start.placements, scope, exact_s, run.calibration)
-    if not dropped and kept == start.placements:
+    source = start
+    if dropped:  # another start, once ordered, may keep more periods
+        most = sum(pl.length for pl in kept)
+        for name, placements in others:
+            alt, lost = keep_order(state, placements, scope, 0.0, run.calibration)
+            if sum(pl.length for pl in alt) > most:
+                most, kept, dropped = sum(pl.length for pl in alt), alt, lost
+                source = replace(start, name=name, placements=list(placements))
+    if dropped:  # the exact ordered model of the whole scope, near the start's places
+        kept, dropped = _ordered_max(run, source.placements, kept, dropped)
+    if source is start and not dropped and kept == start.placements:
         new_start = start
     else:
         kept = sorted(kept, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
         objective = evaluate(run.problem, kept, run.weights)
-        new_start = replace(start, placements=kept, objective=objective)
-    if dropped:  # the exact ordered model of the whole scope, near the start's places
-        kept, dropped = _ordered_max(run, start.placements, kept, dropped)
-        new_start = replace(
-            start, placements=kept, objective=evaluate(run.problem, kept, run.weights)
-        )
+        new_start = replace(source, placements=kept, objective=objective)
     if dropped:
         placed = sum(pl.length for pl in kept)
         level1 = replace(level1, best=min(level1.best, placed), status=SolveStatus.UNKNOWN)

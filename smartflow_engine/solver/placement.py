@@ -281,7 +281,7 @@ def _propose_scope(state: ScheduleState, **args: Any) -> Proposal:
     starts = build_starts(run, level1)
     start = choose_start(run, starts)
     # the item order before the search, whose moves keep it (issue 42, .order)
-    start, greedy, level1 = order_start(run, start, starts.greedy, level1)
+    start, greedy, level1 = order_start(run, start, starts.greedy, level1, starts.candidates)
     report("one search", run.t0, start.objective["weighted_total"])
     # Every search stops by ``search_stop`` at the latest; one that got that close may have been
     # cut by the wall clock rather than by its deterministic budget.
