@@ -128,7 +128,7 @@ def hill_climb(
 def bench(quick: bool, progress: Progress) -> list[Row]:
     sizes = (13, 30) if quick else (13, 30, 60, 120)
     seeds = range(1) if quick else range(2)
-    limit = limit_s if limit_s is not None else 1.0 if quick else 2.0
+    limit = 1.0 if quick else 2.0
     propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports and kernels warm
     cells = [(d, v, c, s) for d in sizes for v in VARIANTS for c in (False, True) for s in seeds]
     task = progress.add_task("close", total=len(cells))
@@ -467,7 +467,8 @@ def upstream_section(
         "",
         "Seeded `synthetic_window(..., upstream=True)` windows (banned half-day blocks and "
         "weekdays, class dates, water-course permission, profiles, item order), one "
-        f"`propose_placement` each ({limit_s or (1 if quick else 2):g} s), applied through the write path "
+        f"`propose_placement` each ({limit_s or (1 if quick else 2):g} s), applied through the "
+        "write path "
         "(`relocate`, which refuses any breach of a class rule: `rules kept`). `all placed` "
         "counts the proven-feasible windows whose proposal places every pending period; "
         "`closes` = `analyze_health` on the applied proposal has `critical=0 && warning<=1`; "
