@@ -108,3 +108,35 @@ def test_item_order_window() -> None:
     assert ItemOrder.fits((None, None), 1, 1, 12)
     assert ItemOrder.fits(None, 1, 1, 12)
     assert cid in {order.key[t][0] for t in members}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(state=UPSTREAM)
+def test_order_step_after_the_search_is_a_no_op(state: ScheduleState) -> None:
+    """Tests that a proposal's pipeline (ordered start, order-keeping search, guard) answers with
+    placements that keep the order, so the order step after it returns the same proposal (it
+    used to re-place the search's answer), and that a proposal claiming the proven maximum
+    places it."""
+    from smartflow_engine.solver.order import order_proposal
+    from smartflow_engine.solver.placement import _propose_scope
+
+    note(state.to_json(indent=None))
+    proposal = _propose_scope(
+        state,
+        time_limit_s=1.0,
+        include_suggested=False,
+        work_limit_s=0.1,
+        within=None,
+        seed=0,
+        weights=None,
+        num_workers=1,
+        allow_late=False,
+        threshold="normal",
+        disruption_weight=1.0,
+        calibration=DEFAULT_CALIBRATION,
+    )
+    assert order_kept(state, proposal.placements)
+    assert not breaks(state, proposal.placements)
+    assert order_proposal(state, proposal) is proposal
+    if proposal.max_slots is not None:
+        assert sum(pl.length for pl in proposal.placements) == proposal.max_slots
