@@ -274,6 +274,20 @@ class Neighbourhood:
         """The candidate move keeps every class's item order (its tasks at their new places)."""
         return not self.order or self.order.keeps(cand, self.ev.placed_scope)
 
+    def days_of(self, tid: int, gi: int) -> np.ndarray:
+        """The days of group ``gi``'s rule task ``tid`` may take: for an ordered item, those
+        between its class's neighbours (its order window's days), so the draws and scans of a
+        move spend nothing on days it cannot take."""
+        days = self.allowed_days[gi]
+        if tid not in self.order.key:
+            return days
+        window = self.order.window(tid, self.ev.placed_scope)
+        after, before = window if window is not None else (None, None)
+        lo = after[0] if after is not None else 1
+        hi = before[0] if before is not None else self.problem.num_days + 1
+        out: np.ndarray = days[(days >= lo) & (days <= hi)]
+        return out
+
     def moved(self) -> int:
         return sum(1 for tid, pl in self.ev.placed_scope.items() if self.origin.get(tid) != pl)
 
@@ -284,7 +298,7 @@ class Neighbourhood:
         ev = self.ev
         gi = self.group_of[tid]
         g = self.problem.groups[gi]
-        days = self.allowed_days[gi]
+        days = self.days_of(tid, gi)
         if days.size == 0:
             return None
         if isinstance(day_choice, int):
@@ -386,7 +400,7 @@ class Neighbourhood:
         ev.refresh((old.day,))
         best: tuple[tuple[int, int, float, float], Placement] | None = None
         evals = 0
-        days = self.allowed_days[gi]
+        days = self.days_of(tid, gi)
         if days.size > self.cal.scan_days:  # long windows: a random sample of the days (sorted)
             days = np.sort(self.rng.choice(days, size=self.cal.scan_days, replace=False))
         for day in days.tolist():
