@@ -413,7 +413,9 @@ class UpstreamRow:
     runtime: float = 0.0
 
 
-def bench_upstream(quick: bool, progress: Progress) -> list[UpstreamRow]:
+def bench_upstream(
+    quick: bool, progress: Progress, limit_s: float | None = None
+) -> list[UpstreamRow]:
     """Upstream-shaped windows (the reference system's constraints: half-day blocks, weekdays,
     dates, water-course permission, profiles, item order): every proposal applied through the
     write path, which refuses any breach of a class rule."""
@@ -422,7 +424,7 @@ def bench_upstream(quick: bool, progress: Progress) -> list[UpstreamRow]:
 
     sizes = (13, 30) if quick else (13, 30, 60)
     seeds = range(1) if quick else range(2)
-    limit = 1.0 if quick else 2.0
+    limit = limit_s if limit_s is not None else 1.0 if quick else 2.0
     propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports and kernels warm
     cells = [(d, v, s) for d in sizes for v in VARIANTS for s in seeds]
     task = progress.add_task("upstream", total=len(cells))
@@ -457,13 +459,16 @@ def bench_upstream(quick: bool, progress: Progress) -> list[UpstreamRow]:
     return rows
 
 
-def upstream_section(rows: list[UpstreamRow], quick: bool) -> list[str]:
+def upstream_section(
+    rows: list[UpstreamRow], quick: bool, limit_s: float | None = None
+) -> list[str]:
     lines = [
         "## Upstream-shaped windows: every proposal keeps every rule (issue 42)",
         "",
         "Seeded `synthetic_window(..., upstream=True)` windows (banned half-day blocks and "
         "weekdays, class dates, water-course permission, profiles, item order), one "
-        f"`propose_placement` each ({'1' if quick else '2'} s), applied through the write path "
+        f"`propose_placement` each ({limit_s or (1 if quick else 2):g} s), applied through the "
+        "write path "
         "(`relocate`, which refuses any breach of a class rule: `rules kept`). `all placed` "
         "counts the proven-feasible windows whose proposal places every pending period; "
         "`closes` = `analyze_health` on the applied proposal has `critical=0 && warning<=1`; "
@@ -473,8 +478,9 @@ def upstream_section(rows: list[UpstreamRow], quick: bool) -> list[str]:
         "",
         "| days | variant | windows | feasible / infeasible / unproven | rules kept | "
         "all placed | closes | "
-        "floor blocks | heavy (median) | new s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "floor blocks | heavy (median) | new s | periods placed / pending | "
+        "(critical, warning) after | floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[int, str], list[UpstreamRow]] = {}
     for r in rows:
@@ -504,7 +510,10 @@ def upstream_section(rows: list[UpstreamRow], quick: bool) -> list[str]:
             f"{_pct(all_placed, len(feas))} | {_pct(closes, len(group))} | "
             f"{_pct(blocked, len(open_rows))} | "
             f"{statistics.median([r.heavy for r in group])} | "
-            f"{statistics.median([r.runtime for r in group]):.2f} |"
+            f"{statistics.median([r.runtime for r in group]):.2f} | "
+            f"{' '.join(f'{r.placed}/{r.required}' for r in group)} | "
+            f"{' '.join(str(r.counts) if r.kept else '–' for r in group)} | "
+            f"{' '.join(str(r.floor) if r.floor is not None else '–' for r in group)} |"
         )
     lines += [
         "",
@@ -517,11 +526,11 @@ def upstream_section(rows: list[UpstreamRow], quick: bool) -> list[str]:
     return lines
 
 
-def run_upstream(quick: bool = False) -> str:
+def run_upstream(quick: bool = False, limit_s: float | None = None) -> str:
     started = time.perf_counter()
     with Progress(transient=True) as progress:
-        rows = bench_upstream(quick, progress)
-    lines = upstream_section(rows, quick)
+        rows = bench_upstream(quick, progress, limit_s)
+    lines = upstream_section(rows, quick, limit_s)
     lines += ["", f"_Upstream set wall time: {time.perf_counter() - started:.0f} s._"]
     return "\n".join(lines)
 
@@ -533,7 +542,8 @@ def _arg(name: str, default: str) -> str:
 
 if __name__ == "__main__":
     if "--upstream" in sys.argv[1:]:
-        print(run_upstream(quick="--quick" in sys.argv[1:]))
+        limit = float(_arg("--limit", "0")) or None  # (default: 1 s quick, 2 s full)
+        print(run_upstream(quick="--quick" in sys.argv[1:], limit_s=limit))
     elif "--fixed-work" in sys.argv[1:]:
         counted = "--counts" in sys.argv[1:]
         print(

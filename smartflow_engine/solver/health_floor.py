@@ -513,7 +513,95 @@ def _forced_over(pop: _Population, warn_t: int, crit_t: int) -> tuple[int, int, 
         if fc >= forced_c and fw >= forced_w and fw > 0:  # (a span names the cause)
             window = [lo, hi]
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
+    for fw, fc, days in _forced_on_class_days(pop, warn_t, crit_t):
+        if fc >= forced_c and fw >= forced_w and fw > 0:
+            window = days
+        forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
     return forced_w, forced_c, window
+
+
+_CLASS_SUBSETS = 6  # up to this many distinct class masks, every union of them is tried
+
+
+def _forced_on_class_days(
+    pop: _Population, warn_t: int, crit_t: int
+) -> list[tuple[int, int, list[int]]]:
+    """Issue 42: the days forced over the warning and the critical loads by the tasks whose
+    classes ban weekdays. Such a task may only take the free periods of its class's allowed
+    days (its day window less its banned weekdays) and allowed periods (every proposal and
+    write keeps the class's rules), so for a union D × P of some classes' masks, the periods
+    of the tasks whose masks lie inside it (host blocks on D aside) fit in D × P's free periods
+    or force days of D over a band (:func:`_forced_days` on D, each day's room its free
+    periods in P). Every union of up to :data:`_CLASS_SUBSETS` distinct masks is tried (then
+    each mask and each pair). Nothing is claimed on a window without a banned weekday (the
+    day windows alone are :func:`_forced_over`'s). Returns (over warning, over critical, the
+    union's days) per union that forces a day."""
+    entries = _confined_masks(pop)
+    if not entries:
+        return []
+    keys = list(dict.fromkeys((d.tobytes(), p.tobytes()) for d, p, _ in entries))
+    masks = {k: (np.frombuffer(k[0], dtype=bool), np.frombuffer(k[1], dtype=bool)) for k in keys}
+    if len(keys) <= _CLASS_SUBSETS:
+        subsets = [c for r in range(1, len(keys) + 1) for c in itertools.combinations(keys, r)]
+    else:
+        subsets = [c for r in (1, 2) for c in itertools.combinations(keys, r)]
+    free = pop.fixed_owner == 0
+    hosts = np.zeros(pop.num_days, dtype=np.int64)
+    for day, n in pop.host_blocks:
+        hosts[day - 1] += n
+    out: list[tuple[int, int, list[int]]] = []
+    for subset in subsets:
+        pop.tick()
+        days = np.logical_or.reduce([masks[k][0] for k in subset])
+        periods = np.logical_or.reduce([masks[k][1] for k in subset])
+        demand = sum(n for d, p, n in entries if not (d & ~days).any() and not (p & ~periods).any())
+        need = max(0, demand - int(hosts[days].sum()))
+        if need == 0:
+            continue
+        room = np.count_nonzero(free[days][:, periods], axis=1).astype(np.int64)
+        fixed = pop.fixed_load[days]
+        fw = _forced_days(fixed, room, need, warn_t)
+        fc = _forced_days(fixed, room, need, crit_t)
+        if fw or fc:
+            idx = np.flatnonzero(days) + 1
+            out.append((fw, fc, [int(idx[0]), int(idx[-1])]))
+    return out
+
+
+def _confined_masks(pop: _Population) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """(allowed days, allowed periods, periods) of each movable task of a class with a banned
+    weekday that every schedule of the population keeps inside its class's rule (the tasks
+    :func:`_confined` reads, a suggested one standing on its class's days); empty when no such
+    class confines a task."""
+    state = pop.state
+    num_days, spd = pop.num_days, pop.spd
+    masks: dict[int | None, tuple[np.ndarray, np.ndarray] | None] = {}
+    out: list[tuple[np.ndarray, np.ndarray, int]] = []
+    for t in state.tasks:
+        if not pop.movable(t) or t.status == "existing":
+            continue
+        if t.status == "pending" and not pop.everything:
+            continue
+        if t.category_id not in masks:
+            cls = rule_for(state, t)
+            if not cls.off_days:
+                masks[t.category_id] = None
+            else:
+                days = np.array([cls.allows_day(d, num_days) for d in range(1, num_days + 1)])
+                periods = np.ones(spd, dtype=bool)
+                for p in cls.banned:
+                    if 1 <= p <= spd:
+                        periods[p - 1] = False
+                masks[t.category_id] = (days, periods)
+        found = masks[t.category_id]
+        if found is None:
+            continue
+        days, periods = found
+        if t.status != "pending" and not all(days[b.day - 1] for b in t.slots if b.day <= num_days):
+            continue
+        n = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
+        out.append((days, periods, n))
+    return out
 
 
 def _confined(pop: _Population) -> list[tuple[int, int, int]]:
@@ -809,24 +897,50 @@ def exact_items(
                 fixed_hosts += [(b.day, b.slot_start, b.length) for b in t.slots]
         if not movable(t):
             continue
-        lo, hi, allowed = _reach(state, t, memo)
+        reach = _reach(state, t, memo)
+        lo, hi, allowed = reach
         mask = tuple(bool(x) for x in allowed.tolist())
         pending = t.status == "pending"
+        off = _off_days(state, t, reach, memo)
         for n in [t.need()] if pending else [b.length for b in t.slots]:
-            key = (n, lo, hi, mask, pending, not t.can_embed)
+            key = (n, lo, hi, mask, pending, not t.can_embed, off)
             counts[key] = counts.get(key, 0) + 1
-    items = [Item(n, lo, hi, mask, p, g, c) for (n, lo, hi, mask, p, g), c in counts.items()]
+    items = [
+        Item(n, lo, hi, mask, p, g, c, off) for (n, lo, hi, mask, p, g, off), c in counts.items()
+    ]
     if members is not None:  # the tasks of each item, in the items' order
         of: dict[tuple[Any, ...], list[int]] = {key: [] for key in counts}
         for t in state.tasks:
             if movable(t):
-                lo, hi, allowed = _reach(state, t, memo)
+                reach = _reach(state, t, memo)
+                lo, hi, allowed = reach
                 mask = tuple(bool(x) for x in allowed.tolist())
                 pending = t.status == "pending"
+                off = _off_days(state, t, reach, memo)
                 for n in [t.need()] if pending else [b.length for b in t.slots]:
-                    of[(n, lo, hi, mask, pending, not t.can_embed)].append(t.state_id)
+                    of[(n, lo, hi, mask, pending, not t.can_embed, off)].append(t.state_id)
         members[:] = list(of.values())
     return items, sorted(fixed_hosts), sorted(floating)
+
+
+def _off_days(
+    state: ScheduleState, t: Task, reach: tuple[int, int, np.ndarray], memo: dict[Any, Any]
+) -> tuple[int, ...]:
+    """The days of its ``reach`` (:func:`_reach`'s answer) task ``t`` may not take in the
+    population (issue 42): its class's banned weekdays, when that reach is its class's (not an
+    existing task's, nor one standing outside its class's days, nor a reach the caller gave)
+    and, for a placed task, when it stands on none of them now (a task on a banned day keeps
+    its place in the population); none otherwise."""
+    if reach is not memo.get(t.category_id) or ("task", t.state_id) in memo:
+        return ()
+    key = ("off", t.category_id)
+    if key not in memo:
+        lo, hi = reach[0], reach[1]
+        memo[key] = tuple(sorted(d for d in rule_for(state, t).off_days if lo <= d <= hi))
+    off: tuple[int, ...] = memo[key]
+    if off and t.status != "pending" and any(b.day in off for b in t.slots):
+        return ()
+    return off
 
 
 def solve_exact(

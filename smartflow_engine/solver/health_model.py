@@ -54,7 +54,8 @@ MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up
 
 @dataclass(frozen=True)
 class Item:
-    """Movable blocks alike: ``length`` periods, days ``lo..hi`` (1-based, inclusive),
+    """Movable blocks alike: ``length`` periods, days ``lo..hi`` (1-based, inclusive) but
+    ``off``,
     ``allowed``: the periods it may take (False: banned), ``pending``: may stay unplaced,
     ``guest``: may sit inside a host block instead (adding no load), ``count``: how many."""
 
@@ -65,6 +66,12 @@ class Item:
     pending: bool
     guest: bool
     count: int = 1
+    # the days of ``lo..hi`` it may not take: its class's banned weekdays (issue 42)
+    off: tuple[int, ...] = ()
+
+    def on(self, day: int) -> bool:
+        """Whether the item may take ``day`` (1-based)."""
+        return self.lo <= day <= self.hi and day not in self.off
 
 
 @dataclass
@@ -504,8 +511,7 @@ class ExactDaysModel:
         the items that fit, the room per mask, the items it may host and its host blocks."""
         free_d = self.free[d]
         fit = tuple(
-            it.lo <= d + 1 <= it.hi and _fits(free_d, np.array(it.allowed), it.length)
-            for it in self.placing
+            it.on(d + 1) and _fits(free_d, np.array(it.allowed), it.length) for it in self.placing
         )
         allow = np.zeros(self.spd, dtype=np.int64)  # per period: the bits of the fit items' masks
         for b in sorted({b for ok, b in zip(fit, self.bit_of, strict=True) if ok}):
@@ -513,7 +519,7 @@ class ExactDaysModel:
         allow &= np.where(free_d, -1, 0)
         runs_d = tuple(tuple(allow[a : a + n].tolist()) for a, n in runs)
         room = tuple(int(np.count_nonzero(free_d & m)) for m in self.mask_arr)
-        inside = tuple(it.guest and it.lo <= d + 1 <= it.hi for it in self.placing)
+        inside = tuple(it.guest and it.on(d + 1) for it in self.placing)
         return (runs_d, int(self.fixed_load[d]), fit, room, inside, hosts)
 
     def add_kind(self, c: int, key: tuple[Any, ...], days: list[int]) -> bool:

@@ -2,14 +2,22 @@
 task may stand (free periods, host blocks, its class's days and banned periods), the single moves
 and swaps the search draws, and the candidate lists of its targeted scans (a subject's long gap,
 a day with an issue). Every move is made on the search's evaluator and returns its undo list.
+
+The item order (issue 42): every place and trade the moves offer keeps each class's item order
+(:class:`ItemOrder`: an ordered item ends strictly before a later item of its class starts, and
+keeps its order window against the class's items outside the scope), and a task returns to its
+origin only where that keeps the order too (:class:`OrderedOrigin`). From a start that keeps the
+order, the search's placements keep it all along: no order step has to re-place its answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..state import ScheduleState, order_key
 from .budget import Calibration
 from .health_eval import HealthCounts, HealthEvaluator
 from .problem import Bin, Group, Placement, Problem, allowed_starts
@@ -19,6 +27,8 @@ from .scoring import accepts
 Changes = list[tuple[int, Placement, Placement]]
 # a candidate move: (task, new place) per task moved
 Candidate = list[tuple[int, Placement]]
+# (day, period): where an item ends or starts
+Position = tuple[int, int]
 # a search's operators: (the calibration's share of the draw, the operator's name, the fewest
 # tasks it needs); the last entry takes the rest of the draw
 OperatorTable = tuple[tuple[str | None, str, int], ...]
@@ -33,6 +43,118 @@ def draw_operator(table: OperatorTable, draw: float, cal: Calibration, tasks: in
         if draw < edge and tasks >= fewest:
             return name
     return table[-1][1]
+
+
+class ItemOrder:
+    """The item order among a search's scope tasks (issue 42): for two items of one class with
+    orders a < b, a ends strictly before b starts; each item also keeps its group's order window
+    (:attr:`.problem.Rule.after` / ``before``: the class's items that stay where they are).
+    Items of equal order do not bind each other. Tasks without an order are free."""
+
+    def __init__(self, state: ScheduleState, problem: Problem) -> None:
+        self.key: dict[int, tuple[int, int]] = {}
+        self.members: dict[int, list[int]] = defaultdict(list)
+        self.fixed: dict[int, tuple[Position | None, Position | None]] = {}
+        for g in problem.groups:
+            for tid in g.task_ids:
+                task = state.task(tid)
+                key = order_key(task) if task is not None else None
+                if key is None:
+                    continue
+                self.key[tid] = key
+                self.members[key[0]].append(tid)
+                if g.rule.after is not None or g.rule.before is not None:
+                    self.fixed[tid] = (g.rule.after, g.rule.before)
+
+    def __bool__(self) -> bool:
+        return bool(self.key)
+
+    def window(
+        self,
+        tid: int,
+        placed: Mapping[int, Placement],
+        over: Mapping[int, Placement] | None = None,
+    ) -> tuple[Position | None, Position | None] | None:
+        """``(after, before)``: ``tid`` must start strictly after ``after`` and end strictly
+        before ``before`` (None: no bound), the class's other items standing at ``placed``
+        (``over``'s places instead, for the tasks it names); None for a task without an order."""
+        key = self.key.get(tid)
+        if key is None:
+            return None
+        after, before = self.fixed.get(tid, (None, None))
+        for u in self.members[key[0]]:
+            if u == tid:
+                continue
+            pl = over.get(u) if over is not None and u in over else placed.get(u)
+            if pl is None:
+                continue
+            order = self.key[u][1]
+            if order < key[1]:
+                end = (pl.day, pl.slot_end)
+                if after is None or end > after:
+                    after = end
+            elif order > key[1]:
+                start = (pl.day, pl.slot_start)
+                if before is None or start < before:
+                    before = start
+        return after, before
+
+    @staticmethod
+    def fits(
+        window: tuple[Position | None, Position | None] | None, day: int, start: int, end: int
+    ) -> bool:
+        """A place (``day``, periods ``start..end``) inside ``window`` (None: anywhere)."""
+        if window is None:
+            return True
+        after, before = window
+        if after is not None and (day, start) <= after:
+            return False
+        return before is None or (day, end) < before
+
+    def allows(self, pl: Placement, placed: Mapping[int, Placement]) -> bool:
+        """``pl``'s task may stand at ``pl`` with the other items at ``placed``."""
+        return self.fits(self.window(pl.task_id, placed), pl.day, pl.slot_start, pl.slot_end)
+
+    def keeps(self, cand: Sequence[tuple[int, Placement]], placed: Mapping[int, Placement]) -> bool:
+        """Every task of the candidate move ``cand`` keeps the order at its new place, the
+        candidate's tasks at their new places and the others at ``placed``."""
+        over = {tid: pl for tid, pl in cand}
+        return all(
+            self.fits(self.window(tid, placed, over), pl.day, pl.slot_start, pl.slot_end)
+            for tid, pl in cand
+        )
+
+
+class OrderedOrigin(Mapping[int, Placement]):
+    """A search's origins (where each task started), seen through the item order: an ordered
+    task's origin is offered (``get``) only while it stands there or returning there keeps its
+    class's order with the other items where they stand now (the send-back reads it)."""
+
+    def __init__(
+        self, origin: Mapping[int, Placement], order: ItemOrder, ev: HealthEvaluator
+    ) -> None:
+        self.origin, self.order, self.ev = dict(origin), order, ev
+
+    def __getitem__(self, tid: int) -> Placement:
+        home = self.origin[tid]
+        if tid not in self.order.key or self.ev.placed_scope.get(tid) == home:
+            return home
+        if not self.order.allows(home, self.ev.placed_scope):
+            raise KeyError(tid)
+        return home
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.origin)
+
+    def __len__(self) -> int:
+        return len(self.origin)
+
+    def __contains__(self, tid: object) -> bool:
+        try:
+            self[tid]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
 
 
 class Neighbourhood:
@@ -51,7 +173,11 @@ class Neighbourhood:
         self.ev = ev
         self.cal = calibration
         self.problem = problem
-        self.origin = origin
+        # every place and trade offered keeps the item order (issue 42), and so does a return
+        self.order = ItemOrder(ev.state, problem)
+        self.origin: Mapping[int, Placement] = (
+            OrderedOrigin(origin, self.order, ev) if self.order else origin
+        )
         self.rng = rng
         self.max_moves = max_moves
         self.group_of = problem.group_of()
@@ -96,10 +222,11 @@ class Neighbourhood:
         return out
 
     def starts_on(
-        self, g: Group, day: int, lifted: Sequence[Placement] = ()
+        self, g: Group, day: int, lifted: Sequence[Placement] = (), mover: int | None = None
     ) -> list[tuple[int, int | None]]:
         """Free (start, host) places of ``g`` on ``day`` in the current state (1-based), the
-        ``lifted`` places counting as free."""
+        ``lifted`` places counting as free; for the task that moves (``mover``, by default the
+        one lifted place's), only those that keep its class's item order."""
         ev = self.ev
         banned = self.banned[id(g)]
         n = g.duration
@@ -120,18 +247,46 @@ class Neighbourhood:
                         for s in range(b.slot_start - 1, b.slot_end - n + 1)
                         if not any(banned[s : s + n])
                     ]
+        if mover is None and len(lifted) == 1:
+            mover = lifted[0].task_id
+        if mover is not None and mover in self.order.key:
+            window = self.order.window(mover, ev.placed_scope)
+            out = [p for p in out if ItemOrder.fits(window, day, p[0], p[0] + n - 1)]
         return out
 
     def allows(self, tid: int, pl: Placement) -> bool:
-        """``tid`` may stand at ``pl``'s place (class days and banned periods; no host check)."""
+        """``tid`` may stand at ``pl``'s place (class days and banned periods, and its item
+        order against its class's other items where they stand; no host check)."""
         g = self.problem.groups[self.group_of[tid]]
         if not g.rule.allows_day(pl.day, self.problem.num_days) or pl.embed_host is not None:
+            return False
+        if tid in self.order.key and not self.order.allows(
+            Placement(tid, pl.day, pl.slot_start, pl.slot_end), self.ev.placed_scope
+        ):
             return False
         return bool(
             allowed_starts(
                 g.rule.banned, g.duration, pl.slot_start, pl.slot_end, self.problem.slots_per_day
             )
         )
+
+    def keeps_order(self, cand: Candidate) -> bool:
+        """The candidate move keeps every class's item order (its tasks at their new places)."""
+        return not self.order or self.order.keeps(cand, self.ev.placed_scope)
+
+    def days_of(self, tid: int, gi: int) -> np.ndarray:
+        """The days of group ``gi``'s rule task ``tid`` may take: for an ordered item, those
+        between its class's neighbours (its order window's days), so the draws and scans of a
+        move spend nothing on days it cannot take."""
+        days = self.allowed_days[gi]
+        if tid not in self.order.key:
+            return days
+        window = self.order.window(tid, self.ev.placed_scope)
+        after, before = window if window is not None else (None, None)
+        lo = after[0] if after is not None else 1
+        hi = before[0] if before is not None else self.problem.num_days + 1
+        out: np.ndarray = days[(days >= lo) & (days <= hi)]
+        return out
 
     def moved(self) -> int:
         return sum(1 for tid, pl in self.ev.placed_scope.items() if self.origin.get(tid) != pl)
@@ -143,7 +298,7 @@ class Neighbourhood:
         ev = self.ev
         gi = self.group_of[tid]
         g = self.problem.groups[gi]
-        days = self.allowed_days[gi]
+        days = self.days_of(tid, gi)
         if days.size == 0:
             return None
         if isinstance(day_choice, int):
@@ -156,7 +311,7 @@ class Neighbourhood:
         else:
             day = int(self.rng.choice(days))
         old = ev.remove(tid, refresh=False)
-        places = self.starts_on(g, day)
+        places = self.starts_on(g, day, mover=tid)
         places = [
             p
             for p in places
@@ -186,7 +341,9 @@ class Neighbourhood:
         if not spans:
             return None
         code, (a, b) = spans[int(self.rng.integers(len(spans)))]
-        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        mine = self._reaching(
+            [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code], a + 1, b - 1
+        )
         if not mine:
             return None
         per_day: dict[int, int] = {}
@@ -205,6 +362,23 @@ class Neighbourhood:
             )
         )
         return self.relocate(tid, day)
+
+    def _reaching(self, tids: list[int], lo: int, hi: int) -> list[int]:
+        """Of ``tids``, those whose item order lets them stand on some day of ``lo..hi`` (a
+        gap's days: an ordered item between the gap's ends cannot cross its class's other
+        items); all of them when none does (or no task is ordered)."""
+        if not self.order:
+            return tids
+        out = []
+        for t in tids:
+            window = self.order.window(t, self.ev.placed_scope)
+            if window is None:
+                out.append(t)
+                continue
+            after, before = window
+            if (after is None or after[0] <= hi) and (before is None or before[0] >= lo):
+                out.append(t)
+        return out or tids
 
     def score(self, c: HealthCounts) -> tuple[int, int, float]:
         """(critical, warning, guidance slack) of the current state, ``c`` its counts: what the
@@ -226,11 +400,11 @@ class Neighbourhood:
         ev.refresh((old.day,))
         best: tuple[tuple[int, int, float, float], Placement] | None = None
         evals = 0
-        days = self.allowed_days[gi]
+        days = self.days_of(tid, gi)
         if days.size > self.cal.scan_days:  # long windows: a random sample of the days (sorted)
             days = np.sort(self.rng.choice(days, size=self.cal.scan_days, replace=False))
         for day in days.tolist():
-            for s, host in self.starts_on(g, int(day)):
+            for s, host in self.starts_on(g, int(day), mover=tid):
                 pl = Placement(tid, int(day), s, s + g.duration - 1, host)
                 if pl == old:
                     continue
@@ -261,7 +435,7 @@ class Neighbourhood:
             cur = self.score(cur)
         best: tuple[tuple[int, int, float, float], int] | None = None
         for i, cand in enumerate(candidates):
-            if self._clash(cand):
+            if self._clash(cand) or not self.keeps_order(cand):
                 continue
             changes = self.make(cand)
             c = ev.counts_now()
@@ -316,7 +490,7 @@ class Neighbourhood:
         here = self.ev.placed_scope[tid]
         places = [
             p
-            for p in self.starts_on(g, day)
+            for p in self.starts_on(g, day, mover=tid)
             if not (day == here.day and p[0] == here.slot_start and p[1] == here.embed_host)
         ]
         if len(places) > limit:
@@ -349,7 +523,11 @@ class Neighbourhood:
                 continue
             na = Placement(tid, pb.day, pb.slot_start, pb.slot_end)
             nb = Placement(u, pa.day, pa.slot_start, pa.slot_end)
-            if self.allows(tid, na) and self.allows(u, nb):
+            if (
+                self.allows(tid, na)
+                and self.allows(u, nb)
+                and self.keeps_order([(tid, na), (u, nb)])
+            ):
                 out.append([(tid, na), (u, nb)])
                 if len(out) >= limit:
                     break
@@ -370,7 +548,9 @@ class Neighbourhood:
         code, (a, b) = spans[int(self.rng.integers(len(spans)))]
         col = ev.counts[:, code]
         present = (np.flatnonzero(col) + 1).tolist()
-        mine = [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code]
+        mine = self._reaching(
+            [t for t, pl in ev.placed_scope.items() if ev.code_of_task[t] == code], a + 1, b - 1
+        )
         if not mine:
             return []
         ranked: list[tuple[int, float, int]] = []
@@ -457,12 +637,12 @@ class Neighbourhood:
             sa = self.free_starts(ga, day, lifted)
             sb = self.free_starts(gb, pa.day, lifted)
             if sa and sb:
-                out.append(
-                    [
-                        (tid, Placement(tid, day, sa[0], sa[0] + ga.duration - 1)),
-                        (u, Placement(u, pa.day, sb[0], sb[0] + gb.duration - 1)),
-                    ]
-                )
+                cand = [
+                    (tid, Placement(tid, day, sa[0], sa[0] + ga.duration - 1)),
+                    (u, Placement(u, pa.day, sb[0], sb[0] + gb.duration - 1)),
+                ]
+                if self.keeps_order(cand):
+                    out.append(cand)
         return out
 
     def _touches(self, day: int, s: int, n: int) -> bool:
@@ -481,6 +661,8 @@ class Neighbourhood:
         na = Placement(a, pb.day, pb.slot_start, pb.slot_end)
         nb = Placement(b, pa.day, pa.slot_start, pa.slot_end)
         if not (self.allows(a, na) and self.allows(b, nb)):
+            return None
+        if not self.keeps_order([(a, na), (b, nb)]):
             return None
         ev.remove(a, refresh=False)
         ev.remove(b, refresh=False)
@@ -506,8 +688,10 @@ def hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:
 __all__ = [
     "Candidate",
     "Changes",
+    "ItemOrder",
     "Neighbourhood",
     "OperatorTable",
+    "OrderedOrigin",
     "draw_operator",
     "hot_tasks",
 ]

@@ -21,20 +21,32 @@ import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ..state import order_key
+from ._cpsat import SolveStatus
 from .budget import DEFAULT_CALIBRATION, Calibration
 
 if TYPE_CHECKING:
     from ..state import ScheduleState, Task
+    from .counting import CountResult
     from .problem import Placement
+    from .run import ScopeRun
+    from .starts import Start
 
 from .order_spans import Position, order_segments, task_of
 
-__all__ = ["Position", "keep_order", "order_kept", "order_proposal", "order_segments", "task_of"]
+__all__ = [
+    "Position",
+    "keep_order",
+    "order_kept",
+    "order_proposal",
+    "order_segments",
+    "order_start",
+    "task_of",
+]
 
 
 def _fits(window: tuple[Position | None, Position | None] | None, pl: Placement) -> bool:
@@ -369,3 +381,84 @@ def order_proposal(
         floor=None,
         floor_least_warning=None,
     )
+
+
+def order_start(
+    run: ScopeRun,
+    start: Start,
+    greedy: list[Placement] | None,
+    level1: CountResult,
+    others: Sequence[tuple[Any, list[Placement]]] = (),
+) -> tuple[Start, list[Placement] | None, CountResult]:
+    """The one search's start and the greedy it is guarded by (:func:`.placement.close_stage`),
+    keeping the item order before the search (issue 42): the search's moves keep it
+    (:class:`.moves.ItemOrder`), so the proposal needs no order step after it (which re-placed
+    the search's answer and undid its gains). The start is ordered by :func:`keep_order`
+    (relabelled, else its classes re-placed as chains; when a chain leaves items out, the
+    exact ordered model of the whole scope, :func:`.ordered.max_placeable_ordered`, near the
+    start's places, within half of what is left before the search's stop and at most a
+    second; before it, the ``others`` starts (name, placements), chained alike, stand in when
+    one keeps more periods: the periods placed come first); the greedy likewise, used only when
+    nothing of it drops. When the start's chains leave items out, ``level1`` comes back
+    unproven with the periods placed (the proposal then claims no maximum, as
+    :func:`order_proposal` withdraws it). Unchanged (the same objects) on a problem without
+    ordered items, and for a calendar scope (its order is kept after the search,
+    :func:`.scoped.in_item_order`)."""
+    from .objective import evaluate
+
+    if run.within is not None or not run.problem.groups:
+        return start, greedy, level1
+    state, scope = run.state, run.scope()
+    # the exact chains (a safety net) at most half a second, and never past the search's stop
+    exact_s = max(0.0, min(0.5, run.search_stop - time.perf_counter() - 0.05))
+    kept, dropped = keep_order(state, start.placements, scope, exact_s, run.calibration)
+    source = start
+    if dropped:  # another start, once ordered, may keep more periods
+        most = sum(pl.length for pl in kept)
+        for name, placements in others:
+            alt, lost = keep_order(state, placements, scope, 0.0, run.calibration)
+            if sum(pl.length for pl in alt) > most:
+                most, kept, dropped = sum(pl.length for pl in alt), alt, lost
+                source = replace(start, name=name, placements=list(placements))
+    if dropped:  # the exact ordered model of the whole scope, near the start's places
+        kept, dropped = _ordered_max(run, source.placements, kept, dropped)
+    if source is start and not dropped and kept == start.placements:
+        new_start = start
+    else:
+        kept = sorted(kept, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+        objective = evaluate(run.problem, kept, run.weights)
+        new_start = replace(source, placements=kept, objective=objective)
+    if dropped:
+        placed = sum(pl.length for pl in kept)
+        level1 = replace(level1, best=min(level1.best, placed), status=SolveStatus.UNKNOWN)
+    if greedy is not None:
+        ordered_greedy, lost = keep_order(state, greedy, scope, 0.0, run.calibration)
+        greedy = None if lost else ordered_greedy
+    return new_start, greedy, level1
+
+
+def _ordered_max(
+    run: ScopeRun, placements: list[Placement], kept: list[Placement], dropped: list[int]
+) -> tuple[list[Placement], list[int]]:
+    """The exact ordered model of ``run``'s scope (every item, most periods, then nearest its
+    place in ``placements``), hinted with ``kept``; its answer when it places more periods
+    than ``kept``, else ``kept`` and ``dropped``."""
+    from .ordered import max_placeable_ordered
+
+    limit = min(1.0, 0.5 * (run.search_stop - time.perf_counter()))
+    if limit < 0.1:
+        return kept, dropped
+    _, best, _, exact = max_placeable_ordered(
+        run.state,
+        run.problem,
+        time_limit_s=limit,
+        num_workers=run.num_workers,
+        hint=kept,
+        calibration=run.calibration,
+        targets={pl.task_id: (pl.day, pl.slot_start) for pl in placements},
+    )
+    if best <= sum(pl.length for pl in kept):
+        return kept, dropped
+    placed = {pl.task_id for pl in exact}
+    out = sorted(exact, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
+    return out, sorted(tid for tid in run.scope() if tid not in placed)

@@ -48,11 +48,13 @@ def max_placeable_ordered(
     upper: int | None = None,
     hint: Sequence[Placement] = (),
     calibration: Calibration = DEFAULT_CALIBRATION,
+    targets: dict[int, tuple[int, int]] | None = None,
 ) -> tuple[SolveStatus, int, int, list[Placement]]:
     """``(status, best, bound, placements)``: the most periods the scope of ``problem`` places
     keeping every rule, the order among the scope's items included. ``upper``: a proven bound
     (the counting model's); ``hint``: an order-keeping placement to start from;
-    ``calibration``: the model's limits (:func:`solve_ordered`)."""
+    ``calibration``: the model's limits (:func:`solve_ordered`); ``targets``: per task a place
+    to stay near (among the maxima, the least distance; the bound is then not claimed)."""
     options: dict[int, list[Placement]] = {}
     for g in problem.groups:
         d = g.duration
@@ -77,6 +79,7 @@ def max_placeable_ordered(
         num_workers=num_workers,
         upper=upper,
         hint=hint,
+        targets=targets,
         calibration=calibration,
     )
 

@@ -62,7 +62,7 @@ from .counting import CountResult
 from .health_search import HealthSearchResult, search_health
 from .least_change import moved_tasks, send_back
 from .objective import TERM_NAMES, evaluate
-from .order import order_proposal
+from .order import order_proposal, order_start
 from .problem import Placement
 from .progress import report
 from .run import ScopeRun
@@ -280,6 +280,8 @@ def _propose_scope(state: ScheduleState, **args: Any) -> Proposal:
     level1, level1_cut = run.level1()
     starts = build_starts(run, level1)
     start = choose_start(run, starts)
+    # the item order before the search, whose moves keep it (issue 42, .order)
+    start, greedy, level1 = order_start(run, start, starts.greedy, level1, starts.candidates)
     report("one search", run.t0, start.objective["weighted_total"])
     # Every search stops by ``search_stop`` at the latest; one that got that close may have been
     # cut by the wall clock rather than by its deterministic budget.
@@ -290,7 +292,7 @@ def _propose_scope(state: ScheduleState, **args: Any) -> Proposal:
         unplaced = sorted(tid for tid in run.scope() if tid not in placed)
         close_stage(
             run, result, unplaced=unplaced, checked=result.placements, proven=level1.proven,
-            greedy=starts.greedy,
+            greedy=greedy,
         )  # fmt: skip
         if run.disruption_weight > 0:
             _send_back(run, result)

@@ -244,6 +244,7 @@ class _Layout:
                 (
                     (day, s)
                     for day in range(it.lo, it.hi + 1)
+                    if day not in it.off
                     for s in range(self.spd - it.length + 1)
                     if not used[day - 1, s : s + it.length].any()
                     and all(it.allowed[s : s + it.length])
