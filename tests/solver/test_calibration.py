@@ -61,6 +61,7 @@ DOCUMENTED = {
     "unload_exchange_days": 3,
     "pending_share": 0.4,
     "min_solve_s": 0.02,
+    "reoptimize_det_share": 0.1,
     "spread_weight": 20.0,
     "switch_weight": 10.0,
     "post_solve_per_task_s": 6e-5,

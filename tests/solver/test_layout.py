@@ -19,7 +19,9 @@ NOT_CALIBRATION = {
     "_cpsat": {"MIN_TIME_LIMIT_S"},  # CP-SAT's smallest limit (zero would mean none)
     "patterns": {"MAX_PATTERNS"},  # above it a run type uses the positional encoding
     "health_eval": {"MIN_USABLE", "MIN_BUFFER"},  # analyze_health's tolerance defaults
-    "health_floor": {"_EPS", "_EXACT_MEMO_SIZE"},  # a tolerance; how many answers are kept
+    # a tolerance; how many answers are kept; how many class masks get every union (2**6: a
+    # model-size limit, like MAX_PATTERNS)
+    "health_floor": {"_EPS", "_EXACT_MEMO_SIZE", "_CLASS_SUBSETS"},
     "health_model": {"MAX_PATTERNS"},
     "relaxation": {"DUAL_SCALE", "INTEGRAL_TOL"},  # exact arithmetic of the certified bound
     "objective": {"MAX_SCALE", "MODEL_MAGNITUDE", "FLOAT_MARGIN"},  # exact weights and bounds
