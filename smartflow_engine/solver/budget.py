@@ -222,6 +222,12 @@ class Calibration:
     # gets at least this long even past the deadline; optional ones (the bottleneck, the
     # negotiation figures) are skipped (:mod:`.feasibility`).
     min_solve_s: float = 0.02
+    # The bottleneck's deletion filter (:mod:`.feasibility`): at most this many exact checks per
+    # second of the check's limit, each of this much CP-SAT deterministic time (it used the time
+    # left: on the eval kit's infeasible 30- and 120-day windows it took the whole 2 s and left
+    # the negotiation figures unproven).
+    shrink_checks_per_s: float = 6.0
+    shrink_det_time: float = 0.05
     # (:mod:`.reoptimize`) Integer-model weights of the re-optimising writes, in the soft terms'
     # units.
     # The re-optimisers' CP-SAT deterministic time, a share of their work (the tools give them

@@ -883,8 +883,10 @@ def all_fit(
     time_limit_s: float,
     num_workers: int,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    deterministic_time: float | None = None,
 ) -> bool | None:
-    """Whether all ``counts`` tasks fit at once: True / False (proven) / None (time limit).
+    """Whether all ``counts`` tasks fit at once: True / False (proven) / None (time limit, or
+    ``deterministic_time`` of CP-SAT's work when given).
 
     A greedy packing of everything proves True and a safe relaxation bound below the required
     periods proves False; only the rest goes to CP-SAT.
@@ -903,7 +905,9 @@ def all_fit(
         return False
     cm = CountModelBuilder(problem, counts, place_all=True).build(CpSatSink())
     solver = make_solver(
-        max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S), num_workers
+        max(time_limit_s - (time.perf_counter() - t0), MIN_TIME_LIMIT_S),
+        num_workers,
+        deterministic_time=deterministic_time,
     )
     status = status_of(solver.solve(cm.model))
     if status == SolveStatus.INFEASIBLE:

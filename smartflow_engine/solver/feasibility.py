@@ -203,6 +203,7 @@ def check_feasibility(
             num_workers,
             calibration=calibration,
             only_classes=explain == "classes",
+            checks=max(1, round(calibration.shrink_checks_per_s * time_limit_s)),
         )
     return FeasibilityReport(
         is_feasible=feasible,
@@ -363,13 +364,14 @@ def explain_bottleneck(
     *,
     calibration: Calibration = DEFAULT_CALIBRATION,
     only_classes: bool = False,
+    checks: int = 60,
 ) -> Bottleneck:
     """Which durations and which classes cannot fit on their own, and a small conflict set.
 
     The conflict set is found by a deletion filter over group counts (binary search per group,
     starting from the smallest infeasible candidate); it is irreducible when every check was
-    proven within the budget. ``only_classes``: the classes alone (no durations, no conflict
-    set).
+    proven within the budget (``checks``: the deletion filter's exact checks at most).
+    ``only_classes``: the classes alone (no durations, no conflict set).
     """
     groups = problem.groups
     if only_classes:
@@ -382,7 +384,7 @@ def explain_bottleneck(
     candidates += [list(c.counts) for c in classes]
     candidates.append([g.count for g in groups])
     core = min(candidates, key=sum)
-    core, minimal = _shrink(problem, core, deadline, num_workers, calibration)
+    core, minimal = _shrink(problem, core, deadline, num_workers, calibration, checks)
     minimal = minimal and not (cut or cut_classes)
     ids: list[int] = []
     for g, c in zip(groups, core, strict=True):
@@ -485,16 +487,23 @@ def _shrink(
     deadline: float,
     num_workers: int,
     calibration: Calibration,
+    checks: int,
 ) -> tuple[list[int], bool]:
-    """Deletion filter: the smallest count per group that keeps the set infeasible."""
+    """Deletion filter: the smallest count per group that keeps the set infeasible. A work
+    budget bounds it (at most ``checks`` exact checks, each of ``shrink_det_time``
+    deterministic time): the set it returns is a function of the problem, not of the time left,
+    and the negotiation figures after it keep their time. Past the budget the set is returned
+    as far as it was shrunk, not claimed irreducible."""
     counts = list(counts)
     minimal = True
     order = sorted(range(len(counts)), key=lambda i: -problem.groups[i].duration)
     for gi in order:
         lo, hi = 0, counts[gi]
         while lo < hi:
-            if time.perf_counter() > deadline:
+            if time.perf_counter() > deadline or checks <= 0:
+                counts[gi] = hi
                 return counts, False
+            checks -= 1
             mid = (lo + hi) // 2
             trial = list(counts)
             trial[gi] = mid
@@ -504,6 +513,7 @@ def _shrink(
                 time_limit_s=_left(deadline, calibration),
                 num_workers=num_workers,
                 calibration=calibration,
+                deterministic_time=calibration.shrink_det_time,
             )
             if fits is False:
                 hi = mid

@@ -61,6 +61,8 @@ DOCUMENTED = {
     "unload_exchange_days": 3,
     "pending_share": 0.4,
     "min_solve_s": 0.02,
+    "shrink_checks_per_s": 6.0,
+    "shrink_det_time": 0.05,
     "reoptimize_det_share": 0.1,
     "spread_weight": 20.0,
     "switch_weight": 10.0,
