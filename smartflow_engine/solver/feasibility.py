@@ -196,15 +196,10 @@ def check_feasibility(
     bottleneck = None
     if feasible is False and explain:
         bottleneck = explain_bottleneck(
-            state,
-            problem,
-            res.best,
-            deadline,
-            num_workers,
-            calibration=calibration,
+            state, problem, res.best, deadline, num_workers, calibration=calibration,
             only_classes=explain == "classes",
             checks=max(1, round(calibration.shrink_checks_per_s * time_limit_s)),
-        )
+        )  # fmt: skip
     return FeasibilityReport(
         is_feasible=feasible,
         proven=proven,
