@@ -138,7 +138,7 @@ def test_the_soft_phase_ends_on_its_patience_not_its_budget() -> None:
             budget_s=budget,
             weights=DEFAULT_WEIGHTS,
             calibration=DEFAULT_CALIBRATION,
-        )  # fmt: skip
+        )
         for budget in (30.0, 300.0)
     ]
     assert runs[0].floor is not None and runs[0].counts.key == runs[0].floor  # then soft only
