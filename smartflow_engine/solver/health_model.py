@@ -37,6 +37,7 @@ claims nothing (``proven`` false); the caller then keeps its relaxation's figure
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -240,6 +241,19 @@ def day_patterns(
         if len(acc) > MAX_PATTERNS:
             return None
     return acc
+
+
+@functools.lru_cache(maxsize=1024)
+def _patterns(
+    runs: tuple[tuple[int, ...], ...],
+    lengths: tuple[int, ...],
+    supply: tuple[tuple[int, int], ...],
+) -> dict[Pattern, int] | None:
+    """:func:`day_patterns` of ``runs``, or of :func:`_collapsed` ``runs`` when typed patterns
+    are too many; remembered across models (a pure function of its arguments; the models only
+    read it): a proposal's two scopes and a session's next calls see mostly the same days."""
+    found = day_patterns(runs, lengths, dict(supply))
+    return found if found is not None else day_patterns(_collapsed(runs), lengths, dict(supply))
 
 
 def _collapsed(runs: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
@@ -542,9 +556,7 @@ class ExactDaysModel:
         typed patterns are too many, every block any fit mask's (:func:`_collapsed`)."""
         key = tuple(sorted(runs_d))
         if key not in self.memo:
-            self.memo[key] = day_patterns(key, self.lengths, self.supply)
-            if self.memo[key] is None:
-                self.memo[key] = day_patterns(_collapsed(key), self.lengths, self.supply)
+            self.memo[key] = _patterns(key, tuple(self.lengths), tuple(sorted(self.supply.items())))
         return self.memo[key]
 
     def add_guests(

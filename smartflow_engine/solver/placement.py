@@ -187,6 +187,7 @@ def propose_placement(
         with ``include_suggested``, never worse than the pending tasks' own proposal made with
         half its work.
     """
+    warm_imports()  # (once per process, before the clocks of both scopes)
     common: dict[str, Any] = {
         "seed": seed,
         "weights": weights,

@@ -261,3 +261,37 @@ def test_the_batch_health_job_answers_within_what_applying_left(
     assert (row["critical"], row["warning"]) == (expected["critical"], expected["warning"])
     if expected["floor"].get("proven") is not True:
         assert row["floor_proven"] is not True and row["best_achievable"] is not True
+
+
+def test_a_first_proposal_does_not_charge_the_imports_to_its_wide_scope(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tests that a process's one-time imports (``warm_imports``, ~1 s for CP-SAT on a cold
+    process) run before the clock of a proposal that re-plans the suggested tasks: the wide
+    scope gets the limit less the narrow scope's time, not less the imports too (they once
+    took most of its share, and the first proposal of a process said 时限截断)."""
+    imports_s = 1.5
+    calls: list[int] = []
+
+    def slow_first_import() -> None:
+        if not calls:
+            time.sleep(imports_s)  # as a cold process's first import of CP-SAT
+        calls.append(1)
+
+    limits: list[tuple[bool, float, float]] = []  # (wide?, its limit, its own runtime)
+    real_scope = placement._propose_scope
+
+    def spy(state: ScheduleState, **args: Any) -> Any:
+        out = real_scope(state, **args)
+        limits.append((args["include_suggested"], args["time_limit_s"], out.runtime_s))
+        return out
+
+    monkeypatch.setattr(placement, "warm_imports", slow_first_import)
+    monkeypatch.setattr(placement, "_propose_scope", spy)
+    state = _window()
+    assert any(t.status == "suggested" and t.slots for t in state.tasks)
+    placement.propose_placement(state, time_limit_s=4.0, include_suggested=True)
+    (narrow_wide, narrow_limit, narrow_s), (wide, wide_limit, _) = limits
+    assert not narrow_wide and wide and narrow_limit == 2.0
+    # what the wide scope lost: the narrow scope's time and the ordering between, not the imports
+    assert wide_limit >= 4.0 - narrow_s - 0.5
