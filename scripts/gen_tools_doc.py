@@ -96,7 +96,10 @@ EXAMPLES: dict[str, tuple[list[Call], dict[str, Any]]] = {
         ],
         {"day_from": 6, "day_to": 6, "time_limit_s": 5},
     ),
-    "query_target_tasks": ([], {"week": 7, "day_scope": "workday", "status": "suggested"}),
+    "query_target_tasks": (  # "the weekend's tasks" of a student's request, one placed there
+        [("place", {"task_id": 18, "day": 6, "slot_start": 1})],
+        {"week": 7, "day_scope": "weekend", "status": "suggested"},
+    ),
     "query_available_slots": (
         [],
         {"week": 8, "day_scope": "workday", "duration": 2, "exclude_sections": [1, 2, 11, 12]},

@@ -12,6 +12,7 @@ import smartflow_engine
 from smartflow_engine import ScheduleState, Toolbox
 from smartflow_engine.analyzers.schema import metric_schema
 from smartflow_engine.solver.budget import Deadline
+from smartflow_engine.solver.placement import TERM_NAMES
 from smartflow_engine.state import Request
 from smartflow_engine.state.ops import unplace
 from smartflow_engine.state.synthetic import synthetic_window
@@ -24,6 +25,7 @@ from smartflow_engine.tools_adapter.tools.solver import (
     FLOOR_SAME_NOTE,
     FLOOR_SCOPE_NOTE,
     FLOOR_SCOPE_WORDS,
+    _objective_line,
 )
 
 SAMPLE = Path(smartflow_engine.__file__).parent / "data" / "sample_window.json"
@@ -157,3 +159,18 @@ def test_a_proposal_placing_everything_names_the_key_plainly() -> None:
     assert plain is not None and WITHOUT_FEASIBILITY not in plain, plain
     named = proposal_line(state, requests, "suggested", Deadline.start(60.0), unplaced=True)
     assert named is not None and f"体检（严重/警告，{WITHOUT_FEASIBILITY}）" in named, named
+
+
+def test_a_soft_total_above_the_starts_says_the_health_came_first() -> None:
+    """The proposal's key is lexicographic (health before the soft terms): a total above the
+    start's is named as such when the start had more issues, and only then (a reader would
+    otherwise take it for a worse plan)."""
+    objective = {k: 0.0 for k in TERM_NAMES} | {"weighted_total": 22.3}
+    higher = {"weighted_total": 21.4}
+    line = _objective_line(objective, higher, (0, 0), (0, 2))
+    assert "起始方案21.4，其体检问题更多：先少问题、再比软目标" in line
+    assert "其体检问题更多" not in _objective_line(objective, higher, (0, 2), (0, 2))
+    assert "其体检问题更多" not in _objective_line(
+        objective, {"weighted_total": 30.0}, (0, 0), (1, 0)
+    )
+    assert "其体检问题更多" not in _objective_line(objective, higher, (None, None), (0, 2))

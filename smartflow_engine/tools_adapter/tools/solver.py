@@ -372,13 +372,23 @@ def _by_day(state: ScheduleState, placements: list[Placement]) -> list[str]:
     return lines
 
 
-def _objective_line(objective: dict[str, float], start: dict[str, float] | None) -> str:
+def _objective_line(
+    objective: dict[str, float],
+    start: dict[str, float] | None,
+    health: tuple[int | None, int | None] = (None, None),
+    start_health: tuple[int, int] | None = None,
+) -> str:
     """The soft terms (no bound on them is claimed since issue 26: the health floor, in the
-    health line, is the proof a proposal carries)."""
+    health line, is the proof a proposal carries). A total above the start's says why: the
+    health counts come first, and the start had more issues."""
     terms = "，".join(f"{_TERM_WORDS[k]}{_num(round(objective[k], 1))}" for k in TERM_NAMES)
     tail = ""
     if start is not None:
-        tail = f"（起始方案{_num(round(start['weighted_total'], 1))}）"
+        tail = f"（起始方案{_num(round(start['weighted_total'], 1))}"
+        fewer = None not in health and start_health is not None and health < start_health
+        if fewer and objective["weighted_total"] > start["weighted_total"]:
+            tail += "，其体检问题更多：先少问题、再比软目标"
+        tail += "）"
     return f"目标分项：{terms}；加权合计{_num(round(objective['weighted_total'], 1))}{tail}。"
 
 
@@ -716,7 +726,14 @@ def propose_tool(ctx: ToolContext, args: ProposeArgs) -> str:
     within = _within(state, args)
     if within is not None and (stuck := _stuck_text(state, within, proposal)):
         lines.append(stuck + "。")
-    lines.append(_objective_line(proposal.objective, proposal.start_objective))
+    lines.append(
+        _objective_line(
+            proposal.objective,
+            proposal.start_objective,
+            (proposal.critical, proposal.warning),
+            proposal.start_health,
+        )
+    )
     if health := _health_line(state, proposal, _calendar(args)):
         lines.append(health)
     cut = _cut_text(proposal, clock)
