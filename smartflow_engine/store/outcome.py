@@ -9,7 +9,9 @@ An error raised *before* ``COMMIT`` was sent still means "rolled back"; an error
   with a random id into :data:`MARKERS` inside its transaction, just before ``COMMIT``. To settle
   the outcome a fresh connection inserts the same id: the primary key makes that insert wait
   while the first transaction is still open, fail if it committed, succeed if it did not (the
-  probe is then rolled back). After a commit the marker is deleted (best effort).
+  probe is then rolled back). After a commit the marker is deleted (best effort), and with it
+  every marker older than :data:`MARKER_TTL`: one left behind (that delete failed, the process
+  died first) had its outcome settled, or given up as unknown, within its own request.
 - **Without a marker** (tables we did not create): the same commit is tried again as a dry run
   (its checks lock the rows the first transaction locked, so it waits for it to end too). If
   the checks pass, the database still holds what the session started from: nothing was
@@ -24,10 +26,21 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Column, DateTime, Engine, MetaData, String, Table, delete, insert, inspect
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Engine,
+    MetaData,
+    String,
+    Table,
+    delete,
+    insert,
+    inspect,
+    or_,
+)
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -42,6 +55,12 @@ MARKERS = Table(
     Column("id", String(32), primary_key=True),
     Column("created_at", DateTime, nullable=False),
 )
+
+
+# A marker older than this is no longer read: settling happens within the request that wrote
+# it (seconds). A day, so that clocks of different clients some hours apart never sweep a
+# marker still being settled.
+MARKER_TTL = timedelta(days=1)
 
 
 class CommitInDoubt(Exception):
@@ -66,11 +85,15 @@ def write_marker(session: Session, marker: str) -> None:
     session.execute(insert(MARKERS).values(**_row(marker)))
 
 
-def forget_marker(engine: Engine, marker: str) -> None:
-    """Delete a committed marker (best effort: a left-over row costs nothing but its bytes)."""
+def forget_marker(engine: Engine, marker: str, now: datetime | None = None) -> None:
+    """Delete a committed marker and the ones older than :data:`MARKER_TTL` (best effort: a
+    left-over row costs nothing but its bytes until the next commit sweeps it)."""
+    cutoff = (now or datetime.now(UTC).replace(tzinfo=None)) - MARKER_TTL
     try:
         with engine.begin() as conn:
-            conn.execute(delete(MARKERS).where(MARKERS.c.id == marker))
+            conn.execute(
+                delete(MARKERS).where(or_(MARKERS.c.id == marker, MARKERS.c.created_at < cutoff))
+            )
     except SQLAlchemyError as exc:
         log.info("could not delete commit marker %s: %s", marker, _first_line(exc))
 

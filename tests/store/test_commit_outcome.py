@@ -8,10 +8,11 @@ session is committed), rolled back (nothing written, a retry succeeds), or said 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.engine import make_url
 
 from smartflow_engine.store import Store, window_days
@@ -258,3 +259,29 @@ def test_an_upsert_whose_answer_is_lost_is_not_reported_rolled_back(rig: Rig, th
     assert reply["success"] is (code == "") and reply.get("error_code", "") == code, reply
     if code:
         assert "无法确定" in reply["error"]
+
+
+@pytest.mark.parametrize("kind", SERVER_BACKENDS)
+def test_markers_left_behind_are_swept_by_the_next_commit(
+    request: pytest.FixtureRequest, kind: str
+) -> None:
+    """Tests that a marker its commit's delete never removed (older than a day) is swept by the
+    next commit, a recent one (a commit possibly being settled) is kept, and the
+    commit's own marker is gone after it."""
+    direct = fresh_server_store(request, kind)
+    direct.seed_from_state(USER, load_window("sample_window"))
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with direct.engine.begin() as conn:
+        conn.execute(insert(MARKERS).values(id="old", created_at=now - timedelta(days=2)))
+        conn.execute(insert(MARKERS).values(id="recent", created_at=now - timedelta(hours=1)))
+    with direct.session() as s:
+        before = set(s.scalars(select(MARKERS.c.id)))  # (other tests' recent ones too)
+    store = Store(direct.engine, create=False)
+    state = store.load_window(USER, window_days((7, 1), (8, 7)))
+    session = Session(state, mode="local_adjust", store=store, db_user_id=USER, self_check=True)
+    session.call("place", PLACE)
+    done = session.confirm(session.invoke("commit", {}).confirm_token or "")
+    assert done.status == "ok", done.reply
+    with direct.session() as s:
+        assert set(s.scalars(select(MARKERS.c.id))) == before - {"old"}
+    assert "recent" in before
