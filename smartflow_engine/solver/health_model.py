@@ -37,9 +37,10 @@ claims nothing (``proven`` false); the caller then keeps its relaxation's figure
 
 from __future__ import annotations
 
-import functools
 import itertools
+import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +49,7 @@ import numpy as np
 
 from ..health_facts import buffered, day_loads, free_runs, usable_periods, utilization
 from ..rules import Level, rule, severity
-from ._cpsat import cp_model, make_solver, status_of
+from ._cpsat import OutOfTime, cp_model, make_solver, status_of
 
 MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up (no claim)
 
@@ -165,19 +166,32 @@ def _prune(pats: dict[Pattern, int]) -> dict[Pattern, int]:
 
 
 def _run_patterns(
-    allow: Sequence[int], lengths: Sequence[int], cap: Callable[[Pattern], bool]
-) -> dict[Pattern, int]:
+    allow: Sequence[int],
+    lengths: Sequence[int],
+    cap: Callable[[Pattern], bool],
+    deadline: float = math.inf,
+) -> dict[Pattern, int] | None:
     """Every pattern of blocks packing into one free run (``allow``: per period of the run,
     the bits of the masks that allow it; 0: no movable block may take it) → the periods the
     run keeps free with it. A block's type names the masks allowing all of its periods, so an
     item of a mask goes only where its mask allows (exact, not the union of the masks);
-    ``cap`` rejects a pattern beyond the supply."""
+    ``cap`` rejects a pattern beyond the supply. ``None`` as soon as the patterns of a prefix
+    of the run, dominated ones pruned, are more than :data:`MAX_PATTERNS`: every one of them
+    is carried to the run's end (its later periods left free), so the run's own patterns would
+    be more than that too, and the enumeration (quadratic pruning) would take seconds on a free
+    day of many masks for nothing. Raises OutOfTime past ``deadline`` (a
+    ``time.perf_counter()`` value)."""
     run = len(allow)
     at: list[set[Pattern]] = [set() for _ in range(run + 1)]
     at[0].add(())
     for p in range(run):
         # (what is placed from p on does not depend on how: a dominated start stays dominated)
-        for vec in _prune(dict.fromkeys(at[p], 0)):
+        if time.perf_counter() > deadline:
+            raise OutOfTime("the day patterns' deadline passed")
+        prefix = _prune(dict.fromkeys(at[p], 0))
+        if len(prefix) > MAX_PATTERNS:
+            return None
+        for vec in prefix:
             at[p + 1].add(vec)  # period p stays free
             for n in lengths:
                 if p + n > run:
@@ -203,6 +217,7 @@ def day_patterns(
     free_runs: Sequence[Sequence[int]],
     lengths: Sequence[int],
     supply: Mapping[int, int],
+    deadline: float = math.inf,
 ) -> dict[Pattern, int] | None:
     """The patterns of a day: ``free_runs`` holds each free run as the bits of the masks
     allowing each of its periods (:func:`_run_patterns`); pattern → the most usable free
@@ -211,7 +226,8 @@ def day_patterns(
     generously: a run keeping ``left`` free periods gives at most
     ``left`` usable ones when ``left`` reaches ``MIN_USABLE`` (none below: its free pieces are
     all shorter); the day may keep a buffer when they reach ``MIN_BUFFER``. ``None`` beyond
-    :data:`MAX_PATTERNS`."""
+    :data:`MAX_PATTERNS`. Raises OutOfTime past ``deadline`` (a ``time.perf_counter()``
+    value)."""
 
     def cap(vec: Pattern) -> bool:
         # per length only: a pattern's fate must not change when a dominating one replaces it
@@ -224,7 +240,9 @@ def day_patterns(
 
     acc: dict[Pattern, int] = {(): 0}  # pattern -> most usable periods
     for allow in free_runs:
-        options = _run_patterns(allow, lengths, cap)
+        options = _run_patterns(allow, lengths, cap, deadline)
+        if options is None:
+            return None
         # the usable periods each option's free periods give (one run each: health_facts')
         lefts = np.fromiter(options.values(), dtype=np.int64, count=len(options))
         kept = usable_periods(np.arange(len(options)), lefts, len(options)).tolist()
@@ -243,17 +261,32 @@ def day_patterns(
     return acc
 
 
-@functools.lru_cache(maxsize=1024)
+# Day patterns remembered across models (:func:`_patterns`): a proposal's two scopes, its floor
+# and a session's next calls read mostly the same days. At most this many, the oldest dropped.
+_PATTERNS_KEPT = 1024
+_PATTERNS: OrderedDict[tuple[Any, ...], dict[Pattern, int] | None] = OrderedDict()
+
+
 def _patterns(
     runs: tuple[tuple[int, ...], ...],
     lengths: tuple[int, ...],
     supply: tuple[tuple[int, int], ...],
+    deadline: float = math.inf,
 ) -> dict[Pattern, int] | None:
     """:func:`day_patterns` of ``runs``, or of :func:`_collapsed` ``runs`` when typed patterns
-    are too many; remembered across models (a pure function of its arguments; the models only
-    read it): a proposal's two scopes and a session's next calls see mostly the same days."""
-    found = day_patterns(runs, lengths, dict(supply))
-    return found if found is not None else day_patterns(_collapsed(runs), lengths, dict(supply))
+    are too many; remembered (a pure function of its arguments; the models only read it). Raises
+    OutOfTime past ``deadline``, remembering nothing."""
+    key = (runs, lengths, supply)
+    if key in _PATTERNS:
+        _PATTERNS.move_to_end(key)
+        return _PATTERNS[key]
+    found = day_patterns(runs, lengths, dict(supply), deadline)
+    if found is None:
+        found = day_patterns(_collapsed(runs), lengths, dict(supply), deadline)
+    _PATTERNS[key] = found
+    if len(_PATTERNS) > _PATTERNS_KEPT:
+        _PATTERNS.popitem(last=False)
+    return found
 
 
 def _collapsed(runs: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
@@ -482,7 +515,10 @@ class ExactDaysModel:
         if kinds is None:
             return self.give_up()
         for c, (key, days) in enumerate(kinds.items()):
-            if not self.add_kind(c, key, days):
+            try:
+                if not self.add_kind(c, key, days):
+                    return self.give_up()
+            except OutOfTime:  # (a day's patterns past the deadline)
                 return self.give_up()
         self.floating = self.add_guests(
             "f", [(None, n) for n in sorted(floating_hosts)], [it.guest for it in self.placing], 1
@@ -556,7 +592,9 @@ class ExactDaysModel:
         typed patterns are too many, every block any fit mask's (:func:`_collapsed`)."""
         key = tuple(sorted(runs_d))
         if key not in self.memo:
-            self.memo[key] = _patterns(key, tuple(self.lengths), tuple(sorted(self.supply.items())))
+            self.memo[key] = _patterns(
+                key, tuple(self.lengths), tuple(sorted(self.supply.items())), self.deadline
+            )
         return self.memo[key]
 
     def add_guests(

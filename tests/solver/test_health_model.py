@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import random
+import time
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,8 @@ from smartflow_engine import ScheduleState
 from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.health_facts import MIN_BUFFER
 from smartflow_engine.rules import LEVELS, Level
+from smartflow_engine.solver import health_model
+from smartflow_engine.solver._cpsat import OutOfTime
 from smartflow_engine.solver.health_eval import HealthEvaluator
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.health_model import day_patterns
@@ -325,6 +328,40 @@ def test_day_patterns_keep_each_mask_off_its_banned_periods() -> None:
     # with two blocks of 2 in the population (the cap is per length), both still fit
     only = day_patterns([(0b11, 0b11, 0b10, 0b10)], [2], {2: 2})
     assert only is not None and _pattern((2, 0b11, 1), (2, 0b10, 1)) in only
+
+
+def test_a_day_of_too_many_typed_patterns_gives_up_early_with_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tests the early end of the typed enumeration: a free day of 12 periods, each allowed by
+    a different pair of four masks, with blocks of 1-4, has more typed patterns than
+    MAX_PATTERNS (the full enumeration, the limit lifted, finds them), so ``day_patterns`` says
+    None (the model then reads the union of the masks) — as it did when it enumerated them all
+    first; a day within the limit gets every pattern, the same with the limit lifted."""
+    many = [tuple((0b11, 0b110, 0b1100, 0b1001)[p % 4] | 0b1 for p in range(12))]
+    supply = dict.fromkeys((1, 2, 3, 4), 12)
+    assert day_patterns(many, [1, 2, 3, 4], supply) is None
+    few = [(0b11, 0b11, 0b10, 0b10, 0b11, 0b11)]
+    within = day_patterns(few, [1, 2, 3], supply)
+    assert within is not None
+    monkeypatch.setattr(health_model, "MAX_PATTERNS", 10**9)
+    full = day_patterns(many, [1, 2, 3, 4], supply)
+    assert full is not None and len(full) > 600
+    assert day_patterns(few, [1, 2, 3], supply) == within
+
+
+def test_day_patterns_past_their_deadline_raise_and_remember_nothing() -> None:
+    """Tests that the enumeration of a day's patterns stops at the model's deadline (the
+    model's building is inside its time limit) and that a stopped enumeration is not
+    remembered: the next model, with time, gets the day's real patterns."""
+    runs = ((0b11,) * 8,)
+    supply = ((1, 8), (2, 4))
+    with pytest.raises(OutOfTime):
+        health_model._patterns(runs, (1, 2), supply, deadline=time.perf_counter() - 1.0)
+    assert (runs, (1, 2), supply) not in health_model._PATTERNS
+    found = health_model._patterns(runs, (1, 2), supply)
+    assert found == day_patterns(runs, [1, 2], dict(supply))
+    assert health_model._PATTERNS[(runs, (1, 2), supply)] == found
 
 
 def test_the_model_keeps_items_off_their_banned_periods() -> None:
