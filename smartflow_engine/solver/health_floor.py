@@ -957,9 +957,11 @@ def solve_exact(
     num_workers: int,
     work_s: float | None = None,
 ) -> ExactDays:
-    """:func:`.health_model.exact_days`, remembered by everything it reads (a complete answer
-    for good, an incomplete one for calls with no more time and work): the floor and
-    :func:`.realise.realise` of one population share one solve."""
+    """:func:`.health_model.exact_days`, remembered by everything it reads: the floor and
+    :func:`.realise.realise` of one population share one solve. A call with a work budget
+    (``work_s``) reads only a solve of the same budget the clock did not cut, so its answer is
+    the one a fresh process gives; a call without one (the wall clock alone) a complete answer
+    or one of no less time."""
     key = (
         level,
         pending_min,
@@ -974,9 +976,13 @@ def solve_exact(
     found = _EXACT_MEMO.get(key)
     if found is not None:
         (limit, work), old = found
-        inf = float("inf")  # (no deterministic budget: unbounded work)
-        as_much = (inf if work is None else work) >= (inf if work_s is None else work_s)
-        if old.figures.get("complete") or (limit >= time_limit_s and as_much):
+        if work_s is not None:
+            # a call with a work budget answers what its own solve would: the remembered one
+            # of the same budget the clock did not cut (another budget's solve may hold another
+            # schedule of the same figures, and the proposal's start reads the schedule)
+            if work == work_s and not old.wall_cut:
+                return old
+        elif old.figures.get("complete") or (limit >= time_limit_s and work is None):
             return old
     result = exact_days(
         fixed_owner,

@@ -103,6 +103,40 @@ class ExactDays:
     wall_cut: bool = False
 
 
+# The building's work per unit of the solves' (CP-SAT deterministic time, ``work_s``): 9e6
+# steps, measured 2026-12-07 at 0.3-2 million steps per second of a cold build on this 2-core
+# machine, i.e. ~4 million steps per second of the calibration's time (0.45 units per second,
+# see Calibration.exact_det_per_s). A 2 s proposal's exact start (0.12 units) may then take
+# 1.1 million steps: every bench window's build (at most ~1 million, the upstream-shaped ones
+# with weekdays and bans; the others at most 140 thousand) fits, a larger one is given up the
+# same way on any machine instead of running past the wall clock.
+BUILD_STEPS_PER_WORK = 9e6
+
+
+class OutOfWork(Exception):
+    """The model's building passed its work budget: it gives up, claiming nothing (the same
+    on any machine, unlike a wall-clock cut)."""
+
+
+@dataclass
+class Meter:
+    """The building's work (steps of the pattern enumeration: patterns carried, pruning
+    comparisons, patterns put in the model), against ``budget`` (``None``: no budget; raises
+    :class:`OutOfWork` past it) and the wall clock's ``deadline`` (a ``time.perf_counter()``
+    value; raises OutOfTime past it)."""
+
+    budget: float | None = None
+    deadline: float = math.inf
+    spent: int = 0
+
+    def tick(self, steps: int) -> None:
+        self.spent += steps
+        if self.budget is not None and self.spent > self.budget:
+            raise OutOfWork
+        if time.perf_counter() > self.deadline:
+            raise OutOfTime("the exact model's building passed its deadline")
+
+
 # A block type: (length, the banned-period masks that allow it, as bits of the model's masks).
 BlockType = tuple[int, int]
 # A pattern: how many blocks of each type, as sorted (type, count) pairs (types a day lacks left
@@ -117,12 +151,14 @@ def _plus(vec: Pattern, kind: BlockType) -> Pattern:
     return tuple(sorted(got.items()))
 
 
-def _prune(pats: dict[Pattern, int]) -> dict[Pattern, int]:
+def _prune(pats: dict[Pattern, int], meter: Meter | None = None) -> dict[Pattern, int]:
     """``pats`` (pattern → usable periods) without the patterns another one dominates: as many
     blocks of each length, at least as many usable periods, and for every set of masks at
     least as many blocks of each length some mask of the set allows (what Hall's condition in
     the model reads: an item fills a block its mask allows). A dominated pattern is never
-    needed for an optimum, and a packing of the dominating one exists (it was enumerated)."""
+    needed for an optimum, and a packing of the dominating one exists (it was enumerated).
+    ``meter`` gets its steps: a profile entry each, a comparison each (at most the kept ones of
+    a member's group)."""
     if len(pats) < 2:
         return pats
     every = 0
@@ -131,6 +167,8 @@ def _prune(pats: dict[Pattern, int]) -> dict[Pattern, int]:
             every |= allowed
     bits = [b for b in range(every.bit_length()) if every >> b & 1]
     if len(bits) > 4:
+        if meter is not None:
+            meter.tick(len(pats))
         return pats  # (profiles too long to be worth it)
     sets = [
         sum(1 << b for b in sub)
@@ -148,7 +186,9 @@ def _prune(pats: dict[Pattern, int]) -> dict[Pattern, int]:
         )
         groups.setdefault(tuple(sorted(per_len.items())), []).append((usable, profile, vec))
     out: dict[Pattern, int] = {}
+    steps = 0
     for members in groups.values():
+        steps += len(members) * (1 + len(members[0][1]))
         if len(members) == 1:
             out[members[0][2]] = members[0][0]
             continue
@@ -162,6 +202,9 @@ def _prune(pats: dict[Pattern, int]) -> dict[Pattern, int]:
                 continue
             kept.append((usable, profile))
             out[vec] = usable
+        steps += len(members) * len(kept)
+    if meter is not None:
+        meter.tick(steps)
     return out
 
 
@@ -169,7 +212,7 @@ def _run_patterns(
     allow: Sequence[int],
     lengths: Sequence[int],
     cap: Callable[[Pattern], bool],
-    deadline: float = math.inf,
+    meter: Meter | None = None,
 ) -> dict[Pattern, int] | None:
     """Every pattern of blocks packing into one free run (``allow``: per period of the run,
     the bits of the masks that allow it; 0: no movable block may take it) → the periods the
@@ -179,16 +222,15 @@ def _run_patterns(
     of the run, dominated ones pruned, are more than :data:`MAX_PATTERNS`: every one of them
     is carried to the run's end (its later periods left free), so the run's own patterns would
     be more than that too, and the enumeration (quadratic pruning) would take seconds on a free
-    day of many masks for nothing. Raises OutOfTime past ``deadline`` (a
-    ``time.perf_counter()`` value)."""
+    day of many masks for nothing. Its steps go to ``meter``."""
+    meter = meter or Meter()
     run = len(allow)
     at: list[set[Pattern]] = [set() for _ in range(run + 1)]
     at[0].add(())
     for p in range(run):
         # (what is placed from p on does not depend on how: a dominated start stays dominated)
-        if time.perf_counter() > deadline:
-            raise OutOfTime("the day patterns' deadline passed")
-        prefix = _prune(dict.fromkeys(at[p], 0))
+        prefix = _prune(dict.fromkeys(at[p], 0), meter)
+        meter.tick(len(prefix) * len(lengths))
         if len(prefix) > MAX_PATTERNS:
             return None
         for vec in prefix:
@@ -203,7 +245,7 @@ def _run_patterns(
                     new = _plus(vec, (n, bits))
                     if cap(new):
                         at[p + n].add(new)
-    return _prune({vec: run - sum(n * c for (n, _), c in vec) for vec in at[run]})
+    return _prune({vec: run - sum(n * c for (n, _), c in vec) for vec in at[run]}, meter)
 
 
 def _merge(a: Pattern, b: Pattern) -> Pattern:
@@ -217,7 +259,7 @@ def day_patterns(
     free_runs: Sequence[Sequence[int]],
     lengths: Sequence[int],
     supply: Mapping[int, int],
-    deadline: float = math.inf,
+    meter: Meter | None = None,
 ) -> dict[Pattern, int] | None:
     """The patterns of a day: ``free_runs`` holds each free run as the bits of the masks
     allowing each of its periods (:func:`_run_patterns`); pattern → the most usable free
@@ -226,8 +268,7 @@ def day_patterns(
     generously: a run keeping ``left`` free periods gives at most
     ``left`` usable ones when ``left`` reaches ``MIN_USABLE`` (none below: its free pieces are
     all shorter); the day may keep a buffer when they reach ``MIN_BUFFER``. ``None`` beyond
-    :data:`MAX_PATTERNS`. Raises OutOfTime past ``deadline`` (a ``time.perf_counter()``
-    value)."""
+    :data:`MAX_PATTERNS`. Its steps go to ``meter`` (see :class:`Meter`)."""
 
     def cap(vec: Pattern) -> bool:
         # per length only: a pattern's fate must not change when a dominating one replaces it
@@ -238,9 +279,10 @@ def day_patterns(
             total[n] = total.get(n, 0) + c
         return all(c <= supply.get(n, 0) for n, c in total.items())
 
+    meter = meter or Meter()
     acc: dict[Pattern, int] = {(): 0}  # pattern -> most usable periods
     for allow in free_runs:
-        options = _run_patterns(allow, lengths, cap, deadline)
+        options = _run_patterns(allow, lengths, cap, meter)
         if options is None:
             return None
         # the usable periods each option's free periods give (one run each: health_facts')
@@ -255,7 +297,8 @@ def day_patterns(
                 got = usable + keeps
                 if nxt.get(new, -1) < got:
                     nxt[new] = got
-        acc = _prune(nxt)
+        meter.tick(len(acc) * len(options))
+        acc = _prune(nxt, meter)
         if len(acc) > MAX_PATTERNS:
             return None
     return acc
@@ -264,26 +307,32 @@ def day_patterns(
 # Day patterns remembered across models (:func:`_patterns`): a proposal's two scopes, its floor
 # and a session's next calls read mostly the same days. At most this many, the oldest dropped.
 _PATTERNS_KEPT = 1024
-_PATTERNS: OrderedDict[tuple[Any, ...], dict[Pattern, int] | None] = OrderedDict()
+_PATTERNS: OrderedDict[tuple[Any, ...], tuple[dict[Pattern, int] | None, int]] = OrderedDict()
 
 
 def _patterns(
     runs: tuple[tuple[int, ...], ...],
     lengths: tuple[int, ...],
     supply: tuple[tuple[int, int], ...],
-    deadline: float = math.inf,
+    meter: Meter | None = None,
 ) -> dict[Pattern, int] | None:
     """:func:`day_patterns` of ``runs``, or of :func:`_collapsed` ``runs`` when typed patterns
-    are too many; remembered (a pure function of its arguments; the models only read it). Raises
-    OutOfTime past ``deadline``, remembering nothing."""
+    are too many; remembered with their steps (a pure function of its arguments; the models
+    only read it). A remembered day charges ``meter`` the steps its enumeration took, so a
+    model's building gives up at the same day whatever was remembered; a day stopped by the
+    meter is not remembered."""
+    meter = meter or Meter()
     key = (runs, lengths, supply)
     if key in _PATTERNS:
         _PATTERNS.move_to_end(key)
-        return _PATTERNS[key]
-    found = day_patterns(runs, lengths, dict(supply), deadline)
+        found, steps = _PATTERNS[key]
+        meter.tick(steps)
+        return found
+    before = meter.spent
+    found = day_patterns(runs, lengths, dict(supply), meter)
     if found is None:
-        found = day_patterns(_collapsed(runs), lengths, dict(supply), deadline)
-    _PATTERNS[key] = found
+        found = day_patterns(_collapsed(runs), lengths, dict(supply), meter)
+    _PATTERNS[key] = (found, meter.spent - before)
     if len(_PATTERNS) > _PATTERNS_KEPT:
         _PATTERNS.popitem(last=False)
     return found
@@ -406,7 +455,9 @@ def exact_days(
     the whole call, the model's building included; ``num_workers``: CP-SAT's workers;
     ``work_s``: when given, CP-SAT's deterministic time for the solves together (each solve
     gets its share of what is left), so that with one worker the answer is the same on any
-    machine the wall clock does not cut (``ExactDays.wall_cut`` says when it did).
+    machine the wall clock does not cut (``ExactDays.wall_cut`` says when it did); the
+    building then has :data:`BUILD_STEPS_PER_WORK` steps per unit of it (:class:`Meter`), past
+    which the model gives up, claiming nothing, on any machine alike.
 
     Days alike (the same free runs and allowed stretches, fixed load, items that fit and room
     per banned-period mask) are interchangeable, so the model counts how many days of each
@@ -419,6 +470,7 @@ def exact_days(
         count_load=count_load,
         count_buffer=count_buffer,
         time_limit_s=time_limit_s,
+        build_work=None if work_s is None else work_s * BUILD_STEPS_PER_WORK,
     )
     given_up = built.build(pending_min, fixed_hosts, floating_hosts)
     if given_up is not None:
@@ -445,9 +497,12 @@ class ExactDaysModel:
         count_load: bool,
         count_buffer: bool,
         time_limit_s: float,
+        build_work: float | None = None,
     ) -> None:
         self.started = time.perf_counter()
         self.deadline = self.started + time_limit_s
+        # the building's steps (see :class:`Meter`), bounded by ``build_work`` when given
+        self.meter = Meter(budget=build_work, deadline=self.deadline)
         self.num_days, self.spd = fixed_owner.shape
         self.free = fixed_owner == 0
         self.fixed_load = day_loads(~self.free)
@@ -520,6 +575,8 @@ class ExactDaysModel:
                     return self.give_up()
             except OutOfTime:  # (a day's patterns past the deadline)
                 return self.give_up()
+            except OutOfWork:  # (past the building's work: the same on any machine)
+                return self.give_up(wall=False)
         self.floating = self.add_guests(
             "f", [(None, n) for n in sorted(floating_hosts)], [it.guest for it in self.placing], 1
         )
@@ -583,6 +640,7 @@ class ExactDaysModel:
         pats = self.patterns_of(runs_d)
         if pats is None or self.left() <= 0:
             return False
+        self.meter.tick(sum(len(vec) + 1 for vec in pats))  # (the patterns' terms in the model)
         per_type = self.add_patterns(c, len(days), load0, pats, kind_pats)
         self.add_blocks(c, len(days), fit, room, per_type, kind_items)
         return self.left() > 0
@@ -593,7 +651,7 @@ class ExactDaysModel:
         key = tuple(sorted(runs_d))
         if key not in self.memo:
             self.memo[key] = _patterns(
-                key, tuple(self.lengths), tuple(sorted(self.supply.items())), self.deadline
+                key, tuple(self.lengths), tuple(sorted(self.supply.items())), self.meter
             )
         return self.memo[key]
 

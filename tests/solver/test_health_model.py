@@ -356,12 +356,38 @@ def test_day_patterns_past_their_deadline_raise_and_remember_nothing() -> None:
     remembered: the next model, with time, gets the day's real patterns."""
     runs = ((0b11,) * 8,)
     supply = ((1, 8), (2, 4))
+    key = (runs, (1, 2), supply)
+    health_model._PATTERNS.pop(key, None)
     with pytest.raises(OutOfTime):
-        health_model._patterns(runs, (1, 2), supply, deadline=time.perf_counter() - 1.0)
-    assert (runs, (1, 2), supply) not in health_model._PATTERNS
-    found = health_model._patterns(runs, (1, 2), supply)
+        health_model._patterns(*key, health_model.Meter(deadline=time.perf_counter() - 1.0))
+    assert key not in health_model._PATTERNS
+    found = health_model._patterns(*key)
     assert found == day_patterns(runs, [1, 2], dict(supply))
-    assert health_model._PATTERNS[(runs, (1, 2), supply)] == found
+    assert health_model._PATTERNS[key][0] == found
+
+
+def test_the_buildings_work_budget_stops_at_the_same_day_remembered_or_not() -> None:
+    """Tests the building's work budget (issue 40 item 6: work, not the time left, decides):
+    a day whose enumeration takes more steps than the budget stops it (OutOfWork), whether its
+    patterns are remembered or not (a remembered day charges the steps it took), and a budget
+    of at least those steps lets it through, charging exactly them."""
+    runs = ((0b11,) * 10, (0b01,) * 6)
+    supply = ((1, 10), (2, 6), (3, 4))
+    key = (runs, (1, 2, 3), supply)
+    health_model._PATTERNS.pop(key, None)
+    cold = health_model.Meter()
+    found = health_model._patterns(*key, cold)
+    steps = cold.spent
+    assert found is not None and steps > 0 and health_model._PATTERNS[key] == (found, steps)
+    health_model._PATTERNS.pop(key)
+    for remembered in (False, True):
+        assert (key in health_model._PATTERNS) == remembered
+        with pytest.raises(health_model.OutOfWork):
+            health_model._patterns(*key, health_model.Meter(budget=steps - 1))
+        if not remembered:  # (a stopped enumeration is not remembered: fill it for the next)
+            health_model._patterns(*key)
+    enough = health_model.Meter(budget=steps)
+    assert health_model._patterns(*key, enough) == found and enough.spent == steps
 
 
 def test_the_model_keeps_items_off_their_banned_periods() -> None:
@@ -623,3 +649,28 @@ def test_places_go_to_the_subject_that_waited_longest() -> None:
     assert {p.task_id for p in out if p.length == 2} == {1, 4}
     assert len(out) == 3 and {p.task_id for p in out if p.length == 3} <= {2, 5}
     assert next(p for p in out if p.length == 3).embed_host == 9
+
+
+def test_a_budgeted_solve_is_reused_only_by_a_call_of_the_same_budget() -> None:
+    """Tests the exact model's memory (``solve_exact``): a call with a work budget after a
+    call with another budget on the same population answers what a fresh process answers with
+    its budget (its own solve), and the same budget again reads the remembered solve."""
+    state = synthetic_window(500, 30, variant="fragmented", with_task_classes=True)
+    problem = build_problem(state, by_subject=True)
+    scope = {t for g in problem.groups for t in g.task_ids}
+    need = sum(t.need() for t in state.pending_tasks())
+    floors = importlib.import_module("smartflow_engine.solver.health_floor")  # (the module)
+
+    def start(work: float) -> list[Placement] | None:
+        return realise(
+            state, "normal", pending_periods=need, scope=scope, time_limit_s=60.0, work_s=work
+        )
+
+    floors._EXACT_MEMO.clear()
+    fresh_small = start(0.01)
+    floors._EXACT_MEMO.clear()
+    fresh_large = start(1.0)
+    after_large = start(0.01)  # (the large solve remembered)
+    assert after_large == fresh_small
+    solves = len(floors._EXACT_MEMO)
+    assert start(1.0) == fresh_large and len(floors._EXACT_MEMO) == solves
