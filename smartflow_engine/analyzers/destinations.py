@@ -354,6 +354,11 @@ class SearchMemo:
     day_sets: dict[tuple[Any, ...], frozenset[int]] = field(default_factory=dict)
     # the guests of each host block (by day, first and last period)
     block_guests: dict[tuple[int, int, int], frozenset[int]] = field(default_factory=dict)
+    # the host blocks a piece of a task that is no guest tries (:func:`_block_tries`), by
+    # (days, the day set, periods, banned periods, order bounds)
+    block_tries: dict[tuple[Any, ...], list[tuple[int, int, SlotRange]]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def of(cls, state: ScheduleState) -> SearchMemo:
@@ -431,6 +436,7 @@ def _candidate_starts(
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
     memo: SearchMemo | None = None,
     periods: frozenset[int] | None = None,
+    guests: Callable[[SlotRange], frozenset[int]] | None = None,
 ) -> Iterator[tuple[int, tuple[int, ...], int | None, int, SlotRange | None]]:
     """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
     time (its candidates in order: a search may judge them together; ``into_host`` None) or
@@ -444,7 +450,10 @@ def _candidate_starts(
     the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`;
     ``periods``: only places whose every period is one of these (a caller's section filter:
     the free runs are cut at the other periods, so their ends are tried). Lazy: a ranking that
-    runs out of budget reads no further."""
+    runs out of budget reads no further. ``guests``: the guests each host block holds
+    (:func:`_block_guests`); given, of consecutive blocks that hold another task's guest (a
+    probe of each is refused, and costs no budget) only the first is yielded: a ranking checks
+    its budget and the clock at it, as it would at each of the others, and skips it."""
     facts = memo.task_facts.get(task.state_id) if memo is not None else None
     if facts is None:
         facts = _task_facts(state, task, memo)
@@ -491,29 +500,70 @@ def _candidate_starts(
         if not blocks:
             continue
         day_set = _day_set(days, day_ok, taken, rule.class_id if rule is not None else None, memo)
-        for b in blocks:
-            if (
-                b.day not in day_set
-                or b.length < need
-                or (b.day, b.slot_start) in own  # its own place: move refuses no_change
-                or (banned and not banned.isdisjoint(range(b.slot_start, b.slot_start + need)))
-            ):
-                continue
-            if order != (None, None):
-                span = _order_span(b.day, *order)
-                if span is None or not (
-                    span[0] <= b.slot_start and b.slot_start + need - 1 <= span[1]
-                ):
-                    continue
-            if periods is not None and not periods.issuperset(
-                range(b.slot_start, b.slot_start + need)
-            ):
-                continue
-            yield b.day, (b.slot_start,), from_day, need, b
+        entering: Iterable[tuple[int, int, SlotRange]]
+        if memo is not None and guests is not None and periods is None and task.embed_host is None:
+            # Not a guest: none of its places is a host block's, and no block holds it, so
+            # which blocks it may try depends on the piece's facts alone: shared by the tasks
+            # alike (``days`` is held by the memo since ``day_set`` was stored).
+            bkey = (id(days), day_set, need, frozenset(banned), order)
+            found = memo.block_tries.get(bkey)
+            if found is None:
+                found = memo.block_tries[bkey] = list(
+                    _block_tries(blocks, day_set, need, banned, order, None, set(), guests, set())
+                )
+            entering = found
+        else:
+            entering = _block_tries(
+                blocks, day_set, need, banned, order, periods, own, guests, {task.state_id}
+            )
+        for b_day, b_start, b in entering:
+            yield b_day, (b_start,), from_day, need, b
 
 
-# (class rule, banned periods, order bounds, host blocks it may go into)
-_TaskFacts = tuple[Any, set[int], tuple[OrderBound, OrderBound], list[SlotRange]]
+def _block_tries(
+    blocks: Sequence[tuple[SlotRange, int, int, int]],
+    day_set: Container[int],
+    need: int,
+    banned: set[int],
+    order: tuple[OrderBound, OrderBound],
+    periods: frozenset[int] | None,
+    own: Container[tuple[int, int]],
+    guests: Callable[[SlotRange], frozenset[int]] | None,
+    mine: set[int],
+) -> Iterator[tuple[int, int, SlotRange]]:
+    """``(day, first period, block)`` of the host ``blocks`` a piece of ``need`` periods may
+    try (:func:`_candidate_starts`): on ``day_set``, long enough, off ``banned``, inside the
+    ``order`` span and the ``periods``, not its ``own`` place; with ``guests``, of consecutive
+    blocks holding a guest other than ``mine`` only the first."""
+    taken_before = False  # the last block yielded holds another task's guest
+    for b, b_day, b_start, b_length in blocks:
+        if (
+            b_day not in day_set
+            or b_length < need
+            or (b_day, b_start) in own  # its own place: move refuses no_change
+            or (banned and not banned.isdisjoint(range(b_start, b_start + need)))
+        ):
+            continue
+        if order != (None, None):
+            span = _order_span(b_day, *order)
+            if span is None or not (span[0] <= b_start and b_start + need - 1 <= span[1]):
+                continue
+        if periods is not None and not periods.issuperset(range(b_start, b_start + need)):
+            continue
+        if guests is not None:
+            held = guests(b)
+            is_taken = bool(held) and held != mine
+            if is_taken and taken_before:
+                continue  # refused like the one before it: nothing new to check
+            taken_before = is_taken
+        yield b_day, b_start, b
+
+
+# (class rule, banned periods, order bounds, host blocks it may go into: each with its day,
+# first period and length)
+_TaskFacts = tuple[
+    Any, set[int], tuple[OrderBound, OrderBound], list[tuple[SlotRange, int, int, int]]
+]
 
 
 def _task_facts(state: ScheduleState, task: Task, memo: SearchMemo | None) -> _TaskFacts:
@@ -528,7 +578,7 @@ def _task_facts(state: ScheduleState, task: Task, memo: SearchMemo | None) -> _T
         []
         if task.can_embed or not rules.may_embed(task)
         else [
-            b
+            (b, b.day, b.slot_start, b.slot_end - b.slot_start + 1)
             for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
             if host_id != task.state_id
         ]
@@ -745,8 +795,15 @@ def rank_destinations(
     homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]] = {}
     easing: dict[int | None, set[int] | None] = {}
     stopped = False
+    shared = memo if periods is None else None
     for day, starts, from_day, need, into_host in _candidate_starts(
-        state, task, day_list, runs, memo if periods is None else None, periods
+        state,
+        task,
+        day_list,
+        runs,
+        shared,
+        periods,
+        lambda block: _block_guests(work, block, memo),
     ):
         if prune and into_host is None:
             if from_day not in easing:

@@ -1,0 +1,132 @@
+"""What ``analyze_health`` reuses within one call (issue 40 item 7, second pass) gives what
+computing it again gives: the check's problem lifted in place equals the problem built with the
+lift, and the negotiation figures read from the check's problem equal those built afresh."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from smartflow_engine.solver import check_feasibility, negotiation_figures
+from smartflow_engine.solver.feasibility import lift_rules
+from smartflow_engine.solver.problem import build_problem
+from smartflow_engine.state.synthetic import synthetic_window
+
+LIFTS = [
+    {"lift_banned": True},
+    {"lift_windows": True},
+    {"lift_banned": True, "lift_windows": True},
+    {"lift_weekdays": True},
+    {"lift_banned": True, "lift_weekdays": True},
+]
+
+
+@pytest.mark.parametrize("variant", ["plain", "tight", "fragmented"])
+@pytest.mark.parametrize("upstream", [False, True])
+def test_lifting_a_built_problem_equals_building_it_lifted(variant: str, upstream: bool) -> None:
+    """Tests that each lift the negotiation makes of the check's problem (banned periods, class
+    windows, banned weekdays, and their pairs) gives the groups (their rules and tasks, in
+    order) and bins that build_problem gives with that lift, on windows whose classes have
+    banned periods, day windows, banned weekdays and item orders (``upstream``)."""
+    state = synthetic_window(
+        5,
+        30,
+        variant=variant,
+        with_task_classes=True,
+        upstream=upstream,  # type: ignore[arg-type]
+    )
+    problem = build_problem(state, include_suggested=True, subjects=False)
+    assert any(g.rule.class_id is not None for g in problem.groups)
+    if upstream:  # the rules the lifts drop are there to drop
+        assert any(g.rule.off_days for g in problem.groups)
+        assert any(g.rule.banned for g in problem.groups)
+    for lift in LIFTS:
+        lifted = lift_rules(problem, **lift)
+        rebuilt = build_problem(state, include_suggested=True, subjects=False, **lift)
+        assert lifted.groups == rebuilt.groups, lift
+        assert (lifted.runs, lifted.hosts) == (rebuilt.runs, rebuilt.hosts)
+        assert (lifted.owner == rebuilt.owner).all()
+    assert lift_rules(problem) is problem  # no lift: the problem itself
+
+
+@pytest.mark.parametrize("placed", [False, True])
+def test_figures_from_the_checks_problem_equal_figures_built_afresh(placed: bool) -> None:
+    """Tests on infeasible windows (tight, with classes; pending only, and after the greedy's
+    placements were applied as suggested) that the negotiation figures read from the problem
+    the check read equal those of a negotiation that builds every problem itself (given the
+    time to prove them all)."""
+    from benchmarks.bench_health_read import placed_window
+
+    if placed:
+        state = placed_window(30, "tight", True, seed=1)
+    else:
+        state = synthetic_window(13, 30, variant="tight", with_task_classes=True)
+    problem = build_problem(state, include_suggested=True, subjects=False)
+    report = check_feasibility(
+        state, time_limit_s=20.0, include_suggested=True, explain=False, problem=problem
+    )
+    alone = check_feasibility(state, time_limit_s=20.0, include_suggested=True, explain=False)
+    assert (report.is_feasible, report.feasible_slots) == (alone.is_feasible, alone.feasible_slots)
+    assert report.is_feasible is False
+    shared = negotiation_figures(
+        state, report, time_limit_s=20.0, include_suggested=True, problem=problem
+    )
+    afresh = negotiation_figures(state, report, time_limit_s=20.0, include_suggested=True)
+    assert shared.proven and afresh.proven
+    strip = {"runtime_s": 0.0}
+    assert {**vars(shared), **strip} == {**vars(afresh), **strip}
+
+
+@pytest.mark.parametrize(("days", "classes"), [(30, False), (120, True)])
+def test_rankings_with_taken_blocks_collapsed_equal_rankings_walking_each(
+    days: int, classes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests that yielding only the first of consecutive water-course blocks that hold another
+    task's guest (and sharing the blocks a task that is no guest tries) gives every task's
+    ranking, its judged and skipped counts and whether it is complete, as walking every block
+    does, at budgets that run out anywhere among them, pruned or not."""
+    from benchmarks.bench_health_read import placed_window
+    from smartflow_engine.analyzers import destinations as dest
+    from smartflow_engine.analyzers.evaluator import evaluator_for
+
+    state = placed_window(days, "tight", classes)
+    ev = evaluator_for(state)
+    issues = list(ev.severe())
+    tasks = dest.TaskPool.of(state).every[::3]
+    real = dest._block_tries
+
+    def rankings() -> list[Any]:
+        memo = dest.SearchMemo.of(state)
+        # the days of the first water-course blocks: few free starts before the blocks, so
+        # the budgets run out among the blocks too (one sequence: the memo keys by it)
+        every_day = sorted({b.day for _, b in memo.hosts})[:6]
+        out = []
+        for task in tasks:
+            for budget in range(1, 41):
+                for prune in (False, True):
+                    r = dest.rank_destinations(
+                        state,
+                        task.state_id,
+                        days=every_day,
+                        focus=issues[:3],
+                        budget=budget,
+                        prune=prune,
+                        ev=ev,
+                        memo=memo,
+                    )
+                    out.append((r.destinations, r.complete, r.skipped, r.judged))
+        return out
+
+    fast = rankings()
+    calls = []
+
+    def every_block(*args: Any) -> Any:
+        calls.append(args)
+        return real(*args[:7], None, args[8])  # no guests: every block, each checked
+
+    monkeypatch.setattr(dest, "_block_tries", every_block)
+    slow = rankings()
+    assert calls  # the tasks do try water-course blocks
+    assert fast == slow
+    assert sum(not c for _, c, _, _ in fast) > 0  # budgets ran out
