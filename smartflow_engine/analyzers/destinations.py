@@ -359,10 +359,18 @@ class SearchMemo:
     block_tries: dict[tuple[Any, ...], list[tuple[int, int, SlotRange]]] = field(
         default_factory=dict
     )
+    # the state's tasks by id and its class rules (each a property read costing microseconds)
+    tasks: dict[int, Task] = field(default_factory=dict)
+    rules: Any = None
 
     @classmethod
     def of(cls, state: ScheduleState) -> SearchMemo:
-        return cls(host_blocks(state), set(state.guests_by_host()))
+        return cls(
+            host_blocks(state),
+            set(state.guests_by_host()),
+            tasks={t.state_id: t for t in state.tasks},
+            rules=state.class_rules,
+        )
 
 
 OrderBound = tuple[int, int] | None  # a (day, period) the order rule bounds a place by
@@ -569,7 +577,7 @@ _TaskFacts = tuple[
 def _task_facts(state: ScheduleState, task: Task, memo: SearchMemo | None) -> _TaskFacts:
     """What :func:`_candidate_starts` reads of ``task``'s class rules and the host blocks,
     kept in ``memo`` per task (the state stays as it is)."""
-    rules = state.class_rules
+    rules = memo.rules if memo is not None and memo.rules is not None else state.class_rules
     rule = rules.for_task(task)
     banned = set(rule.banned_periods) if rule is not None else set()
     after, before = rules.order_window(task)
@@ -767,7 +775,7 @@ def rank_destinations(
         Only destinations whose every period is one of these (``query_available_slots``'
         section filter); ``None``: any.
     """
-    task = state.task(task_id)
+    task = (memo.tasks.get(task_id) if memo is not None else None) or state.task(task_id)
     ranking = Ranking(task_id)
     if task is None or not movable(state, task, memo.guest_hosts if memo is not None else None):
         return ranking
@@ -1179,16 +1187,16 @@ def _ordered(
 
     def exact(index: int) -> tuple[int, int, int]:
         task = head[index]
-        wt = work.task(task.state_id)
-        assert wt is not None
         removal = removed.get(task.state_id)
         if removal is None:
+            wt = task if work is state else work.task(task.state_id)
+            assert wt is not None
             removal = removed[task.state_id] = shared.removal(wt)
         return _screen_key(removal, focus, base, index)
 
     bounds: list[tuple[int, int, int] | None] = []
     for index, task in enumerate(head):
-        wt = work.task(task.state_id)
+        wt = task if work is state else work.task(task.state_id)
         if task.status == "pending" or wt is None:
             bounds.append(None)  # not screened: key (0, 0, index)
         else:
