@@ -574,7 +574,8 @@ def negotiation_figures(
     Pass the ``report`` of a previous :func:`check_feasibility` on the same state to skip that
     solve, and the ``problem`` it read (``build_problem(state,
     include_suggested=include_suggested, subjects=False)``, only read) to skip building it
-    again. Each figure is computed by the exact counting model; one that the time limit cut
+    again; given both, the report's reason code settles the wider class lift where it can
+    (``class_window``: the check placed everything with every class rule lifted). Each figure is computed by the exact counting model; one that the time limit cut
     short is ``None`` and ``proven`` is ``False``.
     """
     t0 = time.perf_counter()
@@ -595,6 +596,7 @@ def negotiation_figures(
         return NegotiationFigures(
             None, None, None, None, None, None, False, time.perf_counter() - t0
         )
+    given = problem is not None
     if problem is None:
         problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     inner = has_inner_order(state, problem)  # the same for every lift (the same scope)
@@ -602,13 +604,21 @@ def negotiation_figures(
     days_proven = False
     if not _past(deadline):
         days, days_proven = min_extra_days(
-            problem, time_limit_s=_left(deadline, calibration), num_workers=num_workers
+            problem,
+            time_limit_s=_left(deadline, calibration),
+            num_workers=num_workers,
+            infeasible=given,  # the problem the report proved infeasible
         )
     possible: bool | None = (days is not None) if days_proven else None
     lift = functools.partial(
         _lift_suffices, state, include_suggested, deadline, num_workers, calibration, problem, inner
     )
-    lifts = _class_lifts(deadline, lift)
+    wide: bool | None = None  # lifting every class rule suffices, known without a solve
+    if problem.required_slots > problem.free_slots + problem.embed_slots:
+        wide = False  # more periods than room: no lift of a rule makes room
+    elif given and report.reason_code == "class_window" and not inner:
+        wide = True  # the check's reason: the problem lifted so places everything
+    lifts = _class_lifts(deadline, lift, wide)
     rules = {
         f"lifting_{name}_suffices": lift(**entry.lift)
         for name, entry in RULE_LIFTS.items()
@@ -627,12 +637,17 @@ def negotiation_figures(
     )
 
 
-def _class_lifts(deadline: float, lift: Callable[..., bool | None]) -> list[bool | None]:
+def _class_lifts(
+    deadline: float, lift: Callable[..., bool | None], wide: bool | None = None
+) -> list[bool | None]:
     """[lifting the banned periods suffices, lifting them and the class windows suffices].
     Lifting the class windows too relaxes lifting the banned periods alone, so the wider lift
-    runs first: when even it cannot place everything (proven), neither can the narrower one."""
-    lifts: list[bool | None] = [None, None]
+    runs first: when even it cannot place everything (proven), neither can the narrower one.
+    ``wide``: the wider lift's answer when known without a solve (``None``: solved)."""
+    lifts: list[bool | None] = [None, wide]
     for lift_windows in (True, False):
+        if lift_windows and wide is not None:
+            continue
         if _past(deadline):
             continue
         if not lift_windows and lifts[1] is False:
@@ -689,6 +704,8 @@ def _lift_suffices(
     :func:`.ordered.has_inner_order`."""
     if _past(deadline):
         return None
+    if problem.required_slots > problem.free_slots + problem.embed_slots:
+        return False  # no lift of a rule adds a free period or a host block
     if lift_order:
         relaxed = build_problem(
             state,

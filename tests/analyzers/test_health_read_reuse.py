@@ -130,3 +130,56 @@ def test_rankings_with_taken_blocks_collapsed_equal_rankings_walking_each(
     assert calls  # the tasks do try water-course blocks
     assert fast == slow
     assert sum(not c for _, c, _, _ in fast) > 0  # budgets ran out
+
+
+@pytest.mark.parametrize(
+    ("seed", "variant", "classes", "pending", "answer"),
+    [(13, "tight", True, None, None), (902, "fragmented", False, 120, 5)],
+)
+def test_extra_days_of_a_proven_infeasible_problem_are_the_exact_models(
+    seed: int, variant: str, classes: bool, pending: int | None, answer: int | None
+) -> None:
+    """Tests that the extra days of a problem the caller proved infeasible are the CP-SAT
+    model's answer: none when no task may take an appended day (every class ends before the
+    window does: settled without a solve), else the number the model finds."""
+    from smartflow_engine.solver import counting
+
+    state = synthetic_window(
+        seed,
+        30,
+        variant=variant,  # type: ignore[arg-type]
+        with_task_classes=classes,
+        pending=pending,
+    )
+    problem = build_problem(state, include_suggested=True, subjects=False)
+    report = check_feasibility(state, time_limit_s=20.0, include_suggested=True, explain=False)
+    assert report.is_feasible is False
+    exact = counting._min_extra_days_exact(problem, problem.task_count, 20.0, 1)
+    assert exact == (answer, True)
+    got = counting.min_extra_days(problem, time_limit_s=20.0, num_workers=1, infeasible=True)
+    assert got == exact
+    extends = [g.rule.allows_day(31, 30) for g in problem.groups]
+    assert any(extends) == (answer is not None)  # both branches: settled and solved
+
+
+def test_no_lift_suffices_when_the_periods_outnumber_the_room() -> None:
+    """Tests that a window with more pending periods than free ones gets every lifting figure
+    false (no lift of a class rule adds room), as solving each lifted problem gives."""
+    from smartflow_engine.solver.counting import max_placeable
+    from tests.helpers.solver_windows import make_state
+
+    # two days of 4 periods; 10 periods of class 10 (day 1 only, period 4 banned)
+    state = make_state(
+        2,
+        4,
+        [{"duration": 2, "category_id": 10} for _ in range(5)],
+        [{"id": 10, "name": "复习", "start_day": 1, "end_day": 1, "excluded_periods": [4]}],
+    )
+    figures = negotiation_figures(state, time_limit_s=20.0)
+    assert figures.is_feasible is False and figures.proven
+    assert figures.lifting_banned_suffices is False
+    assert figures.lifting_class_constraints_suffices is False
+    for lift in LIFTS:
+        relaxed = build_problem(state, subjects=False, **lift)
+        res = max_placeable(relaxed, time_limit_s=20.0, num_workers=1, witness=False)
+        assert res.proven and res.best < relaxed.required_slots
