@@ -348,6 +348,9 @@ class SearchMemo:
     days_held: list[Sequence[int]] = field(default_factory=list)
     # (evaluator, its total critical/warning impact, its free runs)
     judged: tuple[HealthEvaluator, float, Any] | None = None
+    # (evaluator, the facts of a day with a piece landed on its free periods, by (day, first
+    # period, periods, the piece's subject code)): tasks of one subject landing alike share them
+    landed: tuple[HealthEvaluator, dict[tuple[int, int, int, int], DayFacts]] | None = None
     # per task: its class rule, banned periods, order bounds and the host blocks it may enter
     task_facts: dict[int, _TaskFacts] = field(default_factory=dict)
     # the days a piece may go to, by (days, class, days taken by the task's other blocks)
@@ -801,6 +804,11 @@ def rank_destinations(
     )
     clock = time.perf_counter
     homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]] = {}
+    landed: dict[tuple[int, int, int, int], DayFacts] | None = None
+    if memo is not None:
+        if memo.landed is None or memo.landed[0] is not ev:
+            memo.landed = (ev, {})
+        landed = memo.landed[1]
     easing: dict[int | None, set[int] | None] = {}
     stopped = False
     shared = memo if periods is None else None
@@ -870,7 +878,7 @@ def rank_destinations(
                 # order of its items), on a day without another of its blocks: legal by
                 # construction; judged on the rows, never applied
                 host = None
-                new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
+                new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes, landed)
                 if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
                     budget -= 1  # a new critical/warning issue on a day it touches: never helps
                     ranking.skipped += 1
@@ -910,40 +918,68 @@ def _free_move_facts(
     start: int,
     need: int,
     homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]],
+    landed: dict[tuple[int, int, int, int], DayFacts] | None = None,
 ) -> tuple[dict[int, DayFacts], dict[int, tuple[Any, ...]]]:
     """What moving ``task`` (or its block on ``from_day``) onto the free periods
     ``day``/``start``..``start + need - 1`` changes: the new facts of the days it touches
     (0-based) and of the task, computed on copies of the days' rows (:meth:`HealthEvaluator.probe_facts`
     judges them). ``homes`` caches, per piece, its day's rows with the piece taken out and
-    their facts."""
+    their facts; ``landed``: the new day's facts when the piece lands on a day it does not
+    leave (the day's rows as the evaluator holds them, the piece's periods its subject's: the
+    same for every task of that subject), by (day, first period, periods, subject code)."""
     tid = task.state_id
     sigs = {}
-    new_days = {}
+    new_days: dict[int, DayFacts] = {}
     if task.status == "pending":
         sig = task_sig(task)
         sigs[tid] = (*sig[:3], "suggested", len(task.slots) + 1, 0)
-        own, gst = ev.rows(day - 1)
-    else:
-        home = homes.get(from_day)
-        if home is None:
-            block = next((b for b in task.slots if b.day == from_day), task.slots[0])
-            h_own, h_gst = ev.rows(block.day - 1)
-            layer = h_gst if task.embed_host is not None else h_own
-            for q in range(block.slot_start - 1, block.slot_end):
-                layer[q] = 0
-            home = homes[from_day] = (block.day, h_own, h_gst, ev.facts_of_rows(h_own, h_gst))
-        home_day, h_own, h_gst, h_facts = home
-        if home_day == day:
-            own, gst = list(h_own), h_gst
-        else:
-            new_days[home_day - 1] = h_facts
-            own, gst = ev.rows(day - 1)
-        if task.embed_host is not None:  # a guest leaving its host: a task of its own now
-            sigs[tid] = task_sig(task)
+        new_days[day - 1] = _landed(ev, tid, day, start, need, landed)
+        return new_days, sigs
+    home = homes.get(from_day)
+    if home is None:
+        block = next((b for b in task.slots if b.day == from_day), task.slots[0])
+        h_own, h_gst = ev.rows(block.day - 1)
+        layer = h_gst if task.embed_host is not None else h_own
+        for q in range(block.slot_start - 1, block.slot_end):
+            layer[q] = 0
+        home = homes[from_day] = (block.day, h_own, h_gst, ev.facts_of_rows(h_own, h_gst))
+    home_day, h_own, h_gst, h_facts = home
+    if task.embed_host is not None:  # a guest leaving its host: a task of its own now
+        sigs[tid] = task_sig(task)
+    if home_day != day:
+        new_days[home_day - 1] = h_facts
+        new_days[day - 1] = _landed(ev, tid, day, start, need, landed)
+        return new_days, sigs
+    own, gst = list(h_own), h_gst
     for q in range(start - 1, start - 1 + need):
         own[q] = tid
     new_days[day - 1] = ev.facts_of_rows(own, gst)
     return new_days, sigs
+
+
+def _landed(
+    ev: HealthEvaluator,
+    tid: int,
+    day: int,
+    start: int,
+    need: int,
+    landed: dict[tuple[int, int, int, int], DayFacts] | None,
+) -> DayFacts:
+    """The facts of ``day`` as the evaluator holds it with task ``tid`` on its free periods
+    ``start``..``start + need - 1`` (:func:`_free_move_facts`); kept in ``landed`` by the
+    task's subject code (a study task's, never 0: an id the evaluator does not know is
+    computed, and refused, as before)."""
+    code = ev.subject_code(tid)
+    key = (day, start, need, code)
+    found = landed.get(key) if landed is not None and code else None
+    if found is None:
+        own, gst = ev.rows(day - 1)
+        for q in range(start - 1, start - 1 + need):
+            own[q] = tid
+        found = ev.facts_of_rows(own, gst)
+        if landed is not None and code:
+            landed[key] = found
+    return found
 
 
 def _monotone_gap_rule(level: Level) -> bool:

@@ -183,3 +183,35 @@ def test_no_lift_suffices_when_the_periods_outnumber_the_room() -> None:
         relaxed = build_problem(state, subjects=False, **lift)
         res = max_placeable(relaxed, time_limit_s=20.0, num_workers=1, witness=False)
         assert res.proven and res.best < relaxed.required_slots
+
+
+@pytest.mark.parametrize(("variant", "classes"), [("fragmented", False), ("fragmented", True)])
+def test_rankings_sharing_landed_day_facts_equal_rankings_alone(
+    variant: str, classes: bool
+) -> None:
+    """Tests that the tasks of one search sharing the facts of a day with a piece landed on it
+    (by day, periods and subject) rank every destination as a ranking computing its own does,
+    with the same measured effects, for the focus issues of each subject."""
+    from benchmarks.bench_health_read import placed_window
+    from smartflow_engine.analyzers import destinations as dest
+    from smartflow_engine.analyzers.evaluator import evaluator_for
+
+    state = placed_window(120, variant, classes)
+    ev = evaluator_for(state)
+    focus = list(ev.severe())[:4]
+    every_day = list(range(1, state.num_days + 1))
+    shared = dest.SearchMemo.of(state)
+    pool = dest.TaskPool.of(state)
+    tasks = [t for ts in pool.by_subject.values() for t in ts[:6]]
+
+    def rank(task_id: int, memo: Any) -> Any:
+        r = dest.rank_destinations(
+            state, task_id, days=every_day, focus=focus, budget=40, ev=ev, memo=memo
+        )
+        return r.destinations, r.complete, r.skipped
+
+    together = [rank(t.state_id, shared) for t in tasks]
+    assert shared.landed is not None and shared.landed[1]  # the facts were kept and shared
+    alone = [rank(t.state_id, dest.SearchMemo.of(state)) for t in tasks]
+    assert together == alone
+    assert sum(len(d) for d, _, _ in together) > 50  # destinations were measured
