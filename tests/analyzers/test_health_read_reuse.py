@@ -215,3 +215,53 @@ def test_rankings_sharing_landed_day_facts_equal_rankings_alone(
     alone = [rank(t.state_id, dest.SearchMemo.of(state)) for t in tasks]
     assert together == alone
     assert sum(len(d) for d, _, _ in together) > 50  # destinations were measured
+
+
+def test_remembered_creates_on_day_follows_a_write() -> None:
+    """Tests that the evaluator's remembered answers of "would these facts give the day a new
+    critical/warning issue" are not served after a write changed the days' issues: after
+    moves, the synced evaluator answers as one built afresh on the changed state, for the
+    facts of every day before the moves on every day."""
+    from benchmarks.bench_health_read import placed_window
+    from smartflow_engine.analyzers import destinations as dest
+    from smartflow_engine.analyzers.evaluator import HealthEvaluator, evaluator_for
+    from smartflow_engine.state import Request, relocate
+
+    state = placed_window(30, "tight", False)
+    ev = evaluator_for(state)
+    facts = list(ev.days)
+    days = range(state.num_days)
+    before = [[ev.creates_on_day(d, f) for f in facts] for d in days]  # remembered now
+    assert any(any(row) for row in before) and not all(all(row) for row in before)
+    runs = ev.free_runs()
+    assert runs is not None
+    moved = 0
+    for task in dest.TaskPool.of(state).every:  # move tasks onto free periods of other days
+        if moved == 6 or task.status == "pending" or len(task.slots) != 1:
+            continue
+        need = task.need()
+        place = next(
+            (
+                (d + 1, a)
+                for d, spans in enumerate(runs)
+                for a, b in spans
+                if b - a + 1 >= need and d + 1 != task.slots[0].day
+            ),
+            None,
+        )
+        if (
+            place is not None
+            and relocate(
+                state, [Request(task.state_id, *place)], op="move", status_after="suggested"
+            ).ok
+        ):
+            moved += 1
+            runs = HealthEvaluator(state).free_runs()
+            assert runs is not None
+    assert moved == 6
+    synced = evaluator_for(state)
+    assert synced is ev  # the same evaluator, brought up to date
+    fresh = HealthEvaluator(state)
+    after = [[synced.creates_on_day(d, f) for f in facts] for d in days]
+    assert after == [[fresh.creates_on_day(d, f) for f in facts] for d in days]
+    assert after != before  # the moves changed some answer
