@@ -348,16 +348,32 @@ class SearchMemo:
     days_held: list[Sequence[int]] = field(default_factory=list)
     # (evaluator, its total critical/warning impact, its free runs)
     judged: tuple[HealthEvaluator, float, Any] | None = None
+    # (evaluator, the facts of a day with a piece landed on its free periods, by (day, first
+    # period, periods, the piece's subject code)): tasks of one subject landing alike share them
+    landed: tuple[HealthEvaluator, dict[tuple[int, int, int, int], DayFacts]] | None = None
     # per task: its class rule, banned periods, order bounds and the host blocks it may enter
     task_facts: dict[int, _TaskFacts] = field(default_factory=dict)
     # the days a piece may go to, by (days, class, days taken by the task's other blocks)
     day_sets: dict[tuple[Any, ...], frozenset[int]] = field(default_factory=dict)
     # the guests of each host block (by day, first and last period)
     block_guests: dict[tuple[int, int, int], frozenset[int]] = field(default_factory=dict)
+    # the host blocks a piece of a task that is no guest tries (:func:`_block_tries`), by
+    # (days, the day set, periods, banned periods, order bounds)
+    block_tries: dict[tuple[Any, ...], list[tuple[int, int, SlotRange]]] = field(
+        default_factory=dict
+    )
+    # the state's tasks by id and its class rules (each a property read costing microseconds)
+    tasks: dict[int, Task] = field(default_factory=dict)
+    rules: Any = None
 
     @classmethod
     def of(cls, state: ScheduleState) -> SearchMemo:
-        return cls(host_blocks(state), set(state.guests_by_host()))
+        return cls(
+            host_blocks(state),
+            set(state.guests_by_host()),
+            tasks={t.state_id: t for t in state.tasks},
+            rules=state.class_rules,
+        )
 
 
 OrderBound = tuple[int, int] | None  # a (day, period) the order rule bounds a place by
@@ -431,6 +447,7 @@ def _candidate_starts(
     runs: Sequence[Sequence[tuple[int, int]]] | None = None,
     memo: SearchMemo | None = None,
     periods: frozenset[int] | None = None,
+    guests: Callable[[SlotRange], frozenset[int]] | None = None,
 ) -> Iterator[tuple[int, tuple[int, ...], int | None, int, SlotRange | None]]:
     """``(day, starts, from_day, periods, into_host)`` to try, one day's free starts at a
     time (its candidates in order: a search may judge them together; ``into_host`` None) or
@@ -444,7 +461,10 @@ def _candidate_starts(
     the caller knows them for this state's grid; ``memo``: the search's :class:`SearchMemo`;
     ``periods``: only places whose every period is one of these (a caller's section filter:
     the free runs are cut at the other periods, so their ends are tried). Lazy: a ranking that
-    runs out of budget reads no further."""
+    runs out of budget reads no further. ``guests``: the guests each host block holds
+    (:func:`_block_guests`); given, of consecutive blocks that hold another task's guest (a
+    probe of each is refused, and costs no budget) only the first is yielded: a ranking checks
+    its budget and the clock at it, as it would at each of the others, and skips it."""
     facts = memo.task_facts.get(task.state_id) if memo is not None else None
     if facts is None:
         facts = _task_facts(state, task, memo)
@@ -491,35 +511,76 @@ def _candidate_starts(
         if not blocks:
             continue
         day_set = _day_set(days, day_ok, taken, rule.class_id if rule is not None else None, memo)
-        for b in blocks:
-            if (
-                b.day not in day_set
-                or b.length < need
-                or (b.day, b.slot_start) in own  # its own place: move refuses no_change
-                or (banned and not banned.isdisjoint(range(b.slot_start, b.slot_start + need)))
-            ):
-                continue
-            if order != (None, None):
-                span = _order_span(b.day, *order)
-                if span is None or not (
-                    span[0] <= b.slot_start and b.slot_start + need - 1 <= span[1]
-                ):
-                    continue
-            if periods is not None and not periods.issuperset(
-                range(b.slot_start, b.slot_start + need)
-            ):
-                continue
-            yield b.day, (b.slot_start,), from_day, need, b
+        entering: Iterable[tuple[int, int, SlotRange]]
+        if memo is not None and guests is not None and periods is None and task.embed_host is None:
+            # Not a guest: none of its places is a host block's, and no block holds it, so
+            # which blocks it may try depends on the piece's facts alone: shared by the tasks
+            # alike (``days`` is held by the memo since ``day_set`` was stored).
+            bkey = (id(days), day_set, need, frozenset(banned), order)
+            found = memo.block_tries.get(bkey)
+            if found is None:
+                found = memo.block_tries[bkey] = list(
+                    _block_tries(blocks, day_set, need, banned, order, None, set(), guests, set())
+                )
+            entering = found
+        else:
+            entering = _block_tries(
+                blocks, day_set, need, banned, order, periods, own, guests, {task.state_id}
+            )
+        for b_day, b_start, b in entering:
+            yield b_day, (b_start,), from_day, need, b
 
 
-# (class rule, banned periods, order bounds, host blocks it may go into)
-_TaskFacts = tuple[Any, set[int], tuple[OrderBound, OrderBound], list[SlotRange]]
+def _block_tries(
+    blocks: Sequence[tuple[SlotRange, int, int, int]],
+    day_set: Container[int],
+    need: int,
+    banned: set[int],
+    order: tuple[OrderBound, OrderBound],
+    periods: frozenset[int] | None,
+    own: Container[tuple[int, int]],
+    guests: Callable[[SlotRange], frozenset[int]] | None,
+    mine: set[int],
+) -> Iterator[tuple[int, int, SlotRange]]:
+    """``(day, first period, block)`` of the host ``blocks`` a piece of ``need`` periods may
+    try (:func:`_candidate_starts`): on ``day_set``, long enough, off ``banned``, inside the
+    ``order`` span and the ``periods``, not its ``own`` place; with ``guests``, of consecutive
+    blocks holding a guest other than ``mine`` only the first."""
+    taken_before = False  # the last block yielded holds another task's guest
+    for b, b_day, b_start, b_length in blocks:
+        if (
+            b_day not in day_set
+            or b_length < need
+            or (b_day, b_start) in own  # its own place: move refuses no_change
+            or (banned and not banned.isdisjoint(range(b_start, b_start + need)))
+        ):
+            continue
+        if order != (None, None):
+            span = _order_span(b_day, *order)
+            if span is None or not (span[0] <= b_start and b_start + need - 1 <= span[1]):
+                continue
+        if periods is not None and not periods.issuperset(range(b_start, b_start + need)):
+            continue
+        if guests is not None:
+            held = guests(b)
+            is_taken = bool(held) and held != mine
+            if is_taken and taken_before:
+                continue  # refused like the one before it: nothing new to check
+            taken_before = is_taken
+        yield b_day, b_start, b
+
+
+# (class rule, banned periods, order bounds, host blocks it may go into: each with its day,
+# first period and length)
+_TaskFacts = tuple[
+    Any, set[int], tuple[OrderBound, OrderBound], list[tuple[SlotRange, int, int, int]]
+]
 
 
 def _task_facts(state: ScheduleState, task: Task, memo: SearchMemo | None) -> _TaskFacts:
     """What :func:`_candidate_starts` reads of ``task``'s class rules and the host blocks,
     kept in ``memo`` per task (the state stays as it is)."""
-    rules = state.class_rules
+    rules = memo.rules if memo is not None and memo.rules is not None else state.class_rules
     rule = rules.for_task(task)
     banned = set(rule.banned_periods) if rule is not None else set()
     after, before = rules.order_window(task)
@@ -528,7 +589,7 @@ def _task_facts(state: ScheduleState, task: Task, memo: SearchMemo | None) -> _T
         []
         if task.can_embed or not rules.may_embed(task)
         else [
-            b
+            (b, b.day, b.slot_start, b.slot_end - b.slot_start + 1)
             for host_id, b in (host_blocks(state) if memo is None else memo.hosts)
             if host_id != task.state_id
         ]
@@ -717,7 +778,7 @@ def rank_destinations(
         Only destinations whose every period is one of these (``query_available_slots``'
         section filter); ``None``: any.
     """
-    task = state.task(task_id)
+    task = (memo.tasks.get(task_id) if memo is not None else None) or state.task(task_id)
     ranking = Ranking(task_id)
     if task is None or not movable(state, task, memo.guest_hosts if memo is not None else None):
         return ranking
@@ -743,10 +804,22 @@ def rank_destinations(
     )
     clock = time.perf_counter
     homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]] = {}
+    landed: dict[tuple[int, int, int, int], DayFacts] | None = None
+    if memo is not None:
+        if memo.landed is None or memo.landed[0] is not ev:
+            memo.landed = (ev, {})
+        landed = memo.landed[1]
     easing: dict[int | None, set[int] | None] = {}
     stopped = False
+    shared = memo if periods is None else None
     for day, starts, from_day, need, into_host in _candidate_starts(
-        state, task, day_list, runs, memo if periods is None else None, periods
+        state,
+        task,
+        day_list,
+        runs,
+        shared,
+        periods,
+        lambda block: _block_guests(work, block, memo),
     ):
         if prune and into_host is None:
             if from_day not in easing:
@@ -805,7 +878,7 @@ def rank_destinations(
                 # order of its items), on a day without another of its blocks: legal by
                 # construction; judged on the rows, never applied
                 host = None
-                new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes)
+                new_days, sigs = _free_move_facts(ev, wt, from_day, day, start, need, homes, landed)
                 if prune and any(ev.creates_on_day(d, f) for d, f in new_days.items()):
                     budget -= 1  # a new critical/warning issue on a day it touches: never helps
                     ranking.skipped += 1
@@ -845,40 +918,68 @@ def _free_move_facts(
     start: int,
     need: int,
     homes: dict[int | None, tuple[int, list[int], list[int], DayFacts]],
+    landed: dict[tuple[int, int, int, int], DayFacts] | None = None,
 ) -> tuple[dict[int, DayFacts], dict[int, tuple[Any, ...]]]:
     """What moving ``task`` (or its block on ``from_day``) onto the free periods
     ``day``/``start``..``start + need - 1`` changes: the new facts of the days it touches
     (0-based) and of the task, computed on copies of the days' rows (:meth:`HealthEvaluator.probe_facts`
     judges them). ``homes`` caches, per piece, its day's rows with the piece taken out and
-    their facts."""
+    their facts; ``landed``: the new day's facts when the piece lands on a day it does not
+    leave (the day's rows as the evaluator holds them, the piece's periods its subject's: the
+    same for every task of that subject), by (day, first period, periods, subject code)."""
     tid = task.state_id
     sigs = {}
-    new_days = {}
+    new_days: dict[int, DayFacts] = {}
     if task.status == "pending":
         sig = task_sig(task)
         sigs[tid] = (*sig[:3], "suggested", len(task.slots) + 1, 0)
-        own, gst = ev.rows(day - 1)
-    else:
-        home = homes.get(from_day)
-        if home is None:
-            block = next((b for b in task.slots if b.day == from_day), task.slots[0])
-            h_own, h_gst = ev.rows(block.day - 1)
-            layer = h_gst if task.embed_host is not None else h_own
-            for q in range(block.slot_start - 1, block.slot_end):
-                layer[q] = 0
-            home = homes[from_day] = (block.day, h_own, h_gst, ev.facts_of_rows(h_own, h_gst))
-        home_day, h_own, h_gst, h_facts = home
-        if home_day == day:
-            own, gst = list(h_own), h_gst
-        else:
-            new_days[home_day - 1] = h_facts
-            own, gst = ev.rows(day - 1)
-        if task.embed_host is not None:  # a guest leaving its host: a task of its own now
-            sigs[tid] = task_sig(task)
+        new_days[day - 1] = _landed(ev, tid, day, start, need, landed)
+        return new_days, sigs
+    home = homes.get(from_day)
+    if home is None:
+        block = next((b for b in task.slots if b.day == from_day), task.slots[0])
+        h_own, h_gst = ev.rows(block.day - 1)
+        layer = h_gst if task.embed_host is not None else h_own
+        for q in range(block.slot_start - 1, block.slot_end):
+            layer[q] = 0
+        home = homes[from_day] = (block.day, h_own, h_gst, ev.facts_of_rows(h_own, h_gst))
+    home_day, h_own, h_gst, h_facts = home
+    if task.embed_host is not None:  # a guest leaving its host: a task of its own now
+        sigs[tid] = task_sig(task)
+    if home_day != day:
+        new_days[home_day - 1] = h_facts
+        new_days[day - 1] = _landed(ev, tid, day, start, need, landed)
+        return new_days, sigs
+    own, gst = list(h_own), h_gst
     for q in range(start - 1, start - 1 + need):
         own[q] = tid
     new_days[day - 1] = ev.facts_of_rows(own, gst)
     return new_days, sigs
+
+
+def _landed(
+    ev: HealthEvaluator,
+    tid: int,
+    day: int,
+    start: int,
+    need: int,
+    landed: dict[tuple[int, int, int, int], DayFacts] | None,
+) -> DayFacts:
+    """The facts of ``day`` as the evaluator holds it with task ``tid`` on its free periods
+    ``start``..``start + need - 1`` (:func:`_free_move_facts`); kept in ``landed`` by the
+    task's subject code (a study task's, never 0: an id the evaluator does not know is
+    computed, and refused, as before)."""
+    code = ev.subject_code(tid)
+    key = (day, start, need, code)
+    found = landed.get(key) if landed is not None and code else None
+    if found is None:
+        own, gst = ev.rows(day - 1)
+        for q in range(start - 1, start - 1 + need):
+            own[q] = tid
+        found = ev.facts_of_rows(own, gst)
+        if landed is not None and code:
+            landed[key] = found
+    return found
 
 
 def _monotone_gap_rule(level: Level) -> bool:
@@ -1122,16 +1223,16 @@ def _ordered(
 
     def exact(index: int) -> tuple[int, int, int]:
         task = head[index]
-        wt = work.task(task.state_id)
-        assert wt is not None
         removal = removed.get(task.state_id)
         if removal is None:
+            wt = task if work is state else work.task(task.state_id)
+            assert wt is not None
             removal = removed[task.state_id] = shared.removal(wt)
         return _screen_key(removal, focus, base, index)
 
     bounds: list[tuple[int, int, int] | None] = []
     for index, task in enumerate(head):
-        wt = work.task(task.state_id)
+        wt = task if work is state else work.task(task.state_id)
         if task.status == "pending" or wt is None:
             bounds.append(None)  # not screened: key (0, 0, index)
         else:

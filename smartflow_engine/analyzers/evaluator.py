@@ -185,6 +185,8 @@ class HealthEvaluator:
         self._runs: list[list[tuple[int, int]]] | None = None
         # inside_gaps_without's answers (read only by callers); a commit clears them
         self._gap_memo: dict[tuple[int, int | None], set[int] | None] = {}
+        # creates_on_day's answers by the day and the facts its rules read; a commit clears them
+        self._creates_memo: dict[tuple[int, int, int, int, int], bool] = {}
         self._long_memo: dict[int, list[tuple[int, int]]] = {}  # per subject, its long pairs
         # removal's remembered parts, and the versions of the days and subjects they read
         self._removals: dict[int, tuple[Any, Any, _Local]] = {}
@@ -308,10 +310,14 @@ class HealthEvaluator:
         """Day ``d`` (0-based) with new ``facts`` has a critical/warning issue it does not have
         now (a probe of that change counts it in :attr:`Delta.creates`: day issues are named by
         their day)."""
-        now = {i.issue_id for i in self.issues_of[("day", d)] if i.severity in SEVERE}
-        return any(
-            i.severity in SEVERE and i.issue_id not in now for i in self._day_issues(d, facts)
-        )
+        key = (d, facts.total, facts.occupied, facts.switches, facts.heavy)  # _day_issues'
+        found = self._creates_memo.get(key)
+        if found is None:
+            now = {i.issue_id for i in self.issues_of[("day", d)] if i.severity in SEVERE}
+            found = self._creates_memo[key] = any(
+                i.severity in SEVERE and i.issue_id not in now for i in self._day_issues(d, facts)
+            )
+        return found
 
     def subject_code(self, task_id: int) -> int:
         """The subject code of a task (0: an event, or a task the evaluator does not know)."""
@@ -556,6 +562,7 @@ class HealthEvaluator:
         self.sums, self.hist = delta.sums, delta.hist
         self._gap_memo.clear()
         self._long_memo.clear()
+        self._creates_memo.clear()
         for entity, (_, new) in delta.changed.items():
             self.issues_of[entity] = new
         self._refresh()

@@ -49,6 +49,7 @@ from .tolerance import run_tolerance
 if TYPE_CHECKING:
     from ..solver import FeasibilityReport, NegotiationFigures
     from ..solver.health_floor import HealthFloor
+    from ..solver.problem import Problem
 
 TOOL = "analyze_health"
 DETAILS = ("summary", "full")
@@ -275,16 +276,18 @@ REPORT_CACHE_SIZE = 8
 
 def remembered_feasibility(
     state: ScheduleState, *, time_limit_s: float, num_workers: int, include_suggested: bool
-) -> FeasibilityReport:
+) -> tuple[FeasibilityReport, Problem | None]:
     """``solver.check_feasibility`` (read at call time: a replaced function is another key),
     a proven-feasible report remembered by ``feasibility_key``: equal keys give equal problems,
     and where everything fits the answer does not depend on the time the check got
     (``is_feasible``, a zero gap, the counts; the witness is one valid placement of that
     problem). A remembered report comes back with this call's own ``runtime_s``. Infeasible
     and unproven reports are never remembered (their reason code, bottleneck and proof depend
-    on the time they got)."""
+    on the time they got). With it, the problem the check read (``None`` for a remembered
+    report): the negotiation figures read the same one."""
     from .. import solver
     from ..solver.feasibility import feasibility_key
+    from ..solver.problem import build_problem
 
     started = time.perf_counter()
     check = solver.check_feasibility
@@ -294,20 +297,23 @@ def remembered_feasibility(
         if found is not None:
             _REPORTS[key] = found  # the newest now
     if found is not None:
-        return replace(found, runtime_s=time.perf_counter() - started, witness=list(found.witness))
+        again = replace(found, runtime_s=time.perf_counter() - started, witness=list(found.witness))
+        return again, None
+    problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     report = check(
         state,
         time_limit_s=time_limit_s,
         num_workers=num_workers,
         include_suggested=include_suggested,
         explain="classes",  # the health reply reads the short classes of the bottleneck only
+        problem=problem,
     )
     if report.is_feasible is True and report.proven:
         with _REPORTS_LOCK:
             while len(_REPORTS) >= REPORT_CACHE_SIZE:
                 _REPORTS.pop(next(iter(_REPORTS)))
             _REPORTS[key] = replace(report, witness=list(report.witness))
-    return report
+    return report, problem
 
 
 def _subjects_core(metrics: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
@@ -583,7 +589,7 @@ def analyze_health(
 
         # The suggested tasks count as movable (include_suggested): after a proposal has placed
         # them, the gap and the negotiation figures keep the meaning they had before.
-        report = remembered_feasibility(
+        report, problem = remembered_feasibility(
             fixed,
             time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
             num_workers=num_workers,
@@ -604,6 +610,7 @@ def analyze_health(
                 time_limit_s=max(MIN_STEP_S, FEASIBILITY_SHARE * (deadline - time.perf_counter())),
                 num_workers=num_workers,
                 include_suggested=True,
+                problem=problem,  # the check's own (never remembered: infeasible)
             )
     result = run_health(
         state,

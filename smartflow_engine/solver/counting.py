@@ -918,17 +918,23 @@ def all_fit(
 
 
 def min_extra_days(
-    problem: Problem, *, time_limit_s: float, num_workers: int
+    problem: Problem, *, time_limit_s: float, num_workers: int, infeasible: bool = False
 ) -> tuple[int | None, bool]:
     """Smallest number of empty days to append so that every scope task fits.
 
     Returns ``(days, proven)``; ``(None, True)`` means no number of extra days suffices (a task's
     class window ends before the window does, or its banned periods leave no run long enough).
+    ``infeasible``: the caller has proven that ``problem`` does not place everything (then,
+    when no task may take an appended day, no number suffices without another proof).
     """
     upper = problem.task_count  # one task per extra day always suffices, if anything does
     if upper == 0:
         return 0, True
     t0 = time.perf_counter()
+    if infeasible and not any(
+        g.rule.allows_day(problem.num_days + 1, problem.num_days) for g in problem.groups
+    ):
+        return None, True  # appended days are room no task may take
     found = _min_extra_days_cheap(problem, upper, t0 + time_limit_s)
     if found is not None:
         return found

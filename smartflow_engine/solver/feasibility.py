@@ -144,6 +144,7 @@ def check_feasibility(
     relaxation: bool = True,
     *,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    problem: Problem | None = None,
 ) -> FeasibilityReport:
     """Decide exactly whether every pending task fits, and how much does.
 
@@ -168,6 +169,10 @@ def check_feasibility(
     calibration
         The solver's figures (:class:`.budget.Calibration`): the least time a check gets, the
         least time a needed solve gets past the deadline.
+    problem
+        ``build_problem(state, include_suggested=include_suggested, subjects=False)``, when the
+        caller has built it (it is only read): :func:`negotiation_figures` after the check
+        reads the same one.
 
     Returns
     -------
@@ -178,7 +183,8 @@ def check_feasibility(
     """
     t0 = time.perf_counter()
     deadline = t0 + max(time_limit_s, calibration.min_work_s)
-    problem = build_problem(state, include_suggested=include_suggested, subjects=False)
+    if problem is None:
+        problem = build_problem(state, include_suggested=include_suggested, subjects=False)
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
     res = max_placeable(
@@ -243,11 +249,14 @@ def _with_order(
     deadline: float,
     num_workers: int,
     calibration: Calibration,
+    inner: bool | None = None,
 ) -> CountResult:
     """The counting model's answer with the item order among the scope's items held (issue
     42): its maximum bounds the ordered one; a witness that keeps the order once relabelled
-    meets it, else the exact model of :mod:`.ordered` decides (unproven past the limit)."""
-    if not has_inner_order(state, problem):
+    meets it, else the exact model of :mod:`.ordered` decides (unproven past the limit).
+    ``inner``: :func:`.ordered.has_inner_order` of the problem's scope, when the caller knows
+    it (it reads the scope's tasks only, so every lift of one problem has the same)."""
+    if not (has_inner_order(state, problem) if inner is None else inner):
         return res
     scope = [tid for g in problem.groups for tid in g.task_ids]
     kept, dropped = keep_order(state, res.witness, scope, calibration=calibration)
@@ -334,20 +343,49 @@ def lift_class_rules(problem: Problem) -> Problem:
     """``problem`` with every class's day window and banned periods lifted: what
     ``build_problem(state, lift_banned=True, lift_windows=True)`` gives, without reading the
     state again (the bins do not depend on the rules, and every group keeps its tasks)."""
+    return lift_rules(problem, lift_banned=True, lift_windows=True)
+
+
+def lift_rules(
+    problem: Problem,
+    *,
+    lift_banned: bool = False,
+    lift_windows: bool = False,
+    lift_weekdays: bool = False,
+) -> Problem:
+    """``problem`` with these lifts of :func:`.problem.build_problem` made, without reading
+    the state again: equal to ``build_problem(state, <the problem's own arguments>, <these
+    lifts>)``. Each lift drops fields of a class's rule only (:func:`.problem.rule_for`: the
+    windows its start and end day, its banned weekdays and makes it extend; the weekdays its
+    banned weekdays; the banned its periods), the bins do not depend on the rules, and groups
+    stay as they were: rules that were apart stay apart (each keeps its class and its order
+    segment, which no lift here touches), so every group keeps its tasks in its order. Not for
+    a problem built with ``allow_late`` or ``within`` (their rules are not the class's)."""
     num_days = problem.num_days
-    return replace(
-        problem,
-        groups=[
+
+    def lifted(rule: Rule) -> Rule:
+        if rule.class_id is None:  # no class: nothing to lift (build_problem's rule_for)
+            return rule
+        if lift_windows:
             # the item order's segments stay: they are no class window (issue 42)
-            replace(
-                g,
-                rule=Rule(
-                    g.rule.class_id, 1, num_days, (), True, after=g.rule.after, before=g.rule.before
-                ),
+            return Rule(
+                rule.class_id,
+                1,
+                num_days,
+                () if lift_banned else rule.banned,
+                True,
+                after=rule.after,
+                before=rule.before,
             )
-            for g in problem.groups
-        ],
-    )
+        return replace(
+            rule,
+            banned=() if lift_banned else rule.banned,
+            off_days=frozenset() if lift_weekdays else rule.off_days,
+        )
+
+    if not (lift_banned or lift_windows or lift_weekdays):
+        return problem
+    return replace(problem, groups=[replace(g, rule=lifted(g.rule)) for g in problem.groups])
 
 
 def explain_bottleneck(
@@ -529,11 +567,15 @@ def negotiation_figures(
     include_suggested: bool = False,
     *,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    problem: Problem | None = None,
 ) -> NegotiationFigures:
     """The numbers behind P1-F's options (expand window / relax constraints / cut scope / accept).
 
     Pass the ``report`` of a previous :func:`check_feasibility` on the same state to skip that
-    solve. Each figure is computed by the exact counting model; one that the time limit cut
+    solve, and the ``problem`` it read (``build_problem(state,
+    include_suggested=include_suggested, subjects=False)``, only read) to skip building it
+    again; given both, the report's reason code settles the wider class lift where it can
+    (``class_window``: the check placed everything with every class rule lifted). Each figure is computed by the exact counting model; one that the time limit cut
     short is ``None`` and ``proven`` is ``False``.
     """
     t0 = time.perf_counter()
@@ -546,6 +588,7 @@ def negotiation_figures(
             include_suggested=include_suggested,
             explain=False,
             calibration=calibration,
+            problem=problem,
         )
     if report.is_feasible is True:
         return NegotiationFigures(True, 0, 0, True, True, True, True, time.perf_counter() - t0)
@@ -553,22 +596,33 @@ def negotiation_figures(
         return NegotiationFigures(
             None, None, None, None, None, None, False, time.perf_counter() - t0
         )
-    problem = build_problem(state, include_suggested=include_suggested, subjects=False)
+    given = problem is not None
+    if problem is None:
+        problem = build_problem(state, include_suggested=include_suggested, subjects=False)
+    inner = has_inner_order(state, problem)  # the same for every lift (the same scope)
     days: int | None = None
     days_proven = False
     if not _past(deadline):
         days, days_proven = min_extra_days(
-            problem, time_limit_s=_left(deadline, calibration), num_workers=num_workers
+            problem,
+            time_limit_s=_left(deadline, calibration),
+            num_workers=num_workers,
+            infeasible=given,  # the problem the report proved infeasible
         )
     possible: bool | None = (days is not None) if days_proven else None
     lift = functools.partial(
-        _lift_suffices, state, include_suggested, deadline, num_workers, calibration
+        _lift_suffices, state, include_suggested, deadline, num_workers, calibration, problem, inner
     )
-    lifts = _class_lifts(deadline, lift)
+    wide: bool | None = None  # lifting every class rule suffices, known without a solve
+    if problem.required_slots > problem.free_slots + problem.embed_slots:
+        wide = False  # more periods than room: no lift of a rule makes room
+    elif given and report.reason_code == "class_window" and not inner:
+        wide = True  # the check's reason: the problem lifted so places everything
+    lifts = _class_lifts(deadline, lift, wide)
     rules = {
         f"lifting_{name}_suffices": lift(**entry.lift)
         for name, entry in RULE_LIFTS.items()
-        if entry.binds(state, problem)
+        if entry.binds(problem, inner)
     }
     return NegotiationFigures(
         is_feasible=False,
@@ -583,12 +637,17 @@ def negotiation_figures(
     )
 
 
-def _class_lifts(deadline: float, lift: Callable[..., bool | None]) -> list[bool | None]:
+def _class_lifts(
+    deadline: float, lift: Callable[..., bool | None], wide: bool | None = None
+) -> list[bool | None]:
     """[lifting the banned periods suffices, lifting them and the class windows suffices].
     Lifting the class windows too relaxes lifting the banned periods alone, so the wider lift
-    runs first: when even it cannot place everything (proven), neither can the narrower one."""
-    lifts: list[bool | None] = [None, None]
+    runs first: when even it cannot place everything (proven), neither can the narrower one.
+    ``wide``: the wider lift's answer when known without a solve (``None``: solved)."""
+    lifts: list[bool | None] = [None, wide]
     for lift_windows in (True, False):
+        if lift_windows and wide is not None:
+            continue
         if _past(deadline):
             continue
         if not lift_windows and lifts[1] is False:
@@ -602,16 +661,15 @@ def _class_lifts(deadline: float, lift: Callable[..., bool | None]) -> list[bool
 class RuleLift:
     """A class rule whose lifting is a negotiation figure of its own (issue 42): ``binds``:
     whether the rule binds the scope of the problem (else the figure stays ``None``);
-    ``lift``: the :func:`.problem.build_problem` lift that removes it."""
+    ``lift``: the :func:`.problem.build_problem` lift that removes it. ``binds`` reads the
+    problem and :func:`.ordered.has_inner_order` of its scope."""
 
-    binds: Callable[[ScheduleState, Problem], bool]
+    binds: Callable[[Problem, bool], bool]
     lift: dict[str, bool]
 
 
-def _order_binds(state: ScheduleState, problem: Problem) -> bool:
-    return any(g.rule.after or g.rule.before for g in problem.groups) or has_inner_order(
-        state, problem
-    )
+def _order_binds(problem: Problem, inner: bool) -> bool:
+    return any(g.rule.after or g.rule.before for g in problem.groups) or inner
 
 
 # The rules a negotiation figure lifts one at a time, each the figure
@@ -619,7 +677,7 @@ def _order_binds(state: ScheduleState, problem: Problem) -> bool:
 # its field there).
 RULE_LIFTS: dict[str, RuleLift] = {
     "weekdays": RuleLift(
-        lambda _, problem: any(g.rule.off_days for g in problem.groups), {"lift_weekdays": True}
+        lambda problem, _: any(g.rule.off_days for g in problem.groups), {"lift_weekdays": True}
     ),
     "order": RuleLift(_order_binds, {"lift_order": True}),
 }
@@ -631,6 +689,8 @@ def _lift_suffices(
     deadline: float,
     num_workers: int,
     calibration: Calibration,
+    problem: Problem,
+    inner: bool,
     *,
     lift_banned: bool = False,
     lift_windows: bool = False,
@@ -639,18 +699,30 @@ def _lift_suffices(
 ) -> bool | None:
     """Whether everything fits once ``lift`` (a :func:`.problem.build_problem` lift) is made:
     the exact maximum under every other rule, the item order included unless lifted (None:
-    past the deadline or unproven)."""
+    past the deadline or unproven). ``problem``: the state's unlifted problem, lifted by
+    :func:`lift_rules` (the order's lift changes the groups: built again); ``inner``: its
+    :func:`.ordered.has_inner_order`."""
     if _past(deadline):
         return None
-    relaxed = build_problem(
-        state,
-        include_suggested=include_suggested,
-        subjects=False,
-        lift_banned=lift_banned,
-        lift_windows=lift_windows,
-        lift_weekdays=lift_weekdays,
-        lift_order=lift_order,
-    )
+    if problem.required_slots > problem.free_slots + problem.embed_slots:
+        return False  # no lift of a rule adds a free period or a host block
+    if lift_order:
+        relaxed = build_problem(
+            state,
+            include_suggested=include_suggested,
+            subjects=False,
+            lift_banned=lift_banned,
+            lift_windows=lift_windows,
+            lift_weekdays=lift_weekdays,
+            lift_order=lift_order,
+        )
+    else:
+        relaxed = lift_rules(
+            problem,
+            lift_banned=lift_banned,
+            lift_windows=lift_windows,
+            lift_weekdays=lift_weekdays,
+        )
     res = max_placeable(
         relaxed,
         time_limit_s=_left(deadline, calibration),
@@ -659,7 +731,7 @@ def _lift_suffices(
         calibration=calibration,
     )
     if not lift_order:
-        res = _with_order(state, relaxed, res, deadline, num_workers, calibration)
+        res = _with_order(state, relaxed, res, deadline, num_workers, calibration, inner)
     if res.best == relaxed.required_slots:
         return True
     return False if res.proven else None

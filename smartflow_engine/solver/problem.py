@@ -420,6 +420,7 @@ def _groups(
     # key holds the rule's identity (hashing the rule itself per task was a third of the time).
     rules: dict[tuple[object, ...], Rule] = {}
     same: dict[Rule, Rule] = {}
+    class_rules = state.class_rules  # read once: a property of the state, not free to read
     for t in sorted(scope, key=lambda t: t.state_id):
         segment = segments.get(t.state_id, (None, None))
         rule = rules.get((t.category_id, segment))
@@ -430,7 +431,7 @@ def _groups(
             narrowed = narrow_rule(rule, limits[t.state_id], free)
             rule = same.setdefault(narrowed, narrowed)
         duration = t.need()
-        can_guest = not t.can_embed and state.class_rules.may_embed(t)
+        can_guest = not t.can_embed and class_rules.may_embed(t)
         subject = subject_of(t) if by_subject else ""
         key = (duration, id(rule), can_guest, subject)
         if key not in groups:
