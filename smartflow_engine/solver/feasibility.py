@@ -259,7 +259,9 @@ def _with_order(
     if not (has_inner_order(state, problem) if inner is None else inner):
         return res
     scope = [tid for g in problem.groups for tid in g.task_ids]
-    kept, dropped = keep_order(state, res.witness, scope, calibration=calibration)
+    # (the exact chains a safety net of at most half the time left: the ordered model decides)
+    exact_s = max(0.0, min(0.5, (deadline - time.perf_counter()) / 2))
+    kept, dropped = keep_order(state, res.witness, scope, exact_s, calibration=calibration)
     if not dropped:
         return replace(res, witness=kept)
     status, best, bound, placed = max_placeable_ordered(
