@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar, get_args
 
 from ..state import ScheduleState
+from ._cpsat import SolveStatus
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import CountResult, all_fit, max_placeable, min_extra_days
 from .order import keep_order
@@ -145,6 +146,7 @@ def check_feasibility(
     *,
     calibration: Calibration = DEFAULT_CALIBRATION,
     problem: Problem | None = None,
+    work_s: float | None = None,
 ) -> FeasibilityReport:
     """Decide exactly whether every pending task fits, and how much does.
 
@@ -173,6 +175,11 @@ def check_feasibility(
         ``build_problem(state, include_suggested=include_suggested, subjects=False)``, when the
         caller has built it (it is only read): :func:`negotiation_figures` after the check
         reads the same one.
+    work_s
+        When given, the CP-SAT deterministic time of the check's solves (the counting model and
+        the ordered one, each at most this): what it proves is then the same on any machine
+        the wall clock does not cut (a proposal's check of its unplaced tasks); by default the
+        solves run until proven or the limit.
 
     Returns
     -------
@@ -193,8 +200,9 @@ def check_feasibility(
         num_workers=num_workers,
         relaxation=relaxation,
         calibration=calibration,
+        deterministic_time=work_s,
     )
-    res = _with_order(state, problem, res, deadline, num_workers, calibration)
+    res = _with_order(state, problem, res, deadline, num_workers, calibration, work_s=work_s)
     feasible, reason = _verdict(
         problem, res, capacity, deadline, num_workers, relaxation, calibration
     )
@@ -250,14 +258,18 @@ def _with_order(
     num_workers: int,
     calibration: Calibration,
     inner: bool | None = None,
+    work_s: float | None = None,
 ) -> CountResult:
     """The counting model's answer with the item order among the scope's items held (issue
     42): its maximum bounds the ordered one; a witness that keeps the order once relabelled
     meets it, else the exact model of :mod:`.ordered` decides (unproven past the limit).
     ``inner``: :func:`.ordered.has_inner_order` of the problem's scope, when the caller knows
-    it (it reads the scope's tasks only, so every lift of one problem has the same)."""
+    it (it reads the scope's tasks only, so every lift of one problem has the same);
+    ``work_s``: the ordered model's deterministic time (see :func:`check_feasibility`)."""
     if not (has_inner_order(state, problem) if inner is None else inner):
         return res
+    if time.perf_counter() >= deadline:  # no time to hold the order: nothing proven
+        return CountResult(SolveStatus.UNKNOWN, 0, res.bound, [], res.runtime_s)
     scope = [tid for g in problem.groups for tid in g.task_ids]
     # (the exact chains a safety net of at most half the time left: the ordered model decides)
     exact_s = max(0.0, min(0.5, (deadline - time.perf_counter()) / 2))
@@ -272,6 +284,7 @@ def _with_order(
         upper=res.bound,
         hint=kept,
         calibration=calibration,
+        work_s=work_s,
     )
     return CountResult(status, best, max(best, min(bound, res.bound)), placed, res.runtime_s)
 

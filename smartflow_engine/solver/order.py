@@ -84,14 +84,19 @@ def keep_order(
     scope: Collection[int] | None = None,
     exact_s: float = 0.5,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    work_s: float | None = None,
+    cut: list[bool] | None = None,
 ) -> tuple[list[Placement], list[int]]:
     """``placements`` with the ordered items of each class relabelled (interchangeable items
     swap places, in time order) so that every order holds, among themselves and against their
     class's items outside the scope ``scope`` (default: the placed tasks); a class whose places
     no relabelling orders is re-placed as a chain (:func:`_chain`). Returns the placements and
-    the ids no place took (left unplaced). ``exact_s``: the wall time the exact chains may take
-    together (a safety net: the greedy chain always runs); ``calibration``: the exact chains'
-    model limits."""
+    the ids no place took (left unplaced). ``work_s``: the exact chains' CP-SAT deterministic
+    time together (default ``calibration.ordered_chain_work``), split evenly among the classes
+    that need one: it decides what they find; ``exact_s``: the wall time they may take together
+    (a safety net: the greedy chain always runs); when the wall clock decided (an exact chain
+    cut or not run for want of time), True is appended to ``cut``; ``calibration``: the exact
+    chains' model limits."""
     placements = list(placements)
     ids = {pl.task_id for pl in placements}
     scope_ids = set(scope) if scope is not None else ids
@@ -143,7 +148,10 @@ def keep_order(
         elif pl.task_id not in failed and (new := by_place.get((pl.day, pl.slot_start))):
             final.append(new)
     if failing:
-        final, dropped = _chain(state, final, failing, scope_ids, exact_s, calibration)
+        work = calibration.ordered_chain_work if work_s is None else work_s
+        final, dropped = _chain(
+            state, final, failing, scope_ids, exact_s, calibration, work / len(failing), cut
+        )
     return final, sorted(dropped)
 
 
@@ -154,15 +162,19 @@ def _chain(
     scope_ids: set[int],
     exact_s: float,
     calibration: Calibration,
+    work_s: float,
+    cut: list[bool] | None,
 ) -> tuple[list[Placement], list[int]]:
     """Re-place the items of each class whose places no relabelling orders, as a chain: in
     order, each at the first place every rule allows (its class's grid, free periods or a free
     water-course block when permitted) that starts after the previous item ends and inside its
     segment, from the time the model gave the item of its rank on (earlier if nothing later
     fits), so the model's spread is kept where it can be; what no place takes is dropped. The
-    exact chain (:func:`.ordered.solve_ordered`, within ``exact_s`` of wall time) reads the
-    ``calibration``'s limits."""
+    exact chain (:func:`.ordered.solve_ordered`, ``work_s`` of CP-SAT deterministic time each,
+    within ``exact_s`` of wall time together; True goes to ``cut`` when the clock decided)
+    reads the ``calibration``'s limits."""
     t0 = time.perf_counter()
+    cuts = cut if cut is not None else []
     room = _ChainRoom.of(state, placements, scope_ids)
     windows = order_segments(state, (task_of(state, tid) for items, _ in failing for tid in items))
     out = list(placements)
@@ -174,22 +186,29 @@ def _chain(
         targets = {tid: (p.day, p.slot_start) for tid, p in zip(chain, places, strict=False)}
         picks = _greedy_chain(chain, options, targets)
         left = exact_s - (time.perf_counter() - t0)
-        if len(picks) < len(chain) and left > 0.05:  # the exact chain: most periods, near targets
-            from .ordered import solve_ordered
+        if len(picks) < len(chain) and work_s > 0:  # the exact chain: most periods, near targets
+            if left <= 0.05:
+                cuts.append(True)  # (no time for the chain its work would have run)
+            else:
+                from .ordered import solve_ordered
 
-            _, _, _, exact = solve_ordered(
-                state,
-                options,
-                state.slots_per_day,
-                state.num_days,
-                time_limit_s=left,
-                num_workers=1,
-                hint=picks,
-                targets=targets,
-                calibration=calibration,
-            )
-            if sum(p.length for p in exact) > sum(p.length for p in picks):
-                picks = exact
+                solve_t0 = time.perf_counter()
+                status, _, _, exact = solve_ordered(
+                    state,
+                    options,
+                    state.slots_per_day,
+                    state.num_days,
+                    time_limit_s=left,
+                    num_workers=1,
+                    hint=picks,
+                    targets=targets,
+                    calibration=calibration,
+                    work_s=work_s,
+                )
+                if status != SolveStatus.OPTIMAL and time.perf_counter() - solve_t0 >= left - 0.01:
+                    cuts.append(True)  # (its wall limit, not its work, ended it)
+                if sum(p.length for p in exact) > sum(p.length for p in picks):
+                    picks = exact
         chosen = {p.task_id for p in picks}
         dropped.extend(tid for tid in chain if tid not in chosen)
         for pick in picks:
@@ -249,21 +268,33 @@ class _ChainRoom:
         after, before = window
         lo = after if after is not None else (0, spd)
         hi = before if before is not None else (num_days + 1, 1)
-        starts = state.class_rules.allowed_starts(task, need)
+        d_lo, d_hi, width = max(lo[0], 1), min(hi[0], num_days), spd - need + 1
+        if d_lo > d_hi or width < 1:
+            return []
         guest_ok = state.class_rules.may_embed(task) and not task.can_embed
+        # (day, start) pairs of the class's grid inside the segment, in time order
+        day = np.arange(d_lo, d_hi + 1)[:, None]
+        s0 = np.arange(1, width + 1)[None, :]
+        ok = state.class_rules.allowed_starts(task, need)[d_lo - 1 : d_hi, :width].copy()
+        ok &= (day > lo[0]) | ((day == lo[0]) & (s0 > lo[1]))
+        ok &= (day < hi[0]) | ((day == hi[0]) & (s0 + need - 1 < hi[1]))
+        free = self.free[d_lo - 1 : d_hi]
+        run = np.zeros((free.shape[0], spd + 1), dtype=np.int32)
+        run[:, 1:] = np.cumsum(free, axis=1)
+        fits = (run[:, need : need + width] - run[:, :width]) == need  # all periods free
+        if not guest_ok:
+            ok &= fits
         opts: list[Placement] = []
-        for day in range(max(lo[0], 1), min(hi[0], num_days) + 1):
-            for s0 in range(1, spd - need + 2):
-                e0 = s0 + need - 1
-                if (day, s0) <= lo or (day, e0) >= hi or not starts[day - 1, s0 - 1]:
-                    continue
-                if self.free[day - 1, s0 - 1 : e0].all():
-                    opts.append(_Placement(tid, day, s0, e0))
-                elif guest_ok:
-                    for hs, he, hid in self.hosts.get(day, ()):
-                        if hs <= s0 and e0 <= he and (day, hs) not in self.taken:
-                            opts.append(_Placement(tid, day, s0, e0, hid))
-                            break
+        for r, c in np.argwhere(ok).tolist():
+            d, a = d_lo + r, c + 1
+            e = a + need - 1
+            if fits[r, c]:
+                opts.append(_Placement(tid, d, a, e))
+                continue
+            for hs, he, hid in self.hosts.get(d, ()):
+                if hs <= a and e <= he and (d, hs) not in self.taken:
+                    opts.append(_Placement(tid, d, a, e, hid))
+                    break
         return opts
 
     def take(self, pick: Placement) -> None:
@@ -389,7 +420,7 @@ def order_start(
     greedy: list[Placement] | None,
     level1: CountResult,
     others: Sequence[tuple[Any, list[Placement]]] = (),
-) -> tuple[Start, list[Placement] | None, CountResult]:
+) -> tuple[Start, list[Placement] | None, CountResult, bool]:
     """The one search's start and the greedy it is guarded by (:func:`.placement.close_stage`),
     keeping the item order before the search (issue 42): the search's moves keep it
     (:class:`.moves.ItemOrder`), so the proposal needs no order step after it (which re-placed
@@ -403,25 +434,34 @@ def order_start(
     unproven with the periods placed (the proposal then claims no maximum, as
     :func:`order_proposal` withdraws it). Unchanged (the same objects) on a problem without
     ordered items, and for a calendar scope (its order is kept after the search,
-    :func:`.scoped.in_item_order`)."""
+    :func:`.scoped.in_item_order`). The exact chains and model have work budgets (shares of
+    the run's effort); the last value says whether the wall clock cut one instead."""
     from .objective import evaluate
 
     if run.within is not None or not run.problem.groups:
-        return start, greedy, level1
+        return start, greedy, level1, False
     state, scope = run.state, run.scope()
-    # the exact chains (a safety net) at most half a second, and never past the search's stop
+    cal = run.calibration
+    cut: list[bool] = []
+    # the exact chains: their work decides; the wall clock (at most half a second, never past
+    # the search's stop) only cuts them, and the proposal then says so
     exact_s = max(0.0, min(0.5, run.search_stop - time.perf_counter() - 0.05))
-    kept, dropped = keep_order(state, start.placements, scope, exact_s, run.calibration)
+    chain_work = cal.ordered_chain_share * run.effort * cal.exact_det_per_s
+    kept, dropped = keep_order(
+        state, start.placements, scope, exact_s, cal, work_s=chain_work, cut=cut
+    )
     source = start
-    if dropped:  # another start, once ordered, may keep more periods
+    if dropped and time.perf_counter() >= run.search_stop:
+        cut.append(True)  # (no time to chain the other starts)
+    elif dropped:  # another start, once ordered, may keep more periods
         most = sum(pl.length for pl in kept)
         for name, placements in others:
-            alt, lost = keep_order(state, placements, scope, 0.0, run.calibration)
+            alt, lost = keep_order(state, placements, scope, 0.0, cal, work_s=0.0)
             if sum(pl.length for pl in alt) > most:
                 most, kept, dropped = sum(pl.length for pl in alt), alt, lost
                 source = replace(start, name=name, placements=list(placements))
     if dropped:  # the exact ordered model of the whole scope, near the start's places
-        kept, dropped = _ordered_max(run, source.placements, kept, dropped)
+        kept, dropped = _ordered_max(run, source.placements, kept, dropped, cut)
     if source is start and not dropped and kept == start.placements:
         new_start = start
     else:
@@ -431,32 +471,46 @@ def order_start(
     if dropped:
         placed = sum(pl.length for pl in kept)
         level1 = replace(level1, best=min(level1.best, placed), status=SolveStatus.UNKNOWN)
-    if greedy is not None:
-        ordered_greedy, lost = keep_order(state, greedy, scope, 0.0, run.calibration)
+    if greedy is not None and time.perf_counter() >= run.search_stop:
+        greedy, cut = None, [*cut, True]  # (no time to order the guard: the search goes alone)
+    elif greedy is not None:
+        ordered_greedy, lost = keep_order(state, greedy, scope, 0.0, cal, work_s=0.0)
         greedy = None if lost else ordered_greedy
-    return new_start, greedy, level1
+    return new_start, greedy, level1, bool(cut)
 
 
 def _ordered_max(
-    run: ScopeRun, placements: list[Placement], kept: list[Placement], dropped: list[int]
+    run: ScopeRun,
+    placements: list[Placement],
+    kept: list[Placement],
+    dropped: list[int],
+    cut: list[bool],
 ) -> tuple[list[Placement], list[int]]:
     """The exact ordered model of ``run``'s scope (every item, most periods, then nearest its
     place in ``placements``), hinted with ``kept``; its answer when it places more periods
-    than ``kept``, else ``kept`` and ``dropped``."""
+    than ``kept``, else ``kept`` and ``dropped``. Its work (``ordered_max_share`` of the
+    effort) decides; the wall clock (half of what is left before the search's stop, at most a
+    second) only cuts, and True then goes to ``cut``."""
     from .ordered import max_placeable_ordered
 
-    limit = min(1.0, 0.5 * (run.search_stop - time.perf_counter()))
+    cal = run.calibration
+    t0 = time.perf_counter()
+    limit = min(1.0, 0.5 * (run.search_stop - t0))
     if limit < 0.1:
+        cut.append(True)  # (no time for what its work would have found)
         return kept, dropped
-    _, best, _, exact = max_placeable_ordered(
+    status, best, _, exact = max_placeable_ordered(
         run.state,
         run.problem,
         time_limit_s=limit,
         num_workers=run.num_workers,
         hint=kept,
-        calibration=run.calibration,
+        calibration=cal,
         targets={pl.task_id: (pl.day, pl.slot_start) for pl in placements},
+        work_s=cal.ordered_max_share * run.effort * cal.exact_det_per_s,
     )
+    if status != SolveStatus.OPTIMAL and time.perf_counter() - t0 >= limit - 0.01:
+        cut.append(True)
     if best <= sum(pl.length for pl in kept):
         return kept, dropped
     placed = {pl.task_id for pl in exact}

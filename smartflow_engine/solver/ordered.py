@@ -49,14 +49,20 @@ def max_placeable_ordered(
     hint: Sequence[Placement] = (),
     calibration: Calibration = DEFAULT_CALIBRATION,
     targets: dict[int, tuple[int, int]] | None = None,
+    work_s: float | None = None,
 ) -> tuple[SolveStatus, int, int, list[Placement]]:
     """``(status, best, bound, placements)``: the most periods the scope of ``problem`` places
     keeping every rule, the order among the scope's items included. ``upper``: a proven bound
     (the counting model's); ``hint``: an order-keeping placement to start from;
     ``calibration``: the model's limits (:func:`solve_ordered`); ``targets``: per task a place
-    to stay near (among the maxima, the least distance; the bound is then not claimed)."""
+    to stay near (among the maxima, the least distance; the bound is then not claimed);
+    ``work_s``: CP-SAT's deterministic time (:func:`solve_ordered`)."""
+    t0 = time.perf_counter()
     options: dict[int, list[Placement]] = {}
     for g in problem.groups:
+        if time.perf_counter() - t0 > calibration.ordered_build_share * time_limit_s:
+            best = sum(p.length for p in hint)  # (the places alone took the building's share)
+            return SolveStatus.UNKNOWN, best, upper if upper is not None else best, list(hint)
         d = g.duration
         for tid in g.task_ids:
             opts = [
@@ -75,12 +81,13 @@ def max_placeable_ordered(
         options,
         problem.slots_per_day,
         problem.num_days,
-        time_limit_s=time_limit_s,
         num_workers=num_workers,
         upper=upper,
         hint=hint,
         targets=targets,
         calibration=calibration,
+        work_s=work_s,
+        time_limit_s=time_limit_s - (time.perf_counter() - t0),
     )
 
 
@@ -96,13 +103,17 @@ def solve_ordered(
     hint: Sequence[Placement] = (),
     targets: dict[int, tuple[int, int]] | None = None,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    work_s: float | None = None,
 ) -> tuple[SolveStatus, int, int, list[Placement]]:
     """The most periods of ``options`` (per task, the places every other rule allows it)
     placed at once: a task at most once, a free period and a host block's guest seat once, and
     for two placed items a < b of one class ``end(a) < start(b)`` (as a running frontier). ``targets``: per task a
     ``(day, period)`` it should stay near; then among the maxima the least total distance (in
     periods) wins. Returns ``(status, best, bound, placements)``. The model's size and build
-    time are bounded by ``calibration`` (``ordered_max_options``, ``ordered_build_share``)."""
+    time are bounded by ``calibration`` (``ordered_max_options``, ``ordered_build_share``);
+    ``work_s``: CP-SAT's deterministic time, so that with one worker what it finds is the same
+    on any machine the wall clock (``time_limit_s``) does not cut (a caller sees the cut as an
+    answer short of optimal at the end of its limit)."""
     t0 = time.perf_counter()
 
     def unknown() -> tuple[SolveStatus, int, int, list[Placement]]:
@@ -115,7 +126,11 @@ def solve_ordered(
     built = OrderedModel(spd, num_days, t0 + calibration.ordered_build_share * time_limit_s)
     if not built.build(state, options, upper, targets, hint):
         return unknown()
-    solver = make_solver(max(time_limit_s - (time.perf_counter() - t0), 0.05), num_workers)
+    solver = make_solver(
+        max(time_limit_s - (time.perf_counter() - t0), 0.05),
+        num_workers,
+        deterministic_time=work_s,
+    )
     status = status_of(solver.solve(built.model))
     if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return unknown()

@@ -282,11 +282,13 @@ def _propose_scope(state: ScheduleState, **args: Any) -> Proposal:
     starts = build_starts(run, level1)
     start = choose_start(run, starts)
     # the item order before the search, whose moves keep it (issue 42, .order)
-    start, greedy, level1 = order_start(run, start, starts.greedy, level1, starts.candidates)
+    start, greedy, level1, order_cut = order_start(
+        run, start, starts.greedy, level1, starts.candidates
+    )
     report("one search", run.t0, start.objective["weighted_total"])
     # Every search stops by ``search_stop`` at the latest; one that got that close may have been
     # cut by the wall clock rather than by its deterministic budget.
-    cut = level1_cut or starts.cut or time.perf_counter() >= run.search_stop - 0.01
+    cut = level1_cut or starts.cut or order_cut or time.perf_counter() >= run.search_stop - 0.01
     result = StageResult(start.placements, start.objective, wall_limited=cut)
     if run.run_close:  # (a window too big for the limit answers without it, see ScopeRun)
         placed = {pl.task_id for pl in result.placements}
@@ -345,7 +347,7 @@ def close_stage(
         floor = _scope_floor(run, result.placements, proven)
         feasibility, check_cut = unplaced_check(
             run.state, unplaced, _check_limit(run), run.num_workers, deadline=run.stop,
-            placements=checked, calibration=cal,
+            placements=checked, calibration=cal, work_s=_check_work(run),
         )  # fmt: skip
         close = search_health(
             run.state, run.problem, result.placements, level=run.threshold, seed=run.seed,
@@ -387,6 +389,15 @@ def _check_limit(run: ScopeRun) -> float:
     return min(
         cal.unplaced_check_share * run.time_limit_s, run.stop - setup_s - time.perf_counter()
     )
+
+
+def _check_work(run: ScopeRun) -> float | None:
+    """The feasibility check's work (CP-SAT deterministic time): ``unplaced_check_share`` of a
+    proposal's effort, converted as the exact model's; the repair's check keeps its limit."""
+    if run.repair:
+        return None
+    cal = run.calibration
+    return cal.unplaced_check_share * run.effort * cal.exact_det_per_s
 
 
 def _scope_floor(run: ScopeRun, placements: list[Placement], proven: bool) -> ScopeFloor:

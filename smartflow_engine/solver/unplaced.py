@@ -23,6 +23,7 @@ def unplaced_check(
     deadline: float | None = None,
     placements: Sequence[Placement] = (),
     calibration: Calibration = DEFAULT_CALIBRATION,
+    work_s: float | None = None,
 ) -> tuple[int, bool]:
     """``(critical, cut)``: critical is 1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
     the same check it runs (suggested tasks re-planned) proves the window infeasible.
@@ -39,8 +40,10 @@ def unplaced_check(
     ``deadline`` (a ``time.perf_counter()`` value) caps the check's limit; once it has passed
     on a window whose close stage is not cheap (see :func:`.budget.too_late`),
     :class:`~._cpsat.OutOfTime` is raised instead of answering 0 unchecked (the counts a caller
-    claims would then miss the feasibility issue). ``cut``: the check's time limit ended it
-    unproven (0 is then what was known, not a proof, and a faster machine may count 1)."""
+    claims would then miss the feasibility issue). ``work_s``: the check's deterministic time
+    (:func:`.feasibility.check_feasibility`): unproven within it, the check counts 0 on any
+    machine alike. ``cut``: the check's time limit ended it unproven (0 is then what was known,
+    not a proof, and a faster machine may count 1)."""
     if not unplaced and not any(t.status == "suggested" for t in state.tasks):
         return 0, False
     from .feasibility import check_feasibility
@@ -59,15 +62,19 @@ def unplaced_check(
         )
         if result.ok:
             state = applied
+    limit = max(time_limit_s, calibration.min_work_s)
     report = check_feasibility(
         state,
-        time_limit_s=max(time_limit_s, calibration.min_work_s),
+        time_limit_s=limit,
         num_workers=num_workers,
         include_suggested=True,
         explain=False,
         calibration=calibration,
+        work_s=work_s,
     )
-    return (1 if report.is_feasible is False else 0), report.is_feasible is None
+    # unproven within its work: the same answer anywhere; at its limit: the clock decided
+    cut = report.is_feasible is None and (work_s is None or report.runtime_s >= limit - 0.01)
+    return (1 if report.is_feasible is False else 0), cut
 
 
 __all__ = ["unplaced_check"]

@@ -61,6 +61,18 @@ def test_a_proposal_is_the_same_twice_with_both_cores_busy(busy_cores: None) -> 
     assert _answer(state, runs[0]) == _answer(state, runs[1])
 
 
+def test_an_ordered_windows_proposal_is_the_same_twice_with_both_cores_busy(
+    busy_cores: None,
+) -> None:
+    """An upstream-shaped window (item order, bans, weekdays): the ordered start's exact chains
+    and the whole scope's ordered model have work budgets (their wall limits once decided what
+    they found, so the start changed with the load, unflagged)."""
+    state = synthetic_window(500, 13, variant="tight", with_task_classes=True, upstream=True)
+    runs = [propose_placement(state, time_limit_s=60.0, work_limit_s=0.3, seed=0) for _ in range(2)]
+    assert not runs[0].wall_limited
+    assert _answer(state, runs[0]) == _answer(state, runs[1])
+
+
 def test_a_repair_is_the_same_twice_with_both_cores_busy(busy_cores: None) -> None:
     state = synthetic_window(4, 10, variant="tight")
     placed = propose_placement(state, time_limit_s=60.0, work_limit_s=0.1, seed=0)
