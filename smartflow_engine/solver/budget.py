@@ -142,6 +142,14 @@ class Calibration:
     # on the bench_close windows, 2026-12-07; the work was passed as deterministic units 1:1
     # before, so a 60-day window's model ran into its wall limit on a quiet machine).
     exact_det_per_s: float = 0.45
+    # The exact model's building, in steps of its pattern enumeration (.health_model.Meter), per
+    # unit of its solves' work: measured 2026-12-07 at 0.3-2 million steps per second of a
+    # cold build on the 2-core machine, i.e. ~4 million per second of this calibration's time
+    # (exact_det_per_s units a second). A 2 s proposal's exact start (0.12 units) may take 1.1
+    # million steps: every bench window's build (standard ones at most ~140 thousand,
+    # upstream-shaped ones with weekdays and bans ~1 million) fits; a larger one is given up
+    # the same way on any machine instead of running into the wall clock.
+    exact_build_steps_per_work: float = 9e6
     # When the exact model's days do not all pack (see .starts.exact_model_start), the exact
     # maximum of what is left may take up to this share of the limit more (from the search's).
     exact_complete_share: float = 0.1

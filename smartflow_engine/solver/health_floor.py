@@ -94,6 +94,7 @@ from ..rules import (
 )
 from ..state import ScheduleState, Task
 from ._cpsat import OutOfTime
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, Item, exact_days
 from .heavy_floor import fixed_heavy_days
 from .problem import rule_for
@@ -186,6 +187,7 @@ def health_floor(
     num_workers: int = 1,
     exact_work_s: float | None = None,
     task_reach: Mapping[int, tuple[int, int, np.ndarray]] | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring): the sum of :data:`FLOOR_RULES`' bounds over one :class:`_Population`.
@@ -214,9 +216,10 @@ def health_floor(
 
     ``task_reach``: per task, the (first day, last day, allowed periods) it may take instead of its
     class's, holding every place it may take (a calendar scope, :func:`.scoped.floor_scope`);
-    the exact model keeps the classes'."""
+    the exact model keeps the classes'. ``calibration``: the exact model's building budget
+    (:attr:`.budget.Calibration.exact_build_steps_per_work`)."""
     tick = _ticker(deadline)
-    limits = _ExactLimits(exact_s, deadline, num_workers, exact_work_s)
+    limits = _ExactLimits(exact_s, deadline, num_workers, exact_work_s, calibration)
     pop = _population(
         state, level, report, dimensions, pending_periods, scope, tick, limits, task_reach
     )
@@ -232,12 +235,13 @@ def health_floor(
 @dataclass(frozen=True)
 class _ExactLimits:
     """The exact model's limits (:func:`health_floor`'s ``exact_s``, ``deadline``,
-    ``num_workers``, ``exact_work_s``)."""
+    ``num_workers``, ``exact_work_s``, ``calibration``)."""
 
     seconds: float
     deadline: float | None
     num_workers: int
     work_s: float | None
+    calibration: Calibration = DEFAULT_CALIBRATION
 
 
 @dataclass
@@ -956,6 +960,7 @@ def solve_exact(
     time_limit_s: float,
     num_workers: int,
     work_s: float | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> ExactDays:
     """:func:`.health_model.exact_days`, remembered by everything it reads: the floor and
     :func:`.realise.realise` of one population share one solve. A call with a work budget
@@ -996,6 +1001,7 @@ def solve_exact(
         time_limit_s=time_limit_s,
         num_workers=num_workers,
         work_s=work_s,
+        calibration=calibration,
     )
     while len(_EXACT_MEMO) >= _EXACT_MEMO_SIZE:
         _EXACT_MEMO.pop(next(iter(_EXACT_MEMO)))
@@ -1021,6 +1027,7 @@ def _tighten(pop: _Population, out: _Sum, time_limit_s: float) -> None:
         time_limit_s=time_limit_s,
         num_workers=pop.limits.num_workers,
         work_s=pop.limits.work_s,
+        calibration=pop.limits.calibration,
     )
     floor, shares = out.floor, out.shares
     floor.exact_complete = bool(result.figures.get("complete"))

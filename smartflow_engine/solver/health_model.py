@@ -50,6 +50,7 @@ import numpy as np
 from ..health_facts import buffered, day_loads, free_runs, usable_periods, utilization
 from ..rules import Level, rule, severity
 from ._cpsat import OutOfTime, cp_model, make_solver, status_of
+from .budget import DEFAULT_CALIBRATION, Calibration
 
 MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up (no claim)
 
@@ -101,16 +102,6 @@ class ExactDays:
     # the wall clock ended it before it was complete (building or a solve); False when it is
     # complete, or its deterministic budget (``work_s``) or an unusable model ended it
     wall_cut: bool = False
-
-
-# The building's work per unit of the solves' (CP-SAT deterministic time, ``work_s``): 9e6
-# steps, measured 2026-12-07 at 0.3-2 million steps per second of a cold build on this 2-core
-# machine, i.e. ~4 million steps per second of the calibration's time (0.45 units per second,
-# see Calibration.exact_det_per_s). A 2 s proposal's exact start (0.12 units) may then take
-# 1.1 million steps: every bench window's build (at most ~1 million, the upstream-shaped ones
-# with weekdays and bans; the others at most 140 thousand) fits, a larger one is given up the
-# same way on any machine instead of running past the wall clock.
-BUILD_STEPS_PER_WORK = 9e6
 
 
 class OutOfWork(Exception):
@@ -447,6 +438,7 @@ def exact_days(
     time_limit_s: float,
     num_workers: int = 1,
     work_s: float | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> ExactDays:
     """Least (critical, critical + warning) issues of ``day_utilization`` (when
     ``count_load``), ``buffer`` and ``free_fragmentation`` (the tolerance rules, when
@@ -456,8 +448,8 @@ def exact_days(
     ``work_s``: when given, CP-SAT's deterministic time for the solves together (each solve
     gets its share of what is left), so that with one worker the answer is the same on any
     machine the wall clock does not cut (``ExactDays.wall_cut`` says when it did); the
-    building then has :data:`BUILD_STEPS_PER_WORK` steps per unit of it (:class:`Meter`), past
-    which the model gives up, claiming nothing, on any machine alike.
+    building then has ``calibration.exact_build_steps_per_work`` steps per unit of it
+    (:class:`Meter`), past which the model gives up, claiming nothing, on any machine alike.
 
     Days alike (the same free runs and allowed stretches, fixed load, items that fit and room
     per banned-period mask) are interchangeable, so the model counts how many days of each
@@ -470,7 +462,7 @@ def exact_days(
         count_load=count_load,
         count_buffer=count_buffer,
         time_limit_s=time_limit_s,
-        build_work=None if work_s is None else work_s * BUILD_STEPS_PER_WORK,
+        build_work=None if work_s is None else work_s * calibration.exact_build_steps_per_work,
     )
     given_up = built.build(pending_min, fixed_hosts, floating_hosts)
     if given_up is not None:

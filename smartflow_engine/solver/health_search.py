@@ -196,7 +196,7 @@ def search_health(
     else:
         found = scope_floor(
             state, problem, placements, level=level, known=floor, deadline=deadline,
-            exact_s=exact_s, num_workers=num_workers, exact_work_s=exact_work_s,
+            exact_s=exact_s, num_workers=num_workers, exact_work_s=exact_work_s, calibration=cal,
         )  # fmt: skip
     if too_late(deadline, setup_cost(state, cal), cal):  # (the floor may have used what was left)
         raise OutOfTime("the close stage's deadline passed before its evaluator was built")

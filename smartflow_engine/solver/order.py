@@ -279,8 +279,7 @@ class _ChainRoom:
         ok &= (day > lo[0]) | ((day == lo[0]) & (s0 > lo[1]))
         ok &= (day < hi[0]) | ((day == hi[0]) & (s0 + need - 1 < hi[1]))
         free = self.free[d_lo - 1 : d_hi]
-        run = np.zeros((free.shape[0], spd + 1), dtype=np.int32)
-        run[:, 1:] = np.cumsum(free, axis=1)
+        run = np.pad(np.cumsum(free, axis=1, dtype=np.int32), ((0, 0), (1, 0)))  # prefix sums
         fits = (run[:, need : need + width] - run[:, :width]) == need  # all periods free
         if not guest_ok:
             ok &= fits

@@ -423,6 +423,7 @@ def _scope_floor(run: ScopeRun, placements: list[Placement], proven: bool) -> Sc
         num_workers=1 if run.repair else run.num_workers,
         exact_work_s=None if run.repair else run.exact_work(),
         scoped=run.within is not None,
+        calibration=cal,
     )
 
 

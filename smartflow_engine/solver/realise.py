@@ -82,6 +82,7 @@ def realise(
         time_limit_s=time_limit_s,
         num_workers=num_workers,
         work_s=work_s,
+        calibration=calibration,
     )
     if result.solution is None:
         return None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..rules import Level
 from ..state import ScheduleState
 from ._cpsat import OutOfTime
+from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_floor import HealthFloor, health_floor
 from .problem import Placement, Problem
 from .scoped import floor_scope
@@ -68,11 +69,12 @@ def scope_floor(
     exact_s: float = 0.0,
     num_workers: int = 1,
     exact_work_s: float | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> ScopeFloor:
     """The floor of the scope's own population (only ``problem.groups``' tasks move, as many
     pending periods placed as ``placements``), combined with a ``known`` floor. ``exact_s``,
     ``num_workers``, ``exact_work_s``: ``health_floor``'s exact model (its wall-clock limit,
-    workers and deterministic time; a model its work ended is no cut)."""
+    workers and deterministic time; a model its work ended is no cut) and ``calibration``."""
     if isinstance(known, tuple):
         known = HealthFloor(known[0], known[1])
     scope = {tid for g in problem.groups for tid in g.task_ids}
@@ -87,6 +89,7 @@ def scope_floor(
             exact_s=exact_s,
             num_workers=num_workers,
             exact_work_s=exact_work_s,
+            calibration=calibration,
         )
     except OutOfTime:  # no time left for it: the search stops on the clock anyway
         return ScopeFloor(known, cut=True)
@@ -105,6 +108,7 @@ def proposal_floor(
     num_workers: int,
     exact_work_s: float | None,
     scoped: bool = False,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> ScopeFloor:
     """A proposal's floor: the population floor of the window placing as many pending periods
     (when level 1 is ``proven``) and the scope's own (:func:`scope_floor`); ``scoped``: a
@@ -134,6 +138,7 @@ def proposal_floor(
         exact_s=exact_s,
         num_workers=num_workers,
         exact_work_s=exact_work_s,
+        calibration=calibration,
     )
     return ScopeFloor(found.floor, found.cut, population_cut)
 

@@ -73,6 +73,7 @@ DOCUMENTED = {
     "ordered_chain_work": 0.05,
     "ordered_chain_share": 0.1,
     "ordered_max_share": 0.3,
+    "exact_build_steps_per_work": 9e6,
     "one_search_share": 1.0,
     "exact_floor_share": 0.55,
     "exact_det_per_s": 0.45,

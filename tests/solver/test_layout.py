@@ -22,7 +22,7 @@ NOT_CALIBRATION = {
     # a tolerance; how many answers are kept; how many class masks get every union (2**6: a
     # model-size limit, like MAX_PATTERNS)
     "health_floor": {"_EPS", "_EXACT_MEMO_SIZE", "_CLASS_SUBSETS"},
-    "health_model": {"MAX_PATTERNS"},
+    "health_model": {"MAX_PATTERNS", "_PATTERNS_KEPT"},
     "relaxation": {"DUAL_SCALE", "INTEGRAL_TOL"},  # exact arithmetic of the certified bound
     "objective": {"MAX_SCALE", "MODEL_MAGNITUDE", "FLOAT_MARGIN"},  # exact weights and bounds
 }
