@@ -16,7 +16,7 @@ offered only when that keeps every rule.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -193,6 +193,17 @@ class Neighbourhood:
         self.rng = rng
         self.max_moves = max_moves
         self.group_of = problem.group_of()
+        # per ordered task: whether another item of its class is in its group (a twin to
+        # relabel with)
+        kinds: dict[tuple[int, int], int] = defaultdict(int)
+        for t, (c, _) in self.order.key.items():
+            kinds[(c, self.group_of[t])] += 1
+        self.twinned = {
+            t for t, (c, _) in self.order.key.items() if kinds[(c, self.group_of[t])] > 1
+        }
+        # the classes whose items are of more than one kind (the rotation's)
+        per_class = Counter(c for c, _ in kinds)
+        self.mixed = {c for c, n in per_class.items() if n > 1}
         self.gap_warn = int(ev.gap_warn)
         self.hosts_by_day: dict[int, list[Bin]] = {}
         for b in problem.hosts:
@@ -333,12 +344,23 @@ class Neighbourhood:
         time order by their order; None when that breaks a rule or the order."""
         ev, order = self.ev, self.order
         over = dict(cand)
+        classes = sorted({order.key[t][0] for t in over if t in order.key})
+        if by_kind and not any(t in self.twinned for t in over):
+            return None  # (no item of the move has a twin: nothing to relabel)
+        if not by_kind and not any(c in self.mixed for c in classes):
+            return None  # (each class of one kind: the rotation is the relabelling)
         out = dict(over)
-        for c in sorted({order.key[t][0] for t in over if t in order.key}):
-            items = [u for u in order.members[c] if u in over or u in ev.placed_scope]
+        for c in classes:
+            # the pools the move touches (the others' places do not change)
+            kinds = {self.group_of[t] for t in over if t in order.key and order.key[t][0] == c}
             pools: dict[int, list[int]] = defaultdict(list)
-            for u in items:
-                pools[self.group_of[u] if by_kind else 0].append(u)
+            for u in order.members[c]:
+                if u not in over and u not in ev.placed_scope:
+                    continue
+                if not by_kind:
+                    pools[0].append(u)
+                elif self.group_of[u] in kinds:
+                    pools[self.group_of[u]].append(u)
             for pool in pools.values():
                 if len(pool) < 2:
                     continue

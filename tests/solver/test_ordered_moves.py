@@ -33,8 +33,9 @@ def _ordered_start(state: ScheduleState) -> tuple[object, list[Placement]]:
 @given(state=UPSTREAM, seed=st.integers(0, 2**16), steps=st.integers(20, 80))
 def test_moves_never_break_the_order(state: ScheduleState, seed: int, steps: int) -> None:
     """Tests that from a start keeping every rule, every operator of the search (relocations,
-    swaps, a task's best place, the gap and unload scans, the send-back's returns) leaves a
-    placement that keeps every rule, the item order included, after each move."""
+    swaps, a task's best place, the gap and unload scans, the send-back's returns; the moves
+    that carry an item past its neighbours, its class relabelled or rotated, included) leaves
+    a placement that keeps every rule, the item order included, after each move."""
     note(state.to_json(indent=None))
     problem, start = _ordered_start(state)
     assert not breaks(state, start)
