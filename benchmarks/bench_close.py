@@ -554,6 +554,7 @@ def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
         "|---|---|",
     ]
     totals = {False: [0, 0, 0], True: [0, 0, 0]}  # criticals, warnings, closes
+    soft = {False: 0.0, True: 0.0}  # the weighted soft terms, summed
     tally = [0, 0, 0]  # better, equal, worse
     for days in (13, 30):
         for variant in VARIANTS:
@@ -577,6 +578,7 @@ def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
                         totals[flag][0] += keys[flag][0]
                         totals[flag][1] += keys[flag][1]
                         totals[flag][2] += _closes(keys[flag])
+                        soft[flag] += result.soft or 0.0
                     old, new = keys[False], keys[True]
                     tally[0 if new < old else 1 if new == old else 2] += 1
                     cells.append(f"{old} -> {new}")
@@ -585,7 +587,8 @@ def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
         "",
         f"Totals over {sum(tally)} searches: criticals {totals[False][0]} -> "
         f"{totals[True][0]}, warnings {totals[False][1]} -> {totals[True][1]}, closes "
-        f"(`critical=0 && warning<=1`) {totals[False][2]} -> {totals[True][2]}; with the "
+        f"(`critical=0 && warning<=1`) {totals[False][2]} -> {totals[True][2]}, weighted soft "
+        f"terms {soft[False]:.0f} -> {soft[True]:.0f}; with the "
         f"reordering moves better (critical, warning) on {tally[0]}, equal on {tally[1]}, "
         f"worse on {tally[2]}.",
     ]
