@@ -17,7 +17,9 @@ after each method; for the new proposal, the share of windows that cannot close 
 floor already shows it (floor not closable), the share at ``best_achievable``, the median
 distance to the floor (critical + warning issues above it), and runtimes. Run
 ``python -m benchmarks.bench_close [--quick]``; ``--upstream`` runs the upstream-shaped set
-alone (issue 42: every proposal keeps every class rule).
+alone (issue 42: every proposal keeps every class rule); ``--reorder-ab [--seeds N] [--limit S]``
+the one search on its 13/30-day windows at fixed work, without and with the moves that carry an
+ordered item past its neighbours.
 """
 
 from __future__ import annotations
@@ -543,13 +545,73 @@ def run_upstream(quick: bool = False, limit_s: float | None = None) -> str:
     return "\n".join(lines)
 
 
+def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
+    """The one search on the 13/30-day upstream windows (seeds 500 and 501), from one ordered
+    start each (``keep_order`` of the balanced greedy, no exact chain: the same start in every
+    run), at a fixed work budget (deterministic: no clock), without and with the moves that
+    carry an item past its class's neighbours (``Neighbourhood.reorder_items``); per window and
+    search seed, ``(critical, warning)`` without -> with."""
+    from smartflow_engine.solver import moves
+    from smartflow_engine.solver.health_search import search_health
+    from smartflow_engine.solver.objective import resolve_weights
+    from smartflow_engine.solver.order import keep_order
+
+    weights = resolve_weights(None)
+    lines = [
+        f"| window | (critical, warning) without -> with the reordering moves, seeds 0-{seeds - 1} |",
+        "|---|---|",
+    ]
+    totals = {False: [0, 0, 0], True: [0, 0, 0]}  # criticals, warnings, closes
+    soft = {False: 0.0, True: 0.0}  # the weighted soft terms, summed
+    tally = [0, 0, 0]  # better, equal, worse
+    for days in (13, 30):
+        for variant in VARIANTS:
+            for base in (500, 501):
+                state = synthetic_window(base, days, variant=variant, upstream=True)  # type: ignore[arg-type]
+                problem = build_problem(state, by_subject=True)
+                start, _ = keep_order(state, balanced_greedy(problem), exact_s=0.0)
+                cells = []
+                for seed in range(seeds):
+                    keys = {}
+                    for flag in (False, True):
+                        moves.Neighbourhood.reorder_items = flag
+                        try:
+                            result = search_health(
+                                state, problem, start, seed=seed, budget_s=budget_s,
+                                weights=weights,
+                            )  # fmt: skip
+                        finally:
+                            moves.Neighbourhood.reorder_items = True
+                        keys[flag] = (result.counts.critical, result.counts.warning)
+                        totals[flag][0] += keys[flag][0]
+                        totals[flag][1] += keys[flag][1]
+                        totals[flag][2] += _closes(keys[flag])
+                        soft[flag] += result.soft or 0.0
+                    old, new = keys[False], keys[True]
+                    tally[0 if new < old else 1 if new == old else 2] += 1
+                    cells.append(f"{old} -> {new}")
+                lines.append(f"| {days} {variant} s{base} | {' '.join(cells)} |")
+    lines += [
+        "",
+        f"Totals over {sum(tally)} searches: criticals {totals[False][0]} -> "
+        f"{totals[True][0]}, warnings {totals[False][1]} -> {totals[True][1]}, closes "
+        f"(`critical=0 && warning<=1`) {totals[False][2]} -> {totals[True][2]}, weighted soft "
+        f"terms {soft[False]:.0f} -> {soft[True]:.0f}; with the "
+        f"reordering moves better (critical, warning) on {tally[0]}, equal on {tally[1]}, "
+        f"worse on {tally[2]}.",
+    ]
+    return "\n".join(lines)
+
+
 def _arg(name: str, default: str) -> str:
     argv = sys.argv[1:]
     return argv[argv.index(name) + 1] if name in argv else default
 
 
 if __name__ == "__main__":
-    if "--upstream" in sys.argv[1:]:
+    if "--reorder-ab" in sys.argv[1:]:
+        print(upstream_reorder_ab(int(_arg("--seeds", "6")), float(_arg("--limit", "0.5"))))
+    elif "--upstream" in sys.argv[1:]:
         limit = float(_arg("--limit", "0")) or None  # (default: 1 s quick, 2 s full)
         print(run_upstream(quick="--quick" in sys.argv[1:], limit_s=limit))
     elif "--fixed-work" in sys.argv[1:]:

@@ -7,6 +7,8 @@ then the weighted soft terms (:mod:`.objective`). A re-planning proposal (sugges
 scope) reaches its soft terms by moving tasks freely; :func:`send_back` then returns every moved
 task to its current place whenever that keeps the periods and does not worsen the health counts,
 whatever it costs the soft terms, so a student's plan moves only where health asks for it.
+A task of an ordered class goes home only where that keeps its class's item order (issue 42):
+placements that keep the order come back keeping it.
 
 It is a greedy pass in task-id order, repeated while a return frees another task's place (a
 deterministic, bounded amount of work: at most one evaluation per moved task and pass); it does
@@ -24,6 +26,7 @@ from ..rules import Level
 from ..state import ScheduleState
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .health_eval import HealthEvaluator
+from .moves import ItemOrder, OrderedOrigin
 from .problem import Placement, Problem, Rule
 from .scoring import accepts, setup_cost
 
@@ -79,12 +82,16 @@ def send_back(
     ev = HealthEvaluator(state, set(group_of), level, 0)
     ev.set_placements(list(placements))
     start = ev.counts_now().key
+    # An ordered item goes home only while that keeps its class's item order with the other
+    # items where they stand then (issue 42): the placements keep it, and so does the result.
+    order = ItemOrder(state, problem)
+    homes: Mapping[int, Placement] = OrderedOrigin(origin, order, ev) if order else origin
 
     def key() -> tuple[float, ...]:
         return ev.counts_now().key
 
     safety = deadline if deadline is not None else float("inf")
-    best, _, cut = return_moved(ev, origin, key, safety, repeat=True)
+    best, _, cut = return_moved(ev, homes, key, safety, repeat=True)
     out = sorted(ev.placed_scope.values(), key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     return out, (int(best[0]) - start[0], int(best[1]) - start[1]), cut
 

@@ -8,11 +8,15 @@ The item order (issue 42): every place and trade the moves offer keeps each clas
 keeps its order window against the class's items outside the scope), and a task returns to its
 origin only where that keeps the order too (:class:`OrderedOrigin`). From a start that keeps the
 order, the search's placements keep it all along: no order step has to re-place its answer.
+A move may still carry an item past its class's neighbours: :meth:`Neighbourhood.reorder` then
+relabels the class's interchangeable items (same group: free for every count) or rotates the
+class's items along their places, so an item of another rank takes the place, and the move is
+offered only when that keeps every rule.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -161,6 +165,11 @@ class Neighbourhood:
     """The moves of the one search on its evaluator's placement: places, single moves, swaps,
     and the targeted scans (a list of candidates, the best made); each returns its undo list."""
 
+    # Whether a move may carry an ordered item past its class's neighbours, the class then
+    # relabelled or rotated to keep its order (:meth:`reorder`); False gives the moves that
+    # only keep each item between its neighbours (the search before it, for comparisons).
+    reorder_items = True
+
     def __init__(
         self,
         ev: HealthEvaluator,
@@ -175,12 +184,26 @@ class Neighbourhood:
         self.problem = problem
         # every place and trade offered keeps the item order (issue 42), and so does a return
         self.order = ItemOrder(ev.state, problem)
+        # an ordered item may also take a place past its class's neighbours: the class's items
+        # are then relabelled or rotated along their places (:meth:`reorder`)
+        self.reorders = bool(self.order) and self.reorder_items
         self.origin: Mapping[int, Placement] = (
             OrderedOrigin(origin, self.order, ev) if self.order else origin
         )
         self.rng = rng
         self.max_moves = max_moves
         self.group_of = problem.group_of()
+        # per ordered task: whether another item of its class is in its group (a twin to
+        # relabel with)
+        kinds: dict[tuple[int, int], int] = defaultdict(int)
+        for t, (c, _) in self.order.key.items():
+            kinds[(c, self.group_of[t])] += 1
+        self.twinned = {
+            t for t, (c, _) in self.order.key.items() if kinds[(c, self.group_of[t])] > 1
+        }
+        # the classes whose items are of more than one kind (the rotation's)
+        per_class = Counter(c for c, _ in kinds)
+        self.mixed = {c for c, n in per_class.items() if n > 1}
         self.gap_warn = int(ev.gap_warn)
         self.hosts_by_day: dict[int, list[Bin]] = {}
         for b in problem.hosts:
@@ -226,7 +249,8 @@ class Neighbourhood:
     ) -> list[tuple[int, int | None]]:
         """Free (start, host) places of ``g`` on ``day`` in the current state (1-based), the
         ``lifted`` places counting as free; for the task that moves (``mover``, by default the
-        one lifted place's), only those that keep its class's item order."""
+        one lifted place's), only those that keep its class's item order (``mover=-1``: every
+        place)."""
         ev = self.ev
         banned = self.banned[id(g)]
         n = g.duration
@@ -249,7 +273,7 @@ class Neighbourhood:
                     ]
         if mover is None and len(lifted) == 1:
             mover = lifted[0].task_id
-        if mover is not None and mover in self.order.key:
+        if mover is not None and mover in self.order.key:  # (-1: every place, no order)
             window = self.order.window(mover, ev.placed_scope)
             out = [p for p in out if ItemOrder.fits(window, day, p[0], p[0] + n - 1)]
         return out
@@ -257,12 +281,17 @@ class Neighbourhood:
     def allows(self, tid: int, pl: Placement) -> bool:
         """``tid`` may stand at ``pl``'s place (class days and banned periods, and its item
         order against its class's other items where they stand; no host check)."""
+        if not self.rule_allows(tid, pl):
+            return False
+        return tid not in self.order.key or self.order.allows(
+            Placement(tid, pl.day, pl.slot_start, pl.slot_end), self.ev.placed_scope
+        )
+
+    def rule_allows(self, tid: int, pl: Placement) -> bool:
+        """``tid`` may stand at ``pl``'s place in a free period by its class's days and banned
+        periods (its item order aside; no host check)."""
         g = self.problem.groups[self.group_of[tid]]
         if not g.rule.allows_day(pl.day, self.problem.num_days) or pl.embed_host is not None:
-            return False
-        if tid in self.order.key and not self.order.allows(
-            Placement(tid, pl.day, pl.slot_start, pl.slot_end), self.ev.placed_scope
-        ):
             return False
         return bool(
             allowed_starts(
@@ -275,11 +304,12 @@ class Neighbourhood:
         return not self.order or self.order.keeps(cand, self.ev.placed_scope)
 
     def days_of(self, tid: int, gi: int) -> np.ndarray:
-        """The days of group ``gi``'s rule task ``tid`` may take: for an ordered item, those
-        between its class's neighbours (its order window's days), so the draws and scans of a
-        move spend nothing on days it cannot take."""
+        """The days of group ``gi``'s rule task ``tid`` may take: for an ordered item whose
+        moves are not :meth:`reorder`-ed, those between its class's neighbours (its order
+        window's days), so the draws and scans of a move spend nothing on days it cannot
+        take."""
         days = self.allowed_days[gi]
-        if tid not in self.order.key:
+        if tid not in self.order.key or self.reorders:
             return days
         window = self.order.window(tid, self.ev.placed_scope)
         after, before = window if window is not None else (None, None)
@@ -290,6 +320,121 @@ class Neighbourhood:
 
     def moved(self) -> int:
         return sum(1 for tid, pl in self.ev.placed_scope.items() if self.origin.get(tid) != pl)
+
+    # ------------------------------------------------------------------ the item order's moves
+    def reorder(self, cand: Candidate) -> Candidate | None:
+        """``cand`` (its places free once its tasks are lifted, every class rule but the order
+        kept) as a move that keeps every class's item order (issue 42): ``cand`` itself when it
+        does; else its classes' interchangeable items (one group: duration, rule, water-course
+        permission, subject — every count and soft term reads them alike) relabelled, each
+        kind's places taken in time order by its items in their order (:meth:`_reseat`); else
+        the classes' items rotated along their places: in their order, each takes the next
+        place in time of the class (start kept, its own length), so an item that moves past
+        its neighbours pushes them one place along and the last of them takes its new place.
+        None when neither keeps the order on free periods allowed by every rule."""
+        if self.keeps_order(cand):
+            return cand
+        if not self.reorders:
+            return None
+        return self._reseat(cand, by_kind=True) or self._reseat(cand, by_kind=False)
+
+    def _reseat(self, cand: Candidate, *, by_kind: bool) -> Candidate | None:
+        """``cand`` with the items of each class it moves re-assigned to the class's places
+        (each kind's alone with ``by_kind``, else the whole class's, a place's start kept) in
+        time order by their order; None when that breaks a rule or the order."""
+        ev, order = self.ev, self.order
+        over = dict(cand)
+        classes = sorted({order.key[t][0] for t in over if t in order.key})
+        if by_kind and not any(t in self.twinned for t in over):
+            return None  # (no item of the move has a twin: nothing to relabel)
+        if not by_kind and not any(c in self.mixed for c in classes):
+            return None  # (each class of one kind: the rotation is the relabelling)
+        out = dict(over)
+        for c in classes:
+            # the pools the move touches (the others' places do not change)
+            kinds = {self.group_of[t] for t in over if t in order.key and order.key[t][0] == c}
+            pools: dict[int, list[int]] = defaultdict(list)
+            for u in order.members[c]:
+                if u not in over and u not in ev.placed_scope:
+                    continue
+                if not by_kind:
+                    pools[0].append(u)
+                elif self.group_of[u] in kinds:
+                    pools[self.group_of[u]].append(u)
+            for pool in pools.values():
+                if len(pool) < 2:
+                    continue
+                now = {u: over.get(u) or ev.placed_scope[u] for u in pool}
+                # equal orders keep the time order they have
+                ranked = sorted(
+                    pool, key=lambda u: (order.key[u][1], _at(ev.placed_scope.get(u) or now[u]))
+                )
+                places = sorted(now.values(), key=_at)
+                lifted = set(over) | set(pool)
+                taken: set[tuple[int, int]] = set()
+                for u, pl in zip(ranked, places, strict=True):
+                    seat = self._seat(u, pl, lifted, taken)
+                    if seat is None:
+                        return None
+                    out[u] = seat
+                    if seat.embed_host is None:
+                        taken.update(
+                            (seat.day, q) for q in range(seat.slot_start, seat.slot_end + 1)
+                        )
+        final = [(u, pl) for u, pl in out.items() if u in over or ev.placed_scope.get(u) != pl]
+        guests = {(pl.day, pl.slot_start, pl.embed_host) for _, pl in cand}
+        held = (ev.placed_scope.get(u) for u, _ in final)
+        guests |= {(h.day, h.slot_start, h.embed_host) for h in held if h is not None}
+        if not self._room(final, guests) or self._clash(final) or not self.keeps_order(final):
+            return None
+        return final
+
+    def _seat(
+        self, tid: int, place: Placement, lifted: set[int], taken: set[tuple[int, int]]
+    ) -> Placement | None:
+        """``tid`` at ``place`` (another task's): the same place for an item of the same group;
+        else ``tid``'s length from the place's start, or else ending where it ends, whichever
+        first stands on periods free once the ``lifted`` tasks leave and not ``taken`` by the
+        seats before it (never a host block of another length)."""
+        g = self.problem.groups[self.group_of[tid]]
+        if self.group_of[place.task_id] == self.group_of[tid]:
+            return Placement(tid, place.day, place.slot_start, place.slot_end, place.embed_host)
+        if place.embed_host is not None:
+            if not g.can_guest or place.length != g.duration:
+                return None
+            return Placement(tid, place.day, place.slot_start, place.slot_end, place.embed_host)
+        n, spd = g.duration, self.problem.slots_per_day
+        row = self.ev.owner[place.day - 1]
+        for s in (place.slot_start, place.slot_end - n + 1):
+            if s < 1 or s + n - 1 > spd:
+                continue
+            if all(
+                (row[q - 1] == 0 or int(row[q - 1]) in lifted) and (place.day, q) not in taken
+                for q in range(s, s + n)
+            ):
+                return Placement(tid, place.day, s, s + n - 1)
+        return None
+
+    def _room(self, final: Candidate, guests: set[tuple[int, int, int | None]]) -> bool:
+        """Every new place of ``final`` keeps its task's class rule (days, weekdays, banned
+        periods, order segment) and stands on periods free once ``final``'s tasks are lifted
+        (a guest place: one ``cand`` offered or a mover held, ``guests``)."""
+        movers = {u for u, _ in final}
+        owner = self.ev.owner
+        for u, pl in final:
+            rule = self.problem.groups[self.group_of[u]].rule
+            if pl.day > owner.shape[0] or not rule.allows(
+                pl.day, pl.slot_start, pl.slot_end, self.problem.num_days
+            ):
+                return False
+            if pl.embed_host is not None:
+                if (pl.day, pl.slot_start, pl.embed_host) not in guests:
+                    return False
+                continue
+            cells = owner[pl.day - 1, pl.slot_start - 1 : pl.slot_end].tolist()
+            if any(v != 0 and v not in movers for v in cells):
+                return False
+        return True
 
     # ------------------------------------------------------------------ moves
     def relocate(self, tid: int, day_choice: str | int) -> Changes | None:
@@ -311,7 +456,9 @@ class Neighbourhood:
         else:
             day = int(self.rng.choice(days))
         old = ev.remove(tid, refresh=False)
-        places = self.starts_on(g, day, mover=tid)
+        # (an ordered item's places past its neighbours too, when the moves reorder its class)
+        reorder = self.reorders and tid in self.order.key
+        places = self.starts_on(g, day, mover=-1 if reorder else tid)
         places = [
             p
             for p in places
@@ -325,6 +472,10 @@ class Neighbourhood:
             places = edge or places
         s, host = places[int(self.rng.integers(len(places)))]
         new = Placement(tid, day, s, s + g.duration - 1, host)
+        if reorder and not self.order.allows(new, ev.placed_scope):
+            ev.place(old, refresh=False)
+            cand = self.reorder([(tid, new)])
+            return self.make(cand) if cand is not None else None
         ev.place(new, refresh=False)
         ev.refresh((old.day, day))
         return [(tid, old, new)]
@@ -367,7 +518,7 @@ class Neighbourhood:
         """Of ``tids``, those whose item order lets them stand on some day of ``lo..hi`` (a
         gap's days: an ordered item between the gap's ends cannot cross its class's other
         items); all of them when none does (or no task is ordered)."""
-        if not self.order:
+        if not self.order or self.reorders:  # (reordered: any item may reach the gap)
             return tids
         out = []
         for t in tids:
@@ -403,10 +554,16 @@ class Neighbourhood:
         days = self.days_of(tid, gi)
         if days.size > self.cal.scan_days:  # long windows: a random sample of the days (sorted)
             days = np.sort(self.rng.choice(days, size=self.cal.scan_days, replace=False))
+        reorder = self.reorders and tid in self.order.key
+        window = self.order.window(tid, ev.placed_scope) if reorder else None
+        past: list[Placement] = []  # places past the item's neighbours (scanned reordered)
         for day in days.tolist():
-            for s, host in self.starts_on(g, int(day), mover=tid):
+            for s, host in self.starts_on(g, int(day), mover=-1 if reorder else tid):
                 pl = Placement(tid, int(day), s, s + g.duration - 1, host)
                 if pl == old:
+                    continue
+                if not ItemOrder.fits(window, pl.day, pl.slot_start, pl.slot_end):
+                    past.append(pl)
                     continue
                 ev.place(pl)
                 c = ev.counts_now()
@@ -415,11 +572,24 @@ class Neighbourhood:
                 if best is None or key < best[0]:
                     best = (key, pl)
                 ev.remove(tid)
-        if best is None or not accepts(best[0][:3], cur, tol=0.0):
-            ev.place(old)
+        ev.place(old)
+        moves: list[tuple[tuple[int, int, float, float], Candidate]] = []
+        if best is not None:
+            moves.append((best[0], [(tid, best[1])]))
+        for pl in past:
+            cand = self.reorder([(tid, pl)])
+            if cand is None:
+                continue
+            changes = self.make(cand)
+            evals += 1
+            moves.append(((*self.score(ev.counts_now()), float(self.rng.random())), cand))
+            self.undo(changes)
+        if not moves:
             return None, evals
-        ev.place(best[1])
-        return [(tid, old, best[1])], evals
+        key, cand = min(moves, key=lambda m: m[0])
+        if not accepts(key[:3], cur, tol=0.0):
+            return None, evals
+        return self.make(cand), evals
 
     # ------------------------------------------------------------------ targeted scans
     def scan(
@@ -428,15 +598,21 @@ class Neighbourhood:
         cur: HealthCounts | tuple[int, int, float],
     ) -> tuple[Changes | None, int]:
         """Evaluate every candidate (a list of (task, new place) whose places are free once
-        the candidate's own tasks are lifted) and make the best one if it is not worse than
+        the candidate's own tasks are lifted; one that breaks the item order is
+        :meth:`reorder`-ed, or skipped) and make the best one if it is not worse than
         ``cur`` in (critical, warning, slack); the undo list (or None) and the evaluations."""
         ev = self.ev
         if isinstance(cur, HealthCounts):  # (the counts of the current state)
             cur = self.score(cur)
         best: tuple[tuple[int, int, float, float], int] | None = None
         for i, cand in enumerate(candidates):
-            if self._clash(cand) or not self.keeps_order(cand):
+            if self._clash(cand):
                 continue
+            if not self.keeps_order(cand):  # (reordered, when the moves reorder classes)
+                kept = self.reorder(cand)
+                if kept is None:
+                    continue
+                candidates[i] = cand = kept
             changes = self.make(cand)
             c = ev.counts_now()
             key = (*self.score(c), float(self.rng.random()))
@@ -488,9 +664,10 @@ class Neighbourhood:
         if not g.rule.allows_day(day, self.problem.num_days):
             return []
         here = self.ev.placed_scope[tid]
+        mover = -1 if self.reorders and tid in self.order.key else tid  # (reordered in scan)
         places = [
             p
-            for p in self.starts_on(g, day, mover=tid)
+            for p in self.starts_on(g, day, mover=mover)
             if not (day == here.day and p[0] == here.slot_start and p[1] == here.embed_host)
         ]
         if len(places) > limit:
@@ -523,14 +700,12 @@ class Neighbourhood:
                 continue
             na = Placement(tid, pb.day, pb.slot_start, pb.slot_end)
             nb = Placement(u, pa.day, pa.slot_start, pa.slot_end)
-            if (
-                self.allows(tid, na)
-                and self.allows(u, nb)
-                and self.keeps_order([(tid, na), (u, nb)])
-            ):
-                out.append([(tid, na), (u, nb)])
-                if len(out) >= limit:
-                    break
+            if self.rule_allows(tid, na) and self.rule_allows(u, nb):
+                cand = self.reorder([(tid, na), (u, nb)])
+                if cand is not None:
+                    out.append(cand)
+                    if len(out) >= limit:
+                        break
         return out
 
     def gap_candidates(self) -> list[Candidate]:
@@ -641,8 +816,9 @@ class Neighbourhood:
                     (tid, Placement(tid, day, sa[0], sa[0] + ga.duration - 1)),
                     (u, Placement(u, pa.day, sb[0], sb[0] + gb.duration - 1)),
                 ]
-                if self.keeps_order(cand):
-                    out.append(cand)
+                kept = self.reorder(cand)
+                if kept is not None:
+                    out.append(kept)
         return out
 
     def _touches(self, day: int, s: int, n: int) -> bool:
@@ -660,10 +836,13 @@ class Neighbourhood:
             return None
         na = Placement(a, pb.day, pb.slot_start, pb.slot_end)
         nb = Placement(b, pa.day, pa.slot_start, pa.slot_end)
-        if not (self.allows(a, na) and self.allows(b, nb)):
+        if not (self.rule_allows(a, na) and self.rule_allows(b, nb)):
             return None
-        if not self.keeps_order([(a, na), (b, nb)]):
+        cand = self.reorder([(a, na), (b, nb)])
+        if cand is None:
             return None
+        if cand != [(a, na), (b, nb)]:  # (reordered: the classes' items moved along)
+            return self.make(cand)
         ev.remove(a, refresh=False)
         ev.remove(b, refresh=False)
         ev.place(na, refresh=False)
@@ -677,6 +856,11 @@ class Neighbourhood:
         for _, old, _ in changes:
             self.ev.place(old, refresh=False)
         self.ev.refresh([pl.day for _, old, new in changes for pl in (old, new)])
+
+
+def _at(pl: Placement) -> tuple[int, int, int]:
+    """Where a place stands in time."""
+    return (pl.day, pl.slot_start, pl.slot_end)
 
 
 def hot_tasks(ev: HealthEvaluator, tids: list[int]) -> list[int]:

@@ -4,7 +4,8 @@ warning) or lower it, taken on the weighted soft terms by late acceptance.
 
 Its operators, drawn by :data:`SOFT_OPERATORS` (each a share of the draw): a scan of one task's
 places ranked by the soft terms, a swap of two tasks of one length, a move of one task to a free
-place or host block. Every candidate is screened on the soft evaluator alone
+place or host block. With the search's reordering moves (issue 42), an ordered item's places past
+its class's neighbours are offered too, its class re-seated (:meth:`.moves.Neighbourhood.reorder`). Every candidate is screened on the soft evaluator alone
 (``soft_screen_cost`` of an evaluation); the acceptance rule (:func:`late_accepts`, then
 :func:`.scoring.accepts` on the counts) decides, and only a candidate the soft terms accept
 is counted by the health evaluator.
@@ -84,6 +85,23 @@ class SoftPhase:
                     out.append(pl)
         return out
 
+    def moves_of(self, tid: int, days: Sequence[int]) -> list[Candidate]:
+        """Every move of ``tid`` to a free place on ``days`` but its own; with the search's
+        reordering moves, a place past its class's neighbours too, the class re-seated
+        (:meth:`.moves.Neighbourhood.reorder`; a move no re-seating keeps is left out)."""
+        search = self.search
+        if not (search.reorders and tid in search.order.key):
+            return [[(tid, pl)] for pl in self.places_of(tid, days)]
+        here = self.ev.placed_scope[tid]
+        g = search.problem.groups[search.group_of[tid]]
+        out: list[Candidate] = []
+        for day in days:
+            for s, host in search.starts_on(g, day, (here,), mover=-1):
+                pl = Placement(tid, day, s, s + g.duration - 1, host)
+                if pl != here and (cand := search.reorder([(tid, pl)])) is not None:
+                    out.append(cand)
+        return out
+
     def attempt(self, cand: Candidate) -> bool:
         """Make ``cand`` and keep it when the counts are not worse (within the move limit)."""
         search = self.search
@@ -109,14 +127,14 @@ class SoftPhase:
         if days.size > cal.scan_days:
             pick = np.sort(rng.choice(days, size=cal.scan_days, replace=False))
         ranked = []
-        for pl in self.places_of(tid, [int(d) for d in pick.tolist()]):
+        for cand in self.moves_of(tid, [int(d) for d in pick.tolist()]):
             if self.work >= limit:
                 break
-            ranked.append((self.screen([(tid, pl)]), float(rng.random()), pl))
+            ranked.append((self.screen(cand), float(rng.random()), cand))
             self.work += cal.soft_screen_cost
         ranked.sort(key=lambda e: (e[0], e[1]))
-        for value, _, pl in ranked[: cal.soft_scan_tries]:
-            if value >= self.cur_soft - 1e-9 or self.attempt([(tid, pl)]):
+        for value, _, cand in ranked[: cal.soft_scan_tries]:
+            if value >= self.cur_soft - 1e-9 or self.attempt(cand):
                 break
 
     def swap(self, tid: int, days: np.ndarray) -> Candidate | None:
@@ -135,6 +153,10 @@ class SoftPhase:
             return None
         na = Placement(tid, there.day, there.slot_start, there.slot_end)
         nb = Placement(u, here.day, here.slot_start, here.slot_end)
+        if search.reorders:  # (the trade re-seated when it breaks an order)
+            if search.rule_allows(tid, na) and search.rule_allows(u, nb):
+                return search.reorder([(tid, na), (u, nb)])
+            return None
         return [(tid, na), (u, nb)] if search.allows(tid, na) and search.allows(u, nb) else None
 
     def relocate(self, tid: int, days: np.ndarray) -> Candidate | None:
@@ -145,8 +167,8 @@ class SoftPhase:
             day = a if ev.day_total[a - 1] <= ev.day_total[b - 1] else b
         else:
             day = int(rng.choice(days))
-        places = self.places_of(tid, [day])
-        return [(tid, places[int(rng.integers(len(places)))])] if places else None
+        moves = self.moves_of(tid, [day])
+        return moves[int(rng.integers(len(moves)))] if moves else None
 
     def run(self, limit: int, safety: float) -> int:
         """Walk until ``limit`` evaluations (or the wall clock's ``safety``); returns the

@@ -33,8 +33,9 @@ def _ordered_start(state: ScheduleState) -> tuple[object, list[Placement]]:
 @given(state=UPSTREAM, seed=st.integers(0, 2**16), steps=st.integers(20, 80))
 def test_moves_never_break_the_order(state: ScheduleState, seed: int, steps: int) -> None:
     """Tests that from a start keeping every rule, every operator of the search (relocations,
-    swaps, a task's best place, the gap and unload scans, the send-back's returns) leaves a
-    placement that keeps every rule, the item order included, after each move."""
+    swaps, a task's best place, the gap and unload scans, the send-back's returns; the moves
+    that carry an item past its neighbours, its class relabelled or rotated, included) leaves
+    a placement that keeps every rule, the item order included, after each move."""
     note(state.to_json(indent=None))
     problem, start = _ordered_start(state)
     assert not breaks(state, start)
@@ -79,12 +80,23 @@ def test_moves_never_break_the_order(state: ScheduleState, seed: int, steps: int
 @given(state=UPSTREAM, seed=st.integers(0, 100))
 def test_search_answer_keeps_the_order(state: ScheduleState, seed: int) -> None:
     """Tests that the one search, started from a placement keeping the order, answers with one
-    that keeps every rule: no order step has to re-place it."""
+    that keeps every rule: no order step has to re-place it; with the soft terms' weights too
+    (the soft phase's moves re-seat a class as the health phase's do)."""
+    from smartflow_engine.solver.objective import resolve_weights
+
     note(state.to_json(indent=None))
     problem, start = _ordered_start(state)
-    result = search_health(state, problem, start, seed=seed, budget_s=0.05)  # type: ignore[arg-type]
-    assert order_kept(state, result.placements)
-    assert not breaks(state, result.placements)
+    for weights in (None, resolve_weights(None)):
+        result = search_health(
+            state,
+            problem,  # type: ignore[arg-type]
+            start,
+            seed=seed,
+            budget_s=0.05,
+            weights=weights,
+        )
+        assert order_kept(state, result.placements)
+        assert not breaks(state, result.placements)
 
 
 def test_item_order_window() -> None:

@@ -90,3 +90,20 @@ def test_reoptimizations_keep_every_rule(state: ScheduleState) -> None:
     for run in runs:
         after = [new for _, new in run.moves]
         assert not breaks(state, after), breaks(state, after)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(state=UPSTREAM)
+def test_repairs_keep_every_rule_and_their_move_limit(state: ScheduleState) -> None:
+    """Tests that the least-change repair (its search may carry an ordered item past its
+    neighbours, the class relabelled or rotated: every item whose place changes counts as
+    moved) breaks no rule and moves at most ``max_moves`` placed tasks, and that it applies."""
+    from smartflow_engine.solver.repair import repair_placement
+
+    note(state.to_json(indent=None))
+    proposal = repair_placement(state, max_moves=2, time_limit_s=1.5, num_workers=1)
+    assert not breaks(state, proposal.placements), breaks(state, proposal.placements)
+    placed = {t.state_id for t in state.tasks if t.slots}
+    moved = [pl.task_id for pl in proposal.placements if pl.task_id in placed]
+    assert len(moved) <= 2
+    apply_placements(state, proposal.placements)
