@@ -152,34 +152,25 @@ def check_feasibility(
 
     Parameters
     ----------
-    state
-        The window (only read).
-    time_limit_s
-        Budget for all CP-SAT calls of this check together.
-    num_workers
-        CP-SAT workers (one is measured best for these models).
+    state, time_limit_s, num_workers
+        The window (only read); the budget of all CP-SAT calls of this check together; CP-SAT
+        workers (one is measured best for these models).
     include_suggested
         Also re-plan the movable suggested tasks (their current places count as free).
     explain
-        When infeasible, compute the :class:`Bottleneck` (extra solves, within the budget);
-        ``"classes"``: only its ``classes`` (the short task classes, all ``analyze_health``
-        reads of it): no duration shortfall, no conflict set (the deletion filter's solves are
-        most of an explanation's time).
+        When infeasible, the :class:`Bottleneck` (extra solves, within the budget); ``"classes"``:
+        only its short task classes (what ``analyze_health`` reads), no costly conflict set.
     relaxation
         Use the certified linear-relaxation shortcut before CP-SAT (the default; ``False``
         gives the plain greedy-then-CP-SAT path, kept for side-by-side benchmarks).
     calibration
-        The solver's figures (:class:`.budget.Calibration`): the least time a check gets, the
-        least time a needed solve gets past the deadline.
+        The solver's figures (:class:`.budget.Calibration`), the least times among them.
     problem
         ``build_problem(state, include_suggested=include_suggested, subjects=False)``, when the
-        caller has built it (it is only read): :func:`negotiation_figures` after the check
-        reads the same one.
+        caller has built it (only read; :func:`negotiation_figures` reads the same one).
     work_s
-        When given, the CP-SAT deterministic time of the check's solves (the counting model and
-        the ordered one, each at most this): what it proves is then the same on any machine
-        the wall clock does not cut (a proposal's check of its unplaced tasks); by default the
-        solves run until proven or the limit.
+        The CP-SAT deterministic time of each solve (counting, ordered), so that what it proves
+        is the same on any machine the clock does not cut; default: until proven or the limit.
 
     Returns
     -------
@@ -195,13 +186,9 @@ def check_feasibility(
     required = problem.required_slots
     capacity = problem.free_slots + problem.embed_slots
     res = max_placeable(
-        problem,
-        time_limit_s=_left(deadline, calibration),
-        num_workers=num_workers,
-        relaxation=relaxation,
-        calibration=calibration,
-        deterministic_time=work_s,
-    )
+        problem, time_limit_s=_left(deadline, calibration), num_workers=num_workers,
+        relaxation=relaxation, calibration=calibration, deterministic_time=work_s,
+    )  # fmt: skip
     res = _with_order(state, problem, res, deadline, num_workers, calibration, work_s=work_s)
     feasible, reason = _verdict(
         problem, res, capacity, deadline, num_workers, relaxation, calibration

@@ -173,8 +173,7 @@ def propose_placement(
         the soft terms are compared; ``0`` leaves the soft terms alone to decide. The level is
         lexicographic, so every positive weight orders proposals the same way.
     calibration
-        The solver's figures (:class:`.budget.Calibration`: the stages' shares of the limit,
-        their work costs); every stage reads the same value.
+        The solver's figures (:class:`.budget.Calibration`), read by every stage.
     within
         A proposal limited by the calendar (issue 43, :mod:`.scoped`): exactly its tasks are
         re-planned (``include_suggested`` is then not read), each only on its cells; the
