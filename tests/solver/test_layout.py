@@ -110,3 +110,17 @@ def test_no_solver_module_defines_a_calibration_constant(path: Path) -> None:
             if target.id.isupper() and target.id not in allowed and _numeric(v):
                 numbers.append(target.id)
     assert numbers == []
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
+def test_no_solver_function_is_longer_than_80_lines(path: Path) -> None:
+    """Tests issue 40 item 4 (no function over 80 lines, docstring included): a stage that
+    grows past it is split into named steps, as the pipeline's were."""
+    long = [
+        f"{node.name}: {node.end_lineno - node.lineno + 1}"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > 80
+    ]
+    assert long == []
