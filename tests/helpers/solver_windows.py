@@ -48,6 +48,49 @@ def make_state(
     return ScheduleState.model_validate(data)
 
 
+def locked_course(day: int, start: int, end: int) -> dict[str, Any]:
+    """A locked course (an ``event``, ``existing``) on ``day``'s periods ``start``-``end``."""
+    return {
+        "source": "event",
+        "category": "课程",
+        "status": "existing",
+        "locked": True,
+        "slots": [{"day": day, "slot_start": start, "slot_end": end}],
+    }
+
+
+def ordered_week(
+    tasks: list[dict[str, Any]], days: int = 7, banned_weekdays: list[int] | None = None
+) -> ScheduleState:
+    """A state in the reference system's form: ``days`` days of week 1 (12 periods, the
+    semester starting Monday 2026-09-07), ``tasks`` as given, and class 10 "复习" of that week
+    (no water course, ``banned_weekdays`` excluded)."""
+    mapping = [{"day_index": d, "week": 1, "day_of_week": (d - 1) % 7 + 1} for d in range(1, 8)]
+    data = {
+        "window": {
+            "total_days": days,
+            "slots_per_day": 12,
+            "day_mapping": mapping[:days],
+            "semester_start": "2026-09-07",
+        },
+        "tasks": tasks,
+        "task_classes": [
+            {
+                "id": 10,
+                "name": "复习",
+                "strategy": "steady",
+                "total_slots": 12,
+                "allow_filler_course": False,
+                "excluded_slots": [],
+                "excluded_days_of_week": banned_weekdays or [],
+                "start_date": "2026-09-07",
+                "end_date": "2026-09-13",
+            }
+        ],
+    }
+    return ScheduleState.model_validate(data)
+
+
 @st.composite
 def tiny_windows(draw: st.DrawFn, *, max_pending: int = 5) -> ScheduleState:
     """1-3 days of 3-6 periods: courses, embeddable hosts (some with guests, some locked),

@@ -19,7 +19,12 @@ from smartflow_engine.solver.health_search import search_health
 from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.state.strategies import windows
 from smartflow_engine.state.synthetic import synthetic_window
-from tests.helpers.solver_windows import apply_placements, make_state, tiny_windows
+from tests.helpers.solver_windows import (
+    apply_placements,
+    locked_course,
+    make_state,
+    tiny_windows,
+)
 
 
 def health_key(state: ScheduleState, level: str, feasibility: bool = False) -> tuple[int, int]:
@@ -128,16 +133,6 @@ def _study(
     }
 
 
-def _course(day: int, start: int, end: int) -> dict[str, Any]:
-    return {
-        "source": "event",
-        "category": "课程",
-        "status": "existing",
-        "locked": True,
-        "slots": [{"day": day, "slot_start": start, "slot_end": end}],
-    }
-
-
 def _rules_after(
     state: ScheduleState, level: str = "normal"
 ) -> tuple[set[str], set[str], tuple[int, int]]:
@@ -203,7 +198,7 @@ def _fragment_window() -> ScheduleState:
             _study(1, 4, 4, 11),
             _study(1, 6, 6, 12),
             _study(1, 8, 8, 13),
-            _course(2, 1, 4),
+            locked_course(2, 1, 4),
         ],
     )
 
@@ -234,7 +229,7 @@ def _imbalance_window() -> ScheduleState:
             _study(1, 3, 4, 11),
             _study(1, 5, 6, 12),
             _study(1, 7, 8, 13),
-            _course(2, 1, 6),
+            locked_course(2, 1, 6),
         ],
     )
 
@@ -415,8 +410,8 @@ def test_proven_floor_is_never_beaten(
 def test_floor_names_fixed_days_and_capacity() -> None:
     """Tests the floor's figures on a window whose locked courses fill day 1 to 11 of 12
     periods (an unfixable critical day, with no action) and days 2-3 to 9."""
-    tasks: list[dict[str, Any]] = [_course(1, 1, 11)]
-    tasks += [_course(d, 1, 9) for d in (2, 3)]
+    tasks: list[dict[str, Any]] = [locked_course(1, 1, 11)]
+    tasks += [locked_course(d, 1, 9) for d in (2, 3)]
     tasks += [{"status": "pending", "duration": 2, "category_id": 10} for _ in range(3)]
     state = make_state(3, 12, tasks)
     result = analyze_health(state)
@@ -537,9 +532,9 @@ def gap_windows(draw: st.DrawFn) -> ScheduleState:
         if kind == "study":
             tasks.append(_study(day, 1, 1, 10, status="existing", locked=True))
         elif kind == "course":
-            tasks.append(_course(day, 1, 2))
+            tasks.append(locked_course(day, 1, 2))
         elif kind == "half":
-            tasks.append(_course(day, 2, 2))
+            tasks.append(locked_course(day, 2, 2))
     start = draw(st.integers(1, days))
     end = draw(st.integers(start, min(days, start + 2)))
     classes = [
@@ -634,7 +629,7 @@ def test_gap_forced_by_days_without_room() -> None:
         _study(1, 1, 1, 10, status="existing", locked=True),
         _study(8, 1, 1, 10, status="existing", locked=True),
     ]
-    tasks += [_course(d, 2, 2) for d in range(3, 8)]
+    tasks += [locked_course(d, 2, 2) for d in range(3, 8)]
     tasks.append({"status": "pending", "duration": 2, "category_id": 10, "category": "c10"})
     state = make_state(8, 3, tasks)
     floor, keys = _floor_vs_exhaustive(state, "normal")
@@ -706,7 +701,7 @@ def concentration_windows(draw: st.DrawFn) -> ScheduleState:
         elif kind == "study2":
             tasks.append(_study(day, 1, 2, 10, status="existing", locked=True))
         elif kind == "course":
-            tasks.append(_course(day, spd - 1, spd))
+            tasks.append(locked_course(day, spd - 1, spd))
     start = draw(st.integers(1, days))
     end = draw(st.integers(start, min(days, start + 1)))
     classes = [
@@ -765,7 +760,7 @@ def _spread_window() -> ScheduleState:
     the 4 periods of days 4-6, so the even spread (one block in days 4-6) puts a day at 100 %
     (critical utilisation)."""
     tasks = [_study(1, 1, 1, 10), _study(2, 1, 1, 10)]
-    tasks += [_course(d, 1, 3) for d in (4, 5, 6)]
+    tasks += [locked_course(d, 1, 3) for d in (4, 5, 6)]
     return make_state(6, 4, tasks)
 
 
@@ -821,8 +816,8 @@ def test_fragmentation_forced_by_locked_courses_is_tight() -> None:
     from smartflow_engine.tools_adapter.tools.close_text import binding_text
 
     tasks = [
-        _course(1, 2, 2),
-        _course(1, 4, 4),
+        locked_course(1, 2, 2),
+        locked_course(1, 4, 4),
         {"status": "pending", "duration": 1, "category_id": 10, "category": "c10"},
     ]
     state = make_state(1, 5, tasks)
@@ -905,7 +900,12 @@ def test_unload_scan_trades_for_a_shorter_block() -> None:
     """Tests the unload scan's trade: day 1 holds 8 course periods and a 2-period block (10 of
     12, a warning), day 2 7 course periods and a 1-period block; moving the long block alone
     puts day 2 at 10, while trading the two blocks leaves both days at 9 (no warning)."""
-    tasks = [_course(1, 1, 8), _course(2, 1, 7), _study(1, 9, 10, 10), _study(2, 8, 8, 11)]
+    tasks = [
+        locked_course(1, 1, 8),
+        locked_course(2, 1, 7),
+        _study(1, 9, 10, 10),
+        _study(2, 8, 8, 11),
+    ]
     state = make_state(2, 12, tasks)
     _, _, ev, search = _search_at_start(state)
     cands = search.unload_candidates()

@@ -22,6 +22,7 @@ from smartflow_engine.solver.least_change import send_back
 from smartflow_engine.solver.moves import Neighbourhood
 from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.state import ScheduleState
+from tests.helpers.solver_windows import locked_course, ordered_week
 from tests.solver.test_upstream_rules import UPSTREAM, breaks
 
 
@@ -39,40 +40,7 @@ def _week(tasks: list[dict[str, Any]], days: int = 7) -> ScheduleState:
         }
         for i, t in enumerate(tasks, start=1)
     ]
-    mapping = [{"day_index": d, "week": 1, "day_of_week": (d - 1) % 7 + 1} for d in range(1, 8)]
-    data = {
-        "window": {
-            "total_days": days,
-            "slots_per_day": 12,
-            "day_mapping": mapping[:days],
-            "semester_start": "2026-09-07",
-        },
-        "tasks": rows,
-        "task_classes": [
-            {
-                "id": 10,
-                "name": "复习",
-                "strategy": "steady",
-                "total_slots": 12,
-                "allow_filler_course": False,
-                "excluded_slots": [],
-                "excluded_days_of_week": [],
-                "start_date": "2026-09-07",
-                "end_date": "2026-09-13",
-            }
-        ],
-    }
-    return ScheduleState.model_validate(data)
-
-
-def _event(day: int, start: int, end: int) -> dict[str, Any]:
-    return {
-        "source": "event",
-        "category": "课程",
-        "status": "existing",
-        "locked": True,
-        "slots": [{"day": day, "slot_start": start, "slot_end": end}],
-    }
+    return ordered_week(rows, days)
 
 
 def _item(order: int, duration: int = 4) -> dict[str, Any]:
@@ -91,11 +59,11 @@ def _overloaded_first_day() -> tuple[ScheduleState, list[Placement]]:
     rule) on days 2 and 3, whose events leave no other run of 4 free periods, nor do days 4-6;
     day 7 has one (periods 1-5). The only order-keeping move, item 3 to day 7, opens a 4-day
     gap in the subject (a warning) and unloads nothing."""
-    tasks = [_event(1, 1, 8), _item(1), _item(2), _item(3)]
+    tasks = [locked_course(1, 1, 8), _item(1), _item(2), _item(3)]
     for day in (2, 3, 7):
-        tasks += [_event(day, 6, 7), _event(day, 10, 11)]
+        tasks += [locked_course(day, 6, 7), locked_course(day, 10, 11)]
     for day in (4, 5, 6):
-        tasks += [_event(day, 3, 4), _event(day, 7, 8), _event(day, 11, 12)]
+        tasks += [locked_course(day, 3, 4), locked_course(day, 7, 8), locked_course(day, 11, 12)]
     state = _week(tasks)
     start = [Placement(2, 1, 9, 12), Placement(3, 2, 1, 4), Placement(4, 3, 1, 4)]
     return state, start
@@ -199,7 +167,7 @@ def test_reorder_relabels_interchangeable_items_and_rotates_others() -> None:
     assert nb.reorder(keep) == keep
 
     # items of different lengths (2 periods, then 4 and 4): the rotation
-    state = _week([_event(4, 3, 12), _item(1, 2), _item(2), _item(3)])
+    state = _week([locked_course(4, 3, 12), _item(1, 2), _item(2), _item(3)])
     start = [Placement(2, 1, 1, 2), Placement(3, 2, 1, 4), Placement(4, 3, 1, 4)]
     problem = build_problem(state, by_subject=True)
     ev = HealthEvaluator(state, {pl.task_id for pl in start}, "normal", 0)

@@ -12,6 +12,7 @@ from typing import Any
 from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.state import Request, ScheduleState, relocate
+from tests.helpers.solver_windows import ordered_week
 from tests.solver.test_upstream_rules import breaks
 
 
@@ -47,30 +48,7 @@ def _window(banned_weekdays: list[int]) -> ScheduleState:
                 "category_id": 10,
             }
         )
-    mapping = [{"day_index": d, "week": 1, "day_of_week": d} for d in range(1, 8)]
-    data = {
-        "window": {
-            "total_days": 7,
-            "slots_per_day": 12,
-            "day_mapping": mapping,
-            "semester_start": "2026-09-07",
-        },
-        "tasks": tasks,
-        "task_classes": [
-            {
-                "id": 10,
-                "name": "复习",
-                "strategy": "steady",
-                "total_slots": 12,
-                "allow_filler_course": False,
-                "excluded_slots": [],
-                "excluded_days_of_week": banned_weekdays,
-                "start_date": "2026-09-07",
-                "end_date": "2026-09-13",
-            }
-        ],
-    }
-    return ScheduleState.model_validate(data)
+    return ordered_week(tasks, banned_weekdays=banned_weekdays)
 
 
 def _best(state: ScheduleState) -> tuple[int, int, int]:
