@@ -471,7 +471,8 @@ def order_start(
         placed = sum(pl.length for pl in kept)
         level1 = replace(level1, best=min(level1.best, placed), status=SolveStatus.UNKNOWN)
     if greedy is not None and time.perf_counter() >= run.search_stop:
-        greedy, cut = None, [*cut, True]  # (no time to order the guard: the search goes alone)
+        greedy = None  # (no time to order the guard: the search goes alone)
+        cut.append(True)
     elif greedy is not None:
         ordered_greedy, lost = keep_order(state, greedy, scope, 0.0, cal, work_s=0.0)
         greedy = None if lost else ordered_greedy
