@@ -123,6 +123,9 @@ def health_loop(
             aid = act["action_id"]
             fixable = act.get("fixable")
             if act.get("intent_code") == "least_change_repair":
+                if fixable is False:  # (its write already found nothing on this state)
+                    run.actions_unfixable += bool(act.get("fixable_reason"))
+                    continue
                 # no single move helps (issue 40 item 7): the least-change repair, one write
                 run.actions_actionable += 1
                 result = write_search(s, act["figures"]["write_args"], aid)

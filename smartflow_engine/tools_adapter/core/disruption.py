@@ -23,6 +23,11 @@ from ...state import Change, Request, ScheduleState, relocate
 from .spec import ToolContext, ToolSpec
 
 REOPT_WRITES: frozenset[str] = frozenset({"apply_proposal", "spread_even", "min_context_switch"})
+# apply_proposal's reply when the proposal moves nothing (the session reads it: a least-change
+# repair that found nothing on a state is no longer offered as the way forward on that state),
+# and the words of a reply whose search the wall clock cut (tools.solver's ``_cut_text``).
+NOTHING_TO_APPLY = "粗排方案没有可应用的放置，日程未变更。"
+CUT_WORDS = ("搜索被时限截断", "只来得及给出")
 
 
 def health_key(state: ScheduleState) -> tuple[int, int]:

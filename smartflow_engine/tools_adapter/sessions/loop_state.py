@@ -33,6 +33,7 @@ the infeasible gate, evidence for every write, and the round log.
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -47,6 +48,7 @@ from ...rules import Level, level_or
 from ...solver.health_floor import HealthFloor
 from ...state import ScheduleState, Task
 from ...state.model import tidy_state_dict, tidy_task_dict
+from ..core.disruption import CUT_WORDS, NOTHING_TO_APPLY
 from ..core.spec import ToolContext, ToolSpec
 
 CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
@@ -97,8 +99,35 @@ def _improvable(signal: dict[str, Any], actions: list[dict[str, Any]]) -> bool:
         crit, warn
     )
     return not at_floor and any(
-        a.get("fixable") is True or a.get("intent_code") == SEARCH_INTENT for a in actions
+        a.get("fixable") is True
+        or (a.get("intent_code") == SEARCH_INTENT and a.get("fixable") is not False)
+        for a in actions
     )
+
+
+SEARCHED_EMPTY = (
+    "在当前日程上已用这些参数调用 apply_proposal 搜索过，没有找到可应用的改动；同样的参数结果相同，"
+    "可处理其他动作、改变 max_moves 或 time_limit_s，或收口。"
+)
+
+
+def searched_key(state: ScheduleState, args: dict[str, Any]) -> str:
+    """Where every task stands (status, blocks, host) and the repair's ``args``, as one
+    digest: a least-change repair's search is a function of the two."""
+    digest = hashlib.sha1(repr(sorted(args.items())).encode())
+    for t in state.tasks:
+        blocks = [(b.day, b.slot_start, b.slot_end) for b in t.slots]
+        digest.update(repr((t.state_id, t.status, t.embed_host, blocks)).encode())
+    return digest.hexdigest()
+
+
+def _repair_args(args: Any) -> dict[str, Any]:
+    """The arguments of an apply_proposal call (its parsed model, or an action's
+    ``write_args``) that decide its search: all that were given but ``preview`` and
+    ``action_id``."""
+    if not isinstance(args, dict):
+        args = {k: getattr(args, k) for k in args.model_fields_set}
+    return {k: v for k, v in args.items() if k not in ("preview", "action_id")}
 
 
 def evidence_line(diff: IssueDiff, action_id: str | None, check: dict[str, Any] | None) -> str:
@@ -217,6 +246,10 @@ class LoopState:
     calls: int = 0
     # The risk was accepted in an earlier request: it still lifts the gate but closes nothing.
     risk_carried: bool = False
+    # The state (placement_key) and arguments of the last apply_proposal with keep_placed that
+    # found nothing to apply: its search is deterministic, so analyze_health on that state marks
+    # the least-change repair with those arguments fixable: false instead of offering it again.
+    searched_empty: str = ""
     # Builds the best state's snapshot from what changed since the last one (not persisted).
     snapshots: StateSnapshots = field(default_factory=StateSnapshots, repr=False, compare=False)
 
@@ -244,6 +277,7 @@ class LoopState:
             "request_key": self.request_key,
             "calls": self.calls,
             "risk_carried": self.risk_carried,
+            "searched_empty": self.searched_empty,
         }
 
     @classmethod
@@ -280,6 +314,7 @@ class LoopState:
             request_key=str(data.get("request_key", "")),
             calls=int(data.get("calls", 0)),
             risk_carried=bool(data.get("risk_carried", False)),
+            searched_empty=str(data.get("searched_empty", "")),
         )
         if not all(isinstance(w, dict) for w in out.window_changes):
             raise TypeError("window_changes must be a list of objects")
@@ -355,6 +390,7 @@ class LoopState:
         applied: tuple[Any, ...],
         before: list[Issue] | None,
     ) -> str:
+        self._note_search(ctx, spec, parsed, reply, applied)
         if not spec.is_write or not applied or ctx.state is None:
             return reply
         action_id = getattr(parsed, "action_id", None)
@@ -370,6 +406,17 @@ class LoopState:
             reply = f"{reply}\n{evidence_line(diff, action_id, check)}"
         self.log_write(entry)
         return reply
+
+    def _note_search(
+        self, ctx: ToolContext, spec: ToolSpec, parsed: Any, reply: str, applied: tuple[Any, ...]
+    ) -> None:
+        """Remember a least-change repair (apply_proposal with keep_placed) that found nothing
+        to apply, unless the clock cut its search (more time may find something)."""
+        if spec.name != "apply_proposal" or applied or ctx.state is None:
+            return
+        if getattr(parsed, "keep_placed", False) and reply.startswith(NOTHING_TO_APPLY):
+            cut = any(words in reply for words in CUT_WORDS)
+            self.searched_empty = "" if cut else searched_key(ctx.state, _repair_args(parsed))
 
     # ------------------------------------------------------------------ rounds
     def current_round(self) -> dict[str, Any]:
@@ -453,6 +500,8 @@ class LoopState:
             self.start_key = (critical, warning)
         elif not infeasible and (critical, warning) > self.start_key:
             self._offer_search(ctx.state, result, critical, warning, self.start_key)
+        if self.searched_empty:
+            self._mark_searched(ctx.state, result)
         actions = [a.to_dict() for a in result.next_actions]
         self.last_actions = {a["action_id"]: a for a in actions}
         # A plan with study tasks still waiting, on a window proven to hold them all, is not
@@ -509,6 +558,16 @@ class LoopState:
             return
         first = search_action(state, result.issues, critical, warning, start)
         result.next_actions = number_actions([first, *acts], MAX_ACTIONS)
+
+    def _mark_searched(self, state: ScheduleState, result: AnalysisResult) -> None:
+        """The least-change repair whose write already found nothing on this very state, with
+        the arguments it names, is marked ``fixable: false`` (so not ``improvable`` either)."""
+        for a in result.next_actions:
+            if a.intent_code != SEARCH_INTENT:
+                continue
+            args = dict(a.figures.get("write_args") or {})
+            if searched_key(state, _repair_args(args)) == self.searched_empty:
+                a.fixable, a.fixable_checked, a.fixable_reason = False, True, SEARCHED_EMPTY
 
     def trim(self) -> None:
         """Fold the rounds beyond the last :data:`ROUND_LOG_KEEP` into the summary."""

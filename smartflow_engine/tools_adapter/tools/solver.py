@@ -42,6 +42,7 @@ from ...solver.reoptimize import Reoptimization, min_context_switch, spread_even
 from ...state import MAX_BATCH, Request, ScheduleState, relocate
 from ..core.args import Args, Day, Slot, TaskId
 from ..core.calendar_args import scope_of
+from ..core.disruption import CUT_WORDS, NOTHING_TO_APPLY
 from ..core.render import (
     MAX_INLINE,
     MAX_LINES,
@@ -585,11 +586,11 @@ def _cut_text(proposal: Proposal, clock: Deadline) -> str:
     """What the wall clock cut, in the reply's words ("" when nothing was cut)."""
     if proposal.start_only:
         return (
-            f"时限{_num(clock.limit_s, 3)}秒对这个窗口过短，只来得及给出初始贪心方案（未优化），"
+            f"时限{_num(clock.limit_s, 3)}秒对这个窗口过短，{CUT_WORDS[1]}初始贪心方案（未优化），"
             "可加大 time_limit_s"
         )
     if proposal.wall_limited:
-        return "搜索被时限截断，同一seed的结果可能不同"
+        return f"{CUT_WORDS[0]}，同一seed的结果可能不同"
     return ""
 
 
@@ -821,7 +822,7 @@ def apply_proposal_tool(ctx: ToolContext, args: ApplyArgs) -> str:
         requests, _ = _proposal_requests(state, proposal, args)
         if not requests:
             tail = f"\n注意：{cut}。" if cut else ""
-            return "粗排方案没有可应用的放置，日程未变更。\n" + pending_left_line(state) + tail
+            return NOTHING_TO_APPLY + "\n" + pending_left_line(state) + tail
     # keep_placed moves tasks of any status: a moved one keeps its status, a placed one is
     # suggested; otherwise every task of the proposal becomes suggested.
     result = relocate(
