@@ -16,7 +16,7 @@ Reported: the share of feasible windows whose health closes (``critical=0 && war
 after each method; for the new proposal, the share of windows that cannot close where the proven
 floor already shows it (floor not closable), the share at ``best_achievable``, the median
 distance to the floor (critical + warning issues above it), and runtimes. Run
-``python -m benchmarks.bench_close [--quick]``; ``--upstream`` runs the upstream-shaped set
+``python -m benchmarks.bench_close [--quick]``; ``--upstream [--pending-only]`` runs the upstream-shaped set
 alone (issue 42: every proposal keeps every class rule); ``--reorder-ab [--seeds N] [--limit S]``
 the one search on its 13/30-day windows at fixed work, without and with the moves that carry an
 ordered item past its neighbours.
@@ -39,7 +39,7 @@ from smartflow_engine.solver.baselines import balanced_greedy
 from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
 from smartflow_engine.solver.health_eval import HealthCounts, HealthEvaluator
 from smartflow_engine.solver.health_floor import health_floor
-from smartflow_engine.solver.problem import Placement, Problem, build_problem
+from smartflow_engine.solver.problem import Placement, Problem, build_problem, scope_tasks
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
@@ -419,16 +419,21 @@ class UpstreamRow:
     kept: bool = True  # the write path (which refuses every class rule's breach) accepts it
     counts: tuple[int, int] = (0, 0)
     floor: tuple[int, int] | None = None  # analyze_health's proven floor (None: unproven)
+    # the exact floor of the schedules placing at least the proposal's pending periods (and
+    # keeping its re-planned tasks placed): every schedule placing the most is one of them
+    own_floor: tuple[int, int] | None = None
     heavy: int = 0  # heavy adjacency (issue 42 item 4) after the proposal
     runtime: float = 0.0
 
 
 def bench_upstream(
-    quick: bool, progress: Progress, limit_s: float | None = None
+    quick: bool, progress: Progress, limit_s: float | None = None, replan: bool = True
 ) -> list[UpstreamRow]:
     """Upstream-shaped windows (the reference system's constraints: half-day blocks, weekdays,
     dates, water-course permission, profiles, item order): every proposal applied through the
-    write path, which refuses any breach of a class rule."""
+    write path, which refuses any breach of a class rule. ``replan``: the proposal re-plans
+    the suggested tasks too, as the tool's proposal does in first_full (its scope is then the
+    one analyze_health's floor and feasibility read); False: the pending tasks alone."""
     from smartflow_engine.analyzers import analyze_context
     from smartflow_engine.state import Request, relocate
 
@@ -441,12 +446,12 @@ def bench_upstream(
     rows: list[UpstreamRow] = []
     for days, variant, seed in cells:
         state = synthetic_window(500 + seed, days, variant=variant, upstream=True)  # type: ignore[arg-type]
-        report = check_feasibility(state, time_limit_s=5.0)
+        report = check_feasibility(state, time_limit_s=5.0, include_suggested=replan)
         row = UpstreamRow(days, variant, seed, report.is_feasible, report.required_task_slots)
         rows.append(row)
         progress.advance(task)
         t = time.perf_counter()
-        new = propose_placement(state, time_limit_s=limit, seed=0)
+        new = propose_placement(state, time_limit_s=limit, seed=0, include_suggested=replan)
         row.runtime = time.perf_counter() - t
         row.placed = sum(p.length for p in new.placements)
         applied = state.copy_state()
@@ -466,31 +471,56 @@ def bench_upstream(
         row.floor = (floor["critical"], floor["warning"]) if floor["proven"] else None
         ctx = analyze_context(applied)
         row.heavy = ctx.metrics.get("overall", {}).get("heavy_adjacent", 0)
+        scope = {t.state_id for t in scope_tasks(state, include_suggested=replan)}
+        pending = {t.state_id for t in state.pending_tasks()}
+        own = health_floor(
+            state,
+            "normal",
+            pending_periods=sum(p.length for p in new.placements if p.task_id in pending),
+            scope=scope,
+            exact_s=EXACT_FLOOR_S,
+            exact_work_s=EXACT_FLOOR_WORK,
+        )
+        if own.proven:
+            row.own_floor = (own.critical, own.warning)
     return rows
 
 
+def _blocks(floor: tuple[int, int] | None) -> bool:
+    return floor is not None and (floor[0] > 0 or floor[1] > 1)
+
+
 def upstream_section(
-    rows: list[UpstreamRow], quick: bool, limit_s: float | None = None
+    rows: list[UpstreamRow], quick: bool, limit_s: float | None = None, replan: bool = True
 ) -> list[str]:
+    scope = (
+        "re-planning the suggested tasks too (`include_suggested=True`, the scope of "
+        "first_full's proposal and of `analyze_health`'s feasibility and floor)"
+        if replan
+        else "placing the pending tasks alone (`include_suggested=False`)"
+    )
     lines = [
         "## Upstream-shaped windows: every proposal keeps every rule (issue 42)",
         "",
         "Seeded `synthetic_window(..., upstream=True)` windows (banned half-day blocks and "
         "weekdays, class dates, water-course permission, profiles, item order), one "
-        f"`propose_placement` each ({limit_s or (1 if quick else 2):g} s), applied through the "
-        "write path "
+        f"`propose_placement` each ({limit_s or (1 if quick else 2):g} s) {scope}, applied "
+        "through the write path "
         "(`relocate`, which refuses any breach of a class rule: `rules kept`). `all placed` "
         "counts the proven-feasible windows whose proposal places every pending period; "
         "`closes` = `analyze_health` on the applied proposal has `critical=0 && warning<=1`; "
         "`floor blocks` = of the windows left open, those whose proven floor shows closing "
-        "impossible; `heavy` = heavy-adjacency pairs after the proposal (profiles' hard "
+        "impossible: `floor` is `analyze_health`'s on the applied proposal, `exact floor` the "
+        "floor with its exact model (`health_floor(..., exact_s=20, exact_work_s=5)`) of the "
+        "schedules that place at least the proposal's pending periods (every schedule placing "
+        "the most does: its blocking is proven whether or not the maximum is); `heavy` = heavy-adjacency pairs after the proposal (profiles' hard "
         "classes). Shared 2-core machine: runtimes are noisy.",
         "",
         "| days | variant | windows | feasible / infeasible / unproven | rules kept | "
         "all placed | closes | "
         "floor blocks | heavy (median) | new s | periods placed / pending | "
-        "(critical, warning) after | floor |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "(critical, warning) after | floor | exact floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[int, str], list[UpstreamRow]] = {}
     for r in rows:
@@ -502,7 +532,7 @@ def upstream_section(
         all_placed = sum(r.placed == r.required for r in feas)
         closes = sum(r.kept and _closes(r.counts) for r in group)
         open_rows = [r for r in group if r.kept and not _closes(r.counts)]
-        blocked = sum(r.floor is not None and (r.floor[0] > 0 or r.floor[1] > 1) for r in open_rows)
+        blocked = sum(_blocks(r.floor) or _blocks(r.own_floor) for r in open_rows)
         for k, v in (
             ("n", len(group)),
             ("feas", len(feas)),
@@ -523,7 +553,8 @@ def upstream_section(
             f"{statistics.median([r.runtime for r in group]):.2f} | "
             f"{' '.join(f'{r.placed}/{r.required}' for r in group)} | "
             f"{' '.join(str(r.counts) if r.kept else '–' for r in group)} | "
-            f"{' '.join(str(r.floor) if r.floor is not None else '–' for r in group)} |"
+            f"{' '.join(str(r.floor) if r.floor is not None else '–' for r in group)} | "
+            f"{' '.join(str(r.own_floor) if r.own_floor is not None else '–' for r in group)} |"
         )
     lines += [
         "",
@@ -536,11 +567,11 @@ def upstream_section(
     return lines
 
 
-def run_upstream(quick: bool = False, limit_s: float | None = None) -> str:
+def run_upstream(quick: bool = False, limit_s: float | None = None, replan: bool = True) -> str:
     started = time.perf_counter()
     with Progress(transient=True) as progress:
-        rows = bench_upstream(quick, progress, limit_s)
-    lines = upstream_section(rows, quick, limit_s)
+        rows = bench_upstream(quick, progress, limit_s, replan)
+    lines = upstream_section(rows, quick, limit_s, replan)
     lines += ["", f"_Upstream set wall time: {time.perf_counter() - started:.0f} s._"]
     return "\n".join(lines)
 
@@ -613,7 +644,8 @@ if __name__ == "__main__":
         print(upstream_reorder_ab(int(_arg("--seeds", "6")), float(_arg("--limit", "0.5"))))
     elif "--upstream" in sys.argv[1:]:
         limit = float(_arg("--limit", "0")) or None  # (default: 1 s quick, 2 s full)
-        print(run_upstream(quick="--quick" in sys.argv[1:], limit_s=limit))
+        replan = "--pending-only" not in sys.argv[1:]
+        print(run_upstream(quick="--quick" in sys.argv[1:], limit_s=limit, replan=replan))
     elif "--fixed-work" in sys.argv[1:]:
         counted = "--counts" in sys.argv[1:]
         print(

@@ -114,7 +114,9 @@ def merge_issues(issues: Sequence[Issue]) -> list[Issue]:
 
 
 def feasibility_issue(report: FeasibilityReport) -> Issue:
-    gap = int(report.capacity_gap or 0)
+    # the least gap proven where the gap itself is not (issue 42: infeasibility proven by the
+    # counting bound, the ordered maximum unproven)
+    gap = report.capacity_gap if report.capacity_gap is not None else report.capacity_gap_bounds[0]
     trigger = Trigger("capacity_gap", ">", 0, gap)
     return Issue(
         issue_id="issue_feasibility_capacity_gap",
@@ -136,6 +138,8 @@ def negotiation_actions(
     cats = {name for t in pending if (name := subject_of(t)) is not None}
     window = range(1, state.num_days + 1)
     gap = report.capacity_gap
+    # where only infeasibility is proven: the gap's proven (least, most) instead of a figure
+    bounds = {} if gap is not None else {"capacity_gap_bounds": list(report.capacity_gap_bounds)}
     common: dict[str, Any] = {
         "candidate_scope": candidate_scope(window, categories=cats, task_pool="pending"),
         "target_filter": {"kind": "study", "status": ["pending"]},
@@ -171,6 +175,7 @@ def negotiation_actions(
                 candidate_write_tools=[],
                 figures={
                     "capacity_gap": gap,
+                    **bounds,
                     "extra_days_needed": f.extra_days_needed if f else None,
                     "extra_days_possible": f.extra_days_possible if f else None,
                 },
@@ -198,6 +203,7 @@ def negotiation_actions(
                 candidate_write_tools=["upsert_task_class"],
                 figures={
                     "slots_to_cut": f.slots_to_cut if f else gap,
+                    **bounds,
                     "required_task_slots": report.required_task_slots,
                     "feasible_slots": report.feasible_slots,
                 },
@@ -208,7 +214,7 @@ def negotiation_actions(
                 **common,
                 success_criteria={"user_confirmed": True},
                 candidate_write_tools=[],
-                figures={"unplaceable_slots": gap},
+                figures={"unplaceable_slots": gap, **bounds},
             ),
         ]
     )

@@ -261,7 +261,10 @@ class Calibration:
     # proposal's search (ordered_max_share of its effort); both converted by exact_det_per_s.
     ordered_chain_work: float = 0.05
     ordered_chain_share: float = 0.1
-    ordered_max_share: float = 0.3
+    ordered_max_share: float = 2.0
+    # ...of which the first solve (the most periods alone) takes this share; the second (the
+    # same periods nearest the start's places) the rest.
+    ordered_max_split: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -102,13 +102,26 @@ class FeasibilityReport:
     task_count: int = 0
     bottleneck: Bottleneck | None = None
 
+    @property
+    def capacity_gap_bounds(self) -> tuple[int, int]:
+        """(least, most) capacity gap, both proven: ``required_task_slots`` less the upper and
+        the lower bound of the maximum. Equal (to ``capacity_gap``) when the maximum is
+        proven; apart when only infeasibility is (a bound below what is required, the
+        maximum itself unproven: ``is_feasible`` False, ``capacity_gap`` None)."""
+        low, high = self.feasible_slots_bounds
+        return max(0, self.required_task_slots - high), self.required_task_slots - low
+
     def snapshot(self) -> dict[str, object]:
-        """The ``feasibility`` object of analyze_health (p1 §4.7)."""
-        return {
+        """The ``feasibility`` object of analyze_health (p1 §4.7); where infeasibility is
+        proven but the gap is not, its proven bounds too."""
+        out: dict[str, object] = {
             "is_feasible": self.is_feasible,
             "capacity_gap": self.capacity_gap,
             "reason_code": self.reason_code,
         }
+        if self.is_feasible is False and self.capacity_gap is None:
+            out["capacity_gap_bounds"] = list(self.capacity_gap_bounds)
+        return out
 
 
 @dataclass(frozen=True)
@@ -175,9 +188,9 @@ def check_feasibility(
     Returns
     -------
     FeasibilityReport
-        ``feasible_slots`` = max Σ duration of scope tasks placeable at once, honouring
-        contiguity, occupancy, embeddable host blocks (one guest, wholly inside), task-class day
-        windows and banned periods; ``capacity_gap = required_task_slots - feasible_slots``.
+        ``feasible_slots`` = max Σ duration of scope tasks placeable at once, honouring every
+        rule; ``capacity_gap = required_task_slots - feasible_slots``; ``proven``: those are
+        (``is_feasible`` may be False without them: ``capacity_gap_bounds``).
     """
     t0 = time.perf_counter()
     deadline = t0 + max(time_limit_s, calibration.min_work_s)
@@ -193,7 +206,7 @@ def check_feasibility(
     feasible, reason = _verdict(
         problem, res, capacity, deadline, num_workers, relaxation, calibration
     )
-    proven = feasible is not None
+    proven = feasible is True or (feasible is False and res.proven)
     bottleneck = None
     if feasible is False and explain:
         bottleneck = explain_bottleneck(
@@ -227,11 +240,13 @@ def _verdict(
     relaxation: bool,
     calibration: Calibration,
 ) -> tuple[bool | None, ReasonCode]:
-    """Whether everything fits by the count ``res`` (``None``: unproven), and why not."""
+    """Whether everything fits by the count ``res`` (``None``: unproven), and why not: a
+    proven bound below what is required proves that it does not, even when the maximum itself
+    is not proven (the ordered model cut before its proof, issue 42)."""
     required = problem.required_slots
     if res.best == required:
         return True, "ok"
-    if not res.proven:
+    if not res.proven and res.bound >= required:
         return None, "unknown"
     reason = _reason(problem, required, capacity, deadline, num_workers, relaxation, calibration)
     return False, reason
@@ -633,7 +648,9 @@ def negotiation_figures(
         extra_days_possible=possible,
         lifting_banned_suffices=lifts[0],
         lifting_class_constraints_suffices=lifts[1],
-        proven=days_proven and all(v is not None for v in lifts),
+        proven=days_proven
+        and all(v is not None for v in lifts)
+        and report.capacity_gap is not None,
         runtime_s=time.perf_counter() - t0,
         **rules,
     )

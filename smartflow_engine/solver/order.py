@@ -486,11 +486,14 @@ def _ordered_max(
     dropped: list[int],
     cut: list[bool],
 ) -> tuple[list[Placement], list[int]]:
-    """The exact ordered model of ``run``'s scope (every item, most periods, then nearest its
-    place in ``placements``), hinted with ``kept``; its answer when it places more periods
-    than ``kept``, else ``kept`` and ``dropped``. Its work (``ordered_max_share`` of the
-    effort) decides; the wall clock (half of what is left before the search's stop, at most a
-    second) only cuts, and True then goes to ``cut``."""
+    """The exact ordered model of ``run``'s scope, hinted with ``kept``, in two solves: the
+    most periods (no distance term: the model a feasibility check proves fastest), then,
+    only when that places more than ``kept``, the same most periods nearest each task's place
+    in ``placements`` (hinted with the first answer, capped at its periods: every answer it
+    finds places as many). Its answer when it places more periods than ``kept``, else ``kept``
+    and ``dropped``. Their work (``ordered_max_share`` of the effort, shared out by
+    ``ordered_max_split``) decides; the wall clock (half of what is left before the search's
+    stop, at most a second) only cuts, and True then goes to ``cut``."""
     from .ordered import max_placeable_ordered
 
     cal = run.calibration
@@ -499,20 +502,30 @@ def _ordered_max(
     if limit < 0.1:
         cut.append(True)  # (no time for what its work would have found)
         return kept, dropped
+    work = cal.ordered_max_share * run.effort * cal.exact_det_per_s
+    most_work = cal.ordered_max_split * work
     status, best, _, exact = max_placeable_ordered(
-        run.state,
-        run.problem,
-        time_limit_s=limit,
-        num_workers=run.num_workers,
-        hint=kept,
-        calibration=cal,
-        targets={pl.task_id: (pl.day, pl.slot_start) for pl in placements},
-        work_s=cal.ordered_max_share * run.effort * cal.exact_det_per_s,
-    )
+        run.state, run.problem, time_limit_s=limit, num_workers=run.num_workers, hint=kept,
+        calibration=cal, work_s=most_work,
+    )  # fmt: skip
     if status != SolveStatus.OPTIMAL and time.perf_counter() - t0 >= limit - 0.01:
         cut.append(True)
     if best <= sum(pl.length for pl in kept):
         return kept, dropped
+    t1 = time.perf_counter()
+    near_limit = limit - (t1 - t0)
+    if near_limit >= 0.05:
+        status, near_best, _, near = max_placeable_ordered(
+            run.state, run.problem, time_limit_s=near_limit, num_workers=run.num_workers,
+            hint=exact, calibration=cal, upper=best, work_s=work - most_work,
+            targets={pl.task_id: (pl.day, pl.slot_start) for pl in placements},
+        )  # fmt: skip
+        if status != SolveStatus.OPTIMAL and time.perf_counter() - t1 >= near_limit - 0.01:
+            cut.append(True)
+        if near_best >= best:
+            exact = near
+    else:
+        cut.append(True)
     placed = {pl.task_id for pl in exact}
     out = sorted(exact, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     return out, sorted(tid for tid in run.scope() if tid not in placed)

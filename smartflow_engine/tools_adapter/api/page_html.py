@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from ...plot import CATEGORY_PALETTE
+from ..core.render import gap_words
 from .page_view import PageView, RoundView, WriteView, worst
 
 ASSETS = "/static/page"
@@ -168,7 +169,11 @@ def _close(view: PageView) -> str:
     if feas is not None:
         word = {True: "可行", False: "不可行", None: "未定"}.get(feas.get("is_feasible"), "未定")
         rows.append(
-            ("可行性", f"{word}（缺口 {feas.get('capacity_gap')}，{feas.get('reason_code')}）")
+            (
+                "可行性",
+                f"{word}（缺口 {gap_words(feas.get('capacity_gap'), feas.get('capacity_gap_bounds'))}"
+                f"，{feas.get('reason_code')}）",
+            )
         )
     body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     ok = "ok" if sig.get("acceptable_to_close") else "open"

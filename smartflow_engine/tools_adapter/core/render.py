@@ -70,6 +70,16 @@ def labelled_days(style: DayLabels, state_of: Callable[[], ScheduleState | None]
         _NAMER.reset(token)
 
 
+def gap_words(gap: int | None, bounds: Sequence[int] | None = None) -> str:
+    """The capacity gap for a sentence's "缺口…个时段": its figure, or, where only
+    infeasibility is proven (the maximum not), its proven least and most."""
+    if gap is not None:
+        return str(gap)
+    if bounds:
+        return f"至少{bounds[0]}、至多{bounds[1]}"
+    return "未知"
+
+
 def day_label(day: int) -> str:
     """``第6天`` (the spec's label), or with the running call's ``weekday`` labels
     ``第6天(星期六)`` / ``第34天(第17周星期一)``."""

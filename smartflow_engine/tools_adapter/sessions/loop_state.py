@@ -49,6 +49,7 @@ from ...solver.health_floor import HealthFloor
 from ...state import ScheduleState, Task
 from ...state.model import tidy_state_dict, tidy_task_dict
 from ..core.disruption import CUT_WORDS, NOTHING_TO_APPLY
+from ..core.render import gap_words
 from ..core.spec import ToolContext, ToolSpec
 
 CloseReason = Literal["rules_met", "best_achievable", "no_progress", "round_cap", "risk_accepted"]
@@ -485,6 +486,7 @@ class LoopState:
         if infeasible:
             self.negotiation = {
                 "capacity_gap": feas.get("capacity_gap"),
+                "capacity_gap_bounds": feas.get("capacity_gap_bounds"),
                 "reason_code": feas.get("reason_code"),
                 "figures": {
                     a.intent_code: dict(a.figures)
@@ -608,13 +610,15 @@ class LoopState:
         lift = figs.get("ask_relax_constraints", {}).get("lifting_banned_suffices")
         return "\n".join(
             [
-                f"最近一次 analyze_health 判定当前窗口不可行（缺口{neg.get('capacity_gap')}"
+                "最近一次 analyze_health 判定当前窗口不可行（缺口"
+                f"{gap_words(neg.get('capacity_gap'), neg.get('capacity_gap_bounds'))}"
                 f"个时段，原因 {neg.get('reason_code')}），在用户选择协商方案之前不再放置或移动任务。"
                 "请先询问用户，再用 resolve_negotiation 记录选择：",
                 f"1. expand_window：扩展时间窗（{f'约需增加{days}天' if days else '增加天数'}）",
                 "2. relax_constraints：放松禁排时段或任务类时间窗"
                 + ("（解除禁排即可放下）" if lift else ""),
-                f"3. reduce_scope：缩小本轮范围（需削减{cut}个时段）",
+                "3. reduce_scope：缩小本轮范围（需削减"
+                f"{gap_words(cut, neg.get('capacity_gap_bounds'))}个时段）",
                 "4. accept_risk：接受风险，按当前约束收口",
             ]
         )

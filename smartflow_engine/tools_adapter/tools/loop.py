@@ -40,7 +40,7 @@ from ..core.calendar_args import (
     place_filter,
     task_filter,
 )
-from ..core.render import block_text
+from ..core.render import block_text, gap_words
 from ..core.spec import ToolContext, ToolSpec, json_error, refused
 from ..sessions.loop_state import CHOICES, ROUND_LOG_KEEP, LoopState
 from .write import class_rule_text
@@ -830,7 +830,8 @@ def _regate(
     entry.update(is_feasible=report.is_feasible, capacity_gap=report.capacity_gap)
     if report.is_feasible is False:
         return (
-            f"仍不可行（缺口{report.capacity_gap}个时段，原因 {report.reason_code}），"
+            f"仍不可行（缺口{gap_words(report.capacity_gap, report.capacity_gap_bounds)}个时段，"
+            f"原因 {report.reason_code}），"
             "门禁保持，请再与用户协商。"
         )
     if report.is_feasible is None:

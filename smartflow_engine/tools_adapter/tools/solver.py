@@ -50,6 +50,7 @@ from ..core.render import (
     capped,
     day_label,
     day_span,
+    gap_words,
     left_out,
     occupancy_line,
     pending_left_line,
@@ -207,7 +208,10 @@ def feasibility_text(
         )
     else:
         low, high = report.feasible_slots_bounds
-        lines.append(f"{need}；已找到可同时放下{low}个时段的安排，上界{high}个。")
+        gap = ""
+        if report.is_feasible is False:  # infeasibility proven, the maximum not (issue 42)
+            gap = f"，缺口{gap_words(None, report.capacity_gap_bounds)}个（最大值未在时限内证明）"
+        lines.append(f"{need}；已找到可同时放下{low}个时段的安排，上界{high}个{gap}。")
     lines.append(
         f"空闲容量{report.free_capacity_slots}个时段（含可嵌入水课时段），"
         f"余量{report.slack_slots}个。"
@@ -247,7 +251,8 @@ def feasibility_text(
                 parts.append(f"{what}后可全部放下")
             elif value is False:
                 parts.append(f"{what}后仍放不下")
-        parts.append(f"删减任务需减少{figures.slots_to_cut}个时段")
+        cut = gap_words(figures.slots_to_cut, report.capacity_gap_bounds)
+        parts.append(f"删减任务需减少{cut}个时段")
         if not figures.proven:
             parts.append("其余协商数据在时限内未得出")
         lines.append("协商数据：" + "；".join(parts) + "。")
@@ -265,8 +270,10 @@ def _conflict_note(report: FeasibilityReport, figures: NegotiationFigures | None
         parts = ["这一组任务本身就无法全部放下"]
         if b is not None and b.conflict_set_minimal:
             parts.append("去掉其中任意一个，组内其余任务都能放下")
-    if report.capacity_gap:
-        whole = f"整个窗口仍需减少{report.capacity_gap}个时段"
+    least = report.capacity_gap_bounds[0] if report.capacity_gap is None else report.capacity_gap
+    if least:
+        cut = report.capacity_gap if report.capacity_gap is not None else f"至少{least}"
+        whole = f"整个窗口仍需减少{cut}个时段"
         if figures is not None and figures.extra_days_needed:
             whole += f"（或在末尾追加{figures.extra_days_needed}天）"
         parts.append(whole + "才能全部放下")
