@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -166,15 +167,24 @@ def _prune(pats: dict[Pattern, int], meter: Meter | None = None) -> dict[Pattern
         for r in range(1, len(bits) + 1)
         for sub in itertools.combinations(bits, r)
     ]
+    hits: dict[int, list[int]] = {}  # per block type's mask bits: which sets it meets
     groups: dict[tuple[tuple[int, int], ...], list[tuple[int, tuple[int, ...], Pattern]]] = {}
     for vec, usable in pats.items():
+        # per length, per set of masks: the blocks of that length some mask of the set allows
+        per_set: dict[int, list[int]] = {}
         per_len: dict[int, int] = {}
-        for (n, _), c in vec:
+        for (n, t), c in vec:
             per_len[n] = per_len.get(n, 0) + c
-        lens = sorted(per_len)
-        profile = tuple(
-            sum(c for (m, t), c in vec if m == n and t & mask) for n in lens for mask in sets
-        )
+            row = hits.get(t)
+            if row is None:
+                row = hits[t] = [1 if t & mask else 0 for mask in sets]
+            acc = per_set.get(n)
+            if acc is None:
+                acc = per_set[n] = [0] * len(sets)
+            for i, h in enumerate(row):
+                if h:
+                    acc[i] += c
+        profile = tuple(x for n in sorted(per_len) for x in per_set[n])
         groups.setdefault(tuple(sorted(per_len.items())), []).append((usable, profile, vec))
     out: dict[Pattern, int] = {}
     steps = 0
@@ -186,10 +196,7 @@ def _prune(pats: dict[Pattern, int], meter: Meter | None = None) -> dict[Pattern
         members.sort(key=lambda m: (-m[0], [-x for x in m[1]]))
         kept: list[tuple[int, tuple[int, ...]]] = []
         for usable, profile, vec in members:
-            if any(
-                u >= usable and all(x >= y for x, y in zip(pr, profile, strict=True))
-                for u, pr in kept
-            ):
+            if any(u >= usable and all(map(operator.ge, pr, profile)) for u, pr in kept):
                 continue
             kept.append((usable, profile))
             out[vec] = usable
