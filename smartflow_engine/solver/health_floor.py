@@ -97,6 +97,7 @@ from ._cpsat import OutOfTime
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, Item, exact_days
 from .heavy_floor import fixed_heavy_days
+from .order_spans import chain_days
 from .problem import rule_for
 
 if TYPE_CHECKING:
@@ -362,22 +363,52 @@ def _population(
     }
     fixed_owner, placed, pending_slots, by_subject = _cleared(state, movable_ids)
     tick()
-    # a task's reach given by the caller (a calendar scope) stands for its class's
-    reach_memo: dict[Any, Any] = {("task", k): v for k, v in (task_reach or {}).items()}
-    reachable = _reachable(state, movable_ids, fixed_owner, reach_memo)
-    tick()
-    host_blocks = [
-        (b.day, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
-    ]
     pending_min = 0
     if pending_periods is not None:
         pending_min = min(pending_slots, pending_periods)
     elif report is not None and report.proven and report.capacity_gap is not None:
         pending_min = max(0, pending_slots - int(report.capacity_gap))
+    # a task's reach given by the caller (a calendar scope) stands for its class's
+    reach_memo: dict[Any, Any] = {("task", k): v for k, v in (task_reach or {}).items()}
+    _add_chains(
+        state,
+        movable_ids,
+        fixed_owner,
+        pending_slots > 0 and pending_min >= pending_slots,
+        reach_memo,
+    )
+    tick()
+    reachable = _reachable(state, movable_ids, fixed_owner, reach_memo)
+    tick()
+    host_blocks = [
+        (b.day, b.length) for t in state.tasks if t.can_embed and not t.locked for b in t.slots
+    ]
     return _Population(
         state, level, dimensions, report, tick, limits, movable_ids, rules, fixed_owner,
         reachable, host_blocks, placed, pending_slots, pending_min, by_subject, reach_memo,
     )  # fmt: skip
+
+
+def _add_chains(
+    state: ScheduleState,
+    movable_ids: set[int],
+    fixed_owner: np.ndarray,
+    must_pending: bool,
+    reach_memo: dict[Any, Any],
+) -> None:
+    """The item order in the population (issue 42): each ordered movable task's days as its
+    class's chain leaves them (:func:`.order_spans.chain_days`: every placed movable task stays
+    placed, and with ``must_pending`` every pending one is placed), for :func:`_reach` to
+    narrow its class's days to (a reach the caller gave stays as given)."""
+    host_room = np.zeros_like(fixed_owner, dtype=bool)
+    for t in state.tasks:
+        if t.can_embed and not t.locked and t.state_id not in movable_ids:
+            for b in t.slots:
+                host_room[b.day - 1, b.slot_start - 1 : b.slot_end] = True
+    chains = chain_days(state, movable_ids, fixed_owner == 0, host_room, must_pending)
+    for tid, days in chains.items():
+        if ("task", tid) not in reach_memo:
+            reach_memo[("chain", tid)] = days
 
 
 def _cleared(
@@ -935,11 +966,13 @@ def _off_days(
     existing task's, nor one standing outside its class's days, nor a reach the caller gave)
     and, for a placed task, when it stands on none of them now (a task on a banned day keeps
     its place in the population); none otherwise."""
-    if reach is not memo.get(t.category_id) or ("task", t.state_id) in memo:
+    own = memo.get(t.category_id)
+    chained = memo.get(("chained", t.state_id))
+    if own is None or (reach is not own and reach is not chained) or ("task", t.state_id) in memo:
         return ()
     key = ("off", t.category_id)
     if key not in memo:
-        lo, hi = reach[0], reach[1]
+        lo, hi = own[0], own[1]  # the class's days (a chain's are inside them)
         memo[key] = tuple(sorted(d for d in rule_for(state, t).off_days if lo <= d <= hi))
     off: tuple[int, ...] = memo[key]
     if off and t.status != "pending" and any(b.day in off for b in t.slots):
@@ -1121,6 +1154,8 @@ def floor_key(
             t.category,
             t.category_id,
             t.duration,
+            t.task_class_id,
+            t.task_order,  # (the item order bounds the days: :func:`_add_chains`)
         )
         if not moves:
             records.append((*facts, blocks))
@@ -1189,7 +1224,14 @@ def _reach(
     start, end = memo[("window", t.category_id)]
     if t.status != "pending" and not all(start <= b.day <= end for b in t.slots):
         return anywhere
-    return found
+    chain = memo.get(("chain", t.state_id))  # the days its class's item order leaves it
+    if chain is None:
+        return found
+    narrowed = memo.get(("chained", t.state_id))
+    if narrowed is None:
+        lo, hi = max(found[0], chain[0]), min(found[1], chain[1])
+        narrowed = memo[("chained", t.state_id)] = (lo, hi, found[2]) if lo <= hi else found
+    return narrowed
 
 
 @dataclass

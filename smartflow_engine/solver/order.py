@@ -279,8 +279,8 @@ class _ChainRoom:
         ok &= (day > lo[0]) | ((day == lo[0]) & (s0 > lo[1]))
         ok &= (day < hi[0]) | ((day == hi[0]) & (s0 + need - 1 < hi[1]))
         free = self.free[d_lo - 1 : d_hi]
-        run = np.zeros((free.shape[0], spd + 1), dtype=np.int32)  # prefix sums, 0 first
-        np.cumsum(free, axis=1, dtype=np.int32, out=run[:, 1:])
+        zero = np.zeros((free.shape[0], 1), dtype=np.int32)
+        run = np.concatenate([zero, np.cumsum(free, axis=1, dtype=np.int32)], axis=1)  # prefix sums
         fits = (run[:, need : need + width] - run[:, :width]) == need  # all periods free
         if not guest_ok:
             ok &= fits
