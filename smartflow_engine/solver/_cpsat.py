@@ -37,6 +37,22 @@ def check_deadline(deadline: float | None) -> None:
         raise OutOfTime
 
 
+# A solve or stage that ends within this of its wall-clock limit was cut by it (not by its
+# work): the one definition every "did the clock decide?" check reads.
+CUT_MARGIN_S = 0.01
+
+
+def ran_out(spent: float, limit: float) -> bool:
+    """Whether a solve that took ``spent`` seconds of its ``limit`` was stopped by the clock."""
+    return spent >= limit - CUT_MARGIN_S
+
+
+def at_deadline(deadline: float) -> bool:
+    """Whether ``time.perf_counter()`` has reached ``deadline`` (within the margin): a stage
+    ending now was cut by it."""
+    return time.perf_counter() >= deadline - CUT_MARGIN_S
+
+
 def time_left(deadline: float) -> float:
     """Seconds to ``deadline`` (never below CP-SAT's smallest limit)."""
     return max(deadline - time.perf_counter(), MIN_TIME_LIMIT_S)

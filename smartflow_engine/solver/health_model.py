@@ -50,7 +50,7 @@ import numpy as np
 
 from ..health_facts import buffered, day_loads, free_runs, usable_periods, utilization
 from ..rules import Level, rule, severity
-from ._cpsat import OutOfTime, cp_model, make_solver, status_of
+from ._cpsat import OutOfTime, cp_model, make_solver, ran_out, status_of
 from .budget import DEFAULT_CALIBRATION, Calibration
 
 MAX_PATTERNS = 600  # a day with more patterns than this makes the model give up (no claim)
@@ -882,7 +882,7 @@ class ExactDaysModel:
         if self.work_left is not None:
             self.work_left = max(0.0, self.work_left - solver.deterministic_time)
         cut = status.value != "optimal" and (
-            det is None or time.perf_counter() - t_solve >= share - 0.01
+            det is None or ran_out(time.perf_counter() - t_solve, share)
         )
         return solver, status, cut
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..state import order_key
-from ._cpsat import SolveStatus
+from ._cpsat import SolveStatus, ran_out
 from .budget import DEFAULT_CALIBRATION, Calibration
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def _chain(
                     calibration=calibration,
                     work_s=work_s,
                 )
-                if status != SolveStatus.OPTIMAL and time.perf_counter() - solve_t0 >= left - 0.01:
+                if status != SolveStatus.OPTIMAL and ran_out(time.perf_counter() - solve_t0, left):
                     cuts.append(True)  # (its wall limit, not its work, ended it)
                 if sum(p.length for p in exact) > sum(p.length for p in picks):
                     picks = exact
@@ -492,9 +492,10 @@ def _ordered_max(
     only when that places more than ``kept``, the same most periods nearest each task's place
     in ``placements`` (hinted with the first answer, capped at its periods: every answer it
     finds places as many). Its answer when it places more periods than ``kept``, else ``kept``
-    and ``dropped``. Their work (``ordered_max_share`` of the effort, shared out by
-    ``ordered_max_split``) decides; the wall clock (half of what is left before the search's
-    stop, at most a second) only cuts, and True then goes to ``cut``."""
+    and ``dropped``. Their work (``ordered_max_share`` of the effort, at most
+    ``ordered_max_work``, shared out by ``ordered_max_split``) decides; the wall clock (half
+    of what is left before the search's stop, at most a second) only cuts, and True then goes
+    to ``cut``."""
     from .ordered import max_placeable_ordered
 
     cal = run.calibration
@@ -503,13 +504,13 @@ def _ordered_max(
     if limit < 0.1:
         cut.append(True)  # (no time for what its work would have found)
         return kept, dropped
-    work = cal.ordered_max_share * run.effort * cal.exact_det_per_s
+    work = min(cal.ordered_max_share * run.effort * cal.exact_det_per_s, cal.ordered_max_work)
     most_work = cal.ordered_max_split * work
     status, best, _, exact = max_placeable_ordered(
         run.state, run.problem, time_limit_s=limit, num_workers=run.num_workers, hint=kept,
         calibration=cal, work_s=most_work,
     )  # fmt: skip
-    if status != SolveStatus.OPTIMAL and time.perf_counter() - t0 >= limit - 0.01:
+    if status != SolveStatus.OPTIMAL and ran_out(time.perf_counter() - t0, limit):
         cut.append(True)
     if best <= sum(pl.length for pl in kept):
         return kept, dropped
@@ -521,7 +522,7 @@ def _ordered_max(
             hint=exact, calibration=cal, upper=best, work_s=work - most_work,
             targets={pl.task_id: (pl.day, pl.slot_start) for pl in placements},
         )  # fmt: skip
-        if status != SolveStatus.OPTIMAL and time.perf_counter() - t1 >= near_limit - 0.01:
+        if status != SolveStatus.OPTIMAL and ran_out(time.perf_counter() - t1, near_limit):
             cut.append(True)
         if near_best >= best:
             exact = near

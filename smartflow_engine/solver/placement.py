@@ -56,7 +56,7 @@ from typing import Any, Literal
 from ..calendar_filters import ProposalScope
 from ..rules import Level
 from ..state import ScheduleState
-from ._cpsat import OutOfTime, cp_model
+from ._cpsat import OutOfTime, at_deadline, cp_model
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .counting import CountResult
 from .health_search import HealthSearchResult, search_health
@@ -287,7 +287,7 @@ def _propose_scope(state: ScheduleState, **args: Any) -> Proposal:
     report("one search", run.t0, start.objective["weighted_total"])
     # Every search stops by ``search_stop`` at the latest; one that got that close may have been
     # cut by the wall clock rather than by its deterministic budget.
-    cut = level1_cut or starts.cut or order_cut or time.perf_counter() >= run.search_stop - 0.01
+    cut = level1_cut or starts.cut or order_cut or at_deadline(run.search_stop)
     result = StageResult(start.placements, start.objective, wall_limited=cut)
     if run.run_close:  # (a window too big for the limit answers without it, see ScopeRun)
         placed = {pl.task_id for pl in result.placements}
@@ -298,7 +298,7 @@ def _propose_scope(state: ScheduleState, **args: Any) -> Proposal:
         )  # fmt: skip
         if run.disruption_weight > 0:
             _send_back(run, result)
-    result.wall_limited |= start.start_only or time.perf_counter() >= run.stop - 0.01
+    result.wall_limited |= start.start_only or at_deadline(run.stop)
     if run.within is not None:  # a class's items in the scope keep their order (.scoped)
         result.placements = in_item_order(state, run.problem, result.placements)
         result.objective = evaluate(run.problem, result.placements, run.weights)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from ..health_facts import gaps_of, largest_gap
 from ..rules import Level
 from ..state import Request, ScheduleState, relocate
-from ._cpsat import OutOfTime, SolveStatus, make_solver, status_of, time_left
+from ._cpsat import OutOfTime, SolveStatus, at_deadline, make_solver, status_of, time_left
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_eval import HealthCounts, HealthEvaluator
 from .objective import evaluate, resolve_weights
@@ -331,7 +331,7 @@ def _reoptimize(
         deterministic_time=cal.reoptimize_det_share * effort,
     )
     status = status_of(solver.solve(sub.model))
-    wall_limited = status != SolveStatus.OPTIMAL and time.perf_counter() >= solve_until - 0.01
+    wall_limited = status != SolveStatus.OPTIMAL and at_deadline(solve_until)
     after_places = _solved_places(scope, mode, sub, solver, status, hinted)
     if after_places is not current:  # the item order among the moved tasks (issue 42)
         kept, dropped = keep_order(state, after_places, ids, calibration=cal)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..calendar_filters import ProposalScope
 from ..rules import Level
 from ..state import ScheduleState
+from ._cpsat import ran_out
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import CountResult, max_placeable
 from .health_eval import HealthEvaluator
@@ -181,7 +182,7 @@ class ScopeRun:
             deadline=self.stop,
             calibration=cal,
         )
-        cut = level1.runtime_s >= limit * cal.level1_share - 0.01
+        cut = ran_out(level1.runtime_s, limit * cal.level1_share)
         unplaced = level1.best < self.problem.required_slots
         self.check_s = cal.unplaced_check_share * limit if unplaced else 0.0
         close_s = cal.close_per_task_s * len(self.state.tasks)

@@ -20,7 +20,7 @@ from typing import Literal
 
 from ..rules import Level
 from ..state import ScheduleState
-from ._cpsat import OutOfTime
+from ._cpsat import OutOfTime, at_deadline, ran_out
 from .baselines import balanced_greedy
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import CountResult, max_placeable, residual
@@ -85,7 +85,7 @@ def greedy_start(run: ScopeRun, found: Starts) -> None:
             deadline=run.search_stop,
             calibration=cal,
         )
-        found.cut = found.cut or rest.runtime_s >= limit * cal.repair_share - 0.01
+        found.cut = found.cut or ran_out(rest.runtime_s, limit * cal.repair_share)
         if slots + rest.best == found.target:
             found.candidates.append(("greedy+repair", greedy + rest.witness))
 
@@ -280,7 +280,7 @@ def complete_start(
             calibration=calibration,
             deterministic_time=det,
         )
-        cut = cut or (not rest.proven and time.perf_counter() >= deadline - 0.01)
+        cut = cut or (not rest.proven and at_deadline(deadline))
         if done + rest.best >= target:
             complete = keep + rest.witness
             evaluator.set_placements(complete)

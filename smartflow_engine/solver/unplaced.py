@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 
 from ..state import Request, ScheduleState, relocate
-from ._cpsat import OutOfTime
+from ._cpsat import OutOfTime, ran_out
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .problem import Placement
 from .scoring import setup_cost
@@ -73,7 +73,7 @@ def unplaced_check(
         work_s=work_s,
     )
     # unproven within its work: the same answer anywhere; at its limit: the clock decided
-    cut = report.is_feasible is None and (work_s is None or report.runtime_s >= limit - 0.01)
+    cut = report.is_feasible is None and (work_s is None or ran_out(report.runtime_s, limit))
     return (1 if report.is_feasible is False else 0), cut
 
 

@@ -73,6 +73,7 @@ DOCUMENTED = {
     "ordered_chain_work": 0.05,
     "ordered_chain_share": 0.1,
     "ordered_max_share": 2.0,
+    "ordered_max_work": 0.4,
     "ordered_max_split": 0.5,
     "exact_build_steps_per_work": 9e6,
     "one_search_share": 1.0,

@@ -16,7 +16,10 @@ MODULES = sorted(SOLVER.glob("*.py"))
 # Module-level numbers that are not calibration (issue 10 item 7, issue 30 item 3): encodings,
 # tolerances and limits of the models' arithmetic, and analyze_health's own defaults.
 NOT_CALIBRATION = {
-    "_cpsat": {"MIN_TIME_LIMIT_S"},  # CP-SAT's smallest limit (zero would mean none)
+    "_cpsat": {
+        "MIN_TIME_LIMIT_S",
+        "CUT_MARGIN_S",
+    },  # CP-SAT's smallest limit (zero would mean none)
     "patterns": {"MAX_PATTERNS"},  # above it a run type uses the positional encoding
     "health_eval": {"MIN_USABLE", "MIN_BUFFER"},  # analyze_health's tolerance defaults
     # a tolerance; how many answers are kept; how many class masks get every union (2**6: a
