@@ -439,7 +439,8 @@ def bench_upstream(
 
     sizes = (13, 30) if quick else (13, 30, 60)
     seeds = range(1) if quick else range(2)
-    limit = limit_s if limit_s is not None else 1.0 if quick else 2.0
+    from smartflow_engine.tools_adapter.tools.solver import proposal_limit
+
     propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # imports and kernels warm
     cells = [(d, v, s) for d in sizes for v in VARIANTS for s in seeds]
     task = progress.add_task("upstream", total=len(cells))
@@ -451,6 +452,8 @@ def bench_upstream(
         rows.append(row)
         progress.advance(task)
         t = time.perf_counter()
+        # the tool's default limit for the window's size (2 s up to 30 days, 2.8 s at 60)
+        limit = limit_s if limit_s is not None else 1.0 if quick else proposal_limit(days)
         new = propose_placement(state, time_limit_s=limit, seed=0, include_suggested=replan)
         row.runtime = time.perf_counter() - t
         row.placed = sum(p.length for p in new.placements)
@@ -504,7 +507,13 @@ def upstream_section(
         "",
         "Seeded `synthetic_window(..., upstream=True)` windows (banned half-day blocks and "
         "weekdays, class dates, water-course permission, profiles, item order), one "
-        f"`propose_placement` each ({limit_s or (1 if quick else 2):g} s) {scope}, applied "
+        "`propose_placement` each ("
+        + (
+            f"{limit_s or 1:g} s"
+            if limit_s or quick
+            else "the tool's default limit: 2 s up to 30 days, 2.8 s at 60"
+        )
+        + f") {scope}, applied "
         "through the write path "
         "(`relocate`, which refuses any breach of a class rule: `rules kept`). `all placed` "
         "counts the proven-feasible windows whose proposal places every pending period; "
