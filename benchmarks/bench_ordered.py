@@ -83,7 +83,7 @@ class BigMOrderedModel(OrderedModel):
             if tid is None:
                 break
             if order != last:
-                nxt = self.model.new_int_var(0, self.big, "")
+                nxt = self.model.new_int_var(0, self.big, f"frontier{tid}")
                 last = order
             here = self.chosen[tid]
             vs = [v for v, _ in here]

@@ -438,7 +438,7 @@ class OrderedModel:
             if top == 0:
                 prev = []
                 continue
-            f = [self.model.new_bool_var("") for _ in range(top)]
+            f = [self.model.new_bool_var(f"f{groups[0][0]}_{g}_{k}") for k in range(top)]
             for k in range(1, top):
                 add(f[k], f[k - 1])
             for k in range(min(top, len(prev))):
@@ -447,12 +447,12 @@ class OrderedModel:
                 ends_at = [
                     (min(pos[idx(p.day, p.slot_end)], top - 1), v) for v, p in self.chosen[tid]
                 ]
-                for k, e in self._suffix(ends_at, top) if self.aggregate else ends_at:
+                for k, e in self._suffix(ends_at, f"e{tid}") if self.aggregate else ends_at:
                     add(e, f[k])
             for tid in groups[g + 1]:
                 starts_at = [(pos[idx(p.day, p.slot_start)], v) for v, p in self.chosen[tid]]
                 starts_at = [(k, v) for k, v in starts_at if k < top]
-                for k, e in self._prefix(starts_at) if self.aggregate else starts_at:
+                for k, e in self._prefix(starts_at, f"s{tid}") if self.aggregate else starts_at:
                     add(e, ~f[k])
             prev = f
         return True
@@ -481,9 +481,10 @@ class OrderedModel:
                 total -= full - most
         return total
 
-    def _suffix(self, at: list[tuple[int, Any]], top: int) -> list[tuple[int, Any]]:
+    def _suffix(self, at: list[tuple[int, Any]], name: str) -> list[tuple[int, Any]]:
         """``(k, e_k)`` with ``e_k`` = "one of the places ``at`` ((time point, chosen)) at or
-        after ``k``" (a sum of places of one task: a boolean), for every k up to the last."""
+        after ``k``" (a sum of places of one task: a boolean, named ``name_k``), for every k
+        from the first place's to the last's."""
         if not at:
             return []
         buckets: dict[int, list[Any]] = defaultdict(list)
@@ -493,19 +494,18 @@ class OrderedModel:
         out: list[tuple[int, Any]] = []
         nxt: Any = 0
         for k in range(max(buckets), lo - 1, -1):
-            if k not in buckets and k != lo:
-                if out:
-                    out.append((k, out[-1][1]))
+            if k not in buckets:
+                out.append((k, out[-1][1]))
                 continue
-            e = self.model.new_bool_var("")
-            self.model.add(e == nxt + sum(buckets.get(k, [])))
+            e = self.model.new_bool_var(f"{name}_{k}")
+            self.model.add(e == nxt + sum(buckets[k]))
             out.append((k, e))
             nxt = e
         return out
 
-    def _prefix(self, at: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
-        """``(k, s_k)`` with ``s_k`` = "one of the places ``at`` at or before ``k``", from the
-        first place's k to the last's."""
+    def _prefix(self, at: list[tuple[int, Any]], name: str) -> list[tuple[int, Any]]:
+        """``(k, s_k)`` with ``s_k`` = "one of the places ``at`` at or before ``k``" (named
+        ``name_k``), from the first place's k to the last's."""
         if not at:
             return []
         buckets: dict[int, list[Any]] = defaultdict(list)
@@ -517,7 +517,7 @@ class OrderedModel:
             if k not in buckets:
                 out.append((k, out[-1][1]))
                 continue
-            e = self.model.new_bool_var("")
+            e = self.model.new_bool_var(f"{name}_{k}")
             self.model.add(e == prev + sum(buckets[k]))
             out.append((k, e))
             prev = e
