@@ -127,14 +127,14 @@ def solve_ordered(
     placed at once: a task at most once, a free period and a host block's guest seat once, and
     for two placed items a < b of one class ``end(a) < start(b)`` (:class:`OrderedModel`; one
     class's chain alone by :func:`_solve_chain`). ``targets``: per task a ``(day, period)`` it
-    should stay near; then among the maxima the least total distance (in
-    periods) wins. Returns ``(status, best, bound, placements)``. The model's size and build
-    time are bounded by ``calibration`` (``ordered_max_options``, ``ordered_build_share``,
-    ``ordered_solve_per_build``);
-    ``work_s``: CP-SAT's deterministic time, so that with one worker what it finds is the same
-    on any machine the wall clock (``time_limit_s``) does not cut (a caller sees the cut as an
-    answer short of optimal at the end of its limit). ``model``: the model's class (the
-    benchmark's peer formulation; default :class:`OrderedModel`)."""
+    should stay near; then among the maxima the least total distance (in periods) wins.
+    Returns ``(status, best, bound, placements)``. The model's size and build time are bounded
+    by ``calibration`` (``ordered_max_options``, ``ordered_build_share``,
+    ``ordered_solve_per_build``); ``work_s``: CP-SAT's deterministic time, so that with one
+    worker what it finds is the same on any machine the wall clock (``time_limit_s``) does not
+    cut (a caller sees the cut as an answer short of optimal at the end of its limit).
+    ``model``: the model's class (the benchmark's peer formulation; default
+    :class:`OrderedModel`)."""
     t0 = time.perf_counter()
 
     def unknown(cap: int | None = upper) -> tuple[SolveStatus, int, int, list[Placement]]:
