@@ -70,6 +70,7 @@ DOCUMENTED = {
     "move_weight": 0.05,
     "ordered_max_options": 40_000,
     "ordered_build_share": 0.5,
+    "ordered_solve_per_build": 1.0,
     "ordered_chain_work": 0.05,
     "ordered_chain_share": 0.1,
     "ordered_max_share": 2.0,

@@ -67,6 +67,14 @@ RUNS: list[tuple[str, Callable[[], object]]] = [
         ),
     ),
     (
+        "feasibility_ordered",  # the exact ordered model (issue 42: keep_order drops items)
+        lambda: check_feasibility(
+            synthetic_window(500, 13, variant="tight", upstream=True),
+            time_limit_s=2.0,
+            explain=False,
+        ),
+    ),
+    (
         "proposal",  # the full window's placement model, the close stage's sub-models
         lambda: propose_placement(synthetic_window(1, 7), time_limit_s=3.0, seed=0),
     ),
