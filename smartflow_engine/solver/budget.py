@@ -266,13 +266,13 @@ class Calibration:
     # proposal's search (ordered_max_share of its effort); both converted by exact_det_per_s.
     ordered_chain_work: float = 0.05
     ordered_chain_share: float = 0.1
-    ordered_max_share: float = 2.0
+    ordered_max_share: float = 5.0
     # ...at most ordered_max_work (CP-SAT deterministic time: the stage's wall limit is a
     # second at most, which a larger budget would reach on a busy machine), of which the first
     # solve (the most periods alone) takes ordered_max_split, the second (the same periods
     # nearest the start's places) the rest.
-    ordered_max_work: float = 0.4
-    ordered_max_split: float = 0.5
+    ordered_max_work: float = 0.5
+    ordered_max_split: float = 0.7
 
     def __post_init__(self) -> None:
         for f in fields(self):

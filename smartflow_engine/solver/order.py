@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .starts import Start
 
 from .order_spans import Position, order_segments, task_of
+from .ordered import is_chain, solve_ordered
 
 __all__ = [
     "Position",
@@ -186,12 +187,18 @@ def _chain(
         targets = {tid: (p.day, p.slot_start) for tid, p in zip(chain, places, strict=False)}
         picks = _greedy_chain(chain, options, targets)
         left = exact_s - (time.perf_counter() - t0)
-        if len(picks) < len(chain) and work_s > 0:  # the exact chain: most periods, near targets
+        if len(picks) < len(chain) and is_chain(state, options):
+            # the exact chain by its programme (no CP-SAT: neither work nor clock decides)
+            exact = solve_ordered(
+                state, options, state.slots_per_day, state.num_days, time_limit_s=1.0,
+                num_workers=1, hint=picks, targets=targets, calibration=calibration,
+            )[3]  # fmt: skip
+            if sum(p.length for p in exact) > sum(p.length for p in picks):
+                picks = exact
+        elif len(picks) < len(chain) and work_s > 0:  # the exact chain: most periods, near targets
             if left <= 0.05:
                 cuts.append(True)  # (no time for the chain its work would have run)
             else:
-                from .ordered import solve_ordered
-
                 solve_t0 = time.perf_counter()
                 status, _, _, exact = solve_ordered(
                     state,

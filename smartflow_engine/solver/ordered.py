@@ -205,6 +205,12 @@ def _chain_max(chain: list[list[tuple[int, int, int]]], horizon: int) -> int:
     return int(_programme(chain, horizon)[-1][-1])
 
 
+def is_chain(state: ScheduleState, options: dict[int, list[Placement]]) -> bool:
+    """Whether :func:`solve_ordered` answers ``options`` by its chain programme (one class's
+    items, orders all different): exactly, with no CP-SAT call, so no clock or work decides."""
+    return _chain_of(state, options) is not None
+
+
 def _chain_of(state: ScheduleState, options: dict[int, list[Placement]]) -> list[int] | None:
     """The tasks of ``options`` in their item order, when they are one class's items with
     orders all different (a chain), else None."""
