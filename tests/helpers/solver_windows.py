@@ -8,6 +8,7 @@ through ``relocate`` by the tests, so the oracle is checked against the real wri
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -402,3 +403,28 @@ def maximum_placements(
 
     dfs(0, set(found.busy), set(), 0, [], [0] * len(scope))
     return best, out
+
+
+def best_health(
+    state: ScheduleState,
+    candidates: Iterable[list[Placement]],
+    breaks: Callable[[ScheduleState, list[Placement]], list[str]],
+) -> tuple[int, int, int]:
+    """The least (critical, critical + warning) of analyze_health over the ``candidates``
+    (placements of pending tasks) that overlap nowhere and that ``breaks`` (an independent
+    checker of the class rules) finds nothing wrong with, and how many there are."""
+    from smartflow_engine.analyzers import analyze_health
+
+    best_c, best_cw, count = 10**6, 10**6, 0
+    for pls in candidates:
+        cells = {(p.day, q) for p in pls for q in range(p.slot_start, p.slot_end + 1)}
+        if len(cells) < sum(p.length for p in pls) or breaks(state, pls):
+            continue
+        applied = state.copy_state()
+        requests = [Request(p.task_id, p.day, p.slot_start) for p in pls]
+        assert relocate(applied, requests, op="apply_proposal", status_after="suggested").ok
+        signal = analyze_health(applied, time_limit_s=1.0).metrics["close_signal"]
+        c, w = signal["critical"], signal["warning"]
+        count += 1
+        best_c, best_cw = min(best_c, c), min(best_cw, c + w)
+    return best_c, best_cw, count

@@ -9,10 +9,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.solver.health_floor import health_floor
-from smartflow_engine.state import Request, ScheduleState, relocate
-from tests.helpers.solver_windows import ordered_week
+from smartflow_engine.state import ScheduleState
+from tests.helpers.solver_windows import best_health, ordered_week
 from tests.solver.test_upstream_rules import breaks
 
 
@@ -58,21 +57,12 @@ def _best(state: ScheduleState) -> tuple[int, int, int]:
     from smartflow_engine.solver.problem import Placement
 
     places = [(d, s) for d in range(1, 8) for s in range(1, 6)]  # periods 1-8 are free
-    best_c, best_cw, count = 10**6, 10**6, 0
     # (in time order: the items' order 1, 2, 3; the checker judges the rest)
-    for combo in itertools.combinations(places, 3):
-        pls = [Placement(10 + k, d, s, s + 3) for k, (d, s) in enumerate(combo)]
-        cells = {(p.day, q) for p in pls for q in range(p.slot_start, p.slot_end + 1)}
-        if len(cells) < 12 or breaks(state, pls):
-            continue
-        applied = state.copy_state()
-        requests = [Request(p.task_id, p.day, p.slot_start) for p in pls]
-        assert relocate(applied, requests, op="apply_proposal", status_after="suggested").ok
-        signal = analyze_health(applied, time_limit_s=1.0).metrics["close_signal"]
-        c, w = signal["critical"], signal["warning"]
-        count += 1
-        best_c, best_cw = min(best_c, c), min(best_cw, c + w)
-    return best_c, best_cw, count
+    candidates = (
+        [Placement(10 + k, d, s, s + 3) for k, (d, s) in enumerate(combo)]
+        for combo in itertools.combinations(places, 3)
+    )
+    return best_health(state, candidates, breaks)
 
 
 def test_weekday_floor_binds_and_stays_below_every_schedule() -> None:
