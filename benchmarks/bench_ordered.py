@@ -31,14 +31,12 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from smartflow_engine.solver import feasibility, ordered
-from smartflow_engine.solver.order_spans import task_of
 from smartflow_engine.solver.ordered import OrderedModel, max_placeable_ordered
-from smartflow_engine.state import ScheduleState, order_key
+from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 
 VARIANTS = ("fragmented", "plain", "tight")
@@ -58,12 +56,7 @@ class BigMOrderedModel(OrderedModel):
     chain_dp: ClassVar[bool] = False
 
     def add_precedence(self, state: ScheduleState) -> bool:
-        by_class: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for tid, here in self.chosen.items():
-            key = order_key(task_of(state, tid))
-            if key is not None and here:
-                by_class[key[0]].append((key[1], tid))
-        for items in by_class.values():
+        for items in self.items_by_class(state):
             if self._late():
                 return False
             self._big_m_frontier(sorted(items))

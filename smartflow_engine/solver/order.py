@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from .run import ScopeRun
     from .starts import Start
 
+from . import ordered as ordered_model  # (read at call time: a benchmark swaps its model)
 from .order_spans import Position, order_segments, task_of
-from .ordered import is_chain, solve_ordered
 
 __all__ = [
     "Position",
@@ -187,9 +187,9 @@ def _chain(
         targets = {tid: (p.day, p.slot_start) for tid, p in zip(chain, places, strict=False)}
         picks = _greedy_chain(chain, options, targets)
         left = exact_s - (time.perf_counter() - t0)
-        if len(picks) < len(chain) and is_chain(state, options):
+        if len(picks) < len(chain) and ordered_model.is_chain(state, options):
             # the exact chain by its programme (no CP-SAT: neither work nor clock decides)
-            exact = solve_ordered(
+            exact = ordered_model.solve_ordered(
                 state, options, state.slots_per_day, state.num_days, time_limit_s=1.0,
                 num_workers=1, hint=picks, targets=targets, calibration=calibration,
             )[3]  # fmt: skip
@@ -200,7 +200,7 @@ def _chain(
                 cuts.append(True)  # (no time for the chain its work would have run)
             else:
                 solve_t0 = time.perf_counter()
-                status, _, _, exact = solve_ordered(
+                status, _, _, exact = ordered_model.solve_ordered(
                     state,
                     options,
                     state.slots_per_day,

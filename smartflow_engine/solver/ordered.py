@@ -382,6 +382,15 @@ class OrderedModel:
                 self.model.add_at_most_one(vs)
         return True
 
+    def items_by_class(self, state: ScheduleState) -> list[list[tuple[int, int]]]:
+        """Per class with a place for any of its ordered items: its items as (order, task)."""
+        by_class: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for tid, here in self.chosen.items():
+            key = order_key(task_of(state, tid))
+            if key is not None and here:
+                by_class[key[0]].append((key[1], tid))
+        return list(by_class.values())
+
     def add_precedence(self, state: ScheduleState) -> bool:
         """The item order, per class, as an order-encoded frontier on the global period index:
         ``f[g][k]`` = "a placed item of order group <= g ends at or after ``times[k]``" (the
@@ -395,12 +404,7 @@ class OrderedModel:
         group: they do not constrain each other. Without ``targets``, runs of interchangeable
         items (consecutive orders, one item each, the same places) are placed as a prefix
         (:meth:`_prefix_runs`)."""
-        by_class: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for tid, here in self.chosen.items():
-            key = order_key(task_of(state, tid))
-            if key is not None and here:
-                by_class[key[0]].append((key[1], tid))
-        for items in by_class.values():
+        for items in self.items_by_class(state):
             if self._late():
                 return False
             groups = _order_groups(sorted(items))
