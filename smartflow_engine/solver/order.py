@@ -501,13 +501,13 @@ def _ordered_max(
     finds places as many). Its answer when it places more periods than ``kept``, else ``kept``
     and ``dropped``. Their work (``ordered_max_share`` of the effort, at most
     ``ordered_max_work``, shared out by ``ordered_max_split``) decides; the wall clock (half
-    of what is left before the search's stop, at most a second) only cuts, and True then goes
+    of what is left before the search's stop, at most two seconds) only cuts, and True then goes
     to ``cut``."""
     from .ordered import max_placeable_ordered
 
     cal = run.calibration
     t0 = time.perf_counter()
-    limit = min(1.0, 0.5 * (run.search_stop - t0))
+    limit = min(2.0, 0.5 * (run.search_stop - t0))
     if limit < 0.1:
         cut.append(True)  # (no time for what its work would have found)
         return kept, dropped
