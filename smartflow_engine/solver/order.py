@@ -434,8 +434,8 @@ def order_start(
     the search's answer and undid its gains). The start is ordered by :func:`keep_order`
     (relabelled, else its classes re-placed as chains; when a chain leaves items out, the
     exact ordered model of the whole scope, :func:`.ordered.max_placeable_ordered`, near the
-    start's places, within half of what is left before the search's stop and at most a
-    second; before it, the ``others`` starts (name, placements), chained alike, stand in when
+    start's places, within half of what is left before the search's stop and at most two
+    seconds; before it, the ``others`` starts (name, placements), chained alike, stand in when
     one keeps more periods: the periods placed come first); the greedy likewise, used only when
     nothing of it drops. When the start's chains leave items out, ``level1`` comes back
     unproven with the periods placed (the proposal then claims no maximum, as
