@@ -1,6 +1,8 @@
 """The spans the item order leaves a task of a class (issue 42): the low part of
-:mod:`.order`, which the problem builder and the exact ordered model read (kept apart so that
-neither imports the module that re-places chains through them)."""
+:mod:`.order`, which the problem builder, the exact ordered model and the health floor read
+(kept apart so that none imports the module that re-places chains through them): the segment
+its class's staying items leave an item (:func:`order_segments`), and the days its class's
+chain leaves it in every schedule of a floor's population (:func:`chain_days`)."""
 
 from __future__ import annotations
 
