@@ -494,43 +494,33 @@ class OrderedModel:
     def _suffix(self, at: list[tuple[int, Any]], name: str) -> list[tuple[int, Any]]:
         """``(k, e_k)`` with ``e_k`` = "one of the places ``at`` ((time point, chosen)) at or
         after ``k``" (a sum of places of one task: a boolean, named ``name_k``), for every k
-        from the first place's to the last's."""
-        if not at:
-            return []
-        buckets: dict[int, list[Any]] = defaultdict(list)
-        for k, v in at:
-            buckets[k].append(v)
-        lo = min(buckets)
-        out: list[tuple[int, Any]] = []
-        nxt: Any = 0
-        for k in range(max(buckets), lo - 1, -1):
-            if k not in buckets:
-                out.append((k, out[-1][1]))
-                continue
-            e = self.model.new_bool_var(f"{name}_{k}")
-            self.model.add(e == nxt + sum(buckets[k]))
-            out.append((k, e))
-            nxt = e
-        return out
+        from the last place's down to the first's."""
+        return self._running(at, name, upward=False)
 
     def _prefix(self, at: list[tuple[int, Any]], name: str) -> list[tuple[int, Any]]:
         """``(k, s_k)`` with ``s_k`` = "one of the places ``at`` at or before ``k``" (named
         ``name_k``), from the first place's k to the last's."""
+        return self._running(at, name, upward=True)
+
+    def _running(self, at: list[tuple[int, Any]], name: str, upward: bool) -> list[tuple[int, Any]]:
+        """The running sums of :meth:`_prefix` (``upward``) and :meth:`_suffix`: one boolean
+        per time point holding a place, the one before it carried over the points between."""
         if not at:
             return []
         buckets: dict[int, list[Any]] = defaultdict(list)
         for k, v in at:
             buckets[k].append(v)
+        lo, hi = min(buckets), max(buckets)
         out: list[tuple[int, Any]] = []
-        prev: Any = 0
-        for k in range(min(buckets), max(buckets) + 1):
+        last: Any = 0
+        for k in range(lo, hi + 1) if upward else range(hi, lo - 1, -1):
             if k not in buckets:
                 out.append((k, out[-1][1]))
                 continue
             e = self.model.new_bool_var(f"{name}_{k}")
-            self.model.add(e == prev + sum(buckets[k]))
+            self.model.add(e == last + sum(buckets[k]))
             out.append((k, e))
-            prev = e
+            last = e
         return out
 
     def _prefix_runs(self, groups: list[list[int]]) -> None:
