@@ -428,3 +428,21 @@ def best_health(
         count += 1
         best_c, best_cw = min(best_c, c), min(best_cw, c + w)
     return best_c, best_cw, count
+
+
+def daily_event(first: int = 9, last: int = 12, days: int = 7) -> list[dict[str, Any]]:
+    """A locked event (a club, "社团") holding periods ``first``-``last`` on each of ``days``
+    days, as raw task rows with ids 1..days (for :func:`ordered_week`)."""
+    return [
+        {
+            "state_id": day,
+            "source": "event",
+            "source_id": 100 + day,
+            "name": "社团",
+            "category": "课程",
+            "status": "existing",
+            "locked": True,
+            "slots": [{"day": day, "slot_start": first, "slot_end": last}],
+        }
+        for day in range(1, days + 1)
+    ]

@@ -15,26 +15,14 @@ from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.order_spans import chain_days
 from smartflow_engine.solver.problem import Placement
 from smartflow_engine.state import ScheduleState
-from tests.helpers.solver_windows import best_health, ordered_week
+from tests.helpers.solver_windows import best_health, daily_event, ordered_week
 from tests.solver.test_upstream_rules import breaks
 
 
 def _window(anchor_day: int) -> ScheduleState:
     """A week of 12 periods: an event holds periods 9-12 every day; class 10's item 1 is locked
     on ``anchor_day`` periods 1-4, its items 2-4 (4 periods each) are pending."""
-    tasks: list[dict[str, Any]] = [
-        {
-            "state_id": day,
-            "source": "event",
-            "source_id": 100 + day,
-            "name": "社团",
-            "category": "课程",
-            "status": "existing",
-            "locked": True,
-            "slots": [{"day": day, "slot_start": 9, "slot_end": 12}],
-        }
-        for day in range(1, 8)
-    ]
+    tasks = daily_event()
     for k in range(4):
         item: dict[str, Any] = {
             "state_id": 10 + k,

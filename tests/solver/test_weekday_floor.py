@@ -7,31 +7,17 @@ weekday argument is what makes it bind.
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.state import ScheduleState
-from tests.helpers.solver_windows import best_health, ordered_week
+from tests.helpers.solver_windows import best_health, daily_event, ordered_week
 from tests.solver.test_upstream_rules import breaks
 
 
 def _window(banned_weekdays: list[int]) -> ScheduleState:
     """A week of 12 periods: an event holds periods 9-12 every day; one class (weekdays
     ``banned_weekdays`` banned) has three pending items of 4 periods, in order 1, 2, 3."""
-    tasks: list[dict[str, Any]] = []
-    for day in range(1, 8):
-        tasks.append(
-            {
-                "state_id": day,
-                "source": "event",
-                "source_id": 100 + day,
-                "name": "社团",
-                "category": "课程",
-                "status": "existing",
-                "locked": True,
-                "slots": [{"day": day, "slot_start": 9, "slot_end": 12}],
-            }
-        )
+    tasks = daily_event()
     for k in range(3):
         tasks.append(
             {
