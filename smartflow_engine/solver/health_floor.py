@@ -92,7 +92,7 @@ from ..rules import (
     rules_for,
     severity,
 )
-from ..state import ScheduleState, Task
+from ..state import ScheduleState, Task, order_key
 from ._cpsat import OutOfTime
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, Item, exact_days
@@ -400,6 +400,8 @@ def _add_chains(
     class's chain leaves them (:func:`.order_spans.chain_days`: every placed movable task stays
     placed, and with ``must_pending`` every pending one is placed), for :func:`_reach` to
     narrow its class's days to (a reach the caller gave stays as given)."""
+    if not any(order_key(t) is not None for t in state.tasks if t.state_id in movable_ids):
+        return  # (no ordered item moves: nothing to bound, no room to build)
     host_room = np.zeros_like(fixed_owner, dtype=bool)
     for t in state.tasks:
         if t.can_embed and not t.locked and t.state_id not in movable_ids:
