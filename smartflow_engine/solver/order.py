@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .starts import Start
 
 from . import ordered as ordered_model  # (read at call time: a benchmark swaps its model)
-from .order_spans import Position, order_segments, task_of
+from .order_spans import Position, fitting_starts, order_segments, task_of
 
 __all__ = [
     "Position",
@@ -285,10 +285,7 @@ class _ChainRoom:
         ok = state.class_rules.allowed_starts(task, need)[d_lo - 1 : d_hi, :width].copy()
         ok &= (day > lo[0]) | ((day == lo[0]) & (s0 > lo[1]))
         ok &= (day < hi[0]) | ((day == hi[0]) & (s0 + need - 1 < hi[1]))
-        free = self.free[d_lo - 1 : d_hi]
-        zero = np.zeros((free.shape[0], 1), dtype=np.int32)
-        run = np.concatenate([zero, np.cumsum(free, axis=1, dtype=np.int32)], axis=1)  # prefix sums
-        fits = (run[:, need : need + width] - run[:, :width]) == need  # all periods free
+        fits = fitting_starts(self.free[d_lo - 1 : d_hi], need)[:, :width]  # all periods free
         if not guest_ok:
             ok &= fits
         opts: list[Placement] = []

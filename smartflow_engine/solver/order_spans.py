@@ -135,9 +135,8 @@ def _class_chain(
         starts = rules.allowed_starts(t, need)
         if t.slots and not starts[t.slots[0].day - 1, t.slots[0].slot_start - 1]:
             return None  # standing outside its class's grid: its reach is not its class's
-        places = _starts_in(starts, room, need)
-        if rules.may_embed(t) and not t.can_embed:
-            places |= _starts_in(starts, host_room | room, need)
+        cells = room | host_room if rules.may_embed(t) and not t.can_embed else room
+        places = starts & fitting_starts(cells, need)
         index = np.flatnonzero(places.ravel()) + 1  # global index of each start (1-based)
         if index.size == 0:
             return None
@@ -161,15 +160,16 @@ def _class_chain(
     return out
 
 
-def _starts_in(starts: np.ndarray, room: np.ndarray, need: int) -> np.ndarray:
-    """``starts`` whose ``need`` periods are all in ``room`` (both ``(days, periods)``)."""
+def fitting_starts(room: np.ndarray, need: int) -> np.ndarray:
+    """``(days, periods)``: whether the ``need`` periods from each start are all in ``room``
+    (a run past the day's end never is)."""
     days, spd = room.shape
     zero = np.zeros((days, 1), dtype=np.int32)
     run = np.concatenate([zero, np.cumsum(room, axis=1, dtype=np.int32)], axis=1)  # prefix sums
-    out = np.zeros_like(starts)
+    out = np.zeros(room.shape, dtype=bool)
     width = spd - need + 1
     if width > 0:
-        out[:, :width] = starts[:, :width] & ((run[:, need:] - run[:, :width]) == need)
+        out[:, :width] = (run[:, need:] - run[:, :width]) == need
     return out
 
 
