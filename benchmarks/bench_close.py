@@ -19,7 +19,8 @@ distance to the floor (critical + warning issues above it), and runtimes. Run
 ``python -m benchmarks.bench_close [--quick]``; ``--upstream [--pending-only]`` runs the upstream-shaped set
 alone (issue 42: every proposal keeps every class rule); ``--reorder-ab [--seeds N] [--limit S]``
 the one search on its 13/30-day windows at fixed work, without and with the moves that carry an
-ordered item past its neighbours.
+ordered item past its neighbours; ``--push-ab`` the same without and with their push of the
+items they pass.
 """
 
 from __future__ import annotations
@@ -132,6 +133,9 @@ def hill_climb(
 # budget so that the floor is the same on any machine the clock does not cut).
 EXACT_FLOOR_S = 20.0
 EXACT_FLOOR_WORK = 5.0
+# the floor's model that holds the item order (upstream set: where no other floor blocks)
+ORDERED_FLOOR_S = 120.0
+ORDERED_FLOOR_WORK = 45.0
 
 
 def bench(quick: bool, progress: Progress) -> list[Row]:
@@ -422,6 +426,10 @@ class UpstreamRow:
     # the exact floor of the schedules placing at least the proposal's pending periods (and
     # keeping its re-planned tasks placed): every schedule placing the most is one of them
     own_floor: tuple[int, int] | None = None
+    # the lexicographic floor of the same schedules with the model that holds the item order
+    # (run only where the window stays open and neither floor above blocks; None: not run or
+    # not proven)
+    ordered_floor: tuple[int, int] | None = None
     heavy: int = 0  # heavy adjacency (issue 42 item 4) after the proposal
     runtime: float = 0.0
 
@@ -476,16 +484,27 @@ def bench_upstream(
         row.heavy = ctx.metrics.get("overall", {}).get("heavy_adjacent", 0)
         scope = {t.state_id for t in scope_tasks(state, include_suggested=replan)}
         pending = {t.state_id for t in state.pending_tasks()}
-        own = health_floor(
-            state,
-            "normal",
-            pending_periods=sum(p.length for p in new.placements if p.task_id in pending),
-            scope=scope,
-            exact_s=EXACT_FLOOR_S,
-            exact_work_s=EXACT_FLOOR_WORK,
-        )
+        floor_args: dict[str, Any] = {
+            "pending_periods": sum(p.length for p in new.placements if p.task_id in pending),
+            "scope": scope,
+            "exact_s": EXACT_FLOOR_S,
+            "exact_work_s": EXACT_FLOOR_WORK,
+        }
+        own = health_floor(state, "normal", **floor_args)
         if own.proven:
             row.own_floor = (own.critical, own.warning)
+        if _closes(row.counts) or _blocks(row.floor) or _blocks(row.own_floor):
+            continue
+        held = health_floor(
+            state,
+            "normal",
+            ordered_s=ORDERED_FLOOR_S,
+            ordered_work_s=ORDERED_FLOOR_WORK,
+            **floor_args,
+        )
+        if held.proven and any(b["why"].get("kind") == "ordered_days" for b in held.binding):
+            lex = held.warning if held.least_warning is None else held.least_warning
+            row.ordered_floor = (held.critical, lex)
     return rows
 
 
@@ -522,14 +541,18 @@ def upstream_section(
         "impossible: `floor` is `analyze_health`'s on the applied proposal, `exact floor` the "
         "floor with its exact model (`health_floor(..., exact_s=20, exact_work_s=5)`) of the "
         "schedules that place at least the proposal's pending periods (every schedule placing "
-        "the most does: its blocking is proven whether or not the maximum is); `heavy` = heavy-adjacency pairs after the proposal (profiles' hard "
+        "the most does: its blocking is proven whether or not the maximum is); `order floor` "
+        "the lexicographic floor of the same schedules with the model that also holds the "
+        "item order (`ordered_s=120, ordered_work_s=45`, `solver/ordered_floor.py`), run only "
+        "where the window stays open and neither floor before it blocks ('–': not run, or no "
+        "bound of its own); `heavy` = heavy-adjacency pairs after the proposal (profiles' hard "
         "classes). Shared 2-core machine: runtimes are noisy.",
         "",
         "| days | variant | windows | feasible / infeasible / unproven | rules kept | "
         "all placed | closes | "
         "floor blocks | heavy (median) | new s | periods placed / pending | "
-        "(critical, warning) after | floor | exact floor |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "(critical, warning) after | floor | exact floor | order floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[int, str], list[UpstreamRow]] = {}
     for r in rows:
@@ -541,7 +564,9 @@ def upstream_section(
         all_placed = sum(r.placed == r.required for r in feas)
         closes = sum(r.kept and _closes(r.counts) for r in group)
         open_rows = [r for r in group if r.kept and not _closes(r.counts)]
-        blocked = sum(_blocks(r.floor) or _blocks(r.own_floor) for r in open_rows)
+        blocked = sum(
+            _blocks(r.floor) or _blocks(r.own_floor) or _blocks(r.ordered_floor) for r in open_rows
+        )
         for k, v in (
             ("n", len(group)),
             ("feas", len(feas)),
@@ -563,7 +588,8 @@ def upstream_section(
             f"{' '.join(f'{r.placed}/{r.required}' for r in group)} | "
             f"{' '.join(str(r.counts) if r.kept else '–' for r in group)} | "
             f"{' '.join(str(r.floor) if r.floor is not None else '–' for r in group)} | "
-            f"{' '.join(str(r.own_floor) if r.own_floor is not None else '–' for r in group)} |"
+            f"{' '.join(str(r.own_floor) if r.own_floor is not None else '–' for r in group)} | "
+            f"{' '.join(str(r.ordered_floor) if r.ordered_floor is not None else '–' for r in group)} |"
         )
     lines += [
         "",
@@ -585,12 +611,13 @@ def run_upstream(quick: bool = False, limit_s: float | None = None, replan: bool
     return "\n".join(lines)
 
 
-def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
+def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5, flag: str = "reorder_items") -> str:
     """The one search on the 13/30-day upstream windows (seeds 500 and 501), from one ordered
     start each (``keep_order`` of the balanced greedy, no exact chain: the same start in every
-    run), at a fixed work budget (deterministic: no clock), without and with the moves that
-    carry an item past its class's neighbours (``Neighbourhood.reorder_items``); per window and
-    search seed, ``(critical, warning)`` without -> with."""
+    run), at a fixed work budget (deterministic: no clock), without and with the moves a
+    ``Neighbourhood`` switch turns on (``flag``: ``reorder_items``, the moves that carry an
+    item past its class's neighbours; ``push_items``, their push of the items passed); per
+    window and search seed, ``(critical, warning)`` without -> with."""
     from smartflow_engine.solver import moves
     from smartflow_engine.solver.health_search import search_health
     from smartflow_engine.solver.objective import resolve_weights
@@ -598,7 +625,7 @@ def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
 
     weights = resolve_weights(None)
     lines = [
-        f"| window | (critical, warning) without -> with the reordering moves, seeds 0-{seeds - 1} |",
+        f"| window | (critical, warning) without -> with `{flag}`, seeds 0-{seeds - 1} |",
         "|---|---|",
     ]
     totals = {False: [0, 0, 0], True: [0, 0, 0]}  # criticals, warnings, closes
@@ -613,20 +640,20 @@ def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
                 cells = []
                 for seed in range(seeds):
                     keys = {}
-                    for flag in (False, True):
-                        moves.Neighbourhood.reorder_items = flag
+                    for on in (False, True):
+                        setattr(moves.Neighbourhood, flag, on)
                         try:
                             result = search_health(
                                 state, problem, start, seed=seed, budget_s=budget_s,
                                 weights=weights,
                             )  # fmt: skip
                         finally:
-                            moves.Neighbourhood.reorder_items = True
-                        keys[flag] = (result.counts.critical, result.counts.warning)
-                        totals[flag][0] += keys[flag][0]
-                        totals[flag][1] += keys[flag][1]
-                        totals[flag][2] += _closes(keys[flag])
-                        soft[flag] += result.soft or 0.0
+                            setattr(moves.Neighbourhood, flag, True)
+                        keys[on] = (result.counts.critical, result.counts.warning)
+                        totals[on][0] += keys[on][0]
+                        totals[on][1] += keys[on][1]
+                        totals[on][2] += _closes(keys[on])
+                        soft[on] += result.soft or 0.0
                     old, new = keys[False], keys[True]
                     tally[0 if new < old else 1 if new == old else 2] += 1
                     cells.append(f"{old} -> {new}")
@@ -637,7 +664,7 @@ def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5) -> str:
         f"{totals[True][0]}, warnings {totals[False][1]} -> {totals[True][1]}, closes "
         f"(`critical=0 && warning<=1`) {totals[False][2]} -> {totals[True][2]}, weighted soft "
         f"terms {soft[False]:.0f} -> {soft[True]:.0f}; with the "
-        f"reordering moves better (critical, warning) on {tally[0]}, equal on {tally[1]}, "
+        f"`{flag}` better (critical, warning) on {tally[0]}, equal on {tally[1]}, "
         f"worse on {tally[2]}.",
     ]
     return "\n".join(lines)
@@ -649,8 +676,9 @@ def _arg(name: str, default: str) -> str:
 
 
 if __name__ == "__main__":
-    if "--reorder-ab" in sys.argv[1:]:
-        print(upstream_reorder_ab(int(_arg("--seeds", "6")), float(_arg("--limit", "0.5"))))
+    if "--reorder-ab" in sys.argv[1:] or "--push-ab" in sys.argv[1:]:
+        flag = "push_items" if "--push-ab" in sys.argv[1:] else "reorder_items"
+        print(upstream_reorder_ab(int(_arg("--seeds", "6")), float(_arg("--limit", "0.5")), flag))
     elif "--upstream" in sys.argv[1:]:
         limit = float(_arg("--limit", "0")) or None  # (default: 1 s quick, 2 s full)
         replan = "--pending-only" not in sys.argv[1:]

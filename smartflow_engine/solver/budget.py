@@ -193,6 +193,10 @@ class Calibration:
     unload_tasks: int = 2  # the unload scan's blocks
     unload_days: int = 6  # the unload scan's lightest days
     unload_exchange_days: int = 3  # of those, the days where it also trades for a shorter block
+    # an ordered item's push (:meth:`.moves.Neighbourhood.push`): at most this many of its
+    # class's items pushed along each way, each to a place within this many of its days
+    push_chain: int = 8
+    push_days: int = 6
     # With the soft terms as the last key (a search given weights, issue 26): an evaluation
     # costs this many times more (the soft evaluator's update and reading); the health phase
     # gets at most soft_health_part times the search's evaluations (it stops at the floor),
@@ -273,6 +277,9 @@ class Calibration:
     # nearest the start's places) the rest.
     ordered_max_work: float = 0.5
     ordered_max_split: float = 0.7
+    # The floor's model that holds the item order (.ordered_floor.ordered_days): its start (the
+    # most periods in order) takes this share of its work, the bounds' solves the rest.
+    ordered_floor_seed_share: float = 0.3
 
     def __post_init__(self) -> None:
         for f in fields(self):

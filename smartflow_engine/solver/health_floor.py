@@ -53,6 +53,9 @@ Where the relaxation is weak (fragmented windows: blocks longer than a day's fre
 ``free_fragmentation`` over per-day patterns (:mod:`.health_model`): its proven bound replaces
 those rules' part when higher,
 and it gives the lexicographic floor :attr:`HealthFloor.least_warning` (issue 26 item 5).
+Where the item order binds (issue 42: a class's items follow each other, so which items a day
+takes depends on the days before it, which day patterns cannot see), ``ordered_s`` adds the
+same rules' model with the order held, each block placed on its own (:mod:`.ordered_floor`).
 """
 
 from __future__ import annotations
@@ -189,6 +192,8 @@ def health_floor(
     exact_work_s: float | None = None,
     task_reach: Mapping[int, tuple[int, int, np.ndarray]] | None = None,
     calibration: Calibration = DEFAULT_CALIBRATION,
+    ordered_s: float = 0.0,
+    ordered_work_s: float | None = None,
 ) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring): the sum of :data:`FLOOR_RULES`' bounds over one :class:`_Population`.
@@ -218,9 +223,18 @@ def health_floor(
     ``task_reach``: per task, the (first day, last day, allowed periods) it may take instead of its
     class's, holding every place it may take (a calendar scope, :func:`.scoped.floor_scope`);
     the exact model keeps the classes'. ``calibration``: the exact model's building budget
-    (:attr:`.budget.Calibration.exact_build_steps_per_work`)."""
+    (:attr:`.budget.Calibration.exact_build_steps_per_work`).
+
+    ``ordered_s``: when positive (and some class's movable items have different orders), the
+    wall-clock limit of the exact model of the same rules that holds the item order
+    (:mod:`.ordered_floor`: each block placed on its own, no days counted alike; slower, and
+    it answers only for populations of pending and suggested tasks standing where their
+    classes allow), which raises that part further when its proven bound is higher;
+    ``ordered_work_s``: its deterministic time. Off by default."""
     tick = _ticker(deadline)
-    limits = _ExactLimits(exact_s, deadline, num_workers, exact_work_s, calibration)
+    limits = _ExactLimits(
+        exact_s, deadline, num_workers, exact_work_s, calibration, ordered_s, ordered_work_s
+    )
     pop = _population(
         state, level, report, dimensions, pending_periods, scope, tick, limits, task_reach
     )
@@ -243,6 +257,8 @@ class _ExactLimits:
     num_workers: int
     work_s: float | None
     calibration: Calibration = DEFAULT_CALIBRATION
+    ordered_seconds: float = 0.0  # the order-holding model's limit (0: not run)
+    ordered_work_s: float | None = None
 
 
 @dataclass
@@ -864,6 +880,25 @@ def _exact_floor(pop: _Population, out: _Sum) -> None:
         _tighten(pop, out, limit)
     elif limits.seconds > 0:
         out.floor.exact_wall_cut = True  # (the deadline left it no time)
+    if limits.ordered_seconds <= 0 or not _inner_order(pop):
+        return
+    limit = limits.ordered_seconds
+    if limits.deadline is not None:
+        limit = min(limit, limits.deadline - time.perf_counter())
+    if limit > 0:
+        _tighten_ordered(pop, out, limit)
+    else:
+        out.floor.exact_wall_cut = True
+
+
+def _inner_order(pop: _Population) -> bool:
+    """Two movable items of one class have different orders."""
+    seen: dict[int, int] = {}
+    for t in pop.state.tasks:
+        key = order_key(t) if t.state_id in pop.movable_ids else None
+        if key is not None and seen.setdefault(key[0], key[1]) != key[1]:
+            return True
+    return False
 
 
 def _capacity_floor(pop: _Population, out: _Sum) -> None:
@@ -1055,20 +1090,77 @@ def _tighten(pop: _Population, out: _Sum, time_limit_s: float) -> None:
         items,
         fixed_hosts,
         floating,
-        level=pop.level,
-        pending_min=pop.pending_min,
-        count_load="load" in pop.dimensions,
-        count_buffer="tolerance" in pop.dimensions,
         time_limit_s=time_limit_s,
-        num_workers=pop.limits.num_workers,
         work_s=pop.limits.work_s,
-        calibration=pop.limits.calibration,
+        **_model_args(pop),
     )
-    floor, shares = out.floor, out.shares
+    floor = out.floor
     floor.exact_complete = bool(result.figures.get("complete"))
     floor.exact_wall_cut = result.wall_cut
     if not result.proven:
         return
+    _raise_exact(
+        pop,
+        out,
+        result,
+        {
+            "kind": "exact_days",
+            "periods_to_place": pop.pending_min
+            + sum(it.length * it.count for it in items if not it.pending),
+            "block_lengths": result.figures.get("lengths", []),
+        },
+    )
+
+
+def _model_args(pop: _Population) -> dict[str, Any]:
+    """What both exact models of the per-day rules read of the population and its limits."""
+    return {
+        "level": pop.level,
+        "pending_min": pop.pending_min,
+        "count_load": "load" in pop.dimensions,
+        "count_buffer": "tolerance" in pop.dimensions,
+        "num_workers": pop.limits.num_workers,
+        "calibration": pop.limits.calibration,
+    }
+
+
+def _tighten_ordered(pop: _Population, out: _Sum, time_limit_s: float) -> None:
+    """Raise the same part to the bound of the model that holds the item order
+    (:mod:`.ordered_floor`) when it is higher: run when some class's movable items have
+    different orders, on its own limits (:func:`health_floor`'s ``ordered_s`` and
+    ``ordered_work_s``); it claims nothing for a population it does not model."""
+    from .ordered_floor import ordered_days
+
+    result = ordered_days(
+        pop.state,
+        pop.movable_ids,
+        time_limit_s=time_limit_s,
+        work_s=pop.limits.ordered_work_s,
+        **_model_args(pop),
+    )
+    floor = out.floor
+    floor.exact_wall_cut = floor.exact_wall_cut or result.wall_cut
+    if not result.proven:
+        return
+    placed = sum(
+        b.length
+        for t in pop.state.tasks
+        if t.state_id in pop.movable_ids and t.status != "pending"
+        for b in t.slots
+    )
+    _raise_exact(
+        pop,
+        out,
+        result,
+        {"kind": "ordered_days", "periods_to_place": pop.pending_min + placed},
+    )
+
+
+def _raise_exact(pop: _Population, out: _Sum, result: ExactDays, why: dict[str, Any]) -> None:
+    """The floor's ``day_utilization`` + ``buffer`` + ``free_fragmentation`` part raised to a
+    model's proven ``result`` where it is higher (and the lexicographic floor set), with one
+    binding entry carrying ``why`` and the model's figures."""
+    floor, shares = out.floor, out.shares
     parts = [i for i, b in enumerate(floor.binding) if b["rule"] in _EXACT_RULES]
     old_c = sum(shares[i][0] for i in parts)
     old_cw = sum(shares[i][1] for i in parts)
@@ -1082,27 +1174,33 @@ def _tighten(pop: _Population, out: _Sum, time_limit_s: float) -> None:
         least = other_w + max(result.lex_warning, new_cw - new_c)
     else:
         least = None
+    if new_c > old_c:
+        floor.least_warning = None  # (a bound at fewer criticals says nothing at more)
     floor.critical += new_c - old_c
     floor.warning += (new_cw - new_c) - (old_cw - old_c)
-    if least is not None and least > floor.warning:
+    known = floor.least_warning if floor.least_warning is not None else floor.warning
+    set_least = least is not None and least > known
+    if set_least:
         floor.least_warning = least
-    if (new_c, new_cw) == (old_c, old_cw) and floor.least_warning is None:
+    if (new_c, new_cw) == (old_c, old_cw) and not set_least:
         return
     if result.critical >= old_c and result.critical_warning >= old_cw:
         _drop_relaxed(out, parts)
     why = {
-        "kind": "exact_days",
-        "periods_to_place": pop.pending_min
-        + sum(it.length * it.count for it in items if not it.pending),
-        "block_lengths": result.figures.get("lengths", []),
+        **why,
         "min_critical": new_c,
         "min_issues": new_cw,
         "min_warning_at_min_critical": (None if least is None else least - other_w),
         "days_over_warning": result.figures.get("days_over_warning"),
         "days_over_critical": result.figures.get("days_over_critical"),
     }
+    # the entries of these rules that stay (all, or the unfixable days alone): the new
+    # entry's share makes their sum the new bound (a later model reads it)
+    kept = [i for i, b in enumerate(floor.binding) if b["rule"] in _EXACT_RULES]
+    kept_c = sum(shares[i][0] for i in kept)
+    kept_cw = sum(shares[i][1] for i in kept)
     floor.binding.append({"rule": "day_utilization", "why": why})
-    shares.append((new_c - old_c, new_cw - old_cw))
+    shares.append((new_c - kept_c, new_cw - kept_cw))
 
 
 def _drop_relaxed(out: _Sum, parts: list[int]) -> None:

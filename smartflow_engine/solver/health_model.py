@@ -408,7 +408,7 @@ def _hall_subsets(bits_here: Sequence[int]) -> list[tuple[int, ...]]:
 Cw = list[tuple[int, int]]  # per value: (critical, critical + warning) of it
 
 
-def _rule_tables(
+def rule_tables(
     level: Level, spd: int, num_days: int, count_load: bool, count_buffer: bool
 ) -> tuple[Cw, Cw, tuple[int | None, int | None]]:
     """Per load, the ``day_utilization`` severity of a day; per count of days without buffer,
@@ -505,7 +505,7 @@ class ExactDaysModel:
         self.num_days, self.spd = fixed_owner.shape
         self.free = fixed_owner == 0
         self.fixed_load = day_loads(~self.free)
-        self.util_cw, self.buf_cw, self.frag_from = _rule_tables(
+        self.util_cw, self.buf_cw, self.frag_from = rule_tables(
             level, self.spd, self.num_days, count_load, count_buffer
         )
         self.placing = [it for it in items if it.count > 0]
@@ -951,4 +951,4 @@ class ExactDaysModel:
         )
 
 
-__all__ = ["ExactDays", "ExactDaysModel", "Item", "day_patterns", "exact_days"]
+__all__ = ["ExactDays", "ExactDaysModel", "Item", "day_patterns", "exact_days", "rule_tables"]

@@ -169,6 +169,9 @@ class Neighbourhood:
     # relabelled or rotated to keep its order (:meth:`reorder`); False gives the moves that
     # only keep each item between its neighbours (the search before it, for comparisons).
     reorder_items = True
+    # Whether such a move may also push the neighbours it passes along (:meth:`push`) when
+    # neither relabelling nor rotating keeps the order; False: the moves before it.
+    push_items = True
 
     def __init__(
         self,
@@ -336,7 +339,82 @@ class Neighbourhood:
             return cand
         if not self.reorders:
             return None
-        return self._reseat(cand, by_kind=True) or self._reseat(cand, by_kind=False)
+        found = self._reseat(cand, by_kind=True) or self._reseat(cand, by_kind=False)
+        if found is None and self.push_items:
+            found = self.push(cand)
+        return found
+
+    def push(self, cand: Candidate) -> Candidate | None:
+        """``cand`` with the items of its movers' classes it passes pushed along (issue 42):
+        a mover's later items that now start before it ends each take the first free place
+        its rules allow after the item before them ends, and its earlier items that end after
+        it starts the last one before the item after them starts, until an item already
+        clears (at most ``push_chain`` items each way, each within ``push_days`` of its days
+        from there). Its length and rules go with each item, so the class's periods shift
+        along its days, where a relabelling needs items alike. None when an item finds no
+        place, a class has equal orders among the items it would push, or a rule breaks."""
+        ev, order = self.ev, self.order
+        movers = dict(cand)
+        over = dict(cand)
+        taken = {cell for _, pl in cand for cell in _cells(pl)}
+        for tid, new in cand:
+            key = order.key.get(tid)
+            if key is None:
+                continue
+            rest = [u for u in order.members[key[0]] if u != tid and u in ev.placed_scope]
+            if len({order.key[u][1] for u in rest} | {key[1]}) != len(rest) + 1:
+                return None  # (equal orders: no one way to push them)
+            for later in (True, False):
+                side = sorted(
+                    (u for u in rest if (order.key[u][1] > key[1]) == later),
+                    key=lambda u: order.key[u][1],
+                    reverse=not later,
+                )
+                bound = (new.day, new.slot_end) if later else (new.day, new.slot_start)
+                for n, u in enumerate(side):
+                    pl = over.get(u) or ev.placed_scope[u]
+                    if (pl.day, pl.slot_start) > bound if later else (pl.day, pl.slot_end) < bound:
+                        break  # (it clears the item before it: so do the ones after it)
+                    if n >= self.cal.push_chain or u in movers:
+                        return None
+                    seat = self._pushed(u, bound, taken, later)
+                    if seat is None:
+                        return None
+                    over[u] = seat
+                    taken.update(_cells(seat))
+                    bound = (seat.day, seat.slot_end) if later else (seat.day, seat.slot_start)
+        final = [(u, pl) for u, pl in over.items() if u in movers or ev.placed_scope.get(u) != pl]
+        guests = {(pl.day, pl.slot_start, pl.embed_host) for _, pl in final}
+        if not self._room(final, guests) or self._clash(final) or not self.keeps_order(final):
+            return None
+        return final
+
+    def _pushed(
+        self, tid: int, bound: Position, taken: set[tuple[int, int]], later: bool
+    ) -> Placement | None:
+        """The first free place of ``tid`` (its rules, its own periods free to it, none of
+        ``taken``) starting after ``bound`` (``later``), else the last one ending before it,
+        on its allowed days from ``bound``'s on (at most ``push_days`` of them)."""
+        gi = self.group_of[tid]
+        g = self.problem.groups[gi]
+        n = g.duration
+        days = self.allowed_days[gi].tolist()
+        days = (
+            [d for d in days if d >= bound[0]]
+            if later
+            else [d for d in days[::-1] if d <= bound[0]]
+        )
+        for d in days[: self.cal.push_days]:
+            places = self.starts_on(g, d, lifted=(self.ev.placed_scope[tid],), mover=-1)
+            if later:
+                fit = sorted(p for p in places if (d, p[0]) > bound)
+            else:
+                fit = sorted((p for p in places if (d, p[0] + n - 1) < bound), reverse=True)
+            for s, host in fit:
+                seat = Placement(tid, d, s, s + n - 1, host)
+                if not (_cells(seat) & taken):
+                    return seat
+        return None
 
     def _reseat(self, cand: Candidate, *, by_kind: bool) -> Candidate | None:
         """``cand`` with the items of each class it moves re-assigned to the class's places
@@ -856,6 +934,13 @@ class Neighbourhood:
         for _, old, _ in changes:
             self.ev.place(old, refresh=False)
         self.ev.refresh([pl.day for _, old, new in changes for pl in (old, new)])
+
+
+def _cells(pl: Placement) -> set[tuple[int, int]]:
+    """The (day, period) cells a place takes in free periods (none for a guest's)."""
+    if pl.embed_host is not None:
+        return set()
+    return {(pl.day, q) for q in range(pl.slot_start, pl.slot_end + 1)}
 
 
 def _at(pl: Placement) -> tuple[int, int, int]:

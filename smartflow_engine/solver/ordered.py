@@ -25,7 +25,7 @@ import bisect
 import itertools
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -35,7 +35,7 @@ from ..state import ScheduleState, order_key
 from ._cpsat import SolveStatus, make_solver, status_of
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .order_spans import task_of
-from .problem import Placement, Problem
+from .problem import Bin, Placement, Problem
 
 
 def has_inner_order(state: ScheduleState, problem: Problem) -> bool:
@@ -74,24 +74,11 @@ def max_placeable_ordered(
     ``work_s``: CP-SAT's deterministic time; ``model``: the model's class (both
     :func:`solve_ordered`)."""
     t0 = time.perf_counter()
-    options: dict[int, list[Placement]] = {}
-    for g in problem.groups:
-        if time.perf_counter() - t0 > calibration.ordered_build_share * time_limit_s:
-            best = sum(p.length for p in hint)  # (the places alone took the building's share)
-            return SolveStatus.UNKNOWN, best, upper if upper is not None else best, list(hint)
-        d = g.duration
-        for tid in g.task_ids:
-            opts = [
-                Placement(tid, b.day, s, s + d - 1)
-                for b in problem.runs
-                for s in problem.starts(g, b)
-            ]
-            for hb in problem.hosts:  # one guest per block: its first start stands for all
-                opts += [
-                    Placement(tid, hb.day, hs, hs + d - 1, hb.host)
-                    for hs in problem.starts(g, hb)[:1]
-                ]
-            options[tid] = opts
+    until = t0 + calibration.ordered_build_share * time_limit_s
+    options = place_options(problem, late=lambda: time.perf_counter() > until)
+    if options is None:  # (the places alone took the building's share)
+        best = sum(p.length for p in hint)
+        return SolveStatus.UNKNOWN, best, upper if upper is not None else best, list(hint)
     return solve_ordered(
         state,
         options,
@@ -105,7 +92,31 @@ def max_placeable_ordered(
         work_s=work_s,
         time_limit_s=time_limit_s - (time.perf_counter() - t0),
         model=model,
+        host_blocks=problem.hosts,
     )
+
+
+def place_options(
+    problem: Problem, *, every_guest_start: bool = False, late: Callable[[], bool] = lambda: False
+) -> dict[int, list[Placement]] | None:
+    """Per scope task, the places every rule but the item order allows it: each start of its
+    group in the free runs, and in each host block its guests may use the first start (every
+    start with ``every_guest_start``: where in the block an item sits matters to its order
+    against its class's other items). None when ``late()`` turns true between groups."""
+    options: dict[int, list[Placement]] = {}
+    for g in problem.groups:
+        if late():
+            return None
+        d = g.duration
+        free = [(b.day, s, s + d - 1, None) for b in problem.runs for s in problem.starts(g, b)]
+        guest = [
+            (hb.day, hs, hs + d - 1, hb.host)
+            for hb in problem.hosts
+            for hs in (problem.starts(g, hb) if every_guest_start else problem.starts(g, hb)[:1])
+        ]
+        for tid in g.task_ids:
+            options[tid] = [Placement(tid, *place) for place in (*free, *guest)]
+    return options
 
 
 def solve_ordered(
@@ -122,6 +133,7 @@ def solve_ordered(
     calibration: Calibration = DEFAULT_CALIBRATION,
     work_s: float | None = None,
     model: type[OrderedModel] | None = None,
+    host_blocks: Sequence[Bin] = (),
 ) -> tuple[SolveStatus, int, int, list[Placement]]:
     """The most periods of ``options`` (per task, the places every other rule allows it)
     placed at once: a task at most once, a free period and a host block's guest seat once, and
@@ -134,7 +146,8 @@ def solve_ordered(
     worker what it finds is the same on any machine the wall clock (``time_limit_s``) does not
     cut (a caller sees the cut as an answer short of optimal at the end of its limit).
     ``model``: the model's class (the benchmark's peer formulation; default
-    :class:`OrderedModel`)."""
+    :class:`OrderedModel`); ``host_blocks``: the host blocks of the guest places (one guest
+    each; without them, one guest per host and day)."""
     t0 = time.perf_counter()
 
     def unknown(cap: int | None = upper) -> tuple[SolveStatus, int, int, list[Placement]]:
@@ -153,6 +166,7 @@ def solve_ordered(
                 return SolveStatus.OPTIMAL, best, best, out
     # the model's building holds the limit too
     built = kind(spd, num_days, t0 + calibration.ordered_build_share * time_limit_s)
+    built.seat_blocks(host_blocks)
     if not built.build(state, options, upper, targets, hint):
         return unknown()
     spent = time.perf_counter() - t0
@@ -324,6 +338,21 @@ class OrderedModel:
         self.runs: list[list[int]] = []  # those items, per run (tasks in order)
         self.classes: list[list[list[int]]] = []  # per class, its order groups (tasks)
         self.upper: int | None = None  # the proven bound the model holds its total to
+        # per (day, host): the first periods of its host blocks (a guest seat is one block's)
+        self.block_starts: dict[tuple[int, int], list[int]] = {}
+
+    def seat_blocks(self, host_blocks: Sequence[Bin]) -> None:
+        """The host blocks the guest places stand in: one guest per block (a water course may
+        hold two blocks a day, one guest each); without them, one per host and day."""
+        for b in sorted(host_blocks, key=lambda b: (b.day, b.slot_start)):
+            if b.host is not None:
+                self.block_starts.setdefault((b.day, b.host), []).append(b.slot_start)
+
+    def seat(self, pl: Placement) -> tuple[int, int, int]:
+        """The host block a guest place ``pl`` takes: (day, host, the block's index)."""
+        assert pl.embed_host is not None
+        starts = self.block_starts.get((pl.day, pl.embed_host), [])
+        return (pl.day, pl.embed_host, max(0, bisect.bisect_right(starts, pl.slot_start) - 1))
 
     def index(self, day: int, period: int) -> int:
         """The global period index of ``period`` of ``day``."""
@@ -360,7 +389,7 @@ class OrderedModel:
         """One boolean per task and place, a task at most once, a free period and a host
         block's guest seat at most once."""
         cells: dict[tuple[int, int], list[Any]] = defaultdict(list)
-        host_use: dict[tuple[int, int], list[Any]] = defaultdict(list)
+        host_use: dict[tuple[int, int, int], list[Any]] = defaultdict(list)
         for tid, opts in options.items():
             if self._late():
                 return False
@@ -372,7 +401,7 @@ class OrderedModel:
                     for p in range(pl.slot_start, pl.slot_end + 1):
                         cells[(pl.day, p)].append(v)
                 else:
-                    host_use[(pl.day, pl.embed_host)].append(v)
+                    host_use[self.seat(pl)].append(v)
                 self.gain.append((v, pl.length))
             if here:
                 self.model.add_at_most_one(v for v, _ in here)

@@ -8,6 +8,7 @@ home only where that keeps the order. Every order is judged by the independent c
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -147,7 +148,9 @@ def test_reorder_relabels_interchangeable_items_and_rotates_others() -> None:
     as they were); an item of another length moved past a neighbour rotates the class (each
     item takes the next place from its start, the last the new place; ending where the place
     ends when its start leaves no room); a move no reseating fits (the rotated item would cover
-    an event) is refused; a move that keeps the order is returned as it is; without the
+    an event) pushes the items it passes along (:meth:`Neighbourhood.push`: each to the first
+    free place after the item before it), and is refused without the push or past its
+    limit; a move that keeps the order is returned as it is; without the
     reordering moves a move past a neighbour is refused."""
     state, start = _overloaded_first_day()
     problem = build_problem(state, by_subject=True)
@@ -188,8 +191,28 @@ def test_reorder_relabels_interchangeable_items_and_rotates_others() -> None:
     ending = nb.reorder([(2, Placement(2, 5, 11, 12))])
     assert ending is not None and (4, Placement(4, 5, 9, 12)) in ending
     assert not breaks(state, [pl for _, pl in ending])
-    # item 1 to day 4's free periods 1-2: item 3 (4 periods) would cover the event there
-    assert nb.reorder([(2, Placement(2, 4, 1, 2))]) is None
+    # item 1 to day 4's free periods 1-2: rotated, item 3 (4 periods) would cover the event
+    # there; items 2 and 3 are pushed along instead, each to the first free place after the
+    # item before it (day 5's periods 1-4, then 5-8)
+    pushed = nb.reorder([(2, Placement(2, 4, 1, 2))])
+    assert pushed is not None
+    assert sorted(pushed) == [
+        (2, Placement(2, 4, 1, 2)),
+        (3, Placement(3, 5, 1, 4)),
+        (4, Placement(4, 5, 5, 8)),
+    ]
+    assert not breaks(state, [pl for _, pl in pushed])
+    Neighbourhood.push_items = False
+    try:
+        assert nb.reorder([(2, Placement(2, 4, 1, 2))]) is None
+    finally:
+        Neighbourhood.push_items = True
+    # at most one item pushed each way: the move needs two, and is refused
+    short = Neighbourhood(
+        ev, problem, {pl.task_id: pl for pl in start}, np.random.default_rng(0), None,
+        dataclasses.replace(DEFAULT_CALIBRATION, push_chain=1),
+    )  # fmt: skip
+    assert short.reorder([(2, Placement(2, 4, 1, 2))]) is None
     Neighbourhood.reorder_items = False
     try:
         plain = Neighbourhood(

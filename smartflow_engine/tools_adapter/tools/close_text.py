@@ -8,6 +8,17 @@ from typing import Any
 _SEVERITY = {"critical": "严重", "warning": "警告"}
 
 
+def _exact_bound(why: dict[str, Any]) -> str:
+    """The bound an exact model of the per-day rules proved (its least criticals, criticals +
+    warnings and, when known, warnings at the least criticals)."""
+    least = why.get("min_warning_at_min_critical")
+    then = f"；严重问题最少时，警告至少{least}个" if least is not None else ""
+    return (
+        f"每日负载与每日余量的问题至少{why['min_critical']}个严重、严重与警告合计至少"
+        f"{why['min_issues']}个{then}。"
+    )
+
+
 def binding_text(rule: str, why: dict[str, Any]) -> str:
     """One sentence for one binding entry of ``close_signal.floor``."""
     kind = why.get("kind")
@@ -20,12 +31,14 @@ def binding_text(rule: str, why: dict[str, Any]) -> str:
         return f"{days}（每天{why['slots_per_day']}节），固定课程/锁定任务无法移动，这些天的负载问题无法消除。"
     if rule == "day_utilization" and kind == "exact_days":
         lengths = "、".join(str(n) for n in why["block_lengths"])
-        least = why.get("min_warning_at_min_critical")
-        then = f"；严重问题最少时，警告至少{least}个" if least is not None else ""
         return (
             f"要放下{why['periods_to_place']}节任务（任务块长{lengths}节），每块只能放进某天"
-            f"足够长的连续空位；逐天精确排布后，每日负载与每日余量的问题至少"
-            f"{why['min_critical']}个严重、严重与警告合计至少{why['min_issues']}个{then}。"
+            f"足够长的连续空位；逐天精确排布后，{_exact_bound(why)}"
+        )
+    if rule == "day_utilization" and kind == "ordered_days":
+        return (
+            f"要放下{why['periods_to_place']}节任务，且每门课程的任务须按顺序排（后一项不能排在"
+            f"前一项结束之前）；按顺序逐天精确排布后，{_exact_bound(why)}"
         )
     if rule == "day_utilization":
         return (
