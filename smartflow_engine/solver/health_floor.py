@@ -228,8 +228,9 @@ def health_floor(
     ``ordered_s``: when positive (and some class's movable items have different orders), the
     wall-clock limit of the exact model of the same rules that holds the item order
     (:mod:`.ordered_floor`: each block placed on its own, no days counted alike; slower, and
-    it answers only for populations of pending and suggested tasks standing where their
-    classes allow), which raises that part further when its proven bound is higher;
+    it answers only for populations of pending tasks and one-block suggested ones whose
+    placed items keep their order now), which raises that part further when its proven bound
+    is higher;
     ``ordered_work_s``: its deterministic time. Off by default."""
     tick = _ticker(deadline)
     limits = _ExactLimits(
