@@ -101,6 +101,7 @@ from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, Item, exact_days
 from .heavy_floor import fixed_heavy_days
 from .order_spans import chain_days
+from .ordered import tasks_have_inner_order
 from .problem import rule_for
 
 if TYPE_CHECKING:
@@ -870,36 +871,36 @@ def _concentration_floor(pop: _Population, out: _Sum) -> None:
 
 def _exact_floor(pop: _Population, out: _Sum) -> None:
     """The exact model of the per-day rules (``day_utilization``, ``buffer``,
-    ``free_fragmentation``), where the limits allow: :func:`_tighten`."""
+    ``free_fragmentation``), where the limits allow: :func:`_tighten`; then, where some
+    class's movable items have different orders, the one that holds the order:
+    :func:`_tighten_ordered`."""
     limits = pop.limits
     if "load" not in pop.dimensions and "tolerance" not in pop.dimensions:
         return
-    limit = limits.seconds
-    if limits.deadline is not None:
-        limit = min(limit, limits.deadline - time.perf_counter())
-    if limit > 0:
-        _tighten(pop, out, limit)
-    elif limits.seconds > 0:
-        out.floor.exact_wall_cut = True  # (the deadline left it no time)
-    if limits.ordered_seconds <= 0 or not _inner_order(pop):
+    _within(pop, out, limits.seconds, _tighten)
+    if limits.ordered_seconds > 0 and tasks_have_inner_order(
+        t for t in pop.state.tasks if t.state_id in pop.movable_ids
+    ):
+        _within(pop, out, limits.ordered_seconds, _tighten_ordered)
+
+
+def _within(
+    pop: _Population,
+    out: _Sum,
+    seconds: float,
+    tighten: Callable[[_Population, _Sum, float], None],
+) -> None:
+    """``tighten`` with ``seconds`` of wall time, at most what is left before the floor's
+    deadline (none: the floor says the clock cut it); nothing when ``seconds`` is 0."""
+    if seconds <= 0:
         return
-    limit = limits.ordered_seconds
-    if limits.deadline is not None:
-        limit = min(limit, limits.deadline - time.perf_counter())
+    limit = seconds
+    if pop.limits.deadline is not None:
+        limit = min(limit, pop.limits.deadline - time.perf_counter())
     if limit > 0:
-        _tighten_ordered(pop, out, limit)
+        tighten(pop, out, limit)
     else:
-        out.floor.exact_wall_cut = True
-
-
-def _inner_order(pop: _Population) -> bool:
-    """Two movable items of one class have different orders."""
-    seen: dict[int, int] = {}
-    for t in pop.state.tasks:
-        key = order_key(t) if t.state_id in pop.movable_ids else None
-        if key is not None and seen.setdefault(key[0], key[1]) != key[1]:
-            return True
-    return False
+        out.floor.exact_wall_cut = True  # (the deadline left it no time)
 
 
 def _capacity_floor(pop: _Population, out: _Sum) -> None:

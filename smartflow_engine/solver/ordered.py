@@ -25,13 +25,13 @@ import bisect
 import itertools
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..state import ScheduleState, order_key
+from ..state import ScheduleState, Task, order_key
 from ._cpsat import SolveStatus, make_solver, status_of
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .order_spans import task_of
@@ -41,15 +41,16 @@ from .problem import Bin, Placement, Problem
 def has_inner_order(state: ScheduleState, problem: Problem) -> bool:
     """Whether two scope tasks of one class have different orders (the counting models do not
     hold the order between them)."""
+    return tasks_have_inner_order(task_of(state, tid) for g in problem.groups for tid in g.task_ids)
+
+
+def tasks_have_inner_order(tasks: Iterable[Task]) -> bool:
+    """Whether two of ``tasks`` are items of one class with different orders."""
     seen: dict[int, int] = {}
-    for g in problem.groups:
-        for tid in g.task_ids:
-            key = order_key(task_of(state, tid))
-            if key is None:
-                continue
-            if key[0] in seen and seen[key[0]] != key[1]:
-                return True
-            seen.setdefault(key[0], key[1])
+    for task in tasks:
+        key = order_key(task)
+        if key is not None and seen.setdefault(key[0], key[1]) != key[1]:
+            return True
     return False
 
 
