@@ -35,7 +35,7 @@ import numpy as np
 
 from ..rules import Level
 from ..state import ScheduleState
-from ._cpsat import make_solver, ran_out, status_of
+from ._cpsat import SolveStatus, make_solver, ran_out, status_of
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, rule_tables
 from .order import order_kept
@@ -85,8 +85,9 @@ def ordered_days(
     if sum(len(o) for o in options.values()) > calibration.ordered_max_options:
         return nothing()
     # a start: the most periods in order (its model finds one far sooner than this one would)
-    seed_s = calibration.ordered_build_share * (deadline - time.perf_counter())
-    _, _, _, start = solve_ordered(
+    seed_t0 = time.perf_counter()
+    seed_s = calibration.ordered_build_share * (deadline - seed_t0)
+    seeded, _, _, start = solve_ordered(
         state, options, problem.slots_per_day, problem.num_days, time_limit_s=seed_s,
         num_workers=num_workers, calibration=calibration, host_blocks=problem.hosts,
         work_s=None if work_s is None else calibration.ordered_floor_seed_share * work_s,
@@ -96,9 +97,14 @@ def ordered_days(
     model.seat_blocks(problem.hosts)
     if not model.build_days(state, problem, options, level, pending_min, count_load, count_buffer):
         return nothing(wall=True)
+    # the clock, not the work, ended the start: what follows may differ on a faster machine
+    seed_cut = seeded != SolveStatus.OPTIMAL and ran_out(time.perf_counter() - seed_t0, seed_s)
     model.add_hint(start)
     left = None if work_s is None else (1 - calibration.ordered_floor_seed_share) * work_s
-    return model.solve_days(deadline, num_workers, left, t0)
+    found = model.solve_days(deadline, num_workers, left, t0)
+    if seed_cut and not found.figures.get("complete"):
+        found.wall_cut = True
+    return found
 
 
 def _modelled(state: ScheduleState, options: dict[int, list[Placement]]) -> bool:

@@ -271,3 +271,31 @@ def test_two_guests_of_one_water_course_on_one_day() -> None:
     _, best, _, placements = max_placeable_ordered(state, problem, time_limit_s=10.0, num_workers=1)
     assert best == 4, placements
     assert {p.slot_start for p in placements} == {1, 5}
+
+
+def test_a_start_the_clock_cut_is_reported(monkeypatch: Any) -> None:
+    """Tests that when the wall clock, not the work, ends the start's solve (the most periods
+    in order), the answer says the clock cut it unless its bounds were all proven optimal
+    anyway: on a 13-day upstream window (its bounds not complete in one unit of work) the
+    start is replaced by one that uses up its limit and finds nothing; the same call with the
+    real start is not cut."""
+    import time as clock
+
+    from smartflow_engine.solver import ordered_floor
+    from smartflow_engine.solver._cpsat import SolveStatus
+    from smartflow_engine.solver.problem import scope_tasks
+    from smartflow_engine.state.synthetic import synthetic_window
+
+    def slow_start(*args: Any, time_limit_s: float, **kwargs: Any) -> Any:
+        clock.sleep(time_limit_s)
+        return SolveStatus.UNKNOWN, 0, 0, []
+
+    state = synthetic_window(500, 13, variant="fragmented", upstream=True)
+    movable = [t.state_id for t in scope_tasks(state, include_suggested=True)]
+    pending = sum(t.need() for t in state.pending_tasks())
+    args = {**_ARGS, "pending_min": pending, "time_limit_s": 30.0, "work_s": 1.0}
+    real = ordered_days(state, movable, **args)
+    assert not real.wall_cut and not real.figures.get("complete")
+    monkeypatch.setattr(ordered_floor, "solve_ordered", slow_start)
+    cut = ordered_days(state, movable, **{**args, "time_limit_s": 4.0})
+    assert cut.wall_cut
