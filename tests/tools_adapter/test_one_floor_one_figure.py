@@ -18,6 +18,7 @@ from smartflow_engine.state.ops import unplace
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.core.disruption import (
     AFTER_STATED,
+    CUT_WORDS,
     WITHOUT_FEASIBILITY,
     proposal_line,
 )
@@ -36,6 +37,12 @@ FLOOR = re.compile(
 COUNTS = re.compile(r"应用后 critical (\d+) 个、warning (\d+) 个")
 
 
+def _cut(reply: str) -> bool:
+    """The reply says the clock cut the proposal (the search, or everything after the
+    greedy start): no floor is then owed."""
+    return any(words in reply for words in CUT_WORDS)
+
+
 def test_the_proposal_floor_names_its_population_and_bounds_analyze_healths() -> None:
     """Tests, on a 13-day fragmented window with suggested tasks (the 60-day window of the issue
     shows the same: proposal ≥ 2/9, analyze_health 0/4), that the proposal's floor is stated for
@@ -52,7 +59,7 @@ def test_the_proposal_floor_names_its_population_and_bounds_analyze_healths() ->
     assert floor["proven"], floor
     found = FLOOR.search(reply)
     # only a search the wall clock cut may go without its floor (never claimed unfinished)
-    assert found is not None or "搜索被时限截断" in reply, reply
+    assert found is not None or _cut(reply), reply
     if found is not None:
         who, critical, total = found.group(1), int(found.group(2)), int(found.group(3))
         assert who == FLOOR_SCOPE_WORDS["pending"], reply
@@ -103,13 +110,13 @@ def test_each_scope_of_a_proposal_names_its_own_floors_population() -> None:
         "propose_placement", {"time_limit_s": 1.0, "seed": 0, "include_suggested": True}
     )
     found = FLOOR.search(wide)
-    assert found is not None or "搜索被时限截断" in wide, wide
+    assert found is not None or _cut(wide), wide
     if found is not None:  # the solver keeps the narrow plan when it is not worse
         assert found.group(1) in (FLOOR_SCOPE_WORDS["suggested"], FLOOR_SCOPE_WORDS["pending"])
         assert FLOOR_SCOPE_NOTE in wide, wide
     repair = box.call("propose_placement", {"time_limit_s": 1.0, "seed": 0, "keep_placed": True})
     found = FLOOR.search(repair)
-    assert found is not None or "搜索被时限截断" in repair, repair
+    assert found is not None or _cut(repair), repair
     if found is not None:
         assert found.group(1) == FLOOR_SCOPE_WORDS["repair"], repair
         assert FLOOR_SCOPE_NOTE not in repair, repair
@@ -125,7 +132,7 @@ def test_a_floor_over_the_same_movers_is_named_so() -> None:
     assert not any(t.slots and t.status == "suggested" for t in state.tasks)
     reply = Toolbox(state).call("propose_placement", {"time_limit_s": 1.0, "seed": 0})
     found = FLOOR.search(reply)
-    assert found is not None or "搜索被时限截断" in reply, reply
+    assert found is not None or _cut(reply), reply
     if found is not None:
         assert found.group(1) == FLOOR_SCOPE_WORDS["pending"], reply
         assert FLOOR_SCOPE_NOTE not in reply, reply
