@@ -23,7 +23,10 @@ schedule of the population, hence no schedule is lexicographically below the flo
 - ``buffer``: a day needs two usable free periods; days whose fixed content leaves fewer never
   get them, and the free periods left after placing, halved, bound the days that can.
 - ``load_imbalance``: the water-filled daily loads (each day between its fixed load and its
-  capacity, the total fixed) have the least sample std-dev and range of all (majorisation).
+  capacity, the total fixed) have the least sample std-dev and range of all (majorisation);
+  where the movable tasks may not all use the same periods (class days, weekdays, banned
+  periods, water-course permission, item order), a min-cost flow keeping each task to its own
+  periods raises the std-dev (:mod:`.spread_flow`).
 - ``budget_lag``: a subject whose fixed and movable periods together stay below its budget
   threshold near its end day lags in every schedule.
 - ``subject_gap``: between two days the subject must be present on (a fixed block, or the
@@ -100,9 +103,10 @@ from ._cpsat import OutOfTime
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, Item, exact_days
 from .heavy_floor import fixed_heavy_days
-from .order_spans import chain_days
+from .order_spans import chain_days, fitting_starts
 from .ordered import tasks_have_inner_order
 from .problem import rule_for
+from .spread_flow import Group, least_spread
 
 if TYPE_CHECKING:
     from .feasibility import FeasibilityReport
@@ -779,12 +783,32 @@ def _fragmentation_floor(pop: _Population, out: _Sum) -> None:
 def _spread_floor(pop: _Population, out: _Sum) -> None:
     """``load_imbalance``: the water-filled daily loads (each day between its fixed load and
     its reachable room) have the least sample std-dev and range of all (majorisation); std is
-    not monotone in the total placed outside hosts, so every total is tried."""
+    not monotone in the total placed outside hosts, so every total is tried. Where the
+    movable tasks may not all use the same periods (their classes' days, weekdays, banned
+    periods, water-course permission, item order), the least std-dev of a flow that keeps each
+    task to its own periods (:mod:`.spread_flow`) is higher, and stands when it is."""
     totals = np.arange(pop.p_min, pop.p_max + 1)
     stds, spreads = _water_fill(pop.fixed_load, pop.reachable, totals, pop.tick)
     std_lb, range_lb = float(stds.min()), float(spreads.min())
     if not math.isfinite(std_lb):
         return
+    kind = "water_filling"
+    # where each task keeps to its own periods: each std-dev line of the rule above the
+    # water filling's that the flow reaches raises the bound (none reached: nothing changes)
+    lines = sorted(
+        c.value
+        for band in pop.rule("load", "load_imbalance").bands
+        if band.severity in ("warning", "critical")
+        for c in band.conds
+        if c.metric == "load_std_dev" and c.value > std_lb
+    )
+    flow = _kept_flow(pop) if lines else None
+    if flow is not None:
+        for line in lines:
+            kept = least_spread(*flow, enough=line, tick=pop.tick)
+            if kept is None or kept.std < line:
+                break
+            std_lb, kind = kept.std, "own_periods"
     std_v = r4(max(0.0, std_lb - _EPS))
     range_v = math.ceil(range_lb - _EPS)
     rule = pop.rule("load", "load_imbalance")
@@ -792,12 +816,140 @@ def _spread_floor(pop: _Population, out: _Sum) -> None:
     out.issue(
         "load_imbalance",
         sev,
-        kind="water_filling",
+        kind=kind,
         min_load_std_dev=std_v,
         min_load_range=range_v,
         fixed_periods=int(pop.fixed_load.sum()),
         periods_to_place_min=pop.p_min,
     )
+
+
+def _kept_flow(
+    pop: _Population,
+) -> tuple[np.ndarray, list[Group], dict[int, int], int, int] | None:
+    """:func:`.spread_flow.least_spread`'s arguments for the population: each movable task's
+    periods are those its reach (:func:`_reach`: class window, banned periods, item order) and
+    its class's weekdays leave free, in runs as long as its shortest block (a placed one may
+    also stay where it is), and the water-course blocks of fixed unlocked hosts without a
+    guest it may enter (class permission, one block). None where it cannot be tighter than
+    water filling (every task may use the same periods) or a movable task is a host (its
+    blocks move). Tasks of one reach, length and permission share one computation."""
+    state, memo = pop.state, pop.reach_memo
+    free = pop.fixed_owner == 0
+    movers = [t for t in state.tasks if pop.movable(t)]
+    if not movers or any(t.can_embed for t in movers):
+        return None
+    hosts, taken = _open_host_blocks(pop)
+    host_at = np.array(hosts, dtype=np.int64).reshape(-1, 3)
+    open_host = np.ones(len(hosts), dtype=bool)
+    open_host[list(taken)] = False
+    shared: dict[tuple[Any, ...], tuple[np.ndarray, frozenset[int]]] = {}
+    groups: dict[tuple[bytes, frozenset[int]], int] = {}
+    cells_of: dict[bytes, np.ndarray] = {}
+    for t in movers:
+        pop.tick()
+        reach = _reach(state, t, memo)
+        rule = state.class_rules.for_task(t)
+        # its weekdays too (the reach holds its day window alone), when the reach is its class's
+        own_class = (
+            rule is not None
+            and ("task", t.state_id) not in memo
+            and reach is not memo.get("anywhere")
+        )
+        shortest = t.need() if t.status == "pending" else min(b.length for b in t.slots)
+        guest = (rule is None or rule.allow_filler) and (t.status == "pending" or len(t.slots) == 1)
+        key = (reach[0], reach[1], id(reach[2]), own_class and rule, shortest, guest)
+        if key not in shared:
+            shared[key] = _task_places(reach, rule if own_class else None, shortest, guest, free, host_at, open_host)  # fmt: skip
+        cells, seats = shared[key]
+        if t.slots and t.embed_host is None:  # a placed task may stay where it is
+            cells = cells.copy()
+            for b in t.slots:
+                cells[b.day - 1, b.slot_start - 1 : b.slot_end] = True
+        if t.embed_host is not None:  # a guest may stay in its block
+            seats |= {
+                i for i, (d, first, length) in enumerate(hosts) if _holds(t, d, first, length)
+            }
+        periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
+        group = (cells.tobytes(), seats)
+        cells_of[group[0]] = cells
+        groups[group] = groups.get(group, 0) + periods
+    alike = len(groups) == 1 and not next(iter(groups))[1]
+    if alike and np.array_equal(
+        np.count_nonzero(cells_of[next(iter(groups))[0]], axis=1), pop.reachable
+    ):
+        return None  # (one pool, the water filling's own)
+    flow_groups = [Group(n, cells_of[c], seats) for (c, seats), n in groups.items()]
+    room = {i: length for i, (_, _, length) in enumerate(hosts)}
+    return pop.fixed_load, flow_groups, room, pop.placed_movable + pop.pending_min, pop.p_max
+
+
+def _task_places(
+    reach: tuple[int, int, np.ndarray],
+    rule: Any,
+    shortest: int,
+    guest: bool,
+    free: np.ndarray,
+    host_at: np.ndarray,
+    open_host: np.ndarray,
+) -> tuple[np.ndarray, frozenset[int]]:
+    """The free periods (days × periods) in runs of ``shortest`` a task of ``reach`` (and of
+    ``rule``'s grid, when given) may use, and the indices of the open host blocks
+    (``host_at``: day, first period, periods) where a run of ``shortest`` of them is allowed
+    (``guest``: it may be a guest at all)."""
+    lo, hi, mask = reach
+    part = slice(lo - 1, hi)
+    allow = np.broadcast_to(mask, (hi - lo + 1, mask.size)).copy()
+    if rule is not None:
+        allow &= rule.grid()[part]
+    cells = np.zeros(free.shape, dtype=bool)
+    cells[part] = _in_runs(allow & free[part], shortest)
+    if not guest or not host_at.size or hi < lo:
+        return cells, frozenset()
+    starts = fitting_starts(allow, shortest)
+    zero = np.zeros((starts.shape[0], 1), dtype=np.int64)
+    count = np.concatenate([zero, np.cumsum(starts, axis=1, dtype=np.int64)], axis=1)
+    day, first, length = host_at[:, 0], host_at[:, 1], host_at[:, 2]
+    ok = open_host & (day >= lo) & (day <= hi) & (length >= shortest)
+    at = np.flatnonzero(ok)
+    row = day[at] - lo
+    inside = count[row, first[at] + length[at] - shortest] - count[row, first[at] - 1]
+    return cells, frozenset(at[inside > 0].tolist())
+
+
+def _open_host_blocks(pop: _Population) -> tuple[list[tuple[int, int, int]], set[int]]:
+    """The blocks (day, first period, periods) of the unlocked water courses that stay, and
+    the indices of those a guest that stays holds (one guest per block)."""
+    blocks = [
+        (b.day, b.slot_start, b.length)
+        for t in pop.state.tasks
+        if t.can_embed and not t.locked and not pop.movable(t)
+        for b in t.slots
+    ]
+    taken = {
+        i
+        for t in pop.state.tasks
+        if t.embed_host is not None and not pop.movable(t)
+        for i, (d, first, length) in enumerate(blocks)
+        if _holds(t, d, first, length)
+    }
+    return blocks, taken
+
+
+def _holds(t: Task, day: int, first: int, length: int) -> bool:
+    """Whether guest ``t`` sits inside the block ``(day, first, length)``."""
+    return any(
+        b.day == day and first <= b.slot_start and b.slot_end <= first + length - 1 for b in t.slots
+    )
+
+
+def _in_runs(cells: np.ndarray, length: int) -> np.ndarray:
+    """The cells of ``cells`` (days × periods) that lie in a run of ``length`` of them."""
+    starts = fitting_starts(cells, length)
+    out = starts.copy()
+    for k in range(1, length):
+        out[:, k:] |= starts[:, :-k]
+    return out
 
 
 def _budget_floor(pop: _Population, out: _Sum) -> None:

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..rules import Level
-from ..state import ScheduleState
+from ..state import ScheduleState, Task
 from ._cpsat import SolveStatus, make_solver, ran_out, status_of
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, rule_tables
@@ -82,6 +82,7 @@ def ordered_days(
         return nothing(wall=True)
     if not _modelled(state, options):
         return nothing()
+    _add_own_places(state, options)
     if sum(len(o) for o in options.values()) > calibration.ordered_max_options:
         return nothing()
     # a start: the most periods in order (its model finds one far sooner than this one would)
@@ -110,13 +111,12 @@ def ordered_days(
 def _modelled(state: ScheduleState, options: dict[int, list[Placement]]) -> bool:
     """Whether the model holds the population exactly: every movable task is pending or a
     suggested one of one block, and the placed items keep their order now (the writes keep
-    it from an ordered state on). A suggested task standing where its class's rules no longer
-    allow it may stay there (a write never makes it move): its place joins its options."""
+    it from an ordered state on)."""
     placed: list[Placement] = []
     for t in state.tasks:
         if t.status != "pending" and t.state_id not in options:
             placed += [Placement(t.state_id, b.day, b.slot_start, b.slot_end) for b in t.slots]
-    for tid, here in options.items():
+    for tid in options:
         task = state.task(tid)
         if task is None:
             return False
@@ -124,12 +124,25 @@ def _modelled(state: ScheduleState, options: dict[int, list[Placement]]) -> bool
             continue
         if task.status != "suggested" or len(task.slots) != 1:
             return False
-        b = task.slots[0]
-        now = Placement(tid, b.day, b.slot_start, b.slot_end, task.embed_host)
-        placed.append(now)
-        if now not in here:
-            here.append(now)
+        placed.append(_where(task))
     return order_kept(state, placed)
+
+
+def _add_own_places(state: ScheduleState, options: dict[int, list[Placement]]) -> None:
+    """A suggested task standing where its class's rules no longer allow it may stay there (a
+    write never makes it move): its place joins its options."""
+    for tid, here in options.items():
+        task = state.task(tid)
+        if task is not None and task.status == "suggested" and len(task.slots) == 1:
+            now = _where(task)
+            if now not in here:
+                here.append(now)
+
+
+def _where(task: Task) -> Placement:
+    """The place of ``task``'s one block, as an option."""
+    b = task.slots[0]
+    return Placement(task.state_id, b.day, b.slot_start, b.slot_end, task.embed_host)
 
 
 class OrderedDaysModel(OrderedModel):

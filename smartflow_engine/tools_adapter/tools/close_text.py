@@ -61,6 +61,11 @@ def binding_text(rule: str, why: dict[str, Any]) -> str:
             f"没有余量。"
         )
     if rule == "load_imbalance":
+        if why.get("kind") == "own_periods":
+            return (
+                f"每门课程的任务只能排在它允许的日期、星期和时段（及顺序所限的日子）里，"
+                f"任务再怎么分摊，每日负载标准差至少{why['min_load_std_dev']}。"
+            )
         return (
             f"固定占用{why['fixed_periods']}节分布不均，任务再怎么分摊，每日负载标准差至少"
             f"{why['min_load_std_dev']}、极差至少{why['min_load_range']}节。"
