@@ -20,7 +20,7 @@ distance to the floor (critical + warning issues above it), and runtimes. Run
 alone (issue 42: every proposal keeps every class rule); ``--reorder-ab [--seeds N] [--limit S]``
 the one search on its 13/30-day windows at fixed work, without and with the moves that carry an
 ordered item past its neighbours; ``--push-ab`` the same without and with their push of the
-items they pass.
+items they pass (``--sizes 13,30`` by default).
 """
 
 from __future__ import annotations
@@ -611,9 +611,14 @@ def run_upstream(quick: bool = False, limit_s: float | None = None, replan: bool
     return "\n".join(lines)
 
 
-def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5, flag: str = "reorder_items") -> str:
-    """The one search on the 13/30-day upstream windows (seeds 500 and 501), from one ordered
-    start each (``keep_order`` of the balanced greedy, no exact chain: the same start in every
+def upstream_reorder_ab(
+    seeds: int = 6,
+    budget_s: float = 0.5,
+    flag: str = "reorder_items",
+    sizes: tuple[int, ...] = (13, 30),
+) -> str:
+    """The one search on the upstream windows of ``sizes`` days (seeds 500 and 501), from one
+    ordered start each (``keep_order`` of the balanced greedy, no exact chain: the same start in every
     run), at a fixed work budget (deterministic: no clock), without and with the moves a
     ``Neighbourhood`` switch turns on (``flag``: ``reorder_items``, the moves that carry an
     item past its class's neighbours; ``push_items``, their push of the items passed); per
@@ -631,7 +636,7 @@ def upstream_reorder_ab(seeds: int = 6, budget_s: float = 0.5, flag: str = "reor
     totals = {False: [0, 0, 0], True: [0, 0, 0]}  # criticals, warnings, closes
     soft = {False: 0.0, True: 0.0}  # the weighted soft terms, summed
     tally = [0, 0, 0]  # better, equal, worse
-    for days in (13, 30):
+    for days in sizes:
         for variant in VARIANTS:
             for base in (500, 501):
                 state = synthetic_window(base, days, variant=variant, upstream=True)  # type: ignore[arg-type]
@@ -676,9 +681,18 @@ def _arg(name: str, default: str) -> str:
 
 
 if __name__ == "__main__":
-    if "--reorder-ab" in sys.argv[1:] or "--push-ab" in sys.argv[1:]:
-        flag = "push_items" if "--push-ab" in sys.argv[1:] else "reorder_items"
-        print(upstream_reorder_ab(int(_arg("--seeds", "6")), float(_arg("--limit", "0.5")), flag))
+    ab_flags = {
+        "--reorder-ab": "reorder_items",
+        "--push-ab": "push_items",
+    }
+    if any(a in ab_flags for a in sys.argv[1:]):
+        flag = next(ab_flags[a] for a in sys.argv[1:] if a in ab_flags)
+        sizes = tuple(int(x) for x in _arg("--sizes", "13,30").split(","))
+        print(
+            upstream_reorder_ab(
+                int(_arg("--seeds", "6")), float(_arg("--limit", "0.5")), flag, sizes
+            )
+        )
     elif "--upstream" in sys.argv[1:]:
         limit = float(_arg("--limit", "0")) or None  # (default: 1 s quick, 2 s full)
         replan = "--pending-only" not in sys.argv[1:]
