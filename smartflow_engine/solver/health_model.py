@@ -462,6 +462,7 @@ def exact_days(
     per banned-period mask) are interchangeable, so the model counts how many days of each
     kind take each pattern rather than choosing one per day (the same optimum, far fewer
     symmetric solutions)."""
+    cp_model()  # (the process's one-time import of CP-SAT is not the call's time)
     built = ExactDaysModel(
         fixed_owner,
         items,

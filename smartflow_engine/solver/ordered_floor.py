@@ -35,7 +35,7 @@ import numpy as np
 
 from ..rules import Level
 from ..state import ScheduleState, Task
-from ._cpsat import SolveStatus, make_solver, ran_out, status_of
+from ._cpsat import SolveStatus, cp_model, make_solver, ran_out, status_of
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .health_model import ExactDays, rule_tables
 from .order import order_kept
@@ -65,6 +65,7 @@ def ordered_days(
     machine the clock does not cut; ``wall_cut`` says when it did). Not ``proven`` when the
     population is not one it models, the model is larger than ``ordered_max_options`` places,
     or no bound was found in time."""
+    cp_model()  # (the process's one-time import of CP-SAT is not the call's time)
     t0 = time.perf_counter()
     deadline = t0 + time_limit_s
 
@@ -85,6 +86,8 @@ def ordered_days(
     _add_own_places(state, options)
     if sum(len(o) for o in options.values()) > calibration.ordered_max_options:
         return nothing()
+    if time.perf_counter() > until:
+        return nothing(wall=True)
     # a start: the most periods in order (its model finds one far sooner than this one would)
     seed_t0 = time.perf_counter()
     seed_s = calibration.ordered_build_share * (deadline - seed_t0)
@@ -93,6 +96,8 @@ def ordered_days(
         num_workers=num_workers, calibration=calibration, host_blocks=problem.hosts,
         work_s=None if work_s is None else calibration.ordered_floor_seed_share * work_s,
     )  # fmt: skip
+    if time.perf_counter() > deadline:
+        return nothing(wall=True)
     until = time.perf_counter() + calibration.ordered_build_share * (deadline - time.perf_counter())
     model = OrderedDaysModel(problem.slots_per_day, problem.num_days, until)
     model.seat_blocks(problem.hosts)
@@ -222,6 +227,8 @@ class OrderedDaysModel(OrderedModel):
         free_terms: list[Any] = []
         usable_terms: list[Any] = []
         for d in range(1, num_days + 1):
+            if self._late():
+                return  # (build_days answers False: the building ran out of time)
             row = owner[d - 1] == 0
             placed = on_day.get(d, [])
             load = int(np.count_nonzero(~row)) + weighted(

@@ -37,7 +37,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.graph.python import min_cost_flow
 
 
 @dataclass(frozen=True)
@@ -207,6 +206,8 @@ class _Network:
         heads = np.concatenate([self.static[:, 1], np.full(units, self.sink), [self.sink] * 2])
         caps = np.concatenate([self.static[:, 2], np.ones(units, np.int64), [off, b - a]])
         costs = np.concatenate([np.zeros(first_unit, np.int64), step, [-self.big, 0]])
+        from ortools.graph.python import min_cost_flow  # (lazy: no OR-Tools at import, _cpsat)
+
         flow = min_cost_flow.SimpleMinCostFlow()
         flow.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, costs)
         flow.set_node_supply(self.source, self.n_max)
