@@ -18,9 +18,10 @@ from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.solver import check_feasibility, propose_placement
 from smartflow_engine.solver.problem import scope_tasks
 from smartflow_engine.solver.spread_flow import Group, least_spread
-from smartflow_engine.state import Request, ScheduleState, relocate
+from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
+from tests.helpers.solver_windows import apply_placements
 from tests.solver.test_upstream_rules import UPSTREAM
 
 floor_module = sys.modules["smartflow_engine.solver.health_floor"]
@@ -116,14 +117,8 @@ def _population(state: ScheduleState, pending: int, scope: set[int]):
 
 
 def _std_after(state: ScheduleState, placements) -> float:
-    applied = state.copy_state()
-    result = relocate(
-        applied,
-        [Request(p.task_id, p.day, p.slot_start) for p in placements],
-        op="apply_proposal",
-        status_after="suggested",
-    )
-    assert result.ok
+    """The loads' std-dev analyze_health reads once ``placements`` are written."""
+    applied = apply_placements(state, list(placements))
     return float(analyze_health(applied, time_limit_s=2.0).metrics["load"]["load_std_dev"])
 
 
