@@ -670,9 +670,22 @@ def upstream_reorder_ab(
         f"(`critical=0 && warning<=1`) {totals[False][2]} -> {totals[True][2]}, weighted soft "
         f"terms {soft[False]:.0f} -> {soft[True]:.0f}; with the "
         f"`{flag}` better (critical, warning) on {tally[0]}, equal on {tally[1]}, "
-        f"worse on {tally[2]}.",
+        f"worse on {tally[2]}; sign test (better against worse, two-sided) "
+        f"p = {sign_test(tally[0], tally[2]):.3g}.",
     ]
     return "\n".join(lines)
+
+
+def sign_test(better: int, worse: int) -> float:
+    """The two-sided sign test's p-value of ``better`` against ``worse`` paired outcomes (ties
+    left out): how likely a split at least this uneven is when the change does nothing. The
+    sums of criticals and warnings move by the search's chaos alone (a placebo that only draws
+    one more random number moved them by 11 criticals and 40 warnings over 96 searches); the
+    per-search direction is what this reads."""
+    from scipy.stats import binomtest
+
+    n = better + worse
+    return 1.0 if n == 0 else float(binomtest(better, n, 0.5).pvalue)
 
 
 def _arg(name: str, default: str) -> str:
