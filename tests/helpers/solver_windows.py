@@ -8,6 +8,8 @@ through ``relocate`` by the tests, so the oracle is checked against the real wri
 
 from __future__ import annotations
 
+import random
+
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +60,40 @@ def locked_course(day: int, start: int, end: int) -> dict[str, Any]:
         "locked": True,
         "slots": [{"day": day, "slot_start": start, "slot_end": end}],
     }
+
+
+def water_course(day: int, *blocks: tuple[int, int], category: str = "课程") -> dict[str, Any]:
+    """An unlocked water course (an ``event`` a guest may sit in) on ``day``'s ``blocks``
+    (first and last period of each)."""
+    return {
+        "source": "event",
+        "category": category,
+        "status": "existing",
+        "can_embed": True,
+        "slots": [{"day": day, "slot_start": a, "slot_end": b} for a, b in blocks],
+    }
+
+
+def random_classes(
+    rng: random.Random, days: int, spd: int, *, keep: float = 1.0, most_banned: int = 1
+) -> list[dict[str, Any]]:
+    """Classes 10 and 11 (each kept with probability ``keep``: no draw when 1) with a random
+    day window in ``1..days`` and up to ``most_banned`` banned periods of ``1..spd``."""
+    classes = []
+    for cid in (10, 11):
+        if keep < 1.0 and rng.random() >= keep:
+            continue
+        start = rng.randint(1, days)
+        classes.append(
+            {
+                "id": cid,
+                "name": f"c{cid}",
+                "start_day": start,
+                "end_day": rng.randint(start, days),
+                "excluded_periods": rng.sample(range(1, spd + 1), rng.randint(0, most_banned)),
+            }
+        )
+    return classes
 
 
 def ordered_week(

@@ -30,7 +30,12 @@ from smartflow_engine.solver.realise import realise
 from smartflow_engine.solver.starts import start_rank
 from smartflow_engine.state.synthetic import synthetic_window
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
-from tests.helpers.solver_windows import apply_placements, make_state, tiny_windows
+from tests.helpers.solver_windows import (
+    apply_placements,
+    make_state,
+    random_classes,
+    tiny_windows,
+)
 from tests.solver.test_health_search import _schedules
 
 SPD = 12
@@ -68,19 +73,7 @@ def _window(rng: random.Random) -> ScheduleState:
                 }
             )
             slot += n
-    classes = []
-    for cid in (10, 11):
-        if rng.random() < 0.6:
-            start = rng.randint(1, days)
-            classes.append(
-                {
-                    "id": cid,
-                    "name": f"c{cid}",
-                    "start_day": start,
-                    "end_day": rng.randint(start, days),
-                    "excluded_periods": rng.sample(range(1, SPD + 1), rng.randint(0, 2)),
-                }
-            )
+    classes = random_classes(rng, days, SPD, keep=0.6, most_banned=2)
     for _ in range(rng.randint(2, 5)):
         cid = rng.choice([10, 11, 12])
         n = rng.randint(1, 4)

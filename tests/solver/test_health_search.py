@@ -24,6 +24,7 @@ from tests.helpers.solver_windows import (
     locked_course,
     make_state,
     tiny_windows,
+    water_course,
 )
 
 
@@ -1003,16 +1004,7 @@ def test_a_host_block_with_a_guest_takes_no_second_one() -> None:
         1,
         12,
         [
-            {
-                "source": "event",
-                "category": "水课",
-                "status": "existing",
-                "can_embed": True,
-                "slots": [
-                    {"day": 1, "slot_start": 5, "slot_end": 6},
-                    {"day": 1, "slot_start": 11, "slot_end": 12},
-                ],
-            },
+            water_course(1, (5, 6), (11, 12), category="水课"),
             {
                 "status": "suggested",
                 "duration": 1,

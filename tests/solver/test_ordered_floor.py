@@ -18,7 +18,7 @@ from smartflow_engine.solver.ordered import max_placeable_ordered
 from smartflow_engine.solver.ordered_floor import ordered_days
 from smartflow_engine.solver.problem import Placement, build_problem
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
-from tests.helpers.solver_windows import locked_course, make_state
+from tests.helpers.solver_windows import locked_course, make_state, random_classes, water_course
 
 SPD = 12
 # ordered_days's arguments on :func:`_forced_window` (its three pending periods placed)
@@ -96,18 +96,7 @@ def _random_window(rng: random.Random) -> ScheduleState:
             else:
                 tasks += _courses(day, list(range(slot, min(SPD, slot + n - 1) + 1)))
             slot += n
-    classes = []
-    for cid in (10, 11):
-        start = rng.randint(1, days)
-        classes.append(
-            {
-                "id": cid,
-                "name": f"c{cid}",
-                "start_day": start,
-                "end_day": rng.randint(start, days),
-                "excluded_periods": rng.sample(range(1, SPD + 1), rng.randint(0, 1)),
-            }
-        )
+    classes = random_classes(rng, days, SPD)
     for _ in range(rng.randint(2, 4)):
         tasks.append(
             {
@@ -250,16 +239,7 @@ def test_two_guests_of_one_water_course_on_one_day() -> None:
     """Tests that a water course with two blocks on one day holds a guest in each: two
     items of two classes (the CP-SAT model, not one class's chain programme) that fit nowhere
     else are both placed (one guest per block, not per host and day)."""
-    course = {
-        "source": "event",
-        "category": "课程",
-        "status": "existing",
-        "can_embed": True,
-        "slots": [
-            {"day": 1, "slot_start": 1, "slot_end": 2},
-            {"day": 1, "slot_start": 5, "slot_end": 6},
-        ],
-    }
+    course = water_course(1, (1, 2), (5, 6))
     walls = _courses(1, [3, 4, 7, 8, 9, 10, 11, 12])
     items = [
         {"status": "pending", "duration": 2, "category_id": cid, "task_order": k}
