@@ -9,7 +9,6 @@ through ``relocate`` by the tests, so the oracle is checked against the real wri
 from __future__ import annotations
 
 import random
-
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
