@@ -27,7 +27,8 @@ where the floor equals the best known key (``HealthFloor.meets``: no schedule of
 is lexicographically below, so the best known is proven best), the windows where the new floor
 is strictly higher than the old one, and the floors' median runtimes. A floor above the best
 known key would be a false floor: the run stops with an error if it ever sees one. Run ``python
--m benchmarks.bench_floor [--quick]``.
+-m benchmarks.bench_floor [--quick]``; ``--spread`` times the floor with and without
+``load_imbalance``'s flow side by side (:func:`spread_cost`).
 """
 
 from __future__ import annotations
@@ -283,5 +284,53 @@ def run(quick: bool = False) -> str:
     return "\n".join(lines)
 
 
+def spread_cost(repeats: int = 3) -> str:
+    """The floor with and without ``load_imbalance``'s flow (:mod:`.spread_flow`: each task
+    kept to its own periods; without it, the one-pool water filling alone), side by side in one
+    process on the same windows: seeds 500-503 of 13-120-day plain windows, upstream-shaped and
+    standard, the proposal's population in first_full's scope (every pending period placed);
+    per size and kind the median of ``repeats`` calls per window (warm), the ratio, and the
+    windows whose floor the flow raised."""
+    from smartflow_engine.solver.problem import scope_tasks
+
+    kept = floors._kept_flow
+    lines = [
+        "| days | windows | median ms without the flow | with it | ratio | floors raised |",
+        "|---|---|---|---|---|---|",
+    ]
+    for days in (13, 30, 60, 120):
+        for upstream in (True, False):
+            off: list[float] = []
+            on: list[float] = []
+            raised = 0
+            for seed in range(500, 504):
+                state = synthetic_window(seed, days, upstream=upstream)
+                scope = {t.state_id for t in scope_tasks(state, include_suggested=True)}
+                pending = sum(t.need() for t in state.pending_tasks())
+                args = {"pending_periods": pending, "scope": scope}
+                floors.health_floor(state, **args)  # (warm: the state's caches)
+                found = {}
+                for flow in (False, True):
+                    floors._kept_flow = kept if flow else (lambda pop: None)
+                    try:
+                        for _ in range(repeats):
+                            t0 = time.perf_counter()
+                            found[flow] = floors.health_floor(state, **args)
+                            (on if flow else off).append(1000 * (time.perf_counter() - t0))
+                    finally:
+                        floors._kept_flow = kept
+                raised += (found[True].critical, found[True].warning) != (
+                    found[False].critical,
+                    found[False].warning,
+                )
+            a, b = statistics.median(off), statistics.median(on)
+            kind = "upstream" if upstream else "standard"
+            lines.append(f"| {days} {kind} | 4 | {a:.1f} | {b:.1f} | {b / a:.2f} | {raised} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(run(quick="--quick" in sys.argv[1:]))
+    if "--spread" in sys.argv[1:]:
+        print(spread_cost())
+    else:
+        print(run(quick="--quick" in sys.argv[1:]))
