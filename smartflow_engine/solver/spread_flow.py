@@ -52,13 +52,10 @@ class Group:
 @dataclass(frozen=True)
 class Spread:
     """The least sample std-dev of the daily loads over the flows (``exact``: the minimum
-    itself, not only a bound: every interval was closed within the solves), the ``solves``
-    it took and the ``periods_outside`` (``T``) of the best flow found (None: no exact one)."""
+    itself, not only a bound)."""
 
     std: float
     exact: bool
-    solves: int
-    periods_outside: int | None
 
 
 def least_spread(
@@ -96,7 +93,7 @@ def least_spread(
         return None
     stop = math.inf if enough is None else enough * enough
     heap: list[tuple[float, int, int]] = []
-    best, best_t, solves = math.inf, None, 0
+    best, solves = math.inf, 0
     parts = [(lo, hi)]
     while True:
         for a, b in parts:
@@ -104,8 +101,7 @@ def least_spread(
             solves += 1
             if found is not None:
                 heapq.heappush(heap, (found[0], a, b))
-                if found[1] < best:
-                    best, best_t = found[1], found[2]
+                best = min(best, found[1])
         tick()
         if not heap:
             return None  # (no total has a flow: no schedule to bound)
@@ -114,7 +110,7 @@ def least_spread(
         hopeless = enough is not None and best < stop  # (a flow below the line: not reached)
         if exact or least >= stop or hopeless or a == b or solves >= max_solves:
             value = best if exact else least
-            return Spread(math.sqrt(max(0.0, value)), exact, solves, best_t if exact else None)
+            return Spread(math.sqrt(max(0.0, value)), exact)
         heapq.heappop(heap)
         mid = (a + b) // 2
         parts = [(a, mid), (mid + 1, b)]
@@ -190,11 +186,10 @@ class _Network:
         out: np.ndarray = gap * gap
         return out
 
-    def bound(self, a: int, b: int) -> tuple[float, float, int] | None:
+    def bound(self, a: int, b: int) -> tuple[float, float] | None:
         """Over the flows that place ``a <= T <= b`` periods outside water courses: a lower
-        bound of their sample variance (exact when ``a == b``), the variance of the flow the
-        solve found (one of them: an upper bound of the least) and its ``T``; None: no such
-        flow. For such a flow the mean load ``mu`` lies between its values at ``a`` and
+        bound of their sample variance (exact when ``a == b``) and the variance of the flow
+        the solve found (one of them: an upper bound of the least); None: no such flow. For such a flow the mean load ``mu`` lies between its values at ``a`` and
         ``b``, so ``sum((l - mu)**2) >= sum(dist(l, [mu_a, mu_b])**2)``: convex in each day's
         load, a min-cost flow (costs scaled by ``D**2`` to integers)."""
         off = self.n_max - b  # periods that must go elsewhere
@@ -219,7 +214,7 @@ class _Network:
         lower = float(scaled / (self.days * self.days) / (self.days - 1))
         used = flow.flows(np.arange(first_unit, first_unit + units))
         loads = self.fixed + np.bincount(self.unit_day, weights=used, minlength=self.days)
-        return lower, float(np.var(loads, ddof=1)), int(used.sum())
+        return lower, float(np.var(loads, ddof=1))
 
 
 def _bits(mask: int) -> list[int]:
