@@ -468,16 +468,22 @@ def _reachable(
     state: ScheduleState, movable_ids: set[int], fixed_owner: np.ndarray, reach_memo: dict[Any, Any]
 ) -> np.ndarray:
     """Per day, the free periods some movable task may take: inside its class's day window
-    (pending tasks and suggested ones standing inside it) and off its class's banned periods
-    (the loads can only grow there); ``reach_memo``: :func:`_reach`'s memo."""
+    (pending tasks and suggested ones standing inside it), off its class's banned weekdays
+    (:func:`_off_days`) and banned periods (the loads can only grow there); ``reach_memo``:
+    :func:`_reach`'s memo."""
     reach = np.zeros((state.num_days, state.slots_per_day), dtype=bool)
-    poured: set[tuple[int, int, int]] = set()  # (lo, hi, mask) already OR-ed in
+    poured: set[tuple[int, int, int, tuple[int, ...]]] = set()  # (lo, hi, mask, off) OR-ed in
     for t in state.tasks:
         if t.state_id in movable_ids:
-            lo, hi, banned = _reach(state, t, reach_memo)
-            if (lo, hi, id(banned)) not in poured:  # the masks live in reach_memo
-                poured.add((lo, hi, id(banned)))
-                reach[lo - 1 : hi] |= banned[None, :]
+            own = _reach(state, t, reach_memo)
+            lo, hi, allowed = own
+            off = _off_days(state, t, own, reach_memo)
+            if (lo, hi, id(allowed), off) not in poured:  # the masks live in reach_memo
+                poured.add((lo, hi, id(allowed), off))
+                days = np.zeros(state.num_days, dtype=bool)
+                days[lo - 1 : hi] = True
+                days[[d - 1 for d in off]] = False
+                reach[days] |= allowed[None, :]
     out: np.ndarray = np.count_nonzero(reach & (fixed_owner == 0), axis=1).astype(np.int64)
     return out
 
@@ -1518,9 +1524,7 @@ def _subjects(
     most besides the fixed ones (free periods plus unlocked host blocks)."""
     reach_memo = {} if reach_memo is None else reach_memo
     num_days = state.num_days
-    rows, _, lengths = free_runs(fixed_owner == 0)
-    max_run = np.zeros(num_days, dtype=np.int64)
-    np.maximum.at(max_run, rows, lengths)
+    free = fixed_owner == 0
     max_host = np.zeros(num_days, dtype=np.int64)
     capacity = np.count_nonzero(fixed_owner == 0, axis=1).astype(np.int64)
     held = [
@@ -1532,8 +1536,8 @@ def _subjects(
         np.maximum.at(max_host, host_day, host_len)
         np.add.at(capacity, host_day, host_len)
     out: dict[str, _Subject] = {}
-    days_memo: dict[tuple[int, int, int, bool], tuple[np.ndarray, tuple[int, int] | None]] = {}
-    reached: dict[str, set[tuple[int, int, int, bool]]] = {}
+    days_memo: dict[tuple[Any, ...], tuple[np.ndarray, tuple[int, int] | None]] = {}
+    reached: dict[str, set[tuple[Any, ...]]] = {}
     for t in state.tasks:
         name = study_subject(t)
         if name is None or (t.status == "pending" and not movable(t)):
@@ -1556,21 +1560,8 @@ def _subjects(
                 sub.fixed[b.day - 1] += b.length
             sub.fixed_blocks += len(t.slots)
             continue
-        lo, hi, _ = _reach(state, t, reach_memo)
         n = t.need()
-        # the days a block may take depend on (window, length, embeddable) only: shared by the
-        # tasks alike (each subject ORs each distinct one into its reach once)
-        key = (lo, hi, n, bool(t.can_embed))
-        found = days_memo.get(key)
-        if found is None:
-            fits = (max_run >= n) | ((max_host >= n) & (not t.can_embed))
-            days = np.zeros(num_days, dtype=bool)
-            days[lo - 1 : hi] = fits[lo - 1 : hi]
-            on = np.flatnonzero(days)
-            found = days_memo[key] = (
-                days,
-                (int(on[0]) + 1, int(on[-1]) + 1) if on.size else None,
-            )
+        key, found = _block_days(state, t, free, max_host, reach_memo, days_memo)
         days, ends = found
         if key not in reached.setdefault(name, set()):
             reached[name].add(key)
@@ -1585,6 +1576,43 @@ def _subjects(
         if (t.status != "pending" or all_pending) and ends is not None:
             sub.anchors.append(ends)
     return out, capacity
+
+
+def _block_days(
+    state: ScheduleState,
+    t: Task,
+    free: np.ndarray,
+    max_host: np.ndarray,
+    reach_memo: dict[Any, Any],
+    days_memo: dict[tuple[Any, ...], tuple[np.ndarray, tuple[int, int] | None]],
+) -> tuple[tuple[Any, ...], tuple[np.ndarray, tuple[int, int] | None]]:
+    """The days a block of movable task ``t`` may take (its reach's days off its class's
+    banned weekdays, with a free run of its allowed periods as long as it, or an unlocked host
+    block as long when it may be a guest) and the first and last of them (None: none), keyed by
+    what they depend on (window, periods, weekdays, length, embeddable): shared in
+    ``days_memo`` by the tasks alike."""
+    reach = _reach(state, t, reach_memo)
+    lo, hi, allowed = reach
+    off = _off_days(state, t, reach, reach_memo)
+    n = t.need()
+    key = (lo, hi, id(allowed), off, n, bool(t.can_embed))
+    found = days_memo.get(key)
+    if found is None:
+        fits = (_longest_runs(free, allowed) >= n) | ((max_host >= n) & (not t.can_embed))
+        days = np.zeros(state.num_days, dtype=bool)
+        days[lo - 1 : hi] = fits[lo - 1 : hi]
+        days[[d - 1 for d in off]] = False
+        on = np.flatnonzero(days)
+        found = days_memo[key] = (days, (int(on[0]) + 1, int(on[-1]) + 1) if on.size else None)
+    return key, found
+
+
+def _longest_runs(free: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Per day, the longest run of periods both free and ``allowed`` (a period mask)."""
+    rows, _, lengths = free_runs(free & allowed[None, :])
+    out = np.zeros(free.shape[0], dtype=np.int64)
+    np.maximum.at(out, rows, lengths)
+    return out
 
 
 def _forced_gaps(

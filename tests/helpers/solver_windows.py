@@ -96,11 +96,14 @@ def random_classes(
 
 
 def ordered_week(
-    tasks: list[dict[str, Any]], days: int = 7, banned_weekdays: list[int] | None = None
+    tasks: list[dict[str, Any]],
+    days: int = 7,
+    banned_weekdays: list[int] | None = None,
+    banned_blocks: list[int] | None = None,
 ) -> ScheduleState:
     """A state in the reference system's form: ``days`` days of week 1 (12 periods, the
     semester starting Monday 2026-09-07), ``tasks`` as given, and class 10 "复习" of that week
-    (no water course, ``banned_weekdays`` excluded)."""
+    (no water course, ``banned_weekdays`` and the half-day blocks ``banned_blocks`` excluded)."""
     mapping = [{"day_index": d, "week": 1, "day_of_week": (d - 1) % 7 + 1} for d in range(1, 8)]
     data = {
         "window": {
@@ -117,7 +120,7 @@ def ordered_week(
                 "strategy": "steady",
                 "total_slots": 12,
                 "allow_filler_course": False,
-                "excluded_slots": [],
+                "excluded_slots": banned_blocks or [],
                 "excluded_days_of_week": banned_weekdays or [],
                 "start_date": "2026-09-07",
                 "end_date": "2026-09-13",

@@ -122,12 +122,15 @@ def _std_after(state: ScheduleState, placements) -> float:
     return float(analyze_health(applied, time_limit_s=2.0).metrics["load"]["load_std_dev"])
 
 
-def test_one_class_left_for_the_last_week_forces_the_spread_warning() -> None:
-    """Tests that on the 30-day upstream-shaped window of seed 500 (only one class may use
-    its last days) the floor of the proposal's population proves the ``load_imbalance``
-    warning by the flow (``own_periods``) while the water filling alone stays below the
-    line, and that the proposal's schedule is not below it."""
-    state = synthetic_window(500, 30, variant="plain", upstream=True)
+def test_the_classes_own_days_force_the_spread_warning() -> None:
+    """Tests that on a standard 13-day fragmented window with task classes (seed 502: each
+    class held to its own days) the floor of the proposal's population proves the
+    ``load_imbalance`` warning by the flow (``own_periods``) while the water filling alone
+    (one pool of the periods some task may use) stays below the line, and that the
+    proposal's schedule is not below it. (The 30-day upstream window of seed 500 this test
+    read first is now proven by the water filling itself: its reach holds the classes'
+    banned weekdays.)"""
+    state = synthetic_window(502, 13, variant="fragmented", with_task_classes=True)
     report = check_feasibility(state, time_limit_s=10.0, include_suggested=True)
     assert report.is_feasible
     scope = {t.state_id for t in scope_tasks(state, include_suggested=True)}
