@@ -199,6 +199,7 @@ def health_floor(
     calibration: Calibration = DEFAULT_CALIBRATION,
     ordered_s: float = 0.0,
     ordered_work_s: float | None = None,
+    task_off_days: Mapping[int, tuple[int, ...]] | None = None,
 ) -> HealthFloor:
     """The proven floor of ``state`` at ``level`` over the chosen ``dimensions`` (see the
     module docstring): the sum of :data:`FLOOR_RULES`' bounds over one :class:`_Population`.
@@ -227,7 +228,8 @@ def health_floor(
 
     ``task_reach``: per task, the (first day, last day, allowed periods) it may take instead of its
     class's, holding every place it may take (a calendar scope, :func:`.scoped.floor_scope`);
-    the exact model keeps the classes'. ``calibration``: the exact model's building budget
+    ``task_off_days``: per such task, the days inside that reach it may not take (its rule's
+    weekdays; none when not given); the exact model keeps the classes'. ``calibration``: the exact model's building budget
     (:attr:`.budget.Calibration.exact_build_steps_per_work`).
 
     ``ordered_s``: when positive (and some class's movable items have different orders), the
@@ -241,9 +243,9 @@ def health_floor(
     limits = _ExactLimits(
         exact_s, deadline, num_workers, exact_work_s, calibration, ordered_s, ordered_work_s
     )
-    pop = _population(
-        state, level, report, dimensions, pending_periods, scope, tick, limits, task_reach
-    )
+    given: dict[Any, Any] = {("task", k): v for k, v in (task_reach or {}).items()}
+    given |= {("task_off", k): v for k, v in (task_off_days or {}).items() if ("task", k) in given}
+    pop = _population(state, level, report, dimensions, pending_periods, scope, tick, limits, given)
     out = _Sum(HealthFloor(), dimensions, {r.rule: r.dimension for r in pop.rules.values()})
     out.dimension_of["capacity_gap"] = "feasibility"
     for entry in FLOOR_RULES:
@@ -369,9 +371,11 @@ def _population(
     scope: Collection[int] | None,
     tick: Callable[[], None],
     limits: _ExactLimits,
-    task_reach: Mapping[int, tuple[int, int, np.ndarray]] | None = None,
+    given: Mapping[Any, Any] | None = None,
 ) -> _Population:
-    """The :class:`_Population` of :func:`health_floor`'s arguments."""
+    """The :class:`_Population` of :func:`health_floor`'s arguments; ``given``: the reaches
+    (``("task", id)``) and off days (``("task_off", id)``) the caller gave, as :func:`_reach`'s
+    and :func:`_off_days`' memo holds them."""
     movable_ids = {  # asked of every task in several passes: decided once
         t.state_id
         for t in state.tasks
@@ -391,7 +395,7 @@ def _population(
     elif report is not None and report.proven and report.capacity_gap is not None:
         pending_min = max(0, pending_slots - int(report.capacity_gap))
     # a task's reach given by the caller (a calendar scope) stands for its class's
-    reach_memo: dict[Any, Any] = {("task", k): v for k, v in (task_reach or {}).items()}
+    reach_memo: dict[Any, Any] = dict(given or {})
     _add_chains(
         state,
         movable_ids,
@@ -1159,13 +1163,16 @@ def _off_days(
     state: ScheduleState, t: Task, reach: tuple[int, int, np.ndarray], memo: dict[Any, Any]
 ) -> tuple[int, ...]:
     """The days of its ``reach`` (:func:`_reach`'s answer) task ``t`` may not take in the
-    population (issue 42): its class's banned weekdays, when that reach is its class's (not an
-    existing task's, nor one standing outside its class's days, nor a reach the caller gave)
-    and, for a placed task, when it stands on none of them now (a task on a banned day keeps
-    its place in the population); none otherwise."""
+    population (issue 42): for a reach the caller gave, the off days it gave with it; else its
+    class's banned weekdays, when that reach is its class's (not an existing task's, nor one
+    standing outside its class's days) and, for a placed task, when it stands on none of them
+    now (a task on a banned day keeps its place in the population); none otherwise."""
+    if ("task", t.state_id) in memo:  # a reach the caller gave: with the off days it gave
+        given: tuple[int, ...] = memo.get(("task_off", t.state_id), ())
+        return given
     own = memo.get(t.category_id)
     chained = memo.get(("chained", t.state_id))
-    if own is None or (reach is not own and reach is not chained) or ("task", t.state_id) in memo:
+    if own is None or (reach is not own and reach is not chained):
         return ()
     key = ("off", t.category_id)
     if key not in memo:

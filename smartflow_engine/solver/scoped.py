@@ -99,15 +99,33 @@ def scope_reach(problem: Problem) -> dict[int, tuple[int, int, np.ndarray]]:
     return out
 
 
+def scope_off_days(problem: Problem) -> dict[int, tuple[int, ...]]:
+    """Per scope task, the days between its :func:`scope_reach` days its group's rule does not
+    allow (its class's banned weekdays, and the days a calendar scope leaves out), ascending;
+    only tasks that have some."""
+    out: dict[int, tuple[int, ...]] = {}
+    for group in problem.groups:
+        rule = group.rule
+        days = [d for d in range(1, problem.num_days + 1) if rule.allows_day(d, problem.num_days)]
+        if not days:
+            continue
+        off = tuple(d for d in range(days[0], days[-1] + 1) if d not in set(days))
+        if off:
+            out.update(dict.fromkeys(group.task_ids, off))
+    return out
+
+
 def floor_scope(problem: Problem) -> dict[str, Any]:
     """The arguments that make :func:`.health_floor.health_floor` the floor of a scoped
     proposal's population: only ``problem``'s tasks move (``scope``; the other placed tasks
-    stay, fixed), each within its group's rule (``task_reach``, :func:`scope_reach`). The
-    floor's exact model keeps the classes' reach (a larger population: still a floor)."""
+    stay, fixed), each within its group's rule (``task_reach``, :func:`scope_reach`, and the
+    days inside it the rule leaves out, ``task_off_days``, :func:`scope_off_days`). The floor's
+    exact model keeps the classes' reach (a larger population: still a floor)."""
     return {
         "scope": {tid for g in problem.groups for tid in g.task_ids},
         "task_reach": scope_reach(problem),
+        "task_off_days": scope_off_days(problem),
     }
 
 
-__all__ = ["floor_scope", "in_item_order", "narrow_rule", "scope_reach"]
+__all__ = ["floor_scope", "in_item_order", "narrow_rule", "scope_off_days", "scope_reach"]

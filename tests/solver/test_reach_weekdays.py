@@ -19,11 +19,10 @@ from smartflow_engine.analyzers import analyze_health
 from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.problem import Placement, scope_tasks
-from smartflow_engine.state.synthetic import synthetic_window
-from tests.helpers.solver_windows import apply_placements
-from tests.solver.test_spread_flow import _population
 from smartflow_engine.state import ScheduleState
-from tests.helpers.solver_windows import best_health, daily_event, ordered_week
+from smartflow_engine.state.synthetic import synthetic_window
+from tests.helpers.solver_windows import apply_placements, best_health, daily_event, ordered_week
+from tests.solver.test_spread_flow import _population
 from tests.solver.test_upstream_rules import breaks
 
 
@@ -58,7 +57,7 @@ def _gap_window(
     """A week: the subject 复习 fixed on Monday and Sunday (locked tasks of no class, periods
     11-12: the class's item order does not reach them) and two pending items of the class
     (orders 1, 2, ...; ``items`` of them) of ``duration`` periods."""
-    tasks = events + [_item(20, 0, 2, day=1, start=11), _item(29, 0, 2, day=7, start=11)]
+    tasks = [*events, _item(20, 0, 2, day=1, start=11), _item(29, 0, 2, day=7, start=11)]
     tasks += [_item(21 + k, k + 1, duration) for k in range(items)]
     return ordered_week(tasks, banned_weekdays=banned_weekdays, banned_blocks=banned_blocks)
 
@@ -66,7 +65,12 @@ def _gap_window(
 def _best(state: ScheduleState, duration: int, items: int = 2) -> tuple[int, int, int]:
     """Least (critical, critical + warning) over every schedule of the pending items that
     keeps every class rule (the independent checker), and how many there are."""
-    held = {(b.day, q) for t in state.tasks for b in t.slots for q in range(b.slot_start, b.slot_end + 1)}
+    held = {
+        (b.day, q)
+        for t in state.tasks
+        for b in t.slots
+        for q in range(b.slot_start, b.slot_end + 1)
+    }
     places = [
         (d, s)
         for d in range(1, 8)
@@ -139,3 +143,28 @@ def test_the_loads_grow_only_on_the_classes_weekdays() -> None:
     applied = apply_placements(state, list(new.placements))
     actual = analyze_health(applied, time_limit_s=2.0).metrics["load"]["load_std_dev"]
     assert actual >= spread[0]["min_load_std_dev"]
+
+
+def test_a_given_reach_keeps_the_off_days_given_with_it() -> None:
+    """Tests that a reach the caller gives (a calendar scope, ``scoped.floor_scope``) keeps
+    the days inside it the scope leaves out (``task_off_days``): three items of four periods
+    given Monday to Sunday but only Monday and Sunday allowed put twelve periods on two days
+    with four periods of the daily event each (a day over the warning load at least), which
+    the floor proves; given without the off days it pours them over the week and proves
+    nothing there. It is not above the best schedule of that population (enumerated on the
+    same window with the class's weekdays banned instead)."""
+    from tests.solver.test_weekday_floor import _best as best_of_week
+    from tests.solver.test_weekday_floor import _window as week_window
+
+    state = week_window([])
+    ids = [10, 11, 12]
+    reach = {tid: (1, 7, np.ones(12, dtype=bool)) for tid in ids}
+    off = dict.fromkeys(ids, (2, 3, 4, 5, 6))
+    held = health_floor(state, pending_periods=12, task_reach=reach, task_off_days=off)
+    loose = health_floor(state, pending_periods=12, task_reach=reach)
+    util = [b["why"] for b in held.binding if b["rule"] == "day_utilization"]
+    assert util and util[0]["days"] == [1, 7] and util[0]["days_forced_over_warning"] >= 1
+    assert not [b for b in loose.binding if b["rule"] == "day_utilization"]
+    best_c, best_cw, count = best_of_week(week_window([2, 3, 4, 5, 6]))
+    assert count > 0 and best_c >= 1
+    assert held.critical <= best_c and held.critical + held.warning <= best_cw
