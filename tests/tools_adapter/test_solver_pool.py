@@ -35,6 +35,15 @@ def _pid() -> int:
     return os.getpid()
 
 
+def _collector() -> tuple[int, bool, bool]:
+    """In a worker: the objects frozen out of the collector's passes, whether the collector
+    runs, and whether CP-SAT was imported before the call."""
+    import gc
+    import sys
+
+    return gc.get_freeze_count(), gc.isenabled(), "ortools.sat.python.cp_model" in sys.modules
+
+
 def _wait_for(event: Any) -> int:
     """In a worker: hold the process until ``event`` (a manager's Event) is set."""
     event.wait()
@@ -62,6 +71,19 @@ def test_a_killed_solver_process_fails_only_its_call():
         assert pool.health() == "ok"
     finally:
         pool.shutdown()
+
+
+def test_a_worker_freezes_what_its_imports_leave():
+    """Tests that a solver process, started, has paid CP-SAT's import and frozen the objects
+    the imports left (``gc.freeze``: the collector's full passes inside a solving call then
+    skip them) while its collector still runs for what the calls make."""
+    pool = SolverPool(1)
+    try:
+        frozen, enabled, imported = pool.run(_collector)
+    finally:
+        pool.shutdown()
+    assert imported and enabled
+    assert frozen > 10_000
 
 
 def test_a_killed_solver_process_heals_over_http():

@@ -28,6 +28,7 @@ cannot be rebuilt in another process); a tool that needs the database never does
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import queue
@@ -120,11 +121,17 @@ def _stateless_call(
 def _worker_start(parent: int) -> None:
     """A worker's initializer: watch the server (:func:`_watch_parent`) and pay the solver's
     one-time imports now (CP-SAT's and GLOP's, ~0.4 s), before the worker takes its first call
-    (issue 45 item 7: the first solving call took 2.7 s for a 1 s limit)."""
+    (issue 45 item 7: the first solving call took 2.7 s for a 1 s limit). Then the ~90,000
+    objects the imports leave, which live as long as the process, are frozen out of the
+    collector's full passes (``gc.freeze``): such a pass stops a solving call inside its limit,
+    and scanning them made it take ~45 ms where ~20 ms remain (``python -m
+    benchmarks.bench_solver --gc-freeze``). The process is the pool's own: nothing else
+    shares its collector."""
     _watch_parent(parent)
     from ...solver.placement import warm_imports
 
     warm_imports()
+    gc.freeze()
 
 
 def _ping() -> int:
