@@ -586,7 +586,84 @@ def _forced_over(pop: _Population, warn_t: int, crit_t: int) -> tuple[int, int, 
         if fc >= forced_c and fw >= forced_w and fw > 0:
             window = days
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
+    for fw, fc, days in _forced_in_spans(pop, warn_t, crit_t):
+        if fc >= forced_c and fw >= forced_w and (fc, fw) != (forced_c, forced_w):
+            window = days  # (a span names the cause only where it adds to the others)
+        forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
     return forced_w, forced_c, window
+
+
+_SPANS = 32  # spans resolved exactly per band, those of most excess first
+
+
+def _forced_in_spans(
+    pop: _Population, warn_t: int, crit_t: int
+) -> list[tuple[int, int, list[int]]]:
+    """Issue 42: the days forced over the warning and the critical loads in spans of days.
+    Each movable task every schedule of the population places keeps to its reach (its class's
+    day window narrowed to the days its item order leaves it, :func:`_reach`): its periods lie
+    in every span of days holding that reach. So for a span [a, b], the periods of the tasks
+    whose reach lies inside it (host blocks on its days aside) fit below a band on its days or
+    force days of it over the band (:func:`_forced_days`). Every span from one reach's first
+    day to another's last is screened at once (cumulative sums of the demand by first and
+    last day, prefix sums of the host room and of the room below the band); the
+    :data:`_SPANS` of most excess per band are resolved (any
+    span gives a sound bound: the state alone decides which). Returns (over warning, over
+    critical, the span) per span that forces a day."""
+    spans = _task_spans(pop)
+    if not spans or all((lo, hi) == (1, pop.num_days) for lo, hi, _ in spans):
+        return []  # (the whole window alone: :func:`_forced_over`'s own)
+    arr = np.array(spans, dtype=np.int64)
+    starts, ends = np.unique(arr[:, 0]), np.unique(arr[:, 1])
+    # inside[i, j]: the periods of the reaches inside [starts[i], ends[j]]
+    inside = np.zeros((starts.size, ends.size), dtype=np.int64)
+    np.add.at(
+        inside, (np.searchsorted(starts, arr[:, 0]), np.searchsorted(ends, arr[:, 1])), arr[:, 2]
+    )
+    inside = np.cumsum(np.cumsum(inside[::-1], axis=0)[::-1], axis=1)
+    pop.tick()
+    hosts = np.zeros(pop.num_days + 1, dtype=np.int64)
+    for day, length in pop.host_blocks:
+        hosts[day] += length
+    host_sum = np.cumsum(hosts)
+    i_idx, j_idx = np.nonzero(starts[:, None] <= ends[None, :])
+    a_idx, b_idx = starts[i_idx], ends[j_idx]
+    need = np.maximum(0, inside[i_idx, j_idx] - (host_sum[b_idx] - host_sum[a_idx - 1]))
+    fixed, free = pop.fixed_load, pop.reachable
+    out: dict[tuple[int, int], list[int]] = {}
+    for col, limit in enumerate((warn_t, crit_t)):
+        below = np.where(fixed >= limit, free, np.minimum(free, np.maximum(0, limit - 1 - fixed)))
+        room = np.concatenate([[0], np.cumsum(below)])
+        excess = need - (room[b_idx] - room[a_idx - 1])
+        order = np.lexsort((b_idx, a_idx, -excess))[:_SPANS]
+        for i in order.tolist():
+            if excess[i] <= 0:
+                break
+            pop.tick()
+            a, b = int(a_idx[i]), int(b_idx[i])
+            days = _forced_days(fixed[a - 1 : b], free[a - 1 : b], int(need[i]), limit)
+            out.setdefault((a, b), [0, 0])[col] = days
+    return [(w, c, [a, b]) for (a, b), (w, c) in out.items() if w or c]
+
+
+def _task_spans(pop: _Population) -> list[tuple[int, int, int]]:
+    """(first day, last day, periods) of the reach of each movable task every schedule of the
+    population places within it (:func:`_confined`'s tasks: pending ones when all of them are
+    placed, the engine's placed ones standing inside their class's days), narrowed by the
+    item order."""
+    state, memo = pop.state, pop.reach_memo
+    out: list[tuple[int, int, int]] = []
+    for t in state.tasks:
+        if not pop.movable(t) or t.status == "existing":
+            continue
+        if t.status == "pending" and not pop.everything:
+            continue
+        lo, hi, _ = _reach(state, t, memo)
+        if t.status != "pending" and not all(lo <= b.day <= hi for b in t.slots):
+            continue
+        periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
+        out.append((lo, hi, periods))
+    return out
 
 
 _CLASS_SUBSETS = 6  # up to this many distinct class masks, every union of them is tried

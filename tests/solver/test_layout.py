@@ -23,8 +23,8 @@ NOT_CALIBRATION = {
     "patterns": {"MAX_PATTERNS"},  # above it a run type uses the positional encoding
     "health_eval": {"MIN_USABLE", "MIN_BUFFER"},  # analyze_health's tolerance defaults
     # a tolerance; how many answers are kept; how many class masks get every union (2**6: a
-    # model-size limit, like MAX_PATTERNS)
-    "health_floor": {"_EPS", "_EXACT_MEMO_SIZE", "_CLASS_SUBSETS"},
+    # model-size limit, like MAX_PATTERNS); how many spans of days are resolved (the same kind)
+    "health_floor": {"_EPS", "_EXACT_MEMO_SIZE", "_CLASS_SUBSETS", "_SPANS"},
     "health_model": {"MAX_PATTERNS", "_PATTERNS_KEPT"},
     "relaxation": {"DUAL_SCALE", "INTEGRAL_TOL"},  # exact arithmetic of the certified bound
     "objective": {"MAX_SCALE", "MODEL_MAGNITUDE", "FLOAT_MARGIN"},  # exact weights and bounds

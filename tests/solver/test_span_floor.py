@@ -1,0 +1,91 @@
+"""The days forced over a band in spans of days (issue 42, ``health_floor._forced_in_spans``):
+a class's items that the item order keeps to a few days must hold their periods there even
+when another movable task may use every day (the one pool of the periods some task may use
+then spans the week and sees nothing). On a tiny window whose every schedule is enumerated
+the floor binds on the span and is never above the best schedule."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from smartflow_engine.solver.health_floor import health_floor
+from smartflow_engine.solver.problem import Placement
+from smartflow_engine.state import ScheduleState
+from tests.helpers.solver_windows import best_health, daily_event, ordered_week
+from tests.solver.test_upstream_rules import breaks
+
+FREE = [(d, s) for d in range(1, 8) for s in range(1, 6)]  # 4-period starts off the event
+
+
+def _window(with_other: bool) -> ScheduleState:
+    """A week of 12 periods, an event on periods 9-12 every day; class 10's item 1 locked on
+    Saturday (day 6) periods 1-4 and its items 2-4 (4 periods each) pending, so they follow
+    it on days 6-7; with ``with_other``, a pending task of no class (4 periods, 阅读) that
+    may take any day."""
+    tasks: list[dict[str, Any]] = daily_event()
+    for k in range(4):
+        item: dict[str, Any] = {
+            "state_id": 10 + k,
+            "source": "task_item",
+            "source_id": 1000 + k,
+            "name": f"复习{k + 1}",
+            "category": "复习",
+            "status": "pending",
+            "locked": False,
+            "duration": 4,
+            "task_order": k + 1,
+            "category_id": 10,
+        }
+        if k == 0:
+            item.update(
+                status="suggested", locked=True, slots=[{"day": 6, "slot_start": 1, "slot_end": 4}]
+            )
+        tasks.append(item)
+    if with_other:
+        tasks.append(
+            {
+                "state_id": 20,
+                "source": "task_item",
+                "source_id": 2000,
+                "name": "阅读",
+                "category": "阅读",
+                "status": "pending",
+                "locked": False,
+                "duration": 4,
+            }
+        )
+    return ordered_week(tasks)
+
+
+def test_a_span_of_the_order_forces_full_days() -> None:
+    """Tests that the three pending items, kept by the order to Saturday and Sunday (four and
+    eight free periods), fill both days to 12 of 12 in every schedule, and that the floor
+    finds the critical days through the span [6, 7] although the other task may use every
+    day of the week (the span's figure binds: ``day_utilization``'s days are 6-7). The
+    floor is never above the best of every schedule: the class's items enumerated over
+    every place (only days 6-7 keep the order) times every place of the other task."""
+    state = _window(with_other=True)
+    floor = health_floor(state, pending_periods=16)
+    util = [b["why"] for b in floor.binding if b["rule"] == "day_utilization"]
+    assert util and util[0]["days"] == [6, 7] and util[0]["days_forced_over_critical"] == 2
+    assert floor.critical >= 2
+    # every schedule of the class's items keeping the order lies on days 6-7
+    items = [
+        [Placement(11 + k, d, s, s + 3) for k, (d, s) in enumerate(combo)]
+        for combo in itertools.permutations(FREE, 3)
+    ]
+    alone = _window(with_other=False)
+    kept = [pls for pls in items if not breaks(alone, pls) and _apart(pls)]
+    assert kept and all(p.day in (6, 7) for pls in kept for p in pls)
+    other = [(d, s) for d, s in FREE if d != 6 or s > 4]  # (off the locked item 1)
+    candidates = (pls + [Placement(20, d, s, s + 3)] for pls in kept for d, s in other)
+    best_c, best_cw, count = best_health(state, candidates, breaks)
+    assert count > 0
+    assert floor.critical <= best_c and floor.critical + floor.warning <= best_cw
+
+
+def _apart(pls: list[Placement]) -> bool:
+    """No two of ``pls`` share a period."""
+    cells = [(p.day, q) for p in pls for q in range(p.slot_start, p.slot_end + 1)]
+    return len(cells) == len(set(cells))
