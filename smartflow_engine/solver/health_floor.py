@@ -541,20 +541,20 @@ def _utilization_floor(pop: _Population, out: _Sum) -> None:
             out.unfixable("day_utilization", d + 1, sev)
             crit0 += sev == "critical"
             warn0 += 1
-    forced_w, forced_c, window = _forced_over(pop, warn_t, crit_t)
+    forced_w, forced_c, (window, to_place, room_below) = _forced_over(pop, warn_t, crit_t)
     util_cw = (crit0 + forced_c, max(warn0 + forced_w, crit0 + forced_c))
     if fixed_days:
         why = {"kind": "fixed_load", "days": fixed_days, "slots_per_day": spd}
         out.add("day_utilization", (crit0, warn0), why)
     if util_cw == (crit0, warn0):
         return
-    fixed_load, reachable = pop.fixed_load, pop.reachable
-    room = np.minimum(reachable, np.maximum(0, warn_t - 1 - fixed_load))[fixed_load < warn_t]
     why = {
         "kind": "capacity",
-        "periods_to_place": pop.p_min,
+        "periods_to_place": to_place,
         "days": window,
-        "room_below_warning": int(room.sum()),
+        # the periods of tasks whose dates, weekdays or item order keep them to those days
+        "confined": window != [1, pop.num_days],
+        "room_below_warning": room_below,
         "days_forced_over_warning": forced_w,
         "days_forced_over_critical": forced_c,
         "warning_load": warn_t,
@@ -563,14 +563,22 @@ def _utilization_floor(pop: _Population, out: _Sum) -> None:
     out.add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), why)
 
 
-def _forced_over(pop: _Population, warn_t: int, crit_t: int) -> tuple[int, int, list[int]]:
-    """The days forced over the warning and the critical loads, and the span that names the
-    cause: the whole window, or a task-class day window whose confined periods (host blocks
-    there aside) must fit in it."""
+def _below(fixed: np.ndarray, free: np.ndarray, limit: int) -> int:
+    """The periods ``free`` holds on days of load ``fixed`` while each stays below ``limit``."""
+    return int(np.minimum(free, np.maximum(0, limit - 1 - fixed))[fixed < limit].sum())
+
+
+def _forced_over(
+    pop: _Population, warn_t: int, crit_t: int
+) -> tuple[int, int, tuple[list[int], int, int]]:
+    """The days forced over the warning and the critical loads, and the cause that names
+    them: (its days, the periods that must go there, their room below the warning load) — the
+    whole window, a task-class day window whose confined periods (host blocks there aside)
+    must fit in it, the days of some classes with banned weekdays, or a span of days."""
     fixed_load, reachable = pop.fixed_load, pop.reachable
     forced_w = _forced_days(fixed_load, reachable, pop.p_min, warn_t)
     forced_c = _forced_days(fixed_load, reachable, pop.p_min, crit_t)
-    window: list[int] = [1, pop.num_days]
+    cause = ([1, pop.num_days], pop.p_min, _below(fixed_load, reachable, warn_t))
     confined = _confined(pop)
     for lo, hi in dict.fromkeys((a, b) for a, b, _ in confined):
         demand = sum(n for a, b, n in confined if lo <= a and b <= hi)
@@ -580,17 +588,17 @@ def _forced_over(pop: _Population, warn_t: int, crit_t: int) -> tuple[int, int, 
         fw = _forced_days(fixed_load[part], reachable[part], need, warn_t)
         fc = _forced_days(fixed_load[part], reachable[part], need, crit_t)
         if fc >= forced_c and fw >= forced_w and fw > 0:  # (a span names the cause)
-            window = [lo, hi]
+            cause = ([lo, hi], need, _below(fixed_load[part], reachable[part], warn_t))
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
-    for fw, fc, days in _forced_on_class_days(pop, warn_t, crit_t):
+    for fw, fc, found in _forced_on_class_days(pop, warn_t, crit_t):
         if fc >= forced_c and fw >= forced_w and fw > 0:
-            window = days
+            cause = found
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
-    for fw, fc, days in _forced_in_spans(pop, warn_t, crit_t):
+    for fw, fc, found in _forced_in_spans(pop, warn_t, crit_t):
         if fc >= forced_c and fw >= forced_w and (fc, fw) != (forced_c, forced_w):
-            window = days  # (a span names the cause only where it adds to the others)
+            cause = found  # (a span names the cause only where it adds to the others)
         forced_w, forced_c = max(forced_w, fw), max(forced_c, fc)
-    return forced_w, forced_c, window
+    return forced_w, forced_c, cause
 
 
 _SPANS = 32  # spans resolved exactly per band, those of most excess first
@@ -598,7 +606,7 @@ _SPANS = 32  # spans resolved exactly per band, those of most excess first
 
 def _forced_in_spans(
     pop: _Population, warn_t: int, crit_t: int
-) -> list[tuple[int, int, list[int]]]:
+) -> list[tuple[int, int, tuple[list[int], int, int]]]:
     """Issue 42: the days forced over the warning and the critical loads in spans of days.
     Each movable task every schedule of the population places keeps to its reach (its class's
     day window narrowed to the days its item order leaves it, :func:`_reach`): its periods lie
@@ -609,7 +617,8 @@ def _forced_in_spans(
     last day, prefix sums of the host room and of the room below the band); the
     :data:`_SPANS` of most excess per band are resolved (any
     span gives a sound bound: the state alone decides which). Returns (over warning, over
-    critical, the span) per span that forces a day."""
+    critical, the cause: the span, the periods that must go there, their room below the
+    warning load) per span that forces a day."""
     spans = _task_spans(pop)
     if not spans or all((lo, hi) == (1, pop.num_days) for lo, hi, _ in spans):
         return []  # (the whole window alone: :func:`_forced_over`'s own)
@@ -631,6 +640,7 @@ def _forced_in_spans(
     need = np.maximum(0, inside[i_idx, j_idx] - (host_sum[b_idx] - host_sum[a_idx - 1]))
     fixed, free = pop.fixed_load, pop.reachable
     out: dict[tuple[int, int], list[int]] = {}
+    needs: dict[tuple[int, int], int] = {}
     for col, limit in enumerate((warn_t, crit_t)):
         below = np.where(fixed >= limit, free, np.minimum(free, np.maximum(0, limit - 1 - fixed)))
         room = np.concatenate([[0], np.cumsum(below)])
@@ -643,7 +653,12 @@ def _forced_in_spans(
             a, b = int(a_idx[i]), int(b_idx[i])
             days = _forced_days(fixed[a - 1 : b], free[a - 1 : b], int(need[i]), limit)
             out.setdefault((a, b), [0, 0])[col] = days
-    return [(w, c, [a, b]) for (a, b), (w, c) in out.items() if w or c]
+            needs[(a, b)] = int(need[i])
+    return [
+        (w, c, ([a, b], needs[(a, b)], _below(fixed[a - 1 : b], free[a - 1 : b], warn_t)))
+        for (a, b), (w, c) in out.items()
+        if w or c
+    ]
 
 
 def _task_spans(pop: _Population) -> list[tuple[int, int, int]]:
@@ -671,7 +686,7 @@ _CLASS_SUBSETS = 6  # up to this many distinct class masks, every union of them 
 
 def _forced_on_class_days(
     pop: _Population, warn_t: int, crit_t: int
-) -> list[tuple[int, int, list[int]]]:
+) -> list[tuple[int, int, tuple[list[int], int, int]]]:
     """Issue 42: the days forced over the warning and the critical loads by the tasks whose
     classes ban weekdays. Such a task may only take the free periods of its class's allowed
     days (its day window less its banned weekdays) and allowed periods (every proposal and
@@ -695,7 +710,7 @@ def _forced_on_class_days(
     hosts = np.zeros(pop.num_days, dtype=np.int64)
     for day, n in pop.host_blocks:
         hosts[day - 1] += n
-    out: list[tuple[int, int, list[int]]] = []
+    out: list[tuple[int, int, tuple[list[int], int, int]]] = []
     for subset in subsets:
         pop.tick()
         days = np.logical_or.reduce([masks[k][0] for k in subset])
@@ -710,7 +725,7 @@ def _forced_on_class_days(
         fc = _forced_days(fixed, room, need, crit_t)
         if fw or fc:
             idx = np.flatnonzero(days) + 1
-            out.append((fw, fc, [int(idx[0]), int(idx[-1])]))
+            out.append((fw, fc, ([int(idx[0]), int(idx[-1])], need, _below(fixed, room, warn_t))))
     return out
 
 

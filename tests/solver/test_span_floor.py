@@ -12,6 +12,7 @@ from typing import Any
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.problem import Placement
 from smartflow_engine.state import ScheduleState
+from smartflow_engine.tools_adapter.tools.close_text import binding_text
 from tests.helpers.solver_windows import best_health, daily_event, ordered_week
 from tests.solver.test_upstream_rules import breaks
 
@@ -70,6 +71,11 @@ def test_a_span_of_the_order_forces_full_days() -> None:
     util = [b["why"] for b in floor.binding if b["rule"] == "day_utilization"]
     assert util and util[0]["days"] == [6, 7] and util[0]["days_forced_over_critical"] == 2
     assert floor.critical >= 2
+    # the span's own figures: 12 periods, room for 1 + 5 below the warning load (10 periods)
+    why = util[0]
+    assert why["confined"] and why["periods_to_place"] == 12 and why["room_below_warning"] == 6
+    text = binding_text("day_utilization", why)
+    assert "第6-7天之间至少要放下12节任务" in text and "只能容纳6节" in text
     # every schedule of the class's items keeping the order lies on days 6-7
     items = [
         [Placement(11 + k, d, s, s + 3) for k, (d, s) in enumerate(combo)]
@@ -79,7 +85,7 @@ def test_a_span_of_the_order_forces_full_days() -> None:
     kept = [pls for pls in items if not breaks(alone, pls) and _apart(pls)]
     assert kept and all(p.day in (6, 7) for pls in kept for p in pls)
     other = [(d, s) for d, s in FREE if d != 6 or s > 4]  # (off the locked item 1)
-    candidates = (pls + [Placement(20, d, s, s + 3)] for pls in kept for d, s in other)
+    candidates = ([*pls, Placement(20, d, s, s + 3)] for pls in kept for d, s in other)
     best_c, best_cw, count = best_health(state, candidates, breaks)
     assert count > 0
     assert floor.critical <= best_c and floor.critical + floor.warning <= best_cw

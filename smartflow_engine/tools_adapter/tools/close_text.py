@@ -41,11 +41,16 @@ def binding_text(rule: str, why: dict[str, Any]) -> str:
             f"前一项结束之前）；按顺序逐天精确排布后，{_exact_bound(why)}"
         )
     if rule == "day_utilization":
+        where, these = "", "其余天"
+        if why.get("confined"):
+            first, last = why["days"]
+            where = f"按各课程允许的日期、星期和任务顺序，第{first}-{last}天之间"
+            these = "这些天"
         return (
-            f"至少要放下{why['periods_to_place']}节任务，其余天在负载低于{why['warning_load']}节"
-            f"时只能容纳{why['room_below_warning']}节，至少{why['days_forced_over_warning']}天"
-            f"会达到警告负载、{why['days_forced_over_critical']}天达到严重负载"
-            f"（{why['critical_load']}节）。"
+            f"{where}至少要放下{why['periods_to_place']}节任务，{these}在负载低于"
+            f"{why['warning_load']}节时只能容纳{why['room_below_warning']}节，至少"
+            f"{why['days_forced_over_warning']}天会达到警告负载、"
+            f"{why['days_forced_over_critical']}天达到严重负载（{why['critical_load']}节）。"
         )
     if rule == "context_switch":
         return f"第{why['day']}天固定任务之间已有{why['fixed_switches']}次科目切换，无法减少。"
