@@ -608,11 +608,12 @@ def _forced_in_spans(
     pop: _Population, warn_t: int, crit_t: int
 ) -> list[tuple[int, int, tuple[list[int], int, int]]]:
     """Issue 42: the days forced over the warning and the critical loads in spans of days.
-    Each movable task every schedule of the population places keeps to its reach (its class's
-    day window narrowed to the days its item order leaves it, :func:`_reach`): its periods lie
-    in every span of days holding that reach. So for a span [a, b], the periods of the tasks
-    whose reach lies inside it (host blocks on its days aside) fit below a band on its days or
-    force days of it over the band (:func:`_forced_days`). Every span from one reach's first
+    Each movable task keeps to its reach when placed (its class's day window narrowed to the
+    days its item order leaves it, :func:`_reach`): its periods lie in every span of days
+    holding that reach. So for a span [a, b], the periods of the tasks whose reach lies
+    inside it that every schedule places — the placed ones, and the pending ones less the
+    periods the population may leave unplaced — fit below a band on its days (host blocks
+    there aside) or force days of it over the band (:func:`_forced_days`). Every span from one reach's first
     day to another's last is screened at once (cumulative sums of the demand by first and
     last day, prefix sums of the host room and of the room below the band); the
     :data:`_SPANS` of most excess per band are resolved (any
@@ -620,16 +621,19 @@ def _forced_in_spans(
     critical, the cause: the span, the periods that must go there, their room below the
     warning load) per span that forces a day."""
     spans = _task_spans(pop)
-    if not spans or all((lo, hi) == (1, pop.num_days) for lo, hi, _ in spans):
+    if not spans or all((lo, hi) == (1, pop.num_days) for lo, hi, _, _ in spans):
         return []  # (the whole window alone: :func:`_forced_over`'s own)
     arr = np.array(spans, dtype=np.int64)
     starts, ends = np.unique(arr[:, 0]), np.unique(arr[:, 1])
-    # inside[i, j]: the periods of the reaches inside [starts[i], ends[j]]
-    inside = np.zeros((starts.size, ends.size), dtype=np.int64)
-    np.add.at(
-        inside, (np.searchsorted(starts, arr[:, 0]), np.searchsorted(ends, arr[:, 1])), arr[:, 2]
-    )
-    inside = np.cumsum(np.cumsum(inside[::-1], axis=0)[::-1], axis=1)
+    rows, cols = np.searchsorted(starts, arr[:, 0]), np.searchsorted(ends, arr[:, 1])
+    # inside[k][i, j]: the placed (k = 0) and pending (k = 1) periods of the reaches inside
+    # [starts[i], ends[j]]
+    inside = np.zeros((2, starts.size, ends.size), dtype=np.int64)
+    np.add.at(inside, (arr[:, 3], rows, cols), arr[:, 2])
+    inside = np.cumsum(np.cumsum(inside[:, ::-1], axis=1)[:, ::-1], axis=2)
+    # at most ``slack`` pending periods stay unplaced: the rest of those inside are placed
+    slack = pop.pending_slots - pop.pending_min
+    placed = inside[0] + np.maximum(0, inside[1] - slack)
     pop.tick()
     hosts = np.zeros(pop.num_days + 1, dtype=np.int64)
     for day, length in pop.host_blocks:
@@ -637,7 +641,7 @@ def _forced_in_spans(
     host_sum = np.cumsum(hosts)
     i_idx, j_idx = np.nonzero(starts[:, None] <= ends[None, :])
     a_idx, b_idx = starts[i_idx], ends[j_idx]
-    need = np.maximum(0, inside[i_idx, j_idx] - (host_sum[b_idx] - host_sum[a_idx - 1]))
+    need = np.maximum(0, placed[i_idx, j_idx] - (host_sum[b_idx] - host_sum[a_idx - 1]))
     fixed, free = pop.fixed_load, pop.reachable
     out: dict[tuple[int, int], list[int]] = {}
     needs: dict[tuple[int, int], int] = {}
@@ -661,23 +665,22 @@ def _forced_in_spans(
     ]
 
 
-def _task_spans(pop: _Population) -> list[tuple[int, int, int]]:
-    """(first day, last day, periods) of the reach of each movable task every schedule of the
-    population places within it (:func:`_confined`'s tasks: pending ones when all of them are
-    placed, the engine's placed ones standing inside their class's days), narrowed by the
-    item order."""
+def _task_spans(pop: _Population) -> list[tuple[int, int, int, bool]]:
+    """(first day, last day, periods, pending) of the reach of each movable task the
+    population keeps within it, narrowed by the item order: the pending ones (placed there
+    when placed at all) and the engine's placed ones standing inside their class's days
+    (:func:`_confined`'s)."""
     state, memo = pop.state, pop.reach_memo
-    out: list[tuple[int, int, int]] = []
+    out: list[tuple[int, int, int, bool]] = []
     for t in state.tasks:
         if not pop.movable(t) or t.status == "existing":
             continue
-        if t.status == "pending" and not pop.everything:
-            continue
         lo, hi, _ = _reach(state, t, memo)
-        if t.status != "pending" and not all(lo <= b.day <= hi for b in t.slots):
+        pending = t.status == "pending"
+        if not pending and not all(lo <= b.day <= hi for b in t.slots):
             continue
-        periods = t.need() if t.status == "pending" else sum(b.length for b in t.slots)
-        out.append((lo, hi, periods))
+        periods = t.need() if pending else sum(b.length for b in t.slots)
+        out.append((lo, hi, periods, pending))
     return out
 
 

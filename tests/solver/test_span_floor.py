@@ -95,3 +95,31 @@ def _apart(pls: list[Placement]) -> bool:
     """No two of ``pls`` share a period."""
     cells = [(p.day, q) for p in pls for q in range(p.slot_start, p.slot_end + 1)]
     return len(cells) == len(set(cells))
+
+
+def test_a_span_counts_the_pending_periods_that_may_stay_unplaced() -> None:
+    """Tests the span argument when not every pending period must be placed: with 12 of the
+    16 pending periods asked, at most 4 stay unplaced, so at least 8 of the class's 12 (kept
+    by the order to Saturday and Sunday) land there, where 6 fit below the warning load: a
+    day over it. The floor is never above the best of every schedule placing 12 periods or
+    more (any two or three of the class's items on the places that keep the order, with or
+    without the other task anywhere)."""
+    state = _window(with_other=True)
+    floor = health_floor(state, pending_periods=12)
+    util = [b["why"] for b in floor.binding if b["rule"] == "day_utilization"]
+    assert util and util[0]["days"] == [6, 7] and util[0]["periods_to_place"] == 8
+    assert util[0]["days_forced_over_warning"] >= 1
+    alone = _window(with_other=False)
+    kept: list[list[Placement]] = []
+    for size in (2, 3):
+        for ids in itertools.combinations((11, 12, 13), size):
+            for combo in itertools.permutations(FREE, size):
+                pls = [Placement(i, d, s, s + 3) for i, (d, s) in zip(ids, combo, strict=True)]
+                if _apart(pls) and not breaks(alone, pls):
+                    kept.append(pls)
+    other = [(d, s) for d, s in FREE if d != 6 or s > 4]
+    candidates = [pls for pls in kept if len(pls) == 3]
+    candidates += [[*pls, Placement(20, d, s, s + 3)] for pls in kept for d, s in other]
+    best_c, best_cw, count = best_health(state, candidates, breaks)
+    assert count > 0
+    assert floor.critical <= best_c and floor.critical + floor.warning <= best_cw
