@@ -468,6 +468,33 @@ def best_health(
     return best_c, best_cw, count
 
 
+def class_item(state_id: int, order: int, duration: int = 4) -> dict[str, Any]:
+    """A pending item of :func:`ordered_week`'s class 10 "复习" (``order`` its ``task_order``,
+    ``duration`` periods), as a raw task row with source id ``1000 + order - 1``."""
+    return {
+        "state_id": state_id,
+        "source": "task_item",
+        "source_id": 1000 + order - 1,
+        "name": f"复习{order}",
+        "category": "复习",
+        "status": "pending",
+        "locked": False,
+        "duration": duration,
+        "task_order": order,
+        "category_id": 10,
+    }
+
+
+def anchored_items(anchor_day: int) -> list[dict[str, Any]]:
+    """:func:`daily_event` and class 10's items 1-4 (4 periods each): item 1 suggested and
+    locked on ``anchor_day`` periods 1-4, items 2-4 pending (for :func:`ordered_week`)."""
+    tasks = daily_event() + [class_item(10 + k, k + 1) for k in range(4)]
+    tasks[-4].update(
+        status="suggested", locked=True, slots=[{"day": anchor_day, "slot_start": 1, "slot_end": 4}]
+    )
+    return tasks
+
+
 def daily_event(first: int = 9, last: int = 12, days: int = 7) -> list[dict[str, Any]]:
     """A locked event (a club, "社团") holding periods ``first``-``last`` on each of ``days``
     days, as raw task rows with ids 1..days (for :func:`ordered_week`)."""

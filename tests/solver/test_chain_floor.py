@@ -7,7 +7,6 @@ where the order forces the items together, and is never above the best schedule.
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import numpy as np
 
@@ -15,35 +14,14 @@ from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.order_spans import chain_days
 from smartflow_engine.solver.problem import Placement
 from smartflow_engine.state import ScheduleState
-from tests.helpers.solver_windows import best_health, daily_event, ordered_week
+from tests.helpers.solver_windows import anchored_items, best_health, ordered_week
 from tests.solver.test_upstream_rules import breaks
 
 
 def _window(anchor_day: int) -> ScheduleState:
     """A week of 12 periods: an event holds periods 9-12 every day; class 10's item 1 is locked
     on ``anchor_day`` periods 1-4, its items 2-4 (4 periods each) are pending."""
-    tasks = daily_event()
-    for k in range(4):
-        item: dict[str, Any] = {
-            "state_id": 10 + k,
-            "source": "task_item",
-            "source_id": 1000 + k,
-            "name": f"复习{k + 1}",
-            "category": "复习",
-            "status": "pending",
-            "locked": False,
-            "duration": 4,
-            "task_order": k + 1,
-            "category_id": 10,
-        }
-        if k == 0:
-            item.update(
-                status="suggested",
-                locked=True,
-                slots=[{"day": anchor_day, "slot_start": 1, "slot_end": 4}],
-            )
-        tasks.append(item)
-    return ordered_week(tasks)
+    return ordered_week(anchored_items(anchor_day))
 
 
 def _best(state: ScheduleState) -> tuple[int, int, int]:

@@ -21,24 +21,19 @@ from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.problem import Placement, scope_tasks
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.state.synthetic import synthetic_window
-from tests.helpers.solver_windows import apply_placements, best_health, daily_event, ordered_week
+from tests.helpers.solver_windows import (
+    apply_placements,
+    best_health,
+    class_item,
+    daily_event,
+    ordered_week,
+)
 from tests.solver.test_spread_flow import _population
 from tests.solver.test_upstream_rules import breaks
 
 
 def _item(state_id: int, order: int, duration: int, **placed: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "state_id": state_id,
-        "source": "task_item",
-        "source_id": 1000 + state_id,
-        "name": f"复习{order}",
-        "category": "复习",
-        "status": "pending",
-        "locked": False,
-        "duration": duration,
-        "task_order": order,
-        "category_id": 10,
-    }
+    row = class_item(state_id, order, duration) | {"source_id": 1000 + state_id}
     if placed:  # a locked existing task of the subject, of no class: a fixed present day
         day, start = placed["day"], placed["start"]
         row |= {"status": "existing", "locked": True, "duration": None}

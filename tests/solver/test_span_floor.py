@@ -7,13 +7,12 @@ the floor binds on the span and is never above the best schedule."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.solver.problem import Placement
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
-from tests.helpers.solver_windows import best_health, daily_event, ordered_week
+from tests.helpers.solver_windows import anchored_items, best_health, ordered_week
 from tests.solver.test_upstream_rules import breaks
 
 FREE = [(d, s) for d in range(1, 8) for s in range(1, 6)]  # 4-period starts off the event
@@ -24,25 +23,7 @@ def _window(with_other: bool) -> ScheduleState:
     Saturday (day 6) periods 1-4 and its items 2-4 (4 periods each) pending, so they follow
     it on days 6-7; with ``with_other``, a pending task of no class (4 periods, 阅读) that
     may take any day."""
-    tasks: list[dict[str, Any]] = daily_event()
-    for k in range(4):
-        item: dict[str, Any] = {
-            "state_id": 10 + k,
-            "source": "task_item",
-            "source_id": 1000 + k,
-            "name": f"复习{k + 1}",
-            "category": "复习",
-            "status": "pending",
-            "locked": False,
-            "duration": 4,
-            "task_order": k + 1,
-            "category_id": 10,
-        }
-        if k == 0:
-            item.update(
-                status="suggested", locked=True, slots=[{"day": 6, "slot_start": 1, "slot_end": 4}]
-            )
-        tasks.append(item)
+    tasks = anchored_items(6)
     if with_other:
         tasks.append(
             {

@@ -10,29 +10,14 @@ import itertools
 
 from smartflow_engine.solver.health_floor import health_floor
 from smartflow_engine.state import ScheduleState
-from tests.helpers.solver_windows import best_health, daily_event, ordered_week
+from tests.helpers.solver_windows import best_health, class_item, daily_event, ordered_week
 from tests.solver.test_upstream_rules import breaks
 
 
 def _window(banned_weekdays: list[int]) -> ScheduleState:
     """A week of 12 periods: an event holds periods 9-12 every day; one class (weekdays
     ``banned_weekdays`` banned) has three pending items of 4 periods, in order 1, 2, 3."""
-    tasks = daily_event()
-    for k in range(3):
-        tasks.append(
-            {
-                "state_id": 10 + k,
-                "source": "task_item",
-                "source_id": 1000 + k,
-                "name": f"复习{k + 1}",
-                "category": "复习",
-                "status": "pending",
-                "locked": False,
-                "duration": 4,
-                "task_order": k + 1,
-                "category_id": 10,
-            }
-        )
+    tasks = daily_event() + [class_item(10 + k, k + 1) for k in range(3)]
     return ordered_week(tasks, banned_weekdays=banned_weekdays)
 
 
