@@ -479,9 +479,7 @@ def _reachable(
     poured: set[tuple[int, int, int, tuple[int, ...]]] = set()  # (lo, hi, mask, off) OR-ed in
     for t in state.tasks:
         if t.state_id in movable_ids:
-            own = _reach(state, t, reach_memo)
-            lo, hi, allowed = own
-            off = _off_days(state, t, own, reach_memo)
+            (lo, hi, allowed), off = _reach_off(state, t, reach_memo)
             if (lo, hi, id(allowed), off) not in poured:  # the masks live in reach_memo
                 poured.add((lo, hi, id(allowed), off))
                 days = np.zeros(state.num_days, dtype=bool)
@@ -563,9 +561,16 @@ def _utilization_floor(pop: _Population, out: _Sum) -> None:
     out.add("day_utilization", (util_cw[0] - crit0, util_cw[1] - warn0), why)
 
 
+def _room_below(fixed: np.ndarray, free: np.ndarray, limit: int) -> np.ndarray:
+    """Per day, the periods of ``free`` a day of load ``fixed`` takes while it stays below
+    ``limit`` (none on a day already at it)."""
+    out: np.ndarray = np.minimum(free, np.maximum(0, limit - 1 - fixed))
+    return out
+
+
 def _below(fixed: np.ndarray, free: np.ndarray, limit: int) -> int:
     """The periods ``free`` holds on days of load ``fixed`` while each stays below ``limit``."""
-    return int(np.minimum(free, np.maximum(0, limit - 1 - fixed))[fixed < limit].sum())
+    return int(_room_below(fixed, free, limit)[fixed < limit].sum())
 
 
 def _forced_over(
@@ -646,7 +651,7 @@ def _forced_in_spans(
     out: dict[tuple[int, int], list[int]] = {}
     needs: dict[tuple[int, int], int] = {}
     for col, limit in enumerate((warn_t, crit_t)):
-        below = np.where(fixed >= limit, free, np.minimum(free, np.maximum(0, limit - 1 - fixed)))
+        below = np.where(fixed >= limit, free, _room_below(fixed, free, limit))
         room = np.concatenate([[0], np.cumsum(below)])
         excess = need - (room[b_idx] - room[a_idx - 1])
         order = np.lexsort((b_idx, a_idx, -excess))[:_SPANS]
@@ -1217,7 +1222,7 @@ def exact_items(
     one block of its need; each block of a placed task is an item of its own (they move
     independently in the model: a larger population, so the bound stays sound)."""
     memo: dict[Any, Any] = {}
-    counts: dict[tuple[Any, ...], int] = {}
+    of: dict[tuple[Any, ...], list[int]] = {}  # each item's tasks (one per block), in order
     fixed_hosts: list[tuple[int, int, int]] = []
     floating: list[int] = []
     for t in state.tasks:
@@ -1228,28 +1233,16 @@ def exact_items(
                 fixed_hosts += [(b.day, b.slot_start, b.length) for b in t.slots]
         if not movable(t):
             continue
-        reach = _reach(state, t, memo)
-        lo, hi, allowed = reach
+        (lo, hi, allowed), off = _reach_off(state, t, memo)
         mask = tuple(bool(x) for x in allowed.tolist())
         pending = t.status == "pending"
-        off = _off_days(state, t, reach, memo)
         for n in [t.need()] if pending else [b.length for b in t.slots]:
-            key = (n, lo, hi, mask, pending, not t.can_embed, off)
-            counts[key] = counts.get(key, 0) + 1
+            of.setdefault((n, lo, hi, mask, pending, not t.can_embed, off), []).append(t.state_id)
     items = [
-        Item(n, lo, hi, mask, p, g, c, off) for (n, lo, hi, mask, p, g, off), c in counts.items()
+        Item(n, lo, hi, mask, p, g, len(tids), off)
+        for (n, lo, hi, mask, p, g, off), tids in of.items()
     ]
     if members is not None:  # the tasks of each item, in the items' order
-        of: dict[tuple[Any, ...], list[int]] = {key: [] for key in counts}
-        for t in state.tasks:
-            if movable(t):
-                reach = _reach(state, t, memo)
-                lo, hi, allowed = reach
-                mask = tuple(bool(x) for x in allowed.tolist())
-                pending = t.status == "pending"
-                off = _off_days(state, t, reach, memo)
-                for n in [t.need()] if pending else [b.length for b in t.slots]:
-                    of[(n, lo, hi, mask, pending, not t.can_embed, off)].append(t.state_id)
         members[:] = list(of.values())
     return items, sorted(fixed_hosts), sorted(floating)
 
@@ -1277,6 +1270,14 @@ def _off_days(
     if off and t.status != "pending" and any(b.day in off for b in t.slots):
         return ()
     return off
+
+
+def _reach_off(
+    state: ScheduleState, t: Task, memo: dict[Any, Any]
+) -> tuple[tuple[int, int, np.ndarray], tuple[int, ...]]:
+    """:func:`_reach` of task ``t`` and the days inside it it may not take (:func:`_off_days`)."""
+    reach = _reach(state, t, memo)
+    return reach, _off_days(state, t, reach, memo)
 
 
 def solve_exact(
@@ -1693,9 +1694,7 @@ def _block_days(
     block as long when it may be a guest) and the first and last of them (None: none), keyed by
     what they depend on (window, periods, weekdays, length, embeddable): shared in
     ``days_memo`` by the tasks alike."""
-    reach = _reach(state, t, reach_memo)
-    lo, hi, allowed = reach
-    off = _off_days(state, t, reach, reach_memo)
+    (lo, hi, allowed), off = _reach_off(state, t, reach_memo)
     n = t.need()
     key = (lo, hi, id(allowed), off, n, bool(t.can_embed))
     found = days_memo.get(key)
@@ -1838,7 +1837,7 @@ def _forced_days(fixed_load: np.ndarray, free: np.ndarray, periods: int, limit: 
     at the limit take their free periods, the others up to ``limit - 1``, then the roomiest of
     them take the rest."""
     over = fixed_load >= limit
-    below_room = np.minimum(free, np.maximum(0, limit - 1 - fixed_load))
+    below_room = _room_below(fixed_load, free, limit)
     excess = periods - int(free[over].sum()) - int(below_room[~over].sum())
     if excess <= 0:
         return 0

@@ -106,10 +106,10 @@ def scope_off_days(problem: Problem) -> dict[int, tuple[int, ...]]:
     out: dict[int, tuple[int, ...]] = {}
     for group in problem.groups:
         rule = group.rule
-        days = [d for d in range(1, problem.num_days + 1) if rule.allows_day(d, problem.num_days)]
+        days = {d for d in range(1, problem.num_days + 1) if rule.allows_day(d, problem.num_days)}
         if not days:
             continue
-        off = tuple(d for d in range(days[0], days[-1] + 1) if d not in set(days))
+        off = tuple(d for d in range(min(days), max(days) + 1) if d not in days)
         if off:
             out.update(dict.fromkeys(group.task_ids, off))
     return out
