@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import itertools
 
+from hypothesis import HealthCheck, given, note, settings
+
+from smartflow_engine.analyzers import analyze_health
+from smartflow_engine.solver import propose_placement
 from smartflow_engine.solver.health_floor import health_floor
-from smartflow_engine.solver.problem import Placement
+from smartflow_engine.solver.problem import Placement, scope_tasks
 from smartflow_engine.state import ScheduleState
 from smartflow_engine.tools_adapter.tools.close_text import binding_text
-from tests.helpers.solver_windows import anchored_items, best_health, ordered_week
-from tests.solver.test_upstream_rules import breaks
+from tests.helpers.solver_windows import (
+    anchored_items,
+    apply_placements,
+    best_health,
+    ordered_week,
+)
+from tests.solver.test_upstream_rules import UPSTREAM, breaks
 
 FREE = [(d, s) for d in range(1, 8) for s in range(1, 6)]  # 4-period starts off the event
 
@@ -104,3 +113,26 @@ def test_a_span_counts_the_pending_periods_that_may_stay_unplaced() -> None:
     best_c, best_cw, count = best_health(state, candidates, breaks)
     assert count > 0
     assert floor.critical <= best_c and floor.critical + floor.warning <= best_cw
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(state=UPSTREAM)
+def test_the_floor_stays_below_the_proposals_schedule(state: ScheduleState) -> None:
+    """Tests, on random upstream-shaped windows (bans, weekdays, dates, permission, order), in
+    both scopes, that the floor of the proposal's population (the pending periods it places,
+    its scope moving: the spans, the weekday reach and every other part) is never above the
+    counts ``analyze_health`` gives the proposal's own schedule, written through the write
+    path (which keeps every class rule)."""
+    note(state.to_json(indent=None))
+    pending_ids = {t.state_id for t in state.pending_tasks()}
+    for replan in (True, False):
+        new = propose_placement(state, time_limit_s=0.3, seed=0, include_suggested=replan)
+        applied = apply_placements(state, list(new.placements))
+        signal = analyze_health(applied, time_limit_s=2.0).metrics["close_signal"]
+        scope = {t.state_id for t in scope_tasks(state, include_suggested=replan)}
+        placed = sum(p.length for p in new.placements if p.task_id in pending_ids)
+        floor = health_floor(state, pending_periods=placed, scope=scope)
+        assert floor.critical <= signal["critical"]
+        assert floor.critical + floor.warning <= signal["critical"] + signal["warning"]
