@@ -17,9 +17,10 @@ For two placed items of one class with orders a < b, a ends strictly before b st
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -301,17 +302,26 @@ class _ChainRoom:
                     break
         return opts
 
+    def usable(self, pl: Placement) -> bool:
+        """Whether ``pl``'s periods are all free (a guest place: its host block's seat)."""
+        if pl.embed_host is None:
+            return bool(self.free[pl.day - 1, pl.slot_start - 1 : pl.slot_end].all())
+        return self.seat(pl) not in self.taken
+
+    def seat(self, pick: Placement) -> tuple[int, int]:
+        """The host block a guest place ``pick`` takes: (day, the block's first period)."""
+        return next(
+            (pick.day, hs)
+            for hs, he, hid in self.hosts[pick.day]
+            if hid == pick.embed_host and hs <= pick.slot_start <= he
+        )
+
     def take(self, pick: Placement) -> None:
         """``pick``'s periods (or its host block's guest seat) are no longer free."""
         if pick.embed_host is None:
             self.free[pick.day - 1, pick.slot_start - 1 : pick.slot_end] = False
             return
-        hs = next(
-            h[0]
-            for h in self.hosts[pick.day]
-            if h[2] == pick.embed_host and h[0] <= pick.slot_start <= h[1]
-        )
-        self.taken.add((pick.day, hs))
+        self.taken.add(self.seat(pick))
 
 
 def _greedy_chain(
@@ -464,6 +474,11 @@ def order_start(
             if sum(pl.length for pl in alt) > most:
                 most, kept, dropped = sum(pl.length for pl in alt), alt, lost
                 source = replace(start, name=name, placements=list(placements))
+        # the chains swept through time, in order from the start (no relabelling to undo)
+        swept = _swept(run, scope, level1.best, cut)
+        if swept is not None and sum(pl.length for pl in swept[0]) > most:
+            kept, dropped = swept
+            source = replace(start, name="chains", placements=list(kept))
     if dropped:  # the exact ordered model of the whole scope, near the start's places
         kept, dropped = _ordered_max(run, source.placements, kept, dropped, cut)
     if source is start and not dropped and kept == start.placements:
@@ -535,3 +550,138 @@ def _ordered_max(
     placed = {pl.task_id for pl in exact}
     out = sorted(exact, key=lambda pl: (pl.day, pl.slot_start, pl.task_id))
     return out, sorted(tid for tid in run.scope() if tid not in placed)
+
+
+def _swept(
+    run: ScopeRun, scope: Collection[int], target: int, cut: list[bool]
+) -> tuple[list[Placement], list[int]] | None:
+    """:func:`sweep_chains` of ``scope`` as an ordered start: its placements and the scope
+    tasks it leaves out (none when it places the ``target`` periods, level 1's most: then
+    the unordered maximum is met in order). None when the search's stop passed during it
+    (True then goes to ``cut``) or it leaves out a task that stands somewhere now (a
+    re-planned suggested one): applying the proposal would leave that task where it is,
+    where the items placed around it may break its order."""
+    state = run.state
+    placements = sweep_chains(state, scope, late=lambda: time.perf_counter() > run.search_stop)
+    if placements is None:
+        cut.append(True)
+        return None
+    placed = {pl.task_id for pl in placements}
+    if any(task_of(state, tid).slots for tid in scope if tid not in placed):
+        return None
+    if sum(pl.length for pl in placements) >= target:
+        return placements, []
+    return placements, sorted(tid for tid in scope if tid not in placed)
+
+
+def sweep_chains(
+    state: ScheduleState, scope: Collection[int], late: Callable[[], bool] = lambda: False
+) -> list[Placement] | None:
+    """The ``scope`` tasks placed in one pass through time, each class's items in their order
+    (a start of a proposal whose counting witness the order breaks, issue 42). Each class's
+    ordered items are a chain (by order, then id); at each step every chain's next item has its
+    earliest place left after its chain's last item (every rule but the order read as
+    :func:`_chain`'s room does: the class's grid and segment, free periods or a free
+    water-course block where permitted); of those starting within a day of the earliest, the
+    one whose latest start (its chain's backward pass over its own places, no other chain in
+    the way) comes first takes its place — earliest deadline first, so a class whose dates end
+    soon is not crowded out by one with room later. Then each task outside any order, by id,
+    at its first place left. A task with no place left is left out. Deterministic, no solver
+    (0.005-0.27 s at 13-60 days, docs/decisions.md); None when ``late()`` turns true between
+    steps."""
+    scope_ids = set(scope)
+    tasks = {tid: task_of(state, tid) for tid in sorted(scope_ids)}
+    lines, loose = _chains_of(tasks)
+    windows = order_segments(state, (tasks[tid] for items in lines for tid in items))
+    room = _ChainRoom.of(state, [], scope_ids)
+    spd = state.slots_per_day
+
+    def index(day: int, period: int) -> int:
+        return (day - 1) * spd + period
+
+    options: dict[int, list[Placement]] = {}
+    for tid in tasks:
+        if late():
+            return None
+        options[tid] = room.options(state, tid, windows.get(tid, (None, None)))
+    starts = {tid: [index(p.day, p.slot_start) for p in opts] for tid, opts in options.items()}
+    latest = _latest_starts(lines, options, spd, (state.num_days + 1) * spd + 1)
+    usable = room.usable
+
+    def first(tid: int, front: int) -> Placement | None:
+        k = bisect.bisect_right(starts[tid], front)
+        return next((p for p in options[tid][k:] if usable(p)), None)
+
+    pointer = [0] * len(lines)
+    front = [0] * len(lines)  # the global index of each chain's last item's end
+    nxt: list[Placement | None] = [None] * len(lines)
+    out: list[Placement] = []
+    while True:
+        if late():
+            return None
+        for c, items in enumerate(lines):
+            while pointer[c] < len(items) and ((p := nxt[c]) is None or not usable(p)):
+                nxt[c] = first(items[pointer[c]], front[c])
+                if nxt[c] is None:
+                    pointer[c] += 1  # (no place left after the chain's last item: left out)
+        at = {
+            c: index(p.day, p.slot_start)
+            for c in range(len(lines))
+            if pointer[c] < len(lines[c]) and (p := nxt[c]) is not None
+        }
+        if not at:
+            break
+        soonest = min(at.values())
+        c = min(
+            (c for c in at if at[c] <= soonest + spd),
+            key=lambda c: (latest[lines[c][pointer[c]]], at[c], c),
+        )
+        pick = nxt[c]
+        assert pick is not None
+        room.take(pick)
+        out.append(pick)
+        front[c] = index(pick.day, pick.slot_end)
+        pointer[c] += 1
+        nxt[c] = None
+    for tid in loose:
+        pick = first(tid, 0)
+        if pick is not None:
+            room.take(pick)
+            out.append(pick)
+    return out
+
+
+def _latest_starts(
+    lines: list[list[int]], options: dict[int, list[Placement]], spd: int, past: int
+) -> dict[int, int]:
+    """Per item of each chain of ``lines`` (task ids in order), its latest start (global period
+    index) with its chain's later items after it, each at its own latest (a backward pass over
+    the ``options``, no other chain in the way; ``past``: an index past every period). An item
+    no later place of which fits before the next item's gets its own latest start."""
+    latest: dict[int, int] = {}
+    for items in lines:
+        after = past
+        for tid in reversed(items):
+            ends = [((p.day - 1) * spd + p.slot_start, (p.day - 1) * spd + p.slot_end)
+                    for p in options[tid]]  # fmt: skip
+            fit = [s for s, e in ends if e < after]
+            latest[tid] = max(fit) if fit else max((s for s, _ in ends), default=after)
+            after = latest[tid] if fit else after
+    return latest
+
+
+def _chains_of(tasks: dict[int, Task]) -> tuple[list[list[int]], list[int]]:
+    """Each class's ordered items among ``tasks`` (by order, then id; classes by id), and the
+    ids of the tasks outside any order."""
+    chains: dict[int, list[int]] = defaultdict(list)
+    loose: list[int] = []
+    for tid, task in tasks.items():
+        okey = order_key(task)
+        if okey is None:
+            loose.append(tid)
+        else:
+            chains[okey[0]].append(tid)
+    lines = [
+        sorted(chains[k], key=lambda tid: (tasks[tid].task_order or 0, tid)) for k in sorted(chains)
+    ]
+    return lines, loose

@@ -31,8 +31,9 @@ from .realise import realise
 from .run import ScopeRun
 
 # Where a proposal's search started: the first packing order, it with the exact repair of its
-# leftovers, the counting model's witness, or (keep_placed's repair) the current schedule.
-ProposalStart = Literal["greedy", "greedy+repair", "witness", "current", "exact"]
+# leftovers, the counting model's witness, the exact model's schedule, the item order's chains swept
+# through time (.order.sweep_chains), or (keep_placed's repair) the current schedule.
+ProposalStart = Literal["greedy", "greedy+repair", "witness", "current", "exact", "chains"]
 
 
 @dataclass
