@@ -118,6 +118,8 @@ def keep_order(
     result: dict[int, Placement] = {}
     dropped: list[int] = []
     failing: list[tuple[list[int], list[Placement]]] = []
+    # (the classes in the order their items come out of ``ordered``, not by id: which class
+    # is chained first decides what the later ones find, and the proposals depend on it)
     for items in by_class.values():
         items.sort(key=lambda tid: (tasks[tid].task_order or 0, tid))
         places = sorted(
@@ -605,7 +607,7 @@ def sweep_chains(
             return None
         options[tid] = room.options(state, tid, windows.get(tid, (None, None)))
     starts = {tid: [index(p.day, p.slot_start) for p in opts] for tid, opts in options.items()}
-    latest = _latest_starts(lines, options, spd, (state.num_days + 1) * spd + 1)
+    latest = _latest_starts(lines, options, index, (state.num_days + 1) * spd + 1)
     usable = room.usable
 
     def first(tid: int, front: int) -> Placement | None:
@@ -652,18 +654,21 @@ def sweep_chains(
 
 
 def _latest_starts(
-    lines: list[list[int]], options: dict[int, list[Placement]], spd: int, past: int
+    lines: list[list[int]],
+    options: dict[int, list[Placement]],
+    index: Callable[[int, int], int],
+    past: int,
 ) -> dict[int, int]:
-    """Per item of each chain of ``lines`` (task ids in order), its latest start (global period
-    index) with its chain's later items after it, each at its own latest (a backward pass over
-    the ``options``, no other chain in the way; ``past``: an index past every period). An item
-    no later place of which fits before the next item's gets its own latest start."""
+    """Per item of each chain of ``lines`` (task ids in order), its latest start (``index``: the
+    global period index of a day's period) with its chain's later items after it, each at its
+    own latest (a backward pass over the ``options``, no other chain in the way; ``past``: an
+    index past every period). An item no later place of which fits before the next item's gets
+    its own latest start."""
     latest: dict[int, int] = {}
     for items in lines:
         after = past
         for tid in reversed(items):
-            ends = [((p.day - 1) * spd + p.slot_start, (p.day - 1) * spd + p.slot_end)
-                    for p in options[tid]]  # fmt: skip
+            ends = [(index(p.day, p.slot_start), index(p.day, p.slot_end)) for p in options[tid]]
             fit = [s for s, e in ends if e < after]
             latest[tid] = max(fit) if fit else max((s for s, _ in ends), default=after)
             after = latest[tid] if fit else after
