@@ -593,9 +593,10 @@ def residual(problem: Problem, placements: Sequence[Placement]) -> Problem:
 
 # ---------------------------------------------------------------------------------- questions
 # What proved a CountResult: "complete" (the placement holds every counted task),
-# "relaxation" (it meets the relaxation's certified bound) or "cp-sat" (CP-SAT's own proof,
-# or none when unproven).
-ProofKind = Literal["complete", "relaxation", "cp-sat"]
+# "relaxation" (it meets the relaxation's certified bound), "cp-sat" (CP-SAT's own proof,
+# or none when unproven) or "standing" (the scope's places now hold every task,
+# :func:`.feasibility.standing_witness`).
+ProofKind = Literal["complete", "relaxation", "cp-sat", "standing"]
 
 
 @dataclass

@@ -443,8 +443,7 @@ def order_start(
     the search's answer and undid its gains). The start is ordered by :func:`keep_order`
     (relabelled, else its classes re-placed as chains; when a chain leaves items out, the
     exact ordered model of the whole scope, :func:`.ordered.max_placeable_ordered`, near the
-    start's places, within half of what is left before the search's stop and at most two
-    seconds; before it, the ``others`` starts (name, placements), chained alike, stand in when
+    start's places, within half of what is left before the search's stop; before it, the ``others`` starts (name, placements), chained alike, stand in when
     one keeps more periods: the periods placed come first); the greedy likewise, used only when
     nothing of it drops. When the start's chains leave items out, ``level1`` comes back
     unproven with the periods placed (the proposal then claims no maximum, as
@@ -459,9 +458,9 @@ def order_start(
     state, scope = run.state, run.scope()
     cal = run.calibration
     cut: list[bool] = []
-    # the exact chains: their work decides; the wall clock (at most half a second, never past
-    # the search's stop) only cuts them, and the proposal then says so
-    exact_s = max(0.0, min(0.5, run.search_stop - time.perf_counter() - 0.05))
+    # the exact chains: their work decides; the wall clock (half of what is left before the
+    # search's stop) only cuts them, and the proposal then says so
+    exact_s = max(0.0, 0.5 * (run.search_stop - time.perf_counter()))
     chain_work = cal.ordered_chain_share * run.effort * cal.exact_det_per_s
     kept, dropped = keep_order(
         state, start.placements, scope, exact_s, cal, work_s=chain_work, cut=cut
@@ -515,13 +514,12 @@ def _ordered_max(
     finds places as many). Its answer when it places more periods than ``kept``, else ``kept``
     and ``dropped``. Their work (``ordered_max_share`` of the effort, at most
     ``ordered_max_work``, shared out by ``ordered_max_split``) decides; the wall clock (half
-    of what is left before the search's stop, at most two seconds) only cuts, and True then goes
-    to ``cut``."""
+    of what is left before the search's stop) only cuts, and True then goes to ``cut``."""
     from .ordered import max_placeable_ordered
 
     cal = run.calibration
     t0 = time.perf_counter()
-    limit = min(2.0, 0.5 * (run.search_stop - t0))
+    limit = 0.5 * (run.search_stop - t0)
     if limit < 0.1:
         cut.append(True)  # (no time for what its work would have found)
         return kept, dropped

@@ -32,7 +32,9 @@ def unplaced_check(
     re-plannable suggested task, is lifted either way), so it runs on ``state``, except when
     ``placements`` place a pending embeddable host: placed, a host is no longer re-planned (see
     :func:`~smartflow_engine.concepts.movable_by_solver`), so the check runs on the schedule
-    with ``placements`` applied. It is skipped only when nothing is left unplaced and no
+    with ``placements`` applied; and except when nothing is left unplaced: on the applied
+    schedule the check finds every task standing where the rules allow it, in most cases, and
+    answers from it with no model (:func:`.feasibility.standing_witness`). It is skipped only when nothing is left unplaced and no
     suggested task exists (the applied schedule is then its own witness); a suggested task
     standing outside its class's days may not fit inside them, so with nothing unplaced the
     window can still be infeasible.
@@ -53,7 +55,7 @@ def unplaced_check(
     if deadline is not None:
         time_limit_s = min(time_limit_s, deadline - time.perf_counter())
     hosts = [p for p in placements if (t := state.task(p.task_id)) is not None and t.can_embed]
-    if hosts:
+    if hosts or (placements and not unplaced):
         applied = state.copy_state()
         result = relocate(
             applied,

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from smartflow_engine import ScheduleState
 from smartflow_engine.solver import check_feasibility, negotiation_figures
+from smartflow_engine.solver.feasibility import standing_witness
+from smartflow_engine.solver.problem import build_problem
 from tests.helpers.solver_windows import apply_placements
 
 CLASS_IDS = (10, 11)
@@ -110,8 +112,28 @@ def ruled_windows(draw: st.DrawFn) -> ScheduleState:
     return ScheduleState.model_validate(data)
 
 
-def brute_force(data: dict[str, Any], include_suggested: bool) -> tuple[int, int]:
-    """(required, best): the most periods of the scope placeable at once under every rule."""
+def in_order(cid: int, order: int, first: tuple[int, int], last: tuple[int, int], others) -> bool:
+    """Whether an item of class ``cid`` and ``order`` from ``first`` to ``last`` keeps the
+    order with each of ``others`` ((class, order, first, last)): a smaller order ends before
+    it starts, a larger one starts after it ends."""
+    for c, o, f, end in others:
+        if c != cid or o == order:
+            continue
+        if o < order and not end < first:
+            return False
+        if o > order and not last < f:
+            return False
+    return True
+
+
+def scope_options(
+    data: dict[str, Any], include_suggested: bool
+) -> tuple[
+    list[dict[str, Any]], list[list[tuple[int, int, int | None]]], list[int], set[tuple[int, int]]
+]:
+    """The scope's tasks, each one's places under every rule but the order among the scope
+    ((day, start, water-course index or None)), their lengths, and the periods the tasks
+    outside the scope take."""
     days = data["window"]["total_days"]
     spd = data["window"]["slots_per_day"]
     weekday = {m["day_index"]: m["day_of_week"] for m in data["window"]["day_mapping"]}
@@ -155,18 +177,6 @@ def brute_force(data: dict[str, Any], include_suggested: bool) -> tuple[int, int
             else t["slots"][0]["slot_end"] - t["slots"][0]["slot_start"] + 1
         )
 
-    def in_order(
-        cid: int, order: int, first: tuple[int, int], last: tuple[int, int], others
-    ) -> bool:
-        for c, o, f, end in others:
-            if c != cid or o == order:
-                continue
-            if o < order and not end < first:
-                return False
-            if o > order and not last < f:
-                return False
-        return True
-
     options: list[list[tuple[int, int, int | None]]] = []
     for t in scope:
         c = classes[t["category_id"]]
@@ -191,7 +201,12 @@ def brute_force(data: dict[str, Any], include_suggested: bool) -> tuple[int, int
                         if hd == day and hs <= s and s + d - 1 <= he:
                             opts.append((day, s, hi))
         options.append(opts)
-    lengths = [durations(t) for t in scope]
+    return scope, options, [durations(t) for t in scope], busy
+
+
+def brute_force(data: dict[str, Any], include_suggested: bool) -> tuple[int, int]:
+    """(required, best): the most periods of the scope placeable at once under every rule."""
+    scope, options, lengths, busy = scope_options(data, include_suggested)
     required = sum(lengths)
     best = 0
 
@@ -243,6 +258,55 @@ def test_feasibility_equals_brute_force_under_every_rule(
         [t.state_id for t in state.tasks if t.status == "suggested"] if include_suggested else []
     )
     apply_placements(state, report.witness, replanned)
+
+
+def stands_by_the_rules(data: dict[str, Any]) -> bool:
+    """Whether every re-plannable item stands at one of its places under every rule, in order
+    with each other (the oracle's reading, from the raw fields)."""
+    scope, options, lengths, _ = scope_options(data, include_suggested=True)
+    seen: list[tuple[int, int, tuple[int, int], tuple[int, int]]] = []
+    for t, opts, d in zip(scope, options, lengths, strict=True):
+        if not t.get("slots"):
+            return False
+        b = t["slots"][0]
+        if (b["day"], b["slot_start"], None) not in opts:
+            return False
+        mine = (
+            t["category_id"],
+            t["task_order"],
+            (b["day"], b["slot_start"]),
+            (b["day"], b["slot_start"] + d - 1),
+        )
+        if not in_order(*mine, seen):
+            return False
+        seen.append(mine)
+    return True
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(state=ruled_windows())
+def test_a_schedule_standing_by_the_rules_is_its_own_witness(state: ScheduleState) -> None:
+    """Tests that with nothing pending, check_feasibility answers from the schedule as it stands
+    exactly when every re-planned item keeps every rule there (no model solved), and equals
+    the brute-force maximum either way (items standing out of their class's days, periods,
+    weekdays or order send it to the models)."""
+    data = state.to_dict()
+    data["tasks"] = [t for t in data["tasks"] if t["status"] != "pending"]
+    state = ScheduleState.model_validate(data)
+    note(state.to_json(indent=None))
+    required, best = brute_force(state.to_dict(), include_suggested=True)
+    problem = build_problem(state, include_suggested=True, subjects=False)
+    standing = standing_witness(state, problem)
+    assert (standing is not None) == stands_by_the_rules(state.to_dict())
+    report = check_feasibility(state, time_limit_s=10.0, num_workers=1, include_suggested=True)
+    assert report.proven
+    assert report.feasible_slots == best
+    assert report.is_feasible == (best == required)
+    if standing is not None:
+        assert best == required
+        assert sorted(report.witness, key=lambda p: p.task_id) == sorted(
+            standing, key=lambda p: p.task_id
+        )
 
 
 def _window(
