@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
@@ -366,3 +367,52 @@ def test_negotiation_names_a_binding_order() -> None:
     figures = negotiation_figures(state, report, time_limit_s=5.0, num_workers=1)
     assert figures.lifting_order_suffices is True
     assert figures.lifting_weekdays_suffices is None  # Sunday is not in the window: no off day
+
+
+@pytest.mark.parametrize("filler", [True, False])
+def test_a_guest_stands_by_the_rules_only_where_its_class_permits_water_courses(
+    filler: bool,
+) -> None:
+    """Tests the standing witness with a suggested item inside a water course and no free
+    period left: where its class permits water courses the schedule is its own witness (fits);
+    where it does not, the models decide and prove the item cannot be placed."""
+    state = _window(
+        [1],
+        4,
+        [
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "can_embed": True,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+                "embedded_by": 3,
+            },
+            {
+                "source": "event",
+                "category": "课程",
+                "status": "existing",
+                "locked": True,
+                "slots": [{"day": 1, "slot_start": 3, "slot_end": 4}],
+            },
+            {
+                "status": "suggested",
+                "category_id": 10,
+                "task_order": 1,
+                "embed_host": 1,
+                "slots": [{"day": 1, "slot_start": 1, "slot_end": 2}],
+            },
+        ],
+        {"allow_filler_course": filler},
+    )
+    problem = build_problem(state, include_suggested=True, subjects=False)
+    standing = standing_witness(state, problem)
+    report = check_feasibility(state, time_limit_s=5.0, num_workers=1, include_suggested=True)
+    assert report.proven
+    if filler:
+        assert standing is not None
+        assert [(p.task_id, p.embed_host) for p in standing] == [(3, 1)]
+        assert report.is_feasible is True
+    else:
+        assert standing is None
+        assert (report.is_feasible, report.capacity_gap) == (False, 2)
