@@ -13,6 +13,7 @@ loads back as the session's state.
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from collections.abc import Callable
@@ -146,8 +147,14 @@ class _Http:
         return self._state
 
     def call(self, name: str, args: dict[str, Any]) -> tuple[str, bool, str]:
+        # The body is encoded here, as a client that writes NaN and Infinity (Python's json,
+        # JavaScript's JSON5 libraries) sends it: the test client's own encoder refuses them
+        # (allow_nan=False), and an argument drawn as garbage may be one.
+        body_text = json.dumps({"state": self.current, "args": args}, ensure_ascii=False)
         response = self.client.post(
-            f"/v1/tools/{name}/call", headers=TOKEN, json={"state": self.current, "args": args}
+            f"/v1/tools/{name}/call",
+            headers={**TOKEN, "Content-Type": "application/json"},
+            content=body_text.encode("utf-8"),
         )
         assert response.status_code in (200, 404, 422), response.text
         body = response.json()
@@ -287,3 +294,23 @@ def test_committed_sequences_load_back_from_the_database(data: st.DataObject):
             assert _cells(back) == _cells(surface.state)
         finally:
             store.dispose()
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_non_finite_number_over_http_is_refused_as_an_argument(value: str) -> None:
+    """Tests that a body carrying NaN or an infinite number (non-standard JSON that Python's
+    and some JavaScript encoders write) gets the tool's own refusal naming the argument, with
+    nothing changed and no state sent back, not a server error."""
+    state = _fixed("spec_tools_window")
+    args = f'{{"task_id": {value}, "day": 1, "slot_start": 1}}'
+    body = f'{{"state": {state.to_json()}, "args": {args}}}'
+    response = _client().post(
+        "/v1/tools/place/call",
+        headers={**TOKEN, "Content-Type": "application/json"},
+        content=body.encode("utf-8"),
+    )
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["error_code"] == "invalid_args"
+    assert "task_id" in reply["reply"]
+    assert reply["changes"] == [] and reply["state"] is None
