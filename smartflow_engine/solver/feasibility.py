@@ -36,7 +36,15 @@ from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import CountResult, all_fit, max_placeable, min_extra_days
 from .order import keep_order, order_kept
 from .ordered import has_inner_order, max_placeable_ordered
-from .problem import Placement, Problem, Rule, build_problem, cleared_layers, scope_tasks
+from .problem import (
+    Placement,
+    Problem,
+    Rule,
+    build_problem,
+    cleared_layers,
+    scope_tasks,
+    valid_start,
+)
 
 ReasonCode = Literal["ok", "insufficient_capacity", "fragmented", "class_window", "unknown"]
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
@@ -273,50 +281,24 @@ def _maximum(
 
 def standing_witness(state: ScheduleState, problem: Problem) -> list[Placement] | None:
     """The scope's places now, when they prove that everything fits: every scope task is
-    placed (none pending), on one block of its duration, at a start its group allows in a free
-    run of the cleared grid or in a host block no other scope task takes, and the item order
-    holds among them (the order against the items outside the scope is each group's rule).
-    Then the schedule as it stands is a packing of every scope task, so the maximum is the
-    required periods, with no model solved. ``None`` otherwise: the models decide.
+    placed (none pending) where :func:`.problem.valid_start` allows it (its group's length,
+    days and periods, free periods or a host block), inside its group's order window (the
+    class's items outside the scope), and the item order holds among them. Then the schedule
+    as it stands is a packing of every scope task, so the maximum is the required periods,
+    with no model solved. ``None`` otherwise: the models decide.
 
     This is what a proposal placing every task leaves behind (every write keeps the rules):
     the check ``analyze_health`` and a proposal's close stage run on it would otherwise rebuild
     the ordered model, about a second at 60 days, to find what the state already shows."""
     if problem.task_count != len(problem.current):
         return None
-    runs_by_day, hosts_by_day = problem.bins_by_day()
-    taken: set[int] = set()
-    out: list[Placement] = []
-    for group in problem.groups:
-        for tid in group.task_ids:
-            here = problem.current[tid]
-            task = state.task(tid)
-            if task is None or len(task.slots) != 1 or here.length != group.duration:
-                return None
-            if here.embed_host is None:
-                bins = [(i, problem.runs[i]) for i in runs_by_day.get(here.day, ())]
-            else:
-                bins = [
-                    (i, b)
-                    for i in hosts_by_day.get(here.day, ())
-                    if (b := problem.hosts[i]).host == here.embed_host
-                ]
-            found = next(
-                (
-                    (i, b)
-                    for i, b in bins
-                    if b.slot_start <= here.slot_start and here.slot_end <= b.slot_end
-                ),
-                None,
-            )
-            if found is None or here.slot_start not in problem.starts(group, found[1]):
-                return None
-            if found[1].host is not None:
-                if found[0] in taken:
-                    return None
-                taken.add(found[0])
-            out.append(here)
-    return out if order_kept(state, out) else None
+    here = list(problem.current.values())
+    if not valid_start(problem, here, problem.required_slots):
+        return None
+    rule = {tid: g.rule for g in problem.groups for tid in g.task_ids}
+    if not all(rule[p.task_id].order_allows(p.day, p.slot_start, p.slot_end) for p in here):
+        return None
+    return here if order_kept(state, here) else None
 
 
 def _with_order(

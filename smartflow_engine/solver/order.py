@@ -443,14 +443,15 @@ def order_start(
     the search's answer and undid its gains). The start is ordered by :func:`keep_order`
     (relabelled, else its classes re-placed as chains; when a chain leaves items out, the
     exact ordered model of the whole scope, :func:`.ordered.max_placeable_ordered`, near the
-    start's places, within half of what is left before the search's stop; before it, the ``others`` starts (name, placements), chained alike, stand in when
-    one keeps more periods: the periods placed come first); the greedy likewise, used only when
-    nothing of it drops. When the start's chains leave items out, ``level1`` comes back
-    unproven with the periods placed (the proposal then claims no maximum, as
-    :func:`order_proposal` withdraws it). Unchanged (the same objects) on a problem without
-    ordered items, and for a calendar scope (its order is kept after the search,
-    :func:`.scoped.in_item_order`). The exact chains and model have work budgets (shares of
-    the run's effort); the last value says whether the wall clock cut one instead."""
+    start's places, within half of what is left before the search's stop; before it, the
+    ``others`` starts (name, placements), chained alike, stand in when one keeps more periods:
+    the periods placed come first); the greedy likewise, used only when nothing of it drops.
+    When the start's chains leave items out, ``level1`` comes back unproven with the periods
+    placed (the proposal then claims no maximum, as :func:`order_proposal` withdraws it).
+    Unchanged (the same objects) on a problem without ordered items, and for a calendar scope
+    (its order is kept after the search, :func:`.scoped.in_item_order`). The exact chains and
+    model have work budgets (shares of the run's effort); the last value says whether the wall
+    clock cut one instead."""
     from .objective import evaluate
 
     if run.within is not None or not run.problem.groups:

@@ -26,7 +26,7 @@ from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import CountResult, max_placeable, residual
 from .health_eval import HealthEvaluator
 from .objective import evaluate
-from .problem import Placement, Problem
+from .problem import Placement, Problem, valid_start
 from .realise import realise
 from .run import ScopeRun
 
@@ -307,43 +307,6 @@ def _completion_tries(
     if len(wider) < len(kept):
         tries.append(wider)
     return tries
-
-
-def valid_start(problem: Problem, placements: list[Placement], target: int) -> bool:
-    """``placements`` place ``target`` periods of the scope, each task at most once, each block
-    of its group's length on a day and off the periods its rule allows, on free periods (no two
-    overlapping) or inside a host block of the problem (no two guests overlapping)."""
-    group_of = {tid: g for g in problem.groups for tid in g.task_ids}
-    used = problem.owner != 0
-    used = used.copy()
-    guest_cells: set[tuple[int, int]] = set()
-    hosts = {(b.day, b.host): b for b in problem.hosts}
-    seen: set[int] = set()
-    periods = 0
-    for pl in placements:
-        g = group_of.get(pl.task_id)
-        if g is None or pl.task_id in seen or pl.length != g.duration:
-            return False
-        seen.add(pl.task_id)
-        periods += pl.length
-        if not g.rule.allows_day(pl.day, problem.num_days) or pl.day > used.shape[0]:
-            return False
-        if any(pl.slot_start <= p <= pl.slot_end for p in g.rule.banned):
-            return False
-        if pl.embed_host is None:
-            cells = used[pl.day - 1, pl.slot_start - 1 : pl.slot_end]
-            if cells.any():
-                return False
-            cells[:] = True
-            continue
-        b = hosts.get((pl.day, pl.embed_host))
-        taken = {(pl.day, p) for p in range(pl.slot_start, pl.slot_end + 1)}
-        if not g.can_guest or b is None or b.slot_start > pl.slot_start or b.slot_end < pl.slot_end:
-            return False
-        if taken & guest_cells:
-            return False
-        guest_cells |= taken
-    return periods == target
 
 
 __all__ = [

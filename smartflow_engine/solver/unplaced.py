@@ -25,8 +25,9 @@ def unplaced_check(
     calibration: Calibration = DEFAULT_CALIBRATION,
     work_s: float | None = None,
 ) -> tuple[int, bool]:
-    """``(critical, cut)``: critical is 1 when ``analyze_health`` will add its feasibility issue once the proposal is applied:
-    the same check it runs (suggested tasks re-planned) proves the window infeasible.
+    """``(critical, cut)``: critical is 1 when ``analyze_health`` will add its feasibility
+    issue once the proposal is applied: the same check it runs (suggested tasks re-planned)
+    proves the window infeasible.
 
     Applying a proposal changes nothing that check sees (its scope, every pending and
     re-plannable suggested task, is lifted either way), so it runs on ``state``, except when
@@ -34,10 +35,10 @@ def unplaced_check(
     :func:`~smartflow_engine.concepts.movable_by_solver`), so the check runs on the schedule
     with ``placements`` applied; and except when nothing is left unplaced: on the applied
     schedule the check finds every task standing where the rules allow it, in most cases, and
-    answers from it with no model (:func:`.feasibility.standing_witness`). It is skipped only when nothing is left unplaced and no
-    suggested task exists (the applied schedule is then its own witness); a suggested task
-    standing outside its class's days may not fit inside them, so with nothing unplaced the
-    window can still be infeasible.
+    answers from it with no model (:func:`.feasibility.standing_witness`). It is skipped only
+    when nothing is left unplaced and no suggested task exists (the applied schedule is then
+    its own witness); a suggested task standing outside its class's days may not fit inside
+    them, so with nothing unplaced the window can still be infeasible.
 
     ``deadline`` (a ``time.perf_counter()`` value) caps the check's limit; once it has passed
     on a window whose close stage is not cheap (see :func:`.budget.too_late`),
