@@ -149,6 +149,21 @@ def test_cutting_rules():
     assert minimal_example("长" * 80, "text") == "长" * (replies.TEXT_LINE_CHARS - 1) + "…"
 
 
+def test_examples_leave_out_wall_clock_figures_at_any_depth():
+    """Tests that a JSON example drops every wall-clock figure (VOLATILE_KEYS: it differs on
+    each run, and a model would take it for a figure the tool promises), at the top, inside an
+    object and inside a list's item, and keeps every other key."""
+    data = {
+        "runtime_s": 0.5,
+        "feasibility": {"is_feasible": True, "runtime_s": 0.01, "slack_slots": 3},
+        "runs": [{"elapsed_s": 1.0, "wall_time": 2.0, "runtime": 3.0, "id": 7}],
+    }
+    cut = prune(data)
+    assert cut == {"feasibility": {"is_feasible": True, "slack_slots": 3}, "runs": [{"id": 7}]}
+    shown = json.dumps(cut)
+    assert not any(key in shown for key in replies.VOLATILE_KEYS)
+
+
 def test_deep_objects_keep_their_first_keys_and_say_how_many_were_left_out():
     """Tests the JSON example rule beyond two levels: a dimension's figures in ``metrics`` keep
     their first JSON_DEEP_KEYS keys and ``"…": n``; an object one key longer stays whole (the
@@ -337,3 +352,23 @@ def test_empty_analyses_validate_against_their_output_schemas():
     for name in ("analyze_health", "analyze_context", "analyze_subjects", "analyze_load"):
         _valid(name, tb.call(name, {}))
     assert json.loads(tb.call("analyze_context", {}))["metrics"] == {}
+
+
+def test_the_health_schema_names_every_key_of_a_feasibility_with_only_its_bounds():
+    """Tests that analyze_health's outputSchema names every key its ``feasibility`` may carry
+    where infeasibility is proven but the gap is not (``capacity_gap_bounds``, issue 42), with
+    its type: a snapshot validates against the schema with no key left unnamed, and a bounds
+    value of the wrong type does not."""
+    from smartflow_engine.solver.feasibility import FeasibilityReport
+
+    report = FeasibilityReport(
+        is_feasible=False, proven=False, required_task_slots=20, feasible_slots=None,
+        capacity_gap=None, free_capacity_slots=30, slack_slots=10, reason_code="insufficient_capacity",
+        runtime_s=0.1, feasible_slots_bounds=(12, 17),
+    )  # fmt: skip
+    snap = {**report.snapshot(), "proven": False, "required_task_slots": 20}
+    assert snap["capacity_gap_bounds"] == [3, 8]
+    schema = OUTPUT_SCHEMAS["analyze_health"]["properties"]["feasibility"]["anyOf"][0]
+    closed = {**schema, "additionalProperties": False}
+    assert not list(Draft202012Validator(closed).iter_errors(snap))
+    assert not Draft202012Validator(closed).is_valid({**snap, "capacity_gap_bounds": "3-8"})

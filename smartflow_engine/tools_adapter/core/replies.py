@@ -21,7 +21,9 @@ Cutting a reply down (the rule the descriptions state in one word, 节选):
   each action), a list keeps its first item, ``metric_schema`` keeps its first entry's meaning, an object
   two levels down (a dimension's figures in ``metrics``) keeps its first :data:`JSON_DEEP_KEYS`
   keys and then ``"…": n`` (n keys left out; the return-type line names the top two levels), a
-  string longer than :data:`JSON_STR_CHARS` characters ends in ``…``.
+  string longer than :data:`JSON_STR_CHARS` characters ends in ``…``; a wall-clock figure
+  (:data:`VOLATILE_KEYS`) is left out: it differs on every run, and a model would read it as a
+  figure the example promises.
 
 The tool list must stay short enough for a model's context: it is sent on every turn.
 :mod:`.tokens` counts it with OpenAI's tokenizers; :data:`TOKEN_BUDGET` is the budget of one
@@ -87,9 +89,10 @@ def _cut_text(reply: str) -> str:
 def prune(value: Any, key: str = "", depth: int = 0) -> Any:
     """A JSON value cut by the example's rule (see the module docstring): lists to their first
     item, ``metric_schema`` to its first entry's meaning, objects two levels down to their first
-    :data:`JSON_DEEP_KEYS` keys, long strings cut. A list's item stays at its list's depth."""
+    :data:`JSON_DEEP_KEYS` keys, long strings cut, wall-clock figures (:data:`VOLATILE_KEYS`)
+    left out. A list's item stays at its list's depth."""
     if isinstance(value, dict):
-        items = list(value.items())
+        items = [(k, v) for k, v in value.items() if k not in VOLATILE_KEYS]
         if key == "metric_schema":  # the first metric's meaning, as a sample of the map
             return {
                 k: {"meaning": prune(v.get("meaning"))} if isinstance(v, dict) else prune(v)
@@ -323,7 +326,12 @@ _CLOSE_SIGNAL = _obj(
 )
 _FEASIBILITY = _obj(
     {"is_feasible": _t(["boolean", "null"]), "capacity_gap": NULL_INT, "reason_code": STR},
-    {"proven": BOOL, "required_task_slots": INT, "feasible_slots": NULL_INT},
+    {
+        "proven": BOOL,
+        "required_task_slots": INT,
+        "feasible_slots": NULL_INT,
+        "capacity_gap_bounds": _arr(INT),
+    },
 )
 # a day's week and weekday, on every day a query reply names (when the window has a calendar)
 _CALENDAR = {"week": INT, "day_of_week": INT}
