@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar, get_args
 
 from ..state import ScheduleState
-from ._cpsat import SolveStatus
+from ._cpsat import OutOfTime, SolveStatus
 from .budget import DEFAULT_CALIBRATION, Calibration
 from .counting import CountResult, all_fit, max_placeable, min_extra_days
 from .order import keep_order, order_kept
@@ -324,7 +324,12 @@ def _with_order(
     scope = [tid for g in problem.groups for tid in g.task_ids]
     # (the exact chains a safety net of at most half the time left: the ordered model decides)
     exact_s = max(0.0, min(0.5, (deadline - time.perf_counter()) / 2))
-    kept, dropped = keep_order(state, res.witness, scope, exact_s, calibration=calibration)
+    try:
+        kept, dropped = keep_order(
+            state, res.witness, scope, exact_s, calibration=calibration, deadline=deadline
+        )
+    except OutOfTime:  # (the chains' set-up grows with the window: nothing proven in time)
+        return CountResult(SolveStatus.UNKNOWN, 0, res.bound, [], res.runtime_s)
     if not dropped:
         return replace(res, witness=kept)
     status, best, bound, placed = max_placeable_ordered(
