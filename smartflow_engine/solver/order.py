@@ -111,10 +111,6 @@ def keep_order(
     if not ordered & ids:
         return placements, []
     windows = order_segments(state, (tasks[tid] for tid in ordered))
-
-    def kind(t: Task) -> tuple[object, ...]:
-        return (t.need(), t.can_embed, t.category)
-
     by_class: dict[int, list[int]] = defaultdict(list)
     for tid in ordered:
         by_class[order_key(tasks[tid])[0]].append(tid)  # type: ignore[index]
@@ -129,17 +125,7 @@ def keep_order(
         places = sorted(
             (at[tid] for tid in items if tid in at), key=lambda p: (p.day, p.slot_start)
         )
-        # relabel: the k-th place of a kind in time order gets the k-th item of that kind
-        pool: dict[tuple[object, ...], list[int]] = defaultdict(list)
-        for tid in items:
-            if tid in at:
-                pool[kind(tasks[tid])].append(tid)
-        taken = {k: 0 for k in pool}
-        relabelled: list[Placement] = []
-        for pl in places:
-            k = kind(tasks[pl.task_id])
-            relabelled.append(replace(pl, task_id=pool[k][taken[k]]))
-            taken[k] += 1
+        relabelled = _relabelled(tasks, items, places, at)
         if all(_fits(windows.get(p.task_id), p) for p in relabelled) and order_kept(
             state, relabelled
         ):
@@ -162,6 +148,31 @@ def keep_order(
             deadline,
         )  # fmt: skip
     return final, sorted(dropped)
+
+
+def _relabelled(
+    tasks: dict[int, Task],
+    items: list[int],
+    places: list[Placement],
+    at: dict[int, Placement],
+) -> list[Placement]:
+    """A class's ``places`` in time order relabelled: the k-th place of a kind (length,
+    host, category) gets the k-th item of that kind in the class's order (``items``)."""
+
+    def kind(t: Task) -> tuple[object, ...]:
+        return (t.need(), t.can_embed, t.category)
+
+    pool: dict[tuple[object, ...], list[int]] = defaultdict(list)
+    for tid in items:
+        if tid in at:
+            pool[kind(tasks[tid])].append(tid)
+    taken = {k: 0 for k in pool}
+    out: list[Placement] = []
+    for pl in places:
+        k = kind(tasks[pl.task_id])
+        out.append(replace(pl, task_id=pool[k][taken[k]]))
+        taken[k] += 1
+    return out
 
 
 def _chain(
@@ -479,17 +490,11 @@ def order_start(
         cut.append(True)  # (no time to chain the other starts)
     elif dropped:  # another start, once ordered, may keep more periods
         most = sum(pl.length for pl in kept)
-        for name, placements in others:
-            try:
-                alt, lost = keep_order(
-                    state, placements, scope, 0.0, cal, work_s=0.0, deadline=run.search_stop
-                )
-            except OutOfTime:  # (the clock, before their work, ended the other starts)
-                cut.append(True)
-                break
-            if sum(pl.length for pl in alt) > most:
-                most, kept, dropped = sum(pl.length for pl in alt), alt, lost
-                source = replace(start, name=name, placements=list(placements))
+        better = _other_starts(run, others, most, cut)
+        if better is not None:
+            name, placements, kept, dropped = better
+            most = sum(pl.length for pl in kept)
+            source = replace(start, name=name, placements=list(placements))
         # the chains swept through time, in order from the start (no relabelling to undo)
         swept = _swept(run, scope, level1.best, cut)
         if swept is not None and sum(pl.length for pl in swept[0]) > most:
@@ -506,19 +511,54 @@ def order_start(
     if dropped:
         placed = sum(pl.length for pl in kept)
         level1 = replace(level1, best=min(level1.best, placed), status=SolveStatus.UNKNOWN)
-    if greedy is not None and time.perf_counter() >= run.search_stop:
-        greedy = None  # (no time to order the guard: the search goes alone)
-        cut.append(True)
-    elif greedy is not None:
-        try:
-            ordered_greedy, lost = keep_order(
-                state, greedy, scope, 0.0, cal, work_s=0.0, deadline=run.search_stop
-            )
-            greedy = None if lost else ordered_greedy
-        except OutOfTime:  # (as above: the search goes alone)
-            greedy = None
-            cut.append(True)
+    if greedy is not None:
+        greedy = _ordered_guard(run, greedy, cut)
     return new_start, greedy, level1, bool(cut)
+
+
+def _other_starts(
+    run: ScopeRun,
+    others: Sequence[tuple[Any, list[Placement]]],
+    most: int,
+    cut: list[bool],
+) -> tuple[Any, list[Placement], list[Placement], list[int]] | None:
+    """Of the ``others`` starts (name, placements), once ordered with neither work nor wall
+    time, the first keeping more periods than ``most`` and then each keeping more still:
+    (its name, its placements, ordered, the ids it drops); None when none does. Past the
+    search's stop no further start is ordered (the clock decided: True goes to ``cut``)."""
+    scope, cal = run.scope(), run.calibration
+    best = None
+    for name, placements in others:
+        try:
+            alt, lost = keep_order(
+                run.state, placements, scope, 0.0, cal, work_s=0.0, deadline=run.search_stop
+            )
+        except OutOfTime:
+            cut.append(True)
+            break
+        if sum(pl.length for pl in alt) > most:
+            most = sum(pl.length for pl in alt)
+            best = (name, placements, alt, lost)
+    return best
+
+
+def _ordered_guard(
+    run: ScopeRun, greedy: list[Placement], cut: list[bool]
+) -> list[Placement] | None:
+    """The greedy guard of the close stage with the item order kept (None when that drops a
+    task, or the search's stop passes first: the search then goes alone, True in ``cut``)."""
+    if time.perf_counter() >= run.search_stop:
+        cut.append(True)
+        return None
+    try:
+        ordered, lost = keep_order(
+            run.state, greedy, run.scope(), 0.0, run.calibration, work_s=0.0,
+            deadline=run.search_stop,
+        )  # fmt: skip
+    except OutOfTime:
+        cut.append(True)
+        return None
+    return None if lost else ordered
 
 
 def _ordered_max(

@@ -6,6 +6,7 @@ saying the clock decided."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
@@ -57,3 +58,25 @@ def test_the_check_answers_unproven_when_the_chains_run_out_of_time(chained, mon
     report = feasibility.check_feasibility(state, time_limit_s=10.0, include_suggested=True)
     assert report.is_feasible is None and not report.proven
     assert report.capacity_gap is None and report.feasible_slots is None
+
+
+def test_a_proposal_orders_its_other_starts_and_guard_by_the_search_stop(monkeypatch) -> None:
+    """Tests that a first_full proposal's item-order step bounds every keep_order after its
+    start's (the other starts and the greedy guard) by the search's stop: each gets a
+    deadline, so past the stop no class of theirs is chained (they ran 0.3 s each past the
+    limit at 90 days)."""
+    from smartflow_engine.solver import order
+    from smartflow_engine.solver.placement import propose_placement
+
+    calls: list[tuple[str, float | None]] = []
+    real = order.keep_order
+
+    def recorded(*args, **kwargs):
+        calls.append((sys._getframe(1).f_code.co_name, kwargs.get("deadline")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(order, "keep_order", recorded)
+    state = synthetic_window(501, 30, variant="fragmented", upstream=True)
+    propose_placement(state, time_limit_s=30.0, work_limit_s=0.5, seed=0, include_suggested=True)
+    later = [d for caller, d in calls if caller in ("_other_starts", "_ordered_guard")]
+    assert later and all(d is not None for d in later)

@@ -367,20 +367,19 @@ def test_more_work_never_places_less(window: dict[str, Any]) -> None:
     assert placed == sorted(placed)
 
 
-@pytest.mark.parametrize("variant", ["fragmented", "tight"])
-def test_a_long_upstream_first_full_proposal_holds_its_default_limit(variant: str) -> None:
+def test_a_long_upstream_first_full_proposal_holds_its_default_limit() -> None:
     """Tests a first_full proposal on a 120-day upstream-shaped window (item order, bans,
-    weekdays, dates) at the tool's default limit for its size: it ran 0.7-1.2 s past it (the
-    chains of the item order ordering the other starts and the guard, and the feasibility check
-    of the unplaced tasks, each started before the stop and ran without looking at the clock);
-    now well inside the limit + 0.5 s, and the reply says the clock cut it."""
+    weekdays, dates) at the tool's default limit for its size: it ran 0.7-1.2 s past it on a
+    quiet machine (the item order's chains of the other starts, the guard and the feasibility
+    check ran without looking at the clock; tests/solver/test_order_deadline.py holds each);
+    the margin is this file's, for a loaded machine, and the reply says the clock cut it."""
     from smartflow_engine.tools_adapter.tools.solver import proposal_limit
 
     cp_model()
     propose_placement(synthetic_window(0, 7), time_limit_s=0.2)  # (one-time costs)
-    state = synthetic_window(500, 120, variant=variant, upstream=True)
+    state = synthetic_window(500, 120, variant="fragmented", upstream=True)
     limit = proposal_limit(120)
     t0 = time.perf_counter()
     proposal = propose_placement(state, time_limit_s=limit, seed=0, include_suggested=True)
-    assert time.perf_counter() - t0 < limit + 0.75
+    assert time.perf_counter() - t0 < limit + MARGIN_S
     assert proposal.wall_limited
