@@ -142,6 +142,19 @@ class Calibration:
     # on the bench_close windows, 2026-12-07; the work was passed as deterministic units 1:1
     # before, so a 60-day window's model ran into its wall limit on a quiet machine).
     exact_det_per_s: float = 0.45
+    # The day plan (.day_plan, issue 42): a proposal given work of its own for it
+    # (``plan_work_s``, CP-SAT deterministic time) runs it after the proposal, hinted with it.
+    # The tools give it on windows with an item order when the asked limit exceeds the default
+    # proposal's by day_plan_min_extra_s: day_plan_extra_share of the extra seconds go to the
+    # plan (exact_det_per_s units each, at most day_plan_max_work units: 5 units took 6-10 s
+    # of one core on 30- and 60-day windows), the rest to the proposal's work as before.
+    day_plan_min_extra_s: float = 8.0
+    day_plan_extra_share: float = 0.5
+    day_plan_max_work: float = 10.0
+    # Its packing enumerates the orders of runs of up to day_plan_pack_items tasks; a run no
+    # order packs is cut off and the model solved again, day_plan_rounds solves at most.
+    day_plan_pack_items: int = 6
+    day_plan_rounds: int = 12
     # The exact model's building, in steps of its pattern enumeration (.health_model.Meter), per
     # unit of its solves' work: measured 2026-12-07 at 0.3-2 million steps per second of a
     # cold build on the 2-core machine, i.e. ~4 million per second of this calibration's time

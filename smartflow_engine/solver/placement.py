@@ -59,11 +59,14 @@ from ..state import ScheduleState
 from ._cpsat import OutOfTime, at_deadline, cp_model
 from .budget import DEFAULT_CALIBRATION, Calibration, too_late
 from .counting import CountResult
+from .day_plan import day_plan
+from .health_eval import HealthEvaluator
 from .health_search import HealthSearchResult, search_health
 from .least_change import moved_tasks, send_back
 from .objective import TERM_NAMES, evaluate
 from .order import order_proposal, order_start
-from .problem import Placement
+from .ordered import has_inner_order
+from .problem import Placement, build_problem
 from .progress import report
 from .run import ScopeRun
 from .scope_floor import ScopeFloor, proposal_floor
@@ -130,6 +133,9 @@ class Proposal:
     # objective): True when the suggested tasks were re-planned; a call asked to re-plan them
     # answers with the pending tasks' own plan (False) when that one is better (issue 26).
     include_suggested: bool = False
+    # True when the day plan (:func:`deepen`, given ``plan_work_s``) replaced the search's
+    # answer: the placements are the plan's, the counts its own.
+    planned: bool = False
 
 
 # ---------------------------------------------------------------------------------- entry point
@@ -146,6 +152,7 @@ def propose_placement(
     disruption_weight: float = 1.0,
     calibration: Calibration = DEFAULT_CALIBRATION,
     within: ProposalScope | None = None,
+    plan_work_s: float = 0.0,
 ) -> Proposal:
     """Propose places for the pending tasks (and, optionally, re-plan the suggested ones).
 
@@ -178,6 +185,9 @@ def propose_placement(
         A proposal limited by the calendar (issue 43, :mod:`.scoped`): exactly its tasks are
         re-planned (``include_suggested`` is then not read), each only on its cells; the
         items of a class keep their order.
+    plan_work_s
+        CP-SAT deterministic time for the day plan after the proposal (:func:`deepen`, issue
+        42); its seconds (at ``exact_det_per_s``) are kept from the proposal's clock.
 
     Returns
     -------
@@ -196,6 +206,32 @@ def propose_placement(
         "disruption_weight": disruption_weight,
         "calibration": calibration,
     }
+    t0 = time.perf_counter()
+    deep = plan_work_s > 0 and within is None and not allow_late
+    # (the plan's seconds, its work at the calibration's rate, are kept from the proposal's
+    # clock: at most half of it)
+    plan_s = min(plan_work_s / calibration.exact_det_per_s, time_limit_s / 2) if deep else 0.0
+    chosen = _scopes(state, time_limit_s - plan_s, include_suggested, work_limit_s, within, common)
+    if not deep:
+        return chosen
+    return deepen(
+        state, chosen, work_s=plan_work_s, deadline=t0 + time_limit_s, num_workers=num_workers,
+        seed=seed, calibration=calibration,
+    )  # fmt: skip
+
+
+def _scopes(
+    state: ScheduleState,
+    time_limit_s: float,
+    include_suggested: bool,
+    work_limit_s: float | None,
+    within: ProposalScope | None,
+    common: dict[str, Any],
+) -> Proposal:
+    """The proposal of the pending tasks, or the better of it and the one re-planning the
+    suggested tasks too (:func:`_better_scope`), with the item order among its placed tasks
+    (issue 42, .order)."""
+    calibration = common["calibration"]
     suggested = include_suggested and any(t.status == "suggested" and t.slots for t in state.tasks)
     if suggested and within is None:
         work = calibration.work_share * time_limit_s if work_limit_s is None else work_limit_s
@@ -212,6 +248,59 @@ def propose_placement(
         ),
         new_places=within is None,  # a calendar scope's cells are the model's to keep
         calibration=calibration,
+    )
+
+
+def deepen(
+    state: ScheduleState,
+    proposal: Proposal,
+    *,
+    work_s: float,
+    deadline: float,
+    num_workers: int = 1,
+    seed: int = 0,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+) -> Proposal:
+    """``proposal`` replaced by the day plan of its scope (:mod:`.day_plan`, ``work_s`` of
+    CP-SAT deterministic time, hinted with it) when the plan has fewer (critical, warning)
+    issues, counted as the close stage counts them (the proposal's feasibility issue, which
+    a plan placing the same tasks keeps, carried over). Unchanged when the proposal leaves a
+    scope task unplaced or claims no counts, its scope has no item order, or the plan finds
+    nothing better; ``wall_limited`` set when ``deadline`` cut the plan."""
+    if proposal.critical is None or proposal.warning is None or proposal.unplaced:
+        return proposal
+    problem = build_problem(state, include_suggested=proposal.include_suggested)
+    placed = sum(pl.length for pl in proposal.placements)
+    if placed < problem.required_slots or not has_inner_order(state, problem):
+        return proposal
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return replace(proposal, wall_limited=True)
+    plan = day_plan(
+        state, problem, level=proposal.threshold, time_limit_s=left, work_s=work_s,
+        num_workers=num_workers, seed=seed, calibration=calibration, hint=proposal.placements,
+    )  # fmt: skip
+    cut = proposal.wall_limited or plan.cut
+    if plan.placements is None:
+        return replace(proposal, wall_limited=cut)
+    scope = {tid for g in problem.groups for tid in g.task_ids}
+    ev = HealthEvaluator(state, scope, proposal.threshold, 0)
+    ev.set_placements(proposal.placements)
+    before = ev.counts_now().key
+    ev.set_placements(plan.placements)
+    after = ev.counts_now().key
+    if after >= before:
+        return replace(proposal, wall_limited=cut)
+    placements = sorted(plan.placements, key=lambda p: (p.day, p.slot_start, p.task_id))
+    return replace(
+        proposal,
+        placements=placements,
+        objective=evaluate(problem, placements, proposal.weights),
+        critical=proposal.critical - before[0] + after[0],
+        warning=proposal.warning - before[1] + after[1],
+        moved=moved_tasks(problem.current, placements),
+        wall_limited=cut,
+        planned=True,
     )
 
 

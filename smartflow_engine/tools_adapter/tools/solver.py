@@ -38,6 +38,7 @@ from ...solver import (
 )
 from ...solver.budget import Deadline
 from ...solver.objective import TERM_NAMES
+from ...solver.ordered import tasks_have_inner_order
 from ...solver.reoptimize import Reoptimization, min_context_switch, spread_even
 from ...state import MAX_BATCH, Request, ScheduleState, relocate
 from ..core.args import Args, Day, Slot, TaskId
@@ -468,10 +469,12 @@ def _proposal(
                 num_workers=ctx.num_workers,
                 calibration=ctx.calibration,
             )
+        work_s, plan_work_s = _works(ctx, state, clock.limit_s)
         return propose_placement(
             state,
             time_limit_s=clock.left(reserve),
-            work_limit_s=ctx.calibration.work_share * clock.limit_s,
+            work_limit_s=work_s,
+            plan_work_s=plan_work_s,
             seed=args.seed,
             weights=_weights(args.weights),
             # (the wider scope is never worse than the narrow one: the solver compares both)
@@ -485,6 +488,23 @@ def _proposal(
     if not apply:  # propose_placement is a read: it has no preview to keep
         return compute(), clock
     return _planned(ctx, "apply_proposal", args, compute), clock
+
+
+def _works(ctx: ToolContext, state: ScheduleState, limit_s: float) -> tuple[float, float]:
+    """A full proposal's work and its day plan's (issue 42, :func:`...solver.placement.deepen`):
+    on a window with an item order, a limit at least ``day_plan_min_extra_s`` above the default
+    gives ``day_plan_extra_share`` of the extra seconds to the plan (CP-SAT deterministic time
+    at ``exact_det_per_s`` a second, at most ``day_plan_max_work``), the rest to the proposal;
+    otherwise the whole limit's work is the proposal's and there is no plan. Both follow from
+    the asked limit alone, so the reply does not depend on how busy the machine is."""
+    cal = ctx.calibration
+    extra = limit_s - proposal_limit(state.num_days)
+    if extra < cal.day_plan_min_extra_s or not tasks_have_inner_order(state.tasks):
+        return cal.work_share * limit_s, 0.0
+    plan_s = cal.day_plan_extra_share * extra
+    return cal.work_share * (limit_s - plan_s), min(
+        cal.day_plan_max_work, cal.exact_det_per_s * plan_s
+    )
 
 
 def _calendar(args: Args) -> bool:
@@ -660,6 +680,8 @@ def _health_line(state: ScheduleState, proposal: Proposal, calendar: bool = Fals
     ):
         # the plan the close stage started from, not today's schedule (issue 45 item 1)
         line += f"（优化前的起始方案 {proposal.start_health[0]}/{proposal.start_health[1]}）"
+    if proposal.planned:  # (issue 42: the day plan, which a longer limit buys, replaced it)
+        line += "；此方案来自日级规划（时限比缺省长时启用），问题比搜索所得更少"
     if proposal.start == "current":
         line += f"；移动了{proposal.local_moves}个已落位任务"
     if proposal.floor is not None:

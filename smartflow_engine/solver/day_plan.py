@@ -1,4 +1,4 @@
-"""A prototype, measured but not in the engine: a day plan of a proposal's scope (issue 42): which free run or water-course block each task
+"""A day plan of a proposal's scope (issue 42): which free run or water-course block each task
 takes, chosen by one CP-SAT model of the day-level rules together, then each run packed.
 
 On upstream-shaped windows the one search's single and paired moves stop where an item can
@@ -29,12 +29,10 @@ Its work (CP-SAT deterministic time) decides what it finds; the wall clock only 
 ``cut``). One worker, presolve and the LP off: with them one worker found no solution in 5
 units on a 30-day window; without them it walks down from the hint.
 
-``python -m benchmarks.day_plan_prototype [work]`` measures it on issue 42's open upstream
-windows, hinted with the tool's first_full proposal at its default work (docs/decisions.md, tenth
-session). Not wired into the proposal: inside a proposal at ten times the default limit it got
-2.4-2.5 units and, on 60 days, under a second of wall time after the other stages, and was
-hinted with a worse schedule (the ordered start); the calibration that would make it a stage
-of the proposal (its share of the work, its place after the one search) is the next step.
+It runs where a caller gives it work of its own (:func:`.placement.propose_placement`'s
+``plan_work_s``: the tools give it on ordered windows when the call's limit leaves time beyond
+the default proposal's), after the proposal, hinted with it, and replaces it only when it has
+fewer issues. Measured: benchmarks/results_day_plan.md, docs/decisions.md (tenth session).
 """
 
 from __future__ import annotations
@@ -48,15 +46,16 @@ from typing import Any
 
 import numpy as np
 
-from smartflow_engine.concepts import hard_subjects
-from smartflow_engine.health_facts import MIN_BUFFER, MIN_USABLE
-from smartflow_engine.rules import Level, rule, severity, threshold
-from smartflow_engine.solver._cpsat import SolveStatus, cp_model, make_solver, status_of
-from smartflow_engine.solver.health_model import rule_tables
-from smartflow_engine.solver.order import order_kept
-from smartflow_engine.solver.ordered import place_options
-from smartflow_engine.solver.problem import Bin, Placement, Problem, valid_start
-from smartflow_engine.state import ScheduleState, order_key
+from ..concepts import hard_subjects
+from ..health_facts import MIN_BUFFER, MIN_USABLE
+from ..rules import Level, rule, severity, threshold
+from ..state import ScheduleState, order_key
+from ._cpsat import SolveStatus, cp_model, make_solver, status_of
+from .budget import DEFAULT_CALIBRATION, Calibration
+from .health_model import rule_tables
+from .order import order_kept
+from .ordered import place_options
+from .problem import Bin, Placement, Problem, valid_start
 
 
 @dataclass(frozen=True)
@@ -524,12 +523,11 @@ def day_plan(
     work_s: float,
     num_workers: int = 1,
     seed: int = 0,
-    pack_items: int = 6,
-    most_rounds: int = 12,
+    calibration: Calibration = DEFAULT_CALIBRATION,
     hint: Sequence[Placement] = (),
 ) -> DayPlan:
     """The day plan of ``problem``'s scope (every task placed), or ``DayPlan(None)`` when the
-    model finds none in its work, a run stays unpackable after ``most_rounds`` solves, or
+    model finds none in its work, a run stays unpackable after ``calibration.day_plan_rounds`` solves, or
     the result breaks a rule (it never should: checked as the write path would). ``work_s``
     (CP-SAT deterministic time, all solves together) decides; ``time_limit_s`` bounds the
     call, the building included, and ``cut`` says when it ended it."""
@@ -541,9 +539,9 @@ def day_plan(
     model = _Model(layout, problem, level)
     model.build()
     model.hint(hint)
-    packer_base = _Packer(layout, problem, pack_items)
+    packer_base = _Packer(layout, problem, calibration.day_plan_pack_items)
     spent, rounds = 0.0, 0
-    while rounds < most_rounds:
+    while rounds < calibration.day_plan_rounds:
         left_s, left_work = deadline - time.perf_counter(), work_s - spent
         if left_s <= 0 or left_work <= 0:
             return DayPlan(None, cut=left_s <= 0, rounds=rounds, work_s=spent)
@@ -564,7 +562,7 @@ def day_plan(
         for (tid, b), v in model.y.items():
             if solver.Value(v):
                 assigned[b].append(tid)
-        packer = _Packer(layout, problem, pack_items)
+        packer = _Packer(layout, problem, calibration.day_plan_pack_items)
         packer.beside = dict(packer_base.beside)
         placements, failed = packer.pack(assigned)
         if not failed:
@@ -580,63 +578,3 @@ def day_plan(
         for v in model.y.values():
             model.m.AddHint(v, solver.Value(v))
     return DayPlan(None, rounds=rounds, work_s=spent)
-
-
-# ------------------------------------------------------------------------------ measuring
-WINDOWS = ((30, "plain", 500), (60, "plain", 501), (60, "plain", 500))
-
-
-def measure(work_s: float) -> list[str]:
-    """Issue 42's open first_full windows: the tool's proposal at its default work (a 30 s
-    clock, so the same proposal on any machine), then the day plan hinted with it (one worker, ``work_s`` units), each applied through the write
-    path and counted by analyze_health."""
-    from smartflow_engine.analyzers import analyze_health
-    from smartflow_engine.solver.budget import DEFAULT_CALIBRATION
-    from smartflow_engine.solver.placement import propose_placement
-    from smartflow_engine.solver.problem import build_problem
-    from smartflow_engine.state import Request, relocate
-    from smartflow_engine.state.synthetic import synthetic_window
-    from smartflow_engine.tools_adapter.tools.solver import proposal_limit
-
-    def counts(state: ScheduleState, placements: Sequence[Placement]) -> tuple[int, int]:
-        applied = state.copy_state()
-        requests = [Request(p.task_id, p.day, p.slot_start) for p in placements]
-        ok = relocate(applied, requests, op="apply_proposal", status_after="suggested").ok
-        assert ok, "a placement broke a rule"
-        signal = analyze_health(applied, time_limit_s=2.0).metrics["close_signal"]
-        return signal["critical"], signal["warning"]
-
-    work_share = DEFAULT_CALIBRATION.work_share
-    rows = [
-        "| days | variant | seed | proposal (critical, warning) | plan (critical, warning) "
-        "| plan objective | solves | work units | plan s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for days, variant, seed in WINDOWS:
-        state = synthetic_window(seed, days, variant=variant, upstream=True)
-        tool = propose_placement(
-            state,
-            time_limit_s=30.0,
-            work_limit_s=work_share * proposal_limit(days),
-            seed=0,
-            include_suggested=True,
-        )  # (the tool's work at its default limit, under a clock that does not cut it)
-        problem = build_problem(state, include_suggested=True)
-        t0 = time.perf_counter()
-        plan = day_plan(
-            state, problem, level="normal", time_limit_s=120.0, work_s=work_s,
-            hint=tool.placements,
-        )  # fmt: skip
-        took = time.perf_counter() - t0
-        mine = "–" if plan.placements is None else str(counts(state, plan.placements))
-        rows.append(
-            f"| {days} | {variant} | {seed} | {counts(state, tool.placements)} | {mine} "
-            f"| {plan.objective} | {plan.rounds} | {plan.work_s:.2f} | {took:.1f} |"
-        )
-    return rows
-
-
-if __name__ == "__main__":
-    import sys
-
-    print("\n".join(measure(float(sys.argv[1]) if len(sys.argv) > 1 else 5.0)))
