@@ -407,12 +407,7 @@ def order_proposal(
         return proposal
     unplaced: list[int] = proposal.unplaced  # type: ignore[attr-defined]
     scope = {p.task_id for p in placements} | set(unplaced)
-    kept, dropped = keep_order(state, placements, scope, calibration=calibration)
-    if not new_places:  # only the model's own places (a calendar scope): a chain's others drop
-        original = {(p.day, p.slot_start, p.embed_host) for p in placements}
-        away = {p.task_id for p in kept if (p.day, p.slot_start, p.embed_host) not in original}
-        kept = [p for p in kept if p.task_id not in away]
-        dropped = [*dropped, *sorted(away)]
+    kept, dropped = _kept_in_order(state, placements, scope, unplaced, new_places, calibration)
 
     def places(pls: Sequence[Placement]) -> set[tuple[int, int, int | None]]:
         return {(p.day, p.slot_start, p.embed_host) for p in pls}
@@ -447,6 +442,35 @@ def order_proposal(
         floor=None,
         floor_least_warning=None,
     )
+
+
+def _kept_in_order(
+    state: ScheduleState,
+    placements: list[Placement],
+    scope: set[int],
+    unplaced: list[int],
+    new_places: bool,
+    calibration: Calibration,
+) -> tuple[list[Placement], list[int]]:
+    """:func:`order_proposal`'s ordered placements and dropped ids. A task left out that is
+    placed now stays where it is once the proposal is applied (only placements are sent), so
+    the order holds against it as against an item outside the scope; an item the order step
+    drops joins them, and the step runs again until none drops (a calendar proposal broke the
+    order: items moved past a later item of their class that its mask kept out of the plan,
+    or that the step itself dropped)."""
+    staying = {u for u in unplaced if (t := state.task(u)) is not None and t.slots}
+    while True:
+        kept, dropped = keep_order(state, placements, scope - staying, calibration=calibration)
+        if not new_places:  # only the model's own places (a calendar scope): chained ones drop
+            original = {(p.day, p.slot_start, p.embed_host) for p in placements}
+            away = {p.task_id for p in kept if (p.day, p.slot_start, p.embed_host) not in original}
+            kept = [p for p in kept if p.task_id not in away]
+            dropped = [*dropped, *sorted(away)]
+        now = {u for u in dropped if (t := state.task(u)) is not None and t.slots} - staying
+        if not now:
+            return kept, sorted({*dropped, *(u for u in staying if u not in unplaced)})
+        staying |= now
+        placements = [p for p in placements if p.task_id not in now]
 
 
 def order_start(
