@@ -81,7 +81,7 @@ def measure_tool(limit_s: float) -> list[str]:
     from smartflow_engine.tools_adapter.tools.solver import _works
 
     cal = DEFAULT_CALIBRATION
-    ctx = SimpleNamespace(calibration=cal)
+    ctx = SimpleNamespace(calibration=cal, num_workers=1)
     rows = [
         f"Limit {limit_s:g} s, first_full scope; counts are the proposal's claims "
         "(analyze_health's, tests/solver/test_day_plan.py).",

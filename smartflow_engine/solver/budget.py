@@ -151,6 +151,11 @@ class Calibration:
     day_plan_min_extra_s: float = 8.0
     day_plan_extra_share: float = 0.5
     day_plan_max_work: float = 10.0
+    # Before it, a feasibility check of the window (suggested tasks re-planned) of this much
+    # work within this share of the extra seconds: proven infeasible, no plan (it needs every
+    # task placed) and the proposal keeps the whole limit's work.
+    day_plan_check_work: float = 1.0
+    day_plan_check_share: float = 0.25
     # Its packing enumerates the orders of runs of up to day_plan_pack_items tasks; a run no
     # order packs is cut off and the model solved again, day_plan_rounds solves at most.
     day_plan_pack_items: int = 6

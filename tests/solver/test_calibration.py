@@ -86,6 +86,8 @@ DOCUMENTED = {
     "day_plan_min_extra_s": 8.0,
     "day_plan_extra_share": 0.5,
     "day_plan_max_work": 10.0,
+    "day_plan_check_work": 1.0,
+    "day_plan_check_share": 0.25,
     "day_plan_pack_items": 6,
     "day_plan_rounds": 12,
     "exact_complete_share": 0.1,

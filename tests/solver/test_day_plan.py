@@ -89,12 +89,13 @@ def test_deepen_leaves_a_proposal_it_cannot_improve_or_has_no_time_for() -> None
 
 
 def test_the_tools_give_the_plan_work_only_beyond_the_default_on_ordered_windows() -> None:
-    """Tests the tools' split of an asked limit (``_works``): at the default limit, and on a
-    window without item order at any limit, the whole limit's work is the proposal's and
-    there is no plan; on an ordered window a limit 20 s above the default gives half of those
-    20 s to the plan (0.45 units a second) and the rest to the proposal."""
+    """Tests the tools' split of an asked limit (``_works``): at the default limit, on a
+    window without item order at any limit, and on one proven not to fit, the whole limit's
+    work is the proposal's and there is no plan; on an ordered window that fits, a limit 20 s
+    above the default gives half of those 20 s to the plan (0.45 units a second) and the
+    rest to the proposal."""
     cal = DEFAULT_CALIBRATION
-    ctx = SimpleNamespace(calibration=cal)
+    ctx = SimpleNamespace(calibration=cal, num_workers=1)
     ordered = synthetic_window(500, 30, variant="plain", upstream=True)
     flat = synthetic_window(500, 30, variant="plain")
     base = proposal_limit(30)
@@ -104,7 +105,14 @@ def test_the_tools_give_the_plan_work_only_beyond_the_default_on_ordered_windows
     assert plan == pytest.approx(cal.exact_det_per_s * 10.0)
     assert work == pytest.approx(cal.work_share * (base + 10))
     capped = replace(cal, day_plan_max_work=1.0)
-    assert _works(SimpleNamespace(calibration=capped), ordered, base + 20)[1] == 1.0
+    assert _works(SimpleNamespace(calibration=capped, num_workers=1), ordered, base + 20)[1] == 1.0
+    # a window proven not to fit (its proposal leaves tasks out: no plan possible) keeps the
+    # whole limit's work
+    tight = synthetic_window(500, 13, variant="tight", upstream=True)
+    assert _works(ctx, tight, proposal_limit(13) + 20) == (
+        cal.work_share * (proposal_limit(13) + 20),
+        0.0,
+    )
 
 
 def test_a_long_limit_buys_the_plan_through_the_tool() -> None:

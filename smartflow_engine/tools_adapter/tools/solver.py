@@ -495,11 +495,22 @@ def _works(ctx: ToolContext, state: ScheduleState, limit_s: float) -> tuple[floa
     on a window with an item order, a limit at least ``day_plan_min_extra_s`` above the default
     gives ``day_plan_extra_share`` of the extra seconds to the plan (CP-SAT deterministic time
     at ``exact_det_per_s`` a second, at most ``day_plan_max_work``), the rest to the proposal;
-    otherwise the whole limit's work is the proposal's and there is no plan. Both follow from
-    the asked limit alone, so the reply does not depend on how busy the machine is."""
+    otherwise (a window proven not to fit, whose proposal leaves tasks out, included) the whole
+    limit's work is the proposal's and there is no plan. Both follow from the asked limit and
+    a check of fixed work, so the reply does not depend on how busy the machine is (unless
+    the check's clock cuts it: it then counts as fitting)."""
     cal = ctx.calibration
     extra = limit_s - proposal_limit(state.num_days)
     if extra < cal.day_plan_min_extra_s or not tasks_have_inner_order(state.tasks):
+        return cal.work_share * limit_s, 0.0
+    # a plan needs every task placed: a window proven not to fit even with the suggested
+    # tasks re-planned keeps the whole limit's work for its proposal (a check on a fixed work)
+    fits = check_feasibility(
+        state, time_limit_s=cal.day_plan_check_share * extra, num_workers=ctx.num_workers,
+        include_suggested=True, explain=False, calibration=cal,
+        work_s=cal.day_plan_check_work,
+    )  # fmt: skip
+    if fits.is_feasible is False:
         return cal.work_share * limit_s, 0.0
     plan_s = cal.day_plan_extra_share * extra
     return cal.work_share * (limit_s - plan_s), min(
