@@ -41,7 +41,7 @@ import itertools
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,7 +81,7 @@ class _Layout:
     duration: dict[int, int]
     subject: dict[int, str]
     hard: frozenset[str]
-    order: dict[int, tuple[int, int]] = field(default_factory=dict)
+    order: dict[int, tuple[int, int]]
 
     @classmethod
     def of(cls, state: ScheduleState, problem: Problem) -> _Layout | None:
@@ -94,9 +94,12 @@ class _Layout:
         task_bins: dict[int, list[Bin]] = {}
         position = {b: i for i, b in enumerate(bins)}
         for tid, opts in options.items():
+            mine: set[Bin] = set()
             for p in opts:
-                places[tid, by_cell[p.day, p.embed_host, p.slot_start]].append(p)
-            task_bins[tid] = sorted({b for (t, b) in places if t == tid}, key=position.__getitem__)
+                b = by_cell[p.day, p.embed_host, p.slot_start]
+                places[tid, b].append(p)
+                mine.add(b)
+            task_bins[tid] = sorted(mine, key=position.__getitem__)
         duration = {tid: g.duration for g in problem.groups for tid in g.task_ids}
         order = {
             tid: key
@@ -104,11 +107,9 @@ class _Layout:
             if (t := state.task(tid)) is not None and (key := order_key(t)) is not None
         }
         subject = {tid: problem.task_subjects.get(tid, "") for tid in duration}
-        layout = cls(
-            bins, position, task_bins, dict(places), duration, subject, hard_subjects(state)
+        return cls(
+            bins, position, task_bins, dict(places), duration, subject, hard_subjects(state), order
         )
-        layout.order = order
-        return layout
 
 
 class _Model:
@@ -539,7 +540,6 @@ def day_plan(
     model = _Model(layout, problem, level)
     model.build()
     model.hint(hint)
-    packer_base = _Packer(layout, problem, calibration.day_plan_pack_items)
     spent, rounds = 0.0, 0
     while rounds < calibration.day_plan_rounds:
         left_s, left_work = deadline - time.perf_counter(), work_s - spent
@@ -562,8 +562,8 @@ def day_plan(
         for (tid, b), v in model.y.items():
             if solver.Value(v):
                 assigned[b].append(tid)
+        # (a packer of its own each round: the guests it packs become the runs' neighbours)
         packer = _Packer(layout, problem, calibration.day_plan_pack_items)
-        packer.beside = dict(packer_base.beside)
         placements, failed = packer.pack(assigned)
         if not failed:
             ok = valid_start(problem, placements, problem.required_slots) and order_kept(

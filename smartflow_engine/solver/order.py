@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -458,7 +458,11 @@ def _kept_in_order(
     drops joins them, and the step runs again until none drops (a calendar proposal broke the
     order: items moved past a later item of their class that its mask kept out of the plan,
     or that the step itself dropped)."""
-    staying = {u for u in unplaced if (t := state.task(u)) is not None and t.slots}
+
+    def placed_now(ids: Iterable[int]) -> set[int]:
+        return {u for u in ids if (t := state.task(u)) is not None and t.slots}
+
+    staying = placed_now(unplaced)
     while True:
         kept, dropped = keep_order(state, placements, scope - staying, calibration=calibration)
         if not new_places:  # only the model's own places (a calendar scope): chained ones drop
@@ -466,7 +470,7 @@ def _kept_in_order(
             away = {p.task_id for p in kept if (p.day, p.slot_start, p.embed_host) not in original}
             kept = [p for p in kept if p.task_id not in away]
             dropped = [*dropped, *sorted(away)]
-        now = {u for u in dropped if (t := state.task(u)) is not None and t.slots} - staying
+        now = placed_now(dropped) - staying
         if not now:
             return kept, sorted({*dropped, *(u for u in staying if u not in unplaced)})
         staying |= now
